@@ -1,0 +1,93 @@
+"""The pipeline as one call per step: load (parse, check, plan), generate (render and
+write), compile (the C compiler, and CFFI for --python)."""
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+from . import runtime as runtime_pkg
+from .check import CheckedSpec, check
+from .errors import BuildError
+from .parser import parse_file
+from .plan import plan
+from .render import render
+
+RUNTIME_DIR = os.path.dirname(os.path.abspath(runtime_pkg.__file__))
+RUNTIME_FILES = ("p2_runtime.h", "p2_runtime.c")
+DEFAULT_CFLAGS = ("-std=c11", "-O2", "-Wall", "-Wextra", "-Werror")
+
+
+def load(spec_path: str, prefix: Optional[str] = None) -> CheckedSpec:
+    """Parse, check and plan a spec file; raises SpecError/SpecErrors on bad input."""
+    return plan(check(parse_file(spec_path), prefix))
+
+
+@dataclass
+class Generated:
+    checked: CheckedSpec
+    out_dir: str
+    header: str
+    source: str
+    runtime: list = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def prefix(self) -> str:
+        return self.checked.prefix
+
+
+def _write_if_changed(path: str, text: str) -> None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            if f.read() == text:
+                return
+    except OSError:
+        pass
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def generate(spec_path: str, out_dir: str, prefix: Optional[str] = None) -> Generated:
+    t0 = time.perf_counter()
+    checked = load(spec_path, prefix)
+    header, source = render(checked, os.path.basename(spec_path))
+    os.makedirs(out_dir, exist_ok=True)
+    h = os.path.join(out_dir, f"{checked.prefix}.h")
+    c = os.path.join(out_dir, f"{checked.prefix}.c")
+    _write_if_changed(h, header)
+    _write_if_changed(c, source)
+    rt = []
+    for name in RUNTIME_FILES:
+        dst = os.path.join(out_dir, name)
+        with open(os.path.join(RUNTIME_DIR, name), encoding="utf-8") as f:
+            _write_if_changed(dst, f.read())
+        rt.append(dst)
+    return Generated(checked, out_dir, h, c, rt, time.perf_counter() - t0)
+
+
+def run_cc(cmd: list, what: str) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise BuildError(f"{what} failed ({shlex.join(cmd)}):\n{proc.stderr.strip()}")
+
+
+def compile_objects(gen: Generated, cc: str = "cc", cflags: Optional[list] = None) -> str:
+    """Compile the spec and the runtime into lib<prefix>.a in the output directory."""
+    flags = list(cflags) if cflags is not None else list(DEFAULT_CFLAGS)
+    cc_cmd = shlex.split(cc)
+    objs = []
+    for src in (gen.source, os.path.join(gen.out_dir, "p2_runtime.c")):
+        obj = os.path.splitext(src)[0] + ".o"
+        run_cc(cc_cmd + flags + ["-fPIC", "-c", src, "-o", obj], f"compiling {os.path.basename(src)}")
+        objs.append(obj)
+    lib = os.path.join(gen.out_dir, f"lib{gen.prefix}.a")
+    if os.path.exists(lib):
+        os.remove(lib)
+    ar = shutil.which("ar") or "ar"
+    run_cc([ar, "rcs", lib] + objs, "archiving")
+    return lib

@@ -1,0 +1,601 @@
+"""The checker: names, types, realms and layer parameters.
+
+Turns a parsed `Spec` into a `CheckedSpec` in which every container's equation is a list of
+`LayerInstance`s with resolved parameters, every cursor knows its typed run-time
+parameters, and nothing later can fail on user input. All errors found are reported
+together, each at its line and column.
+"""
+from __future__ import annotations
+
+import difflib
+import hashlib
+import re
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from . import layers as layer_library
+from .errors import SpecError, SpecErrors
+from .layers.base import REQUIRED, Layer
+from .model import (And, Compare, Const, Container, Cursor, Expr, Field, FieldRef,
+                    FieldType, LayerApp, Not, Or, ParamRef, Pos, Record, Spec)
+
+FORMAT_VERSION = 1  # bump when generated layouts change meaning; part of the fingerprint
+
+C_KEYWORDS = set("""auto break case char const continue default do double else enum extern
+float for goto if inline int long register restrict return short signed sizeof static struct
+switch typedef union unsigned void volatile while _Bool _Complex _Imaginary bool true false
+NULL""".split())
+
+
+# ---------------------------------------------------------------------------
+# Checked forms
+# ---------------------------------------------------------------------------
+@dataclass(eq=False)
+class LayerInstance:
+    layer: Layer
+    app: LayerApp
+    container: "ContainerInfo"
+    params: dict = field(default_factory=dict)
+    param_positions: dict = field(default_factory=dict)
+    tag: str = ""          # name used for the fields it adds: `hash`, or `hash2` if repeated
+    below: Optional["LayerInstance"] = None
+    key_field_obj: Optional[Field] = None
+
+    @property
+    def name(self) -> str:
+        return self.layer.name
+
+    @property
+    def pos(self) -> Pos:
+        return self.app.pos
+
+    @property
+    def p(self) -> str:
+        """C prefix of this layer's functions, e.g. `tpcb_accounts__hash`."""
+        return f"{self.container.p}__{self.tag}"
+
+    def param_pos(self, name: str) -> Pos:
+        return self.param_positions.get(name, self.app.pos)
+
+    def params_text(self) -> str:
+        shown = {k: v for k, v in sorted(self.params.items()) if k != "reserve"}
+        return ", ".join(f"{k}={_show(v)}" for k, v in shown.items())
+
+    def describe(self) -> str:
+        t = self.params_text()
+        return f"{self.name}({t})" if t else self.name
+
+
+def _show(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return v
+    return repr(v)
+
+
+@dataclass(eq=False)
+class ContainerInfo:
+    decl: Container
+    spec_prefix: str
+    record: Record
+    chain: list = field(default_factory=list)   # LayerInstance, outermost first
+    cursors: list = field(default_factory=list)  # CursorInfo, user cursors then synthetic
+    finds: dict = field(default_factory=dict)    # field name -> synthetic CursorInfo
+    all_cursor: Any = None                       # synthetic cursor over every element
+
+    @property
+    def name(self) -> str:
+        return self.decl.name
+
+    @property
+    def p(self) -> str:
+        return f"{self.spec_prefix}_{self.name}"
+
+    @property
+    def tops(self) -> list:
+        return [li for li in self.chain if li.layer.realm == "top"]
+
+    @property
+    def ds(self) -> list:
+        """ds layers outermost first; the storage layer is last."""
+        return [li for li in self.chain if li.layer.realm == "ds"]
+
+    @property
+    def indexes(self) -> list:
+        return [li for li in self.chain if li.layer.role == "index"]
+
+    @property
+    def storage(self) -> LayerInstance:
+        return self.ds[-1]
+
+    @property
+    def mem(self) -> LayerInstance:
+        return self.chain[-1]
+
+    @property
+    def persistent(self) -> bool:
+        return self.mem.name == "persistent"
+
+    @property
+    def file(self) -> Optional[str]:
+        return self.mem.params.get("file") if self.persistent else None
+
+    @property
+    def qualifies(self) -> bool:
+        return any(li.layer.qualifies for li in self.tops)
+
+    def has_layer(self, name: str) -> bool:
+        return any(li.name == name for li in self.chain)
+
+    def equation_text(self) -> str:
+        text = ""
+        for li in reversed(self.chain):
+            d = li.describe() if li.name != "persistent" else li.name
+            text = f"{d}[{text}]" if text else d
+        return text
+
+    def key_fields(self) -> list[str]:
+        """Fields some layer organises elements by, in equation order, without repeats."""
+        out = []
+        for li in self.ds:
+            k = li.layer.key_field(li)
+            if k and k not in out:
+                out.append(k)
+        return out
+
+
+@dataclass(eq=False)
+class CursorInfo:
+    name: str
+    container: ContainerInfo
+    where: Optional[Expr]
+    order_by: Optional[str]
+    params: list          # [(name, FieldType)] in order of first appearance
+    pos: Optional[Pos]
+    synthetic: Optional[str] = None   # None (user cursor), 'find' or 'all'
+    plan: Any = None                  # generator.plan.Plan, set by the planner
+
+    @property
+    def p(self) -> str:
+        """C prefix of the public cursor API."""
+        if self.synthetic:
+            return f"{self.container.p}__{self.name}"
+        return f"{self.container.spec_prefix}_{self.name}"
+
+
+@dataclass(eq=False)
+class FileInfo:
+    path: str
+    containers: list
+    reserve: int
+    fingerprint: int = 0
+
+    @property
+    def index(self) -> int:
+        return 0
+
+
+@dataclass(eq=False)
+class CheckedSpec:
+    spec: Spec
+    prefix: str
+    records: list
+    containers: list
+    cursors: list          # user cursors, in file order
+    files: list            # FileInfo, in order of first use
+
+    def container(self, name: str) -> Optional[ContainerInfo]:
+        return next((c for c in self.containers if c.name == name), None)
+
+
+# ---------------------------------------------------------------------------
+# The checker
+# ---------------------------------------------------------------------------
+class Checker:
+    def __init__(self, spec: Spec, prefix: str):
+        self.spec = spec
+        self.prefix = prefix
+        self.errors: list[SpecError] = []
+
+    def error(self, message: str, pos: Optional[Pos]) -> None:
+        self.errors.append(SpecError(message, pos, self.spec.source))
+
+    def fail_if_errors(self) -> None:
+        if len(self.errors) == 1:
+            raise self.errors[0]
+        if self.errors:
+            raise SpecErrors(self.errors)
+
+    # -- names -----------------------------------------------------------------
+    def check_identifier(self, name: str, what: str, pos: Pos) -> None:
+        if name in C_KEYWORDS:
+            self.error(f"{what} name '{name}' is a C keyword; choose another name", pos)
+        elif name.startswith("_"):
+            self.error(f"{what} name '{name}' starts with '_', which is reserved for "
+                       f"the fields layers add", pos)
+
+    def check_names(self) -> None:
+        seen: dict[str, tuple[str, Pos]] = {}
+        decls = ([("record", r.name, r.pos) for r in self.spec.records]
+                 + [("container", c.name, c.pos) for c in self.spec.containers]
+                 + [("cursor", k.name, k.pos) for k in self.spec.cursors])
+        for kind, name, pos in sorted(decls, key=lambda d: (d[2].line, d[2].col)):
+            self.check_identifier(name, kind, pos)
+            if name in seen:
+                k0, p0 = seen[name]
+                self.error(f"{kind} '{name}' is already declared as a {k0} at line {p0.line}",
+                           pos)
+            else:
+                seen[name] = (kind, pos)
+        for rec in self.spec.records:
+            if not rec.fields:
+                self.error(f"record '{rec.name}' has no fields", rec.pos)
+            names: dict[str, Pos] = {}
+            for f in rec.fields:
+                self.check_identifier(f.name, "field", f.pos)
+                if f.name in names:
+                    self.error(f"field '{f.name}' is declared twice in record '{rec.name}' "
+                               f"(first at line {names[f.name].line})", f.pos)
+                names[f.name] = f.pos
+                if f.type.kind == "char" and f.type.length <= 0:
+                    self.error(f"field '{f.name}': char[N] needs N >= 1", f.pos)
+
+    # -- equations ---------------------------------------------------------------
+    def check_container(self, decl: Container) -> Optional[ContainerInfo]:
+        rec = self.spec.record(decl.record)
+        if rec is None:
+            known = [r.name for r in self.spec.records]
+            self.error(f"container '{decl.name}' is of record '{decl.record}', which is not "
+                       f"declared{_suggest(decl.record, known)}", decl.record_pos)
+            return None
+        info = ContainerInfo(decl, self.prefix, rec)
+        apps = decl.equation.chain()
+        ok = True
+        expected = "top"
+        above: Optional[LayerApp] = None
+        tags: dict[str, int] = {}
+        for app in apps:
+            layer = layer_library.get(app.name)
+            if layer is None:
+                self.error(f"unknown layer '{app.name}'"
+                           f"{_suggest(app.name, list(layer_library.LAYERS))}", app.pos)
+                return None
+            if layer.realm != expected:
+                if above is None:
+                    self.error(f"the outermost layer of container '{decl.name}' must be of "
+                               f"realm 'top' (e.g. top2ds_qualify), got '{app.name}' "
+                               f"(realm '{layer.realm}')", app.pos)
+                else:
+                    self.error(f"layer '{above.name}' needs a layer of realm '{expected}' "
+                               f"below it, got '{app.name}' (realm '{layer.realm}')", app.pos)
+                ok = False
+                break
+            tags[app.name] = tags.get(app.name, 0) + 1
+            tag = app.name if tags[app.name] == 1 else f"{app.name}{tags[app.name]}"
+            info.chain.append(LayerInstance(layer, app, info, tag=tag))
+            if layer.below is None:
+                if app.below is not None:
+                    self.error(f"layer '{app.name}' (realm '{layer.realm}') is a bottom layer "
+                               f"and takes nothing below it, got '{app.below.name}'",
+                               app.below.pos)
+                    ok = False
+                break
+            if app.below is None:
+                self.error(f"layer '{app.name}' needs a layer of realm '{layer.below}' below "
+                           f"it, got nothing", app.pos)
+                ok = False
+                break
+            expected = layer.below
+            above = app
+        if not ok:
+            return None
+        for upper, lower in zip(info.chain, info.chain[1:]):
+            upper.below = lower
+        self.attach_params(info)
+        for li in info.chain:
+            self.resolve_params(li, rec)
+        if any(e for e in self.errors):
+            # parameters may be missing; layer checks below would only repeat them
+            pass
+        for li in info.chain:
+            if li.name in ("persistent",) or all(p.name in li.params for p in li.layer.params):
+                li.layer.validate(li, self)
+        # index layers need storage whose references stay put
+        storage = info.storage
+        if not storage.layer.stable_refs:
+            for li in info.indexes:
+                self.error(f"layer '{li.name}' cannot sit above '{storage.name}': "
+                           f"{storage.name} moves elements to keep them sorted, so the "
+                           f"references an index holds would go stale; use array, iarray or "
+                           f"malloc storage under an index", li.pos)
+        return info
+
+    def attach_params(self, info: ContainerInfo) -> None:
+        for li in info.chain:
+            for p in li.app.params:
+                self._add_param(li, p)
+        for args in info.decl.with_args:
+            matches = [li for li in info.chain if li.name == args.layer]
+            if not matches:
+                self.error(f"'with' gives parameters to layer '{args.layer}', which is not in "
+                           f"the equation of container '{info.name}' ({info.decl.equation.text()})",
+                           args.pos)
+                continue
+            if len(matches) > 1:
+                self.error(f"layer '{args.layer}' appears {len(matches)} times in the equation "
+                           f"of container '{info.name}'; give each its parameters inline, "
+                           f"e.g. {args.layer}(key = ...)[...]", args.pos)
+                continue
+            for p in args.params:
+                self._add_param(matches[0], p)
+
+    def _add_param(self, li: LayerInstance, p) -> None:
+        if p.name in li.param_positions:
+            prev = li.param_positions[p.name]
+            self.error(f"parameter '{p.name}' of layer '{li.name}' is given twice "
+                       f"(first at line {prev.line}, column {prev.col})", p.pos)
+            return
+        li.param_positions[p.name] = p.pos
+        li.params[p.name] = p.value
+
+    def resolve_params(self, li: LayerInstance, rec: Record) -> None:
+        specs = {ps.name: ps for ps in li.layer.params}
+        raw = li.params
+        li.params = {}
+        for name, value in raw.items():
+            ps = specs.get(name)
+            if ps is None:
+                takes = ", ".join(specs) if specs else "no parameters"
+                self.error(f"layer '{li.name}' has no parameter '{name}'"
+                           f"{_suggest(name, list(specs))}; it takes {takes}",
+                           li.param_positions[name])
+                continue
+            v = self.convert_param(li, ps, value, rec)
+            if v is not None:
+                li.params[name] = v
+        for ps in li.layer.params:
+            if ps.name in li.params or ps.name in raw:
+                continue
+            if ps.required:
+                self.error(f"layer '{li.name}' in container '{li.container.name}' needs "
+                           f"parameter '{ps.name}' ({ps.doc})", li.pos)
+            else:
+                li.params[ps.name] = ps.default
+        k = li.layer.key_field(li)
+        if k is not None:
+            li.key_field_obj = rec.field(k)
+
+    def convert_param(self, li: LayerInstance, ps, value, rec: Record):
+        where = f"parameter '{ps.name}' of layer '{li.name}'"
+        if ps.kind == "field":
+            if value.kind != "name":
+                self.error(f"{where} must be a field name of record '{rec.name}'", value.pos)
+                return None
+            f = rec.field(value.value)
+            if f is None:
+                self.error(f"{where}: '{value.value}' is not a field of record '{rec.name}'"
+                           f"{_suggest(value.value, [x.name for x in rec.fields])}", value.pos)
+                return None
+            if f.type.kind not in ps.field_kinds:
+                self.error(f"{where}: field '{f.name}' is {f.type.spelled()}; this layer needs "
+                           f"a key of kind {' or '.join(ps.field_kinds)}", value.pos)
+                return None
+            return f.name
+        if ps.kind == "int":
+            if value.kind != "int":
+                self.error(f"{where} must be an integer, got {value.kind} {value.value!r}",
+                           value.pos)
+                return None
+            if ps.min is not None and value.value < ps.min:
+                self.error(f"{where} must be at least {ps.min}, got {value.value}", value.pos)
+                return None
+            if ps.max is not None and value.value > ps.max:
+                self.error(f"{where} must be at most {ps.max}, got {value.value}", value.pos)
+                return None
+            return value.value
+        if ps.kind == "str":
+            if value.kind != "string":
+                self.error(f"{where} must be a string in double quotes", value.pos)
+                return None
+            return value.value
+        if ps.kind == "bool":
+            if value.kind != "bool":
+                self.error(f"{where} must be true or false", value.pos)
+                return None
+            return value.value
+        if ps.kind == "choice":
+            if value.kind != "name" or value.value not in ps.choices:
+                self.error(f"{where} must be one of {', '.join(ps.choices)}, got "
+                           f"{value.value!r}", value.pos)
+                return None
+            return value.value
+        raise AssertionError(ps.kind)
+
+    # -- cursors -----------------------------------------------------------------
+    def check_cursor(self, k: Cursor, containers: dict) -> Optional[CursorInfo]:
+        info = containers.get(k.container)
+        if info is None:
+            if self.spec.container(k.container) is None:
+                self.error(f"cursor '{k.name}' is on container '{k.container}', which is not "
+                           f"declared{_suggest(k.container, list(containers))}", k.container_pos)
+            return None
+        rec = info.record
+        params: dict[str, tuple[FieldType, Pos]] = {}
+        if k.where is not None:
+            self.check_expr(k.where, rec, params, k.name)
+            if not info.qualifies:
+                self.error(f"cursor '{k.name}' has a where-clause, but the equation of "
+                           f"container '{info.name}' has no qualifying layer: use "
+                           f"top2ds_qualify or put qualify above top2ds", k.pos)
+        order = None
+        if k.order_by is not None:
+            f = rec.field(k.order_by.name)
+            if f is None:
+                self.error(f"cursor '{k.name}': cannot order by '{k.order_by.name}': not a "
+                           f"field of record '{rec.name}'"
+                           f"{_suggest(k.order_by.name, [x.name for x in rec.fields])}",
+                           k.order_by.pos)
+            else:
+                order = f.name
+        return CursorInfo(k.name, info, k.where, order,
+                          [(n, t) for n, (t, _) in params.items()], k.pos)
+
+    def check_expr(self, e: Expr, rec: Record, params: dict, cname: str) -> None:
+        if isinstance(e, (And, Or)):
+            self.check_expr(e.left, rec, params, cname)
+            self.check_expr(e.right, rec, params, cname)
+        elif isinstance(e, Not):
+            self.check_expr(e.operand, rec, params, cname)
+        else:
+            self.check_compare(e, rec, params, cname)
+
+    def check_compare(self, c: Compare, rec: Record, params: dict, cname: str) -> None:
+        fields = []
+        for side in (c.left, c.right):
+            if isinstance(side, FieldRef):
+                f = rec.field(side.name)
+                if f is None:
+                    self.error(f"cursor '{cname}': '{side.name}' is not a field of record "
+                               f"'{rec.name}'{_suggest(side.name, [x.name for x in rec.fields])}",
+                               side.pos)
+                    return
+                fields.append(f)
+        if not fields:
+            self.error(f"cursor '{cname}': a comparison must involve a field of record "
+                       f"'{rec.name}'", c.pos)
+            return
+        ftype = fields[0].type
+        if len(fields) == 2:
+            a, b = fields[0].type, fields[1].type
+            if (a.kind == "char") != (b.kind == "char"):
+                self.error(f"cursor '{cname}': cannot compare {fields[0].name} "
+                           f"({a.spelled()}) with {fields[1].name} ({b.spelled()})", c.pos)
+            elif a.kind == "int" and b.kind == "int" and a.signed != b.signed:
+                self.error(f"cursor '{cname}': comparing signed {fields[0].name} with "
+                           f"unsigned {fields[1].name} is ambiguous in C; compare fields of "
+                           f"the same signedness", c.pos)
+            return
+        for side in (c.left, c.right):
+            if isinstance(side, ParamRef):
+                self.check_identifier(side.name, "parameter", side.pos)
+                prev = params.get(side.name)
+                if prev is not None and prev[0] != ftype:
+                    self.error(f"cursor '{cname}': parameter ${side.name} is compared with a "
+                               f"{ftype.spelled()} field here but a {prev[0].spelled()} field "
+                               f"at line {prev[1].line}", side.pos)
+                elif prev is None:
+                    params[side.name] = (ftype, side.pos)
+            elif isinstance(side, Const):
+                self.check_const(side, fields[0], cname)
+
+    def check_const(self, k: Const, f: Field, cname: str) -> None:
+        t = f.type
+        if t.kind == "char":
+            if k.kind != "string":
+                self.error(f"cursor '{cname}': field '{f.name}' is {t.spelled()}; compare it "
+                           f"with a string", k.pos)
+            elif len(k.value.encode()) > t.length:
+                self.error(f"cursor '{cname}': string of {len(k.value.encode())} bytes can "
+                           f"never equal field '{f.name}' ({t.spelled()})", k.pos)
+            return
+        if k.kind == "string":
+            self.error(f"cursor '{cname}': field '{f.name}' is {t.spelled()}; cannot compare "
+                       f"it with a string", k.pos)
+        elif t.kind == "int":
+            if k.kind != "int":
+                self.error(f"cursor '{cname}': field '{f.name}' is {t.spelled()}; compare it "
+                           f"with an integer, got {k.value}", k.pos)
+            elif not (t.min_value <= k.value <= t.max_value):
+                self.error(f"cursor '{cname}': {k.value} is out of range for field "
+                           f"'{f.name}' ({t.spelled()}: {t.min_value} .. {t.max_value})", k.pos)
+
+    # -- whole spec ----------------------------------------------------------------
+    def run(self) -> CheckedSpec:
+        self.check_names()
+        containers: dict[str, ContainerInfo] = {}
+        for decl in self.spec.containers:
+            if decl.name in containers:
+                continue
+            info = self.check_container(decl)
+            if info is not None:
+                containers[decl.name] = info
+        cursors = []
+        seen = set()
+        for k in self.spec.cursors:
+            if k.name in seen:
+                continue
+            seen.add(k.name)
+            ci = self.check_cursor(k, containers)
+            if ci is not None:
+                cursors.append(ci)
+                ci.container.cursors.append(ci)
+        files = self.group_files(list(containers.values()))
+        self.fail_if_errors()
+        checked = CheckedSpec(self.spec, self.prefix, self.spec.records,
+                              list(containers.values()), cursors, files)
+        for info in checked.containers:
+            add_synthetic_cursors(info)
+        for fi in files:
+            fi.fingerprint = fingerprint(fi)
+        return checked
+
+    def group_files(self, containers: list) -> list:
+        files: dict[str, FileInfo] = {}
+        for info in containers:
+            if not info.persistent or "file" not in info.mem.params:
+                continue
+            path = info.mem.params["file"]
+            fi = files.get(path)
+            if fi is None:
+                files[path] = FileInfo(path, [info], info.mem.params.get("reserve", 1 << 36))
+            else:
+                fi.containers.append(info)
+                fi.reserve = max(fi.reserve, info.mem.params.get("reserve", 1 << 36))
+        return list(files.values())
+
+
+def add_synthetic_cursors(info: ContainerInfo) -> None:
+    """Finds are cursors too: `find_<key>` is a cursor `key == $key`, planned like any other;
+    `all` visits every element (used by bindings and purge)."""
+    rec = info.record
+    for key in info.key_fields():
+        f = rec.field(key)
+        pos = Pos("<find>", 0, 0)
+        where = Compare("==", FieldRef(key, pos), ParamRef(key, pos), pos)
+        ci = CursorInfo(f"find_{key}", info, where, None, [(key, f.type)], None,
+                        synthetic="find")
+        info.finds[key] = ci
+        info.cursors.append(ci)
+    info.all_cursor = CursorInfo("all", info, None, None, [], None, synthetic="all")
+    info.cursors.append(info.all_cursor)
+
+
+def fingerprint(fi: FileInfo) -> int:
+    """64 bits of SHA-256 over everything that fixes the layout of the file's contents."""
+    parts = [f"p2gen-format {FORMAT_VERSION}"]
+    for info in fi.containers:
+        fields = ",".join(f"{f.name}:{f.type.spelled()}" for f in info.record.fields)
+        parts.append(f"{info.name} of {info.record.name}{{{fields}}} = {info.equation_text()}")
+    digest = hashlib.sha256("\n".join(parts).encode()).digest()
+    return int.from_bytes(digest[:8], "little")
+
+
+def _suggest(name: str, choices: list) -> str:
+    close = difflib.get_close_matches(name, choices, n=1)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def spec_prefix(path: str) -> str:
+    stem = re.sub(r"\.p2$", "", path.replace("\\", "/").rsplit("/", 1)[-1])
+    ident = re.sub(r"[^A-Za-z0-9_]", "_", stem) or "spec"
+    if ident[0].isdigit():
+        ident = "s" + ident
+    return ident
+
+
+def check(spec: Spec, prefix: Optional[str] = None) -> CheckedSpec:
+    prefix = prefix or spec_prefix(spec.path)
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", prefix) or prefix in C_KEYWORDS:
+        raise SpecError(f"prefix '{prefix}' is not a valid C identifier")
+    return Checker(spec, prefix).run()

@@ -1,0 +1,248 @@
+"""The spec as data: what the parser produces and every later pass reads.
+
+parse -> model (this file) -> check (realms, names, types) -> plan (access paths)
+-> render (Jinja2 layer templates) -> compile.
+
+Every node carries a `Pos` so that any later pass can report an error at the exact
+line and column of the text that caused it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+
+@dataclass(frozen=True)
+class Pos:
+    """A place in a spec file: 1-based line, 1-based column, and the length of the text."""
+    file: str
+    line: int
+    col: int
+    length: int = 1
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+# ---------------------------------------------------------------------------
+# Records
+# ---------------------------------------------------------------------------
+INT_TYPES = {
+    # name: (C type, bits, signed)
+    "i8": ("int8_t", 8, True), "i16": ("int16_t", 16, True),
+    "i32": ("int32_t", 32, True), "i64": ("int64_t", 64, True),
+    "u8": ("uint8_t", 8, False), "u16": ("uint16_t", 16, False),
+    "u32": ("uint32_t", 32, False), "u64": ("uint64_t", 64, False),
+}
+FLOAT_TYPES = {"f32": "float", "f64": "double"}
+# Aliases accepted in specs, mapped to the canonical names above.
+TYPE_ALIASES = {"float": "f32", "double": "f64"}
+
+
+@dataclass(frozen=True)
+class FieldType:
+    """`kind` is 'int', 'float' or 'char'. `name` is the canonical type name
+    (i8..u64, f32, f64, or 'char'); `length` is N for char[N]."""
+    kind: str
+    name: str
+    length: int = 0
+
+    @property
+    def ctype(self) -> str:
+        if self.kind == "int":
+            return INT_TYPES[self.name][0]
+        if self.kind == "float":
+            return FLOAT_TYPES[self.name]
+        return "char"
+
+    @property
+    def bits(self) -> int:
+        if self.kind == "int":
+            return INT_TYPES[self.name][1]
+        if self.kind == "float":
+            return 32 if self.name == "f32" else 64
+        return 8 * self.length
+
+    @property
+    def signed(self) -> bool:
+        return self.kind == "int" and INT_TYPES[self.name][2]
+
+    @property
+    def min_value(self) -> int:
+        return -(1 << (self.bits - 1)) if self.signed else 0
+
+    @property
+    def max_value(self) -> int:
+        return (1 << (self.bits - 1)) - 1 if self.signed else (1 << self.bits) - 1
+
+    def spelled(self) -> str:
+        return f"char[{self.length}]" if self.kind == "char" else self.name
+
+
+@dataclass
+class Field:
+    name: str
+    type: FieldType
+    pos: Pos
+
+
+@dataclass
+class Record:
+    name: str
+    fields: list[Field]
+    pos: Pos
+
+    def field(self, name: str) -> Optional[Field]:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        return None
+
+
+# ---------------------------------------------------------------------------
+# Type equations and containers
+# ---------------------------------------------------------------------------
+@dataclass
+class Value:
+    """A literal in a layer parameter: kind is 'int', 'float', 'string' or 'name'
+    (a bare identifier such as a field name or `identity`), or 'bool'."""
+    kind: str
+    value: Union[int, float, str, bool]
+    pos: Pos
+
+
+@dataclass
+class Param:
+    name: str
+    value: Value
+    pos: Pos
+
+
+@dataclass
+class LayerApp:
+    """One layer in an equation: `hash` in `top2ds_qualify[hash[array[persistent]]]`.
+
+    `params` are the ones written inline, `hash(key = id)[...]`; parameters given in the
+    container's `with` clause are attached by the checker."""
+    name: str
+    below: Optional["LayerApp"]
+    params: list[Param]
+    pos: Pos
+
+    def chain(self) -> list["LayerApp"]:
+        """Outermost first."""
+        out, cur = [], self
+        while cur is not None:
+            out.append(cur)
+            cur = cur.below
+        return out
+
+    def text(self) -> str:
+        inner = f"[{self.below.text()}]" if self.below else ""
+        return f"{self.name}{inner}"
+
+
+@dataclass
+class LayerArgs:
+    """`hash(key = id, buckets = 1024)` in a container's `with` clause."""
+    layer: str
+    params: list[Param]
+    pos: Pos
+
+
+@dataclass
+class Container:
+    name: str
+    record: str
+    record_pos: Pos
+    equation: LayerApp
+    with_args: list[LayerArgs]
+    pos: Pos
+
+
+# ---------------------------------------------------------------------------
+# Predicates and cursors
+# ---------------------------------------------------------------------------
+@dataclass
+class FieldRef:
+    name: str
+    pos: Pos
+
+
+@dataclass
+class ParamRef:
+    """`$name`: a value supplied when the cursor is opened."""
+    name: str
+    pos: Pos
+
+
+@dataclass
+class Const:
+    """kind is 'int', 'float' or 'string'."""
+    kind: str
+    value: Union[int, float, str]
+    pos: Pos
+
+
+Operand = Union[FieldRef, ParamRef, Const]
+
+COMPARE_OPS = ("==", "!=", "<", "<=", ">", ">=")
+
+
+@dataclass
+class Compare:
+    op: str  # one of COMPARE_OPS
+    left: Operand
+    right: Operand
+    pos: Pos
+
+
+@dataclass
+class And:
+    left: "Expr"
+    right: "Expr"
+    pos: Pos
+
+
+@dataclass
+class Or:
+    left: "Expr"
+    right: "Expr"
+    pos: Pos
+
+
+@dataclass
+class Not:
+    operand: "Expr"
+    pos: Pos
+
+
+Expr = Union[Compare, And, Or, Not]
+
+
+@dataclass
+class Cursor:
+    name: str
+    container: str
+    container_pos: Pos
+    where: Optional[Expr]
+    order_by: Optional[FieldRef]
+    pos: Pos
+
+
+# ---------------------------------------------------------------------------
+# The whole spec
+# ---------------------------------------------------------------------------
+@dataclass
+class Spec:
+    path: str          # file name used in messages
+    source: str        # full text, for underlining errors
+    records: list[Record] = field(default_factory=list)
+    containers: list[Container] = field(default_factory=list)
+    cursors: list[Cursor] = field(default_factory=list)
+
+    def record(self, name: str) -> Optional[Record]:
+        return next((r for r in self.records if r.name == name), None)
+
+    def container(self, name: str) -> Optional[Container]:
+        return next((c for c in self.containers if c.name == name), None)

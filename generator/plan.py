@@ -1,0 +1,179 @@
+"""Access-path selection: for every cursor (and every find, which is a cursor too), ask each
+ds layer of the container what serving its predicate would cost, pick the cheapest path that
+also delivers the requested order, and keep the rest of the predicate as a residual filter.
+
+The result is data (`Plan`) that the renderer turns into C and `p2gen explain` prints.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from .check import CheckedSpec, ContainerInfo, CursorInfo
+from .errors import SpecError
+from .layers.base import PathOption
+from .model import And, Compare, Const, Expr, FieldRef, Not, Or, ParamRef
+
+DEFAULT_SIZE_ESTIMATE = 10_000
+FLIP = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+@dataclass(eq=False)
+class Conjunct:
+    """`field op value` with value a constant or a cursor parameter (normalised so the
+    field is on the left)."""
+    field: str
+    op: str
+    value: object      # ParamRef or Const
+    expr: Compare      # the original comparison
+
+    @property
+    def value_text(self) -> str:
+        return operand_text(self.value)
+
+    @property
+    def text(self) -> str:
+        return f"{self.field} {self.op} {self.value_text}"
+
+
+@dataclass
+class Query:
+    n: float
+    conjuncts: list           # Conjunct
+    order_by: Optional[str]
+
+    def conjuncts_on(self, name: Optional[str]) -> list:
+        return [c for c in self.conjuncts if c.field == name] if name else []
+
+
+@dataclass
+class Candidate:
+    option: Optional[PathOption]
+    layer: object
+    note: str
+
+
+@dataclass
+class Plan:
+    path: PathOption
+    residual: list            # Expr conjuncts not guaranteed by the path
+    candidates: list = field(default_factory=list)   # Candidate, for explain
+
+    @property
+    def residual_text(self) -> str:
+        return " and ".join(expr_text(e, top=False) for e in self.residual) or "(none)"
+
+
+# ---------------------------------------------------------------------------
+def conjuncts_of(e: Optional[Expr]) -> list:
+    if e is None:
+        return []
+    if isinstance(e, And):
+        return conjuncts_of(e.left) + conjuncts_of(e.right)
+    return [e]
+
+
+def simple_conjunct(e: Expr) -> Optional[Conjunct]:
+    if not isinstance(e, Compare):
+        return None
+    l, r = e.left, e.right
+    if isinstance(l, FieldRef) and isinstance(r, (ParamRef, Const)):
+        return Conjunct(l.name, e.op, r, e)
+    if isinstance(r, FieldRef) and isinstance(l, (ParamRef, Const)):
+        return Conjunct(r.name, FLIP[e.op], l, e)
+    return None
+
+
+def operand_text(o) -> str:
+    if isinstance(o, FieldRef):
+        return o.name
+    if isinstance(o, ParamRef):
+        return f"${o.name}"
+    if o.kind == "string":
+        return '"' + o.value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return str(o.value)
+
+
+def expr_text(e: Expr, top: bool = True) -> str:
+    if isinstance(e, Compare):
+        return f"{operand_text(e.left)} {e.op} {operand_text(e.right)}"
+    if isinstance(e, Not):
+        return f"not ({expr_text(e.operand)})"
+    op = "and" if isinstance(e, And) else "or"
+    inner = f"{expr_text(e.left, False)} {op} {expr_text(e.right, False)}"
+    return inner if top else f"({inner})"
+
+
+def size_estimate(info: ContainerInfo) -> float:
+    cap = info.storage.params.get("capacity")
+    return float(max(cap or 0, DEFAULT_SIZE_ESTIMATE))
+
+
+def plan_cursor(cur: CursorInfo, source: str) -> Plan:
+    info = cur.container
+    all_conj = conjuncts_of(cur.where)
+    simple = [c for c in (simple_conjunct(e) for e in all_conj) if c is not None]
+    query = Query(size_estimate(info), simple, cur.order_by)
+    options: list[PathOption] = []
+    candidates: list[Candidate] = []
+    for li in info.ds:
+        opts = li.layer.paths(li, query)
+        if not opts:
+            candidates.append(Candidate(None, li, li.layer.not_applicable(li, query)
+                                        or "offers no access path"))
+        for o in opts:
+            if cur.order_by and o.ordered_by != cur.order_by:
+                candidates.append(Candidate(o, li, f"not in {cur.order_by} order"))
+                continue
+            options.append(o)
+            candidates.append(Candidate(o, li, ""))
+    if not options:
+        raise SpecError(
+            f"cursor '{cur.name}' asks for order by '{cur.order_by}', but no layer of "
+            f"container '{info.name}' ({info.equation_text()}) keeps elements in that order; "
+            f"add avl, odlist or qsort with key = {cur.order_by}",
+            cur.pos, source)
+    # cheapest first; ties go to the outermost layer, then to the path that guarantees more
+    order = {id(li): i for i, li in enumerate(info.ds)}
+    best = min(options, key=lambda o: (round(o.cost, 6), order[id(o.layer)], -len(o.consumed)))
+    consumed = {id(c.expr) for c in best.consumed}
+    residual = [e for e in all_conj if id(e) not in consumed]
+    return Plan(best, residual, candidates)
+
+
+def plan(checked: CheckedSpec) -> CheckedSpec:
+    """Attach a Plan to every cursor of every container (user cursors, finds, all)."""
+    for info in checked.containers:
+        for cur in info.cursors:
+            cur.plan = plan_cursor(cur, checked.spec.source)
+    return checked
+
+
+def explain(checked: CheckedSpec, include_finds: bool = True) -> str:
+    lines = []
+    for info in checked.containers:
+        lines.append(f"container {info.name} = {info.equation_text()}")
+        for cur in info.cursors:
+            if cur.synthetic == "all" or (cur.synthetic == "find" and not include_finds):
+                continue
+            head = (f"  find {info.p}_find_{cur.name[5:]}" if cur.synthetic == "find"
+                    else f"  cursor {cur.name}")
+            where = f" where {expr_text(cur.where)}" if cur.where is not None else ""
+            order = f" order by {cur.order_by}" if cur.order_by else ""
+            lines.append(f"{head}{where}{order}")
+            p = cur.plan
+            lines.append(f"    chosen: {p.path.layer.describe()} {p.path.kind}: {p.path.why} "
+                         f"(cost {p.path.cost:.1f})")
+            lines.append(f"    residual filter: {p.residual_text}")
+            others = [c for c in p.candidates if c.option is not p.path]
+            if others:
+                lines.append("    also considered:")
+                for c in others:
+                    if c.option is None:
+                        lines.append(f"      {c.layer.describe()}: {c.note}")
+                    else:
+                        note = f" — {c.note}" if c.note else ""
+                        lines.append(f"      {c.layer.describe()} {c.option.kind}: "
+                                     f"{c.option.why} (cost {c.option.cost:.1f}){note}")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,29 @@
+"""The layer library: one signature (<name>.py) and one template (<name>.c.j2) per layer."""
+from __future__ import annotations
+
+from .array import Array
+from .avl import Avl
+from .base import Layer
+from .delflag import DelFlag
+from .dlist import DList
+from .hash import Hash
+from .iarray import IArray
+from .malloc import Malloc
+from .odlist import ODList
+from .persistent import Persistent
+from .qsort import QSort
+from .qualify import Qualify
+from .top2ds import Top2ds
+from .top2ds_qualify import Top2dsQualify
+from .transient import Transient
+
+LAYERS: dict[str, Layer] = {cls.name: cls() for cls in (
+    Transient, Persistent,
+    Array, IArray, QSort, Malloc,
+    Hash, Avl, DList, ODList,
+    Top2ds, Qualify, Top2dsQualify, DelFlag,
+)}
+
+
+def get(name: str) -> Layer | None:
+    return LAYERS.get(name)

@@ -1,0 +1,27 @@
+from .base import ElemField, Layer, ParamSpec, PathOption
+
+
+class Array(Layer):
+    name = "array"
+    realm = "ds"
+    below = "mem"
+    role = "storage"
+    params = (ParamSpec("capacity", "int", 16, min=1, max=(1 << 32) - 2,
+                        doc="initial number of slots (the array doubles when full)"),)
+    doc = ("Elements in a growable array of slots; deleted slots go on a free list and are "
+           "reused. An element's reference is its slot number, stable for its lifetime.")
+
+    def elem_fields(self, inst):
+        return [ElemField("uint32_t", f"_{inst.tag}_next_free",
+                          "free-list link; P2_ARRAY_LIVE while the slot holds an element")]
+
+    def root_fields(self, inst):
+        t = inst.tag
+        return [ElemField("uint64_t", f"{t}_slots", "memory reference of the slot array"),
+                ElemField("uint32_t", f"{t}_cap", "slots allocated"),
+                ElemField("uint32_t", f"{t}_hwm", "slots ever used (high-water mark)"),
+                ElemField("uint32_t", f"{t}_count", "live elements"),
+                ElemField("uint32_t", f"{t}_free", "head of the free-slot list")]
+
+    def paths(self, inst, query):
+        return [PathOption(inst, "scan", query.n, "array: scan every slot")]

@@ -1,0 +1,28 @@
+from .base import ElemField, Layer, ParamSpec, log2n, ordered_paths, range_selectivity
+
+
+class Avl(Layer):
+    name = "avl"
+    realm = "ds"
+    below = "ds"
+    role = "index"
+    params = (ParamSpec("key", "field", doc="field the tree is ordered by"),)
+    doc = ("A balanced (AVL) binary tree threaded through the elements, ordered by key "
+           "(ties broken by reference): equality and range retrieval in O(log n + k), "
+           "scans in key order.")
+
+    def elem_fields(self, inst):
+        t = inst.tag
+        return [ElemField("uint64_t", f"_{t}_left", "left child"),
+                ElemField("uint64_t", f"_{t}_right", "right child"),
+                ElemField("int32_t", f"_{t}_height", "height of the subtree")]
+
+    def root_fields(self, inst):
+        return [ElemField("uint64_t", f"{inst.tag}_root", "root node")]
+
+    def paths(self, inst, query):
+        n = query.n
+        return ordered_paths(self, inst, query, what="avl",
+                             eq_cost=log2n(n) + 1,
+                             range_cost=lambda nb: log2n(n) + n * range_selectivity(nb),
+                             scan_cost=n * 1.1)

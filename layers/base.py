@@ -1,0 +1,153 @@
+"""What every layer declares about itself: its realm signature, its parameters, the fields
+it adds to elements and to the container root, and (for `ds` layers) what retrieving the
+elements that satisfy a predicate would cost through it.
+
+A layer is two files side by side in this folder: `<name>.py` (this signature, as a
+subclass of `Layer`) and `<name>.c.j2` (the C it contributes, as a Jinja2 template).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+REQUIRED = object()
+
+REALMS = ("mem", "ds", "top")
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One layer parameter. kind: 'field' (a field of the element record), 'int', 'str',
+    'bool', or 'choice' (one of `choices`, written as a bare name)."""
+    name: str
+    kind: str
+    default: Any = REQUIRED
+    doc: str = ""
+    choices: tuple = ()
+    min: Optional[int] = None
+    max: Optional[int] = None
+    field_kinds: tuple = ("int", "float", "char")  # for kind == 'field'
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+    def describe(self) -> str:
+        if self.kind == "choice":
+            t = "|".join(self.choices)
+        elif self.kind == "field":
+            t = "field"
+        else:
+            t = self.kind
+        d = "" if self.required else f" = {self.default!r}".replace("'", '"')
+        return f"{self.name}: {t}{d}{'' if not self.required else ' (required)'}"
+
+
+@dataclass
+class ElemField:
+    """A field a layer adds to each stored element (named after the layer) or to the root."""
+    ctype: str
+    name: str
+    why: str
+
+
+@dataclass
+class PathOption:
+    """One way a ds layer can retrieve the elements satisfying a cursor's predicate.
+
+    kind: 'scan' (every element; `ordered_by` set if it comes out in key order),
+          'eq'   (elements whose key equals `eq`),
+          'range'(elements in key order from `lo` to `hi`, either bound optional).
+    `consumed` are the conjuncts the path guarantees; the rest is the residual filter.
+    """
+    layer: Any                 # LayerInstance
+    kind: str
+    cost: float
+    why: str
+    ordered_by: Optional[str] = None
+    eq: Any = None             # Conjunct
+    lo: Any = None             # Conjunct with op > or >= (or ==)
+    hi: Any = None             # Conjunct with op < or <= (or ==)
+    consumed: list = field(default_factory=list)
+
+
+def log2n(n: float) -> float:
+    return math.log2(max(n, 2.0))
+
+
+class Layer:
+    """Base of all layers. Subclasses set the class attributes and override hooks."""
+    name: str = ""
+    realm: str = ""                  # the realm this layer exports
+    below: Optional[str] = None      # the realm it needs below it, or None (bottom layer)
+    role: str = ""                   # 'mem' | 'storage' | 'index' | 'top'
+    params: tuple = ()
+    doc: str = ""
+    # storage layers: do element references survive inserts and deletes of other elements?
+    stable_refs: bool = True
+    # top layers: may cursors declared on the container carry a where-clause?
+    qualifies: bool = False
+
+    @property
+    def template(self) -> str:
+        return f"{self.name}.c.j2"
+
+    def signature(self) -> str:
+        below = f"[{self.below}]" if self.below else ""
+        return f"{self.name}: {self.realm}{below}"
+
+    # -- hooks ---------------------------------------------------------------
+    def validate(self, inst, ctx) -> None:
+        """Extra semantic checks; call ctx.error(message, pos) to report."""
+
+    def elem_fields(self, inst) -> list[ElemField]:
+        return []
+
+    def root_fields(self, inst) -> list[ElemField]:
+        return []
+
+    def key_field(self, inst) -> Optional[str]:
+        """The element field this layer organises elements by, if any."""
+        k = inst.params.get("key")
+        return k if isinstance(k, str) else None
+
+    def paths(self, inst, query) -> list[PathOption]:
+        """Ways to serve `query` (a generator.plan.Query) through this layer."""
+        return []
+
+    def not_applicable(self, inst, query) -> Optional[str]:
+        """Why this layer offers no path for the query (for `explain`)."""
+        return None
+
+
+def ordered_paths(layer: Layer, inst, query, *, eq_cost, range_cost, scan_cost,
+                  what: str) -> list[PathOption]:
+    """Paths of a layer that keeps its elements ordered by its key field: equality and
+    ranges on the key, and an ordered full scan (which also serves `order by key`)."""
+    key = layer.key_field(inst)
+    out = []
+    eqs = [c for c in query.conjuncts_on(key) if c.op == "=="]
+    los = [c for c in query.conjuncts_on(key) if c.op in (">", ">=")]
+    his = [c for c in query.conjuncts_on(key) if c.op in ("<", "<=")]
+    if eqs:
+        c = eqs[0]
+        out.append(PathOption(inst, "range", eq_cost, f"{what}: {key} == {c.value_text}",
+                              ordered_by=key, lo=c, hi=c, consumed=[c]))
+    if los or his:
+        lo = los[0] if los else None
+        hi = his[0] if his else None
+        bounds = [b for b in (lo, hi) if b is not None]
+        out.append(PathOption(inst, "range", range_cost(len(bounds)),
+                              f"{what}: range on {key} "
+                              + " and ".join(b.text for b in bounds),
+                              ordered_by=key, lo=lo, hi=hi, consumed=bounds))
+    out.append(PathOption(inst, "range", scan_cost, f"{what}: full scan in {key} order",
+                          ordered_by=key))
+    return out
+
+
+# Selectivity guesses used by cost estimates (System R style): one open bound keeps a
+# third of the elements, a closed range a quarter.
+def range_selectivity(nbounds: int) -> float:
+    return 1 / 3 if nbounds == 1 else 1 / 4

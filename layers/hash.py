@@ -1,0 +1,47 @@
+from .base import ElemField, Layer, ParamSpec, PathOption
+
+
+class Hash(Layer):
+    name = "hash"
+    realm = "ds"
+    below = "ds"
+    role = "index"
+    params = (
+        ParamSpec("key", "field", doc="field hashed"),
+        ParamSpec("buckets", "int", 1024, min=1, max=1 << 31,
+                  doc="initial bucket count (rounded up to a power of two)"),
+        ParamSpec("fn", "choice", "default", choices=("default", "identity"),
+                  doc="hash function: a general-purpose mixer, or the key itself "
+                      "(integer keys; no collisions for dense ids)"),
+        ParamSpec("grow", "bool", True,
+                  doc="double the buckets when elements outnumber them"),
+    )
+    doc = ("A chained hash table over the layer below: an array of buckets, each a singly "
+           "linked list threaded through the elements. O(1) equality retrieval on its key.")
+
+    def validate(self, inst, ctx):
+        key = inst.key_field_obj
+        if inst.params["fn"] == "identity" and key is not None and key.type.kind != "int":
+            ctx.error(f"hash function 'identity' needs an integer key; field '{key.name}' "
+                      f"is {key.type.spelled()}", inst.param_pos("fn"))
+
+    def elem_fields(self, inst):
+        return [ElemField("uint64_t", f"_{inst.tag}_next", "next element in the same bucket")]
+
+    def root_fields(self, inst):
+        t = inst.tag
+        return [ElemField("uint64_t", f"{t}_buckets", "memory reference of the bucket array"),
+                ElemField("uint64_t", f"{t}_nbuckets", "bucket count (a power of two)"),
+                ElemField("uint64_t", f"{t}_count", "elements linked in")]
+
+    def paths(self, inst, query):
+        key = self.key_field(inst)
+        eqs = [c for c in query.conjuncts_on(key) if c.op == "=="]
+        if not eqs:
+            return []
+        c = eqs[0]
+        return [PathOption(inst, "eq", 1.5, f"hash: {key} == {c.value_text} picks one bucket",
+                           eq=c, consumed=[c])]
+
+    def not_applicable(self, inst, query):
+        return f"no equality on its key '{self.key_field(inst)}'"

@@ -1,0 +1,33 @@
+from .base import ElemField, Layer, ParamSpec, ordered_paths, range_selectivity
+
+
+class IArray(Layer):
+    name = "iarray"
+    realm = "ds"
+    below = "mem"
+    role = "storage"
+    params = (
+        ParamSpec("key", "field", doc="integer field whose value is the slot index",
+                  field_kinds=("int",)),
+        ParamSpec("capacity", "int", 1024, min=1, max=(1 << 32) - 2,
+                  doc="initial number of slots (grows to fit larger keys)"),
+        ParamSpec("max_key", "int", (1 << 32) - 2, min=0, max=(1 << 32) - 2,
+                  doc="largest key accepted; larger keys are refused with P2_ERANGE"),
+    )
+    doc = ("Elements in an array indexed by their key (slot = key) with a valid flag per "
+           "slot: O(1) keyed access, keys unique, scans come out in key order.")
+
+    def elem_fields(self, inst):
+        return [ElemField("uint8_t", f"_{inst.tag}_valid", "1 while the slot holds an element")]
+
+    def root_fields(self, inst):
+        t = inst.tag
+        return [ElemField("uint64_t", f"{t}_slots", "memory reference of the slot array"),
+                ElemField("uint32_t", f"{t}_cap", "slots allocated"),
+                ElemField("uint32_t", f"{t}_count", "valid elements")]
+
+    def paths(self, inst, query):
+        cap = max(inst.params["capacity"], query.n)
+        return ordered_paths(self, inst, query, what="iarray", eq_cost=1.0,
+                             range_cost=lambda nb: cap * range_selectivity(nb),
+                             scan_cost=cap)

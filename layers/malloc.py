@@ -1,0 +1,25 @@
+from .base import ElemField, Layer, PathOption
+
+
+class Malloc(Layer):
+    name = "malloc"
+    realm = "ds"
+    below = "mem"
+    role = "storage"
+    doc = ("One allocation per element from the memory layer, all elements on a doubly "
+           "linked list for scans. References are memory references (pointers or file "
+           "offsets), stable for an element's lifetime.")
+
+    def elem_fields(self, inst):
+        t = inst.tag
+        return [ElemField("uint64_t", f"_{t}_next", "next element in the all-elements list"),
+                ElemField("uint64_t", f"_{t}_prev", "previous element"),
+                ElemField("uint32_t", f"_{t}_magic", "P2_MALLOC_LIVE while allocated")]
+
+    def root_fields(self, inst):
+        t = inst.tag
+        return [ElemField("uint64_t", f"{t}_head", "first element"),
+                ElemField("uint64_t", f"{t}_count", "live elements")]
+
+    def paths(self, inst, query):
+        return [PathOption(inst, "scan", query.n * 1.2, "malloc: walk the element list")]

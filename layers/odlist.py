@@ -1,0 +1,25 @@
+from .base import ElemField, Layer, ParamSpec, ordered_paths
+
+
+class ODList(Layer):
+    name = "odlist"
+    realm = "ds"
+    below = "ds"
+    role = "index"
+    params = (ParamSpec("key", "field", doc="field the list is kept ordered by"),)
+    doc = ("A doubly linked list threaded through the elements, kept ordered by key "
+           "(inserts walk the list): ordered scans, ranges stop early.")
+
+    def elem_fields(self, inst):
+        t = inst.tag
+        return [ElemField("uint64_t", f"_{t}_next", "next element in key order"),
+                ElemField("uint64_t", f"_{t}_prev", "previous element")]
+
+    def root_fields(self, inst):
+        return [ElemField("uint64_t", f"{inst.tag}_head", "first element")]
+
+    def paths(self, inst, query):
+        n = query.n
+        return ordered_paths(self, inst, query, what="odlist",
+                             eq_cost=n / 2, range_cost=lambda nb: n / 2 if nb else n,
+                             scan_cost=n * 1.1)

@@ -1,0 +1,31 @@
+from .base import Layer, ParamSpec, log2n, ordered_paths, range_selectivity
+
+
+class QSort(Layer):
+    name = "qsort"
+    realm = "ds"
+    below = "mem"
+    role = "storage"
+    stable_refs = False
+    params = (
+        ParamSpec("key", "field", doc="field the array is kept sorted by"),
+        ParamSpec("capacity", "int", 16, min=1, max=(1 << 32) - 2,
+                  doc="initial number of slots (the array doubles when full)"),
+    )
+    doc = ("Elements in an array kept sorted by key; retrieval by binary search. Inserts and "
+           "deletes shift elements, so a reference (the position) is only valid until the "
+           "next change, and no index layer may sit above qsort.")
+
+    def root_fields(self, inst):
+        from .base import ElemField
+        t = inst.tag
+        return [ElemField("uint64_t", f"{t}_slots", "memory reference of the sorted array"),
+                ElemField("uint32_t", f"{t}_cap", "slots allocated"),
+                ElemField("uint32_t", f"{t}_count", "elements, in slots 0..count-1")]
+
+    def paths(self, inst, query):
+        n = query.n
+        return ordered_paths(self, inst, query, what="qsort (binary search)",
+                             eq_cost=0.9 * log2n(n) + 1,
+                             range_cost=lambda nb: 0.9 * log2n(n) + n * range_selectivity(nb),
+                             scan_cost=n)

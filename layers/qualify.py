@@ -1,0 +1,11 @@
+from .base import Layer
+
+
+class Qualify(Layer):
+    name = "qualify"
+    realm = "top"
+    below = "top"
+    role = "top"
+    qualifies = True
+    doc = ("Adds predicates to cursors: the part of a where-clause that the chosen access "
+           "path does not guarantee is evaluated here, element by element.")

@@ -1,0 +1,10 @@
+from .base import Layer
+
+
+class Top2dsQualify(Layer):
+    name = "top2ds_qualify"
+    realm = "top"
+    below = "ds"
+    role = "top"
+    qualifies = True
+    doc = "top2ds and qualify fused into one layer (P2's usual top of an equation)."

@@ -1,0 +1,10 @@
+from .base import Layer
+
+
+class Transient(Layer):
+    name = "transient"
+    realm = "mem"
+    below = None
+    role = "mem"
+    doc = ("Heap memory (calloc/realloc/free). References are raw pointers; the container "
+           "lives as long as the open database handle.")

@@ -1,0 +1,976 @@
+/* p2_runtime.c - p2gen runtime: errors, CRC-32, persistent segment.
+ * See p2_runtime.h for the design and the contract of every function. */
+#define _GNU_SOURCE
+#define _DEFAULT_SOURCE
+
+#include "p2_runtime.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------------
+ * Errors
+ * ------------------------------------------------------------------------ */
+
+const char *p2_strerror(int code)
+{
+    switch (code) {
+    case P2_OK:        return "P2_OK: success";
+    case P2_END:       return "P2_END: cursor exhausted";
+    case P2_NOTFOUND:  return "P2_NOTFOUND: not found";
+    case P2_EDUP:      return "P2_EDUP: key already present";
+    case P2_ERANGE:    return "P2_ERANGE: key or value out of range";
+    case P2_ENOMEM:    return "P2_ENOMEM: out of memory";
+    case P2_EIO:       return "P2_EIO: input/output error";
+    case P2_EFORMAT:   return "P2_EFORMAT: not a valid p2gen file";
+    case P2_EMISMATCH: return "P2_EMISMATCH: file made by another spec";
+    case P2_EINVAL:    return "P2_EINVAL: invalid argument";
+    case P2_ECLOSED:   return "P2_ECLOSED: already closed";
+    case P2_EBUSY:     return "P2_EBUSY: locked by another process";
+    default:           return "unknown error";
+    }
+}
+
+static int err_vset(p2_err *e, int code, const char *prefix, const char *fmt, va_list ap)
+{
+    if (e == NULL)
+        return code;
+    e->code = code;
+    size_t n = 0;
+    if (prefix != NULL) {
+        int k = snprintf(e->msg, sizeof e->msg, "%s: ", prefix);
+        n = k < 0 ? 0 : (size_t)k;
+        if (n >= sizeof e->msg)
+            return code; /* prefix alone filled the buffer (truncated, NUL-terminated) */
+    }
+    if (fmt != NULL)
+        vsnprintf(e->msg + n, sizeof e->msg - n, fmt, ap);
+    else
+        snprintf(e->msg + n, sizeof e->msg - n, "%s", p2_strerror(code));
+    return code;
+}
+
+int p2_err_set(p2_err *e, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    err_vset(e, code, NULL, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+void p2_err_clear(p2_err *e)
+{
+    if (e != NULL) {
+        e->code = P2_OK;
+        e->msg[0] = '\0';
+    }
+}
+
+/* ------------------------------------------------------------------------
+ * CRC-32 (reflected polynomial 0xEDB88320, as zlib)
+ * ------------------------------------------------------------------------ */
+
+static const uint32_t crc_table[256] = {
+    0x00000000u, 0x77073096u, 0xee0e612cu, 0x990951bau, 0x076dc419u, 0x706af48fu,
+    0xe963a535u, 0x9e6495a3u, 0x0edb8832u, 0x79dcb8a4u, 0xe0d5e91eu, 0x97d2d988u,
+    0x09b64c2bu, 0x7eb17cbdu, 0xe7b82d07u, 0x90bf1d91u, 0x1db71064u, 0x6ab020f2u,
+    0xf3b97148u, 0x84be41deu, 0x1adad47du, 0x6ddde4ebu, 0xf4d4b551u, 0x83d385c7u,
+    0x136c9856u, 0x646ba8c0u, 0xfd62f97au, 0x8a65c9ecu, 0x14015c4fu, 0x63066cd9u,
+    0xfa0f3d63u, 0x8d080df5u, 0x3b6e20c8u, 0x4c69105eu, 0xd56041e4u, 0xa2677172u,
+    0x3c03e4d1u, 0x4b04d447u, 0xd20d85fdu, 0xa50ab56bu, 0x35b5a8fau, 0x42b2986cu,
+    0xdbbbc9d6u, 0xacbcf940u, 0x32d86ce3u, 0x45df5c75u, 0xdcd60dcfu, 0xabd13d59u,
+    0x26d930acu, 0x51de003au, 0xc8d75180u, 0xbfd06116u, 0x21b4f4b5u, 0x56b3c423u,
+    0xcfba9599u, 0xb8bda50fu, 0x2802b89eu, 0x5f058808u, 0xc60cd9b2u, 0xb10be924u,
+    0x2f6f7c87u, 0x58684c11u, 0xc1611dabu, 0xb6662d3du, 0x76dc4190u, 0x01db7106u,
+    0x98d220bcu, 0xefd5102au, 0x71b18589u, 0x06b6b51fu, 0x9fbfe4a5u, 0xe8b8d433u,
+    0x7807c9a2u, 0x0f00f934u, 0x9609a88eu, 0xe10e9818u, 0x7f6a0dbbu, 0x086d3d2du,
+    0x91646c97u, 0xe6635c01u, 0x6b6b51f4u, 0x1c6c6162u, 0x856530d8u, 0xf262004eu,
+    0x6c0695edu, 0x1b01a57bu, 0x8208f4c1u, 0xf50fc457u, 0x65b0d9c6u, 0x12b7e950u,
+    0x8bbeb8eau, 0xfcb9887cu, 0x62dd1ddfu, 0x15da2d49u, 0x8cd37cf3u, 0xfbd44c65u,
+    0x4db26158u, 0x3ab551ceu, 0xa3bc0074u, 0xd4bb30e2u, 0x4adfa541u, 0x3dd895d7u,
+    0xa4d1c46du, 0xd3d6f4fbu, 0x4369e96au, 0x346ed9fcu, 0xad678846u, 0xda60b8d0u,
+    0x44042d73u, 0x33031de5u, 0xaa0a4c5fu, 0xdd0d7cc9u, 0x5005713cu, 0x270241aau,
+    0xbe0b1010u, 0xc90c2086u, 0x5768b525u, 0x206f85b3u, 0xb966d409u, 0xce61e49fu,
+    0x5edef90eu, 0x29d9c998u, 0xb0d09822u, 0xc7d7a8b4u, 0x59b33d17u, 0x2eb40d81u,
+    0xb7bd5c3bu, 0xc0ba6cadu, 0xedb88320u, 0x9abfb3b6u, 0x03b6e20cu, 0x74b1d29au,
+    0xead54739u, 0x9dd277afu, 0x04db2615u, 0x73dc1683u, 0xe3630b12u, 0x94643b84u,
+    0x0d6d6a3eu, 0x7a6a5aa8u, 0xe40ecf0bu, 0x9309ff9du, 0x0a00ae27u, 0x7d079eb1u,
+    0xf00f9344u, 0x8708a3d2u, 0x1e01f268u, 0x6906c2feu, 0xf762575du, 0x806567cbu,
+    0x196c3671u, 0x6e6b06e7u, 0xfed41b76u, 0x89d32be0u, 0x10da7a5au, 0x67dd4accu,
+    0xf9b9df6fu, 0x8ebeeff9u, 0x17b7be43u, 0x60b08ed5u, 0xd6d6a3e8u, 0xa1d1937eu,
+    0x38d8c2c4u, 0x4fdff252u, 0xd1bb67f1u, 0xa6bc5767u, 0x3fb506ddu, 0x48b2364bu,
+    0xd80d2bdau, 0xaf0a1b4cu, 0x36034af6u, 0x41047a60u, 0xdf60efc3u, 0xa867df55u,
+    0x316e8eefu, 0x4669be79u, 0xcb61b38cu, 0xbc66831au, 0x256fd2a0u, 0x5268e236u,
+    0xcc0c7795u, 0xbb0b4703u, 0x220216b9u, 0x5505262fu, 0xc5ba3bbeu, 0xb2bd0b28u,
+    0x2bb45a92u, 0x5cb36a04u, 0xc2d7ffa7u, 0xb5d0cf31u, 0x2cd99e8bu, 0x5bdeae1du,
+    0x9b64c2b0u, 0xec63f226u, 0x756aa39cu, 0x026d930au, 0x9c0906a9u, 0xeb0e363fu,
+    0x72076785u, 0x05005713u, 0x95bf4a82u, 0xe2b87a14u, 0x7bb12baeu, 0x0cb61b38u,
+    0x92d28e9bu, 0xe5d5be0du, 0x7cdcefb7u, 0x0bdbdf21u, 0x86d3d2d4u, 0xf1d4e242u,
+    0x68ddb3f8u, 0x1fda836eu, 0x81be16cdu, 0xf6b9265bu, 0x6fb077e1u, 0x18b74777u,
+    0x88085ae6u, 0xff0f6a70u, 0x66063bcau, 0x11010b5cu, 0x8f659effu, 0xf862ae69u,
+    0x616bffd3u, 0x166ccf45u, 0xa00ae278u, 0xd70dd2eeu, 0x4e048354u, 0x3903b3c2u,
+    0xa7672661u, 0xd06016f7u, 0x4969474du, 0x3e6e77dbu, 0xaed16a4au, 0xd9d65adcu,
+    0x40df0b66u, 0x37d83bf0u, 0xa9bcae53u, 0xdebb9ec5u, 0x47b2cf7fu, 0x30b5ffe9u,
+    0xbdbdf21cu, 0xcabac28au, 0x53b39330u, 0x24b4a3a6u, 0xbad03605u, 0xcdd70693u,
+    0x54de5729u, 0x23d967bfu, 0xb3667a2eu, 0xc4614ab8u, 0x5d681b02u, 0x2a6f2b94u,
+    0xb40bbe37u, 0xc30c8ea1u, 0x5a05df1bu, 0x2d02ef8du,
+};
+
+uint32_t p2_crc32(uint32_t crc, const void *data, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)data;
+    crc = ~crc;
+    while (len--)
+        crc = crc_table[(crc ^ *p++) & 0xffu] ^ (crc >> 8);
+    return ~crc;
+}
+
+/* ------------------------------------------------------------------------
+ * Persistent segment: on-disk layout
+ * ------------------------------------------------------------------------ */
+
+#define SEG_MAGIC       "P2GENDB"   /* 7 characters + NUL = 8 bytes */
+#define SEG_STATE_CLEAN 0u
+#define SEG_STATE_OPEN  1u
+#define SEG_ALIGN       16u         /* alignment of every block */
+#define SMALL_MIN       16u         /* smallest size class */
+#define SMALL_MAX       2048u       /* largest size class */
+#define NCLASSES        8           /* 16, 32, 64, ..., 2048 */
+#define LARGE_UNIT      4096u       /* large blocks are multiples of this */
+#define SEG_MAX_RESERVE (UINT64_C(1) << 60)  /* keeps offset arithmetic overflow-free */
+
+struct p2_seg_root_entry {
+    char     name[P2_ROOT_NAME_SIZE];  /* NUL-terminated */
+    p2_off   off;                      /* root block */
+    uint64_t size;                     /* its size, as passed to p2_seg_open() */
+};
+
+struct p2_seg_header {
+    char     magic[8];                 /* SEG_MAGIC */
+    uint32_t version;                  /* P2_SEG_VERSION */
+    uint32_t header_size;              /* P2_SEG_HEADER_SIZE */
+    uint32_t page_size;                /* of the creating machine; informational */
+    uint32_t state;                    /* SEG_STATE_CLEAN or SEG_STATE_OPEN */
+    uint64_t fingerprint;              /* of the spec / equation */
+    uint64_t file_size;                /* the file is at least this long */
+    uint64_t brk;                      /* end of the allocated area */
+    p2_off   free_small[NCLASSES];     /* LIFO lists of free 16..2048-byte blocks */
+    p2_off   free_large;               /* address-ordered list of free large blocks */
+    uint32_t nroots;                   /* entries used in roots[] */
+    uint32_t checksum;                 /* CRC-32 of the header with this field 0 */
+    uint8_t  reserved[128];            /* zero; room for future fields */
+    struct p2_seg_root_entry roots[P2_MAX_ROOTS];
+};
+
+_Static_assert(sizeof(p2_off) == 8, "offsets are 64-bit");
+_Static_assert(sizeof(struct p2_seg_root_entry) == 64, "root entry is 64 bytes");
+_Static_assert(offsetof(struct p2_seg_header, magic) == 0, "header layout");
+_Static_assert(offsetof(struct p2_seg_header, version) == 8, "header layout");
+_Static_assert(offsetof(struct p2_seg_header, header_size) == 12, "header layout");
+_Static_assert(offsetof(struct p2_seg_header, page_size) == 16, "header layout");
+_Static_assert(offsetof(struct p2_seg_header, state) == 20, "header layout");
+_Static_assert(offsetof(struct p2_seg_header, fingerprint) == 24, "header layout");
+_Static_assert(offsetof(struct p2_seg_header, file_size) == 32, "header layout");
+_Static_assert(offsetof(struct p2_seg_header, brk) == 40, "header layout");
+_Static_assert(offsetof(struct p2_seg_header, free_small) == 48, "header layout");
+_Static_assert(offsetof(struct p2_seg_header, free_large) == 112, "header layout");
+_Static_assert(offsetof(struct p2_seg_header, nroots) == 120, "header layout");
+_Static_assert(offsetof(struct p2_seg_header, checksum) == 124, "header layout");
+_Static_assert(offsetof(struct p2_seg_header, reserved) == 128, "header layout");
+_Static_assert(offsetof(struct p2_seg_header, roots) == 256, "header layout");
+_Static_assert(sizeof(struct p2_seg_header) == P2_SEG_HEADER_SIZE, "header is one 4096-byte page");
+_Static_assert(sizeof(SEG_MAGIC) == 8, "magic is 8 bytes");
+_Static_assert((SMALL_MIN << (NCLASSES - 1)) == SMALL_MAX, "size classes");
+_Static_assert(P2_SEG_HEADER_SIZE % SEG_ALIGN == 0, "first block is aligned");
+
+/* Bookkeeping stored inside free blocks (in-use blocks have none). */
+struct small_free { p2_off next; };
+struct large_free { p2_off next; uint64_t size; };
+
+/* ------------------------------------------------------------------------
+ * Persistent segment: helpers
+ * ------------------------------------------------------------------------ */
+
+static int seg_fail(const p2_seg *seg, p2_err *err, int code, const char *fmt, ...) P2_PRINTF_LIKE(4, 5);
+
+/* Store an error whose message starts with the segment's path. */
+static int seg_fail(const p2_seg *seg, p2_err *err, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    err_vset(err, code, seg->path, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+static void seg_reset(p2_seg *seg)
+{
+    seg->fd = -1;
+    seg->base = NULL;
+    seg->mapped = 0;
+    seg->reserved = 0;
+    seg->hdr = NULL;
+}
+
+static uint64_t page_size(void)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    return pg > 0 ? (uint64_t)pg : 4096u;
+}
+
+/* Files grow in whole granules: 64 KiB, or the page size if that is larger. */
+static uint64_t seg_granule(void)
+{
+    uint64_t pg = page_size();
+    return pg > P2_SEG_GRANULE ? pg : P2_SEG_GRANULE;
+}
+
+/* x rounded up to a multiple of the power of two a (x must not overflow). */
+static uint64_t round_up(uint64_t x, uint64_t a)
+{
+    return (x + a - 1) & ~(a - 1);
+}
+
+/* CRC-32 of a header, its checksum field taken as 0. */
+static uint32_t header_crc(const struct p2_seg_header *h)
+{
+    static const unsigned char zero[sizeof h->checksum];
+    const unsigned char *p = (const unsigned char *)h;
+    const size_t at = offsetof(struct p2_seg_header, checksum);
+    uint32_t crc = p2_crc32(0, p, at);
+    crc = p2_crc32(crc, zero, sizeof zero);
+    return p2_crc32(crc, p + at + sizeof zero, P2_SEG_HEADER_SIZE - at - sizeof zero);
+}
+
+/* Size of the block actually used for a request of size bytes:
+ * a power of two from 16 to 2048, or a multiple of 4096; 0 if too large. */
+static uint64_t block_size(uint64_t size)
+{
+    if (size <= SMALL_MAX) {
+        uint64_t b = SMALL_MIN;
+        while (b < size)
+            b <<= 1;
+        return b;
+    }
+    if (size > SEG_MAX_RESERVE)
+        return 0;
+    return round_up(size, LARGE_UNIT);
+}
+
+/* Free-list index of a small block size (16 -> 0, ..., 2048 -> 7). */
+static unsigned small_class(uint64_t bs)
+{
+    unsigned c = 0;
+    while (((uint64_t)SMALL_MIN << c) < bs)
+        c++;
+    return c;
+}
+
+/* Does [off, off + bs) lie inside the allocated area [header, brk)? */
+static int block_ok(const p2_seg *seg, p2_off off, uint64_t bs)
+{
+    uint64_t brk = seg->hdr->brk;
+    return off >= P2_SEG_HEADER_SIZE && off % SEG_ALIGN == 0 && off <= brk && bs <= brk - off;
+}
+
+static struct small_free *small_at(const p2_seg *seg, p2_off off)
+{
+    return (struct small_free *)(void *)(seg->base + off);
+}
+
+static struct large_free *large_at(const p2_seg *seg, p2_off off)
+{
+    return (struct large_free *)(void *)(seg->base + off);
+}
+
+/* Is off a plausible node of the large free list?  Checking that the list is
+ * address-ordered also guarantees that every walk terminates. */
+static int large_node_ok(const p2_seg *seg, p2_off off)
+{
+    if (!block_ok(seg, off, LARGE_UNIT))
+        return 0;
+    const struct large_free *b = large_at(seg, off);
+    if (b->size < LARGE_UNIT || b->size % LARGE_UNIT != 0 || b->size > seg->hdr->brk - off)
+        return 0;
+    return b->next == 0 || b->next >= off + b->size;
+}
+
+static int corrupt_list(const p2_seg *seg, p2_err *err, uint64_t bs, p2_off off)
+{
+    if (bs <= SMALL_MAX)
+        return seg_fail(seg, err, P2_EFORMAT,
+                        "corrupt free list for %" PRIu64 "-byte blocks: bad block at offset %" PRIu64,
+                        bs, off);
+    return seg_fail(seg, err, P2_EFORMAT,
+                    "corrupt free list for large blocks: bad block at offset %" PRIu64, off);
+}
+
+/* Reserve the address range [base, base + seg->reserved). */
+static int seg_reserve(p2_seg *seg, p2_err *err)
+{
+    void *p = mmap(NULL, (size_t)seg->reserved, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+        int e = errno;
+        return seg_fail(seg, err, P2_ENOMEM, "cannot reserve %" PRIu64 " bytes of address space: %s",
+                        seg->reserved, strerror(e));
+    }
+    seg->base = (char *)p;
+    return P2_OK;
+}
+
+/* Make sure at least need bytes of the file are mapped: extend the file
+ * geometrically and map the new tail right after the mapped part. */
+static int seg_grow(p2_seg *seg, uint64_t need, p2_err *err)
+{
+    if (need <= seg->mapped)
+        return P2_OK;
+    if (need > seg->reserved)
+        return seg_fail(seg, err, P2_ENOMEM,
+                        "segment needs %" PRIu64 " bytes, more than its address-space reservation "
+                        "of %" PRIu64 " bytes (pass a larger reserve to p2_seg_open)",
+                        need, seg->reserved);
+    uint64_t g = seg_granule();
+    uint64_t want = seg->mapped * 2;
+    if (want < need)
+        want = need;
+    if (want < g)
+        want = g;
+    if (want > seg->reserved)
+        want = seg->reserved;           /* a multiple of g, and >= need */
+    want = round_up(want, g);
+
+    if (ftruncate(seg->fd, (off_t)want) != 0) {
+        int e = errno;
+        return seg_fail(seg, err, P2_EIO, "cannot extend the file to %" PRIu64 " bytes: %s",
+                        want, strerror(e));
+    }
+    void *p = mmap(seg->base + seg->mapped, (size_t)(want - seg->mapped), PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_FIXED, seg->fd, (off_t)seg->mapped);
+    if (p == MAP_FAILED) {
+        int e = errno;
+        /* Undo: shrink the file back and make sure the tail is reserved again. */
+        if (ftruncate(seg->fd, (off_t)seg->mapped) != 0) {
+            /* nothing more to do; the header still records the old size */
+        }
+        (void)mmap(seg->base + seg->mapped, (size_t)(seg->reserved - seg->mapped), PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+        return seg_fail(seg, err, P2_ENOMEM, "cannot map %" PRIu64 " more bytes of the file: %s",
+                        want - seg->mapped, strerror(e));
+    }
+    seg->mapped = want;
+    if (seg->hdr != NULL)
+        seg->hdr->file_size = want;
+    return P2_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * Persistent segment: allocator
+ * ------------------------------------------------------------------------ */
+
+/* Take bs bytes at brk, extending the file as needed. */
+static int brk_take(p2_seg *seg, uint64_t bs, p2_off *out, p2_err *err)
+{
+    p2_off off = seg->hdr->brk;
+    int rc = seg_grow(seg, off + bs, err);   /* no overflow: off, bs <= reserved <= 2^60 */
+    if (rc != P2_OK)
+        return rc;
+    seg->hdr->brk = off + bs;
+    *out = off;
+    return P2_OK;
+}
+
+/* First fit on the large free list; splits off the tail of a bigger block.
+ * *out = 0 if no free block is big enough. */
+static int large_take(p2_seg *seg, uint64_t bs, p2_off *out, p2_err *err)
+{
+    p2_off *link = &seg->hdr->free_large;
+    *out = 0;
+    while (*link != 0) {
+        p2_off off = *link;
+        if (!large_node_ok(seg, off))
+            return corrupt_list(seg, err, LARGE_UNIT, off);
+        struct large_free *b = large_at(seg, off);
+        if (b->size >= bs) {
+            if (b->size == bs) {
+                *link = b->next;
+            } else {
+                b->size -= bs;        /* keep the head on the list, hand out the tail */
+                off += b->size;
+            }
+            *out = off;
+            return P2_OK;
+        }
+        link = &b->next;
+    }
+    return P2_OK;
+}
+
+/* Take the first extra bytes of the free large block starting exactly at
+ * `at`, if there is one that big.  Returns 1 if taken. */
+static int large_take_at(p2_seg *seg, p2_off at, uint64_t extra)
+{
+    p2_off *link = &seg->hdr->free_large;
+    while (*link != 0 && *link < at) {
+        if (!large_node_ok(seg, *link))
+            return 0;
+        link = &large_at(seg, *link)->next;
+    }
+    if (*link != at || !large_node_ok(seg, at))
+        return 0;
+    struct large_free *b = large_at(seg, at);
+    if (b->size < extra)
+        return 0;
+    if (b->size == extra) {
+        *link = b->next;
+    } else {
+        struct large_free rest = { b->next, b->size - extra };
+        *large_at(seg, at + extra) = rest;
+        *link = at + extra;
+    }
+    return 1;
+}
+
+/* Insert [off, off + bs) into the address-ordered large free list, merging
+ * it with free neighbours.  A corrupt list or a block overlapping a free one
+ * (double free) is left alone: the block is leaked rather than the damage
+ * spread. */
+static void large_release(p2_seg *seg, p2_off off, uint64_t bs)
+{
+    p2_off *link = &seg->hdr->free_large;
+    p2_off prev = 0;
+    while (*link != 0 && *link < off) {
+        if (!large_node_ok(seg, *link))
+            return;
+        prev = *link;
+        link = &large_at(seg, prev)->next;
+    }
+    p2_off next = *link;
+    if (next != 0 && (!large_node_ok(seg, next) || next < off + bs))
+        return;
+    if (prev != 0 && prev + large_at(seg, prev)->size > off)
+        return;
+
+    struct large_free *b = large_at(seg, off);
+    b->size = bs;
+    b->next = next;
+    if (next != 0 && off + bs == next) {
+        b->size += large_at(seg, next)->size;
+        b->next = large_at(seg, next)->next;
+    }
+    if (prev != 0 && prev + large_at(seg, prev)->size == off) {
+        large_at(seg, prev)->size += b->size;
+        large_at(seg, prev)->next = b->next;
+    } else {
+        *link = off;
+    }
+}
+
+static void small_push(p2_seg *seg, unsigned cls, p2_off off)
+{
+    small_at(seg, off)->next = seg->hdr->free_small[cls];
+    seg->hdr->free_small[cls] = off;
+}
+
+/* Pop a block of size class cls; refill the class from a free large block
+ * if possible, else take it at brk. */
+static int small_take(p2_seg *seg, uint64_t bs, p2_off *out, p2_err *err)
+{
+    unsigned cls = small_class(bs);
+    p2_off off = seg->hdr->free_small[cls];
+    if (off != 0) {
+        if (!block_ok(seg, off, bs))
+            return corrupt_list(seg, err, bs, off);
+        p2_off next = small_at(seg, off)->next;
+        if (next != 0 && !block_ok(seg, next, bs))
+            return corrupt_list(seg, err, bs, next);
+        seg->hdr->free_small[cls] = next;
+        *out = off;
+        return P2_OK;
+    }
+    p2_off chunk;
+    int rc = large_take(seg, LARGE_UNIT, &chunk, err);
+    if (rc != P2_OK)
+        return rc;
+    if (chunk != 0) {
+        /* Cut the 4 KiB piece into blocks of this class; push from the top
+         * so that the list hands them out in address order. */
+        for (uint64_t o = LARGE_UNIT - bs; o >= bs; o -= bs)
+            small_push(seg, cls, chunk + o);
+        *out = chunk;
+        return P2_OK;
+    }
+    return brk_take(seg, bs, out, err);
+}
+
+/* Allocate a block for size bytes (contents undefined). */
+static int seg_alloc_block(p2_seg *seg, uint64_t size, p2_off *out, p2_err *err)
+{
+    uint64_t bs = block_size(size);
+    if (bs == 0 || bs > seg->reserved)
+        return seg_fail(seg, err, P2_ENOMEM,
+                        "cannot allocate %" PRIu64 " bytes: more than the segment's address-space "
+                        "reservation of %" PRIu64 " bytes (pass a larger reserve to p2_seg_open)",
+                        size, seg->reserved);
+    if (bs <= SMALL_MAX)
+        return small_take(seg, bs, out, err);
+    int rc = large_take(seg, bs, out, err);
+    if (rc != P2_OK || *out != 0)
+        return rc;
+    return brk_take(seg, bs, out, err);
+}
+
+p2_off p2_seg_alloc(p2_seg *seg, uint64_t size, p2_err *err)
+{
+    if (seg == NULL || seg->base == NULL) {
+        p2_err_set(err, P2_ECLOSED, "p2_seg_alloc: segment is not open");
+        return 0;
+    }
+    p2_off off;
+    if (seg_alloc_block(seg, size, &off, err) != P2_OK)
+        return 0;
+    memset(seg->base + off, 0, (size_t)size);
+    return off;
+}
+
+void p2_seg_free(p2_seg *seg, p2_off off, uint64_t size)
+{
+    if (seg == NULL || seg->base == NULL || off == 0)
+        return;
+    uint64_t bs = block_size(size);
+    if (bs == 0 || !block_ok(seg, off, bs))
+        return;
+    if (bs <= SMALL_MAX)
+        small_push(seg, small_class(bs), off);
+    else
+        large_release(seg, off, bs);
+}
+
+p2_off p2_seg_realloc(p2_seg *seg, p2_off off, uint64_t old_size, uint64_t new_size, p2_err *err)
+{
+    if (seg == NULL || seg->base == NULL) {
+        p2_err_set(err, P2_ECLOSED, "p2_seg_realloc: segment is not open");
+        return 0;
+    }
+    if (off == 0)
+        return p2_seg_alloc(seg, new_size, err);
+    uint64_t ob = block_size(old_size), nb = block_size(new_size);
+    if (ob == 0 || !block_ok(seg, off, ob)) {
+        seg_fail(seg, err, P2_EINVAL,
+                 "p2_seg_realloc: block at offset %" PRIu64 " of %" PRIu64
+                 " bytes lies outside the allocated area",
+                 off, old_size);
+        return 0;
+    }
+    if (nb == 0 || nb > seg->reserved) {
+        seg_fail(seg, err, P2_ENOMEM,
+                 "cannot allocate %" PRIu64 " bytes: more than the segment's address-space "
+                 "reservation of %" PRIu64 " bytes (pass a larger reserve to p2_seg_open)",
+                 new_size, seg->reserved);
+        return 0;
+    }
+    char *p = seg->base + off;   /* stays valid: the base never moves */
+    if (nb == ob) {
+        if (new_size > old_size)
+            memset(p + old_size, 0, (size_t)(new_size - old_size));
+        return off;
+    }
+    if (ob > SMALL_MAX && nb > SMALL_MAX) {
+        if (nb < ob) {                      /* shrink in place, free the tail */
+            large_release(seg, off + nb, ob - nb);
+            return off;
+        }
+        uint64_t extra = nb - ob;
+        p2_off end = off + ob;
+        int grown = 0;
+        if (end == seg->hdr->brk) {         /* last block: extend the allocated area */
+            if (seg_grow(seg, end + extra, err) != P2_OK)
+                return 0;
+            seg->hdr->brk = end + extra;
+            grown = 1;
+        } else {                            /* followed by a big enough free block */
+            grown = large_take_at(seg, end, extra);
+        }
+        if (grown) {
+            memset(p + old_size, 0, (size_t)(new_size - old_size));
+            return off;
+        }
+    }
+    p2_off moved = p2_seg_alloc(seg, new_size, err);
+    if (moved == 0)
+        return 0;
+    memcpy(seg->base + moved, p, (size_t)(old_size < new_size ? old_size : new_size));
+    p2_seg_free(seg, off, old_size);
+    return moved;
+}
+
+uint64_t p2_seg_used(const p2_seg *seg)
+{
+    return seg != NULL && seg->base != NULL ? seg->hdr->brk : 0;
+}
+
+p2_off p2_seg_root(const p2_seg *seg, uint32_t i)
+{
+    if (seg == NULL || seg->base == NULL || i >= seg->hdr->nroots)
+        return 0;
+    return seg->hdr->roots[i].off;
+}
+
+/* ------------------------------------------------------------------------
+ * Persistent segment: open, validate, sync, close
+ * ------------------------------------------------------------------------ */
+
+static int check_roots(const p2_seg *seg, uint32_t nroots, const char *const *names,
+                       const uint64_t *sizes, p2_err *err)
+{
+    if (nroots > P2_MAX_ROOTS)
+        return seg_fail(seg, err, P2_EINVAL, "%" PRIu32 " roots requested, at most %d supported",
+                        nroots, P2_MAX_ROOTS);
+    if (nroots > 0 && (names == NULL || sizes == NULL))
+        return seg_fail(seg, err, P2_EINVAL, "root_names or root_sizes is NULL");
+    for (uint32_t i = 0; i < nroots; i++) {
+        if (names[i] == NULL || names[i][0] == '\0')
+            return seg_fail(seg, err, P2_EINVAL, "root %" PRIu32 " has no name", i);
+        size_t len = strlen(names[i]);
+        if (len >= P2_ROOT_NAME_SIZE)
+            return seg_fail(seg, err, P2_EINVAL,
+                            "root name \"%s\" is %zu bytes long, at most %d allowed",
+                            names[i], len, P2_ROOT_NAME_SIZE - 1);
+        for (uint32_t j = 0; j < i; j++)
+            if (strcmp(names[i], names[j]) == 0)
+                return seg_fail(seg, err, P2_EINVAL, "root name \"%s\" is given twice", names[i]);
+    }
+    return P2_OK;
+}
+
+/* Length of a stored root name, at most P2_ROOT_NAME_SIZE - 1 for printing. */
+static int stored_name_len(const struct p2_seg_root_entry *r)
+{
+    size_t n = strnlen(r->name, P2_ROOT_NAME_SIZE);
+    return (int)(n < P2_ROOT_NAME_SIZE ? n : P2_ROOT_NAME_SIZE - 1);
+}
+
+/* Validate the header h of an existing file of file_bytes bytes, in the
+ * documented order. */
+static int seg_validate(const p2_seg *seg, const struct p2_seg_header *h, uint64_t file_bytes,
+                        uint64_t fingerprint, uint32_t nroots, const char *const *names,
+                        const uint64_t *sizes, p2_err *err)
+{
+    if (memcmp(h->magic, SEG_MAGIC, sizeof h->magic) != 0)
+        return seg_fail(seg, err, P2_EFORMAT, "not a p2gen database (bad magic)");
+    if (h->version != P2_SEG_VERSION)
+        return seg_fail(seg, err, P2_EFORMAT, "format version %" PRIu32 ", this build reads version %d",
+                        h->version, P2_SEG_VERSION);
+    uint32_t crc = header_crc(h);
+    if (crc != h->checksum)
+        return seg_fail(seg, err, P2_EFORMAT,
+                        "header checksum mismatch (stored 0x%08" PRIx32 ", computed 0x%08" PRIx32
+                        "): file is corrupt",
+                        h->checksum, crc);
+    if (h->fingerprint != fingerprint)
+        return seg_fail(seg, err, P2_EMISMATCH,
+                        "created by a different spec or equation (fingerprint 0x%016" PRIx64
+                        ", expected 0x%016" PRIx64 ")",
+                        h->fingerprint, fingerprint);
+
+    if (h->nroots > P2_MAX_ROOTS)
+        return seg_fail(seg, err, P2_EFORMAT, "corrupt header: %" PRIu32 " roots, at most %d fit",
+                        h->nroots, P2_MAX_ROOTS);
+    uint32_t common = h->nroots < nroots ? h->nroots : nroots;
+    for (uint32_t i = 0; i < common; i++) {
+        const struct p2_seg_root_entry *r = &h->roots[i];
+        int len = stored_name_len(r);
+        if ((size_t)len != strlen(names[i]) || memcmp(r->name, names[i], (size_t)len) != 0)
+            return seg_fail(seg, err, P2_EMISMATCH,
+                            "root %" PRIu32 " is \"%.*s\" in the file, the spec expects \"%s\"",
+                            i, len, r->name, names[i]);
+        if (r->size != sizes[i])
+            return seg_fail(seg, err, P2_EMISMATCH,
+                            "root \"%s\" is %" PRIu64 " bytes in the file, the spec expects %" PRIu64,
+                            names[i], r->size, sizes[i]);
+    }
+    if (h->nroots > nroots) {
+        const struct p2_seg_root_entry *r = &h->roots[nroots];
+        return seg_fail(seg, err, P2_EMISMATCH,
+                        "the file has %" PRIu32 " roots, the spec %" PRIu32
+                        ": root \"%.*s\" is not in the spec",
+                        h->nroots, nroots, stored_name_len(r), r->name);
+    }
+    if (h->nroots < nroots)
+        return seg_fail(seg, err, P2_EMISMATCH,
+                        "the file has %" PRIu32 " roots, the spec %" PRIu32
+                        ": root \"%s\" is missing from the file",
+                        h->nroots, nroots, names[h->nroots]);
+
+    if (file_bytes < h->file_size)
+        return seg_fail(seg, err, P2_EFORMAT,
+                        "truncated: header says %" PRIu64 " bytes, file has %" PRIu64,
+                        h->file_size, file_bytes);
+
+    if (h->header_size != P2_SEG_HEADER_SIZE)
+        return seg_fail(seg, err, P2_EFORMAT, "corrupt header: header size %" PRIu32 ", expected %d",
+                        h->header_size, P2_SEG_HEADER_SIZE);
+    uint64_t pg = page_size();
+    if (h->file_size < P2_SEG_HEADER_SIZE || h->file_size % pg != 0 || h->file_size > SEG_MAX_RESERVE)
+        return seg_fail(seg, err, P2_EFORMAT,
+                        "corrupt header: file size %" PRIu64 " is not a multiple of the page size %" PRIu64,
+                        h->file_size, pg);
+    uint64_t brk = h->brk;
+    if (brk < P2_SEG_HEADER_SIZE || brk > h->file_size || brk % SEG_ALIGN != 0)
+        return seg_fail(seg, err, P2_EFORMAT,
+                        "corrupt header: brk %" PRIu64 " is outside the file (%d..%" PRIu64 ")",
+                        brk, P2_SEG_HEADER_SIZE, h->file_size);
+    for (uint32_t i = 0; i < h->nroots; i++) {
+        const struct p2_seg_root_entry *r = &h->roots[i];
+        uint64_t bs = block_size(r->size);
+        if (bs == 0 || r->off < P2_SEG_HEADER_SIZE || r->off % SEG_ALIGN != 0 || r->off > brk ||
+            bs > brk - r->off)
+            return seg_fail(seg, err, P2_EFORMAT,
+                            "corrupt header: root \"%.*s\" (offset %" PRIu64 ", %" PRIu64
+                            " bytes) lies outside the allocated area (%d..%" PRIu64 ")",
+                            stored_name_len(r), r->name, r->off, r->size, P2_SEG_HEADER_SIZE, brk);
+    }
+    for (unsigned c = 0; c <= NCLASSES; c++) {
+        p2_off f = c < NCLASSES ? h->free_small[c] : h->free_large;
+        uint64_t bs = c < NCLASSES ? (uint64_t)SMALL_MIN << c : LARGE_UNIT;
+        if (f != 0 && (f < P2_SEG_HEADER_SIZE || f % SEG_ALIGN != 0 || f > brk || bs > brk - f))
+            return seg_fail(seg, err, P2_EFORMAT,
+                            "corrupt header: free list for %s%" PRIu64 "-byte blocks starts at offset %" PRIu64
+                            ", outside the allocated area (%d..%" PRIu64 ")",
+                            c < NCLASSES ? "" : ">= ", bs, f, P2_SEG_HEADER_SIZE, brk);
+    }
+
+    if (h->state == SEG_STATE_OPEN)
+        return seg_fail(seg, err, P2_EFORMAT,
+                        "was not closed cleanly (a process crashed or is still using it); "
+                        "refusing to open a possibly half-written file");
+    if (h->state != SEG_STATE_CLEAN)
+        return seg_fail(seg, err, P2_EFORMAT, "corrupt header: state flag %" PRIu32, h->state);
+    return P2_OK;
+}
+
+/* Initialise an empty file: header, zeroed root blocks, state OPEN. */
+static int seg_create(p2_seg *seg, uint64_t fingerprint, uint32_t nroots, const char *const *names,
+                      const uint64_t *sizes, p2_err *err)
+{
+    int rc = seg_reserve(seg, err);
+    if (rc == P2_OK)
+        rc = seg_grow(seg, P2_SEG_HEADER_SIZE, err);
+    if (rc != P2_OK)
+        return rc;
+    struct p2_seg_header *h = (struct p2_seg_header *)(void *)seg->base;
+    memset(h, 0, sizeof *h);
+    memcpy(h->magic, SEG_MAGIC, sizeof h->magic);
+    h->version = P2_SEG_VERSION;
+    h->header_size = P2_SEG_HEADER_SIZE;
+    h->page_size = (uint32_t)page_size();
+    h->state = SEG_STATE_OPEN;
+    h->fingerprint = fingerprint;
+    h->file_size = seg->mapped;
+    h->brk = P2_SEG_HEADER_SIZE;
+    h->nroots = nroots;
+    seg->hdr = h;
+    for (uint32_t i = 0; i < nroots; i++) {
+        p2_off off;
+        rc = seg_alloc_block(seg, sizes[i], &off, err);
+        if (rc != P2_OK)
+            return rc;
+        memset(seg->base + off, 0, (size_t)sizes[i]);
+        memcpy(h->roots[i].name, names[i], strlen(names[i]) + 1);
+        h->roots[i].off = off;
+        h->roots[i].size = sizes[i];
+    }
+    h->checksum = header_crc(h);
+    if (msync(seg->base, (size_t)seg->mapped, MS_SYNC) != 0) {
+        int e = errno;
+        return seg_fail(seg, err, P2_EIO, "cannot write the new file: %s", strerror(e));
+    }
+    return P2_OK;
+}
+
+/* Validate an existing file of file_bytes bytes, map it and mark it OPEN. */
+static int seg_attach(p2_seg *seg, uint64_t file_bytes, uint64_t fingerprint, uint32_t nroots,
+                      const char *const *names, const uint64_t *sizes, p2_err *err)
+{
+    if (file_bytes < P2_SEG_HEADER_SIZE)
+        return seg_fail(seg, err, P2_EFORMAT,
+                        "truncated: file is %" PRIu64 " bytes, smaller than the %d-byte header",
+                        file_bytes, P2_SEG_HEADER_SIZE);
+    struct p2_seg_header h;
+    ssize_t n = pread(seg->fd, &h, sizeof h, 0);
+    if (n != (ssize_t)sizeof h) {
+        int e = errno;
+        return seg_fail(seg, err, P2_EIO, "cannot read the header: %s",
+                        n < 0 ? strerror(e) : "short read");
+    }
+    int rc = seg_validate(seg, &h, file_bytes, fingerprint, nroots, names, sizes, err);
+    if (rc != P2_OK)
+        return rc;
+    if (h.file_size > seg->reserved)
+        return seg_fail(seg, err, P2_ENOMEM,
+                        "file is %" PRIu64 " bytes, more than the address-space reservation of %" PRIu64
+                        " bytes (pass a larger reserve to p2_seg_open)",
+                        h.file_size, seg->reserved);
+    rc = seg_reserve(seg, err);
+    if (rc != P2_OK)
+        return rc;
+    void *p = mmap(seg->base, (size_t)h.file_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+                   seg->fd, 0);
+    if (p == MAP_FAILED) {
+        int e = errno;
+        return seg_fail(seg, err, P2_ENOMEM, "cannot map the file: %s", strerror(e));
+    }
+    seg->mapped = h.file_size;
+    seg->hdr = (struct p2_seg_header *)(void *)seg->base;
+
+    /* Mark the file OPEN on disk before anyone modifies it. */
+    seg->hdr->state = SEG_STATE_OPEN;
+    seg->hdr->checksum = header_crc(seg->hdr);
+    if (msync(seg->base, P2_SEG_HEADER_SIZE, MS_SYNC) != 0) {
+        int e = errno;
+        memcpy(seg->hdr, &h, sizeof h);    /* leave the file as it was */
+        return seg_fail(seg, err, P2_EIO, "cannot write the header: %s", strerror(e));
+    }
+    return P2_OK;
+}
+
+int p2_seg_open(p2_seg *seg, const char *path, uint64_t fingerprint,
+                uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
+                uint64_t reserve, int *created, p2_err *err)
+{
+    if (created != NULL)
+        *created = 0;
+    if (seg == NULL)
+        return p2_err_set(err, P2_EINVAL, "p2_seg_open: seg is NULL");
+    seg_reset(seg);
+    seg->path[0] = '\0';
+    if (path == NULL || path[0] == '\0')
+        return p2_err_set(err, P2_EINVAL, "p2_seg_open: no path given");
+    size_t plen = strlen(path);
+    if (plen >= sizeof seg->path)
+        return p2_err_set(err, P2_EINVAL, "p2_seg_open: path is %zu bytes long, at most %zu allowed",
+                          plen, sizeof seg->path - 1);
+    memcpy(seg->path, path, plen + 1);
+    int rc = check_roots(seg, nroots, root_names, root_sizes, err);
+    if (rc != P2_OK)
+        return rc;
+    if (reserve == 0)
+        reserve = P2_SEG_DEFAULT_RESERVE;
+    if (reserve > SEG_MAX_RESERVE)
+        return seg_fail(seg, err, P2_EINVAL, "reserve of %" PRIu64 " bytes is more than the maximum %" PRIu64,
+                        reserve, SEG_MAX_RESERVE);
+    uint64_t reserved = round_up(reserve, seg_granule());
+
+    /* Open or create.  `made` records that this call created the file, so
+     * that a failure can remove it again. */
+    int fd, made = 0;
+    for (;;) {
+        fd = open(path, O_RDWR | O_CLOEXEC);
+        if (fd >= 0)
+            break;
+        if (errno != ENOENT) {
+            int e = errno;
+            return seg_fail(seg, err, P2_EIO, "cannot open: %s", strerror(e));
+        }
+        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd >= 0) {
+            made = 1;
+            break;
+        }
+        if (errno != EEXIST) {
+            int e = errno;
+            return seg_fail(seg, err, P2_EIO, "cannot create: %s", strerror(e));
+        }
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        close(fd);   /* if we made it, whoever holds the lock is initialising it: keep it */
+        if (e == EWOULDBLOCK)
+            return seg_fail(seg, err, P2_EBUSY, "in use by another process");
+        return seg_fail(seg, err, P2_EIO, "cannot lock: %s", strerror(e));
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        rc = seg_fail(seg, err, P2_EIO, "cannot stat: %s", strerror(e));
+        st.st_size = -1;
+    } else {
+        seg->fd = fd;
+        seg->reserved = reserved;
+        if (st.st_size == 0)
+            rc = seg_create(seg, fingerprint, nroots, root_names, root_sizes, err);
+        else
+            rc = seg_attach(seg, (uint64_t)st.st_size, fingerprint, nroots, root_names, root_sizes, err);
+    }
+    if (rc != P2_OK) {
+        if (seg->base != NULL)
+            munmap(seg->base, (size_t)seg->reserved);
+        if (made) {
+            unlink(path);
+        } else if (st.st_size == 0) {
+            if (ftruncate(fd, 0) != 0) {
+                /* best effort: the file was empty before */
+            }
+        }
+        flock(fd, LOCK_UN);
+        close(fd);
+        seg_reset(seg);
+        return rc;
+    }
+    if (created != NULL)
+        *created = st.st_size == 0;
+    return P2_OK;
+}
+
+int p2_seg_sync(p2_seg *seg, p2_err *err)
+{
+    if (seg == NULL || seg->base == NULL)
+        return p2_err_set(err, P2_ECLOSED, "p2_seg_sync: segment is not open");
+    seg->hdr->checksum = header_crc(seg->hdr);
+    if (msync(seg->base, (size_t)seg->mapped, MS_SYNC) != 0) {
+        int e = errno;
+        return seg_fail(seg, err, P2_EIO, "cannot flush to disk: %s", strerror(e));
+    }
+    return P2_OK;
+}
+
+int p2_seg_close(p2_seg *seg, p2_err *err)
+{
+    if (seg == NULL || seg->base == NULL)
+        return P2_OK;
+    int rc = P2_OK;
+    struct p2_seg_header *h = seg->hdr;
+    /* Data first, then the CLEAN mark: a crash in between leaves OPEN. */
+    h->checksum = header_crc(h);
+    if (msync(seg->base, (size_t)seg->mapped, MS_SYNC) != 0) {
+        int e = errno;
+        rc = seg_fail(seg, err, P2_EIO,
+                      "cannot flush to disk: %s; the file stays marked as not closed cleanly",
+                      strerror(e));
+    } else {
+        h->state = SEG_STATE_CLEAN;
+        h->checksum = header_crc(h);
+        if (msync(seg->base, P2_SEG_HEADER_SIZE, MS_SYNC) != 0) {
+            int e = errno;
+            rc = seg_fail(seg, err, P2_EIO, "cannot write the header: %s", strerror(e));
+        }
+    }
+    munmap(seg->base, (size_t)seg->reserved);
+    flock(seg->fd, LOCK_UN);
+    if (close(seg->fd) != 0 && rc == P2_OK) {
+        int e = errno;
+        rc = seg_fail(seg, err, P2_EIO, "cannot close: %s", strerror(e));
+    }
+    seg_reset(seg);
+    return rc;
+}

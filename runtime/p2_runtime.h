@@ -1,0 +1,338 @@
+/** @file p2_runtime.h
+ *  @brief p2gen runtime: error reporting, CRC-32 and the persistent segment.
+ *
+ *  Every C data manager that p2gen generates links this small, hand-written
+ *  runtime.  This header is its manual.
+ *
+ *  @section errors Errors
+ *
+ *  Every fallible function returns an int code (#P2_OK on success) or, for
+ *  functions returning an offset, 0 on failure.  When a #p2_err pointer is
+ *  passed, the code is stored in it together with a human-readable message
+ *  that names the file concerned and says exactly what is wrong, e.g.
+ *
+ *      /data/emp.p2: created by a different spec or equation
+ *      (fingerprint 0x1234..., expected 0xabcd...)
+ *
+ *  Passing NULL for the #p2_err is always allowed; only the code is returned
+ *  then.  The codes are shared by every generated data manager.
+ *
+ *  @section segment The persistent segment
+ *
+ *  The `persistent` memory layer keeps all of its data in one file, mapped
+ *  with mmap(MAP_SHARED).  Data structures inside the file refer to each other
+ *  by #p2_off offsets from the start of the file (0 is the null offset), never
+ *  by pointers, so the file is valid wherever it is mapped.
+ *
+ *  At open the runtime reserves a large range of virtual address space
+ *  (`reserve` bytes, default #P2_SEG_DEFAULT_RESERVE = 64 GiB; PROT_NONE and
+ *  MAP_NORESERVE, so it costs neither memory nor swap) and maps the file at
+ *  its start.  Growing the file maps the new tail right after the old one,
+ *  inside the reservation, so the base address never moves while the segment
+ *  is open: a pointer obtained from p2_seg_ptr() stays valid across any
+ *  number of allocations until the block is freed or the segment closed.
+ *  The file grows geometrically (at least doubling, in multiples of
+ *  #P2_SEG_GRANULE = 64 KiB), so growth costs amortised O(1) per byte.
+ *  A segment can never exceed its reservation; allocations that would are
+ *  refused with #P2_ENOMEM and a message naming the limit.
+ *
+ *  File layout (all integers in the byte order of the machine that created
+ *  the file; files are not portable between little- and big-endian hosts):
+ *
+ *      offset  size  field
+ *           0     8  magic "P2GENDB\0"
+ *           8     4  format version (#P2_SEG_VERSION = 1)
+ *          12     4  header size (#P2_SEG_HEADER_SIZE = 4096)
+ *          16     4  page size of the machine that created the file
+ *          20     4  state: 0 = CLEAN (closed properly), 1 = OPEN
+ *          24     8  fingerprint of the spec / type equation
+ *          32     8  file size: the file is at least this long
+ *          40     8  brk: allocator high-water mark (end of used space)
+ *          48    64  8 free-list heads for block sizes 16, 32, ..., 2048
+ *         112     8  free-list head for large blocks (multiples of 4096)
+ *         120     4  number of roots in use
+ *         124     4  CRC-32 of bytes 0..4095, this field taken as 0
+ *         128   128  reserved, zero
+ *         256  3840  root table: #P2_MAX_ROOTS entries of 64 bytes
+ *                    { char name[48]; p2_off off; uint64_t size; }
+ *        4096     .  allocated blocks, from offset 4096 up to brk
+ *
+ *  The header checksum is brought up to date by p2_seg_sync() and
+ *  p2_seg_close().  While a segment is open its on-disk state is OPEN;
+ *  closing first flushes all data, then writes CLEAN.  A file still marked
+ *  OPEN was therefore not closed cleanly (its process crashed, or is still
+ *  running) and may be half-written: p2_seg_open() refuses it.
+ *
+ *  A segment is opened by one process at a time: p2_seg_open() takes an
+ *  exclusive flock(2) on the file and fails with #P2_EBUSY if another open
+ *  file description holds it (this includes a second open in the same
+ *  process).
+ *
+ *  @section alloc Allocator
+ *
+ *  p2_seg_alloc() returns 16-byte aligned, zero-filled blocks.  In-use blocks
+ *  carry no header: the caller remembers each block's size and passes it back
+ *  to p2_seg_free() and p2_seg_realloc().  Sizes up to 2048 bytes are rounded
+ *  up to a power of two (at least 16) and kept on one free list per size;
+ *  larger sizes are rounded up to a multiple of 4096 and kept on one
+ *  address-ordered free list, allocated first-fit with splitting; freed
+ *  neighbours are merged.  When a small size class is empty, a 4096-byte
+ *  piece of a free large block is cut into blocks of that class before the
+ *  segment is extended.  Free-list links live inside the free blocks
+ *  themselves; memory is never returned to the file system (brk only rises).
+ *
+ *  @section threads Threads
+ *
+ *  A #p2_seg is not thread-safe: callers serialise access to each segment.
+ *  Different segments may be used from different threads.
+ *
+ *  @section crash Caveats
+ *
+ *  Writes go straight to the shared mapping; as with every mmap-based store,
+ *  if the file system runs out of space while dirty pages are written back,
+ *  the process receives SIGBUS.
+ */
+#ifndef P2_RUNTIME_H
+#define P2_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define P2_PRINTF_LIKE(fmt_idx, args_idx) __attribute__((format(printf, fmt_idx, args_idx)))
+#else
+#define P2_PRINTF_LIKE(fmt_idx, args_idx)
+#endif
+
+/** @defgroup errors Error codes and messages
+ *  @{
+ */
+
+/** Return codes shared by the runtime and every generated data manager. */
+enum {
+    P2_OK        = 0,  /**< success */
+    P2_END       = 1,  /**< cursor exhausted */
+    P2_NOTFOUND  = 2,  /**< no such key */
+    P2_EDUP      = 3,  /**< key already present in a unique layer */
+    P2_ERANGE    = 4,  /**< key or value outside what a layer can hold, e.g. iarray capacity */
+    P2_ENOMEM    = 5,  /**< out of memory or out of reserved address space */
+    P2_EIO       = 6,  /**< a system call on the file failed */
+    P2_EFORMAT   = 7,  /**< not a p2gen file, bad version, truncated or corrupt */
+    P2_EMISMATCH = 8,  /**< file made by another spec */
+    P2_EINVAL    = 9,  /**< invalid argument */
+    P2_ECLOSED   = 10, /**< object already closed */
+    P2_EBUSY     = 11  /**< file locked by another process */
+};
+
+/** Describe a return code.
+ *
+ * @param[in] code  a P2_* code.
+ * @return a short static string of the form "P2_EDUP: key already present";
+ *         never NULL, "unknown error" for codes not listed above.
+ */
+const char *p2_strerror(int code);
+
+/** Size of the message buffer in #p2_err. */
+#define P2_ERR_MSG_SIZE 512
+
+/** Detailed error: a code and a message saying what failed and why.
+ *  Messages longer than the buffer are truncated (always NUL-terminated). */
+typedef struct p2_err {
+    int  code;                  /**< P2_* code, P2_OK if no error */
+    char msg[P2_ERR_MSG_SIZE];  /**< NUL-terminated message */
+} p2_err;
+
+/** Record an error.
+ *
+ * @param[out] e     where to store it; may be NULL (then only the code is returned).
+ * @param[in]  code  the P2_* code.
+ * @param[in]  fmt   printf-style format of the message; NULL stores p2_strerror(code).
+ * @return code, so that callers can write `return p2_err_set(e, P2_EINVAL, ...);`.
+ */
+int p2_err_set(p2_err *e, int code, const char *fmt, ...) P2_PRINTF_LIKE(3, 4);
+
+/** Reset an error to #P2_OK with an empty message.
+ *
+ * @param[out] e  the error; may be NULL.
+ */
+void p2_err_clear(p2_err *e);
+
+/** @} */
+
+/** Standard CRC-32 (polynomial 0xEDB88320 reflected, as in zlib, PNG and
+ *  Python's zlib.crc32).
+ *
+ * @param[in] crc   0 to start, or the result of a previous call to continue.
+ * @param[in] data  bytes to add; may be NULL if len is 0.
+ * @param[in] len   number of bytes.
+ * @return the updated CRC; p2_crc32(0, "123456789", 9) == 0xCBF43926.
+ */
+uint32_t p2_crc32(uint32_t crc, const void *data, size_t len);
+
+/** @defgroup segment Persistent segment
+ *  @{
+ */
+
+/** Offset of a block from the start of a segment; 0 is the null offset. */
+typedef uint64_t p2_off;
+
+/** Format version written to and accepted from the header. */
+#define P2_SEG_VERSION 1
+/** Size of the header at offset 0; the first block starts right after it. */
+#define P2_SEG_HEADER_SIZE 4096
+/** Maximum number of roots (the root table must fit in the header page). */
+#define P2_MAX_ROOTS 60
+/** Size of a root name field, including the terminating NUL. */
+#define P2_ROOT_NAME_SIZE 48
+/** Files grow in multiples of this many bytes (or of the page size, if larger). */
+#define P2_SEG_GRANULE (64u * 1024u)
+/** Address space reserved when p2_seg_open() is passed reserve = 0: 64 GiB. */
+#define P2_SEG_DEFAULT_RESERVE (UINT64_C(64) << 30)
+
+struct p2_seg_header; /* the header at offset 0; layout in the comment above */
+
+/** An open persistent segment.  The fields are read-only for callers.
+ *  A zero-initialised p2_seg, or one whose open failed, is "not open":
+ *  p2_seg_close() on it does nothing. */
+typedef struct p2_seg {
+    int      fd;                /**< the file, -1 if not open */
+    char    *base;              /**< start of the mapping, NULL if not open */
+    uint64_t mapped;            /**< bytes of the file currently mapped */
+    uint64_t reserved;          /**< bytes of address space reserved at base */
+    struct p2_seg_header *hdr;  /**< == (void *)base */
+    char     path[4096];        /**< path passed to p2_seg_open() */
+} p2_seg;
+
+/** Open a segment file, creating it if it does not exist or is empty.
+ *
+ * A new file gets a fresh header and one zero-filled block for every root,
+ * of the given size.  An existing file is locked and then validated, in this
+ * order; the first failed check is reported:
+ *  - file shorter than the header                   #P2_EFORMAT "truncated: file is N bytes..."
+ *  - magic                                          #P2_EFORMAT "not a p2gen database (bad magic)"
+ *  - format version                                 #P2_EFORMAT "format version V, this build reads version 1"
+ *  - header checksum                                #P2_EFORMAT "header checksum mismatch (stored X, computed Y)..."
+ *  - fingerprint                                    #P2_EMISMATCH "created by a different spec or equation..."
+ *  - number, names and sizes of the roots           #P2_EMISMATCH, naming the root
+ *  - file shorter than the header says              #P2_EFORMAT "truncated: header says N bytes, file has M"
+ *  - header size, root / brk / free-list offsets    #P2_EFORMAT "corrupt header: ..."
+ *  - state OPEN                                     #P2_EFORMAT "was not closed cleanly ..."
+ *
+ * Then the file is marked OPEN on disk (header checksummed and synced), so
+ * that a crash leaves it OPEN.  On any failure everything taken (file
+ * descriptor, lock, mappings) is released, a file created by this call is
+ * removed again, an existing file is left byte-for-byte unchanged, and *seg
+ * is left "not open".
+ *
+ * @param[out] seg          the segment to initialise; must not be open.
+ * @param[in]  path         file name (shorter than 4096 bytes).
+ * @param[in]  fingerprint  identifies the spec / equation the file's layout comes from.
+ * @param[in]  nroots       number of roots, at most #P2_MAX_ROOTS.
+ * @param[in]  root_names   nroots distinct, non-empty names, each shorter
+ *                          than #P2_ROOT_NAME_SIZE bytes.
+ * @param[in]  root_sizes   size in bytes of each root block.
+ * @param[in]  reserve      address space to reserve, i.e. the largest size the
+ *                          file may reach while open; 0 = #P2_SEG_DEFAULT_RESERVE.
+ *                          Rounded up to a multiple of #P2_SEG_GRANULE.
+ * @param[out] created      set to 1 if the file was created, else 0; may be NULL.
+ * @param[out] err          details of a failure; may be NULL.
+ * @return #P2_OK, or
+ *  - #P2_EINVAL    bad arguments (message says which);
+ *  - #P2_EBUSY     "in use by another process": the lock is held;
+ *  - #P2_EIO       the file cannot be opened, read, grown or synced;
+ *  - #P2_ENOMEM    the reservation cannot be made, or the file (or the new
+ *                  roots) does not fit into it;
+ *  - #P2_EFORMAT, #P2_EMISMATCH  validation failed, see above.
+ */
+int p2_seg_open(p2_seg *seg, const char *path, uint64_t fingerprint,
+                uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
+                uint64_t reserve, int *created, p2_err *err);
+
+/** Flush the whole segment to disk: update the header checksum and
+ *  msync(MS_SYNC) the mapping.  The segment stays open (state OPEN).
+ *
+ * @param[in]  seg  an open segment.
+ * @param[out] err  details of a failure; may be NULL.
+ * @return #P2_OK, #P2_ECLOSED if seg is not open, #P2_EIO if msync fails.
+ */
+int p2_seg_sync(p2_seg *seg, p2_err *err);
+
+/** Close a segment: flush all data, then mark the header CLEAN, checksum and
+ *  flush it; unmap the reservation, unlock and close the file.  If flushing
+ *  the data fails the header is left OPEN (so the file will be refused), the
+ *  segment is still closed and #P2_EIO is returned.  On a segment that is
+ *  not open (never opened, failed to open, already closed) this does nothing.
+ *
+ * @param[in,out] seg  the segment; may be NULL.  Left "not open".
+ * @param[out]    err  details of a failure; may be NULL.
+ * @return #P2_OK or #P2_EIO.
+ */
+int p2_seg_close(p2_seg *seg, p2_err *err);
+
+/** Offset of root block i, as allocated (zero-filled) when the file was created.
+ *
+ * @param[in] seg  an open segment.
+ * @param[in] i    root index, in the order of root_names at open.
+ * @return the offset, or 0 if seg is not open or i is out of range.
+ */
+p2_off p2_seg_root(const p2_seg *seg, uint32_t i);
+
+/** Allocate a zero-filled, 16-byte aligned block, growing the file if needed.
+ *
+ * @param[in]  seg   an open segment.
+ * @param[in]  size  bytes wanted; 0 is treated like 1.  Pass the same size to
+ *                   p2_seg_free() / p2_seg_realloc().
+ * @param[out] err   details of a failure; may be NULL.
+ * @return the block's offset, or 0 on failure with err set to
+ *  - #P2_ENOMEM   the segment would exceed its reservation (message names the
+ *                 limit), or the new part of the file cannot be mapped;
+ *  - #P2_EIO      the file cannot be extended (e.g. disk full);
+ *  - #P2_EFORMAT  a free list is corrupt;
+ *  - #P2_ECLOSED  seg is not open.
+ */
+p2_off p2_seg_alloc(p2_seg *seg, uint64_t size, p2_err *err);
+
+/** Return a block to the allocator.  Offset 0, a segment that is not open and
+ *  offsets outside the allocated area are ignored.
+ *
+ * @param[in] seg   the segment.
+ * @param[in] off   offset returned by p2_seg_alloc() / p2_seg_realloc().
+ * @param[in] size  the size passed when the block was allocated.
+ */
+void p2_seg_free(p2_seg *seg, p2_off off, uint64_t size);
+
+/** Resize a block, keeping min(old_size, new_size) bytes of its contents and
+ *  zero-filling any growth.  The block may move (then the old one is freed);
+ *  large blocks grow in place when followed by free space or the end of the
+ *  used area.  off = 0 behaves like p2_seg_alloc(seg, new_size, err).
+ *
+ * @param[in]  seg       an open segment.
+ * @param[in]  off       the block.
+ * @param[in]  old_size  the size it was allocated with.
+ * @param[in]  new_size  the size wanted.
+ * @param[out] err       details of a failure; may be NULL.
+ * @return the (possibly new) offset, or 0 on failure with err set as for
+ *         p2_seg_alloc(); the old block is then unchanged and still allocated.
+ */
+p2_off p2_seg_realloc(p2_seg *seg, p2_off off, uint64_t old_size, uint64_t new_size, p2_err *err);
+
+/** Bytes in use up to the allocator's high-water mark (brk), header included;
+ *  0 if seg is not open.  Freed blocks are reused but do not lower it. */
+uint64_t p2_seg_used(const p2_seg *seg);
+
+/** Pointer to the byte at offset off of an open segment.  Valid until the
+ *  segment is closed (the base never moves).  Note p2_seg_ptr(seg, 0) is the
+ *  header, not NULL: test offsets against 0 before converting. */
+static inline void *p2_seg_ptr(const p2_seg *seg, p2_off off) { return seg->base + off; }
+
+/** @} */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* P2_RUNTIME_H */

@@ -295,11 +295,8 @@ class Checker:
         self.attach_params(info)
         for li in info.chain:
             self.resolve_params(li, rec)
-        if any(e for e in self.errors):
-            # parameters may be missing; layer checks below would only repeat them
-            pass
         for li in info.chain:
-            if li.name in ("persistent",) or all(p.name in li.params for p in li.layer.params):
+            if all(p.name in li.params for p in li.layer.params):  # else already reported
                 li.layer.validate(li, self)
         # index layers need storage whose references stay put
         storage = info.storage

@@ -40,7 +40,14 @@ class ParamSpec:
             t = "field"
         else:
             t = self.kind
-        d = "" if self.required else f" = {self.default!r}".replace("'", '"')
+        if self.required:
+            d = ""
+        elif isinstance(self.default, bool):
+            d = f" = {'true' if self.default else 'false'}"
+        elif isinstance(self.default, str):
+            d = f' = "{self.default}"' if self.kind == "str" else f" = {self.default}"
+        else:
+            d = f" = {self.default}"
         return f"{self.name}: {t}{d}{'' if not self.required else ' (required)'}"
 
 

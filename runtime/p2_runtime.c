@@ -660,6 +660,13 @@ static int stored_name_len(const struct p2_seg_root_entry *r)
     return (int)(n < P2_ROOT_NAME_SIZE ? n : P2_ROOT_NAME_SIZE - 1);
 }
 
+static int not_closed(const p2_seg *seg, p2_err *err)
+{
+    return seg_fail(seg, err, P2_EFORMAT,
+                    "was not closed cleanly (a process crashed or is still using it); "
+                    "refusing to open a possibly half-written file");
+}
+
 /* Validate the header h of an existing file of file_bytes bytes, in the
  * documented order. */
 static int seg_validate(const p2_seg *seg, const struct p2_seg_header *h, uint64_t file_bytes,
@@ -671,7 +678,12 @@ static int seg_validate(const p2_seg *seg, const struct p2_seg_header *h, uint64
     if (h->version != P2_SEG_VERSION)
         return seg_fail(seg, err, P2_EFORMAT, "format version %" PRIu32 ", this build reads version %d",
                         h->version, P2_SEG_VERSION);
+    /* The checksum is brought up to date only by sync and close, so the
+     * header of a file left OPEN by a crashed process usually fails it: that
+     * file is reported as not closed cleanly, not as corrupt. */
     uint32_t crc = header_crc(h);
+    if (crc != h->checksum && h->state == SEG_STATE_OPEN)
+        return not_closed(seg, err);
     if (crc != h->checksum)
         return seg_fail(seg, err, P2_EFORMAT,
                         "header checksum mismatch (stored 0x%08" PRIx32 ", computed 0x%08" PRIx32
@@ -751,9 +763,7 @@ static int seg_validate(const p2_seg *seg, const struct p2_seg_header *h, uint64
     }
 
     if (h->state == SEG_STATE_OPEN)
-        return seg_fail(seg, err, P2_EFORMAT,
-                        "was not closed cleanly (a process crashed or is still using it); "
-                        "refusing to open a possibly half-written file");
+        return not_closed(seg, err);
     if (h->state != SEG_STATE_CLEAN)
         return seg_fail(seg, err, P2_EFORMAT, "corrupt header: state flag %" PRIu32, h->state);
     return P2_OK;

@@ -58,7 +58,8 @@
  *        4096     .  allocated blocks, from offset 4096 up to brk
  *
  *  The header checksum is brought up to date by p2_seg_sync() and
- *  p2_seg_close().  While a segment is open its on-disk state is OPEN;
+ *  p2_seg_close() only (not by every allocation), so it is meaningful only
+ *  in a file marked CLEAN.  While a segment is open its on-disk state is OPEN;
  *  closing first flushes all data, then writes CLEAN.  A file still marked
  *  OPEN was therefore not closed cleanly (its process crashed, or is still
  *  running) and may be half-written: p2_seg_open() refuses it.
@@ -216,6 +217,8 @@ typedef struct p2_seg {
  *  - magic                                          #P2_EFORMAT "not a p2gen database (bad magic)"
  *  - format version                                 #P2_EFORMAT "format version V, this build reads version 1"
  *  - header checksum                                #P2_EFORMAT "header checksum mismatch (stored X, computed Y)..."
+ *                                                   (but if the state is OPEN, the checksum is stale by
+ *                                                   design: reported as "was not closed cleanly ...")
  *  - fingerprint                                    #P2_EMISMATCH "created by a different spec or equation..."
  *  - number, names and sizes of the roots           #P2_EMISMATCH, naming the root
  *  - file shorter than the header says              #P2_EFORMAT "truncated: header says N bytes, file has M"

@@ -1,0 +1,133 @@
+"""The p2gen command line.
+
+Exit codes: 0 success; 1 the spec is wrong or the build failed (message on stderr);
+2 the command line itself is wrong (Click's usage errors).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import click
+
+from .errors import P2Error
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def _fail(err: Exception) -> None:
+    click.echo(str(err), err=True)
+    sys.exit(1)
+
+
+def _spec_arg():
+    return click.argument("spec", type=click.Path(exists=True, dir_okay=False))
+
+
+def _prefix_opt():
+    return click.option("--prefix", metavar="NAME",
+                        help="C name prefix of everything generated (default: the spec "
+                             "file's name).")
+
+
+@click.group(context_settings=CONTEXT)
+@click.version_option(package_name="p2gen")
+def main() -> None:
+    """Compile P2-style type equations into specialised C data managers.
+
+    A spec file declares records, containers whose implementation is a type equation
+    such as top2ds_qualify[hash[array[persistent]]], and cursors with predicates.
+    """
+
+
+@main.command(context_settings=CONTEXT)
+@_spec_arg()
+@click.option("-o", "--out", "out_dir", default="generated", show_default=True,
+              type=click.Path(file_okay=False), help="Output directory.")
+@_prefix_opt()
+@click.option("--python", "python", is_flag=True,
+              help="Also build a CFFI extension and a Python module <prefix>.py.")
+@click.option("--harness", is_flag=True,
+              help="Also build <prefix>_harness: a command-line driver of the generated "
+                   "API used by the differential tests (with ASan/UBSan).")
+@click.option("--cc", default=lambda: os.environ.get("CC", "cc"), show_default="$CC or cc",
+              help="C compiler.")
+@click.option("--cflags", default=None, metavar="FLAGS",
+              help="C flags (default: -std=c11 -O2 -Wall -Wextra -Werror).")
+@click.option("--no-compile", is_flag=True, help="Only generate the .h/.c (no C compiler).")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
+def build(spec, out_dir, prefix, python, harness, cc, cflags, no_compile, quiet):
+    """Generate SPEC's C data managers (and compile them into lib<prefix>.a)."""
+    from .build import compile_objects, generate
+    try:
+        gen = generate(spec, out_dir, prefix)
+        say = (lambda m: None) if quiet else click.echo
+        say(f"generated {gen.header} and {gen.source} in {gen.seconds * 1000:.0f} ms")
+        if not no_compile:
+            t0 = time.perf_counter()
+            flags = cflags.split() if cflags is not None else None
+            lib = compile_objects(gen, cc=cc, cflags=flags)
+            say(f"compiled {lib} in {time.perf_counter() - t0:.1f} s")
+        if harness:
+            from .harness import build_harness
+            exe = build_harness(gen, cc=cc)
+            say(f"built harness {exe}")
+        if python:
+            from .pybind import build_python
+            mod = build_python(gen, cc=cc)
+            say(f"built Python module {mod} (add {os.path.abspath(out_dir)} to sys.path)")
+    except P2Error as e:
+        _fail(e)
+
+
+@main.command(context_settings=CONTEXT)
+@_spec_arg()
+@_prefix_opt()
+def check(spec, prefix):
+    """Parse and type-check SPEC; print nothing but errors."""
+    from .build import load
+    try:
+        checked = load(spec, prefix)
+    except P2Error as e:
+        _fail(e)
+    n = len(checked.containers)
+    click.echo(f"{spec}: ok ({len(checked.records)} records, {n} containers, "
+               f"{len(checked.cursors)} cursors)")
+
+
+@main.command(context_settings=CONTEXT)
+@_spec_arg()
+@_prefix_opt()
+@click.option("--no-finds", is_flag=True, help="Only the declared cursors.")
+def explain(spec, prefix, no_finds):
+    """Print, per cursor and find, the access path chosen and why."""
+    from .build import load
+    from .plan import explain as explain_plan
+    try:
+        checked = load(spec, prefix)
+    except P2Error as e:
+        _fail(e)
+    click.echo(explain_plan(checked, include_finds=not no_finds), nl=False)
+
+
+@main.command(context_settings=CONTEXT)
+def layers():
+    """List the layer library: realms, what each needs below it, parameters."""
+    from .layers import LAYERS
+    by_realm = {"mem": [], "ds": [], "top": []}
+    for layer in LAYERS.values():
+        by_realm[layer.realm].append(layer)
+    for realm, group in by_realm.items():
+        click.echo(f"realm {realm}:")
+        for layer in group:
+            role = f" ({layer.role})" if layer.role not in ("mem", "top") else ""
+            click.echo(f"  {layer.signature()}{role}")
+            click.echo(f"      {layer.doc}")
+            for ps in layer.params:
+                click.echo(f"      param {ps.describe()} -- {ps.doc}")
+        click.echo("")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

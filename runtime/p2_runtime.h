@@ -87,11 +87,16 @@
  *  A #p2_seg is not thread-safe: callers serialise access to each segment.
  *  Different segments may be used from different threads.
  *
- *  @section crash Caveats
+ *  @section caveats Caveats
  *
- *  Writes go straight to the shared mapping; as with every mmap-based store,
- *  if the file system runs out of space while dirty pages are written back,
- *  the process receives SIGBUS.
+ *  - Writes go straight to the shared mapping; as with every mmap-based
+ *    store, if the file system runs out of space while dirty pages are
+ *    written back, the process receives SIGBUS.
+ *  - Freed small blocks stay in their size class; they are never merged back
+ *    into large free space.
+ *  - Valgrind cannot reserve 64 GiB of address space (open fails with
+ *    #P2_ENOMEM "cannot reserve ..."); pass a smaller reserve, e.g. 1 GiB,
+ *    when running under it.  AddressSanitizer copes with the default.
  */
 #ifndef P2_RUNTIME_H
 #define P2_RUNTIME_H
@@ -185,7 +190,8 @@ typedef uint64_t p2_off;
 #define P2_SEG_VERSION 1
 /** Size of the header at offset 0; the first block starts right after it. */
 #define P2_SEG_HEADER_SIZE 4096
-/** Maximum number of roots (the root table must fit in the header page). */
+/** Maximum number of roots: 60 entries of 64 bytes after 256 bytes of fixed
+ *  fields fill the 4096-byte header page exactly. */
 #define P2_MAX_ROOTS 60
 /** Size of a root name field, including the terminating NUL. */
 #define P2_ROOT_NAME_SIZE 48
@@ -319,7 +325,9 @@ void p2_seg_free(p2_seg *seg, p2_off off, uint64_t size);
  * @param[in]  new_size  the size wanted.
  * @param[out] err       details of a failure; may be NULL.
  * @return the (possibly new) offset, or 0 on failure with err set as for
- *         p2_seg_alloc(); the old block is then unchanged and still allocated.
+ *         p2_seg_alloc(), or to #P2_EINVAL if [off, off + old_size) is not
+ *         inside the allocated area; the old block is then unchanged and
+ *         still allocated.
  */
 p2_off p2_seg_realloc(p2_seg *seg, p2_off off, uint64_t old_size, uint64_t new_size, p2_err *err);
 

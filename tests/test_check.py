@@ -1,0 +1,332 @@
+"""The checker: every error class, with its message, line and column."""
+import pytest
+
+from p2gen.check import check
+from p2gen.errors import SpecError, SpecErrors
+from p2gen.parser import parse
+from p2gen.plan import explain, plan
+
+REC = "record item { id: u32; grp: i32; score: i64; name: char[8]; ratio: f64; }\n"
+
+
+def checked(text, prefix="t"):
+    return plan(check(parse(text, "t.p2"), prefix))
+
+
+def error_of(text, fragment=""):
+    """The first error (or the first whose message holds `fragment`)."""
+    with pytest.raises((SpecError, SpecErrors)) as info:
+        checked(text)
+    err = info.value
+    errors = err.errors if isinstance(err, SpecErrors) else [err]
+    return next((e for e in errors if fragment in e.message), errors[0])
+
+
+def col_of(text, needle, line):
+    return text.splitlines()[line - 1].index(needle) + 1
+
+
+def assert_error(text, fragment, needle, line=2):
+    err = error_of(text, fragment)
+    assert fragment in err.message, err.message
+    assert err.line == line, (err.line, err.render())
+    assert err.col == col_of(text, needle, line), err.render()
+    # the rendered message shows the line and underlines the culprit
+    rendered = err.render()
+    assert text.splitlines()[line - 1].strip() in rendered
+    assert "^" in rendered
+    return err
+
+
+# --- equations and realms ------------------------------------------------------
+def test_index_over_mem_names_layer_and_realms():
+    text = REC + "container c of item = top2ds_qualify[hash[persistent]] with hash(key = id);\n"
+    err = assert_error(text, "layer 'hash' needs a layer of realm 'ds' below it, got "
+                             "'persistent' (realm 'mem')", "persistent")
+    assert "t.p2:2:" in err.render()
+
+
+def test_outermost_must_be_top():
+    text = REC + "container c of item = hash[array[transient]] with hash(key = id);\n"
+    assert_error(text, "outermost layer of container 'c' must be of realm 'top'", "hash")
+
+
+def test_top_over_mem():
+    text = REC + "container c of item = top2ds[transient];\n"
+    assert_error(text, "layer 'top2ds' needs a layer of realm 'ds' below it, got 'transient' "
+                       "(realm 'mem')", "transient")
+
+
+def test_qualify_needs_top_below():
+    text = REC + "container c of item = qualify[array[transient]];\n"
+    assert_error(text, "layer 'qualify' needs a layer of realm 'top' below it, got 'array' "
+                       "(realm 'ds')", "array")
+
+
+def test_missing_layer_below():
+    text = REC + "container c of item = top2ds_qualify[array];\n"
+    assert_error(text, "layer 'array' needs a layer of realm 'mem' below it, got nothing",
+                 "array")
+
+
+def test_bottom_layer_takes_nothing_below():
+    text = REC + "container c of item = top2ds_qualify[array[transient[array]]];\n"
+    assert_error(text, "'transient' (realm 'mem') is a bottom layer and takes nothing below "
+                       "it", "array]]]")
+
+
+def test_unknown_layer_suggests():
+    text = REC + "container c of item = top2ds_qualify[hsah[array[transient]]];\n"
+    err = assert_error(text, "unknown layer 'hsah'; did you mean 'hash'?", "hsah")
+    assert err.pos.length == 4
+
+
+def test_index_over_qsort_is_rejected():
+    text = REC + ("container c of item = top2ds_qualify[hash[qsort[transient]]]\n"
+                  "    with hash(key = grp), qsort(key = score);\n")
+    assert_error(text, "layer 'hash' cannot sit above 'qsort'", "hash")
+
+
+# --- parameters ------------------------------------------------------------------
+def test_missing_required_parameter():
+    text = REC + "container c of item = top2ds_qualify[hash[array[transient]]];\n"
+    assert_error(text, "layer 'hash' in container 'c' needs parameter 'key'", "hash")
+
+
+def test_unknown_parameter_suggests_and_lists():
+    text = REC + ("container c of item = top2ds_qualify[hash[array[transient]]] "
+                  "with hash(key = id, bucket = 4);\n")
+    err = assert_error(text, "layer 'hash' has no parameter 'bucket'; did you mean 'buckets'?",
+                       "bucket =")
+    assert "it takes key, buckets, fn, grow" in err.message
+
+
+def test_key_not_a_field():
+    text = REC + ("container c of item = top2ds_qualify[hash[array[transient]]] "
+                  "with hash(key = idd);\n")
+    assert_error(text, "'idd' is not a field of record 'item'; did you mean 'id'?", "idd")
+
+
+def test_parameter_types():
+    base = REC + "container c of item = top2ds_qualify[hash[array[transient]]] with WITH;\n"
+    assert_error(base.replace('WITH', 'hash(key = id, buckets = "many")'),
+                 "parameter 'buckets' of layer 'hash' must be an integer", '"many"')
+    assert_error(base.replace('WITH', "hash(key = 5)"),
+                 "parameter 'key' of layer 'hash' must be a field name", "5")
+    assert_error(base.replace('WITH', "hash(key = id, fn = sha1)"),
+                 "must be one of default, identity, got 'sha1'", "sha1")
+    assert_error(base.replace('WITH', "hash(key = id, buckets = 0)"), "must be at least 1", "0")
+    assert_error(base.replace('WITH', "hash(key = id, grow = 1)"), "must be true or false", "1)")
+
+
+def test_identity_hash_needs_integer_key():
+    text = REC + ("container c of item = top2ds_qualify[hash[array[transient]]] "
+                  "with hash(key = name, fn = identity);\n")
+    assert_error(text, "hash function 'identity' needs an integer key; field 'name' is char[8]",
+                 "fn")
+
+
+def test_iarray_key_must_be_integer():
+    text = REC + ("container c of item = top2ds_qualify[iarray[transient]] "
+                  "with iarray(key = ratio);\n")
+    assert_error(text, "field 'ratio' is f64; this layer needs a key of kind int", "ratio")
+
+
+def test_with_names_layer_not_in_equation():
+    text = REC + ("container c of item = top2ds_qualify[array[transient]] "
+                  "with avl(key = id);\n")
+    assert_error(text, "'with' gives parameters to layer 'avl', which is not in the equation",
+                 "avl")
+
+
+def test_with_is_ambiguous_for_repeated_layer():
+    text = REC + ("container c of item = top2ds_qualify[hash[hash[array[transient]]]] "
+                  "with hash(key = id);\n")
+    assert_error(text, "layer 'hash' appears 2 times", "hash(key")
+
+
+def test_inline_parameters_for_repeated_layer():
+    text = REC + ("container c of item = top2ds_qualify[hash(key = id)[hash(key = grp)"
+                  "[array[transient]]]];\ncursor g on c where grp == $g;\n")
+    c = checked(text).containers[0]
+    assert [li.tag for li in c.chain] == ["top2ds_qualify", "hash", "hash2", "array", "transient"]
+    assert c.cursors[0].plan.path.layer.tag == "hash2"
+
+
+def test_parameter_given_twice():
+    text = REC + ("container c of item = top2ds_qualify[hash(key = id)[array[transient]]] "
+                  "with hash(key = grp);\n")
+    assert_error(text, "parameter 'key' of layer 'hash' is given twice", "key = grp")
+
+
+def test_persistent_needs_file():
+    text = REC + "container c of item = top2ds_qualify[array[persistent]];\n"
+    assert_error(text, "layer 'persistent' in container 'c' needs parameter 'file'", "persistent")
+
+
+# --- names -----------------------------------------------------------------------
+def test_duplicate_names_across_kinds():
+    text = REC + ("container item of item = top2ds_qualify[array[transient]];\n")
+    assert_error(text, "container 'item' is already declared as a record at line 1", "item of")
+
+
+def test_duplicate_field():
+    text = "record r {\n  a: u32; a: i64; }\n"
+    assert_error(text, "field 'a' is declared twice in record 'r'", "a: i64")
+
+
+def test_reserved_names():
+    assert_error("record r {\n  for: u32; }\n", "field name 'for' is a C keyword", "for")
+    assert_error("record r {\n  _x: u32; }\n", "starts with '_'", "_x")
+
+
+def test_unknown_record():
+    text = REC + "container c of itme = top2ds_qualify[array[transient]];\n"
+    assert_error(text, "record 'itme', which is not declared; did you mean 'item'?", "itme")
+
+
+def test_empty_record():
+    assert_error("\nrecord r { }\n", "record 'r' has no fields", "r {")
+
+
+# --- cursors ---------------------------------------------------------------------
+CONT = REC + "container c of item = top2ds_qualify[avl[array[transient]]] with avl(key = score);\n"
+
+
+def test_cursor_on_unknown_container():
+    text = CONT + "cursor k on cc where id == 1;\n"
+    assert_error(text, "cursor 'k' is on container 'cc', which is not declared; did you mean 'c'?",
+                 "cc", line=3)
+
+
+def test_unknown_field_in_predicate():
+    text = CONT + "cursor k on c where id == 1 and scroe > $s;\n"
+    assert_error(text, "'scroe' is not a field of record 'item'; did you mean 'score'?",
+                 "scroe", line=3)
+
+
+def test_comparison_without_field():
+    text = CONT + "cursor k on c where 1 == $x;\n"
+    assert_error(text, "a comparison must involve a field", "1 ==", line=3)
+
+
+def test_parameter_type_conflict():
+    text = CONT + "cursor k on c where id == $x or name == $x;\n"
+    assert_error(text, "parameter $x is compared with a char[8] field here but a u32 field",
+                 "$x;", line=3)
+
+
+def test_constant_out_of_range_and_wrong_kind():
+    assert_error(CONT + "cursor k on c where id == -1;\n",
+                 "-1 is out of range for field 'id' (u32: 0 .. 4294967295)", "-1", line=3)
+    assert_error(CONT + 'cursor k on c where id == "x";\n',
+                 "cannot compare it with a string", '"x"', line=3)
+    assert_error(CONT + "cursor k on c where name == 3;\n",
+                 "compare it with a string", "3;", line=3)
+    assert_error(CONT + 'cursor k on c where name == "much too long";\n',
+                 "can never equal field 'name' (char[8])", '"much', line=3)
+
+
+def test_where_needs_a_qualifying_layer():
+    text = REC + ("container c of item = top2ds[array[transient]];\n"
+                  "cursor k on c where id == 1;\n")
+    assert_error(text, "has no qualifying layer", "k on", line=3)
+    # qualify over top2ds provides it
+    ok = REC + ("container c of item = qualify[top2ds[array[transient]]];\n"
+                "cursor k on c where id == 1;\n")
+    assert checked(ok).cursors[0].plan.residual_text == "id == 1"
+
+
+def test_order_by_unknown_field():
+    text = CONT + "cursor k on c order by scroe;\n"
+    assert_error(text, "cannot order by 'scroe'", "scroe", line=3)
+
+
+def test_order_by_needs_an_ordered_layer():
+    text = CONT + "cursor k on c order by id;\n"
+    assert_error(text, "no layer of container 'c'", "k on", line=3)
+
+
+def test_several_errors_reported_together():
+    text = REC + ("container c of item = top2ds_qualify[hash[array[transient]]];\n"
+                  "container d of item = top2ds_qualify[hsah[array[transient]]];\n")
+    with pytest.raises(SpecErrors) as info:
+        checked(text)
+    lines = [e.line for e in info.value.errors]
+    assert lines == [2, 3]
+    assert "needs parameter 'key'" in str(info.value)
+    assert "unknown layer 'hsah'" in str(info.value)
+
+
+# --- access-path selection ------------------------------------------------------------
+PLANS = REC + """container c of item
+    = top2ds_qualify[hash(key = grp)[avl(key = score)[iarray(key = id)[transient]]]];
+cursor by_grp on c where grp == $g and score > 3;
+cursor by_score on c where score >= $lo and score < $hi;
+cursor by_id on c where id == $i;
+cursor ordered on c where grp == $g order by score;
+cursor anything on c where grp != 3 or name == "x";
+"""
+
+
+def plans():
+    c = checked(PLANS).containers[0]
+    return {k.name: k.plan for k in c.cursors}
+
+
+def test_equality_picks_hash():
+    p = plans()["by_grp"]
+    assert (p.path.layer.name, p.path.kind) == ("hash", "eq")
+    assert p.residual_text == "score > 3"
+
+
+def test_range_picks_avl_and_consumes_both_bounds():
+    p = plans()["by_score"]
+    assert (p.path.layer.name, p.path.kind) == ("avl", "range")
+    assert p.residual_text == "(none)"
+
+
+def test_key_equality_on_iarray_is_direct():
+    p = plans()["by_id"]
+    assert (p.path.layer.name, p.path.kind) == ("iarray", "range")
+    assert p.path.cost == 1.0
+
+
+def test_order_by_overrides_cheaper_hash():
+    p = plans()["ordered"]
+    assert p.path.layer.name == "avl" and p.path.ordered_by == "score"
+    assert p.residual_text == "grp == $g"
+
+
+def test_disjunction_scans_storage():
+    p = plans()["anything"]
+    assert p.path.layer.name == "iarray"  # ordered scan of the slots, cheapest full scan
+    assert "or" in p.residual_text
+
+
+def test_finds_are_planned_like_cursors():
+    c = checked(PLANS).containers[0]
+    assert sorted(c.finds) == ["grp", "id", "score"]
+    assert c.finds["grp"].plan.path.layer.name == "hash"
+    assert c.finds["score"].plan.path.layer.name == "avl"
+
+
+def test_explain_text_names_choice_and_alternatives():
+    text = explain(checked(PLANS))
+    assert "cursor by_grp where grp == $g and score > 3" in text
+    assert "chosen: hash(buckets=1024, fn=default, grow=true, key=grp) eq" in text
+    assert "residual filter: score > 3" in text
+    assert "not in score order" in text
+    assert "find t_c_find_id where id == $id" in text
+
+
+def test_paper_equations_are_accepted_verbatim():
+    text = """record account { id: u32; branch: u32; balance: i64; filler: char[84]; }
+container a1 of account = top2ds_qualify[avl[array[persistent]]] with avl(key = id), persistent(file = "x.db");
+container a2 of account = top2ds_qualify[qsort[transient]] with qsort(key = id);
+container a3 of account = top2ds_qualify[hash[array[persistent]]] with hash(key = id), persistent(file = "x.db");
+container a4 of account = top2ds_qualify[iarray[transient]] with iarray(key = id);
+"""
+    c = checked(text)
+    assert [x.name for x in c.containers] == ["a1", "a2", "a3", "a4"]
+    assert len(c.files) == 1 and [x.name for x in c.files[0].containers] == ["a1", "a3"]

@@ -146,7 +146,7 @@ def ordered_paths(layer: Layer, inst, query, *, eq_cost, range_cost, scan_cost,
         hi = his[0] if his else None
         bounds = [b for b in (lo, hi) if b is not None]
         out.append(PathOption(inst, "range", range_cost(len(bounds)),
-                              f"{what}: range on {key} "
+                              f"{what}: range "
                               + " and ".join(b.text for b in bounds),
                               ordered_by=key, lo=lo, hi=hi, consumed=bounds))
     out.append(PathOption(inst, "range", scan_cost, f"{what}: full scan in {key} order",

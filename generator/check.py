@@ -543,7 +543,15 @@ class Checker:
             if not info.persistent or "file" not in info.mem.params:
                 continue
             path = info.mem.params["file"]
+            if len(info.name) >= 48:
+                self.error(f"container '{info.name}' is stored in file \"{path}\", whose "
+                           f"header keeps names of at most 47 characters", info.decl.pos)
             fi = files.get(path)
+            if fi is not None and len(fi.containers) == 60:
+                self.error(f"file \"{path}\" already holds 60 containers, the most one "
+                           f"file header has room for; put '{info.name}' in another file",
+                           info.decl.pos)
+                continue
             if fi is None:
                 files[path] = FileInfo(path, [info], info.mem.params.get("reserve", 1 << 36))
             else:

@@ -16,7 +16,9 @@ class ODList(Layer):
                 ElemField("uint64_t", f"_{t}_prev", "previous element")]
 
     def root_fields(self, inst):
-        return [ElemField("uint64_t", f"{inst.tag}_head", "first element")]
+        t = inst.tag
+        return [ElemField("uint64_t", f"{t}_head", "first element"),
+                ElemField("uint64_t", f"{t}_tail", "last element (appending in key order is O(1))")]
 
     def paths(self, inst, query):
         n = query.n

@@ -1,0 +1,126 @@
+"""The CLI contract (exit codes, stderr), every example spec building warning-free, and
+golden files that pin the generated C byte for byte.
+
+Regenerate the golden files after an intended change with:
+    P2GEN_UPDATE_GOLDEN=1 python -m pytest tests/test_cli_and_golden.py
+"""
+import glob
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from p2gen.build import generate
+from p2gen.cli import main
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLES = sorted(glob.glob(os.path.join(ROOT, "type_equations", "**", "*.p2"), recursive=True))
+GOLDEN = os.path.join(ROOT, "tests", "golden")
+GOLDEN_SPECS = ["paper.p2", "inventory.p2"]
+
+
+def run(*args):
+    return CliRunner().invoke(main, list(args))
+
+
+def test_help_lists_commands():
+    r = run("--help")
+    assert r.exit_code == 0
+    for cmd in ("build", "check", "explain", "layers"):
+        assert cmd in r.output
+
+
+def test_layers_lists_every_layer_with_realms():
+    r = run("layers")
+    assert r.exit_code == 0
+    for sig in ("transient: mem", "persistent: mem", "array: ds[mem]", "iarray: ds[mem]",
+                "qsort: ds[mem]", "malloc: ds[mem]", "hash: ds[ds]", "avl: ds[ds]",
+                "dlist: ds[ds]", "odlist: ds[ds]", "top2ds: top[ds]", "qualify: top[top]",
+                "top2ds_qualify: top[ds]", "delflag: top[top]"):
+        assert sig in r.output
+    assert "param key: field (required)" in r.output
+
+
+def test_check_error_goes_to_stderr_with_exit_1(tmp_path):
+    spec = tmp_path / "bad.p2"
+    spec.write_text("record r { a: u32; }\n"
+                    "container c of r = top2ds_qualify[hash[persistent]] with hash(key = a);\n")
+    proc = subprocess.run([sys.executable, "-m", "p2gen.cli", "check", str(spec)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    assert f"{spec}:2:40: error: layer 'hash' needs a layer of realm 'ds' below it" in proc.stderr
+    assert "^^^^^^^^^^" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_usage_error_exit_2(tmp_path):
+    assert run("build").exit_code == 2
+    assert run("build", str(tmp_path / "missing.p2")).exit_code == 2
+    assert run("frobnicate").exit_code == 2
+
+
+def test_syntax_error_exit_1(tmp_path):
+    spec = tmp_path / "syntax.p2"
+    spec.write_text("record r { a: u32 }\n")
+    r = run("check", str(spec))
+    assert r.exit_code == 1
+    assert "syntax error" in r.output
+
+
+def test_explain_prints_choice(tmp_path):
+    r = run("explain", os.path.join(ROOT, "type_equations", "paper.p2"))
+    assert r.exit_code == 0, r.output
+    assert "cursor rich_in_branch where branch == $b and balance > $min" in r.output
+    assert "chosen:" in r.output and "residual filter:" in r.output
+
+
+@pytest.mark.parametrize("spec", EXAMPLES, ids=lambda p: os.path.relpath(p, ROOT))
+def test_every_example_builds_warning_free(spec, tmp_path):
+    r = run("build", spec, "-o", str(tmp_path))
+    assert r.exit_code == 0, r.output
+    assert "compiled" in r.output
+    assert glob.glob(str(tmp_path / "lib*.a"))
+
+
+def test_build_is_deterministic(tmp_path):
+    spec = os.path.join(ROOT, "type_equations", "inventory.p2")
+    a = generate(spec, str(tmp_path / "a"))
+    b = generate(spec, str(tmp_path / "b"))
+    for x, y in ((a.header, b.header), (a.source, b.source)):
+        assert open(x, "rb").read() == open(y, "rb").read()
+
+
+def test_compiler_failure_is_reported(tmp_path):
+    r = run("build", os.path.join(ROOT, "type_equations", "paper.p2"), "-o", str(tmp_path),
+            "--cflags", "-std=c11 -DP2GEN_BROKEN=1 -include /nonexistent.h")
+    assert r.exit_code == 1
+    assert "compiling paper.c failed" in r.output
+
+
+def test_generated_source_is_sectioned_by_layer(tmp_path):
+    gen = generate(os.path.join(ROOT, "type_equations", "paper.p2"), str(tmp_path))
+    text = open(gen.source).read()
+    # the layers of hash_accounts appear bottom-up, each under its own banner
+    banners = [f" * layer {name} (" for name in ("persistent", "array", "hash", "top2ds_qualify")]
+    start = text.index("container hash_accounts of account")
+    positions = [text.index(b, start) for b in banners]
+    assert positions == sorted(positions)
+
+
+@pytest.mark.parametrize("name", GOLDEN_SPECS)
+def test_golden(name, tmp_path):
+    gen = generate(os.path.join(ROOT, "type_equations", name), str(tmp_path))
+    for path in (gen.header, gen.source):
+        golden = os.path.join(GOLDEN, os.path.basename(path))
+        got = open(path).read()
+        if os.environ.get("P2GEN_UPDATE_GOLDEN"):
+            os.makedirs(GOLDEN, exist_ok=True)
+            with open(golden, "w") as f:
+                f.write(got)
+        assert os.path.exists(golden), f"missing golden file {golden}; run with P2GEN_UPDATE_GOLDEN=1"
+        assert got == open(golden).read(), (
+            f"{os.path.basename(path)} differs from {golden}; if intended, regenerate with "
+            f"P2GEN_UPDATE_GOLDEN=1")

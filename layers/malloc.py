@@ -7,18 +7,20 @@ class Malloc(Layer):
     below = "mem"
     role = "storage"
     doc = ("One allocation per element from the memory layer, all elements on a doubly "
-           "linked list for scans. References are memory references (pointers or file "
-           "offsets), stable for an element's lifetime.")
+           "linked list for scans (in insertion order). References are memory references "
+           "(pointers or file offsets), stable for an element's lifetime; a reference to a "
+           "deleted element is detected on a best-effort basis only.")
 
     def elem_fields(self, inst):
         t = inst.tag
         return [ElemField("uint64_t", f"_{t}_next", "next element in the all-elements list"),
                 ElemField("uint64_t", f"_{t}_prev", "previous element"),
-                ElemField("uint32_t", f"_{t}_magic", "P2_MALLOC_LIVE while allocated")]
+                ElemField("uint32_t", f"_{t}_magic", "<prefix>_LIVE while allocated")]
 
     def root_fields(self, inst):
         t = inst.tag
-        return [ElemField("uint64_t", f"{t}_head", "first element"),
+        return [ElemField("uint64_t", f"{t}_head", "first element (oldest)"),
+                ElemField("uint64_t", f"{t}_tail", "last element (newest)"),
                 ElemField("uint64_t", f"{t}_count", "live elements")]
 
     def paths(self, inst, query):

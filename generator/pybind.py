@@ -1,0 +1,225 @@
+"""`p2gen build --python`: a CFFI extension (API mode) per spec, and the module users import.
+
+For a spec with prefix P, `build_python` writes into the output directory
+
+    _P_cffi.c, _P_cffi.*.so   the compiled extension: the generated P.c and p2_runtime.c
+                              linked with CFFI glue (`from _P_cffi import ffi, lib`)
+    P.py                      `import P`: binds the extension to the generic Pythonic
+                              layer of p2gen.pyapi and holds the spec's metadata
+
+The cdef is generated from the checked spec (it mirrors templates/spec.h.j2): record
+structs with their exact layout, the opaque database handle, cursor structs declared as
+partial structs (the C compiler fills their layout), every public function of the header,
+the P2_* codes of p2_runtime.h and p2_strerror. Same spec, same bytes.
+"""
+from __future__ import annotations
+
+import os
+import pprint
+import shlex
+from typing import Optional
+
+from .build import Generated
+from .check import CheckedSpec, ContainerInfo, CursorInfo
+from .errors import BuildError
+from .model import FieldType
+from .plan import expr_text
+from .render import metadata
+
+# The return codes of runtime/p2_runtime.h, in order.
+ERROR_CODES = ("P2_OK", "P2_END", "P2_NOTFOUND", "P2_EDUP", "P2_ERANGE", "P2_ENOMEM",
+               "P2_EIO", "P2_EFORMAT", "P2_EMISMATCH", "P2_EINVAL", "P2_ECLOSED", "P2_EBUSY")
+
+
+def module_name(prefix: str) -> str:
+    """Name of the compiled CFFI extension of a spec."""
+    return f"_{prefix}_cffi"
+
+
+def _arg(t: FieldType, name: str) -> str:
+    return f"const char *{name}" if t.kind == "char" else f"{t.ctype} {name}"
+
+
+def _cursor_type(cur: CursorInfo) -> str:
+    return f"{cur.p}_cursor"
+
+
+def _public_cursors(info: ContainerInfo) -> list:
+    """The cursors the header declares for a container, in header order (finds are private)."""
+    return [k for k in info.cursors if k.synthetic != "find"]
+
+
+def cdef(checked: CheckedSpec) -> str:
+    """The CFFI declarations of the public C API of a spec (see templates/spec.h.j2)."""
+    p = checked.prefix
+    out = ["/* p2_runtime.h: return codes */"]
+    out += [f"#define {name} {code}" for code, name in enumerate(ERROR_CODES)]
+    out += ["const char *p2_strerror(int code);", ""]
+    out += [f"typedef struct {p}_db {p}_db;",
+            f"typedef uint64_t {p}_ref;",
+            f"#define {p.upper()}_NOREF ...",
+            f"int {p}_open({p}_db **out, const char *dir);",
+            f"int {p}_sync({p}_db *db);",
+            f"int {p}_close({p}_db *db);",
+            f"const char *{p}_errmsg(const {p}_db *db);",
+            f"int {p}_errcode(const {p}_db *db);", ""]
+    for r in checked.records:
+        out.append(f"typedef struct {p}_{r.name} {{")
+        for f in r.fields:
+            if f.type.kind == "char":
+                out.append(f"    char {f.name}[{f.type.length}];")
+            else:
+                out.append(f"    {f.type.ctype} {f.name};")
+        out += [f"}} {p}_{r.name};", ""]
+    for info in checked.containers:
+        cp = info.p
+        R = f"{p}_{info.record.name}"
+        out += [f"/* container {info.name} = {info.equation_text()} */",
+                f"int {cp}_insert({p}_db *db, const {R} *rec, {p}_ref *out);",
+                f"int {cp}_get({p}_db *db, {p}_ref ref, {R} *out);",
+                f"const {R} *{cp}_at({p}_db *db, {p}_ref ref);",
+                f"int {cp}_update({p}_db *db, {p}_ref *ref, const {R} *rec);",
+                f"int {cp}_delete({p}_db *db, {p}_ref ref);",
+                f"uint64_t {cp}_count({p}_db *db);"]
+        for f in info.record.fields:
+            out.append(f"int {cp}_set_{f.name}({p}_db *db, {p}_ref ref, {_arg(f.type, 'value')});")
+        for key in info.key_fields():
+            f = info.record.field(key)
+            out.append(f"int {cp}_find_{key}({p}_db *db, {_arg(f.type, 'key')}, {p}_ref *out);")
+        if info.has_layer("delflag"):
+            out.append(f"int {cp}_purge({p}_db *db, uint64_t *n);")
+        for k in _public_cursors(info):
+            t = _cursor_type(k)
+            params = "".join(f", {_arg(ty, name)}" for name, ty in k.params)
+            out += [f"typedef struct {{ ...; }} {t};",
+                    f"int {k.p}_open({p}_db *db, {t} *cur{params});",
+                    f"int {k.p}_next({t} *cur);",
+                    f"const {R} *{k.p}_get(const {t} *cur);",
+                    f"{p}_ref {k.p}_ref(const {t} *cur);",
+                    f"int {k.p}_update({t} *cur, const {R} *rec);",
+                    f"int {k.p}_delete({t} *cur);"]
+        out.append("")
+    return "\n".join(out)
+
+
+def binding_metadata(checked: CheckedSpec) -> dict:
+    """render.metadata plus the C names the Python layer calls and the cursors' predicates."""
+    meta = metadata(checked)
+    meta["module"] = module_name(checked.prefix)
+    for c, info in zip(meta["containers"], checked.containers):
+        c["c"] = {"prefix": info.p, "all": info.all_cursor.p,
+                  "all_cursor": _cursor_type(info.all_cursor)}
+    for k, cur in zip(meta["cursors"], checked.cursors):
+        k["c"] = {"prefix": cur.p, "cursor": _cursor_type(cur)}
+        k["where"] = expr_text(cur.where) if cur.where is not None else None
+    return meta
+
+
+def python_module(gen: Generated, meta: dict) -> str:
+    """The text of <prefix>.py."""
+    p = gen.prefix
+    mod = module_name(p)
+    lines = [
+        f'"""Python bindings of the p2gen data managers `{p}` (generated by p2gen; do not edit).',
+        "",
+        f"    import {p}",
+        f"    with {p}.open(dir) as db:     # dir: where persistent files live (None: cwd)",
+    ]
+    for c in meta["containers"]:
+        lines.append(f"        db.{c['name']}     # container of {c['record']} = {c['equation']}")
+    for k in meta["cursors"]:
+        params = ", ".join(f"{q['name']}=..." for q in k["params"])
+        lines.append(f"        db.{k['name']}({params})     # cursor on {k['container']}")
+    lines += [
+        "",
+        "See p2gen.pyapi for the API (Database, Container, Cursor, Record, errors).",
+        '"""',
+        "import os as _os",
+        "",
+        "try:",
+        f"    from {mod} import ffi as _ffi, lib as _lib",
+        "except ImportError:  # loaded by file name, its directory not on sys.path",
+        "    import importlib.machinery as _im",
+        "    import importlib.util as _iu",
+        "    import sys as _sys",
+        "    _here = _os.path.dirname(_os.path.abspath(__file__))",
+        "    _ext = None",
+        "    for _suffix in _im.EXTENSION_SUFFIXES:",
+        f"        _cand = _os.path.join(_here, {mod!r} + _suffix)",
+        "        if _os.path.exists(_cand):",
+        "            _ext = _cand",
+        "            break",
+        "    if _ext is None:",
+        "        raise",
+        f"    _spec = _iu.spec_from_file_location({mod!r}, _ext)",
+        "    _m = _iu.module_from_spec(_spec)",
+        "    _spec.loader.exec_module(_m)",
+        f"    _sys.modules[{mod!r}] = _m",
+        "    _ffi, _lib = _m.ffi, _m.lib",
+        "",
+        "from p2gen.pyapi import (P2Error, NotFoundError, DuplicateError, RangeError,  # noqa: F401",
+        "                         ClosedError, FormatError, MismatchError, BusyError, bind)",
+        "",
+        "METADATA = " + pprint.pformat(meta, indent=1, width=96, sort_dicts=False),
+        "",
+        "_api = bind(_ffi, _lib, METADATA)",
+        "open = _api.open",
+        "Database = _api.Database",
+        "records = _api.records  # record name -> Record class",
+        "ffi, lib = _ffi, _lib",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _write_if_changed(path: str, text: str) -> None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            if f.read() == text:
+                return
+    except OSError:
+        pass
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def build_python(gen: Generated, cc: Optional[str] = None, extra_cflags=()) -> str:
+    """Compile the CFFI extension `_<prefix>_cffi` and write `<prefix>.py` in gen.out_dir.
+
+    `cc` (a command, possibly with options) replaces the C compiler for this build.
+    Returns the path of `<prefix>.py`. Raises BuildError when CFFI or the compiler fails.
+    """
+    try:
+        import cffi
+    except ImportError as e:  # pragma: no cover
+        raise BuildError(f"--python needs the cffi package: {e}") from e
+    p = gen.prefix
+    out_dir = os.path.abspath(gen.out_dir)
+    mod = module_name(p)
+    ffi = cffi.FFI()
+    try:
+        ffi.cdef(cdef(gen.checked))
+    except Exception as e:  # cffi.CDefError and friends: a p2gen bug
+        raise BuildError(f"CFFI rejected the declarations of {p}: {e}") from e
+    # Sources are relative: CFFI compiles from inside tmpdir, and object files then land
+    # next to them rather than under a copy of the absolute path.
+    ffi.set_source(mod, f'#include "{p}.h"\n',
+                   sources=[os.path.basename(gen.source), "p2_runtime.c"],
+                   include_dirs=[out_dir],
+                   extra_compile_args=["-std=c11", *extra_cflags])
+    saved = os.environ.get("CC")
+    if cc:
+        os.environ["CC"] = cc
+    try:
+        ffi.compile(tmpdir=out_dir, verbose=False)
+    except Exception as e:  # cffi.VerificationError (CompileError / LinkError)
+        who = f" (CC={shlex.quote(cc)})" if cc else ""
+        raise BuildError(f"building the Python extension {mod}{who} failed: {e}") from e
+    finally:
+        if saved is None:
+            os.environ.pop("CC", None)
+        else:
+            os.environ["CC"] = saved
+    path = os.path.join(out_dir, f"{p}.py")
+    _write_if_changed(path, python_module(gen, binding_metadata(gen.checked)))
+    return path

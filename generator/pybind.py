@@ -102,14 +102,24 @@ def cdef(checked: CheckedSpec) -> str:
     return "\n".join(out)
 
 
+def _field_desc(name: str, t: FieldType) -> dict:
+    return {"name": name, "kind": t.kind, "type": t.name, "length": t.length,
+            "ctype": t.ctype}
+
+
 def binding_metadata(checked: CheckedSpec) -> dict:
     """render.metadata plus the C names the Python layer calls and the cursors' predicates."""
     meta = metadata(checked)
     meta["module"] = module_name(checked.prefix)
+    # Field and parameter descriptions are rebuilt here: render.metadata spells them
+    # {"name": field, **ftype} and the type's own "name" key overwrites the field's.
+    meta["records"] = {r.name: [_field_desc(f.name, f.type) for f in r.fields]
+                       for r in checked.records}
     for c, info in zip(meta["containers"], checked.containers):
         c["c"] = {"prefix": info.p, "all": info.all_cursor.p,
                   "all_cursor": _cursor_type(info.all_cursor)}
     for k, cur in zip(meta["cursors"], checked.cursors):
+        k["params"] = [_field_desc(n, t) for n, t in cur.params]
         k["c"] = {"prefix": cur.p, "cursor": _cursor_type(cur)}
         k["where"] = expr_text(cur.where) if cur.where is not None else None
     return meta

@@ -254,7 +254,7 @@ def render(checked: CheckedSpec, spec_file: str) -> tuple[str, str]:
 def metadata(checked: CheckedSpec) -> dict:
     """A JSON-able description of the generated API (used by the Python bindings)."""
     def ftype(t: FieldType):
-        return {"kind": t.kind, "name": t.name, "length": t.length, "ctype": t.ctype}
+        return {"kind": t.kind, "type": t.name, "length": t.length, "ctype": t.ctype}
     return {
         "prefix": checked.prefix,
         "records": {r.name: [{"name": f.name, **ftype(f.type)} for f in r.fields]

@@ -536,7 +536,7 @@ p2_off p2_seg_alloc(p2_seg *seg, uint64_t size, p2_err *err)
         p2_err_set(err, P2_ECLOSED, "p2_seg_alloc: segment is not open");
         return 0;
     }
-    p2_off off;
+    p2_off off = 0;
     if (seg_alloc_block(seg, size, &off, err) != P2_OK)
         return 0;
     memset(seg->base + off, 0, (size_t)size);
@@ -791,7 +791,7 @@ static int seg_create(p2_seg *seg, uint64_t fingerprint, uint32_t nroots, const 
     h->nroots = nroots;
     seg->hdr = h;
     for (uint32_t i = 0; i < nroots; i++) {
-        p2_off off;
+        p2_off off = 0;
         rc = seg_alloc_block(seg, sizes[i], &off, err);
         if (rc != P2_OK)
             return rc;

@@ -1,0 +1,564 @@
+"""Tests of `p2gen build --python`: the CFFI extension (generator/pybind.py) and the Pythonic
+layer over it (generator/pyapi.py).
+
+Each spec is built once per module (module-scoped fixtures) into a temporary directory and
+imported from there; every test opens a fresh database directory. Prefixes start with
+`p2t_` so that they cannot clash with other test modules' imports.
+"""
+import gc
+import importlib
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from p2gen import pyapi
+from p2gen.build import generate
+from p2gen.pybind import build_python, cdef, python_module, binding_metadata
+
+ROOT = Path(__file__).resolve().parent.parent
+LAYERS = ROOT / "layers"
+CC = shutil.which("cc") or shutil.which("gcc")
+pytestmark = pytest.mark.skipif(CC is None, reason="no C compiler")
+
+
+def needs_layers(*names):
+    missing = [n for n in names if not (LAYERS / f"{n}.c.j2").exists()]
+    return pytest.mark.skipif(bool(missing), reason=f"layer template(s) missing: {missing}")
+
+
+BANK = """
+record account { id: u32; branch: u16; balance: i64; name: char[12]; rate: f64; tiny: i8; }
+container accounts of account
+    = top2ds_qualify[hash[array[persistent]]]
+    with hash(key = id, buckets = 16), persistent(file = "bank.db");
+record note { id: u32; owner: char[8]; text: char[16]; }
+container notes of note
+    = delflag[top2ds_qualify[hash(key = id)[hash(key = owner)[array[transient]]]]];
+container log of note = qualify[top2ds[array[transient]]];
+cursor rich_in_branch on accounts where branch == $b and balance > $min;
+cursor by_name on accounts where name == $n;
+cursor rate_between on accounts where rate >= $lo and rate < $hi;
+cursor notes_of on notes where owner == $who;
+cursor loud on log where text != "";
+"""
+
+# Same file name as BANK, another record: opening one's file with the other is a mismatch.
+# Field names that are also Python / API words.
+OTHER = """
+record thing { ref: u32; key: i16; self: char[4]; }
+container things of thing = top2ds[array[persistent]] with persistent(file = "bank.db");
+"""
+
+KEYED = """
+record item { id: u32; qty: i32; }
+container items of item = top2ds[iarray[transient]] with iarray(key = id, max_key = 1000);
+"""
+
+
+def _build(tmp_path_factory, prefix, text, **kw):
+    root = tmp_path_factory.mktemp(prefix)
+    spec = root / f"{prefix}.p2"
+    spec.write_text(textwrap.dedent(text))
+    gen = generate(str(spec), str(root / "out"))
+    path = build_python(gen, **kw)
+    return gen, path
+
+
+def _import(gen, prefix):
+    sys.path.insert(0, gen.out_dir)
+    try:
+        return importlib.import_module(prefix)
+    finally:
+        sys.path.remove(gen.out_dir)
+
+
+@pytest.fixture(scope="module")
+def bank_build(tmp_path_factory):
+    saved = os.environ.get("CC")
+    gen, path = _build(tmp_path_factory, "p2t_bank", BANK, cc=CC)
+    assert os.environ.get("CC") == saved, "build_python must restore $CC"
+    return gen, path
+
+
+@pytest.fixture(scope="module")
+def bank(bank_build):
+    return _import(bank_build[0], "p2t_bank")
+
+
+@pytest.fixture(scope="module")
+def other(tmp_path_factory):
+    gen, _ = _build(tmp_path_factory, "p2t_other", OTHER)
+    return _import(gen, "p2t_other")
+
+
+@pytest.fixture(scope="module")
+def keyed(tmp_path_factory):
+    gen, _ = _build(tmp_path_factory, "p2t_keyed", KEYED)
+    return _import(gen, "p2t_keyed")
+
+
+@pytest.fixture
+def db(bank, tmp_path):
+    d = bank.open(tmp_path)
+    yield d
+    d.close()
+
+
+def fill(db, n=200, seed=7):
+    rng = random.Random(seed)
+    names = ["ann", "bob", "cy", "dee", "éva"]
+    rows = []
+    for i in range(n):
+        row = dict(id=i * 3 + 1, branch=rng.randrange(5), balance=rng.randrange(-1000, 1000),
+                   name=rng.choice(names), rate=rng.random(), tiny=rng.randrange(-128, 128))
+        db.accounts.insert(**row)
+        rows.append(row)
+    return rows
+
+
+def ids(records):
+    return sorted(r.id for r in records)
+
+
+# ---------------------------------------------------------------------------
+# the build
+# ---------------------------------------------------------------------------
+def test_build_outputs(bank_build, bank):
+    gen, path = bank_build
+    assert path == os.path.join(os.path.abspath(gen.out_dir), "p2t_bank.py")
+    assert bank.__file__ == path
+    assert bank.METADATA["prefix"] == "p2t_bank"
+    assert [f["name"] for f in bank.METADATA["records"]["account"]] == \
+        ["id", "branch", "balance", "name", "rate", "tiny"]
+    assert bank.ffi.sizeof("p2t_bank_account") >= 4 + 2 + 8 + 12 + 8 + 1
+
+
+def test_build_is_deterministic(bank_build):
+    gen, path = bank_build
+    assert cdef(gen.checked) == cdef(gen.checked)
+    text = python_module(gen, binding_metadata(gen.checked))
+    assert text == python_module(gen, binding_metadata(gen.checked))
+    assert Path(path).read_text() == text
+
+
+def test_cdef_declares_every_header_function(bank_build, bank):
+    gen, _ = bank_build
+    header = Path(gen.header).read_text()
+    protos = re.findall(r"^[A-Za-z][^;#{}()]*?\b(\w+)\((?:[^;]*)\);$", header, re.M)
+    assert len(protos) > 30
+    missing = [p for p in protos if not hasattr(bank.lib, p)]
+    assert not missing
+    for name, code in [("P2_OK", 0), ("P2_END", 1), ("P2_NOTFOUND", 2), ("P2_EDUP", 3),
+                       ("P2_EFORMAT", 7), ("P2_EMISMATCH", 8), ("P2_EBUSY", 11)]:
+        assert getattr(bank.lib, name) == code
+    assert bank.ffi.string(bank.lib.p2_strerror(3)).startswith(b"P2_EDUP")
+
+
+# ---------------------------------------------------------------------------
+# containers
+# ---------------------------------------------------------------------------
+def test_insert_get_find(db):
+    a = db.accounts.insert(id=7, branch=2, balance=-5, name="zoë", rate=0.5, tiny=-3)
+    assert (a.id, a.branch, a.balance, a.name, a.rate, a.tiny) == (7, 2, -5, "zoë", 0.5, -3)
+    assert isinstance(a.ref, int)
+    assert db.accounts.get(a.ref) == a
+    assert db.accounts.get(a) == a
+    assert db.accounts.find(7) == a
+    assert db.accounts.find(id=7).ref == a.ref
+    assert db.accounts.find(8) is None
+    assert db.accounts.find(id=8) is None
+    assert len(db.accounts) == 1
+    assert a.ref in db.accounts and 12345 not in db.accounts
+
+
+def test_insert_defaults_and_bytes(db):
+    a = db.accounts.insert(id=1)
+    assert a._asdict() == dict(id=1, branch=0, balance=0, name="", rate=0.0, tiny=0)
+    b = db.accounts.insert(id=2, name=b"bytes")
+    assert b.name == "bytes"
+    full = db.accounts.insert(id=3, name="x" * 12)  # exactly N bytes: no terminator
+    assert db.accounts.get(full.ref).name == "x" * 12
+    c = db.accounts.insert(full, id=4)  # from a record, overridden by keywords
+    assert c.name == "x" * 12 and c.id == 4
+    d = db.accounts.insert({"id": 5, "balance": 9})
+    assert (d.id, d.balance) == (5, 9)
+
+
+def test_update_and_key_update(db):
+    a = db.accounts.insert(id=10, branch=1, balance=100, name="old")
+    b = db.accounts.update(a, balance=150, name="new")
+    assert (b.balance, b.name, b.id) == (150, "new", 10)
+    assert (a.balance, a.name) == (100, "old")   # records are copies
+    assert db.accounts.find(10) == b
+    c = db.accounts.update(b.ref, id=11)          # the key: every index follows
+    assert db.accounts.find(10) is None
+    assert db.accounts.find(11) == c
+    assert c.balance == 150
+    assert db.accounts.get(c.ref) == c
+    assert len(db.accounts) == 1
+    assert ids(db.rich_in_branch(b=1, min=0)) == [11]
+    with pytest.raises(pyapi.NotFoundError, match="stale"):
+        db.accounts.update(b, balance=1)     # b still says id 10
+    with pytest.raises(pyapi.NotFoundError, match="stale"):
+        db.accounts.delete(a)
+    assert db.accounts.get(c.ref) == c
+
+
+@needs_layers("qsort")
+def test_moving_references(tmp_path_factory):
+    gen, _ = _build(tmp_path_factory, "p2t_sorted", """
+        record row { k: i32; v: i32; }
+        container rows of row = top2ds_qualify[qsort[transient]] with qsort(key = k);
+        cursor small on rows where k < $lim;
+    """)
+    mod = _import(gen, "p2t_sorted")
+    with mod.open() as d:
+        rows = d.rows
+        recs = [rows.insert(k=k, v=k) for k in (50, 10, 30, 20, 40)]
+        assert [r.k for r in rows] == [10, 20, 30, 40, 50]
+        old = recs[0]                             # k=50, its position has moved since
+        assert rows.get(rows.find(50)).k == 50
+        with pytest.raises(pyapi.NotFoundError, match="stale"):
+            rows.update(old, v=0)
+        with pytest.raises(pyapi.NotFoundError, match="stale"):
+            rows.delete(recs[2])
+        rows.delete(rows.find(30))
+        moved = rows.update(rows.find(10), k=45)  # to the other end
+        assert rows.get(moved.ref) == moved and moved.k == 45
+        cur = d.small(lim=46)
+        for r in cur:
+            cur.update(v=-r.k)
+        assert [(r.k, r.v) for r in rows] == [(20, -20), (40, -40), (45, -45), (50, 50)]
+
+
+def test_delete_len_iteration(db):
+    rows = fill(db, 50)
+    assert len(db.accounts) == 50
+    assert ids(db.accounts) == sorted(r["id"] for r in rows)
+    victim = db.accounts.find(1)
+    db.accounts.delete(victim)
+    assert len(db.accounts) == 49
+    assert db.accounts.find(1) is None
+    with pytest.raises(pyapi.NotFoundError) as ei:
+        db.accounts.get(victim.ref)
+    assert ei.value.code == pyapi.P2_NOTFOUND
+    assert isinstance(ei.value, KeyError)
+    assert "no element" in str(ei.value)
+    with pytest.raises(pyapi.NotFoundError):
+        db.accounts.delete(victim.ref)
+    with pytest.raises(pyapi.NotFoundError):
+        db.accounts.update(victim, balance=1)
+    with pytest.raises(pyapi.NotFoundError):
+        db.accounts.get(-1)
+    assert 1 not in ids(db.accounts)
+
+
+def test_cursors_match_python_filtering(db, bank):
+    rows = fill(db, 300)
+    for b in range(5):
+        for lo in (-1001, -200, 0, 500, 999):
+            want = sorted(r["id"] for r in rows if r["branch"] == b and r["balance"] > lo)
+            assert ids(db.rich_in_branch(b=b, min=lo)) == want
+            assert ids(db.cursor("rich_in_branch", b, lo)) == want
+    for n in ("ann", "éva", "nobody"):
+        assert ids(db.by_name(n=n)) == sorted(r["id"] for r in rows if r["name"] == n)
+    assert ids(db.by_name(n=b"bob")) == sorted(r["id"] for r in rows if r["name"] == "bob")
+    for lo, hi in ((0.0, 0.5), (0.25, 0.26), (0.9, 2.0), (1, 0)):
+        want = sorted(r["id"] for r in rows if lo <= r["rate"] < hi)
+        assert ids(db.rate_between(lo=lo, hi=hi)) == want
+    assert ids(db.rate_between(hi=1.0, lo=0.0)) == sorted(r["id"] for r in rows)
+
+
+def test_cursor_update_and_delete_while_walking(db):
+    rows = fill(db, 100)
+    cur = db.rich_in_branch(b=3, min=-1001)
+    touched = []
+    for rec in cur:
+        new = cur.update(balance=rec.balance + 10_000)
+        assert new.balance == rec.balance + 10_000 and cur.current == new
+        touched.append(rec.id)
+    assert sorted(touched) == sorted(r["id"] for r in rows if r["branch"] == 3)
+    assert all(db.accounts.find(i).balance >= 9_000 for i in touched)
+    cur = db.rich_in_branch(3, 9_000)
+    for rec in cur:
+        if rec.id % 2:
+            cur.delete()
+            assert cur.current is None
+    left = sorted(i for i in touched if i % 2 == 0)
+    assert ids(db.rich_in_branch(3, -1001)) == left
+    assert len(db.accounts) == 100 - (len(touched) - len(left))
+    cur = iter(db.accounts)
+    with pytest.raises(pyapi.P2Error):
+        cur.delete()   # not on an element yet
+
+
+def test_changing_container_while_walking_raises(db):
+    fill(db, 20)
+    it = iter(db.accounts)
+    first = next(it)
+    db.accounts.delete(first)
+    with pytest.raises(RuntimeError, match="changed during iteration"):
+        next(it)
+    it = iter(db.accounts)
+    next(it)
+    db.notes.insert(id=1)          # another container: fine
+    next(it)
+    db.accounts.insert(id=100_000)
+    with pytest.raises(RuntimeError):
+        next(it)
+
+
+def test_cursor_parameter_errors(db):
+    with pytest.raises(TypeError, match="missing parameter.*min"):
+        db.rich_in_branch(b=1)
+    with pytest.raises(TypeError, match="no parameter 'x'.*b, min"):
+        db.rich_in_branch(b=1, min=2, x=3)
+    with pytest.raises(TypeError, match="takes 2 parameter"):
+        db.rich_in_branch(1, 2, 3)
+    with pytest.raises(TypeError, match="given twice"):
+        db.rich_in_branch(1, b=2, min=3)
+    with pytest.raises(TypeError, match=r"\$b"):
+        db.rich_in_branch(b="one", min=2)
+    with pytest.raises(OverflowError, match=r"\$b.*u16"):
+        db.rich_in_branch(b=70000, min=2)
+    with pytest.raises(ValueError, match=r"\$n.*char\[12\]"):
+        db.by_name(n="x" * 13)
+    with pytest.raises(TypeError, match="takes 0 parameter"):
+        db.loud(1)
+    with pytest.raises(AttributeError, match="no cursor 'nope'"):
+        db.cursor("nope")
+
+
+def test_transient_and_persistent_in_one_spec(bank, tmp_path):
+    with bank.open(tmp_path) as d:
+        assert d.accounts.persistent and not d.notes.persistent
+        assert d.accounts.file == "bank.db" and d.notes.file is None
+        d.accounts.insert(id=1, name="kept")
+        d.notes.insert(id=1, owner="me", text="gone")
+        d.log.insert(id=2, text="hi")
+        d.log.insert(id=3)
+        assert [r.id for r in d.loud()] == [2]
+        d.sync()
+    assert (tmp_path / "bank.db").exists()
+    with bank.open(str(tmp_path)) as d:
+        assert [r.name for r in d.accounts] == ["kept"]
+        assert len(d.notes) == 0 and len(d.log) == 0
+
+
+def test_delflag_purge_and_several_keys(db):
+    notes = db.notes
+    assert notes.keys == ("id", "owner")
+    for i in range(10):
+        notes.insert(id=i, owner="ann" if i % 2 else "bob", text=f"n{i}")
+    assert notes.find(id=3).owner == "ann"
+    assert notes.find(owner="bob").owner == "bob"
+    assert notes.find(owner="x" * 20) is None     # longer than the field: cannot be there
+    with pytest.raises(TypeError, match="several keys"):
+        notes.find(3)
+    with pytest.raises(TypeError, match="'text' is not a key.*id, owner"):
+        notes.find(text="n1")
+    with pytest.raises(TypeError, match="not a field"):
+        notes.find(nope=1)
+    with pytest.raises(TypeError, match="has no key fields"):
+        db.log.find(id=1)
+    assert ids(db.notes_of(who="ann")) == [1, 3, 5, 7, 9]
+    for i in (1, 3, 4):
+        notes.delete(notes.find(id=i))
+    assert len(notes) == 7
+    assert ids(db.notes_of(who="ann")) == [5, 7, 9]
+    assert notes.purge() == 3
+    assert notes.purge() == 0
+    assert len(notes) == 7 and ids(notes) == [0, 2, 5, 6, 7, 8, 9]
+    assert not hasattr(db.accounts, "purge")
+
+
+def test_records(db, bank):
+    a = db.accounts.insert(id=1, branch=2, name="n", rate=1.5)
+    b = db.accounts.find(1)
+    assert a == b and hash(a) == hash(b) and a is not b
+    assert a != db.accounts.update(a, tiny=1)
+    assert repr(a).startswith("account(id=1, branch=2, balance=0, name='n', rate=1.5, tiny=0, ref=")
+    assert a._fields == ("id", "branch", "balance", "name", "rate", "tiny")
+    assert type(a) is bank.records["account"]
+    with pytest.raises(AttributeError, match="read-only"):
+        a.balance = 3
+    n = db.notes.insert(id=1)
+    with pytest.raises(TypeError, match="note record of container notes"):
+        db.log.delete(n)   # same record type, another container
+    db.log.insert(n)       # copying between containers is fine
+
+
+def test_fields_named_like_api_words(other, tmp_path):
+    with other.open(tmp_path) as d:
+        t = d.things.insert(ref=5, key=-2, self="abc")
+        assert (t.ref, t.key, t.self, t._ref) == (5, -2, "abc", t._ref)
+        assert d.things.get(t._ref).key == -2
+        u = d.things.update(t, key=3)
+        assert u.key == 3
+
+
+# ---------------------------------------------------------------------------
+# errors
+# ---------------------------------------------------------------------------
+def test_bad_field_values(db):
+    acc = db.accounts
+    with pytest.raises(TypeError, match=r"no field 'balanse' \(fields: id, branch, balance"):
+        acc.insert(id=1, balanse=3)
+    with pytest.raises(TypeError, match="field 'id' of account is u32: expected an int"):
+        acc.insert(id="1")
+    with pytest.raises(TypeError, match="field 'id'"):
+        acc.insert(id=1.0)
+    with pytest.raises(TypeError, match="field 'name'.*str or bytes"):
+        acc.insert(id=1, name=5)
+    with pytest.raises(TypeError, match="field 'rate'.*float"):
+        acc.insert(id=1, rate="0.5")
+    with pytest.raises(ValueError, match=r"field 'name' of account is char\[12\].*13 bytes"):
+        acc.insert(id=1, name="x" * 13)
+    with pytest.raises(ValueError, match=r"char\[12\]"):
+        acc.insert(id=1, name="é" * 7)                # 14 bytes in UTF-8
+    with pytest.raises(ValueError, match="NUL"):
+        acc.insert(id=1, name="a\0b")
+    for field, value in (("id", -1), ("id", 1 << 32), ("branch", 65536), ("tiny", 128),
+                         ("tiny", -129), ("balance", 1 << 63)):
+        with pytest.raises(OverflowError, match=f"field '{field}'") as ei:
+            acc.insert(**{field: value})
+        assert isinstance(ei.value, pyapi.RangeError)
+    assert acc.insert(tiny=-128, branch=65535, balance=-(1 << 63), id=(1 << 32) - 1).tiny == -128
+    assert len(acc) == 1                               # nothing else got in
+    a = acc.find(id=(1 << 32) - 1)
+    with pytest.raises(TypeError, match="no field 'nope'"):
+        acc.update(a, nope=1)
+    with pytest.raises(ValueError):
+        acc.update(a, name="y" * 20)
+    assert acc.get(a.ref) == a                         # failed updates change nothing
+    with pytest.raises(TypeError, match="expected a Record or a reference"):
+        acc.get("0")
+    with pytest.raises(OverflowError):
+        acc.find(-5)
+
+
+def test_closed_database(bank, tmp_path):
+    d = bank.open(tmp_path)
+    acc = d.accounts
+    a = acc.insert(id=1)
+    it = iter(acc)
+    cur = d.rich_in_branch(b=0, min=-1)
+    d.close()
+    assert d.closed
+    d.close()   # twice: nothing
+    for op in (lambda: acc.insert(id=2), lambda: acc.get(a), lambda: acc.find(1),
+               lambda: acc.update(a, balance=1), lambda: acc.delete(a), lambda: len(acc),
+               lambda: list(acc), lambda: next(it), lambda: next(cur), d.sync,
+               lambda: d.rich_in_branch(b=0, min=0), lambda: d.notes.purge(),
+               lambda: d.__enter__()):
+        with pytest.raises(pyapi.ClosedError, match="closed") as ei:
+            op()
+        assert ei.value.code == pyapi.P2_ECLOSED
+    with bank.open(tmp_path) as d2:        # the file was closed cleanly
+        assert d2.accounts.find(1) == a
+
+
+def test_busy(bank, tmp_path):
+    with bank.open(tmp_path):
+        with pytest.raises(pyapi.BusyError) as ei:
+            bank.open(tmp_path)
+        assert ei.value.code == pyapi.P2_EBUSY
+        assert "bank.db" in str(ei.value)
+
+
+def test_unclosed_database_is_closed_when_collected(bank, tmp_path):
+    d = bank.open(tmp_path)
+    d.accounts.insert(id=42)
+    del d
+    gc.collect()
+    with bank.open(tmp_path) as d:
+        assert d.accounts.find(42) is not None
+
+
+def test_corrupt_file(bank, tmp_path):
+    with bank.open(tmp_path) as d:
+        d.accounts.insert(id=1)
+    path = tmp_path / "bank.db"
+    data = bytearray(path.read_bytes())
+    data[200] ^= 0x40          # reserved header bytes, covered by the checksum
+    path.write_bytes(bytes(data))
+    with pytest.raises(pyapi.FormatError, match="checksum") as ei:
+        bank.open(tmp_path)
+    assert ei.value.code == pyapi.P2_EFORMAT
+    assert isinstance(ei.value, pyapi.P2Error)
+
+
+def test_fingerprint_mismatch(bank, other, tmp_path):
+    with bank.open(tmp_path) as d:
+        d.accounts.insert(id=1)
+    before = (tmp_path / "bank.db").read_bytes()
+    with pytest.raises(pyapi.MismatchError, match="different spec") as ei:
+        other.open(tmp_path)
+    assert ei.value.code == pyapi.P2_EMISMATCH
+    assert (tmp_path / "bank.db").read_bytes() == before
+    with bank.open(tmp_path) as d:
+        assert len(d.accounts) == 1
+
+
+def test_open_error_bad_dir(bank, tmp_path):
+    with pytest.raises(pyapi.P2Error) as ei:
+        bank.open(tmp_path / "no" / "such" / "dir")
+    assert ei.value.code == pyapi.P2_EIO
+    assert str(ei.value)
+
+
+@needs_layers("iarray")
+def test_unique_key_storage(keyed):
+    with keyed.open() as d:
+        a = d.items.insert(id=5, qty=1)
+        with pytest.raises(pyapi.DuplicateError) as ei:
+            d.items.insert(id=5, qty=2)
+        assert ei.value.code == pyapi.P2_EDUP and str(ei.value)
+        with pytest.raises(pyapi.RangeError):
+            d.items.insert(id=1001)
+        assert len(d.items) == 1 and d.items.find(5) == a
+        d.items.insert(id=6)
+        with pytest.raises(pyapi.DuplicateError):
+            d.items.update(a, id=6)
+        b = d.items.update(a, id=7)        # the reference is the key: it moves
+        assert d.items.get(b.ref) == b and d.items.find(5) is None
+        assert ids(d.items) == [6, 7]
+
+
+# ---------------------------------------------------------------------------
+# another process
+# ---------------------------------------------------------------------------
+CHILD = """
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("p2t_bank", sys.argv[1])
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+with mod.open(sys.argv[2]) as db:
+    print(json.dumps(sorted((r._asdict() for r in db.accounts), key=lambda r: r["id"])))
+    db.accounts.insert(id=999_999, name="child")
+"""
+
+
+def test_reopen_in_fresh_process(bank, bank_build, tmp_path):
+    with bank.open(tmp_path) as d:
+        fill(d, 40)
+        d.accounts.delete(d.accounts.find(1))
+        d.accounts.update(d.accounts.find(4), name="upd")
+        mine = sorted((r._asdict() for r in d.accounts), key=lambda r: r["id"])
+    # The module is loaded by file name: its directory is not on sys.path in the child.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    res = subprocess.run([sys.executable, "-c", CHILD, bank_build[1], str(tmp_path)],
+                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout) == mine
+    with bank.open(tmp_path) as d:
+        assert d.accounts.find(999_999).name == "child"
+        assert len(d.accounts) == 40

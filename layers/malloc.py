@@ -19,9 +19,15 @@ class Malloc(Layer):
 
     def root_fields(self, inst):
         t = inst.tag
-        return [ElemField("uint64_t", f"{t}_head", "first element (oldest)"),
-                ElemField("uint64_t", f"{t}_tail", "last element (newest)"),
-                ElemField("uint64_t", f"{t}_count", "live elements")]
+        out = [ElemField("uint64_t", f"{t}_head", "first element (oldest)"),
+               ElemField("uint64_t", f"{t}_tail", "last element (newest)"),
+               ElemField("uint64_t", f"{t}_count", "live elements")]
+        if inst.below is None or inst.below.name != "persistent":
+            # on the heap nothing bounds a pointer: remember where elements ever were, so
+            # that references far outside are refused without being dereferenced
+            out += [ElemField("uint64_t", f"{t}_lo", "lowest element address ever allocated"),
+                    ElemField("uint64_t", f"{t}_hi", "highest element address ever allocated")]
+        return out
 
     def paths(self, inst, query):
         return [PathOption(inst, "scan", query.n * 1.2, "malloc: walk the element list")]

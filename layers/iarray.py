@@ -1,4 +1,4 @@
-from .base import ElemField, Layer, ParamSpec, ordered_paths, range_selectivity
+from .base import ElemField, Layer, ParamSpec, PathOption, ordered_paths, range_selectivity
 
 
 class IArray(Layer):
@@ -28,6 +28,14 @@ class IArray(Layer):
 
     def paths(self, inst, query):
         cap = max(inst.params["capacity"], query.n)
-        return ordered_paths(self, inst, query, what="iarray", eq_cost=1.0,
-                             range_cost=lambda nb: cap * range_selectivity(nb),
-                             scan_cost=cap)
+        paths = ordered_paths(self, inst, query, what="iarray", eq_cost=1.0,
+                              range_cost=lambda nb: cap * range_selectivity(nb),
+                              scan_cost=cap)
+        # equality is one slot: a direct look-up, not a range walk to the next valid slot
+        for i, p in enumerate(paths):
+            if p.lo is not None and p.lo is p.hi:
+                key = self.key_field(inst)
+                paths[i] = PathOption(inst, "eq", 1.0,
+                                      f"iarray: {key} == {p.lo.value_text} is slot {p.lo.value_text}",
+                                      ordered_by=key, eq=p.lo, consumed=[p.lo])
+        return paths

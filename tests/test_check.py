@@ -288,7 +288,7 @@ def test_range_picks_avl_and_consumes_both_bounds():
 
 def test_key_equality_on_iarray_is_direct():
     p = plans()["by_id"]
-    assert (p.path.layer.name, p.path.kind) == ("iarray", "range")
+    assert (p.path.layer.name, p.path.kind) == ("iarray", "eq")
     assert p.path.cost == 1.0
 
 

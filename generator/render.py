@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import zlib
 from dataclasses import dataclass
 from typing import Optional
 
@@ -30,6 +31,8 @@ def _env() -> jinja2.Environment:
         trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
         autoescape=False)
     env.filters["cstr"] = c_string
+    # a 32-bit tag derived from a name (e.g. per-container magic numbers), never 0
+    env.filters["tag32"] = lambda s: (zlib.crc32(str(s).encode()) | 1)
     return env
 
 

@@ -1,0 +1,1051 @@
+"""Differential, randomised tests of the generated data managers against tests/model.py.
+
+The matrix is {array, iarray, qsort, malloc storage} x {no index, hash, avl, dlist,
+odlist, hash+avl} x {transient, persistent}, plus top-layer variants (qualify over top2ds,
+delflag, two hash indexes) and containers of a second record with every other field type
+as keys (signed iarray key, float hash and qsort keys, u64 avl key, char[1] odlist key,
+identity hash). Indexes over qsort are illegal: the checker must say so (naming qsort).
+Every legal combination is one container of ONE spec per memory kind (built once, with
+its command-line harness p2gen.harness, under ASan and UBSan). Each test case runs its
+own seeded random operation sequence (profiles: growth, balanced, churn, bulk) on its
+container, in several harness processes (for persistent containers, fresh processes on
+the same directory), with close/open in between, and checks every answer against the
+model. Further tests run every container at once (interleaved, one file), sweep
+references, feed the harness garbage, and look at the planner's choices.
+
+Combinations whose layer templates do not exist yet (layers/<name>.c.j2) are skipped, so
+the suite goes live as layers land. If one container of a spec fails to generate or to
+compile, only its tests fail (with the compiler's message); the rest still run.
+"""
+from __future__ import annotations
+
+import random
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+from model import ContainerModel, ModelError, cstr, decode, encode, norm, param_fields
+
+from p2gen.check import check
+from p2gen.errors import SpecError, SpecErrors
+from p2gen.harness import run_harness
+from p2gen.parser import parse
+from p2gen.plan import plan
+
+ROOT = Path(__file__).resolve().parent.parent
+LAYERS_DIR = ROOT / "layers"
+
+# ---------------------------------------------------------------------------
+# the matrix
+# ---------------------------------------------------------------------------
+RECORD = "record item { id: u32; grp: i32; score: i64; name: char[6]; ratio: f64; }"
+MAX_KEY = 300
+
+STORAGE = {
+    "array": ("array", "array(capacity = 4)"),
+    "iarray": ("iarray", f"iarray(key = id, capacity = 8, max_key = {MAX_KEY})"),
+    "qsort": ("qsort", "qsort(key = score, capacity = 4)"),
+    "malloc": ("malloc", "malloc"),
+}
+INDEXES = {
+    "none": [],
+    "hash": [("hash", "hash(key = grp, buckets = 4)")],
+    "avl": [("avl", "avl(key = score)")],
+    "dlist": [("dlist", "dlist")],
+    "odlist": [("odlist", "odlist(key = name)")],
+    "hash_avl": [("hash", "hash(key = grp, buckets = 4)"), ("avl", "avl(key = score)")],
+}
+MEMS = {
+    "transient": ("transient", "transient"),
+    "persistent": ("persistent", 'persistent(file = "diff.db")'),
+}
+SEEDS = (1, 2, 3, 4)
+OPS_PER_SEED = 600
+HARNESS_TIMEOUT = 60
+
+
+@dataclass
+class ContainerSpec:
+    name: str
+    layers: list           # layer names, outermost first
+    equation: str
+    cursors: list = field(default_factory=list)   # (name, text after "on <container>")
+    record: str = "item"
+
+    def decl(self) -> str:
+        lines = [f"container {self.name} of {self.record}\n    = {self.equation};"]
+        for cname, body in self.cursors:
+            lines.append(f"cursor {cname} on {self.name}{body};")
+        return "\n".join(lines)
+
+
+def _cursors(name: str, layers: list, storage_key: Optional[str]) -> list:
+    """The cursors every container gets, plus ordered ones where a layer keeps the order."""
+    out = [
+        (f"{name}_g", " where grp == $g"),
+        (f"{name}_r", " where score >= $lo and score < $hi"),
+        (f"{name}_gs", " where grp == $g and score > $s"),
+        (f"{name}_n", ' where not (grp == 1) or name == "ab"'),
+        (f"{name}_i", " where id == $i"),
+        (f"{name}_f", " where ratio < $r and name != $nm"),
+    ]
+    if "avl" in layers or storage_key == "score":
+        out.append((f"{name}_o", " where grp != $g order by score"))
+    if "odlist" in layers:
+        out.append((f"{name}_on", " where name >= $a order by name"))
+        out.append((f"{name}_nr", " where name > $a and name <= $b"))
+    if storage_key == "id":
+        out.append((f"{name}_oi", " where score != $s order by id"))
+    return out
+
+
+def combo_container(storage: str, index: str, mem: str) -> ContainerSpec:
+    st_name, st_text = STORAGE[storage]
+    mem_name, mem_text = MEMS[mem]
+    eq = f"{st_text}[{mem_text}]"
+    for _, text in reversed(INDEXES[index]):
+        eq = f"{text}[{eq}]"
+    eq = f"top2ds_qualify[{eq}]"
+    layers = ["top2ds_qualify", "top2ds"] + [n for n, _ in INDEXES[index]] + [st_name, mem_name]
+    name = f"c_{storage}_{index}"
+    key = {"iarray": "id", "qsort": "score"}.get(storage)
+    return ContainerSpec(name, layers, eq, _cursors(name, layers, key))
+
+
+# Top-layer variants: (name, layers, equation with {mem}, storage key)
+EXTRAS = {
+    "x_qualify": (["qualify", "top2ds", "hash", "array"],
+                  "qualify[top2ds[hash(key = grp, buckets = 4)[array(capacity = 4)[{mem}]]]]", None),
+    "x_delflag_array": (["qualify", "delflag", "top2ds", "hash", "array"],
+                        "qualify[delflag[top2ds[hash(key = grp, buckets = 4)[array(capacity = 4)[{mem}]]]]]",
+                        None),
+    "x_delflag_iarray": (["qualify", "delflag", "top2ds", "avl", "iarray"],
+                         "qualify[delflag[top2ds[avl(key = score)[iarray(key = id, capacity = 8, "
+                         f"max_key = {MAX_KEY})[{{mem}}]]]]]", "id"),
+    "x_delflag_top": (["delflag", "top2ds_qualify", "top2ds", "hash", "odlist", "malloc"],
+                      "delflag[top2ds_qualify[hash(key = grp, buckets = 4)[odlist(key = name)"
+                      "[malloc[{mem}]]]]]", None),
+    "x_delflag_top_iarray": (["delflag", "top2ds_qualify", "top2ds", "iarray"],
+                             "delflag[top2ds_qualify[iarray(key = id, capacity = 8, "
+                             f"max_key = {MAX_KEY})[{{mem}}]]]", "id"),
+    "x_hash2": (["top2ds_qualify", "top2ds", "hash", "array"],
+                "top2ds_qualify[hash(key = grp, buckets = 2, grow = false)[hash(key = name, "
+                "buckets = 2)[array(capacity = 4)[{mem}]]]]", None),
+}
+
+
+# A second record with the other field types, in containers whose keys are of those types
+# (signed iarray key, float hash / qsort keys, u64 avl key, char[1] odlist key, identity
+# hash over u64) and cursors comparing them (also field with field).
+RECORD2 = "record pt { k: i16; s: i8; f: f32; big: u64; tag: char[1]; d: f64; }"
+PT_MAX_KEY = 50
+PT_EXTRAS = {
+    "y_iarray_hash_f": (["top2ds_qualify", "top2ds", "hash", "iarray"],
+                        "top2ds_qualify[hash(key = f, buckets = 2)[iarray(key = k, capacity = 2, "
+                        f"max_key = {PT_MAX_KEY})[{{mem}}]]]", ["k"]),
+    "y_avl_big_odlist_tag": (["top2ds_qualify", "top2ds", "avl", "odlist", "malloc"],
+                             "top2ds_qualify[avl(key = big)[odlist(key = tag)[malloc[{mem}]]]]",
+                             ["big", "tag"]),
+    "y_qsort_f": (["top2ds_qualify", "top2ds", "qsort"],
+                  "top2ds_qualify[qsort(key = f, capacity = 1)[{mem}]]", ["f"]),
+    "y_avl_s_dlist": (["top2ds_qualify", "top2ds", "avl", "dlist", "array"],
+                      "top2ds_qualify[avl(key = s)[dlist[array(capacity = 1)[{mem}]]]]", ["s"]),
+    "y_hash_identity": (["top2ds_qualify", "top2ds", "hash", "array"],
+                        "top2ds_qualify[hash(key = big, fn = identity, buckets = 1)[array[{mem}]]]",
+                        []),
+}
+
+
+def _pt_cursors(name: str, ordered: list) -> list:
+    out = [
+        (f"{name}_f", " where f >= $lo and f <= $hi"),
+        (f"{name}_fe", " where f == $x"),
+        (f"{name}_b", " where big > $b or s < $s"),
+        (f"{name}_t", " where tag == $t and not (k != $k)"),
+        (f"{name}_ff", " where d < f or k <= s"),
+    ]
+    out += [(f"{name}_o{o}", f" where d != $dd order by {o}") for o in ordered]
+    return out
+
+
+def extra_container(name: str, mem: str) -> ContainerSpec:
+    mem_name, mem_text = MEMS[mem]
+    if name in PT_EXTRAS:
+        layers, eq, ordered = PT_EXTRAS[name]
+        return ContainerSpec(name, layers + [mem_name], eq.format(mem=mem_text),
+                             _pt_cursors(name, ordered), record="pt")
+    layers, eq, key = EXTRAS[name]
+    return ContainerSpec(f"{name}", layers + [mem_name], eq.format(mem=mem_text),
+                         _cursors(name, layers, key))
+
+
+def illegal(storage: str, index: str) -> bool:
+    return storage == "qsort" and index != "none"
+
+
+def missing_templates(layers: list) -> list:
+    return [n for n in layers if not (LAYERS_DIR / f"{n}.c.j2").exists()]
+
+
+def spec_text(containers: list) -> str:
+    return "\n\n".join([RECORD, RECORD2] + [c.decl() for c in containers]) + "\n"
+
+
+def spec_prefix(mem: str) -> str:
+    return {"transient": "dt", "persistent": "dp"}[mem]
+
+
+def all_cases():
+    """(kind, key, mem): every combination, legal or not, and every extra."""
+    out = []
+    for mem in MEMS:
+        for s in STORAGE:
+            for i in INDEXES:
+                out.append(("combo", (s, i), mem))
+        for x in list(EXTRAS) + list(PT_EXTRAS):
+            out.append(("extra", x, mem))
+    return out
+
+
+def container_of(kind, key, mem) -> ContainerSpec:
+    return combo_container(*key, mem) if kind == "combo" else extra_container(key, mem)
+
+
+def runnable(mem: str) -> list:
+    """The containers of the spec for `mem`: legal, with every template present."""
+    out = []
+    for kind, key, m in all_cases():
+        if m != mem or (kind == "combo" and illegal(*key)):
+            continue
+        c = container_of(kind, key, mem)
+        if not missing_templates(c.layers):
+            out.append(c)
+    return out
+
+
+def case_params():
+    params = []
+    for kind, key, mem in all_cases():
+        label = "-".join(key) if kind == "combo" else key
+        if kind == "combo" and illegal(*key):
+            params.append(pytest.param(kind, key, mem, None, id=f"{label}-{mem}-illegal"))
+            continue
+        miss = missing_templates(container_of(kind, key, mem).layers)
+        marks = [pytest.mark.skip(reason=f"layer template(s) not written yet: "
+                                         f"{', '.join(m + '.c.j2' for m in miss)}")] if miss else []
+        for seed in SEEDS:
+            params.append(pytest.param(kind, key, mem, seed, id=f"{label}-{mem}-s{seed}", marks=marks))
+    return params
+
+
+# ---------------------------------------------------------------------------
+# building: one spec (and harness) per memory kind; a broken container is isolated
+# ---------------------------------------------------------------------------
+@dataclass
+class SpecBuild:
+    built: object = None                   # conftest.Built, or None
+    errors: dict = field(default_factory=dict)   # container name -> build error text
+
+
+TINY_TRANSIENT = (RECORD + "\ncontainer c of item = top2ds_qualify[array[transient]];\n")
+
+
+def _build_isolating(builder, mem: str, containers: list) -> SpecBuild:
+    """Build the spec of `containers`; if that fails, find the containers that do not
+    build (bisecting) and build the others."""
+    prefix = spec_prefix(mem)
+
+    def attempt(cs):
+        try:
+            return builder(spec_text(cs), prefix), None
+        except Exception as e:  # noqa: BLE001 -- any generation or compile failure
+            return None, str(e)
+
+    if not containers:
+        return SpecBuild()
+    built, err = attempt(containers)
+    if built is not None:
+        return SpecBuild(built)
+    errors: dict = {}
+    first, first_err = attempt(containers[:1])
+    if first is None and attempt(containers[-1:])[0] is None:
+        # the first and the last fail alone: most likely everything does
+        return SpecBuild(None, {c.name: first_err for c in containers})
+
+    def bisect(cs, why):
+        if len(cs) == 1:
+            errors[cs[0].name] = why
+            return
+        mid = len(cs) // 2
+        for half in (cs[:mid], cs[mid:]):
+            b, e = attempt(half)
+            if b is None:
+                bisect(half, e)
+
+    bisect(containers, err)
+    good = [c for c in containers if c.name not in errors]
+    out = SpecBuild(None, errors)
+    if good:
+        out.built, e = attempt(good)
+        if out.built is None:
+            for c in good:
+                errors[c.name] = f"builds, but not together with the others: {e}"
+    return out
+
+
+@pytest.fixture(scope="session")
+def spec_builds(harness_builder):
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futs = {mem: pool.submit(_build_isolating, harness_builder, mem, runnable(mem))
+                for mem in MEMS}
+        return {mem: f.result() for mem, f in futs.items()}
+
+
+# ---------------------------------------------------------------------------
+# random operations
+# ---------------------------------------------------------------------------
+NAMES = [b"", b"a", b"ab", b"abc", b"b", b"zz", b"abcdef", b"q\x00z", b"\xffa", b"a b", b'"\\']
+TOO_LONG = b"abcdefg"
+RATIOS = [0.0, -0.0, 0.5, 1e-300, 3.141592653589793, -2.5, 1e300, 0.1]
+BOGUS_REFS = [2**64 - 1, 2**63 + 8, 1 << 40, (1 << 33) | 8]
+
+
+def draw(rng: random.Random, fname: str, allow_long: bool = False, common: bool = False):
+    """A random value for field `fname`: mostly from a small domain (so that keys
+    collide, duplicates and hash collisions happen), sometimes at the edges. `common`:
+    only the small domain (for values that should often match an element)."""
+    r = 0.0 if common else rng.random()
+    if fname == "id":
+        if r < 0.6:
+            return rng.randint(0, 60 if common else 120)
+        if r < 0.85:
+            return rng.randint(121, MAX_KEY)
+        if r < 0.95:
+            return rng.randint(MAX_KEY - 5, MAX_KEY + 10)
+        return rng.choice([1000, 2**32 - 1])
+    if fname == "grp":
+        return rng.randint(-2, 5)
+    if fname == "score":
+        if r < 0.85:
+            return rng.randint(-10, 25)
+        if r < 0.95:
+            return rng.choice([-2**63, 2**63 - 1, 2**40])
+        return rng.randint(-1000, 1000)
+    if fname == "name":
+        if allow_long and rng.random() < 0.04:
+            return TOO_LONG
+        return rng.choice(NAMES)
+    if fname == "ratio":
+        return rng.choice(RATIOS)
+    # record pt
+    if fname == "k":
+        if r < 0.9:
+            return rng.randint(-2, PT_MAX_KEY + 3)
+        return rng.choice([-32768, 32767, 1000])
+    if fname == "s":
+        return rng.randint(-3, 3) if r < 0.85 else rng.choice([-128, 127])
+    if fname == "big":
+        return rng.randint(0, 6) if r < 0.8 else rng.choice([2**32, 2**63, 2**64 - 1])
+    if fname == "tag":
+        if allow_long and rng.random() < 0.04:
+            return b"ab"
+        return rng.choice([b"", b"a", b"b", b"\xff"])
+    if fname in ("f", "d"):
+        return rng.choice(FLOATS)
+    raise AssertionError(fname)
+
+
+# f32 rounding (0.1, 16777217), denormals, signed zeros, extremes
+FLOATS = [0.0, -0.0, 0.1, 1.5, -1.5, 16777217.0, 1e-45, 3.4e38, -3.4e38, 2.0]
+KNOWN_RECORDS = ("item", "pt")
+
+
+def draw_typed(rng: random.Random, t, allow_long: bool = False, common: bool = False,
+               top: Optional[int] = None):
+    """A random value of type `t` for fields of records this file does not know (example
+    specs): small values, sometimes the type's extremes (up to `top` if given)."""
+    if t.kind == "int":
+        lo = -3 if t.signed else 0
+        if common or rng.random() < 0.9:
+            return rng.randint(lo, 8)
+        hi = t.max_value if top is None else top
+        return rng.choice([t.min_value if top is None else lo, hi])
+    if t.kind == "float":
+        return rng.choice(FLOATS)
+    if allow_long and rng.random() < 0.04:
+        return b"x" * (t.length + 1)
+    return rng.choice([b"", b"a", b"ab", b"b", b"\xff", b"z" * t.length])
+
+
+# Per seed, a mix of operations: growth (big containers: hash and slot arrays grow, trees
+# get deep), balance, and churn (many deletes: free lists, rebalancing, empty containers).
+# Seed 4 ("bulk") grows containers to hundreds or thousands of elements (the persistent
+# file grows past its first extent) with few, hence cheap, full walks.
+PROFILES = {1: {"insert": 3.0, "delete": 0.5, "cdelete": 0.4},
+            2: {},
+            3: {"insert": 0.8, "delete": 1.8, "cdelete": 1.5, "reopen": 2.0},
+            4: {"insert": 12.0, "delete": 0.5, "cdelete": 0.05, "cursor": 0.3, "all": 0.1,
+                "cupdall": 0.2, "reopen": 0.3, "get": 0.3, "junk": 0.2}}
+OPS = {4: 2500}
+
+
+@dataclass
+class Op:
+    cmd: str
+    kind: str
+    args: dict = field(default_factory=dict)
+    model: object = None      # the ContainerModel it concerns
+
+
+class OpGen:
+    """Random operations on one container; state-independent except for open/closed."""
+
+    WEIGHTS = {"insert": 30, "find": 6, "count": 4, "cursor": 14, "all": 4, "cdelete": 4,
+               "cupdate": 5, "cupdall": 2, "update": 8, "set": 6, "delete": 7, "get": 1,
+               "purge": 1, "junk": 1, "sync": 1, "reopen": 1.5, "open2": 0.5}
+
+    def __init__(self, rng: random.Random, cm: ContainerModel, persistent: bool,
+                 profile: Optional[dict] = None):
+        self.rng = rng
+        self.cm = cm
+        self.c = cm.name
+        self.persistent = persistent
+        self.fields = cm.fields
+        self.types = dict(zip(cm.fields, cm.types))
+        self.cursors = sorted(cm.cursors)             # user cursors and "all"
+        self.keys = cm.info.key_fields()
+        # cupdall sets one field of every element of a walk: any field but a unique key
+        # (the second update would fail, after an unpredictable first one)
+        self.free_fields = [f for i, f in enumerate(self.fields) if i != cm.unique]
+        kinds = {k: w * (profile or {}).get(k, 1.0) for k, w in self.WEIGHTS.items()}
+        if not cm.delflag:
+            kinds.pop("purge")
+        if not persistent:
+            kinds.pop("sync")
+        if not self.keys:
+            kinds.pop("find")
+        self.kinds = list(kinds)
+        self.weights = [kinds[k] for k in self.kinds]
+
+    def draw(self, fname: str, allow_long: bool = False, common: bool = False):
+        if self.cm.record.name in KNOWN_RECORDS:
+            return draw(self.rng, fname, allow_long, common)
+        t = self.types[fname]
+        top = None
+        if self.cm.unique is not None and fname == self.fields[self.cm.unique]:
+            top = self.cm.max_key + 1   # a bigger key would grow the slot array enormously
+        return draw_typed(self.rng, t, allow_long, common, top)
+
+    def tok(self, fname, v) -> str:
+        return encode(self.types[fname], v)
+
+    def cursor_with_params(self):
+        name = self.rng.choice(self.cursors)
+        cur = self.cm.cursors[name]
+        pf = param_fields(cur.where)
+        values = {}
+        for pname, _t in cur.params:
+            values[pname] = self.draw(pf[pname], allow_long=True)
+        hname = f"{self.c}.all" if cur.synthetic == "all" else name
+        toks = [encode(t, values[p]) for p, t in cur.params]
+        return name, hname, values, toks
+
+    def record(self, allow_long=False):
+        return [self.draw(f, allow_long) for f in self.fields]
+
+    def one(self) -> list:
+        rng, c = self.rng, self.c
+        kind = rng.choices(self.kinds, self.weights)[0]
+        if kind == "insert":
+            vals = self.record(allow_long=True)
+            toks = " ".join(self.tok(f, v) for f, v in zip(self.fields, vals))
+            return [Op(f"insert {c} {toks}", "insert", {"values": vals})]
+        if kind == "find":
+            key = rng.choice(self.keys)
+            v = self.draw(key, allow_long=True)
+            return [Op(f"find {c} {key} {self.tok(key, v)}", "find", {"field": key, "value": v})]
+        if kind == "count":
+            return [Op(f"count {c}", "count")]
+        if kind in ("cursor", "cdelete", "cupdate", "cupdall"):
+            name, hname, values, toks = self.cursor_with_params()
+            args = {"cursor": name, "params": values}
+            if kind == "cursor":
+                return [Op(" ".join(["cursor", hname] + toks), "cursor", args)]
+            if kind == "cdelete":
+                every = rng.choice([1, 2, 3, 4])
+                args["every"] = every
+                return [Op(" ".join(["cdelete", hname] + toks + [str(every)]), "cdelete", args)]
+            f = rng.choice(self.free_fields if kind == "cupdall" else self.fields)
+            v = self.draw(f, allow_long=True)
+            args.update(field=f, value=v)
+            return [Op(" ".join([kind, hname] + toks + [f, self.tok(f, v)]), kind, args)]
+        if kind == "all":
+            return [Op(f"all {c}", "all")]
+        if kind in ("update", "set"):
+            f, f2 = rng.choice(self.fields), rng.choice(self.fields)
+            v, v2 = self.draw(f, common=True), self.draw(f2, allow_long=True)
+            return [Op(f"{kind} {c} {f} {self.tok(f, v)} {f2} {self.tok(f2, v2)}", kind,
+                       {"field": f, "value": v, "field2": f2, "value2": v2})]
+        if kind == "delete":
+            f = rng.choice(self.fields)
+            v = self.draw(f, common=True)
+            return [Op(f"delete {c} {f} {self.tok(f, v)}", "delete", {"field": f, "value": v})]
+        if kind == "get":
+            return [Op(f"get {c} {rng.choice(BOGUS_REFS)}", "get")]
+        if kind == "purge":
+            return [Op(f"purge {c}", "purge")]
+        if kind == "junk":
+            vals = [self.tok(f, v) for f, v in zip(self.fields, self.record())]
+            return [Op(rng.choice([f"frobnicate {c}", f"insert {c} " + " ".join(vals[1:]),
+                                   "count nosuch", "cursor nosuch_cursor 1",
+                                   f"find {c} nosuchfield 1",
+                                   f"insert {c} zz " + " ".join(vals[1:]),
+                                   f"cdelete {c}.all 0"]),
+                       "junk")]
+        if kind == "sync":
+            return [Op("sync", "ok")]
+        if kind == "open2":
+            return [Op("open2 {dir}", "open2", {"busy": self.persistent})]
+        # reopen: close, a few calls on the closed database, open again
+        ops = [Op("close", "close")]
+        for _ in range(rng.randint(1, 3)):
+            name, hname, values, toks = self.cursor_with_params()
+            vals = self.record()
+            ops.append(rng.choice([
+                Op(f"count {c}", "closed_count"),
+                Op(" ".join(["cursor", hname] + [encode(t, self.draw(param_fields(
+                    self.cm.cursors[name].where)[p])) for p, t in self.cm.cursors[name].params]),
+                   "closed"),
+                Op(f"insert {c} " + " ".join(self.tok(f, v) for f, v in zip(self.fields, vals)),
+                   "closed"),
+                Op(f"all {c}", "closed"),
+                Op(f"get {c} 0", "closed"),
+                Op("sync", "closed"),
+                Op("close", "closed"),
+                Op(f"delete {c} {self.fields[0]} {self.tok(self.fields[0], vals[0])}",
+                   "closed"),
+            ]))
+        ops.append(Op("open {dir}", "open"))
+        return ops
+
+    def groups(self, n: int) -> list:
+        """About n operations, in groups to keep together (close .. open)."""
+        out: list = []
+        count = 0
+        while count < n:
+            group = self.one()
+            for op in group:
+                op.model = self.cm
+            out.append(group)
+            count += len(group)
+        return out
+
+    def ops(self, n: int) -> list:
+        return [op for group in self.groups(n) for op in group]
+
+
+# ---------------------------------------------------------------------------
+# checking the harness's answers against the model
+# ---------------------------------------------------------------------------
+class Mismatch(AssertionError):
+    pass
+
+
+class Answers:
+    def __init__(self, lines: list):
+        self.lines = lines
+        self.pos = 0
+
+    def next(self) -> str:
+        if self.pos >= len(self.lines):
+            raise Mismatch("the harness's output ended early")
+        line = self.lines[self.pos]
+        self.pos += 1
+        if line.startswith("bug"):
+            raise Mismatch(f"harness self-check failed: {line}")
+        return line
+
+
+class Checker:
+    def __init__(self, cm: ContainerModel):
+        self.cm = cm
+        self.types = cm.types
+
+    def rec(self, line: str, tag: str) -> tuple:
+        parts = line.split(" ")
+        if parts[0] != tag or len(parts) != 1 + len(self.types):
+            raise Mismatch(f"expected a '{tag} ...' line with {len(self.types)} values, got {line!r}")
+        return tuple(decode(t, tok) for t, tok in zip(self.types, parts[1:]))
+
+    @staticmethod
+    def expect(line: str, want: str) -> None:
+        if want == "ok":
+            ok = line == "ok"
+        else:  # "err CODE" (message free) or a whole line
+            ok = line == want or (want.startswith("err ") and line.startswith(want + " "))
+        if not ok:
+            raise Mismatch(f"expected {want!r}, got {line!r}")
+
+    def expect_code(self, line: str, code: Optional[str]) -> None:
+        self.expect(line, "ok" if code is None else f"err {code}")
+
+    def char_param_error(self, cursor: str, params: dict) -> bool:
+        cur = self.cm.cursors[cursor]
+        return any(t.kind == "char" and len(cstr(params[p])) > t.length for p, t in cur.params)
+
+    def norm_params(self, cursor: str, params: dict) -> dict:
+        cur = self.cm.cursors[cursor]
+        return {p: norm(t, params[p]) for p, t in cur.params}
+
+    def step(self, op: Op, ans: Answers) -> None:
+        cm, a = self.cm, op.args
+        k = op.kind
+        if k == "insert":
+            t_ok = all(len(v) <= t.length for v, t in zip(a["values"], self.types)
+                       if t.kind == "char")
+            line = ans.next()
+            if not t_ok:
+                return self.expect(line, "err EINVAL")
+            return self.expect_code(line, cm.insert(cm.make(a["values"])))
+        if k == "count":
+            return self.expect(ans.next(), f"count {len(cm.recs)}")
+        if k == "closed_count":
+            return self.expect(ans.next(), "count 0")
+        if k == "closed":
+            return self.expect(ans.next(), "err ECLOSED")
+        if k == "junk":
+            return self.expect(ans.next(), "err EINVAL")
+        if k == "get":
+            return self.expect(ans.next(), "err NOTFOUND")
+        if k == "ok":
+            return self.expect(ans.next(), "ok")
+        if k == "close":   # run_ops tells every model
+            return self.expect(ans.next(), "ok")
+        if k == "open":
+            return self.expect(ans.next(), "ok")
+        if k == "open2":
+            return self.expect(ans.next(), "err EBUSY" if a["busy"] else "ok")
+        if k == "purge":
+            return self.expect(ans.next(), f"purged {cm.purge()}")
+        if k == "find":
+            t = self.types[cm.index[a["field"]]]
+            v = norm(t, a["value"])
+            want = [] if (t.kind == "char" and len(v) > t.length) else cm.where(a["field"], v)
+            line = ans.next()
+            if not want:
+                return self.expect(line, "notfound")
+            got = self.rec(line, "rec")
+            if got not in want:
+                raise Mismatch(f"find returned {cm.show(got)}, not one of {len(want)} matches")
+            return None
+        if k in ("cursor", "all"):
+            name = a.get("cursor", "all")
+            params = a.get("params", {})
+            if name != "all" and self.char_param_error(name, params):
+                return self.expect(ans.next(), "err ERANGE")
+            want = cm.matches(name, self.norm_params(name, params))
+            got = []
+            while True:
+                line = ans.next()
+                if line.startswith("end "):
+                    break
+                got.append(self.rec(line, "rec"))
+            cm.same_multiset(got, want, f"cursor {name}")
+            cm.check_order(name, got)
+            return self.expect(line, f"end {len(want)}")
+        if k in ("cdelete", "cupdate", "cupdall"):
+            name, params = a["cursor"], a["params"]
+            if self.char_param_error(name, params):
+                return self.expect(ans.next(), "err ERANGE")
+            want = cm.matches(name, self.norm_params(name, params))
+            if k == "cdelete":
+                deleted = []
+                while True:
+                    line = ans.next()
+                    if not line.startswith("del "):
+                        break
+                    deleted.append(self.rec(line, "del"))
+                self.expect(line, f"deleted {len(want) // a['every']} of {len(want)}")
+                rest = list(want)
+                for r in deleted:
+                    if r not in rest:
+                        raise Mismatch(f"cdelete deleted {cm.show(r)}, which does not match")
+                    rest.remove(r)
+                    cm.delete(r)
+                cm.check_order(name, deleted)
+                return None
+            fi = cm.index[a["field"]]
+            t = self.types[fi]
+            if k == "cupdall":
+                if want and t.kind == "char" and len(a["value"]) > t.length:
+                    return self.expect(ans.next(), "err EINVAL")
+                # An element moved further along the walk by its update may be met (and
+                # updated, to the same value) again; every element matching at the start
+                # must be met.
+                line = ans.next()
+                parts = line.split(" ")
+                if len(parts) != 4 or parts[0] != "updated" or parts[2] != "of":
+                    raise Mismatch(f"expected 'updated N of M', got {line!r}")
+                n, m = int(parts[1]), int(parts[3])
+                if n != m or not len(want) <= m <= 2 * len(want):
+                    raise Mismatch(f"cupdall {name}: {line!r}, but {len(want)} elements match "
+                                   f"(each is met once, or twice if its update moved it ahead)")
+                if cm.order_key(name) is None and cm.cursors[name].plan.path.ordered_by != \
+                        a["field"] and m != len(want):
+                    raise Mismatch(f"cupdall {name}: {line!r}: met an element twice though "
+                                   f"no update moved one along the walk")
+                for r in want:
+                    assert cm.update(r, cm.replace(r, a["field"], a["value"])) is None
+                return None
+            if not want:
+                return self.expect(ans.next(), "none")
+            old = self.rec(ans.next(), "upd")
+            if old not in want:
+                raise Mismatch(f"cupdate {name} updated {cm.show(old)}, which does not match")
+            ok_ = cm.order_key(name)
+            if ok_ is not None and old[ok_] != min(r[ok_] for r in want):
+                raise Mismatch(f"cupdate {name}: the first element in order is not the smallest")
+            if t.kind == "char" and len(a["value"]) > t.length:
+                return self.expect(ans.next(), "err EINVAL")
+            return self.expect_code(ans.next(), cm.update(old, cm.replace(old, a["field"], a["value"])))
+        if k in ("update", "set", "delete"):
+            want = cm.where(a["field"], a["value"])
+            line = ans.next()
+            if not want:
+                return self.expect(line, "none")
+            old = self.rec(line, "del" if k == "delete" else "upd")
+            if old not in want:
+                why = (f"whose {a['field']} is not {a['value']!r}" if old in cm.recs
+                       else "which the model does not hold")
+                raise Mismatch(f"{k} acted on {cm.show(old)}, {why}")
+            if k == "delete":
+                cm.delete(old)
+                return self.expect(ans.next(), "ok")
+            t = self.types[cm.index[a["field2"]]]
+            v2 = a["value2"]
+            if t.kind == "char":
+                if k == "set":
+                    v2 = cstr(v2)
+                    if len(v2) > t.length:
+                        return self.expect(ans.next(), "err ERANGE")
+                elif len(v2) > t.length:
+                    return self.expect(ans.next(), "err EINVAL")
+            return self.expect_code(ans.next(), cm.update(old, cm.replace(old, a["field2"], v2)))
+        raise AssertionError(k)
+
+
+# ---------------------------------------------------------------------------
+# running
+# ---------------------------------------------------------------------------
+def split_points(rng: random.Random, ops: list, parts: int) -> list:
+    """Where new harness processes start (the database is open there): [0, ..., len]."""
+    ok, closed = [], False
+    for i, op in enumerate(ops):
+        if not closed and i > 0:
+            ok.append(i)
+        if op.kind == "close":
+            closed = True
+        elif op.kind == "open":
+            closed = False
+    picks = sorted(rng.sample(ok, min(parts - 1, len(ok))))
+    return [0] + picks + [len(ops)]
+
+
+def context(ops: list, i: int, n: int = 8) -> str:
+    lo = max(0, i - n)
+    return "\n".join(f"  {'>>' if j == i else '  '} {j}: {ops[j].cmd}"
+                     for j in range(lo, min(i + 2, len(ops))))
+
+
+def run_ops(exe: str, models: list, ops: list, workdir: Path, env: dict,
+            processes: int, rng: random.Random) -> None:
+    """Run `ops` (each Op's `model` says which container model it concerns) in
+    `processes` harness processes one after the other, checking every answer.
+    close / open act on every model."""
+    checkers = {id(cm): Checker(cm) for cm in models}
+    bounds = split_points(rng, ops, processes)
+    dirarg = str(workdir) if any(cm.persistent for cm in models) else ""
+    for seg, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+        cmds = [f"open {dirarg}".strip()] + [
+            op.cmd.replace("{dir}", dirarg).strip() if op.kind in ("open", "open2") else op.cmd
+            for op in ops[lo:hi]]
+        try:
+            proc = run_harness(exe, cmds, cwd=str(workdir), env=env, timeout=HARNESS_TIMEOUT)
+            stdout, stderr, rc = proc.stdout, proc.stderr, proc.returncode
+        except subprocess.TimeoutExpired as e:   # e.g. a cursor walking a cycle
+            def text(b):
+                return b.decode(errors="replace") if isinstance(b, bytes) else (b or "")
+            stdout, rc = text(e.stdout), "timeout"
+            stderr = f"(killed after {HARNESS_TIMEOUT} s: an endless loop?)\n{text(e.stderr)}"
+        lines = stdout.splitlines()
+        ans = Answers(lines)
+        crashed = rc != 0 or "Sanitizer" in stderr or "runtime error" in stderr
+        i = lo
+        try:
+            Checker.expect(ans.next(), "ok")          # the segment's open
+            for i in range(lo, hi):
+                op = ops[i]
+                if op.kind == "close":
+                    for cm in models:
+                        cm.closed()
+                checkers[id(op.model)].step(op, ans)
+            if ans.pos != len(lines):
+                raise Mismatch(f"unexpected extra output: {lines[ans.pos:ans.pos + 3]}")
+        except (Mismatch, ModelError) as e:
+            tail = f"\nstderr:\n{stderr[-3000:]}" if crashed or stderr else ""
+            raise AssertionError(
+                f"{ops[i].model.name}: process {seg + 1}, op {i} ({ops[i].cmd!r}): {e}\n"
+                f"recent commands:\n{context(ops, i)}{tail}") from None
+        if crashed:
+            raise AssertionError(f"process {seg + 1} exited {rc}:\n{stderr[-4000:]}")
+        for cm in models:
+            cm.closed()   # the harness closes at end of input
+
+
+@pytest.mark.parametrize("kind,key,mem,seed", case_params())
+def test_differential(kind, key, mem, seed, spec_builds, san_env, tmp_path):
+    container = container_of(kind, key, mem)
+    if seed is None:
+        # an index over qsort: the checker must refuse it, naming qsort
+        with pytest.raises((SpecError, SpecErrors)) as err:
+            check(parse(spec_text([container]), "illegal.p2"), "illegal")
+        assert "qsort" in str(err.value)
+        pytest.skip(f"illegal combination, rejected by the checker: {str(err.value).splitlines()[0]}")
+    build = spec_builds[mem]
+    if container.name in build.errors:
+        pytest.fail(f"container {container.name} does not build:\n{build.errors[container.name]}",
+                    pytrace=False)
+    checked = build.built.checked
+    info = checked.container(container.name)
+    cm = ContainerModel(info)
+    rng = random.Random(f"{container.name}/{mem}/{seed}")
+    ops = OpGen(rng, cm, cm.persistent, PROFILES.get(seed)).ops(OPS.get(seed, OPS_PER_SEED))
+    run_ops(build.built.exe, [cm], ops, tmp_path, san_env, 3 if cm.persistent else 2, rng)
+
+
+@pytest.mark.parametrize("mem", list(MEMS))
+def test_all_containers_interleaved(mem, spec_builds, san_env, tmp_path):
+    """Every container of the spec at once, operations interleaved, in one file when
+    persistent: a layer that writes outside its own container (or another container's
+    root) shows up here. Close/open is global."""
+    build = spec_builds[mem]
+    if build.built is None:
+        pytest.skip("no container of this spec builds")
+    checked = build.built.checked
+    rng = random.Random(f"interleaved/{mem}")
+    streams = []
+    for info in checked.containers:
+        cm = ContainerModel(info)
+        gen = OpGen(rng, cm, cm.persistent, {"reopen": 0, "open2": 0, "sync": 0, "insert": 2.0})
+        streams.append(gen.ops(150))
+    models = [s[0].model for s in streams]
+    ops: list = []
+    while any(streams):
+        stream = rng.choice([s for s in streams if s])
+        ops.append(stream.pop(0))
+        if rng.random() < 0.004:
+            ops.append(Op("close", "close", model=models[0]))
+            if mem == "persistent":
+                ops.append(Op("sync", "closed", model=models[0]))
+            ops.append(Op("open {dir}", "open", model=models[0]))
+    run_ops(build.built.exe, models, ops, tmp_path, san_env, 3, rng)
+
+
+@pytest.mark.parametrize("mem", list(MEMS))
+def test_reference_sweep(mem, spec_builds, san_env, tmp_path):
+    """_get / _at on every small reference (and, over persistent malloc storage, every
+    aligned offset of the file): each answers with an element the model holds or
+    P2_NOTFOUND, never crashes; where references are small (slots, keys, positions) every
+    element is found exactly once."""
+    build = spec_builds[mem]
+    if build.built is None:
+        pytest.skip("no container of this spec builds")
+    rng = random.Random(f"sweep/{mem}")
+    dirarg = str(tmp_path) if mem == "persistent" else ""
+    cmds, plan_ = [f"open {dirarg}".strip()], []
+    models = []
+    for info in build.built.checked.containers:
+        cm = ContainerModel(info)
+        models.append(cm)
+        gen = OpGen(rng, cm, cm.persistent)
+        for _ in range(60):
+            vals = gen.record()
+            cmds.append(f"insert {cm.name} " + " ".join(gen.tok(f, v) for f, v in zip(gen.fields, vals)))
+            plan_.append((cm, "insert", vals))
+        for _ in range(10):
+            f = rng.choice(gen.fields)
+            v = gen.draw(f, common=True)
+            cmds.append(f"delete {cm.name} {f} {gen.tok(f, v)}")
+            plan_.append((cm, "delete", (f, v)))
+        small = info.storage.name != "malloc"
+        refs = list(range(0, 400)) + BOGUS_REFS
+        if info.storage.name == "malloc" and mem == "persistent":
+            refs += list(range(4096, 1 << 17, 16))
+        for r in refs:
+            cmds.append(f"get {cm.name} {r}")
+        plan_.append((cm, "sweep", (refs, small)))
+    proc = run_harness(build.built.exe, cmds, cwd=str(tmp_path), env=san_env, timeout=HARNESS_TIMEOUT)
+    assert proc.returncode == 0 and "Sanitizer" not in proc.stderr and \
+        "runtime error" not in proc.stderr, proc.stderr[-3000:]
+    ans = Answers(proc.stdout.splitlines())
+    Checker.expect(ans.next(), "ok")
+    failures = []
+    for cm, what, arg in plan_:
+        chk = Checker(cm)
+        if what == "insert":
+            line = ans.next()
+            if all(len(v) <= t.length for v, t in zip(arg, cm.types) if t.kind == "char"):
+                chk.expect_code(line, cm.insert(cm.make(arg)))
+            continue
+        if what == "delete":
+            want = cm.where(*arg)
+            line = ans.next()
+            if want:
+                cm.delete(chk.rec(line, "del"))
+                Checker.expect(ans.next(), "ok")
+            else:
+                Checker.expect(line, "none")
+            continue
+        refs, small = arg
+        found, bad = [], []
+        for r in refs:
+            line = ans.next()
+            if line.startswith("rec "):
+                rec = chk.rec(line, "rec")
+                found.append(rec)
+                if rec not in cm.recs:
+                    bad.append(f"get {cm.name} {r} -> {cm.show(rec)}, not one of its elements")
+            elif not line.startswith("err NOTFOUND "):
+                bad.append(f"get {cm.name} {r} -> {line!r}")
+        try:
+            if small:
+                cm.same_multiset(found, cm.recs, f"{cm.name}: elements found by reference")
+            elif len(found) > len(cm.recs):
+                bad.append(f"{len(found)} references lead to an element; it has {len(cm.recs)}")
+        except ModelError as e:
+            bad.append(str(e))
+        if bad:
+            failures.append(f"{cm.name} ({cm.info.equation_text()}): " + "; ".join(bad[:3]))
+    assert not failures, "references of nothing accepted as elements:\n" + "\n".join(failures)
+
+
+def test_harness_survives_garbage(spec_builds, san_env, tmp_path):
+    """Malformed commands are answered with err EINVAL, one line each; nothing crashes."""
+    build = spec_builds["transient"]
+    if build.built is None:
+        pytest.skip("the transient spec does not build")
+    c = build.built.checked.containers[0].name
+    rng = random.Random(99)
+    junk = ["", "   ", "# a comment", "frobnicate", "insert", f"insert {c}", f"insert {c} 1 2 3",
+            f"insert {c} 1 2 3 \"abc 0.5", f"insert {c} 1 2 3 \"a\\q\" 0.5",
+            f"insert {c} 1 2 3 \"a\\x4\" 0.5", f"insert {c} 1 2 3 abc 0.5",
+            f"insert {c} -1 2 3 \"a\" 0.5", f"insert {c} 4294967296 2 3 \"a\" 0.5",
+            f"insert {c} 1 2147483648 3 \"a\" 0.5", f"insert {c} 1 2 99999999999999999999 \"a\" 0.5",
+            f"insert {c} 1 2 3 \"a\" zero", f"insert {c} 1 2 3 \"abcdefgh\" 0.5",
+            f"insert {c} 1 2 3 \"a\" 0.5 extra", "count", f"count {c} x", "count nosuch",
+            f"find {c}", f"find {c} ratio 1", f"find {c} nosuch 1", "cursor", "cursor nosuch",
+            f"cursor {c}.all extra", f"cursor {c}_g", f"cursor {c}_g x", f"cdelete {c}.all",
+            f"cdelete {c}.all 0", f"cdelete {c}.all -1", f"cupdate {c}.all id", f"cupdall {c}.all nosuch 1",
+            f"update {c} id 1", f"update {c} id 1 nosuch 2", f"set {c} id x id 1", f"delete {c}",
+            f"delete {c} nosuch 1", f"get {c}", f"get {c} -5", f"get {c} 0x", f"purge {c}",
+            "purge nosuch", "open", "open2 a b", "all", f"all {c} {c}", "all nosuch", "sync x",
+            "close x", "x" * 70000, " ".join(["t"] * 300), "\t\tinsert\t",
+            "".join(chr(rng.randint(1, 255)) for _ in range(200)).replace("\n", " ")]
+    cmds = ["open"] + junk + ["count " + c]
+    proc = run_harness(build.built.exe, cmds, cwd=str(tmp_path), env=san_env)
+    assert proc.returncode == 0 and "Sanitizer" not in proc.stderr and \
+        "runtime error" not in proc.stderr, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "ok" and lines[-1] == "count 0", lines[-3:]
+    answered = [cmd for cmd in junk if cmd.strip() and not cmd.strip().startswith("#")]
+    body = lines[1:-1]
+    assert len(body) == len(answered), (len(body), len(answered), body)
+    for cmd, line in zip(answered, body):
+        assert line.startswith("err EINVAL ") or line.startswith("err ERANGE ") or \
+            line == "none", (cmd[:80], line)
+
+
+EXAMPLE_SPECS = ["paper.p2", "inventory.p2", "qualify_split.p2", "tpcb_hash1.p2"]
+
+
+@pytest.fixture(scope="session")
+def example_builds(harness_builder):
+    def one(name):
+        path = ROOT / "type_equations" / name
+        try:
+            return harness_builder(path.read_text(), path.stem), None
+        except Exception as e:  # noqa: BLE001
+            return None, str(e)
+    present = [n for n in EXAMPLE_SPECS if (ROOT / "type_equations" / n).exists()]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(zip(present, pool.map(one, present)))
+
+
+@pytest.mark.parametrize("name", EXAMPLE_SPECS)
+def test_example_spec(name, example_builds, san_env, tmp_path):
+    """The harness of each example spec in type_equations/, driven against the model on
+    every container at once (random values by field type)."""
+    if name not in example_builds:
+        pytest.skip(f"type_equations/{name} does not exist")
+    built, err = example_builds[name]
+    if built is None:
+        pytest.fail(f"type_equations/{name} does not build:\n{err}", pytrace=False)
+    rng = random.Random(f"example/{name}")
+    has_files = bool(built.checked.files)
+    streams = []
+    for info in built.checked.containers:
+        cm = ContainerModel(info)
+        streams.append(OpGen(rng, cm, has_files, {"reopen": 0.5}).groups(250))
+    models = [s[0][0].model for s in streams]
+    ops: list = []
+    while any(streams):
+        ops.extend(rng.choice([s for s in streams if s]).pop(0))
+    run_ops(built.exe, models, ops, tmp_path, san_env, 3, rng)
+
+
+# ---------------------------------------------------------------------------
+# the planner's choices, lightly (no C involved)
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("storage,index", [(s, i) for s in STORAGE for i in INDEXES
+                                           if not illegal(s, i)])
+def test_plans(storage, index):
+    c = combo_container(storage, index, "transient")
+    checked = plan(check(parse(spec_text([c]), "plans.p2"), "plans"))
+    info = checked.container(c.name)
+    paths = {k.name[len(c.name) + 1:]: k.plan.path for k in info.cursors if not k.synthetic}
+    idx = [n for n, _ in INDEXES[index]]
+    if "hash" in idx:
+        assert (paths["g"].layer.name, paths["g"].kind) == ("hash", "eq")
+        assert paths["gs"].layer.name == "hash"
+    if "avl" in idx:
+        assert (paths["r"].layer.name, paths["r"].kind) == ("avl", "range")
+    elif storage == "qsort":
+        assert (paths["r"].layer.name, paths["r"].kind) == ("qsort", "range")
+    if storage == "iarray":
+        assert paths["i"].layer.name == "iarray" and paths["i"].kind in ("eq", "range")
+        assert paths["oi"].ordered_by == "id"
+    if "o" in paths:
+        assert paths["o"].ordered_by == "score"
+    if "on" in paths:
+        assert paths["on"].layer.name == "odlist" and paths["on"].ordered_by == "name"
+    # a predicate no layer can serve: a full walk (a scan, or an ordered layer's
+    # unbounded range)
+    assert paths["n"].eq is None and paths["n"].lo is None and paths["n"].hi is None
+    # finds are planned on their own key's layer when it offers a path
+    for key, cur in info.finds.items():
+        assert cur.plan.path.layer.key_field_obj is None or \
+            cur.plan.path.layer.key_field_obj.name == key or cur.plan.path.kind == "scan"
+
+
+def test_transient_only_spec_compiles_strictly(cc, tmp_path):
+    """A spec without persistent containers must compile with the default strict flags
+    (regression: <prefix>_open once left its `dir` parameter unused)."""
+    from p2gen.build import compile_objects, generate
+    spec = tmp_path / "tiny.p2"
+    spec.write_text(TINY_TRANSIENT)
+    gen = generate(str(spec), str(tmp_path / "out"), "tiny")
+    compile_objects(gen, cc=cc)

@@ -41,7 +41,7 @@ class Generated:
         return self.checked.prefix
 
 
-def _write_if_changed(path: str, text: str) -> None:
+def write_if_changed(path: str, text: str) -> None:
     try:
         with open(path, encoding="utf-8") as f:
             if f.read() == text:
@@ -59,13 +59,13 @@ def generate(spec_path: str, out_dir: str, prefix: Optional[str] = None) -> Gene
     os.makedirs(out_dir, exist_ok=True)
     h = os.path.join(out_dir, f"{checked.prefix}.h")
     c = os.path.join(out_dir, f"{checked.prefix}.c")
-    _write_if_changed(h, header)
-    _write_if_changed(c, source)
+    write_if_changed(h, header)
+    write_if_changed(c, source)
     rt = []
     for name in RUNTIME_FILES:
         dst = os.path.join(out_dir, name)
         with open(os.path.join(RUNTIME_DIR, name), encoding="utf-8") as f:
-            _write_if_changed(dst, f.read())
+            write_if_changed(dst, f.read())
         rt.append(dst)
     return Generated(checked, out_dir, h, c, rt, time.perf_counter() - t0)
 

@@ -19,7 +19,7 @@ import pprint
 import shlex
 from typing import Optional
 
-from .build import Generated
+from .build import Generated, write_if_changed
 from .check import CheckedSpec, ContainerInfo, CursorInfo
 from .errors import BuildError
 from .model import FieldType
@@ -182,17 +182,6 @@ def python_module(gen: Generated, meta: dict) -> str:
     return "\n".join(lines)
 
 
-def _write_if_changed(path: str, text: str) -> None:
-    try:
-        with open(path, encoding="utf-8") as f:
-            if f.read() == text:
-                return
-    except OSError:
-        pass
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
-
-
 def build_python(gen: Generated, cc: Optional[str] = None, extra_cflags=()) -> str:
     """Compile the CFFI extension `_<prefix>_cffi` and write `<prefix>.py` in gen.out_dir.
 
@@ -231,5 +220,5 @@ def build_python(gen: Generated, cc: Optional[str] = None, extra_cflags=()) -> s
         else:
             os.environ["CC"] = saved
     path = os.path.join(out_dir, f"{p}.py")
-    _write_if_changed(path, python_module(gen, binding_metadata(gen.checked)))
+    write_if_changed(path, python_module(gen, binding_metadata(gen.checked)))
     return path

@@ -159,8 +159,10 @@ class CursorInfo:
     @property
     def p(self) -> str:
         """C prefix of the public cursor API."""
-        if self.synthetic:
-            return f"{self.container.p}__{self.name}"
+        if self.synthetic == "find":
+            return f"{self.container.p}__{self.name}"   # internal: finds are functions
+        if self.synthetic == "all":
+            return f"{self.container.p}_all"            # public: <spec>_<container>_all_*
         return f"{self.container.spec_prefix}_{self.name}"
 
 
@@ -520,6 +522,10 @@ class Checker:
         cursors = []
         seen = set()
         for k in self.spec.cursors:
+            if k.name.endswith("_all") and k.name[:-4] in containers:
+                self.error(f"cursor name '{k.name}' is taken by the cursor over every element "
+                           f"of container '{k.name[:-4]}'", k.pos)
+                continue
             if k.name in seen:
                 continue
             seen.add(k.name)

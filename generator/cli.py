@@ -129,5 +129,62 @@ def layers():
         click.echo("")
 
 
+@main.group(context_settings=CONTEXT)
+def bench() -> None:
+    """Benchmarks of generated data managers against hand-written and off-the-shelf ones."""
+
+
+@bench.command("tpcb", context_settings=CONTEXT)
+@click.option("--sf", metavar="LIST", help="Scale factors, e.g. 2,4,8 or 2-12 "
+              "(default 2,4,8,12; --reference: 2-12).")
+@click.option("--accounts", type=click.IntRange(1), metavar="N",
+              help="Accounts per branch (default 10000; --reference: TPC-B's 100000).")
+@click.option("--txns", type=click.IntRange(1), metavar="N",
+              help="Transactions per run (default 50000; --reference: 200000).")
+@click.option("--seeds", metavar="LIST", help="Random seeds; the report takes the median "
+              "(default 1-5; --reference: 1-5).")
+@click.option("--reference", is_flag=True, help="The reference scale: SF 2-12, 100,000 "
+              "accounts per branch, 200,000 transactions, seeds 1-5.")
+@click.option("-o", "--out", "out", default="bench/results", show_default=True,
+              type=click.Path(file_okay=False), help="Where tpcb.json, tpcb.md and the PNGs go.")
+@click.option("--build-dir", default="bench/build", show_default=True,
+              type=click.Path(file_okay=False), help="Generated code, objects, the binary.")
+@click.option("--filter", metavar="REGEX", help="Only benchmarks matching (Google Benchmark's "
+              "--benchmark_filter), e.g. 'IARRAY|HANDC'.")
+@click.option("--db-dir", type=click.Path(file_okay=False),
+              help="Where database files go (default: a fresh directory in $TMPDIR).")
+@click.option("--commit-every", type=click.IntRange(0), default=0, show_default=True,
+              help="SQLite/LMDB: commit every K transactions (0: one write transaction per run).")
+@click.option("--iterations", type=click.IntRange(1), default=1, show_default=True,
+              help="Benchmark iterations per system, SF and seed.")
+@click.option("--lto/--no-lto", default=True, show_default=True,
+              help="Link-time optimisation across generated code and driver.")
+@click.option("--cc", default=lambda: os.environ.get("CC", "cc"), show_default="$CC or cc")
+@click.option("--cxx", default=lambda: os.environ.get("CXX", "c++"), show_default="$CXX or c++")
+@click.option("-j", "--jobs", type=click.IntRange(1), help="Parallel compilations (default: CPUs).")
+@click.option("--render", metavar="JSON", type=click.Path(exists=True, dir_okay=False),
+              help="Only render the table and plots from a stored Google Benchmark JSON.")
+@click.option("--plots/--no-plots", default=True, show_default=True,
+              help="Render PNG plots (needs matplotlib: pip install 'p2gen[bench]').")
+@click.option("--metric", type=click.Choice(["wall", "cpu"]), default="wall", show_default=True,
+              help="Transaction time: wall clock, or the thread's CPU time (busy machines).")
+@click.option("--variant", "variants", multiple=True, metavar="NAME=SPEC",
+              help="Also benchmark a spec of your own (containers branches, tellers, accounts, "
+                   "histories as in type_equations/tpcb/).")
+def bench_tpcb(**kwargs):
+    """TPC-B: every generated variant vs hand-coded C, SQLite and LMDB (Google Benchmark).
+
+    Builds type_equations/tpcb/*.p2 and bench/tpcb/, runs them on the same random stream,
+    checks the TPC-B invariant after every run, writes the JSON, a Markdown table and
+    plots after Thomas & Batory (1995). Exit status 1 if a run failed.
+    """
+    from .bench_tpcb import command
+    try:
+        rc = command(**kwargs, say=click.echo)
+    except P2Error as e:
+        _fail(e)
+    sys.exit(rc)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

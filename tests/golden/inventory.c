@@ -1250,13 +1250,13 @@ static inline int inventory_parts__top2ds_qualify_find_id_update(inventory_parts
 }
 
 /* cursor all: path: iarray(capacity=256, key=id, max_key=4294967294) range (iarray: full scan in id order); residual: (none) */
-static inline uint64_t inventory_parts__top2ds_qualify_all_advance(inventory_parts__all_cursor *k, uint64_t ref)
+static inline uint64_t inventory_parts__top2ds_qualify_all_advance(inventory_parts_all_cursor *k, uint64_t ref)
 {
     (void)k;
     return inventory_parts__iarray_range_next(k->_db, ref);
 }
 
-static inline int inventory_parts__top2ds_qualify_all_next(inventory_parts__all_cursor *k)
+static inline int inventory_parts__top2ds_qualify_all_next(inventory_parts_all_cursor *k)
 {
     uint64_t ref;
     if (k->_state == 0) ref = inventory_parts__iarray_range_first(k->_db, 0, 0, 1);
@@ -1274,7 +1274,7 @@ static inline int inventory_parts__top2ds_qualify_all_next(inventory_parts__all_
 }
 
 /* Remember where the walk goes on before removing the element under the cursor. */
-static inline int inventory_parts__top2ds_qualify_all_delete(inventory_parts__all_cursor *k)
+static inline int inventory_parts__top2ds_qualify_all_delete(inventory_parts_all_cursor *k)
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_parts__top2ds_qualify_all_advance(k, cur);
@@ -1286,7 +1286,7 @@ static inline int inventory_parts__top2ds_qualify_all_delete(inventory_parts__al
     return P2_OK;
 }
 
-static inline int inventory_parts__top2ds_qualify_all_update(inventory_parts__all_cursor *k, const inventory_part *rec)
+static inline int inventory_parts__top2ds_qualify_all_update(inventory_parts_all_cursor *k, const inventory_part *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_parts__top2ds_qualify_all_advance(k, old);
@@ -1578,7 +1578,7 @@ int inventory_parts_in_range_delete(inventory_parts_in_range_cursor *cur)
     return inventory_parts__top2ds_qualify_parts_in_range_delete(cur);
 }
 
-int inventory_parts__all_open(inventory_db *db, inventory_parts__all_cursor *cur)
+int inventory_parts_all_open(inventory_db *db, inventory_parts_all_cursor *cur)
 {
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
@@ -1587,33 +1587,33 @@ int inventory_parts__all_open(inventory_db *db, inventory_parts__all_cursor *cur
     return P2_OK;
 }
 
-int inventory_parts__all_next(inventory_parts__all_cursor *cur)
+int inventory_parts_all_next(inventory_parts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     return inventory_parts__top2ds_qualify_all_next(cur);
 }
 
-const inventory_part *inventory_parts__all_get(const inventory_parts__all_cursor *cur)
+const inventory_part *inventory_parts_all_get(const inventory_parts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
     return &inventory_parts__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
-inventory_ref inventory_parts__all_ref(const inventory_parts__all_cursor *cur)
+inventory_ref inventory_parts_all_ref(const inventory_parts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return INVENTORY_NOREF;
     return cur->_cur;
 }
 
-int inventory_parts__all_update(inventory_parts__all_cursor *cur, const inventory_part *rec)
+int inventory_parts_all_update(inventory_parts_all_cursor *cur, const inventory_part *rec)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
-    if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "inventory_parts__all_update: rec is NULL");
+    if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "inventory_parts_all_update: rec is NULL");
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return inventory_parts__top2ds_qualify_all_update(cur, rec);
 }
 
-int inventory_parts__all_delete(inventory_parts__all_cursor *cur)
+int inventory_parts_all_delete(inventory_parts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
@@ -2318,13 +2318,13 @@ static inline int inventory_suppliers__top2ds_qualify_find_name_update(inventory
 }
 
 /* cursor all: path: odlist(key=name) range (odlist: full scan in name order); residual: (none) */
-static inline uint64_t inventory_suppliers__top2ds_qualify_all_advance(inventory_suppliers__all_cursor *k, uint64_t ref)
+static inline uint64_t inventory_suppliers__top2ds_qualify_all_advance(inventory_suppliers_all_cursor *k, uint64_t ref)
 {
     (void)k;
     return inventory_suppliers__odlist_range_next(k->_db, ref);
 }
 
-static inline int inventory_suppliers__top2ds_qualify_all_next(inventory_suppliers__all_cursor *k)
+static inline int inventory_suppliers__top2ds_qualify_all_next(inventory_suppliers_all_cursor *k)
 {
     uint64_t ref;
     if (k->_state == 0) ref = inventory_suppliers__odlist_range_first(k->_db, 0, "", 1);
@@ -2342,7 +2342,7 @@ static inline int inventory_suppliers__top2ds_qualify_all_next(inventory_supplie
 }
 
 /* Remember where the walk goes on before removing the element under the cursor. */
-static inline int inventory_suppliers__top2ds_qualify_all_delete(inventory_suppliers__all_cursor *k)
+static inline int inventory_suppliers__top2ds_qualify_all_delete(inventory_suppliers_all_cursor *k)
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_suppliers__top2ds_qualify_all_advance(k, cur);
@@ -2354,7 +2354,7 @@ static inline int inventory_suppliers__top2ds_qualify_all_delete(inventory_suppl
     return P2_OK;
 }
 
-static inline int inventory_suppliers__top2ds_qualify_all_update(inventory_suppliers__all_cursor *k, const inventory_supplier *rec)
+static inline int inventory_suppliers__top2ds_qualify_all_update(inventory_suppliers_all_cursor *k, const inventory_supplier *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_suppliers__top2ds_qualify_all_advance(k, old);
@@ -2511,7 +2511,7 @@ static inline int inventory_suppliers__delflag_find_name_update(inventory_suppli
 }
 
 /* cursor all: skips elements marked deleted */
-static inline int inventory_suppliers__delflag_all_next(inventory_suppliers__all_cursor *k)
+static inline int inventory_suppliers__delflag_all_next(inventory_suppliers_all_cursor *k)
 {
     int rc;
     while ((rc = inventory_suppliers__top2ds_qualify_all_next(k)) == P2_OK)
@@ -2519,14 +2519,14 @@ static inline int inventory_suppliers__delflag_all_next(inventory_suppliers__all
     return rc;
 }
 
-static inline int inventory_suppliers__delflag_all_delete(inventory_suppliers__all_cursor *k)
+static inline int inventory_suppliers__delflag_all_delete(inventory_suppliers_all_cursor *k)
 {
     inventory_suppliers__delflag_remove(k->_db, k->_cur);
     k->_state = 2;  /* off the element; the walk continues from it */
     return P2_OK;
 }
 
-static inline int inventory_suppliers__delflag_all_update(inventory_suppliers__all_cursor *k, const inventory_supplier *rec)
+static inline int inventory_suppliers__delflag_all_update(inventory_suppliers_all_cursor *k, const inventory_supplier *rec)
 {
     inventory_suppliers__delflag_clear_dup(k->_db, rec, k->_cur);
     return inventory_suppliers__top2ds_qualify_all_update(k, rec);
@@ -2535,7 +2535,7 @@ static inline int inventory_suppliers__delflag_all_update(inventory_suppliers__a
 /* Remove marked elements for good, walking every element through the layer below. */
 static inline int inventory_suppliers__delflag_purge(inventory_db *db, uint64_t *n)
 {
-    inventory_suppliers__all_cursor k;
+    inventory_suppliers_all_cursor k;
     uint64_t removed = 0;
     int rc;
     memset(&k, 0, sizeof k);
@@ -2771,7 +2771,7 @@ int inventory_suppliers_in_delete(inventory_suppliers_in_cursor *cur)
     return inventory_suppliers__delflag_suppliers_in_delete(cur);
 }
 
-int inventory_suppliers__all_open(inventory_db *db, inventory_suppliers__all_cursor *cur)
+int inventory_suppliers_all_open(inventory_db *db, inventory_suppliers_all_cursor *cur)
 {
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
@@ -2780,33 +2780,33 @@ int inventory_suppliers__all_open(inventory_db *db, inventory_suppliers__all_cur
     return P2_OK;
 }
 
-int inventory_suppliers__all_next(inventory_suppliers__all_cursor *cur)
+int inventory_suppliers_all_next(inventory_suppliers_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     return inventory_suppliers__delflag_all_next(cur);
 }
 
-const inventory_supplier *inventory_suppliers__all_get(const inventory_suppliers__all_cursor *cur)
+const inventory_supplier *inventory_suppliers_all_get(const inventory_suppliers_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
     return &inventory_suppliers__delflag_elem(cur->_db, cur->_cur)->rec;
 }
 
-inventory_ref inventory_suppliers__all_ref(const inventory_suppliers__all_cursor *cur)
+inventory_ref inventory_suppliers_all_ref(const inventory_suppliers_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return INVENTORY_NOREF;
     return cur->_cur;
 }
 
-int inventory_suppliers__all_update(inventory_suppliers__all_cursor *cur, const inventory_supplier *rec)
+int inventory_suppliers_all_update(inventory_suppliers_all_cursor *cur, const inventory_supplier *rec)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
-    if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "inventory_suppliers__all_update: rec is NULL");
+    if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "inventory_suppliers_all_update: rec is NULL");
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return inventory_suppliers__delflag_all_update(cur, rec);
 }
 
-int inventory_suppliers__all_delete(inventory_suppliers__all_cursor *cur)
+int inventory_suppliers_all_delete(inventory_suppliers_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
@@ -3613,13 +3613,13 @@ static inline int inventory_shipments__top2ds_qualify_find_day_update(inventory_
 }
 
 /* cursor all: path: array(capacity=1024) scan (array: scan every slot); residual: (none) */
-static inline uint64_t inventory_shipments__top2ds_qualify_all_advance(inventory_shipments__all_cursor *k, uint64_t ref)
+static inline uint64_t inventory_shipments__top2ds_qualify_all_advance(inventory_shipments_all_cursor *k, uint64_t ref)
 {
     (void)k;
     return inventory_shipments__array_scan_next(k->_db, ref);
 }
 
-static inline int inventory_shipments__top2ds_qualify_all_next(inventory_shipments__all_cursor *k)
+static inline int inventory_shipments__top2ds_qualify_all_next(inventory_shipments_all_cursor *k)
 {
     uint64_t ref;
     if (k->_state == 0) ref = inventory_shipments__array_scan_first(k->_db);
@@ -3637,7 +3637,7 @@ static inline int inventory_shipments__top2ds_qualify_all_next(inventory_shipmen
 }
 
 /* Remember where the walk goes on before removing the element under the cursor. */
-static inline int inventory_shipments__top2ds_qualify_all_delete(inventory_shipments__all_cursor *k)
+static inline int inventory_shipments__top2ds_qualify_all_delete(inventory_shipments_all_cursor *k)
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_shipments__top2ds_qualify_all_advance(k, cur);
@@ -3649,7 +3649,7 @@ static inline int inventory_shipments__top2ds_qualify_all_delete(inventory_shipm
     return P2_OK;
 }
 
-static inline int inventory_shipments__top2ds_qualify_all_update(inventory_shipments__all_cursor *k, const inventory_shipment *rec)
+static inline int inventory_shipments__top2ds_qualify_all_update(inventory_shipments_all_cursor *k, const inventory_shipment *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_shipments__top2ds_qualify_all_advance(k, old);
@@ -3903,7 +3903,7 @@ int inventory_shipments_of_part_delete(inventory_shipments_of_part_cursor *cur)
     return inventory_shipments__top2ds_qualify_shipments_of_part_delete(cur);
 }
 
-int inventory_shipments__all_open(inventory_db *db, inventory_shipments__all_cursor *cur)
+int inventory_shipments_all_open(inventory_db *db, inventory_shipments_all_cursor *cur)
 {
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
@@ -3912,33 +3912,33 @@ int inventory_shipments__all_open(inventory_db *db, inventory_shipments__all_cur
     return P2_OK;
 }
 
-int inventory_shipments__all_next(inventory_shipments__all_cursor *cur)
+int inventory_shipments_all_next(inventory_shipments_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     return inventory_shipments__top2ds_qualify_all_next(cur);
 }
 
-const inventory_shipment *inventory_shipments__all_get(const inventory_shipments__all_cursor *cur)
+const inventory_shipment *inventory_shipments_all_get(const inventory_shipments_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
     return &inventory_shipments__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
-inventory_ref inventory_shipments__all_ref(const inventory_shipments__all_cursor *cur)
+inventory_ref inventory_shipments_all_ref(const inventory_shipments_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return INVENTORY_NOREF;
     return cur->_cur;
 }
 
-int inventory_shipments__all_update(inventory_shipments__all_cursor *cur, const inventory_shipment *rec)
+int inventory_shipments_all_update(inventory_shipments_all_cursor *cur, const inventory_shipment *rec)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
-    if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "inventory_shipments__all_update: rec is NULL");
+    if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "inventory_shipments_all_update: rec is NULL");
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return inventory_shipments__top2ds_qualify_all_update(cur, rec);
 }
 
-int inventory_shipments__all_delete(inventory_shipments__all_cursor *cur)
+int inventory_shipments_all_delete(inventory_shipments_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");

@@ -180,23 +180,23 @@ int inventory_parts_in_range_update(inventory_parts_in_range_cursor *cur, const 
 int inventory_parts_in_range_delete(inventory_parts_in_range_cursor *cur);
 
 /* cursor inventory_parts_all: every element of parts */
-typedef struct inventory_parts__all_cursor {
+typedef struct inventory_parts_all_cursor {
     inventory_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
-} inventory_parts__all_cursor;
+} inventory_parts_all_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
-int inventory_parts__all_open(inventory_db *db, inventory_parts__all_cursor *cur);
+int inventory_parts_all_open(inventory_db *db, inventory_parts_all_cursor *cur);
 /* Move to the next element: P2_OK, or P2_END when there is none. */
-int inventory_parts__all_next(inventory_parts__all_cursor *cur);
+int inventory_parts_all_next(inventory_parts_all_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
-const inventory_part *inventory_parts__all_get(const inventory_parts__all_cursor *cur);
+const inventory_part *inventory_parts_all_get(const inventory_parts_all_cursor *cur);
 /* Its reference, or INVENTORY_NOREF. */
-inventory_ref inventory_parts__all_ref(const inventory_parts__all_cursor *cur);
+inventory_ref inventory_parts_all_ref(const inventory_parts_all_cursor *cur);
 /* Replace the element under the cursor. Errors: P2_EINVAL (not on an element), as update. */
-int inventory_parts__all_update(inventory_parts__all_cursor *cur, const inventory_part *rec);
+int inventory_parts_all_update(inventory_parts_all_cursor *cur, const inventory_part *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
-int inventory_parts__all_delete(inventory_parts__all_cursor *cur);
+int inventory_parts_all_delete(inventory_parts_all_cursor *cur);
 
 /* ==========================================================================
  * container suppliers of supplier
@@ -274,23 +274,23 @@ int inventory_suppliers_in_update(inventory_suppliers_in_cursor *cur, const inve
 int inventory_suppliers_in_delete(inventory_suppliers_in_cursor *cur);
 
 /* cursor inventory_suppliers_all: every element of suppliers */
-typedef struct inventory_suppliers__all_cursor {
+typedef struct inventory_suppliers_all_cursor {
     inventory_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
-} inventory_suppliers__all_cursor;
+} inventory_suppliers_all_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
-int inventory_suppliers__all_open(inventory_db *db, inventory_suppliers__all_cursor *cur);
+int inventory_suppliers_all_open(inventory_db *db, inventory_suppliers_all_cursor *cur);
 /* Move to the next element: P2_OK, or P2_END when there is none. */
-int inventory_suppliers__all_next(inventory_suppliers__all_cursor *cur);
+int inventory_suppliers_all_next(inventory_suppliers_all_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
-const inventory_supplier *inventory_suppliers__all_get(const inventory_suppliers__all_cursor *cur);
+const inventory_supplier *inventory_suppliers_all_get(const inventory_suppliers_all_cursor *cur);
 /* Its reference, or INVENTORY_NOREF. */
-inventory_ref inventory_suppliers__all_ref(const inventory_suppliers__all_cursor *cur);
+inventory_ref inventory_suppliers_all_ref(const inventory_suppliers_all_cursor *cur);
 /* Replace the element under the cursor. Errors: P2_EINVAL (not on an element), as update. */
-int inventory_suppliers__all_update(inventory_suppliers__all_cursor *cur, const inventory_supplier *rec);
+int inventory_suppliers_all_update(inventory_suppliers_all_cursor *cur, const inventory_supplier *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
-int inventory_suppliers__all_delete(inventory_suppliers__all_cursor *cur);
+int inventory_suppliers_all_delete(inventory_suppliers_all_cursor *cur);
 
 /* ==========================================================================
  * container shipments of shipment
@@ -384,23 +384,23 @@ int inventory_shipments_of_part_update(inventory_shipments_of_part_cursor *cur, 
 int inventory_shipments_of_part_delete(inventory_shipments_of_part_cursor *cur);
 
 /* cursor inventory_shipments_all: every element of shipments */
-typedef struct inventory_shipments__all_cursor {
+typedef struct inventory_shipments_all_cursor {
     inventory_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
-} inventory_shipments__all_cursor;
+} inventory_shipments_all_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
-int inventory_shipments__all_open(inventory_db *db, inventory_shipments__all_cursor *cur);
+int inventory_shipments_all_open(inventory_db *db, inventory_shipments_all_cursor *cur);
 /* Move to the next element: P2_OK, or P2_END when there is none. */
-int inventory_shipments__all_next(inventory_shipments__all_cursor *cur);
+int inventory_shipments_all_next(inventory_shipments_all_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
-const inventory_shipment *inventory_shipments__all_get(const inventory_shipments__all_cursor *cur);
+const inventory_shipment *inventory_shipments_all_get(const inventory_shipments_all_cursor *cur);
 /* Its reference, or INVENTORY_NOREF. */
-inventory_ref inventory_shipments__all_ref(const inventory_shipments__all_cursor *cur);
+inventory_ref inventory_shipments_all_ref(const inventory_shipments_all_cursor *cur);
 /* Replace the element under the cursor. Errors: P2_EINVAL (not on an element), as update. */
-int inventory_shipments__all_update(inventory_shipments__all_cursor *cur, const inventory_shipment *rec);
+int inventory_shipments_all_update(inventory_shipments_all_cursor *cur, const inventory_shipment *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
-int inventory_shipments__all_delete(inventory_shipments__all_cursor *cur);
+int inventory_shipments_all_delete(inventory_shipments_all_cursor *cur);
 
 #ifdef __cplusplus
 }

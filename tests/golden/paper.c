@@ -788,13 +788,13 @@ static inline int paper_avl_accounts__top2ds_qualify_find_id_update(paper_avl_ac
 }
 
 /* cursor all: path: array(capacity=16) scan (array: scan every slot); residual: (none) */
-static inline uint64_t paper_avl_accounts__top2ds_qualify_all_advance(paper_avl_accounts__all_cursor *k, uint64_t ref)
+static inline uint64_t paper_avl_accounts__top2ds_qualify_all_advance(paper_avl_accounts_all_cursor *k, uint64_t ref)
 {
     (void)k;
     return paper_avl_accounts__array_scan_next(k->_db, ref);
 }
 
-static inline int paper_avl_accounts__top2ds_qualify_all_next(paper_avl_accounts__all_cursor *k)
+static inline int paper_avl_accounts__top2ds_qualify_all_next(paper_avl_accounts_all_cursor *k)
 {
     uint64_t ref;
     if (k->_state == 0) ref = paper_avl_accounts__array_scan_first(k->_db);
@@ -812,7 +812,7 @@ static inline int paper_avl_accounts__top2ds_qualify_all_next(paper_avl_accounts
 }
 
 /* Remember where the walk goes on before removing the element under the cursor. */
-static inline int paper_avl_accounts__top2ds_qualify_all_delete(paper_avl_accounts__all_cursor *k)
+static inline int paper_avl_accounts__top2ds_qualify_all_delete(paper_avl_accounts_all_cursor *k)
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : paper_avl_accounts__top2ds_qualify_all_advance(k, cur);
@@ -824,7 +824,7 @@ static inline int paper_avl_accounts__top2ds_qualify_all_delete(paper_avl_accoun
     return P2_OK;
 }
 
-static inline int paper_avl_accounts__top2ds_qualify_all_update(paper_avl_accounts__all_cursor *k, const paper_account *rec)
+static inline int paper_avl_accounts__top2ds_qualify_all_update(paper_avl_accounts_all_cursor *k, const paper_account *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : paper_avl_accounts__top2ds_qualify_all_advance(k, old);
@@ -994,7 +994,7 @@ int paper_avl_branch_range_delete(paper_avl_branch_range_cursor *cur)
     return paper_avl_accounts__top2ds_qualify_avl_branch_range_delete(cur);
 }
 
-int paper_avl_accounts__all_open(paper_db *db, paper_avl_accounts__all_cursor *cur)
+int paper_avl_accounts_all_open(paper_db *db, paper_avl_accounts_all_cursor *cur)
 {
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
@@ -1003,33 +1003,33 @@ int paper_avl_accounts__all_open(paper_db *db, paper_avl_accounts__all_cursor *c
     return P2_OK;
 }
 
-int paper_avl_accounts__all_next(paper_avl_accounts__all_cursor *cur)
+int paper_avl_accounts_all_next(paper_avl_accounts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     return paper_avl_accounts__top2ds_qualify_all_next(cur);
 }
 
-const paper_account *paper_avl_accounts__all_get(const paper_avl_accounts__all_cursor *cur)
+const paper_account *paper_avl_accounts_all_get(const paper_avl_accounts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
     return &paper_avl_accounts__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
-paper_ref paper_avl_accounts__all_ref(const paper_avl_accounts__all_cursor *cur)
+paper_ref paper_avl_accounts_all_ref(const paper_avl_accounts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return PAPER_NOREF;
     return cur->_cur;
 }
 
-int paper_avl_accounts__all_update(paper_avl_accounts__all_cursor *cur, const paper_account *rec)
+int paper_avl_accounts_all_update(paper_avl_accounts_all_cursor *cur, const paper_account *rec)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
-    if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "paper_avl_accounts__all_update: rec is NULL");
+    if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "paper_avl_accounts_all_update: rec is NULL");
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return paper_avl_accounts__top2ds_qualify_all_update(cur, rec);
 }
 
-int paper_avl_accounts__all_delete(paper_avl_accounts__all_cursor *cur)
+int paper_avl_accounts_all_delete(paper_avl_accounts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
@@ -1313,13 +1313,13 @@ static inline int paper_qsort_accounts__top2ds_qualify_find_id_update(paper_qsor
 }
 
 /* cursor all: path: qsort(capacity=16, key=id) range (qsort (binary search): full scan in id order); residual: (none) */
-static inline uint64_t paper_qsort_accounts__top2ds_qualify_all_advance(paper_qsort_accounts__all_cursor *k, uint64_t ref)
+static inline uint64_t paper_qsort_accounts__top2ds_qualify_all_advance(paper_qsort_accounts_all_cursor *k, uint64_t ref)
 {
     (void)k;
     return paper_qsort_accounts__qsort_range_next(k->_db, ref);
 }
 
-static inline int paper_qsort_accounts__top2ds_qualify_all_next(paper_qsort_accounts__all_cursor *k)
+static inline int paper_qsort_accounts__top2ds_qualify_all_next(paper_qsort_accounts_all_cursor *k)
 {
     uint64_t ref;
     if (k->_state == 0) ref = paper_qsort_accounts__qsort_range_first(k->_db, 0, 0, 1);
@@ -1337,7 +1337,7 @@ static inline int paper_qsort_accounts__top2ds_qualify_all_next(paper_qsort_acco
 }
 
 /* Remember where the walk goes on before removing the element under the cursor. */
-static inline int paper_qsort_accounts__top2ds_qualify_all_delete(paper_qsort_accounts__all_cursor *k)
+static inline int paper_qsort_accounts__top2ds_qualify_all_delete(paper_qsort_accounts_all_cursor *k)
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : paper_qsort_accounts__top2ds_qualify_all_advance(k, cur);
@@ -1349,7 +1349,7 @@ static inline int paper_qsort_accounts__top2ds_qualify_all_delete(paper_qsort_ac
     return P2_OK;
 }
 
-static inline int paper_qsort_accounts__top2ds_qualify_all_update(paper_qsort_accounts__all_cursor *k, const paper_account *rec)
+static inline int paper_qsort_accounts__top2ds_qualify_all_update(paper_qsort_accounts_all_cursor *k, const paper_account *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : paper_qsort_accounts__top2ds_qualify_all_advance(k, old);
@@ -1475,7 +1475,7 @@ int paper_qsort_accounts_find_id(paper_db *db, uint32_t key, paper_ref *out)
     return P2_OK;
 }
 
-int paper_qsort_accounts__all_open(paper_db *db, paper_qsort_accounts__all_cursor *cur)
+int paper_qsort_accounts_all_open(paper_db *db, paper_qsort_accounts_all_cursor *cur)
 {
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
@@ -1484,33 +1484,33 @@ int paper_qsort_accounts__all_open(paper_db *db, paper_qsort_accounts__all_curso
     return P2_OK;
 }
 
-int paper_qsort_accounts__all_next(paper_qsort_accounts__all_cursor *cur)
+int paper_qsort_accounts_all_next(paper_qsort_accounts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     return paper_qsort_accounts__top2ds_qualify_all_next(cur);
 }
 
-const paper_account *paper_qsort_accounts__all_get(const paper_qsort_accounts__all_cursor *cur)
+const paper_account *paper_qsort_accounts_all_get(const paper_qsort_accounts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
     return &paper_qsort_accounts__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
-paper_ref paper_qsort_accounts__all_ref(const paper_qsort_accounts__all_cursor *cur)
+paper_ref paper_qsort_accounts_all_ref(const paper_qsort_accounts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return PAPER_NOREF;
     return cur->_cur;
 }
 
-int paper_qsort_accounts__all_update(paper_qsort_accounts__all_cursor *cur, const paper_account *rec)
+int paper_qsort_accounts_all_update(paper_qsort_accounts_all_cursor *cur, const paper_account *rec)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
-    if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "paper_qsort_accounts__all_update: rec is NULL");
+    if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "paper_qsort_accounts_all_update: rec is NULL");
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return paper_qsort_accounts__top2ds_qualify_all_update(cur, rec);
 }
 
-int paper_qsort_accounts__all_delete(paper_qsort_accounts__all_cursor *cur)
+int paper_qsort_accounts_all_delete(paper_qsort_accounts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
@@ -1944,13 +1944,13 @@ static inline int paper_hash_accounts__top2ds_qualify_find_id_update(paper_hash_
 }
 
 /* cursor all: path: array(capacity=16) scan (array: scan every slot); residual: (none) */
-static inline uint64_t paper_hash_accounts__top2ds_qualify_all_advance(paper_hash_accounts__all_cursor *k, uint64_t ref)
+static inline uint64_t paper_hash_accounts__top2ds_qualify_all_advance(paper_hash_accounts_all_cursor *k, uint64_t ref)
 {
     (void)k;
     return paper_hash_accounts__array_scan_next(k->_db, ref);
 }
 
-static inline int paper_hash_accounts__top2ds_qualify_all_next(paper_hash_accounts__all_cursor *k)
+static inline int paper_hash_accounts__top2ds_qualify_all_next(paper_hash_accounts_all_cursor *k)
 {
     uint64_t ref;
     if (k->_state == 0) ref = paper_hash_accounts__array_scan_first(k->_db);
@@ -1968,7 +1968,7 @@ static inline int paper_hash_accounts__top2ds_qualify_all_next(paper_hash_accoun
 }
 
 /* Remember where the walk goes on before removing the element under the cursor. */
-static inline int paper_hash_accounts__top2ds_qualify_all_delete(paper_hash_accounts__all_cursor *k)
+static inline int paper_hash_accounts__top2ds_qualify_all_delete(paper_hash_accounts_all_cursor *k)
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : paper_hash_accounts__top2ds_qualify_all_advance(k, cur);
@@ -1980,7 +1980,7 @@ static inline int paper_hash_accounts__top2ds_qualify_all_delete(paper_hash_acco
     return P2_OK;
 }
 
-static inline int paper_hash_accounts__top2ds_qualify_all_update(paper_hash_accounts__all_cursor *k, const paper_account *rec)
+static inline int paper_hash_accounts__top2ds_qualify_all_update(paper_hash_accounts_all_cursor *k, const paper_account *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : paper_hash_accounts__top2ds_qualify_all_advance(k, old);
@@ -2150,7 +2150,7 @@ int paper_rich_in_branch_delete(paper_rich_in_branch_cursor *cur)
     return paper_hash_accounts__top2ds_qualify_rich_in_branch_delete(cur);
 }
 
-int paper_hash_accounts__all_open(paper_db *db, paper_hash_accounts__all_cursor *cur)
+int paper_hash_accounts_all_open(paper_db *db, paper_hash_accounts_all_cursor *cur)
 {
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
@@ -2159,33 +2159,33 @@ int paper_hash_accounts__all_open(paper_db *db, paper_hash_accounts__all_cursor 
     return P2_OK;
 }
 
-int paper_hash_accounts__all_next(paper_hash_accounts__all_cursor *cur)
+int paper_hash_accounts_all_next(paper_hash_accounts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     return paper_hash_accounts__top2ds_qualify_all_next(cur);
 }
 
-const paper_account *paper_hash_accounts__all_get(const paper_hash_accounts__all_cursor *cur)
+const paper_account *paper_hash_accounts_all_get(const paper_hash_accounts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
     return &paper_hash_accounts__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
-paper_ref paper_hash_accounts__all_ref(const paper_hash_accounts__all_cursor *cur)
+paper_ref paper_hash_accounts_all_ref(const paper_hash_accounts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return PAPER_NOREF;
     return cur->_cur;
 }
 
-int paper_hash_accounts__all_update(paper_hash_accounts__all_cursor *cur, const paper_account *rec)
+int paper_hash_accounts_all_update(paper_hash_accounts_all_cursor *cur, const paper_account *rec)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
-    if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "paper_hash_accounts__all_update: rec is NULL");
+    if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "paper_hash_accounts_all_update: rec is NULL");
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return paper_hash_accounts__top2ds_qualify_all_update(cur, rec);
 }
 
-int paper_hash_accounts__all_delete(paper_hash_accounts__all_cursor *cur)
+int paper_hash_accounts_all_delete(paper_hash_accounts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
@@ -2510,13 +2510,13 @@ static inline int paper_iarray_accounts__top2ds_qualify_find_id_update(paper_iar
 }
 
 /* cursor all: path: iarray(capacity=4096, key=id, max_key=4294967294) range (iarray: full scan in id order); residual: (none) */
-static inline uint64_t paper_iarray_accounts__top2ds_qualify_all_advance(paper_iarray_accounts__all_cursor *k, uint64_t ref)
+static inline uint64_t paper_iarray_accounts__top2ds_qualify_all_advance(paper_iarray_accounts_all_cursor *k, uint64_t ref)
 {
     (void)k;
     return paper_iarray_accounts__iarray_range_next(k->_db, ref);
 }
 
-static inline int paper_iarray_accounts__top2ds_qualify_all_next(paper_iarray_accounts__all_cursor *k)
+static inline int paper_iarray_accounts__top2ds_qualify_all_next(paper_iarray_accounts_all_cursor *k)
 {
     uint64_t ref;
     if (k->_state == 0) ref = paper_iarray_accounts__iarray_range_first(k->_db, 0, 0, 1);
@@ -2534,7 +2534,7 @@ static inline int paper_iarray_accounts__top2ds_qualify_all_next(paper_iarray_ac
 }
 
 /* Remember where the walk goes on before removing the element under the cursor. */
-static inline int paper_iarray_accounts__top2ds_qualify_all_delete(paper_iarray_accounts__all_cursor *k)
+static inline int paper_iarray_accounts__top2ds_qualify_all_delete(paper_iarray_accounts_all_cursor *k)
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : paper_iarray_accounts__top2ds_qualify_all_advance(k, cur);
@@ -2546,7 +2546,7 @@ static inline int paper_iarray_accounts__top2ds_qualify_all_delete(paper_iarray_
     return P2_OK;
 }
 
-static inline int paper_iarray_accounts__top2ds_qualify_all_update(paper_iarray_accounts__all_cursor *k, const paper_account *rec)
+static inline int paper_iarray_accounts__top2ds_qualify_all_update(paper_iarray_accounts_all_cursor *k, const paper_account *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : paper_iarray_accounts__top2ds_qualify_all_advance(k, old);
@@ -2672,7 +2672,7 @@ int paper_iarray_accounts_find_id(paper_db *db, uint32_t key, paper_ref *out)
     return P2_OK;
 }
 
-int paper_iarray_accounts__all_open(paper_db *db, paper_iarray_accounts__all_cursor *cur)
+int paper_iarray_accounts_all_open(paper_db *db, paper_iarray_accounts_all_cursor *cur)
 {
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
@@ -2681,33 +2681,33 @@ int paper_iarray_accounts__all_open(paper_db *db, paper_iarray_accounts__all_cur
     return P2_OK;
 }
 
-int paper_iarray_accounts__all_next(paper_iarray_accounts__all_cursor *cur)
+int paper_iarray_accounts_all_next(paper_iarray_accounts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     return paper_iarray_accounts__top2ds_qualify_all_next(cur);
 }
 
-const paper_account *paper_iarray_accounts__all_get(const paper_iarray_accounts__all_cursor *cur)
+const paper_account *paper_iarray_accounts_all_get(const paper_iarray_accounts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
     return &paper_iarray_accounts__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
-paper_ref paper_iarray_accounts__all_ref(const paper_iarray_accounts__all_cursor *cur)
+paper_ref paper_iarray_accounts_all_ref(const paper_iarray_accounts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return PAPER_NOREF;
     return cur->_cur;
 }
 
-int paper_iarray_accounts__all_update(paper_iarray_accounts__all_cursor *cur, const paper_account *rec)
+int paper_iarray_accounts_all_update(paper_iarray_accounts_all_cursor *cur, const paper_account *rec)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
-    if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "paper_iarray_accounts__all_update: rec is NULL");
+    if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "paper_iarray_accounts_all_update: rec is NULL");
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return paper_iarray_accounts__top2ds_qualify_all_update(cur, rec);
 }
 
-int paper_iarray_accounts__all_delete(paper_iarray_accounts__all_cursor *cur)
+int paper_iarray_accounts_all_delete(paper_iarray_accounts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");

@@ -120,23 +120,23 @@ int paper_avl_branch_range_update(paper_avl_branch_range_cursor *cur, const pape
 int paper_avl_branch_range_delete(paper_avl_branch_range_cursor *cur);
 
 /* cursor paper_avl_accounts_all: every element of avl_accounts */
-typedef struct paper_avl_accounts__all_cursor {
+typedef struct paper_avl_accounts_all_cursor {
     paper_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
-} paper_avl_accounts__all_cursor;
+} paper_avl_accounts_all_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
-int paper_avl_accounts__all_open(paper_db *db, paper_avl_accounts__all_cursor *cur);
+int paper_avl_accounts_all_open(paper_db *db, paper_avl_accounts_all_cursor *cur);
 /* Move to the next element: P2_OK, or P2_END when there is none. */
-int paper_avl_accounts__all_next(paper_avl_accounts__all_cursor *cur);
+int paper_avl_accounts_all_next(paper_avl_accounts_all_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
-const paper_account *paper_avl_accounts__all_get(const paper_avl_accounts__all_cursor *cur);
+const paper_account *paper_avl_accounts_all_get(const paper_avl_accounts_all_cursor *cur);
 /* Its reference, or PAPER_NOREF. */
-paper_ref paper_avl_accounts__all_ref(const paper_avl_accounts__all_cursor *cur);
+paper_ref paper_avl_accounts_all_ref(const paper_avl_accounts_all_cursor *cur);
 /* Replace the element under the cursor. Errors: P2_EINVAL (not on an element), as update. */
-int paper_avl_accounts__all_update(paper_avl_accounts__all_cursor *cur, const paper_account *rec);
+int paper_avl_accounts_all_update(paper_avl_accounts_all_cursor *cur, const paper_account *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
-int paper_avl_accounts__all_delete(paper_avl_accounts__all_cursor *cur);
+int paper_avl_accounts_all_delete(paper_avl_accounts_all_cursor *cur);
 
 /* ==========================================================================
  * container qsort_accounts of account
@@ -169,23 +169,23 @@ int paper_qsort_accounts_set_filler(paper_db *db, paper_ref ref, const char *val
 int paper_qsort_accounts_find_id(paper_db *db, uint32_t key, paper_ref *out);
 
 /* cursor paper_qsort_accounts_all: every element of qsort_accounts */
-typedef struct paper_qsort_accounts__all_cursor {
+typedef struct paper_qsort_accounts_all_cursor {
     paper_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
-} paper_qsort_accounts__all_cursor;
+} paper_qsort_accounts_all_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
-int paper_qsort_accounts__all_open(paper_db *db, paper_qsort_accounts__all_cursor *cur);
+int paper_qsort_accounts_all_open(paper_db *db, paper_qsort_accounts_all_cursor *cur);
 /* Move to the next element: P2_OK, or P2_END when there is none. */
-int paper_qsort_accounts__all_next(paper_qsort_accounts__all_cursor *cur);
+int paper_qsort_accounts_all_next(paper_qsort_accounts_all_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
-const paper_account *paper_qsort_accounts__all_get(const paper_qsort_accounts__all_cursor *cur);
+const paper_account *paper_qsort_accounts_all_get(const paper_qsort_accounts_all_cursor *cur);
 /* Its reference, or PAPER_NOREF. */
-paper_ref paper_qsort_accounts__all_ref(const paper_qsort_accounts__all_cursor *cur);
+paper_ref paper_qsort_accounts_all_ref(const paper_qsort_accounts_all_cursor *cur);
 /* Replace the element under the cursor. Errors: P2_EINVAL (not on an element), as update. */
-int paper_qsort_accounts__all_update(paper_qsort_accounts__all_cursor *cur, const paper_account *rec);
+int paper_qsort_accounts_all_update(paper_qsort_accounts_all_cursor *cur, const paper_account *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
-int paper_qsort_accounts__all_delete(paper_qsort_accounts__all_cursor *cur);
+int paper_qsort_accounts_all_delete(paper_qsort_accounts_all_cursor *cur);
 
 /* ==========================================================================
  * container hash_accounts of account
@@ -239,23 +239,23 @@ int paper_rich_in_branch_update(paper_rich_in_branch_cursor *cur, const paper_ac
 int paper_rich_in_branch_delete(paper_rich_in_branch_cursor *cur);
 
 /* cursor paper_hash_accounts_all: every element of hash_accounts */
-typedef struct paper_hash_accounts__all_cursor {
+typedef struct paper_hash_accounts_all_cursor {
     paper_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
-} paper_hash_accounts__all_cursor;
+} paper_hash_accounts_all_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
-int paper_hash_accounts__all_open(paper_db *db, paper_hash_accounts__all_cursor *cur);
+int paper_hash_accounts_all_open(paper_db *db, paper_hash_accounts_all_cursor *cur);
 /* Move to the next element: P2_OK, or P2_END when there is none. */
-int paper_hash_accounts__all_next(paper_hash_accounts__all_cursor *cur);
+int paper_hash_accounts_all_next(paper_hash_accounts_all_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
-const paper_account *paper_hash_accounts__all_get(const paper_hash_accounts__all_cursor *cur);
+const paper_account *paper_hash_accounts_all_get(const paper_hash_accounts_all_cursor *cur);
 /* Its reference, or PAPER_NOREF. */
-paper_ref paper_hash_accounts__all_ref(const paper_hash_accounts__all_cursor *cur);
+paper_ref paper_hash_accounts_all_ref(const paper_hash_accounts_all_cursor *cur);
 /* Replace the element under the cursor. Errors: P2_EINVAL (not on an element), as update. */
-int paper_hash_accounts__all_update(paper_hash_accounts__all_cursor *cur, const paper_account *rec);
+int paper_hash_accounts_all_update(paper_hash_accounts_all_cursor *cur, const paper_account *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
-int paper_hash_accounts__all_delete(paper_hash_accounts__all_cursor *cur);
+int paper_hash_accounts_all_delete(paper_hash_accounts_all_cursor *cur);
 
 /* ==========================================================================
  * container iarray_accounts of account
@@ -288,23 +288,23 @@ int paper_iarray_accounts_set_filler(paper_db *db, paper_ref ref, const char *va
 int paper_iarray_accounts_find_id(paper_db *db, uint32_t key, paper_ref *out);
 
 /* cursor paper_iarray_accounts_all: every element of iarray_accounts */
-typedef struct paper_iarray_accounts__all_cursor {
+typedef struct paper_iarray_accounts_all_cursor {
     paper_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
-} paper_iarray_accounts__all_cursor;
+} paper_iarray_accounts_all_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
-int paper_iarray_accounts__all_open(paper_db *db, paper_iarray_accounts__all_cursor *cur);
+int paper_iarray_accounts_all_open(paper_db *db, paper_iarray_accounts_all_cursor *cur);
 /* Move to the next element: P2_OK, or P2_END when there is none. */
-int paper_iarray_accounts__all_next(paper_iarray_accounts__all_cursor *cur);
+int paper_iarray_accounts_all_next(paper_iarray_accounts_all_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
-const paper_account *paper_iarray_accounts__all_get(const paper_iarray_accounts__all_cursor *cur);
+const paper_account *paper_iarray_accounts_all_get(const paper_iarray_accounts_all_cursor *cur);
 /* Its reference, or PAPER_NOREF. */
-paper_ref paper_iarray_accounts__all_ref(const paper_iarray_accounts__all_cursor *cur);
+paper_ref paper_iarray_accounts_all_ref(const paper_iarray_accounts_all_cursor *cur);
 /* Replace the element under the cursor. Errors: P2_EINVAL (not on an element), as update. */
-int paper_iarray_accounts__all_update(paper_iarray_accounts__all_cursor *cur, const paper_account *rec);
+int paper_iarray_accounts_all_update(paper_iarray_accounts_all_cursor *cur, const paper_account *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
-int paper_iarray_accounts__all_delete(paper_iarray_accounts__all_cursor *cur);
+int paper_iarray_accounts_all_delete(paper_iarray_accounts_all_cursor *cur);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,186 @@
+// tpcb_driver.cc -- the TPC-B driver of one p2gen-generated data manager, through the
+// generated public API alone (<prefix>.h). Compiled once per variant:
+//
+//   c++ -DP2_VARIANT=tpcb_avl_persistent -DP2_HEADER='"tpcb_avl_persistent.h"'
+//       -DP2_NAME='"AVL"' -DP2_MEM='"persistent"' -DP2_PERSISTENT=1 -c tpcb_driver.cc
+//
+// Each object registers its system (P2_NAME, P2_MEM) in the benchmark binary. The spec
+// must declare records branch {id, balance}, teller {id, branch_id, balance}, account
+// {id, branch_id, balance} and history {account_id, teller_id, branch_id, delta, time}
+// (more fields are fine) in containers branches, tellers, accounts (each with a key on id,
+// so that find_id exists) and histories, as type_equations/tpcb/*.p2 do.
+#include <cstring>
+#include <string>
+
+#include "tpcb.h"
+
+#ifndef P2_VARIANT
+#error "compile with -DP2_VARIANT=<prefix> -DP2_HEADER='\"<prefix>.h\"' -DP2_NAME=... -DP2_MEM=..."
+#endif
+#ifndef P2_PERSISTENT
+#define P2_PERSISTENT 0
+#endif
+#ifndef P2_RANK
+#define P2_RANK 100
+#endif
+
+#include P2_HEADER
+
+#define P2_CAT_(a, b) a##b
+#define P2_CAT(a, b) P2_CAT_(a, b)
+#define P2(name) P2_CAT(P2_VARIANT, _##name)
+
+namespace {   // internal linkage: every variant's object defines its own Engine
+
+struct Engine {
+    static constexpr bool kData = true;
+    static constexpr bool kPersistent = P2_PERSISTENT != 0;
+    P2(db) *db = nullptr;
+    bool failed = false;
+    std::string err;
+    P2(history) h;
+
+    Engine() { std::memset(&h, 0, sizeof h); }
+
+    bool bad(int rc, const char *what, std::string &e) {
+        e = std::string(what) + ": " + (db ? P2(errmsg)(db) : "") + " (code " + std::to_string(rc) + ")";
+        return false;
+    }
+
+    bool open(const std::string &dir, const tpcb::Run &, bool, std::string &e) {
+        int rc = P2(open)(&db, dir.c_str());
+        if (rc != P2_OK) {
+            bad(rc, "open", e);
+            P2(close)(db);
+            db = nullptr;
+            return false;
+        }
+        return true;
+    }
+
+    bool load(const tpcb::Run &r, std::string &e) {
+        int rc;
+        P2(branch) b;
+        std::memset(&b, 0, sizeof b);
+        for (uint32_t i = 0; i < r.sf; i++) {
+            b.id = i;
+            if ((rc = P2(branches_insert)(db, &b, nullptr)) != P2_OK) return bad(rc, "insert branch", e);
+        }
+        P2(teller) t;
+        std::memset(&t, 0, sizeof t);
+        for (uint32_t i = 0; i < r.tellers(); i++) {
+            t.id = i;
+            t.branch_id = i / 10;
+            if ((rc = P2(tellers_insert)(db, &t, nullptr)) != P2_OK) return bad(rc, "insert teller", e);
+        }
+        P2(account) a;
+        std::memset(&a, 0, sizeof a);
+        const uint64_t na = r.naccounts();
+        for (uint64_t i = 0; i < na; i++) {
+            a.id = (uint32_t)i;
+            a.branch_id = (uint32_t)(i / r.accounts);
+            if ((rc = P2(accounts_insert)(db, &a, nullptr)) != P2_OK) return bad(rc, "insert account", e);
+        }
+        return true;
+    }
+
+    inline void fail(int rc, const char *what) {
+        if (!failed) {
+            failed = true;
+            bad(rc, what, err);
+        }
+    }
+
+    // One TPC-B transaction: three keyed retrievals with in-place updates, one append.
+    inline int64_t txn(const tpcb::Txn &x) {
+        P2(ref) ref;
+        int rc;
+        if ((rc = P2(accounts_find_id)(db, x.aid, &ref)) != P2_OK) { fail(rc, "find account"); return 0; }
+        const int64_t balance = P2(accounts_at)(db, ref)->balance + x.delta;
+        if ((rc = P2(accounts_set_balance)(db, ref, balance)) != P2_OK) { fail(rc, "update account"); return 0; }
+        if ((rc = P2(tellers_find_id)(db, x.tid, &ref)) != P2_OK) { fail(rc, "find teller"); return 0; }
+        if ((rc = P2(tellers_set_balance)(db, ref, P2(tellers_at)(db, ref)->balance + x.delta)) != P2_OK) {
+            fail(rc, "update teller");
+            return 0;
+        }
+        if ((rc = P2(branches_find_id)(db, x.bid, &ref)) != P2_OK) { fail(rc, "find branch"); return 0; }
+        if ((rc = P2(branches_set_balance)(db, ref, P2(branches_at)(db, ref)->balance + x.delta)) != P2_OK) {
+            fail(rc, "update branch");
+            return 0;
+        }
+        h.account_id = x.aid;
+        h.teller_id = x.tid;
+        h.branch_id = x.bid;
+        h.delta = x.delta;
+        h.time = x.time;
+        if ((rc = P2(histories_insert)(db, &h, nullptr)) != P2_OK) { fail(rc, "append history"); return 0; }
+        return balance;
+    }
+
+    bool finish(std::string &) { return true; }
+
+    // Walk every relation through its all-cursor.
+    bool sums(tpcb::Sums &s, std::string &e) {
+        int rc;
+        {
+            P2(branches_all_cursor) c;
+            if ((rc = P2(branches_all_open)(db, &c)) != P2_OK) return bad(rc, "cursor branches", e);
+            while ((rc = P2(branches_all_next)(&c)) == P2_OK) {
+                s.branch += P2(branches_all_get)(&c)->balance;
+                s.nbranch++;
+            }
+            if (rc != P2_END) return bad(rc, "cursor branches", e);
+        }
+        {
+            P2(tellers_all_cursor) c;
+            if ((rc = P2(tellers_all_open)(db, &c)) != P2_OK) return bad(rc, "cursor tellers", e);
+            while ((rc = P2(tellers_all_next)(&c)) == P2_OK) {
+                s.teller += P2(tellers_all_get)(&c)->balance;
+                s.nteller++;
+            }
+            if (rc != P2_END) return bad(rc, "cursor tellers", e);
+        }
+        {
+            P2(accounts_all_cursor) c;
+            if ((rc = P2(accounts_all_open)(db, &c)) != P2_OK) return bad(rc, "cursor accounts", e);
+            while ((rc = P2(accounts_all_next)(&c)) == P2_OK) {
+                s.account += P2(accounts_all_get)(&c)->balance;
+                s.naccount++;
+            }
+            if (rc != P2_END) return bad(rc, "cursor accounts", e);
+        }
+        {
+            P2(histories_all_cursor) c;
+            if ((rc = P2(histories_all_open)(db, &c)) != P2_OK) return bad(rc, "cursor histories", e);
+            while ((rc = P2(histories_all_next)(&c)) == P2_OK) {
+                s.delta += P2(histories_all_get)(&c)->delta;
+                s.nhistory++;
+            }
+            if (rc != P2_END) return bad(rc, "cursor histories", e);
+        }
+        // the containers' counts must agree with what the cursors saw
+        if (P2(branches_count)(db) != s.nbranch || P2(tellers_count)(db) != s.nteller ||
+            P2(accounts_count)(db) != s.naccount || P2(histories_count)(db) != s.nhistory) {
+            e = "a container's count disagrees with its all-cursor";
+            return false;
+        }
+        return true;
+    }
+
+    void close() {
+        if (db) {
+            int rc = P2(close)(db);
+            if (rc != P2_OK && !failed) {
+                failed = true;
+                err = "close failed (code " + std::to_string(rc) + ")";
+            }
+        }
+        db = nullptr;
+    }
+
+    ~Engine() { close(); }
+};
+
+tpcb::Registrar registrar({P2_NAME, P2_MEM, "p2", P2_RANK, &tpcb::run_bench<Engine>});
+
+}  // namespace

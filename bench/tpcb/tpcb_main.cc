@@ -1,0 +1,289 @@
+// tpcb_main.cc -- options, helpers and main() of the TPC-B benchmark binary.
+//
+// Options (besides Google Benchmark's own --benchmark_*; each also read from the
+// environment variable of the same name in capitals, e.g. TPCB_SF=2,4):
+//   --tpcb_sf=2,4,8          relation size scale factors
+//   --tpcb_accounts=1000     accounts per branch (TPC-B: 100000)
+//   --tpcb_txns=20000        transactions per run (reference: 200000)
+//   --tpcb_seeds=1,2,3       random seeds (one benchmark per seed; report the median)
+//   --tpcb_dir=PATH          where database files go (default: a new directory in $TMPDIR)
+//   --tpcb_commit_every=K    SQLite/LMDB: commit every K transactions (0: once per run)
+//   --tpcb_iterations=1      iterations per benchmark
+//   --tpcb_reopen=1          persistent systems: close, reopen and check again
+//   --tpcb_list              print the registered systems and exit
+//   --tpcb_inject_fault=1    (tests) one transaction too many per run: every check must fail
+// Benchmarks are named tpcb/<SYSTEM>/<mem>/sf:<SF>/seed:<seed>; the exit status is 3 when
+// any run failed (an invariant violated, an error from a system).
+#include <dirent.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "tpcb.h"
+
+namespace tpcb {
+
+Config &config() {
+    static Config c;
+    return c;
+}
+
+std::vector<System> &registry() {
+    static std::vector<System> r;
+    return r;
+}
+
+static std::atomic<int> g_failures{0};
+static std::string g_tmp_root;   // created by us: removed at exit
+
+void note_failure(const std::string &what) {
+    g_failures++;
+    std::cerr << "TPC-B FAILURE: " << what << std::endl;
+}
+
+std::string check_invariant(const Sums &s, const Run &r) {
+    std::ostringstream o;
+    if (s.nbranch != r.sf) o << "branch holds " << s.nbranch << " records, expected " << r.sf << "; ";
+    if (s.nteller != r.tellers()) o << "teller holds " << s.nteller << " records, expected " << r.tellers() << "; ";
+    if (s.naccount != r.naccounts()) o << "account holds " << s.naccount << " records, expected " << r.naccounts() << "; ";
+    if (s.nhistory != r.txns) o << "history holds " << s.nhistory << " records, expected " << r.txns << "; ";
+    if (!(s.account == s.teller && s.teller == s.branch && s.branch == s.delta))
+        o << "sums differ: account " << s.account << ", teller " << s.teller << ", branch " << s.branch
+          << ", history.delta " << s.delta << "; ";
+    return o.str();
+}
+
+static uint64_t status_kb(const char *key) {
+    std::ifstream f("/proc/self/status");
+    std::string line;
+    size_t n = std::strlen(key);
+    while (std::getline(f, line))
+        if (line.compare(0, n, key) == 0) return std::strtoull(line.c_str() + n, nullptr, 10);
+    return 0;
+}
+uint64_t heap_bytes() {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+    struct mallinfo2 mi = mallinfo2();
+    return (uint64_t)mi.uordblks + (uint64_t)mi.hblkhd;
+#else
+    return 0;
+#endif
+}
+uint64_t rss_bytes() { return status_kb("VmRSS:") * 1024; }
+uint64_t hwm_bytes() { return status_kb("VmHWM:") * 1024; }
+void reset_hwm() {
+    int fd = ::open("/proc/self/clear_refs", O_WRONLY);
+    if (fd >= 0) {
+        if (::write(fd, "5", 1) != 1) { /* old kernel: the peak is then since process start */ }
+        ::close(fd);
+    }
+}
+
+void dir_bytes(const std::string &dir, uint64_t *size, uint64_t *allocated) {
+    *size = *allocated = 0;
+    DIR *d = opendir(dir.c_str());
+    if (!d) return;
+    while (struct dirent *e = readdir(d)) {
+        struct stat sb;
+        std::string p = dir + "/" + e->d_name;
+        if (e->d_name[0] == '.' || stat(p.c_str(), &sb) != 0 || !S_ISREG(sb.st_mode)) continue;
+        *size += (uint64_t)sb.st_size;
+        *allocated += (uint64_t)sb.st_blocks * 512;
+    }
+    closedir(d);
+}
+
+void remove_dir(const std::string &dir) {
+    DIR *d = opendir(dir.c_str());
+    if (d) {
+        while (struct dirent *e = readdir(d)) {
+            if (!std::strcmp(e->d_name, ".") || !std::strcmp(e->d_name, "..")) continue;
+            std::string p = dir + "/" + e->d_name;
+            ::unlink(p.c_str());
+        }
+        closedir(d);
+    }
+    ::rmdir(dir.c_str());
+}
+
+std::string make_run_dir(const std::string &name) {
+    std::string d = config().dir + "/" + name;
+    remove_dir(d);
+    ::mkdir(d.c_str(), 0755);
+    return d;
+}
+
+}  // namespace tpcb
+
+namespace {
+
+std::vector<std::string> split(const std::string &s) {
+    std::vector<std::string> out;
+    std::string cur;
+    for (char c : s + ",") {
+        if (c == ',' || c == ' ') {
+            if (!cur.empty()) out.push_back(cur);
+            cur.clear();
+        } else {
+            cur += c;
+        }
+    }
+    return out;
+}
+
+uint64_t to_u64(const std::string &flag, const std::string &v) {
+    char *end = nullptr;
+    errno = 0;
+    unsigned long long x = std::strtoull(v.c_str(), &end, 10);
+    if (v.empty() || *end || errno || v[0] == '-') {
+        std::cerr << "tpcb: --" << flag << ": not a non-negative integer: '" << v << "'\n";
+        std::exit(2);
+    }
+    return x;
+}
+
+bool apply(const std::string &key, const std::string &val, bool *list) {
+    tpcb::Config &c = tpcb::config();
+    if (key == "tpcb_sf") {
+        c.sfs.clear();
+        for (auto &x : split(val)) {
+            uint64_t sf = to_u64(key, x);
+            if (sf < 1 || sf > 100000) { std::cerr << "tpcb: scale factor out of range: " << x << "\n"; std::exit(2); }
+            c.sfs.push_back((int)sf);
+        }
+    } else if (key == "tpcb_accounts") {
+        uint64_t a = to_u64(key, val);
+        if (a < 1 || a > 100000000) { std::cerr << "tpcb: accounts per branch out of range\n"; std::exit(2); }
+        c.accounts = (uint32_t)a;
+    } else if (key == "tpcb_txns") {
+        c.txns = to_u64(key, val);
+        if (c.txns < 1 || c.txns > 0xFFFFFFF0ull) { std::cerr << "tpcb: transactions out of range\n"; std::exit(2); }
+    } else if (key == "tpcb_seeds") {
+        c.seeds.clear();
+        for (auto &x : split(val)) c.seeds.push_back(to_u64(key, x));
+    } else if (key == "tpcb_dir") {
+        c.dir = val;
+    } else if (key == "tpcb_commit_every") {
+        c.commit_every = to_u64(key, val);
+    } else if (key == "tpcb_iterations") {
+        c.iterations = (int)std::max<uint64_t>(1, to_u64(key, val));
+    } else if (key == "tpcb_reopen") {
+        c.reopen = to_u64(key, val) != 0;
+    } else if (key == "tpcb_inject_fault") {
+        c.inject_fault = to_u64(key, val) != 0;
+    } else if (key == "tpcb_list") {
+        *list = val.empty() || val != "0";
+    } else {
+        return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    bool list = false;
+    tpcb::Config &cfg = tpcb::config();
+    // Fixed malloc thresholds (no dynamic raising): big blocks are mmap'd and returned to
+    // the system when freed, so each run's peak-RSS growth is its own.
+    mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+    mallopt(M_TRIM_THRESHOLD, 1024 * 1024);
+    // environment first, then flags
+    for (const char *k : {"tpcb_sf", "tpcb_accounts", "tpcb_txns", "tpcb_seeds", "tpcb_dir",
+                          "tpcb_commit_every", "tpcb_iterations", "tpcb_reopen"}) {
+        std::string env(k);
+        std::transform(env.begin(), env.end(), env.begin(), ::toupper);
+        if (const char *v = std::getenv(env.c_str())) apply(k, v, &list);
+    }
+    int out = 1;
+    for (int i = 1; i < argc; i++) {
+        std::string a = argv[i];
+        if (a.rfind("--tpcb_", 0) == 0) {
+            size_t eq = a.find('=');
+            std::string key = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+            std::string val = eq == std::string::npos ? "" : a.substr(eq + 1);
+            if (!apply(key, val, &list)) {
+                std::cerr << "tpcb: unknown option " << a << "\n";
+                return 2;
+            }
+        } else {
+            argv[out++] = argv[i];
+        }
+    }
+    argc = out;
+    argv[argc] = nullptr;
+
+    auto &reg = tpcb::registry();
+    std::stable_sort(reg.begin(), reg.end(), [](const tpcb::System &a, const tpcb::System &b) {
+        return a.rank != b.rank ? a.rank < b.rank : a.mem < b.mem;
+    });
+    if (list) {
+        for (auto &s : reg) std::cout << s.name << " " << s.mem << " " << s.kind << "\n";
+        return 0;
+    }
+
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+
+    if (cfg.dir.empty()) {
+        const char *t = std::getenv("TMPDIR");
+        std::string tmpl = std::string(t && *t ? t : "/tmp") + "/tpcb.XXXXXX";
+        std::vector<char> buf(tmpl.begin(), tmpl.end());
+        buf.push_back(0);
+        if (!mkdtemp(buf.data())) {
+            std::cerr << "tpcb: cannot create a directory from " << tmpl << "\n";
+            return 2;
+        }
+        cfg.dir = tpcb::g_tmp_root = buf.data();
+    } else {
+        ::mkdir(cfg.dir.c_str(), 0755);
+    }
+
+    std::ostringstream sfs, seeds;
+    for (size_t i = 0; i < cfg.sfs.size(); i++) sfs << (i ? "," : "") << cfg.sfs[i];
+    for (size_t i = 0; i < cfg.seeds.size(); i++) seeds << (i ? "," : "") << cfg.seeds[i];
+    benchmark::AddCustomContext("tpcb_sf", sfs.str());
+    benchmark::AddCustomContext("tpcb_accounts", std::to_string(cfg.accounts));
+    benchmark::AddCustomContext("tpcb_txns", std::to_string(cfg.txns));
+    benchmark::AddCustomContext("tpcb_seeds", seeds.str());
+    benchmark::AddCustomContext("tpcb_commit_every", std::to_string(cfg.commit_every));
+    benchmark::AddCustomContext("tpcb_dir", cfg.dir);
+    {
+        std::ostringstream systems;
+        for (size_t i = 0; i < reg.size(); i++) systems << (i ? "," : "") << reg[i].name << "/" << reg[i].mem;
+        benchmark::AddCustomContext("tpcb_systems", systems.str());
+    }
+
+    for (int sf : cfg.sfs)
+        for (uint64_t seed : cfg.seeds)
+            for (const tpcb::System &sys : reg) {
+                tpcb::Run run{(uint32_t)sf, cfg.accounts, cfg.txns, seed, cfg.commit_every};
+                std::string name = "tpcb/" + sys.name + "/" + sys.mem + "/sf:" + std::to_string(sf) +
+                                   "/seed:" + std::to_string(seed);
+                const tpcb::System *sp = &sys;
+                benchmark::RegisterBenchmark(name.c_str(),
+                                             [run, sp](benchmark::State &st) { sp->run(st, run, *sp); })
+                    ->Iterations(cfg.iterations)
+                    ->UseManualTime()
+                    ->Unit(benchmark::kMillisecond);
+            }
+
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    if (!tpcb::g_tmp_root.empty()) ::rmdir(tpcb::g_tmp_root.c_str());
+    if (tpcb::g_failures > 0) {
+        std::cerr << "tpcb: " << tpcb::g_failures << " run(s) FAILED\n";
+        return 3;
+    }
+    return 0;
+}

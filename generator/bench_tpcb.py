@@ -1,0 +1,687 @@
+"""`p2gen bench tpcb`: the TPC-B head-to-head benchmark (issue 3).
+
+Build: every spec of type_equations/tpcb/ (AVL, QSORT, HASH0, HASH1, IARRAY, each over
+persistent and transient memory) is generated with its own prefix; the one driver source
+bench/tpcb/tpcb_driver.cc is compiled once per variant against the generated header, and
+linked with the reference systems (bench/tpcb/tpcb_refs.cc: BASELINE, hand-coded C, SQLite,
+LMDB) and bench/tpcb/tpcb_main.cc into one Google Benchmark binary.
+Run: the binary writes Google Benchmark JSON; a progress line per finished benchmark.
+Report: medians over seeds -> a Markdown table (time per 200,000 transactions and speedup
+against SQLite at the same durability setting, per scale factor), the issue's target
+ratios, and three PNG plots after the reference paper's figures (matplotlib, optional
+dependency `p2gen[bench]`).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Optional
+
+from .errors import BuildError
+
+REPO = Path(__file__).resolve().parent.parent
+SOURCE_DIR = REPO / "bench" / "tpcb"
+SPEC_DIR = REPO / "type_equations" / "tpcb"
+
+# (benchmark name, spec file stem) in the order of the paper
+STRUCTURES = (("AVL", "avl"), ("QSORT", "qsort"), ("HASH0", "hash0"), ("HASH1", "hash1"),
+              ("IARRAY", "iarray"))
+MEMS = ("persistent", "transient")
+P2_SYSTEMS = tuple(name for name, _ in STRUCTURES)
+REFERENCES = (("BASELINE", "none"), ("HANDC", "persistent"), ("HANDC", "transient"),
+              ("SQLITE", "persistent"), ("SQLITE", "transient"), ("LMDB", "persistent"))
+LIBS = ("-lbenchmark", "-lpthread", "-lsqlite3", "-llmdb")
+
+# quick default: about two minutes on two cores, build included
+DEFAULT = dict(sfs=(2, 4, 8, 12), accounts=10000, txns=50000, seeds=(1, 2, 3, 4, 5))
+# the reference experiment: SF 2..12, TPC-B's 100,000 accounts per branch, 200,000
+# transactions, several seeds (the paper took the median of 25)
+REFERENCE = dict(sfs=tuple(range(2, 13)), accounts=100000, txns=200000, seeds=(1, 2, 3, 4, 5))
+
+
+# ---------------------------------------------------------------------------------------
+# build
+
+@dataclass
+class Variant:
+    name: str          # AVL, ... (or a user's name)
+    mem: str           # persistent | transient
+    spec: str          # spec file
+    prefix: str        # C prefix of the generated code
+
+    @property
+    def persistent(self) -> bool:
+        return self.mem == "persistent"
+
+
+def default_variants() -> list[Variant]:
+    return [Variant(name, mem, str(SPEC_DIR / f"{stem}_{mem}.p2"), f"tpcb_{stem}_{mem}")
+            for name, stem in STRUCTURES for mem in MEMS]
+
+
+def extra_variant(text: str) -> Variant:
+    """NAME=SPEC: a user's spec with containers branches/tellers/accounts/histories."""
+    from .build import load
+    if "=" not in text:
+        raise BuildError(f"--variant wants NAME=SPEC, got {text!r}")
+    name, spec = text.split("=", 1)
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name):
+        raise BuildError(f"--variant: bad name {name!r} (letters, digits, _)")
+    checked = load(spec, None)
+    mems = {c.persistent for c in checked.containers}
+    mem = "persistent" if True in mems else "transient"
+    return Variant(name.upper(), mem, spec, f"tpcb_x_{name.lower()}")
+
+
+def _is_gcc(cc: str) -> bool:
+    try:
+        out = subprocess.run(shlex.split(cc) + ["--version"], capture_output=True, text=True).stdout
+    except OSError:
+        return False
+    return "clang" not in out.lower()
+
+
+class _Builder:
+    def __init__(self, build_dir: Path, say: Callable[[str], None]):
+        self.dir = build_dir
+        self.say = say
+        self.built = 0
+
+    def stamp(self, cmd: list, deps: Iterable[Path]) -> str:
+        h = hashlib.sha256(" ".join(cmd).encode())
+        for d in deps:
+            h.update(str(d).encode())
+            h.update(Path(d).read_bytes())
+        return h.hexdigest()
+
+    def compile(self, cmd: list, out: Path, deps: Iterable[Path], what: str) -> Path:
+        deps = list(deps)
+        stamp_file = out.with_suffix(out.suffix + ".stamp")
+        st = self.stamp(cmd, deps)
+        if out.exists() and stamp_file.exists() and stamp_file.read_text() == st:
+            return out
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise BuildError(f"compiling {what} failed ({shlex.join(cmd)}):\n{proc.stderr.strip()}")
+        stamp_file.write_text(st)
+        self.built += 1
+        return out
+
+
+def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", lto: bool = True, opt: str = "-O2",
+          jobs: Optional[int] = None, variants: Optional[list] = None,
+          source_dir: Optional[str] = None,
+          say: Callable[[str], None] = lambda m: None) -> Path:
+    """Generate every variant, compile it, the drivers and the references; link the
+    benchmark binary build_dir/tpcb_bench and return its path."""
+    from .build import generate
+    src = Path(source_dir) if source_dir else SOURCE_DIR
+    for f in ("tpcb.h", "tpcb_driver.cc", "tpcb_refs.cc", "tpcb_main.cc"):
+        if not (src / f).exists():
+            raise BuildError(f"benchmark source {src / f} not found (run from a p2gen checkout)")
+    variants = variants if variants is not None else default_variants()
+    bdir = Path(build_dir).resolve()
+    gen_dir, obj_dir = bdir / "gen", bdir / "obj"
+    gen_dir.mkdir(parents=True, exist_ok=True)
+    obj_dir.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    gens = []
+    for v in variants:
+        gens.append((v, generate(v.spec, str(gen_dir), v.prefix)))
+    say(f"generated {len(gens)} data managers in {time.perf_counter() - t0:.1f} s")
+
+    flto = ["-flto"] if lto else []
+    cflags = ["-std=c11", opt] + flto
+    cxxflags = ["-std=c++17", opt, "-Wall", "-Wextra"] + flto
+    b = _Builder(bdir, say)
+    tasks = []
+    tpcb_h = src / "tpcb.h"
+    runtime_c = gen_dir / "p2_runtime.c"
+    tasks.append((shlex.split(cc) + cflags + ["-c", str(runtime_c), "-o", str(obj_dir / "p2_runtime.o")],
+                  obj_dir / "p2_runtime.o", [runtime_c, gen_dir / "p2_runtime.h"], "p2_runtime.c"))
+    for rank, (v, g) in enumerate(gens):
+        c_src = Path(g.source)
+        tasks.append((shlex.split(cc) + cflags + ["-c", str(c_src), "-o", str(obj_dir / f"{v.prefix}.o")],
+                      obj_dir / f"{v.prefix}.o", [c_src, Path(g.header)], c_src.name))
+        defs = [f"-DP2_VARIANT={v.prefix}", f'-DP2_HEADER="{v.prefix}.h"', f'-DP2_NAME="{v.name}"',
+                f'-DP2_MEM="{v.mem}"', f"-DP2_PERSISTENT={1 if v.persistent else 0}",
+                f"-DP2_RANK={10 + rank}"]
+        out = obj_dir / f"driver_{v.prefix}.o"
+        tasks.append((shlex.split(cxx) + cxxflags + defs + [f"-I{src}", f"-I{gen_dir}", "-c",
+                      str(src / "tpcb_driver.cc"), "-o", str(out)],
+                      out, [src / "tpcb_driver.cc", tpcb_h, Path(g.header)], f"driver for {v.prefix}"))
+    for name in ("tpcb_refs", "tpcb_main"):
+        out = obj_dir / f"{name}.o"
+        tasks.append((shlex.split(cxx) + cxxflags + [f"-I{src}", "-c", str(src / f"{name}.cc"),
+                      "-o", str(out)], out, [src / f"{name}.cc", tpcb_h], f"{name}.cc"))
+    t1 = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 2) as pool:
+        objs = list(pool.map(lambda t: b.compile(*t), tasks))
+    exe = bdir / "tpcb_bench"
+    link = shlex.split(cxx) + [opt] + (["-flto=auto" if _is_gcc(cxx) else "-flto"] if lto else []) \
+        + ["-o", str(exe)] + [str(o) for o in objs] + list(LIBS)
+    link_stamp = b.stamp(link, objs)
+    stamp_file = bdir / "tpcb_bench.stamp"
+    if not (exe.exists() and stamp_file.exists() and stamp_file.read_text() == link_stamp):
+        proc = subprocess.run(link, capture_output=True, text=True)
+        if proc.returncode != 0:
+            hint = ""
+            if "cannot find -l" in proc.stderr:
+                hint = ("\n(install the libraries: apt-get install libbenchmark-dev libsqlite3-dev "
+                        "liblmdb-dev)")
+            raise BuildError(f"linking failed ({shlex.join(link)}):\n{proc.stderr.strip()}{hint}")
+        stamp_file.write_text(link_stamp)
+        b.built += 1
+    say(f"built {exe} ({b.built} steps, {len(tasks) - b.built + 1} up to date) in "
+        f"{time.perf_counter() - t1:.1f} s")
+    return exe
+
+
+# ---------------------------------------------------------------------------------------
+# run
+
+@dataclass
+class Options:
+    sfs: tuple = DEFAULT["sfs"]
+    accounts: int = DEFAULT["accounts"]
+    txns: int = DEFAULT["txns"]
+    seeds: tuple = DEFAULT["seeds"]
+    filter: Optional[str] = None
+    dir: Optional[str] = None
+    commit_every: int = 0
+    iterations: int = 1
+    extra: tuple = ()          # more flags for the binary (e.g. --tpcb_inject_fault=1)
+
+    def args(self) -> list:
+        a = [f"--tpcb_sf={','.join(map(str, self.sfs))}", f"--tpcb_accounts={self.accounts}",
+             f"--tpcb_txns={self.txns}", f"--tpcb_seeds={','.join(map(str, self.seeds))}",
+             f"--tpcb_commit_every={self.commit_every}", f"--tpcb_iterations={self.iterations}"]
+        if self.dir:
+            a.append(f"--tpcb_dir={self.dir}")
+        if self.filter:
+            a.append(f"--benchmark_filter={self.filter}")
+        return a + list(self.extra)
+
+
+def run(exe: str, opts: Options, json_out: str,
+        say: Callable[[str], None] = lambda m: None) -> int:
+    """Run the benchmark binary; Google Benchmark JSON goes to json_out. Prints one
+    progress line per finished benchmark. Returns the binary's exit status (3: a run
+    failed its invariant or errored)."""
+    args = [str(exe)] + opts.args()
+    listed = subprocess.run(args + ["--benchmark_list_tests=true"], capture_output=True, text=True)
+    if listed.returncode != 0:
+        raise BuildError(f"{exe} --benchmark_list_tests failed:\n{listed.stderr.strip()}")
+    total = sum(1 for line in listed.stdout.splitlines() if line.startswith("tpcb/"))
+    os.makedirs(os.path.dirname(os.path.abspath(json_out)), exist_ok=True)
+    cmd = args + [f"--benchmark_out={json_out}", "--benchmark_out_format=json",
+                  "--benchmark_format=console", "--benchmark_color=false"]
+    say(f"running {total} benchmarks: {shlex.join(cmd)}")
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
+    errors: list[str] = []
+
+    def pump_err():
+        for line in proc.stderr:
+            line = line.rstrip("\n")
+            if "FAIL" in line or "ERROR" in line.upper():
+                errors.append(line)
+                say(line)
+
+    import threading
+    th = threading.Thread(target=pump_err, daemon=True)
+    th.start()
+    done = 0
+    pat = re.compile(r"^tpcb/(\S+?)/(\S+?)/sf:(\d+)/seed:(\d+)\S*\s+(.*)$")
+    for line in proc.stdout:
+        m = pat.match(line.strip())
+        if not m:
+            continue
+        done += 1
+        name, mem, sf, seed, rest = m.groups()
+        if "ERROR OCCURRED" in rest:
+            info = rest.strip()
+        else:
+            vals = dict(re.findall(r"(\w+)=(\S+)", rest))
+            info = f"txn {vals.get('txn_ms', '?')} ms, load {vals.get('load_ms', '?')} ms"
+        el = time.perf_counter() - t0
+        say(f"[{done:>{len(str(total))}}/{total}] {el:6.1f}s  {name:<8} {mem:<10} sf={sf:<3} "
+            f"seed={seed:<3} {info}")
+    rc = proc.wait()
+    th.join(timeout=5)
+    return rc
+
+
+# ---------------------------------------------------------------------------------------
+# results
+
+@dataclass
+class Row:
+    system: str
+    mem: str
+    sf: int
+    seed: int
+    counters: dict = field(default_factory=dict)
+    error: Optional[str] = None
+
+    def get(self, k: str, default=None):
+        return self.counters.get(k, default)
+
+
+def load_rows(json_path: str) -> tuple[dict, list]:
+    with open(json_path, encoding="utf-8") as f:
+        data = json.load(f)
+    rows = []
+    pat = re.compile(r"^tpcb/([^/]+)/([^/]+)/sf:(\d+)/seed:(\d+)")
+    for b in data.get("benchmarks", []):
+        m = pat.match(b.get("name", ""))
+        if not m or b.get("run_type", "iteration") != "iteration":
+            continue
+        system, mem, sf, seed = m.group(1), m.group(2), int(m.group(3)), int(m.group(4))
+        counters = {k: v for k, v in b.items() if isinstance(v, (int, float))}
+        err = b.get("error_message") if b.get("error_occurred") else None
+        rows.append(Row(system, mem, sf, seed, counters, err))
+    return data.get("context", {}), rows
+
+
+def failures(rows: list) -> list:
+    return [f"{r.system}/{r.mem} sf={r.sf} seed={r.seed}: {r.error}" for r in rows if r.error]
+
+
+def consistency(rows: list) -> list:
+    """Every data system must compute the same results on the same random stream."""
+    out = []
+    by = {}
+    for r in rows:
+        if r.error or r.system == "BASELINE" or "result_sum" not in r.counters:
+            continue
+        by.setdefault((r.sf, r.seed), []).append(r)
+    for (sf, seed), rs in sorted(by.items()):
+        vals = {r.counters["result_sum"] for r in rs}
+        if len(vals) > 1:
+            out.append(f"sf={sf} seed={seed}: results differ: " +
+                       ", ".join(f"{r.system}/{r.mem}={r.counters['result_sum']:.0f}" for r in rs))
+    return out
+
+
+METRICS = {"wall": "ms_per_200k", "cpu": "cpu_ms_per_200k"}
+
+
+def summarize(rows: list, metric: str = "wall") -> dict:
+    """(system, mem, sf) -> medians over seeds of the interesting counters."""
+    groups = {}
+    for r in rows:
+        if r.error:
+            continue
+        groups.setdefault((r.system, r.mem, r.sf), []).append(r)
+    out = {}
+    for key, rs in groups.items():
+        med = {}
+        for k in ("ms_per_200k", "txn_ms", "txn_cpu_ms", "load_ms", "us_per_txn", "peak_rss_MB",
+                  "file_alloc_MB", "file_MB", "raw_MB", "rss_ratio", "file_ratio", "txns",
+                  "heap_MB", "heap_ratio"):
+            vals = [r.counters[k] for r in rs if k in r.counters]
+            if vals:
+                med[k] = statistics.median(vals)
+        vals = [r.counters["txn_cpu_ms"] / r.counters["txns"] * 200000 for r in rs
+                if "txn_cpu_ms" in r.counters and r.counters.get("txns")]
+        if vals:
+            med["cpu_ms_per_200k"] = statistics.median(vals)
+        med["time"] = med.get(METRICS[metric], med.get("ms_per_200k"))
+        med["seeds"] = len(rs)
+        out[key] = med
+    return out
+
+
+def _systems(summary: dict) -> list:
+    order = {("BASELINE", "none"): 0, ("HANDC", "persistent"): 1, ("HANDC", "transient"): 2}
+    for i, s in enumerate(P2_SYSTEMS):
+        order[(s, "persistent")] = 10 + 2 * i
+        order[(s, "transient")] = 11 + 2 * i
+    order.update({("SQLITE", "persistent"): 90, ("SQLITE", "transient"): 91, ("LMDB", "persistent"): 92})
+    keys = {(s, m) for s, m, _ in summary}
+    return sorted(keys, key=lambda k: (order.get(k, 50), k))
+
+
+def _sfs(summary: dict) -> list:
+    return sorted({sf for _, _, sf in summary})
+
+
+def _fmt_ms(x: Optional[float]) -> str:
+    if x is None:
+        return "—"
+    if x >= 100:
+        return f"{x:,.0f}"
+    if x >= 10:
+        return f"{x:.1f}"
+    return f"{x:.2f}"
+
+
+def _ratio(a, b) -> Optional[float]:
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def _t(summary, system, mem, sf) -> Optional[float]:
+    v = summary.get((system, mem, sf))
+    return v.get("time") if v else None
+
+
+def render_table(summary: dict, context: Optional[dict] = None, metric: str = "wall") -> str:
+    """Markdown: per durability setting, time per 200,000 transactions (median over seeds)
+    and speedup against SQLite at the same setting, per scale factor; then the targets."""
+    context = context or {}
+    sfs = _sfs(summary)
+    systems = _systems(summary)
+    lines = []
+    what = "wall-clock" if metric == "wall" else "thread CPU"
+    lines.append(f"Time per 200,000 transactions in ms ({what}, median over seeds; load excluded) "
+                 "and speedup against SQLite at the same durability setting (×).")
+    lines.append("")
+    for mem in ("persistent", "transient"):
+        rows = [(s, m) for s, m in systems if m in (mem, "none") and
+                not (s == "HANDC" and m != mem)]
+        if not any(m == mem for _, m in rows):
+            continue
+        sq = "SQLITE"
+        lines.append(f"**{mem}** (reference: SQLite {'file, journal_mode=OFF, synchronous=OFF' if mem == 'persistent' else ':memory:'})")
+        lines.append("")
+        lines.append("| system | " + " | ".join(f"SF {sf}" for sf in sfs) + " |")
+        lines.append("|---|" + "---:|" * len(sfs))
+        for s, m in rows:
+            cells = []
+            for sf in sfs:
+                t = _t(summary, s, m, sf)
+                ref = _t(summary, sq, mem, sf)
+                if t is None:
+                    cells.append("—")
+                elif ref is not None and s != sq:
+                    cells.append(f"{_fmt_ms(t)} ({ref / t:.1f}×)")
+                else:
+                    cells.append(_fmt_ms(t))
+            label = f"{s}" + ("" if m in (mem, "none") else f" ({m})")
+            if m == "none":
+                label += " (no data)"
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        lines.append("")
+    # load times
+    lines.append("Load time in ms (median; a fresh database of SF branches, 10·SF tellers, A·SF accounts):")
+    lines.append("")
+    lines.append("| system | " + " | ".join(f"SF {sf}" for sf in sfs) + " |")
+    lines.append("|---|" + "---:|" * len(sfs))
+    for s, m in systems:
+        if s == "BASELINE":
+            continue
+        cells = [_fmt_ms(summary.get((s, m, sf), {}).get("load_ms")) for sf in sfs]
+        lines.append(f"| {s} {m} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append(render_memory(summary))
+    lines.append(render_targets(summary))
+    return "\n".join(lines)
+
+
+def render_memory(summary: dict) -> str:
+    sfs = _sfs(summary)
+    if not sfs:
+        return ""
+    top = sfs[-1]
+    out = [f"Memory at SF {top} (median): raw = 100 bytes per branch/teller/account record + 50 "
+           "per history record; peak RSS = growth of the process's peak resident set during load "
+           "and run; heap = bytes malloc handed out and not got back after the run; file = "
+           "allocated blocks of the database files.", ""]
+    out.append("| system | raw MB | peak RSS MB (× raw) | heap MB (× raw) | file MB (× raw) |")
+    out.append("|---|---:|---:|---:|---:|")
+    for s, mem in _systems(summary):
+        v = summary.get((s, mem, top))
+        if not v or s == "BASELINE":
+            continue
+        raw = v.get("raw_MB", 0.0)
+
+        def cell(mb, ratio):
+            return f"{v.get(mb, 0.0):,.1f} ({v.get(ratio, 0.0):.2f}×)"
+        fcell = cell("file_alloc_MB", "file_ratio") if mem == "persistent" else "—"
+        out.append(f"| {s} {mem} | {raw:,.1f} | {cell('peak_rss_MB', 'rss_ratio')} | "
+                   f"{cell('heap_MB', 'heap_ratio')} | {fcell} |")
+    out.append("")
+    return "\n".join(out)
+
+
+def render_targets(summary: dict) -> str:
+    sfs = _sfs(summary)
+    if not sfs:
+        return ""
+    top = sfs[-1]
+    out = [f"Targets of issue 3 (ratios of medians; largest scale factor run: SF {top}):", ""]
+    out.append("| target | measured | met |")
+    out.append("|---|---|:-:|")
+
+    def row(name, val, ok, fmt="{:.2f}×"):
+        if val is None:
+            out.append(f"| {name} | — | — |")
+        else:
+            out.append(f"| {name} | {fmt.format(val)} | {'yes' if ok(val) else 'no'} |")
+
+    for sf in sfs:
+        r = _ratio(_t(summary, "IARRAY", "transient", sf), _t(summary, "HANDC", "transient", sf))
+        row(f"IARRAY / hand-coded C, transient, SF {sf} (≤ 1.15×)", r, lambda v: v <= 1.15)
+    for mem in MEMS:
+        for s in P2_SYSTEMS:
+            r = _ratio(_t(summary, "SQLITE", mem, top), _t(summary, s, mem, top))
+            row(f"{s} {mem} speedup over SQLite {mem}, SF {top} (≥ 10×)", r, lambda v: v >= 10)
+    for mem in MEMS:
+        r = _ratio(_t(summary, "HASH0", mem, top), _t(summary, "HASH1", mem, top))
+        row(f"HASH0 / HASH1 {mem}, SF {top} (> 1: HASH1 faster)", r, lambda v: v > 1)
+    for s in P2_SYSTEMS:
+        r = _ratio(_t(summary, s, "persistent", top), _t(summary, s, "transient", top))
+        row(f"{s} persistent / transient, SF {top} (≤ 1.15×)", r, lambda v: v <= 1.15)
+    for s, mem in _systems(summary):
+        v = summary.get((s, mem, top))
+        if not v or s == "BASELINE":
+            continue
+        ratio = max(v.get("rss_ratio", 0.0), v.get("file_ratio", 0.0), v.get("heap_ratio", 0.0))
+        row(f"{s} {mem}: memory / raw record bytes, SF {top} (≤ 1.5×)", ratio, lambda x: x <= 1.5)
+    out.append("")
+    return "\n".join(out)
+
+
+PLOT_STYLE = {"BASELINE": ("k", ":"), "HANDC": ("0.4", "--"), "SQLITE": ("tab:red", "-"),
+              "LMDB": ("tab:brown", "-"), "AVL": ("tab:blue", "-"), "QSORT": ("tab:orange", "-"),
+              "HASH0": ("tab:green", "-"), "HASH1": ("tab:olive", "-"), "IARRAY": ("tab:purple", "-")}
+MARKERS = {"persistent": "o", "transient": "s", "none": "x"}
+
+
+def render_plots(summary: dict, out_dir: str, context: Optional[dict] = None,
+                 metric: str = "wall") -> list:
+    """fig1 (persistent) and fig2 (transient): time per 200,000 transactions and speedup
+    against SQLite vs SF; fig3: P2 persistent vs transient. Returns the PNG paths."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    context = context or {}
+    sfs = _sfs(summary)
+    systems = _systems(summary)
+    sub = f"A = {context.get('tpcb_accounts', '?')} accounts/branch, " \
+          f"{context.get('tpcb_txns', '?')} transactions/run, median of {context.get('tpcb_seeds', '?')}"
+    ylabel = "ms per 200,000 transactions" + (" (thread CPU)" if metric == "cpu" else "")
+    paths = []
+    for fig_no, mem in ((1, "persistent"), (2, "transient")):
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8))
+        for s, m in systems:
+            if m not in (mem, "none") or (s == "HANDC" and m != mem):
+                continue
+            xs = [sf for sf in sfs if _t(summary, s, m, sf) is not None]
+            if not xs:
+                continue
+            color, ls = PLOT_STYLE.get(s, (None, "-"))
+            ys = [_t(summary, s, m, sf) for sf in xs]
+            ax1.plot(xs, ys, color=color, linestyle=ls, marker=MARKERS.get(m, "o"), label=s)
+            if s not in ("SQLITE", "BASELINE"):
+                sp = [(sf, _ratio(_t(summary, "SQLITE", mem, sf), _t(summary, s, m, sf))) for sf in xs]
+                sp = [(x, y) for x, y in sp if y is not None]
+                if sp:
+                    ax2.plot([x for x, _ in sp], [y for _, y in sp], color=color, linestyle=ls,
+                             marker=MARKERS.get(m, "o"), label=s)
+        ax1.set_yscale("log")
+        ax1.set_xticks(sfs)
+        ax2.set_xticks(sfs)
+        ax1.set_xlabel("scale factor (relation size)")
+        ax1.set_ylabel(ylabel)
+        ax1.set_title(f"Total time, {mem} databases")
+        ax1.grid(True, which="both", alpha=0.3)
+        ax1.legend(fontsize=8)
+        ax2.set_yscale("log")
+        ax2.set_xlabel("scale factor (relation size)")
+        ax2.set_ylabel(f"speedup over SQLite ({'file' if mem == 'persistent' else ':memory:'})")
+        ax2.set_title(f"Speedup relative to SQLite, {mem}")
+        ax2.grid(True, which="both", alpha=0.3)
+        ax2.legend(fontsize=8)
+        fig.suptitle(f"Figure {fig_no}: TPC-B, {mem} ({sub})", fontsize=10)
+        fig.tight_layout()
+        p = os.path.join(out_dir, f"fig{fig_no}_{mem}.png")
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        paths.append(p)
+    # figure 3: persistent vs transient, P2 structures
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8))
+    for s in P2_SYSTEMS + ("HANDC", "SQLITE"):
+        xs = [sf for sf in sfs if _t(summary, s, "persistent", sf) is not None
+              and _t(summary, s, "transient", sf) is not None]
+        if not xs:
+            continue
+        color, ls = PLOT_STYLE.get(s, (None, "-"))
+        ax1.plot(xs, [_t(summary, s, "persistent", sf) for sf in xs], color=color, linestyle=ls,
+                 marker="o", label=f"{s} persistent")
+        ax1.plot(xs, [_t(summary, s, "transient", sf) for sf in xs], color=color, linestyle=":",
+                 marker="s", label=f"{s} transient")
+        ax2.plot(xs, [_t(summary, s, "persistent", sf) / _t(summary, s, "transient", sf) for sf in xs],
+                 color=color, linestyle=ls, marker="o", label=s)
+    ax1.set_yscale("log")
+    ax1.set_xticks(sfs)
+    ax2.set_xticks(sfs)
+    ax1.set_xlabel("scale factor (relation size)")
+    ax1.set_ylabel(ylabel)
+    ax1.set_title("Total time, persistent and transient")
+    ax1.grid(True, which="both", alpha=0.3)
+    ax1.legend(fontsize=7, ncol=2)
+    ax2.axhline(1.0, color="k", linewidth=0.8)
+    ax2.axhline(1.15, color="k", linewidth=0.8, linestyle="--")
+    ax2.set_xlabel("scale factor (relation size)")
+    ax2.set_ylabel("time persistent / time transient")
+    ax2.set_title("Persistent relative to transient")
+    ax2.grid(True, alpha=0.3)
+    ax2.legend(fontsize=8)
+    fig.suptitle(f"Figure 3: TPC-B, persistent vs transient ({sub})", fontsize=10)
+    fig.tight_layout()
+    p = os.path.join(out_dir, "fig3_persistent_vs_transient.png")
+    fig.savefig(p, dpi=110)
+    plt.close(fig)
+    paths.append(p)
+    return paths
+
+
+def report(json_path: str, out_dir: str, *, plots: bool = True, metric: str = "wall",
+           command: Optional[str] = None) -> tuple[str, list, list]:
+    """Read the JSON, write out_dir/tpcb.md (and the PNGs). Returns (markdown, pngs,
+    problems) where problems are failed runs and inconsistent results."""
+    context, rows = load_rows(json_path)
+    problems = failures(rows) + consistency(rows)
+    summary = summarize(rows, metric)
+    md = []
+    md.append("# TPC-B: generated data managers vs hand-coded C, SQLite and LMDB")
+    md.append("")
+    if command:
+        md.append(f"Command: `{command}`")
+        md.append("")
+    md.append(f"Configuration: SF {context.get('tpcb_sf', '?')}, {context.get('tpcb_accounts', '?')} "
+              f"accounts per branch, {context.get('tpcb_txns', '?')} transactions per run, seeds "
+              f"{context.get('tpcb_seeds', '?')}; host {context.get('host_name', '?')}, "
+              f"{context.get('num_cpus', '?')} CPUs at {context.get('mhz_per_cpu', '?')} MHz.")
+    md.append("")
+    md.append(render_table(summary, context, metric))
+    if problems:
+        md.append("**Problems:**")
+        md.append("")
+        md.extend(f"- {p}" for p in problems)
+        md.append("")
+    pngs = []
+    os.makedirs(out_dir, exist_ok=True)
+    if plots:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise BuildError("plots need matplotlib: pip install 'p2gen[bench]' (or pass --no-plots)")
+        pngs = render_plots(summary, out_dir, context, metric)
+        md.append("")
+        md.extend(f"![{Path(p).stem}]({Path(p).name})" for p in pngs)
+        md.append("")
+    text = "\n".join(md)
+    with open(os.path.join(out_dir, "tpcb.md"), "w", encoding="utf-8") as f:
+        f.write(text)
+    return text, pngs, problems
+
+
+# ---------------------------------------------------------------------------------------
+# the command (cli.py holds only the click declaration)
+
+def _ints(text: Optional[str], what: str) -> Optional[tuple]:
+    if text is None:
+        return None
+    out = []
+    for part in re.split(r"[,\s]+", text.strip()):
+        if not part:
+            continue
+        m = re.fullmatch(r"(\d+)(?:-|\.\.)(\d+)", part)
+        if m:
+            out.extend(range(int(m.group(1)), int(m.group(2)) + 1))
+        elif part.isdigit():
+            out.append(int(part))
+        else:
+            raise BuildError(f"{what}: not a list of integers or ranges (a-b): {text!r}")
+    if not out:
+        raise BuildError(f"{what}: empty list")
+    return tuple(out)
+
+
+def command(*, sf, accounts, txns, seeds, reference, out, build_dir, filter, db_dir,
+            commit_every, iterations, lto, cc, cxx, jobs, render, plots, metric, variants,
+            say=print) -> int:
+    """`p2gen bench tpcb`: build, run, report. Returns the exit status."""
+    out = out or "bench/results"
+    json_path = os.path.join(out, "tpcb.json")
+    cmdline = "p2gen " + shlex.join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("p2gen") else None
+    if render:
+        text, pngs, problems = report(render, out, plots=plots, metric=metric, command=cmdline)
+        say(text)
+        for p in problems:
+            say(f"PROBLEM: {p}")
+        return 1 if problems else 0
+    base = REFERENCE if reference else DEFAULT
+    opts = Options(sfs=_ints(sf, "--sf") or base["sfs"], accounts=accounts or base["accounts"],
+                   txns=txns or base["txns"], seeds=_ints(seeds, "--seeds") or base["seeds"],
+                   filter=filter, dir=db_dir, commit_every=commit_every, iterations=iterations)
+    vs = default_variants() + [extra_variant(v) for v in variants or ()]
+    exe = build(build_dir or os.path.join("bench", "build"), cc=cc, cxx=cxx, lto=lto, jobs=jobs,
+                variants=vs, say=say)
+    rc = run(str(exe), opts, json_path, say=say)
+    if not os.path.exists(json_path):
+        say(f"no results written ({exe} exited with {rc})")
+        return 1
+    text, pngs, problems = report(json_path, out, plots=plots, metric=metric, command=cmdline)
+    say("")
+    say(text)
+    say(f"wrote {json_path}, {os.path.join(out, 'tpcb.md')}" + "".join(f", {p}" for p in pngs))
+    for p in problems:
+        say(f"PROBLEM: {p}")
+    return 1 if (rc != 0 or problems) else 0

@@ -504,7 +504,7 @@ class Container:
         self._rtype = f"{spec.prefix}_{meta['record']} *"
         cp = meta["c"]["prefix"]
         self._c = {op: getattr(lib, f"{cp}_{op}")
-                   for op in ("insert", "get", "update", "delete", "count")}
+                   for op in ("insert", "get", "update", "delete", "count", "reserve")}
         self._find = {k: getattr(lib, f"{cp}_find_{k}") for k in self.keys}
         if meta["delflag"]:
             self._c["purge"] = getattr(lib, f"{cp}_purge")
@@ -673,6 +673,14 @@ class Container:
 
     def __len__(self) -> int:
         return int(self._c["count"](self._db._handle()))
+
+    def reserve(self, n: int) -> None:
+        """Make room for n elements in all, so that loading them does not regrow."""
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise TypeError(f"reserve: n must be a non-negative int, got {n!r}")
+        rc = self._c["reserve"](self._db._handle(), min(n, (1 << 64) - 1))
+        if rc != P2_OK:
+            raise self._fail(rc)
 
     def __iter__(self) -> "Cursor":
         self._db._handle()

@@ -80,6 +80,7 @@ def cdef(checked: CheckedSpec) -> str:
                 f"const {R} *{cp}_at({p}_db *db, {p}_ref ref);",
                 f"int {cp}_update({p}_db *db, {p}_ref *ref, const {R} *rec);",
                 f"int {cp}_delete({p}_db *db, {p}_ref ref);",
+                f"int {cp}_reserve({p}_db *db, uint64_t n);",
                 f"uint64_t {cp}_count({p}_db *db);"]
         for f in info.record.fields:
             out.append(f"int {cp}_set_{f.name}({p}_db *db, {p}_ref ref, {_arg(f.type, 'value')});")

@@ -469,6 +469,9 @@ class OpGen:
             v = self.draw(key, allow_long=True)
             return [Op(f"find {c} {key} {self.tok(key, v)}", "find", {"field": key, "value": v})]
         if kind == "count":
+            if rng.random() < 0.25:  # a size hint now and then: must change nothing
+                return [Op(f"reserve {c} {rng.choice([0, 5, 64, 700, 3000])}", "reserve"),
+                        Op(f"count {c}", "count")]
             return [Op(f"count {c}", "count")]
         if kind in ("cursor", "cdelete", "cupdate", "cupdall"):
             name, hname, values, toks = self.cursor_with_params()
@@ -613,6 +616,8 @@ class Checker:
             return self.expect_code(line, cm.insert(cm.make(a["values"])))
         if k == "count":
             return self.expect(ans.next(), f"count {len(cm.recs)}")
+        if k == "reserve":
+            return self.expect(ans.next(), "ok")
         if k == "closed_count":
             return self.expect(ans.next(), "count 0")
         if k == "closed":

@@ -562,3 +562,28 @@ def test_reopen_in_fresh_process(bank, bank_build, tmp_path):
     with bank.open(tmp_path) as d:
         assert d.accounts.find(999_999).name == "child"
         assert len(d.accounts) == 40
+
+
+def test_reserve_presizes_without_changing_contents(tmp_path_factory):
+    """reserve is a hint: contents and behaviour are the same with and without it."""
+    gen, _ = _build(tmp_path_factory, "pyrsv", """
+        record r { id: u32; g: i32; }
+        container h of r = top2ds_qualify[hash(key = g, buckets = 2)[avl(key = id)[array(capacity = 1)[transient]]]];
+        container i of r = top2ds_qualify[iarray(key = id, capacity = 1)[persistent(file = "r.db")]];
+        """)
+    mod = _import(gen, "pyrsv")
+    d = str(tmp_path_factory.mktemp("rsvdb"))
+    with mod.open(d) as db:
+        db.h.reserve(1000)
+        db.i.reserve(1000)
+        db.h.reserve(10)  # smaller than what is there: no-op
+        for k in range(1000):
+            db.h.insert(id=k, g=k % 7)
+            db.i.insert(id=k, g=k % 7)
+        assert len(db.h) == len(db.i) == 1000
+        assert sorted(r.id for r in db.h if r.g == 3) == [k for k in range(1000) if k % 7 == 3]
+        assert db.i.find(999).g == 999 % 7
+        with pytest.raises(TypeError):
+            db.h.reserve(-1)
+    with mod.open(d) as db:
+        assert len(db.i) == 1000

@@ -60,6 +60,13 @@ struct Engine {
 
     bool load(const tpcb::Run &r, std::string &e) {
         int rc;
+        // Size every container for what is coming (a hint every generated container takes):
+        // no regrowth while loading, no space left behind by doubling.
+        if ((rc = P2(branches_reserve)(db, r.sf)) != P2_OK ||
+            (rc = P2(tellers_reserve)(db, r.tellers())) != P2_OK ||
+            (rc = P2(accounts_reserve)(db, r.naccounts())) != P2_OK ||
+            (rc = P2(histories_reserve)(db, r.txns)) != P2_OK)
+            return bad(rc, "reserve", e);
         P2(branch) b;
         std::memset(&b, 0, sizeof b);
         for (uint32_t i = 0; i < r.sf; i++) {

@@ -329,6 +329,19 @@ static inline int inventory_parts__iarray_grow(inventory_db *db, uint64_t slot)
     return P2_OK;
 }
 
+/* Make room for keys 0..n-1 (n elements with dense keys) without regrowing. */
+static inline int inventory_parts__iarray_reserve(inventory_db *db, uint64_t n)
+{
+    inventory_parts_root *r = inventory_parts__persistent_root(db);
+    uint64_t ncap = n > inventory_parts__iarray_SLOTS ? inventory_parts__iarray_SLOTS : n;
+    int rc;
+    if (ncap <= r->iarray_cap) return P2_OK;
+    rc = inventory_parts__persistent_realloc(db, &r->iarray_slots, (uint64_t)r->iarray_cap * sizeof(inventory_parts_elem), ncap * sizeof(inventory_parts_elem));
+    if (rc != P2_OK) return rc;
+    r->iarray_cap = (uint32_t)ncap;
+    return P2_OK;
+}
+
 static inline int inventory_parts__iarray_insert(inventory_db *db, const inventory_part *rec, uint64_t *out)
 {
     uint64_t slot;
@@ -644,6 +657,8 @@ static inline void inventory_parts__avl_destroy(inventory_db *db)
     inventory_parts__iarray_destroy(db);
 }
 
+static inline int inventory_parts__avl_reserve(inventory_db *db, uint64_t n) { return inventory_parts__iarray_reserve(db, n); }
+
 static inline int inventory_parts__avl_insert(inventory_db *db, const inventory_part *rec, uint64_t *out)
 {
     int rc = inventory_parts__iarray_insert(db, rec, out);
@@ -818,15 +833,15 @@ static inline void inventory_parts__hash_unlink(inventory_db *db, uint64_t ref)
     inventory_parts__persistent_root(db)->hash_count--;
 }
 
-/* Double the buckets and relink every chain (when elements outnumber buckets). */
-static inline int inventory_parts__hash_grow(inventory_db *db)
+/* Move every chain into a new bucket array of n buckets (a power of two). */
+static inline int inventory_parts__hash_resize(inventory_db *db, uint64_t nn)
 {
     inventory_parts_root *r = inventory_parts__persistent_root(db);
     uint64_t old = r->hash_buckets, n = r->hash_nbuckets, fresh = 0;
-    int rc = inventory_parts__hash_alloc_buckets(db, n * 2, &fresh);
+    int rc = inventory_parts__hash_alloc_buckets(db, nn, &fresh);
     if (rc != P2_OK) return rc;
     r->hash_buckets = fresh;
-    r->hash_nbuckets = n * 2;
+    r->hash_nbuckets = nn;
     for (uint64_t i = 0; i < n; i++) {
         uint64_t ref = ((uint64_t *)inventory_parts__persistent_ptr(db, old))[i];
         while (ref != P2_NIL) {
@@ -842,13 +857,24 @@ static inline int inventory_parts__hash_grow(inventory_db *db)
     return P2_OK;
 }
 
+/* Make room for n elements: at least n buckets (so chains stay short without regrowing),
+   and room in the layers below. */
+static inline int inventory_parts__hash_reserve(inventory_db *db, uint64_t n)
+{
+    uint64_t nn = inventory_parts__persistent_root(db)->hash_nbuckets;
+    int rc;
+    while (nn < n && nn < ((uint64_t)1 << 40)) nn <<= 1;
+    if (nn > inventory_parts__persistent_root(db)->hash_nbuckets && (rc = inventory_parts__hash_resize(db, nn)) != P2_OK) return rc;
+    return inventory_parts__avl_reserve(db, n);
+}
+
 static inline int inventory_parts__hash_insert(inventory_db *db, const inventory_part *rec, uint64_t *out)
 {
     int rc = inventory_parts__avl_insert(db, rec, out);
     if (rc != P2_OK) return rc;
     inventory_parts__hash_link(db, *out);
     if (inventory_parts__persistent_root(db)->hash_count > inventory_parts__persistent_root(db)->hash_nbuckets && inventory_parts__persistent_root(db)->hash_nbuckets < ((uint64_t)1 << 40))
-        (void)inventory_parts__hash_grow(db);  /* out of memory here only leaves chains longer */
+        (void)inventory_parts__hash_resize(db, inventory_parts__persistent_root(db)->hash_nbuckets * 2);  /* out of memory here only leaves chains longer */
     return P2_OK;
 }
 
@@ -901,6 +927,7 @@ static inline void inventory_parts__top2ds_qualify_destroy(inventory_db *db) { i
 static inline inventory_parts_elem *inventory_parts__top2ds_qualify_elem(inventory_db *db, uint64_t ref) { return inventory_parts__iarray_elem(db, ref); }
 static inline int inventory_parts__top2ds_qualify_valid(inventory_db *db, uint64_t ref) { return inventory_parts__iarray_valid(db, ref); }
 static inline uint64_t inventory_parts__top2ds_qualify_count(inventory_db *db) { return inventory_parts__iarray_count(db); }
+static inline int inventory_parts__top2ds_qualify_reserve(inventory_db *db, uint64_t n) { return inventory_parts__hash_reserve(db, n); }
 static inline int inventory_parts__top2ds_qualify_insert(inventory_db *db, const inventory_part *rec, uint64_t *out) { return inventory_parts__hash_insert(db, rec, out); }
 static inline void inventory_parts__top2ds_qualify_remove(inventory_db *db, uint64_t ref) { inventory_parts__hash_remove(db, ref); }
 static inline int inventory_parts__top2ds_qualify_update(inventory_db *db, uint64_t *ref, const inventory_part *rec) { return inventory_parts__hash_update(db, ref, rec); }
@@ -1356,6 +1383,12 @@ int inventory_parts_delete(inventory_db *db, inventory_ref ref)
     return P2_OK;
 }
 
+int inventory_parts_reserve(inventory_db *db, uint64_t n)
+{
+    if (!db || !db->open) return P2_ECLOSED;
+    return inventory_parts__top2ds_qualify_reserve(db, n);
+}
+
 uint64_t inventory_parts_count(inventory_db *db)
 {
     if (!db || !db->open) return 0;
@@ -1712,6 +1745,13 @@ static inline void inventory_suppliers__malloc_destroy(inventory_db *db)
 }
 
 /* Allocate the element and append it to the list. */
+/* One allocation per element: nothing to size in advance. */
+static inline int inventory_suppliers__malloc_reserve(inventory_db *db, uint64_t n)
+{
+    (void)db; (void)n;
+    return P2_OK;
+}
+
 static inline int inventory_suppliers__malloc_insert(inventory_db *db, const inventory_supplier *rec, uint64_t *out)
 {
     inventory_suppliers_root *r = inventory_suppliers__persistent_root(db);
@@ -1854,6 +1894,8 @@ static inline void inventory_suppliers__odlist_destroy(inventory_db *db)
 {
     inventory_suppliers__malloc_destroy(db);
 }
+
+static inline int inventory_suppliers__odlist_reserve(inventory_db *db, uint64_t n) { return inventory_suppliers__malloc_reserve(db, n); }
 
 static inline int inventory_suppliers__odlist_insert(inventory_db *db, const inventory_supplier *rec, uint64_t *out)
 {
@@ -2000,15 +2042,15 @@ static inline void inventory_suppliers__hash_unlink(inventory_db *db, uint64_t r
     inventory_suppliers__persistent_root(db)->hash_count--;
 }
 
-/* Double the buckets and relink every chain (when elements outnumber buckets). */
-static inline int inventory_suppliers__hash_grow(inventory_db *db)
+/* Move every chain into a new bucket array of n buckets (a power of two). */
+static inline int inventory_suppliers__hash_resize(inventory_db *db, uint64_t nn)
 {
     inventory_suppliers_root *r = inventory_suppliers__persistent_root(db);
     uint64_t old = r->hash_buckets, n = r->hash_nbuckets, fresh = 0;
-    int rc = inventory_suppliers__hash_alloc_buckets(db, n * 2, &fresh);
+    int rc = inventory_suppliers__hash_alloc_buckets(db, nn, &fresh);
     if (rc != P2_OK) return rc;
     r->hash_buckets = fresh;
-    r->hash_nbuckets = n * 2;
+    r->hash_nbuckets = nn;
     for (uint64_t i = 0; i < n; i++) {
         uint64_t ref = ((uint64_t *)inventory_suppliers__persistent_ptr(db, old))[i];
         while (ref != P2_NIL) {
@@ -2024,13 +2066,24 @@ static inline int inventory_suppliers__hash_grow(inventory_db *db)
     return P2_OK;
 }
 
+/* Make room for n elements: at least n buckets (so chains stay short without regrowing),
+   and room in the layers below. */
+static inline int inventory_suppliers__hash_reserve(inventory_db *db, uint64_t n)
+{
+    uint64_t nn = inventory_suppliers__persistent_root(db)->hash_nbuckets;
+    int rc;
+    while (nn < n && nn < ((uint64_t)1 << 40)) nn <<= 1;
+    if (nn > inventory_suppliers__persistent_root(db)->hash_nbuckets && (rc = inventory_suppliers__hash_resize(db, nn)) != P2_OK) return rc;
+    return inventory_suppliers__odlist_reserve(db, n);
+}
+
 static inline int inventory_suppliers__hash_insert(inventory_db *db, const inventory_supplier *rec, uint64_t *out)
 {
     int rc = inventory_suppliers__odlist_insert(db, rec, out);
     if (rc != P2_OK) return rc;
     inventory_suppliers__hash_link(db, *out);
     if (inventory_suppliers__persistent_root(db)->hash_count > inventory_suppliers__persistent_root(db)->hash_nbuckets && inventory_suppliers__persistent_root(db)->hash_nbuckets < ((uint64_t)1 << 40))
-        (void)inventory_suppliers__hash_grow(db);  /* out of memory here only leaves chains longer */
+        (void)inventory_suppliers__hash_resize(db, inventory_suppliers__persistent_root(db)->hash_nbuckets * 2);  /* out of memory here only leaves chains longer */
     return P2_OK;
 }
 
@@ -2083,6 +2136,7 @@ static inline void inventory_suppliers__top2ds_qualify_destroy(inventory_db *db)
 static inline inventory_suppliers_elem *inventory_suppliers__top2ds_qualify_elem(inventory_db *db, uint64_t ref) { return inventory_suppliers__malloc_elem(db, ref); }
 static inline int inventory_suppliers__top2ds_qualify_valid(inventory_db *db, uint64_t ref) { return inventory_suppliers__malloc_valid(db, ref); }
 static inline uint64_t inventory_suppliers__top2ds_qualify_count(inventory_db *db) { return inventory_suppliers__malloc_count(db); }
+static inline int inventory_suppliers__top2ds_qualify_reserve(inventory_db *db, uint64_t n) { return inventory_suppliers__hash_reserve(db, n); }
 static inline int inventory_suppliers__top2ds_qualify_insert(inventory_db *db, const inventory_supplier *rec, uint64_t *out) { return inventory_suppliers__hash_insert(db, rec, out); }
 static inline void inventory_suppliers__top2ds_qualify_remove(inventory_db *db, uint64_t ref) { inventory_suppliers__hash_remove(db, ref); }
 static inline int inventory_suppliers__top2ds_qualify_update(inventory_db *db, uint64_t *ref, const inventory_supplier *rec) { return inventory_suppliers__hash_update(db, ref, rec); }
@@ -2401,6 +2455,8 @@ static inline void inventory_suppliers__delflag_clear_dup(inventory_db *db, cons
     }
 }
 
+static inline int inventory_suppliers__delflag_reserve(inventory_db *db, uint64_t n) { return inventory_suppliers__top2ds_qualify_reserve(db, n); }
+
 static inline int inventory_suppliers__delflag_insert(inventory_db *db, const inventory_supplier *rec, uint64_t *out)
 {
     int rc;
@@ -2599,6 +2655,12 @@ int inventory_suppliers_delete(inventory_db *db, inventory_ref ref)
     if (!inventory_suppliers__delflag_valid(db, ref)) return inventory_suppliers__no_element(db, ref);
     inventory_suppliers__delflag_remove(db, ref);
     return P2_OK;
+}
+
+int inventory_suppliers_reserve(inventory_db *db, uint64_t n)
+{
+    if (!db || !db->open) return P2_ECLOSED;
+    return inventory_suppliers__delflag_reserve(db, n);
 }
 
 uint64_t inventory_suppliers_count(inventory_db *db)
@@ -2894,6 +2956,19 @@ static inline void inventory_shipments__array_destroy(inventory_db *db)
     r->array_slots = 0;
 }
 
+/* Make room for n elements in all, so that loading them does not regrow. */
+static inline int inventory_shipments__array_reserve(inventory_db *db, uint64_t n)
+{
+    inventory_shipments_root *r = inventory_shipments__transient_root(db);
+    uint32_t ncap = n > inventory_shipments__array_MAX_SLOTS ? inventory_shipments__array_MAX_SLOTS : (uint32_t)n;
+    int rc;
+    if (ncap <= r->array_cap) return P2_OK;
+    rc = inventory_shipments__transient_realloc(db, &r->array_slots, (uint64_t)r->array_cap * sizeof(inventory_shipments_elem), (uint64_t)ncap * sizeof(inventory_shipments_elem));
+    if (rc != P2_OK) return rc;
+    r->array_cap = ncap;
+    return P2_OK;
+}
+
 static inline int inventory_shipments__array_insert(inventory_db *db, const inventory_shipment *rec, uint64_t *out)
 {
     inventory_shipments_root *r = inventory_shipments__transient_root(db);
@@ -3024,6 +3099,8 @@ static inline void inventory_shipments__dlist_destroy(inventory_db *db)
 {
     inventory_shipments__array_destroy(db);
 }
+
+static inline int inventory_shipments__dlist_reserve(inventory_db *db, uint64_t n) { return inventory_shipments__array_reserve(db, n); }
 
 static inline int inventory_shipments__dlist_insert(inventory_db *db, const inventory_shipment *rec, uint64_t *out)
 {
@@ -3259,6 +3336,8 @@ static inline void inventory_shipments__avl_destroy(inventory_db *db)
     inventory_shipments__dlist_destroy(db);
 }
 
+static inline int inventory_shipments__avl_reserve(inventory_db *db, uint64_t n) { return inventory_shipments__dlist_reserve(db, n); }
+
 static inline int inventory_shipments__avl_insert(inventory_db *db, const inventory_shipment *rec, uint64_t *out)
 {
     int rc = inventory_shipments__dlist_insert(db, rec, out);
@@ -3376,6 +3455,7 @@ static inline void inventory_shipments__top2ds_qualify_destroy(inventory_db *db)
 static inline inventory_shipments_elem *inventory_shipments__top2ds_qualify_elem(inventory_db *db, uint64_t ref) { return inventory_shipments__array_elem(db, ref); }
 static inline int inventory_shipments__top2ds_qualify_valid(inventory_db *db, uint64_t ref) { return inventory_shipments__array_valid(db, ref); }
 static inline uint64_t inventory_shipments__top2ds_qualify_count(inventory_db *db) { return inventory_shipments__array_count(db); }
+static inline int inventory_shipments__top2ds_qualify_reserve(inventory_db *db, uint64_t n) { return inventory_shipments__avl_reserve(db, n); }
 static inline int inventory_shipments__top2ds_qualify_insert(inventory_db *db, const inventory_shipment *rec, uint64_t *out) { return inventory_shipments__avl_insert(db, rec, out); }
 static inline void inventory_shipments__top2ds_qualify_remove(inventory_db *db, uint64_t ref) { inventory_shipments__avl_remove(db, ref); }
 static inline int inventory_shipments__top2ds_qualify_update(inventory_db *db, uint64_t *ref, const inventory_shipment *rec) { return inventory_shipments__avl_update(db, ref, rec); }
@@ -3717,6 +3797,12 @@ int inventory_shipments_delete(inventory_db *db, inventory_ref ref)
     if (!inventory_shipments__top2ds_qualify_valid(db, ref)) return inventory_shipments__no_element(db, ref);
     inventory_shipments__top2ds_qualify_remove(db, ref);
     return P2_OK;
+}
+
+int inventory_shipments_reserve(inventory_db *db, uint64_t n)
+{
+    if (!db || !db->open) return P2_ECLOSED;
+    return inventory_shipments__top2ds_qualify_reserve(db, n);
 }
 
 uint64_t inventory_shipments_count(inventory_db *db)

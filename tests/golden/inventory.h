@@ -98,6 +98,10 @@ const inventory_part *inventory_parts_at(inventory_db *db, inventory_ref ref);
 int inventory_parts_update(inventory_db *db, inventory_ref *ref, const inventory_part *rec);
 /* Delete the element `ref`. Errors: P2_NOTFOUND. */
 int inventory_parts_delete(inventory_db *db, inventory_ref ref);
+/* Make room for n elements in all (slots, buckets) so that loading them does not regrow:
+ * saves time and the space doubling leaves behind. A hint: never needed for correctness.
+ * Errors: P2_ENOMEM. */
+int inventory_parts_reserve(inventory_db *db, uint64_t n);
 /* Number of elements. */
 uint64_t inventory_parts_count(inventory_db *db);
 /* Set field id of element `ref` (a key: goes through update). */
@@ -214,6 +218,10 @@ const inventory_supplier *inventory_suppliers_at(inventory_db *db, inventory_ref
 int inventory_suppliers_update(inventory_db *db, inventory_ref *ref, const inventory_supplier *rec);
 /* Delete the element `ref`. Errors: P2_NOTFOUND. */
 int inventory_suppliers_delete(inventory_db *db, inventory_ref ref);
+/* Make room for n elements in all (slots, buckets) so that loading them does not regrow:
+ * saves time and the space doubling leaves behind. A hint: never needed for correctness.
+ * Errors: P2_ENOMEM. */
+int inventory_suppliers_reserve(inventory_db *db, uint64_t n);
 /* Number of elements. */
 uint64_t inventory_suppliers_count(inventory_db *db);
 /* Set field id of element `ref` (a key: goes through update). */
@@ -308,6 +316,10 @@ const inventory_shipment *inventory_shipments_at(inventory_db *db, inventory_ref
 int inventory_shipments_update(inventory_db *db, inventory_ref *ref, const inventory_shipment *rec);
 /* Delete the element `ref`. Errors: P2_NOTFOUND. */
 int inventory_shipments_delete(inventory_db *db, inventory_ref ref);
+/* Make room for n elements in all (slots, buckets) so that loading them does not regrow:
+ * saves time and the space doubling leaves behind. A hint: never needed for correctness.
+ * Errors: P2_ENOMEM. */
+int inventory_shipments_reserve(inventory_db *db, uint64_t n);
 /* Number of elements. */
 uint64_t inventory_shipments_count(inventory_db *db);
 /* Set field part of element `ref`. */

@@ -294,6 +294,19 @@ static inline void paper_avl_accounts__array_destroy(paper_db *db)
     r->array_slots = 0;
 }
 
+/* Make room for n elements in all, so that loading them does not regrow. */
+static inline int paper_avl_accounts__array_reserve(paper_db *db, uint64_t n)
+{
+    paper_avl_accounts_root *r = paper_avl_accounts__persistent_root(db);
+    uint32_t ncap = n > paper_avl_accounts__array_MAX_SLOTS ? paper_avl_accounts__array_MAX_SLOTS : (uint32_t)n;
+    int rc;
+    if (ncap <= r->array_cap) return P2_OK;
+    rc = paper_avl_accounts__persistent_realloc(db, &r->array_slots, (uint64_t)r->array_cap * sizeof(paper_avl_accounts_elem), (uint64_t)ncap * sizeof(paper_avl_accounts_elem));
+    if (rc != P2_OK) return rc;
+    r->array_cap = ncap;
+    return P2_OK;
+}
+
 static inline int paper_avl_accounts__array_insert(paper_db *db, const paper_account *rec, uint64_t *out)
 {
     paper_avl_accounts_root *r = paper_avl_accounts__persistent_root(db);
@@ -550,6 +563,8 @@ static inline void paper_avl_accounts__avl_destroy(paper_db *db)
     paper_avl_accounts__array_destroy(db);
 }
 
+static inline int paper_avl_accounts__avl_reserve(paper_db *db, uint64_t n) { return paper_avl_accounts__array_reserve(db, n); }
+
 static inline int paper_avl_accounts__avl_insert(paper_db *db, const paper_account *rec, uint64_t *out)
 {
     int rc = paper_avl_accounts__array_insert(db, rec, out);
@@ -667,6 +682,7 @@ static inline void paper_avl_accounts__top2ds_qualify_destroy(paper_db *db) { pa
 static inline paper_avl_accounts_elem *paper_avl_accounts__top2ds_qualify_elem(paper_db *db, uint64_t ref) { return paper_avl_accounts__array_elem(db, ref); }
 static inline int paper_avl_accounts__top2ds_qualify_valid(paper_db *db, uint64_t ref) { return paper_avl_accounts__array_valid(db, ref); }
 static inline uint64_t paper_avl_accounts__top2ds_qualify_count(paper_db *db) { return paper_avl_accounts__array_count(db); }
+static inline int paper_avl_accounts__top2ds_qualify_reserve(paper_db *db, uint64_t n) { return paper_avl_accounts__avl_reserve(db, n); }
 static inline int paper_avl_accounts__top2ds_qualify_insert(paper_db *db, const paper_account *rec, uint64_t *out) { return paper_avl_accounts__avl_insert(db, rec, out); }
 static inline void paper_avl_accounts__top2ds_qualify_remove(paper_db *db, uint64_t ref) { paper_avl_accounts__avl_remove(db, ref); }
 static inline int paper_avl_accounts__top2ds_qualify_update(paper_db *db, uint64_t *ref, const paper_account *rec) { return paper_avl_accounts__avl_update(db, ref, rec); }
@@ -892,6 +908,12 @@ int paper_avl_accounts_delete(paper_db *db, paper_ref ref)
     if (!paper_avl_accounts__top2ds_qualify_valid(db, ref)) return paper_avl_accounts__no_element(db, ref);
     paper_avl_accounts__top2ds_qualify_remove(db, ref);
     return P2_OK;
+}
+
+int paper_avl_accounts_reserve(paper_db *db, uint64_t n)
+{
+    if (!db || !db->open) return P2_ECLOSED;
+    return paper_avl_accounts__top2ds_qualify_reserve(db, n);
 }
 
 uint64_t paper_avl_accounts_count(paper_db *db)
@@ -1128,6 +1150,19 @@ static inline uint64_t paper_qsort_accounts__qsort_bound(paper_db *db, uint32_t 
     return lo;
 }
 
+/* Make room for n elements in all, so that loading them does not regrow. */
+static inline int paper_qsort_accounts__qsort_reserve(paper_db *db, uint64_t n)
+{
+    paper_qsort_accounts_root *r = paper_qsort_accounts__transient_root(db);
+    uint32_t ncap = n > paper_qsort_accounts__qsort_MAX_SLOTS ? paper_qsort_accounts__qsort_MAX_SLOTS : (uint32_t)n;
+    int rc;
+    if (ncap <= r->qsort_cap) return P2_OK;
+    rc = paper_qsort_accounts__transient_realloc(db, &r->qsort_slots, (uint64_t)r->qsort_cap * sizeof(paper_qsort_accounts_elem), (uint64_t)ncap * sizeof(paper_qsort_accounts_elem));
+    if (rc != P2_OK) return rc;
+    r->qsort_cap = ncap;
+    return P2_OK;
+}
+
 static inline int paper_qsort_accounts__qsort_insert(paper_db *db, const paper_account *rec, uint64_t *out)
 {
     paper_account nrec = *rec;  /* rec may point into the block, which moves and shifts */
@@ -1250,6 +1285,7 @@ static inline void paper_qsort_accounts__top2ds_qualify_destroy(paper_db *db) { 
 static inline paper_qsort_accounts_elem *paper_qsort_accounts__top2ds_qualify_elem(paper_db *db, uint64_t ref) { return paper_qsort_accounts__qsort_elem(db, ref); }
 static inline int paper_qsort_accounts__top2ds_qualify_valid(paper_db *db, uint64_t ref) { return paper_qsort_accounts__qsort_valid(db, ref); }
 static inline uint64_t paper_qsort_accounts__top2ds_qualify_count(paper_db *db) { return paper_qsort_accounts__qsort_count(db); }
+static inline int paper_qsort_accounts__top2ds_qualify_reserve(paper_db *db, uint64_t n) { return paper_qsort_accounts__qsort_reserve(db, n); }
 static inline int paper_qsort_accounts__top2ds_qualify_insert(paper_db *db, const paper_account *rec, uint64_t *out) { return paper_qsort_accounts__qsort_insert(db, rec, out); }
 static inline void paper_qsort_accounts__top2ds_qualify_remove(paper_db *db, uint64_t ref) { paper_qsort_accounts__qsort_remove(db, ref); }
 static inline int paper_qsort_accounts__top2ds_qualify_update(paper_db *db, uint64_t *ref, const paper_account *rec) { return paper_qsort_accounts__qsort_update(db, ref, rec); }
@@ -1417,6 +1453,12 @@ int paper_qsort_accounts_delete(paper_db *db, paper_ref ref)
     if (!paper_qsort_accounts__top2ds_qualify_valid(db, ref)) return paper_qsort_accounts__no_element(db, ref);
     paper_qsort_accounts__top2ds_qualify_remove(db, ref);
     return P2_OK;
+}
+
+int paper_qsort_accounts_reserve(paper_db *db, uint64_t n)
+{
+    if (!db || !db->open) return P2_ECLOSED;
+    return paper_qsort_accounts__top2ds_qualify_reserve(db, n);
 }
 
 uint64_t paper_qsort_accounts_count(paper_db *db)
@@ -1595,6 +1637,19 @@ static inline void paper_hash_accounts__array_destroy(paper_db *db)
     r->array_slots = 0;
 }
 
+/* Make room for n elements in all, so that loading them does not regrow. */
+static inline int paper_hash_accounts__array_reserve(paper_db *db, uint64_t n)
+{
+    paper_hash_accounts_root *r = paper_hash_accounts__persistent_root(db);
+    uint32_t ncap = n > paper_hash_accounts__array_MAX_SLOTS ? paper_hash_accounts__array_MAX_SLOTS : (uint32_t)n;
+    int rc;
+    if (ncap <= r->array_cap) return P2_OK;
+    rc = paper_hash_accounts__persistent_realloc(db, &r->array_slots, (uint64_t)r->array_cap * sizeof(paper_hash_accounts_elem), (uint64_t)ncap * sizeof(paper_hash_accounts_elem));
+    if (rc != P2_OK) return rc;
+    r->array_cap = ncap;
+    return P2_OK;
+}
+
 static inline int paper_hash_accounts__array_insert(paper_db *db, const paper_account *rec, uint64_t *out)
 {
     paper_hash_accounts_root *r = paper_hash_accounts__persistent_root(db);
@@ -1742,15 +1797,15 @@ static inline void paper_hash_accounts__hash_unlink(paper_db *db, uint64_t ref)
     paper_hash_accounts__persistent_root(db)->hash_count--;
 }
 
-/* Double the buckets and relink every chain (when elements outnumber buckets). */
-static inline int paper_hash_accounts__hash_grow(paper_db *db)
+/* Move every chain into a new bucket array of n buckets (a power of two). */
+static inline int paper_hash_accounts__hash_resize(paper_db *db, uint64_t nn)
 {
     paper_hash_accounts_root *r = paper_hash_accounts__persistent_root(db);
     uint64_t old = r->hash_buckets, n = r->hash_nbuckets, fresh = 0;
-    int rc = paper_hash_accounts__hash_alloc_buckets(db, n * 2, &fresh);
+    int rc = paper_hash_accounts__hash_alloc_buckets(db, nn, &fresh);
     if (rc != P2_OK) return rc;
     r->hash_buckets = fresh;
-    r->hash_nbuckets = n * 2;
+    r->hash_nbuckets = nn;
     for (uint64_t i = 0; i < n; i++) {
         uint64_t ref = ((uint64_t *)paper_hash_accounts__persistent_ptr(db, old))[i];
         while (ref != P2_NIL) {
@@ -1766,13 +1821,24 @@ static inline int paper_hash_accounts__hash_grow(paper_db *db)
     return P2_OK;
 }
 
+/* Make room for n elements: at least n buckets (so chains stay short without regrowing),
+   and room in the layers below. */
+static inline int paper_hash_accounts__hash_reserve(paper_db *db, uint64_t n)
+{
+    uint64_t nn = paper_hash_accounts__persistent_root(db)->hash_nbuckets;
+    int rc;
+    while (nn < n && nn < ((uint64_t)1 << 40)) nn <<= 1;
+    if (nn > paper_hash_accounts__persistent_root(db)->hash_nbuckets && (rc = paper_hash_accounts__hash_resize(db, nn)) != P2_OK) return rc;
+    return paper_hash_accounts__array_reserve(db, n);
+}
+
 static inline int paper_hash_accounts__hash_insert(paper_db *db, const paper_account *rec, uint64_t *out)
 {
     int rc = paper_hash_accounts__array_insert(db, rec, out);
     if (rc != P2_OK) return rc;
     paper_hash_accounts__hash_link(db, *out);
     if (paper_hash_accounts__persistent_root(db)->hash_count > paper_hash_accounts__persistent_root(db)->hash_nbuckets && paper_hash_accounts__persistent_root(db)->hash_nbuckets < ((uint64_t)1 << 40))
-        (void)paper_hash_accounts__hash_grow(db);  /* out of memory here only leaves chains longer */
+        (void)paper_hash_accounts__hash_resize(db, paper_hash_accounts__persistent_root(db)->hash_nbuckets * 2);  /* out of memory here only leaves chains longer */
     return P2_OK;
 }
 
@@ -1825,6 +1891,7 @@ static inline void paper_hash_accounts__top2ds_qualify_destroy(paper_db *db) { p
 static inline paper_hash_accounts_elem *paper_hash_accounts__top2ds_qualify_elem(paper_db *db, uint64_t ref) { return paper_hash_accounts__array_elem(db, ref); }
 static inline int paper_hash_accounts__top2ds_qualify_valid(paper_db *db, uint64_t ref) { return paper_hash_accounts__array_valid(db, ref); }
 static inline uint64_t paper_hash_accounts__top2ds_qualify_count(paper_db *db) { return paper_hash_accounts__array_count(db); }
+static inline int paper_hash_accounts__top2ds_qualify_reserve(paper_db *db, uint64_t n) { return paper_hash_accounts__hash_reserve(db, n); }
 static inline int paper_hash_accounts__top2ds_qualify_insert(paper_db *db, const paper_account *rec, uint64_t *out) { return paper_hash_accounts__hash_insert(db, rec, out); }
 static inline void paper_hash_accounts__top2ds_qualify_remove(paper_db *db, uint64_t ref) { paper_hash_accounts__hash_remove(db, ref); }
 static inline int paper_hash_accounts__top2ds_qualify_update(paper_db *db, uint64_t *ref, const paper_account *rec) { return paper_hash_accounts__hash_update(db, ref, rec); }
@@ -2048,6 +2115,12 @@ int paper_hash_accounts_delete(paper_db *db, paper_ref ref)
     if (!paper_hash_accounts__top2ds_qualify_valid(db, ref)) return paper_hash_accounts__no_element(db, ref);
     paper_hash_accounts__top2ds_qualify_remove(db, ref);
     return P2_OK;
+}
+
+int paper_hash_accounts_reserve(paper_db *db, uint64_t n)
+{
+    if (!db || !db->open) return P2_ECLOSED;
+    return paper_hash_accounts__top2ds_qualify_reserve(db, n);
 }
 
 uint64_t paper_hash_accounts_count(paper_db *db)
@@ -2302,6 +2375,19 @@ static inline int paper_iarray_accounts__iarray_grow(paper_db *db, uint64_t slot
     return P2_OK;
 }
 
+/* Make room for keys 0..n-1 (n elements with dense keys) without regrowing. */
+static inline int paper_iarray_accounts__iarray_reserve(paper_db *db, uint64_t n)
+{
+    paper_iarray_accounts_root *r = paper_iarray_accounts__transient_root(db);
+    uint64_t ncap = n > paper_iarray_accounts__iarray_SLOTS ? paper_iarray_accounts__iarray_SLOTS : n;
+    int rc;
+    if (ncap <= r->iarray_cap) return P2_OK;
+    rc = paper_iarray_accounts__transient_realloc(db, &r->iarray_slots, (uint64_t)r->iarray_cap * sizeof(paper_iarray_accounts_elem), ncap * sizeof(paper_iarray_accounts_elem));
+    if (rc != P2_OK) return rc;
+    r->iarray_cap = (uint32_t)ncap;
+    return P2_OK;
+}
+
 static inline int paper_iarray_accounts__iarray_insert(paper_db *db, const paper_account *rec, uint64_t *out)
 {
     uint64_t slot;
@@ -2449,6 +2535,7 @@ static inline void paper_iarray_accounts__top2ds_qualify_destroy(paper_db *db) {
 static inline paper_iarray_accounts_elem *paper_iarray_accounts__top2ds_qualify_elem(paper_db *db, uint64_t ref) { return paper_iarray_accounts__iarray_elem(db, ref); }
 static inline int paper_iarray_accounts__top2ds_qualify_valid(paper_db *db, uint64_t ref) { return paper_iarray_accounts__iarray_valid(db, ref); }
 static inline uint64_t paper_iarray_accounts__top2ds_qualify_count(paper_db *db) { return paper_iarray_accounts__iarray_count(db); }
+static inline int paper_iarray_accounts__top2ds_qualify_reserve(paper_db *db, uint64_t n) { return paper_iarray_accounts__iarray_reserve(db, n); }
 static inline int paper_iarray_accounts__top2ds_qualify_insert(paper_db *db, const paper_account *rec, uint64_t *out) { return paper_iarray_accounts__iarray_insert(db, rec, out); }
 static inline void paper_iarray_accounts__top2ds_qualify_remove(paper_db *db, uint64_t ref) { paper_iarray_accounts__iarray_remove(db, ref); }
 static inline int paper_iarray_accounts__top2ds_qualify_update(paper_db *db, uint64_t *ref, const paper_account *rec) { return paper_iarray_accounts__iarray_update(db, ref, rec); }
@@ -2614,6 +2701,12 @@ int paper_iarray_accounts_delete(paper_db *db, paper_ref ref)
     if (!paper_iarray_accounts__top2ds_qualify_valid(db, ref)) return paper_iarray_accounts__no_element(db, ref);
     paper_iarray_accounts__top2ds_qualify_remove(db, ref);
     return P2_OK;
+}
+
+int paper_iarray_accounts_reserve(paper_db *db, uint64_t n)
+{
+    if (!db || !db->open) return P2_ECLOSED;
+    return paper_iarray_accounts__top2ds_qualify_reserve(db, n);
 }
 
 uint64_t paper_iarray_accounts_count(paper_db *db)

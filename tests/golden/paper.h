@@ -84,6 +84,10 @@ const paper_account *paper_avl_accounts_at(paper_db *db, paper_ref ref);
 int paper_avl_accounts_update(paper_db *db, paper_ref *ref, const paper_account *rec);
 /* Delete the element `ref`. Errors: P2_NOTFOUND. */
 int paper_avl_accounts_delete(paper_db *db, paper_ref ref);
+/* Make room for n elements in all (slots, buckets) so that loading them does not regrow:
+ * saves time and the space doubling leaves behind. A hint: never needed for correctness.
+ * Errors: P2_ENOMEM. */
+int paper_avl_accounts_reserve(paper_db *db, uint64_t n);
 /* Number of elements. */
 uint64_t paper_avl_accounts_count(paper_db *db);
 /* Set field id of element `ref` (a key: goes through update). */
@@ -154,6 +158,10 @@ const paper_account *paper_qsort_accounts_at(paper_db *db, paper_ref ref);
 int paper_qsort_accounts_update(paper_db *db, paper_ref *ref, const paper_account *rec);
 /* Delete the element `ref`. Errors: P2_NOTFOUND. */
 int paper_qsort_accounts_delete(paper_db *db, paper_ref ref);
+/* Make room for n elements in all (slots, buckets) so that loading them does not regrow:
+ * saves time and the space doubling leaves behind. A hint: never needed for correctness.
+ * Errors: P2_ENOMEM. */
+int paper_qsort_accounts_reserve(paper_db *db, uint64_t n);
 /* Number of elements. */
 uint64_t paper_qsort_accounts_count(paper_db *db);
 /* Set field id of element `ref` (a key: goes through update). */
@@ -203,6 +211,10 @@ const paper_account *paper_hash_accounts_at(paper_db *db, paper_ref ref);
 int paper_hash_accounts_update(paper_db *db, paper_ref *ref, const paper_account *rec);
 /* Delete the element `ref`. Errors: P2_NOTFOUND. */
 int paper_hash_accounts_delete(paper_db *db, paper_ref ref);
+/* Make room for n elements in all (slots, buckets) so that loading them does not regrow:
+ * saves time and the space doubling leaves behind. A hint: never needed for correctness.
+ * Errors: P2_ENOMEM. */
+int paper_hash_accounts_reserve(paper_db *db, uint64_t n);
 /* Number of elements. */
 uint64_t paper_hash_accounts_count(paper_db *db);
 /* Set field id of element `ref` (a key: goes through update). */
@@ -273,6 +285,10 @@ const paper_account *paper_iarray_accounts_at(paper_db *db, paper_ref ref);
 int paper_iarray_accounts_update(paper_db *db, paper_ref *ref, const paper_account *rec);
 /* Delete the element `ref`. Errors: P2_NOTFOUND. */
 int paper_iarray_accounts_delete(paper_db *db, paper_ref ref);
+/* Make room for n elements in all (slots, buckets) so that loading them does not regrow:
+ * saves time and the space doubling leaves behind. A hint: never needed for correctness.
+ * Errors: P2_ENOMEM. */
+int paper_iarray_accounts_reserve(paper_db *db, uint64_t n);
 /* Number of elements. */
 uint64_t paper_iarray_accounts_count(paper_db *db);
 /* Set field id of element `ref` (a key: goes through update). */

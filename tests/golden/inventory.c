@@ -41,16 +41,17 @@ static inline int p2_fixstr_set(char *dst, size_t n, const char *s)
 #endif
 
 /* ==========================================================================
- * Element and root layouts: the user's record first, then the fields each layer adds.
+ * Element and root layouts: the fields each layer adds, then the user's record (links and
+ * flags first, so that reaching an element and its first fields touches one cache line).
  * ========================================================================== */
 /* container parts = top2ds_qualify[hash(buckets=64, fn=default, grow=true, key=kind)[avl(key=weight_g)[iarray(capacity=256, key=id, max_key=4294967294)[persistent]]]] */
 typedef struct inventory_parts_elem {
-    inventory_part rec;
     uint64_t _hash_next; /* hash: next element in the same bucket */
     uint64_t _avl_left; /* avl: left child */
     uint64_t _avl_right; /* avl: right child */
     int32_t _avl_height; /* avl: height of the subtree */
     uint8_t _iarray_valid; /* iarray: 1 while the slot holds an element */
+    inventory_part rec;
 } inventory_parts_elem;
 
 typedef struct inventory_parts_root {
@@ -89,7 +90,6 @@ typedef struct inventory_parts__find_id_cursor {
 
 /* container suppliers = delflag[top2ds_qualify[hash(buckets=1024, fn=default, grow=true, key=id)[odlist(key=name)[malloc[persistent]]]]] */
 typedef struct inventory_suppliers_elem {
-    inventory_supplier rec;
     uint8_t _delflag_deleted; /* delflag: 1 once logically deleted */
     uint64_t _hash_next; /* hash: next element in the same bucket */
     uint64_t _odlist_next; /* odlist: next element in key order */
@@ -97,6 +97,7 @@ typedef struct inventory_suppliers_elem {
     uint64_t _malloc_next; /* malloc: next element in the all-elements list */
     uint64_t _malloc_prev; /* malloc: previous element */
     uint32_t _malloc_magic; /* malloc: <prefix>_LIVE while allocated */
+    inventory_supplier rec;
 } inventory_suppliers_elem;
 
 typedef struct inventory_suppliers_root {
@@ -129,13 +130,13 @@ typedef struct inventory_suppliers__find_name_cursor {
 
 /* container shipments = top2ds_qualify[avl(key=day)[dlist[array(capacity=1024)[transient]]]] */
 typedef struct inventory_shipments_elem {
-    inventory_shipment rec;
     uint64_t _avl_left; /* avl: left child */
     uint64_t _avl_right; /* avl: right child */
     int32_t _avl_height; /* avl: height of the subtree */
     uint64_t _dlist_next; /* dlist: next element in insertion order */
     uint64_t _dlist_prev; /* dlist: previous element */
     uint32_t _array_next_free; /* array: free-list link; P2_ARRAY_LIVE while the slot holds an element */
+    inventory_shipment rec;
 } inventory_shipments_elem;
 
 typedef struct inventory_shipments_root {

@@ -41,15 +41,16 @@ static inline int p2_fixstr_set(char *dst, size_t n, const char *s)
 #endif
 
 /* ==========================================================================
- * Element and root layouts: the user's record first, then the fields each layer adds.
+ * Element and root layouts: the fields each layer adds, then the user's record (links and
+ * flags first, so that reaching an element and its first fields touches one cache line).
  * ========================================================================== */
 /* container avl_accounts = top2ds_qualify[avl(key=id)[array(capacity=16)[persistent]]] */
 typedef struct paper_avl_accounts_elem {
-    paper_account rec;
     uint64_t _avl_left; /* avl: left child */
     uint64_t _avl_right; /* avl: right child */
     int32_t _avl_height; /* avl: height of the subtree */
     uint32_t _array_next_free; /* array: free-list link; P2_ARRAY_LIVE while the slot holds an element */
+    paper_account rec;
 } paper_avl_accounts_elem;
 
 typedef struct paper_avl_accounts_root {
@@ -90,9 +91,9 @@ typedef struct paper_qsort_accounts__find_id_cursor {
 
 /* container hash_accounts = top2ds_qualify[hash(buckets=4096, fn=identity, grow=true, key=id)[array(capacity=16)[persistent]]] */
 typedef struct paper_hash_accounts_elem {
-    paper_account rec;
     uint64_t _hash_next; /* hash: next element in the same bucket */
     uint32_t _array_next_free; /* array: free-list link; P2_ARRAY_LIVE while the slot holds an element */
+    paper_account rec;
 } paper_hash_accounts_elem;
 
 typedef struct paper_hash_accounts_root {
@@ -116,8 +117,8 @@ typedef struct paper_hash_accounts__find_id_cursor {
 
 /* container iarray_accounts = top2ds_qualify[iarray(capacity=4096, key=id, max_key=4294967294)[transient]] */
 typedef struct paper_iarray_accounts_elem {
-    paper_account rec;
     uint8_t _iarray_valid; /* iarray: 1 while the slot holds an element */
+    paper_account rec;
 } paper_iarray_accounts_elem;
 
 typedef struct paper_iarray_accounts_root {

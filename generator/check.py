@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 from . import layers as layer_library
 from .errors import SpecError, SpecErrors
-from .layers.base import REQUIRED, Layer
+from .layers.base import Layer
 from .model import (And, Compare, Const, Container, Cursor, Expr, Field, FieldRef,
                     FieldType, LayerApp, Not, Or, ParamRef, Pos, Record, Spec)
 
@@ -172,10 +172,6 @@ class FileInfo:
     containers: list
     reserve: int
     fingerprint: int = 0
-
-    @property
-    def index(self) -> int:
-        return 0
 
 
 @dataclass(eq=False)

@@ -12,7 +12,7 @@ from typing import Optional
 from .check import CheckedSpec, ContainerInfo, CursorInfo
 from .errors import SpecError
 from .layers.base import PathOption
-from .model import And, Compare, Const, Expr, FieldRef, Not, Or, ParamRef
+from .model import And, Compare, Const, Expr, FieldRef, Not, ParamRef
 
 DEFAULT_SIZE_ESTIMATE = 10_000
 FLIP = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}

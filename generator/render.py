@@ -6,7 +6,6 @@ banner naming the layer and the equation. Rendering is deterministic: same spec,
 """
 from __future__ import annotations
 
-import json
 import os
 import zlib
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ import jinja2
 
 from .plan import expr_text
 from .check import CheckedSpec, ContainerInfo, CursorInfo, LayerInstance
-from .model import And, Compare, Const, Expr, FieldRef, FieldType, Not, Or, ParamRef
+from .model import And, Compare, Const, Expr, FieldRef, FieldType, Not, ParamRef
 
 def _template_dirs() -> list[str]:
     from . import layers as layer_pkg
@@ -149,7 +148,7 @@ class CursorView:
         return self.info.synthetic
 
 
-def _key_value_c(conj, t: FieldType, pred: PredicateC) -> str:
+def _key_value_c(conj, t: FieldType) -> str:
     if isinstance(conj.value, ParamRef):
         return f"k->_p_{conj.value.name}"
     return c_const(conj.value, t)
@@ -160,24 +159,21 @@ def cursor_view(cur: CursorInfo, checked: CheckedSpec) -> CursorView:
     pred = PredicateC(checked.prefix, info.record)
     path = cur.plan.path
     P = path.layer.p
-    if cur.synthetic == "find":
-        t = f"{cur.p}_cursor"
-    else:
-        t = f"{cur.p}_cursor"
+    t = f"{cur.p}_cursor"
     stop = None
     if path.kind == "scan":
         first = f"{P}_scan_first(k->_db)"
         adv = f"{P}_scan_next(k->_db, ref)"
     elif path.kind == "eq":
         kt = path.layer.key_field_obj.type
-        v = _key_value_c(path.eq, kt, pred)
+        v = _key_value_c(path.eq, kt)
         first = f"{P}_eq_first(k->_db, {v})"
         adv = f"{P}_eq_next(k->_db, ref, {v})"
     else:  # range, in key order
         key = path.layer.key_field_obj
         kt = key.type
         if path.lo is not None:
-            lo = _key_value_c(path.lo, kt, pred)
+            lo = _key_value_c(path.lo, kt)
             incl = "1" if path.lo.op in (">=", "==") else "0"
             first = f"{P}_range_first(k->_db, 1, {lo}, {incl})"
         else:
@@ -185,7 +181,7 @@ def cursor_view(cur: CursorInfo, checked: CheckedSpec) -> CursorView:
             first = f"{P}_range_first(k->_db, 0, {zero}, 1)"
         adv = f"{P}_range_next(k->_db, ref)"
         if path.hi is not None:
-            hi = _key_value_c(path.hi, kt, pred)
+            hi = _key_value_c(path.hi, kt)
             cmp = f"{info.p}__cmp_{key.name}(e->rec.{key.name}, {hi})"
             stop = f"{cmp} {'>' if path.hi.op in ('<=', '==') else '>='} 0"
     residual = pred.conjunction(cur.plan.residual)

@@ -13,7 +13,6 @@ dependency `p2gen[bench]`).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -22,11 +21,11 @@ import statistics
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Optional
+from typing import Callable, Optional
 
+from .bench_common import Builder as _Builder, fmt_ms as _fmt_ms, ints as _ints
 from .errors import BuildError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -83,41 +82,6 @@ def extra_variant(text: str) -> Variant:
     return Variant(name.upper(), mem, spec, f"tpcb_x_{name.lower()}")
 
 
-def _is_gcc(cc: str) -> bool:
-    try:
-        out = subprocess.run(shlex.split(cc) + ["--version"], capture_output=True, text=True).stdout
-    except OSError:
-        return False
-    return "clang" not in out.lower()
-
-
-class _Builder:
-    def __init__(self, build_dir: Path, say: Callable[[str], None]):
-        self.dir = build_dir
-        self.say = say
-        self.built = 0
-
-    def stamp(self, cmd: list, deps: Iterable[Path]) -> str:
-        h = hashlib.sha256(" ".join(cmd).encode())
-        for d in deps:
-            h.update(str(d).encode())
-            h.update(Path(d).read_bytes())
-        return h.hexdigest()
-
-    def compile(self, cmd: list, out: Path, deps: Iterable[Path], what: str) -> Path:
-        deps = list(deps)
-        stamp_file = out.with_suffix(out.suffix + ".stamp")
-        st = self.stamp(cmd, deps)
-        if out.exists() and stamp_file.exists() and stamp_file.read_text() == st:
-            return out
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise BuildError(f"compiling {what} failed ({shlex.join(cmd)}):\n{proc.stderr.strip()}")
-        stamp_file.write_text(st)
-        self.built += 1
-        return out
-
-
 def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", lto: bool = True, opt: str = "-O2",
           jobs: Optional[int] = None, variants: Optional[list] = None,
           source_dir: Optional[str] = None,
@@ -165,23 +129,10 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", lto: bool = True,
         tasks.append((shlex.split(cxx) + cxxflags + [f"-I{src}", "-c", str(src / f"{name}.cc"),
                       "-o", str(out)], out, [src / f"{name}.cc", tpcb_h], f"{name}.cc"))
     t1 = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 2) as pool:
-        objs = list(pool.map(lambda t: b.compile(*t), tasks))
-    exe = bdir / "tpcb_bench"
-    link = shlex.split(cxx) + [opt] + (["-flto=auto" if _is_gcc(cxx) else "-flto"] if lto else []) \
-        + ["-o", str(exe)] + [str(o) for o in objs] + list(LIBS)
-    link_stamp = b.stamp(link, objs)
-    stamp_file = bdir / "tpcb_bench.stamp"
-    if not (exe.exists() and stamp_file.exists() and stamp_file.read_text() == link_stamp):
-        proc = subprocess.run(link, capture_output=True, text=True)
-        if proc.returncode != 0:
-            hint = ""
-            if "cannot find -l" in proc.stderr:
-                hint = ("\n(install the libraries: apt-get install libbenchmark-dev libsqlite3-dev "
-                        "liblmdb-dev)")
-            raise BuildError(f"linking failed ({shlex.join(link)}):\n{proc.stderr.strip()}{hint}")
-        stamp_file.write_text(link_stamp)
-        b.built += 1
+    objs = b.compile_all(tasks, jobs)
+    exe = b.link(bdir / "tpcb_bench", objs, LIBS, cxx=cxx, opt=opt, lto=lto,
+                 hint="install the libraries: apt-get install libbenchmark-dev libsqlite3-dev "
+                      "liblmdb-dev")
     say(f"built {exe} ({b.built} steps, {len(tasks) - b.built + 1} up to date) in "
         f"{time.perf_counter() - t1:.1f} s")
     return exe
@@ -355,16 +306,6 @@ def _systems(summary: dict) -> list:
 
 def _sfs(summary: dict) -> list:
     return sorted({sf for _, _, sf in summary})
-
-
-def _fmt_ms(x: Optional[float]) -> str:
-    if x is None:
-        return "—"
-    if x >= 100:
-        return f"{x:,.0f}"
-    if x >= 10:
-        return f"{x:.1f}"
-    return f"{x:.2f}"
 
 
 def _ratio(a, b) -> Optional[float]:
@@ -634,25 +575,6 @@ def report(json_path: str, out_dir: str, *, plots: bool = True, metric: str = "w
 
 # ---------------------------------------------------------------------------------------
 # the command (cli.py holds only the click declaration)
-
-def _ints(text: Optional[str], what: str) -> Optional[tuple]:
-    if text is None:
-        return None
-    out = []
-    for part in re.split(r"[,\s]+", text.strip()):
-        if not part:
-            continue
-        m = re.fullmatch(r"(\d+)(?:-|\.\.)(\d+)", part)
-        if m:
-            out.extend(range(int(m.group(1)), int(m.group(2)) + 1))
-        elif part.isdigit():
-            out.append(int(part))
-        else:
-            raise BuildError(f"{what}: not a list of integers or ranges (a-b): {text!r}")
-    if not out:
-        raise BuildError(f"{what}: empty list")
-    return tuple(out)
-
 
 def command(*, sf, accounts, txns, seeds, reference, out, build_dir, filter, db_dir,
             commit_every, iterations, lto, cc, cxx, jobs, render, plots, metric, variants,

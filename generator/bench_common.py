@@ -1,0 +1,106 @@
+"""What the benchmark commands (`p2gen bench tpcb`, `p2gen bench oo7`) share: compiling
+with stamps (a step reruns only when its command or an input changed), compiling in
+parallel, linking one Google Benchmark binary with LTO, integer-list options and the
+formatting of milliseconds."""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shlex
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Callable, Iterable, Optional, Sequence
+
+from .errors import BuildError
+
+
+def is_gcc(cc: str) -> bool:
+    try:
+        out = subprocess.run(shlex.split(cc) + ["--version"], capture_output=True, text=True).stdout
+    except OSError:
+        return False
+    return "clang" not in out.lower()
+
+
+class Builder:
+    """Runs compile steps, skipping those whose command and inputs are unchanged since the
+    last run (a .stamp file beside each output); counts the steps it really ran."""
+
+    def __init__(self, build_dir: Path, say: Callable[[str], None]):
+        self.dir = build_dir
+        self.say = say
+        self.built = 0
+
+    def stamp(self, cmd: list, deps: Iterable[Path]) -> str:
+        h = hashlib.sha256(" ".join(cmd).encode())
+        for d in deps:
+            h.update(str(d).encode())
+            h.update(Path(d).read_bytes())
+        return h.hexdigest()
+
+    def compile(self, cmd: list, out: Path, deps: Iterable[Path], what: str) -> Path:
+        deps = list(deps)
+        stamp_file = out.with_suffix(out.suffix + ".stamp")
+        st = self.stamp(cmd, deps)
+        if out.exists() and stamp_file.exists() and stamp_file.read_text() == st:
+            return out
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise BuildError(f"compiling {what} failed ({shlex.join(cmd)}):\n{proc.stderr.strip()}")
+        stamp_file.write_text(st)
+        self.built += 1
+        return out
+
+    def compile_all(self, tasks: Sequence[tuple], jobs: Optional[int] = None) -> list:
+        """tasks: (cmd, out, deps, what) tuples; compiled in parallel; the outputs in order."""
+        with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 2) as pool:
+            return list(pool.map(lambda t: self.compile(*t), tasks))
+
+    def link(self, exe: Path, objs: Sequence[Path], libs: Sequence[str], *, cxx: str, opt: str,
+             lto: bool, hint: str = "") -> Path:
+        """Link objs into exe (LTO across every object when lto), unless up to date;
+        the stamp is exe's name + .stamp beside it."""
+        cmd = shlex.split(cxx) + [opt] + (["-flto=auto" if is_gcc(cxx) else "-flto"] if lto else []) \
+            + ["-o", str(exe)] + [str(o) for o in objs] + list(libs)
+        st = self.stamp(cmd, objs)
+        stamp_file = exe.parent / (exe.name + ".stamp")
+        if not (exe.exists() and stamp_file.exists() and stamp_file.read_text() == st):
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode != 0:
+                extra = f"\n({hint})" if hint and "cannot find -l" in proc.stderr else ""
+                raise BuildError(f"linking failed ({shlex.join(cmd)}):\n{proc.stderr.strip()}{extra}")
+            stamp_file.write_text(st)
+            self.built += 1
+        return exe
+
+
+def ints(text: Optional[str], what: str) -> Optional[tuple]:
+    """"2-5,8" -> (2, 3, 4, 5, 8); None stays None."""
+    if text is None:
+        return None
+    out = []
+    for part in re.split(r"[,\s]+", text.strip()):
+        if not part:
+            continue
+        m = re.fullmatch(r"(\d+)(?:-|\.\.)(\d+)", part)
+        if m:
+            out.extend(range(int(m.group(1)), int(m.group(2)) + 1))
+        elif part.isdigit():
+            out.append(int(part))
+        else:
+            raise BuildError(f"{what}: not a list of integers or ranges (a-b): {text!r}")
+    if not out:
+        raise BuildError(f"{what}: empty list")
+    return tuple(out)
+
+
+def fmt_ms(x: Optional[float]) -> str:
+    if x is None:
+        return "—"
+    if x >= 100:
+        return f"{x:,.0f}"
+    if x >= 10:
+        return f"{x:.1f}"
+    return f"{x:.2f}"

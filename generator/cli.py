@@ -186,5 +186,49 @@ def bench_tpcb(**kwargs):
     sys.exit(rc)
 
 
+@bench.command("oo7", context_settings=CONTEXT)
+@click.option("--size", type=click.Choice(["tiny", "small", "medium", "large"]),
+              help="Database size (default small; --reference: medium).")
+@click.option("--fanout", metavar="LIST", help="Connections per atomic part, e.g. 3 or 3,6,9 "
+              "(default 3; --reference: 3,6,9).")
+@click.option("--seed", type=click.IntRange(0), default=1, show_default=True,
+              help="Random seed of the generator and of the operations' draws.")
+@click.option("--reference", is_flag=True, help="The report's medium database at fanouts 3, 6, 9.")
+@click.option("-o", "--out", "out", default="bench/results", show_default=True,
+              type=click.Path(file_okay=False), help="Where oo7.json, oo7.md and the PNGs go.")
+@click.option("--build-dir", default="bench/build/oo7", show_default=True,
+              type=click.Path(file_okay=False), help="Generated code, objects, the binary.")
+@click.option("--filter", metavar="REGEX", help="Only benchmarks matching (Google Benchmark's "
+              "--benchmark_filter), e.g. 'HAND|SQLITE/persistent'.")
+@click.option("--ops", metavar="LIST", help="Only these operations, e.g. T1,T6,Q1 (default: all).")
+@click.option("--hot-runs", type=click.IntRange(1), default=3, show_default=True,
+              help="Hot runs after each cold run (their mean is the hot time).")
+@click.option("--db-dir", type=click.Path(file_okay=False),
+              help="Where database files go (default: a fresh directory in $TMPDIR).")
+@click.option("--lto/--no-lto", default=True, show_default=True,
+              help="Link-time optimisation across generated code and driver.")
+@click.option("--cc", default=lambda: os.environ.get("CC", "cc"), show_default="$CC or cc")
+@click.option("--cxx", default=lambda: os.environ.get("CXX", "c++"), show_default="$CXX or c++")
+@click.option("-j", "--jobs", type=click.IntRange(1), help="Parallel compilations (default: CPUs).")
+@click.option("--render", metavar="JSON", type=click.Path(exists=True, dir_okay=False),
+              help="Only render the tables and plots from a stored Google Benchmark JSON.")
+@click.option("--plots/--no-plots", default=True, show_default=True,
+              help="Render PNG plots (needs matplotlib: pip install 'p2gen[bench]').")
+def bench_oo7(**kwargs):
+    """OO7: every generated variant of type_equations/oo7/ vs hand-written C++ and SQLite.
+
+    Builds the variants and bench/oo7/ into one Google Benchmark binary, builds each
+    system's database once, runs every operation cold and (read-only ones) hot, checks
+    that every system returns the same counts, writes the JSON, a Markdown table and
+    plots. Exit status 1 if a run failed or counts differ.
+    """
+    from .bench_oo7 import command
+    try:
+        rc = command(**kwargs, say=click.echo)
+    except P2Error as e:
+        _fail(e)
+    sys.exit(rc)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

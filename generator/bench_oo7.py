@@ -1,0 +1,614 @@
+"""`p2gen bench oo7`: the OO7 benchmark (Carey, DeWitt, Naughton 1993; the workload is
+spelled out in the project's OO7 spec).
+
+Build: every spec of type_equations/oo7/ (the manifest: each *.p2 there is one variant) is
+generated with its own prefix; bench/oo7/oo7_p2.cc is compiled once per variant against
+the generated header (when both exist), and linked with the shared generator
+(oo7_common.cc), the hand-written pointer implementation (oo7_hand.cc: HAND), the SQLite
+mapping (oo7_sqlite.cc: SQLITE persistent and transient) and oo7_main.cc into one Google
+Benchmark binary, with LTO.
+Run: the binary builds each system's database once per (size, fanout), checks its
+counts, runs every operation cold (caches emptied) and, for the read-only ones, hot (the
+mean of the next runs), and compares every count across systems; Google Benchmark JSON.
+Report: a Markdown table per size/fanout (one row per operation: cold and hot median ms
+per system, hot time relative to HAND), the build time / database size table, and PNG
+plots (matplotlib, optional dependency `p2gen[bench]`).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+from .bench_common import Builder, ints
+from .errors import BuildError
+
+REPO = Path(__file__).resolve().parent.parent
+SOURCE_DIR = REPO / "bench" / "oo7"
+SPEC_DIR = REPO / "type_equations" / "oo7"
+
+# the sources every binary links (oo7_hand.cc and oo7_sqlite.cc are the reference systems)
+REQUIRED = ("oo7.h", "oo7_common.cc", "oo7_main.cc")
+REFERENCE_SOURCES = ("oo7_hand.cc", "oo7_sqlite.cc")
+P2_DRIVER = "oo7_p2.cc"
+LIBS = ("-lbenchmark", "-lpthread", "-lsqlite3")
+LIB_HINT = "install the libraries: apt-get install libbenchmark-dev libsqlite3-dev"
+
+# operations in the order of the spec's tables (oo7_main.cc runs them in this order)
+OPS = ("T1", "T2a", "T2b", "T2c", "T3a", "T3b", "T3c", "T4", "T5do", "T5undo", "T6", "T7",
+       "T8", "T9", "Q1", "Q2", "Q3", "Q4", "Q5", "Q6", "Q7", "Q8", "SM1", "SM2", "CU")
+COLD_ONLY = ("T2a", "T2b", "T2c", "T3a", "T3b", "T3c", "T5do", "T5undo", "SM1", "SM2", "CU")
+SIZES = ("tiny", "small", "medium", "large")
+
+# quick default: small, fanout 3 (a minute or two on two cores, build included)
+DEFAULT = dict(size="small", fanouts=(3,))
+# the reference experiment: the report's medium database at every fanout
+REFERENCE = dict(size="medium", fanouts=(3, 6, 9))
+
+
+# ---------------------------------------------------------------------------------------
+# build
+
+@dataclass
+class Variant:
+    name: str          # what tables call it: the spec's stem without _persistent/_transient
+    mem: str           # persistent | transient
+    spec: str          # spec file
+    prefix: str        # C prefix of the generated code
+
+    @property
+    def persistent(self) -> bool:
+        return self.mem == "persistent"
+
+
+def variant_from_spec(spec: Path) -> Variant:
+    """One manifest entry: type_equations/oo7/hash_ilist_persistent.p2 -> HASH_ILIST,
+    persistent (the memory comes from the spec's containers), prefix oo7_hash_ilist_persistent."""
+    from .build import load
+    checked = load(str(spec), None)
+    mem = "persistent" if any(c.persistent for c in checked.containers) else "transient"
+    stem = spec.stem
+    base = re.sub(r"_(persistent|transient)$", "", stem)
+    prefix = "oo7_" + re.sub(r"[^A-Za-z0-9_]", "_", stem).lower()
+    return Variant(base.upper(), mem, str(spec), prefix)
+
+
+def default_variants(spec_dir: Optional[Path] = None) -> list[Variant]:
+    """The manifest: every *.p2 of type_equations/oo7/ (none: HAND and SQLITE only)."""
+    d = Path(spec_dir) if spec_dir else SPEC_DIR
+    if not d.is_dir():
+        return []
+    return [variant_from_spec(p) for p in sorted(d.glob("*.p2"))]
+
+
+def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", lto: bool = True, opt: str = "-O2",
+          jobs: Optional[int] = None, variants: Optional[list] = None,
+          source_dir: Optional[str] = None,
+          say: Callable[[str], None] = lambda m: None) -> Path:
+    """Generate every variant, compile it, its oo7_p2.cc driver, the shared sources and
+    the reference systems; link build_dir/oo7_bench and return its path."""
+    from .build import generate
+    src = Path(source_dir) if source_dir else SOURCE_DIR
+    for f in REQUIRED:
+        if not (src / f).exists():
+            raise BuildError(f"benchmark source {src / f} not found (run from a p2gen checkout)")
+    variants = list(variants) if variants is not None else default_variants()
+    have_driver = (src / P2_DRIVER).exists()
+    if variants and not have_driver:
+        say(f"{src / P2_DRIVER} not found: the {len(variants)} generated variants are left out")
+        variants = []
+    bdir = Path(build_dir).resolve()
+    gen_dir, obj_dir = bdir / "gen", bdir / "obj"
+    gen_dir.mkdir(parents=True, exist_ok=True)
+    obj_dir.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    gens = [(v, generate(v.spec, str(gen_dir), v.prefix)) for v in variants]
+    if gens:
+        say(f"generated {len(gens)} data managers in {time.perf_counter() - t0:.1f} s")
+    (bdir / "oo7_variants.json").write_text(json.dumps(
+        [dict(name=v.name, mem=v.mem, spec=v.spec, prefix=v.prefix) for v in variants], indent=1))
+
+    flto = ["-flto"] if lto else []
+    cflags = ["-std=c11", opt] + flto
+    cxxflags = ["-std=c++17", opt, "-Wall", "-Wextra"] + flto
+    b = Builder(bdir, say)
+    tasks = []
+    oo7_h = src / "oo7.h"
+    if gens:
+        runtime_c = gen_dir / "p2_runtime.c"
+        tasks.append((shlex.split(cc) + cflags + ["-c", str(runtime_c), "-o", str(obj_dir / "p2_runtime.o")],
+                      obj_dir / "p2_runtime.o", [runtime_c, gen_dir / "p2_runtime.h"], "p2_runtime.c"))
+    for rank, (v, g) in enumerate(gens):
+        c_src = Path(g.source)
+        tasks.append((shlex.split(cc) + cflags + ["-c", str(c_src), "-o", str(obj_dir / f"{v.prefix}.o")],
+                      obj_dir / f"{v.prefix}.o", [c_src, Path(g.header)], c_src.name))
+        defs = [f"-DP2_VARIANT={v.prefix}", f'-DP2_HEADER="{v.prefix}.h"', f'-DP2_NAME="{v.name}"',
+                f'-DP2_MEM="{v.mem}"', f"-DP2_PERSISTENT={1 if v.persistent else 0}",
+                f"-DP2_RANK={20 + rank}"]
+        out = obj_dir / f"driver_{v.prefix}.o"
+        tasks.append((shlex.split(cxx) + cxxflags + defs + [f"-I{src}", f"-I{gen_dir}", "-c",
+                      str(src / P2_DRIVER), "-o", str(out)],
+                      out, [src / P2_DRIVER, oo7_h, Path(g.header)], f"{P2_DRIVER} for {v.prefix}"))
+    sources = ["oo7_common.cc", "oo7_main.cc"]
+    for f in REFERENCE_SOURCES:
+        if (src / f).exists():
+            sources.append(f)
+        else:
+            say(f"{src / f} not found: its system is left out")
+    for f in sources:
+        out = obj_dir / (Path(f).stem + ".o")
+        tasks.append((shlex.split(cxx) + cxxflags + [f"-I{src}", "-c", str(src / f), "-o", str(out)],
+                      out, [src / f, oo7_h], f))
+    t1 = time.perf_counter()
+    objs = b.compile_all(tasks, jobs)
+    exe = b.link(bdir / "oo7_bench", objs, LIBS, cxx=cxx, opt=opt, lto=lto, hint=LIB_HINT)
+    say(f"built {exe} ({b.built} steps, {len(tasks) - b.built + 1} up to date) in "
+        f"{time.perf_counter() - t1:.1f} s")
+    return exe
+
+
+# ---------------------------------------------------------------------------------------
+# run
+
+@dataclass
+class Options:
+    size: str = DEFAULT["size"]
+    fanouts: tuple = DEFAULT["fanouts"]
+    seed: int = 1
+    hot_runs: int = 3
+    ops: Optional[str] = None       # "T1,Q1": only these
+    filter: Optional[str] = None    # Google Benchmark's --benchmark_filter
+    dir: Optional[str] = None
+    extra: tuple = ()               # more flags for the binary (e.g. --oo7_inject_fault=SQLITE)
+
+    def args(self) -> list:
+        a = [f"--oo7_size={self.size}", f"--oo7_fanout={','.join(map(str, self.fanouts))}",
+             f"--oo7_seed={self.seed}", f"--oo7_hot_runs={self.hot_runs}"]
+        if self.ops:
+            a.append(f"--oo7_ops={self.ops}")
+        if self.dir:
+            a.append(f"--oo7_dir={self.dir}")
+        if self.filter:
+            a.append(f"--benchmark_filter={self.filter}")
+        return a + list(self.extra)
+
+
+# OO7/<system>/<mem>/<size>_f<fanout>/<op>/<cold|hot>[/iterations:N/manual_time]; the
+# system name may hold a '/', so the fixed words anchor the match
+NAME = re.compile(r"^OO7/(.+)/(persistent|transient)/([a-z]+)_f(\d+)/([A-Za-z0-9]+)/(cold|hot)(?:/|$)")
+
+
+def run(exe: str, opts: Options, json_out: str,
+        say: Callable[[str], None] = lambda m: None) -> int:
+    """Run the benchmark binary; Google Benchmark JSON goes to json_out. One progress line
+    per finished benchmark. Returns the binary's exit status (3: a count mismatched or a
+    system failed)."""
+    args = [str(exe)] + opts.args()
+    listed = subprocess.run(args + ["--benchmark_list_tests=true"], capture_output=True, text=True)
+    if listed.returncode != 0:
+        raise BuildError(f"{exe} --benchmark_list_tests failed:\n{listed.stderr.strip()}")
+    total = sum(1 for line in listed.stdout.splitlines() if line.startswith("OO7/"))
+    os.makedirs(os.path.dirname(os.path.abspath(json_out)), exist_ok=True)
+    cmd = args + [f"--benchmark_out={json_out}", "--benchmark_out_format=json",
+                  "--benchmark_format=console", "--benchmark_color=false"]
+    say(f"running {total} benchmarks: {shlex.join(cmd)}")
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
+
+    def pump_err():
+        for line in proc.stderr:
+            line = line.rstrip("\n")
+            if "FAIL" in line or "ERROR" in line.upper():
+                say(line)
+
+    th = threading.Thread(target=pump_err, daemon=True)
+    th.start()
+    done = 0
+    for line in proc.stdout:
+        line = line.strip()
+        m = NAME.match(line)
+        if not m:
+            continue
+        done += 1
+        system, mem, size, fanout, op, phase = m.groups()
+        rest = line.split(None, 1)[1] if " " in line else ""
+        if "ERROR OCCURRED" in rest:
+            info = rest.strip()
+        else:
+            vals = dict(re.findall(r"(\w+)=(\S+)", rest))
+            ms = vals.get("cold_ms" if phase == "cold" else "hot_ms", "?")
+            info = f"{ms} ms, count {vals.get('count', '?')}"
+        el = time.perf_counter() - t0
+        say(f"[{done:>{len(str(total))}}/{total}] {el:6.1f}s  {system + '/' + mem:<22} "
+            f"{size}_f{fanout:<3} {op:<6} {phase:<4} {info}")
+    rc = proc.wait()
+    th.join(timeout=5)
+    return rc
+
+
+# ---------------------------------------------------------------------------------------
+# results
+
+@dataclass
+class Row:
+    system: str
+    mem: str
+    size: str
+    fanout: int
+    op: str
+    phase: str                     # cold | hot
+    counters: dict = field(default_factory=dict)
+    error: Optional[str] = None
+
+    def get(self, k: str, default=None):
+        return self.counters.get(k, default)
+
+    @property
+    def config(self) -> tuple:
+        return (self.size, self.fanout)
+
+    @property
+    def ms(self) -> Optional[float]:
+        return self.get("cold_ms" if self.phase == "cold" else "hot_ms")
+
+
+def load_rows(json_path: str) -> tuple[dict, list]:
+    with open(json_path, encoding="utf-8") as f:
+        data = json.load(f)
+    rows = []
+    for b in data.get("benchmarks", []):
+        m = NAME.match(b.get("name", ""))
+        if not m or b.get("run_type", "iteration") != "iteration":
+            continue
+        system, mem, size, fanout, op, phase = m.groups()
+        counters = {k: v for k, v in b.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        err = b.get("error_message") if b.get("error_occurred") else None
+        rows.append(Row(system, mem, size, int(fanout), op, phase, counters, err))
+    return data.get("context", {}), rows
+
+
+def failures(rows: list) -> list:
+    return [f"{r.system}/{r.mem} {r.size}_f{r.fanout} {r.op} {r.phase}: {r.error}"
+            for r in rows if r.error]
+
+
+def consistency(rows: list) -> list:
+    """Every system must return the same count for the same operation and configuration,
+    cold and hot alike."""
+    out = []
+    by = {}
+    for r in rows:
+        if r.error or "count" not in r.counters:
+            continue
+        by.setdefault((r.size, r.fanout, r.op), []).append(r)
+    for (size, fanout, op), rs in sorted(by.items(), key=lambda kv: (kv[0][0], kv[0][1], _op_index(kv[0][2]))):
+        vals = {r.counters["count"] for r in rs}
+        if len(vals) > 1:
+            out.append(f"{size}_f{fanout} {op}: counts differ: " +
+                       ", ".join(f"{r.system}/{r.mem} {r.phase}={r.counters['count']:.0f}" for r in rs))
+    return out
+
+
+def missing(rows: list) -> list:
+    """Every system that ran must have a cold row for every operation it ran and a hot
+    row for every read-only one."""
+    out = []
+    seen = {(r.system, r.mem, r.size, r.fanout, r.op, r.phase) for r in rows}
+    for (s, m, size, f, op, _) in sorted(seen):
+        if (s, m, size, f, op, "cold") not in seen:
+            out.append(f"{s}/{m} {size}_f{f} {op}: no cold run")
+        if op not in COLD_ONLY and (s, m, size, f, op, "hot") not in seen:
+            out.append(f"{s}/{m} {size}_f{f} {op}: no hot run")
+    return sorted(set(out))
+
+
+def _op_index(op: str) -> int:
+    return OPS.index(op) if op in OPS else len(OPS)
+
+
+def summarize(rows: list) -> dict:
+    """(system, mem, size, fanout, op) -> {"cold": ms, "hot": ms, "count": n} medians over
+    repeated rows; (system, mem, size, fanout, None) -> build counters."""
+    groups = {}
+    for r in rows:
+        if r.error:
+            continue
+        groups.setdefault((r.system, r.mem, r.size, r.fanout, r.op), []).append(r)
+    out = {}
+    for key, rs in groups.items():
+        v = {}
+        for phase in ("cold", "hot"):
+            ms = [r.ms for r in rs if r.phase == phase and r.ms is not None]
+            if ms:
+                v[phase] = statistics.median(ms)
+        counts = [r.get("count") for r in rs if r.get("count") is not None]
+        if counts:
+            v["count"] = statistics.median(counts)
+        for k in ("connections", "pairs", "cached_pct"):
+            vals = [r.get(k) for r in rs if r.get(k) is not None and r.phase == "cold"]
+            if vals:
+                v[k] = statistics.median(vals)
+        out[key] = v
+        bkey = key[:4] + (None,)
+        b = out.setdefault(bkey, {})
+        for k in ("build_s", "db_MB", "raw_MB", "size_ratio"):
+            vals = [r.get(k) for r in rs if r.get(k) is not None]
+            if vals and k not in b:
+                b[k] = statistics.median(vals)
+    return out
+
+
+def _systems(summary: dict, context: Optional[dict] = None) -> list:
+    """(system, mem) in the binary's order (HAND first, then by registration rank)."""
+    keys = {(k[0], k[1]) for k in summary}
+    order = {}
+    for i, item in enumerate((context or {}).get("oo7_systems", "").split(",")):
+        if "/" in item:
+            s, m = item.rsplit("/", 1)
+            order[(s, m)] = i
+    return sorted(keys, key=lambda k: (k[0] != "HAND", order.get(k, 1000), k))
+
+
+def _configs(summary: dict) -> list:
+    return sorted({(k[2], k[3]) for k in summary}, key=lambda c: (SIZES.index(c[0]) if c[0] in SIZES else 9, c[1]))
+
+
+def fmt_ms(x: Optional[float]) -> str:
+    """Milliseconds with three significant digits (OO7's operations span 1 µs to seconds)."""
+    if x is None:
+        return "—"
+    if x >= 1000:
+        return f"{x:,.0f}"
+    if x >= 100:
+        return f"{x:.0f}"
+    if x >= 10:
+        return f"{x:.1f}"
+    if x >= 1:
+        return f"{x:.2f}"
+    if x >= 0.01:
+        return f"{x:.3f}"
+    return f"{x:.2g}"
+
+
+def _sig(x: float) -> str:
+    """Three significant digits, thousands separated."""
+    if x >= 100:
+        return f"{x:,.0f}"
+    if x >= 10:
+        return f"{x:.1f}"
+    if x >= 1:
+        return f"{x:.2f}"
+    return f"{x:.3g}"
+
+
+def _ratio(a, b) -> Optional[float]:
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def _fmt_ratio(r: Optional[float]) -> str:
+    if r is None:
+        return "—"
+    if r >= 100:
+        return f"{r:,.0f}×"
+    if r >= 10:
+        return f"{r:.1f}×"
+    return f"{r:.2f}×"
+
+
+def render_table(summary: dict, context: Optional[dict] = None) -> str:
+    """Markdown, per size and fanout: one row per operation, per system cold / hot median
+    ms, then hot time relative to HAND (cold for the cold-only operations); then the build
+    time and database size table."""
+    context = context or {}
+    systems = _systems(summary, context)
+    ref = next(((s, m) for s, m in systems if s == "HAND"), systems[0] if systems else None)
+    lines = []
+    for size, fanout in _configs(summary):
+        lines.append(f"### {size}, fanout {fanout}")
+        lines.append("")
+        lines.append("Time in ms, **cold / hot** (hot: the mean of the runs after the cold one; "
+                     "update operations are cold only), and the count every system returned.")
+        lines.append("")
+        lines.append("| op | count | " + " | ".join(f"{s} {m}" for s, m in systems) + " |")
+        lines.append("|---|---:|" + "---:|" * len(systems))
+        ops = sorted({k[4] for k in summary if k[2:4] == (size, fanout) and k[4]}, key=_op_index)
+        for op in ops:
+            cells = []
+            count = None
+            for s, m in systems:
+                v = summary.get((s, m, size, fanout, op))
+                if not v:
+                    cells.append("—")
+                    continue
+                if count is None:
+                    count = v.get("count")
+                if op in COLD_ONLY or "hot" not in v:
+                    cells.append(fmt_ms(v.get("cold")))
+                else:
+                    cells.append(f"{fmt_ms(v.get('cold'))} / {fmt_ms(v.get('hot'))}")
+            lines.append(f"| {op} | {'—' if count is None else f'{count:,.0f}'} | " + " | ".join(cells) + " |")
+        lines.append("")
+        others = [k for k in systems if k != ref]
+        if ref and others:
+            lines.append(f"Time relative to {ref[0]} {ref[1]} (hot; cold for the cold-only "
+                         "operations): above 1 is slower.")
+            lines.append("")
+            lines.append("| op | " + " | ".join(f"{s} {m}" for s, m in others) + " |")
+            lines.append("|---|" + "---:|" * len(others))
+            for op in ops:
+                phase = "cold" if op in COLD_ONLY else "hot"
+                rv = summary.get(ref + (size, fanout, op), {}).get(phase)
+                cells = [_fmt_ratio(_ratio(summary.get((s, m, size, fanout, op), {}).get(phase), rv))
+                         for s, m in others]
+                lines.append(f"| {op} | " + " | ".join(cells) + " |")
+            lines.append("")
+        lines.append("Build and size: build = generating and loading the whole database (s); "
+                     "DB = the files of a persistent system, the heap in use of a transient one; "
+                     "raw = what the objects hold (attributes, 8 bytes per reference, texts).")
+        lines.append("")
+        lines.append("| system | build s | DB MB | raw MB | DB / raw |")
+        lines.append("|---|---:|---:|---:|---:|")
+        for s, m in systems:
+            b = summary.get((s, m, size, fanout, None))
+            if not b:
+                continue
+            lines.append(f"| {s} {m} | {_sig(b.get('build_s', 0))} | {_sig(b.get('db_MB', 0))} | "
+                         f"{_sig(b.get('raw_MB', 0))} | {b.get('size_ratio', 0):.2f}× |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+PALETTE = ("0.3", "tab:red", "tab:orange", "tab:blue", "tab:green", "tab:purple", "tab:brown",
+           "tab:pink", "tab:olive", "tab:cyan", "tab:gray")
+
+
+def render_plots(summary: dict, out_dir: str, context: Optional[dict] = None) -> list:
+    """Per size/fanout: oo7_hot_<size>_f<fanout>.png (hot time per read-only operation per
+    system, log scale) and oo7_cold_hot_<size>_f<fanout>.png (cold and hot time per
+    operation and system). Returns the PNG paths."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    systems = _systems(summary, context)
+    paths = []
+    for size, fanout in _configs(summary):
+        ops = sorted({k[4] for k in summary if k[2:4] == (size, fanout) and k[4]}, key=_op_index)
+        hot_ops = [op for op in ops if op not in COLD_ONLY]
+        width = 0.8 / max(1, len(systems))
+        # figure 1: hot time per operation
+        fig, ax = plt.subplots(figsize=(max(8, 0.55 * len(hot_ops) * max(1, len(systems)) ** 0.5 + 4), 4.8))
+        for i, (s, m) in enumerate(systems):
+            xs, ys = [], []
+            for j, op in enumerate(hot_ops):
+                v = summary.get((s, m, size, fanout, op), {}).get("hot")
+                if v:
+                    xs.append(j - 0.4 + width * (i + 0.5))
+                    ys.append(v)
+            if xs:
+                ax.bar(xs, ys, width=width, color=PALETTE[i % len(PALETTE)], label=f"{s} {m}")
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(hot_ops)))
+        ax.set_xticklabels(hot_ops)
+        ax.set_ylabel("hot time per run, ms (log)")
+        ax.set_title(f"OO7 {size}, fanout {fanout}: hot runs (mean of the runs after the cold one)")
+        ax.grid(True, axis="y", which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        p = os.path.join(out_dir, f"oo7_hot_{size}_f{fanout}.png")
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        paths.append(p)
+        # figure 2: cold vs hot, one panel per system
+        n = max(1, len(systems))
+        fig, axes = plt.subplots(n, 1, figsize=(max(8, 0.45 * len(ops) + 3), 2.6 * n), squeeze=False)
+        for i, (s, m) in enumerate(systems):
+            ax = axes[i][0]
+            cold = [summary.get((s, m, size, fanout, op), {}).get("cold") for op in ops]
+            hot = [summary.get((s, m, size, fanout, op), {}).get("hot") for op in ops]
+            xs = range(len(ops))
+            ax.bar([x - 0.2 for x, c in zip(xs, cold) if c], [c for c in cold if c], width=0.4,
+                   color="tab:blue", label="cold")
+            ax.bar([x + 0.2 for x, h in zip(xs, hot) if h], [h for h in hot if h], width=0.4,
+                   color="tab:orange", label="hot")
+            ax.set_yscale("log")
+            ax.set_xticks(list(xs))
+            ax.set_xticklabels(ops, fontsize=8)
+            ax.set_ylabel("ms (log)")
+            ax.set_title(f"{s} {m}", fontsize=9)
+            ax.grid(True, axis="y", which="both", alpha=0.3)
+            if i == 0:
+                ax.legend(fontsize=8)
+        fig.suptitle(f"OO7 {size}, fanout {fanout}: cold vs hot per operation", fontsize=10)
+        fig.tight_layout()
+        p = os.path.join(out_dir, f"oo7_cold_hot_{size}_f{fanout}.png")
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        paths.append(p)
+    return paths
+
+
+def report(json_path: str, out_dir: str, *, plots: bool = True,
+           command: Optional[str] = None) -> tuple[str, list, list]:
+    """Read the JSON, write out_dir/oo7.md (and the PNGs). Returns (markdown, pngs,
+    problems): failed runs, counts that differ, missing cold or hot rows."""
+    context, rows = load_rows(json_path)
+    problems = failures(rows) + consistency(rows) + missing(rows)
+    summary = summarize(rows)
+    md = ["# OO7: generated data managers vs hand-written pointers and SQLite", ""]
+    if command:
+        md += [f"Command: `{command}`", ""]
+    md.append(f"Configuration: size {context.get('oo7_size', '?')}, fanout "
+              f"{context.get('oo7_fanout', '?')}, seed {context.get('oo7_seed', '?')}, "
+              f"{context.get('oo7_hot_runs', '?')} hot runs; host {context.get('host_name', '?')}, "
+              f"{context.get('num_cpus', '?')} CPUs at {context.get('mhz_per_cpu', '?')} MHz. "
+              "Cold: persistent systems close, drop their files from the page cache and reopen; "
+              "every system first sweeps a buffer of 4× the last-level cache. Every run is one "
+              "transaction, commit included; median over repeated rows.")
+    md.append("")
+    md.append(render_table(summary, context))
+    if problems:
+        md += ["**Problems:**", ""] + [f"- {p}" for p in problems] + [""]
+    pngs = []
+    os.makedirs(out_dir, exist_ok=True)
+    if plots:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise BuildError("plots need matplotlib: pip install 'p2gen[bench]' (or pass --no-plots)")
+        pngs = render_plots(summary, out_dir, context)
+        md.append("")
+        md.extend(f"![{Path(p).stem}]({Path(p).name})" for p in pngs)
+        md.append("")
+    text = "\n".join(md)
+    with open(os.path.join(out_dir, "oo7.md"), "w", encoding="utf-8") as f:
+        f.write(text)
+    return text, pngs, problems
+
+
+# ---------------------------------------------------------------------------------------
+# the command (cli.py holds only the click declaration)
+
+def command(*, size, fanout, seed, reference, out, build_dir, filter, ops, hot_runs, db_dir,
+            lto, cc, cxx, jobs, render, plots, say=print) -> int:
+    """`p2gen bench oo7`: build, run, report. Returns the exit status."""
+    out = out or "bench/results"
+    json_path = os.path.join(out, "oo7.json")
+    cmdline = "p2gen " + shlex.join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("p2gen") else None
+    if render:
+        text, pngs, problems = report(render, out, plots=plots, command=cmdline)
+        say(text)
+        for p in problems:
+            say(f"PROBLEM: {p}")
+        return 1 if problems else 0
+    base = REFERENCE if reference else DEFAULT
+    if size is not None and size not in SIZES:
+        raise BuildError(f"--size: one of {', '.join(SIZES)}, not {size!r}")
+    opts = Options(size=size or base["size"], fanouts=ints(fanout, "--fanout") or base["fanouts"],
+                   seed=seed, hot_runs=hot_runs, ops=ops, filter=filter, dir=db_dir)
+    exe = build(build_dir or os.path.join("bench", "build", "oo7"), cc=cc, cxx=cxx, lto=lto,
+                jobs=jobs, say=say)
+    t0 = time.perf_counter()
+    rc = run(str(exe), opts, json_path, say=say)
+    say(f"benchmark ran {time.perf_counter() - t0:.1f} s (exit status {rc})")
+    if not os.path.exists(json_path):
+        say(f"no results written ({exe} exited with {rc})")
+        return 1
+    text, pngs, problems = report(json_path, out, plots=plots, command=cmdline)
+    say("")
+    say(text)
+    say(f"wrote {json_path}, {os.path.join(out, 'oo7.md')}" + "".join(f", {p}" for p in pngs))
+    for p in problems:
+        say(f"PROBLEM: {p}")
+    return 1 if (rc != 0 or problems) else 0

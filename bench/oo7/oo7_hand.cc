@@ -10,6 +10,10 @@
 #include "oo7.h"
 
 #include <malloc.h>
+#if defined(__SANITIZE_ADDRESS__)
+// from <sanitizer/allocator_interface.h>, which not every toolchain installs
+extern "C" size_t __sanitizer_get_current_allocated_bytes(void);
+#endif
 
 #include <algorithm>
 #include <climits>
@@ -507,7 +511,15 @@ public:
 
     std::string verify() override;
 
-    uint64_t size_bytes() override { return static_cast<uint64_t>(mallinfo2().uordblks); }
+    // the process's heap bytes in use: everything here lives on the heap (under
+    // AddressSanitizer, whose allocator replaces malloc's, ask the sanitizer instead)
+    uint64_t size_bytes() override {
+#if defined(__SANITIZE_ADDRESS__)
+        return static_cast<uint64_t>(__sanitizer_get_current_allocated_bytes());
+#else
+        return static_cast<uint64_t>(mallinfo2().uordblks);
+#endif
+    }
 
 private:
     void init_assembly(Assembly *a, Handle module, Handle super, int32_t id, const char *type,
@@ -624,12 +636,15 @@ private:
     // generator never connects two composite parts, but a connection that did is
     // unlinked from the other side too)
     static void free_composite(CompositePart *c) {
+        // incoming from elsewhere first, while every connection inside c still exists
         for (AtomicPart *ap : c->parts) {
             for (Connection *k : ap->from) {
                 if (k->from->part_of == c) continue;   // freed with its source below
                 erase_all(k->from->to, k);
                 delete k;
             }
+        }
+        for (AtomicPart *ap : c->parts) {
             for (Connection *k : ap->to) {
                 if (k->to->part_of != c) erase_all(k->to->from, k);
                 delete k;

@@ -163,11 +163,11 @@ bool VisitedSet::insert(uint64_t key) {
 }
 
 void VisitedSet::grow() {
-    std::vector<uint64_t> old_keys(keys_.size() * 2);
-    std::vector<uint32_t> old_stamp(stamp_.size() * 2, 0);
-    old_keys.swap(keys_);
-    old_stamp.swap(stamp_);
+    std::vector<uint64_t> old_keys = std::move(keys_);
+    std::vector<uint32_t> old_stamp = std::move(stamp_);
     uint32_t old_gen = gen_;
+    keys_.assign(old_keys.size() * 2, 0);
+    stamp_.assign(old_stamp.size() * 2, 0);
     gen_ = 1;
     n_ = 0;
     size_t mask = keys_.size() - 1;

@@ -17,7 +17,7 @@ from . import layers as layer_library
 from .errors import SpecError, SpecErrors
 from .layers.base import Layer
 from .model import (And, Compare, Const, Container, Cursor, Expr, Field, FieldRef,
-                    FieldType, LayerApp, Not, Or, ParamRef, Pos, Record, Spec)
+                    FieldType, LayerApp, Not, Or, ParamRef, Pos, Record, Relationship, Spec)
 
 FORMAT_VERSION = 1  # bump when generated layouts change meaning; part of the fingerprint
 
@@ -83,6 +83,9 @@ class ContainerInfo:
     cursors: list = field(default_factory=list)  # CursorInfo, user cursors then synthetic
     finds: dict = field(default_factory=dict)    # field name -> synthetic CursorInfo
     all_cursor: Any = None                       # synthetic cursor over every element
+    roles: list = field(default_factory=list)    # RoleInfo: the relationships it is in
+    referenced: bool = False                     # some `ref` field or role points here
+    ref_target: bool = False                     # some `ref` field points here
 
     @property
     def name(self) -> str:
@@ -135,6 +138,25 @@ class ContainerInfo:
             text = f"{d}[{text}]" if text else d
         return text
 
+    @property
+    def text_fields(self) -> list:
+        return [f for f in self.record.fields if f.type.kind == "text"]
+
+    @property
+    def ref_fields(self) -> list:
+        return [f for f in self.record.fields if f.type.target is not None]
+
+    @property
+    def has_hooks(self) -> bool:
+        """Does the public API run per-element hooks (links, texts, reference checks)?"""
+        return bool(self.roles or self.text_fields or self.ref_fields)
+
+    @property
+    def owns_heap(self) -> bool:
+        """Does a transient close have to free per-element blocks (texts, vectors)?"""
+        return not self.persistent and (bool(self.text_fields)
+                                         or any(r.heap for r in self.roles))
+
     def key_fields(self) -> list[str]:
         """Fields some layer organises elements by, in equation order, without repeats."""
         out = []
@@ -167,6 +189,69 @@ class CursorInfo:
 
 
 @dataclass(eq=False)
+class RoleInfo:
+    """One end of a relationship: the role `name` that elements of `container` play.
+    `many`: the role holds a collection of partners (else a single reference)."""
+    rel: "RelInfo"
+    container: ContainerInfo
+    name: str
+    many: bool
+    pos: Pos
+    partner: Optional["RoleInfo"] = None
+
+    @property
+    def p(self) -> str:
+        """Public prefix: `<spec>_<container>_<role>`."""
+        return f"{self.container.p}_{self.name}"
+
+    @property
+    def ip(self) -> str:
+        """Prefix of the relationship layer's internal functions for this role."""
+        return f"{self.container.p}__{self.rel.name}_{self.name}"
+
+    @property
+    def heap(self) -> bool:
+        """Does this role keep a separately allocated block per element?"""
+        return self.rel.layer.role_owns_block(self)
+
+
+@dataclass(eq=False)
+class RelInfo:
+    decl: Relationship
+    layer: Layer
+    params: dict
+    left: RoleInfo = None
+    right: RoleInfo = None
+
+    @property
+    def name(self) -> str:
+        return self.decl.name
+
+    @property
+    def kind(self) -> str:
+        """'1:1', '1:N' or 'M:N' (N:1 is normalised to 1:N)."""
+        many = (self.left.many, self.right.many)
+        return {(False, False): "1:1", (True, True): "M:N"}.get(many, "1:N")
+
+    @property
+    def roles(self) -> list:
+        return [self.left, self.right]
+
+    def text(self) -> str:
+        d = self.decl
+        mult = lambda e: "many" if e.many else "one"
+        params = ", ".join(f"{k}={_show(v)}" for k, v in sorted(self.params.items()))
+        layer = f"{self.layer.name}({params})" if params else self.layer.name
+        return (f"relationship {d.name} {mult(d.left)} {d.left.container}.{d.left.role} to "
+                f"{mult(d.right)} {d.right.container}.{d.right.role} = {layer}")
+
+
+# Role names that would collide with the generated API of the container.
+RESERVED_ROLES = {"insert", "get", "at", "update", "delete", "reserve", "count", "purge",
+                  "all", "ref"}
+
+
+@dataclass(eq=False)
 class FileInfo:
     path: str
     containers: list
@@ -182,6 +267,7 @@ class CheckedSpec:
     containers: list
     cursors: list          # user cursors, in file order
     files: list            # FileInfo, in order of first use
+    relationships: list = field(default_factory=list)   # RelInfo, in file order
 
     def container(self, name: str) -> Optional[ContainerInfo]:
         return next((c for c in self.containers if c.name == name), None)
@@ -217,7 +303,8 @@ class Checker:
         seen: dict[str, tuple[str, Pos]] = {}
         decls = ([("record", r.name, r.pos) for r in self.spec.records]
                  + [("container", c.name, c.pos) for c in self.spec.containers]
-                 + [("cursor", k.name, k.pos) for k in self.spec.cursors])
+                 + [("cursor", k.name, k.pos) for k in self.spec.cursors]
+                 + [("relationship", r.name, r.pos) for r in self.spec.relationships])
         for kind, name, pos in sorted(decls, key=lambda d: (d[2].line, d[2].col)):
             self.check_identifier(name, kind, pos)
             if name in seen:
@@ -431,6 +518,9 @@ class Checker:
                            f"field of record '{rec.name}'"
                            f"{_suggest(k.order_by.name, [x.name for x in rec.fields])}",
                            k.order_by.pos)
+            elif f.type.kind == "text":
+                self.error(f"cursor '{k.name}': cannot order by '{f.name}': it is text "
+                           f"(variable-length)", k.order_by.pos)
             else:
                 order = f.name
         return CursorInfo(k.name, info, k.where, order,
@@ -454,6 +544,10 @@ class Checker:
                     self.error(f"cursor '{cname}': '{side.name}' is not a field of record "
                                f"'{rec.name}'{_suggest(side.name, [x.name for x in rec.fields])}",
                                side.pos)
+                    return
+                if f.type.kind == "text":
+                    self.error(f"cursor '{cname}': field '{f.name}' is text (variable-length); "
+                               f"predicates compare fixed-size fields only", side.pos)
                     return
                 fields.append(f)
         if not fields:
@@ -530,14 +624,150 @@ class Checker:
                 cursors.append(ci)
                 ci.container.cursors.append(ci)
         files = self.group_files(list(containers.values()))
+        for info in containers.values():
+            self.check_ref_fields(info, containers)
+        rels = []
+        for decl in self.spec.relationships:
+            ri = self.check_relationship(decl, containers)
+            if ri is not None:
+                rels.append(ri)
         self.fail_if_errors()
         checked = CheckedSpec(self.spec, self.prefix, self.spec.records,
-                              list(containers.values()), cursors, files)
+                              list(containers.values()), cursors, files, rels)
         for info in checked.containers:
             add_synthetic_cursors(info)
         for fi in files:
-            fi.fingerprint = fingerprint(fi)
+            fi.fingerprint = fingerprint(fi, rels)
         return checked
+
+    # -- references and relationships ---------------------------------------------
+    def _linkable(self, what: str, src: ContainerInfo, dst: ContainerInfo, pos: Pos) -> bool:
+        """References between elements are storage references that must stay put and mean
+        the same after a reopen: stable storage, and one memory for both ends."""
+        ok = True
+        st = dst.storage
+        if not st.layer.stable_refs:
+            self.error(f"{what} points into container '{dst.name}', whose storage "
+                       f"'{st.name}' moves elements to keep them sorted, so a reference "
+                       f"would go stale; use array, iarray or malloc storage there", pos)
+            ok = False
+        if src.persistent != dst.persistent or (src.persistent and src.file != dst.file):
+            def where(c):
+                return f"file \"{c.file}\"" if c.persistent else "transient memory"
+            self.error(f"{what} links container '{src.name}' ({where(src)}) with "
+                       f"'{dst.name}' ({where(dst)}): a reference only means something "
+                       f"inside one memory; put both in the same file, or both in transient "
+                       f"memory", pos)
+            ok = False
+        return ok
+
+    def check_ref_fields(self, info: ContainerInfo, containers: dict) -> None:
+        for f in info.ref_fields:
+            dst = containers.get(f.type.target)
+            if dst is None:
+                if self.spec.container(f.type.target) is None:
+                    self.error(f"field '{f.name}' of record '{info.record.name}' is a ref to "
+                               f"container '{f.type.target}', which is not declared"
+                               f"{_suggest(f.type.target, list(containers))}", f.pos)
+                continue
+            if self._linkable(f"field '{f.name}' (ref {dst.name}) of container '{info.name}'",
+                              info, dst, f.pos):
+                dst.referenced = dst.ref_target = True
+
+    def check_relationship(self, decl: Relationship, containers: dict) -> Optional[RelInfo]:
+        ends = []
+        for end in (decl.left, decl.right):
+            info = containers.get(end.container)
+            if info is None:
+                if self.spec.container(end.container) is None:
+                    self.error(f"relationship '{decl.name}': container '{end.container}' is "
+                               f"not declared{_suggest(end.container, list(containers))}",
+                               end.container_pos)
+                return None
+            ends.append(info)
+        app = decl.equation
+        layer = layer_library.get(app.name)
+        if layer is None:
+            self.error(f"unknown layer '{app.name}'"
+                       f"{_suggest(app.name, list(layer_library.LAYERS))}", app.pos)
+            return None
+        if layer.realm != "rel":
+            rel_layers = ", ".join(n for n, l in layer_library.LAYERS.items() if l.realm == "rel")
+            self.error(f"relationship '{decl.name}' is stored by a layer of realm 'rel' "
+                       f"({rel_layers}), got '{app.name}' (realm '{layer.realm}')", app.pos)
+            return None
+        if app.below is not None:
+            self.error(f"layer '{app.name}' (realm 'rel') takes nothing below it: it keeps "
+                       f"its links in the elements and the containers' memory, got "
+                       f"'{app.below.name}'", app.below.pos)
+            return None
+        params = self.rel_params(decl, layer)
+        ri = RelInfo(decl, layer, params)
+        # each end's role holds the other end's elements
+        ri.left = RoleInfo(ri, ends[0], decl.left.role, decl.right.many, decl.left.role_pos)
+        ri.right = RoleInfo(ri, ends[1], decl.right.role, decl.left.many, decl.right.role_pos)
+        ri.left.partner, ri.right.partner = ri.right, ri.left
+        ok = True
+        for role in ri.roles:
+            info = role.container
+            self.check_identifier(role.name, "role", role.pos)
+            clash = None
+            if info.record.field(role.name) is not None:
+                clash = f"a field of record '{info.record.name}'"
+            elif any(r.name == role.name for r in info.roles):
+                other = next(r for r in info.roles if r.name == role.name)
+                clash = f"already a role of '{info.name}' in relationship '{other.rel.name}'"
+            elif role.name in RESERVED_ROLES or role.name.startswith(("find_", "set_", "get_")):
+                clash = f"taken by the generated API of container '{info.name}'"
+            if clash:
+                self.error(f"relationship '{decl.name}': role '{role.name}' of container "
+                           f"'{info.name}' is {clash}", role.pos)
+                ok = False
+        if ri.left.container is ri.right.container and ri.left.name == ri.right.name:
+            ok = False   # reported above as a clash
+        why = layer.unsupported(ri)
+        if why:
+            self.error(f"relationship '{decl.name}' is {ri.kind}: {why}", app.pos)
+            ok = False
+        if not self._linkable(f"relationship '{decl.name}'", ends[0], ends[1], decl.pos):
+            ok = False
+        elif not ends[0].storage.layer.stable_refs:
+            self._linkable(f"relationship '{decl.name}'", ends[1], ends[0], decl.pos)
+            ok = False
+        if not ok:
+            return None
+        for role in ri.roles:
+            role.container.roles.append(role)
+            role.container.referenced = True
+        return ri
+
+    def rel_params(self, decl: Relationship, layer: Layer) -> dict:
+        specs = {ps.name: ps for ps in layer.params}
+        out = {}
+        for p in decl.equation.params:
+            ps = specs.get(p.name)
+            if ps is None:
+                takes = ", ".join(specs) if specs else "no parameters"
+                self.error(f"layer '{layer.name}' has no parameter '{p.name}'"
+                           f"{_suggest(p.name, list(specs))}; it takes {takes}", p.pos)
+                continue
+            if p.name in out:
+                self.error(f"parameter '{p.name}' of layer '{layer.name}' is given twice",
+                           p.pos)
+                continue
+            v = p.value
+            if ps.kind != "int" or v.kind != "int":
+                self.error(f"parameter '{p.name}' of layer '{layer.name}' must be an "
+                           f"integer", v.pos)
+                continue
+            if (ps.min is not None and v.value < ps.min) or (ps.max is not None and v.value > ps.max):
+                self.error(f"parameter '{p.name}' of layer '{layer.name}' must be in "
+                           f"{ps.min} .. {ps.max}, got {v.value}", v.pos)
+                continue
+            out[p.name] = v.value
+        for ps in layer.params:
+            out.setdefault(ps.name, ps.default)
+        return out
 
     def group_files(self, containers: list) -> list:
         files: dict[str, FileInfo] = {}
@@ -578,12 +808,14 @@ def add_synthetic_cursors(info: ContainerInfo) -> None:
     info.cursors.append(info.all_cursor)
 
 
-def fingerprint(fi: FileInfo) -> int:
+def fingerprint(fi: FileInfo, rels: list = ()) -> int:
     """64 bits of SHA-256 over everything that fixes the layout of the file's contents."""
     parts = [f"p2gen-format {FORMAT_VERSION}"]
     for info in fi.containers:
         fields = ",".join(f"{f.name}:{f.type.spelled()}" for f in info.record.fields)
         parts.append(f"{info.name} of {info.record.name}{{{fields}}} = {info.equation_text()}")
+    # relationships add link fields to the elements of the file's containers
+    parts += [ri.text() for ri in rels if ri.left.container in fi.containers]
     digest = hashlib.sha256("\n".join(parts).encode()).digest()
     return int.from_bytes(digest[:8], "little")
 

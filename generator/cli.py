@@ -92,8 +92,9 @@ def check(spec, prefix):
     except P2Error as e:
         _fail(e)
     n = len(checked.containers)
+    rels = f", {len(checked.relationships)} relationships" if checked.relationships else ""
     click.echo(f"{spec}: ok ({len(checked.records)} records, {n} containers, "
-               f"{len(checked.cursors)} cursors)")
+               f"{len(checked.cursors)} cursors{rels})")
 
 
 @main.command(context_settings=CONTEXT)
@@ -115,13 +116,13 @@ def explain(spec, prefix, no_finds):
 def layers():
     """List the layer library: realms, what each needs below it, parameters."""
     from .layers import LAYERS
-    by_realm = {"mem": [], "ds": [], "top": []}
+    by_realm = {"mem": [], "ds": [], "top": [], "rel": []}
     for layer in LAYERS.values():
         by_realm[layer.realm].append(layer)
     for realm, group in by_realm.items():
         click.echo(f"realm {realm}:")
         for layer in group:
-            role = f" ({layer.role})" if layer.role not in ("mem", "top") else ""
+            role = f" ({layer.role})" if layer.role not in ("mem", "top", "rel") else ""
             click.echo(f"  {layer.signature()}{role}")
             click.echo(f"      {layer.doc}")
             for ps in layer.params:

@@ -41,11 +41,17 @@ TYPE_ALIASES = {"float": "f32", "double": "f64"}
 
 @dataclass(frozen=True)
 class FieldType:
-    """`kind` is 'int', 'float' or 'char'. `name` is the canonical type name
-    (i8..u64, f32, f64, or 'char'); `length` is N for char[N]."""
+    """`kind` is 'int', 'float', 'char' or 'text'. `name` is the canonical type name
+    (i8..u64, f32, f64, 'char' or 'text'); `length` is N for char[N].
+
+    `ref <container>` is an 'int' of name 'u64' with `target` set: a reference to an
+    element of that container (the storage layer's reference, UINT64_MAX for none), so it
+    can be a key or appear in predicates like any u64. 'text' is a variable-length byte
+    string kept in the container's memory layer; the record holds its handle."""
     kind: str
     name: str
     length: int = 0
+    target: Optional[str] = None
 
     @property
     def ctype(self) -> str:
@@ -53,6 +59,8 @@ class FieldType:
             return INT_TYPES[self.name][0]
         if self.kind == "float":
             return FLOAT_TYPES[self.name]
+        if self.kind == "text":
+            return "p2_text"
         return "char"
 
     @property
@@ -61,6 +69,8 @@ class FieldType:
             return INT_TYPES[self.name][1]
         if self.kind == "float":
             return 32 if self.name == "f32" else 64
+        if self.kind == "text":
+            return 128
         return 8 * self.length
 
     @property
@@ -76,6 +86,8 @@ class FieldType:
         return (1 << (self.bits - 1)) - 1 if self.signed else (1 << self.bits) - 1
 
     def spelled(self) -> str:
+        if self.target is not None:
+            return f"ref {self.target}"
         return f"char[{self.length}]" if self.kind == "char" else self.name
 
 
@@ -231,6 +243,34 @@ class Cursor:
 
 
 # ---------------------------------------------------------------------------
+# Relationships
+# ---------------------------------------------------------------------------
+@dataclass
+class RelEnd:
+    """`one composites.parts`: a multiplicity, a container and the role its elements play."""
+    many: bool
+    container: str
+    role: str
+    mult_pos: Pos
+    container_pos: Pos
+    role_pos: Pos
+
+
+@dataclass
+class Relationship:
+    """`relationship parts one composites.parts to many atoms.part_of = ilist;`
+
+    Each end's role holds the *other* end's elements: composites.parts is a collection
+    (the right end is `many`), atoms.part_of a single reference (the left end is `one`).
+    """
+    name: str
+    left: RelEnd
+    right: RelEnd
+    equation: LayerApp
+    pos: Pos
+
+
+# ---------------------------------------------------------------------------
 # The whole spec
 # ---------------------------------------------------------------------------
 @dataclass
@@ -240,6 +280,7 @@ class Spec:
     records: list[Record] = field(default_factory=list)
     containers: list[Container] = field(default_factory=list)
     cursors: list[Cursor] = field(default_factory=list)
+    relationships: list[Relationship] = field(default_factory=list)
 
     def record(self, name: str) -> Optional[Record]:
         return next((r for r in self.records if r.name == name), None)

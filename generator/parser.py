@@ -30,7 +30,7 @@ from .grammar.P2SpecParser import P2SpecParser
 from .model import (
     FLOAT_TYPES, INT_TYPES, TYPE_ALIASES,
     And, Compare, Const, Container, Cursor, Field, FieldRef, FieldType, LayerApp,
-    LayerArgs, Not, Or, Param, ParamRef, Pos, Record, Spec, Value,
+    LayerArgs, Not, Or, Param, ParamRef, Pos, Record, RelEnd, Relationship, Spec, Value,
 )
 
 __all__ = ["parse", "parse_file"]
@@ -39,9 +39,9 @@ P = P2SpecParser
 
 KEYWORDS = {
     P.RECORD, P.CONTAINER, P.OF, P.WITH, P.CURSOR, P.ON, P.WHERE, P.ORDER, P.BY,
-    P.AND, P.OR, P.NOT, P.TRUE, P.FALSE,
+    P.AND, P.OR, P.NOT, P.TRUE, P.FALSE, P.RELATIONSHIP,
 }
-DECL_KEYWORDS = {P.RECORD, P.CONTAINER, P.CURSOR}
+DECL_KEYWORDS = {P.RECORD, P.CONTAINER, P.CURSOR, P.RELATIONSHIP}
 LEXICAL_ERRORS = {P.ERROR_CHAR, P.UNTERMINATED_STRING, P.UNTERMINATED_COMMENT}
 
 # How expected tokens are named in messages (the rest use their literal, e.g. "';'").
@@ -55,7 +55,7 @@ TOKEN_DESCRIPTIONS = {
 }
 
 TYPE_NAMES = list(INT_TYPES) + list(FLOAT_TYPES)
-TYPE_LIST = ", ".join(TYPE_NAMES + list(TYPE_ALIASES) + ["char[N]"])
+TYPE_LIST = ", ".join(TYPE_NAMES + list(TYPE_ALIASES) + ["char[N]", "text", "ref <container>"])
 ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t"}
 
 
@@ -220,6 +220,16 @@ class _ErrorStrategy(DefaultErrorStrategy):
         new_line = prev is not None and (tok.type == Token.EOF or tok.line > prev.line)
         found = _describe_found(tok)
         ctx = recognizer._ctx
+        if (isinstance(ctx, P.FieldTypeContext) and ctx.target is not None
+                and ctx.name.text != "ref"):
+            # `balance: i64 <newline> filler: ...` read the next field's name as a ref
+            # target: the ';' after the type is what is missing
+            name, tgt = ctx.name, ctx.target
+            field = ctx.parentCtx.name.text if ctx.parentCtx.name is not None else "?"
+            pos = (Pos(path, name.line, name.column + 1 + len(name.text), 1)
+                   if tgt.line > name.line else _tok_pos(path, tgt))
+            return st.error(f"syntax error: expected ';' after field '{field}', found "
+                            f"'{tgt.text}'", pos, syntax=True)
 
         # A keyword where a name may go. A declaration keyword followed by a name is
         # more likely the start of the next declaration after a missing terminator.
@@ -230,8 +240,8 @@ class _ErrorStrategy(DefaultErrorStrategy):
                             f"be used as a name", at_tok, syntax=True)
 
         if isinstance(ctx, P.SpecContext):
-            return st.error("syntax error: expected a declaration ('record', 'container' or "
-                            f"'cursor'), found {found}", at_tok, syntax=True)
+            return st.error("syntax error: expected a declaration ('record', 'container', "
+                            f"'cursor' or 'relationship'), found {found}", at_tok, syntax=True)
 
         where = after_prev if new_line else at_tok
         decl = _enclosing_decl(ctx)
@@ -263,6 +273,7 @@ def _enclosing_decl(ctx) -> Optional[str]:
         (P.RecordDeclContext, "record"),
         (P.ContainerDeclContext, "container"),
         (P.CursorDeclContext, "cursor"),
+        (P.RelationshipDeclContext, "relationship"),
     )
     while ctx is not None:
         for cls, kind in kinds:
@@ -363,6 +374,29 @@ def _field_type(path: str, ctx: P2SpecParser.FieldTypeContext) -> FieldType:
     spelled = tok.text
     name = TYPE_ALIASES.get(spelled, spelled)
     length_tok = ctx.length
+    if ctx.target is not None and name != "ref":
+        # `balance: i64 <newline> filler: ...`: a ';' is missing, not a target
+        field = ctx.parentCtx.name.text if getattr(ctx.parentCtx, "name", None) else "?"
+        tgt = ctx.target
+        if tgt.line > tok.line:
+            pos = Pos(path, tok.line, tok.column + 1 + len(tok.text), 1)
+        else:
+            pos = _tok_pos(path, tgt)
+        raise SpecError(f"syntax error: expected ';' after field '{field}', found "
+                        f"'{tgt.text}'", pos)
+    if ctx.target is not None:   # ref <container>
+        if length_tok is not None:
+            raise SpecError("type 'ref' does not take a length",
+                            _tok_pos(path, ctx.LBRACK().symbol))
+        return FieldType("int", "u64", target=ctx.target.text)
+    if name == "ref":
+        raise SpecError("type 'ref' needs the container it points into: ref <container>",
+                        _tok_pos(path, tok))
+    if name == "text":
+        if length_tok is not None:
+            raise SpecError("type 'text' does not take a length: it is variable-length; "
+                            "use char[N] for a fixed one", _tok_pos(path, ctx.LBRACK().symbol))
+        return FieldType("text", "text")
     if name == "char":
         if length_tok is None:
             raise SpecError("type 'char' needs a length: char[N]", _tok_pos(path, tok))
@@ -404,6 +438,8 @@ class _Builder:
                 spec.records.append(self.record(d.recordDecl()))
             elif d.containerDecl():
                 spec.containers.append(self.container(d.containerDecl()))
+            elif d.relationshipDecl():
+                spec.relationships.append(self.relationship(d.relationshipDecl()))
             else:
                 spec.cursors.append(self.cursor(d.cursorDecl()))
         return spec
@@ -455,6 +491,24 @@ class _Builder:
         if t in (P.TRUE, P.FALSE):
             return Value("bool", t == P.TRUE, pos)
         return Value("name", tok.text, pos)
+
+    # relationships ------------------------------------------------------
+    def relationship(self, ctx: P2SpecParser.RelationshipDeclContext) -> Relationship:
+        if ctx.toWord.text != "to":
+            raise SpecError(f"syntax error: expected 'to' between the two ends of "
+                            f"relationship '{ctx.name.text}', found '{ctx.toWord.text}'",
+                            self.tok(ctx.toWord), self.text)
+        return Relationship(ctx.name.text, self.rel_end(ctx.left, ctx.name.text),
+                            self.rel_end(ctx.right, ctx.name.text),
+                            self.equation(ctx.equation()), self.tok(ctx.name))
+
+    def rel_end(self, ctx: P2SpecParser.RelEndContext, rel: str) -> RelEnd:
+        if ctx.mult.text not in ("one", "many"):
+            raise SpecError(f"relationship '{rel}': expected 'one' or 'many' before "
+                            f"'{ctx.containerName.text}.{ctx.role.text}', found "
+                            f"'{ctx.mult.text}'", self.tok(ctx.mult), self.text)
+        return RelEnd(ctx.mult.text == "many", ctx.containerName.text, ctx.role.text,
+                      self.tok(ctx.mult), self.tok(ctx.containerName), self.tok(ctx.role))
 
     # cursors ------------------------------------------------------------
     def cursor(self, ctx: P2SpecParser.CursorDeclContext) -> Cursor:

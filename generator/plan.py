@@ -176,4 +176,11 @@ def explain(checked: CheckedSpec, include_finds: bool = True) -> str:
                         lines.append(f"      {c.layer.describe()} {c.option.kind}: "
                                      f"{c.option.why} (cost {c.option.cost:.1f}){note}")
         lines.append("")
+    for ri in checked.relationships:
+        lines.append(f"{ri.text()}  ({ri.kind})")
+        for role in ri.roles:
+            what = "many" if role.many else "one"
+            lines.append(f"  {role.container.name}.{role.name} ({what} "
+                         f"{role.partner.container.name}): {ri.layer.role_cost(role)}")
+        lines.append("")
     return "\n".join(lines).rstrip() + "\n"

@@ -68,6 +68,8 @@ def c_const(k: Const, t: FieldType) -> str:
 
 
 def arg_type(t: FieldType) -> str:
+    if t.target is not None:
+        return "uint64_t "
     return "const char *" if t.kind == "char" else f"{t.ctype} "
 
 
@@ -228,6 +230,17 @@ class Renderer:
                 return idx
         return -1
 
+    def role_names(self, role) -> dict:
+        """What a relationship template needs to reach one end's elements."""
+        info = role.container
+        return {"E": names(self.checked, info)["E"], "elem": f"{info.storage.p}_elem",
+                "M": info.mem.p, "T": info.chain[0].p}
+
+    def rel_section(self, ri) -> str:
+        tmpl = self.env.get_template(ri.layer.template)
+        return tmpl.render(REL=ri, rn=self.role_names, S=self.checked,
+                           DB=f"{self.checked.prefix}_db")
+
     def render(self) -> tuple[str, str]:
         checked = self.checked
         containers = []
@@ -238,9 +251,12 @@ class Renderer:
                 sections.append((li, self.layer_section(li, info, views)))
             containers.append({"info": info, "views": views, "sections": sections,
                                "seg": self.seg_index(info)})
-        ctx = dict(S=checked, spec_file=self.spec_file, containers=containers,
+        rels = [{"info": ri, "text": self.rel_section(ri)} for ri in checked.relationships]
+        ctx = dict(S=checked, spec_file=self.spec_file, containers=containers, rels=rels,
                    files=self.files(), arg_type=arg_type, param_field_decl=param_field_decl,
-                   c_string=c_string, where_text=expr_text, names=names)
+                   c_string=c_string, where_text=expr_text, names=names,
+                   rn=self.role_names, hooked=[c for c in containers
+                                           if c["info"].has_hooks or c["info"].referenced])
         header = self.env.get_template("spec.h.j2").render(**ctx)
         source = self.env.get_template("spec.c.j2").render(**ctx)
         return header, source

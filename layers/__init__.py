@@ -8,11 +8,13 @@ from .delflag import DelFlag
 from .dlist import DList
 from .hash import Hash
 from .iarray import IArray
+from .ilist import IList
 from .malloc import Malloc
 from .odlist import ODList
 from .persistent import Persistent
 from .qsort import QSort
 from .qualify import Qualify
+from .refarray import RefArray
 from .top2ds import Top2ds
 from .top2ds_qualify import Top2dsQualify
 from .transient import Transient
@@ -22,6 +24,7 @@ LAYERS: dict[str, Layer] = {cls.name: cls() for cls in (
     Array, IArray, QSort, Malloc,
     Hash, Avl, DList, ODList,
     Top2ds, Qualify, Top2dsQualify, DelFlag,
+    IList, RefArray,
 )}
 
 

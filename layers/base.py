@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 REQUIRED = object()
 
-REALMS = ("mem", "ds", "top")
+REALMS = ("mem", "ds", "top", "rel")
 
 
 @dataclass(frozen=True)
@@ -158,3 +158,39 @@ def ordered_paths(layer: Layer, inst, query, *, eq_cost, range_cost, scan_cost,
 # third of the elements, a closed range a quarter.
 def range_selectivity(nbounds: int) -> float:
     return 1 / 3 if nbounds == 1 else 1 / 4
+
+
+class RelLayer(Layer):
+    """A layer of realm 'rel': stores one relationship between the elements of two
+    containers (or of one, with two roles). It adds link fields to the elements of both
+    ends (`role_fields`) and renders, for each role, the functions the public API calls:
+
+      <ip>_init(db, x)          a new element: no partners
+      <ip>_unlink(db, x)        x is being deleted: detach it from every partner
+      <ip>_free(db, x)          transient close: free what x holds (no partner update)
+      many roles:  <ip>_count(db, x), <ip>_add(db, x, y), <ip>_remove(db, x, y),
+                   <ip>_iter_open(db, x, &a, &b), <ip>_iter_next(db, &a, &b) -> y or P2_NIL
+      one roles:   <ip>_get(db, x) -> y or P2_NIL, <ip>_set(db, x, y) (P2_NIL clears)
+
+    Both directions are kept in step by every call: adding y to x.role also makes x
+    y's partner, with the multiplicity of a bag."""
+    realm = "rel"
+    below = None
+    role = "rel"
+    kinds: tuple = ("1:1", "1:N", "M:N")
+
+    def unsupported(self, ri) -> Optional[str]:
+        if ri.kind not in self.kinds:
+            return (f"layer '{self.name}' stores {' and '.join(self.kinds)} relationships "
+                    f"only")
+        return None
+
+    def role_fields(self, role) -> list[ElemField]:
+        return []
+
+    def role_owns_block(self, role) -> bool:
+        return False
+
+    def role_cost(self, role) -> str:
+        """What reaching and changing this role costs, for `explain`."""
+        return ""

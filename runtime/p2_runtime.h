@@ -147,6 +147,15 @@ const char *p2_strerror(int code);
 
 /** Detailed error: a code and a message saying what failed and why.
  *  Messages longer than the buffer are truncated (always NUL-terminated). */
+/** The handle of a `text` field (variable-length bytes) inside a record: where its block
+ *  is in the container's memory layer and how long the text is. Read it through the
+ *  generated `<container>_get_<field>` and write it through `_set_<field>`; inserts and
+ *  updates ignore the handle they are given. */
+typedef struct p2_text {
+    uint64_t mref;   /**< memory reference of len + 1 bytes (text, then NUL); 0 if empty */
+    uint64_t len;    /**< bytes of text */
+} p2_text;
+
 typedef struct p2_err {
     int  code;                  /**< P2_* code, P2_OK if no error */
     char msg[P2_ERR_MSG_SIZE];  /**< NUL-terminated message */

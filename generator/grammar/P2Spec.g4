@@ -1,11 +1,16 @@
 /*
- * P2Spec.g4 -- the p2gen spec language: records, type equations (containers) and cursors.
+ * P2Spec.g4 -- the p2gen spec language: records, type equations (containers), cursors and
+ * relationships between the elements of containers.
  *
- *     record account { id: u32; balance: i64; filler: char[84]; }
+ *     record account { id: u32; balance: i64; filler: char[84]; home: ref branches; }
  *     container accounts of account
  *         = top2ds_qualify[hash[array[persistent]]]
  *         with hash(key = id, buckets = 1_048_576), persistent(file = "tpcb.db");
  *     cursor rich on accounts where balance > $min order by id;
+ *     relationship holds one branches.accounts to many accounts.branch = ilist;
+ *
+ * `ref`, `one`, `many` and `to` are not reserved: they are names checked where they
+ * appear (parser.py), so specs may keep using them as names.
  *
  * The grammar is LL(1) on purpose (fast in SLL mode with the Python runtime). Type names,
  * char lengths and string escapes are checked by generator/parser.py, not here; the lexer
@@ -27,6 +32,7 @@ decl
     : recordDecl
     | containerDecl
     | cursorDecl
+    | relationshipDecl
     ;
 
 recordDecl
@@ -37,8 +43,11 @@ fieldDecl
     : name=ID COLON fieldType SEMI
     ;
 
+// u32, char[10], text, or `ref <container>` (a reference to an element of a container)
+// `ref` is not reserved (a field may be called ref); parser.py rejects a target after any
+// other type name as the missing ';' it most likely is.
 fieldType
-    : name=ID (LBRACK length=INT RBRACK)?
+    : name=ID (target=ID)? (LBRACK length=INT RBRACK)?
     ;
 
 containerDecl
@@ -70,6 +79,18 @@ value
     | TRUE
     | FALSE
     | ID
+    ;
+
+// relationship parts one composites.parts to many atoms.part_of = ilist;
+// The left role (composites.parts) holds the right side's elements (many: a collection),
+// the right role (atoms.part_of) the left side's (one: a single reference). The equation
+// names the layer that stores it (realm 'rel').
+relationshipDecl
+    : RELATIONSHIP name=ID left=relEnd toWord=ID right=relEnd ASSIGN equation SEMI
+    ;
+
+relEnd
+    : mult=ID containerName=ID DOT role=ID
     ;
 
 cursorDecl
@@ -111,6 +132,7 @@ CONTAINER : 'container' ;
 OF        : 'of' ;
 WITH      : 'with' ;
 CURSOR    : 'cursor' ;
+RELATIONSHIP : 'relationship' ;
 ON        : 'on' ;
 WHERE     : 'where' ;
 ORDER     : 'order' ;
@@ -130,6 +152,7 @@ RPAREN : ')' ;
 COLON  : ':' ;
 SEMI   : ';' ;
 COMMA  : ',' ;
+DOT    : '.' ;
 EQ     : '==' ;
 NE     : '!=' ;
 LE     : '<=' ;

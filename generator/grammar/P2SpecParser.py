@@ -10,62 +10,70 @@ else:
 
 def serializedATN():
     return [
-        4,1,41,170,2,0,7,0,2,1,7,1,2,2,7,2,2,3,7,3,2,4,7,4,2,5,7,5,2,6,7,
+        4,1,43,192,2,0,7,0,2,1,7,1,2,2,7,2,2,3,7,3,2,4,7,4,2,5,7,5,2,6,7,
         6,2,7,7,7,2,8,7,8,2,9,7,9,2,10,7,10,2,11,7,11,2,12,7,12,2,13,7,13,
-        2,14,7,14,2,15,7,15,2,16,7,16,1,0,5,0,36,8,0,10,0,12,0,39,9,0,1,
-        0,1,0,1,1,1,1,1,1,3,1,46,8,1,1,2,1,2,1,2,1,2,5,2,52,8,2,10,2,12,
-        2,55,9,2,1,2,1,2,1,3,1,3,1,3,1,3,1,3,1,4,1,4,1,4,1,4,3,4,68,8,4,
-        1,5,1,5,1,5,1,5,1,5,1,5,1,5,1,5,1,5,1,5,5,5,80,8,5,10,5,12,5,83,
-        9,5,3,5,85,8,5,1,5,1,5,1,6,1,6,1,6,3,6,92,8,6,1,6,3,6,95,8,6,1,6,
-        1,6,1,6,1,6,3,6,101,8,6,1,7,1,7,1,7,3,7,106,8,7,1,7,1,7,1,8,1,8,
-        1,8,5,8,113,8,8,10,8,12,8,116,9,8,1,9,1,9,1,9,1,9,1,10,1,10,1,11,
-        1,11,1,11,1,11,1,11,1,11,3,11,130,8,11,1,11,1,11,1,11,3,11,135,8,
-        11,1,11,1,11,1,12,1,12,1,12,5,12,142,8,12,10,12,12,12,145,9,12,1,
-        13,1,13,1,13,5,13,150,8,13,10,13,12,13,153,9,13,1,14,1,14,1,14,1,
-        14,1,14,1,14,1,14,3,14,162,8,14,1,15,1,15,1,15,1,15,1,16,1,16,1,
-        16,0,0,17,0,2,4,6,8,10,12,14,16,18,20,22,24,26,28,30,32,0,3,3,0,
-        13,14,31,31,33,35,1,0,24,29,1,0,31,35,170,0,37,1,0,0,0,2,45,1,0,
-        0,0,4,47,1,0,0,0,6,58,1,0,0,0,8,63,1,0,0,0,10,69,1,0,0,0,12,88,1,
-        0,0,0,14,102,1,0,0,0,16,109,1,0,0,0,18,117,1,0,0,0,20,121,1,0,0,
-        0,22,123,1,0,0,0,24,138,1,0,0,0,26,146,1,0,0,0,28,161,1,0,0,0,30,
-        163,1,0,0,0,32,167,1,0,0,0,34,36,3,2,1,0,35,34,1,0,0,0,36,39,1,0,
-        0,0,37,35,1,0,0,0,37,38,1,0,0,0,38,40,1,0,0,0,39,37,1,0,0,0,40,41,
-        5,0,0,1,41,1,1,0,0,0,42,46,3,4,2,0,43,46,3,10,5,0,44,46,3,22,11,
-        0,45,42,1,0,0,0,45,43,1,0,0,0,45,44,1,0,0,0,46,3,1,0,0,0,47,48,5,
-        1,0,0,48,49,5,31,0,0,49,53,5,15,0,0,50,52,3,6,3,0,51,50,1,0,0,0,
-        52,55,1,0,0,0,53,51,1,0,0,0,53,54,1,0,0,0,54,56,1,0,0,0,55,53,1,
-        0,0,0,56,57,5,16,0,0,57,5,1,0,0,0,58,59,5,31,0,0,59,60,5,21,0,0,
-        60,61,3,8,4,0,61,62,5,22,0,0,62,7,1,0,0,0,63,67,5,31,0,0,64,65,5,
-        17,0,0,65,66,5,33,0,0,66,68,5,18,0,0,67,64,1,0,0,0,67,68,1,0,0,0,
-        68,9,1,0,0,0,69,70,5,2,0,0,70,71,5,31,0,0,71,72,5,3,0,0,72,73,5,
-        31,0,0,73,74,5,30,0,0,74,84,3,12,6,0,75,76,5,4,0,0,76,81,3,14,7,
-        0,77,78,5,23,0,0,78,80,3,14,7,0,79,77,1,0,0,0,80,83,1,0,0,0,81,79,
-        1,0,0,0,81,82,1,0,0,0,82,85,1,0,0,0,83,81,1,0,0,0,84,75,1,0,0,0,
-        84,85,1,0,0,0,85,86,1,0,0,0,86,87,5,22,0,0,87,11,1,0,0,0,88,94,5,
-        31,0,0,89,91,5,19,0,0,90,92,3,16,8,0,91,90,1,0,0,0,91,92,1,0,0,0,
-        92,93,1,0,0,0,93,95,5,20,0,0,94,89,1,0,0,0,94,95,1,0,0,0,95,100,
-        1,0,0,0,96,97,5,17,0,0,97,98,3,12,6,0,98,99,5,18,0,0,99,101,1,0,
-        0,0,100,96,1,0,0,0,100,101,1,0,0,0,101,13,1,0,0,0,102,103,5,31,0,
-        0,103,105,5,19,0,0,104,106,3,16,8,0,105,104,1,0,0,0,105,106,1,0,
-        0,0,106,107,1,0,0,0,107,108,5,20,0,0,108,15,1,0,0,0,109,114,3,18,
-        9,0,110,111,5,23,0,0,111,113,3,18,9,0,112,110,1,0,0,0,113,116,1,
-        0,0,0,114,112,1,0,0,0,114,115,1,0,0,0,115,17,1,0,0,0,116,114,1,0,
-        0,0,117,118,5,31,0,0,118,119,5,30,0,0,119,120,3,20,10,0,120,19,1,
-        0,0,0,121,122,7,0,0,0,122,21,1,0,0,0,123,124,5,5,0,0,124,125,5,31,
-        0,0,125,126,5,6,0,0,126,129,5,31,0,0,127,128,5,7,0,0,128,130,3,24,
-        12,0,129,127,1,0,0,0,129,130,1,0,0,0,130,134,1,0,0,0,131,132,5,8,
-        0,0,132,133,5,9,0,0,133,135,5,31,0,0,134,131,1,0,0,0,134,135,1,0,
-        0,0,135,136,1,0,0,0,136,137,5,22,0,0,137,23,1,0,0,0,138,143,3,26,
-        13,0,139,140,5,11,0,0,140,142,3,26,13,0,141,139,1,0,0,0,142,145,
-        1,0,0,0,143,141,1,0,0,0,143,144,1,0,0,0,144,25,1,0,0,0,145,143,1,
-        0,0,0,146,151,3,28,14,0,147,148,5,10,0,0,148,150,3,28,14,0,149,147,
-        1,0,0,0,150,153,1,0,0,0,151,149,1,0,0,0,151,152,1,0,0,0,152,27,1,
-        0,0,0,153,151,1,0,0,0,154,155,5,12,0,0,155,162,3,28,14,0,156,157,
-        5,19,0,0,157,158,3,24,12,0,158,159,5,20,0,0,159,162,1,0,0,0,160,
-        162,3,30,15,0,161,154,1,0,0,0,161,156,1,0,0,0,161,160,1,0,0,0,162,
-        29,1,0,0,0,163,164,3,32,16,0,164,165,7,1,0,0,165,166,3,32,16,0,166,
-        31,1,0,0,0,167,168,7,2,0,0,168,33,1,0,0,0,16,37,45,53,67,81,84,91,
-        94,100,105,114,129,134,143,151,161
+        2,14,7,14,2,15,7,15,2,16,7,16,2,17,7,17,2,18,7,18,1,0,5,0,40,8,0,
+        10,0,12,0,43,9,0,1,0,1,0,1,1,1,1,1,1,1,1,3,1,51,8,1,1,2,1,2,1,2,
+        1,2,5,2,57,8,2,10,2,12,2,60,9,2,1,2,1,2,1,3,1,3,1,3,1,3,1,3,1,4,
+        1,4,3,4,71,8,4,1,4,1,4,1,4,3,4,76,8,4,1,5,1,5,1,5,1,5,1,5,1,5,1,
+        5,1,5,1,5,1,5,5,5,88,8,5,10,5,12,5,91,9,5,3,5,93,8,5,1,5,1,5,1,6,
+        1,6,1,6,3,6,100,8,6,1,6,3,6,103,8,6,1,6,1,6,1,6,1,6,3,6,109,8,6,
+        1,7,1,7,1,7,3,7,114,8,7,1,7,1,7,1,8,1,8,1,8,5,8,121,8,8,10,8,12,
+        8,124,9,8,1,9,1,9,1,9,1,9,1,10,1,10,1,11,1,11,1,11,1,11,1,11,1,11,
+        1,11,1,11,1,11,1,12,1,12,1,12,1,12,1,12,1,13,1,13,1,13,1,13,1,13,
+        1,13,3,13,152,8,13,1,13,1,13,1,13,3,13,157,8,13,1,13,1,13,1,14,1,
+        14,1,14,5,14,164,8,14,10,14,12,14,167,9,14,1,15,1,15,1,15,5,15,172,
+        8,15,10,15,12,15,175,9,15,1,16,1,16,1,16,1,16,1,16,1,16,1,16,3,16,
+        184,8,16,1,17,1,17,1,17,1,17,1,18,1,18,1,18,0,0,19,0,2,4,6,8,10,
+        12,14,16,18,20,22,24,26,28,30,32,34,36,0,3,3,0,14,15,33,33,35,37,
+        1,0,26,31,1,0,33,37,192,0,41,1,0,0,0,2,50,1,0,0,0,4,52,1,0,0,0,6,
+        63,1,0,0,0,8,68,1,0,0,0,10,77,1,0,0,0,12,96,1,0,0,0,14,110,1,0,0,
+        0,16,117,1,0,0,0,18,125,1,0,0,0,20,129,1,0,0,0,22,131,1,0,0,0,24,
+        140,1,0,0,0,26,145,1,0,0,0,28,160,1,0,0,0,30,168,1,0,0,0,32,183,
+        1,0,0,0,34,185,1,0,0,0,36,189,1,0,0,0,38,40,3,2,1,0,39,38,1,0,0,
+        0,40,43,1,0,0,0,41,39,1,0,0,0,41,42,1,0,0,0,42,44,1,0,0,0,43,41,
+        1,0,0,0,44,45,5,0,0,1,45,1,1,0,0,0,46,51,3,4,2,0,47,51,3,10,5,0,
+        48,51,3,26,13,0,49,51,3,22,11,0,50,46,1,0,0,0,50,47,1,0,0,0,50,48,
+        1,0,0,0,50,49,1,0,0,0,51,3,1,0,0,0,52,53,5,1,0,0,53,54,5,33,0,0,
+        54,58,5,16,0,0,55,57,3,6,3,0,56,55,1,0,0,0,57,60,1,0,0,0,58,56,1,
+        0,0,0,58,59,1,0,0,0,59,61,1,0,0,0,60,58,1,0,0,0,61,62,5,17,0,0,62,
+        5,1,0,0,0,63,64,5,33,0,0,64,65,5,22,0,0,65,66,3,8,4,0,66,67,5,23,
+        0,0,67,7,1,0,0,0,68,70,5,33,0,0,69,71,5,33,0,0,70,69,1,0,0,0,70,
+        71,1,0,0,0,71,75,1,0,0,0,72,73,5,18,0,0,73,74,5,35,0,0,74,76,5,19,
+        0,0,75,72,1,0,0,0,75,76,1,0,0,0,76,9,1,0,0,0,77,78,5,2,0,0,78,79,
+        5,33,0,0,79,80,5,3,0,0,80,81,5,33,0,0,81,82,5,32,0,0,82,92,3,12,
+        6,0,83,84,5,4,0,0,84,89,3,14,7,0,85,86,5,24,0,0,86,88,3,14,7,0,87,
+        85,1,0,0,0,88,91,1,0,0,0,89,87,1,0,0,0,89,90,1,0,0,0,90,93,1,0,0,
+        0,91,89,1,0,0,0,92,83,1,0,0,0,92,93,1,0,0,0,93,94,1,0,0,0,94,95,
+        5,23,0,0,95,11,1,0,0,0,96,102,5,33,0,0,97,99,5,20,0,0,98,100,3,16,
+        8,0,99,98,1,0,0,0,99,100,1,0,0,0,100,101,1,0,0,0,101,103,5,21,0,
+        0,102,97,1,0,0,0,102,103,1,0,0,0,103,108,1,0,0,0,104,105,5,18,0,
+        0,105,106,3,12,6,0,106,107,5,19,0,0,107,109,1,0,0,0,108,104,1,0,
+        0,0,108,109,1,0,0,0,109,13,1,0,0,0,110,111,5,33,0,0,111,113,5,20,
+        0,0,112,114,3,16,8,0,113,112,1,0,0,0,113,114,1,0,0,0,114,115,1,0,
+        0,0,115,116,5,21,0,0,116,15,1,0,0,0,117,122,3,18,9,0,118,119,5,24,
+        0,0,119,121,3,18,9,0,120,118,1,0,0,0,121,124,1,0,0,0,122,120,1,0,
+        0,0,122,123,1,0,0,0,123,17,1,0,0,0,124,122,1,0,0,0,125,126,5,33,
+        0,0,126,127,5,32,0,0,127,128,3,20,10,0,128,19,1,0,0,0,129,130,7,
+        0,0,0,130,21,1,0,0,0,131,132,5,6,0,0,132,133,5,33,0,0,133,134,3,
+        24,12,0,134,135,5,33,0,0,135,136,3,24,12,0,136,137,5,32,0,0,137,
+        138,3,12,6,0,138,139,5,23,0,0,139,23,1,0,0,0,140,141,5,33,0,0,141,
+        142,5,33,0,0,142,143,5,25,0,0,143,144,5,33,0,0,144,25,1,0,0,0,145,
+        146,5,5,0,0,146,147,5,33,0,0,147,148,5,7,0,0,148,151,5,33,0,0,149,
+        150,5,8,0,0,150,152,3,28,14,0,151,149,1,0,0,0,151,152,1,0,0,0,152,
+        156,1,0,0,0,153,154,5,9,0,0,154,155,5,10,0,0,155,157,5,33,0,0,156,
+        153,1,0,0,0,156,157,1,0,0,0,157,158,1,0,0,0,158,159,5,23,0,0,159,
+        27,1,0,0,0,160,165,3,30,15,0,161,162,5,12,0,0,162,164,3,30,15,0,
+        163,161,1,0,0,0,164,167,1,0,0,0,165,163,1,0,0,0,165,166,1,0,0,0,
+        166,29,1,0,0,0,167,165,1,0,0,0,168,173,3,32,16,0,169,170,5,11,0,
+        0,170,172,3,32,16,0,171,169,1,0,0,0,172,175,1,0,0,0,173,171,1,0,
+        0,0,173,174,1,0,0,0,174,31,1,0,0,0,175,173,1,0,0,0,176,177,5,13,
+        0,0,177,184,3,32,16,0,178,179,5,20,0,0,179,180,3,28,14,0,180,181,
+        5,21,0,0,181,184,1,0,0,0,182,184,3,34,17,0,183,176,1,0,0,0,183,178,
+        1,0,0,0,183,182,1,0,0,0,184,33,1,0,0,0,185,186,3,36,18,0,186,187,
+        7,1,0,0,187,188,3,36,18,0,188,35,1,0,0,0,189,190,7,2,0,0,190,37,
+        1,0,0,0,17,41,50,58,70,75,89,92,99,102,108,113,122,151,156,165,173,
+        183
     ]
 
 class P2SpecParser ( Parser ):
@@ -79,18 +87,20 @@ class P2SpecParser ( Parser ):
     sharedContextCache = PredictionContextCache()
 
     literalNames = [ "<INVALID>", "'record'", "'container'", "'of'", "'with'", 
-                     "'cursor'", "'on'", "'where'", "'order'", "'by'", "'and'", 
-                     "'or'", "'not'", "'true'", "'false'", "'{'", "'}'", 
-                     "'['", "']'", "'('", "')'", "':'", "';'", "','", "'=='", 
-                     "'!='", "'<='", "'>='", "'<'", "'>'", "'='" ]
+                     "'cursor'", "'relationship'", "'on'", "'where'", "'order'", 
+                     "'by'", "'and'", "'or'", "'not'", "'true'", "'false'", 
+                     "'{'", "'}'", "'['", "']'", "'('", "')'", "':'", "';'", 
+                     "','", "'.'", "'=='", "'!='", "'<='", "'>='", "'<'", 
+                     "'>'", "'='" ]
 
     symbolicNames = [ "<INVALID>", "RECORD", "CONTAINER", "OF", "WITH", 
-                      "CURSOR", "ON", "WHERE", "ORDER", "BY", "AND", "OR", 
-                      "NOT", "TRUE", "FALSE", "LBRACE", "RBRACE", "LBRACK", 
-                      "RBRACK", "LPAREN", "RPAREN", "COLON", "SEMI", "COMMA", 
-                      "EQ", "NE", "LE", "GE", "LT", "GT", "ASSIGN", "ID", 
-                      "PARAM", "INT", "FLOAT", "STRING", "LINE_COMMENT", 
-                      "BLOCK_COMMENT", "WS", "UNTERMINATED_STRING", "UNTERMINATED_COMMENT", 
+                      "CURSOR", "RELATIONSHIP", "ON", "WHERE", "ORDER", 
+                      "BY", "AND", "OR", "NOT", "TRUE", "FALSE", "LBRACE", 
+                      "RBRACE", "LBRACK", "RBRACK", "LPAREN", "RPAREN", 
+                      "COLON", "SEMI", "COMMA", "DOT", "EQ", "NE", "LE", 
+                      "GE", "LT", "GT", "ASSIGN", "ID", "PARAM", "INT", 
+                      "FLOAT", "STRING", "LINE_COMMENT", "BLOCK_COMMENT", 
+                      "WS", "UNTERMINATED_STRING", "UNTERMINATED_COMMENT", 
                       "ERROR_CHAR" ]
 
     RULE_spec = 0
@@ -104,17 +114,19 @@ class P2SpecParser ( Parser ):
     RULE_paramList = 8
     RULE_param = 9
     RULE_value = 10
-    RULE_cursorDecl = 11
-    RULE_orExpr = 12
-    RULE_andExpr = 13
-    RULE_notExpr = 14
-    RULE_comparison = 15
-    RULE_operand = 16
+    RULE_relationshipDecl = 11
+    RULE_relEnd = 12
+    RULE_cursorDecl = 13
+    RULE_orExpr = 14
+    RULE_andExpr = 15
+    RULE_notExpr = 16
+    RULE_comparison = 17
+    RULE_operand = 18
 
     ruleNames =  [ "spec", "decl", "recordDecl", "fieldDecl", "fieldType", 
                    "containerDecl", "equation", "layerArgs", "paramList", 
-                   "param", "value", "cursorDecl", "orExpr", "andExpr", 
-                   "notExpr", "comparison", "operand" ]
+                   "param", "value", "relationshipDecl", "relEnd", "cursorDecl", 
+                   "orExpr", "andExpr", "notExpr", "comparison", "operand" ]
 
     EOF = Token.EOF
     RECORD=1
@@ -122,42 +134,44 @@ class P2SpecParser ( Parser ):
     OF=3
     WITH=4
     CURSOR=5
-    ON=6
-    WHERE=7
-    ORDER=8
-    BY=9
-    AND=10
-    OR=11
-    NOT=12
-    TRUE=13
-    FALSE=14
-    LBRACE=15
-    RBRACE=16
-    LBRACK=17
-    RBRACK=18
-    LPAREN=19
-    RPAREN=20
-    COLON=21
-    SEMI=22
-    COMMA=23
-    EQ=24
-    NE=25
-    LE=26
-    GE=27
-    LT=28
-    GT=29
-    ASSIGN=30
-    ID=31
-    PARAM=32
-    INT=33
-    FLOAT=34
-    STRING=35
-    LINE_COMMENT=36
-    BLOCK_COMMENT=37
-    WS=38
-    UNTERMINATED_STRING=39
-    UNTERMINATED_COMMENT=40
-    ERROR_CHAR=41
+    RELATIONSHIP=6
+    ON=7
+    WHERE=8
+    ORDER=9
+    BY=10
+    AND=11
+    OR=12
+    NOT=13
+    TRUE=14
+    FALSE=15
+    LBRACE=16
+    RBRACE=17
+    LBRACK=18
+    RBRACK=19
+    LPAREN=20
+    RPAREN=21
+    COLON=22
+    SEMI=23
+    COMMA=24
+    DOT=25
+    EQ=26
+    NE=27
+    LE=28
+    GE=29
+    LT=30
+    GT=31
+    ASSIGN=32
+    ID=33
+    PARAM=34
+    INT=35
+    FLOAT=36
+    STRING=37
+    LINE_COMMENT=38
+    BLOCK_COMMENT=39
+    WS=40
+    UNTERMINATED_STRING=41
+    UNTERMINATED_COMMENT=42
+    ERROR_CHAR=43
 
     def __init__(self, input:TokenStream, output:TextIO = sys.stdout):
         super().__init__(input, output)
@@ -204,17 +218,17 @@ class P2SpecParser ( Parser ):
         self._la = 0 # Token type
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 37
+            self.state = 41
             self._errHandler.sync(self)
             _la = self._input.LA(1)
-            while (((_la) & ~0x3f) == 0 and ((1 << _la) & 38) != 0):
-                self.state = 34
+            while (((_la) & ~0x3f) == 0 and ((1 << _la) & 102) != 0):
+                self.state = 38
                 self.decl()
-                self.state = 39
+                self.state = 43
                 self._errHandler.sync(self)
                 _la = self._input.LA(1)
 
-            self.state = 40
+            self.state = 44
             self.match(P2SpecParser.EOF)
         except RecognitionException as re:
             localctx.exception = re
@@ -244,6 +258,10 @@ class P2SpecParser ( Parser ):
             return self.getTypedRuleContext(P2SpecParser.CursorDeclContext,0)
 
 
+        def relationshipDecl(self):
+            return self.getTypedRuleContext(P2SpecParser.RelationshipDeclContext,0)
+
+
         def getRuleIndex(self):
             return P2SpecParser.RULE_decl
 
@@ -261,23 +279,28 @@ class P2SpecParser ( Parser ):
         localctx = P2SpecParser.DeclContext(self, self._ctx, self.state)
         self.enterRule(localctx, 2, self.RULE_decl)
         try:
-            self.state = 45
+            self.state = 50
             self._errHandler.sync(self)
             token = self._input.LA(1)
             if token in [1]:
                 self.enterOuterAlt(localctx, 1)
-                self.state = 42
+                self.state = 46
                 self.recordDecl()
                 pass
             elif token in [2]:
                 self.enterOuterAlt(localctx, 2)
-                self.state = 43
+                self.state = 47
                 self.containerDecl()
                 pass
             elif token in [5]:
                 self.enterOuterAlt(localctx, 3)
-                self.state = 44
+                self.state = 48
                 self.cursorDecl()
+                pass
+            elif token in [6]:
+                self.enterOuterAlt(localctx, 4)
+                self.state = 49
+                self.relationshipDecl()
                 pass
             else:
                 raise NoViableAltException(self)
@@ -337,23 +360,23 @@ class P2SpecParser ( Parser ):
         self._la = 0 # Token type
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 47
+            self.state = 52
             self.match(P2SpecParser.RECORD)
-            self.state = 48
-            localctx.name = self.match(P2SpecParser.ID)
-            self.state = 49
-            self.match(P2SpecParser.LBRACE)
             self.state = 53
+            localctx.name = self.match(P2SpecParser.ID)
+            self.state = 54
+            self.match(P2SpecParser.LBRACE)
+            self.state = 58
             self._errHandler.sync(self)
             _la = self._input.LA(1)
-            while _la==31:
-                self.state = 50
-                self.fieldDecl()
+            while _la==33:
                 self.state = 55
+                self.fieldDecl()
+                self.state = 60
                 self._errHandler.sync(self)
                 _la = self._input.LA(1)
 
-            self.state = 56
+            self.state = 61
             self.match(P2SpecParser.RBRACE)
         except RecognitionException as re:
             localctx.exception = re
@@ -403,13 +426,13 @@ class P2SpecParser ( Parser ):
         self.enterRule(localctx, 6, self.RULE_fieldDecl)
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 58
+            self.state = 63
             localctx.name = self.match(P2SpecParser.ID)
-            self.state = 59
+            self.state = 64
             self.match(P2SpecParser.COLON)
-            self.state = 60
+            self.state = 65
             self.fieldType()
-            self.state = 61
+            self.state = 66
             self.match(P2SpecParser.SEMI)
         except RecognitionException as re:
             localctx.exception = re
@@ -427,10 +450,14 @@ class P2SpecParser ( Parser ):
             super().__init__(parent, invokingState)
             self.parser = parser
             self.name = None # Token
+            self.target = None # Token
             self.length = None # Token
 
-        def ID(self):
-            return self.getToken(P2SpecParser.ID, 0)
+        def ID(self, i:int=None):
+            if i is None:
+                return self.getTokens(P2SpecParser.ID)
+            else:
+                return self.getToken(P2SpecParser.ID, i)
 
         def LBRACK(self):
             return self.getToken(P2SpecParser.LBRACK, 0)
@@ -460,17 +487,25 @@ class P2SpecParser ( Parser ):
         self._la = 0 # Token type
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 63
+            self.state = 68
             localctx.name = self.match(P2SpecParser.ID)
-            self.state = 67
+            self.state = 70
             self._errHandler.sync(self)
             _la = self._input.LA(1)
-            if _la==17:
-                self.state = 64
+            if _la==33:
+                self.state = 69
+                localctx.target = self.match(P2SpecParser.ID)
+
+
+            self.state = 75
+            self._errHandler.sync(self)
+            _la = self._input.LA(1)
+            if _la==18:
+                self.state = 72
                 self.match(P2SpecParser.LBRACK)
-                self.state = 65
+                self.state = 73
                 localctx.length = self.match(P2SpecParser.INT)
-                self.state = 66
+                self.state = 74
                 self.match(P2SpecParser.RBRACK)
 
 
@@ -549,41 +584,41 @@ class P2SpecParser ( Parser ):
         self._la = 0 # Token type
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 69
+            self.state = 77
             self.match(P2SpecParser.CONTAINER)
-            self.state = 70
+            self.state = 78
             localctx.name = self.match(P2SpecParser.ID)
-            self.state = 71
+            self.state = 79
             self.match(P2SpecParser.OF)
-            self.state = 72
+            self.state = 80
             localctx.recordName = self.match(P2SpecParser.ID)
-            self.state = 73
+            self.state = 81
             self.match(P2SpecParser.ASSIGN)
-            self.state = 74
+            self.state = 82
             self.equation()
-            self.state = 84
+            self.state = 92
             self._errHandler.sync(self)
             _la = self._input.LA(1)
             if _la==4:
-                self.state = 75
+                self.state = 83
                 self.match(P2SpecParser.WITH)
-                self.state = 76
+                self.state = 84
                 self.layerArgs()
-                self.state = 81
+                self.state = 89
                 self._errHandler.sync(self)
                 _la = self._input.LA(1)
-                while _la==23:
-                    self.state = 77
+                while _la==24:
+                    self.state = 85
                     self.match(P2SpecParser.COMMA)
-                    self.state = 78
+                    self.state = 86
                     self.layerArgs()
-                    self.state = 83
+                    self.state = 91
                     self._errHandler.sync(self)
                     _la = self._input.LA(1)
 
 
 
-            self.state = 86
+            self.state = 94
             self.match(P2SpecParser.SEMI)
         except RecognitionException as re:
             localctx.exception = re
@@ -644,35 +679,35 @@ class P2SpecParser ( Parser ):
         self._la = 0 # Token type
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 88
+            self.state = 96
             localctx.name = self.match(P2SpecParser.ID)
-            self.state = 94
+            self.state = 102
             self._errHandler.sync(self)
             _la = self._input.LA(1)
-            if _la==19:
-                self.state = 89
+            if _la==20:
+                self.state = 97
                 self.match(P2SpecParser.LPAREN)
-                self.state = 91
+                self.state = 99
                 self._errHandler.sync(self)
                 _la = self._input.LA(1)
-                if _la==31:
-                    self.state = 90
+                if _la==33:
+                    self.state = 98
                     self.paramList()
 
 
-                self.state = 93
+                self.state = 101
                 self.match(P2SpecParser.RPAREN)
 
 
-            self.state = 100
+            self.state = 108
             self._errHandler.sync(self)
             _la = self._input.LA(1)
-            if _la==17:
-                self.state = 96
+            if _la==18:
+                self.state = 104
                 self.match(P2SpecParser.LBRACK)
-                self.state = 97
+                self.state = 105
                 self.equation()
-                self.state = 98
+                self.state = 106
                 self.match(P2SpecParser.RBRACK)
 
 
@@ -725,19 +760,19 @@ class P2SpecParser ( Parser ):
         self._la = 0 # Token type
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 102
+            self.state = 110
             localctx.name = self.match(P2SpecParser.ID)
-            self.state = 103
+            self.state = 111
             self.match(P2SpecParser.LPAREN)
-            self.state = 105
+            self.state = 113
             self._errHandler.sync(self)
             _la = self._input.LA(1)
-            if _la==31:
-                self.state = 104
+            if _la==33:
+                self.state = 112
                 self.paramList()
 
 
-            self.state = 107
+            self.state = 115
             self.match(P2SpecParser.RPAREN)
         except RecognitionException as re:
             localctx.exception = re
@@ -787,17 +822,17 @@ class P2SpecParser ( Parser ):
         self._la = 0 # Token type
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 109
+            self.state = 117
             self.param()
-            self.state = 114
+            self.state = 122
             self._errHandler.sync(self)
             _la = self._input.LA(1)
-            while _la==23:
-                self.state = 110
+            while _la==24:
+                self.state = 118
                 self.match(P2SpecParser.COMMA)
-                self.state = 111
+                self.state = 119
                 self.param()
-                self.state = 116
+                self.state = 124
                 self._errHandler.sync(self)
                 _la = self._input.LA(1)
 
@@ -846,11 +881,11 @@ class P2SpecParser ( Parser ):
         self.enterRule(localctx, 18, self.RULE_param)
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 117
+            self.state = 125
             localctx.name = self.match(P2SpecParser.ID)
-            self.state = 118
+            self.state = 126
             self.match(P2SpecParser.ASSIGN)
-            self.state = 119
+            self.state = 127
             self.value()
         except RecognitionException as re:
             localctx.exception = re
@@ -905,13 +940,147 @@ class P2SpecParser ( Parser ):
         self._la = 0 # Token type
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 121
+            self.state = 129
             _la = self._input.LA(1)
-            if not((((_la) & ~0x3f) == 0 and ((1 << _la) & 62277050368) != 0)):
+            if not((((_la) & ~0x3f) == 0 and ((1 << _la) & 249108152320) != 0)):
                 self._errHandler.recoverInline(self)
             else:
                 self._errHandler.reportMatch(self)
                 self.consume()
+        except RecognitionException as re:
+            localctx.exception = re
+            self._errHandler.reportError(self, re)
+            self._errHandler.recover(self, re)
+        finally:
+            self.exitRule()
+        return localctx
+
+
+    class RelationshipDeclContext(ParserRuleContext):
+        __slots__ = 'parser'
+
+        def __init__(self, parser, parent:ParserRuleContext=None, invokingState:int=-1):
+            super().__init__(parent, invokingState)
+            self.parser = parser
+            self.name = None # Token
+            self.left = None # RelEndContext
+            self.toWord = None # Token
+            self.right = None # RelEndContext
+
+        def RELATIONSHIP(self):
+            return self.getToken(P2SpecParser.RELATIONSHIP, 0)
+
+        def ASSIGN(self):
+            return self.getToken(P2SpecParser.ASSIGN, 0)
+
+        def equation(self):
+            return self.getTypedRuleContext(P2SpecParser.EquationContext,0)
+
+
+        def SEMI(self):
+            return self.getToken(P2SpecParser.SEMI, 0)
+
+        def ID(self, i:int=None):
+            if i is None:
+                return self.getTokens(P2SpecParser.ID)
+            else:
+                return self.getToken(P2SpecParser.ID, i)
+
+        def relEnd(self, i:int=None):
+            if i is None:
+                return self.getTypedRuleContexts(P2SpecParser.RelEndContext)
+            else:
+                return self.getTypedRuleContext(P2SpecParser.RelEndContext,i)
+
+
+        def getRuleIndex(self):
+            return P2SpecParser.RULE_relationshipDecl
+
+        def accept(self, visitor:ParseTreeVisitor):
+            if hasattr( visitor, "visitRelationshipDecl" ):
+                return visitor.visitRelationshipDecl(self)
+            else:
+                return visitor.visitChildren(self)
+
+
+
+
+    def relationshipDecl(self):
+
+        localctx = P2SpecParser.RelationshipDeclContext(self, self._ctx, self.state)
+        self.enterRule(localctx, 22, self.RULE_relationshipDecl)
+        try:
+            self.enterOuterAlt(localctx, 1)
+            self.state = 131
+            self.match(P2SpecParser.RELATIONSHIP)
+            self.state = 132
+            localctx.name = self.match(P2SpecParser.ID)
+            self.state = 133
+            localctx.left = self.relEnd()
+            self.state = 134
+            localctx.toWord = self.match(P2SpecParser.ID)
+            self.state = 135
+            localctx.right = self.relEnd()
+            self.state = 136
+            self.match(P2SpecParser.ASSIGN)
+            self.state = 137
+            self.equation()
+            self.state = 138
+            self.match(P2SpecParser.SEMI)
+        except RecognitionException as re:
+            localctx.exception = re
+            self._errHandler.reportError(self, re)
+            self._errHandler.recover(self, re)
+        finally:
+            self.exitRule()
+        return localctx
+
+
+    class RelEndContext(ParserRuleContext):
+        __slots__ = 'parser'
+
+        def __init__(self, parser, parent:ParserRuleContext=None, invokingState:int=-1):
+            super().__init__(parent, invokingState)
+            self.parser = parser
+            self.mult = None # Token
+            self.containerName = None # Token
+            self.role = None # Token
+
+        def DOT(self):
+            return self.getToken(P2SpecParser.DOT, 0)
+
+        def ID(self, i:int=None):
+            if i is None:
+                return self.getTokens(P2SpecParser.ID)
+            else:
+                return self.getToken(P2SpecParser.ID, i)
+
+        def getRuleIndex(self):
+            return P2SpecParser.RULE_relEnd
+
+        def accept(self, visitor:ParseTreeVisitor):
+            if hasattr( visitor, "visitRelEnd" ):
+                return visitor.visitRelEnd(self)
+            else:
+                return visitor.visitChildren(self)
+
+
+
+
+    def relEnd(self):
+
+        localctx = P2SpecParser.RelEndContext(self, self._ctx, self.state)
+        self.enterRule(localctx, 24, self.RULE_relEnd)
+        try:
+            self.enterOuterAlt(localctx, 1)
+            self.state = 140
+            localctx.mult = self.match(P2SpecParser.ID)
+            self.state = 141
+            localctx.containerName = self.match(P2SpecParser.ID)
+            self.state = 142
+            self.match(P2SpecParser.DOT)
+            self.state = 143
+            localctx.role = self.match(P2SpecParser.ID)
         except RecognitionException as re:
             localctx.exception = re
             self._errHandler.reportError(self, re)
@@ -974,41 +1143,41 @@ class P2SpecParser ( Parser ):
     def cursorDecl(self):
 
         localctx = P2SpecParser.CursorDeclContext(self, self._ctx, self.state)
-        self.enterRule(localctx, 22, self.RULE_cursorDecl)
+        self.enterRule(localctx, 26, self.RULE_cursorDecl)
         self._la = 0 # Token type
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 123
+            self.state = 145
             self.match(P2SpecParser.CURSOR)
-            self.state = 124
+            self.state = 146
             localctx.name = self.match(P2SpecParser.ID)
-            self.state = 125
+            self.state = 147
             self.match(P2SpecParser.ON)
-            self.state = 126
+            self.state = 148
             localctx.containerName = self.match(P2SpecParser.ID)
-            self.state = 129
-            self._errHandler.sync(self)
-            _la = self._input.LA(1)
-            if _la==7:
-                self.state = 127
-                self.match(P2SpecParser.WHERE)
-                self.state = 128
-                self.orExpr()
-
-
-            self.state = 134
+            self.state = 151
             self._errHandler.sync(self)
             _la = self._input.LA(1)
             if _la==8:
-                self.state = 131
+                self.state = 149
+                self.match(P2SpecParser.WHERE)
+                self.state = 150
+                self.orExpr()
+
+
+            self.state = 156
+            self._errHandler.sync(self)
+            _la = self._input.LA(1)
+            if _la==9:
+                self.state = 153
                 self.match(P2SpecParser.ORDER)
-                self.state = 132
+                self.state = 154
                 self.match(P2SpecParser.BY)
-                self.state = 133
+                self.state = 155
                 localctx.orderField = self.match(P2SpecParser.ID)
 
 
-            self.state = 136
+            self.state = 158
             self.match(P2SpecParser.SEMI)
         except RecognitionException as re:
             localctx.exception = re
@@ -1054,21 +1223,21 @@ class P2SpecParser ( Parser ):
     def orExpr(self):
 
         localctx = P2SpecParser.OrExprContext(self, self._ctx, self.state)
-        self.enterRule(localctx, 24, self.RULE_orExpr)
+        self.enterRule(localctx, 28, self.RULE_orExpr)
         self._la = 0 # Token type
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 138
+            self.state = 160
             self.andExpr()
-            self.state = 143
+            self.state = 165
             self._errHandler.sync(self)
             _la = self._input.LA(1)
-            while _la==11:
-                self.state = 139
+            while _la==12:
+                self.state = 161
                 self.match(P2SpecParser.OR)
-                self.state = 140
+                self.state = 162
                 self.andExpr()
-                self.state = 145
+                self.state = 167
                 self._errHandler.sync(self)
                 _la = self._input.LA(1)
 
@@ -1116,21 +1285,21 @@ class P2SpecParser ( Parser ):
     def andExpr(self):
 
         localctx = P2SpecParser.AndExprContext(self, self._ctx, self.state)
-        self.enterRule(localctx, 26, self.RULE_andExpr)
+        self.enterRule(localctx, 30, self.RULE_andExpr)
         self._la = 0 # Token type
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 146
+            self.state = 168
             self.notExpr()
-            self.state = 151
+            self.state = 173
             self._errHandler.sync(self)
             _la = self._input.LA(1)
-            while _la==10:
-                self.state = 147
+            while _la==11:
+                self.state = 169
                 self.match(P2SpecParser.AND)
-                self.state = 148
+                self.state = 170
                 self.notExpr()
-                self.state = 153
+                self.state = 175
                 self._errHandler.sync(self)
                 _la = self._input.LA(1)
 
@@ -1186,30 +1355,30 @@ class P2SpecParser ( Parser ):
     def notExpr(self):
 
         localctx = P2SpecParser.NotExprContext(self, self._ctx, self.state)
-        self.enterRule(localctx, 28, self.RULE_notExpr)
+        self.enterRule(localctx, 32, self.RULE_notExpr)
         try:
-            self.state = 161
+            self.state = 183
             self._errHandler.sync(self)
             token = self._input.LA(1)
-            if token in [12]:
+            if token in [13]:
                 self.enterOuterAlt(localctx, 1)
-                self.state = 154
+                self.state = 176
                 self.match(P2SpecParser.NOT)
-                self.state = 155
+                self.state = 177
                 self.notExpr()
                 pass
-            elif token in [19]:
+            elif token in [20]:
                 self.enterOuterAlt(localctx, 2)
-                self.state = 156
+                self.state = 178
                 self.match(P2SpecParser.LPAREN)
-                self.state = 157
+                self.state = 179
                 self.orExpr()
-                self.state = 158
+                self.state = 180
                 self.match(P2SpecParser.RPAREN)
                 pass
-            elif token in [31, 32, 33, 34, 35]:
+            elif token in [33, 34, 35, 36, 37]:
                 self.enterOuterAlt(localctx, 3)
-                self.state = 160
+                self.state = 182
                 self.comparison()
                 pass
             else:
@@ -1274,21 +1443,21 @@ class P2SpecParser ( Parser ):
     def comparison(self):
 
         localctx = P2SpecParser.ComparisonContext(self, self._ctx, self.state)
-        self.enterRule(localctx, 30, self.RULE_comparison)
+        self.enterRule(localctx, 34, self.RULE_comparison)
         self._la = 0 # Token type
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 163
+            self.state = 185
             localctx.left = self.operand()
-            self.state = 164
+            self.state = 186
             localctx.op = self._input.LT(1)
             _la = self._input.LA(1)
-            if not((((_la) & ~0x3f) == 0 and ((1 << _la) & 1056964608) != 0)):
+            if not((((_la) & ~0x3f) == 0 and ((1 << _la) & 4227858432) != 0)):
                 localctx.op = self._errHandler.recoverInline(self)
             else:
                 self._errHandler.reportMatch(self)
                 self.consume()
-            self.state = 165
+            self.state = 187
             localctx.right = self.operand()
         except RecognitionException as re:
             localctx.exception = re
@@ -1336,13 +1505,13 @@ class P2SpecParser ( Parser ):
     def operand(self):
 
         localctx = P2SpecParser.OperandContext(self, self._ctx, self.state)
-        self.enterRule(localctx, 32, self.RULE_operand)
+        self.enterRule(localctx, 36, self.RULE_operand)
         self._la = 0 # Token type
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 167
+            self.state = 189
             _la = self._input.LA(1)
-            if not((((_la) & ~0x3f) == 0 and ((1 << _la) & 66571993088) != 0)):
+            if not((((_la) & ~0x3f) == 0 and ((1 << _la) & 266287972352) != 0)):
                 self._errHandler.recoverInline(self)
             else:
                 self._errHandler.reportMatch(self)

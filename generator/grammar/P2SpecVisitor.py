@@ -64,6 +64,16 @@ class P2SpecVisitor(ParseTreeVisitor):
         return self.visitChildren(ctx)
 
 
+    # Visit a parse tree produced by P2SpecParser#relationshipDecl.
+    def visitRelationshipDecl(self, ctx:P2SpecParser.RelationshipDeclContext):
+        return self.visitChildren(ctx)
+
+
+    # Visit a parse tree produced by P2SpecParser#relEnd.
+    def visitRelEnd(self, ctx:P2SpecParser.RelEndContext):
+        return self.visitChildren(ctx)
+
+
     # Visit a parse tree produced by P2SpecParser#cursorDecl.
     def visitCursorDecl(self, ctx:P2SpecParser.CursorDeclContext):
         return self.visitChildren(ctx)

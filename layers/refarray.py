@@ -1,0 +1,32 @@
+from .base import ElemField, ParamSpec, RelLayer
+
+
+class RefArray(RelLayer):
+    """refarray: rel. Any relationship (1:1, 1:N, M:N) as arrays of references: a role
+    that holds many partners keeps a growable array of their references, allocated in
+    its container's memory layer; a role that holds one keeps a single reference. Bags:
+    a partner may appear several times, each occurrence mirrored on the other side.
+    A walk reads one contiguous array (no member is touched to find the next); removing
+    one occurrence searches the array."""
+    name = "refarray"
+    kinds = ("1:1", "1:N", "M:N")
+    params = (ParamSpec("capacity", "int", 4, "initial array capacity per element",
+                        min=1, max=1 << 24),)
+    doc = "any multiplicity; collections as growable arrays of references in the memory layer"
+
+    def role_fields(self, role):
+        f = f"_{role.rel.name}_{role.name}"
+        if role.many:
+            return [ElemField("uint64_t", f"{f}_vec", f"{role.name}: block of references"),
+                    ElemField("uint32_t", f"{f}_len", f"{role.name}: how many"),
+                    ElemField("uint32_t", f"{f}_cap", f"{role.name}: room in the block")]
+        return [ElemField("uint64_t", f, f"{role.name} (a single reference)")]
+
+    def role_owns_block(self, role):
+        return role.many
+
+    def role_cost(self, role):
+        if role.many:
+            return ("walk O(k) over one contiguous array; add amortised O(1) (the array "
+                    "doubles in memory); remove O(k) (search, shift)")
+        return "partner O(1) (a field of the element)"

@@ -1,0 +1,684 @@
+// oo7_p2.cc -- OO7 on one p2gen-generated data manager, through its public API alone
+// (<prefix>.h). Compiled once per variant of type_equations/oo7/:
+//
+//   c++ -DP2_VARIANT=oo7_hash_ilist_persistent -DP2_HEADER='"oo7_hash_ilist_persistent.h"'
+//       -DP2_NAME='"HASH/ILIST"' -DP2_MEM='"persistent"' -DP2_PERSISTENT=1 -c oo7_p2.cc
+//
+// Each object registers one oo7::System. The spec must declare the records, containers,
+// cursors and relationships of type_equations/oo7/*.p2 (the variants differ only in their
+// equations: memory, indexes, how relationships are stored).
+#include <malloc.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "oo7.h"
+
+#ifndef P2_VARIANT
+#error "compile with -DP2_VARIANT=<prefix> -DP2_HEADER='\"<prefix>.h\"' -DP2_NAME=... -DP2_MEM=..."
+#endif
+#ifndef P2_PERSISTENT
+#define P2_PERSISTENT 0
+#endif
+#ifndef P2_RANK
+#define P2_RANK 50
+#endif
+
+#include P2_HEADER
+
+#define P2_CAT_(a, b) a##b
+#define P2_CAT(a, b) P2_CAT_(a, b)
+#define P2(name) P2_CAT(P2_VARIANT, _##name)
+
+namespace {   // internal linkage: every variant's object defines its own classes
+
+using Ref = uint64_t;
+constexpr Ref kNoRef = UINT64_MAX;
+constexpr const char *kFile = "oo7.db";   // the persistent variants' file (all containers)
+
+// Walk a many-role: P2ROLE(atomic_parts_to) names <prefix>_atomic_parts_to_{open,next}.
+#define FOR_EACH(role, owner, var)                                                        \
+    for (P2(role##_iter) it_##var##_ = open_iter<P2(role##_iter)>(                        \
+             P2(role##_open), db_, owner);                                                \
+         P2(role##_next)(&it_##var##_, &var) == P2_OK;)
+
+template <class It, class Open>
+It open_iter(Open open, P2(db) *db, Ref owner) {
+    It it;
+    if (open(db, &it, owner) != P2_OK) std::memset(&it, 0, sizeof it);   // next -> ECLOSED
+    return it;
+}
+
+class P2Db final : public oo7::Db {
+public:
+    explicit P2Db(const std::string &dir) : dir_(dir) {
+        heap0_ = mallinfo2().uordblks;
+        int rc = P2(open)(&db_, dir.empty() ? nullptr : dir.c_str());
+        if (rc != P2_OK) {
+            std::string msg = std::string(P2_NAME) + " open: " + P2(errmsg)(db_);
+            P2(close)(db_);
+            throw std::runtime_error(msg);
+        }
+    }
+    ~P2Db() override { P2(close)(db_); }
+
+    std::string name() const override { return P2_NAME; }
+
+    // -- build --------------------------------------------------------------------------
+    void begin_build(const oo7::Params &p) override {
+        // room for the whole database (and SM1's additions): no regrowth while loading
+        uint64_t comps = p.total_comp() + oo7::kNumNewCompParts;
+        uint64_t atoms = comps * p.atomic_per_comp;
+        ok(P2(modules_reserve)(db_, p.modules), "reserve");
+        ok(P2(manuals_reserve)(db_, p.modules), "reserve");
+        ok(P2(complex_assemblies_reserve)(db_, p.total_complex()), "reserve");
+        ok(P2(base_assemblies_reserve)(db_, p.total_base()), "reserve");
+        ok(P2(composite_parts_reserve)(db_, comps), "reserve");
+        ok(P2(documents_reserve)(db_, comps), "reserve");
+        ok(P2(atomic_parts_reserve)(db_, atoms), "reserve");
+        ok(P2(connections_reserve)(db_, atoms * p.conn_per_atomic), "reserve");
+    }
+
+    oo7::Handle add_module(int32_t id, const char *type, int32_t date) override {
+        P2(module) m{};
+        m.id = id;
+        copy_fixed(m.type, type);
+        m.build_date = date;
+        m.design_root = kNoRef;
+        Ref r;
+        ok(P2(modules_insert)(db_, &m, &r), "insert module");
+        return r;
+    }
+
+    void add_manual(oo7::Handle module, int32_t id, const char *title, const char *text,
+                    int32_t len) override {
+        P2(manual) m{};
+        m.id = id;
+        copy_fixed(m.title, title);
+        m.text_len = len;
+        Ref r;
+        ok(P2(manuals_insert)(db_, &m, &r), "insert manual");
+        ok(P2(manuals_set_text)(db_, r, text, (uint64_t)len), "manual text");
+        ok(P2(modules_set_man)(db_, module, r), "module.man");
+    }
+
+    oo7::Handle add_complex(oo7::Handle module, oo7::Handle super, int32_t id, const char *type,
+                            int32_t date) override {
+        P2(complex_assembly) a{};
+        a.id = id;
+        copy_fixed(a.type, type);
+        a.build_date = date;
+        Ref r;
+        ok(P2(complex_assemblies_insert)(db_, &a, &r), "insert complex assembly");
+        ok(P2(complex_assemblies_set_module)(db_, r, module), "complex.module");
+        if (super == oo7::kNone)
+            ok(P2(modules_set_design_root)(db_, module, r), "module.designRoot");
+        else
+            ok(P2(complex_assemblies_set_super)(db_, r, super), "complex.super");
+        return r;
+    }
+
+    oo7::Handle add_base(oo7::Handle module, oo7::Handle super, int32_t id, const char *type,
+                         int32_t date) override {
+        P2(base_assembly) a{};
+        a.id = id;
+        copy_fixed(a.type, type);
+        a.build_date = date;
+        Ref r;
+        ok(P2(base_assemblies_insert)(db_, &a, &r), "insert base assembly");
+        ok(P2(base_assemblies_set_module)(db_, r, module), "base.module");
+        ok(P2(base_assemblies_set_super)(db_, r, super), "base.super");
+        return r;
+    }
+
+    oo7::Handle add_composite(int32_t id, const char *type, int32_t date) override {
+        P2(composite_part) c{};
+        c.id = id;
+        copy_fixed(c.type, type);
+        c.build_date = date;
+        c.root_part = kNoRef;
+        Ref r;
+        ok(P2(composite_parts_insert)(db_, &c, &r), "insert composite part");
+        dirty_ = true;
+        return r;
+    }
+
+    void add_document(oo7::Handle comp, int32_t id, const char *title, const char *text,
+                      int32_t len) override {
+        P2(document) d{};
+        d.id = id;
+        copy_fixed(d.title, title);
+        Ref r;
+        ok(P2(documents_insert)(db_, &d, &r), "insert document");
+        ok(P2(documents_set_text)(db_, r, text, (uint64_t)len), "document text");
+        ok(P2(composite_parts_set_documentation)(db_, comp, r), "composite.documentation");
+    }
+
+    oo7::Handle add_atomic(oo7::Handle comp, int32_t id, const char *type, int32_t date,
+                           int32_t x, int32_t y, int32_t doc_id) override {
+        P2(atomic_part) a{};
+        a.id = id;
+        copy_fixed(a.type, type);
+        a.build_date = date;
+        a.x = x;
+        a.y = y;
+        a.doc_id = doc_id;
+        Ref r;
+        ok(P2(atomic_parts_insert)(db_, &a, &r), "insert atomic part");
+        ok(P2(atomic_parts_set_part_of)(db_, r, comp), "atomic.partOf");
+        if (P2(composite_parts_at)(db_, comp)->root_part == kNoRef)
+            ok(P2(composite_parts_set_root_part)(db_, comp, r), "composite.rootPart");
+        return r;
+    }
+
+    void add_connection(oo7::Handle from, oo7::Handle to, const char *type,
+                        int32_t length) override {
+        P2(connection) c{};
+        copy_fixed(c.type, type);
+        c.length = length;
+        Ref r;
+        ok(P2(connections_insert)(db_, &c, &r), "insert connection");
+        ok(P2(connections_set_from)(db_, r, from), "connection.from");
+        ok(P2(connections_set_to)(db_, r, to), "connection.to");
+    }
+
+    void link_private(oo7::Handle base, oo7::Handle comp) override {
+        ok(P2(base_assemblies_components_priv_add)(db_, base, comp), "componentsPriv");
+    }
+
+    void link_shared(oo7::Handle base, oo7::Handle comp) override {
+        ok(P2(base_assemblies_components_shar_add)(db_, base, comp), "componentsShar");
+    }
+
+    oo7::Handle base_by_id(int32_t id) override {
+        P2(base_by_id_cursor) k;
+        ok(P2(base_by_id_open)(db_, &k, id), "base_by_id");
+        return P2(base_by_id_next)(&k) == P2_OK ? P2(base_by_id_ref)(&k) : oo7::kNone;
+    }
+
+    void end_build() override { commit(); }
+
+    // -- transactions: no journal here, so a commit is a sync of what changed -------------
+    void commit() override {
+        if (P2_PERSISTENT && dirty_) ok(P2(sync)(db_), "sync");
+        dirty_ = false;
+    }
+
+    // -- traversals -----------------------------------------------------------------------
+    uint64_t t1(uint64_t *conns) override {
+        uint64_t n = 0, c = 0;
+        each_private_visit([&](Ref comp) { n += dfs(comp, &c, Update::none, 0); });
+        if (conns) *conns = c;
+        return n;
+    }
+
+    uint64_t t2(char mode) override { return update_traversal(Update::swap_xy, mode); }
+    uint64_t t3(char mode) override { return update_traversal(Update::toggle_date, mode); }
+
+    uint64_t t4() override {
+        uint64_t n = 0;
+        each_private_visit([&](Ref comp) {
+            const char *text;
+            uint64_t len;
+            ok(P2(documents_get_text)(db_, P2(composite_parts_documentation)(db_, comp), &text, &len),
+               "document text");
+            n += (uint64_t)std::count(text, text + len, 'I');
+        });
+        return n;
+    }
+
+    uint64_t t5(bool undo) override {
+        static const std::string from_do = "I am", to_do = "This is";
+        const std::string &from = undo ? to_do : from_do, &to = undo ? from_do : to_do;
+        uint64_t n = 0;
+        std::string buf;
+        each_private_visit([&](Ref comp) {
+            Ref doc = P2(composite_parts_documentation)(db_, comp);
+            const char *text;
+            uint64_t len;
+            ok(P2(documents_get_text)(db_, doc, &text, &len), "document text");
+            if (len < from.size() || std::memcmp(text, from.data(), from.size()) != 0) return;
+            buf.assign(to).append(text + from.size(), len - from.size());
+            ok(P2(documents_set_text)(db_, doc, buf.data(), buf.size()), "set document text");
+            n++;
+        });
+        if (n) dirty_ = true;
+        return n;
+    }
+
+    uint64_t t6() override {
+        uint64_t n = 0;
+        each_private_visit([&](Ref comp) {
+            const P2(atomic_part) *a = P2(atomic_parts_at)(db_, P2(composite_parts_at)(db_, comp)->root_part);
+            oo7::do_nothing_part(a->x, a->y, a->type);
+            n++;
+        });
+        return n;
+    }
+
+    uint64_t t7_from_atomic(int32_t atomic_id) override {
+        Ref part = atom_by_id(atomic_id);
+        if (part == kNoRef) return 0;
+        Ref comp = P2(atomic_parts_part_of)(db_, part);
+        std::set<Ref> bases, complexes;
+        Ref base;
+        FOR_EACH(composite_parts_used_in_priv, comp, base) {
+            if (!bases.insert(base).second) continue;
+            const P2(base_assembly) *b = P2(base_assemblies_at)(db_, base);
+            oo7::do_nothing_assm(b->id, b->type, b->build_date);
+            for (Ref a = P2(base_assemblies_super)(db_, base); a != kNoRef;
+                 a = P2(complex_assemblies_super)(db_, a)) {
+                if (!complexes.insert(a).second) break;   // the rest of the path is counted
+                const P2(complex_assembly) *x = P2(complex_assemblies_at)(db_, a);
+                oo7::do_nothing_assm(x->id, x->type, x->build_date);
+            }
+        }
+        return bases.size() + complexes.size();
+    }
+
+    uint64_t t8() override {
+        const char *text;
+        uint64_t len;
+        manual_text(&text, &len);
+        return (uint64_t)std::count(text, text + len, 'I');
+    }
+
+    uint64_t t9() override {
+        const char *text;
+        uint64_t len;
+        manual_text(&text, &len);
+        return len > 0 && text[0] == text[len - 1] ? 1 : 0;
+    }
+
+    // -- queries --------------------------------------------------------------------------
+    bool q1_lookup(int32_t atomic_id) override {
+        Ref r = atom_by_id(atomic_id);
+        if (r == kNoRef) return false;
+        const P2(atomic_part) *a = P2(atomic_parts_at)(db_, r);
+        oo7::do_nothing_part(a->x, a->y, a->type);
+        return true;
+    }
+
+    uint64_t date_range(int32_t lo, int32_t hi) override {
+        P2(atoms_by_date_cursor) k;
+        ok(P2(atoms_by_date_open)(db_, &k, lo, hi), "atoms_by_date");
+        uint64_t n = 0;
+        while (P2(atoms_by_date_next)(&k) == P2_OK) {
+            const P2(atomic_part) *a = P2(atoms_by_date_get)(&k);
+            oo7::do_nothing_part(a->x, a->y, a->type);
+            n++;
+        }
+        return n;
+    }
+
+    uint64_t q4_title(const char *title) override {
+        P2(doc_by_title_cursor) k;
+        ok(P2(doc_by_title_open)(db_, &k, title), "doc_by_title");
+        if (P2(doc_by_title_next)(&k) != P2_OK) return 0;
+        Ref comp = P2(documents_part)(db_, P2(doc_by_title_ref)(&k));
+        uint64_t n = 0;
+        Ref base;
+        FOR_EACH(composite_parts_used_in_priv, comp, base) {
+            const P2(base_assembly) *b = P2(base_assemblies_at)(db_, base);
+            oo7::do_nothing_assm(b->id, b->type, b->build_date);
+            n++;
+        }
+        return n;
+    }
+
+    uint64_t q5(uint64_t *pairs) override {
+        uint64_t bases = 0, npairs = 0;
+        P2(base_assemblies_all_cursor) k;
+        ok(P2(base_assemblies_all_open)(db_, &k), "base_assemblies_all");
+        while (P2(base_assemblies_all_next)(&k) == P2_OK) {
+            Ref base = P2(base_assemblies_all_ref)(&k);
+            const P2(base_assembly) *b = P2(base_assemblies_all_get)(&k);
+            bool found = false;
+            Ref comp;
+            FOR_EACH(base_assemblies_components_priv, base, comp) {
+                if (P2(composite_parts_at)(db_, comp)->build_date > b->build_date) {
+                    npairs++;
+                    found = true;
+                }
+            }
+            if (found) {
+                oo7::do_nothing_assm(b->id, b->type, b->build_date);
+                bases++;
+            }
+        }
+        if (pairs) *pairs = npairs;
+        return bases;
+    }
+
+    uint64_t q6() override {
+        uint64_t n = 0;
+        P2(modules_all_cursor) k;
+        ok(P2(modules_all_open)(db_, &k), "modules_all");
+        while (P2(modules_all_next)(&k) == P2_OK)
+            q6_complex(P2(modules_all_get)(&k)->design_root, &n);
+        return n;
+    }
+
+    uint64_t q7() override {
+        uint64_t n = 0;
+        P2(atomic_parts_all_cursor) k;
+        ok(P2(atomic_parts_all_open)(db_, &k), "atomic_parts_all");
+        while (P2(atomic_parts_all_next)(&k) == P2_OK) {
+            const P2(atomic_part) *a = P2(atomic_parts_all_get)(&k);
+            oo7::do_nothing_part(a->x, a->y, a->type);
+            n++;
+        }
+        return n;
+    }
+
+    uint64_t q8() override {
+        uint64_t n = 0;
+        P2(atomic_parts_all_cursor) k;
+        ok(P2(atomic_parts_all_open)(db_, &k), "atomic_parts_all");
+        while (P2(atomic_parts_all_next)(&k) == P2_OK) {
+            const P2(atomic_part) *a = P2(atomic_parts_all_get)(&k);
+            P2(doc_by_id_cursor) d;
+            ok(P2(doc_by_id_open)(db_, &d, a->doc_id), "doc_by_id");
+            if (P2(doc_by_id_next)(&d) == P2_OK) {
+                oo7::join_do_nothing(a->id, P2(doc_by_id_get)(&d)->id);
+                n++;
+            }
+        }
+        return n;
+    }
+
+    // -- structural modification ----------------------------------------------------------
+    bool delete_composite(int32_t id) override {
+        P2(comp_by_id_cursor) k;
+        ok(P2(comp_by_id_open)(db_, &k, id), "comp_by_id");
+        if (P2(comp_by_id_next)(&k) != P2_OK) return false;
+        Ref comp = P2(comp_by_id_ref)(&k);
+        std::vector<Ref> atoms, conns;
+        Ref a, c;
+        FOR_EACH(composite_parts_parts, comp, a) atoms.push_back(a);
+        for (Ref part : atoms) {
+            FOR_EACH(atomic_parts_to, part, c) conns.push_back(c);   // every edge is someone's outgoing
+        }
+        // deleting an element takes it out of every relationship it is in
+        for (Ref x : conns) ok(P2(connections_delete)(db_, x), "delete connection");
+        for (Ref x : atoms) ok(P2(atomic_parts_delete)(db_, x), "delete atomic part");
+        ok(P2(documents_delete)(db_, P2(composite_parts_documentation)(db_, comp)), "delete document");
+        ok(P2(composite_parts_delete)(db_, comp), "delete composite part");
+        dirty_ = true;
+        return true;
+    }
+
+    // -- checks ---------------------------------------------------------------------------
+    oo7::Counts counts() override {
+        oo7::Counts n;
+        n.modules = P2(modules_count)(db_);
+        n.manuals = P2(manuals_count)(db_);
+        n.complex_assemblies = P2(complex_assemblies_count)(db_);
+        n.base_assemblies = P2(base_assemblies_count)(db_);
+        n.composite_parts = P2(composite_parts_count)(db_);
+        n.documents = P2(documents_count)(db_);
+        n.atomic_parts = P2(atomic_parts_count)(db_);
+        n.connections = P2(connections_count)(db_);
+        P2(base_assemblies_all_cursor) k;
+        ok(P2(base_assemblies_all_open)(db_, &k), "base_assemblies_all");
+        while (P2(base_assemblies_all_next)(&k) == P2_OK) {
+            Ref b = P2(base_assemblies_all_ref)(&k);
+            n.private_links += P2(base_assemblies_components_priv_count)(db_, b);
+            n.shared_links += P2(base_assemblies_components_shar_count)(db_, b);
+        }
+        return n;
+    }
+
+    std::string verify() override;
+
+    uint64_t size_bytes() override {
+        if (P2_PERSISTENT) {
+            struct stat st;
+            std::string path = (dir_.empty() ? std::string(".") : dir_) + "/" + kFile;
+            return stat(path.c_str(), &st) == 0 ? (uint64_t)st.st_size : 0;
+        }
+        size_t now = mallinfo2().uordblks;   // heap this database holds (since its open)
+        return now > heap0_ ? now - heap0_ : 0;
+    }
+
+private:
+    enum class Update { none, swap_xy, toggle_date };
+
+    void ok(int rc, const char *what) {
+        if (rc != P2_OK)
+            throw std::runtime_error(std::string(P2_NAME) + " " + what + ": " + P2(errmsg)(db_));
+    }
+
+    // char[N] fields: NUL-padded, no terminator when full
+    template <size_t N>
+    static void copy_fixed(char (&dst)[N], const char *src) {
+        size_t len = std::min(std::strlen(src), N);
+        std::memset(dst, 0, N);
+        std::memcpy(dst, src, len);
+    }
+
+    Ref atom_by_id(int32_t id) {
+        P2(atom_by_id_cursor) k;
+        ok(P2(atom_by_id_open)(db_, &k, id), "atom_by_id");
+        return P2(atom_by_id_next)(&k) == P2_OK ? P2(atom_by_id_ref)(&k) : kNoRef;
+    }
+
+    Ref module1() {
+        P2(module_by_id_cursor) k;
+        ok(P2(module_by_id_open)(db_, &k, 1), "module_by_id");
+        if (P2(module_by_id_next)(&k) != P2_OK) throw std::runtime_error("no module 1");
+        return P2(module_by_id_ref)(&k);
+    }
+
+    void manual_text(const char **text, uint64_t *len) {
+        ok(P2(manuals_get_text)(db_, P2(modules_man)(db_, module1()), text, len), "manual text");
+    }
+
+    // The traversal skeleton: from module 1's design root through the assembly hierarchy
+    // in stored order; at each base assembly, every private composite part (duplicates
+    // included) is visited, each time from scratch.
+    template <class Visit>
+    void each_private_visit(Visit &&visit) {
+        walk_complex(P2(modules_at)(db_, module1())->design_root, visit);
+    }
+
+    template <class Visit>
+    void walk_complex(Ref cplx, Visit &visit) {
+        Ref sub;
+        FOR_EACH(complex_assemblies_sub_complex, cplx, sub) walk_complex(sub, visit);
+        FOR_EACH(complex_assemblies_sub_base, cplx, sub) {
+            Ref comp;
+            FOR_EACH(base_assemblies_components_priv, sub, comp) visit(comp);
+        }
+    }
+
+    // DFS from the composite part's root part along outgoing connections: every part
+    // reached once per visit (counted, DoNothing'd, and updated `reps` times if asked).
+    uint64_t dfs(Ref comp, uint64_t *conns, Update upd, int reps) {
+        visited_.clear();
+        stack_.clear();
+        Ref root = P2(composite_parts_at)(db_, comp)->root_part;
+        stack_.push_back(root);
+        visited_.insert(root);
+        uint64_t n = 0, c = 0;
+        while (!stack_.empty()) {
+            Ref part = stack_.back();
+            stack_.pop_back();
+            const P2(atomic_part) *a = P2(atomic_parts_at)(db_, part);
+            oo7::do_nothing_part(a->x, a->y, a->type);
+            n++;
+            if (upd != Update::none) update_part(part, upd, reps);
+            Ref conn;
+            FOR_EACH(atomic_parts_to, part, conn) {
+                c++;
+                Ref next = P2(connections_to)(db_, conn);
+                if (visited_.insert(next)) stack_.push_back(next);
+            }
+        }
+        *conns += c;
+        return n;
+    }
+
+    void update_part(Ref part, Update upd, int reps) {
+        for (int i = 0; i < reps; i++) {
+            const P2(atomic_part) *a = P2(atomic_parts_at)(db_, part);
+            if (upd == Update::swap_xy) {
+                int32_t x = a->x, y = a->y;
+                ok(P2(atomic_parts_set_x)(db_, part, y), "set x");
+                ok(P2(atomic_parts_set_y)(db_, part, x), "set y");
+            } else {   // odd -> +1, even -> -1, through the build_date index
+                int32_t d = a->build_date;
+                ok(P2(atomic_parts_set_build_date)(db_, part, d % 2 ? d + 1 : d - 1), "set buildDate");
+            }
+        }
+    }
+
+    uint64_t update_traversal(Update upd, char mode) {
+        uint64_t n = 0, c = 0;
+        if (mode == 'a') {   // the root part only, once per visit
+            each_private_visit([&](Ref comp) {
+                Ref root = P2(composite_parts_at)(db_, comp)->root_part;
+                const P2(atomic_part) *a = P2(atomic_parts_at)(db_, root);
+                oo7::do_nothing_part(a->x, a->y, a->type);
+                update_part(root, upd, 1);
+                n++;
+            });
+        } else {
+            int reps = mode == 'c' ? oo7::kUpdateRepeatCnt : 1;
+            each_private_visit([&](Ref comp) { n += (uint64_t)reps * dfs(comp, &c, upd, reps); });
+        }
+        dirty_ = true;
+        return n;
+    }
+
+    // Q6: the newest private composite part under an assembly; counts every assembly
+    // whose newest part is newer than itself.
+    int32_t q6_complex(Ref cplx, uint64_t *n) {
+        int32_t newest = INT32_MIN;
+        Ref sub;
+        FOR_EACH(complex_assemblies_sub_complex, cplx, sub) newest = std::max(newest, q6_complex(sub, n));
+        FOR_EACH(complex_assemblies_sub_base, cplx, sub) {
+            int32_t b = INT32_MIN;
+            Ref comp;
+            FOR_EACH(base_assemblies_components_priv, sub, comp)
+                b = std::max(b, P2(composite_parts_at)(db_, comp)->build_date);
+            if (b > P2(base_assemblies_at)(db_, sub)->build_date) ++*n;
+            newest = std::max(newest, b);
+        }
+        if (newest > P2(complex_assemblies_at)(db_, cplx)->build_date) ++*n;
+        return newest;
+    }
+
+    P2(db) *db_ = nullptr;
+    std::string dir_;
+    size_t heap0_ = 0;
+    bool dirty_ = false;
+    oo7::VisitedSet visited_;
+    std::vector<Ref> stack_;
+};
+
+// Every relationship read from both ends: each member names its owner back, bags hold
+// each pair equally often from both sides, and the indexes find every element.
+std::string P2Db::verify() {
+    std::string bad;
+    auto fail = [&](const std::string &what) { if (bad.empty()) bad = what; };
+    std::map<std::pair<Ref, Ref>, long> priv, shar;
+    uint64_t nparts = 0, nto = 0, nfrom = 0;
+    {
+        P2(base_assemblies_all_cursor) k;
+        ok(P2(base_assemblies_all_open)(db_, &k), "base_assemblies_all");
+        while (P2(base_assemblies_all_next)(&k) == P2_OK) {
+            Ref b = P2(base_assemblies_all_ref)(&k), c;
+            FOR_EACH(base_assemblies_components_priv, b, c) priv[{b, c}]++;
+            FOR_EACH(base_assemblies_components_shar, b, c) shar[{b, c}]++;
+            Ref sup = P2(base_assemblies_super)(db_, b);
+            bool found = false;
+            Ref x;
+            FOR_EACH(complex_assemblies_sub_base, sup, x) found |= x == b;
+            if (!found) fail("base assembly missing from its super's subassemblies");
+        }
+    }
+    {
+        P2(composite_parts_all_cursor) k;
+        ok(P2(composite_parts_all_open)(db_, &k), "composite_parts_all");
+        while (P2(composite_parts_all_next)(&k) == P2_OK) {
+            Ref c = P2(composite_parts_all_ref)(&k), b, a;
+            FOR_EACH(composite_parts_used_in_priv, c, b) priv[{b, c}]--;
+            FOR_EACH(composite_parts_used_in_shar, c, b) shar[{b, c}]--;
+            Ref doc = P2(composite_parts_documentation)(db_, c);
+            if (doc == kNoRef || P2(documents_part)(db_, doc) != c) fail("documentation/part disagree");
+            bool has_root = false;
+            Ref root = P2(composite_parts_all_get)(&k)->root_part;
+            FOR_EACH(composite_parts_parts, c, a) {
+                nparts++;
+                has_root |= a == root;
+                if (P2(atomic_parts_part_of)(db_, a) != c) fail("parts/partOf disagree");
+            }
+            if (!has_root) fail("rootPart is not one of the parts");
+        }
+    }
+    for (auto &m : {priv, shar})
+        for (auto &e : m)
+            if (e.second != 0) fail("componentsPriv/Shar and usedInPriv/Shar multiplicities differ");
+    {
+        P2(atomic_parts_all_cursor) k;
+        ok(P2(atomic_parts_all_open)(db_, &k), "atomic_parts_all");
+        while (P2(atomic_parts_all_next)(&k) == P2_OK) {
+            Ref a = P2(atomic_parts_all_ref)(&k), c;
+            FOR_EACH(atomic_parts_to, a, c) {
+                nto++;
+                if (P2(connections_from)(db_, c) != a) fail("to/from disagree");
+            }
+            FOR_EACH(atomic_parts_from, a, c) {
+                nfrom++;
+                if (P2(connections_to)(db_, c) != a) fail("from/to disagree");
+            }
+            if (atom_by_id(P2(atomic_parts_all_get)(&k)->id) != a) fail("id index misses an atomic part");
+        }
+    }
+    uint64_t natoms = P2(atomic_parts_count)(db_), nconns = P2(connections_count)(db_);
+    if (nparts != natoms) fail("parts of composite parts != atomic parts");
+    if (nto != nconns || nfrom != nconns) fail("connections reachable from parts != connections");
+    if (date_range(INT32_MIN, INT32_MAX) != natoms) fail("buildDate index size != atomic parts");
+    {
+        P2(documents_all_cursor) k;
+        ok(P2(documents_all_open)(db_, &k), "documents_all");
+        while (P2(documents_all_next)(&k) == P2_OK) {
+            const P2(document) *d = P2(documents_all_get)(&k);
+            char title[oo7::kTitleSize + 1] = {0};
+            std::memcpy(title, d->title, oo7::kTitleSize);
+            P2(doc_by_title_cursor) t;
+            ok(P2(doc_by_title_open)(db_, &t, title), "doc_by_title");
+            if (P2(doc_by_title_next)(&t) != P2_OK || P2(doc_by_title_ref)(&t) != P2(documents_all_ref)(&k))
+                fail("title index misses a document");
+        }
+    }
+    {
+        P2(modules_all_cursor) k;
+        ok(P2(modules_all_open)(db_, &k), "modules_all");
+        while (P2(modules_all_next)(&k) == P2_OK) {
+            Ref m = P2(modules_all_ref)(&k), man = P2(modules_man)(db_, m);
+            if (man == kNoRef || P2(manuals_mod)(db_, man) != m) fail("man/mod disagree");
+            Ref a;
+            FOR_EACH(modules_complex_assemblies, m, a)
+                if (P2(complex_assemblies_module)(db_, a) != m) fail("module/assemblies disagree");
+            FOR_EACH(modules_base_assemblies, m, a)
+                if (P2(base_assemblies_module)(db_, a) != m) fail("module/assemblies disagree");
+        }
+    }
+    return bad;
+}
+
+oo7::Register register_variant(oo7::System{
+    P2_NAME, P2_MEM, P2_RANK,
+    [](const std::string &dir) { return std::unique_ptr<oo7::Db>(new P2Db(dir)); },
+    P2_PERSISTENT ? std::vector<std::string>{kFile} : std::vector<std::string>{}});
+
+}  // namespace

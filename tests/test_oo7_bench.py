@@ -1,0 +1,165 @@
+"""The OO7 benchmark: the binary on the tiny database for HAND, SQLite and every generated
+variant of type_equations/oo7/ (every operation cold, the read-only ones hot, the same
+count from every system), the Markdown tables and plots, and a wrong count turning into an
+error row (so the comparison can fail)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from p2gen import bench_oo7 as bo
+from p2gen.cli import main
+
+TINY_PRIV = 81 * 3          # tiny: 3^4 base assemblies, 3 private parts each
+TINY_PARTS = TINY_PRIV * 10  # 10 atomic parts per composite part
+
+
+def _have_libs() -> str | None:
+    if not shutil.which("c++") or not shutil.which("cc"):
+        return "no C/C++ compiler"
+    dirs = ["/usr/include", "/usr/local/include"]
+    for h in ("benchmark/benchmark.h", "sqlite3.h"):
+        if not any(os.path.exists(os.path.join(d, h)) for d in dirs):
+            return f"{h} not installed (apt-get install libbenchmark-dev libsqlite3-dev)"
+    for f in bo.REQUIRED + bo.REFERENCE_SOURCES:
+        if not (bo.SOURCE_DIR / f).exists():
+            return f"bench/oo7/{f} missing"
+    return None
+
+
+@pytest.fixture(scope="module")
+def exe(tmp_path_factory):
+    why = _have_libs()
+    if why:
+        pytest.skip(why)
+    d = tmp_path_factory.mktemp("oo7_build")
+    return bo.build(str(d), lto=False, opt="-O1")   # -O1: half the -O2 compile time
+
+
+@pytest.fixture(scope="module")
+def tiny_run(exe, tmp_path_factory):
+    d = tmp_path_factory.mktemp("oo7_tiny")
+    out = d / "oo7.json"
+    opts = bo.Options(size="tiny", fanouts=(3,), dir=str(d / "db"), hot_runs=2)
+    lines = []
+    rc = bo.run(str(exe), opts, str(out), say=lines.append)
+    return d, out, rc, lines
+
+
+def test_every_system_runs_every_op_with_the_same_counts(tiny_run):
+    d, out, rc, lines = tiny_run
+    assert rc == 0, "\n".join(lines)
+    context, rows = bo.load_rows(str(out))
+    systems = [tuple(s.rsplit("/", 1)) for s in context["oo7_systems"].split(",")]
+    assert ("HAND", "transient") in systems
+    assert ("SQLITE", "persistent") in systems and ("SQLITE", "transient") in systems
+    variants = bo.default_variants() if (bo.SOURCE_DIR / bo.P2_DRIVER).exists() else []
+    for v in variants:
+        assert (v.name, v.mem) in systems
+    got = {(r.system, r.mem, r.op, r.phase) for r in rows}
+    for s, m in systems:
+        for op in bo.OPS:
+            assert (s, m, op, "cold") in got, (s, m, op)
+            assert ((s, m, op, "hot") in got) == (op not in bo.COLD_ONLY), (s, m, op)
+    assert bo.failures(rows) == []
+    assert bo.consistency(rows) == []
+    assert bo.missing(rows) == []
+    counts = {r.op: r.get("count") for r in rows}
+    assert counts["T1"] == TINY_PARTS and counts["T2b"] == TINY_PARTS
+    assert counts["T2c"] == 4 * TINY_PARTS and counts["T3c"] == 4 * TINY_PARTS
+    assert counts["T6"] == TINY_PRIV and counts["T2a"] == TINY_PRIV and counts["CU"] == TINY_PRIV
+    assert counts["Q1"] == 10 and counts["Q7"] == 500 and counts["Q8"] == 500
+    assert counts["SM1"] == 5 and counts["SM2"] == 5
+    assert counts["T5do"] == counts["T5undo"] > 0
+    for r in rows:
+        assert r.ms is not None and r.ms >= 0
+        assert r.get("build_s") is not None and r.get("db_MB", 0) > 0 and r.get("raw_MB", 0) > 0
+        if r.op == "T1":
+            assert r.get("connections") == 3 * TINY_PARTS
+        if r.phase == "hot":
+            assert r.get("runs") == 2 and r.get("cold_ms") is not None
+    # one progress line per benchmark, and the database files are gone
+    assert sum(1 for l in lines if l.startswith("[")) == len(rows)
+    assert not (d / "db").exists() or not any((d / "db").iterdir())
+
+
+def test_report_writes_tables_and_plots(tiny_run, tmp_path):
+    pytest.importorskip("matplotlib")
+    _, out, rc, _ = tiny_run
+    text, pngs, problems = bo.report(str(out), str(tmp_path), plots=True)
+    assert problems == []
+    assert (tmp_path / "oo7.md").read_text() == text
+    assert "### tiny, fanout 3" in text
+    assert "| op | count | HAND transient |" in text
+    assert f"| T1 | {TINY_PARTS:,} |" in text
+    assert "Time relative to HAND transient" in text
+    assert "| system | build s | DB MB | raw MB | DB / raw |" in text
+    for op in bo.OPS:
+        assert f"\n| {op} |" in text
+    assert [Path(p).name for p in pngs] == ["oo7_hot_tiny_f3.png", "oo7_cold_hot_tiny_f3.png"]
+    for p in pngs:
+        assert Path(p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"({Path(p).name})" in text
+
+
+def test_a_wrong_count_is_an_error_row(exe, tmp_path):
+    out = tmp_path / "oo7.json"
+    opts = bo.Options(size="tiny", fanouts=(3,), dir=str(tmp_path / "db"), ops="T1,Q2",
+                      filter="HAND|SQLITE", extra=("--oo7_inject_fault=SQLITE/Q2",))
+    lines = []
+    rc = bo.run(str(exe), opts, str(out), say=lines.append)
+    assert rc == 3
+    _, rows = bo.load_rows(str(out))
+    bad = [r for r in rows if r.error]
+    assert {(r.system, r.mem, r.op, r.phase) for r in bad} == {
+        ("SQLITE", m, "Q2", p) for m in ("persistent", "transient") for p in ("cold", "hot")}
+    hand_q2 = next(r.get("count") for r in rows if (r.system, r.op) == ("HAND", "Q2"))
+    for r in bad:
+        assert f"Q2 returned {hand_q2 + 1:.0f}, HAND/transient returned {hand_q2:.0f}" in r.error
+    assert all(not r.error for r in rows if r.op == "T1")
+    assert any("OO7 FAILURE" in l for l in lines)
+    # the reference system itself wrong: the spec's exact result catches it
+    rc = bo.run(str(exe), bo.Options(size="tiny", dir=str(tmp_path / "db"), ops="T6",
+                                     filter="HAND", extra=("--oo7_inject_fault=HAND",)),
+                str(out), say=lines.append)
+    assert rc == 3
+    _, rows = bo.load_rows(str(out))
+    assert rows and all(f"spec's exact result is {TINY_PRIV}" in r.error for r in rows)
+    r = CliRunner().invoke(main, ["bench", "oo7", "--render", str(out), "--out", str(tmp_path / "o"),
+                                  "--no-plots"])
+    assert r.exit_code == 1
+    assert "PROBLEM: HAND/transient tiny_f3 T6 cold:" in r.output
+
+
+def test_differing_counts_and_missing_rows_are_problems(tiny_run, tmp_path):
+    _, out, _, _ = tiny_run
+    data = json.loads(out.read_text())
+    b = next(b for b in data["benchmarks"] if b["name"].startswith("OO7/SQLITE/transient/tiny_f3/Q5/cold"))
+    b["count"] += 1
+    data["benchmarks"] = [b for b in data["benchmarks"]
+                          if not b["name"].startswith("OO7/HAND/transient/tiny_f3/T1/hot")]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    r = CliRunner().invoke(main, ["bench", "oo7", "--render", str(bad), "--out", str(tmp_path / "o"),
+                                  "--no-plots"])
+    assert r.exit_code == 1
+    assert "PROBLEM: tiny_f3 Q5: counts differ" in r.output
+    assert "PROBLEM: HAND/transient tiny_f3 T1: no hot run" in r.output
+    r = CliRunner().invoke(main, ["bench", "oo7", "--render", str(out), "--out", str(tmp_path / "o2"),
+                                  "--no-plots"])
+    assert r.exit_code == 0, r.output
+
+
+def test_names_and_options():
+    m = bo.NAME.match("OO7/HASH/ILIST/persistent/small_f6/T3c/cold/iterations:1/manual_time")
+    assert m and m.groups() == ("HASH/ILIST", "persistent", "small", "6", "T3c", "cold")
+    assert bo.Options(size="medium", fanouts=(3, 6, 9)).args()[:2] == ["--oo7_size=medium",
+                                                                      "--oo7_fanout=3,6,9"]
+    assert bo.REFERENCE == dict(size="medium", fanouts=(3, 6, 9))
+    assert bo.DEFAULT == dict(size="small", fanouts=(3,))
+    assert bo.fmt_ms(0.00042) == "0.00042" and bo.fmt_ms(12.34) == "12.3"

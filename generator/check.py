@@ -724,7 +724,10 @@ class Checker:
                            f"'{info.name}' is {clash}", role.pos)
                 ok = False
         if ri.left.container is ri.right.container and ri.left.name == ri.right.name:
-            ok = False   # reported above as a clash
+            self.error(f"relationship '{decl.name}': both ends are role '{ri.left.name}' of "
+                       f"container '{ri.left.container.name}'; a relationship of a container "
+                       f"with itself needs two roles (e.g. kids and parent)", decl.right.role_pos)
+            ok = False
         why = layer.unsupported(ri)
         if why:
             self.error(f"relationship '{decl.name}' is {ri.kind}: {why}", app.pos)

@@ -60,7 +60,8 @@ REFERENCE = dict(size="medium", fanouts=(3, 6, 9))
 
 @dataclass
 class Variant:
-    name: str          # what tables call it: the spec's stem without _persistent/_transient
+    name: str          # what tables call it: the spec's stem without _persistent/_transient,
+                       # upper case, '_' -> '/' (hash_ilist_persistent.p2: HASH/ILIST)
     mem: str           # persistent | transient
     spec: str          # spec file
     prefix: str        # C prefix of the generated code
@@ -71,7 +72,7 @@ class Variant:
 
 
 def variant_from_spec(spec: Path) -> Variant:
-    """One manifest entry: type_equations/oo7/hash_ilist_persistent.p2 -> HASH_ILIST,
+    """One manifest entry: type_equations/oo7/hash_ilist_persistent.p2 -> HASH/ILIST,
     persistent (the memory comes from the spec's containers), prefix oo7_hash_ilist_persistent."""
     from .build import load
     checked = load(str(spec), None)
@@ -79,7 +80,7 @@ def variant_from_spec(spec: Path) -> Variant:
     stem = spec.stem
     base = re.sub(r"_(persistent|transient)$", "", stem)
     prefix = "oo7_" + re.sub(r"[^A-Za-z0-9_]", "_", stem).lower()
-    return Variant(base.upper(), mem, str(spec), prefix)
+    return Variant(base.upper().replace("_", "/"), mem, str(spec), prefix)
 
 
 def default_variants(spec_dir: Optional[Path] = None) -> list[Variant]:

@@ -9,8 +9,8 @@
 //
 // (a system name may hold a '/', e.g. HASH/ILIST: parse the name from the right.)
 // Cold: persistent systems close the database, drop every file of theirs from the page
-// cache (fdatasync + posix_fadvise DONTNEED; the counter cached_pct says how much stayed)
-// and reopen it; every system then sweeps a buffer of 4x the last-level cache a few times.
+// cache (fdatasync + posix_fadvise DONTNEED; the counters dropped_MB and cached_pct say
+// how much was dropped and how much stayed; no file found is an error) and reopen it; every system then sweeps a buffer of 4x the last-level cache a few times.
 // Every run is bracketed by db.begin()/db.commit() (commit included in its time) and
 // starts from the reseeded random stream, so every run does the same work. Update
 // operations (T2x, T3x, T5do/T5undo, SM1/SM2, CU) are cold only and leave the database as
@@ -50,6 +50,7 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -363,9 +364,11 @@ Live &acquire(const oo7::System &sys, int fanout) {
 }
 
 // Empty the caches before a cold run; returns the fraction of the database's file pages
-// still cached after the drop (persistent systems; -1 for transient ones).
-double make_cold(Live &l) {
+// still cached after the drop (persistent systems; -1 for transient ones) and the bytes
+// of the files dropped in *dropped.
+double make_cold(Live &l, uint64_t *dropped) {
     double cached = -1;
+    *dropped = 0;
     if (persistent(*l.sys)) {
         l.db.reset();   // closes: every mapping and handle goes
         uint64_t resident = 0, total = 0;
@@ -376,6 +379,7 @@ double make_cold(Live &l) {
             total += t;
         }
         cached = total ? (double)resident / (double)total : 0.0;
+        *dropped = total * (uint64_t)sysconf(_SC_PAGESIZE);
         l.db = l.sys->open(l.dir);
         if (!l.db) throw std::runtime_error("reopen returned no database");
     }
@@ -496,13 +500,17 @@ void bench_cold(benchmark::State &st, const oo7::System *sys, int fanout, const 
     oo7::Rng rng(cfg().seed);
     RunResult r;
     double cached = -1;
+    uint64_t dropped = 0;
     std::string err;
     for (auto _ : st) {
         try {
             // preparations that put the database in the state the operation needs
             if (op->kind == Kind::T5Undo) untimed(l, "T5do", rng);
             if (op->kind == Kind::SM2) untimed(l, "SM1", rng);
-            cached = make_cold(l);
+            cached = make_cold(l, &dropped);
+            if (cached >= 0 && dropped == 0)
+                throw std::runtime_error("none of the files the system names (System::files) is in " +
+                                         l.dir + ": nothing to drop from the page cache");
             r = op->kind == Kind::CU ? timed_cu(l, rng) : timed(l, name, rng);
             st.SetIterationTime(r.seconds);
             err = check_count(l, name, r.count);
@@ -538,7 +546,10 @@ void bench_cold(benchmark::State &st, const oo7::System *sys, int fanout, const 
     st.counters["cold_ms"] = r.seconds * 1e3;
     if (name == "T1" || name == "CU") st.counters["connections"] = (double)r.extra;
     if (name == "Q5") st.counters["pairs"] = (double)r.extra;
-    if (cached >= 0) st.counters["cached_pct"] = cached * 100.0;
+    if (cached >= 0) {
+        st.counters["cached_pct"] = cached * 100.0;   // of the files' pages, after the drop
+        st.counters["dropped_MB"] = dropped / 1e6;
+    }
 }
 
 // hot benchmarks: after the cold run, in the same open, `hot_runs` runs; the benchmark's
@@ -687,6 +698,8 @@ bool apply(const std::string &key, const std::string &val, bool *list) {
 }  // namespace
 
 int main(int argc, char **argv) {
+    // a line per finished benchmark as it finishes, also into a pipe (progress)
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
     bool list = false;
     Config &c = cfg();
     int out = 1;

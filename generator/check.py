@@ -134,7 +134,9 @@ class ContainerInfo:
     def equation_text(self) -> str:
         text = ""
         for li in reversed(self.chain):
-            d = li.describe() if li.name != "persistent" else li.name
+            # file names and journal options are not part of an equation's meaning (nor of
+            # a file's fingerprint): the same file may be reopened with other options
+            d = li.describe() if li.name not in ("persistent", "journal") else li.name
             text = f"{d}[{text}]" if text else d
         return text
 
@@ -257,6 +259,7 @@ class FileInfo:
     containers: list
     reserve: int
     fingerprint: int = 0
+    journal: Optional[dict] = None   # the journal layer's parameters, if the file has one
 
 
 @dataclass(eq=False)
@@ -787,8 +790,21 @@ class Checker:
                            f"file header has room for; put '{info.name}' in another file",
                            info.decl.pos)
                 continue
+            jl = next((li for li in info.chain if li.name == "journal"), None)
+            jparams = dict(jl.params) if jl is not None else None
+            if fi is not None and fi.journal != jparams:
+                first = fi.containers[0]
+                def says(p):
+                    return "no journal" if p is None else "journal(" + ", ".join(
+                        f"{k} = {_show(v)}" for k, v in sorted(p.items())) + ")"
+                self.error(f"containers '{first.name}' and '{info.name}' share file \"{path}\" "
+                           f"but not its journal: '{first.name}' has {says(fi.journal)}, "
+                           f"'{info.name}' has {says(jparams)}; a file is journalled as a whole",
+                           info.decl.pos)
+                continue
             if fi is None:
-                files[path] = FileInfo(path, [info], info.mem.params.get("reserve", 1 << 36))
+                files[path] = FileInfo(path, [info], info.mem.params.get("reserve", 1 << 36),
+                                       journal=jparams)
             else:
                 fi.containers.append(info)
                 fi.reserve = max(fi.reserve, info.mem.params.get("reserve", 1 << 36))

@@ -221,7 +221,7 @@ class Renderer:
         for idx, fi in enumerate(self.checked.files):
             out.append({"index": idx, "path": fi.path, "reserve": fi.reserve,
                         "fingerprint": f"0x{fi.fingerprint:016x}u",
-                        "containers": fi.containers})
+                        "containers": fi.containers, "journal": fi.journal})
         return out
 
     def seg_index(self, info: ContainerInfo) -> int:
@@ -234,7 +234,7 @@ class Renderer:
         """What a relationship template needs to reach one end's elements."""
         info = role.container
         return {"E": names(self.checked, info)["E"], "elem": f"{info.storage.p}_elem",
-                "M": info.mem.p, "T": info.chain[0].p}
+                "M": info.mem.p, "T": info.chain[0].p, "St": info.storage.p}
 
     def rel_section(self, ri) -> str:
         tmpl = self.env.get_template(ri.layer.template)

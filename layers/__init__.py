@@ -8,6 +8,7 @@ from .delflag import DelFlag
 from .dlist import DList
 from .hash import Hash
 from .iarray import IArray
+from .journal import Journal
 from .ilist import IList
 from .malloc import Malloc
 from .odlist import ODList
@@ -20,7 +21,7 @@ from .top2ds_qualify import Top2dsQualify
 from .transient import Transient
 
 LAYERS: dict[str, Layer] = {cls.name: cls() for cls in (
-    Transient, Persistent,
+    Transient, Persistent, Journal,
     Array, IArray, QSort, Malloc,
     Hash, Avl, DList, ODList,
     Top2ds, Qualify, Top2dsQualify, DelFlag,

@@ -8,13 +8,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------------------
@@ -168,7 +172,8 @@ struct p2_seg_header {
     p2_off   free_large;               /* address-ordered list of free large blocks */
     uint32_t nroots;                   /* entries used in roots[] */
     uint32_t checksum;                 /* CRC-32 of the header with this field 0 */
-    uint8_t  reserved[128];            /* zero; room for future fields */
+    uint32_t journal;                  /* 1: a journalled file, committed at least once */
+    uint8_t  reserved[124];            /* zero; room for future fields */
     struct p2_seg_root_entry roots[P2_MAX_ROOTS];
 };
 
@@ -186,7 +191,8 @@ _Static_assert(offsetof(struct p2_seg_header, free_small) == 48, "header layout"
 _Static_assert(offsetof(struct p2_seg_header, free_large) == 112, "header layout");
 _Static_assert(offsetof(struct p2_seg_header, nroots) == 120, "header layout");
 _Static_assert(offsetof(struct p2_seg_header, checksum) == 124, "header layout");
-_Static_assert(offsetof(struct p2_seg_header, reserved) == 128, "header layout");
+_Static_assert(offsetof(struct p2_seg_header, journal) == 128, "header layout");
+_Static_assert(offsetof(struct p2_seg_header, reserved) == 132, "header layout");
 _Static_assert(offsetof(struct p2_seg_header, roots) == 256, "header layout");
 _Static_assert(sizeof(struct p2_seg_header) == P2_SEG_HEADER_SIZE, "header is one 4096-byte page");
 _Static_assert(sizeof(SEG_MAGIC) == 8, "magic is 8 bytes");
@@ -220,6 +226,17 @@ static void seg_reset(p2_seg *seg)
     seg->mapped = 0;
     seg->reserved = 0;
     seg->hdr = NULL;
+    seg->journal = 0;
+    seg->log_fd = -1;
+    seg->pgsize = 0;
+    seg->log_end = 0;
+    seg->seq = 0;
+    seg->unsynced = 0;
+    seg->dirty_bits = seg->unflushed_bits = NULL;
+    seg->dirty = seg->unflushed = NULL;
+    seg->ndirty = seg->nunflushed = 0;
+    seg->img_off = NULL;
+    seg->track_bytes = 0;
 }
 
 static uint64_t page_size(void)
@@ -355,8 +372,10 @@ static int seg_grow(p2_seg *seg, uint64_t need, p2_err *err)
         return seg_fail(seg, err, P2_EIO, "cannot extend the file to %" PRIu64 " bytes: %s",
                         want, strerror(e));
     }
-    void *p = mmap(seg->base + seg->mapped, (size_t)(want - seg->mapped), PROT_READ | PROT_WRITE,
-                   MAP_SHARED | MAP_FIXED, seg->fd, (off_t)seg->mapped);
+    /* A journalled segment maps private and read-only: writes fault and are tracked. */
+    void *p = mmap(seg->base + seg->mapped, (size_t)(want - seg->mapped),
+                   seg->journal ? PROT_READ : PROT_READ | PROT_WRITE,
+                   (seg->journal ? MAP_PRIVATE : MAP_SHARED) | MAP_FIXED, seg->fd, (off_t)seg->mapped);
     if (p == MAP_FAILED) {
         int e = errno;
         /* Undo: shrink the file back and make sure the tail is reserved again. */
@@ -682,7 +701,7 @@ static int seg_validate(const p2_seg *seg, const struct p2_seg_header *h, uint64
      * header of a file left OPEN by a crashed process usually fails it: that
      * file is reported as not closed cleanly, not as corrupt. */
     uint32_t crc = header_crc(h);
-    if (crc != h->checksum && h->state == SEG_STATE_OPEN)
+    if (crc != h->checksum && h->state == SEG_STATE_OPEN && !seg->journal)
         return not_closed(seg, err);
     if (crc != h->checksum)
         return seg_fail(seg, err, P2_EFORMAT,
@@ -762,11 +781,506 @@ static int seg_validate(const p2_seg *seg, const struct p2_seg_header *h, uint64
                             c < NCLASSES ? "" : ">= ", bs, f, P2_SEG_HEADER_SIZE, brk);
     }
 
-    if (h->state == SEG_STATE_OPEN)
+    /* A journalled file is as of its last commit once the journal is replayed. */
+    if (h->state == SEG_STATE_OPEN && !seg->journal)
         return not_closed(seg, err);
-    if (h->state != SEG_STATE_CLEAN)
+    if (h->state != SEG_STATE_CLEAN && h->state != SEG_STATE_OPEN)
         return seg_fail(seg, err, P2_EFORMAT, "corrupt header: state flag %" PRIu32, h->state);
     return P2_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * Journalled segments: write tracking, redo journal, recovery
+ * (design in p2_runtime.h, @ref journal)
+ * ------------------------------------------------------------------------ */
+
+#define LOG_MAGIC    "P2GENJL"     /* 7 characters + NUL = 8 bytes */
+#define LOG_VERSION  1u
+#define LOG_HDR_SIZE 64u
+#define REC_PAGE     0x50414745u   /* "PAGE": one page image */
+#define REC_COMMIT   0x434f4d54u   /* "COMT": the end of a transaction */
+#define MAX_JSEGS    64            /* journalled segments open at once in a process */
+#define IOV_BATCH    512
+
+struct log_header {
+    char     magic[8];
+    uint32_t version;
+    uint32_t page_size;
+    uint64_t fingerprint;          /* the data file's: a journal is never replayed elsewhere */
+    uint8_t  zero[36];
+    uint32_t crc;                  /* CRC-32 of the header with this field 0 */
+};
+struct log_page {                  /* followed by the page's bytes */
+    uint32_t magic;                /* REC_PAGE */
+    uint32_t crc;                  /* CRC-32 of seq, pgno and the page bytes */
+    uint64_t seq;                  /* the transaction */
+    uint64_t pgno;                 /* page number in the data file */
+};
+struct log_commit {
+    uint32_t magic;                /* REC_COMMIT */
+    uint32_t crc;                  /* CRC-32 of this record with this field 0 */
+    uint64_t seq;
+    uint64_t npages;               /* page records of this transaction, just before */
+    uint32_t pages_crc;            /* CRC-32 of their crc fields, in order */
+    uint32_t zero;
+};
+_Static_assert(sizeof(struct log_header) == LOG_HDR_SIZE, "journal header is 64 bytes");
+_Static_assert(sizeof(struct log_page) == 24, "page record header is 24 bytes");
+_Static_assert(sizeof(struct log_commit) == 32, "commit record is 32 bytes");
+
+static const p2_journal_opts journal_defaults = {1, 1, UINT64_C(64) << 20};
+
+static p2_seg *volatile jsegs[MAX_JSEGS];
+static struct sigaction jprev;          /* the SIGSEGV action before ours */
+static int jinstalled;
+
+static int bit_get(const uint8_t *bits, uint64_t i) { return (bits[i >> 3] >> (i & 7)) & 1; }
+static void bit_set(uint8_t *bits, uint64_t i) { bits[i >> 3] |= (uint8_t)(1u << (i & 7)); }
+static void bit_clear(uint8_t *bits, uint64_t i) { bits[i >> 3] &= (uint8_t)~(1u << (i & 7)); }
+
+/* The first write to a read-only page of a journalled segment lands here: note
+ * the page as dirty and let the write through (into a private copy).  Any other
+ * fault goes to the previous handler, or takes the default action. */
+static void journal_fault(int sig, siginfo_t *si, void *uc)
+{
+    char *a = (char *)si->si_addr;
+    for (int i = 0; i < MAX_JSEGS; i++) {
+        p2_seg *s = jsegs[i];
+        if (s == NULL || a < s->base || a >= s->base + s->mapped)
+            continue;
+        uint64_t pg = (uint64_t)(a - s->base) / s->pgsize;
+        if (bit_get(s->dirty_bits, pg))
+            break;                       /* already writable: a real fault */
+        bit_set(s->dirty_bits, pg);
+        s->dirty[s->ndirty++] = (uint32_t)pg;
+        if (mprotect(s->base + pg * s->pgsize, (size_t)s->pgsize, PROT_READ | PROT_WRITE) == 0)
+            return;
+        break;
+    }
+    if (jprev.sa_flags & SA_SIGINFO) {
+        if (jprev.sa_sigaction != NULL) {
+            jprev.sa_sigaction(sig, si, uc);
+            return;
+        }
+    } else if (jprev.sa_handler != SIG_DFL && jprev.sa_handler != SIG_IGN) {
+        jprev.sa_handler(sig);
+        return;
+    }
+    signal(sig, SIG_DFL);                /* the faulting access now takes the default action */
+}
+
+static int journal_register(p2_seg *seg, p2_err *err)
+{
+    if (!jinstalled) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = journal_fault;
+        sa.sa_flags = SA_SIGINFO;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(SIGSEGV, &sa, &jprev) != 0) {
+            int e = errno;
+            return seg_fail(seg, err, P2_EIO, "cannot install the journal's SIGSEGV handler: %s",
+                            strerror(e));
+        }
+        jinstalled = 1;
+    }
+    for (int i = 0; i < MAX_JSEGS; i++) {
+        if (jsegs[i] == NULL) {
+            jsegs[i] = seg;
+            return P2_OK;
+        }
+    }
+    return seg_fail(seg, err, P2_ENOMEM, "more than %d journalled files open in this process",
+                    MAX_JSEGS);
+}
+
+static void journal_unregister(p2_seg *seg)
+{
+    for (int i = 0; i < MAX_JSEGS; i++)
+        if (jsegs[i] == seg)
+            jsegs[i] = NULL;
+}
+
+/* Per-page bookkeeping for the whole reservation, in one lazily backed mapping. */
+static int journal_track(p2_seg *seg, p2_err *err)
+{
+    uint64_t n = seg->reserved / seg->pgsize;
+    uint64_t bits = round_up((n + 7) / 8, 8);
+    uint64_t bytes = 2 * bits + 2 * round_up(n * 4, 8) + n * 8;
+    void *p = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+        int e = errno;
+        return seg_fail(seg, err, P2_ENOMEM, "cannot reserve the journal's page tables: %s",
+                        strerror(e));
+    }
+    char *c = (char *)p;
+    seg->track_bytes = bytes;
+    seg->dirty_bits = (uint8_t *)c;
+    seg->unflushed_bits = (uint8_t *)(c + bits);
+    seg->dirty = (uint32_t *)(void *)(c + 2 * bits);
+    seg->unflushed = (uint32_t *)(void *)(c + 2 * bits + round_up(n * 4, 8));
+    seg->img_off = (uint64_t *)(void *)(c + 2 * bits + 2 * round_up(n * 4, 8));
+    return P2_OK;
+}
+
+static void journal_untrack(p2_seg *seg)
+{
+    if (seg->dirty_bits != NULL)
+        munmap(seg->dirty_bits, (size_t)seg->track_bytes);
+    seg->dirty_bits = seg->unflushed_bits = NULL;
+    seg->dirty = seg->unflushed = NULL;
+    seg->img_off = NULL;
+}
+
+static int full_pwrite(int fd, const void *buf, size_t len, uint64_t off)
+{
+    const char *b = (const char *)buf;
+    while (len > 0) {
+        ssize_t n = pwrite(fd, b, len, (off_t)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        b += n;
+        len -= (size_t)n;
+        off += (uint64_t)n;
+    }
+    return 0;
+}
+
+static int full_pread(int fd, void *buf, size_t len, uint64_t off)
+{
+    char *b = (char *)buf;
+    while (len > 0) {
+        ssize_t n = pread(fd, b, len, (off_t)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        b += n;
+        len -= (size_t)n;
+        off += (uint64_t)n;
+    }
+    return 0;
+}
+
+static uint32_t log_header_crc(const struct log_header *h)
+{
+    struct log_header c = *h;
+    c.crc = 0;
+    return p2_crc32(0, &c, sizeof c);
+}
+
+static uint32_t page_crc(uint64_t seq, uint64_t pgno, const void *data, uint64_t len)
+{
+    uint64_t k[2] = {seq, pgno};
+    return p2_crc32(p2_crc32(0, k, sizeof k), data, (size_t)len);
+}
+
+static uint32_t commit_crc(const struct log_commit *c)
+{
+    struct log_commit x = *c;
+    x.crc = 0;
+    return p2_crc32(0, &x, sizeof x);
+}
+
+static int log_fail(const p2_seg *seg, p2_err *err, int code, const char *what)
+{
+    int e = errno;
+    return seg_fail(seg, err, code, "journal: %s: %s", what, strerror(e));
+}
+
+/* Empty the journal: just its header. */
+static int journal_reset(p2_seg *seg, uint64_t fingerprint, p2_err *err)
+{
+    struct log_header h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, LOG_MAGIC, sizeof h.magic);
+    h.version = LOG_VERSION;
+    h.page_size = (uint32_t)seg->pgsize;
+    h.fingerprint = fingerprint;
+    h.crc = log_header_crc(&h);
+    if (ftruncate(seg->log_fd, LOG_HDR_SIZE) != 0 || full_pwrite(seg->log_fd, &h, sizeof h, 0) != 0)
+        return log_fail(seg, err, P2_EIO, "cannot write its header");
+    seg->log_end = LOG_HDR_SIZE;
+    return P2_OK;
+}
+
+/* Is there a valid commit record anywhere in [from, size)?  Tells a torn tail (the
+ * last transaction was being written) from damage in the middle of the journal. */
+static int commit_follows(int fd, uint64_t from, uint64_t size)
+{
+    struct log_commit c;
+    for (uint64_t off = from; off + sizeof c <= size; off += 8) {
+        if (full_pread(fd, &c, sizeof c, off) != 0)
+            return 0;
+        if (c.magic == REC_COMMIT && c.crc == commit_crc(&c))
+            return 1;
+    }
+    return 0;
+}
+
+/* Open the journal and replay every complete transaction into the data file. */
+static int journal_recover(p2_seg *seg, uint64_t fingerprint, p2_err *err)
+{
+    char lpath[4096 + 16];
+    snprintf(lpath, sizeof lpath, "%s-journal", seg->path);
+    seg->log_fd = open(lpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (seg->log_fd < 0)
+        return log_fail(seg, err, P2_EIO, "cannot open it");
+    struct stat st;
+    if (fstat(seg->log_fd, &st) != 0)
+        return log_fail(seg, err, P2_EIO, "cannot stat it");
+    uint64_t size = (uint64_t)st.st_size;
+    if (size < LOG_HDR_SIZE)      /* new, or torn while being created: nothing committed */
+        return journal_reset(seg, fingerprint, err);
+    struct log_header lh;
+    if (full_pread(seg->log_fd, &lh, sizeof lh, 0) != 0)
+        return log_fail(seg, err, P2_EIO, "cannot read its header");
+    if (memcmp(lh.magic, LOG_MAGIC, sizeof lh.magic) != 0)
+        return seg_fail(seg, err, P2_EFORMAT, "journal: %s-journal is not a p2gen journal (bad magic)",
+                        seg->path);
+    if (lh.crc != log_header_crc(&lh))
+        return seg_fail(seg, err, P2_EFORMAT, "journal: header checksum mismatch: the journal is "
+                        "corrupt; refusing to open (committed transactions may be in it)");
+    if (lh.version != LOG_VERSION || lh.page_size != seg->pgsize)
+        return seg_fail(seg, err, P2_EFORMAT, "journal: version %" PRIu32 " with %" PRIu32
+                        "-byte pages, this build writes version %u with %" PRIu64 "-byte pages",
+                        lh.version, lh.page_size, LOG_VERSION, seg->pgsize);
+    if (lh.fingerprint != fingerprint)
+        return seg_fail(seg, err, P2_EMISMATCH, "journal: written by a different spec or equation "
+                        "(fingerprint 0x%016" PRIx64 ", expected 0x%016" PRIx64 ")",
+                        lh.fingerprint, fingerprint);
+
+    char *page = (char *)malloc((size_t)seg->pgsize);
+    uint64_t *pend = NULL, npend = 0, cap = 0;   /* (pgno, data offset) of the open transaction */
+    uint64_t off = LOG_HDR_SIZE, applied = 0, last = 0, bad = 0;
+    uint32_t pages_crc = 0;
+    int rc = P2_OK;
+    if (page == NULL)
+        return seg_fail(seg, err, P2_ENOMEM, "journal: out of memory");
+    while (rc == P2_OK && off + sizeof(struct log_page) <= size) {
+        struct log_page r;
+        if (full_pread(seg->log_fd, &r, sizeof r, off) != 0) {
+            rc = log_fail(seg, err, P2_EIO, "cannot read it");
+            break;
+        }
+        if (r.magic == REC_PAGE) {
+            if (off + sizeof r + seg->pgsize > size)
+                break;                                   /* torn tail */
+            if (full_pread(seg->log_fd, page, (size_t)seg->pgsize, off + sizeof r) != 0) {
+                rc = log_fail(seg, err, P2_EIO, "cannot read it");
+                break;
+            }
+            if (r.crc != page_crc(r.seq, r.pgno, page, seg->pgsize) ||
+                r.pgno >= seg->reserved / seg->pgsize) {
+                bad = off;
+                break;
+            }
+            if (npend == cap) {
+                cap = cap ? cap * 2 : 64;
+                uint64_t *np = (uint64_t *)realloc(pend, (size_t)cap * 2 * sizeof *pend);
+                if (np == NULL) {
+                    rc = seg_fail(seg, err, P2_ENOMEM, "journal: out of memory");
+                    break;
+                }
+                pend = np;
+            }
+            pend[2 * npend] = r.pgno;
+            pend[2 * npend + 1] = off + sizeof r;
+            npend++;
+            pages_crc = p2_crc32(pages_crc, &r.crc, sizeof r.crc);
+            off += sizeof r + seg->pgsize;
+        } else if (r.magic == REC_COMMIT) {
+            struct log_commit c;
+            if (off + sizeof c > size)
+                break;                                   /* torn tail */
+            if (full_pread(seg->log_fd, &c, sizeof c, off) != 0) {
+                rc = log_fail(seg, err, P2_EIO, "cannot read it");
+                break;
+            }
+            if (c.crc != commit_crc(&c) || c.npages != npend || c.pages_crc != pages_crc ||
+                (applied && c.seq != last + 1)) {
+                bad = off;
+                break;
+            }
+            for (uint64_t i = 0; i < npend && rc == P2_OK; i++) {
+                if (full_pread(seg->log_fd, page, (size_t)seg->pgsize, pend[2 * i + 1]) != 0 ||
+                    full_pwrite(seg->fd, page, (size_t)seg->pgsize, pend[2 * i] * seg->pgsize) != 0)
+                    rc = log_fail(seg, err, P2_EIO, "cannot replay it into the data file");
+            }
+            applied++;
+            last = c.seq;
+            npend = 0;
+            pages_crc = 0;
+            off += sizeof c;
+        } else {
+            bad = off;
+            break;
+        }
+    }
+    free(page);
+    free(pend);
+    if (rc != P2_OK)
+        return rc;
+    if (bad != 0 && commit_follows(seg->log_fd, bad + 8, size))
+        return seg_fail(seg, err, P2_EFORMAT,
+                        "journal: damaged at offset %" PRIu64 " with committed transactions after it; "
+                        "refusing to open rather than lose them (%" PRIu64 " transactions before it "
+                        "were replayed)", bad, applied);
+    if (applied > 0 && fdatasync(seg->fd) != 0)
+        return log_fail(seg, err, P2_EIO, "cannot sync the replayed data file");
+    seg->seq = last;
+    return journal_reset(seg, fingerprint, err);
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Write-protect the dirty pages again (contiguous runs in one call) and forget them. */
+static void journal_protect(p2_seg *seg)
+{
+    uint64_t n = seg->ndirty;
+    qsort(seg->dirty, (size_t)n, sizeof *seg->dirty, cmp_u32);
+    for (uint64_t i = 0; i < n;) {
+        uint64_t j = i + 1;
+        while (j < n && seg->dirty[j] == seg->dirty[j - 1] + 1)
+            j++;
+        (void)mprotect(seg->base + (uint64_t)seg->dirty[i] * seg->pgsize,
+                       (size_t)((j - i) * seg->pgsize), PROT_READ);
+        i = j;
+    }
+    for (uint64_t i = 0; i < n; i++)
+        bit_clear(seg->dirty_bits, seg->dirty[i]);
+    seg->ndirty = 0;
+}
+
+/* Sync the data file and empty the journal. */
+static int journal_checkpoint(p2_seg *seg, p2_err *err)
+{
+    if (seg->jopts.sync && fdatasync(seg->fd) != 0)
+        return log_fail(seg, err, P2_EIO, "cannot sync the data file at a checkpoint");
+    if (ftruncate(seg->log_fd, LOG_HDR_SIZE) != 0)
+        return log_fail(seg, err, P2_EIO, "cannot truncate it at a checkpoint");
+    seg->log_end = LOG_HDR_SIZE;
+    return P2_OK;
+}
+
+/* End a group of commits: sync the journal, then write the committed pages into
+ * the data file (never before: an OS crash must not leave pages of a commit whose
+ * journal records were lost). */
+static int journal_flush(p2_seg *seg, int force_checkpoint, p2_err *err)
+{
+    if (seg->nunflushed > 0 && seg->jopts.sync && fdatasync(seg->log_fd) != 0)
+        return log_fail(seg, err, P2_EIO, "cannot sync it");
+    for (uint64_t i = 0; i < seg->nunflushed; i++) {
+        uint64_t pg = seg->unflushed[i];
+        if (full_pwrite(seg->fd, seg->base + pg * seg->pgsize, (size_t)seg->pgsize, pg * seg->pgsize) != 0)
+            return log_fail(seg, err, P2_EIO, "cannot write committed pages into the data file");
+    }
+    for (uint64_t i = 0; i < seg->nunflushed; i++)
+        bit_clear(seg->unflushed_bits, seg->unflushed[i]);
+    seg->nunflushed = 0;
+    seg->unsynced = 0;
+    if (force_checkpoint || seg->log_end >= seg->jopts.checkpoint)
+        return journal_checkpoint(seg, err);
+    return P2_OK;
+}
+
+int p2_seg_commit(p2_seg *seg, p2_err *err)
+{
+    if (seg == NULL || seg->base == NULL)
+        return p2_err_set(err, P2_ECLOSED, "p2_seg_commit: segment is not open");
+    if (!seg->journal)
+        return p2_seg_sync(seg, err);
+    if (seg->ndirty == 0)
+        return P2_OK;
+    struct p2_seg_header *h = seg->hdr;
+    if (!h->journal)
+        h->journal = 1;                      /* initialised: a reopen will not re-create it */
+    if (bit_get(seg->dirty_bits, 0))
+        h->checksum = header_crc(h);
+    uint64_t seq = seg->seq + 1, off = seg->log_end, ps = seg->pgsize;
+    uint32_t pages_crc = 0;
+    struct log_page recs[IOV_BATCH / 2];
+    struct iovec iov[IOV_BATCH];
+    for (uint64_t i = 0; i < seg->ndirty;) {
+        int k = 0;
+        uint64_t at = off;
+        size_t len = 0;
+        for (; i < seg->ndirty && k < IOV_BATCH / 2; i++, k++) {
+            uint64_t pg = seg->dirty[i];
+            struct log_page *r = &recs[k];
+            r->magic = REC_PAGE;
+            r->seq = seq;
+            r->pgno = pg;
+            r->crc = page_crc(seq, pg, seg->base + pg * ps, ps);
+            pages_crc = p2_crc32(pages_crc, &r->crc, sizeof r->crc);
+            iov[2 * k].iov_base = r;
+            iov[2 * k].iov_len = sizeof *r;
+            iov[2 * k + 1].iov_base = seg->base + pg * ps;
+            iov[2 * k + 1].iov_len = (size_t)ps;
+            seg->img_off[pg] = off + sizeof *r;   /* tentative until the commit record is out */
+            off += sizeof *r + ps;
+            len += sizeof *r + (size_t)ps;
+        }
+        ssize_t n = pwritev(seg->log_fd, iov, 2 * k, (off_t)at);
+        if (n != (ssize_t)len)     /* a short write leaves a torn tail; the transaction stays open */
+            return log_fail(seg, err, P2_EIO, "cannot append the transaction");
+    }
+    struct log_commit c;
+    memset(&c, 0, sizeof c);
+    c.magic = REC_COMMIT;
+    c.seq = seq;
+    c.npages = seg->ndirty;
+    c.pages_crc = pages_crc;
+    c.crc = commit_crc(&c);
+    if (full_pwrite(seg->log_fd, &c, sizeof c, off) != 0)
+        return log_fail(seg, err, P2_EIO, "cannot append the commit record");
+    seg->log_end = off + sizeof c;
+    seg->seq = seq;
+    for (uint64_t i = 0; i < seg->ndirty; i++) {
+        uint64_t pg = seg->dirty[i];
+        if (!bit_get(seg->unflushed_bits, pg)) {
+            bit_set(seg->unflushed_bits, pg);
+            seg->unflushed[seg->nunflushed++] = (uint32_t)pg;
+        }
+    }
+    journal_protect(seg);
+    if (++seg->unsynced >= seg->jopts.group)
+        return journal_flush(seg, 0, err);
+    return P2_OK;
+}
+
+int p2_seg_abort(p2_seg *seg, p2_err *err)
+{
+    if (seg == NULL || seg->base == NULL)
+        return p2_err_set(err, P2_ECLOSED, "p2_seg_abort: segment is not open");
+    if (!seg->journal)
+        return seg_fail(seg, err, P2_EINVAL, "abort: the segment has no journal");
+    int rc = P2_OK;
+    for (uint64_t i = 0; i < seg->ndirty; i++) {
+        uint64_t pg = seg->dirty[i];
+        char *a = seg->base + pg * seg->pgsize;
+        if (bit_get(seg->unflushed_bits, pg)) {
+            /* committed, not yet in the data file: its last image is in the journal */
+            if (full_pread(seg->log_fd, a, (size_t)seg->pgsize, seg->img_off[pg]) != 0 && rc == P2_OK)
+                rc = log_fail(seg, err, P2_EIO, "cannot read a committed page back");
+        } else if (madvise(a, (size_t)seg->pgsize, MADV_DONTNEED) != 0 && rc == P2_OK) {
+            rc = log_fail(seg, err, P2_EIO, "cannot drop a changed page");
+        }
+    }
+    journal_protect(seg);
+    return rc;
+}
+
+uint64_t p2_seg_pending(const p2_seg *seg)
+{
+    return seg != NULL && seg->base != NULL && seg->journal ? seg->ndirty : 0;
 }
 
 /* Initialise an empty file: header, zeroed root blocks, state OPEN. */
@@ -834,14 +1348,16 @@ static int seg_attach(p2_seg *seg, uint64_t file_bytes, uint64_t fingerprint, ui
     rc = seg_reserve(seg, err);
     if (rc != P2_OK)
         return rc;
-    void *p = mmap(seg->base, (size_t)h.file_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
-                   seg->fd, 0);
+    void *p = mmap(seg->base, (size_t)h.file_size, seg->journal ? PROT_READ : PROT_READ | PROT_WRITE,
+                   (seg->journal ? MAP_PRIVATE : MAP_SHARED) | MAP_FIXED, seg->fd, 0);
     if (p == MAP_FAILED) {
         int e = errno;
         return seg_fail(seg, err, P2_ENOMEM, "cannot map the file: %s", strerror(e));
     }
     seg->mapped = h.file_size;
     seg->hdr = (struct p2_seg_header *)(void *)seg->base;
+    if (seg->journal)
+        return P2_OK;   /* nothing is written outside a transaction */
 
     /* Mark the file OPEN on disk before anyone modifies it. */
     seg->hdr->state = SEG_STATE_OPEN;
@@ -854,9 +1370,75 @@ static int seg_attach(p2_seg *seg, uint64_t file_bytes, uint64_t fingerprint, ui
     return P2_OK;
 }
 
+/* A journalled segment: recover, then attach; a file never committed is made anew
+ * (plainly, then remapped private and read-only so that every change is tracked). */
+static int seg_open_journalled(p2_seg *seg, uint64_t file_bytes, uint64_t fingerprint, uint32_t nroots,
+                               const char *const *names, const uint64_t *sizes, int *made_new,
+                               p2_err *err)
+{
+    int rc = journal_track(seg, err);
+    if (rc == P2_OK)
+        rc = journal_recover(seg, fingerprint, err);
+    if (rc != P2_OK)
+        return rc;
+    struct stat st;
+    if (fstat(seg->fd, &st) != 0)
+        return log_fail(seg, err, P2_EIO, "cannot stat the data file after recovery");
+    file_bytes = (uint64_t)st.st_size;
+    *made_new = file_bytes == 0;
+    if (file_bytes > 0) {
+        seg->journal = 1;
+        rc = seg_attach(seg, file_bytes, fingerprint, nroots, names, sizes, err);
+        if (rc != P2_OK)
+            return rc;
+        if (seg->hdr->journal)
+            return journal_register(seg, err);
+        /* created by a process that died before its first commit: start again */
+        munmap(seg->base, (size_t)seg->reserved);
+        seg->base = NULL;
+        seg->hdr = NULL;
+        seg->mapped = 0;
+        if (ftruncate(seg->fd, 0) != 0)
+            return log_fail(seg, err, P2_EIO, "cannot reinitialise a never-committed file");
+        *made_new = 1;
+    }
+    seg->journal = 0;
+    rc = seg_create(seg, fingerprint, nroots, names, sizes, err);
+    if (rc != P2_OK)
+        return rc;
+    void *p = mmap(seg->base, (size_t)seg->mapped, PROT_READ, MAP_PRIVATE | MAP_FIXED, seg->fd, 0);
+    if (p == MAP_FAILED)
+        return log_fail(seg, err, P2_ENOMEM, "cannot map the new file privately");
+    seg->journal = 1;
+    return journal_register(seg, err);
+}
+
+static int seg_open_any(p2_seg *seg, const char *path, uint64_t fingerprint,
+                        uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
+                        uint64_t reserve, const p2_journal_opts *jopts, int *created, p2_err *err);
+
 int p2_seg_open(p2_seg *seg, const char *path, uint64_t fingerprint,
                 uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
                 uint64_t reserve, int *created, p2_err *err)
+{
+    return seg_open_any(seg, path, fingerprint, nroots, root_names, root_sizes, reserve,
+                        NULL, created, err);
+}
+
+int p2_seg_open_journal(p2_seg *seg, const char *path, uint64_t fingerprint,
+                        uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
+                        uint64_t reserve, const p2_journal_opts *opts, int *created, p2_err *err)
+{
+    p2_journal_opts o = opts != NULL ? *opts : journal_defaults;
+    if (o.group == 0)
+        o.group = 1;
+    return seg_open_any(seg, path, fingerprint, nroots, root_names, root_sizes, reserve,
+                        &o, created, err);
+}
+
+static int seg_open_any(p2_seg *seg, const char *path, uint64_t fingerprint,
+                        uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
+                        uint64_t reserve, const p2_journal_opts *jopts, int *created, p2_err *err)
 {
     if (created != NULL)
         *created = 0;
@@ -917,12 +1499,25 @@ int p2_seg_open(p2_seg *seg, const char *path, uint64_t fingerprint,
     } else {
         seg->fd = fd;
         seg->reserved = reserved;
-        if (st.st_size == 0)
+        if (jopts != NULL) {
+            int made_new = 0;
+            seg->jopts = *jopts;
+            seg->pgsize = page_size();
+            rc = seg_open_journalled(seg, (uint64_t)st.st_size, fingerprint, nroots, root_names,
+                                     root_sizes, &made_new, err);
+            if (made_new)
+                st.st_size = 0;   /* reported as created */
+        } else if (st.st_size == 0) {
             rc = seg_create(seg, fingerprint, nroots, root_names, root_sizes, err);
-        else
+        } else {
             rc = seg_attach(seg, (uint64_t)st.st_size, fingerprint, nroots, root_names, root_sizes, err);
+        }
     }
     if (rc != P2_OK) {
+        journal_unregister(seg);
+        journal_untrack(seg);
+        if (seg->log_fd >= 0)
+            close(seg->log_fd);
         if (seg->base != NULL)
             munmap(seg->base, (size_t)seg->reserved);
         if (made) {
@@ -946,6 +1541,8 @@ int p2_seg_sync(p2_seg *seg, p2_err *err)
 {
     if (seg == NULL || seg->base == NULL)
         return p2_err_set(err, P2_ECLOSED, "p2_seg_sync: segment is not open");
+    if (seg->journal)
+        return p2_seg_commit(seg, err);   /* a journalled file is only ever written by commits */
     seg->hdr->checksum = header_crc(seg->hdr);
     if (msync(seg->base, (size_t)seg->mapped, MS_SYNC) != 0) {
         int e = errno;
@@ -954,12 +1551,45 @@ int p2_seg_sync(p2_seg *seg, p2_err *err)
     return P2_OK;
 }
 
+/* Close a journalled segment: what is not committed is dropped, the rest written
+ * into the data file and synced, the journal emptied and removed, the file marked
+ * CLEAN.  A failure leaves the journal in place: the next open replays it. */
+static int journal_close(p2_seg *seg, p2_err *err)
+{
+    int rc = p2_seg_abort(seg, err);
+    if (rc == P2_OK)
+        rc = journal_flush(seg, 1, err);
+    if (rc == P2_OK) {
+        struct p2_seg_header h = *seg->hdr;
+        h.state = SEG_STATE_CLEAN;
+        h.checksum = header_crc(&h);
+        if (full_pwrite(seg->fd, &h, sizeof h, 0) != 0 || fdatasync(seg->fd) != 0)
+            rc = log_fail(seg, err, P2_EIO, "cannot mark the data file closed");
+    }
+    if (rc == P2_OK) {
+        char lpath[4096 + 16];
+        snprintf(lpath, sizeof lpath, "%s-journal", seg->path);
+        unlink(lpath);
+    }
+    journal_unregister(seg);
+    journal_untrack(seg);
+    close(seg->log_fd);
+    munmap(seg->base, (size_t)seg->reserved);
+    flock(seg->fd, LOCK_UN);
+    if (close(seg->fd) != 0 && rc == P2_OK)
+        rc = log_fail(seg, err, P2_EIO, "cannot close the data file");
+    seg_reset(seg);
+    return rc;
+}
+
 int p2_seg_close(p2_seg *seg, p2_err *err)
 {
     if (seg == NULL || seg->base == NULL)
         return P2_OK;
     int rc = P2_OK;
     struct p2_seg_header *h = seg->hdr;
+    if (seg->journal)
+        return journal_close(seg, err);
     /* Data first, then the CLEAN mark: a crash in between leaves OPEN. */
     h->checksum = header_crc(h);
     if (msync(seg->base, (size_t)seg->mapped, MS_SYNC) != 0) {
@@ -984,3 +1614,63 @@ int p2_seg_close(p2_seg *seg, p2_err *err)
     seg_reset(seg);
     return rc;
 }
+
+/* ==========================================================================
+ * integrity checks (p2_verify, p2_seg_contains): used by the generated
+ * <prefix>_verify functions.  Read-only; independent of the segment code above
+ * except for reading the header's brk through p2_seg_used().
+ * ========================================================================== */
+#include <limits.h>
+
+int p2_seg_contains(const p2_seg *seg, p2_off off, uint64_t len)
+{
+    uint64_t used;
+    if (seg == NULL || seg->base == NULL)
+        return 0;
+    used = p2_seg_used(seg);
+    if (used > seg->mapped)
+        used = seg->mapped;
+    return off >= P2_SEG_HEADER_SIZE && off % 16 == 0 && off <= used && len <= used - off;
+}
+
+void p2_verify_init(p2_verify *v, char *buf, size_t cap, int max)
+{
+    v->errors = 0;
+    v->buf = buf;
+    v->cap = buf != NULL ? cap : 0;
+    v->len = 0;
+    v->max = max;
+    if (v->cap > 0)
+        v->buf[0] = '\0';
+}
+
+void p2_verify_fail(p2_verify *v, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+    if (v == NULL)
+        return;
+    if (v->errors < INT_MAX)
+        v->errors++;
+    if (v->errors > v->max || v->buf == NULL || v->len + 1 >= v->cap)
+        return;
+    va_start(ap, fmt);
+    n = vsnprintf(v->buf + v->len, v->cap - v->len, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        v->buf[v->len] = '\0';
+        return;
+    }
+    if ((size_t)n >= v->cap - v->len) {   /* truncated: keep what fitted, end with a newline */
+        v->len = v->cap - 1;
+        v->buf[v->len - 1] = '\n';
+        v->buf[v->len] = '\0';
+        return;
+    }
+    v->len += (size_t)n;
+    if (v->len + 1 < v->cap) {
+        v->buf[v->len++] = '\n';
+        v->buf[v->len] = '\0';
+    }
+}
+/* ======================== end of integrity checks ======================== */

@@ -211,6 +211,16 @@ typedef uint64_t p2_off;
 
 struct p2_seg_header; /* the header at offset 0; layout in the comment above */
 
+/** Options of a journalled segment (the `journal` memory layer). */
+typedef struct p2_journal_opts {
+    int      sync;        /**< 1: fdatasync the journal when a group of commits ends
+                               (durable); 0: never (survives a process crash, not an OS
+                               crash or power loss) */
+    uint32_t group;       /**< commits per journal flush (group commit); 1 = every commit */
+    uint64_t checkpoint;  /**< journal bytes after which a flush also checkpoints: syncs the
+                               data file and empties the journal */
+} p2_journal_opts;
+
 /** An open persistent segment.  The fields are read-only for callers.
  *  A zero-initialised p2_seg, or one whose open failed, is "not open":
  *  p2_seg_close() on it does nothing. */
@@ -221,6 +231,22 @@ typedef struct p2_seg {
     uint64_t reserved;          /**< bytes of address space reserved at base */
     struct p2_seg_header *hdr;  /**< == (void *)base */
     char     path[4096];        /**< path passed to p2_seg_open() */
+    /* journalled segments only (see @ref journal) */
+    int      journal;           /**< 1 if opened with p2_seg_open_journal() */
+    int      log_fd;            /**< the journal file `<path>-journal`, -1 if none */
+    p2_journal_opts jopts;      /**< its options */
+    uint64_t pgsize;            /**< page size: the unit of journalling */
+    uint64_t log_end;           /**< bytes of the journal in use */
+    uint64_t seq;               /**< number of the last committed transaction */
+    uint32_t unsynced;          /**< commits since the journal was last flushed */
+    uint8_t *dirty_bits;        /**< per page: written since the last commit or abort */
+    uint32_t *dirty;            /**< those pages, in order of first write */
+    uint64_t ndirty;
+    uint8_t *unflushed_bits;    /**< per page: committed, not yet written to the data file */
+    uint32_t *unflushed;        /**< those pages */
+    uint64_t nunflushed;
+    uint64_t *img_off;          /**< per unflushed page: journal offset of its last image */
+    uint64_t track_bytes;       /**< size of the bookkeeping mappings above */
 } p2_seg;
 
 /** Open a segment file, creating it if it does not exist or is empty.
@@ -269,6 +295,61 @@ typedef struct p2_seg {
 int p2_seg_open(p2_seg *seg, const char *path, uint64_t fingerprint,
                 uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
                 uint64_t reserve, int *created, p2_err *err);
+
+/** @defgroup journal Journalled segments
+ *
+ *  p2_seg_open_journal() opens a segment whose changes are atomic and durable,
+ *  in transactions: every change since the last commit or abort is one
+ *  transaction; p2_seg_commit() makes it durable, p2_seg_abort() undoes it, and
+ *  a crash at any moment (kill -9, power loss with sync on) leaves the file as
+ *  of the last commit that returned.
+ *
+ *  How: the file is mapped MAP_PRIVATE and read-only.  The first write to a
+ *  page in a transaction faults; a SIGSEGV handler (installed once per process,
+ *  chaining to the previous handler for faults that are not ours) records the
+ *  page as dirty and makes it writable; the write then lands in a private copy,
+ *  never in the file.  A commit appends every dirty page to the redo journal
+ *  `<path>-journal` as a checksummed record, then a checksummed commit record,
+ *  fdatasyncs the journal (when its group of commits is complete and sync is
+ *  on), then writes the pages into the data file and write-protects them
+ *  again.  The data file is synced and the journal emptied at checkpoints.
+ *  Opening replays every complete, checksummed transaction of the journal into
+ *  the data file (a torn tail -- a transaction without its commit record -- is
+ *  dropped); a journal damaged before a valid commit record, or belonging to
+ *  another spec, is refused with a message.  An abort drops the private copies
+ *  (restoring a page of a commit not yet written to the data file from the
+ *  journal).  Closing aborts what is not committed, checkpoints, and marks the
+ *  file CLEAN.
+ *
+ *  Limits: one thread; the journal covers the segment's memory only; a spec
+ *  with several journalled files commits each file atomically, not all together.
+ *  @{
+ */
+
+/** Open a journalled segment: as p2_seg_open(), plus recovery from the journal
+ *  `<path>-journal` before the header is validated.  A journalled file that has
+ *  never been committed is initialised again (*created = 1).
+ * @param[in] opts  journal options; NULL = sync on, group 1, checkpoint 64 MiB.
+ * @return as p2_seg_open(), and #P2_EFORMAT / #P2_EMISMATCH for a corrupt or
+ *         foreign journal, #P2_EIO if it cannot be read or replayed. */
+int p2_seg_open_journal(p2_seg *seg, const char *path, uint64_t fingerprint,
+                        uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
+                        uint64_t reserve, const p2_journal_opts *opts, int *created, p2_err *err);
+
+/** Commit the current transaction (every change since the last commit or
+ *  abort).  A no-op if nothing changed.  On a plain segment: p2_seg_sync().
+ * @return #P2_OK, #P2_ECLOSED, or #P2_EIO (the journal could not be written:
+ *         the transaction is still open and may be retried or aborted). */
+int p2_seg_commit(p2_seg *seg, p2_err *err);
+
+/** Undo every change since the last commit or abort.
+ * @return #P2_OK, #P2_ECLOSED, #P2_EINVAL on a plain segment, #P2_EIO. */
+int p2_seg_abort(p2_seg *seg, p2_err *err);
+
+/** Pages changed in the current transaction (0 on a plain segment). */
+uint64_t p2_seg_pending(const p2_seg *seg);
+
+/** @} */
 
 /** Flush the whole segment to disk: update the header checksum and
  *  msync(MS_SYNC) the mapping.  The segment stays open (state OPEN).
@@ -354,5 +435,51 @@ static inline void *p2_seg_ptr(const p2_seg *seg, p2_off off) { return seg->base
 #ifdef __cplusplus
 }
 #endif
+
+/* ==========================================================================
+ * integrity checks: what the generated <prefix>_verify functions use
+ * ========================================================================== */
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** @defgroup verify Integrity checks
+ *  The generated `<prefix>_verify` walks every structure of a database (slots,
+ *  free lists, hash chains, trees, lists, relationships, texts) and reports
+ *  what is inconsistent, one line per problem, through a #p2_verify.
+ *  @{
+ */
+
+/** A report being written: problems counted in `errors`; the first `max` of
+ *  them appended as lines to `buf` (capacity `cap`, `len` used, always
+ *  NUL-terminated while cap > 0). */
+typedef struct p2_verify {
+    int    errors;   /**< problems found so far */
+    char  *buf;      /**< report buffer; may be NULL (then only counted) */
+    size_t cap, len; /**< buffer capacity and bytes used (without the NUL) */
+    int    max;      /**< lines appended at most; further problems are only counted */
+} p2_verify;
+
+/** Start a report in buf (cap bytes; buf may be NULL), keeping at most max lines. */
+void p2_verify_init(p2_verify *v, char *buf, size_t cap, int max);
+
+/** Report one problem: count it, and append the formatted message and a newline
+ *  unless `max` lines were appended already or the buffer is full (a message
+ *  that does not fit is truncated).  Messages read like
+ *  "container accounts, layer hash: bucket 17: element 42 is not live". */
+void p2_verify_fail(p2_verify *v, const char *fmt, ...) P2_PRINTF_LIKE(2, 3);
+
+/** Does [off, off + len) lie inside the allocated area of an open segment
+ *  (after the header, below brk and inside the mapping), with off 16-byte
+ *  aligned as every block is?  0 for a segment that is not open.  Never reads
+ *  outside the header. */
+int p2_seg_contains(const p2_seg *seg, p2_off off, uint64_t len);
+
+/** @} */
+
+#ifdef __cplusplus
+}
+#endif
+/* ======================== end of integrity checks ======================== */
 
 #endif /* P2_RUNTIME_H */

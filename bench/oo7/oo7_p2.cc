@@ -501,7 +501,7 @@ private:
 
     // DFS from the composite part's root part along outgoing connections: every part
     // reached once per visit (counted, DoNothing'd, and updated `reps` times if asked).
-    uint64_t dfs(Ref comp, uint64_t *conns, Update upd, int reps) {
+    uint64_t dfs(Ref comp, uint64_t *conns, Update upd, int reps, bool root_only = false) {
         visited_.clear();
         stack_.clear();
         Ref root = P2(composite_parts_at)(db_, comp)->root_part;
@@ -514,7 +514,7 @@ private:
             const P2(atomic_part) *a = P2(atomic_parts_at)(db_, part);
             oo7::do_nothing_part(a->x, a->y, a->type);
             n++;
-            if (upd != Update::none) update_part(part, upd, reps);
+            if (upd != Update::none && (!root_only || part == root)) update_part(part, upd, reps);
             Ref conn;
             FOR_EACH(atomic_parts_to, part, conn) {
                 c++;
@@ -540,20 +540,16 @@ private:
         }
     }
 
+    // T2/T3: the T1 traversal, updating the root part only (a: the first part reached, once
+    // per visit), every part reached (b), or every part reached 4 times (c); the result is
+    // the number of updates
     uint64_t update_traversal(Update upd, char mode) {
         uint64_t n = 0, c = 0;
-        if (mode == 'a') {   // the root part only, once per visit
-            each_private_visit([&](Ref comp) {
-                Ref root = P2(composite_parts_at)(db_, comp)->root_part;
-                const P2(atomic_part) *a = P2(atomic_parts_at)(db_, root);
-                oo7::do_nothing_part(a->x, a->y, a->type);
-                update_part(root, upd, 1);
-                n++;
-            });
-        } else {
-            int reps = mode == 'c' ? oo7::kUpdateRepeatCnt : 1;
-            each_private_visit([&](Ref comp) { n += (uint64_t)reps * dfs(comp, &c, upd, reps); });
-        }
+        int reps = mode == 'c' ? oo7::kUpdateRepeatCnt : 1;
+        each_private_visit([&](Ref comp) {
+            uint64_t parts = dfs(comp, &c, upd, reps, mode == 'a');
+            n += mode == 'a' ? 1 : (uint64_t)reps * parts;
+        });
         dirty_ = true;
         return n;
     }

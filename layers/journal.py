@@ -1,0 +1,42 @@
+from .base import Layer, ParamSpec
+
+
+class Journal(Layer):
+    """journal: mem over mem (persistent). Atomic, durable transactions on a persistent
+    file: `<spec>_begin`, `_commit`, `_abort`; recovery on open.
+
+    Why at the memory level, right above `persistent`: every layer above it -- storage,
+    indexes, relationships, texts, the allocator's own bookkeeping -- changes the file
+    only by writing memory, so journalling memory pages covers all of them with one
+    mechanism, needs nothing from them, and keeps them unchanged (their generated code is
+    the same with or without a journal; the cost shows in the benchmarks as exactly the
+    journal's). The runtime maps the file privately and read-only, learns which pages a
+    transaction writes from their first write fault, appends those pages to a redo
+    journal `<file>-journal` at commit (checksummed page records, then a checksummed
+    commit record), syncs it, then writes the pages into the file. Opening replays the
+    complete transactions of the journal and drops a torn tail (runtime/p2_runtime.h,
+    section journal)."""
+    name = "journal"
+    realm = "mem"
+    below = "mem"
+    role = "mem"
+    params = (
+        ParamSpec("sync", "bool", True,
+                  doc="fdatasync the journal when a group of commits ends; false (nosync) "
+                      "survives a process crash but not an OS crash or power loss"),
+        ParamSpec("group", "int", 1, min=1, max=1 << 20,
+                  doc="group commit: commits per journal flush; a commit returned before "
+                      "its group was flushed survives a process crash, and an OS crash "
+                      "loses at most that group"),
+        ParamSpec("checkpoint", "int", 64 << 20, min=1 << 16,
+                  doc="journal bytes after which a flush checkpoints (syncs the data file, "
+                      "empties the journal)"),
+    )
+    doc = ("Atomic, durable transactions on the persistent file below: a redo journal of "
+           "the pages each transaction writes, synced at commit, replayed on open.")
+
+    def validate(self, inst, ctx):
+        below = inst.app.below
+        if below is not None and below.name != "persistent":
+            ctx.error(f"layer 'journal' journals a file: it needs 'persistent' below it, got "
+                      f"'{below.name}' (transient memory has nothing to recover)", below.pos)

@@ -173,7 +173,10 @@ struct p2_seg_header {
     uint32_t nroots;                   /* entries used in roots[] */
     uint32_t checksum;                 /* CRC-32 of the header with this field 0 */
     uint32_t journal;                  /* 1: a journalled file, committed at least once */
-    uint8_t  reserved[124];            /* zero; room for future fields */
+    uint32_t roots_sealed;             /* 1: roots_crc is set */
+    uint32_t roots_crc;                /* CRC-32 of every root block, in order, as of the last
+                                          sync, close or commit */
+    uint8_t  reserved[116];            /* zero; room for future fields */
     struct p2_seg_root_entry roots[P2_MAX_ROOTS];
 };
 
@@ -192,7 +195,8 @@ _Static_assert(offsetof(struct p2_seg_header, free_large) == 112, "header layout
 _Static_assert(offsetof(struct p2_seg_header, nroots) == 120, "header layout");
 _Static_assert(offsetof(struct p2_seg_header, checksum) == 124, "header layout");
 _Static_assert(offsetof(struct p2_seg_header, journal) == 128, "header layout");
-_Static_assert(offsetof(struct p2_seg_header, reserved) == 132, "header layout");
+_Static_assert(offsetof(struct p2_seg_header, roots_crc) == 136, "header layout");
+_Static_assert(offsetof(struct p2_seg_header, reserved) == 140, "header layout");
 _Static_assert(offsetof(struct p2_seg_header, roots) == 256, "header layout");
 _Static_assert(sizeof(struct p2_seg_header) == P2_SEG_HEADER_SIZE, "header is one 4096-byte page");
 _Static_assert(sizeof(SEG_MAGIC) == 8, "magic is 8 bytes");
@@ -271,6 +275,25 @@ static uint32_t header_crc(const struct p2_seg_header *h)
 
 /* Size of the block actually used for a request of size bytes:
  * a power of two from 16 to 2048, or a multiple of 4096; 0 if too large. */
+/* CRC-32 of every root block of a mapped segment, in root order. */
+static uint32_t roots_crc_mapped(const p2_seg *seg)
+{
+    uint32_t crc = 0;
+    for (uint32_t i = 0; i < seg->hdr->nroots; i++)
+        crc = p2_crc32(crc, seg->base + seg->hdr->roots[i].off, (size_t)seg->hdr->roots[i].size);
+    return crc;
+}
+
+/* Seal the roots: record their checksum in the header (which the caller checksums). */
+static void roots_seal(p2_seg *seg)
+{
+    uint32_t crc = roots_crc_mapped(seg);
+    if (!seg->hdr->roots_sealed || seg->hdr->roots_crc != crc) {   /* no needless page write */
+        seg->hdr->roots_crc = crc;
+        seg->hdr->roots_sealed = 1;
+    }
+}
+
 static uint64_t block_size(uint64_t size)
 {
     if (size <= SMALL_MAX) {
@@ -771,6 +794,24 @@ static int seg_validate(const p2_seg *seg, const struct p2_seg_header *h, uint64
                             " bytes) lies outside the allocated area (%d..%" PRIu64 ")",
                             stored_name_len(r), r->name, r->off, r->size, P2_SEG_HEADER_SIZE, brk);
     }
+    if (h->roots_sealed && (seg->journal || h->state == SEG_STATE_CLEAN)) {
+        uint32_t rcrc = 0;
+        char buf[4096];
+        for (uint32_t i = 0; i < h->nroots; i++) {
+            for (uint64_t done = 0; done < h->roots[i].size;) {
+                uint64_t n = h->roots[i].size - done < sizeof buf ? h->roots[i].size - done : sizeof buf;
+                if (pread(seg->fd, buf, (size_t)n, (off_t)(h->roots[i].off + done)) != (ssize_t)n)
+                    return seg_fail(seg, err, P2_EIO, "cannot read root \"%.*s\"",
+                                    stored_name_len(&h->roots[i]), h->roots[i].name);
+                rcrc = p2_crc32(rcrc, buf, (size_t)n);
+                done += n;
+            }
+        }
+        if (rcrc != h->roots_crc)
+            return seg_fail(seg, err, P2_EFORMAT,
+                            "container roots checksum mismatch (stored 0x%08" PRIx32 ", computed 0x%08"
+                            PRIx32 "): a container's root block is corrupt", h->roots_crc, rcrc);
+    }
     for (unsigned c = 0; c <= NCLASSES; c++) {
         p2_off f = c < NCLASSES ? h->free_small[c] : h->free_large;
         uint64_t bs = c < NCLASSES ? (uint64_t)SMALL_MIN << c : LARGE_UNIT;
@@ -1202,6 +1243,7 @@ int p2_seg_commit(p2_seg *seg, p2_err *err)
     struct p2_seg_header *h = seg->hdr;
     if (!h->journal)
         h->journal = 1;                      /* initialised: a reopen will not re-create it */
+    roots_seal(seg);
     if (bit_get(seg->dirty_bits, 0))
         h->checksum = header_crc(h);
     uint64_t seq = seg->seq + 1, off = seg->log_end, ps = seg->pgsize;
@@ -1314,6 +1356,7 @@ static int seg_create(p2_seg *seg, uint64_t fingerprint, uint32_t nroots, const 
         h->roots[i].off = off;
         h->roots[i].size = sizes[i];
     }
+    roots_seal(seg);
     h->checksum = header_crc(h);
     if (msync(seg->base, (size_t)seg->mapped, MS_SYNC) != 0) {
         int e = errno;
@@ -1543,6 +1586,7 @@ int p2_seg_sync(p2_seg *seg, p2_err *err)
         return p2_err_set(err, P2_ECLOSED, "p2_seg_sync: segment is not open");
     if (seg->journal)
         return p2_seg_commit(seg, err);   /* a journalled file is only ever written by commits */
+    roots_seal(seg);
     seg->hdr->checksum = header_crc(seg->hdr);
     if (msync(seg->base, (size_t)seg->mapped, MS_SYNC) != 0) {
         int e = errno;
@@ -1591,6 +1635,7 @@ int p2_seg_close(p2_seg *seg, p2_err *err)
     if (seg->journal)
         return journal_close(seg, err);
     /* Data first, then the CLEAN mark: a crash in between leaves OPEN. */
+    roots_seal(seg);
     h->checksum = header_crc(h);
     if (msync(seg->base, (size_t)seg->mapped, MS_SYNC) != 0) {
         int e = errno;

@@ -4,8 +4,10 @@
 fanouts 3 and 9 and on small at fanout 3, and the file it wrote reopens whole in a fresh
 process.
 
-`--system SQLITE` selects by name alone and takes the last registration, which
-oo7_sqlite.cc makes the persistent one (<dir>/oo7.sqlite); the tests check that file exists.
+SQLITE is registered twice (persistent: <dir>/oo7.sqlite, and transient: :memory:), so the
+checker needs `--mem` to pick one; the tests select explicitly, check the persistent one's
+file exists, run the transient one on tiny, and check that the bare name is refused as
+ambiguous.
 """
 from __future__ import annotations
 
@@ -71,15 +73,20 @@ def assert_all_passed(proc: subprocess.CompletedProcess) -> None:
     assert proc.stdout.rstrip().endswith(" 0 failed")
 
 
-def check_sqlite(conform: str, env: dict, dbdir: Path, size: str, fanout: int) -> dict:
+def check_sqlite(conform: str, env: dict, dbdir: Path, size: str, fanout: int,
+                 mem: str = "persistent") -> dict:
     proc, results = run(conform, env, "--size", size, "--fanout", str(fanout),
-                        "--system", "SQLITE", "--dir", str(dbdir))
+                        "--system", "SQLITE", "--mem", mem, "--dir", str(dbdir))
     assert_all_passed(proc)
     assert proc.stdout.startswith(f"# SQLITE {size} fanout {fanout}")
-    assert (dbdir / DB_FILE).is_file(), "the persistent SQLITE system did not write its file"
-    # the checks that compare with HAND ran, and the in-process reopen did
+    # the checks that compare with HAND ran
     assert any(k.startswith("same_as_hand.") for k in results)
-    assert results.get("reopened.verify") == "clean"
+    if mem == "persistent":
+        assert (dbdir / DB_FILE).is_file(), "the persistent SQLITE system did not write its file"
+        assert results.get("reopened.verify") == "clean"   # the in-process reopen ran
+    else:
+        assert not (dbdir / DB_FILE).exists(), "the transient SQLITE system wrote a file"
+        assert not any(k.startswith("reopened.") for k in results)
     return results
 
 
@@ -91,6 +98,31 @@ def test_sqlite_conforms_on_tiny(conform, san_env, tmp_path, fanout):
         f"connections={500 * fanout} private=243 shared=243")
     assert results["t1"] == str(243 * 10)
     assert results["t1.connections"] == str(243 * 10 * fanout)
+
+
+def test_sqlite_transient_conforms_on_tiny(conform, san_env, tmp_path):
+    dbdir = tmp_path / "db"
+    dbdir.mkdir()
+    results = check_sqlite(conform, san_env, dbdir, "tiny", 3, mem="transient")
+    assert results["t1"] == str(243 * 10)
+
+
+def test_checker_needs_mem_for_sqlite(conform, san_env, tmp_path):
+    # two systems are called SQLITE: the bare name is ambiguous, and both are offered
+    proc, _ = run(conform, san_env, "--size", "tiny", "--fanout", "3", "--system", "SQLITE",
+                  "--dir", str(tmp_path))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "SQLITE is ambiguous" in proc.stderr
+    assert "SQLITE --mem persistent" in proc.stderr and "SQLITE --mem transient" in proc.stderr
+    assert proc.stdout == ""
+    proc, _ = run(conform, san_env, "--size", "tiny", "--fanout", "3", "--system", "SQLITE",
+                  "--mem", "volatile", "--dir", str(tmp_path))
+    assert proc.returncode == 2 and "--mem must be persistent or transient" in proc.stderr
+    proc, _ = run(conform, san_env, "--size", "tiny", "--fanout", "3", "--system", "HAND",
+                  "--mem", "persistent")
+    assert proc.returncode == 2
+    assert "no system named HAND with --mem persistent" in proc.stderr
+    assert "HAND --mem transient" in proc.stderr
 
 
 def test_sqlite_conforms_on_small_and_reopens_in_a_fresh_process(conform, san_env, tmp_path):
@@ -108,8 +140,8 @@ def test_sqlite_conforms_on_small_and_reopens_in_a_fresh_process(conform, san_en
 
     # a fresh process opens the file the run left behind (after every update operation
     # restored it) without building: the database is whole
-    proc, reopened = run(conform, san_env, "--size", "small", "--fanout", "3",
-                         "--system", "SQLITE", "--dir", str(dbdir), "--reopen-only")
+    proc, reopened = run(conform, san_env, "--size", "small", "--fanout", "3", "--system",
+                         "SQLITE", "--mem", "persistent", "--dir", str(dbdir), "--reopen-only")
     assert_all_passed(proc)
     assert reopened["reopened.counts"] == results["counts"]
     assert reopened["reopened.verify"] == "clean"

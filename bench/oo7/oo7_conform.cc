@@ -2,8 +2,12 @@
 // one system's database with the shared generator and asserts every check of spec
 // section 5 that the Db interface can observe.
 //
-//   oo7_conform --size tiny|small|medium|large --fanout 3 --system NAME [--dir DIR]
-//               [--seed N] [--reopen-only]
+//   oo7_conform --size tiny|small|medium|large --fanout 3 --system NAME
+//               [--mem persistent|transient] [--dir DIR] [--seed N] [--reopen-only]
+//
+// A system is selected by its name and, where several share the name (SQLITE persistent
+// and transient, a generated variant in both memories), by --mem; an ambiguous name
+// without --mem is refused with the candidates listed.
 //
 // Expected values come from three independent places, never from the system under test:
 //  - the parameters (exact counts: T1, T6, T2/T3, Q1, Q7, Q8, object counts);
@@ -515,7 +519,7 @@ void check_against_hand(Checks &ck, Db &db, const Expect &e, const std::string &
 // ---------------------------------------------------------------------------------------
 
 struct Options {
-    std::string size = "small", system, dir;
+    std::string size = "small", system, mem, dir;
     int fanout = 3;
     uint64_t seed = 1;
     bool reopen_only = false;
@@ -524,8 +528,8 @@ struct Options {
 [[noreturn]] void usage(const char *why) {
     std::cerr << "oo7_conform: " << why << "\n"
               << "usage: oo7_conform --size tiny|small|medium|large --fanout N --system NAME "
-                 "[--dir DIR] [--seed N] [--reopen-only]\nsystems:";
-    for (const System &s : systems()) std::cerr << " " << s.name;
+                 "[--mem persistent|transient] [--dir DIR] [--seed N] [--reopen-only]\nsystems:";
+    for (const System &s : systems()) std::cerr << " " << s.name << " (" << s.mem << ")";
     std::cerr << "\n";
     std::exit(2);
 }
@@ -542,6 +546,7 @@ Options parse(int argc, char **argv) {
             if (a == "--size") o.size = value();
             else if (a == "--fanout") o.fanout = std::stoi(value());
             else if (a == "--system") o.system = value();
+            else if (a == "--mem") o.mem = value();
             else if (a == "--dir") o.dir = value();
             else if (a == "--seed") o.seed = std::stoull(value());
             else if (a == "--reopen-only") o.reopen_only = true;
@@ -551,7 +556,33 @@ Options parse(int argc, char **argv) {
         }
     }
     if (o.system.empty()) usage("--system is required");
+    if (!o.mem.empty() && o.mem != "persistent" && o.mem != "transient")
+        usage(("--mem must be persistent or transient, not " + o.mem).c_str());
     return o;
+}
+
+// the one system called o.system (in memory o.mem, if given); anything else is a usage error
+const System &select_system(const Options &o) {
+    std::vector<const System *> named, chosen;
+    for (const System &s : systems())
+        if (s.name == o.system) {
+            named.push_back(&s);
+            if (o.mem.empty() || s.mem == o.mem) chosen.push_back(&s);
+        }
+    auto list = [](const std::vector<const System *> &v) {
+        std::string out;
+        for (const System *s : v) out += (out.empty() ? "" : ", ") + s->name + " --mem " + s->mem;
+        return out;
+    };
+    if (named.empty()) usage(("no system named " + o.system).c_str());
+    if (chosen.empty())
+        usage(("no system named " + o.system + " with --mem " + o.mem + "; candidates: " + list(named)).c_str());
+    if (chosen.size() > 1 && !o.mem.empty())
+        usage(("system " + o.system + " --mem " + o.mem + " is registered more than once").c_str());
+    if (chosen.size() > 1)
+        usage(("system name " + o.system + " is ambiguous; pass --mem persistent|transient to pick one of: " +
+               list(chosen)).c_str());
+    return *chosen.front();
 }
 
 }  // namespace
@@ -560,10 +591,7 @@ int main(int argc, char **argv) {
     Options o = parse(argc, argv);
     Params p;
     if (!Params::by_name(o.size, o.fanout, p)) usage("unknown --size or bad --fanout");
-    const System *sys = nullptr;
-    for (const System &s : systems())
-        if (s.name == o.system) sys = &s;
-    if (!sys) usage(("no system named " + o.system).c_str());
+    const System *sys = &select_system(o);
     bool persistent = sys->mem == "persistent";
     if (persistent && o.dir.empty()) usage("a persistent system needs --dir");
 

@@ -65,6 +65,7 @@ class Variant:
     mem: str           # persistent | transient
     spec: str          # spec file
     prefix: str        # C prefix of the generated code
+    journal: bool = False   # its file is journalled: the driver commits (-DP2_JOURNAL=1)
 
     @property
     def persistent(self) -> bool:
@@ -80,7 +81,8 @@ def variant_from_spec(spec: Path) -> Variant:
     stem = spec.stem
     base = re.sub(r"_(persistent|transient)$", "", stem)
     prefix = "oo7_" + re.sub(r"[^A-Za-z0-9_]", "_", stem).lower()
-    return Variant(base.upper().replace("_", "/"), mem, str(spec), prefix)
+    journal = any(f.journal for f in checked.files)
+    return Variant(base.upper().replace("_", "/"), mem, str(spec), prefix, journal)
 
 
 def default_variants(spec_dir: Optional[Path] = None) -> list[Variant]:
@@ -134,7 +136,7 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", lto: bool = True,
                       obj_dir / f"{v.prefix}.o", [c_src, Path(g.header)], c_src.name))
         defs = [f"-DP2_VARIANT={v.prefix}", f'-DP2_HEADER="{v.prefix}.h"', f'-DP2_NAME="{v.name}"',
                 f'-DP2_MEM="{v.mem}"', f"-DP2_PERSISTENT={1 if v.persistent else 0}",
-                f"-DP2_RANK={20 + rank}"]
+                f"-DP2_RANK={20 + rank}", f"-DP2_JOURNAL={1 if v.journal else 0}"]
         out = obj_dir / f"driver_{v.prefix}.o"
         tasks.append((shlex.split(cxx) + cxxflags + defs + [f"-I{src}", f"-I{gen_dir}", "-c",
                       str(src / P2_DRIVER), "-o", str(out)],

@@ -41,7 +41,8 @@ CFLAGS = ("-std=c11", "-Wall", "-Wextra", "-Werror") + SAN
 CXXFLAGS = ("-std=c++17", "-Wall", "-Wextra", "-Werror") + SAN
 CACHE_KEEP = 48          # cached objects kept (about 2 MB each): two or three full builds
 EXE_KEEP = 2             # cached binaries kept (about 25 MB each)
-MAIN = ("hash_ilist_persistent", "hash_ilist_transient", "hash_refarray_persistent")
+MAIN = ("hash_ilist_persistent", "hash_ilist_transient", "hash_refarray_persistent",
+        "hash_ilist_journal")
 
 VARIANTS = bo.default_variants() if (OO7 / bo.P2_DRIVER).exists() else []
 
@@ -107,7 +108,7 @@ def conform(request, tmp_path_factory) -> str:
         tasks.append((Path(g.source).name, cc + list(CFLAGS) + ["-c", g.source], Path(g.source)))
         defs = [f"-DP2_VARIANT={v.prefix}", f'-DP2_HEADER="{v.prefix}.h"', f'-DP2_NAME="{v.name}"',
                 f'-DP2_MEM="{v.mem}"', f"-DP2_PERSISTENT={1 if v.persistent else 0}",
-                f"-DP2_RANK={20 + rank}"]
+                f"-DP2_RANK={20 + rank}", f"-DP2_JOURNAL={1 if v.journal else 0}"]
         tasks.append((f"{bo.P2_DRIVER} for {v.prefix}",
                       cxx + list(CXXFLAGS) + defs + [f"-I{OO7}", f"-I{gen_dir}", "-c",
                                                      str(OO7 / bo.P2_DRIVER)],

@@ -2,7 +2,8 @@
 // (<prefix>.h). Compiled once per variant of type_equations/oo7/:
 //
 //   c++ -DP2_VARIANT=oo7_hash_ilist_persistent -DP2_HEADER='"oo7_hash_ilist_persistent.h"'
-//       -DP2_NAME='"HASH/ILIST"' -DP2_MEM='"persistent"' -DP2_PERSISTENT=1 -c oo7_p2.cc
+//       -DP2_NAME='"HASH/ILIST"' -DP2_MEM='"persistent"' -DP2_PERSISTENT=1 [-DP2_JOURNAL=1]
+//       -c oo7_p2.cc
 //
 // Each object registers one oo7::System. The spec must declare the records, containers,
 // cursors and relationships of type_equations/oo7/*.p2 (the variants differ only in their
@@ -29,6 +30,9 @@
 #endif
 #ifndef P2_RANK
 #define P2_RANK 50
+#endif
+#ifndef P2_JOURNAL
+#define P2_JOURNAL 0
 #endif
 
 #include P2_HEADER
@@ -205,9 +209,20 @@ public:
 
     void end_build() override { commit(); }
 
-    // -- transactions: no journal here, so a commit is a sync of what changed -------------
+    // -- transactions ---------------------------------------------------------------------
+    // A journalled variant (-DP2_JOURNAL=1: its file has a journal layer) commits: the
+    // transaction is durable when this returns. Without a journal there is no durability
+    // to buy (as with SQLite at synchronous=OFF, journal_mode=OFF, the reference here):
+    // the mapping is written back by the OS, and close flushes it.
+    void begin() override {
+#if P2_JOURNAL
+        ok(P2(begin)(db_), "begin");
+#endif
+    }
     void commit() override {
-        if (P2_PERSISTENT && dirty_) ok(P2(sync)(db_), "sync");
+#if P2_JOURNAL
+        ok(P2(commit)(db_), "commit");
+#endif
         dirty_ = false;
     }
 

@@ -14,6 +14,15 @@ METADATA)` with its compiled CFFI extension. With `out` on sys.path:
         for a in db.rich_in_branch(b=2, min=0):  # a declared cursor (or db.cursor("rich_in_branch", ...))
             ...
 
+With text fields, ref fields and relationships (type_equations/oo7/*.p2):
+
+        m = db.modules.insert(id=1, design_root=None)    # ref field: Record, int or None
+        man = db.manuals.insert(id=1, text="Ünïcode…")   # text field: str or bytes
+        db.modules.man.add(m, man)                       # many-role: add / remove / count
+        for x in db.modules.man(m): ...                  # ... and call it: iterate partners
+        db.manuals.mod(man)                              # one-role: partner Record or None
+        db.manuals.mod.set(man, None)                    # ... set / clear it
+
 Database
     `open(dir=None)` opens every container (persistent files are created when absent and
     resolved against `dir`). `close()` (idempotent; also on leaving a `with` block and, as a
@@ -23,14 +32,39 @@ Database
     `db.rich_in_branch(...)`) unless the name clashes with one of these methods.
     Any use after close() raises ClosedError.
 Container
-    `insert([record_or_mapping], **fields) -> Record`: fields not given are 0 / "".
+    `insert([record_or_mapping], **fields) -> Record`: fields not given are 0 / "" (ref
+    fields: None).
     `get(ref) -> Record` (NotFoundError if there is no such element),
     `find(value)` when the container has exactly one key field, else `find(field=value)`
     -> Record or None (a string longer than the field finds nothing; an int outside the
     field's type raises RangeError), `update(rec_or_ref, **fields) -> Record`,
     `delete(rec_or_ref)`,
     `len()`, `iter()` (every element), `purge() -> int` (only over a `delflag` layer),
-    `name`, `keys`, `record` (the Record class), `persistent`, `file`, `equation`.
+    `name`, `keys`, `record` (the Record class), `persistent`, `file`, `equation`,
+    `roles` (role name -> Role), `role(name)`.
+    Roles of the relationships the container is in are attributes named after them
+    (`db.comps.parts`) unless the name is a Python keyword or one of the attributes above:
+    then `db.conns.role("from")`.
+Roles (one end of a relationship, on the container whose elements play it)
+    Arguments naming elements (owner, member, x, partner) are Records of the right
+    container (checked like get's: TypeError if of another, NotFoundError if stale) or int
+    references; an element that does not exist raises NotFoundError.
+    A many-role (the element holds a collection of partners):
+      `role(owner)` -> a lazy iterator of the partner container's Records, in the order
+      they were added (a bag when both sides are many: a partner may come twice);
+      `role.refs(owner)` -> the same walk as int references; `role.count(owner) -> int`;
+      `role.add(owner, member)`; `role.remove(owner, member)` (one occurrence;
+      NotFoundError if member is not there). Both ends are kept in step: adding to a
+      many-role whose partner role is one moves the member from its previous owner.
+    A one-role (the element holds at most one partner):
+      `role(x)` or `role.get(x)` -> the partner's Record or None; `role.ref(x)` -> its
+      reference or None; `role.set(x, partner)` (None clears it).
+    Deleting an element takes it out of every relationship. The iterators walk the C
+    iterator lazily; changing either container (insert, update, delete, any add / remove /
+    set of a role on them) while one walks makes it raise RuntimeError on its next step,
+    as a dict does: collect first (`list(role(owner))`), then change. `name`,
+    `relationship` (its name), `many`, `container` and `partner` (Containers),
+    `partner_role` (the Role at the other end).
 Cursor (what iterating a container or calling a cursor returns)
     An iterator of Records, lazily walking the C cursor. `update(**fields)` and `delete()`
     act on the element last returned and keep the walk going. Changing the container any
@@ -40,6 +74,10 @@ Record
     An immutable copy of one element: fields as attributes (int, float; char[N] as `str`,
     decoded UTF-8 with the NUL padding stripped and undecodable bytes kept as surrogate
     escapes), `.ref` (its reference when read; a field named `ref` wins, then use `._ref`),
+    text fields as `str` (the whole text, read when the Record is made; decoded UTF-8
+    with undecodable bytes kept as surrogate escapes, so
+    `rec.f.encode("utf-8", "surrogateescape")` gives the exact bytes, NULs included),
+    ref fields as int or None (no element: the C NOREF),
     `._asdict()`, `._fields`; equal (and hashing equal) when of the same record type with
     equal fields, whatever their references. Passed to get/update/delete, a Record names
     its element by reference and key fields: NotFoundError if the element at that reference
@@ -50,7 +88,14 @@ Values written
     int fields take int (not float; bool counts as int) within the C type's range, else
     TypeError / RangeError (also an OverflowError). Float fields take int or float. char[N]
     fields take str (encoded UTF-8) or bytes of at most N bytes without NUL, else
-    TypeError / RangeError (also a ValueError) naming the field and N. Unknown field names
+    TypeError / RangeError (also a ValueError) naming the field and N. Text fields take
+    str (encoded UTF-8, surrogate escapes back to their bytes) or bytes of any length,
+    NULs included: insert() inserts and then writes each text (if writing one fails, the
+    element is deleted again and the error raised); update() writes the other fields, then
+    the texts given (if writing one fails, the element gets its old fields and texts
+    back); fields not given keep their text. Ref fields take an int reference, a Record of
+    the target container or None (no element); one that names no live element raises
+    NotFoundError, a Record of another container TypeError. Unknown field names
     raise TypeError listing the record's fields.
 Errors
     P2Error (.code: the P2_* code, .message), with NotFoundError (also a KeyError),
@@ -63,6 +108,7 @@ Threads
 from __future__ import annotations
 
 import inspect
+import keyword
 import os
 import weakref
 from collections.abc import Mapping
@@ -70,11 +116,13 @@ from typing import Any, Optional
 
 __all__ = ["P2Error", "NotFoundError", "DuplicateError", "RangeError", "ClosedError",
            "FormatError", "MismatchError", "BusyError", "Record", "Database", "Container",
-           "Cursor", "bind"]
+           "Cursor", "Role", "ManyRole", "OneRole", "Links", "bind", "NOREF"]
 
 # The codes of runtime/p2_runtime.h (checked against the extension in bind()).
 P2_OK, P2_END, P2_NOTFOUND, P2_EDUP, P2_ERANGE, P2_ENOMEM = 0, 1, 2, 3, 4, 5
 P2_EIO, P2_EFORMAT, P2_EMISMATCH, P2_EINVAL, P2_ECLOSED, P2_EBUSY = 6, 7, 8, 9, 10, 11
+NOREF = (1 << 64) - 1    # <prefix>_NOREF: a ref field or one-role naming no element
+TEXT_MAX = 1 << 40        # the generated set_<text> refuses texts this long (P2_ERANGE)
 CODE_NAMES = ("P2_OK", "P2_END", "P2_NOTFOUND", "P2_EDUP", "P2_ERANGE", "P2_ENOMEM",
               "P2_EIO", "P2_EFORMAT", "P2_EMISMATCH", "P2_EINVAL", "P2_ECLOSED", "P2_EBUSY")
 
@@ -153,7 +201,7 @@ def _encode(value: Any) -> bytes:
 
 class _Field:
     """How one typed value (a record field or a cursor parameter) crosses to C."""
-    __slots__ = ("name", "kind", "tname", "length", "lo", "hi", "what")
+    __slots__ = ("name", "kind", "tname", "length", "lo", "hi", "what", "target")
 
     def __init__(self, desc: dict, what: str):
         self.name = desc["name"]
@@ -161,6 +209,7 @@ class _Field:
         self.tname = desc["type"]   # i8 .. u64, f32, f64, char
         self.length = desc.get("length") or 0
         self.what = what     # "field 'x' of account" / "parameter $b of cursor c"
+        self.target = desc.get("target")   # ref <container>: the container's name
         if self.kind == "int":
             bits = _INT_BITS[self.tname]
             signed = self.tname.startswith("i")
@@ -171,10 +220,23 @@ class _Field:
 
     @property
     def spelled(self) -> str:
+        if self.target is not None:
+            return f"ref {self.target}"
         return f"char[{self.length}]" if self.kind == "char" else self.tname
 
     def convert(self, value: Any):
         """The value as C takes it (int, float or bytes); raises TypeError / RangeError."""
+        if self.target is not None:
+            return self._convert_ref(value)
+        if self.kind == "text":
+            if not isinstance(value, (str, bytes, bytearray, memoryview)):
+                raise TypeError(f"{self.what} is text: expected str or bytes, got "
+                                f"{type(value).__name__} {value!r:.80}")
+            data = _encode(value)
+            if len(data) >= TEXT_MAX:
+                raise RangeError(f"{self.what} is text: {len(data)} bytes is too long "
+                                 f"(at most {TEXT_MAX - 1})")
+            return data
         if self.kind == "int":
             if not isinstance(value, int):
                 raise TypeError(f"{self.what} is {self.spelled}: expected an int, got "
@@ -202,6 +264,24 @@ class _Field:
         if b"\0" in data:
             raise RangeError(f"{self.what} is {self.spelled}: {value!r} contains a NUL byte")
         return data
+
+
+    def _convert_ref(self, value: Any) -> int:
+        if value is None:
+            return NOREF
+        if isinstance(value, Record):
+            if value._origin != self.target:
+                raise TypeError(f"{self.what} is ref {self.target}: got a {value._name} "
+                                f"record of container {value._origin}")
+            return value._ref
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"{self.what} is ref {self.target}: expected a Record of "
+                            f"{self.target}, an int reference or None, got "
+                            f"{type(value).__name__} {value!r}")
+        if not 0 <= value <= NOREF:
+            raise RangeError(f"{self.what} is ref {self.target}: {value} is not a reference "
+                             f"(0 .. 2**64-1)")
+        return int(value)
 
 
 def _int_ref(ref: Any) -> int:
@@ -393,6 +473,15 @@ class Database:
         for name, c in spec.containers.items():
             cls = _PurgeableContainer if c["delflag"] else Container
             self._containers[name] = cls(self, c)
+        for name, c in spec.containers.items():
+            owner = self._containers[name]
+            for r in c.get("roles", ()):
+                cls = ManyRole if r["many"] else OneRole
+                owner._roles[r["role"]] = cls(owner, self._containers[r["partner"]["container"]],
+                                              r)
+        for c in self._containers.values():
+            for r in c._roles.values():
+                r.partner_role = r.partner._roles[r._meta["partner"]["role"]]
 
     # -- life cycle ------------------------------------------------------------------
     @property
@@ -434,6 +523,15 @@ class Database:
     @property
     def containers(self) -> dict:
         return dict(self._containers)
+
+    @property
+    def relationships(self) -> dict:
+        """Relationship name -> (its two Roles, in declaration order)."""
+        out = {}
+        for r in self._spec_.meta.get("relationships", ()):
+            out[r["name"]] = tuple(self._containers[d["container"]]._roles[d["role"]]
+                                   for d in r["roles"])
+        return out
 
     def container(self, name: str) -> "Container":
         try:
@@ -484,6 +582,9 @@ class Database:
 # ---------------------------------------------------------------------------
 # Containers
 # ---------------------------------------------------------------------------
+_MISSING = object()   # find() called without a positional value (None is a ref key's none)
+
+
 class Container:
     """One container of an open database. See the module docstring."""
 
@@ -510,23 +611,54 @@ class Container:
             self._c["purge"] = getattr(lib, f"{cp}_purge")
         self._all = (meta["c"]["all"], meta["c"]["all_cursor"])
         self._version = 0   # bumped by every change not made through a cursor
+        self._links = 0     # bumped by every change, and every add / remove / set of a role
         self._noref = ffi.cast("uint64_t", -1)
+        self._texts = {n: (getattr(lib, d["get"]), getattr(lib, d["set"]))
+                       for n, d in meta["c"].get("text", {}).items()}
+        self._roles = {}    # role name -> Role, filled by Database
+        self._reffields = [f.name for f in self._fields.values() if f.target is not None]
 
     # -- helpers ---------------------------------------------------------------------
     def _fail(self, rc: int, what: str = ""):
         return self._spec.error(self._db._handle_, rc, what)
 
-    def _record(self, crec, ref: int):
+    def _record(self, crec, ref: int, texts: bool = True):
+        """A Record of the C record `crec` of element `ref`; texts are read from the
+        container (None when `texts` is false: only for comparing keys)."""
         ffi = self._ffi
         values = []
+        h = self._db._handle() if texts and self._texts else None
         for f in self._fields.values():
-            v = getattr(crec, f.name)
-            if f.kind == "char":
-                v = ffi.string(v).decode("utf-8", "surrogateescape")
+            if f.kind == "text":
+                v = self._text(h, ref, f.name).decode("utf-8", "surrogateescape") \
+                    if texts else None
+            else:
+                v = getattr(crec, f.name)
+                if f.kind == "char":
+                    v = ffi.string(v).decode("utf-8", "surrogateescape")
+                elif f.target is not None:
+                    v = None if v == NOREF else int(v)
             values.append(v)
         return self.record._make(tuple(values), int(ref), self.name)
 
-    def _fill(self, crec, fields: dict) -> None:
+    def _text(self, h, ref: int, name: str) -> bytes:
+        ffi = self._ffi
+        data = ffi.new("const char **")
+        n = ffi.new("uint64_t *")
+        rc = self._texts[name][0](h, ref, data, n)
+        if rc != P2_OK:
+            raise self._fail(rc)
+        return ffi.buffer(data[0], n[0])[:] if n[0] else b""
+
+    def _set_texts(self, h, ref: int, texts: dict) -> None:
+        for n, data in texts.items():
+            rc = self._texts[n][1](h, ref, self._ffi.from_buffer(data), len(data))
+            if rc != P2_OK:
+                raise self._fail(rc, f"setting text {n}")
+
+    def _fill(self, crec, fields: dict) -> dict:
+        """Write the fields into the C record; returns the text fields' values (bytes),
+        which are written after the element by _set_texts."""
         known = self._fields
         for n in fields:
             if n not in known:
@@ -534,12 +666,16 @@ class Container:
                                 f"{', '.join(known)})")
         ffi = self._ffi
         conv = {n: known[n].convert(v) for n, v in fields.items()}  # check all, then write
+        texts = {}
         for n, v in conv.items():
             f = known[n]
             if f.kind == "char":
                 ffi.buffer(getattr(crec, n))[:] = v.ljust(f.length, b"\0")
+            elif f.kind == "text":
+                texts[n] = v
             else:
                 setattr(crec, n, v)
+        return texts
 
     def _ref(self, rec_or_ref) -> int:
         ref = _int_ref(rec_or_ref)
@@ -553,6 +689,7 @@ class Container:
 
     def _changed(self) -> None:
         self._version += 1
+        self._links += 1
 
     # -- the API -----------------------------------------------------------------------
     def insert(self, _from=None, /, **fields) -> Record:
@@ -569,13 +706,22 @@ class Container:
             fields = {**base, **fields}
         h = self._db._handle()
         crec = self._ffi.new(self._rtype)
-        self._fill(crec, fields)
+        for n in self._reffields:
+            setattr(crec, n, NOREF)     # not given: no element
+        texts = self._fill(crec, fields)
         out = self._ffi.new("uint64_t *")
         rc = self._c["insert"](h, crec, out)
         if rc != P2_OK:
             raise self._fail(rc)
         self._changed()
-        return self._record(crec, out[0])
+        ref = int(out[0])
+        if texts:
+            try:
+                self._set_texts(h, ref, texts)
+            except P2Error:
+                self._c["delete"](h, ref)   # nothing half-made stays
+                raise
+        return self._record(crec, ref)
 
     def _read(self, h, ref: int):
         crec = self._ffi.new(self._rtype)
@@ -591,7 +737,7 @@ class Container:
         ref = self._ref(rec_or_ref)
         crec = self._read(h, ref)
         if isinstance(rec_or_ref, Record) and self.keys:
-            now = self._record(crec, ref)._values
+            now = self._record(crec, ref, texts=False)._values
             for k, i in zip(self.keys, self._key_index):
                 was, cur = rec_or_ref._values[i], now[i]
                 if was != cur:
@@ -610,7 +756,7 @@ class Container:
     def __getitem__(self, ref) -> Record:
         return self.get(ref)
 
-    def find(self, _key=None, /, **kw) -> Optional[Record]:
+    def find(self, _key=_MISSING, /, **kw) -> Optional[Record]:
         """The element whose key equals the value (an element, if several), or None:
         `find(value)` when the container has one key field, else `find(field=value)`."""
         h = self._db._handle()
@@ -618,7 +764,7 @@ class Container:
         if not keys:
             raise TypeError(f"container {self.name} has no key fields ({self.equation}): "
                             f"iterate over it or use a cursor")
-        if _key is not None:
+        if _key is not _MISSING:
             if kw:
                 raise TypeError("find() takes a value or one field=value, not both")
             if len(keys) != 1:
@@ -651,12 +797,24 @@ class Container:
         right); returns the updated Record, whose reference changes if the element moved."""
         h = self._db._handle()
         ref, crec = self._locate(h, rec_or_ref)
-        self._fill(crec, fields)
+        old = self._ffi.new(self._rtype)
+        old[0] = crec[0]
+        texts = self._fill(crec, fields)
+        old_texts = {n: self._text(h, ref, n) for n in texts}
         refp = self._ffi.new("uint64_t *", ref)
         rc = self._c["update"](h, refp, crec)
         if rc != P2_OK:
             raise self._fail(rc)
         self._changed()
+        if texts:
+            try:
+                self._set_texts(h, refp[0], texts)
+            except P2Error:
+                # best effort: the element gets its old fields and texts back
+                for n, data in old_texts.items():
+                    self._texts[n][1](h, refp[0], self._ffi.from_buffer(data), len(data))
+                self._c["update"](h, refp, old)
+                raise
         return self._record(crec, refp[0])
 
     def delete(self, rec_or_ref) -> None:
@@ -692,6 +850,33 @@ class Container:
         except NotFoundError:
             return False
         return True
+
+    # -- relationships -----------------------------------------------------------------
+    @property
+    def roles(self) -> dict:
+        """Role name -> Role: the ends of relationships this container's elements play."""
+        return dict(self._roles)
+
+    def role(self, name: str) -> "Role":
+        """The role `name` (also an attribute, unless a keyword or clashing name)."""
+        try:
+            return self._roles[name]
+        except KeyError:
+            raise AttributeError(f"container {self.name} has no role '{name}' (roles: "
+                                 f"{', '.join(self._roles) or 'none'})") from None
+
+    def __getattr__(self, name: str):
+        # only reached when normal lookup fails: roles, then a helpful error
+        roles = self.__dict__.get("_roles")
+        if roles is not None and name in roles:
+            return roles[name]
+        if name.startswith("__") or roles is None:
+            raise AttributeError(name)
+        raise AttributeError(f"container {self.__dict__.get('name')} has no attribute or "
+                             f"role '{name}' (roles: {', '.join(roles) or 'none'})")
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | {n for n in self._roles if n.isidentifier()})
 
     def __repr__(self) -> str:
         return f"<container {self.name} of {self.record._name} = {self.equation}>"
@@ -793,13 +978,16 @@ class Cursor:
         if p == c._ffi.NULL:
             raise P2Error(f"cursor {self._name} is not on an element", P2_EINVAL)
         crec[0] = p[0]
-        c._fill(crec, fields)
+        texts = c._fill(crec, fields)
         rc = self._update_c(self._cur, crec)
         if rc != P2_OK:
             raise c._fail(rc)
         c._changed()
         self._version = c._version
-        self._current = c._record(crec, self._ref_c(self._cur))
+        ref = int(self._ref_c(self._cur))
+        if texts:
+            c._set_texts(c._db._handle(), ref, texts)
+        self._current = c._record(crec, ref)
         return self._current
 
     def delete(self) -> None:
@@ -816,3 +1004,162 @@ class Cursor:
 
     def __repr__(self) -> str:
         return f"<cursor {self._name} on {self._container.name}>"
+
+
+# ---------------------------------------------------------------------------
+# Relationships
+# ---------------------------------------------------------------------------
+# Container attributes a role cannot shadow (then: container.role(name)).
+_CONTAINER_ATTRS = {"name", "keys", "persistent", "file", "equation", "record"}
+
+
+def role_expression(container: str, role: str, db: str = "db") -> str:
+    """How Python code reaches a role: `db.comps.parts`, or `db.conns.role('from')`."""
+    base = f"{db}.{container}" if _attribute_name(container, Database) \
+        else f"{db}.container({container!r})"
+    if _attribute_name(role, _PurgeableContainer) and role not in _CONTAINER_ATTRS:
+        return f"{base}.{role}"
+    return f"{base}.role({role!r})"
+
+
+def _attribute_name(name: str, cls: type) -> bool:
+    return name.isidentifier() and not keyword.iskeyword(name) and not hasattr(cls, name)
+
+
+class Role:
+    """One end of a relationship, on the container whose elements play it. See the module
+    docstring; ManyRole and OneRole are the two kinds."""
+
+    def __init__(self, container: Container, partner: Container, meta: dict):
+        self._meta = meta
+        self.container = container
+        self.partner = partner
+        self.partner_role: Optional[Role] = None   # set by Database
+        self.name: str = meta["role"]
+        self.relationship: str = meta["relationship"]
+        self.many: bool = meta["many"]
+        lib = container._spec.lib
+        self._c = {op: getattr(lib, cname) for op, cname in meta["c"].items()
+                   if op != "iter"}
+
+    def _owner(self, h, x) -> int:
+        """The reference of an element of this role's container (checked to exist)."""
+        return self.container._locate(h, x)[0]
+
+    def _member(self, h, x) -> int:
+        """The reference of an element of the partner container (checked to exist)."""
+        return self.partner._locate(h, x)[0]
+
+    def _done(self, rc: int, what: str) -> None:
+        if rc != P2_OK:
+            raise self.container._fail(rc, f"{self.container.name}.{self.name}: {what}")
+        self.container._links += 1
+        self.partner._links += 1
+
+    def __repr__(self) -> str:
+        kind = "many" if self.many else "one"
+        return (f"<role {self.container.name}.{self.name} ({kind} {self.partner.name}) of "
+                f"relationship {self.relationship}>")
+
+
+class ManyRole(Role):
+    """A role holding a collection of partners: `role(owner)` iterates them."""
+
+    def __call__(self, owner) -> "Links":
+        """The partners of owner (Records of the partner container), lazily."""
+        return Links(self, owner, records=True)
+
+    def refs(self, owner) -> "Links":
+        """The partners of owner as int references, lazily."""
+        return Links(self, owner, records=False)
+
+    def count(self, owner) -> int:
+        """How many partners owner has (a partner held twice counts twice)."""
+        h = self.container._db._handle()
+        return int(self._c["count"](h, self._owner(h, owner)))
+
+    def add(self, owner, member) -> None:
+        """Add member to owner's collection (and owner to member's end)."""
+        h = self.container._db._handle()
+        o, m = self._owner(h, owner), self._member(h, member)
+        self._done(self._c["add"](h, o, m), "add")
+
+    def remove(self, owner, member) -> None:
+        """Remove one occurrence of member from owner's collection; NotFoundError if
+        member is not in it."""
+        h = self.container._db._handle()
+        o, m = self._owner(h, owner), self._member(h, member)
+        self._done(self._c["remove"](h, o, m), "remove")
+
+
+class OneRole(Role):
+    """A role holding at most one partner: `role(x)` / `role.get(x)`, `role.set(x, p)`."""
+
+    def ref(self, x) -> Optional[int]:
+        """The partner's reference, or None."""
+        h = self.container._db._handle()
+        r = int(self._c["get"](h, self._owner(h, x)))
+        return None if r == NOREF else r
+
+    def get(self, x) -> Optional[Record]:
+        """The partner (a Record of the partner container), or None."""
+        r = self.ref(x)
+        if r is None:
+            return None
+        p = self.partner
+        return p._record(p._read(p._db._handle(), r), r)
+
+    __call__ = get
+
+    def set(self, x, partner) -> None:
+        """Make partner (a Record, a reference, or None to clear) x's partner."""
+        h = self.container._db._handle()
+        o = self._owner(h, x)
+        m = NOREF if partner is None else self._member(h, partner)
+        self._done(self._c["set"](h, o, m), "set")
+
+
+class Links:
+    """A lazy walk over the partners of one owner in a many-role (an iterator)."""
+
+    def __init__(self, role: ManyRole, owner, records: bool = True):
+        c = role.container
+        ffi = c._ffi
+        h = c._db._handle()
+        self._role = role
+        self._records = records
+        self._owner = role._owner(h, owner)
+        self._it = ffi.new(f"{role._meta['c']['iter']} *")
+        self._out = ffi.new("uint64_t *")
+        self._done = False
+        rc = role._c["open"](h, self._it, self._owner)
+        if rc != P2_OK:
+            raise c._fail(rc, f"{c.name}.{role.name}: opening")
+        self._stamp = (c._links, role.partner._links)
+
+    def __iter__(self) -> "Links":
+        return self
+
+    def __next__(self):
+        if self._done:
+            raise StopIteration
+        role = self._role
+        c, p = role.container, role.partner
+        h = c._db._handle()
+        if (c._links, p._links) != self._stamp:
+            raise RuntimeError(f"{c.name} or {p.name} changed while walking "
+                               f"{c.name}.{role.name}; collect the partners first "
+                               f"(list(...)), then change")
+        rc = role._c["next"](self._it, self._out)
+        if rc == P2_END:
+            self._done = True
+            raise StopIteration
+        if rc != P2_OK:
+            raise c._fail(rc)
+        ref = int(self._out[0])
+        if not self._records:
+            return ref
+        return p._record(p._read(h, ref), ref)
+
+    def __repr__(self) -> str:
+        return f"<walk of {self._role.container.name}.{self._role.name} of {self._owner}>"

@@ -9,8 +9,10 @@ For a spec with prefix P, `build_python` writes into the output directory
 
 The cdef is generated from the checked spec (it mirrors templates/spec.h.j2): record
 structs with their exact layout, the opaque database handle, cursor structs declared as
-partial structs (the C compiler fills their layout), every public function of the header,
-the P2_* codes of p2_runtime.h and p2_strerror. Same spec, same bytes.
+partial structs (the C compiler fills their layout), every public function of the header
+(text fields' get_/set_<f>, ref fields' set_<f>, the relationships' role functions with
+their iterator structs, also partial), the P2_* codes of p2_runtime.h, p2_text and
+p2_strerror. Same spec, same bytes.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from .check import CheckedSpec, ContainerInfo, CursorInfo
 from .errors import BuildError
 from .model import FieldType
 from .plan import expr_text
+from .pyapi import role_expression
 from .render import metadata
 
 # The return codes of runtime/p2_runtime.h, in order.
@@ -36,8 +39,30 @@ def module_name(prefix: str) -> str:
     return f"_{prefix}_cffi"
 
 
-def _arg(t: FieldType, name: str) -> str:
-    return f"const char *{name}" if t.kind == "char" else f"{t.ctype} {name}"
+def _arg(t: FieldType, name: str, p: str = "") -> str:
+    if t.kind == "char":
+        return f"const char *{name}"
+    if t.target is not None and p:
+        return f"{p}_ref {name}"
+    return f"{t.ctype} {name}"
+
+
+def _member(t: FieldType, name: str, p: str) -> str:
+    """A record field as the header declares it."""
+    if t.kind == "char":
+        return f"char {name}[{t.length}];"
+    if t.target is not None:
+        return f"{p}_ref {name};"
+    return f"{t.ctype} {name};"   # p2_text for text
+
+
+def _role_c(role) -> dict:
+    """The C names of one role's functions."""
+    if role.many:
+        return {"iter": f"{role.p}_iter", "open": f"{role.p}_open", "next": f"{role.p}_next",
+                "count": f"{role.p}_count", "add": f"{role.p}_add",
+                "remove": f"{role.p}_remove"}
+    return {"get": role.p, "set": f"{role.container.p}_set_{role.name}"}
 
 
 def _cursor_type(cur: CursorInfo) -> str:
@@ -54,7 +79,8 @@ def cdef(checked: CheckedSpec) -> str:
     p = checked.prefix
     out = ["/* p2_runtime.h: return codes */"]
     out += [f"#define {name} {code}" for code, name in enumerate(ERROR_CODES)]
-    out += ["const char *p2_strerror(int code);", ""]
+    out += ["const char *p2_strerror(int code);",
+            "typedef struct p2_text { uint64_t mref; uint64_t len; } p2_text;", ""]
     out += [f"typedef struct {p}_db {p}_db;",
             f"typedef uint64_t {p}_ref;",
             f"#define {p.upper()}_NOREF ...",
@@ -63,13 +89,15 @@ def cdef(checked: CheckedSpec) -> str:
             f"int {p}_close({p}_db *db);",
             f"const char *{p}_errmsg(const {p}_db *db);",
             f"int {p}_errcode(const {p}_db *db);", ""]
+    if any(getattr(f, "journal", None) for f in getattr(checked, "files", ())):
+        out += ["/* journalled files: transactions */",
+                f"int {p}_begin({p}_db *db);",
+                f"int {p}_commit({p}_db *db);",
+                f"int {p}_abort({p}_db *db);", ""]
     for r in checked.records:
         out.append(f"typedef struct {p}_{r.name} {{")
         for f in r.fields:
-            if f.type.kind == "char":
-                out.append(f"    char {f.name}[{f.type.length}];")
-            else:
-                out.append(f"    {f.type.ctype} {f.name};")
+            out.append(f"    {_member(f.type, f.name, p)}")
         out += [f"}} {p}_{r.name};", ""]
     for info in checked.containers:
         cp = info.p
@@ -83,15 +111,23 @@ def cdef(checked: CheckedSpec) -> str:
                 f"int {cp}_reserve({p}_db *db, uint64_t n);",
                 f"uint64_t {cp}_count({p}_db *db);"]
         for f in info.record.fields:
-            out.append(f"int {cp}_set_{f.name}({p}_db *db, {p}_ref ref, {_arg(f.type, 'value')});")
+            if f.type.kind == "text":
+                out += [f"int {cp}_get_{f.name}({p}_db *db, {p}_ref ref, const char **data, "
+                        f"uint64_t *len);",
+                        f"int {cp}_set_{f.name}({p}_db *db, {p}_ref ref, const void *data, "
+                        f"uint64_t len);"]
+            else:
+                out.append(f"int {cp}_set_{f.name}({p}_db *db, {p}_ref ref, "
+                           f"{_arg(f.type, 'value', p)});")
         for key in info.key_fields():
             f = info.record.field(key)
-            out.append(f"int {cp}_find_{key}({p}_db *db, {_arg(f.type, 'key')}, {p}_ref *out);")
+            out.append(f"int {cp}_find_{key}({p}_db *db, {_arg(f.type, 'key', p)}, "
+                       f"{p}_ref *out);")
         if info.has_layer("delflag"):
             out.append(f"int {cp}_purge({p}_db *db, uint64_t *n);")
         for k in _public_cursors(info):
             t = _cursor_type(k)
-            params = "".join(f", {_arg(ty, name)}" for name, ty in k.params)
+            params = "".join(f", {_arg(ty, name, p)}" for name, ty in k.params)
             out += [f"typedef struct {{ ...; }} {t};",
                     f"int {k.p}_open({p}_db *db, {t} *cur{params});",
                     f"int {k.p}_next({t} *cur);",
@@ -100,12 +136,37 @@ def cdef(checked: CheckedSpec) -> str:
                     f"int {k.p}_update({t} *cur, const {R} *rec);",
                     f"int {k.p}_delete({t} *cur);"]
         out.append("")
+    for rel in checked.relationships:
+        out.append(f"/* {rel.text()} */")
+        for role in rel.roles:
+            c = _role_c(role)
+            if role.many:
+                it = c["iter"]
+                out += [f"typedef struct {{ ...; }} {it};",
+                        f"int {c['open']}({p}_db *db, {it} *it, {p}_ref owner);",
+                        f"int {c['next']}({it} *it, {p}_ref *out);",
+                        f"uint64_t {c['count']}({p}_db *db, {p}_ref owner);",
+                        f"int {c['add']}({p}_db *db, {p}_ref owner, {p}_ref member);",
+                        f"int {c['remove']}({p}_db *db, {p}_ref owner, {p}_ref member);"]
+            else:
+                out += [f"{p}_ref {c['get']}({p}_db *db, {p}_ref ref);",
+                        f"int {c['set']}({p}_db *db, {p}_ref ref, {p}_ref partner);"]
+        out.append("")
     return "\n".join(out)
 
 
 def _field_desc(name: str, t: FieldType) -> dict:
-    return {"name": name, "kind": t.kind, "type": t.name, "length": t.length,
-            "ctype": t.ctype}
+    d = {"name": name, "kind": t.kind, "type": t.name, "length": t.length, "ctype": t.ctype}
+    if t.target is not None:    # ref <container>: an int (u64) naming an element there
+        d["target"] = t.target
+    return d
+
+
+def _role_desc(role) -> dict:
+    return {"container": role.container.name, "role": role.name, "many": role.many,
+            "partner": {"container": role.partner.container.name,
+                        "role": role.partner.name, "many": role.partner.many},
+            "relationship": role.rel.name, "c": _role_c(role)}
 
 
 def binding_metadata(checked: CheckedSpec) -> dict:
@@ -118,11 +179,21 @@ def binding_metadata(checked: CheckedSpec) -> dict:
                        for r in checked.records}
     for c, info in zip(meta["containers"], checked.containers):
         c["c"] = {"prefix": info.p, "all": info.all_cursor.p,
-                  "all_cursor": _cursor_type(info.all_cursor)}
+                  "all_cursor": _cursor_type(info.all_cursor),
+                  "text": {f.name: {"get": f"{info.p}_get_{f.name}",
+                                    "set": f"{info.p}_set_{f.name}"}
+                           for f in info.text_fields}}
+        c["texts"] = [f.name for f in info.text_fields]
+        c["refs"] = {f.name: f.type.target for f in info.ref_fields}
+        c["roles"] = [_role_desc(r) for r in info.roles]
     for k, cur in zip(meta["cursors"], checked.cursors):
         k["params"] = [_field_desc(n, t) for n, t in cur.params]
         k["c"] = {"prefix": cur.p, "cursor": _cursor_type(cur)}
         k["where"] = expr_text(cur.where) if cur.where is not None else None
+    meta["relationships"] = [{
+        "name": rel.name, "kind": rel.kind, "layer": rel.layer.name, "text": rel.text(),
+        "roles": [_role_desc(r) for r in rel.roles],
+    } for rel in checked.relationships]
     return meta
 
 
@@ -141,6 +212,13 @@ def python_module(gen: Generated, meta: dict) -> str:
     for k in meta["cursors"]:
         params = ", ".join(f"{q['name']}=..." for q in k["params"])
         lines.append(f"        db.{k['name']}({params})     # cursor on {k['container']}")
+    for r in meta.get("relationships", []):
+        lines.append(f"        # {r['text']}")
+        for ro in r["roles"]:
+            what = (f"iterates {ro['partner']['container']}; .add .remove .count"
+                    if ro["many"] else
+                    f"-> {ro['partner']['container']} record or None; .set")
+            lines.append(f"        {role_expression(ro['container'], ro['role'])}(x)     # {what}")
     lines += [
         "",
         "See p2gen.pyapi for the API (Database, Container, Cursor, Record, errors).",

@@ -457,7 +457,9 @@ public:
         if (P2_PERSISTENT) {
             struct stat st;
             std::string path = (dir_.empty() ? std::string(".") : dir_) + "/" + kFile;
-            return stat(path.c_str(), &st) == 0 ? (uint64_t)st.st_size : 0;
+            // what the file occupies (du): it grows by doubling with ftruncate, so the
+            // not-yet-used tail is a hole, not bytes on disk
+            return stat(path.c_str(), &st) == 0 ? (uint64_t)st.st_blocks * 512u : 0;
         }
         size_t now = mallinfo2().uordblks;   // heap this database holds (since its open)
         return now > heap0_ ? now - heap0_ : 0;

@@ -1062,8 +1062,9 @@ static int commit_follows(int fd, uint64_t from, uint64_t size)
     return 0;
 }
 
-/* Open the journal and replay every complete transaction into the data file. */
-static int journal_recover(p2_seg *seg, uint64_t fingerprint, p2_err *err)
+/* Open the journal and replay every complete transaction into the data file
+ * (data_bytes long before recovery). */
+static int journal_recover(p2_seg *seg, uint64_t fingerprint, uint64_t data_bytes, p2_err *err)
 {
     char lpath[4096 + 16];
     snprintf(lpath, sizeof lpath, "%s-journal", seg->path);
@@ -1118,6 +1119,14 @@ static int journal_recover(p2_seg *seg, uint64_t fingerprint, p2_err *err)
                 r.pgno >= seg->reserved / seg->pgsize) {
                 bad = off;
                 break;
+            }
+            if (data_bytes == 0) {
+                /* the data file is missing or empty but the journal holds pages: replaying
+                 * them alone would make a file of holes */
+                free(page);
+                free(pend);
+                return seg_fail(seg, err, P2_EFORMAT, "journal: holds committed pages but the data "
+                                "file is empty (was it deleted or truncated?); refusing to open");
             }
             if (npend == cap) {
                 cap = cap ? cap * 2 : 64;
@@ -1317,6 +1326,19 @@ int p2_seg_abort(p2_seg *seg, p2_err *err)
         }
     }
     journal_protect(seg);
+    /* A transaction that grew the file mapped more of it; the restored header says how
+     * much is in use again, so give the rest back to the reservation (the file stays
+     * longer, which is harmless): later growth then goes through seg_grow and the
+     * header's file size, as it must. */
+    uint64_t keep = seg->hdr->file_size;
+    if (rc == P2_OK && keep >= P2_SEG_HEADER_SIZE && keep < seg->mapped) {
+        void *p = mmap(seg->base + keep, (size_t)(seg->mapped - keep), PROT_NONE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+        if (p == MAP_FAILED)
+            rc = log_fail(seg, err, P2_EIO, "cannot unmap the pages an aborted transaction added");
+        else
+            seg->mapped = keep;
+    }
     return rc;
 }
 
@@ -1421,7 +1443,7 @@ static int seg_open_journalled(p2_seg *seg, uint64_t file_bytes, uint64_t finger
 {
     int rc = journal_track(seg, err);
     if (rc == P2_OK)
-        rc = journal_recover(seg, fingerprint, err);
+        rc = journal_recover(seg, fingerprint, file_bytes, err);
     if (rc != P2_OK)
         return rc;
     struct stat st;

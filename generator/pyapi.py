@@ -390,6 +390,10 @@ class _Spec:
         self.c_open = getattr(lib, f"{p}_open")
         self.c_close = getattr(lib, f"{p}_close")
         self.c_sync = getattr(lib, f"{p}_sync")
+        # journalled files: transactions (absent otherwise)
+        self.c_begin = getattr(lib, f"{p}_begin", None)
+        self.c_commit = getattr(lib, f"{p}_commit", None)
+        self.c_abort = getattr(lib, f"{p}_abort", None)
         self.c_errmsg = getattr(lib, f"{p}_errmsg")
         self.c_errcode = getattr(lib, f"{p}_errcode")
         self.Database = type(f"{p}.Database", (Database,), {"__slots__": ()})
@@ -511,6 +515,28 @@ class Database:
         rc = self._spec_.c_sync(h)
         if rc != P2_OK:
             raise self._spec_.error(h, rc)
+
+    # -- transactions (journalled files) ---------------------------------------------
+    def _txn(self, fn, what: str) -> None:
+        h = self._handle()
+        if fn is None:
+            raise TypeError(f"{self._spec_.prefix} has no journalled file: {what} needs a "
+                            f"journal layer (…[journal[persistent]])")
+        rc = fn(h)
+        if rc != P2_OK:
+            raise self._spec_.error(h, rc)
+
+    def begin(self) -> None:
+        """Start a transaction (every change since the last commit or abort is one)."""
+        self._txn(self._spec_.c_begin, "begin")
+
+    def commit(self) -> None:
+        """Make the current transaction durable."""
+        self._txn(self._spec_.c_commit, "commit")
+
+    def abort(self) -> None:
+        """Undo every change since the last commit or abort."""
+        self._txn(self._spec_.c_abort, "abort")
 
     def __enter__(self):
         self._handle()

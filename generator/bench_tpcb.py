@@ -10,6 +10,15 @@ Report: medians over seeds -> a Markdown table (time per 200,000 transactions an
 against SQLite at the same durability setting, per scale factor), the issue's target
 ratios, and three PNG plots after the reference paper's figures (matplotlib, optional
 dependency `p2gen[bench]`).
+
+Durability (issue 5, `p2gen bench tpcb --durable`): the same binary also holds journalled
+variants (type_equations/tpcb/*_journal*.p2: a commit per TPC-B transaction, the journal
+synced every commit or every 100) and durable references (SQLite WAL with
+synchronous=FULL, LMDB with sync on, a transaction per TPC-B transaction or per 100);
+they are registered only with --tpcb_durable=1, so the default figures are unchanged.
+`--durable` runs them with the no-durability HASH1 and IARRAY persistent variants at a
+small, fsync-bound size and writes tpcb_durable.{json,md}: ms per transaction and the
+issue's two durability targets.
 """
 from __future__ import annotations
 
@@ -41,6 +50,27 @@ REFERENCES = (("BASELINE", "none"), ("HANDC", "persistent"), ("HANDC", "transien
               ("SQLITE", "persistent"), ("SQLITE", "transient"), ("LMDB", "persistent"))
 LIBS = ("-lbenchmark", "-lpthread", "-lsqlite3", "-llmdb")
 
+# durability (issue 5): (benchmark name, spec file stem, what it is); registered by the
+# binary only with --tpcb_durable=1
+DURABLE_VARIANTS = (
+    ("HASH1+JNS", "hash1_journal_nosync", "HASH1, journal(sync = false): commit per txn, never fsync'd (nosync)"),
+    ("HASH1+J100", "hash1_journal100", "HASH1, journal(group = 100): commit per txn, journal fsync'd every 100"),
+    ("IARRAY+J100", "iarray_journal100", "IARRAY, journal(group = 100): commit per txn, journal fsync'd every 100"),
+    ("HASH1+J", "hash1_journal", "HASH1, journal(group = 1): commit and fsync per txn"),
+    ("IARRAY+J", "iarray_journal", "IARRAY, journal(group = 1): commit and fsync per txn"),
+)
+DURABLE_REFERENCES = (
+    ("SQLITE-WAL100", "SQLite file, WAL, synchronous=FULL: one transaction (and WAL fsync) per 100 txns"),
+    ("LMDB-SYNC100", "LMDB, sync on: one write transaction (and its syncs) per 100 txns"),
+    ("SQLITE-WAL", "SQLite file, WAL, synchronous=FULL: one transaction (and WAL fsync) per txn"),
+    ("LMDB-SYNC", "LMDB, sync on: one write transaction (and its syncs) per txn"),
+)
+# the no-durability variants the durable ones are compared with
+DURABLE_PLAIN = (("HASH1", "HASH1 persistent, no journal: no atomicity, no durability"),
+                 ("IARRAY", "IARRAY persistent, no journal: no atomicity, no durability"))
+# fsync-bound: a few thousand transactions per run (a multiple of 100: no incomplete group)
+DURABLE_DEFAULT = dict(sfs=(2,), accounts=10000, txns=2000, seeds=(1, 2, 3))
+
 # quick default: about two minutes on two cores, build included
 DEFAULT = dict(sfs=(2, 4, 8, 12), accounts=10000, txns=50000, seeds=(1, 2, 3, 4, 5))
 # the reference experiment: SF 2..12, TPC-B's 100,000 accounts per branch, 200,000
@@ -64,8 +94,15 @@ class Variant:
 
 
 def default_variants() -> list[Variant]:
-    return [Variant(name, mem, str(SPEC_DIR / f"{stem}_{mem}.p2"), f"tpcb_{stem}_{mem}")
-            for name, stem in STRUCTURES for mem in MEMS]
+    """Every variant the binary holds: the ten of the paper, then the journalled ones (the
+    binary registers those only with --tpcb_durable=1)."""
+    return ([Variant(name, mem, str(SPEC_DIR / f"{stem}_{mem}.p2"), f"tpcb_{stem}_{mem}")
+             for name, stem in STRUCTURES for mem in MEMS] + durable_variants())
+
+
+def durable_variants() -> list[Variant]:
+    return [Variant(name, "persistent", str(SPEC_DIR / f"{stem}.p2"), f"tpcb_{stem}")
+            for name, stem, _ in DURABLE_VARIANTS]
 
 
 def extra_variant(text: str) -> Variant:
@@ -119,7 +156,7 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", lto: bool = True,
                       obj_dir / f"{v.prefix}.o", [c_src, Path(g.header)], c_src.name))
         defs = [f"-DP2_VARIANT={v.prefix}", f'-DP2_HEADER="{v.prefix}.h"', f'-DP2_NAME="{v.name}"',
                 f'-DP2_MEM="{v.mem}"', f"-DP2_PERSISTENT={1 if v.persistent else 0}",
-                f"-DP2_RANK={10 + rank}"]
+                f"-DP2_UPPER={v.prefix.upper()}", f"-DP2_RANK={10 + rank}"]
         out = obj_dir / f"driver_{v.prefix}.o"
         tasks.append((shlex.split(cxx) + cxxflags + defs + [f"-I{src}", f"-I{gen_dir}", "-c",
                       str(src / "tpcb_driver.cc"), "-o", str(out)],
@@ -280,7 +317,8 @@ def summarize(rows: list, metric: str = "wall") -> dict:
         med = {}
         for k in ("ms_per_200k", "txn_ms", "txn_cpu_ms", "load_ms", "us_per_txn", "peak_rss_MB",
                   "file_alloc_MB", "file_MB", "raw_MB", "rss_ratio", "file_ratio", "txns",
-                  "heap_MB", "heap_ratio"):
+                  "heap_MB", "heap_ratio", "written_KB_per_txn", "disk_KB_per_txn",
+                  "writes_per_txn", "faults_per_txn"):
             vals = [r.counters[k] for r in rs if k in r.counters]
             if vals:
                 med[k] = statistics.median(vals)
@@ -574,15 +612,172 @@ def report(json_path: str, out_dir: str, *, plots: bool = True, metric: str = "w
 
 
 # ---------------------------------------------------------------------------------------
+# durability (issue 5 item 6): journalled variants vs SQLite WAL / LMDB sync
+
+def durable_filter() -> str:
+    """--benchmark_filter for the durable set: every durable system plus the no-durability
+    persistent variants they are compared with."""
+    names = ([n for n, _, _ in DURABLE_VARIANTS] + [n for n, _ in DURABLE_REFERENCES] +
+             [n for n, _ in DURABLE_PLAIN])
+    return "^tpcb/(" + "|".join(n.replace("+", r"\+") for n in names) + ")/persistent/"
+
+
+def durable_names(opts: "Options") -> set:
+    names = ([n for n, _, _ in DURABLE_VARIANTS] + [n for n, _ in DURABLE_REFERENCES] +
+             [n for n, _ in DURABLE_PLAIN])
+    return {f"tpcb/{n}/persistent/sf:{sf}/seed:{seed}"
+            for n in names for sf in opts.sfs for seed in opts.seeds}
+
+
+def _durable_rows() -> list:
+    """(name, description, no-durability counterpart or None, SQLite WAL of the same
+    grouping or None), in table order."""
+    out = [(n, what, None, None) for n, what in DURABLE_PLAIN]
+    for n, _, what in DURABLE_VARIANTS:
+        base = n.split("+")[0]
+        sq = "SQLITE-WAL100" if n.endswith("J100") else ("SQLITE-WAL" if n.endswith("+J") else None)
+        out.append((n, what, base, sq))
+    for n, what in DURABLE_REFERENCES:
+        out.append((n, what, None, "SQLITE-WAL100" if n.endswith("100") else "SQLITE-WAL"))
+    return out
+
+
+def _per_txn(summary: dict, system: str, sf: int, metric: str) -> Optional[float]:
+    """ms per transaction (median over seeds): wall clock or thread CPU."""
+    v = summary.get((system, "persistent", sf))
+    if not v:
+        return None
+    if metric == "cpu":
+        return v["txn_cpu_ms"] / v["txns"] if v.get("txns") and "txn_cpu_ms" in v else None
+    return v["us_per_txn"] / 1e3 if "us_per_txn" in v else None
+
+
+def _fmt_txn(ms: Optional[float]) -> str:
+    """ms with two significant digits past the leading zeros (0.72, 0.027, 0.000086)."""
+    if ms is None:
+        return "—"
+    if ms >= 0.1:
+        return f"{ms:.2f}"
+    digits = 2
+    x = ms
+    while x < 0.1 and digits < 9:
+        x *= 10
+        digits += 1
+    return f"{ms:.{digits}f}"
+
+
+def render_durable(summary: dict, context: Optional[dict] = None, metric: str = "wall") -> str:
+    """Markdown: per scale factor, ms per transaction of every durable system and of the
+    no-durability variants, the speedup over SQLite WAL at the same grouping, the cost over
+    no durability, what each writes; then the targets of issue 5."""
+    context = context or {}
+    sfs = _sfs(summary)
+    other = "thread CPU" if metric == "wall" else "wall-clock"
+    lines = [f"ms per TPC-B transaction ({'wall-clock' if metric == 'wall' else 'thread CPU'}, "
+             f"median over seeds; load excluded; {other} in the next column); speedup over SQLite "
+             "WAL committing as often (×); cost over the same structure without a journal (×); "
+             "per transaction in the timed region: KB passed to write system calls, KB sent to "
+             "storage, write system calls, page faults. Every transaction is one atomic, durable "
+             "commit in the durable rows, except nosync (never fsync'd).", ""]
+    for sf in sfs:
+        lines.append(f"**SF {sf}**")
+        lines.append("")
+        lines.append(f"| system | what | ms/txn | {other} ms/txn | txn/s | speedup over SQLite WAL | "
+                     "× no journal | written KB/txn | disk KB/txn | writes/txn | faults/txn |")
+        lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for name, what, base, sq in _durable_rows():
+            t = _per_txn(summary, name, sf, metric)
+            if t is None:
+                continue
+            t2 = _per_txn(summary, name, sf, "cpu" if metric == "wall" else "wall")
+            v = summary[(name, "persistent", sf)]
+            sqt = _per_txn(summary, sq, sf, metric) if sq and sq != name else None
+            bt_ = _per_txn(summary, base, sf, metric) if base else None
+            cells = [name, what, _fmt_txn(t), _fmt_txn(t2), f"{1e3 / t:,.0f}" if t > 0 else "—",
+                     f"{sqt / t:.2f}×" if sqt and t > 0 else "—",
+                     f"{t / bt_:,.0f}×" if bt_ and bt_ > 0 else "—",
+                     f"{v.get('written_KB_per_txn', 0.0):.1f}", f"{v.get('disk_KB_per_txn', 0.0):.1f}",
+                     f"{v.get('writes_per_txn', 0.0):.2f}", f"{v.get('faults_per_txn', 0.0):.2f}"]
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    lines.append(render_durable_targets(summary, metric))
+    return "\n".join(lines)
+
+
+def durable_targets(summary: dict, metric: str = "wall") -> list:
+    """[(target, ratio or None, met)] at the largest scale factor run."""
+    sfs = _sfs(summary)
+    if not sfs:
+        return []
+    top = sfs[-1]
+    t = lambda s: _per_txn(summary, s, top, metric)   # noqa: E731
+    out = []
+    for s in ("HASH1", "IARRAY"):
+        r = _ratio(t(f"{s}+J"), t("SQLITE-WAL"))
+        out.append((f"{s}+J / SQLITE-WAL, one transaction per commit, fsync on, SF {top} "
+                    "(≤ 1: at least as fast)", r, r is not None and r <= 1))
+    for s in ("HASH1", "IARRAY"):
+        r = _ratio(t(f"{s}+J100"), t(s))
+        out.append((f"{s}+J100 / {s} without a journal, group commit of 100, SF {top} (≤ 3×)",
+                    r, r is not None and r <= 3))
+    return out
+
+
+def render_durable_targets(summary: dict, metric: str = "wall") -> str:
+    rows = durable_targets(summary, metric)
+    if not rows:
+        return ""
+    out = ["Targets of issue 5 (ratios of medians, measured side by side in one run):", "",
+           "| target | measured | met |", "|---|---:|:-:|"]
+    for name, r, ok in rows:
+        out.append(f"| {name} | {'—' if r is None else f'{r:,.2f}×'} | "
+                   f"{'—' if r is None else ('yes' if ok else 'no')} |")
+    out.append("")
+    return "\n".join(out)
+
+
+def report_durable(json_path: str, out_dir: str, *, metric: str = "wall",
+                   command: Optional[str] = None) -> tuple[str, list]:
+    """Read the JSON of a --durable run, write out_dir/tpcb_durable.md. Returns (markdown,
+    problems)."""
+    context, rows = load_rows(json_path)
+    problems = failures(rows) + consistency(rows)
+    summary = summarize(rows, metric)
+    md = ["# TPC-B with durability: journalled data managers vs SQLite WAL and LMDB sync", ""]
+    if command:
+        md += [f"Command: `{command}`", ""]
+    md.append(f"Configuration: SF {context.get('tpcb_sf', '?')}, {context.get('tpcb_accounts', '?')} "
+              f"accounts per branch, {context.get('tpcb_txns', '?')} transactions per run, seeds "
+              f"{context.get('tpcb_seeds', '?')}; database files in {context.get('tpcb_dir', '?')}; "
+              f"host {context.get('host_name', '?')}, {context.get('num_cpus', '?')} CPUs; load "
+              f"average at start {', '.join(f'{x:.2f}' for x in context.get('load_avg', [])) or '?'}.")
+    md.append("")
+    md.append(render_durable(summary, context, metric))
+    if problems:
+        md += ["**Problems:**", ""] + [f"- {p}" for p in problems] + [""]
+    text = "\n".join(md)
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "tpcb_durable.md"), "w", encoding="utf-8") as f:
+        f.write(text)
+    return text, problems
+
+
+# ---------------------------------------------------------------------------------------
 # the command (cli.py holds only the click declaration)
 
 def command(*, sf, accounts, txns, seeds, reference, out, build_dir, filter, db_dir,
             commit_every, iterations, lto, cc, cxx, jobs, render, plots, metric, variants,
-            say=print) -> int:
+            durable=False, say=print) -> int:
     """`p2gen bench tpcb`: build, run, report. Returns the exit status."""
     out = out or "bench/results"
     json_path = os.path.join(out, "tpcb.json")
     cmdline = "p2gen " + shlex.join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("p2gen") else None
+    if durable:
+        return durable_command(sf=sf, accounts=accounts, txns=txns, seeds=seeds,
+                               reference=reference, out=out, build_dir=build_dir, filter=filter,
+                               db_dir=db_dir, iterations=iterations, lto=lto, cc=cc, cxx=cxx,
+                               jobs=jobs, render=render, metric=metric, variants=variants,
+                               cmdline=cmdline, say=say)
     if render:
         text, pngs, problems = report(render, out, plots=plots, metric=metric, command=cmdline)
         say(text)
@@ -604,6 +799,43 @@ def command(*, sf, accounts, txns, seeds, reference, out, build_dir, filter, db_
     say("")
     say(text)
     say(f"wrote {json_path}, {os.path.join(out, 'tpcb.md')}" + "".join(f", {p}" for p in pngs))
+    for p in problems:
+        say(f"PROBLEM: {p}")
+    return 1 if (rc != 0 or problems) else 0
+
+
+def durable_command(*, sf, accounts, txns, seeds, reference, out, build_dir, filter, db_dir,
+                    iterations, lto, cc, cxx, jobs, render, metric, variants, cmdline,
+                    say=print) -> int:
+    """`p2gen bench tpcb --durable`: the same binary, only the durable systems and the
+    no-durability HASH1 / IARRAY persistent variants, at DURABLE_DEFAULT's fsync-bound
+    size; writes tpcb_durable.{json,md}."""
+    if reference:
+        raise BuildError("--durable runs at its own small size (fsync per transaction); "
+                         "give --sf/--accounts/--txns/--seeds instead of --reference")
+    json_path = os.path.join(out, "tpcb_durable.json")
+    if render:
+        text, problems = report_durable(render, out, metric=metric, command=cmdline)
+        say(text)
+        for p in problems:
+            say(f"PROBLEM: {p}")
+        return 1 if problems else 0
+    base = DURABLE_DEFAULT
+    opts = Options(sfs=_ints(sf, "--sf") or base["sfs"], accounts=accounts or base["accounts"],
+                   txns=txns or base["txns"], seeds=_ints(seeds, "--seeds") or base["seeds"],
+                   filter=filter or durable_filter(), dir=db_dir, iterations=iterations,
+                   extra=("--tpcb_durable=1",))
+    vs = default_variants() + [extra_variant(v) for v in variants or ()]
+    exe = build(build_dir or os.path.join("bench", "build"), cc=cc, cxx=cxx, lto=lto, jobs=jobs,
+                variants=vs, say=say)
+    rc = run(str(exe), opts, json_path, say=say)
+    if not os.path.exists(json_path):
+        say(f"no results written ({exe} exited with {rc})")
+        return 1
+    text, problems = report_durable(json_path, out, metric=metric, command=cmdline)
+    say("")
+    say(text)
+    say(f"wrote {json_path}, {os.path.join(out, 'tpcb_durable.md')}")
     for p in problems:
         say(f"PROBLEM: {p}")
     return 1 if (rc != 0 or problems) else 0

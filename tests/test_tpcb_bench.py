@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,43 @@ def test_every_variant_and_reference_keeps_the_invariant(exe, tmp_path):
     # progress: one line per benchmark
     assert sum(1 for l in lines if l.startswith("[")) == len(expected_names(opts))
     assert not any((tmp_path / "db").iterdir())   # every run's files were removed
+
+
+def test_durable_set_keeps_the_invariant_and_reports_every_system(exe, tmp_path):
+    """`--durable` (issue 5): the journalled variants commit every transaction, SQLite WAL
+    and LMDB sync commit every transaction or every 100; the invariant holds after the run
+    and after close + reopen, every durable system and the no-durability HASH1 / IARRAY
+    rows are present, and the report has the table and the two targets."""
+    out = tmp_path / "tpcb_durable.json"
+    opts = bt.Options(sfs=(1,), accounts=50, txns=200, seeds=(3,), dir=str(tmp_path / "db"),
+                      filter=bt.durable_filter(), extra=("--tpcb_durable=1",))
+    lines = []
+    rc = bt.run(str(exe), opts, str(out), say=lines.append)
+    assert rc == 0, "\n".join(lines)
+    _, rows = bt.load_rows(str(out))
+    names = {f"tpcb/{r.system}/{r.mem}/sf:{r.sf}/seed:{r.seed}" for r in rows}
+    assert names == bt.durable_names(opts)
+    assert len(names) == len(bt.DURABLE_VARIANTS) + len(bt.DURABLE_REFERENCES) + len(bt.DURABLE_PLAIN)
+    assert bt.failures(rows) == []
+    assert bt.consistency(rows) == []     # the same balances as without durability
+    for r in rows:
+        assert r.get("txns") == 200 and r.get("result_sum") != 0
+        if r.system in ("HASH1+J", "IARRAY+J", "HASH1+J100", "SQLITE-WAL", "LMDB-SYNC"):
+            assert r.get("written_KB_per_txn") > 0.1, r.system   # something went to a file per txn
+    assert not any((tmp_path / "db").iterdir())
+    text, problems = bt.report_durable(str(out), str(tmp_path))
+    assert problems == []
+    for n in [n for n, _, _ in bt.DURABLE_VARIANTS] + [n for n, _ in bt.DURABLE_REFERENCES]:
+        assert f"| {n} | " in text
+    assert "HASH1+J / SQLITE-WAL" in text and "HASH1+J100 / HASH1 without a journal" in text
+    assert (tmp_path / "tpcb_durable.md").read_text() == text
+    # the default run never includes the durable systems
+    listed = subprocess.run([str(exe), "--tpcb_list"], capture_output=True, text=True).stdout
+    assert "durable" not in listed and "SQLITE-WAL" not in listed
+    listed = subprocess.run([str(exe), "--tpcb_list", "--tpcb_durable=1"], capture_output=True,
+                            text=True).stdout
+    assert "HASH1+J100 persistent p2 durable" in listed and "LMDB-SYNC reference" not in listed
+    assert "LMDB-SYNC persistent reference durable" in listed
 
 
 def test_a_violated_invariant_fails_loudly(exe, tmp_path):
@@ -142,3 +180,14 @@ def test_list_parsing():
         bt._ints("two", "--sf")
     assert bt.REFERENCE["sfs"] == tuple(range(2, 13))
     assert bt.REFERENCE["accounts"] == 100000 and bt.REFERENCE["txns"] == 200000
+    assert bt.DURABLE_DEFAULT["txns"] % 100 == 0     # no incomplete group of 100 commits
+
+
+def test_durable_specs_are_journalled():
+    for v in bt.durable_variants():
+        text = "\n".join(l for l in Path(v.spec).read_text().splitlines() if not l.startswith("//"))
+        assert text.count("journal[persistent]") == 4, v.spec
+        group = "group = 100" if v.name.endswith("J100") else "group = 1"
+        assert text.count(group + ")") == 4, v.spec
+        assert ("sync = false" in text) == v.name.endswith("JNS")
+    assert r"HASH1\+J100" in bt.durable_filter()

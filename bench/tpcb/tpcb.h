@@ -17,7 +17,11 @@
 // run), file_MB / file_alloc_MB (database files: size / allocated blocks), raw_MB (100 bytes
 // per branch/teller/account + 50 per history record) and the ratios to it, result_sum (sum
 // of the transactions' results: equal for every system on the same stream), sf, seed,
-// accounts, txns.
+// accounts, txns; and per transaction, over the timed region (from /proc/self/io and
+// getrusage): written_KB_per_txn (bytes the process passed to write system calls: journal,
+// WAL, pages), disk_KB_per_txn (bytes it caused to be sent to storage, page-cache
+// writeback of mmap'd pages included), writes_per_txn (write system calls),
+// faults_per_txn (minor + major page faults), major_faults_per_txn.
 //
 // An engine E provides:
 //   static constexpr bool kData, kPersistent;
@@ -55,6 +59,7 @@ struct Config {
     int iterations = 1;             // benchmark iterations per (system, SF, seed)
     bool reopen = true;             // persistent systems: close, reopen and check again
     bool inject_fault = false;      // tests: run one transaction too many (the check must fail)
+    bool durable = false;           // also register the durable systems (journalled, WAL, sync)
 };
 Config &config();
 
@@ -134,6 +139,11 @@ uint64_t heap_bytes();           // bytes malloc has handed out and not got back
 uint64_t rss_bytes();            // VmRSS now
 uint64_t hwm_bytes();            // VmHWM (peak RSS since the last reset)
 void reset_hwm();                // echo 5 > /proc/self/clear_refs
+// I/O and faults of the process so far (/proc/self/io, getrusage)
+struct IoCounts {
+    double wchar = 0, write_bytes = 0, syscw = 0, minflt = 0, majflt = 0;
+};
+IoCounts io_counts();
 void dir_bytes(const std::string &dir, uint64_t *size, uint64_t *allocated);
 std::string make_run_dir(const std::string &name);   // a fresh empty directory
 void remove_dir(const std::string &dir);
@@ -146,6 +156,7 @@ struct System {
     std::string kind;       // p2 | reference
     int rank;               // registration order
     void (*run)(benchmark::State &, const Run &, const System &);
+    bool durable;           // atomic, durable transactions (registered by --tpcb_durable=1 only)
 };
 std::vector<System> &registry();
 struct Registrar {
@@ -161,6 +172,7 @@ template <class E>
 void run_bench(benchmark::State &st, const Run &r, const System &sys) {
     using clock = std::chrono::steady_clock;
     double load_s = 0, txn_s = 0, cpu_s = 0, heap = 0, rss = 0, fsize = 0, falloc = 0, result = 0;
+    IoCounts io;   // sums over iterations of the timed region's deltas
     int64_t iters = 0;
     std::string tag = sys.name + "_" + sys.mem;
     auto fail = [&](const std::string &msg) {
@@ -183,6 +195,7 @@ void run_bench(benchmark::State &st, const Run &r, const System &sys) {
         }
         auto t1 = clock::now();
         double c1 = thread_cpu_seconds();
+        IoCounts io1 = io_counts();
         Workload w(r);
         int64_t rsum = 0;
         const uint32_t n = (uint32_t)r.txns + (config().inject_fault ? 1 : 0);
@@ -193,6 +206,7 @@ void run_bench(benchmark::State &st, const Run &r, const System &sys) {
         bool fin = e.finish(err);
         auto t2 = clock::now();
         double c2 = thread_cpu_seconds();
+        IoCounts io2 = io_counts();
         benchmark::DoNotOptimize(rsum);
         if (e.failed || !fin) {
             e.close();
@@ -205,6 +219,11 @@ void run_bench(benchmark::State &st, const Run &r, const System &sys) {
         load_s += std::chrono::duration<double>(t1 - t0).count();
         txn_s += ts;
         cpu_s += c2 - c1;
+        io.wchar += io2.wchar - io1.wchar;
+        io.write_bytes += io2.write_bytes - io1.write_bytes;
+        io.syscw += io2.syscw - io1.syscw;
+        io.minflt += io2.minflt - io1.minflt;
+        io.majflt += io2.majflt - io1.majflt;
         uint64_t hwm = hwm_bytes(), heap1 = heap_bytes();
         heap += heap1 > heap0 ? (double)(heap1 - heap0) : 0.0;
         rss += hwm > rss0 ? (double)(hwm - rss0) : 0.0;
@@ -260,6 +279,11 @@ void run_bench(benchmark::State &st, const Run &r, const System &sys) {
     st.counters["heap_ratio"] = heap / k / rawb;
     st.counters["file_ratio"] = falloc / k / rawb;
     st.counters["result_sum"] = C(result);
+    st.counters["written_KB_per_txn"] = io.wchar / k / N / 1e3;
+    st.counters["disk_KB_per_txn"] = io.write_bytes / k / N / 1e3;
+    st.counters["writes_per_txn"] = io.syscw / k / N;
+    st.counters["faults_per_txn"] = (io.minflt + io.majflt) / k / N;
+    st.counters["major_faults_per_txn"] = io.majflt / k / N;
 }
 
 }  // namespace tpcb

@@ -12,11 +12,15 @@
 //   --tpcb_reopen=1          persistent systems: close, reopen and check again
 //   --tpcb_list              print the registered systems and exit
 //   --tpcb_inject_fault=1    (tests) one transaction too many per run: every check must fail
+//   --tpcb_durable=1         also register the durable systems: journalled generated variants
+//                            (a commit per TPC-B transaction), SQLITE-WAL*, LMDB-SYNC*
+//                            (default 0: the no-durability systems only)
 // Benchmarks are named tpcb/<SYSTEM>/<mem>/sf:<SF>/seed:<seed>; the exit status is 3 when
 // any run failed (an invariant violated, an error from a system).
 #include <dirent.h>
 #include <fcntl.h>
 #include <malloc.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -87,6 +91,24 @@ void reset_hwm() {
         if (::write(fd, "5", 1) != 1) { /* old kernel: the peak is then since process start */ }
         ::close(fd);
     }
+}
+
+IoCounts io_counts() {
+    IoCounts c;
+    std::ifstream f("/proc/self/io");
+    std::string key;
+    double v;
+    while (f >> key >> v) {
+        if (key == "wchar:") c.wchar = v;
+        else if (key == "write_bytes:") c.write_bytes = v;
+        else if (key == "syscw:") c.syscw = v;
+    }
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0) {
+        c.minflt = (double)ru.ru_minflt;
+        c.majflt = (double)ru.ru_majflt;
+    }
+    return c;
 }
 
 void dir_bytes(const std::string &dir, uint64_t *size, uint64_t *allocated) {
@@ -179,6 +201,8 @@ bool apply(const std::string &key, const std::string &val, bool *list) {
         c.iterations = (int)std::max<uint64_t>(1, to_u64(key, val));
     } else if (key == "tpcb_reopen") {
         c.reopen = to_u64(key, val) != 0;
+    } else if (key == "tpcb_durable") {
+        c.durable = to_u64(key, val) != 0;
     } else if (key == "tpcb_inject_fault") {
         c.inject_fault = to_u64(key, val) != 0;
     } else if (key == "tpcb_list") {
@@ -200,7 +224,7 @@ int main(int argc, char **argv) {
     mallopt(M_TRIM_THRESHOLD, 1024 * 1024);
     // environment first, then flags
     for (const char *k : {"tpcb_sf", "tpcb_accounts", "tpcb_txns", "tpcb_seeds", "tpcb_dir",
-                          "tpcb_commit_every", "tpcb_iterations", "tpcb_reopen"}) {
+                          "tpcb_commit_every", "tpcb_iterations", "tpcb_reopen", "tpcb_durable"}) {
         std::string env(k);
         std::transform(env.begin(), env.end(), env.begin(), ::toupper);
         if (const char *v = std::getenv(env.c_str())) apply(k, v, &list);
@@ -224,11 +248,14 @@ int main(int argc, char **argv) {
     argv[argc] = nullptr;
 
     auto &reg = tpcb::registry();
+    if (!cfg.durable)   // the durable systems are a separate comparison (fsync-bound)
+        reg.erase(std::remove_if(reg.begin(), reg.end(), [](const tpcb::System &s) { return s.durable; }),
+                  reg.end());
     std::stable_sort(reg.begin(), reg.end(), [](const tpcb::System &a, const tpcb::System &b) {
         return a.rank != b.rank ? a.rank < b.rank : a.mem < b.mem;
     });
     if (list) {
-        for (auto &s : reg) std::cout << s.name << " " << s.mem << " " << s.kind << "\n";
+        for (auto &s : reg) std::cout << s.name << " " << s.mem << " " << s.kind << (s.durable ? " durable" : "") << "\n";
         return 0;
     }
 
@@ -257,6 +284,7 @@ int main(int argc, char **argv) {
     benchmark::AddCustomContext("tpcb_txns", std::to_string(cfg.txns));
     benchmark::AddCustomContext("tpcb_seeds", seeds.str());
     benchmark::AddCustomContext("tpcb_commit_every", std::to_string(cfg.commit_every));
+    benchmark::AddCustomContext("tpcb_durable", cfg.durable ? "1" : "0");
     benchmark::AddCustomContext("tpcb_dir", cfg.dir);
     {
         std::ostringstream systems;

@@ -10,6 +10,16 @@
 // and, like the P2 managers, provide no atomicity or durability: by default the whole
 // run is one write transaction (committed inside the timed region); --tpcb_commit_every=K
 // commits every K TPC-B transactions instead.
+//
+// The durable references (registered by --tpcb_durable=1 only, beside the journalled
+// generated variants; --tpcb_commit_every does not apply to them):
+//   SQLITE-WAL        SQLite file, journal_mode=WAL, synchronous=FULL (the WAL is fsync'd
+//                     at every commit), one SQLite transaction per TPC-B transaction
+//   SQLITE-WAL100     the same, one SQLite transaction per 100 TPC-B transactions
+//   LMDB-SYNC         LMDB with its default, durable flags (no MDB_NOSYNC,
+//                     MDB_NOMETASYNC, MDB_WRITEMAP: data pages and meta page are synced at
+//                     every commit), one write transaction per TPC-B transaction
+//   LMDB-SYNC100      the same, one write transaction per 100 TPC-B transactions
 #include <fcntl.h>
 #include <lmdb.h>
 #include <sqlite3.h>
@@ -184,9 +194,12 @@ struct HandC {
 };
 
 // ---------------------------------------------------------------------------------------
-// SQLite
-template <bool Persistent>
+// SQLite. Group = 0: no durability (journal_mode=OFF, synchronous=OFF), commits as
+// --tpcb_commit_every says; Group = G > 0: durable (journal_mode=WAL, synchronous=FULL), a
+// commit every G TPC-B transactions.
+template <bool Persistent, int Group = 0>
 struct Sqlite {
+    static_assert(Group == 0 || Persistent, "a durable SQLite is a file");
     static constexpr bool kData = true;
     static constexpr bool kPersistent = Persistent;
     bool failed = false;
@@ -222,9 +235,12 @@ struct Sqlite {
             return fail_db("open", e);
         // a page cache big enough for the whole database: main-memory operation
         uint64_t kib = (((uint64_t)r.sf * 11 + r.naccounts()) * 160 + r.txns * 100) / 1024 * 2 + 65536;
-        if (!exec("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;"
-                  "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-" + std::to_string(kib) + ";", e))
+        // (locking_mode before journal_mode: an exclusive WAL keeps its index in heap memory)
+        const char *mode = Group ? "PRAGMA locking_mode=EXCLUSIVE; PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+                                 : "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;";
+        if (!exec(std::string(mode) + "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-" + std::to_string(kib) + ";", e))
             return false;
+        if (Group && !check_wal(e)) return false;
         if (fresh &&
             !exec("CREATE TABLE branch(id INTEGER PRIMARY KEY, balance INTEGER NOT NULL, filler BLOB);"
                   "CREATE TABLE teller(id INTEGER PRIMARY KEY, branch_id INTEGER NOT NULL,"
@@ -234,12 +250,23 @@ struct Sqlite {
                   "CREATE TABLE history(account_id INTEGER, teller_id INTEGER, branch_id INTEGER,"
                   " delta INTEGER, time INTEGER, filler BLOB);", e))
             return false;
-        every = r.commit_every;
+        every = Group ? (uint64_t)Group : r.commit_every;
         return prep("UPDATE account SET balance = balance + ?1 WHERE id = ?2 RETURNING balance", &upd_a, e) &&
                prep("UPDATE teller SET balance = balance + ?1 WHERE id = ?2", &upd_t, e) &&
                prep("UPDATE branch SET balance = balance + ?1 WHERE id = ?2", &upd_b, e) &&
                prep("INSERT INTO history VALUES (?1, ?2, ?3, ?4, ?5, zeroblob(30))", &ins_h, e) &&
                prep("BEGIN", &begin, e) && prep("COMMIT", &commit, e);
+    }
+
+    // the journal mode really is WAL (journal_mode=WAL answers the mode it got)
+    bool check_wal(std::string &e) {
+        sqlite3_stmt *st = nullptr;
+        if (!prep("PRAGMA journal_mode", &st, e)) return false;
+        bool ok = sqlite3_step(st) == SQLITE_ROW &&
+                  std::strcmp((const char *)sqlite3_column_text(st, 0), "wal") == 0;
+        sqlite3_finalize(st);
+        if (!ok) e = "journal_mode=WAL was refused";
+        return ok;
     }
 
     bool load(const tpcb::Run &r, std::string &e) {
@@ -361,7 +388,10 @@ struct Sqlite {
 };
 
 // ---------------------------------------------------------------------------------------
-// LMDB: one B+tree per relation, integer keys (ids; the history key is the sequence number)
+// LMDB: one B+tree per relation, integer keys (ids; the history key is the sequence number).
+// Group = 0: no durability (MDB_WRITEMAP | MDB_NOSYNC), commits as --tpcb_commit_every
+// says; Group = G > 0: LMDB's durable default flags, a commit every G TPC-B transactions.
+template <int Group = 0>
 struct Lmdb {
     static constexpr bool kData = true;
     static constexpr bool kPersistent = true;
@@ -385,7 +415,8 @@ struct Lmdb {
         if ((rc = mdb_env_create(&env)) != 0) return bad(rc, "mdb_env_create", e);
         mdb_env_set_maxdbs(env, 4);
         if ((rc = mdb_env_set_mapsize(env, map)) != 0) return bad(rc, "mdb_env_set_mapsize", e);
-        if ((rc = mdb_env_open(env, path.c_str(), MDB_NOSUBDIR | MDB_WRITEMAP | MDB_NOSYNC, 0644)) != 0)
+        const unsigned flags = Group ? 0u : (unsigned)(MDB_WRITEMAP | MDB_NOSYNC);
+        if ((rc = mdb_env_open(env, path.c_str(), MDB_NOSUBDIR | flags, 0644)) != 0)
             return bad(rc, "mdb_env_open", e);
         MDB_txn *t;
         if ((rc = mdb_txn_begin(env, nullptr, 0, &t)) != 0) return bad(rc, "mdb_txn_begin", e);
@@ -396,7 +427,7 @@ struct Lmdb {
                 return bad(rc, "mdb_dbi_open", e);
             }
         if ((rc = mdb_txn_commit(t)) != 0) return bad(rc, "mdb_txn_commit", e);
-        every = r.commit_every;
+        every = Group ? (uint64_t)Group : r.commit_every;
         return true;
     }
 
@@ -526,11 +557,16 @@ struct Lmdb {
 
 using tpcb::Registrar;
 using tpcb::run_bench;
-Registrar r0({"BASELINE", "none", "reference", 0, &run_bench<Baseline>});
-Registrar r1({"HANDC", "persistent", "reference", 1, &run_bench<HandC<true>>});
-Registrar r2({"HANDC", "transient", "reference", 2, &run_bench<HandC<false>>});
-Registrar r3({"SQLITE", "persistent", "reference", 200, &run_bench<Sqlite<true>>});
-Registrar r4({"SQLITE", "transient", "reference", 201, &run_bench<Sqlite<false>>});
-Registrar r5({"LMDB", "persistent", "reference", 202, &run_bench<Lmdb>});
+Registrar r0({"BASELINE", "none", "reference", 0, &run_bench<Baseline>, false});
+Registrar r1({"HANDC", "persistent", "reference", 1, &run_bench<HandC<true>>, false});
+Registrar r2({"HANDC", "transient", "reference", 2, &run_bench<HandC<false>>, false});
+Registrar r3({"SQLITE", "persistent", "reference", 200, &run_bench<Sqlite<true>>, false});
+Registrar r4({"SQLITE", "transient", "reference", 201, &run_bench<Sqlite<false>>, false});
+Registrar r5({"LMDB", "persistent", "reference", 202, &run_bench<Lmdb<>>, false});
+// durable (--tpcb_durable=1)
+Registrar r6({"SQLITE-WAL", "persistent", "reference", 210, &run_bench<Sqlite<true, 1>>, true});
+Registrar r7({"SQLITE-WAL100", "persistent", "reference", 211, &run_bench<Sqlite<true, 100>>, true});
+Registrar r8({"LMDB-SYNC", "persistent", "reference", 212, &run_bench<Lmdb<1>>, true});
+Registrar r9({"LMDB-SYNC100", "persistent", "reference", 213, &run_bench<Lmdb<100>>, true});
 
 }  // namespace

@@ -130,10 +130,54 @@ static const uint32_t crc_table[256] = {
     0xb40bbe37u, 0xc30c8ea1u, 0x5a05df1bu, 0x2d02ef8du,
 };
 
+/* Slicing-by-8 (Intel, Kounavis and Berry): crc_slice[k][b] is the CRC of byte b followed
+ * by k zero bytes, so eight input bytes take eight table look-ups and no serial byte loop.
+ * Same results as the byte-wise table above; about 5x faster, which matters to the journal
+ * (it checksums every page it writes). Built on first use. */
+static uint32_t crc_slice[8][256];
+static int crc_slice_ready;
+
+#if defined(__GNUC__) || defined(__clang__)
+/* at load time, so that segments used from different threads never race to build it */
+static void crc_slice_init(void) __attribute__((constructor));
+#endif
+static void crc_slice_init(void)
+{
+    for (int b = 0; b < 256; b++) {
+        uint32_t c = crc_table[b];
+        crc_slice[0][b] = c;
+        for (int k = 1; k < 8; k++) {
+            c = crc_table[c & 0xffu] ^ (c >> 8);
+            crc_slice[k][b] = c;
+        }
+    }
+    crc_slice_ready = 1;
+}
+
 uint32_t p2_crc32(uint32_t crc, const void *data, size_t len)
 {
     const unsigned char *p = (const unsigned char *)data;
     crc = ~crc;
+    if (len >= 16) {
+        if (!crc_slice_ready)
+            crc_slice_init();
+        for (; ((uintptr_t)p & 7u) != 0 && len > 0; len--)
+            crc = crc_table[(crc ^ *p++) & 0xffu] ^ (crc >> 8);
+        for (; len >= 8; len -= 8, p += 8) {
+            uint32_t lo, hi;
+            memcpy(&lo, p, 4);
+            memcpy(&hi, p + 4, 4);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+            lo = __builtin_bswap32(lo);
+            hi = __builtin_bswap32(hi);
+#endif
+            lo ^= crc;
+            crc = crc_slice[7][lo & 0xffu] ^ crc_slice[6][(lo >> 8) & 0xffu] ^
+                  crc_slice[5][(lo >> 16) & 0xffu] ^ crc_slice[4][lo >> 24] ^
+                  crc_slice[3][hi & 0xffu] ^ crc_slice[2][(hi >> 8) & 0xffu] ^
+                  crc_slice[1][(hi >> 16) & 0xffu] ^ crc_slice[0][hi >> 24];
+        }
+    }
     while (len--)
         crc = crc_table[(crc ^ *p++) & 0xffu] ^ (crc >> 8);
     return ~crc;
@@ -176,7 +220,10 @@ struct p2_seg_header {
     uint32_t roots_sealed;             /* 1: roots_crc is set */
     uint32_t roots_crc;                /* CRC-32 of every root block, in order, as of the last
                                           sync, close or commit */
-    uint8_t  reserved[116];            /* zero; room for future fields */
+    uint32_t zero0;                    /* zero (alignment) */
+    uint64_t data_seq;                 /* journalled files: the last transaction whose pages
+                                          are in this file (written at every journal flush) */
+    uint8_t  reserved[104];            /* zero; room for future fields */
     struct p2_seg_root_entry roots[P2_MAX_ROOTS];
 };
 
@@ -196,7 +243,8 @@ _Static_assert(offsetof(struct p2_seg_header, nroots) == 120, "header layout");
 _Static_assert(offsetof(struct p2_seg_header, checksum) == 124, "header layout");
 _Static_assert(offsetof(struct p2_seg_header, journal) == 128, "header layout");
 _Static_assert(offsetof(struct p2_seg_header, roots_crc) == 136, "header layout");
-_Static_assert(offsetof(struct p2_seg_header, reserved) == 140, "header layout");
+_Static_assert(offsetof(struct p2_seg_header, data_seq) == 144, "header layout");
+_Static_assert(offsetof(struct p2_seg_header, reserved) == 152, "header layout");
 _Static_assert(offsetof(struct p2_seg_header, roots) == 256, "header layout");
 _Static_assert(sizeof(struct p2_seg_header) == P2_SEG_HEADER_SIZE, "header is one 4096-byte page");
 _Static_assert(sizeof(SEG_MAGIC) == 8, "magic is 8 bytes");
@@ -234,6 +282,7 @@ static void seg_reset(p2_seg *seg)
     seg->log_fd = -1;
     seg->pgsize = 0;
     seg->log_end = 0;
+    seg->log_alloc = 0;
     seg->seq = 0;
     seg->unsynced = 0;
     seg->dirty_bits = seg->unflushed_bits = NULL;
@@ -794,7 +843,7 @@ static int seg_validate(const p2_seg *seg, const struct p2_seg_header *h, uint64
                             " bytes) lies outside the allocated area (%d..%" PRIu64 ")",
                             stored_name_len(r), r->name, r->off, r->size, P2_SEG_HEADER_SIZE, brk);
     }
-    if (h->roots_sealed && (seg->journal || h->state == SEG_STATE_CLEAN)) {
+    if (h->roots_sealed && h->state == SEG_STATE_CLEAN) {
         uint32_t rcrc = 0;
         char buf[4096];
         for (uint32_t i = 0; i < h->nroots; i++) {
@@ -848,7 +897,10 @@ struct log_header {
     uint32_t version;
     uint32_t page_size;
     uint64_t fingerprint;          /* the data file's: a journal is never replayed elsewhere */
-    uint8_t  zero[36];
+    uint64_t base_seq;             /* the transaction the data file held when this journal
+                                      was (re)started: its records continue from base_seq + 1;
+                                      older records left behind by a crash are skipped */
+    uint8_t  zero[28];
     uint32_t crc;                  /* CRC-32 of the header with this field 0 */
 };
 struct log_page {                  /* followed by the page's bytes */
@@ -1032,7 +1084,9 @@ static int log_fail(const p2_seg *seg, p2_err *err, int code, const char *what)
     return seg_fail(seg, err, code, "journal: %s: %s", what, strerror(e));
 }
 
-/* Empty the journal: just its header. */
+/* Empty the journal: a header continuing from seg->seq, synced.  The file keeps its size
+ * and is overwritten in place (a sync then writes data, not file size and block maps): the
+ * old records after the header have transactions <= base_seq, where recovery stops. */
 static int journal_reset(p2_seg *seg, uint64_t fingerprint, p2_err *err)
 {
     struct log_header h;
@@ -1041,31 +1095,92 @@ static int journal_reset(p2_seg *seg, uint64_t fingerprint, p2_err *err)
     h.version = LOG_VERSION;
     h.page_size = (uint32_t)seg->pgsize;
     h.fingerprint = fingerprint;
+    h.base_seq = seg->seq;
     h.crc = log_header_crc(&h);
-    if (ftruncate(seg->log_fd, LOG_HDR_SIZE) != 0 || full_pwrite(seg->log_fd, &h, sizeof h, 0) != 0)
+    if (full_pwrite(seg->log_fd, &h, sizeof h, 0) != 0 ||
+        (seg->jopts.sync && fdatasync(seg->log_fd) != 0))
         return log_fail(seg, err, P2_EIO, "cannot write its header");
+    struct stat st;
+    seg->log_alloc = fstat(seg->log_fd, &st) == 0 ? (uint64_t)st.st_size : LOG_HDR_SIZE;
     seg->log_end = LOG_HDR_SIZE;
+    return P2_OK;
+}
+
+/* Room in the journal file up to `need` bytes, allocated ahead in growing chunks, so that
+ * most commits overwrite allocated blocks instead of extending the file. */
+static void journal_room(p2_seg *seg, uint64_t need)
+{
+    if (need <= seg->log_alloc)
+        return;
+    uint64_t want = seg->log_alloc * 2;
+    if (want < need)
+        want = need;
+    if (want < (UINT64_C(1) << 20))
+        want = UINT64_C(1) << 20;
+    if (want > seg->jopts.checkpoint + (UINT64_C(1) << 20) && need <= seg->jopts.checkpoint + (UINT64_C(1) << 20))
+        want = seg->jopts.checkpoint + (UINT64_C(1) << 20);
+    /* best effort: where the file system cannot preallocate, appends extend the file */
+    if (posix_fallocate(seg->log_fd, (off_t)seg->log_alloc, (off_t)(want - seg->log_alloc)) == 0)
+        seg->log_alloc = want;
+}
+
+/* Record in the data file's header that it holds every transaction up to seg->seq (the
+ * in-memory header is the committed one: no transaction is open when this runs). */
+static int data_seq_write(p2_seg *seg, p2_err *err)
+{
+    struct p2_seg_header h = *seg->hdr;
+    h.data_seq = seg->seq;
+    h.checksum = header_crc(&h);
+    if (full_pwrite(seg->fd, &h, sizeof h, 0) != 0)
+        return log_fail(seg, err, P2_EIO, "cannot write the data file's header");
     return P2_OK;
 }
 
 /* Is there a valid commit record anywhere in [from, size)?  Tells a torn tail (the
  * last transaction was being written) from damage in the middle of the journal. */
-static int commit_follows(int fd, uint64_t from, uint64_t size)
+static int commit_follows(int fd, uint64_t from, uint64_t size, uint64_t last)
 {
-    struct log_commit c;
-    for (uint64_t off = from; off + sizeof c <= size; off += 8) {
-        if (full_pread(fd, &c, sizeof c, off) != 0)
-            return 0;
-        if (c.magic == REC_COMMIT && c.crc == commit_crc(&c))
-            return 1;
+    enum { CHUNK = 1 << 20 };
+    char *buf = (char *)malloc(CHUNK + sizeof(struct log_commit));
+    int found = 0;
+    if (buf == NULL)
+        return 1;             /* cannot tell: assume the worst (refuse) */
+    from = round_up(from, 8);
+    for (uint64_t off = from; !found && off + sizeof(struct log_commit) <= size; off += CHUNK) {
+        uint64_t n = size - off < CHUNK + sizeof(struct log_commit) ? size - off
+                                                                    : CHUNK + sizeof(struct log_commit);
+        if (full_pread(fd, buf, (size_t)n, off) != 0)
+            break;
+        for (uint64_t i = 0; i + sizeof(struct log_commit) <= n && i < CHUNK; i += 8) {
+            struct log_commit c;
+            memcpy(&c, buf + i, sizeof c);
+            if (c.magic == REC_COMMIT && c.seq > last && c.crc == commit_crc(&c)) {
+                found = 1;
+                break;
+            }
+        }
     }
-    return 0;
+    free(buf);
+    return found;
 }
 
 /* Open the journal and replay every complete transaction into the data file
- * (data_bytes long before recovery). */
+ * (data_bytes long before recovery).  The data file's header says up to which
+ * transaction its pages were written (data_seq); the journal must reach at least that
+ * far, else committed transactions were lost from it and replaying the rest over newer
+ * pages would make a mixture: refused. */
 static int journal_recover(p2_seg *seg, uint64_t fingerprint, uint64_t data_bytes, p2_err *err)
 {
+    uint64_t dseq = 0;          /* 0: unknown (no file yet, or its header is damaged) */
+    int dopen = 0;              /* the data file was committed to and not closed cleanly */
+    if (data_bytes >= P2_SEG_HEADER_SIZE) {
+        struct p2_seg_header dh;
+        if (full_pread(seg->fd, &dh, sizeof dh, 0) == 0 &&
+            memcmp(dh.magic, SEG_MAGIC, sizeof dh.magic) == 0 && dh.checksum == header_crc(&dh)) {
+            dseq = dh.data_seq;
+            dopen = dh.state == SEG_STATE_OPEN && dh.journal;
+        }
+    }
     char lpath[4096 + 16];
     snprintf(lpath, sizeof lpath, "%s-journal", seg->path);
     seg->log_fd = open(lpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -1075,8 +1190,14 @@ static int journal_recover(p2_seg *seg, uint64_t fingerprint, uint64_t data_byte
     if (fstat(seg->log_fd, &st) != 0)
         return log_fail(seg, err, P2_EIO, "cannot stat it");
     uint64_t size = (uint64_t)st.st_size;
-    if (size < LOG_HDR_SIZE)      /* new, or torn while being created: nothing committed */
+    if (size < LOG_HDR_SIZE) {    /* new, or torn while being created: nothing to replay */
+        if (dopen)
+            return seg_fail(seg, err, P2_EFORMAT, "journal: %s-journal is missing or empty but the "
+                            "data file was not closed cleanly after committing; refusing to open "
+                            "it without the journal that makes it consistent", seg->path);
+        seg->seq = dseq;
         return journal_reset(seg, fingerprint, err);
+    }
     struct log_header lh;
     if (full_pread(seg->log_fd, &lh, sizeof lh, 0) != 0)
         return log_fail(seg, err, P2_EIO, "cannot read its header");
@@ -1097,7 +1218,7 @@ static int journal_recover(p2_seg *seg, uint64_t fingerprint, uint64_t data_byte
 
     char *page = (char *)malloc((size_t)seg->pgsize);
     uint64_t *pend = NULL, npend = 0, cap = 0;   /* (pgno, data offset) of the open transaction */
-    uint64_t off = LOG_HDR_SIZE, applied = 0, last = 0, bad = 0;
+    uint64_t off = LOG_HDR_SIZE, applied = 0, last = lh.base_seq, bad = 0;
     uint32_t pages_crc = 0;
     int rc = P2_OK;
     if (page == NULL)
@@ -1108,6 +1229,8 @@ static int journal_recover(p2_seg *seg, uint64_t fingerprint, uint64_t data_byte
             rc = log_fail(seg, err, P2_EIO, "cannot read it");
             break;
         }
+        if ((r.magic == REC_PAGE || r.magic == REC_COMMIT) && r.seq <= lh.base_seq)
+            break;        /* an older generation's record: the journal is reused in place */
         if (r.magic == REC_PAGE) {
             if (off + sizeof r + seg->pgsize > size)
                 break;                                   /* torn tail */
@@ -1151,7 +1274,7 @@ static int journal_recover(p2_seg *seg, uint64_t fingerprint, uint64_t data_byte
                 break;
             }
             if (c.crc != commit_crc(&c) || c.npages != npend || c.pages_crc != pages_crc ||
-                (applied && c.seq != last + 1)) {
+                c.seq != last + 1) {
                 bad = off;
                 break;
             }
@@ -1174,14 +1297,31 @@ static int journal_recover(p2_seg *seg, uint64_t fingerprint, uint64_t data_byte
     free(pend);
     if (rc != P2_OK)
         return rc;
-    if (bad != 0 && commit_follows(seg->log_fd, bad + 8, size))
+    if (bad != 0 && commit_follows(seg->log_fd, bad + 8, size, last))
         return seg_fail(seg, err, P2_EFORMAT,
                         "journal: damaged at offset %" PRIu64 " with committed transactions after it; "
                         "refusing to open rather than lose them (%" PRIu64 " transactions before it "
                         "were replayed)", bad, applied);
-    if (applied > 0 && fdatasync(seg->fd) != 0)
-        return log_fail(seg, err, P2_EIO, "cannot sync the replayed data file");
+    if (dseq > last)
+        return seg_fail(seg, err, P2_EFORMAT,
+                        "journal: ends at transaction %" PRIu64 " but the data file already holds "
+                        "transactions up to %" PRIu64 ": committed transactions are missing from the "
+                        "journal (truncated or damaged?); refusing to open a mixture of both",
+                        last, dseq);
     seg->seq = last;
+    if (applied > 0) {
+        struct p2_seg_header dh;   /* the replayed header: now holds everything up to last */
+        if (full_pread(seg->fd, &dh, sizeof dh, 0) != 0)
+            return log_fail(seg, err, P2_EIO, "cannot read the replayed header");
+        if (memcmp(dh.magic, SEG_MAGIC, sizeof dh.magic) == 0 && dh.checksum == header_crc(&dh)) {
+            dh.data_seq = last;
+            dh.checksum = header_crc(&dh);
+            if (full_pwrite(seg->fd, &dh, sizeof dh, 0) != 0)
+                return log_fail(seg, err, P2_EIO, "cannot write the replayed header");
+        }
+        if (fdatasync(seg->fd) != 0)
+            return log_fail(seg, err, P2_EIO, "cannot sync the replayed data file");
+    }
     return journal_reset(seg, fingerprint, err);
 }
 
@@ -1214,10 +1354,7 @@ static int journal_checkpoint(p2_seg *seg, p2_err *err)
 {
     if (seg->jopts.sync && fdatasync(seg->fd) != 0)
         return log_fail(seg, err, P2_EIO, "cannot sync the data file at a checkpoint");
-    if (ftruncate(seg->log_fd, LOG_HDR_SIZE) != 0)
-        return log_fail(seg, err, P2_EIO, "cannot truncate it at a checkpoint");
-    seg->log_end = LOG_HDR_SIZE;
-    return P2_OK;
+    return journal_reset(seg, seg->hdr->fingerprint, err);
 }
 
 /* End a group of commits: sync the journal, then write the committed pages into
@@ -1227,8 +1364,23 @@ static int journal_flush(p2_seg *seg, int force_checkpoint, p2_err *err)
 {
     if (seg->nunflushed > 0 && seg->jopts.sync && fdatasync(seg->log_fd) != 0)
         return log_fail(seg, err, P2_EIO, "cannot sync it");
+    /* The header claims the new data_seq before the pages go out: the journal (synced or
+     * at least written) holds them, so a crash in between only makes recovery stricter.
+     * Page 0 itself is written as that header, never with the stale in-memory value. */
+    if (seg->nunflushed > 0) {
+        int rc = data_seq_write(seg, err);
+        if (rc != P2_OK)
+            return rc;
+    }
     for (uint64_t i = 0; i < seg->nunflushed; i++) {
         uint64_t pg = seg->unflushed[i];
+        if (pg == 0) {
+            if (seg->pgsize > P2_SEG_HEADER_SIZE &&
+                full_pwrite(seg->fd, seg->base + P2_SEG_HEADER_SIZE,
+                            (size_t)(seg->pgsize - P2_SEG_HEADER_SIZE), P2_SEG_HEADER_SIZE) != 0)
+                return log_fail(seg, err, P2_EIO, "cannot write committed pages into the data file");
+            continue;                    /* the header itself went out just above */
+        }
         if (full_pwrite(seg->fd, seg->base + pg * seg->pgsize, (size_t)seg->pgsize, pg * seg->pgsize) != 0)
             return log_fail(seg, err, P2_EIO, "cannot write committed pages into the data file");
     }
@@ -1252,11 +1404,13 @@ int p2_seg_commit(p2_seg *seg, p2_err *err)
     struct p2_seg_header *h = seg->hdr;
     if (!h->journal)
         h->journal = 1;                      /* initialised: a reopen will not re-create it */
-    roots_seal(seg);
+    if (h->state != SEG_STATE_OPEN)
+        h->state = SEG_STATE_OPEN;           /* once a session: a crash leaves it OPEN */
     if (bit_get(seg->dirty_bits, 0))
         h->checksum = header_crc(h);
     uint64_t seq = seg->seq + 1, off = seg->log_end, ps = seg->pgsize;
     uint32_t pages_crc = 0;
+    journal_room(seg, off + seg->ndirty * (sizeof(struct log_page) + ps) + sizeof(struct log_commit));
     struct log_page recs[IOV_BATCH / 2];
     struct iovec iov[IOV_BATCH];
     for (uint64_t i = 0; i < seg->ndirty;) {
@@ -1606,8 +1760,12 @@ int p2_seg_sync(p2_seg *seg, p2_err *err)
 {
     if (seg == NULL || seg->base == NULL)
         return p2_err_set(err, P2_ECLOSED, "p2_seg_sync: segment is not open");
-    if (seg->journal)
-        return p2_seg_commit(seg, err);   /* a journalled file is only ever written by commits */
+    if (seg->journal) {   /* a journalled file is only ever written by commits */
+        int rc = p2_seg_commit(seg, err);
+        if (rc == P2_OK && seg->nunflushed > 0)
+            rc = journal_flush(seg, 0, err);   /* and an incomplete group is synced too */
+        return rc;
+    }
     roots_seal(seg);
     seg->hdr->checksum = header_crc(seg->hdr);
     if (msync(seg->base, (size_t)seg->mapped, MS_SYNC) != 0) {
@@ -1628,6 +1786,9 @@ static int journal_close(p2_seg *seg, p2_err *err)
     if (rc == P2_OK) {
         struct p2_seg_header h = *seg->hdr;
         h.state = SEG_STATE_CLEAN;
+        h.data_seq = seg->seq;
+        h.roots_crc = roots_crc_mapped(seg);   /* sealed at rest; between commits the */
+        h.roots_sealed = 1;                   /* journal's page checksums cover them */
         h.checksum = header_crc(&h);
         if (full_pwrite(seg->fd, &h, sizeof h, 0) != 0 || fdatasync(seg->fd) != 0)
             rc = log_fail(seg, err, P2_EIO, "cannot mark the data file closed");

@@ -237,6 +237,7 @@ typedef struct p2_seg {
     p2_journal_opts jopts;      /**< its options */
     uint64_t pgsize;            /**< page size: the unit of journalling */
     uint64_t log_end;           /**< bytes of the journal in use */
+    uint64_t log_alloc;         /**< bytes of the journal file allocated (reused in place) */
     uint64_t seq;               /**< number of the last committed transaction */
     uint32_t unsynced;          /**< commits since the journal was last flushed */
     uint8_t *dirty_bits;        /**< per page: written since the last commit or abort */

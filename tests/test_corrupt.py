@@ -246,20 +246,14 @@ def test_flipped_journal_bytes(key, pristine, env, tmp_path):
     print(f"\njournal-{key}: {OUTCOMES.get(f'journal-{key}')}")
 
 
-# A journal cut short in its middle replays only the transactions before the cut, over a
-# data file that already holds the pages of later commits: the mix opens without complaint
-# and breaks the TPC-B invariant (e.g. the accounts' sum differs; verify() is clean). The
-# runtime cannot tell the data file is ahead of the journal (nothing records which commit
-# the data file is at). Reported with a repro; remove the xfail once recovery refuses it.
-JOURNAL_CUT_BUG = pytest.mark.xfail(
-    reason="runtime: a journal truncated before the last flushed commit is replayed over a "
-           "newer data file and accepted with wrong data (TPC-B invariant broken)", strict=False)
-
-
+# A journal cut short in its middle must not be replayed over a data file that already
+# holds the pages of later commits: the data file records the last transaction it holds
+# (data_seq) and recovery refuses a journal that ends before it. (Found by this test: it
+# used to open with the TPC-B invariant broken.) Cutting commits that were only in the
+# journal (group commit, not yet flushed) recovers an older committed state.
 @pytest.mark.parametrize("key,target", [
     ("plain", "db"), ("journal", "db"), ("crashed", "db"),
-    pytest.param("crashed", "journal", marks=JOURNAL_CUT_BUG),
-    pytest.param("crashed_group", "journal", marks=JOURNAL_CUT_BUG)])
+    ("crashed", "journal"), ("crashed_group", "journal")])
 def test_truncated_files(key, target, pristine, env, tmp_path):
     exe, p, spec = pristine[key]
     name = f"{spec}.db" + ("-journal" if target == "journal" else "")

@@ -113,6 +113,42 @@ def explain(spec, prefix, no_finds):
 
 
 @main.command(context_settings=CONTEXT)
+@_spec_arg()
+@click.option("--dir", "db_dir", default=".", show_default=True,
+              type=click.Path(file_okay=False), help="Where the database files are.")
+@_prefix_opt()
+@click.option("--build-dir", type=click.Path(file_okay=False),
+              help="Cache of built checkers (default: $P2GEN_CACHE_DIR/verify or "
+                   "~/.cache/p2gen/verify), one per spec text.")
+@click.option("--sanitize", is_flag=True, help="Build the checker with ASan and UBSan.")
+@click.option("--cc", default=lambda: os.environ.get("CC", "cc"), show_default="$CC or cc",
+              help="C compiler.")
+def verify(spec, db_dir, prefix, build_dir, sanitize, cc):
+    """Check the integrity of SPEC's database files in --dir (like SQLite's
+    PRAGMA integrity_check): every structure of every container and relationship is
+    walked, every reference must be in bounds and name a live element of the right
+    container, every index must agree with its storage.
+
+    Prints the problems found, one a line. Exit status: 0 consistent, 1 problems found,
+    2 the database cannot be opened (a missing file, or an open refusal, printed), 3 the
+    spec is wrong or the checker does not build, 4 the checker itself failed.
+    """
+    from .verify import build_verifier, run_verifier
+    try:
+        exe = build_verifier(spec, build_dir, prefix, cc=cc, sanitize=sanitize)
+    except P2Error as e:
+        click.echo(str(e), err=True)
+        sys.exit(3)
+    proc = run_verifier(exe, db_dir)
+    sys.stdout.write(proc.stdout)
+    sys.stderr.write(proc.stderr)
+    if proc.returncode not in (0, 1, 2):
+        click.echo(f"the checker itself failed (status {proc.returncode})", err=True)
+        sys.exit(4)
+    sys.exit(proc.returncode)
+
+
+@main.command(context_settings=CONTEXT)
 def layers():
     """List the layer library: realms, what each needs below it, parameters."""
     from .layers import LAYERS

@@ -88,7 +88,8 @@ def cdef(checked: CheckedSpec) -> str:
             f"int {p}_sync({p}_db *db);",
             f"int {p}_close({p}_db *db);",
             f"const char *{p}_errmsg(const {p}_db *db);",
-            f"int {p}_errcode(const {p}_db *db);", ""]
+            f"int {p}_errcode(const {p}_db *db);",
+            f"int {p}_verify({p}_db *db, char *report, size_t report_size, uint64_t *problems);", ""]
     if any(getattr(f, "journal", None) for f in getattr(checked, "files", ())):
         out += ["/* journalled files: transactions */",
                 f"int {p}_begin({p}_db *db);",

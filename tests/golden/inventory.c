@@ -263,6 +263,12 @@ static inline int inventory_parts__persistent_realloc(inventory_db *db, uint64_t
     return P2_OK;
 }
 
+/* Integrity checks: does [ref, ref + len) lie inside the used part of the file? */
+static inline int inventory_parts__persistent_contains(inventory_db *db, uint64_t ref, uint64_t len)
+{
+    return p2_seg_contains(&db->seg[0], ref, len);
+}
+
 
 /* --------------------------------------------------------------------------
  * layer iarray (iarray: ds[mem]) of parts: capacity=256, key=id, max_key=4294967294
@@ -479,6 +485,40 @@ static inline uint64_t inventory_parts__iarray_eq_next(inventory_db *db, uint64_
 {
     (void)db; (void)ref; (void)key;
     return P2_NIL;
+}
+
+/* Integrity check (<prefix>_verify): the slot block lies in memory, every valid flag is 0
+   or 1, every element sits in the slot of its key, empty slots are all zero (removing
+   clears the whole slot), and `count` valid slots. Returns -1 if the slots cannot be read
+   safely (nothing above may look at elements). */
+static int inventory_parts__iarray_verify(inventory_db *db, p2_verify *v)
+{
+    inventory_parts_root *r = inventory_parts__persistent_root(db);
+    uint64_t live = 0, slot;
+    if (r->iarray_cap == 0
+        || !inventory_parts__persistent_contains(db, r->iarray_slots, (uint64_t)r->iarray_cap * sizeof(inventory_parts_elem))) {
+        p2_verify_fail(v, "container parts, layer iarray: slot block %" PRIu64 " of %u slots lies outside the used memory", r->iarray_slots, r->iarray_cap);
+        return -1;
+    }
+    for (slot = 0; slot < r->iarray_cap; slot++) {
+        const inventory_parts_elem *e = inventory_parts__iarray_elem(db, slot);
+        if (e->_iarray_valid == 0) {
+            const unsigned char *b = (const unsigned char *)e;
+            size_t i;
+            for (i = 0; i < sizeof *e && b[i] == 0; i++) {}
+            if (i < sizeof *e)
+                p2_verify_fail(v, "container parts, layer iarray: slot %" PRIu64 ": empty, but byte %u is not zero", slot, (unsigned)i);
+            continue;
+        }
+        live++;
+        if (e->_iarray_valid != 1)
+            p2_verify_fail(v, "container parts, layer iarray: slot %" PRIu64 ": valid flag is %u", slot, (unsigned)e->_iarray_valid);
+        if (!inventory_parts__iarray_in_range(e->rec.id) || (uint64_t)e->rec.id != slot)
+            p2_verify_fail(v, "container parts, layer iarray: slot %" PRIu64 " holds an element whose id is not %" PRIu64, slot, slot);
+    }
+    if (live != r->iarray_count)
+        p2_verify_fail(v, "container parts, layer iarray: %" PRIu64 " valid slots, count says %u", live, r->iarray_count);
+    return 0;
 }
 
 
@@ -729,6 +769,55 @@ static inline uint64_t inventory_parts__avl_range_next(inventory_db *db, uint64_
     return found;
 }
 
+/* Integrity check (<prefix>_verify): the subtree at `node`, whose nodes must lie strictly
+   between lo and hi in (key, reference) order (P2_NIL: unbounded), at depth `depth`.
+   Every node is a live element of the storage (iarray) read only after that is
+   checked; the walk stops after as many nodes as are stored (a cycle) and below depth 96
+   (an AVL tree that deep would hold more than 2^64 nodes). Returns the subtree's height,
+   or -1 if it is broken (reported). */
+static int32_t inventory_parts__avl_verify_at(inventory_db *db, p2_verify *v, uint64_t node, uint64_t lo, uint64_t hi, uint64_t *seen, int depth)
+{
+    const inventory_parts_elem *n;
+    int32_t hl, hr, h;
+    if (node == P2_NIL) return 0;
+    if (!inventory_parts__iarray_valid(db, node)) {
+        p2_verify_fail(v, "container parts, layer avl: node %" PRIu64 " is not a live element", node);
+        return -1;
+    }
+    if (++*seen > inventory_parts__iarray_count(db) || depth > 96) {
+        p2_verify_fail(v, "container parts, layer avl: more nodes than the %" PRIu64 " stored elements, or too deep (a cycle?)", (uint64_t)inventory_parts__iarray_count(db));
+        return -2;
+    }
+    if ((lo != P2_NIL && inventory_parts__avl_order(db, lo, node) >= 0) || (hi != P2_NIL && inventory_parts__avl_order(db, node, hi) >= 0))
+        p2_verify_fail(v, "container parts, layer avl: node %" PRIu64 " out of (weight_g, reference) order", node);
+    n = inventory_parts__avl_node(db, node);
+    hl = inventory_parts__avl_verify_at(db, v, n->_avl_left, lo, node, seen, depth + 1);
+    if (hl == -2) return -2;
+    hr = inventory_parts__avl_verify_at(db, v, n->_avl_right, node, hi, seen, depth + 1);
+    if (hr == -2) return -2;
+    if (hl < 0 || hr < 0) return -1;
+    if (hl - hr > 1 || hr - hl > 1)
+        p2_verify_fail(v, "container parts, layer avl: node %" PRIu64 " unbalanced (heights %d and %d)", node, (int)hl, (int)hr);
+    h = (hl > hr ? hl : hr) + 1;
+    if (n->_avl_height != h)
+        p2_verify_fail(v, "container parts, layer avl: node %" PRIu64 " says height %d, is %d", node, (int)n->_avl_height, (int)h);
+    return h;
+}
+
+/* Integrity check (<prefix>_verify), after the layers below: the tree is ordered,
+   balanced, its heights right, and it holds every stored element once. */
+static int inventory_parts__avl_verify(inventory_db *db, p2_verify *v)
+{
+    uint64_t seen = 0;
+    int32_t h;
+    int rc = inventory_parts__iarray_verify(db, v);
+    if (rc < 0) return rc;
+    h = inventory_parts__avl_verify_at(db, v, inventory_parts__persistent_root(db)->avl_root, P2_NIL, P2_NIL, &seen, 0);
+    if (h >= 0 && seen != inventory_parts__iarray_count(db))
+        p2_verify_fail(v, "container parts, layer avl: %" PRIu64 " nodes in the tree, %" PRIu64 " stored", seen, (uint64_t)inventory_parts__iarray_count(db));
+    return 0;
+}
+
 #ifdef P2_DEBUG
 /* Debug aid (compiled with -DP2_DEBUG): check the subtree rooted at `node`, whose nodes
    must lie strictly between `lo` and `hi` in tree order (P2_NIL: unbounded). Returns its
@@ -919,6 +1008,52 @@ static inline uint64_t inventory_parts__hash_eq_next(inventory_db *db, uint64_t 
     return inventory_parts__hash_eq_from(db, inventory_parts__iarray_elem(db, ref)->_hash_next, key);
 }
 
+/* Integrity check (<prefix>_verify), after the layers below: the bucket block lies in
+   memory and its size is a power of two; every chained element is a live element of the
+   storage (iarray) and hashes to its bucket; the chains hold every stored element
+   once (as many as the storage and the layer's own count say). The walk is bounded by the
+   element count + 1, so a cycle is reported, not followed. */
+static int inventory_parts__hash_verify(inventory_db *db, p2_verify *v)
+{
+    inventory_parts_root *r = inventory_parts__persistent_root(db);
+    uint64_t n, i, seen = 0, stored;
+    const uint64_t *buckets;
+    int rc = inventory_parts__avl_verify(db, v);
+    if (rc < 0) return rc;
+    n = r->hash_nbuckets;
+    stored = inventory_parts__iarray_count(db);
+    if (n == 0 || (n & (n - 1)) != 0 || n > ((uint64_t)1 << 40) || !inventory_parts__persistent_contains(db, r->hash_buckets, n * sizeof(uint64_t))) {
+        p2_verify_fail(v, "container parts, layer hash: bucket block %" PRIu64 " of %" PRIu64 " buckets is not a power of two inside the used memory", r->hash_buckets, n);
+        return 0;
+    }
+    buckets = (const uint64_t *)inventory_parts__persistent_ptr(db, r->hash_buckets);
+    for (i = 0; i < n; i++) {
+        uint64_t ref = buckets[i];
+        while (ref != P2_NIL) {
+            const inventory_parts_elem *e;
+            uint64_t want;
+            if (!inventory_parts__iarray_valid(db, ref)) {
+                p2_verify_fail(v, "container parts, layer hash: bucket %" PRIu64 ": element %" PRIu64 " is not live", i, ref);
+                break;
+            }
+            if (++seen > stored) {
+                p2_verify_fail(v, "container parts, layer hash: more elements chained than the %" PRIu64 " stored (a cycle?)", stored);
+                return 0;
+            }
+            e = inventory_parts__iarray_elem(db, ref);
+            want = inventory_parts__hash_hash(e->rec.kind) & (n - 1);
+            if (want != i)
+                p2_verify_fail(v, "container parts, layer hash: bucket %" PRIu64 ": element %" PRIu64 " hashes to bucket %" PRIu64, i, ref, want);
+            ref = e->_hash_next;
+        }
+    }
+    if (seen != stored)
+        p2_verify_fail(v, "container parts, layer hash: %" PRIu64 " elements chained, %" PRIu64 " stored", seen, stored);
+    if (r->hash_count != stored)
+        p2_verify_fail(v, "container parts, layer hash: count says %" PRIu64 ", %" PRIu64 " stored", r->hash_count, stored);
+    return 0;
+}
+
 
 /* --------------------------------------------------------------------------
  * layer top2ds_qualify (top2ds_qualify: top[ds]) of parts
@@ -932,6 +1067,8 @@ static inline int inventory_parts__top2ds_qualify_reserve(inventory_db *db, uint
 static inline int inventory_parts__top2ds_qualify_insert(inventory_db *db, const inventory_part *rec, uint64_t *out) { return inventory_parts__hash_insert(db, rec, out); }
 static inline void inventory_parts__top2ds_qualify_remove(inventory_db *db, uint64_t ref) { inventory_parts__hash_remove(db, ref); }
 static inline int inventory_parts__top2ds_qualify_update(inventory_db *db, uint64_t *ref, const inventory_part *rec) { return inventory_parts__hash_update(db, ref, rec); }
+/* Integrity check (<prefix>_verify): the ds layers, storage first. */
+static int inventory_parts__top2ds_qualify_verify(inventory_db *db, p2_verify *v) { return inventory_parts__hash_verify(db, v); }
 
 /* cursor parts_of_kind: path: hash(buckets=64, fn=default, grow=true, key=kind) eq (hash: kind == $kind picks one bucket); residual: stock > 0 */
 static inline uint64_t inventory_parts__top2ds_qualify_parts_of_kind_advance(inventory_parts_of_kind_cursor *k, uint64_t ref)
@@ -1694,6 +1831,12 @@ static inline int inventory_suppliers__persistent_realloc(inventory_db *db, uint
     return P2_OK;
 }
 
+/* Integrity checks: does [ref, ref + len) lie inside the used part of the file? */
+static inline int inventory_suppliers__persistent_contains(inventory_db *db, uint64_t ref, uint64_t len)
+{
+    return p2_seg_contains(&db->seg[0], ref, len);
+}
+
 
 /* --------------------------------------------------------------------------
  * layer malloc (malloc: ds[mem]) of suppliers
@@ -1830,6 +1973,41 @@ static inline uint64_t inventory_suppliers__malloc_scan_next(inventory_db *db, u
     return inventory_suppliers__malloc_elem(db, ref)->_malloc_next;
 }
 
+/* Integrity check (<prefix>_verify): the element list from the head holds `count` live
+   elements (each a block of this container inside the used part of the file), back
+   links agree, and the tail is the last one. The walk is bounded by count + 1 (a cycle
+   is reported, not followed). A broken list leaves every element readable through _valid,
+   so the layers above are still checked: returns 0. */
+static int inventory_suppliers__malloc_verify(inventory_db *db, p2_verify *v)
+{
+    inventory_suppliers_root *r = inventory_suppliers__persistent_root(db);
+    uint64_t ref = r->malloc_head, prev = P2_NIL, seen = 0;
+    int bad = 0;
+    while (ref != P2_NIL) {
+        const inventory_suppliers_elem *e;
+        if (!inventory_suppliers__malloc_valid(db, ref)) {
+            p2_verify_fail(v, "container suppliers, layer malloc: element list: %" PRIu64 " (after %" PRIu64 ") is not a live element", ref, prev);
+            bad = 1;
+            break;
+        }
+        if (++seen > r->malloc_count) {
+            p2_verify_fail(v, "container suppliers, layer malloc: element list longer than count %" PRIu64 " (a cycle?)", r->malloc_count);
+            bad = 1;
+            break;
+        }
+        e = inventory_suppliers__malloc_elem(db, ref);
+        if (e->_malloc_prev != prev)
+            p2_verify_fail(v, "container suppliers, layer malloc: element %" PRIu64 ": back link %" PRIu64 ", expected %" PRIu64, ref, e->_malloc_prev, prev);
+        prev = ref;
+        ref = e->_malloc_next;
+    }
+    if (!bad && r->malloc_tail != prev)
+        p2_verify_fail(v, "container suppliers, layer malloc: tail %" PRIu64 " is not the last element %" PRIu64, r->malloc_tail, prev);
+    if (!bad && seen != r->malloc_count)
+        p2_verify_fail(v, "container suppliers, layer malloc: %" PRIu64 " elements on the list, count says %" PRIu64, seen, r->malloc_count);
+    return 0;
+}
+
 
 /* --------------------------------------------------------------------------
  * layer odlist (odlist: ds[ds]) of suppliers: key=name
@@ -1949,6 +2127,41 @@ static inline uint64_t inventory_suppliers__odlist_range_first(inventory_db *db,
 static inline uint64_t inventory_suppliers__odlist_range_next(inventory_db *db, uint64_t ref)
 {
     return inventory_suppliers__odlist_node(db, ref)->_odlist_next;
+}
+
+/* Integrity check (<prefix>_verify), after the layers below: the list from the head
+   holds live elements of the storage (malloc), each once, back links agree,
+   the tail is the last one, in key order, and every stored element is on it. The walk is bounded by
+   the element count + 1 (a cycle is reported, not followed). */
+static int inventory_suppliers__odlist_verify(inventory_db *db, p2_verify *v)
+{
+    inventory_suppliers_root *r = inventory_suppliers__persistent_root(db);
+    uint64_t ref = r->odlist_head, prev = P2_NIL, seen = 0, stored = inventory_suppliers__malloc_count(db);
+    int rc = inventory_suppliers__malloc_verify(db, v);
+    if (rc < 0) return rc;
+    while (ref != P2_NIL) {
+        const inventory_suppliers_elem *e;
+        if (!inventory_suppliers__malloc_valid(db, ref)) {
+            p2_verify_fail(v, "container suppliers, layer odlist: element %" PRIu64 " (after %" PRIu64 ") is not live", ref, prev);
+            return 0;
+        }
+        if (++seen > stored) {
+            p2_verify_fail(v, "container suppliers, layer odlist: more elements linked than the %" PRIu64 " stored (a cycle?)", stored);
+            return 0;
+        }
+        e = inventory_suppliers__odlist_node(db, ref);
+        if (e->_odlist_prev != prev)
+            p2_verify_fail(v, "container suppliers, layer odlist: element %" PRIu64 ": back link %" PRIu64 ", expected %" PRIu64, ref, e->_odlist_prev, prev);
+        if (prev != P2_NIL && inventory_suppliers__cmp_name(inventory_suppliers__odlist_node(db, prev)->rec.name, e->rec.name) > 0)
+            p2_verify_fail(v, "container suppliers, layer odlist: element %" PRIu64 " out of name order", ref);
+        prev = ref;
+        ref = e->_odlist_next;
+    }
+    if (r->odlist_tail != prev)
+        p2_verify_fail(v, "container suppliers, layer odlist: tail %" PRIu64 " is not the last element %" PRIu64, r->odlist_tail, prev);
+    if (seen != stored)
+        p2_verify_fail(v, "container suppliers, layer odlist: %" PRIu64 " elements linked, %" PRIu64 " stored", seen, stored);
+    return 0;
 }
 
 #ifdef P2_DEBUG
@@ -2128,6 +2341,52 @@ static inline uint64_t inventory_suppliers__hash_eq_next(inventory_db *db, uint6
     return inventory_suppliers__hash_eq_from(db, inventory_suppliers__malloc_elem(db, ref)->_hash_next, key);
 }
 
+/* Integrity check (<prefix>_verify), after the layers below: the bucket block lies in
+   memory and its size is a power of two; every chained element is a live element of the
+   storage (malloc) and hashes to its bucket; the chains hold every stored element
+   once (as many as the storage and the layer's own count say). The walk is bounded by the
+   element count + 1, so a cycle is reported, not followed. */
+static int inventory_suppliers__hash_verify(inventory_db *db, p2_verify *v)
+{
+    inventory_suppliers_root *r = inventory_suppliers__persistent_root(db);
+    uint64_t n, i, seen = 0, stored;
+    const uint64_t *buckets;
+    int rc = inventory_suppliers__odlist_verify(db, v);
+    if (rc < 0) return rc;
+    n = r->hash_nbuckets;
+    stored = inventory_suppliers__malloc_count(db);
+    if (n == 0 || (n & (n - 1)) != 0 || n > ((uint64_t)1 << 40) || !inventory_suppliers__persistent_contains(db, r->hash_buckets, n * sizeof(uint64_t))) {
+        p2_verify_fail(v, "container suppliers, layer hash: bucket block %" PRIu64 " of %" PRIu64 " buckets is not a power of two inside the used memory", r->hash_buckets, n);
+        return 0;
+    }
+    buckets = (const uint64_t *)inventory_suppliers__persistent_ptr(db, r->hash_buckets);
+    for (i = 0; i < n; i++) {
+        uint64_t ref = buckets[i];
+        while (ref != P2_NIL) {
+            const inventory_suppliers_elem *e;
+            uint64_t want;
+            if (!inventory_suppliers__malloc_valid(db, ref)) {
+                p2_verify_fail(v, "container suppliers, layer hash: bucket %" PRIu64 ": element %" PRIu64 " is not live", i, ref);
+                break;
+            }
+            if (++seen > stored) {
+                p2_verify_fail(v, "container suppliers, layer hash: more elements chained than the %" PRIu64 " stored (a cycle?)", stored);
+                return 0;
+            }
+            e = inventory_suppliers__malloc_elem(db, ref);
+            want = inventory_suppliers__hash_hash(e->rec.id) & (n - 1);
+            if (want != i)
+                p2_verify_fail(v, "container suppliers, layer hash: bucket %" PRIu64 ": element %" PRIu64 " hashes to bucket %" PRIu64, i, ref, want);
+            ref = e->_hash_next;
+        }
+    }
+    if (seen != stored)
+        p2_verify_fail(v, "container suppliers, layer hash: %" PRIu64 " elements chained, %" PRIu64 " stored", seen, stored);
+    if (r->hash_count != stored)
+        p2_verify_fail(v, "container suppliers, layer hash: count says %" PRIu64 ", %" PRIu64 " stored", r->hash_count, stored);
+    return 0;
+}
+
 
 /* --------------------------------------------------------------------------
  * layer top2ds_qualify (top2ds_qualify: top[ds]) of suppliers
@@ -2141,6 +2400,8 @@ static inline int inventory_suppliers__top2ds_qualify_reserve(inventory_db *db, 
 static inline int inventory_suppliers__top2ds_qualify_insert(inventory_db *db, const inventory_supplier *rec, uint64_t *out) { return inventory_suppliers__hash_insert(db, rec, out); }
 static inline void inventory_suppliers__top2ds_qualify_remove(inventory_db *db, uint64_t ref) { inventory_suppliers__hash_remove(db, ref); }
 static inline int inventory_suppliers__top2ds_qualify_update(inventory_db *db, uint64_t *ref, const inventory_supplier *rec) { return inventory_suppliers__hash_update(db, ref, rec); }
+/* Integrity check (<prefix>_verify): the ds layers, storage first. */
+static int inventory_suppliers__top2ds_qualify_verify(inventory_db *db, p2_verify *v) { return inventory_suppliers__hash_verify(db, v); }
 
 /* cursor suppliers_by_name: path: odlist(key=name) range (odlist: full scan in name order); residual: rating >= $min_rating */
 static inline uint64_t inventory_suppliers__top2ds_qualify_suppliers_by_name_advance(inventory_suppliers_by_name_cursor *k, uint64_t ref)
@@ -2477,6 +2738,24 @@ static inline int inventory_suppliers__delflag_update(inventory_db *db, uint64_t
 {
     inventory_suppliers__delflag_clear_dup(db, rec, *ref);
     return inventory_suppliers__top2ds_qualify_update(db, ref, rec);
+}
+/* Integrity check (<prefix>_verify), after the layers below: every deleted flag is 0 or
+   1, and as many elements are marked as the root says. */
+static int inventory_suppliers__delflag_verify(inventory_db *db, p2_verify *v)
+{
+    uint64_t ref, steps = 0, marked = 0, stored;
+    int rc = inventory_suppliers__top2ds_qualify_verify(db, v);
+    if (rc < 0) return rc;
+    stored = inventory_suppliers__malloc_count(db);
+    for (ref = inventory_suppliers__malloc_scan_first(db); ref != P2_NIL && inventory_suppliers__malloc_valid(db, ref) && steps <= stored; ref = inventory_suppliers__malloc_scan_next(db, ref), steps++) {
+        unsigned flag = inventory_suppliers__malloc_elem(db, ref)->_delflag_deleted;
+        if (flag > 1)
+            p2_verify_fail(v, "container suppliers, layer delflag: element %" PRIu64 ": deleted flag is %u", ref, flag);
+        if (flag) marked++;
+    }
+    if (marked != inventory_suppliers__persistent_root(db)->delflag_ndeleted)
+        p2_verify_fail(v, "container suppliers, layer delflag: %" PRIu64 " elements marked deleted, the root says %" PRIu64, marked, inventory_suppliers__persistent_root(db)->delflag_ndeleted);
+    return 0;
 }
 
 /* cursor suppliers_by_name: skips elements marked deleted */
@@ -2919,6 +3198,13 @@ static inline int inventory_shipments__transient_realloc(inventory_db *db, uint6
     return P2_OK;
 }
 
+/* Integrity checks: nothing bounds a heap block; only a null reference is refused. */
+static inline int inventory_shipments__transient_contains(inventory_db *db, uint64_t ref, uint64_t len)
+{
+    (void)db; (void)len;
+    return ref != 0;
+}
+
 
 /* --------------------------------------------------------------------------
  * layer array (array: ds[mem]) of shipments: capacity=1024
@@ -3058,6 +3344,49 @@ static inline uint64_t inventory_shipments__array_scan_next(inventory_db *db, ui
     return inventory_shipments__array_scan_from(db, ref + 1);
 }
 
+/* Integrity check (<prefix>_verify): the slot block lies in memory, hwm <= cap, the live
+   slots number `count`, and the free list holds every other slot below hwm exactly once.
+   Returns -1 if the slots cannot be read safely (nothing above may look at elements). */
+static int inventory_shipments__array_verify(inventory_db *db, p2_verify *v)
+{
+    inventory_shipments_root *r = inventory_shipments__transient_root(db);
+    uint64_t live = 0, nfree = 0, i;
+    uint32_t slot;
+    int bad = 0;
+    if (r->array_cap == 0 || !inventory_shipments__transient_contains(db, r->array_slots, (uint64_t)r->array_cap * sizeof(inventory_shipments_elem))) {
+        p2_verify_fail(v, "container shipments, layer array: slot block %" PRIu64 " of %u slots lies outside the used memory", r->array_slots, r->array_cap);
+        return -1;
+    }
+    if (r->array_hwm > r->array_cap) {
+        p2_verify_fail(v, "container shipments, layer array: high-water mark %u above capacity %u", r->array_hwm, r->array_cap);
+        return -1;
+    }
+    for (i = 0; i < r->array_hwm; i++)
+        if (inventory_shipments__array_elem(db, i)->_array_next_free == inventory_shipments__array_LIVE) live++;
+    if (live != r->array_count)
+        p2_verify_fail(v, "container shipments, layer array: %" PRIu64 " live slots, count says %u", live, r->array_count);
+    for (slot = r->array_free; slot != inventory_shipments__array_NONE; slot = inventory_shipments__array_elem(db, slot)->_array_next_free) {
+        if (slot >= r->array_hwm) {
+            p2_verify_fail(v, "container shipments, layer array: free list: slot %u beyond the high-water mark %u", slot, r->array_hwm);
+            bad = 1;
+            break;
+        }
+        if (inventory_shipments__array_elem(db, slot)->_array_next_free == inventory_shipments__array_LIVE) {
+            p2_verify_fail(v, "container shipments, layer array: free list: slot %u holds a live element", slot);
+            bad = 1;
+            break;
+        }
+        if (++nfree > r->array_hwm) {
+            p2_verify_fail(v, "container shipments, layer array: free list longer than the slots (a cycle?)");
+            bad = 1;
+            break;
+        }
+    }
+    if (!bad && nfree + live != r->array_hwm)
+        p2_verify_fail(v, "container shipments, layer array: %" PRIu64 " free and %" PRIu64 " live slots of %u used", nfree, live, r->array_hwm);
+    return 0;
+}
+
 
 /* --------------------------------------------------------------------------
  * layer dlist (dlist: ds[ds]) of shipments
@@ -3143,6 +3472,39 @@ static inline uint64_t inventory_shipments__dlist_scan_first(inventory_db *db)
 static inline uint64_t inventory_shipments__dlist_scan_next(inventory_db *db, uint64_t ref)
 {
     return inventory_shipments__dlist_node(db, ref)->_dlist_next;
+}
+
+/* Integrity check (<prefix>_verify), after the layers below: the list from the head
+   holds live elements of the storage (array), each once, back links agree,
+   the tail is the last one, and every stored element is on it. The walk is bounded by
+   the element count + 1 (a cycle is reported, not followed). */
+static int inventory_shipments__dlist_verify(inventory_db *db, p2_verify *v)
+{
+    inventory_shipments_root *r = inventory_shipments__transient_root(db);
+    uint64_t ref = r->dlist_head, prev = P2_NIL, seen = 0, stored = inventory_shipments__array_count(db);
+    int rc = inventory_shipments__array_verify(db, v);
+    if (rc < 0) return rc;
+    while (ref != P2_NIL) {
+        const inventory_shipments_elem *e;
+        if (!inventory_shipments__array_valid(db, ref)) {
+            p2_verify_fail(v, "container shipments, layer dlist: element %" PRIu64 " (after %" PRIu64 ") is not live", ref, prev);
+            return 0;
+        }
+        if (++seen > stored) {
+            p2_verify_fail(v, "container shipments, layer dlist: more elements linked than the %" PRIu64 " stored (a cycle?)", stored);
+            return 0;
+        }
+        e = inventory_shipments__dlist_node(db, ref);
+        if (e->_dlist_prev != prev)
+            p2_verify_fail(v, "container shipments, layer dlist: element %" PRIu64 ": back link %" PRIu64 ", expected %" PRIu64, ref, e->_dlist_prev, prev);
+        prev = ref;
+        ref = e->_dlist_next;
+    }
+    if (r->dlist_tail != prev)
+        p2_verify_fail(v, "container shipments, layer dlist: tail %" PRIu64 " is not the last element %" PRIu64, r->dlist_tail, prev);
+    if (seen != stored)
+        p2_verify_fail(v, "container shipments, layer dlist: %" PRIu64 " elements linked, %" PRIu64 " stored", seen, stored);
+    return 0;
 }
 
 #ifdef P2_DEBUG
@@ -3408,6 +3770,55 @@ static inline uint64_t inventory_shipments__avl_range_next(inventory_db *db, uin
     return found;
 }
 
+/* Integrity check (<prefix>_verify): the subtree at `node`, whose nodes must lie strictly
+   between lo and hi in (key, reference) order (P2_NIL: unbounded), at depth `depth`.
+   Every node is a live element of the storage (array) read only after that is
+   checked; the walk stops after as many nodes as are stored (a cycle) and below depth 96
+   (an AVL tree that deep would hold more than 2^64 nodes). Returns the subtree's height,
+   or -1 if it is broken (reported). */
+static int32_t inventory_shipments__avl_verify_at(inventory_db *db, p2_verify *v, uint64_t node, uint64_t lo, uint64_t hi, uint64_t *seen, int depth)
+{
+    const inventory_shipments_elem *n;
+    int32_t hl, hr, h;
+    if (node == P2_NIL) return 0;
+    if (!inventory_shipments__array_valid(db, node)) {
+        p2_verify_fail(v, "container shipments, layer avl: node %" PRIu64 " is not a live element", node);
+        return -1;
+    }
+    if (++*seen > inventory_shipments__array_count(db) || depth > 96) {
+        p2_verify_fail(v, "container shipments, layer avl: more nodes than the %" PRIu64 " stored elements, or too deep (a cycle?)", (uint64_t)inventory_shipments__array_count(db));
+        return -2;
+    }
+    if ((lo != P2_NIL && inventory_shipments__avl_order(db, lo, node) >= 0) || (hi != P2_NIL && inventory_shipments__avl_order(db, node, hi) >= 0))
+        p2_verify_fail(v, "container shipments, layer avl: node %" PRIu64 " out of (day, reference) order", node);
+    n = inventory_shipments__avl_node(db, node);
+    hl = inventory_shipments__avl_verify_at(db, v, n->_avl_left, lo, node, seen, depth + 1);
+    if (hl == -2) return -2;
+    hr = inventory_shipments__avl_verify_at(db, v, n->_avl_right, node, hi, seen, depth + 1);
+    if (hr == -2) return -2;
+    if (hl < 0 || hr < 0) return -1;
+    if (hl - hr > 1 || hr - hl > 1)
+        p2_verify_fail(v, "container shipments, layer avl: node %" PRIu64 " unbalanced (heights %d and %d)", node, (int)hl, (int)hr);
+    h = (hl > hr ? hl : hr) + 1;
+    if (n->_avl_height != h)
+        p2_verify_fail(v, "container shipments, layer avl: node %" PRIu64 " says height %d, is %d", node, (int)n->_avl_height, (int)h);
+    return h;
+}
+
+/* Integrity check (<prefix>_verify), after the layers below: the tree is ordered,
+   balanced, its heights right, and it holds every stored element once. */
+static int inventory_shipments__avl_verify(inventory_db *db, p2_verify *v)
+{
+    uint64_t seen = 0;
+    int32_t h;
+    int rc = inventory_shipments__dlist_verify(db, v);
+    if (rc < 0) return rc;
+    h = inventory_shipments__avl_verify_at(db, v, inventory_shipments__transient_root(db)->avl_root, P2_NIL, P2_NIL, &seen, 0);
+    if (h >= 0 && seen != inventory_shipments__array_count(db))
+        p2_verify_fail(v, "container shipments, layer avl: %" PRIu64 " nodes in the tree, %" PRIu64 " stored", seen, (uint64_t)inventory_shipments__array_count(db));
+    return 0;
+}
+
 #ifdef P2_DEBUG
 /* Debug aid (compiled with -DP2_DEBUG): check the subtree rooted at `node`, whose nodes
    must lie strictly between `lo` and `hi` in tree order (P2_NIL: unbounded). Returns its
@@ -3460,6 +3871,8 @@ static inline int inventory_shipments__top2ds_qualify_reserve(inventory_db *db, 
 static inline int inventory_shipments__top2ds_qualify_insert(inventory_db *db, const inventory_shipment *rec, uint64_t *out) { return inventory_shipments__avl_insert(db, rec, out); }
 static inline void inventory_shipments__top2ds_qualify_remove(inventory_db *db, uint64_t ref) { inventory_shipments__avl_remove(db, ref); }
 static inline int inventory_shipments__top2ds_qualify_update(inventory_db *db, uint64_t *ref, const inventory_shipment *rec) { return inventory_shipments__avl_update(db, ref, rec); }
+/* Integrity check (<prefix>_verify): the ds layers, storage first. */
+static int inventory_shipments__top2ds_qualify_verify(inventory_db *db, p2_verify *v) { return inventory_shipments__avl_verify(db, v); }
 
 /* cursor shipments_between: path: avl(key=day) range (avl: range day >= $from and day < $to); residual: (none) */
 static inline uint64_t inventory_shipments__top2ds_qualify_shipments_between_advance(inventory_shipments_between_cursor *k, uint64_t ref)
@@ -4030,6 +4443,33 @@ int inventory_shipments_all_delete(inventory_shipments_all_cursor *cur)
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return inventory_shipments__top2ds_qualify_all_delete(cur);
+}
+
+/* ==========================================================================
+ * integrity check: inventory_verify walks every structure of every container (each layer's
+ * _verify, storage first), then the relationships and texts of the containers whose
+ * storage could be read, and reports every inconsistency it finds
+ * ========================================================================== */
+int inventory_verify(inventory_db *db, char *report, size_t report_size, uint64_t *problems)
+{
+    p2_verify v;
+    int usable[3] = {0};
+    if (problems) *problems = 0;
+    if (report && report_size) report[0] = '\0';
+    if (!db || !db->open) return P2_ECLOSED;
+    p2_verify_init(&v, report, report_size, 100);
+    usable[0] = inventory_parts__top2ds_qualify_verify(db, &v) >= 0;  /* parts */
+    usable[1] = inventory_suppliers__delflag_verify(db, &v) >= 0;  /* suppliers */
+    usable[2] = inventory_shipments__top2ds_qualify_verify(db, &v) >= 0;  /* shipments */
+    (void)usable;
+    if (problems) *problems = (uint64_t)v.errors;
+    if (v.errors == 0) return P2_OK;
+    {
+        int first = 0;
+        while (report && report[first] && report[first] != '\n' && first < 200) first++;
+        return p2_err_set(&db->err, P2_EFORMAT, "integrity check: %d problem%s%s%.*s", v.errors, v.errors == 1 ? "" : "s",
+                          first ? ", the first: " : "", first, report ? report : "");
+    }
 }
 
 /* ==========================================================================

@@ -57,6 +57,14 @@ int inventory_close(inventory_db *db);
 const char *inventory_errmsg(const inventory_db *db);
 /* The last error code (P2_OK if none). */
 int inventory_errcode(const inventory_db *db);
+/* Integrity check (in the spirit of SQLite's PRAGMA integrity_check): walk every structure
+ * of every container and relationship (slots, free lists, hash chains, trees, lists, texts)
+ * and check that every reference is in bounds and names a live element of the right
+ * container and that every index agrees with its storage. Reads only; never crashes on a
+ * corrupt file. Returns P2_OK if all is consistent, else P2_EFORMAT with one line per
+ * problem in report (the first 100, truncated to report_size; report may be NULL) and
+ * their number in *problems (may be NULL); P2_ECLOSED on a closed handle. */
+int inventory_verify(inventory_db *db, char *report, size_t report_size, uint64_t *problems);
 
 /* record part */
 typedef struct inventory_part {

@@ -257,6 +257,12 @@ static inline int paper_avl_accounts__persistent_realloc(paper_db *db, uint64_t 
     return P2_OK;
 }
 
+/* Integrity checks: does [ref, ref + len) lie inside the used part of the file? */
+static inline int paper_avl_accounts__persistent_contains(paper_db *db, uint64_t ref, uint64_t len)
+{
+    return p2_seg_contains(&db->seg[0], ref, len);
+}
+
 
 /* --------------------------------------------------------------------------
  * layer array (array: ds[mem]) of avl_accounts: capacity=16
@@ -394,6 +400,49 @@ static inline uint64_t paper_avl_accounts__array_scan_first(paper_db *db)
 static inline uint64_t paper_avl_accounts__array_scan_next(paper_db *db, uint64_t ref)
 {
     return paper_avl_accounts__array_scan_from(db, ref + 1);
+}
+
+/* Integrity check (<prefix>_verify): the slot block lies in memory, hwm <= cap, the live
+   slots number `count`, and the free list holds every other slot below hwm exactly once.
+   Returns -1 if the slots cannot be read safely (nothing above may look at elements). */
+static int paper_avl_accounts__array_verify(paper_db *db, p2_verify *v)
+{
+    paper_avl_accounts_root *r = paper_avl_accounts__persistent_root(db);
+    uint64_t live = 0, nfree = 0, i;
+    uint32_t slot;
+    int bad = 0;
+    if (r->array_cap == 0 || !paper_avl_accounts__persistent_contains(db, r->array_slots, (uint64_t)r->array_cap * sizeof(paper_avl_accounts_elem))) {
+        p2_verify_fail(v, "container avl_accounts, layer array: slot block %" PRIu64 " of %u slots lies outside the used memory", r->array_slots, r->array_cap);
+        return -1;
+    }
+    if (r->array_hwm > r->array_cap) {
+        p2_verify_fail(v, "container avl_accounts, layer array: high-water mark %u above capacity %u", r->array_hwm, r->array_cap);
+        return -1;
+    }
+    for (i = 0; i < r->array_hwm; i++)
+        if (paper_avl_accounts__array_elem(db, i)->_array_next_free == paper_avl_accounts__array_LIVE) live++;
+    if (live != r->array_count)
+        p2_verify_fail(v, "container avl_accounts, layer array: %" PRIu64 " live slots, count says %u", live, r->array_count);
+    for (slot = r->array_free; slot != paper_avl_accounts__array_NONE; slot = paper_avl_accounts__array_elem(db, slot)->_array_next_free) {
+        if (slot >= r->array_hwm) {
+            p2_verify_fail(v, "container avl_accounts, layer array: free list: slot %u beyond the high-water mark %u", slot, r->array_hwm);
+            bad = 1;
+            break;
+        }
+        if (paper_avl_accounts__array_elem(db, slot)->_array_next_free == paper_avl_accounts__array_LIVE) {
+            p2_verify_fail(v, "container avl_accounts, layer array: free list: slot %u holds a live element", slot);
+            bad = 1;
+            break;
+        }
+        if (++nfree > r->array_hwm) {
+            p2_verify_fail(v, "container avl_accounts, layer array: free list longer than the slots (a cycle?)");
+            bad = 1;
+            break;
+        }
+    }
+    if (!bad && nfree + live != r->array_hwm)
+        p2_verify_fail(v, "container avl_accounts, layer array: %" PRIu64 " free and %" PRIu64 " live slots of %u used", nfree, live, r->array_hwm);
+    return 0;
 }
 
 
@@ -635,6 +684,55 @@ static inline uint64_t paper_avl_accounts__avl_range_next(paper_db *db, uint64_t
     return found;
 }
 
+/* Integrity check (<prefix>_verify): the subtree at `node`, whose nodes must lie strictly
+   between lo and hi in (key, reference) order (P2_NIL: unbounded), at depth `depth`.
+   Every node is a live element of the storage (array) read only after that is
+   checked; the walk stops after as many nodes as are stored (a cycle) and below depth 96
+   (an AVL tree that deep would hold more than 2^64 nodes). Returns the subtree's height,
+   or -1 if it is broken (reported). */
+static int32_t paper_avl_accounts__avl_verify_at(paper_db *db, p2_verify *v, uint64_t node, uint64_t lo, uint64_t hi, uint64_t *seen, int depth)
+{
+    const paper_avl_accounts_elem *n;
+    int32_t hl, hr, h;
+    if (node == P2_NIL) return 0;
+    if (!paper_avl_accounts__array_valid(db, node)) {
+        p2_verify_fail(v, "container avl_accounts, layer avl: node %" PRIu64 " is not a live element", node);
+        return -1;
+    }
+    if (++*seen > paper_avl_accounts__array_count(db) || depth > 96) {
+        p2_verify_fail(v, "container avl_accounts, layer avl: more nodes than the %" PRIu64 " stored elements, or too deep (a cycle?)", (uint64_t)paper_avl_accounts__array_count(db));
+        return -2;
+    }
+    if ((lo != P2_NIL && paper_avl_accounts__avl_order(db, lo, node) >= 0) || (hi != P2_NIL && paper_avl_accounts__avl_order(db, node, hi) >= 0))
+        p2_verify_fail(v, "container avl_accounts, layer avl: node %" PRIu64 " out of (id, reference) order", node);
+    n = paper_avl_accounts__avl_node(db, node);
+    hl = paper_avl_accounts__avl_verify_at(db, v, n->_avl_left, lo, node, seen, depth + 1);
+    if (hl == -2) return -2;
+    hr = paper_avl_accounts__avl_verify_at(db, v, n->_avl_right, node, hi, seen, depth + 1);
+    if (hr == -2) return -2;
+    if (hl < 0 || hr < 0) return -1;
+    if (hl - hr > 1 || hr - hl > 1)
+        p2_verify_fail(v, "container avl_accounts, layer avl: node %" PRIu64 " unbalanced (heights %d and %d)", node, (int)hl, (int)hr);
+    h = (hl > hr ? hl : hr) + 1;
+    if (n->_avl_height != h)
+        p2_verify_fail(v, "container avl_accounts, layer avl: node %" PRIu64 " says height %d, is %d", node, (int)n->_avl_height, (int)h);
+    return h;
+}
+
+/* Integrity check (<prefix>_verify), after the layers below: the tree is ordered,
+   balanced, its heights right, and it holds every stored element once. */
+static int paper_avl_accounts__avl_verify(paper_db *db, p2_verify *v)
+{
+    uint64_t seen = 0;
+    int32_t h;
+    int rc = paper_avl_accounts__array_verify(db, v);
+    if (rc < 0) return rc;
+    h = paper_avl_accounts__avl_verify_at(db, v, paper_avl_accounts__persistent_root(db)->avl_root, P2_NIL, P2_NIL, &seen, 0);
+    if (h >= 0 && seen != paper_avl_accounts__array_count(db))
+        p2_verify_fail(v, "container avl_accounts, layer avl: %" PRIu64 " nodes in the tree, %" PRIu64 " stored", seen, (uint64_t)paper_avl_accounts__array_count(db));
+    return 0;
+}
+
 #ifdef P2_DEBUG
 /* Debug aid (compiled with -DP2_DEBUG): check the subtree rooted at `node`, whose nodes
    must lie strictly between `lo` and `hi` in tree order (P2_NIL: unbounded). Returns its
@@ -687,6 +785,8 @@ static inline int paper_avl_accounts__top2ds_qualify_reserve(paper_db *db, uint6
 static inline int paper_avl_accounts__top2ds_qualify_insert(paper_db *db, const paper_account *rec, uint64_t *out) { return paper_avl_accounts__avl_insert(db, rec, out); }
 static inline void paper_avl_accounts__top2ds_qualify_remove(paper_db *db, uint64_t ref) { paper_avl_accounts__avl_remove(db, ref); }
 static inline int paper_avl_accounts__top2ds_qualify_update(paper_db *db, uint64_t *ref, const paper_account *rec) { return paper_avl_accounts__avl_update(db, ref, rec); }
+/* Integrity check (<prefix>_verify): the ds layers, storage first. */
+static int paper_avl_accounts__top2ds_qualify_verify(paper_db *db, p2_verify *v) { return paper_avl_accounts__avl_verify(db, v); }
 
 /* cursor avl_branch_range: path: avl(key=id) range (avl: range id >= $lo and id < $hi); residual: (none) */
 static inline uint64_t paper_avl_accounts__top2ds_qualify_avl_branch_range_advance(paper_avl_branch_range_cursor *k, uint64_t ref)
@@ -1102,6 +1202,13 @@ static inline int paper_qsort_accounts__transient_realloc(paper_db *db, uint64_t
     return P2_OK;
 }
 
+/* Integrity checks: nothing bounds a heap block; only a null reference is refused. */
+static inline int paper_qsort_accounts__transient_contains(paper_db *db, uint64_t ref, uint64_t len)
+{
+    (void)db; (void)len;
+    return ref != 0;
+}
+
 
 /* --------------------------------------------------------------------------
  * layer qsort (qsort: ds[mem]) of qsort_accounts: capacity=16, key=id
@@ -1277,6 +1384,36 @@ static inline uint64_t paper_qsort_accounts__qsort_scan_next(paper_db *db, uint6
     return paper_qsort_accounts__qsort_range_next(db, ref);
 }
 
+/* Integrity check (<prefix>_verify): the block lies in memory, count <= cap, the elements
+   are in id order, and the slots past the last element are all zero (removing clears
+   the vacated slot). Returns -1 if the slots cannot be read safely. */
+static int paper_qsort_accounts__qsort_verify(paper_db *db, p2_verify *v)
+{
+    paper_qsort_accounts_root *r = paper_qsort_accounts__transient_root(db);
+    uint64_t i;
+    const paper_qsort_accounts_elem *a;
+    if (r->qsort_cap == 0 || !paper_qsort_accounts__transient_contains(db, r->qsort_slots, (uint64_t)r->qsort_cap * sizeof(paper_qsort_accounts_elem))) {
+        p2_verify_fail(v, "container qsort_accounts, layer qsort: slot block %" PRIu64 " of %u slots lies outside the used memory", r->qsort_slots, r->qsort_cap);
+        return -1;
+    }
+    if (r->qsort_count > r->qsort_cap) {
+        p2_verify_fail(v, "container qsort_accounts, layer qsort: count %u above capacity %u", r->qsort_count, r->qsort_cap);
+        return -1;
+    }
+    a = paper_qsort_accounts__qsort_elem(db, 0);
+    for (i = 0; i + 1 < r->qsort_count; i++)
+        if (paper_qsort_accounts__cmp_id(a[i].rec.id, a[i + 1].rec.id) > 0)
+            p2_verify_fail(v, "container qsort_accounts, layer qsort: positions %" PRIu64 " and %" PRIu64 " out of id order", i, i + 1);
+    for (i = r->qsort_count; i < r->qsort_cap; i++) {
+        const unsigned char *b = (const unsigned char *)&a[i];
+        size_t j;
+        for (j = 0; j < sizeof a[i] && b[j] == 0; j++) {}
+        if (j < sizeof a[i])
+            p2_verify_fail(v, "container qsort_accounts, layer qsort: slot %" PRIu64 " past the last element is not zero (byte %u)", i, (unsigned)j);
+    }
+    return 0;
+}
+
 
 /* --------------------------------------------------------------------------
  * layer top2ds_qualify (top2ds_qualify: top[ds]) of qsort_accounts
@@ -1290,6 +1427,8 @@ static inline int paper_qsort_accounts__top2ds_qualify_reserve(paper_db *db, uin
 static inline int paper_qsort_accounts__top2ds_qualify_insert(paper_db *db, const paper_account *rec, uint64_t *out) { return paper_qsort_accounts__qsort_insert(db, rec, out); }
 static inline void paper_qsort_accounts__top2ds_qualify_remove(paper_db *db, uint64_t ref) { paper_qsort_accounts__qsort_remove(db, ref); }
 static inline int paper_qsort_accounts__top2ds_qualify_update(paper_db *db, uint64_t *ref, const paper_account *rec) { return paper_qsort_accounts__qsort_update(db, ref, rec); }
+/* Integrity check (<prefix>_verify): the ds layers, storage first. */
+static int paper_qsort_accounts__top2ds_qualify_verify(paper_db *db, p2_verify *v) { return paper_qsort_accounts__qsort_verify(db, v); }
 
 /* cursor find_id: path: qsort(capacity=16, key=id) range (qsort (binary search): id == $id); residual: (none) */
 static inline uint64_t paper_qsort_accounts__top2ds_qualify_find_id_advance(paper_qsort_accounts__find_id_cursor *k, uint64_t ref)
@@ -1600,6 +1739,12 @@ static inline int paper_hash_accounts__persistent_realloc(paper_db *db, uint64_t
     return P2_OK;
 }
 
+/* Integrity checks: does [ref, ref + len) lie inside the used part of the file? */
+static inline int paper_hash_accounts__persistent_contains(paper_db *db, uint64_t ref, uint64_t len)
+{
+    return p2_seg_contains(&db->seg[0], ref, len);
+}
+
 
 /* --------------------------------------------------------------------------
  * layer array (array: ds[mem]) of hash_accounts: capacity=16
@@ -1737,6 +1882,49 @@ static inline uint64_t paper_hash_accounts__array_scan_first(paper_db *db)
 static inline uint64_t paper_hash_accounts__array_scan_next(paper_db *db, uint64_t ref)
 {
     return paper_hash_accounts__array_scan_from(db, ref + 1);
+}
+
+/* Integrity check (<prefix>_verify): the slot block lies in memory, hwm <= cap, the live
+   slots number `count`, and the free list holds every other slot below hwm exactly once.
+   Returns -1 if the slots cannot be read safely (nothing above may look at elements). */
+static int paper_hash_accounts__array_verify(paper_db *db, p2_verify *v)
+{
+    paper_hash_accounts_root *r = paper_hash_accounts__persistent_root(db);
+    uint64_t live = 0, nfree = 0, i;
+    uint32_t slot;
+    int bad = 0;
+    if (r->array_cap == 0 || !paper_hash_accounts__persistent_contains(db, r->array_slots, (uint64_t)r->array_cap * sizeof(paper_hash_accounts_elem))) {
+        p2_verify_fail(v, "container hash_accounts, layer array: slot block %" PRIu64 " of %u slots lies outside the used memory", r->array_slots, r->array_cap);
+        return -1;
+    }
+    if (r->array_hwm > r->array_cap) {
+        p2_verify_fail(v, "container hash_accounts, layer array: high-water mark %u above capacity %u", r->array_hwm, r->array_cap);
+        return -1;
+    }
+    for (i = 0; i < r->array_hwm; i++)
+        if (paper_hash_accounts__array_elem(db, i)->_array_next_free == paper_hash_accounts__array_LIVE) live++;
+    if (live != r->array_count)
+        p2_verify_fail(v, "container hash_accounts, layer array: %" PRIu64 " live slots, count says %u", live, r->array_count);
+    for (slot = r->array_free; slot != paper_hash_accounts__array_NONE; slot = paper_hash_accounts__array_elem(db, slot)->_array_next_free) {
+        if (slot >= r->array_hwm) {
+            p2_verify_fail(v, "container hash_accounts, layer array: free list: slot %u beyond the high-water mark %u", slot, r->array_hwm);
+            bad = 1;
+            break;
+        }
+        if (paper_hash_accounts__array_elem(db, slot)->_array_next_free == paper_hash_accounts__array_LIVE) {
+            p2_verify_fail(v, "container hash_accounts, layer array: free list: slot %u holds a live element", slot);
+            bad = 1;
+            break;
+        }
+        if (++nfree > r->array_hwm) {
+            p2_verify_fail(v, "container hash_accounts, layer array: free list longer than the slots (a cycle?)");
+            bad = 1;
+            break;
+        }
+    }
+    if (!bad && nfree + live != r->array_hwm)
+        p2_verify_fail(v, "container hash_accounts, layer array: %" PRIu64 " free and %" PRIu64 " live slots of %u used", nfree, live, r->array_hwm);
+    return 0;
 }
 
 
@@ -1883,6 +2071,52 @@ static inline uint64_t paper_hash_accounts__hash_eq_next(paper_db *db, uint64_t 
     return paper_hash_accounts__hash_eq_from(db, paper_hash_accounts__array_elem(db, ref)->_hash_next, key);
 }
 
+/* Integrity check (<prefix>_verify), after the layers below: the bucket block lies in
+   memory and its size is a power of two; every chained element is a live element of the
+   storage (array) and hashes to its bucket; the chains hold every stored element
+   once (as many as the storage and the layer's own count say). The walk is bounded by the
+   element count + 1, so a cycle is reported, not followed. */
+static int paper_hash_accounts__hash_verify(paper_db *db, p2_verify *v)
+{
+    paper_hash_accounts_root *r = paper_hash_accounts__persistent_root(db);
+    uint64_t n, i, seen = 0, stored;
+    const uint64_t *buckets;
+    int rc = paper_hash_accounts__array_verify(db, v);
+    if (rc < 0) return rc;
+    n = r->hash_nbuckets;
+    stored = paper_hash_accounts__array_count(db);
+    if (n == 0 || (n & (n - 1)) != 0 || n > ((uint64_t)1 << 40) || !paper_hash_accounts__persistent_contains(db, r->hash_buckets, n * sizeof(uint64_t))) {
+        p2_verify_fail(v, "container hash_accounts, layer hash: bucket block %" PRIu64 " of %" PRIu64 " buckets is not a power of two inside the used memory", r->hash_buckets, n);
+        return 0;
+    }
+    buckets = (const uint64_t *)paper_hash_accounts__persistent_ptr(db, r->hash_buckets);
+    for (i = 0; i < n; i++) {
+        uint64_t ref = buckets[i];
+        while (ref != P2_NIL) {
+            const paper_hash_accounts_elem *e;
+            uint64_t want;
+            if (!paper_hash_accounts__array_valid(db, ref)) {
+                p2_verify_fail(v, "container hash_accounts, layer hash: bucket %" PRIu64 ": element %" PRIu64 " is not live", i, ref);
+                break;
+            }
+            if (++seen > stored) {
+                p2_verify_fail(v, "container hash_accounts, layer hash: more elements chained than the %" PRIu64 " stored (a cycle?)", stored);
+                return 0;
+            }
+            e = paper_hash_accounts__array_elem(db, ref);
+            want = paper_hash_accounts__hash_hash(e->rec.id) & (n - 1);
+            if (want != i)
+                p2_verify_fail(v, "container hash_accounts, layer hash: bucket %" PRIu64 ": element %" PRIu64 " hashes to bucket %" PRIu64, i, ref, want);
+            ref = e->_hash_next;
+        }
+    }
+    if (seen != stored)
+        p2_verify_fail(v, "container hash_accounts, layer hash: %" PRIu64 " elements chained, %" PRIu64 " stored", seen, stored);
+    if (r->hash_count != stored)
+        p2_verify_fail(v, "container hash_accounts, layer hash: count says %" PRIu64 ", %" PRIu64 " stored", r->hash_count, stored);
+    return 0;
+}
+
 
 /* --------------------------------------------------------------------------
  * layer top2ds_qualify (top2ds_qualify: top[ds]) of hash_accounts
@@ -1896,6 +2130,8 @@ static inline int paper_hash_accounts__top2ds_qualify_reserve(paper_db *db, uint
 static inline int paper_hash_accounts__top2ds_qualify_insert(paper_db *db, const paper_account *rec, uint64_t *out) { return paper_hash_accounts__hash_insert(db, rec, out); }
 static inline void paper_hash_accounts__top2ds_qualify_remove(paper_db *db, uint64_t ref) { paper_hash_accounts__hash_remove(db, ref); }
 static inline int paper_hash_accounts__top2ds_qualify_update(paper_db *db, uint64_t *ref, const paper_account *rec) { return paper_hash_accounts__hash_update(db, ref, rec); }
+/* Integrity check (<prefix>_verify): the ds layers, storage first. */
+static int paper_hash_accounts__top2ds_qualify_verify(paper_db *db, p2_verify *v) { return paper_hash_accounts__hash_verify(db, v); }
 
 /* cursor rich_in_branch: path: array(capacity=16) scan (array: scan every slot); residual: branch == $b and balance > $min */
 static inline uint64_t paper_hash_accounts__top2ds_qualify_rich_in_branch_advance(paper_rich_in_branch_cursor *k, uint64_t ref)
@@ -2309,6 +2545,13 @@ static inline int paper_iarray_accounts__transient_realloc(paper_db *db, uint64_
     return P2_OK;
 }
 
+/* Integrity checks: nothing bounds a heap block; only a null reference is refused. */
+static inline int paper_iarray_accounts__transient_contains(paper_db *db, uint64_t ref, uint64_t len)
+{
+    (void)db; (void)len;
+    return ref != 0;
+}
+
 
 /* --------------------------------------------------------------------------
  * layer iarray (iarray: ds[mem]) of iarray_accounts: capacity=4096, key=id, max_key=4294967294
@@ -2527,6 +2770,40 @@ static inline uint64_t paper_iarray_accounts__iarray_eq_next(paper_db *db, uint6
     return P2_NIL;
 }
 
+/* Integrity check (<prefix>_verify): the slot block lies in memory, every valid flag is 0
+   or 1, every element sits in the slot of its key, empty slots are all zero (removing
+   clears the whole slot), and `count` valid slots. Returns -1 if the slots cannot be read
+   safely (nothing above may look at elements). */
+static int paper_iarray_accounts__iarray_verify(paper_db *db, p2_verify *v)
+{
+    paper_iarray_accounts_root *r = paper_iarray_accounts__transient_root(db);
+    uint64_t live = 0, slot;
+    if (r->iarray_cap == 0
+        || !paper_iarray_accounts__transient_contains(db, r->iarray_slots, (uint64_t)r->iarray_cap * sizeof(paper_iarray_accounts_elem))) {
+        p2_verify_fail(v, "container iarray_accounts, layer iarray: slot block %" PRIu64 " of %u slots lies outside the used memory", r->iarray_slots, r->iarray_cap);
+        return -1;
+    }
+    for (slot = 0; slot < r->iarray_cap; slot++) {
+        const paper_iarray_accounts_elem *e = paper_iarray_accounts__iarray_elem(db, slot);
+        if (e->_iarray_valid == 0) {
+            const unsigned char *b = (const unsigned char *)e;
+            size_t i;
+            for (i = 0; i < sizeof *e && b[i] == 0; i++) {}
+            if (i < sizeof *e)
+                p2_verify_fail(v, "container iarray_accounts, layer iarray: slot %" PRIu64 ": empty, but byte %u is not zero", slot, (unsigned)i);
+            continue;
+        }
+        live++;
+        if (e->_iarray_valid != 1)
+            p2_verify_fail(v, "container iarray_accounts, layer iarray: slot %" PRIu64 ": valid flag is %u", slot, (unsigned)e->_iarray_valid);
+        if (!paper_iarray_accounts__iarray_in_range(e->rec.id) || (uint64_t)e->rec.id != slot)
+            p2_verify_fail(v, "container iarray_accounts, layer iarray: slot %" PRIu64 " holds an element whose id is not %" PRIu64, slot, slot);
+    }
+    if (live != r->iarray_count)
+        p2_verify_fail(v, "container iarray_accounts, layer iarray: %" PRIu64 " valid slots, count says %u", live, r->iarray_count);
+    return 0;
+}
+
 
 /* --------------------------------------------------------------------------
  * layer top2ds_qualify (top2ds_qualify: top[ds]) of iarray_accounts
@@ -2540,6 +2817,8 @@ static inline int paper_iarray_accounts__top2ds_qualify_reserve(paper_db *db, ui
 static inline int paper_iarray_accounts__top2ds_qualify_insert(paper_db *db, const paper_account *rec, uint64_t *out) { return paper_iarray_accounts__iarray_insert(db, rec, out); }
 static inline void paper_iarray_accounts__top2ds_qualify_remove(paper_db *db, uint64_t ref) { paper_iarray_accounts__iarray_remove(db, ref); }
 static inline int paper_iarray_accounts__top2ds_qualify_update(paper_db *db, uint64_t *ref, const paper_account *rec) { return paper_iarray_accounts__iarray_update(db, ref, rec); }
+/* Integrity check (<prefix>_verify): the ds layers, storage first. */
+static int paper_iarray_accounts__top2ds_qualify_verify(paper_db *db, p2_verify *v) { return paper_iarray_accounts__iarray_verify(db, v); }
 
 /* cursor find_id: path: iarray(capacity=4096, key=id, max_key=4294967294) eq (iarray: id == $id is slot $id); residual: (none) */
 static inline uint64_t paper_iarray_accounts__top2ds_qualify_find_id_advance(paper_iarray_accounts__find_id_cursor *k, uint64_t ref)
@@ -2806,6 +3085,34 @@ int paper_iarray_accounts_all_delete(paper_iarray_accounts_all_cursor *cur)
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return paper_iarray_accounts__top2ds_qualify_all_delete(cur);
+}
+
+/* ==========================================================================
+ * integrity check: paper_verify walks every structure of every container (each layer's
+ * _verify, storage first), then the relationships and texts of the containers whose
+ * storage could be read, and reports every inconsistency it finds
+ * ========================================================================== */
+int paper_verify(paper_db *db, char *report, size_t report_size, uint64_t *problems)
+{
+    p2_verify v;
+    int usable[4] = {0};
+    if (problems) *problems = 0;
+    if (report && report_size) report[0] = '\0';
+    if (!db || !db->open) return P2_ECLOSED;
+    p2_verify_init(&v, report, report_size, 100);
+    usable[0] = paper_avl_accounts__top2ds_qualify_verify(db, &v) >= 0;  /* avl_accounts */
+    usable[1] = paper_qsort_accounts__top2ds_qualify_verify(db, &v) >= 0;  /* qsort_accounts */
+    usable[2] = paper_hash_accounts__top2ds_qualify_verify(db, &v) >= 0;  /* hash_accounts */
+    usable[3] = paper_iarray_accounts__top2ds_qualify_verify(db, &v) >= 0;  /* iarray_accounts */
+    (void)usable;
+    if (problems) *problems = (uint64_t)v.errors;
+    if (v.errors == 0) return P2_OK;
+    {
+        int first = 0;
+        while (report && report[first] && report[first] != '\n' && first < 200) first++;
+        return p2_err_set(&db->err, P2_EFORMAT, "integrity check: %d problem%s%s%.*s", v.errors, v.errors == 1 ? "" : "s",
+                          first ? ", the first: " : "", first, report ? report : "");
+    }
 }
 
 /* ==========================================================================

@@ -59,6 +59,14 @@ int paper_close(paper_db *db);
 const char *paper_errmsg(const paper_db *db);
 /* The last error code (P2_OK if none). */
 int paper_errcode(const paper_db *db);
+/* Integrity check (in the spirit of SQLite's PRAGMA integrity_check): walk every structure
+ * of every container and relationship (slots, free lists, hash chains, trees, lists, texts)
+ * and check that every reference is in bounds and names a live element of the right
+ * container and that every index agrees with its storage. Reads only; never crashes on a
+ * corrupt file. Returns P2_OK if all is consistent, else P2_EFORMAT with one line per
+ * problem in report (the first 100, truncated to report_size; report may be NULL) and
+ * their number in *problems (may be NULL); P2_ECLOSED on a closed handle. */
+int paper_verify(paper_db *db, char *report, size_t report_size, uint64_t *problems);
 
 /* record account */
 typedef struct paper_account {

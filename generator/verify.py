@@ -1,0 +1,120 @@
+"""`p2gen verify`: the integrity checker of a spec as a small program.
+
+The program (templates/verify_main.c.j2) opens the database files of a spec in a
+directory, runs the generated `<prefix>_verify` (templates/verify.c.j2 and every layer's
+`_verify`), prints its report and exits 0 (clean), 1 (problems) or 2 (cannot open: a
+missing file, or an open refusal, whose message it prints). It is built once per spec
+text, prefix, compiler, flags and p2gen sources, in a cache directory, so repeated runs
+cost only the run.
+
+    exe = build_verifier("tpcb.p2")                 # cached
+    proc = run_verifier(exe, "/var/lib/tpcb")       # proc.returncode 0 / 1 / 2
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import subprocess
+from pathlib import Path
+from typing import Optional, Sequence
+
+from .build import RUNTIME_DIR, generate, run_cc
+from .check import CheckedSpec
+from .render import Renderer, _env, c_string, names
+
+VERIFY_CFLAGS = ("-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror")
+SANITIZE_CFLAGS = ("-fsanitize=address,undefined", "-fno-omit-frame-pointer",
+                   "-fno-sanitize-recover=all")
+_PKG = Path(__file__).resolve().parent
+
+
+def default_cache_dir() -> str:
+    base = os.environ.get("P2GEN_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "p2gen")
+    return os.path.join(base, "verify")
+
+
+def _sources_digest() -> str:
+    """Everything the generated C comes from: p2gen's Python, templates, layers, runtime."""
+    from . import layers as layer_pkg
+    h = hashlib.sha256()
+    dirs = [_PKG, _PKG / "templates", Path(os.path.dirname(layer_pkg.__file__)), Path(RUNTIME_DIR)]
+    for d in dirs:
+        for path in sorted(d.iterdir()):
+            if path.suffix in (".py", ".j2", ".c", ".h") and path.is_file():
+                h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def _map_context(checked: CheckedSpec) -> list:
+    """Per persistent container: which bytes the check depends on (see --map)."""
+    r = Renderer(checked, "")
+    out = []
+    for info in checked.containers:
+        if not info.persistent:
+            continue
+        root_fields, elem_fields, role_fields, vecs, hashes = [], [], [], [], []
+        for li in info.chain:
+            for f in li.layer.root_fields(li):
+                weak = f.name.endswith(("_cap", "_slots", "_buckets"))
+                root_fields.append(("O" if weak else "L", f.name))
+            if li is not info.storage:  # the storage's own fields are mapped slot by slot
+                elem_fields += [("L", f.name) for f in li.layer.elem_fields(li)]
+            if li.name == "hash":
+                hashes.append((f"{li.tag}_buckets", f"{li.tag}_nbuckets"))
+        if info.storage.name == "malloc":
+            elem_fields += [("L", f.name) for f in info.storage.layer.elem_fields(info.storage)]
+        for role in info.roles:
+            fields = role.rel.layer.role_fields(role)
+            for f in fields:
+                weak = f.name.endswith(("_vec", "_cap"))
+                role_fields.append(("O" if weak else "L", f.name))
+            if role.rel.layer.name == "refarray" and role.many:
+                base = f"_{role.rel.name}_{role.name}"
+                vecs.append((f"{base}_vec", f"{base}_len"))
+        out.append({"info": info, "seg": r.seg_index(info), "root_fields": root_fields,
+                    "elem_fields": elem_fields, "role_fields": role_fields, "vecs": vecs,
+                    "hashes": hashes, "texts": [f.name for f in info.text_fields]})
+    return out
+
+
+def render_verifier(checked: CheckedSpec, spec_file: str) -> str:
+    r = Renderer(checked, spec_file)
+    return _env().get_template("verify_main.c.j2").render(
+        S=checked, spec_file=spec_file, files=r.files(), maps=_map_context(checked),
+        names=names, c_string=c_string)
+
+
+def build_verifier(spec: str, cache_dir: Optional[str] = None, prefix: Optional[str] = None,
+                   cc: str = "cc", sanitize: bool = False,
+                   extra_cflags: Sequence[str] = ()) -> str:
+    """Generate and compile the checker of `spec` (a file), reusing a previous build of the
+    same spec text, prefix, compiler, flags and p2gen sources. Returns the executable.
+    Raises SpecError/BuildError on a bad spec or a failed compile."""
+    flags = list(VERIFY_CFLAGS) + (list(SANITIZE_CFLAGS) if sanitize else []) + list(extra_cflags)
+    with open(spec, "rb") as f:
+        text = f.read()
+    key = hashlib.sha256(b"\0".join([
+        text, os.path.basename(spec).encode(), (prefix or "").encode(), cc.encode(),
+        " ".join(flags).encode(), _sources_digest().encode()])).hexdigest()[:20]
+    out = os.path.join(cache_dir or default_cache_dir(), key)
+    stem = os.path.splitext(os.path.basename(spec))[0] if prefix is None else prefix
+    exe = os.path.join(out, "verifier")
+    if os.path.exists(exe):
+        return exe
+    gen = generate(spec, out, prefix)
+    src = os.path.join(out, f"{gen.prefix}_verifier.c")
+    with open(src, "w", encoding="utf-8") as f:
+        f.write(render_verifier(gen.checked, os.path.basename(spec)))
+    tmp = f"{exe}.{os.getpid()}.tmp"
+    run_cc(shlex.split(cc) + flags + ["-I", out, src, os.path.join(out, "p2_runtime.c"),
+                                      "-o", tmp], f"compiling the checker of {stem}")
+    os.replace(tmp, exe)
+    return exe
+
+
+def run_verifier(exe: str, db_dir: str, *args: str, env: Optional[dict] = None,
+                 timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([exe, db_dir, *args], capture_output=True, text=True,
+                          errors="replace", env=env, timeout=timeout)

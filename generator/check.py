@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -594,6 +595,9 @@ class Checker:
         if k.kind == "string":
             self.error(f"cursor '{cname}': field '{f.name}' is {t.spelled()}; cannot compare "
                        f"it with a string", k.pos)
+        elif t.kind == "float" and k.kind == "float" and not math.isfinite(k.value):
+            self.error(f"cursor '{cname}': {k.value} is not a finite number (field '{f.name}' "
+                       f"is {t.spelled()}); write the bound you mean", k.pos)
         elif t.kind == "int":
             if k.kind != "int":
                 self.error(f"cursor '{cname}': field '{f.name}' is {t.spelled()}; compare it "

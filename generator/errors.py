@@ -38,10 +38,10 @@ class SpecError(P2Error):
         head = f"{self.pos}: error: {self.message}"
         if not self.source:
             return head
-        lines = self.source.splitlines()
+        lines = self.source.split("\n")   # as the lexer counts lines (splitlines also breaks at \f, \u2028 ...)
         if not (1 <= self.pos.line <= len(lines)):
             return head
-        text = lines[self.pos.line - 1].expandtabs(1)
+        text = lines[self.pos.line - 1].rstrip("\r").expandtabs(1)
         start = max(self.pos.col - 1, 0)
         width = max(1, min(self.pos.length, max(len(text) - start, 1)))
         return f"{head}\n    {text}\n    {' ' * start}{'^' * width}"

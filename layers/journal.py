@@ -28,7 +28,7 @@ class Journal(Layer):
                   doc="group commit: commits per journal flush; a commit returned before "
                       "its group was flushed survives a process crash, and an OS crash "
                       "loses at most that group"),
-        ParamSpec("checkpoint", "int", 64 << 20, min=1 << 16,
+        ParamSpec("checkpoint", "int", 64 << 20, min=1 << 16, max=1 << 48,
                   doc="journal bytes after which a flush checkpoints (syncs the data file, "
                       "empties the journal)"),
     )

@@ -9,7 +9,7 @@ class Persistent(Layer):
     params = (
         ParamSpec("file", "str", doc="path of the database file (relative paths resolve "
                                      "against the directory given to open, else the cwd)"),
-        ParamSpec("reserve", "int", 1 << 36, min=1 << 20,
+        ParamSpec("reserve", "int", 1 << 36, min=1 << 20, max=1 << 60,
                   doc="bytes of address space reserved so the mapping never moves"),
     )
     doc = ("A file mapped with mmap(MAP_SHARED) that grows by extending the mapping. "

@@ -13,7 +13,7 @@ The inputs:
 - test_cli_check: the same specs (and broken UTF-8) through `p2gen check` in a subprocess;
 - test_render_independent_of_hash_seed: valid specs render to the same bytes in processes
   with different PYTHONHASHSEED;
-- at the end, the bugs fuzzing found, each an xfail(strict=True) test with its minimal input.
+- at the end, the bugs fuzzing found (fixed), each a regression test with its minimal input.
 
 Budget. By default every test runs a fixed, derandomized number of examples (the same
 inputs on every run; about 30 s for the whole file). For a soak:
@@ -248,13 +248,10 @@ def test_render_independent_of_hash_seed(tmp_path_factory, texts):
 
 
 # ---------------------------------------------------------------------------
-# Bugs found by fuzzing. Each is xfail(strict=True) with its minimal input: it documents the
-# bug, and fails (XPASS) once the bug is fixed, so that the marker goes with the fix.
+# Bugs found by fuzzing, with their minimal inputs, fixed since (regression tests).
 # ---------------------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason=(
-    "SpecError.render picks the quoted line with str.splitlines(), which also breaks at "
-    "\\f \\v \\x1c-\\x1e \\x85 \\u2028 \\u2029, while the lexer (and so the error's line "
-    "number) counts '\\n' only: after such a character the wrong line is quoted"))
+# SpecError.render picked the quoted line with str.splitlines(), which also breaks at \f,
+# \v, \x1c-\x1e, \x85, \u2028, \u2029, while the lexer counts '\n' only.
 @pytest.mark.parametrize("text", ["//\x0c\nx", "/* \u2028 */\nx"])
 def test_error_quotes_the_line_it_names(text):
     with pytest.raises(SpecError) as info:
@@ -271,12 +268,8 @@ def _c_literal_problems(source: str) -> list:
     return bad
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the checker accepts values the generated C cannot spell: a float constant that "
-    "overflows to infinity is rendered as `inf` (undeclared in C), and persistent's "
-    "`reserve` / journal's `checkpoint` have no upper bound, so values past 2**64 become "
-    "integer constants too large for their type; `p2gen check` says ok, `p2gen build` "
-    "fails in the C compiler"))
+# The checker accepted values the generated C cannot spell: a float constant overflowing to
+# infinity (rendered `inf`), and unbounded persistent `reserve` / journal `checkpoint`.
 @pytest.mark.parametrize("text", [
     "record r { w: f32; }\ncontainer c of r = top2ds_qualify[array[transient]];\n"
     "cursor k on c where w < 1e999;\n",

@@ -13,7 +13,7 @@ class Journal(Layer):
     journal's). The runtime maps the file privately and read-only, learns which pages a
     transaction writes from their first write fault, appends those pages to a redo
     journal `<file>-journal` at commit (checksummed page records, then a checksummed
-    commit record), syncs it, then writes the pages into the file. Opening replays the
+    commit record) and syncs it; the pages go into the file itself at checkpoints. Opening replays the
     complete transactions of the journal and drops a torn tail (runtime/p2_runtime.h,
     section journal)."""
     name = "journal"
@@ -28,9 +28,10 @@ class Journal(Layer):
                   doc="group commit: commits per journal flush; a commit returned before "
                       "its group was flushed survives a process crash, and an OS crash "
                       "loses at most that group"),
-        ParamSpec("checkpoint", "int", 64 << 20, min=1 << 16, max=1 << 48,
-                  doc="journal bytes after which a flush checkpoints (syncs the data file, "
-                      "empties the journal)"),
+        ParamSpec("checkpoint", "int", 4 << 20, min=1 << 16, max=1 << 48,
+                  doc="journal bytes after which the committed pages are written into the "
+                      "file, it is synced and the journal starts again (as SQLite's WAL "
+                      "checkpoints at 1000 pages)"),
     )
     doc = ("Atomic, durable transactions on the persistent file below: a redo journal of "
            "the pages each transaction writes, synced at commit, replayed on open.")

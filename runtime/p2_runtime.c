@@ -921,7 +921,7 @@ _Static_assert(sizeof(struct log_header) == LOG_HDR_SIZE, "journal header is 64 
 _Static_assert(sizeof(struct log_page) == 24, "page record header is 24 bytes");
 _Static_assert(sizeof(struct log_commit) == 32, "commit record is 32 bytes");
 
-static const p2_journal_opts journal_defaults = {1, 1, UINT64_C(64) << 20};
+static const p2_journal_opts journal_defaults = {1, 1, UINT64_C(4) << 20};
 
 static p2_seg *volatile jsegs[MAX_JSEGS];
 static struct sigaction jprev;          /* the SIGSEGV action before ours */
@@ -1349,44 +1349,52 @@ static void journal_protect(p2_seg *seg)
     seg->ndirty = 0;
 }
 
-/* Sync the data file and empty the journal. */
+/* Checkpoint: write every committed page that is not in the data file yet, sync the data
+ * file, drop the private copies of those pages (the page cache serves them again, so a
+ * long session does not keep its whole working set as anonymous memory), and empty the
+ * journal.  Runs when the journal passes its checkpoint size, at the end of a group, and
+ * at close; only then is the data file written, and always after the journal records of
+ * what it receives were synced. */
 static int journal_checkpoint(p2_seg *seg, p2_err *err)
 {
-    if (seg->jopts.sync && fdatasync(seg->fd) != 0)
-        return log_fail(seg, err, P2_EIO, "cannot sync the data file at a checkpoint");
-    return journal_reset(seg, seg->hdr->fingerprint, err);
-}
-
-/* End a group of commits: sync the journal, then write the committed pages into
- * the data file (never before: an OS crash must not leave pages of a commit whose
- * journal records were lost). */
-static int journal_flush(p2_seg *seg, int force_checkpoint, p2_err *err)
-{
-    if (seg->nunflushed > 0 && seg->jopts.sync && fdatasync(seg->log_fd) != 0)
-        return log_fail(seg, err, P2_EIO, "cannot sync it");
-    /* The header claims the new data_seq before the pages go out: the journal (synced or
-     * at least written) holds them, so a crash in between only makes recovery stricter.
-     * Page 0 itself is written as that header, never with the stale in-memory value. */
     if (seg->nunflushed > 0) {
+        /* The header claims the new data_seq before the pages go out: the journal holds
+         * them, so a crash in between only makes recovery stricter.  Page 0 itself is
+         * written as that header, never with the stale in-memory value. */
         int rc = data_seq_write(seg, err);
         if (rc != P2_OK)
             return rc;
+        for (uint64_t i = 0; i < seg->nunflushed; i++) {
+            uint64_t pg = seg->unflushed[i];
+            if (pg == 0) {
+                if (seg->pgsize > P2_SEG_HEADER_SIZE &&
+                    full_pwrite(seg->fd, seg->base + P2_SEG_HEADER_SIZE,
+                                (size_t)(seg->pgsize - P2_SEG_HEADER_SIZE), P2_SEG_HEADER_SIZE) != 0)
+                    return log_fail(seg, err, P2_EIO, "cannot write committed pages into the data file");
+                continue;                /* the header itself went out just above */
+            }
+            if (full_pwrite(seg->fd, seg->base + pg * seg->pgsize, (size_t)seg->pgsize,
+                            pg * seg->pgsize) != 0)
+                return log_fail(seg, err, P2_EIO, "cannot write committed pages into the data file");
+        }
     }
+    if (seg->jopts.sync && fdatasync(seg->fd) != 0)
+        return log_fail(seg, err, P2_EIO, "cannot sync the data file at a checkpoint");
     for (uint64_t i = 0; i < seg->nunflushed; i++) {
         uint64_t pg = seg->unflushed[i];
-        if (pg == 0) {
-            if (seg->pgsize > P2_SEG_HEADER_SIZE &&
-                full_pwrite(seg->fd, seg->base + P2_SEG_HEADER_SIZE,
-                            (size_t)(seg->pgsize - P2_SEG_HEADER_SIZE), P2_SEG_HEADER_SIZE) != 0)
-                return log_fail(seg, err, P2_EIO, "cannot write committed pages into the data file");
-            continue;                    /* the header itself went out just above */
-        }
-        if (full_pwrite(seg->fd, seg->base + pg * seg->pgsize, (size_t)seg->pgsize, pg * seg->pgsize) != 0)
-            return log_fail(seg, err, P2_EIO, "cannot write committed pages into the data file");
+        (void)madvise(seg->base + pg * seg->pgsize, (size_t)seg->pgsize, MADV_DONTNEED);
+        bit_clear(seg->unflushed_bits, pg);
     }
-    for (uint64_t i = 0; i < seg->nunflushed; i++)
-        bit_clear(seg->unflushed_bits, seg->unflushed[i]);
     seg->nunflushed = 0;
+    return journal_reset(seg, seg->hdr->fingerprint, err);
+}
+
+/* End a group of commits: make the journal durable (sync on), and checkpoint when it has
+ * grown past its checkpoint size (or when asked, at close). */
+static int journal_flush(p2_seg *seg, int force_checkpoint, p2_err *err)
+{
+    if (seg->unsynced > 0 && seg->jopts.sync && fdatasync(seg->log_fd) != 0)
+        return log_fail(seg, err, P2_EIO, "cannot sync it");
     seg->unsynced = 0;
     if (force_checkpoint || seg->log_end >= seg->jopts.checkpoint)
         return journal_checkpoint(seg, err);
@@ -1762,7 +1770,7 @@ int p2_seg_sync(p2_seg *seg, p2_err *err)
         return p2_err_set(err, P2_ECLOSED, "p2_seg_sync: segment is not open");
     if (seg->journal) {   /* a journalled file is only ever written by commits */
         int rc = p2_seg_commit(seg, err);
-        if (rc == P2_OK && seg->nunflushed > 0)
+        if (rc == P2_OK && seg->unsynced > 0)
             rc = journal_flush(seg, 0, err);   /* and an incomplete group is synced too */
         return rc;
     }

@@ -312,8 +312,10 @@ int p2_seg_open(p2_seg *seg, const char *path, uint64_t fingerprint,
  *  never in the file.  A commit appends every dirty page to the redo journal
  *  `<path>-journal` as a checksummed record, then a checksummed commit record,
  *  fdatasyncs the journal (when its group of commits is complete and sync is
- *  on), then writes the pages into the data file and write-protects them
- *  again.  The data file is synced and the journal emptied at checkpoints.
+ *  on) and write-protects the pages again.  The data file is written only at
+ *  checkpoints (when the journal passes its checkpoint size, and at close):
+ *  the committed pages go into it, it is synced, the private copies are
+ *  dropped and the journal, reused in place, starts again.
  *  Opening replays every complete, checksummed transaction of the journal into
  *  the data file (a torn tail -- a transaction without its commit record -- is
  *  dropped); a journal damaged before a valid commit record, or belonging to
@@ -330,7 +332,7 @@ int p2_seg_open(p2_seg *seg, const char *path, uint64_t fingerprint,
 /** Open a journalled segment: as p2_seg_open(), plus recovery from the journal
  *  `<path>-journal` before the header is validated.  A journalled file that has
  *  never been committed is initialised again (*created = 1).
- * @param[in] opts  journal options; NULL = sync on, group 1, checkpoint 64 MiB.
+ * @param[in] opts  journal options; NULL = sync on, group 1, checkpoint 4 MiB.
  * @return as p2_seg_open(), and #P2_EFORMAT / #P2_EMISMATCH for a corrupt or
  *         foreign journal, #P2_EIO if it cannot be read or replayed. */
 int p2_seg_open_journal(p2_seg *seg, const char *path, uint64_t fingerprint,

@@ -1421,11 +1421,13 @@ int p2_seg_commit(p2_seg *seg, p2_err *err)
     journal_room(seg, off + seg->ndirty * (sizeof(struct log_page) + ps) + sizeof(struct log_commit));
     struct log_page recs[IOV_BATCH / 2];
     struct iovec iov[IOV_BATCH];
+    struct log_commit c;
+    memset(&c, 0, sizeof c);
     for (uint64_t i = 0; i < seg->ndirty;) {
-        int k = 0;
+        int k = 0, cnt;
         uint64_t at = off;
         size_t len = 0;
-        for (; i < seg->ndirty && k < IOV_BATCH / 2; i++, k++) {
+        for (; i < seg->ndirty && k < IOV_BATCH / 2 - 1; i++, k++) {
             uint64_t pg = seg->dirty[i];
             struct log_page *r = &recs[k];
             r->magic = REC_PAGE;
@@ -1441,19 +1443,22 @@ int p2_seg_commit(p2_seg *seg, p2_err *err)
             off += sizeof *r + ps;
             len += sizeof *r + (size_t)ps;
         }
-        ssize_t n = pwritev(seg->log_fd, iov, 2 * k, (off_t)at);
+        cnt = 2 * k;
+        if (i == seg->ndirty) {    /* the last batch carries the commit record: one system call */
+            c.magic = REC_COMMIT;
+            c.seq = seq;
+            c.npages = seg->ndirty;
+            c.pages_crc = pages_crc;
+            c.crc = commit_crc(&c);
+            iov[cnt].iov_base = &c;
+            iov[cnt].iov_len = sizeof c;
+            cnt++;
+            len += sizeof c;
+        }
+        ssize_t n = pwritev(seg->log_fd, iov, cnt, (off_t)at);
         if (n != (ssize_t)len)     /* a short write leaves a torn tail; the transaction stays open */
             return log_fail(seg, err, P2_EIO, "cannot append the transaction");
     }
-    struct log_commit c;
-    memset(&c, 0, sizeof c);
-    c.magic = REC_COMMIT;
-    c.seq = seq;
-    c.npages = seg->ndirty;
-    c.pages_crc = pages_crc;
-    c.crc = commit_crc(&c);
-    if (full_pwrite(seg->log_fd, &c, sizeof c, off) != 0)
-        return log_fail(seg, err, P2_EIO, "cannot append the commit record");
     seg->log_end = off + sizeof c;
     seg->seq = seq;
     for (uint64_t i = 0; i < seg->ndirty; i++) {

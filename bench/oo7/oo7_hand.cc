@@ -142,6 +142,7 @@ void copy_fixed(char *dst, size_t size, const char *src) {
 
 class HandDb final : public Db {
 public:
+    HandDb() : heap0_(heap_in_use()) {}
     ~HandDb() override {
         for (CompositePart *c : comp_by_id_)
             if (c) free_composite(c);
@@ -514,14 +515,23 @@ public:
     // the process's heap bytes in use: everything here lives on the heap (under
     // AddressSanitizer, whose allocator replaces malloc's, ask the sanitizer instead)
     uint64_t size_bytes() override {
+        uint64_t now = heap_in_use();
+        return now > heap0_ ? now - heap0_ : 0;   // what this database added since its open
+    }
+
+    // heap bytes in use: malloc's arenas and the blocks it maps (large ones); under
+    // AddressSanitizer, whose allocator replaces malloc's, the sanitizer's count
+    static uint64_t heap_in_use() {
 #if defined(__SANITIZE_ADDRESS__)
         return static_cast<uint64_t>(__sanitizer_get_current_allocated_bytes());
 #else
-        return static_cast<uint64_t>(mallinfo2().uordblks);
+        struct mallinfo2 mi = mallinfo2();
+        return static_cast<uint64_t>(mi.uordblks + mi.hblkhd);
 #endif
     }
 
 private:
+    uint64_t heap0_ = 0;
     void init_assembly(Assembly *a, Handle module, Handle super, int32_t id, const char *type,
                        int32_t date, bool is_base) {
         Module *m = object_of<Module>(module);

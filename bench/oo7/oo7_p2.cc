@@ -63,7 +63,7 @@ It open_iter(Open open, P2(db) *db, Ref owner) {
 class P2Db final : public oo7::Db {
 public:
     explicit P2Db(const std::string &dir) : dir_(dir) {
-        heap0_ = mallinfo2().uordblks;
+        heap0_ = heap_in_use();
         int rc = P2(open)(&db_, dir.empty() ? nullptr : dir.c_str());
         if (rc != P2_OK) {
             std::string msg = std::string(P2_NAME) + " open: " + P2(errmsg)(db_);
@@ -461,12 +461,18 @@ public:
             // not-yet-used tail is a hole, not bytes on disk
             return stat(path.c_str(), &st) == 0 ? (uint64_t)st.st_blocks * 512u : 0;
         }
-        size_t now = mallinfo2().uordblks;   // heap this database holds (since its open)
+        size_t now = heap_in_use();   // heap this database holds (since its open)
         return now > heap0_ ? now - heap0_ : 0;
     }
 
 private:
     enum class Update { none, swap_xy, toggle_date };
+
+    // heap bytes in use: malloc's arenas and the blocks it maps (large ones)
+    static size_t heap_in_use() {
+        struct mallinfo2 mi = mallinfo2();
+        return mi.uordblks + mi.hblkhd;
+    }
 
     void ok(int rc, const char *what) {
         if (rc != P2_OK)

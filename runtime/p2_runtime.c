@@ -1026,11 +1026,13 @@ static void journal_untrack(p2_seg *seg)
     seg->img_off = NULL;
 }
 
-static int full_pwrite(int fd, const void *buf, size_t len, uint64_t off)
+/* All of len bytes at off, or -1: pread / pwrite retried across short transfers and
+ * EINTR (write: 1 to write buf, 0 to read into it). */
+static int full_io(int fd, void *buf, size_t len, uint64_t off, int write)
 {
-    const char *b = (const char *)buf;
+    char *b = (char *)buf;
     while (len > 0) {
-        ssize_t n = pwrite(fd, b, len, (off_t)off);
+        ssize_t n = write ? pwrite(fd, b, len, (off_t)off) : pread(fd, b, len, (off_t)off);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -1042,20 +1044,14 @@ static int full_pwrite(int fd, const void *buf, size_t len, uint64_t off)
     return 0;
 }
 
+static int full_pwrite(int fd, const void *buf, size_t len, uint64_t off)
+{
+    return full_io(fd, (void *)(uintptr_t)buf, len, off, 1);
+}
+
 static int full_pread(int fd, void *buf, size_t len, uint64_t off)
 {
-    char *b = (char *)buf;
-    while (len > 0) {
-        ssize_t n = pread(fd, b, len, (off_t)off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        b += n;
-        len -= (size_t)n;
-        off += (uint64_t)n;
-    }
-    return 0;
+    return full_io(fd, buf, len, off, 0);
 }
 
 static uint32_t log_header_crc(const struct log_header *h)

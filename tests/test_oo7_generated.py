@@ -29,6 +29,8 @@ from pathlib import Path
 
 import pytest
 
+from oo7kit import assert_all_passed, run
+
 from p2gen import bench_oo7 as bo
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -154,22 +156,6 @@ def conform(request, tmp_path_factory) -> str:
     return str(exe)
 
 
-def run(exe: str, env: dict, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
-    proc = subprocess.run([exe, *args], capture_output=True, text=True, env=env, timeout=300)
-    results = {}
-    for line in proc.stdout.splitlines():
-        if line.startswith("ok "):
-            name, _, value = line[3:].partition(" ")
-            results[name] = value
-    return proc, results
-
-
-def assert_all_passed(proc: subprocess.CompletedProcess) -> None:
-    failures = [l for l in proc.stdout.splitlines() if l.startswith("FAIL")]
-    assert proc.returncode == 0 and not failures, (
-        f"{shlex.join(proc.args)}\nexit {proc.returncode}\n" + "\n".join(failures) + "\n"
-        + proc.stderr[-4000:])
-    assert proc.stdout.rstrip().endswith(" 0 failed")
 
 
 def sel(v: bo.Variant) -> tuple[str, ...]:

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from oo7kit import assert_all_passed, run
+
 ROOT = Path(__file__).resolve().parent.parent
 OO7 = ROOT / "bench" / "oo7"
 SOURCES = ("oo7_common.cc", "oo7_hand.cc", "oo7_sqlite.cc", "oo7_conform.cc")
@@ -56,21 +58,6 @@ def conform(tmp_path_factory) -> str:
     return str(exe)
 
 
-def run(exe: str, env: dict, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
-    proc = subprocess.run([exe, *args], capture_output=True, text=True, env=env, timeout=300)
-    results = {}
-    for line in proc.stdout.splitlines():
-        if line.startswith("ok "):
-            name, _, value = line[3:].partition(" ")
-            results[name] = value
-    return proc, results
-
-
-def assert_all_passed(proc: subprocess.CompletedProcess) -> None:
-    failures = [l for l in proc.stdout.splitlines() if l.startswith("FAIL")]
-    assert proc.returncode == 0 and not failures, (
-        f"exit {proc.returncode}\n" + "\n".join(failures) + "\n" + proc.stderr[-4000:])
-    assert proc.stdout.rstrip().endswith(" 0 failed")
 
 
 def check_sqlite(conform: str, env: dict, dbdir: Path, size: str, fanout: int,

@@ -396,6 +396,7 @@ class _Spec:
         self.c_abort = getattr(lib, f"{p}_abort", None)
         self.c_errmsg = getattr(lib, f"{p}_errmsg")
         self.c_errcode = getattr(lib, f"{p}_errcode")
+        self.c_verify = getattr(lib, f"{p}_verify", None)
         self.Database = type(f"{p}.Database", (Database,), {"__slots__": ()})
         self.Database.__qualname__ = "Database"
         self.Database.__module__ = p
@@ -515,6 +516,24 @@ class Database:
         rc = self._spec_.c_sync(h)
         if rc != P2_OK:
             raise self._spec_.error(h, rc)
+
+    def verify(self) -> list:
+        """The integrity checker: every structure walked, every reference checked to be in
+        bounds and live, every index checked against its storage. The problems found, one
+        line each (the first 100); [] when all is consistent."""
+        h = self._handle()
+        spec = self._spec_
+        if spec.c_verify is None:
+            raise TypeError(f"{spec.prefix} was built without the integrity checker")
+        size = 1 << 16
+        buf = spec.ffi.new("char[]", size)
+        n = spec.ffi.new("uint64_t *")
+        rc = spec.c_verify(h, buf, size, n)
+        if rc == P2_OK:
+            return []
+        if rc == P2_EFORMAT:
+            return spec.ffi.string(buf).decode("utf-8", "replace").splitlines()
+        raise spec.error(h, rc)
 
     # -- transactions (journalled files) ---------------------------------------------
     def _txn(self, fn, what: str) -> None:

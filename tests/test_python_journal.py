@@ -56,6 +56,7 @@ def test_commit_abort_begin(mod, tmp_path):
         db.commit()
     with mod.open(str(tmp_path)) as db:
         assert db.p2tj_accounts.find(1).balance == 7
+        assert db.verify() == []                    # the integrity checker, from Python
 
 
 def test_commit_survives_a_process_that_dies_without_closing(gen, tmp_path):

@@ -46,6 +46,12 @@ class LayerInstance:
     def name(self) -> str:
         return self.layer.name
 
+    # The checked forms point at each other (container <-> layers <-> roles <-> partner
+    # roles): short reprs keep a failing test's report (and a debugger) from walking the
+    # whole graph.
+    def __repr__(self) -> str:
+        return f"LayerInstance({self.container.name}.{self.tag})"
+
     @property
     def pos(self) -> Pos:
         return self.app.pos
@@ -91,6 +97,9 @@ class ContainerInfo:
     @property
     def name(self) -> str:
         return self.decl.name
+
+    def __repr__(self) -> str:
+        return f"ContainerInfo({self.name} = {self.equation_text()})"
 
     @property
     def p(self) -> str:
@@ -202,6 +211,9 @@ class RoleInfo:
     pos: Pos
     partner: Optional["RoleInfo"] = None
 
+    def __repr__(self) -> str:
+        return f"RoleInfo({self.container.name}.{self.name}, {'many' if self.many else 'one'})"
+
     @property
     def p(self) -> str:
         """Public prefix: `<spec>_<container>_<role>`."""
@@ -229,6 +241,9 @@ class RelInfo:
     @property
     def name(self) -> str:
         return self.decl.name
+
+    def __repr__(self) -> str:
+        return f"RelInfo({self.name})"
 
     @property
     def kind(self) -> str:

@@ -197,8 +197,10 @@ uint64_t q2(Db &db);
 uint64_t q3(Db &db);
 uint64_t q4(Db &db, const Params &p, Rng &rng);
 uint64_t t7(Db &db, const Params &p, Rng &rng);
-// SM1: kNumNewCompParts new composite parts (ids after the current ones), each linked
-// privately from two of kNumSM1Bases drawn base assemblies; returns the parts made
+// SM1: kNumNewCompParts new composite parts (ids right after the build's TotalCompParts,
+// atomic ids after TotalAtomicParts: SM1 twice without SM2 in between would repeat ids),
+// each linked privately from two of kNumSM1Bases drawn base assemblies; returns the parts
+// made
 uint64_t sm1(Db &db, const Params &p, Rng &rng);
 // SM2: delete what SM1 made; returns the parts deleted
 uint64_t sm2(Db &db, const Params &p);
@@ -210,8 +212,10 @@ uint64_t raw_object_bytes(const Params &p);
 
 // ---------------------------------------------------------------------------------------
 // the registry of implementations linked into a binary. Each implementation's source
-// registers itself with a static `Register` (oo7_hand.cc: "hand"; oo7_sqlite.cc: "SQLite";
-// oo7_p2.cc: one per generated variant, compiled once per variant with -DP2_VARIANT=...).
+// registers itself with a static `Register` (oo7_hand.cc: HAND; oo7_sqlite.cc: SQLITE,
+// persistent and transient; oo7_p2.cc: one per generated variant, compiled once per
+// variant with -DP2_VARIANT=...). Names may contain '/' (HASH/ILIST); a name and a mem
+// together identify a system.
 struct System {
     std::string name;          // what tables and plots call it: "HAND", "SQLITE", "HASH/ILIST"
     std::string mem;           // "transient" or "persistent"

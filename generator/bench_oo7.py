@@ -150,7 +150,7 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", lto: bool = True,
     for f in sources:
         out = obj_dir / (Path(f).stem + ".o")
         tasks.append((shlex.split(cxx) + cxxflags + [f"-I{src}", "-c", str(src / f), "-o", str(out)],
-                      out, [src / f, oo7_h], f))
+                      out, [src / f, oo7_h, src.parent / "flags.h"], f))
     t1 = time.perf_counter()
     objs = b.compile_all(tasks, jobs)
     exe = b.link(bdir / "oo7_bench", objs, LIBS, cxx=cxx, opt=opt, lto=lto, hint=LIB_HINT)

@@ -164,7 +164,8 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", lto: bool = True,
     for name in ("tpcb_refs", "tpcb_main"):
         out = obj_dir / f"{name}.o"
         tasks.append((shlex.split(cxx) + cxxflags + [f"-I{src}", "-c", str(src / f"{name}.cc"),
-                      "-o", str(out)], out, [src / f"{name}.cc", tpcb_h], f"{name}.cc"))
+                      "-o", str(out)], out, [src / f"{name}.cc", tpcb_h, src.parent / "flags.h"],
+                      f"{name}.cc"))
     t1 = time.perf_counter()
     objs = b.compile_all(tasks, jobs)
     exe = b.link(bdir / "tpcb_bench", objs, LIBS, cxx=cxx, opt=opt, lto=lto,

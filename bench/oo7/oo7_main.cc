@@ -61,6 +61,7 @@
 #include <stdexcept>
 
 #include "oo7.h"
+#include "../flags.h"
 
 namespace {
 
@@ -611,31 +612,6 @@ void bench_hot(benchmark::State &st, const oo7::System *sys, int fanout, const O
 // ---------------------------------------------------------------------------------------
 // options
 
-std::vector<std::string> split(const std::string &s) {
-    std::vector<std::string> out;
-    std::string cur;
-    for (char c : s + ",") {
-        if (c == ',' || c == ' ') {
-            if (!cur.empty()) out.push_back(cur);
-            cur.clear();
-        } else {
-            cur += c;
-        }
-    }
-    return out;
-}
-
-uint64_t to_u64(const std::string &flag, const std::string &v) {
-    char *end = nullptr;
-    errno = 0;
-    unsigned long long x = std::strtoull(v.c_str(), &end, 10);
-    if (v.empty() || *end || errno || v[0] == '-') {
-        std::cerr << "oo7: --" << flag << ": not a non-negative integer: '" << v << "'\n";
-        std::exit(2);
-    }
-    return x;
-}
-
 bool apply(const std::string &key, const std::string &val, bool *list) {
     Config &c = cfg();
     if (key == "oo7_size") {
@@ -647,19 +623,19 @@ bool apply(const std::string &key, const std::string &val, bool *list) {
         c.size = val;
     } else if (key == "oo7_fanout") {
         c.fanouts.clear();
-        for (auto &x : split(val)) {
-            uint64_t f = to_u64(key, x);
+        for (auto &x : benchflags::split(val)) {
+            uint64_t f = benchflags::to_u64("oo7", key, x);
             if (f < 1 || f > 1000) { std::cerr << "oo7: fanout out of range: " << x << "\n"; std::exit(2); }
             c.fanouts.push_back((int)f);
         }
         if (c.fanouts.empty()) { std::cerr << "oo7: --oo7_fanout: empty list\n"; std::exit(2); }
     } else if (key == "oo7_seed") {
-        c.seed = to_u64(key, val);
+        c.seed = benchflags::to_u64("oo7", key, val);
     } else if (key == "oo7_dir") {
         c.dir = val;
     } else if (key == "oo7_ops") {
         c.ops.clear();
-        for (auto &x : split(val)) {
+        for (auto &x : benchflags::split(val)) {
             bool known = false;
             for (const Op &op : all_ops()) known |= x == op.name;
             if (!known) {
@@ -671,9 +647,9 @@ bool apply(const std::string &key, const std::string &val, bool *list) {
             c.ops.insert(x);
         }
     } else if (key == "oo7_hot_runs") {
-        c.hot_runs = (int)std::max<uint64_t>(1, to_u64(key, val));
+        c.hot_runs = (int)std::max<uint64_t>(1, benchflags::to_u64("oo7", key, val));
     } else if (key == "oo7_verify") {
-        c.verify = to_u64(key, val) != 0;
+        c.verify = benchflags::to_u64("oo7", key, val) != 0;
     } else if (key == "oo7_inject_fault") {
         std::string v = val.empty() ? "SQLITE" : val;
         c.fault_system = v;
@@ -702,23 +678,8 @@ int main(int argc, char **argv) {
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
     bool list = false;
     Config &c = cfg();
-    int out = 1;
-    for (int i = 1; i < argc; i++) {
-        std::string a = argv[i];
-        if (a.rfind("--oo7_", 0) == 0) {
-            size_t eq = a.find('=');
-            std::string key = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
-            std::string val = eq == std::string::npos ? "" : a.substr(eq + 1);
-            if (!apply(key, val, &list)) {
-                std::cerr << "oo7: unknown option " << a << "\n";
-                return 2;
-            }
-        } else {
-            argv[out++] = argv[i];
-        }
-    }
-    argc = out;
-    argv[argc] = nullptr;
+    benchflags::take(argc, argv, "oo7", "oo7_",
+                     [&](const std::string &k, const std::string &v) { return apply(k, v, &list); });
 
     auto &reg = oo7::systems();
     // HAND first (the reference every count is compared with), then by rank

@@ -34,6 +34,7 @@
 #include <sstream>
 
 #include "tpcb.h"
+#include "../flags.h"
 
 namespace tpcb {
 
@@ -149,62 +150,37 @@ std::string make_run_dir(const std::string &name) {
 
 namespace {
 
-std::vector<std::string> split(const std::string &s) {
-    std::vector<std::string> out;
-    std::string cur;
-    for (char c : s + ",") {
-        if (c == ',' || c == ' ') {
-            if (!cur.empty()) out.push_back(cur);
-            cur.clear();
-        } else {
-            cur += c;
-        }
-    }
-    return out;
-}
-
-uint64_t to_u64(const std::string &flag, const std::string &v) {
-    char *end = nullptr;
-    errno = 0;
-    unsigned long long x = std::strtoull(v.c_str(), &end, 10);
-    if (v.empty() || *end || errno || v[0] == '-') {
-        std::cerr << "tpcb: --" << flag << ": not a non-negative integer: '" << v << "'\n";
-        std::exit(2);
-    }
-    return x;
-}
-
 bool apply(const std::string &key, const std::string &val, bool *list) {
     tpcb::Config &c = tpcb::config();
     if (key == "tpcb_sf") {
         c.sfs.clear();
-        for (auto &x : split(val)) {
-            uint64_t sf = to_u64(key, x);
+        for (auto &x : benchflags::split(val)) {
+            uint64_t sf = benchflags::to_u64("tpcb", key, x);
             if (sf < 1 || sf > 100000) { std::cerr << "tpcb: scale factor out of range: " << x << "\n"; std::exit(2); }
             c.sfs.push_back((int)sf);
         }
     } else if (key == "tpcb_accounts") {
-        uint64_t a = to_u64(key, val);
+        uint64_t a = benchflags::to_u64("tpcb", key, val);
         if (a < 1 || a > 100000000) { std::cerr << "tpcb: accounts per branch out of range\n"; std::exit(2); }
         c.accounts = (uint32_t)a;
     } else if (key == "tpcb_txns") {
-        c.txns = to_u64(key, val);
+        c.txns = benchflags::to_u64("tpcb", key, val);
         if (c.txns < 1 || c.txns > 0xFFFFFFF0ull) { std::cerr << "tpcb: transactions out of range\n"; std::exit(2); }
     } else if (key == "tpcb_seeds") {
         c.seeds.clear();
-        for (auto &x : split(val)) c.seeds.push_back(to_u64(key, x));
+        for (auto &x : benchflags::split(val)) c.seeds.push_back(benchflags::to_u64("tpcb", key, x));
     } else if (key == "tpcb_dir") {
         c.dir = val;
     } else if (key == "tpcb_commit_every") {
-        c.commit_every = to_u64(key, val);
+        c.commit_every = benchflags::to_u64("tpcb", key, val);
     } else if (key == "tpcb_iterations") {
-        c.iterations = (int)std::max<uint64_t>(1, to_u64(key, val));
+        c.iterations = (int)std::max<uint64_t>(1, benchflags::to_u64("tpcb", key, val));
     } else if (key == "tpcb_reopen") {
-        c.reopen = to_u64(key, val) != 0;
+        c.reopen = benchflags::to_u64("tpcb", key, val) != 0;
     } else if (key == "tpcb_durable") {
-        c.durable = to_u64(key, val) != 0;
+        c.durable = benchflags::to_u64("tpcb", key, val) != 0;
     } else if (key == "tpcb_inject_fault") {
-        c.inject_fault = to_u64(key, val) != 0;
+        c.inject_fault = benchflags::to_u64("tpcb", key, val) != 0;
     } else if (key == "tpcb_list") {
         *list = val.empty() || val != "0";
     } else {
@@ -229,23 +205,8 @@ int main(int argc, char **argv) {
         std::transform(env.begin(), env.end(), env.begin(), ::toupper);
         if (const char *v = std::getenv(env.c_str())) apply(k, v, &list);
     }
-    int out = 1;
-    for (int i = 1; i < argc; i++) {
-        std::string a = argv[i];
-        if (a.rfind("--tpcb_", 0) == 0) {
-            size_t eq = a.find('=');
-            std::string key = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
-            std::string val = eq == std::string::npos ? "" : a.substr(eq + 1);
-            if (!apply(key, val, &list)) {
-                std::cerr << "tpcb: unknown option " << a << "\n";
-                return 2;
-            }
-        } else {
-            argv[out++] = argv[i];
-        }
-    }
-    argc = out;
-    argv[argc] = nullptr;
+    benchflags::take(argc, argv, "tpcb", "tpcb_",
+                     [&](const std::string &k, const std::string &v) { return apply(k, v, &list); });
 
     auto &reg = tpcb::registry();
     if (!cfg.durable)   // the durable systems are a separate comparison (fsync-bound)

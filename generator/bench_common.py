@@ -9,6 +9,8 @@ import os
 import re
 import shlex
 import subprocess
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence
@@ -104,3 +106,49 @@ def fmt_ms(x: Optional[float]) -> str:
     if x >= 10:
         return f"{x:.1f}"
     return f"{x:.2f}"
+
+
+def run_benchmarks(args: Sequence[str], json_out: str, family: str, line_re: "re.Pattern",
+                   describe: Callable[["re.Match", Optional[dict], str], str],
+                   say: Callable[[str], None] = lambda m: None) -> int:
+    """Run a Google Benchmark binary (`args`: it and its flags) with JSON to json_out,
+    saying one progress line per finished benchmark: `line_re` picks the console lines of
+    benchmarks (names starting `family/`), `describe(match, counters, error)` says what one
+    finished with (counters None and error set when it errored). Lines on stderr that
+    report a failure are passed on. Returns the binary's exit status."""
+    listed = subprocess.run(list(args) + ["--benchmark_list_tests=true"], capture_output=True,
+                            text=True)
+    if listed.returncode != 0:
+        raise BuildError(f"{args[0]} --benchmark_list_tests failed:\n{listed.stderr.strip()}")
+    total = sum(1 for line in listed.stdout.splitlines() if line.startswith(family + "/"))
+    os.makedirs(os.path.dirname(os.path.abspath(json_out)), exist_ok=True)
+    cmd = list(args) + [f"--benchmark_out={json_out}", "--benchmark_out_format=json",
+                        "--benchmark_format=console", "--benchmark_color=false"]
+    say(f"running {total} benchmarks: {shlex.join(cmd)}")
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            bufsize=1)
+
+    def pump_err():
+        for line in proc.stderr:
+            line = line.rstrip("\n")
+            if "FAIL" in line or "ERROR" in line.upper():
+                say(line)
+
+    th = threading.Thread(target=pump_err, daemon=True)
+    th.start()
+    done = 0
+    for line in proc.stdout:
+        m = line_re.match(line.strip())
+        if not m:
+            continue
+        done += 1
+        rest = line.strip().split(None, 1)[1] if " " in line.strip() else ""
+        if "ERROR OCCURRED" in rest:
+            info = describe(m, None, rest.strip())
+        else:
+            info = describe(m, dict(re.findall(r"(\w+)=(\S+)", rest)), "")
+        say(f"[{done:>{len(str(total))}}/{total}] {time.perf_counter() - t0:6.1f}s  {info}")
+    rc = proc.wait()
+    th.join(timeout=5)
+    return rc

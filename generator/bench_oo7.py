@@ -21,15 +21,13 @@ import os
 import re
 import shlex
 import statistics
-import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from .bench_common import Builder, ints
+from .bench_common import Builder, ints, run_benchmarks
 from .errors import BuildError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -195,47 +193,16 @@ def run(exe: str, opts: Options, json_out: str,
     """Run the benchmark binary; Google Benchmark JSON goes to json_out. One progress line
     per finished benchmark. Returns the binary's exit status (3: a count mismatched or a
     system failed)."""
-    args = [str(exe)] + opts.args()
-    listed = subprocess.run(args + ["--benchmark_list_tests=true"], capture_output=True, text=True)
-    if listed.returncode != 0:
-        raise BuildError(f"{exe} --benchmark_list_tests failed:\n{listed.stderr.strip()}")
-    total = sum(1 for line in listed.stdout.splitlines() if line.startswith("OO7/"))
-    os.makedirs(os.path.dirname(os.path.abspath(json_out)), exist_ok=True)
-    cmd = args + [f"--benchmark_out={json_out}", "--benchmark_out_format=json",
-                  "--benchmark_format=console", "--benchmark_color=false"]
-    say(f"running {total} benchmarks: {shlex.join(cmd)}")
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
-
-    def pump_err():
-        for line in proc.stderr:
-            line = line.rstrip("\n")
-            if "FAIL" in line or "ERROR" in line.upper():
-                say(line)
-
-    th = threading.Thread(target=pump_err, daemon=True)
-    th.start()
-    done = 0
-    for line in proc.stdout:
-        line = line.strip()
-        m = NAME.match(line)
-        if not m:
-            continue
-        done += 1
+    def describe(m, vals, error):
         system, mem, size, fanout, op, phase = m.groups()
-        rest = line.split(None, 1)[1] if " " in line else ""
-        if "ERROR OCCURRED" in rest:
-            info = rest.strip()
+        if vals is None:
+            info = error
         else:
-            vals = dict(re.findall(r"(\w+)=(\S+)", rest))
             ms = vals.get("cold_ms" if phase == "cold" else "hot_ms", "?")
             info = f"{ms} ms, count {vals.get('count', '?')}"
-        el = time.perf_counter() - t0
-        say(f"[{done:>{len(str(total))}}/{total}] {el:6.1f}s  {system + '/' + mem:<22} "
-            f"{size}_f{fanout:<3} {op:<6} {phase:<4} {info}")
-    rc = proc.wait()
-    th.join(timeout=5)
-    return rc
+        return f"{system + '/' + mem:<22} {size}_f{fanout:<3} {op:<6} {phase:<4} {info}"
+
+    return run_benchmarks([str(exe)] + opts.args(), json_out, "OO7", NAME, describe, say)
 
 
 # ---------------------------------------------------------------------------------------

@@ -27,14 +27,13 @@ import os
 import re
 import shlex
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from .bench_common import Builder as _Builder, fmt_ms as _fmt_ms, ints as _ints
+from .bench_common import Builder as _Builder, fmt_ms as _fmt_ms, ints as _ints, run_benchmarks
 from .errors import BuildError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -207,48 +206,16 @@ def run(exe: str, opts: Options, json_out: str,
     """Run the benchmark binary; Google Benchmark JSON goes to json_out. Prints one
     progress line per finished benchmark. Returns the binary's exit status (3: a run
     failed its invariant or errored)."""
-    args = [str(exe)] + opts.args()
-    listed = subprocess.run(args + ["--benchmark_list_tests=true"], capture_output=True, text=True)
-    if listed.returncode != 0:
-        raise BuildError(f"{exe} --benchmark_list_tests failed:\n{listed.stderr.strip()}")
-    total = sum(1 for line in listed.stdout.splitlines() if line.startswith("tpcb/"))
-    os.makedirs(os.path.dirname(os.path.abspath(json_out)), exist_ok=True)
-    cmd = args + [f"--benchmark_out={json_out}", "--benchmark_out_format=json",
-                  "--benchmark_format=console", "--benchmark_color=false"]
-    say(f"running {total} benchmarks: {shlex.join(cmd)}")
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
-    errors: list[str] = []
+    def describe(m, vals, error):
+        name, mem, sf, seed, _ = m.groups()
+        info = error if vals is None else \
+            f"txn {vals.get('txn_ms', '?')} ms, load {vals.get('load_ms', '?')} ms"
+        return f"{name:<8} {mem:<10} sf={sf:<3} seed={seed:<3} {info}"
 
-    def pump_err():
-        for line in proc.stderr:
-            line = line.rstrip("\n")
-            if "FAIL" in line or "ERROR" in line.upper():
-                errors.append(line)
-                say(line)
+    return run_benchmarks([str(exe)] + opts.args(), json_out, "tpcb", RUN_LINE, describe, say)
 
-    import threading
-    th = threading.Thread(target=pump_err, daemon=True)
-    th.start()
-    done = 0
-    pat = re.compile(r"^tpcb/(\S+?)/(\S+?)/sf:(\d+)/seed:(\d+)\S*\s+(.*)$")
-    for line in proc.stdout:
-        m = pat.match(line.strip())
-        if not m:
-            continue
-        done += 1
-        name, mem, sf, seed, rest = m.groups()
-        if "ERROR OCCURRED" in rest:
-            info = rest.strip()
-        else:
-            vals = dict(re.findall(r"(\w+)=(\S+)", rest))
-            info = f"txn {vals.get('txn_ms', '?')} ms, load {vals.get('load_ms', '?')} ms"
-        el = time.perf_counter() - t0
-        say(f"[{done:>{len(str(total))}}/{total}] {el:6.1f}s  {name:<8} {mem:<10} sf={sf:<3} "
-            f"seed={seed:<3} {info}")
-    rc = proc.wait()
-    th.join(timeout=5)
-    return rc
+
+RUN_LINE = re.compile(r"^tpcb/(\S+?)/(\S+?)/sf:(\d+)/seed:(\d+)\S*\s+(.*)$")
 
 
 # ---------------------------------------------------------------------------------------

@@ -663,25 +663,27 @@ class Checker:
         return checked
 
     # -- references and relationships ---------------------------------------------
-    def _linkable(self, what: str, src: ContainerInfo, dst: ContainerInfo, pos: Pos) -> bool:
-        """References between elements are storage references that must stay put and mean
-        the same after a reopen: stable storage, and one memory for both ends."""
-        ok = True
+    # References between elements are storage references: they must stay put, and mean the
+    # same after a reopen (one memory for both ends).
+    def _stable(self, what: str, dst: ContainerInfo, pos: Pos) -> bool:
         st = dst.storage
-        if not st.layer.stable_refs:
-            self.error(f"{what} points into container '{dst.name}', whose storage "
-                       f"'{st.name}' moves elements to keep them sorted, so a reference "
-                       f"would go stale; use array, iarray or malloc storage there", pos)
-            ok = False
-        if src.persistent != dst.persistent or (src.persistent and src.file != dst.file):
-            def where(c):
-                return f"file \"{c.file}\"" if c.persistent else "transient memory"
-            self.error(f"{what} links container '{src.name}' ({where(src)}) with "
-                       f"'{dst.name}' ({where(dst)}): a reference only means something "
-                       f"inside one memory; put both in the same file, or both in transient "
-                       f"memory", pos)
-            ok = False
-        return ok
+        if st.layer.stable_refs:
+            return True
+        self.error(f"{what} points into container '{dst.name}', whose storage "
+                   f"'{st.name}' moves elements to keep them sorted, so a reference "
+                   f"would go stale; use array, iarray or malloc storage there", pos)
+        return False
+
+    def _same_memory(self, what: str, a: ContainerInfo, b: ContainerInfo, pos: Pos) -> bool:
+        if a.persistent == b.persistent and (not a.persistent or a.file == b.file):
+            return True
+
+        def where(c):
+            return f"file \"{c.file}\"" if c.persistent else "transient memory"
+        self.error(f"{what} links container '{a.name}' ({where(a)}) with '{b.name}' "
+                   f"({where(b)}): a reference only means something inside one memory; put "
+                   f"both in the same file, or both in transient memory", pos)
+        return False
 
     def check_ref_fields(self, info: ContainerInfo, containers: dict) -> None:
         for f in info.ref_fields:
@@ -692,8 +694,9 @@ class Checker:
                                f"container '{f.type.target}', which is not declared"
                                f"{_suggest(f.type.target, list(containers))}", f.pos)
                 continue
-            if self._linkable(f"field '{f.name}' (ref {dst.name}) of container '{info.name}'",
-                              info, dst, f.pos):
+            what = f"field '{f.name}' (ref {dst.name}) of container '{info.name}'"
+            stable = self._stable(what, dst, f.pos)
+            if self._same_memory(what, info, dst, f.pos) and stable:
                 dst.referenced = dst.ref_target = True
 
     def check_relationship(self, decl: Relationship, containers: dict) -> Optional[RelInfo]:
@@ -754,11 +757,10 @@ class Checker:
         if why:
             self.error(f"relationship '{decl.name}' is {ri.kind}: {why}", app.pos)
             ok = False
-        if not self._linkable(f"relationship '{decl.name}'", ends[0], ends[1], decl.pos):
-            ok = False
-        elif not ends[0].storage.layer.stable_refs:
-            self._linkable(f"relationship '{decl.name}'", ends[1], ends[0], decl.pos)
-            ok = False
+        what = f"relationship '{decl.name}'"
+        ok = self._same_memory(what, ends[0], ends[1], decl.pos) and ok
+        for end in dict.fromkeys(ends):   # each container once (a self-relationship)
+            ok = self._stable(what, end, decl.pos) and ok
         if not ok:
             return None
         for role in ri.roles:

@@ -1108,13 +1108,8 @@ static void journal_room(p2_seg *seg, uint64_t need)
 {
     if (need <= seg->log_alloc)
         return;
-    uint64_t want = seg->log_alloc * 2;
-    if (want < need)
-        want = need;
-    if (want < (UINT64_C(1) << 20))
-        want = UINT64_C(1) << 20;
-    if (want > seg->jopts.checkpoint + (UINT64_C(1) << 20) && need <= seg->jopts.checkpoint + (UINT64_C(1) << 20))
-        want = seg->jopts.checkpoint + (UINT64_C(1) << 20);
+    /* a 1 MiB chunk at least; the journal rarely outgrows checkpoint + one transaction */
+    uint64_t want = need + (UINT64_C(1) << 20);
     /* best effort: where the file system cannot preallocate, appends extend the file */
     if (posix_fallocate(seg->log_fd, (off_t)seg->log_alloc, (off_t)(want - seg->log_alloc)) == 0)
         seg->log_alloc = want;

@@ -20,6 +20,10 @@ from .layers.base import Layer
 from .model import (And, Compare, Const, Container, Cursor, Expr, Field, FieldRef,
                     FieldType, LayerApp, Not, Or, ParamRef, Pos, Record, Relationship, Spec)
 
+# The longest file name a persistent layer accepts, in bytes: the runtime keeps paths in
+# PATH_MAX (4096) byte buffers, with the NUL.
+MAX_FILE_NAME = 4095
+
 FORMAT_VERSION = 1  # bump when generated layouts change meaning; part of the fingerprint
 
 C_KEYWORDS = set("""auto break case char const continue default do double else enum extern
@@ -653,6 +657,7 @@ class Checker:
             ri = self.check_relationship(decl, containers)
             if ri is not None:
                 rels.append(ri)
+        self.check_spec_text(list(containers.values()))
         self.fail_if_errors()
         checked = CheckedSpec(self.spec, self.prefix, self.spec.records,
                               list(containers.values()), cursors, files, rels)
@@ -661,6 +666,52 @@ class Checker:
         for fi in files:
             fi.fingerprint = fingerprint(fi, rels)
         return checked
+
+    # -- spec text that reaches C ------------------------------------------------------
+    # Strings (file names, string constants) are spelled into the generated C by
+    # render.c_text, which can spell any bytes; what it cannot spell is a lone surrogate
+    # that stands for no byte (only a str given to parse() can hold one). A file name is
+    # also handed to open(2): no NUL inside, and it must fit the path buffers.
+    def check_spec_text(self, containers: list) -> None:
+        def each_const(e):
+            if isinstance(e, (And, Or)):
+                yield from each_const(e.left)
+                yield from each_const(e.right)
+            elif isinstance(e, Not):
+                yield from each_const(e.operand)
+            elif isinstance(e, Compare):
+                yield from (o for o in (e.left, e.right) if isinstance(o, Const))
+
+        def encodable(text: str, what: str, pos: Pos) -> Optional[bytes]:
+            try:
+                return text.encode("utf-8", "surrogateescape")
+            except UnicodeEncodeError as err:
+                self.error(f"{what}: character {err.object[err.start]!r} is a lone surrogate, "
+                           f"which stands for no byte; strings must be UTF-8 text", pos)
+                return None
+
+        for k in self.spec.cursors:
+            stack = []
+            if k.where is not None:
+                stack = list(each_const(k.where))
+            for c in stack:
+                if c.kind == "string":
+                    encodable(c.value, f"cursor '{k.name}': string constant", c.pos)
+        for info in containers:
+            for li in info.chain:
+                for name, value in li.params.items():
+                    if not isinstance(value, str):
+                        continue
+                    what = f"container '{info.name}', layer {li.name}: parameter '{name}'"
+                    b = encodable(value, what, li.param_pos(name))
+                    if b is None or not (li.name == "persistent" and name == "file"):
+                        continue
+                    if b"\0" in b:
+                        self.error(f"{what}: a file name cannot hold a NUL character",
+                                   li.param_pos(name))
+                    elif len(b) > MAX_FILE_NAME:
+                        self.error(f"{what}: the file name is {len(b)} bytes long, at most "
+                                   f"{MAX_FILE_NAME} allowed (PATH_MAX)", li.param_pos(name))
 
     # -- references and relationships ---------------------------------------------
     # References between elements are storage references: they must stay put, and mean the

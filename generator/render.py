@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import zlib
 from dataclasses import dataclass
 from typing import Optional
@@ -34,6 +35,11 @@ def _env() -> jinja2.Environment:
         trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
         autoescape=False)
     env.filters["cstr"] = c_string
+    env.filters["ccomment"] = c_comment
+    # Every `{{ ... }}` value passes _finalize: a value that could change where C's lexer
+    # is (open or close a comment, end a line, splice lines, make a trigraph) stops the
+    # render instead of reaching the compiler. Spec text must go through c_text first.
+    env.finalize = _finalize
     # a 32-bit tag derived from a name (e.g. per-container magic numbers), never 0
     env.filters["tag32"] = lambda s: (zlib.crc32(str(s).encode()) | 1)
     return env
@@ -42,17 +48,109 @@ def _env() -> jinja2.Environment:
 # ---------------------------------------------------------------------------
 # C spelling of values and predicates
 # ---------------------------------------------------------------------------
-def c_string(s: str) -> str:
-    out = []
-    for b in s.encode():
-        ch = chr(b)
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif 32 <= b < 127 and ch != "?":
-            out.append(ch)
+class RenderError(Exception):
+    """A template tried to print text that could change the meaning of the C around it
+    (a bug in a template: spec text printed without the `cstr`/`ccomment` filter)."""
+
+
+class CSource(str):
+    """C text the renderer composed itself (a layer's section, several lines): printed as
+    is. Everything else a template prints must be one line of lexically inert text."""
+
+
+# What spec text must never bring into C, in a comment or a literal: comment delimiters,
+# `//`, trigraphs (`??/` is a backslash under -std=c11), line ends and other control
+# characters, NUL, and anything that is not ASCII.
+_INERT_BAD = re.compile(r"/\*|\*/|//|\?\?|[^\x20-\x7e]")
+
+
+def text_bytes(s) -> bytes:
+    """The bytes spec text stands for: UTF-8, with the bytes a non-UTF-8 path was read
+    with (surrogateescape, as os.fsencode) given back. Other lone surrogates cannot be
+    spelled in C: the checker refuses them (check_spec_text)."""
+    if isinstance(s, (bytes, bytearray)):
+        return bytes(s)
+    return str(s).encode("utf-8", "surrogateescape")
+
+
+def c_text(s, how: str = "string") -> str:
+    """The one spelling of spec text (file names, string constants, layer parameters,
+    where text, the spec's own path) in generated C.
+
+    how="string": a C string literal with the same bytes. Only printable ASCII is kept;
+      `"` and `\\` are escaped, every other byte (and `?`, so no trigraph can form, and the
+      second character of `/*`, `*/` and `//`) is an octal escape, so the literal is inert
+      even if it lands in a comment.
+    how="comment": text to show inside a C comment. Printable ASCII is kept except that `\\`
+      shows as `\\x5c` (a backslash never ends the text, where it would splice the next
+      line), the second character of `/*`, `*/`, `//` and `??` is shown escaped (`*\\/`),
+      control characters as `\\n`, `\\t` or `\\xNN`, and bytes that are not ASCII as
+      `\\xNN`, and a `*` or `/` at either end escaped too: a comment cannot be closed,
+      opened, split or extended by spec text.
+    """
+    b = text_bytes(s)
+    out: list[str] = []
+    prev = ""
+    for byte in b:
+        ch = chr(byte)
+        pair = prev + ch
+        if how == "string":
+            if ch in '"\\':
+                tok = "\\" + ch
+            elif 32 <= byte < 127 and ch != "?" and pair not in ("/*", "*/", "//"):
+                tok = ch
+            else:
+                tok = f"\\{byte:03o}"
+        elif how == "comment":
+            if ch == "\\":
+                tok = "\\x5c"
+            elif ch == "\n":
+                tok = "\\n"
+            elif ch == "\t":
+                tok = "\\t"
+            elif not 32 <= byte < 127:
+                tok = f"\\x{byte:02x}"
+            elif pair in ("/*", "*/", "//", "??"):
+                tok = "\\" + ch
+            else:
+                tok = ch
         else:
-            out.append(f"\\{b:03o}")
-    return '"' + "".join(out) + '"'
+            raise ValueError(f"c_text: unknown spelling {how!r}")
+        out.append(tok)
+        prev = tok[-1]   # what the next byte meets in the output
+    if how == "string":
+        return '"' + "".join(out) + '"'
+    # nor may it begin or end with `*` or `/`, which could pair with a template's own
+    # `/*`, `*/` or `/` beside it
+    if out and out[0] in ("*", "/"):
+        out[0] = "\\" + out[0]
+    if out and out[-1] in ("*", "/"):
+        out[-1] = "\\" + out[-1]
+    return "".join(out)
+
+
+def c_string(s) -> str:
+    """Spec text as a C string literal (see c_text)."""
+    return c_text(s, "string")
+
+
+def c_comment(s) -> str:
+    """Spec text shown in a C comment (see c_text)."""
+    return c_text(s, "comment")
+
+
+def _finalize(value):
+    """Jinja's hook on every `{{ ... }}`: refuse text that is not inert (see _INERT_BAD);
+    a value may not end in a backslash (line splice) nor begin or end with `*` or `/`
+    (which could pair with a template's own `/*`, `*/` or `/` beside it)."""
+    if isinstance(value, CSource) or not isinstance(value, str):
+        return value
+    bad = _INERT_BAD.search(value)
+    if bad or value and (value[-1] == "\\" or value[0] in "*/" or value[-1] in "*/"):
+        where = repr(value if len(value) <= 80 else value[:77] + "...")
+        raise RenderError(f"internal error: a template printed {where}, which is not inert "
+                          f"C text; spec text must go through c_text (filters cstr, ccomment)")
+    return value
 
 
 def c_int(v: int, t: FieldType) -> str:
@@ -73,8 +171,8 @@ def c_const(k: Const, t: FieldType) -> str:
 
 def arg_type(t: FieldType) -> str:
     if t.target is not None:
-        return "uint64_t "
-    return "const char *" if t.kind == "char" else f"{t.ctype} "
+        return CSource("uint64_t ")
+    return CSource("const char *" if t.kind == "char" else f"{t.ctype} ")
 
 
 def param_field_decl(name: str, t: FieldType) -> str:
@@ -214,11 +312,11 @@ class Renderer:
 
     def layer_section(self, li: LayerInstance, info: ContainerInfo, cursors: list) -> str:
         tmpl = self.env.get_template(li.layer.template)
-        return tmpl.render(L=li, B=li.below, C=info, S=self.checked, M=info.mem,
-                           St=info.storage, D=info.ds[0], cursors=cursors,
-                           key=li.key_field_obj, seg=self.seg_index(info),
-                           **names(self.checked, info),
-                           arg_type=arg_type, c_const=c_const)
+        return CSource(tmpl.render(L=li, B=li.below, C=info, S=self.checked, M=info.mem,
+                                   St=info.storage, D=info.ds[0], cursors=cursors,
+                                   key=li.key_field_obj, seg=self.seg_index(info),
+                                   **names(self.checked, info),
+                                   arg_type=arg_type, c_const=c_const))
 
     def files(self) -> list:
         out = []
@@ -242,8 +340,8 @@ class Renderer:
 
     def rel_section(self, ri) -> str:
         tmpl = self.env.get_template(ri.layer.template)
-        return tmpl.render(REL=ri, rn=self.role_names, S=self.checked,
-                           DB=f"{self.checked.prefix}_db")
+        return CSource(tmpl.render(REL=ri, rn=self.role_names, S=self.checked,
+                                   DB=f"{self.checked.prefix}_db"))
 
     def render(self) -> tuple[str, str]:
         checked = self.checked

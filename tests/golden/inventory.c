@@ -164,9 +164,9 @@ struct inventory_db {
     int open;                /* 1 between a successful open and close */
     p2_seg seg[1];       /* one mapped file per distinct file name */
     int seg_open[1];
-    inventory_parts_root *parts; /* root of parts: in file inventory.db */
+    inventory_parts_root *parts; /* root of parts: in file "inventory.db" */
     int parts_ready;
-    inventory_suppliers_root *suppliers; /* root of suppliers: in file inventory.db */
+    inventory_suppliers_root *suppliers; /* root of suppliers: in file "inventory.db" */
     int suppliers_ready;
     inventory_shipments_root *shipments; /* root of shipments: on the heap */
     int shipments_ready;
@@ -4513,7 +4513,7 @@ int inventory_open(inventory_db **out, const char *dir)
     *out = db = (inventory_db *)calloc(1, sizeof *db);
     if (!db) return P2_ENOMEM;
     p2_err_clear(&db->err);
-    { /* file inventory.db: parts, suppliers */
+    { /* file "inventory.db": parts, suppliers */
         static const char *const names[] = { "parts", "suppliers" };
         const uint64_t sizes[] = { sizeof(inventory_parts_root), sizeof(inventory_suppliers_root) };
         const char *file = "inventory.db";

@@ -141,11 +141,11 @@ struct paper_db {
     int open;                /* 1 between a successful open and close */
     p2_seg seg[1];       /* one mapped file per distinct file name */
     int seg_open[1];
-    paper_avl_accounts_root *avl_accounts; /* root of avl_accounts: in file paper.db */
+    paper_avl_accounts_root *avl_accounts; /* root of avl_accounts: in file "paper.db" */
     int avl_accounts_ready;
     paper_qsort_accounts_root *qsort_accounts; /* root of qsort_accounts: on the heap */
     int qsort_accounts_ready;
-    paper_hash_accounts_root *hash_accounts; /* root of hash_accounts: in file paper.db */
+    paper_hash_accounts_root *hash_accounts; /* root of hash_accounts: in file "paper.db" */
     int hash_accounts_ready;
     paper_iarray_accounts_root *iarray_accounts; /* root of iarray_accounts: on the heap */
     int iarray_accounts_ready;
@@ -3160,7 +3160,7 @@ int paper_open(paper_db **out, const char *dir)
     *out = db = (paper_db *)calloc(1, sizeof *db);
     if (!db) return P2_ENOMEM;
     p2_err_clear(&db->err);
-    { /* file paper.db: avl_accounts, hash_accounts */
+    { /* file "paper.db": avl_accounts, hash_accounts */
         static const char *const names[] = { "avl_accounts", "hash_accounts" };
         const uint64_t sizes[] = { sizeof(paper_avl_accounts_root), sizeof(paper_hash_accounts_root) };
         const char *file = "paper.db";

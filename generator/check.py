@@ -607,8 +607,8 @@ class Checker:
             if k.kind != "string":
                 self.error(f"cursor '{cname}': field '{f.name}' is {t.spelled()}; compare it "
                            f"with a string", k.pos)
-            elif len(k.value.encode()) > t.length:
-                self.error(f"cursor '{cname}': string of {len(k.value.encode())} bytes can "
+            elif len(_spec_bytes(k.value)) > t.length:
+                self.error(f"cursor '{cname}': string of {len(_spec_bytes(k.value))} bytes can "
                            f"never equal field '{f.name}' ({t.spelled()})", k.pos)
             return
         if k.kind == "string":
@@ -909,6 +909,13 @@ def fingerprint(fi: FileInfo, rels: list = ()) -> int:
     parts += [ri.text() for ri in rels if ri.left.container in fi.containers]
     digest = hashlib.sha256("\n".join(parts).encode()).digest()
     return int.from_bytes(digest[:8], "little")
+
+
+def _spec_bytes(text: str) -> bytes:
+    """The bytes a spec string stands for, as render.c_text spells them (a lone surrogate
+    that stands for no byte counts as one byte here; check_spec_text refuses it)."""
+    return text.encode("utf-8", "surrogateescape" if not re.search(
+        "[\ud800-\udc7f\udd00-\udfff]", text) else "replace")
 
 
 def _suggest(name: str, choices: list) -> str:

@@ -85,7 +85,7 @@ def c_text(s, how: str = "string") -> str:
       shows as `\\x5c` (a backslash never ends the text, where it would splice the next
       line), the second character of `/*`, `*/`, `//` and `??` is shown escaped (`*\\/`),
       control characters as `\\n`, `\\t` or `\\xNN`, and bytes that are not ASCII as
-      `\\xNN`, and a `*` or `/` at either end escaped too: a comment cannot be closed,
+      `\\xNN`, and a `*` or `/` at either end as `\\x2a` or `\\x2f`: a comment cannot be closed,
       opened, split or extended by spec text.
     """
     b = text_bytes(s)
@@ -123,9 +123,9 @@ def c_text(s, how: str = "string") -> str:
     # nor may it begin or end with `*` or `/`, which could pair with a template's own
     # `/*`, `*/` or `/` beside it
     if out and out[0] in ("*", "/"):
-        out[0] = "\\" + out[0]
-    if out and out[-1] in ("*", "/"):
-        out[-1] = "\\" + out[-1]
+        out[0] = f"\\x{ord(out[0]):02x}"
+    if out and out[-1][-1] in ("*", "/"):
+        out[-1] = f"\\x{ord(out[-1][-1]):02x}"
     return "".join(out)
 
 

@@ -181,6 +181,34 @@ def param_field_decl(name: str, t: FieldType) -> str:
     return f"{t.ctype} _p_{name};"
 
 
+FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+
+
+def fold_compare(c: Compare, ft: FieldType) -> Optional[bool]:
+    """The value of an integer comparison its field's type alone decides (`u >= 0`,
+    `u8 <= 255`, `i8 >= -128`, `a < a`), else None."""
+    if ft.kind != "int":
+        return None
+    l, r, op = c.left, c.right, c.op
+    if isinstance(l, FieldRef) and isinstance(r, FieldRef):
+        if l.name != r.name:
+            return None
+        return op in ("==", "<=", ">=")
+    if isinstance(l, Const):
+        l, r, op = r, l, FLIP[op]
+    if not (isinstance(l, FieldRef) and isinstance(r, Const)) or r.kind != "int":
+        return None
+    lo, hi, v = ft.min_value, ft.max_value, int(r.value)
+    outcome = {"<": (v > hi, v <= lo), "<=": (v >= hi, v < lo),
+               ">": (v < lo, v >= hi), ">=": (v <= lo, v > hi),
+               "==": (False, v < lo or v > hi), "!=": (v < lo or v > hi, False)}[op]
+    if outcome[0]:
+        return True
+    if outcome[1]:
+        return False
+    return None
+
+
 class PredicateC:
     """Spells a predicate as a C expression over element `e` and cursor `k`."""
 
@@ -210,6 +238,13 @@ class PredicateC:
             b = self.operand(c.right, ft)
             return (f"(p2_fixstr_cmp({a}, {length(c.left)}, {b}, {length(c.right)}) "
                     f"{c.op} 0)")
+        folded = fold_compare(c, ft)
+        if folded is not None:
+            # decided by the field's type alone: C compilers warn (-Wtype-limits, which
+            # -Wextra turns on) about such comparisons, so spell the outcome instead;
+            # the (void) keeps the element used
+            field = c.left if isinstance(c.left, FieldRef) else c.right
+            return f"((void){self.operand(field, ft)}, {int(folded)})"
         return f"({self.operand(c.left, ft)} {c.op} {self.operand(c.right, ft)})"
 
     def expr(self, e: Expr) -> str:

@@ -296,3 +296,55 @@ def test_file_name_is_never_a_format(tmp_path, cc, san_env):
                      lines[2]), lines[2]
     assert lines[3:] == ["commit 0", "begin3 0"], out.stdout
     assert (tmp_path / "%s%n%s.db").is_file()
+
+
+# ---------------------------------------------------------------------------
+# issue 16 item 3: what the checker accepts compiles
+# ---------------------------------------------------------------------------
+from p2gen.model import Compare, Const, FieldRef, FieldType, Pos  # noqa: E402
+from p2gen.render import fold_compare  # noqa: E402
+
+INT_TYPES = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"]
+OPS = ["<", "<=", ">", ">=", "==", "!="]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(INT_TYPES), st.sampled_from(OPS), st.data(), st.booleans())
+def test_folded_comparisons_mean_what_c_would_compute(tname, op, data, const_left):
+    t = FieldType("int", tname)
+    lo, hi = t.min_value, t.max_value
+    v = data.draw(st.sampled_from([lo, lo + 1, hi - 1, hi, 0]) | st.integers(lo, hi))
+    pos = Pos("t.p2", 1, 1)
+    f, k = FieldRef("a", pos), Const("int", v, pos)
+    c = Compare(op, k, f, pos) if const_left else Compare(op, f, k, pos)
+    folded = fold_compare(c, t)
+    import operator
+    fn = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+          "==": operator.eq, "!=": operator.ne}[op]
+    outcomes = {fn(k.value, x) if const_left else fn(x, k.value)
+                for x in (lo, lo + 1, hi - 1, hi, v, max(lo, v - 1), min(hi, v + 1))}
+    if folded is not None:
+        assert outcomes == {folded}
+    # the warned-about cases are folded
+    if (op, v) in ((">=", lo), ("<=", hi)) and not const_left:
+        assert folded is True
+
+
+TYPE_LIMITS_SPEC = """record r { a: u32; b: u8; c: i8; d: u64; e: i64; f: f64; }
+container rs of r = top2ds_qualify[array[transient]];
+cursor always on rs where a >= 0 and b <= 255 and c >= -128 and d >= 0 and a == a
+    and e >= -9223372036854775808 and 0 <= b;
+cursor never on rs where a < 0 or b > 255 or c < -128 or 255 < b or a != a or a > a;
+cursor some on rs where b >= 1 and not (a < 0);
+"""
+
+
+def test_comparisons_the_type_decides_compile_and_mean_it(harness_builder, san_env, tmp_path):
+    built = harness_builder(TYPE_LIMITS_SPEC, "tl")   # -Wall -Wextra -Werror
+    out = run_harness(built.exe, ["open", "insert rs 0 0 -128 0 -9223372036854775808 0",
+                                  "insert rs 4294967295 255 127 18446744073709551615 1 0.5",
+                                  "cursor always", "cursor never", "cursor some"],
+                      cwd=str(tmp_path), env=san_env)
+    assert out.returncode == 0, out.stderr
+    ends = [ln for ln in out.stdout.splitlines() if ln.startswith("end")]
+    assert ends == ["end 2", "end 0", "end 1"], out.stdout

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from . import runtime as runtime_pkg
-from .check import CheckedSpec, check
+from .check import CheckedSpec, check, check_generated_names
 from .errors import BuildError
 from .parser import parse_file
 from .plan import plan
@@ -24,7 +24,9 @@ DEFAULT_CFLAGS = ("-std=c11", "-O2", "-Wall", "-Wextra", "-Werror")
 
 def load(spec_path: str, prefix: Optional[str] = None) -> CheckedSpec:
     """Parse, check and plan a spec file; raises SpecError/SpecErrors on bad input."""
-    return plan(check(parse_file(spec_path), prefix))
+    checked = plan(check(parse_file(spec_path), prefix))
+    check_generated_names(checked)
+    return checked
 
 
 @dataclass

@@ -24,6 +24,10 @@ from .model import (And, Compare, Const, Container, Cursor, Expr, Field, FieldRe
 # PATH_MAX (4096) byte buffers, with the NUL.
 MAX_FILE_NAME = 4095
 
+# The largest record (the sum of its fields' sizes), in bytes. Records are C structs
+# copied by value; longer strings belong in `text` fields.
+MAX_RECORD_BYTES = 1 << 16
+
 FORMAT_VERSION = 1  # bump when generated layouts change meaning; part of the fingerprint
 
 C_KEYWORDS = set("""auto break case char const continue default do double else enum extern
@@ -321,6 +325,25 @@ class Checker:
         elif name.startswith("_"):
             self.error(f"{what} name '{name}' starts with '_', which is reserved for "
                        f"the fields layers add", pos)
+
+    # -- sizes the generated C can hold ---------------------------------------------------
+    # A record is a C struct that the generated code, the harness and the Python binding
+    # copy by value (on the stack too): its size is bounded, and so is every char[N].
+    def check_record_sizes(self) -> None:
+        for rec in self.spec.records:
+            total = 0
+            for f in rec.fields:
+                size = f.type.bits // 8 if f.type.kind != "char" else f.type.length
+                if f.type.kind == "char" and f.type.length > MAX_RECORD_BYTES:
+                    self.error(f"field '{f.name}': char[{f.type.length}] is longer than "
+                               f"{MAX_RECORD_BYTES} bytes, the most a record holds; use "
+                               f"text for long strings", f.pos)
+                    return
+                total += max(size, 0)
+            if total > MAX_RECORD_BYTES:
+                self.error(f"record '{rec.name}' is {total} bytes long, more than "
+                           f"{MAX_RECORD_BYTES} bytes, the most a record holds; use text "
+                           f"for long strings", rec.pos)
 
     def check_names(self) -> None:
         seen: dict[str, tuple[str, Pos]] = {}
@@ -628,6 +651,7 @@ class Checker:
     # -- whole spec ----------------------------------------------------------------
     def run(self) -> CheckedSpec:
         self.check_names()
+        self.check_record_sizes()
         containers: dict[str, ContainerInfo] = {}
         for decl in self.spec.containers:
             if decl.name in containers:

@@ -546,13 +546,16 @@ class Checker:
                           [(n, t) for n, (t, _) in params.items()], k.pos)
 
     def check_expr(self, e: Expr, rec: Record, params: dict, cname: str) -> None:
-        if isinstance(e, (And, Or)):
-            self.check_expr(e.left, rec, params, cname)
-            self.check_expr(e.right, rec, params, cname)
-        elif isinstance(e, Not):
-            self.check_expr(e.operand, rec, params, cname)
-        else:
-            self.check_compare(e, rec, params, cname)
+        # the comparisons left to right, without recursion (however the tree is shaped)
+        todo = [e]
+        while todo:
+            e = todo.pop()
+            if isinstance(e, (And, Or)):
+                todo += (e.right, e.left)
+            elif isinstance(e, Not):
+                todo.append(e.operand)
+            else:
+                self.check_compare(e, rec, params, cname)
 
     def check_compare(self, c: Compare, rec: Record, params: dict, cname: str) -> None:
         fields = []

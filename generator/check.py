@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import math
+import posixpath
 import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -263,6 +264,9 @@ class RelInfo:
         return (f"relationship {d.name} {mult(d.left)} {d.left.container}.{d.left.role} to "
                 f"{mult(d.right)} {d.right.container}.{d.right.role} = {layer}")
 
+
+# The runtime keeps the journal of file F in F + JOURNAL_SUFFIX (runtime/p2_runtime.c).
+JOURNAL_SUFFIX = "-journal"
 
 # Role names that would collide with the generated API of the container.
 RESERVED_ROLES = {"insert", "get", "at", "update", "delete", "reserve", "count", "purge",
@@ -583,8 +587,10 @@ class Checker:
                 self.error(f"cursor '{cname}': cannot compare {fields[0].name} "
                            f"({a.spelled()}) with {fields[1].name} ({b.spelled()})", c.pos)
             elif a.kind == "int" and b.kind == "int" and a.signed != b.signed:
-                self.error(f"cursor '{cname}': comparing signed {fields[0].name} with "
-                           f"unsigned {fields[1].name} is ambiguous in C; compare fields of "
+                def sign(f):
+                    return f"{'signed' if f.type.signed else 'unsigned'} {f.name} ({f.type.spelled()})"
+                self.error(f"cursor '{cname}': comparing {sign(fields[0])} with "
+                           f"{sign(fields[1])} is ambiguous in C; compare fields of "
                            f"the same signedness", c.pos)
             return
         for side in (c.left, c.right):
@@ -648,6 +654,7 @@ class Checker:
             if ci is not None:
                 cursors.append(ci)
                 ci.container.cursors.append(ci)
+        self.normalise_file_names(list(containers.values()))
         files = self.group_files(list(containers.values()))
         for info in containers.values():
             self.check_ref_fields(info, containers)
@@ -798,6 +805,28 @@ class Checker:
         for ps in layer.params:
             out.setdefault(ps.name, ps.default)
         return out
+
+    def normalise_file_names(self, containers: list) -> None:
+        """Each persistent file under one spelling: `"./x.db"`, `"x.db"` and `"d/../x.db"`
+        are one file (normalised as os.path.normpath does, without looking at the file
+        system), so containers naming it either way share it rather than opening it twice.
+        Refuses names the runtime uses for itself: `<file>-journal` is the journal of
+        <file> (runtime/p2_runtime.c), so no data file may end in "-journal"."""
+        for info in containers:
+            if not info.persistent or not info.mem.params.get("file"):
+                continue
+            path = info.mem.params["file"]
+            norm = posixpath.normpath(path)
+            pos = info.mem.param_pos("file")
+            if posixpath.basename(norm) in ("", ".", "..") or path.endswith("/"):
+                self.error(f"file \"{path}\" of container '{info.name}' names a directory; "
+                           f"persistent(file = ...) is the path of a file", pos)
+            elif norm.endswith(JOURNAL_SUFFIX):
+                self.error(f"file \"{path}\" of container '{info.name}' ends in "
+                           f"\"{JOURNAL_SUFFIX}\", which names the journal of a file (the journal "
+                           f"of \"{norm[:-len(JOURNAL_SUFFIX)]}\" is \"{norm}\"); choose another "
+                           f"name", pos)
+            info.mem.params["file"] = norm
 
     def group_files(self, containers: list) -> list:
         files: dict[str, FileInfo] = {}

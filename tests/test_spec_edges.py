@@ -1,0 +1,100 @@
+"""Small edges of the spec language found by issue 16 (item 14), each through the public
+interface: the checker's messages (`p2gen check`), the generated C API (the sanitized
+harness) or the README.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from p2gen.errors import SpecError, SpecErrors
+from p2gen.harness import run_harness
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def check_cli(tmp_path, text):
+    spec = tmp_path / "t.p2"
+    spec.write_text(text)
+    proc = subprocess.run([sys.executable, "-m", "p2gen.cli", "check", str(spec)],
+                          capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+def error_at(tmp_path, text, line, needle, *fragments):
+    """`p2gen check` fails with an error at `needle` on `line` saying every fragment."""
+    proc = check_cli(tmp_path, text)
+    assert proc.returncode == 1, proc.stdout
+    col = text.split("\n")[line - 1].index(needle) + 1
+    errors = [e for e in proc.stderr.split("\n") if ": error: " in e]
+    here = [e for e in errors if e.startswith(f"{tmp_path / 't.p2'}:{line}:{col}: error: ")]
+    assert here, (line, col, proc.stderr)
+    for f in fragments:
+        assert any(f in e for e in here), (f, here)
+    return here
+
+
+def run(exe, cmds, env, cwd):
+    proc = run_harness(exe, cmds, cwd=str(cwd), env=env)
+    assert "Sanitizer" not in proc.stderr and "runtime error" not in proc.stderr, proc.stderr
+    assert proc.returncode == 0, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
+    assert not any(line.startswith("bug") for line in proc.stdout.splitlines()), proc.stdout
+    return proc.stdout.splitlines()
+
+
+# ---------------------------------------------------------------------------
+# Signedness in a comparison of two fields: each field named with its own sign
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("pred, first, second", [
+    ("a < b", "unsigned a (u32)", "signed b (i32)"),
+    ("b < a", "signed b (i32)", "unsigned a (u32)"),
+])
+def test_signed_unsigned_comparison_names_each_side_right(tmp_path, pred, first, second):
+    text = ("record r { a: u32; b: i32; }\n"
+            "container c of r = top2ds_qualify[array[transient]];\n"
+            f"cursor k on c where {pred};\n")
+    error_at(tmp_path, text, 3, pred, f"comparing {first} with {second} is ambiguous")
+
+
+# ---------------------------------------------------------------------------
+# File names: one file under any spelling; no data file named like a journal
+# ---------------------------------------------------------------------------
+SPELLINGS = """record r { a: u32; }
+container c1 of r = top2ds[array[persistent]] with persistent(file = "x.db");
+container c2 of r = top2ds[array[persistent]] with persistent(file = "./x.db");
+container c3 of r = top2ds[array[persistent]] with persistent(file = "sub/../x.db");
+"""
+
+
+def test_one_file_under_several_spellings_is_one_file(harness_builder, san_env, tmp_path):
+    exe = harness_builder(SPELLINGS, "spell").exe
+    out = run(exe, [f"open {tmp_path}", "insert c1 1", "insert c2 2", "insert c2 3",
+                    "insert c3 4", "close", f"open {tmp_path}", "count c1", "count c2",
+                    "count c3"], san_env, tmp_path)
+    assert out[-3:] == ["count 1", "count 2", "count 1"], out
+    assert sorted(os.listdir(tmp_path)) == ["x.db"]
+
+
+@pytest.mark.parametrize("name, why", [
+    ("x.db-journal", 'the journal of "x.db" is "x.db-journal"'),
+    ("./d/y-journal", 'the journal of "d/y" is "d/y-journal"'),
+])
+def test_a_data_file_named_like_a_journal_is_refused(tmp_path, name, why):
+    text = ('record r { a: u32; }\n'
+            'container c of r = top2ds[array[persistent]] with persistent(file = "x.db");\n'
+            'container d of r = top2ds[array[persistent]]\n'
+            f'    with persistent(file = "{name}");\n')
+    error_at(tmp_path, text, 4, "file", f'file "{name}" of container \'d\' ends in "-journal"',
+             why)
+
+
+@pytest.mark.parametrize("name", ["sub/", ".", "sub/..", "/"])
+def test_a_directory_is_not_a_data_file(tmp_path, name):
+    text = ('record r { a: u32; }\n'
+            f'container c of r = top2ds[array[persistent]] with persistent(file = "{name}");\n')
+    error_at(tmp_path, text, 2, "file =", "names a directory")

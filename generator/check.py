@@ -400,6 +400,8 @@ class Checker:
             return None
         for upper, lower in zip(info.chain, info.chain[1:]):
             upper.below = lower
+        if not self.check_deferred_deletes(info):
+            return None
         self.attach_params(info)
         for li in info.chain:
             self.resolve_params(li, rec)
@@ -415,6 +417,20 @@ class Checker:
                            f"references an index holds would go stale; use array, iarray or "
                            f"malloc storage under an index", li.pos)
         return info
+
+    def check_deferred_deletes(self, info: ContainerInfo) -> bool:
+        """A layer that defers deletes (delflag: delete marks, purge removes through the
+        layer below) needs the layers below it to remove for real: over another such layer
+        its purge would only mark again, and each layer's count of marked elements would
+        go wrong. So at most one per equation."""
+        deferring = [li for li in info.chain if li.layer.defers_delete]
+        for li in deferring[1:]:
+            above = deferring[0]
+            self.error(f"layer '{li.name}' defers deletes (marks elements; purge removes "
+                       f"them through the layer below) and so does '{above.name}' above it "
+                       f"in container '{info.name}': the purge of '{above.name}' would only "
+                       f"mark them again here; use one such layer per equation", li.pos)
+        return len(deferring) <= 1
 
     def attach_params(self, info: ContainerInfo) -> None:
         for li in info.chain:

@@ -95,6 +95,10 @@ class Layer:
     stable_refs: bool = True
     # top layers: may cursors declared on the container carry a where-clause?
     qualifies: bool = False
+    # top layers: does delete only mark the element, leaving it in every structure below
+    # until a purge removes it through the layer below? Such a layer counts on the layers
+    # below it to remove for real, so the checker allows at most one per equation.
+    defers_delete: bool = False
 
     @property
     def template(self) -> str:

@@ -98,3 +98,46 @@ def test_a_directory_is_not_a_data_file(tmp_path, name):
     text = ('record r { a: u32; }\n'
             f'container c of r = top2ds[array[persistent]] with persistent(file = "{name}");\n')
     error_at(tmp_path, text, 2, "file =", "names a directory")
+
+
+# ---------------------------------------------------------------------------
+# delflag over delflag: refused (the outer purge would only mark again below)
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("equation", [
+    "delflag[delflag[top2ds[array[transient]]]]",
+    "delflag[qualify[delflag[top2ds_qualify[hash(key = a)[array[persistent]]]]]]",
+])
+def test_stacked_delflag_is_refused(tmp_path, equation):
+    with_ = ' with persistent(file = "d.db")' if "persistent" in equation else ""
+    text = f"record r {{ a: u32; }}\ncontainer c of r = {equation}{with_};\n"
+    line2 = text.split("\n")[1]
+    inner = line2.index("delflag", line2.index("delflag") + 1)
+    proc = check_cli(tmp_path, text)
+    assert proc.returncode == 1, proc.stdout
+    assert proc.stderr.startswith(f"{tmp_path / 't.p2'}:2:{inner + 1}: error: layer 'delflag' "
+                                  f"defers deletes"), proc.stderr
+    assert "use one such layer per equation" in proc.stderr
+
+
+def test_one_delflag_is_fine(tmp_path):
+    proc = check_cli(tmp_path, "record r { a: u32; }\n"
+                               "container c of r = delflag[qualify[top2ds_qualify[array[transient]]]];\n")
+    assert proc.returncode == 0, proc.stderr
+
+
+# ---------------------------------------------------------------------------
+# The README lists the reserved words: exactly the lexer's keywords
+# ---------------------------------------------------------------------------
+def test_readme_lists_the_reserved_words():
+    from p2gen.grammar.P2SpecLexer import P2SpecLexer
+    keywords = {lit.strip("'") for lit in P2SpecLexer.literalNames
+                if re.fullmatch(r"'[A-Za-z_]+'", lit)}
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    m = re.search(r"^- Reserved words \(not usable as names\):(.*?)\.", readme, re.M | re.S)
+    assert m, "README's language section lists the reserved words"
+    assert set(re.findall(r"`([^`]+)`", m.group(1))) == keywords
+    for word in sorted(keywords):          # and each is indeed refused as a name
+        with pytest.raises((SpecError, SpecErrors)):
+            from p2gen.parser import parse
+            parse(f"record {word} {{ a: u32; }}\n")

@@ -672,6 +672,7 @@ class Checker:
                 ci.container.cursors.append(ci)
         self.normalise_file_names(list(containers.values()))
         files = self.group_files(list(containers.values()))
+        self.check_reserves(files)
         for info in containers.values():
             self.check_ref_fields(info, containers)
         rels = []
@@ -843,6 +844,20 @@ class Checker:
                            f"of \"{norm[:-len(JOURNAL_SUFFIX)]}\" is \"{norm}\"); choose another "
                            f"name", pos)
             info.mem.params["file"] = norm
+
+    def check_reserves(self, files: list) -> None:
+        """Every file reserves its `reserve` bytes of address space when the database opens:
+        together they must fit (each one alone is bounded by the parameter's maximum)."""
+        from .layers.persistent import MAX_RESERVE
+        total = 0
+        for fi in files:
+            total += fi.reserve
+            if total > MAX_RESERVE:
+                big = max(fi.containers, key=lambda c: c.mem.params.get("reserve", 0))
+                self.error(f"the files up to \"{fi.path}\" reserve {total} bytes of address "
+                           f"space together, more than the {MAX_RESERVE} (64 TiB) a spec's files "
+                           f"may; lower persistent(reserve = ...)", big.mem.param_pos("reserve"))
+                return
 
     def group_files(self, containers: list) -> list:
         files: dict[str, FileInfo] = {}

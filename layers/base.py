@@ -28,6 +28,9 @@ class ParamSpec:
     min: Optional[int] = None
     max: Optional[int] = None
     field_kinds: tuple = ("int", "float", "char")  # for kind == 'field'
+    # A default computed from the other parameters (by the layer's `validate`, where
+    # `default` is None): how `p2gen layers` shows it.
+    default_text: str = ""
 
     @property
     def required(self) -> bool:
@@ -42,6 +45,8 @@ class ParamSpec:
             t = self.kind
         if self.required:
             d = ""
+        elif self.default_text:
+            d = f" = {self.default_text}"
         elif isinstance(self.default, bool):
             d = f" = {'true' if self.default else 'false'}"
         elif isinstance(self.default, str):

@@ -141,3 +141,67 @@ def test_readme_lists_the_reserved_words():
         with pytest.raises((SpecError, SpecErrors)):
             from p2gen.parser import parse
             parse(f"record {word} {{ a: u32; }}\n")
+
+
+# ---------------------------------------------------------------------------
+# persistent(reserve = ...): bounded at check time, and named when a file outgrows it
+# ---------------------------------------------------------------------------
+RESERVE_SPEC = """record r { a: u32; pad: char[200]; }
+container c of r = top2ds[array(capacity = 8)[persistent]]
+    with persistent(file = "small.db", reserve = 1_048_576);
+"""
+
+
+def test_outgrowing_the_reserve_names_the_spec_parameter(harness_builder, san_env, tmp_path):
+    exe = harness_builder(RESERVE_SPEC, "rsv").exe
+    out = run(exe, [f"open {tmp_path}"] + [f'insert c {i} "x"' for i in range(8000)]
+              + ["count c"], san_env, tmp_path)
+    errors = [line for line in out if line.startswith("err ")]
+    assert errors and all(e.startswith("err ENOMEM ") for e in errors), errors[:3]
+    assert "persistent(reserve = ...)" in errors[0] and "small.db" in errors[0], errors[0]
+    assert "p2_seg_open" not in errors[0]
+    stored = int(out[-1].split()[1])
+    assert 0 < stored < 8000 and len(errors) == 8000 - stored
+
+
+@pytest.mark.parametrize("reserves, line, needle, fragment", [
+    ([str(1 << 50)], 2, str(1 << 50), "must be at most 70368744177664"),
+    (["50_000_000_000_000"] * 2, 3, "reserve =", "more than the 70368744177664 (64 TiB)"),
+])
+def test_a_reserve_no_process_can_map_is_refused(tmp_path, reserves, line, needle, fragment):
+    text = "record r { a: u32; }\n" + "".join(
+        f'container c{i} of r = top2ds[array[persistent]] with persistent(file = "f{i}.db", '
+        f"reserve = {r});\n" for i, r in enumerate(reserves))
+    error_at(tmp_path, text, line, needle, fragment)
+
+
+# ---------------------------------------------------------------------------
+# iarray's default max_key: proportionate to its capacity, not 2^32 - 2
+# ---------------------------------------------------------------------------
+IARRAY_SPEC = """record r { id: u32; pad: char[64]; }
+container c of r = top2ds_qualify[iarray(key = id)[persistent(file = "ia.db")]];
+container d of r = top2ds_qualify[iarray(key = id, capacity = 4, max_key = 100000)[transient]];
+"""
+
+
+def test_iarray_default_max_key_keeps_one_insert_small(harness_builder, san_env, tmp_path):
+    exe = harness_builder(IARRAY_SPEC, "iadef").exe
+    big = 1024 * 1024           # the default capacity is 1024 slots
+    out = run(exe, [f"open {tmp_path}", 'insert c 7 "a"', f'insert c {big - 1} "top"',
+                    f'insert c {big} "over"', 'insert c 4000000000 "far"',
+                    'insert d 100000 "given"', 'insert d 100001 "over"', "count c", "count d"],
+              san_env, tmp_path)
+    assert out[:3] == ["ok", "ok", "ok"], out
+    for line in (out[3], out[4], out[6]):
+        assert line.startswith("err ERANGE ") and "max_key" in line, out
+    assert "by default 1024 * capacity - 1" in out[3]
+    assert f"0..{big - 1}" in out[3] and "0..100000" in out[6] and "by default" not in out[6]
+    assert out[-2:] == ["count 2", "count 1"]
+    # the block holds ~1M slots of ~72 bytes at most: well under a gigabyte
+    assert os.path.getsize(tmp_path / "ia.db") < 256 << 20
+
+
+def test_layers_lists_the_iarray_default(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "p2gen.cli", "layers"], capture_output=True,
+                          text=True, timeout=60)
+    assert "param max_key: int = 1024 * capacity - 1" in proc.stdout

@@ -12,7 +12,7 @@ from typing import Optional
 
 from . import runtime as runtime_pkg
 from .check import CheckedSpec, check, check_generated_names
-from .errors import BuildError
+from .errors import BuildError, EnvError, os_reason
 from .parser import parse_file
 from .plan import plan
 from .render import render
@@ -58,22 +58,41 @@ def generate(spec_path: str, out_dir: str, prefix: Optional[str] = None) -> Gene
     t0 = time.perf_counter()
     checked = load(spec_path, prefix)
     header, source = render(checked, os.path.basename(spec_path))
-    os.makedirs(out_dir, exist_ok=True)
     h = os.path.join(out_dir, f"{checked.prefix}.h")
     c = os.path.join(out_dir, f"{checked.prefix}.c")
-    write_if_changed(h, header)
-    write_if_changed(c, source)
     rt = []
-    for name in RUNTIME_FILES:
-        dst = os.path.join(out_dir, name)
-        with open(os.path.join(RUNTIME_DIR, name), encoding="utf-8") as f:
-            write_if_changed(dst, f.read())
-        rt.append(dst)
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+        write_if_changed(h, header)
+        write_if_changed(c, source)
+        for name in RUNTIME_FILES:
+            dst = os.path.join(out_dir, name)
+            with open(os.path.join(RUNTIME_DIR, name), encoding="utf-8") as f:
+                write_if_changed(dst, f.read())
+            rt.append(dst)
+    except OSError as e:
+        raise EnvError(f"error: cannot write the generated files into '{out_dir}': "
+                       f"{os_reason(e, out_dir)}") from None
     return Generated(checked, out_dir, h, c, rt, time.perf_counter() - t0)
 
 
+def cc_command(cc: str) -> list:
+    """`--cc` / $CC as a command (it may carry options: "ccache gcc -m32"), checked to name
+    a program that can be run, so a typo is one line rather than a traceback."""
+    cmd = shlex.split(cc)
+    if not cmd:
+        raise EnvError("error: the C compiler command is empty (--cc, or $CC)")
+    if shutil.which(cmd[0]) is None:
+        raise EnvError(f"error: cannot run the C compiler '{cmd[0]}': no such program (or "
+                       f"not executable); give one with --cc or $CC")
+    return cmd
+
+
 def run_cc(cmd: list, what: str) -> None:
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    except OSError as e:
+        raise EnvError(f"error: {what}: cannot run '{cmd[0]}': {e.strerror or e}") from None
     if proc.returncode != 0:
         raise BuildError(f"{what} failed ({shlex.join(cmd)}):\n{proc.stderr.strip()}")
 
@@ -81,15 +100,18 @@ def run_cc(cmd: list, what: str) -> None:
 def compile_objects(gen: Generated, cc: str = "cc", cflags: Optional[list] = None) -> str:
     """Compile the spec and the runtime into lib<prefix>.a in the output directory."""
     flags = list(cflags) if cflags is not None else list(DEFAULT_CFLAGS)
-    cc_cmd = shlex.split(cc)
+    cc_cmd = cc_command(cc)
     objs = []
     for src in (gen.source, os.path.join(gen.out_dir, "p2_runtime.c")):
         obj = os.path.splitext(src)[0] + ".o"
         run_cc(cc_cmd + flags + ["-fPIC", "-c", src, "-o", obj], f"compiling {os.path.basename(src)}")
         objs.append(obj)
     lib = os.path.join(gen.out_dir, f"lib{gen.prefix}.a")
-    if os.path.exists(lib):
-        os.remove(lib)
+    try:
+        if os.path.lexists(lib):
+            os.remove(lib)
+    except OSError as e:
+        raise EnvError(f"error: cannot replace {lib}: {os_reason(e)}") from None
     ar = shutil.which("ar") or "ar"
     run_cc([ar, "rcs", lib] + objs, "archiving")
     return lib

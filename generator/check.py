@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import math
+import posixpath
 import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -272,6 +273,9 @@ class RelInfo:
                 f"{mult(d.right)} {d.right.container}.{d.right.role} = {layer}")
 
 
+# The runtime keeps the journal of file F in F + JOURNAL_SUFFIX (runtime/p2_runtime.c).
+JOURNAL_SUFFIX = "-journal"
+
 # Role names that would collide with the generated API of the container.
 RESERVED_ROLES = {"insert", "get", "at", "update", "delete", "reserve", "count", "purge",
                   "all", "ref"}
@@ -423,6 +427,8 @@ class Checker:
             return None
         for upper, lower in zip(info.chain, info.chain[1:]):
             upper.below = lower
+        if not self.check_deferred_deletes(info):
+            return None
         self.attach_params(info)
         for li in info.chain:
             self.resolve_params(li, rec)
@@ -438,6 +444,20 @@ class Checker:
                            f"references an index holds would go stale; use array, iarray or "
                            f"malloc storage under an index", li.pos)
         return info
+
+    def check_deferred_deletes(self, info: ContainerInfo) -> bool:
+        """A layer that defers deletes (delflag: delete marks, purge removes through the
+        layer below) needs the layers below it to remove for real: over another such layer
+        its purge would only mark again, and each layer's count of marked elements would
+        go wrong. So at most one per equation."""
+        deferring = [li for li in info.chain if li.layer.defers_delete]
+        for li in deferring[1:]:
+            above = deferring[0]
+            self.error(f"layer '{li.name}' defers deletes (marks elements; purge removes "
+                       f"them through the layer below) and so does '{above.name}' above it "
+                       f"in container '{info.name}': the purge of '{above.name}' would only "
+                       f"mark them again here; use one such layer per equation", li.pos)
+        return len(deferring) <= 1
 
     def attach_params(self, info: ContainerInfo) -> None:
         for li in info.chain:
@@ -573,13 +593,16 @@ class Checker:
                           [(n, t) for n, (t, _) in params.items()], k.pos)
 
     def check_expr(self, e: Expr, rec: Record, params: dict, cname: str) -> None:
-        if isinstance(e, (And, Or)):
-            self.check_expr(e.left, rec, params, cname)
-            self.check_expr(e.right, rec, params, cname)
-        elif isinstance(e, Not):
-            self.check_expr(e.operand, rec, params, cname)
-        else:
-            self.check_compare(e, rec, params, cname)
+        # the comparisons left to right, without recursion (however the tree is shaped)
+        todo = [e]
+        while todo:
+            e = todo.pop()
+            if isinstance(e, (And, Or)):
+                todo += (e.right, e.left)
+            elif isinstance(e, Not):
+                todo.append(e.operand)
+            else:
+                self.check_compare(e, rec, params, cname)
 
     def check_compare(self, c: Compare, rec: Record, params: dict, cname: str) -> None:
         fields = []
@@ -607,8 +630,10 @@ class Checker:
                 self.error(f"cursor '{cname}': cannot compare {fields[0].name} "
                            f"({a.spelled()}) with {fields[1].name} ({b.spelled()})", c.pos)
             elif a.kind == "int" and b.kind == "int" and a.signed != b.signed:
-                self.error(f"cursor '{cname}': comparing signed {fields[0].name} with "
-                           f"unsigned {fields[1].name} is ambiguous in C; compare fields of "
+                def sign(f):
+                    return f"{'signed' if f.type.signed else 'unsigned'} {f.name} ({f.type.spelled()})"
+                self.error(f"cursor '{cname}': comparing {sign(fields[0])} with "
+                           f"{sign(fields[1])} is ambiguous in C; compare fields of "
                            f"the same signedness", c.pos)
             return
         for side in (c.left, c.right):
@@ -673,7 +698,9 @@ class Checker:
             if ci is not None:
                 cursors.append(ci)
                 ci.container.cursors.append(ci)
+        self.normalise_file_names(list(containers.values()))
         files = self.group_files(list(containers.values()))
+        self.check_reserves(files)
         for info in containers.values():
             self.check_ref_fields(info, containers)
         rels = []
@@ -870,6 +897,42 @@ class Checker:
         for ps in layer.params:
             out.setdefault(ps.name, ps.default)
         return out
+
+    def normalise_file_names(self, containers: list) -> None:
+        """Each persistent file under one spelling: `"./x.db"`, `"x.db"` and `"d/../x.db"`
+        are one file (normalised as os.path.normpath does, without looking at the file
+        system), so containers naming it either way share it rather than opening it twice.
+        Refuses names the runtime uses for itself: `<file>-journal` is the journal of
+        <file> (runtime/p2_runtime.c), so no data file may end in "-journal"."""
+        for info in containers:
+            if not info.persistent or not info.mem.params.get("file"):
+                continue
+            path = info.mem.params["file"]
+            norm = posixpath.normpath(path)
+            pos = info.mem.param_pos("file")
+            if posixpath.basename(norm) in ("", ".", "..") or path.endswith("/"):
+                self.error(f"file \"{path}\" of container '{info.name}' names a directory; "
+                           f"persistent(file = ...) is the path of a file", pos)
+            elif norm.endswith(JOURNAL_SUFFIX):
+                self.error(f"file \"{path}\" of container '{info.name}' ends in "
+                           f"\"{JOURNAL_SUFFIX}\", which names the journal of a file (the journal "
+                           f"of \"{norm[:-len(JOURNAL_SUFFIX)]}\" is \"{norm}\"); choose another "
+                           f"name", pos)
+            info.mem.params["file"] = norm
+
+    def check_reserves(self, files: list) -> None:
+        """Every file reserves its `reserve` bytes of address space when the database opens:
+        together they must fit (each one alone is bounded by the parameter's maximum)."""
+        from .layers.persistent import MAX_RESERVE
+        total = 0
+        for fi in files:
+            total += fi.reserve
+            if total > MAX_RESERVE:
+                big = max(fi.containers, key=lambda c: c.mem.params.get("reserve", 0))
+                self.error(f"the files up to \"{fi.path}\" reserve {total} bytes of address "
+                           f"space together, more than the {MAX_RESERVE} (64 TiB) a spec's files "
+                           f"may; lower persistent(reserve = ...)", big.mem.param_pos("reserve"))
+                return
 
     def group_files(self, containers: list) -> list:
         files: dict[str, FileInfo] = {}

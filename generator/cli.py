@@ -1,19 +1,53 @@
 """The p2gen command line.
 
-Exit codes: 0 success; 1 the spec is wrong or the build failed (message on stderr);
-2 the command line itself is wrong (Click's usage errors).
+The exit statuses are in EXIT_STATUS and VERIFY_STATUS below: the one table, from which
+this docstring's table, `p2gen --help` and `p2gen verify --help` are made.
 """
 from __future__ import annotations
 
 import os
 import sys
+import textwrap
 import time
 
 import click
 
-from .errors import P2Error
+from .errors import EnvError, P2Error, os_reason
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+# Exit statuses: every command but verify ...
+EXIT_STATUS = [
+    (0, "success"),
+    (1, "the spec is wrong, or the build failed, or the machine cannot do it (a C compiler "
+        "that cannot be run, an output directory that cannot be written): the message on "
+        "stderr (a spec error names file, line and column), never a traceback"),
+    (2, "the command line itself is wrong (usage errors)"),
+]
+# ... and verify, whose status says what it found (like fsck's)
+VERIFY_STATUS = [
+    (0, "the database is consistent"),
+    (1, "problems found, printed one a line"),
+    (2, "the database cannot be opened (a missing file, or an open refusal, printed), or "
+        "the command line itself is wrong"),
+    (3, "the spec is wrong, or the checker cannot be built (a compiler error, a C compiler "
+        "that cannot be run, a cache directory that cannot be written)"),
+    (4, "the checker itself failed (crashed, or could not be run)"),
+]
+
+
+def _status_text(rows) -> str:
+    return "\n".join(textwrap.fill(meaning, 88, initial_indent=f"  {code}  ",
+                                   subsequent_indent="     ") for code, meaning in rows)
+
+
+__doc__ += (f"\nExit status of every command but verify:\n{_status_text(EXIT_STATUS)}\n"
+            f"\nExit status of p2gen verify:\n{_status_text(VERIFY_STATUS)}\n")
+
+
+def _status_help(rows) -> str:
+    """The statuses as a Click help paragraph, one a line (\\b: not rewrapped)."""
+    return "\b\nExit status:\n" + _status_text(rows)
 
 
 def _fail(err: Exception) -> None:
@@ -31,7 +65,8 @@ def _prefix_opt():
                              "file's name).")
 
 
-@click.group(context_settings=CONTEXT)
+@click.group(context_settings=CONTEXT, epilog=_status_help(EXIT_STATUS)
+             + "\n  (p2gen verify: see its --help)")
 @click.version_option(package_name="p2gen")
 def main() -> None:
     """Compile P2-style type equations into specialised C data managers.
@@ -59,8 +94,10 @@ def main() -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
 def build(spec, out_dir, prefix, python, harness, cc, cflags, no_compile, quiet):
     """Generate SPEC's C data managers (and compile them into lib<prefix>.a)."""
-    from .build import compile_objects, generate
+    from .build import cc_command, compile_objects, generate
     try:
+        if harness or python or not no_compile:
+            cc_command(cc)        # before writing anything
         gen = generate(spec, out_dir, prefix)
         say = (lambda m: None) if quiet else click.echo
         say(f"generated {gen.header} and {gen.source} in {gen.seconds * 1000:.0f} ms")
@@ -79,13 +116,16 @@ def build(spec, out_dir, prefix, python, harness, cc, cflags, no_compile, quiet)
             say(f"built Python module {mod} (add {os.path.abspath(out_dir)} to sys.path)")
     except P2Error as e:
         _fail(e)
+    except OSError as e:          # anything the steps above did not name themselves
+        _fail(EnvError(f"error: {os_reason(e)}"))
 
 
 @main.command(context_settings=CONTEXT)
 @_spec_arg()
 @_prefix_opt()
 def check(spec, prefix):
-    """Parse and type-check SPEC; print nothing but errors."""
+    """Parse and type-check SPEC: print a one-line summary of what it declares, or its
+    errors (on stderr, exit status 1)."""
     from .build import load
     try:
         checked = load(spec, prefix)
@@ -112,7 +152,7 @@ def explain(spec, prefix, no_finds):
     click.echo(explain_plan(checked, include_finds=not no_finds), nl=False)
 
 
-@main.command(context_settings=CONTEXT)
+@main.command(context_settings=CONTEXT, epilog=_status_help(VERIFY_STATUS))
 @_spec_arg()
 @click.option("--dir", "db_dir", default=".", show_default=True,
               type=click.Path(file_okay=False), help="Where the database files are.")
@@ -129,9 +169,8 @@ def verify(spec, db_dir, prefix, build_dir, sanitize, cc):
     walked, every reference must be in bounds and name a live element of the right
     container, every index must agree with its storage.
 
-    Prints the problems found, one a line. Exit status: 0 consistent, 1 problems found,
-    2 the database cannot be opened (a missing file, or an open refusal, printed), 3 the
-    spec is wrong or the checker does not build, 4 the checker itself failed.
+    Prints the problems found, one a line, and exits with a status that says what it
+    found (below).
     """
     from .verify import build_verifier, run_verifier
     try:
@@ -139,7 +178,11 @@ def verify(spec, db_dir, prefix, build_dir, sanitize, cc):
     except P2Error as e:
         click.echo(str(e), err=True)
         sys.exit(3)
-    proc = run_verifier(exe, db_dir)
+    try:
+        proc = run_verifier(exe, db_dir)
+    except OSError as e:
+        click.echo(f"error: cannot run the checker: {os_reason(e)}", err=True)
+        sys.exit(4)
     sys.stdout.write(proc.stdout)
     sys.stderr.write(proc.stderr)
     if proc.returncode not in (0, 1, 2):

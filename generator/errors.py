@@ -63,3 +63,15 @@ class SpecErrors(P2Error):
 
 class BuildError(P2Error):
     """The C compiler (or CFFI) failed on generated code: a p2gen bug or a bad --cc/--cflags."""
+
+
+class EnvError(P2Error):
+    """The machine cannot do what was asked, whatever the spec: a C compiler that cannot be
+    run, an output directory that cannot be written. One line, no traceback."""
+
+
+def os_reason(e: OSError, about: str = "") -> str:
+    """`Not a directory: 'out/sub'` from an OSError, without the errno noise (and without
+    the file name when it is `about`, the one the message names already)."""
+    why = e.strerror or str(e)
+    return f"{why}: '{e.filename}'" if e.filename and e.filename != about else why

@@ -14,15 +14,14 @@ of templates/harness.c.j2 and in the generated file.
 from __future__ import annotations
 
 import os
-import shlex
 import subprocess
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable, Optional, Sequence, Union
 
-from .build import Generated, run_cc
+from .build import Generated, cc_command, run_cc
 from .check import CheckedSpec
-from .errors import BuildError
+from .errors import BuildError, EnvError, os_reason
 from .model import FieldType
 from .render import _env, cursor_view, names
 
@@ -105,8 +104,11 @@ def write_harness(gen: Generated) -> str:
                 return src
     except OSError:
         pass
-    with open(src, "w", encoding="utf-8") as f:
-        f.write(text)
+    try:
+        with open(src, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise EnvError(f"error: cannot write the harness: {os_reason(e)}") from None
     return src
 
 
@@ -119,7 +121,7 @@ def build_harness(gen: Generated, cc: str = "cc", sanitize: bool = True,
     src, exe = harness_paths(gen)
     write_harness(gen)
     flags = list(HARNESS_CFLAGS) + (list(SANITIZE_CFLAGS) if sanitize else []) + list(extra_cflags)
-    cc_cmd = shlex.split(cc)
+    cc_cmd = cc_command(cc)
     tag = "san" if sanitize else "plain"
     units = [src, gen.source, os.path.join(gen.out_dir, "p2_runtime.c")]
     objs = [os.path.splitext(u)[0] + f".h{tag}.o" for u in units]

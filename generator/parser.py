@@ -110,9 +110,73 @@ class _State:
         return cls(message, pos, self.text)
 
 
+# Nesting limits. The parser (ANTLR's Python runtime), the tree builder and the code that
+# walks predicates recurse once (or a few times) per level of nesting, so nesting deep
+# enough would exhaust Python's stack (a RecursionError, not a message). The limit is far
+# above anything a spec needs and low enough that every stage stays within Python's default
+# recursion limit (1000 frames); it is checked token by token while lexing, before the
+# parser recurses into the level that would exceed it. Long flat chains (`a and b and ...`,
+# many fields or declarations) are not nesting and have no limit.
+MAX_NESTING = 100
+# Integer literals: 64-bit values need at most 20 decimal digits; much longer literals are
+# refused as they are lexed (Python also refuses to convert more than 4300 digits).
+MAX_INT_DIGITS = 100
+
+
+class _LimitedLexer(P2SpecLexer):
+    """The lexer, checking nesting depth and literal length as tokens come out.
+
+    Depth is counted as the parse tree nests: each open '[' or '(' is a level, and so is
+    each `not` until the comparison or parenthesis it applies to ends (an `and`, `or`,
+    ')' or ';' at its own level). The parser asks for tokens at most a couple ahead of the
+    one it is parsing, so an error raised here comes after every earlier error in the file
+    (errors stay in file order) and before the parser recurses into the level too deep."""
+
+    def __init__(self, stream, state: "_State"):
+        super().__init__(stream)
+        self.state = state
+        self.frames = [0]     # per open bracket/parenthesis (and the top level): `not`s open in it
+
+    def nextToken(self):
+        tok = super().nextToken()
+        t = tok.type
+        frames = self.frames
+        if t in (P.LBRACK, P.LPAREN):
+            frames.append(0)
+        elif t in (P.RBRACK, P.RPAREN):
+            if len(frames) > 1:
+                frames.pop()
+            frames[-1] = 0        # `not ( ... )` ends with its parenthesis
+        elif t == P.NOT:
+            frames[-1] += 1
+        elif t in (P.AND, P.OR):
+            frames[-1] = 0
+        elif t == P.SEMI:
+            del frames[1:]
+            frames[0] = 0
+        elif t == P.INT:
+            digits = len(tok.text.replace("_", "").lstrip("-"))
+            if digits > MAX_INT_DIGITS:
+                raise self._error(f"integer literal of {digits} digits is too long: p2gen's "
+                                  f"integers are at most 64 bits (literals of at most "
+                                  f"{MAX_INT_DIGITS} digits are read)", tok)
+        depth = len(frames) - 1 + sum(frames)
+        if depth > MAX_NESTING:
+            what = {P.LBRACK: "'['", P.LPAREN: "'('", P.NOT: "'not'"}.get(t, f"'{tok.text}'")
+            raise self._error(f"nesting too deep: {what} opens level {depth}; brackets, "
+                              f"parentheses and 'not's nest at most {MAX_NESTING} levels",
+                              tok)
+        return tok
+
+    def _error(self, message: str, tok) -> SpecError:
+        st = self.state
+        st.failed = True
+        return SpecError(message, _tok_pos(st.path, tok), st.text)
+
+
 def _parse_tree(text: str, path: str, mode) -> P2SpecParser.SpecContext:
     state = _State(text, path)
-    lexer = P2SpecLexer(InputStream(text))
+    lexer = _LimitedLexer(InputStream(text), state)
     lexer.removeErrorListeners()          # the lexer never fails: see ERROR_CHAR
     parser = P2SpecParser(CommonTokenStream(lexer))
     parser.removeErrorListeners()
@@ -525,17 +589,24 @@ class _Builder:
 
     def or_expr(self, ctx: P2SpecParser.OrExprContext):
         parts = ctx.andExpr()
-        node = self.and_expr(parts[0])
-        for part in parts[1:]:
-            node = Or(node, self.and_expr(part), self.span(ctx.start, part.stop))
-        return node
+        return self.chain(Or, parts, [self.and_expr(p) for p in parts])
 
     def and_expr(self, ctx: P2SpecParser.AndExprContext):
         parts = ctx.notExpr()
-        node = self.not_expr(parts[0])
-        for part in parts[1:]:
-            node = And(node, self.not_expr(part), self.span(ctx.start, part.stop))
-        return node
+        return self.chain(And, parts, [self.not_expr(p) for p in parts])
+
+    def chain(self, op, ctxs: list, terms: list, lo: int = 0, hi: Optional[int] = None):
+        """`t0 op t1 op ... op tn` as a balanced tree: `and` and `or` are associative (and
+        C evaluates the balanced form in the same order), and a balanced tree of a long
+        chain is shallow, so nothing that walks predicates recursively runs out of stack.
+        Up to three terms it is the left-leaning ((t0 op t1) op t2)."""
+        if hi is None:
+            hi = len(terms)
+        if hi - lo == 1:
+            return terms[lo]
+        mid = lo + (hi - lo + 1) // 2
+        return op(self.chain(op, ctxs, terms, lo, mid), self.chain(op, ctxs, terms, mid, hi),
+                  self.span(ctxs[lo].start, ctxs[hi - 1].stop))
 
     def not_expr(self, ctx: P2SpecParser.NotExprContext):
         if ctx.NOT() is not None:

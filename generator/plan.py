@@ -65,12 +65,21 @@ class Plan:
 
 
 # ---------------------------------------------------------------------------
+def chain_terms(e: Expr, op: type) -> list:
+    """The terms of `e` read as `t0 op t1 op ...` (op And or Or), left to right, however
+    the chain is bracketed; without recursion, so a chain of any length is fine."""
+    out, todo = [], [e]
+    while todo:
+        e = todo.pop()
+        if isinstance(e, op):
+            todo += (e.right, e.left)
+        else:
+            out.append(e)
+    return out
+
+
 def conjuncts_of(e: Optional[Expr]) -> list:
-    if e is None:
-        return []
-    if isinstance(e, And):
-        return conjuncts_of(e.left) + conjuncts_of(e.right)
-    return [e]
+    return [] if e is None else chain_terms(e, And)
 
 
 def simple_conjunct(e: Expr) -> Optional[Conjunct]:
@@ -99,8 +108,8 @@ def expr_text(e: Expr, top: bool = True) -> str:
         return f"{operand_text(e.left)} {e.op} {operand_text(e.right)}"
     if isinstance(e, Not):
         return f"not ({expr_text(e.operand)})"
-    op = "and" if isinstance(e, And) else "or"
-    inner = f"{expr_text(e.left, False)} {op} {expr_text(e.right, False)}"
+    op = type(e)
+    inner = f" {op.__name__.lower()} ".join(expr_text(t, False) for t in chain_terms(e, op))
     return inner if top else f"({inner})"
 
 

@@ -21,7 +21,7 @@ import pprint
 import shlex
 from typing import Optional
 
-from .build import Generated, write_if_changed
+from .build import Generated, cc_command, write_if_changed
 from .check import CheckedSpec, ContainerInfo, CursorInfo
 from .errors import BuildError
 from .model import FieldType
@@ -272,6 +272,8 @@ def build_python(gen: Generated, cc: Optional[str] = None, extra_cflags=()) -> s
         import cffi
     except ImportError as e:  # pragma: no cover
         raise BuildError(f"--python needs the cffi package: {e}") from e
+    if cc:
+        cc_command(cc)            # a compiler that cannot be run: one line, not distutils' story
     p = gen.prefix
     out_dir = os.path.abspath(gen.out_dir)
     mod = module_name(p)

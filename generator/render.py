@@ -15,7 +15,7 @@ from typing import Optional
 
 import jinja2
 
-from .plan import expr_text
+from .plan import chain_terms, expr_text
 from .check import CheckedSpec, ContainerInfo, CursorInfo, LayerInstance
 from .model import And, Compare, Const, Expr, FieldRef, FieldType, Not, ParamRef
 
@@ -253,7 +253,7 @@ class PredicateC:
         if isinstance(e, Not):
             return f"!{self.expr(e.operand)}"
         op = "&&" if isinstance(e, And) else "||"
-        return f"({self.expr(e.left)} {op} {self.expr(e.right)})"
+        return "(" + f" {op} ".join(self.expr(t) for t in chain_terms(e, type(e))) + ")"
 
     def conjunction(self, es: list) -> Optional[str]:
         if not es:

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shlex
 import subprocess
 from pathlib import Path
 from typing import Optional, Sequence
 
-from .build import RUNTIME_DIR, generate, run_cc
+from .build import RUNTIME_DIR, cc_command, generate, run_cc
+from .errors import EnvError, os_reason
 from .check import CheckedSpec
 from .render import Renderer, _env, c_string, names
 
@@ -93,6 +93,7 @@ def build_verifier(spec: str, cache_dir: Optional[str] = None, prefix: Optional[
     same spec text, prefix, compiler, flags and p2gen sources. Returns the executable.
     Raises SpecError/BuildError on a bad spec or a failed compile."""
     flags = list(VERIFY_CFLAGS) + (list(SANITIZE_CFLAGS) if sanitize else []) + list(extra_cflags)
+    cc_cmd = cc_command(cc)
     with open(spec, "rb") as f:
         text = f.read()
     key = hashlib.sha256(b"\0".join([
@@ -105,12 +106,15 @@ def build_verifier(spec: str, cache_dir: Optional[str] = None, prefix: Optional[
         return exe
     gen = generate(spec, out, prefix)
     src = os.path.join(out, f"{gen.prefix}_verifier.c")
-    with open(src, "w", encoding="utf-8") as f:
-        f.write(render_verifier(gen.checked, os.path.basename(spec)))
     tmp = f"{exe}.{os.getpid()}.tmp"
-    run_cc(shlex.split(cc) + flags + ["-I", out, src, os.path.join(out, "p2_runtime.c"),
-                                      "-o", tmp], f"compiling the checker of {stem}")
-    os.replace(tmp, exe)
+    try:
+        with open(src, "w", encoding="utf-8") as f:
+            f.write(render_verifier(gen.checked, os.path.basename(spec)))
+        run_cc(cc_cmd + flags + ["-I", out, src, os.path.join(out, "p2_runtime.c"),
+                                 "-o", tmp], f"compiling the checker of {stem}")
+        os.replace(tmp, exe)
+    except OSError as e:
+        raise EnvError(f"error: cannot write the checker into '{out}': {os_reason(e)}") from None
     return exe
 
 

@@ -28,6 +28,9 @@ class ParamSpec:
     min: Optional[int] = None
     max: Optional[int] = None
     field_kinds: tuple = ("int", "float", "char")  # for kind == 'field'
+    # A default computed from the other parameters (by the layer's `validate`, where
+    # `default` is None): how `p2gen layers` shows it.
+    default_text: str = ""
 
     @property
     def required(self) -> bool:
@@ -42,6 +45,8 @@ class ParamSpec:
             t = self.kind
         if self.required:
             d = ""
+        elif self.default_text:
+            d = f" = {self.default_text}"
         elif isinstance(self.default, bool):
             d = f" = {'true' if self.default else 'false'}"
         elif isinstance(self.default, str):
@@ -95,6 +100,10 @@ class Layer:
     stable_refs: bool = True
     # top layers: may cursors declared on the container carry a where-clause?
     qualifies: bool = False
+    # top layers: does delete only mark the element, leaving it in every structure below
+    # until a purge removes it through the layer below? Such a layer counts on the layers
+    # below it to remove for real, so the checker allows at most one per equation.
+    defers_delete: bool = False
 
     @property
     def template(self) -> str:

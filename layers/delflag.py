@@ -6,6 +6,7 @@ class DelFlag(Layer):
     realm = "top"
     below = "top"
     role = "top"
+    defers_delete = True
     doc = ("Logical deletion: delete marks the element with a flag instead of removing it; "
            "every read skips marked elements, and <container>_purge removes them for real.")
 

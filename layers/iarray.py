@@ -1,6 +1,11 @@
 from .base import ElemField, Layer, ParamSpec, PathOption, ordered_paths, range_selectivity
 
 
+MAX_KEY = (1 << 32) - 2   # slots are counted in 32 bits
+GROWTH = 1024             # default max_key: the slot block grows to at most this many times
+                          # its initial capacity
+
+
 class IArray(Layer):
     name = "iarray"
     realm = "ds"
@@ -11,11 +16,21 @@ class IArray(Layer):
                   field_kinds=("int",)),
         ParamSpec("capacity", "int", 1024, min=1, max=(1 << 32) - 2,
                   doc="initial number of slots (grows to fit larger keys)"),
-        ParamSpec("max_key", "int", (1 << 32) - 2, min=0, max=(1 << 32) - 2,
-                  doc="largest key accepted; larger keys are refused with P2_ERANGE"),
+        ParamSpec("max_key", "int", None, min=0, max=MAX_KEY,
+                  default_text=f"{GROWTH} * capacity - 1",
+                  doc="largest key accepted; larger keys are refused with P2_ERANGE. A key "
+                      "is a slot number, so the largest key decides how big the slot block "
+                      "may grow: by default it may grow to "
+                      f"{GROWTH} times its initial capacity (keys up to 1,048,575 with the "
+                      "default capacity) rather than let one insert of a large key allocate "
+                      f"gigabytes; give max_key (up to {MAX_KEY}) for larger keys"),
     )
     doc = ("Elements in an array indexed by their key (slot = key) with a valid flag per "
            "slot: O(1) keyed access, keys unique, scans come out in key order.")
+
+    def validate(self, inst, ctx):
+        if inst.params["max_key"] is None:        # not given: proportionate to capacity
+            inst.params["max_key"] = min(GROWTH * inst.params["capacity"] - 1, MAX_KEY)
 
     def elem_fields(self, inst):
         return [ElemField("uint8_t", f"_{inst.tag}_valid", "1 while the slot holds an element")]

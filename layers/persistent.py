@@ -1,5 +1,9 @@
 from .base import Layer, ParamSpec
 
+# Address space a spec's files may reserve, each and together: x86-64 and arm64 (4-level
+# page tables) give a process 128 TiB; half leaves room for everything else.
+MAX_RESERVE = 1 << 46
+
 
 class Persistent(Layer):
     name = "persistent"
@@ -9,8 +13,11 @@ class Persistent(Layer):
     params = (
         ParamSpec("file", "str", doc="path of the database file (relative paths resolve "
                                      "against the directory given to open, else the cwd)"),
-        ParamSpec("reserve", "int", 1 << 36, min=1 << 20, max=1 << 60,
-                  doc="bytes of address space reserved so the mapping never moves"),
+        ParamSpec("reserve", "int", 1 << 36, min=1 << 20, max=MAX_RESERVE,
+                  doc="bytes of address space reserved so the mapping never moves: the "
+                      "largest the file can grow (default 64 GiB; at most 64 TiB, and all "
+                      "files of a spec together at most that, half of the 128 TiB a 64-bit "
+                      "Linux process can map)"),
     )
     doc = ("A file mapped with mmap(MAP_SHARED) that grows by extending the mapping. "
            "References are offsets from the segment base, so the file is valid wherever it "

@@ -404,6 +404,11 @@ static int corrupt_list(const p2_seg *seg, p2_err *err, uint64_t bs, p2_off off)
                     "corrupt free list for large blocks: bad block at offset %" PRIu64, off);
 }
 
+/* What a user can do about a reservation too small (or too large to get): the generated
+ * code passes the spec's persistent(reserve = ...) of the file (messages start with the
+ * file's path). */
+#define SEG_RESERVE_HINT "set by persistent(reserve = ...) for this file in the spec"
+
 /* Reserve the address range [base, base + seg->reserved). */
 static int seg_reserve(p2_seg *seg, p2_err *err)
 {
@@ -411,8 +416,8 @@ static int seg_reserve(p2_seg *seg, p2_err *err)
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
         int e = errno;
-        return seg_fail(seg, err, P2_ENOMEM, "cannot reserve %" PRIu64 " bytes of address space: %s",
-                        seg->reserved, strerror(e));
+        return seg_fail(seg, err, P2_ENOMEM, "cannot reserve %" PRIu64 " bytes of address space (%s): "
+                        "%s", seg->reserved, SEG_RESERVE_HINT, strerror(e));
     }
     seg->base = (char *)p;
     return P2_OK;
@@ -427,7 +432,7 @@ static int seg_grow(p2_seg *seg, uint64_t need, p2_err *err)
     if (need > seg->reserved)
         return seg_fail(seg, err, P2_ENOMEM,
                         "segment needs %" PRIu64 " bytes, more than its address-space reservation "
-                        "of %" PRIu64 " bytes (pass a larger reserve to p2_seg_open)",
+                        "of %" PRIu64 " bytes (" SEG_RESERVE_HINT ")",
                         need, seg->reserved);
     uint64_t g = seg_granule();
     uint64_t want = seg->mapped * 2;
@@ -611,7 +616,7 @@ static int seg_alloc_block(p2_seg *seg, uint64_t size, p2_off *out, p2_err *err)
     if (bs == 0 || bs > seg->reserved)
         return seg_fail(seg, err, P2_ENOMEM,
                         "cannot allocate %" PRIu64 " bytes: more than the segment's address-space "
-                        "reservation of %" PRIu64 " bytes (pass a larger reserve to p2_seg_open)",
+                        "reservation of %" PRIu64 " bytes (" SEG_RESERVE_HINT ")",
                         size, seg->reserved);
     if (bs <= SMALL_MAX)
         return small_take(seg, bs, out, err);
@@ -666,7 +671,7 @@ p2_off p2_seg_realloc(p2_seg *seg, p2_off off, uint64_t old_size, uint64_t new_s
     if (nb == 0 || nb > seg->reserved) {
         seg_fail(seg, err, P2_ENOMEM,
                  "cannot allocate %" PRIu64 " bytes: more than the segment's address-space "
-                 "reservation of %" PRIu64 " bytes (pass a larger reserve to p2_seg_open)",
+                 "reservation of %" PRIu64 " bytes (" SEG_RESERVE_HINT ")",
                  new_size, seg->reserved);
         return 0;
     }
@@ -1566,7 +1571,7 @@ static int seg_attach(p2_seg *seg, uint64_t file_bytes, uint64_t fingerprint, ui
     if (h.file_size > seg->reserved)
         return seg_fail(seg, err, P2_ENOMEM,
                         "file is %" PRIu64 " bytes, more than the address-space reservation of %" PRIu64
-                        " bytes (pass a larger reserve to p2_seg_open)",
+                        " bytes (" SEG_RESERVE_HINT ")",
                         h.file_size, seg->reserved);
     rc = seg_reserve(seg, err);
     if (rc != P2_OK)

@@ -10,7 +10,8 @@ from p2gen.model import (
     And, Compare, Const, Container, Cursor, FieldRef, FieldType, LayerApp, Not, Or,
     ParamRef, Pos, Spec,
 )
-from p2gen.parser import parse, parse_file
+from p2gen.parser import MAX_NESTING, parse, parse_file
+from p2gen.plan import chain_terms
 
 EXAMPLE = """\
 // line comment, and /* block comments */
@@ -235,6 +236,32 @@ def test_left_associative():
     assert isinstance(w, Or) and isinstance(w.left, Or)
 
 
+def test_long_chains_are_shallow_trees_in_order():
+    """A chain of `and`s (or `or`s) is associative: built balanced, so however long it is,
+    nothing that walks the tree recursively runs out of stack; its terms keep their order."""
+    for op, cls in (("and", And), ("or", Or)):
+        w = where_of(f" {op} ".join(f"id == {i}" for i in range(1000)))
+
+        def depth(e):
+            return 1 + max(depth(e.left), depth(e.right)) if isinstance(e, cls) else 0
+        assert depth(w) == 10
+        assert [t.right.value for t in chain_terms(w, cls)] == list(range(1000))
+        assert w.pos.col == len("cursor c on things where ") + 1
+
+
+def test_nesting_limit_position_and_file_order():
+    deep = "not " * (MAX_NESTING + 5) + "id == 1"
+    err = error_of(RECORD + f"cursor c on things where {deep};")
+    assert (err.line, err.col) == (2, len("cursor c on things where ") + 4 * MAX_NESTING + 1)
+    assert f"at most {MAX_NESTING} levels" in err.message
+    # a `not` run ends with its comparison: many short ones side by side are not deep
+    wide = " and ".join(["not not id == 1"] * MAX_NESTING)
+    assert parse(RECORD + f"cursor c on things where {wide};").cursors
+    # an earlier error is reported first (errors stay in file order)
+    err = error_of("record r { a: u33; }\n" + f"cursor c on things where {deep};")
+    assert err.line == 1 and "unknown type 'u33'" in err.message
+
+
 def test_nested_parens():
     w = where_of("((a == 1 or b != 2)) and not (c < 3 or not (d >= 4))")
     assert isinstance(w, And)
@@ -254,13 +281,7 @@ def test_compare_ops(op):
 
 def test_operands():
     w = where_of('id == $lo and 5 < score and name == "bob\\n" and score > -1.5 and id != 0x10')
-    cmps = []
-    node = w
-    while isinstance(node, And):
-        cmps.append(node.right)
-        node = node.left
-    cmps.append(node)
-    cmps.reverse()
+    cmps = chain_terms(w, And)   # (a chain of five is bracketed as a balanced tree)
     assert isinstance(cmps[0].left, FieldRef) and cmps[0].right == ParamRef("lo", cmps[0].right.pos)
     assert isinstance(cmps[1].left, Const) and (cmps[1].left.kind, cmps[1].left.value) == ("int", 5)
     assert (cmps[2].right.kind, cmps[2].right.value) == ("string", "bob\n")

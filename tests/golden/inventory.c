@@ -44,7 +44,7 @@ static inline int p2_fixstr_set(char *dst, size_t n, const char *s)
  * Element and root layouts: the fields each layer adds, then the user's record (links and
  * flags first, so that reaching an element and its first fields touches one cache line).
  * ========================================================================== */
-/* container parts = top2ds_qualify[hash(buckets=64, fn=default, grow=true, key=kind)[avl(key=weight_g)[iarray(capacity=256, key=id, max_key=4294967294)[persistent]]]] */
+/* container parts = top2ds_qualify[hash(buckets=64, fn=default, grow=true, key=kind)[avl(key=weight_g)[iarray(capacity=256, key=id, max_key=262143)[persistent]]]] */
 typedef struct inventory_parts_elem {
     uint64_t _hash_next; /* hash: next element in the same bucket */
     uint64_t _avl_left; /* avl: left child */
@@ -225,7 +225,7 @@ static inline int inventory_shipments__cmp_quantity(int32_t a, int32_t b)
 
 /* ##########################################################################
  * container parts of part
- *   = top2ds_qualify[hash(buckets=64, fn=default, grow=true, key=kind)[avl(key=weight_g)[iarray(capacity=256, key=id, max_key=4294967294)[persistent]]]]
+ *   = top2ds_qualify[hash(buckets=64, fn=default, grow=true, key=kind)[avl(key=weight_g)[iarray(capacity=256, key=id, max_key=262143)[persistent]]]]
  * ########################################################################## */
 
 /* --------------------------------------------------------------------------
@@ -271,9 +271,9 @@ static inline int inventory_parts__persistent_contains(inventory_db *db, uint64_
 
 
 /* --------------------------------------------------------------------------
- * layer iarray (iarray: ds[mem]) of parts: capacity=256, key=id, max_key=4294967294
+ * layer iarray (iarray: ds[mem]) of parts: capacity=256, key=id, max_key=262143
  * ------------------------------------------------------------------------ */
-#define inventory_parts__iarray_SLOTS UINT64_C(4294967295)  /* slots needed for keys 0..4294967294 */
+#define inventory_parts__iarray_SLOTS UINT64_C(262144)  /* slots needed for keys 0..262143 */
 
 static inline inventory_parts_elem *inventory_parts__iarray_elem(inventory_db *db, uint64_t ref)
 {
@@ -290,16 +290,16 @@ static inline uint64_t inventory_parts__iarray_count(inventory_db *db)
     return inventory_parts__persistent_root(db)->iarray_count;
 }
 
-/* Is `key` a storable key (0..4294967294)? Only the tests the key's type needs. */
+/* Is `key` a storable key (0..262143)? Only the tests the key's type needs. */
 static inline int inventory_parts__iarray_in_range(uint32_t key)
 {
-    if ((uint64_t)key > UINT64_C(4294967294)) return 0;
+    if ((uint64_t)key > UINT64_C(262143)) return 0;
     return 1;
 }
 
 static inline int inventory_parts__iarray_range_error(inventory_db *db, uint32_t key)
 {
-    return p2_err_set(&db->err, P2_ERANGE, "container parts: key %" PRIu64 " outside iarray range 0..4294967294 (field id)", (uint64_t)key);
+    return p2_err_set(&db->err, P2_ERANGE, "container parts: key %" PRIu64 " outside iarray range 0..262143 (field id; the top is the layer's max_key, by default 1024 * capacity - 1)", (uint64_t)key);
 }
 
 static inline int inventory_parts__iarray_dup_error(inventory_db *db, uint32_t key)
@@ -495,7 +495,7 @@ static int inventory_parts__iarray_verify(inventory_db *db, p2_verify *v)
 {
     inventory_parts_root *r = inventory_parts__persistent_root(db);
     uint64_t live = 0, slot;
-    if (r->iarray_cap == 0
+    if (r->iarray_cap == 0 || (uint64_t)r->iarray_cap > inventory_parts__iarray_SLOTS
         || !inventory_parts__persistent_contains(db, r->iarray_slots, (uint64_t)r->iarray_cap * sizeof(inventory_parts_elem))) {
         p2_verify_fail(v, "container parts, layer iarray: slot block %" PRIu64 " of %u slots lies outside the used memory", r->iarray_slots, r->iarray_cap);
         return -1;
@@ -1186,7 +1186,7 @@ static inline int inventory_parts__top2ds_qualify_light_parts_update(inventory_l
     return P2_OK;
 }
 
-/* cursor parts_in_range: path: iarray(capacity=256, key=id, max_key=4294967294) range (iarray: range id >= $lo and id <= $hi); residual: (none) */
+/* cursor parts_in_range: path: iarray(capacity=256, key=id, max_key=262143) range (iarray: range id >= $lo and id <= $hi); residual: (none) */
 static inline uint64_t inventory_parts__top2ds_qualify_parts_in_range_advance(inventory_parts_in_range_cursor *k, uint64_t ref)
 {
     (void)k;
@@ -1358,7 +1358,7 @@ static inline int inventory_parts__top2ds_qualify_find_weight_g_update(inventory
     return P2_OK;
 }
 
-/* cursor find_id: path: iarray(capacity=256, key=id, max_key=4294967294) eq (iarray: id == $id is slot $id); residual: (none) */
+/* cursor find_id: path: iarray(capacity=256, key=id, max_key=262143) eq (iarray: id == $id is slot $id); residual: (none) */
 static inline uint64_t inventory_parts__top2ds_qualify_find_id_advance(inventory_parts__find_id_cursor *k, uint64_t ref)
 {
     (void)k;
@@ -1414,7 +1414,7 @@ static inline int inventory_parts__top2ds_qualify_find_id_update(inventory_parts
     return P2_OK;
 }
 
-/* cursor all: path: iarray(capacity=256, key=id, max_key=4294967294) range (iarray: full scan in id order); residual: (none) */
+/* cursor all: path: iarray(capacity=256, key=id, max_key=262143) range (iarray: full scan in id order); residual: (none) */
 static inline uint64_t inventory_parts__top2ds_qualify_all_advance(inventory_parts_all_cursor *k, uint64_t ref)
 {
     (void)k;
@@ -4525,7 +4525,7 @@ int inventory_open(inventory_db **out, const char *dir)
         } else {
             snprintf(path, sizeof path, "%s", file);
         }
-        rc = p2_seg_open(&db->seg[0], path, 0xfaf47f8b06d83ed7u, 2, names, sizes,
+        rc = p2_seg_open(&db->seg[0], path, 0x51cd549f87c4742au, 2, names, sizes,
                          68719476736u, &created, &db->err);
         if (rc != P2_OK) goto fail;
         db->seg_open[0] = 1;

@@ -5,7 +5,7 @@
  * section per layer, bottom (memory) to top, and links p2_runtime.c.
  *
  *   container parts of part
- *       = top2ds_qualify[hash(buckets=64, fn=default, grow=true, key=kind)[avl(key=weight_g)[iarray(capacity=256, key=id, max_key=4294967294)[persistent]]]]
+ *       = top2ds_qualify[hash(buckets=64, fn=default, grow=true, key=kind)[avl(key=weight_g)[iarray(capacity=256, key=id, max_key=262143)[persistent]]]]
  *   container suppliers of supplier
  *       = delflag[top2ds_qualify[hash(buckets=1024, fn=default, grow=true, key=id)[odlist(key=name)[malloc[persistent]]]]]
  *   container shipments of shipment
@@ -92,7 +92,7 @@ typedef struct inventory_shipment {
 
 /* ==========================================================================
  * container parts of part
- *   = top2ds_qualify[hash(buckets=64, fn=default, grow=true, key=kind)[avl(key=weight_g)[iarray(capacity=256, key=id, max_key=4294967294)[persistent]]]]
+ *   = top2ds_qualify[hash(buckets=64, fn=default, grow=true, key=kind)[avl(key=weight_g)[iarray(capacity=256, key=id, max_key=262143)[persistent]]]]
  * ========================================================================== */
 /* Insert a copy of *rec; *out (may be NULL) receives its reference.
  * Errors: P2_ENOMEM; P2_EDUP / P2_ERANGE from keyed storage (iarray). */
@@ -126,7 +126,7 @@ int inventory_parts_find_kind(inventory_db *db, const char *key, inventory_ref *
 /* Find an element whose weight_g equals `key` (avl(key=weight_g) range).
  * Errors: P2_NOTFOUND. */
 int inventory_parts_find_weight_g(inventory_db *db, double key, inventory_ref *out);
-/* Find an element whose id equals `key` (iarray(capacity=256, key=id, max_key=4294967294) eq).
+/* Find an element whose id equals `key` (iarray(capacity=256, key=id, max_key=262143) eq).
  * Errors: P2_NOTFOUND. */
 int inventory_parts_find_id(inventory_db *db, uint32_t key, inventory_ref *out);
 
@@ -170,7 +170,7 @@ int inventory_light_parts_update(inventory_light_parts_cursor *cur, const invent
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
 int inventory_light_parts_delete(inventory_light_parts_cursor *cur);
 
-/* cursor parts_in_range on parts where id >= $lo and id <= $hi *   path: iarray(capacity=256, key=id, max_key=4294967294) range (iarray: range id >= $lo and id <= $hi); residual: (none) */
+/* cursor parts_in_range on parts where id >= $lo and id <= $hi *   path: iarray(capacity=256, key=id, max_key=262143) range (iarray: range id >= $lo and id <= $hi); residual: (none) */
 typedef struct inventory_parts_in_range_cursor {
     inventory_db *_db;
     uint64_t _cur, _pending;

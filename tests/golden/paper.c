@@ -115,7 +115,7 @@ typedef struct paper_hash_accounts__find_id_cursor {
     uint32_t _p_id;
 } paper_hash_accounts__find_id_cursor;
 
-/* container iarray_accounts = top2ds_qualify[iarray(capacity=4096, key=id, max_key=4294967294)[transient]] */
+/* container iarray_accounts = top2ds_qualify[iarray(capacity=4096, key=id, max_key=4194303)[transient]] */
 typedef struct paper_iarray_accounts_elem {
     uint8_t _iarray_valid; /* iarray: 1 while the slot holds an element */
     paper_account rec;
@@ -2504,7 +2504,7 @@ int paper_hash_accounts_all_delete(paper_hash_accounts_all_cursor *cur)
 
 /* ##########################################################################
  * container iarray_accounts of account
- *   = top2ds_qualify[iarray(capacity=4096, key=id, max_key=4294967294)[transient]]
+ *   = top2ds_qualify[iarray(capacity=4096, key=id, max_key=4194303)[transient]]
  * ########################################################################## */
 
 /* --------------------------------------------------------------------------
@@ -2554,9 +2554,9 @@ static inline int paper_iarray_accounts__transient_contains(paper_db *db, uint64
 
 
 /* --------------------------------------------------------------------------
- * layer iarray (iarray: ds[mem]) of iarray_accounts: capacity=4096, key=id, max_key=4294967294
+ * layer iarray (iarray: ds[mem]) of iarray_accounts: capacity=4096, key=id, max_key=4194303
  * ------------------------------------------------------------------------ */
-#define paper_iarray_accounts__iarray_SLOTS UINT64_C(4294967295)  /* slots needed for keys 0..4294967294 */
+#define paper_iarray_accounts__iarray_SLOTS UINT64_C(4194304)  /* slots needed for keys 0..4194303 */
 
 static inline paper_iarray_accounts_elem *paper_iarray_accounts__iarray_elem(paper_db *db, uint64_t ref)
 {
@@ -2573,16 +2573,16 @@ static inline uint64_t paper_iarray_accounts__iarray_count(paper_db *db)
     return paper_iarray_accounts__transient_root(db)->iarray_count;
 }
 
-/* Is `key` a storable key (0..4294967294)? Only the tests the key's type needs. */
+/* Is `key` a storable key (0..4194303)? Only the tests the key's type needs. */
 static inline int paper_iarray_accounts__iarray_in_range(uint32_t key)
 {
-    if ((uint64_t)key > UINT64_C(4294967294)) return 0;
+    if ((uint64_t)key > UINT64_C(4194303)) return 0;
     return 1;
 }
 
 static inline int paper_iarray_accounts__iarray_range_error(paper_db *db, uint32_t key)
 {
-    return p2_err_set(&db->err, P2_ERANGE, "container iarray_accounts: key %" PRIu64 " outside iarray range 0..4294967294 (field id)", (uint64_t)key);
+    return p2_err_set(&db->err, P2_ERANGE, "container iarray_accounts: key %" PRIu64 " outside iarray range 0..4194303 (field id; the top is the layer's max_key, by default 1024 * capacity - 1)", (uint64_t)key);
 }
 
 static inline int paper_iarray_accounts__iarray_dup_error(paper_db *db, uint32_t key)
@@ -2778,7 +2778,7 @@ static int paper_iarray_accounts__iarray_verify(paper_db *db, p2_verify *v)
 {
     paper_iarray_accounts_root *r = paper_iarray_accounts__transient_root(db);
     uint64_t live = 0, slot;
-    if (r->iarray_cap == 0
+    if (r->iarray_cap == 0 || (uint64_t)r->iarray_cap > paper_iarray_accounts__iarray_SLOTS
         || !paper_iarray_accounts__transient_contains(db, r->iarray_slots, (uint64_t)r->iarray_cap * sizeof(paper_iarray_accounts_elem))) {
         p2_verify_fail(v, "container iarray_accounts, layer iarray: slot block %" PRIu64 " of %u slots lies outside the used memory", r->iarray_slots, r->iarray_cap);
         return -1;
@@ -2820,7 +2820,7 @@ static inline int paper_iarray_accounts__top2ds_qualify_update(paper_db *db, uin
 /* Integrity check (<prefix>_verify): the ds layers, storage first. */
 static int paper_iarray_accounts__top2ds_qualify_verify(paper_db *db, p2_verify *v) { return paper_iarray_accounts__iarray_verify(db, v); }
 
-/* cursor find_id: path: iarray(capacity=4096, key=id, max_key=4294967294) eq (iarray: id == $id is slot $id); residual: (none) */
+/* cursor find_id: path: iarray(capacity=4096, key=id, max_key=4194303) eq (iarray: id == $id is slot $id); residual: (none) */
 static inline uint64_t paper_iarray_accounts__top2ds_qualify_find_id_advance(paper_iarray_accounts__find_id_cursor *k, uint64_t ref)
 {
     (void)k;
@@ -2876,7 +2876,7 @@ static inline int paper_iarray_accounts__top2ds_qualify_find_id_update(paper_iar
     return P2_OK;
 }
 
-/* cursor all: path: iarray(capacity=4096, key=id, max_key=4294967294) range (iarray: full scan in id order); residual: (none) */
+/* cursor all: path: iarray(capacity=4096, key=id, max_key=4194303) range (iarray: full scan in id order); residual: (none) */
 static inline uint64_t paper_iarray_accounts__top2ds_qualify_all_advance(paper_iarray_accounts_all_cursor *k, uint64_t ref)
 {
     (void)k;

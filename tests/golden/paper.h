@@ -11,7 +11,7 @@
  *   container hash_accounts of account
  *       = top2ds_qualify[hash(buckets=4096, fn=identity, grow=true, key=id)[array(capacity=16)[persistent]]]
  *   container iarray_accounts of account
- *       = top2ds_qualify[iarray(capacity=4096, key=id, max_key=4294967294)[transient]]
+ *       = top2ds_qualify[iarray(capacity=4096, key=id, max_key=4194303)[transient]]
  *
  * Conventions
  *   - Functions returning int return P2_OK (0) or an error code from p2_runtime.h
@@ -279,7 +279,7 @@ int paper_hash_accounts_all_delete(paper_hash_accounts_all_cursor *cur);
 
 /* ==========================================================================
  * container iarray_accounts of account
- *   = top2ds_qualify[iarray(capacity=4096, key=id, max_key=4294967294)[transient]]
+ *   = top2ds_qualify[iarray(capacity=4096, key=id, max_key=4194303)[transient]]
  * ========================================================================== */
 /* Insert a copy of *rec; *out (may be NULL) receives its reference.
  * Errors: P2_ENOMEM; P2_EDUP / P2_ERANGE from keyed storage (iarray). */
@@ -307,7 +307,7 @@ int paper_iarray_accounts_set_branch(paper_db *db, paper_ref ref, uint32_t value
 int paper_iarray_accounts_set_balance(paper_db *db, paper_ref ref, int64_t value);
 /* Set field filler of element `ref`. */
 int paper_iarray_accounts_set_filler(paper_db *db, paper_ref ref, const char *value);
-/* Find an element whose id equals `key` (iarray(capacity=4096, key=id, max_key=4294967294) eq).
+/* Find an element whose id equals `key` (iarray(capacity=4096, key=id, max_key=4194303) eq).
  * Errors: P2_NOTFOUND. */
 int paper_iarray_accounts_find_id(paper_db *db, uint32_t key, paper_ref *out);
 

@@ -155,7 +155,8 @@ class _LimitedLexer(P2SpecLexer):
             del frames[1:]
             frames[0] = 0
         elif t == P.INT:
-            digits = len(tok.text.replace("_", "").lstrip("-"))
+            body = tok.text.replace("_", "").lstrip("-")
+            digits = len(body) - (2 if body[:2] in ("0x", "0X") else 0)
             if digits > MAX_INT_DIGITS:
                 raise self._error(f"integer literal of {digits} digits is too long: p2gen's "
                                   f"integers are at most 64 bits (literals of at most "

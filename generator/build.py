@@ -76,15 +76,18 @@ def generate(spec_path: str, out_dir: str, prefix: Optional[str] = None) -> Gene
     return Generated(checked, out_dir, h, c, rt, time.perf_counter() - t0)
 
 
-def cc_command(cc: str) -> list:
+def cc_command(cc: str, what: str = "C compiler", option: str = "--cc or $CC") -> list:
     """`--cc` / $CC as a command (it may carry options: "ccache gcc -m32"), checked to name
     a program that can be run, so a typo is one line rather than a traceback."""
-    cmd = shlex.split(cc)
+    try:
+        cmd = shlex.split(cc)
+    except ValueError as e:          # an unbalanced quote
+        raise EnvError(f"error: cannot read the {what} command {cc!r}: {e}") from None
     if not cmd:
-        raise EnvError("error: the C compiler command is empty (--cc, or $CC)")
+        raise EnvError(f"error: the {what} command is empty ({option})")
     if shutil.which(cmd[0]) is None:
-        raise EnvError(f"error: cannot run the C compiler '{cmd[0]}': no such program (or "
-                       f"not executable); give one with --cc or $CC")
+        raise EnvError(f"error: cannot run the {what} '{cmd[0]}': no such program (or "
+                       f"not executable); give one with {option}")
     return cmd
 
 

@@ -264,8 +264,12 @@ def bench_tpcb(**kwargs):
     checks the TPC-B invariant after every run, writes the JSON, a Markdown table and
     plots after Thomas & Batory (1995). Exit status 1 if a run failed.
     """
+    from .build import cc_command
     from .bench_tpcb import command
     try:
+        if not kwargs["render"]:
+            cc_command(kwargs["cc"])
+            cc_command(kwargs["cxx"], "C++ compiler", "--cxx or $CXX")
         rc = command(**kwargs, say=click.echo)
     except P2Error as e:
         _fail(e)
@@ -308,8 +312,12 @@ def bench_oo7(**kwargs):
     that every system returns the same counts, writes the JSON, a Markdown table and
     plots. Exit status 1 if a run failed or counts differ.
     """
+    from .build import cc_command
     from .bench_oo7 import command
     try:
+        if not kwargs["render"]:
+            cc_command(kwargs["cc"])
+            cc_command(kwargs["cxx"], "C++ compiler", "--cxx or $CXX")
         rc = command(**kwargs, say=click.echo)
     except P2Error as e:
         _fail(e)

@@ -159,6 +159,21 @@ def test_build_with_a_compiler_that_cannot_run(tmp_path, ok_spec, args):
     assert not (tmp_path / "out").exists()      # checked before anything is written
 
 
+def test_build_with_an_unreadable_compiler_command(tmp_path, ok_spec):
+    err = one_line_error(p2gen("build", ok_spec, "-o", tmp_path / "out", "--cc", "gcc 'x"))
+    assert "cannot read the C compiler command" in err
+
+
+@pytest.mark.parametrize("bench, args, says", [
+    ("tpcb", ["--cc", "nonexistent-cc"], "C compiler 'nonexistent-cc'"),
+    ("oo7", ["--cxx", "nonexistent-cxx"], "C++ compiler 'nonexistent-cxx'"),
+])
+def test_bench_with_a_compiler_that_cannot_run(tmp_path, bench, args, says):
+    err = one_line_error(p2gen("bench", bench, "--build-dir", tmp_path / "b", "-o",
+                               tmp_path / "r", *args, cwd=tmp_path))
+    assert says in err
+
+
 def test_build_python_with_CC_that_cannot_run(tmp_path, ok_spec):
     err = one_line_error(p2gen("build", ok_spec, "-o", tmp_path / "out", "--python",
                                env={"CC": "nonexistent-cc"}))

@@ -22,6 +22,105 @@
 #include <unistd.h>
 
 /* ------------------------------------------------------------------------
+ * Fault injection (test builds only: compiled with -DP2_FAULT_INJECT)
+ *
+ * The environment variable P2_FAULT names system calls of this file that fail, so that
+ * tests can make a disk fill up or an fdatasync fail at an exact moment:
+ *     P2_FAULT="CALL:FROM[-[TO]][:ENOSPC|EIO],..."
+ * fails the FROM-th call of CALL (counted from 1) through the TO-th (no TO: only the
+ * FROM-th; "FROM-": that one and every later one) with that errno (default ENOSPC for
+ * writes and allocation, EIO for syncs). CALL is one of pwrite, pwritev, fdatasync,
+ * fallocate (posix_fallocate), ftruncate, msync. Counting restarts whenever the variable's
+ * value changes, so a program can set it just before the operation under test. Release
+ * builds contain none of this.
+ * ------------------------------------------------------------------------ */
+#ifdef P2_FAULT_INJECT
+enum { FI_PWRITE, FI_PWRITEV, FI_FDATASYNC, FI_FALLOCATE, FI_FTRUNCATE, FI_MSYNC, FI_N };
+static const char *const fi_names[FI_N] = {"pwrite", "pwritev", "fdatasync", "fallocate",
+                                           "ftruncate", "msync"};
+static char fi_seen[512];
+static unsigned long fi_count[FI_N];
+
+/* 0, or the errno the next call of `call` must fail with. */
+static int fi_fault(int call)
+{
+    const char *spec = getenv("P2_FAULT");
+    if (spec == NULL)
+        spec = "";
+    if (strncmp(spec, fi_seen, sizeof fi_seen) != 0) {
+        snprintf(fi_seen, sizeof fi_seen, "%s", spec);
+        memset(fi_count, 0, sizeof fi_count);
+    }
+    unsigned long n = ++fi_count[call];
+    size_t len = strlen(fi_names[call]);
+    for (const char *p = spec; *p != '\0';) {
+        const char *end = strchr(p, ',');
+        if (end == NULL)
+            end = p + strlen(p);
+        if (strncmp(p, fi_names[call], len) == 0 && p[len] == ':') {
+            char *q;
+            unsigned long from = strtoul(p + len + 1, &q, 10), to = from;
+            if (*q == '-') {
+                q++;
+                to = (*q >= '0' && *q <= '9') ? strtoul(q, &q, 10) : ULONG_MAX;
+            }
+            int e = call == FI_FDATASYNC || call == FI_MSYNC ? EIO : ENOSPC;
+            if (*q == ':' && strncmp(q + 1, "EIO", 3) == 0)
+                e = EIO;
+            else if (*q == ':' && strncmp(q + 1, "ENOSPC", 6) == 0)
+                e = ENOSPC;
+            if (n >= from && n <= to)
+                return e;
+        }
+        p = *end == ',' ? end + 1 : end;
+    }
+    return 0;
+}
+
+static ssize_t fi_pwrite(int fd, const void *b, size_t n, off_t o)
+{
+    int e = fi_fault(FI_PWRITE);
+    if (e != 0) { errno = e; return -1; }
+    return pwrite(fd, b, n, o);
+}
+static ssize_t fi_pwritev(int fd, const struct iovec *v, int c, off_t o)
+{
+    int e = fi_fault(FI_PWRITEV);
+    if (e != 0) { errno = e; return -1; }
+    return pwritev(fd, v, c, o);
+}
+static int fi_fdatasync(int fd)
+{
+    int e = fi_fault(FI_FDATASYNC);
+    if (e != 0) { errno = e; return -1; }
+    return fdatasync(fd);
+}
+static int fi_posix_fallocate(int fd, off_t o, off_t n)
+{
+    int e = fi_fault(FI_FALLOCATE);
+    return e != 0 ? e : posix_fallocate(fd, o, n);
+}
+static int fi_ftruncate(int fd, off_t n)
+{
+    int e = fi_fault(FI_FTRUNCATE);
+    if (e != 0) { errno = e; return -1; }
+    return ftruncate(fd, n);
+}
+static int fi_msync(void *a, size_t n, int f)
+{
+    int e = fi_fault(FI_MSYNC);
+    if (e != 0) { errno = e; return -1; }
+    return msync(a, n, f);
+}
+#define pwrite(fd, b, n, o) fi_pwrite(fd, b, n, o)
+#define pwritev(fd, v, c, o) fi_pwritev(fd, v, c, o)
+#define fdatasync(fd) fi_fdatasync(fd)
+#define posix_fallocate(fd, o, n) fi_posix_fallocate(fd, o, n)
+#define ftruncate(fd, n) fi_ftruncate(fd, n)
+#define msync(a, n, f) fi_msync(a, n, f)
+#endif /* P2_FAULT_INJECT */
+
+/* ------------------------------------------------------------------------
  * Errors
  * ------------------------------------------------------------------------ */
 
@@ -290,6 +389,7 @@ static void seg_reset(p2_seg *seg)
     seg->ndirty = seg->nunflushed = 0;
     seg->img_off = NULL;
     seg->track_bytes = 0;
+    seg->ckpt_failed = 0;
 }
 
 static uint64_t page_size(void)
@@ -423,6 +523,28 @@ static int seg_reserve(p2_seg *seg, p2_err *err)
     return P2_OK;
 }
 
+/* Extend the file from seg->mapped to want bytes with its disk blocks reserved
+ * (posix_fallocate), not sparsely: in a sparse file the first write to a new page of the
+ * shared mapping is what allocates its block, and on a full file system that write is a
+ * SIGBUS that kills the process (and leaves a plain file marked OPEN). Reserved here, a
+ * full disk is an error of the call that grows. Where the file system cannot reserve
+ * (EOPNOTSUPP, EINVAL) the file is extended sparsely, as before. */
+static int seg_extend_file(p2_seg *seg, uint64_t want, p2_err *err)
+{
+    int e = posix_fallocate(seg->fd, (off_t)seg->mapped, (off_t)(want - seg->mapped));
+    if (e == EOPNOTSUPP || e == EINVAL || e == ENOSYS)
+        e = ftruncate(seg->fd, (off_t)want) == 0 ? 0 : errno;
+    if (e == 0)
+        return P2_OK;
+    if (e == ENOSPC || e == EDQUOT)
+        return seg_fail(seg, err, P2_EIO,
+                        "disk full: cannot reserve %" PRIu64 " more bytes to grow the file to %" PRIu64
+                        " bytes (%s); nothing was changed: free some space and retry",
+                        want - seg->mapped, want, strerror(e));
+    return seg_fail(seg, err, P2_EIO, "cannot extend the file to %" PRIu64 " bytes: %s",
+                    want, strerror(e));
+}
+
 /* Make sure at least need bytes of the file are mapped: extend the file
  * geometrically and map the new tail right after the mapped part. */
 static int seg_grow(p2_seg *seg, uint64_t need, p2_err *err)
@@ -444,11 +566,13 @@ static int seg_grow(p2_seg *seg, uint64_t need, p2_err *err)
         want = seg->reserved;           /* a multiple of g, and >= need */
     want = round_up(want, g);
 
-    if (ftruncate(seg->fd, (off_t)want) != 0) {
-        int e = errno;
-        return seg_fail(seg, err, P2_EIO, "cannot extend the file to %" PRIu64 " bytes: %s",
-                        want, strerror(e));
+    int rc = seg_extend_file(seg, want, err);
+    if (rc != P2_OK && want > round_up(need, g)) {
+        want = round_up(need, g);       /* no room to double: what this call needs may fit */
+        rc = seg_extend_file(seg, want, err);
     }
+    if (rc != P2_OK)
+        return rc;
     /* A journalled segment maps private and read-only: writes fault and are tracked. */
     void *p = mmap(seg->base + seg->mapped, (size_t)(want - seg->mapped),
                    seg->journal ? PROT_READ : PROT_READ | PROT_WRITE,
@@ -1108,16 +1232,30 @@ static int journal_reset(p2_seg *seg, uint64_t fingerprint, p2_err *err)
 }
 
 /* Room in the journal file up to `need` bytes, allocated ahead in growing chunks, so that
- * most commits overwrite allocated blocks instead of extending the file. */
-static void journal_room(p2_seg *seg, uint64_t need)
+ * most commits overwrite allocated blocks instead of extending the file, and so that a
+ * full disk is found here, before anything of the transaction is written, not halfway
+ * through its records. */
+static int journal_room(p2_seg *seg, uint64_t need, p2_err *err)
 {
     if (need <= seg->log_alloc)
-        return;
+        return P2_OK;
     /* a 1 MiB chunk at least; the journal rarely outgrows checkpoint + one transaction */
     uint64_t want = need + (UINT64_C(1) << 20);
-    /* best effort: where the file system cannot preallocate, appends extend the file */
-    if (posix_fallocate(seg->log_fd, (off_t)seg->log_alloc, (off_t)(want - seg->log_alloc)) == 0)
+    int e = posix_fallocate(seg->log_fd, (off_t)seg->log_alloc, (off_t)(want - seg->log_alloc));
+    if (e == ENOSPC || e == EDQUOT) {    /* no room for the chunk: what this commit needs? */
+        want = need;
+        e = posix_fallocate(seg->log_fd, (off_t)seg->log_alloc, (off_t)(want - seg->log_alloc));
+    }
+    if (e == 0) {
         seg->log_alloc = want;
+        return P2_OK;
+    }
+    if (e == EOPNOTSUPP || e == EINVAL || e == ENOSYS)
+        return P2_OK;     /* the file system cannot reserve: the appends extend the file */
+    return seg_fail(seg, err, P2_EIO,
+                    "journal: cannot reserve %" PRIu64 " bytes for the transaction in %s-journal "
+                    "(%s); the transaction was not committed and is still open: free some space "
+                    "and commit again, or abort it", need - seg->log_alloc, seg->path, strerror(e));
 }
 
 /* Record in the data file's header that it holds every transaction up to seg->seq (the
@@ -1385,24 +1523,75 @@ static int journal_checkpoint(p2_seg *seg, p2_err *err)
     return journal_reset(seg, seg->hdr->fingerprint, err);
 }
 
+/* A checkpoint failed (err holds why): say that nothing committed is lost, and remember
+ * to retry it. The journal still holds every transaction the data file may lack (it is
+ * emptied only after a checkpoint succeeded), and the next open replays it. */
+static int checkpoint_failed(p2_seg *seg, int rc, p2_err *err)
+{
+    seg->ckpt_failed = 1;
+    if (err != NULL) {
+        size_t n = strnlen(err->msg, sizeof err->msg);
+        snprintf(err->msg + n, sizeof err->msg - n,
+                 " (checkpoint failed: the committed transactions are safe in %s-journal; the "
+                 "checkpoint is retried at the next commit, sync or close, and the next open "
+                 "replays the journal)", seg->path);
+    }
+    return rc;
+}
+
 /* End a group of commits: make the journal durable (sync on), and checkpoint when it has
- * grown past its checkpoint size (or when asked, at close). */
+ * grown past its checkpoint size (or when asked, at close, or when one failed before). */
 static int journal_flush(p2_seg *seg, int force_checkpoint, p2_err *err)
 {
     if (seg->unsynced > 0 && seg->jopts.sync && fdatasync(seg->log_fd) != 0)
         return log_fail(seg, err, P2_EIO, "cannot sync it");
     seg->unsynced = 0;
-    if (force_checkpoint || seg->log_end >= seg->jopts.checkpoint)
-        return journal_checkpoint(seg, err);
+    if (force_checkpoint || seg->ckpt_failed || seg->log_end >= seg->jopts.checkpoint) {
+        int rc = journal_checkpoint(seg, err);
+        if (rc != P2_OK)
+            return checkpoint_failed(seg, rc, err);
+        seg->ckpt_failed = 0;
+    }
     return P2_OK;
 }
 
+/* The commit record at `at` could not be made durable: overwrite it, so that neither a
+ * later open nor a later commit takes the transaction for committed (the next commit
+ * writes over it anyway), and try to make that durable. */
+static void commit_record_void(p2_seg *seg, uint64_t at)
+{
+    static const struct log_commit zero;
+    if (full_pwrite(seg->log_fd, &zero, sizeof zero, at) == 0)
+        (void)fdatasync(seg->log_fd);
+}
+
+/* Commit. The commit point is the commit record in the journal: written (and synced,
+ * when this commit ends a group and sync is on). Whatever fails before it leaves the
+ * transaction open and untouched (nothing of the bookkeeping changes), so that a retry
+ * commits it and an abort undoes it; whatever fails after it -- the checkpoint -- does not
+ * make the commit fail: the transaction is durable in the journal, and the checkpoint is
+ * retried (before the next commit, at sync and at close, which report its failure). */
 int p2_seg_commit(p2_seg *seg, p2_err *err)
 {
     if (seg == NULL || seg->base == NULL)
         return p2_err_set(err, P2_ECLOSED, "p2_seg_commit: segment is not open");
     if (!seg->journal)
         return p2_seg_sync(seg, err);
+    if (seg->ckpt_failed) {
+        /* before this transaction goes into the journal: if the retry fails, this commit
+         * fails with nothing of it written, and the transaction stays open */
+        int rc = journal_checkpoint(seg, err);
+        if (rc != P2_OK) {
+            checkpoint_failed(seg, rc, err);
+            if (err != NULL && seg->ndirty > 0) {
+                size_t n = strnlen(err->msg, sizeof err->msg);
+                snprintf(err->msg + n, sizeof err->msg - n,
+                         "; the current transaction was not committed and is still open");
+            }
+            return rc;
+        }
+        seg->ckpt_failed = 0;
+    }
     if (seg->ndirty == 0)
         return P2_OK;
     struct p2_seg_header *h = seg->hdr;
@@ -1412,9 +1601,12 @@ int p2_seg_commit(p2_seg *seg, p2_err *err)
         h->state = SEG_STATE_OPEN;           /* once a session: a crash leaves it OPEN */
     if (bit_get(seg->dirty_bits, 0))
         h->checksum = header_crc(h);
-    uint64_t seq = seg->seq + 1, off = seg->log_end, ps = seg->pgsize;
+    uint64_t seq = seg->seq + 1, start = seg->log_end, off = start, ps = seg->pgsize;
     uint32_t pages_crc = 0;
-    journal_room(seg, off + seg->ndirty * (sizeof(struct log_page) + ps) + sizeof(struct log_commit));
+    int rc = journal_room(seg, off + seg->ndirty * (sizeof(struct log_page) + ps) +
+                          sizeof(struct log_commit), err);
+    if (rc != P2_OK)
+        return rc;
     struct log_page recs[IOV_BATCH / 2];
     struct iovec iov[IOV_BATCH];
     struct log_commit c;
@@ -1435,7 +1627,6 @@ int p2_seg_commit(p2_seg *seg, p2_err *err)
             iov[2 * k].iov_len = sizeof *r;
             iov[2 * k + 1].iov_base = seg->base + pg * ps;
             iov[2 * k + 1].iov_len = (size_t)ps;
-            seg->img_off[pg] = off + sizeof *r;   /* tentative until the commit record is out */
             off += sizeof *r + ps;
             len += sizeof *r + (size_t)ps;
         }
@@ -1452,21 +1643,42 @@ int p2_seg_commit(p2_seg *seg, p2_err *err)
             len += sizeof c;
         }
         ssize_t n = pwritev(seg->log_fd, iov, cnt, (off_t)at);
-        if (n != (ssize_t)len)     /* a short write leaves a torn tail; the transaction stays open */
-            return log_fail(seg, err, P2_EIO, "cannot append the transaction");
+        if (n != (ssize_t)len) {   /* a torn tail without its commit record: never replayed */
+            int e = n < 0 ? errno : ENOSPC;
+            return seg_fail(seg, err, P2_EIO,
+                            "journal: cannot append the transaction to %s-journal: %s; it was not "
+                            "committed and is still open (commit again, or abort it)",
+                            seg->path, strerror(e));
+        }
     }
+    if (seg->unsynced + 1 >= seg->jopts.group && seg->jopts.sync && fdatasync(seg->log_fd) != 0) {
+        int e = errno;
+        commit_record_void(seg, off);
+        return seg_fail(seg, err, P2_EIO,
+                        "journal: cannot sync %s-journal: %s; the transaction was not committed "
+                        "and is still open (commit again, or abort it)", seg->path, strerror(e));
+    }
+    /* ---- the commit point: the transaction is durable (as far as sync and group say) ---- */
     seg->log_end = off + sizeof c;
     seg->seq = seq;
     for (uint64_t i = 0; i < seg->ndirty; i++) {
         uint64_t pg = seg->dirty[i];
+        /* an abort restores a committed page not yet in the data file from here */
+        seg->img_off[pg] = start + i * (sizeof(struct log_page) + ps) + sizeof(struct log_page);
         if (!bit_get(seg->unflushed_bits, pg)) {
             bit_set(seg->unflushed_bits, pg);
             seg->unflushed[seg->nunflushed++] = (uint32_t)pg;
         }
     }
     journal_protect(seg);
-    if (++seg->unsynced >= seg->jopts.group)
-        return journal_flush(seg, 0, err);
+    if (++seg->unsynced >= seg->jopts.group) {
+        seg->unsynced = 0;   /* synced above */
+        if (seg->log_end >= seg->jopts.checkpoint && journal_checkpoint(seg, err) != P2_OK) {
+            /* committed all the same: the failure surfaces when the retry fails too */
+            seg->ckpt_failed = 1;
+            p2_err_clear(err);
+        }
+    }
     return P2_OK;
 }
 

@@ -89,9 +89,11 @@
  *
  *  @section caveats Caveats
  *
- *  - Writes go straight to the shared mapping; as with every mmap-based
- *    store, if the file system runs out of space while dirty pages are
- *    written back, the process receives SIGBUS.
+ *  - Growing the file reserves its disk blocks (posix_fallocate), so a full
+ *    file system is #P2_EIO ("disk full") from the allocation that grows it,
+ *    not a SIGBUS at the first write to a new page.  Where the file system
+ *    cannot reserve blocks the file is extended sparsely, and a full disk can
+ *    still end in SIGBUS (as with every mmap-based store).
  *  - Freed small blocks stay in their size class; they are never merged back
  *    into large free space.
  *  - Valgrind cannot reserve 64 GiB of address space (open fails with
@@ -248,6 +250,7 @@ typedef struct p2_seg {
     uint64_t nunflushed;
     uint64_t *img_off;          /**< per unflushed page: journal offset of its last image */
     uint64_t track_bytes;       /**< size of the bookkeeping mappings above */
+    int      ckpt_failed;       /**< 1: a checkpoint failed after its commit; retried first */
 } p2_seg;
 
 /** Open a segment file, creating it if it does not exist or is empty.
@@ -341,8 +344,18 @@ int p2_seg_open_journal(p2_seg *seg, const char *path, uint64_t fingerprint,
 
 /** Commit the current transaction (every change since the last commit or
  *  abort).  A no-op if nothing changed.  On a plain segment: p2_seg_sync().
- * @return #P2_OK, #P2_ECLOSED, or #P2_EIO (the journal could not be written:
- *         the transaction is still open and may be retried or aborted). */
+ *
+ *  The commit point is the transaction's commit record in the journal, written and
+ *  (when the commit ends a group and sync is on) fdatasynced.  #P2_OK means the
+ *  transaction passed it.  #P2_EIO means it did not: nothing of it counts (a commit
+ *  record that could not be synced is voided), it is still open, and may be committed
+ *  again or aborted -- an abort then undoes it.  A checkpoint that fails after the commit
+ *  point does not make the commit fail (the journal holds the transaction): it is retried
+ *  before the next commit (which fails, leaving its own transaction open, if the retry
+ *  fails too), at p2_seg_sync() and at p2_seg_close(); their messages say that the
+ *  committed transactions are safe in the journal, which the next open replays.
+ * @return #P2_OK, #P2_ECLOSED, or #P2_EIO (not committed; message says why: e.g. no
+ *         space for the journal, a failed append or sync, a failed checkpoint retry). */
 int p2_seg_commit(p2_seg *seg, p2_err *err);
 
 /** Undo every change since the last commit or abort.
@@ -392,7 +405,8 @@ p2_off p2_seg_root(const p2_seg *seg, uint32_t i);
  * @return the block's offset, or 0 on failure with err set to
  *  - #P2_ENOMEM   the segment would exceed its reservation (message names the
  *                 limit), or the new part of the file cannot be mapped;
- *  - #P2_EIO      the file cannot be extended (e.g. disk full);
+ *  - #P2_EIO      the file cannot be extended: "disk full" when the file system
+ *                 has no room for the new blocks (nothing is changed then);
  *  - #P2_EFORMAT  a free list is corrupt;
  *  - #P2_ECLOSED  seg is not open.
  */

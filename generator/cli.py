@@ -192,6 +192,45 @@ def verify(spec, db_dir, prefix, build_dir, sanitize, cc):
 
 
 @main.command(context_settings=CONTEXT)
+@_spec_arg()
+@click.option("--dir", "db_dir", default=".", show_default=True,
+              type=click.Path(file_okay=False), help="Where the database files are.")
+@_prefix_opt()
+@click.option("--build-dir", type=click.Path(file_okay=False),
+              help="Cache of built recovery programs (default: $P2GEN_CACHE_DIR/recover or "
+                   "~/.cache/p2gen/recover), one per spec text.")
+@click.option("--sanitize", is_flag=True, help="Build the program with ASan and UBSan.")
+@click.option("--cc", default=lambda: os.environ.get("CC", "cc"), show_default="$CC or cc",
+              help="C compiler.")
+def recover(spec, db_dir, prefix, build_dir, sanitize, cc):
+    """Bring back SPEC's database files in --dir after a crash: a plain persistent file
+    that was not closed cleanly (a process killed while it was open) is opened all the
+    same; what is derived (counts, free lists, hash chains, trees, lists) is rebuilt from
+    the stored elements; relationships and texts are checked and what points at nothing
+    is cleared; what could not be saved is reported; then the integrity check runs, and
+    only if it passes are the files marked clean (ordinary opens accept them again).
+
+    Exit status: 0 recovered, 1 problems remain (printed; the files stay marked not
+    closed cleanly), 2 the database cannot be opened (a missing file, or a refusal other
+    than the unclean mark, printed), 3 the spec is wrong or the program does not build,
+    4 the program itself failed. Journalled files recover by replaying their journal.
+    """
+    from .recover import build_recoverer, run_recoverer
+    try:
+        exe = build_recoverer(spec, build_dir, prefix, cc=cc, sanitize=sanitize)
+    except P2Error as e:
+        click.echo(str(e), err=True)
+        sys.exit(3)
+    proc = run_recoverer(exe, db_dir)
+    sys.stdout.write(proc.stdout)
+    sys.stderr.write(proc.stderr)
+    if proc.returncode not in (0, 1, 2):
+        click.echo(f"the recovery program itself failed (status {proc.returncode})", err=True)
+        sys.exit(4)
+    sys.exit(proc.returncode)
+
+
+@main.command(context_settings=CONTEXT)
 def layers():
     """List the layer library: realms, what each needs below it, parameters."""
     from .layers import LAYERS

@@ -337,10 +337,13 @@ def names(checked: CheckedSpec, info: ContainerInfo) -> dict:
 
 # ---------------------------------------------------------------------------
 class Renderer:
-    def __init__(self, checked: CheckedSpec, spec_file: str):
+    def __init__(self, checked: CheckedSpec, spec_file: str, recover: bool = False):
         self.checked = checked
         self.spec_file = spec_file
         self.env = _env()
+        # the source of `p2gen recover`'s program: plain files opened despite an unclean
+        # close, and every layer's _rebuild (layers/README.md) rendered
+        self.recover = recover
 
     def views(self, info: ContainerInfo) -> list:
         return [cursor_view(c, self.checked) for c in info.cursors]
@@ -351,7 +354,7 @@ class Renderer:
                                    St=info.storage, D=info.ds[0], cursors=cursors,
                                    key=li.key_field_obj, seg=self.seg_index(info),
                                    **names(self.checked, info),
-                                   arg_type=arg_type, c_const=c_const))
+                                   arg_type=arg_type, c_const=c_const, recover=self.recover))
 
     def files(self) -> list:
         out = []
@@ -376,7 +379,7 @@ class Renderer:
     def rel_section(self, ri) -> str:
         tmpl = self.env.get_template(ri.layer.template)
         return CSource(tmpl.render(REL=ri, rn=self.role_names, S=self.checked,
-                                   DB=f"{self.checked.prefix}_db"))
+                                   DB=f"{self.checked.prefix}_db", recover=self.recover))
 
     def render(self) -> tuple[str, str]:
         checked = self.checked
@@ -392,7 +395,7 @@ class Renderer:
         ctx = dict(S=checked, spec_file=self.spec_file, containers=containers, rels=rels,
                    files=self.files(), arg_type=arg_type, param_field_decl=param_field_decl,
                    c_string=c_string, where_text=expr_text, names=names,
-                   rn=self.role_names, hooked=[c for c in containers
+                   rn=self.role_names, recover=self.recover, hooked=[c for c in containers
                                            if c["info"].has_hooks or c["info"].referenced])
         header = self.env.get_template("spec.h.j2").render(**ctx)
         source = self.env.get_template("spec.c.j2").render(**ctx)

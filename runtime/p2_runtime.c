@@ -390,6 +390,9 @@ static void seg_reset(p2_seg *seg)
     seg->img_off = NULL;
     seg->track_bytes = 0;
     seg->ckpt_failed = 0;
+    seg->recovering = 0;
+    seg->rec_unclean = 0;
+    seg->rec_lists_dropped = 0;
 }
 
 static uint64_t page_size(void)
@@ -902,9 +905,9 @@ static int seg_validate(const p2_seg *seg, const struct p2_seg_header *h, uint64
      * header of a file left OPEN by a crashed process usually fails it: that
      * file is reported as not closed cleanly, not as corrupt. */
     uint32_t crc = header_crc(h);
-    if (crc != h->checksum && h->state == SEG_STATE_OPEN && !seg->journal)
+    if (crc != h->checksum && h->state == SEG_STATE_OPEN && !seg->journal && !seg->recovering)
         return not_closed(seg, err);
-    if (crc != h->checksum)
+    if (crc != h->checksum && !(seg->recovering && h->state == SEG_STATE_OPEN))
         return seg_fail(seg, err, P2_EFORMAT,
                         "header checksum mismatch (stored 0x%08" PRIx32 ", computed 0x%08" PRIx32
                         "): file is corrupt",
@@ -1001,7 +1004,7 @@ static int seg_validate(const p2_seg *seg, const struct p2_seg_header *h, uint64
     }
 
     /* A journalled file is as of its last commit once the journal is replayed. */
-    if (h->state == SEG_STATE_OPEN && !seg->journal)
+    if (h->state == SEG_STATE_OPEN && !seg->journal && !seg->recovering)
         return not_closed(seg, err);
     if (h->state != SEG_STATE_CLEAN && h->state != SEG_STATE_OPEN)
         return seg_fail(seg, err, P2_EFORMAT, "corrupt header: state flag %" PRIu32, h->state);
@@ -1884,7 +1887,9 @@ static int seg_open_any(p2_seg *seg, const char *path, uint64_t fingerprint,
         *created = 0;
     if (seg == NULL)
         return p2_err_set(err, P2_EINVAL, "p2_seg_open: seg is NULL");
+    int recovering = seg->recovering == 1 && jopts == NULL;   /* set by p2_seg_open_recover */
     seg_reset(seg);
+    seg->recovering = recovering;
     seg->path[0] = '\0';
     if (path == NULL || path[0] == '\0')
         return p2_err_set(err, P2_EINVAL, "p2_seg_open: no path given");
@@ -2123,3 +2128,79 @@ void p2_verify_fail(p2_verify *v, const char *fmt, ...)
     }
 }
 /* ======================== end of integrity checks ======================== */
+
+/* ==========================================================================
+ * recovery of plain segments (p2_seg_open_recover, p2_seg_close_unclean):
+ * `p2gen recover`
+ * ========================================================================== */
+
+/* Is free list c (0..NCLASSES-1 small, NCLASSES large) sound: every block in the
+ * allocated area, the walk ends within the number of blocks that fit (no cycle), the
+ * large list address-ordered? */
+static int recover_list_ok(const p2_seg *seg, unsigned c)
+{
+    uint64_t brk = seg->hdr->brk, steps = 0;
+    if (c < NCLASSES) {
+        uint64_t bs = (uint64_t)SMALL_MIN << c;
+        for (p2_off off = seg->hdr->free_small[c]; off != 0; off = small_at(seg, off)->next)
+            if (!block_ok(seg, off, bs) || ++steps > brk / bs)
+                return 0;
+        return 1;
+    }
+    for (p2_off off = seg->hdr->free_large; off != 0; off = large_at(seg, off)->next)
+        if (!large_node_ok(seg, off) || ++steps > brk / LARGE_UNIT)
+            return 0;
+    return 1;
+}
+
+int p2_seg_open_recover(p2_seg *seg, const char *path, uint64_t fingerprint,
+                        uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
+                        uint64_t reserve, int *created, p2_err *err)
+{
+    if (seg == NULL)
+        return p2_err_set(err, P2_EINVAL, "p2_seg_open_recover: seg is NULL");
+    /* the state as found (informational: opening marks it OPEN in any case) */
+    uint32_t state = SEG_STATE_CLEAN;
+    int fd = path != NULL ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    if (fd >= 0) {
+        if (pread(fd, &state, sizeof state, offsetof(struct p2_seg_header, state)) != (ssize_t)sizeof state)
+            state = SEG_STATE_CLEAN;
+        close(fd);
+    }
+    seg->recovering = 1;
+    int rc = seg_open_any(seg, path, fingerprint, nroots, root_names, root_sizes, reserve,
+                          NULL, created, err);
+    if (rc != P2_OK)
+        return rc;
+    seg->rec_unclean = state != SEG_STATE_CLEAN;
+    for (unsigned c = 0; c <= NCLASSES; c++) {
+        if (!recover_list_ok(seg, c)) {
+            if (c < NCLASSES)
+                seg->hdr->free_small[c] = 0;
+            else
+                seg->hdr->free_large = 0;
+            seg->rec_lists_dropped++;
+        }
+    }
+    return P2_OK;
+}
+
+int p2_seg_close_unclean(p2_seg *seg, p2_err *err)
+{
+    if (seg == NULL || seg->base == NULL)
+        return P2_OK;
+    if (seg->journal)
+        return p2_seg_close(seg, err);
+    int rc = P2_OK;
+    seg->hdr->state = SEG_STATE_OPEN;
+    seg->hdr->checksum = header_crc(seg->hdr);
+    if (msync(seg->base, (size_t)seg->mapped, MS_SYNC) != 0) {
+        int e = errno;
+        rc = seg_fail(seg, err, P2_EIO, "cannot flush to disk: %s", strerror(e));
+    }
+    munmap(seg->base, (size_t)seg->reserved);
+    flock(seg->fd, LOCK_UN);
+    close(seg->fd);
+    seg_reset(seg);
+    return rc;
+}

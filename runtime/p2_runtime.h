@@ -251,6 +251,10 @@ typedef struct p2_seg {
     uint64_t *img_off;          /**< per unflushed page: journal offset of its last image */
     uint64_t track_bytes;       /**< size of the bookkeeping mappings above */
     int      ckpt_failed;       /**< 1: a checkpoint failed after its commit; retried first */
+    int      recovering;        /**< opened by p2_seg_open_recover() */
+    uint32_t rec_unclean;       /**< p2_seg_open_recover(): 1 if the file was not closed cleanly */
+    uint32_t rec_lists_dropped; /**< p2_seg_open_recover(): allocator free lists found broken
+                                     and emptied (their blocks stay unused) */
 } p2_seg;
 
 /** Open a segment file, creating it if it does not exist or is empty.
@@ -299,6 +303,23 @@ typedef struct p2_seg {
 int p2_seg_open(p2_seg *seg, const char *path, uint64_t fingerprint,
                 uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
                 uint64_t reserve, int *created, p2_err *err);
+
+/** Open a plain segment for recovery (`p2gen recover`): as p2_seg_open(), but a file
+ *  that was not closed cleanly is accepted (its header checksum, stale by design, is not
+ *  checked; every other header check is made), and the allocator's free lists are walked
+ *  (bounded, every block in bounds, the large list address-ordered): a broken list is
+ *  emptied, which leaves its free blocks unused rather than risk handing out a live one.
+ *  seg->rec_unclean and seg->rec_lists_dropped say what was found.  The caller rebuilds
+ *  what lives in the blocks, then closes with p2_seg_close() (marks the file CLEAN) or,
+ *  if the rebuilt database does not verify, with p2_seg_close_unclean().
+ *  Journalled files are not opened this way (their recovery is the journal's). */
+int p2_seg_open_recover(p2_seg *seg, const char *path, uint64_t fingerprint,
+                        uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
+                        uint64_t reserve, int *created, p2_err *err);
+
+/** Close a plain segment after flushing its data, leaving it marked as not closed cleanly
+ *  (so that an ordinary open still refuses it).  For recovery that could not finish. */
+int p2_seg_close_unclean(p2_seg *seg, p2_err *err);
 
 /** @defgroup journal Journalled segments
  *

@@ -1,0 +1,69 @@
+"""`p2gen recover`: the recovery program of a spec (templates/recover_main.c.j2).
+
+It opens the database files of a spec in a directory even if they were not closed
+cleanly, rebuilds what is derived from what is stored (each layer's `_rebuild`, see
+layers/README.md), reports what could not be kept, runs the integrity check and marks the
+files clean only if it passes. Exit codes: 0 recovered, 1 problems remain (files left
+marked not closed cleanly), 2 cannot open (a missing file, or a refusal other than the
+unclean mark: another spec's file, a corrupt header, a damaged journal).
+
+The spec's C is rendered for recovery (Renderer(recover=True)): plain files open through
+p2_seg_open_recover and the layers' `_rebuild` functions are emitted; the program includes
+it. Built once per spec text, prefix, compiler, flags and p2gen sources, in a cache
+directory (like `p2gen verify`).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import subprocess
+from typing import Optional, Sequence
+
+from .build import RUNTIME_DIR, RUNTIME_FILES, load, run_cc, write_if_changed
+from .render import Renderer, _env, c_string, names
+from .verify import SANITIZE_CFLAGS, VERIFY_CFLAGS, _sources_digest, default_cache_dir
+
+
+def build_recoverer(spec: str, cache_dir: Optional[str] = None, prefix: Optional[str] = None,
+                    cc: str = "cc", sanitize: bool = False,
+                    extra_cflags: Sequence[str] = ()) -> str:
+    """Generate and compile the recovery program of `spec`; returns the executable.
+    Raises SpecError/BuildError on a bad spec or a failed compile."""
+    flags = list(VERIFY_CFLAGS) + (list(SANITIZE_CFLAGS) if sanitize else []) + list(extra_cflags)
+    with open(spec, "rb") as f:
+        text = f.read()
+    key = hashlib.sha256(b"\0".join([
+        b"recover", text, os.path.basename(spec).encode(), (prefix or "").encode(),
+        cc.encode(), " ".join(flags).encode(), _sources_digest().encode()])).hexdigest()[:20]
+    base = cache_dir or os.path.join(os.path.dirname(default_cache_dir()), "recover")
+    out = os.path.join(base, key)
+    exe = os.path.join(out, "recoverer")
+    if os.path.exists(exe):
+        return exe
+    checked = load(spec, prefix)
+    r = Renderer(checked, os.path.basename(spec), recover=True)
+    header, source = r.render()
+    os.makedirs(out, exist_ok=True)
+    p = checked.prefix
+    write_if_changed(os.path.join(out, f"{p}.h"), header)
+    write_if_changed(os.path.join(out, f"{p}.c"), source)
+    for name in RUNTIME_FILES:
+        with open(os.path.join(RUNTIME_DIR, name), encoding="utf-8") as f:
+            write_if_changed(os.path.join(out, name), f.read())
+    ctx = dict(S=checked, spec_file=os.path.basename(spec), files=r.files(), names=names,
+               c_string=c_string, containers=[{"info": i} for i in checked.containers],
+               rels=[{"info": ri} for ri in checked.relationships])
+    src = os.path.join(out, f"{p}_recover.c")
+    write_if_changed(src, _env().get_template("recover_main.c.j2").render(**ctx))
+    tmp = f"{exe}.{os.getpid()}.tmp"
+    run_cc(shlex.split(cc) + flags + ["-I", out, src, os.path.join(out, "p2_runtime.c"), "-o", tmp],
+           f"compiling the recovery program of {p}")
+    os.replace(tmp, exe)
+    return exe
+
+
+def run_recoverer(exe: str, db_dir: str, env: Optional[dict] = None,
+                  timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([exe, db_dir], capture_output=True, text=True, errors="replace",
+                          env=env, timeout=timeout)

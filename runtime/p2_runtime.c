@@ -393,6 +393,8 @@ static void seg_reset(p2_seg *seg)
     seg->recovering = 0;
     seg->rec_unclean = 0;
     seg->rec_lists_dropped = 0;
+    seg->rec_journal = 0;
+    seg->rec_tx_dropped = 0;
 }
 
 static uint64_t page_size(void)
@@ -907,7 +909,7 @@ static int seg_validate(const p2_seg *seg, const struct p2_seg_header *h, uint64
     uint32_t crc = header_crc(h);
     if (crc != h->checksum && h->state == SEG_STATE_OPEN && !seg->journal && !seg->recovering)
         return not_closed(seg, err);
-    if (crc != h->checksum && !(seg->recovering && h->state == SEG_STATE_OPEN))
+    if (crc != h->checksum && !(seg->recovering && !seg->journal && h->state == SEG_STATE_OPEN))
         return seg_fail(seg, err, P2_EFORMAT,
                         "header checksum mismatch (stored 0x%08" PRIx32 ", computed 0x%08" PRIx32
                         "): file is corrupt",
@@ -1273,17 +1275,18 @@ static int data_seq_write(p2_seg *seg, p2_err *err)
     return P2_OK;
 }
 
-/* Is there a valid commit record anywhere in [from, size)?  Tells a torn tail (the
- * last transaction was being written) from damage in the middle of the journal. */
-static int commit_follows(int fd, uint64_t from, uint64_t size, uint64_t last)
+/* The highest transaction number of a valid commit record in [from, size) that is above
+ * `last` (0: none). Tells a torn tail (the last transaction was being written) from damage
+ * in the middle of the journal, with committed transactions after it. */
+static uint64_t commit_follows(int fd, uint64_t from, uint64_t size, uint64_t last)
 {
     enum { CHUNK = 1 << 20 };
     char *buf = (char *)malloc(CHUNK + sizeof(struct log_commit));
-    int found = 0;
+    uint64_t found = 0;
     if (buf == NULL)
-        return 1;             /* cannot tell: assume the worst (refuse) */
+        return UINT64_MAX;    /* cannot tell: assume the worst (refuse) */
     from = round_up(from, 8);
-    for (uint64_t off = from; !found && off + sizeof(struct log_commit) <= size; off += CHUNK) {
+    for (uint64_t off = from; off + sizeof(struct log_commit) <= size; off += CHUNK) {
         uint64_t n = size - off < CHUNK + sizeof(struct log_commit) ? size - off
                                                                     : CHUNK + sizeof(struct log_commit);
         if (full_pread(fd, buf, (size_t)n, off) != 0)
@@ -1291,82 +1294,36 @@ static int commit_follows(int fd, uint64_t from, uint64_t size, uint64_t last)
         for (uint64_t i = 0; i + sizeof(struct log_commit) <= n && i < CHUNK; i += 8) {
             struct log_commit c;
             memcpy(&c, buf + i, sizeof c);
-            if (c.magic == REC_COMMIT && c.seq > last && c.crc == commit_crc(&c)) {
-                found = 1;
-                break;
-            }
+            if (c.magic == REC_COMMIT && c.seq > last && c.seq > found && c.crc == commit_crc(&c))
+                found = c.seq;
         }
     }
     free(buf);
     return found;
 }
 
-/* Open the journal and replay every complete transaction into the data file
- * (data_bytes long before recovery).  The data file's header says up to which
- * transaction its pages were written (data_seq); the journal must reach at least that
- * far, else committed transactions were lost from it and replaying the rest over newer
- * pages would make a mixture: refused. */
-static int journal_recover(p2_seg *seg, uint64_t fingerprint, uint64_t data_bytes, p2_err *err)
+/* One pass over the journal from its header: the complete, checksummed transactions that
+ * continue from base_seq, in order. Pass 0 only reads (to decide); pass 1 writes their
+ * pages into the data file, up to transaction `upto`. *last: the last complete one;
+ * *bad: where a damaged record stopped the walk (0: it ended at a torn tail or the end). */
+static int journal_scan(p2_seg *seg, const struct log_header *lh, uint64_t size, uint64_t data_bytes,
+                        int apply, uint64_t upto, uint64_t *last_out, uint64_t *bad_out,
+                        uint64_t *applied_out, p2_err *err)
 {
-    uint64_t dseq = 0;          /* 0: unknown (no file yet, or its header is damaged) */
-    int dopen = 0;              /* the data file was committed to and not closed cleanly */
-    if (data_bytes >= P2_SEG_HEADER_SIZE) {
-        struct p2_seg_header dh;
-        if (full_pread(seg->fd, &dh, sizeof dh, 0) == 0 &&
-            memcmp(dh.magic, SEG_MAGIC, sizeof dh.magic) == 0 && dh.checksum == header_crc(&dh)) {
-            dseq = dh.data_seq;
-            dopen = dh.state == SEG_STATE_OPEN && dh.journal;
-        }
-    }
-    char lpath[4096 + 16];
-    snprintf(lpath, sizeof lpath, "%s-journal", seg->path);
-    seg->log_fd = open(lpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (seg->log_fd < 0)
-        return log_fail(seg, err, P2_EIO, "cannot open it");
-    struct stat st;
-    if (fstat(seg->log_fd, &st) != 0)
-        return log_fail(seg, err, P2_EIO, "cannot stat it");
-    uint64_t size = (uint64_t)st.st_size;
-    if (size < LOG_HDR_SIZE) {    /* new, or torn while being created: nothing to replay */
-        if (dopen)
-            return seg_fail(seg, err, P2_EFORMAT, "journal: %s-journal is missing or empty but the "
-                            "data file was not closed cleanly after committing; refusing to open "
-                            "it without the journal that makes it consistent", seg->path);
-        seg->seq = dseq;
-        return journal_reset(seg, fingerprint, err);
-    }
-    struct log_header lh;
-    if (full_pread(seg->log_fd, &lh, sizeof lh, 0) != 0)
-        return log_fail(seg, err, P2_EIO, "cannot read its header");
-    if (memcmp(lh.magic, LOG_MAGIC, sizeof lh.magic) != 0)
-        return seg_fail(seg, err, P2_EFORMAT, "journal: %s-journal is not a p2gen journal (bad magic)",
-                        seg->path);
-    if (lh.crc != log_header_crc(&lh))
-        return seg_fail(seg, err, P2_EFORMAT, "journal: header checksum mismatch: the journal is "
-                        "corrupt; refusing to open (committed transactions may be in it)");
-    if (lh.version != LOG_VERSION || lh.page_size != seg->pgsize)
-        return seg_fail(seg, err, P2_EFORMAT, "journal: version %" PRIu32 " with %" PRIu32
-                        "-byte pages, this build writes version %u with %" PRIu64 "-byte pages",
-                        lh.version, lh.page_size, LOG_VERSION, seg->pgsize);
-    if (lh.fingerprint != fingerprint)
-        return seg_fail(seg, err, P2_EMISMATCH, "journal: written by a different spec or equation "
-                        "(fingerprint 0x%016" PRIx64 ", expected 0x%016" PRIx64 ")",
-                        lh.fingerprint, fingerprint);
-
     char *page = (char *)malloc((size_t)seg->pgsize);
     uint64_t *pend = NULL, npend = 0, cap = 0;   /* (pgno, data offset) of the open transaction */
-    uint64_t off = LOG_HDR_SIZE, applied = 0, last = lh.base_seq, bad = 0;
+    uint64_t off = LOG_HDR_SIZE, applied = 0, last = lh->base_seq, bad = 0;
     uint32_t pages_crc = 0;
     int rc = P2_OK;
     if (page == NULL)
         return seg_fail(seg, err, P2_ENOMEM, "journal: out of memory");
-    while (rc == P2_OK && off + sizeof(struct log_page) <= size) {
+    while (rc == P2_OK && off + sizeof(struct log_page) <= size && !(apply && last >= upto)) {
         struct log_page r;
         if (full_pread(seg->log_fd, &r, sizeof r, off) != 0) {
             rc = log_fail(seg, err, P2_EIO, "cannot read it");
             break;
         }
-        if ((r.magic == REC_PAGE || r.magic == REC_COMMIT) && r.seq <= lh.base_seq)
+        if ((r.magic == REC_PAGE || r.magic == REC_COMMIT) && r.seq <= lh->base_seq)
             break;        /* an older generation's record: the journal is reused in place */
         if (r.magic == REC_PAGE) {
             if (off + sizeof r + seg->pgsize > size)
@@ -1383,10 +1340,9 @@ static int journal_recover(p2_seg *seg, uint64_t fingerprint, uint64_t data_byte
             if (data_bytes == 0) {
                 /* the data file is missing or empty but the journal holds pages: replaying
                  * them alone would make a file of holes */
-                free(page);
-                free(pend);
-                return seg_fail(seg, err, P2_EFORMAT, "journal: holds committed pages but the data "
-                                "file is empty (was it deleted or truncated?); refusing to open");
+                rc = seg_fail(seg, err, P2_EFORMAT, "journal: holds committed pages but the data "
+                              "file is empty (was it deleted or truncated?); refusing to open");
+                break;
             }
             if (npend == cap) {
                 cap = cap ? cap * 2 : 64;
@@ -1415,7 +1371,7 @@ static int journal_recover(p2_seg *seg, uint64_t fingerprint, uint64_t data_byte
                 bad = off;
                 break;
             }
-            for (uint64_t i = 0; i < npend && rc == P2_OK; i++) {
+            for (uint64_t i = 0; apply && i < npend && rc == P2_OK; i++) {
                 if (full_pread(seg->log_fd, page, (size_t)seg->pgsize, pend[2 * i + 1]) != 0 ||
                     full_pwrite(seg->fd, page, (size_t)seg->pgsize, pend[2 * i] * seg->pgsize) != 0)
                     rc = log_fail(seg, err, P2_EIO, "cannot replay it into the data file");
@@ -1432,19 +1388,116 @@ static int journal_recover(p2_seg *seg, uint64_t fingerprint, uint64_t data_byte
     }
     free(page);
     free(pend);
+    *last_out = last;
+    *bad_out = bad;
+    *applied_out = applied;
+    return rc;
+}
+
+/* Open the journal and replay every complete transaction into the data file
+ * (data_bytes long before recovery).  The journal is read once to decide, and written
+ * into the data file only when it will be opened: a refusal leaves both files as they
+ * were.  The data file's header says up to which transaction its pages were written
+ * (data_seq); the journal must reach at least that far, else committed transactions
+ * were lost from it and replaying the rest over newer pages would make a mixture:
+ * refused.  Damage in the journal's last transaction (its commit record intact, a page
+ * record torn) drops that transaction, like a torn tail: its records went out in one
+ * write, and its commit was acknowledged only after that write was synced (sync on, one
+ * commit per group), so a torn page proves the commit never returned; with group commit
+ * or nosync the promise already leaves the last group to an OS crash.  Damage with later
+ * transactions after it is refused.  In recovery mode (seg->recovering, `p2gen recover`)
+ * the dead ends are taken instead: the transactions before the damage are replayed and
+ * the later ones dropped; a journal that is missing or ends too early is not replayed
+ * and the data file is taken as it is (seg->rec_journal says which, rec_tx_dropped how
+ * many transactions were lost). */
+static int journal_recover(p2_seg *seg, uint64_t fingerprint, uint64_t data_bytes, p2_err *err)
+{
+    uint64_t dseq = 0;          /* 0: unknown (no file yet, or its header is damaged) */
+    int dopen = 0;              /* the data file was committed to and not closed cleanly */
+    int dnever = 0;             /* it was made and never checkpointed: it needs its journal */
+    if (data_bytes >= P2_SEG_HEADER_SIZE) {
+        struct p2_seg_header dh;
+        if (full_pread(seg->fd, &dh, sizeof dh, 0) == 0 &&
+            memcmp(dh.magic, SEG_MAGIC, sizeof dh.magic) == 0 && dh.checksum == header_crc(&dh)) {
+            dseq = dh.data_seq;
+            dopen = dh.state == SEG_STATE_OPEN && dh.journal;
+            dnever = dh.state == SEG_STATE_OPEN && !dh.journal;
+        }
+    }
+    char lpath[4096 + 16];
+    snprintf(lpath, sizeof lpath, "%s-journal", seg->path);
+    seg->log_fd = open(lpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (seg->log_fd < 0)
+        return log_fail(seg, err, P2_EIO, "cannot open it");
+    struct stat st;
+    if (fstat(seg->log_fd, &st) != 0)
+        return log_fail(seg, err, P2_EIO, "cannot stat it");
+    uint64_t size = (uint64_t)st.st_size;
+    if (size < LOG_HDR_SIZE) {    /* new, or torn while being created: nothing to replay */
+        /* A data file is made only after its journal has a header (synced): a data file
+         * without one lost its journal, and with it every transaction not checkpointed. */
+        if ((dopen || dnever) && !seg->recovering)
+            return seg_fail(seg, err, P2_EFORMAT, "journal: %s-journal is missing or empty but the "
+                            "data file was not closed cleanly and depends on it (%s); refusing to "
+                            "open without the journal that makes it consistent (`p2gen recover` "
+                            "offers the data file as it is)", seg->path,
+                            dopen ? "its last transactions are only in the journal"
+                                  : "it was never checkpointed: every committed transaction is "
+                                    "only in the journal");
+        if (dopen || dnever)
+            seg->rec_journal = 1;
+        seg->seq = dseq;
+        return journal_reset(seg, fingerprint, err);
+    }
+    struct log_header lh;
+    if (full_pread(seg->log_fd, &lh, sizeof lh, 0) != 0)
+        return log_fail(seg, err, P2_EIO, "cannot read its header");
+    if (memcmp(lh.magic, LOG_MAGIC, sizeof lh.magic) != 0)
+        return seg_fail(seg, err, P2_EFORMAT, "journal: %s-journal is not a p2gen journal (bad magic)",
+                        seg->path);
+    if (lh.crc != log_header_crc(&lh))
+        return seg_fail(seg, err, P2_EFORMAT, "journal: header checksum mismatch: the journal is "
+                        "corrupt; refusing to open (committed transactions may be in it)");
+    if (lh.version != LOG_VERSION || lh.page_size != seg->pgsize)
+        return seg_fail(seg, err, P2_EFORMAT, "journal: version %" PRIu32 " with %" PRIu32
+                        "-byte pages, this build writes version %u with %" PRIu64 "-byte pages",
+                        lh.version, lh.page_size, LOG_VERSION, seg->pgsize);
+    if (lh.fingerprint != fingerprint)
+        return seg_fail(seg, err, P2_EMISMATCH, "journal: written by a different spec or equation "
+                        "(fingerprint 0x%016" PRIx64 ", expected 0x%016" PRIx64 ")",
+                        lh.fingerprint, fingerprint);
+
+    uint64_t last = 0, bad = 0, applied = 0;
+    int rc = journal_scan(seg, &lh, size, data_bytes, 0, 0, &last, &bad, &applied, err);
     if (rc != P2_OK)
         return rc;
-    if (bad != 0 && commit_follows(seg->log_fd, bad + 8, size, last))
+    uint64_t later = bad != 0 ? commit_follows(seg->log_fd, bad + 8, size, last + 1) : 0;
+    if (later != 0 && !seg->recovering)
         return seg_fail(seg, err, P2_EFORMAT,
                         "journal: damaged at offset %" PRIu64 " with committed transactions after it; "
                         "refusing to open rather than lose them (%" PRIu64 " transactions before it "
-                        "were replayed)", bad, applied);
-    if (dseq > last)
+                        "are intact; `p2gen recover` keeps those and drops the rest)", bad, applied);
+    if (dseq > last && !seg->recovering)
         return seg_fail(seg, err, P2_EFORMAT,
                         "journal: ends at transaction %" PRIu64 " but the data file already holds "
                         "transactions up to %" PRIu64 ": committed transactions are missing from the "
-                        "journal (truncated or damaged?); refusing to open a mixture of both",
-                        last, dseq);
+                        "journal (truncated or damaged?); refusing to open a mixture of both "
+                        "(`p2gen recover` offers the data file as it is)", last, dseq);
+    if (dseq > last) {            /* recovery: replaying older pages over newer ones would mix */
+        seg->rec_journal = 3;
+        seg->rec_tx_dropped = dseq - last;
+        seg->seq = dseq;
+        return journal_reset(seg, fingerprint, err);
+    }
+    if (later != 0) {
+        seg->rec_journal = 2;
+        seg->rec_tx_dropped = later == UINT64_MAX ? 1 : later - last;
+    }
+    if (applied > 0) {
+        rc = journal_scan(seg, &lh, size, data_bytes, 1, last, &last, &bad, &applied, err);
+        if (rc != P2_OK)
+            return rc;
+    }
     seg->seq = last;
     if (applied > 0) {
         struct p2_seg_header dh;   /* the replayed header: now holds everything up to last */
@@ -1858,14 +1911,15 @@ static int seg_open_journalled(p2_seg *seg, uint64_t file_bytes, uint64_t finger
 
 static int seg_open_any(p2_seg *seg, const char *path, uint64_t fingerprint,
                         uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
-                        uint64_t reserve, const p2_journal_opts *jopts, int *created, p2_err *err);
+                        uint64_t reserve, const p2_journal_opts *jopts, int recovering,
+                        int *created, p2_err *err);
 
 int p2_seg_open(p2_seg *seg, const char *path, uint64_t fingerprint,
                 uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
                 uint64_t reserve, int *created, p2_err *err)
 {
     return seg_open_any(seg, path, fingerprint, nroots, root_names, root_sizes, reserve,
-                        NULL, created, err);
+                        NULL, 0, created, err);
 }
 
 int p2_seg_open_journal(p2_seg *seg, const char *path, uint64_t fingerprint,
@@ -1876,20 +1930,32 @@ int p2_seg_open_journal(p2_seg *seg, const char *path, uint64_t fingerprint,
     if (o.group == 0)
         o.group = 1;
     return seg_open_any(seg, path, fingerprint, nroots, root_names, root_sizes, reserve,
-                        &o, created, err);
+                        &o, 0, created, err);
+}
+
+int p2_seg_open_journal_recover(p2_seg *seg, const char *path, uint64_t fingerprint,
+                                uint32_t nroots, const char *const *root_names,
+                                const uint64_t *root_sizes, uint64_t reserve,
+                                const p2_journal_opts *opts, int *created, p2_err *err)
+{
+    p2_journal_opts o = opts != NULL ? *opts : journal_defaults;
+    if (o.group == 0)
+        o.group = 1;
+    return seg_open_any(seg, path, fingerprint, nroots, root_names, root_sizes, reserve,
+                        &o, 1, created, err);
 }
 
 static int seg_open_any(p2_seg *seg, const char *path, uint64_t fingerprint,
                         uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
-                        uint64_t reserve, const p2_journal_opts *jopts, int *created, p2_err *err)
+                        uint64_t reserve, const p2_journal_opts *jopts, int recovering,
+                        int *created, p2_err *err)
 {
     if (created != NULL)
         *created = 0;
     if (seg == NULL)
         return p2_err_set(err, P2_EINVAL, "p2_seg_open: seg is NULL");
-    int recovering = seg->recovering == 1 && jopts == NULL;   /* set by p2_seg_open_recover */
     seg_reset(seg);
-    seg->recovering = recovering;
+    seg->recovering = recovering;   /* p2_seg_open_recover, p2_seg_open_journal_recover */
     seg->path[0] = '\0';
     if (path == NULL || path[0] == '\0')
         return p2_err_set(err, P2_EINVAL, "p2_seg_open: no path given");
@@ -2167,9 +2233,8 @@ int p2_seg_open_recover(p2_seg *seg, const char *path, uint64_t fingerprint,
             state = SEG_STATE_CLEAN;
         close(fd);
     }
-    seg->recovering = 1;
     int rc = seg_open_any(seg, path, fingerprint, nroots, root_names, root_sizes, reserve,
-                          NULL, created, err);
+                          NULL, 1, created, err);
     if (rc != P2_OK)
         return rc;
     seg->rec_unclean = state != SEG_STATE_CLEAN;

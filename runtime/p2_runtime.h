@@ -255,6 +255,11 @@ typedef struct p2_seg {
     uint32_t rec_unclean;       /**< p2_seg_open_recover(): 1 if the file was not closed cleanly */
     uint32_t rec_lists_dropped; /**< p2_seg_open_recover(): allocator free lists found broken
                                      and emptied (their blocks stay unused) */
+    uint32_t rec_journal;       /**< p2_seg_open_journal_recover(): 0 the journal was replayed
+                                     as usual; 1 it was missing: the data file taken as it is;
+                                     2 damaged: transactions after the damage dropped; 3 it
+                                     ended before the data file: not replayed */
+    uint64_t rec_tx_dropped;    /**< committed transactions lost with it (2, 3; at least) */
 } p2_seg;
 
 /** Open a segment file, creating it if it does not exist or is empty.
@@ -316,6 +321,18 @@ int p2_seg_open(p2_seg *seg, const char *path, uint64_t fingerprint,
 int p2_seg_open_recover(p2_seg *seg, const char *path, uint64_t fingerprint,
                         uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
                         uint64_t reserve, int *created, p2_err *err);
+
+/** Open a journalled segment for recovery (`p2gen recover`): as p2_seg_open_journal(),
+ *  but where an ordinary open refuses a journal it cannot replay in full, this takes what
+ *  can be had and says so in seg->rec_journal and seg->rec_tx_dropped: a journal missing
+ *  (deleted) -- the data file as of its last checkpoint (a file never checkpointed starts
+ *  again empty); damaged with committed transactions after the damage -- the transactions
+ *  before it; ending before the data file's last checkpoint -- the data file, not
+ *  replayed.  The caller checks the result (rebuild, verify) and commits or aborts. */
+int p2_seg_open_journal_recover(p2_seg *seg, const char *path, uint64_t fingerprint,
+                                uint32_t nroots, const char *const *root_names,
+                                const uint64_t *root_sizes, uint64_t reserve,
+                                const p2_journal_opts *opts, int *created, p2_err *err);
 
 /** Close a plain segment after flushing its data, leaving it marked as not closed cleanly
  *  (so that an ordinary open still refuses it).  For recovery that could not finish. */

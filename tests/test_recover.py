@@ -214,3 +214,112 @@ def test_relationships_recover_from_an_open_copy(tmp_path, cc):
     drv = tv.Driver(exe, snap)
     assert dump(drv) == expected
     assert drv.close() == 0
+
+
+# ---------------------------------------------------------------------------
+# the journal's dead ends
+# ---------------------------------------------------------------------------
+from test_durability_errors import FI, journal_spec, run as jrun, answer, found  # noqa: E402
+
+REC_PAGE, REC_COMMIT = 0x50414745, 0x434F4D54
+
+
+@pytest.fixture(scope="module")
+def jbuilt(tmp_path_factory, harness_builder, cc):
+    from p2gen.recover import build_recoverer
+    d = tmp_path_factory.mktemp("jrecover")
+    spec = d / "dur.p2"
+    spec.write_text(journal_spec(1 << 30))      # no checkpoint before close
+    return {"harness": harness_builder(journal_spec(1 << 30), "dur", extra_cflags=FI).exe,
+            "recover": build_recoverer(str(spec), str(d / "cache"), None, cc, True)}
+
+
+def journal_txs(j: bytes, pgsize: int = 4096):
+    """{seq: [(offset of each page record)], ...} of the journal's current generation,
+    in order, and the offset of each commit record: [(seq, [page offsets], commit offset)]."""
+    base = struct.unpack_from("<Q", j, 24)[0]
+    out, pages, off = [], [], 64
+    while off + 24 <= len(j):
+        magic, _, seq = struct.unpack_from("<IIQ", j, off)
+        if seq <= base or magic not in (REC_PAGE, REC_COMMIT):
+            break
+        if magic == REC_PAGE:
+            pages.append(off)
+            off += 24 + pgsize
+        else:
+            out.append((seq, pages, off))
+            pages = []
+            off += 32
+    return out
+
+
+def three_commits_then_crash(jbuilt, d):
+    pairs, _ = jrun(jbuilt["harness"], san_env_j(), d, [
+        'insert items 1 10 "a"', "commit", 'insert items 2 20 "b"', "commit",
+        'insert items 3 30 "c"', "commit", "crash"])
+    assert [a for c, a in pairs if c == "commit"] == ["ok"] * 3
+    j = (d / "dur.db-journal").read_bytes()
+    txs = journal_txs(j)
+    assert len(txs) >= 3, txs
+    return bytearray(j), txs
+
+
+def san_env_j():
+    from p2gen.harness import sanitizer_env
+    return sanitizer_env()
+
+
+def present(jbuilt, d, ids):
+    pairs, _ = jrun(jbuilt["harness"], san_env_j(), d, [f"find items id {i}" for i in ids] + ["verify", "close"])
+    assert answer(pairs, "verify") == "verify ok"
+    return [found(answer(pairs, f"find items id {i}")) for i in ids]
+
+
+def test_torn_page_in_the_last_transaction_is_dropped(jbuilt, tmp_path):
+    """A page record of the last transaction torn (its commit record intact): what a power
+    loss during that commit's write can leave. The commit never returned (its write was
+    not synced), so the open drops it like a torn tail, instead of refusing."""
+    d = tmp_path / "db"
+    d.mkdir()
+    j, txs = three_commits_then_crash(jbuilt, d)
+    seq, pages, _ = txs[-1]
+    j[pages[0] + 24 + 100] ^= 0x5A
+    (d / "dur.db-journal").write_bytes(bytes(j))
+    assert present(jbuilt, d, [1, 2, 3]) == [True, True, False]
+
+
+def test_damage_before_later_commits_is_refused_then_recovered(jbuilt, tmp_path):
+    d = tmp_path / "db"
+    d.mkdir()
+    j, txs = three_commits_then_crash(jbuilt, d)
+    seq, pages, _ = txs[-2]                     # the second of the three inserts
+    j[pages[0] + 24 + 100] ^= 0x5A
+    (d / "dur.db-journal").write_bytes(bytes(j))
+    before = (d / "dur.db").read_bytes()
+    pairs, _ = jrun(jbuilt["harness"], san_env_j(), d, [])
+    refusal = pairs[0][1]
+    assert refusal.startswith("err EFORMAT") and "committed transactions after it" in refusal
+    assert "p2gen recover" in refusal
+    assert (d / "dur.db").read_bytes() == before          # a refusal writes nothing
+    proc = recover(jbuilt["recover"], d)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "damaged" in proc.stdout and "2 committed from the damage on are dropped" in proc.stdout, proc.stdout
+    assert present(jbuilt, d, [1, 2, 3]) == [True, False, False]
+
+
+def test_journal_deleted_before_the_first_checkpoint_is_refused(jbuilt, tmp_path):
+    """Every committed transaction is only in the journal: without it the database used to
+    reopen empty without a word. Now refused; recover offers the data file's state (the
+    empty database it was made as), saying so."""
+    d = tmp_path / "db"
+    d.mkdir()
+    three_commits_then_crash(jbuilt, d)
+    (d / "dur.db-journal").unlink()
+    pairs, _ = jrun(jbuilt["harness"], san_env_j(), d, [])
+    refusal = pairs[0][1]
+    assert refusal.startswith("err EFORMAT") and "missing" in refusal and "never checkpointed" in refusal, refusal
+    assert "p2gen recover" in refusal
+    proc = recover(jbuilt["recover"], d)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "missing" in proc.stdout, proc.stdout
+    assert present(jbuilt, d, [1, 2, 3]) == [False, False, False]

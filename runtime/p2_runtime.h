@@ -358,9 +358,12 @@ int p2_seg_close_unclean(p2_seg *seg, p2_err *err);
  *  the committed pages go into it, it is synced, the private copies are
  *  dropped and the journal, reused in place, starts again.
  *  Opening replays every complete, checksummed transaction of the journal into
- *  the data file (a torn tail -- a transaction without its commit record -- is
- *  dropped); a journal damaged before a valid commit record, or belonging to
- *  another spec, is refused with a message.  An abort drops the private copies
+ *  the data file (a torn tail -- a transaction without its commit record, or the
+ *  last transaction with a torn page record: its commit never returned -- is
+ *  dropped); a journal damaged before a later valid commit record, missing while
+ *  the data file depends on it, or belonging to another spec, is refused with a
+ *  message, and leaves both files unchanged (p2_seg_open_journal_recover() takes
+ *  what can be had instead).  An abort drops the private copies
  *  (restoring a page of a commit not yet written to the data file from the
  *  journal).  Closing aborts what is not committed, checkpoints, and marks the
  *  file CLEAN.

@@ -143,7 +143,8 @@ def test_damaged_derived_structures_are_rebuilt(built, tmp_path):
 def test_recover_exit_codes(built, tmp_path):
     from p2gen.cli import main
     from click.testing import CliRunner
-    missing = CliRunner().invoke(main, ["recover", str(built["spec"]), "--dir", str(tmp_path)])
+    missing = CliRunner().invoke(main, ["recover", str(built["spec"]), "--dir", str(tmp_path),
+                                        "--build-dir", str(tmp_path / "cache")])
     assert missing.exit_code == 2 and "no such database file" in missing.output
     (tmp_path / "v.db").write_bytes(b"x" * 8192)
     foreign = recover(built["recover"], tmp_path)
@@ -323,3 +324,32 @@ def test_journal_deleted_before_the_first_checkpoint_is_refused(jbuilt, tmp_path
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "missing" in proc.stdout, proc.stdout
     assert present(jbuilt, d, [1, 2, 3]) == [False, False, False]
+
+
+def test_what_cannot_be_repaired_is_reported_and_stays_refused(tmp_path, cc):
+    """A bag relationship whose two sides disagree (an entry of one owner's users changed
+    to another live element: no element is gone, so nothing says which side is right):
+    recover reports the problem, exits 1, and the file stays refused."""
+    from p2gen.recover import build_recoverer
+    from p2gen.verify import build_verifier
+    exe = tv._links_driver(tmp_path, cc)
+    rec = build_recoverer(str(tv.LINKS_SPEC), str(tmp_path / "cache"), None, cc, True)
+    chk = build_verifier(str(tv.LINKS_SPEC), str(tmp_path / "cache"), None, cc, True)
+    d = tmp_path / "db"
+    d.mkdir()
+    tv._links_db(exe, d)
+    rows = [r for r in tv.byte_map(chk, d) if r[3].startswith("comps references _bag_users_vec")]
+    path = d / "links.db"
+    data = bytearray(path.read_bytes())
+    values = sorted({struct.unpack_from("<Q", data, off + 8 * i)[0]
+                     for _, off, ln, _ in rows for i in range(ln // 8)})
+    assert len(values) >= 2, rows
+    _, off, _, _ = rows[0]
+    old = struct.unpack_from("<Q", data, off)[0]
+    struct.pack_into("<Q", data, off, next(v for v in values if v != old))
+    data[20:24] = struct.pack("<I", 1)        # state OPEN: not closed cleanly
+    path.write_bytes(bytes(data))
+    proc = recover(rec, d)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "relationship bag" in proc.stdout and "left marked as not closed cleanly" in proc.stdout, proc.stdout
+    assert tv.check(chk, d).returncode == 2        # still refused: not closed cleanly

@@ -34,6 +34,15 @@ VERIFY_STATUS = [
         "that cannot be run, a cache directory that cannot be written)"),
     (4, "the checker itself failed (crashed, or could not be run)"),
 ]
+# ... and recover, likewise
+RECOVER_STATUS = [
+    (0, "recovered: the database verifies and its files are marked closed cleanly"),
+    (1, "problems remain, printed; the plain files stay marked not closed cleanly"),
+    (2, "the database cannot be opened (a missing file, or a refusal other than the unclean "
+        "mark, printed), or the command line itself is wrong"),
+    (3, "the spec is wrong, or the program cannot be built"),
+    (4, "the recovery program itself failed (crashed, or could not be run)"),
+]
 
 
 def _status_text(rows) -> str:
@@ -42,7 +51,8 @@ def _status_text(rows) -> str:
 
 
 __doc__ += (f"\nExit status of every command but verify:\n{_status_text(EXIT_STATUS)}\n"
-            f"\nExit status of p2gen verify:\n{_status_text(VERIFY_STATUS)}\n")
+            f"\nExit status of p2gen verify:\n{_status_text(VERIFY_STATUS)}\n"
+            f"\nExit status of p2gen recover:\n{_status_text(RECOVER_STATUS)}\n")
 
 
 def _status_help(rows) -> str:
@@ -191,7 +201,7 @@ def verify(spec, db_dir, prefix, build_dir, sanitize, cc):
     sys.exit(proc.returncode)
 
 
-@main.command(context_settings=CONTEXT)
+@main.command(context_settings=CONTEXT, epilog=_status_help(RECOVER_STATUS))
 @_spec_arg()
 @click.option("--dir", "db_dir", default=".", show_default=True,
               type=click.Path(file_okay=False), help="Where the database files are.")
@@ -210,10 +220,9 @@ def recover(spec, db_dir, prefix, build_dir, sanitize, cc):
     is cleared; what could not be saved is reported; then the integrity check runs, and
     only if it passes are the files marked clean (ordinary opens accept them again).
 
-    Exit status: 0 recovered, 1 problems remain (printed; the files stay marked not
-    closed cleanly), 2 the database cannot be opened (a missing file, or a refusal other
-    than the unclean mark, printed), 3 the spec is wrong or the program does not build,
-    4 the program itself failed. Journalled files recover by replaying their journal.
+    Journalled files recover by replaying their journal; where an ordinary open refuses
+    it (missing, damaged before later commits, ending before the data file), recover
+    keeps what it can give and says what was lost. Exit statuses below.
     """
     from .recover import build_recoverer, run_recoverer
     try:
@@ -221,7 +230,11 @@ def recover(spec, db_dir, prefix, build_dir, sanitize, cc):
     except P2Error as e:
         click.echo(str(e), err=True)
         sys.exit(3)
-    proc = run_recoverer(exe, db_dir)
+    try:
+        proc = run_recoverer(exe, db_dir)
+    except OSError as e:
+        click.echo(f"error: cannot run the recovery program: {os_reason(e)}", err=True)
+        sys.exit(4)
     sys.stdout.write(proc.stdout)
     sys.stderr.write(proc.stderr)
     if proc.returncode not in (0, 1, 2):

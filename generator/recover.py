@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shlex
 import subprocess
 from typing import Optional, Sequence
 
-from .build import RUNTIME_DIR, RUNTIME_FILES, load, run_cc, write_if_changed
+from .build import RUNTIME_DIR, RUNTIME_FILES, cc_command, load, run_cc, write_if_changed
+from .errors import EnvError, os_reason
 from .render import Renderer, _env, c_string, names
 from .verify import SANITIZE_CFLAGS, VERIFY_CFLAGS, _sources_digest, default_cache_dir
 
@@ -44,22 +44,26 @@ def build_recoverer(spec: str, cache_dir: Optional[str] = None, prefix: Optional
     checked = load(spec, prefix)
     r = Renderer(checked, os.path.basename(spec), recover=True)
     header, source = r.render()
-    os.makedirs(out, exist_ok=True)
     p = checked.prefix
-    write_if_changed(os.path.join(out, f"{p}.h"), header)
-    write_if_changed(os.path.join(out, f"{p}.c"), source)
-    for name in RUNTIME_FILES:
-        with open(os.path.join(RUNTIME_DIR, name), encoding="utf-8") as f:
-            write_if_changed(os.path.join(out, name), f.read())
     ctx = dict(S=checked, spec_file=os.path.basename(spec), files=r.files(), names=names,
                c_string=c_string, containers=[{"info": i} for i in checked.containers],
                rels=[{"info": ri} for ri in checked.relationships])
     src = os.path.join(out, f"{p}_recover.c")
-    write_if_changed(src, _env().get_template("recover_main.c.j2").render(**ctx))
     tmp = f"{exe}.{os.getpid()}.tmp"
-    run_cc(shlex.split(cc) + flags + ["-I", out, src, os.path.join(out, "p2_runtime.c"), "-o", tmp],
-           f"compiling the recovery program of {p}")
-    os.replace(tmp, exe)
+    try:
+        os.makedirs(out, exist_ok=True)
+        write_if_changed(os.path.join(out, f"{p}.h"), header)
+        write_if_changed(os.path.join(out, f"{p}.c"), source)
+        for name in RUNTIME_FILES:
+            with open(os.path.join(RUNTIME_DIR, name), encoding="utf-8") as f:
+                write_if_changed(os.path.join(out, name), f.read())
+        write_if_changed(src, _env().get_template("recover_main.c.j2").render(**ctx))
+        run_cc(cc_command(cc) + flags + ["-I", out, src, os.path.join(out, "p2_runtime.c"),
+                                         "-o", tmp], f"compiling the recovery program of {p}")
+        os.replace(tmp, exe)
+    except OSError as e:
+        raise EnvError(f"error: cannot write the recovery program into '{out}': "
+                       f"{os_reason(e)}") from None
     return exe
 
 

@@ -889,7 +889,8 @@ static int not_closed(const p2_seg *seg, p2_err *err)
 {
     return seg_fail(seg, err, P2_EFORMAT,
                     "was not closed cleanly (a process crashed or is still using it); "
-                    "refusing to open a possibly half-written file");
+                    "refusing to open a possibly half-written file (if no process uses it, "
+                    "`p2gen recover` rebuilds it)");
 }
 
 /* Validate the header h of an existing file of file_bytes bytes, in the

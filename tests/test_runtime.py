@@ -316,7 +316,8 @@ def test_corrupt_header_fields(test_seg, san_env, tmp_path, what):
 
 
 NOT_CLOSED = ("was not closed cleanly (a process crashed or is still using it); "
-              "refusing to open a possibly half-written file")
+              "refusing to open a possibly half-written file (if no process uses it, "
+              "`p2gen recover` rebuilds it)")
 
 
 def test_left_open_flag(test_seg, san_env, tmp_path):

@@ -39,15 +39,36 @@ PERSISTENT = [c for c in tv.CONTAINERS if not c.startswith("t_")]
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory, harness_builder, cc):
+def rcache(request, tmp_path_factory) -> Path:
+    """Where the sanitized recovery programs and checkers are built: .pytest_cache (they
+    are keyed by spec text and p2gen's sources), or a temporary directory with
+    P2GEN_TEST_NO_CACHE=1."""
+    cache = getattr(request.config, "cache", None)
+    if cache is None or os.environ.get("P2GEN_TEST_NO_CACHE") == "1":
+        return Path(tmp_path_factory.mktemp("p2gen-recover"))
+    return Path(cache.mkdir("p2gen-recover"))
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, harness_builder, cc, rcache):
     from p2gen.recover import build_recoverer
     from p2gen.verify import build_verifier
     d = tmp_path_factory.mktemp("recover")
     spec = d / "vall.p2"
     spec.write_text(tv.SPEC)
     return {"spec": spec, "harness": harness_builder(tv.SPEC, "vall").exe,
-            "recover": build_recoverer(str(spec), str(d / "cache"), None, cc, True),
-            "verify": build_verifier(str(spec), str(d / "cache"), None, cc, True)}
+            "recover": build_recoverer(str(spec), str(rcache), None, cc, True),
+            "verify": build_verifier(str(spec), str(rcache), None, cc, True)}
+
+
+@pytest.fixture(scope="module")
+def links(cc, rcache):
+    """The links driver, recovery program and checker of tests/specs/links_persistent.p2."""
+    from p2gen.recover import build_recoverer
+    from p2gen.verify import build_verifier
+    return (tv._links_driver(rcache, cc),
+            build_recoverer(str(tv.LINKS_SPEC), str(rcache), None, cc, True),
+            build_verifier(str(tv.LINKS_SPEC), str(rcache), None, cc, True))
 
 
 def harness(exe, d, cmds):
@@ -140,11 +161,11 @@ def test_damaged_derived_structures_are_rebuilt(built, tmp_path):
     assert tv.check(built["verify"], d).returncode == 0
 
 
-def test_recover_exit_codes(built, tmp_path):
+def test_recover_exit_codes(built, tmp_path, rcache):
     from p2gen.cli import main
     from click.testing import CliRunner
     missing = CliRunner().invoke(main, ["recover", str(built["spec"]), "--dir", str(tmp_path),
-                                        "--build-dir", str(tmp_path / "cache")])
+                                        "--build-dir", str(rcache)])
     assert missing.exit_code == 2 and "no such database file" in missing.output
     (tmp_path / "v.db").write_bytes(b"x" * 8192)
     foreign = recover(built["recover"], tmp_path)
@@ -155,12 +176,12 @@ def test_recover_exit_codes(built, tmp_path):
 # TPC-B, killed while it runs
 # ---------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def tpcb(request, tmp_path_factory, cc):
+def tpcb(request, tmp_path_factory, cc, rcache):
     from p2gen.recover import build_recoverer
     cache = ck.cache_dir(request, tmp_path_factory)
     spec = ck.SPECS / "tpcb_plain.p2"
     return {"exe": ck.tpcb_exe(cache, spec),
-            "recover": build_recoverer(str(spec), str(cache / "recover"), None, cc, True)}
+            "recover": build_recoverer(str(spec), str(rcache), None, cc, True)}
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -198,10 +219,8 @@ def dump(drv):
     return lines
 
 
-def test_relationships_recover_from_an_open_copy(tmp_path, cc):
-    from p2gen.recover import build_recoverer
-    exe = tv._links_driver(tmp_path, cc)
-    rec = build_recoverer(str(tv.LINKS_SPEC), str(tmp_path / "cache"), None, cc, True)
+def test_relationships_recover_from_an_open_copy(tmp_path, links):
+    exe, rec, _ = links
     d, snap = tmp_path / "db", tmp_path / "snap"
     d.mkdir()
     tv._links_db(exe, d)                 # relationships of every kind, texts, deletes
@@ -226,13 +245,13 @@ REC_PAGE, REC_COMMIT = 0x50414745, 0x434F4D54
 
 
 @pytest.fixture(scope="module")
-def jbuilt(tmp_path_factory, harness_builder, cc):
+def jbuilt(tmp_path_factory, harness_builder, cc, rcache):
     from p2gen.recover import build_recoverer
     d = tmp_path_factory.mktemp("jrecover")
     spec = d / "dur.p2"
     spec.write_text(journal_spec(1 << 30))      # no checkpoint before close
     return {"harness": harness_builder(journal_spec(1 << 30), "dur", extra_cflags=FI).exe,
-            "recover": build_recoverer(str(spec), str(d / "cache"), None, cc, True)}
+            "recover": build_recoverer(str(spec), str(rcache), None, cc, True)}
 
 
 def journal_txs(j: bytes, pgsize: int = 4096):
@@ -326,15 +345,11 @@ def test_journal_deleted_before_the_first_checkpoint_is_refused(jbuilt, tmp_path
     assert present(jbuilt, d, [1, 2, 3]) == [False, False, False]
 
 
-def test_what_cannot_be_repaired_is_reported_and_stays_refused(tmp_path, cc):
+def test_what_cannot_be_repaired_is_reported_and_stays_refused(tmp_path, links):
     """A bag relationship whose two sides disagree (an entry of one owner's users changed
     to another live element: no element is gone, so nothing says which side is right):
     recover reports the problem, exits 1, and the file stays refused."""
-    from p2gen.recover import build_recoverer
-    from p2gen.verify import build_verifier
-    exe = tv._links_driver(tmp_path, cc)
-    rec = build_recoverer(str(tv.LINKS_SPEC), str(tmp_path / "cache"), None, cc, True)
-    chk = build_verifier(str(tv.LINKS_SPEC), str(tmp_path / "cache"), None, cc, True)
+    exe, rec, chk = links
     d = tmp_path / "db"
     d.mkdir()
     tv._links_db(exe, d)
@@ -363,15 +378,11 @@ def _normalised(lines):
             for x in lines]
 
 
-def test_broken_ilist_is_rebuilt_from_its_members(tmp_path, cc):
+def test_broken_ilist_is_rebuilt_from_its_members(tmp_path, links):
     """An owner's list head and count of an ilist relationship wrong (an add cut short):
     recover rebuilds every list from the members' owner links; who belongs to whom is
     kept, the file verifies."""
-    from p2gen.recover import build_recoverer
-    from p2gen.verify import build_verifier
-    exe = tv._links_driver(tmp_path, cc)
-    rec = build_recoverer(str(tv.LINKS_SPEC), str(tmp_path / "cache"), None, cc, True)
-    chk = build_verifier(str(tv.LINKS_SPEC), str(tmp_path / "cache"), None, cc, True)
+    exe, rec, chk = links
     d = tmp_path / "db"
     d.mkdir()
     tv._links_db(exe, d)

@@ -361,8 +361,15 @@ class Renderer:
         for idx, fi in enumerate(self.checked.files):
             out.append({"index": idx, "path": fi.path, "reserve": fi.reserve,
                         "fingerprint": f"0x{fi.fingerprint:016x}u",
-                        "containers": fi.containers, "journal": fi.journal})
+                        "containers": fi.containers, "journal": fi.journal,
+                        "desc": self.file_desc(fi)})
         return out
+
+    def file_desc(self, fi) -> str:
+        """What made a file, stored in its header and named when another spec opens it."""
+        spec = self.spec_file.replace("\\", "/").rsplit("/", 1)[-1]
+        eqs = "; ".join(f"{ci.name} = {ci.equation_text()}" for ci in fi.containers)
+        return f"spec {spec}: {eqs}"
 
     def seg_index(self, info: ContainerInfo) -> int:
         for idx, fi in enumerate(self.checked.files):

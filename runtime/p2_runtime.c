@@ -322,7 +322,9 @@ struct p2_seg_header {
     uint32_t zero0;                    /* zero (alignment) */
     uint64_t data_seq;                 /* journalled files: the last transaction whose pages
                                           are in this file (written at every journal flush) */
-    uint8_t  reserved[104];            /* zero; room for future fields */
+    char     desc[P2_SEG_DESC_SIZE];   /* what made the file: spec and equations, NUL-padded,
+                                          possibly cut short; all zero in older files */
+    uint8_t  reserved[104 - P2_SEG_DESC_SIZE];   /* zero; room for future fields */
     struct p2_seg_root_entry roots[P2_MAX_ROOTS];
 };
 
@@ -343,7 +345,7 @@ _Static_assert(offsetof(struct p2_seg_header, checksum) == 124, "header layout")
 _Static_assert(offsetof(struct p2_seg_header, journal) == 128, "header layout");
 _Static_assert(offsetof(struct p2_seg_header, roots_crc) == 136, "header layout");
 _Static_assert(offsetof(struct p2_seg_header, data_seq) == 144, "header layout");
-_Static_assert(offsetof(struct p2_seg_header, reserved) == 152, "header layout");
+_Static_assert(offsetof(struct p2_seg_header, desc) == 152, "header layout");
 _Static_assert(offsetof(struct p2_seg_header, roots) == 256, "header layout");
 _Static_assert(sizeof(struct p2_seg_header) == P2_SEG_HEADER_SIZE, "header is one 4096-byte page");
 _Static_assert(sizeof(SEG_MAGIC) == 8, "magic is 8 bytes");
@@ -885,6 +887,36 @@ static int stored_name_len(const struct p2_seg_root_entry *r)
     return (int)(n < P2_ROOT_NAME_SIZE ? n : P2_ROOT_NAME_SIZE - 1);
 }
 
+/* The description stored in a header (from the file: at most P2_SEG_DESC_SIZE bytes, maybe
+ * without a NUL), as printable ASCII in out (NUL-terminated, same size): bytes outside
+ * 0x20..0x7e become '?', so a crafted file cannot put control sequences into messages. */
+static void desc_printable(const char *desc, char *out)
+{
+    size_t n = strnlen(desc, P2_SEG_DESC_SIZE - 1);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)desc[i];
+        out[i] = ch >= 0x20 && ch < 0x7f ? (char)ch : '?';
+    }
+    out[n] = '\0';
+}
+
+void p2_seg_set_desc(p2_seg *seg, const char *desc)
+{
+    char buf[P2_SEG_DESC_SIZE];
+    if (seg == NULL || seg->base == NULL || desc == NULL)
+        return;
+    memset(buf, 0, sizeof buf);
+    size_t n = strlen(desc);
+    if (n < sizeof buf) {
+        memcpy(buf, desc, n);
+    } else {                              /* cut short, and say so */
+        memcpy(buf, desc, sizeof buf - 4);
+        memcpy(buf + sizeof buf - 4, "...", 3);
+    }
+    if (memcmp(seg->hdr->desc, buf, sizeof buf) != 0)   /* no needless page write */
+        memcpy(seg->hdr->desc, buf, sizeof buf);
+}
+
 static int not_closed(const p2_seg *seg, p2_err *err)
 {
     return seg_fail(seg, err, P2_EFORMAT,
@@ -915,11 +947,15 @@ static int seg_validate(const p2_seg *seg, const struct p2_seg_header *h, uint64
                         "header checksum mismatch (stored 0x%08" PRIx32 ", computed 0x%08" PRIx32
                         "): file is corrupt",
                         h->checksum, crc);
-    if (h->fingerprint != fingerprint)
+    if (h->fingerprint != fingerprint) {
+        char made[P2_SEG_DESC_SIZE];
+        desc_printable(h->desc, made);
         return seg_fail(seg, err, P2_EMISMATCH,
-                        "created by a different spec or equation (fingerprint 0x%016" PRIx64
-                        ", expected 0x%016" PRIx64 ")",
-                        h->fingerprint, fingerprint);
+                        "created by a different spec or equation (the file was made by %s%s%s; "
+                        "fingerprint 0x%016" PRIx64 ", expected 0x%016" PRIx64 ")",
+                        made[0] ? "\"" : "", made[0] ? made : "a program that did not record its spec",
+                        made[0] ? "\"" : "", h->fingerprint, fingerprint);
+    }
 
     if (h->nroots > P2_MAX_ROOTS)
         return seg_fail(seg, err, P2_EFORMAT, "corrupt header: %" PRIu32 " roots, at most %d fit",
@@ -2019,8 +2055,13 @@ static int seg_open_any(p2_seg *seg, const char *path, uint64_t fingerprint,
                                      root_sizes, &made_new, err);
             if (made_new)
                 st.st_size = 0;   /* reported as created */
-        } else if (st.st_size == 0) {
+        } else if (st.st_size == 0 && made) {
             rc = seg_create(seg, fingerprint, nroots, root_names, root_sizes, err);
+        } else if (st.st_size == 0) {
+            /* An existing empty file is not a database: opening it must not make one (it may
+             * be a file of something else, truncated, or another program's). */
+            rc = seg_fail(seg, err, P2_EFORMAT, "not a p2gen database: empty (0 bytes); "
+                          "remove it to create a new database there");
         } else {
             rc = seg_attach(seg, (uint64_t)st.st_size, fingerprint, nroots, root_names, root_sizes, err);
         }
@@ -2154,8 +2195,152 @@ int p2_seg_contains(const p2_seg *seg, p2_off off, uint64_t len)
     return off >= P2_SEG_HEADER_SIZE && off % 16 == 0 && off <= used && len <= used - off;
 }
 
+/* A block in use or free, as seen by the integrity check. */
+struct p2_verify_claim {
+    const p2_seg *seg;
+    p2_off off;
+    uint64_t end;               /* off + the allocator's block size */
+    const char *what;           /* NULL: a free block */
+    uint64_t cls;               /* free blocks: size class (0: large) */
+};
+
+static void claim_add(p2_verify *v, const p2_seg *seg, p2_off off, uint64_t end, const char *what,
+                      uint64_t cls)
+{
+    if (v->claims_lost)
+        return;
+    if (v->nclaims == v->capclaims) {
+        size_t ncap = v->capclaims ? v->capclaims * 2 : 256;
+        void *p = ncap < SIZE_MAX / sizeof *v->claims ? realloc(v->claims, ncap * sizeof *v->claims) : NULL;
+        if (p == NULL) {
+            v->claims_lost = 1;
+            return;
+        }
+        v->claims = (struct p2_verify_claim *)p;
+        v->capclaims = ncap;
+    }
+    struct p2_verify_claim c = { seg, off, end, what, cls };
+    v->claims[v->nclaims++] = c;
+}
+
+void p2_verify_claim(p2_verify *v, const p2_seg *seg, p2_off off, uint64_t len, const char *what)
+{
+    uint64_t bs = block_size(len);
+    if (v == NULL || seg == NULL || seg->base == NULL || bs == 0 || !p2_seg_contains(seg, off, bs))
+        return;
+    claim_add(v, seg, off, off + bs, what, 0);
+}
+
+static int claim_cmp(const void *a, const void *b)
+{
+    const struct p2_verify_claim *x = a, *y = b;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static void claim_name(const struct p2_verify_claim *c, char *buf, size_t n)
+{
+    if (c->what != NULL)
+        snprintf(buf, n, "%s at offset %" PRIu64, c->what, c->off);
+    else if (c->cls != 0)
+        snprintf(buf, n, "free %" PRIu64 "-byte block at offset %" PRIu64, c->cls, c->off);
+    else
+        snprintf(buf, n, "free large block at offset %" PRIu64, c->off);
+}
+
+void p2_seg_verify(const p2_seg *seg, p2_verify *v, const char *file)
+{
+    if (seg == NULL || seg->base == NULL || v == NULL)
+        return;
+    const struct p2_seg_header *h = seg->hdr;
+    uint64_t brk = p2_seg_used(seg);
+    size_t first = v->nclaims;
+    if (brk > seg->mapped || brk < P2_SEG_HEADER_SIZE) {
+        p2_verify_fail(v, "file %s: allocator: brk %" PRIu64 " outside the mapped file", file, brk);
+        return;
+    }
+    for (uint32_t i = 0; i < h->nroots && i < P2_MAX_ROOTS; i++)
+        if (p2_seg_contains(seg, h->roots[i].off, block_size(h->roots[i].size)))
+            claim_add(v, seg, h->roots[i].off, h->roots[i].off + block_size(h->roots[i].size),
+                      "a container root block", 0);
+    /* small free lists: each a chain of blocks of one class, at most as many as fit */
+    for (unsigned c = 0; c < NCLASSES; c++) {
+        uint64_t bs = (uint64_t)SMALL_MIN << c, n = 0, limit = (brk - P2_SEG_HEADER_SIZE) / bs;
+        for (p2_off off = h->free_small[c]; off != 0; off = small_at(seg, off)->next) {
+            if (!block_ok(seg, off, bs)) {
+                p2_verify_fail(v, "file %s: allocator: free list for %" PRIu64 "-byte blocks: block at offset %"
+                               PRIu64 " lies outside the allocated area", file, bs, off);
+                break;
+            }
+            if (++n > limit) {
+                p2_verify_fail(v, "file %s: allocator: free list for %" PRIu64 "-byte blocks is longer than "
+                               "the blocks that fit (a cycle)", file, bs);
+                break;
+            }
+            claim_add(v, seg, off, off + bs, NULL, bs);
+        }
+    }
+    /* the large free list: address-ordered, so a bounded walk */
+    uint64_t n = 0;
+    for (p2_off off = h->free_large; off != 0; off = large_at(seg, off)->next) {
+        if (!large_node_ok(seg, off)) {
+            p2_verify_fail(v, "file %s: allocator: free list for large blocks: bad block at offset %" PRIu64
+                           " (outside the allocated area, bad size, or out of address order)", file, off);
+            break;
+        }
+        if (++n > brk / LARGE_UNIT)
+            break;   /* cannot happen: the list is address-ordered */
+        claim_add(v, seg, off, off + large_at(seg, off)->size, NULL, 0);
+    }
+    if (v->claims_lost) {
+        p2_verify_fail(v, "file %s: allocator: out of memory: overlaps between blocks not checked", file);
+        return;
+    }
+    /* this segment's blocks (claimed by the layers, roots, free ones), sorted: no overlaps */
+    for (size_t i = 0; i < first; i++)     /* gather this segment's claims after the others */
+        if (v->claims[i].seg == seg) {
+            struct p2_verify_claim t = v->claims[i];
+            claim_add(v, seg, t.off, t.end, t.what, t.cls);
+        }
+    if (v->claims_lost) {
+        p2_verify_fail(v, "file %s: allocator: out of memory: overlaps between blocks not checked", file);
+        return;
+    }
+    size_t cnt = v->nclaims - first;
+    struct p2_verify_claim *cl = v->claims + first;
+    qsort(cl, cnt, sizeof *cl, claim_cmp);
+    size_t reported = 0;
+    uint64_t reach = 0;
+    size_t reach_i = 0;
+    for (size_t i = 0; i < cnt; i++) {
+        if (i > 0 && cl[i].off < reach && reported < 20) {
+            char a[160], b[160];
+            claim_name(&cl[reach_i], a, sizeof a);
+            claim_name(&cl[i], b, sizeof b);
+            p2_verify_fail(v, "file %s: allocator: %s overlaps %s", file, b, a);
+            reported++;
+        }
+        if (cl[i].end > reach) {
+            reach = cl[i].end;
+            reach_i = i;
+        }
+    }
+    v->nclaims = first;   /* drop the sorted copy; the claims of this segment stay as gathered */
+}
+
+void p2_verify_done(p2_verify *v)
+{
+    if (v == NULL)
+        return;
+    free(v->claims);
+    v->claims = NULL;
+    v->nclaims = v->capclaims = 0;
+}
+
 void p2_verify_init(p2_verify *v, char *buf, size_t cap, int max)
 {
+    v->claims = NULL;
+    v->nclaims = v->capclaims = 0;
+    v->claims_lost = 0;
     v->errors = 0;
     v->buf = buf;
     v->cap = buf != NULL ? cap : 0;

@@ -52,7 +52,11 @@
  *         112     8  free-list head for large blocks (multiples of 4096)
  *         120     4  number of roots in use
  *         124     4  CRC-32 of bytes 0..4095, this field taken as 0
- *         128   128  reserved, zero
+ *         128    24  journal state, roots checksum, data_seq (see the source)
+ *         152    96  description: which spec and equations made the file (printable
+ *                    ASCII, NUL-padded, cut short with "..."; zero in older files),
+ *                    named in the "created by a different spec" message
+ *         248     8  reserved, zero
  *         256  3840  root table: #P2_MAX_ROOTS entries of 64 bytes
  *                    { char name[48]; p2_off off; uint64_t size; }
  *        4096     .  allocated blocks, from offset 4096 up to brk
@@ -206,6 +210,8 @@ typedef uint64_t p2_off;
 #define P2_MAX_ROOTS 60
 /** Size of a root name field, including the terminating NUL. */
 #define P2_ROOT_NAME_SIZE 48
+/** Size of the header's description field (what made the file), NUL included. */
+#define P2_SEG_DESC_SIZE 96
 /** Files grow in multiples of this many bytes (or of the page size, if larger). */
 #define P2_SEG_GRANULE (64u * 1024u)
 /** Address space reserved when p2_seg_open() is passed reserve = 0: 64 GiB. */
@@ -262,7 +268,8 @@ typedef struct p2_seg {
     uint64_t rec_tx_dropped;    /**< committed transactions lost with it (2, 3; at least) */
 } p2_seg;
 
-/** Open a segment file, creating it if it does not exist or is empty.
+/** Open a segment file, creating it if it does not exist.  A file that exists but is
+ *  empty (0 bytes) is refused with #P2_EFORMAT "not a p2gen database: empty".
  *
  * A new file gets a fresh header and one zero-filled block for every root,
  * of the given size.  An existing file is locked and then validated, in this
@@ -273,7 +280,8 @@ typedef struct p2_seg {
  *  - header checksum                                #P2_EFORMAT "header checksum mismatch (stored X, computed Y)..."
  *                                                   (but if the state is OPEN, the checksum is stale by
  *                                                   design: reported as "was not closed cleanly ...")
- *  - fingerprint                                    #P2_EMISMATCH "created by a different spec or equation..."
+ *  - fingerprint                                    #P2_EMISMATCH "created by a different spec or equation
+ *                                                   (the file was made by "<description>"; ...)"
  *  - number, names and sizes of the roots           #P2_EMISMATCH, naming the root
  *  - file shorter than the header says              #P2_EFORMAT "truncated: header says N bytes, file has M"
  *  - header size, root / brk / free-list offsets    #P2_EFORMAT "corrupt header: ..."
@@ -408,6 +416,13 @@ uint64_t p2_seg_pending(const p2_seg *seg);
 
 /** @} */
 
+/** Record in the header what made the file (the generated open passes "spec <file>:
+ *  <container> = <equation>; ..."), cut short to #P2_SEG_DESC_SIZE - 1 bytes.  Stored
+ *  with the header at the next sync, commit or close; a mismatched open names it.
+ * @param[in] seg   an open segment (else nothing happens).
+ * @param[in] desc  a NUL-terminated description. */
+void p2_seg_set_desc(p2_seg *seg, const char *desc);
+
 /** Flush the whole segment to disk: update the header checksum and
  *  msync(MS_SYNC) the mapping.  The segment stays open (state OPEN).
  *
@@ -511,15 +526,38 @@ extern "C" {
 /** A report being written: problems counted in `errors`; the first `max` of
  *  them appended as lines to `buf` (capacity `cap`, `len` used, always
  *  NUL-terminated while cap > 0). */
+struct p2_verify_claim;
 typedef struct p2_verify {
     int    errors;   /**< problems found so far */
     char  *buf;      /**< report buffer; may be NULL (then only counted) */
     size_t cap, len; /**< buffer capacity and bytes used (without the NUL) */
     int    max;      /**< lines appended at most; further problems are only counted */
+    struct p2_verify_claim *claims;   /**< blocks in use, found by the walk (p2_verify_claim) */
+    size_t nclaims, capclaims;
+    int    claims_lost;               /**< 1 if memory for claims ran out (overlaps unchecked) */
 } p2_verify;
 
-/** Start a report in buf (cap bytes; buf may be NULL), keeping at most max lines. */
+/** Start a report in buf (cap bytes; buf may be NULL), keeping at most max lines.
+ *  Release it with p2_verify_done(). */
 void p2_verify_init(p2_verify *v, char *buf, size_t cap, int max);
+
+/** Free what a report holds besides its buffer (the claims). */
+void p2_verify_done(p2_verify *v);
+
+/** Record that the walk found the block [off, off + len) of a segment in use (len as
+ *  allocated; the check uses the allocator's rounded block size).  Call it only for
+ *  blocks that p2_seg_contains() accepted.  `what` names the block in messages and must
+ *  outlive the report (a string literal). */
+void p2_verify_claim(p2_verify *v, const p2_seg *seg, p2_off off, uint64_t len, const char *what);
+
+/** Check a segment's allocator: every free list (one per small size class, the large
+ *  one) lies inside the allocated area, is aligned, has no cycle (walks are bounded),
+ *  holds blocks of its size class (large: address-ordered, not touching), and no free
+ *  block overlaps another, a root block, or a block claimed in use with
+ *  p2_verify_claim() (a free list pointing into a live element would make the next
+ *  allocation overwrite it).  Claimed blocks must not overlap each other either.
+ *  Problems are reported through v, naming `file`. */
+void p2_seg_verify(const p2_seg *seg, p2_verify *v, const char *file);
 
 /** Report one problem: count it, and append the formatted message and a newline
  *  unless `max` lines were appended already or the buffer is full (a message

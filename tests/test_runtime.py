@@ -177,8 +177,9 @@ def test_create_missing_and_empty(test_seg, san_env, tmp_path):
     assert open_msg(test_seg, san_env, path) == "P2_OK created=0"
     empty = tmp_path / "empty.p2"
     empty.write_bytes(b"")
-    assert open_msg(test_seg, san_env, empty) == "P2_OK created=1"
-    assert empty.read_bytes()[:8] == b"P2GENDB\0"
+    # an existing empty file is not a database, and is not made one (issue 16, item 14)
+    assert open_msg(test_seg, san_env, empty) == f"P2_EFORMAT {empty}: not a p2gen database: empty (0 bytes); remove it to create a new database there"
+    assert empty.read_bytes() == b""
 
 
 def test_cannot_create(test_seg, san_env, tmp_path):
@@ -266,7 +267,8 @@ def test_other_fingerprint(test_seg, san_env, tmp_path):
     make_db(test_seg, san_env, path)
     _refused(test_seg, san_env, path,
              f"P2_EMISMATCH {path}: created by a different spec or equation "
-             f"(fingerprint 0x{FP:016x}, expected 0x{0xfeed:016x})", fp=0xfeed)
+             f"(the file was made by a program that did not record its spec; "
+             f"fingerprint 0x{FP:016x}, expected 0x{0xfeed:016x})", fp=0xfeed)
 
 
 @pytest.mark.parametrize("variant, message", [

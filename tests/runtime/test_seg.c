@@ -328,7 +328,8 @@ static void test_create_alloc_reopen(void)
 
     CHECK(open_std(&s, path, FP ^ 1, &created, &err) == P2_EMISMATCH);
     CHECK(strstr(err.msg, "created by a different spec or equation") != NULL);
-    CHECK(strstr(err.msg, "(fingerprint 0x0123456789abcdef, expected 0x0123456789abcdee)") != NULL);
+    CHECK(strstr(err.msg, "(the file was made by a program that did not record its spec; "
+                          "fingerprint 0x0123456789abcdef, expected 0x0123456789abcdee)") != NULL);
     CHECK(p2_seg_open(&s, path, FP, NROOTS, renamed, root_sizes, 0, &created, &err) == P2_EMISMATCH);
     CHECK(strstr(err.msg, "\"beta\"") != NULL && strstr(err.msg, "\"BETA\"") != NULL);
     CHECK(p2_seg_open(&s, path, FP, NROOTS, root_names, resized, 0, &created, &err) == P2_EMISMATCH);
@@ -628,8 +629,9 @@ static void test_stress(void)
     CHECK(p2_seg_close(&s, &err) == P2_OK);
 }
 
-/* An empty existing file is initialised; failures leave no trace.  (Refusing
- * damaged files is checked from Python, tests/test_runtime.py.) */
+/* An empty existing file is refused, not made a database (it may be another
+ * program's, or truncated), and left empty; a failed creation leaves no trace.
+ * (Refusing damaged files is checked from Python, tests/test_runtime.py.) */
 static void test_empty_file(void)
 {
     p2_err err = {0};
@@ -638,21 +640,21 @@ static void test_empty_file(void)
     int fd = open(path, O_CREAT | O_WRONLY, 0600);
     REQUIRE(fd >= 0);
     close(fd);
-    /* A failed initialisation leaves an empty file empty ... */
-    const char *big[1] = { "big" };
-    const uint64_t bigsize[1] = { 10u << 20 };
     struct stat st;
     int created = -1;
-    CHECK(p2_seg_open(&s, path, FP, 1, big, bigsize, 1u << 20, &created, &err) == P2_ENOMEM);
-    CHECK(strstr(err.msg, "reservation of 1048576 bytes") != NULL);
+    CHECK(open_std(&s, path, FP, &created, &err) == P2_EFORMAT);
+    CHECK(strstr(err.msg, "not a p2gen database: empty") != NULL);
     CHECK(created == 0 && s.base == NULL && s.fd == -1);
     CHECK(stat(path, &st) == 0 && st.st_size == 0);
-    /* ... and removes a file it created. */
+    /* A file this call creates is removed again when its initialisation fails ... */
+    const char *big[1] = { "big" };
+    const uint64_t bigsize[1] = { 10u << 20 };
     const char *fresh = file_in_dir("fresh.p2");
     CHECK(p2_seg_open(&s, fresh, FP, 1, big, bigsize, 1u << 20, &created, &err) == P2_ENOMEM);
+    CHECK(strstr(err.msg, "reservation of 1048576 bytes") != NULL);
     CHECK(access(fresh, F_OK) != 0);
-
-    REQUIRE(open_std(&s, path, FP, &created, &err) == P2_OK);
+    /* ... and a missing file is created. */
+    REQUIRE(open_std(&s, fresh, FP, &created, &err) == P2_OK);
     CHECK(created == 1);
     CHECK(p2_seg_close(&s, &err) == P2_OK);
 }

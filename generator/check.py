@@ -288,6 +288,7 @@ class FileInfo:
     reserve: int
     fingerprint: int = 0
     journal: Optional[dict] = None   # the journal layer's parameters, if the file has one
+    verify_open: bool = True         # walk it with verify at open (persistent(verify_open))
 
 
 @dataclass(eq=False)
@@ -963,10 +964,13 @@ class Checker:
                 continue
             if fi is None:
                 files[path] = FileInfo(path, [info], info.mem.params.get("reserve", 1 << 36),
-                                       journal=jparams)
+                                       journal=jparams,
+                                       verify_open=info.mem.params.get("verify_open", True))
             else:
                 fi.containers.append(info)
                 fi.reserve = max(fi.reserve, info.mem.params.get("reserve", 1 << 36))
+                # the safe side: checked if any container of the file asks for it
+                fi.verify_open = fi.verify_open or info.mem.params.get("verify_open", True)
         return list(files.values())
 
 

@@ -362,7 +362,7 @@ class Renderer:
             out.append({"index": idx, "path": fi.path, "reserve": fi.reserve,
                         "fingerprint": f"0x{fi.fingerprint:016x}u",
                         "containers": fi.containers, "journal": fi.journal,
-                        "desc": self.file_desc(fi)})
+                        "desc": self.file_desc(fi), "verify_open": fi.verify_open})
         return out
 
     def file_desc(self, fi) -> str:

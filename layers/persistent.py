@@ -18,12 +18,20 @@ class Persistent(Layer):
                       "largest the file can grow (default 64 GiB; at most 64 TiB, and all "
                       "files of a spec together at most that, half of the 128 TiB a 64-bit "
                       "Linux process can map)"),
+        ParamSpec("verify_open", "bool", True,
+                  doc="walk the whole database with <prefix>_verify when open reads it from "
+                      "an existing file, and refuse it if damaged: a crafted or corrupt file "
+                      "then cannot make any call crash or write outside the mapping. Open "
+                      "costs a read of the file (~10 ns per element when cached). false: "
+                      "for files only trusted programs write; open is O(1), but a damaged "
+                      "file may crash the process"),
     )
     doc = ("A file mapped with mmap(MAP_SHARED) that grows by extending the mapping. "
            "References are offsets from the segment base, so the file is valid wherever it "
            "is mapped. All containers of a spec that name the same file share it. The file "
            "header holds magic, version, spec fingerprint, container roots and a checksum; "
-           "mismatched, truncated, corrupt or not-cleanly-closed files are refused.")
+           "mismatched, truncated, corrupt or not-cleanly-closed files are refused, and (unless "
+           "verify_open = false) so is a database whose structures fail the integrity check.")
 
     def validate(self, inst, ctx):
         if not inst.params["file"]:

@@ -160,6 +160,24 @@ def test_crafted_count_is_refused_and_file_does_not_grow(tools, dbs, tmp_path, f
     assert (db / fname).stat().st_size == size
 
 
+def test_verify_open_false_skips_the_walk(tools, dbs, harness_builder, tmp_path):
+    """persistent(verify_open = false): a trusted file is not walked at open (O(1) open);
+    the damage is then only found by verify."""
+    exe, d, fname = dbs["vall"]
+    trusted = harness_builder(
+        open(tools["spec"]).read().replace('persistent(file = "v.db")',
+                                           'persistent(file = "v.db", verify_open = false)'),
+        "vall")
+    db = copy_db(d, tmp_path / "db")
+    off, ln = root_fields(exe, d)["a_hash root hash_count"]
+    patch(db / fname, off, (5).to_bytes(ln, "little"))
+    reseal(db / fname)
+    assert harness(tools, db, "open .").stdout.startswith("err EFORMAT")
+    proc = harness({"harness": trusted.exe}, db, "open .", "verify", "close")
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "ok" and "layer hash: count says 5" in proc.stdout, proc.stdout
+
+
 # ---------------------------------------------------------------------------
 # item 6: crafted link words
 # ---------------------------------------------------------------------------

@@ -229,7 +229,7 @@ static inline int inventory_shipments__cmp_quantity(int32_t a, int32_t b)
  * ########################################################################## */
 
 /* --------------------------------------------------------------------------
- * layer persistent (persistent: mem) of parts: file=inventory.db
+ * layer persistent (persistent: mem) of parts: file=inventory.db, verify_open=true
  * ------------------------------------------------------------------------ */
 static inline void *inventory_parts__persistent_ptr(inventory_db *db, uint64_t ref)
 {
@@ -267,6 +267,13 @@ static inline int inventory_parts__persistent_realloc(inventory_db *db, uint64_t
 static inline int inventory_parts__persistent_contains(inventory_db *db, uint64_t ref, uint64_t len)
 {
     return p2_seg_contains(&db->seg[0], ref, len);
+}
+
+/* Integrity checks: the walk found [ref, ref + len) in use (checked for overlaps with the
+   allocator's free blocks and with each other by p2_seg_verify). */
+static inline void inventory_parts__persistent_claim(inventory_db *db, p2_verify *v, uint64_t ref, uint64_t len, const char *what)
+{
+    p2_verify_claim(v, &db->seg[0], ref, len, what);
 }
 
 
@@ -500,6 +507,7 @@ static int inventory_parts__iarray_verify(inventory_db *db, p2_verify *v)
         p2_verify_fail(v, "container parts, layer iarray: slot block %" PRIu64 " of %u slots lies outside the used memory", r->iarray_slots, r->iarray_cap);
         return -1;
     }
+    inventory_parts__persistent_claim(db, v, r->iarray_slots, (uint64_t)r->iarray_cap * sizeof(inventory_parts_elem), "container parts, layer iarray: slot block");
     for (slot = 0; slot < r->iarray_cap; slot++) {
         const inventory_parts_elem *e = inventory_parts__iarray_elem(db, slot);
         if (e->_iarray_valid == 0) {
@@ -1026,6 +1034,7 @@ static int inventory_parts__hash_verify(inventory_db *db, p2_verify *v)
         p2_verify_fail(v, "container parts, layer hash: bucket block %" PRIu64 " of %" PRIu64 " buckets is not a power of two inside the used memory", r->hash_buckets, n);
         return 0;
     }
+    inventory_parts__persistent_claim(db, v, r->hash_buckets, n * sizeof(uint64_t), "container parts, layer hash: bucket block");
     buckets = (const uint64_t *)inventory_parts__persistent_ptr(db, r->hash_buckets);
     for (i = 0; i < n; i++) {
         uint64_t ref = buckets[i];
@@ -1797,7 +1806,7 @@ int inventory_parts_all_delete(inventory_parts_all_cursor *cur)
  * ########################################################################## */
 
 /* --------------------------------------------------------------------------
- * layer persistent (persistent: mem) of suppliers: file=inventory.db
+ * layer persistent (persistent: mem) of suppliers: file=inventory.db, verify_open=true
  * ------------------------------------------------------------------------ */
 static inline void *inventory_suppliers__persistent_ptr(inventory_db *db, uint64_t ref)
 {
@@ -1835,6 +1844,13 @@ static inline int inventory_suppliers__persistent_realloc(inventory_db *db, uint
 static inline int inventory_suppliers__persistent_contains(inventory_db *db, uint64_t ref, uint64_t len)
 {
     return p2_seg_contains(&db->seg[0], ref, len);
+}
+
+/* Integrity checks: the walk found [ref, ref + len) in use (checked for overlaps with the
+   allocator's free blocks and with each other by p2_seg_verify). */
+static inline void inventory_suppliers__persistent_claim(inventory_db *db, p2_verify *v, uint64_t ref, uint64_t len, const char *what)
+{
+    p2_verify_claim(v, &db->seg[0], ref, len, what);
 }
 
 
@@ -1996,6 +2012,7 @@ static int inventory_suppliers__malloc_verify(inventory_db *db, p2_verify *v)
             break;
         }
         e = inventory_suppliers__malloc_elem(db, ref);
+        inventory_suppliers__persistent_claim(db, v, ref, sizeof(inventory_suppliers_elem), "container suppliers, layer malloc: element");
         if (e->_malloc_prev != prev)
             p2_verify_fail(v, "container suppliers, layer malloc: element %" PRIu64 ": back link %" PRIu64 ", expected %" PRIu64, ref, e->_malloc_prev, prev);
         prev = ref;
@@ -2359,6 +2376,7 @@ static int inventory_suppliers__hash_verify(inventory_db *db, p2_verify *v)
         p2_verify_fail(v, "container suppliers, layer hash: bucket block %" PRIu64 " of %" PRIu64 " buckets is not a power of two inside the used memory", r->hash_buckets, n);
         return 0;
     }
+    inventory_suppliers__persistent_claim(db, v, r->hash_buckets, n * sizeof(uint64_t), "container suppliers, layer hash: bucket block");
     buckets = (const uint64_t *)inventory_suppliers__persistent_ptr(db, r->hash_buckets);
     for (i = 0; i < n; i++) {
         uint64_t ref = buckets[i];
@@ -3205,6 +3223,12 @@ static inline int inventory_shipments__transient_contains(inventory_db *db, uint
     return ref != 0;
 }
 
+/* Integrity checks: heap blocks are the C library's business; nothing to claim. */
+static inline void inventory_shipments__transient_claim(inventory_db *db, p2_verify *v, uint64_t ref, uint64_t len, const char *what)
+{
+    (void)db; (void)v; (void)ref; (void)len; (void)what;
+}
+
 
 /* --------------------------------------------------------------------------
  * layer array (array: ds[mem]) of shipments: capacity=1024
@@ -3357,6 +3381,7 @@ static int inventory_shipments__array_verify(inventory_db *db, p2_verify *v)
         p2_verify_fail(v, "container shipments, layer array: slot block %" PRIu64 " of %u slots lies outside the used memory", r->array_slots, r->array_cap);
         return -1;
     }
+    inventory_shipments__transient_claim(db, v, r->array_slots, (uint64_t)r->array_cap * sizeof(inventory_shipments_elem), "container shipments, layer array: slot block");
     if (r->array_hwm > r->array_cap) {
         p2_verify_fail(v, "container shipments, layer array: high-water mark %u above capacity %u", r->array_hwm, r->array_cap);
         return -1;
@@ -4462,6 +4487,8 @@ int inventory_verify(inventory_db *db, char *report, size_t report_size, uint64_
     usable[1] = inventory_suppliers__delflag_verify(db, &v) >= 0;  /* suppliers */
     usable[2] = inventory_shipments__top2ds_qualify_verify(db, &v) >= 0;  /* shipments */
     (void)usable;
+    p2_seg_verify(&db->seg[0], &v, "inventory.db");   /* its allocator's free lists */
+    p2_verify_done(&v);
     if (problems) *problems = (uint64_t)v.errors;
     if (v.errors == 0) return P2_OK;
     {
@@ -4503,12 +4530,14 @@ static void inventory__teardown(inventory_db *db)
     db->open = 0;
 }
 
-int inventory_open(inventory_db **out, const char *dir)
+/* Open; with check set, a database read from existing files is walked by inventory_verify
+ * before any other call may follow a reference stored in them (see inventory.h). */
+static int inventory__open(inventory_db **out, const char *dir, int check)
 {
     inventory_db *db;
     int rc = P2_OK;
     char path[4096];
-    int created;
+    int created, to_verify = 0;
     if (!out) return P2_EINVAL;
     *out = db = (inventory_db *)calloc(1, sizeof *db);
     if (!db) return P2_ENOMEM;
@@ -4517,6 +4546,7 @@ int inventory_open(inventory_db **out, const char *dir)
         static const char *const names[] = { "parts", "suppliers" };
         const uint64_t sizes[] = { sizeof(inventory_parts_root), sizeof(inventory_suppliers_root) };
         const char *file = "inventory.db";
+        static const char desc[] = "spec inventory.p2: parts = top2ds_qualify[hash(buckets=64, fn=default, grow=true, key=kind)[avl(key=weight_g)[iarray(capacity=256, key=id, max_key=4294967294)[persistent]]]]; suppliers = delflag[top2ds_qualify[hash(buckets=1024, fn=default, grow=true, key=id)[odlist(key=name)[malloc[persistent]]]]]";  /* recorded in the file's header */
         if (dir && *dir && file[0] != '/') {
             if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, file) >= sizeof path) {
                 rc = p2_err_set(&db->err, P2_EINVAL, "path too long: %s/%s", dir, file);
@@ -4527,13 +4557,21 @@ int inventory_open(inventory_db **out, const char *dir)
         }
         rc = p2_seg_open(&db->seg[0], path, 0x51cd549f87c4742au, 2, names, sizes,
                          68719476736u, &created, &db->err);
+        if (rc == P2_EMISMATCH) {
+            /* say what this program expects next to what made the file */
+            size_t used = strlen(db->err.msg);
+            snprintf(db->err.msg + used, sizeof db->err.msg - used, "; this program expects \"%s\"", desc);
+        }
         if (rc != P2_OK) goto fail;
         db->seg_open[0] = 1;
         db->parts = (inventory_parts_root *)p2_seg_ptr(&db->seg[0], p2_seg_root(&db->seg[0], 0));
         db->suppliers = (inventory_suppliers_root *)p2_seg_ptr(&db->seg[0], p2_seg_root(&db->seg[0], 1));
         if (created) {
+            p2_seg_set_desc(&db->seg[0], desc);
             if ((rc = inventory_parts__top2ds_qualify_create(db)) != P2_OK) goto fail;
             if ((rc = inventory_suppliers__delflag_create(db)) != P2_OK) goto fail;
+        } else {
+            to_verify = 1;
         }
         db->parts_ready = 1;
         db->suppliers_ready = 1;
@@ -4543,10 +4581,34 @@ int inventory_open(inventory_db **out, const char *dir)
     if ((rc = inventory_shipments__top2ds_qualify_create(db)) != P2_OK) goto fail;
     db->shipments_ready = 1;
     db->open = 1;
+    if (check && to_verify) {
+        /* Files are input: a crafted or damaged one must not make the calls below read or
+         * write outside its mapping. Every reference the API follows is one this walk
+         * found in bounds and consistent (or one the API wrote itself), so it runs once,
+         * here, instead of on every link. */
+        char report[512];
+        uint64_t problems = 0;
+        if (inventory_verify(db, report, sizeof report, &problems) != P2_OK) {
+            char first[P2_ERR_MSG_SIZE];
+            snprintf(first, sizeof first, "%s", db->err.msg);
+            rc = p2_err_set(&db->err, P2_EFORMAT, "the database is corrupt; refusing to open it (p2gen verify gives the full report): %s", first);
+            goto fail;
+        }
+    }
     return P2_OK;
 fail:
     inventory__teardown(db);
     return rc;
+}
+
+int inventory_open(inventory_db **out, const char *dir)
+{
+    return inventory__open(out, dir, 1);
+}
+
+int inventory_open_unchecked(inventory_db **out, const char *dir)
+{
+    return inventory__open(out, dir, 0);
 }
 
 int inventory_sync(inventory_db *db)

@@ -22,6 +22,12 @@
  *     the key changes (the reference is the key). Update functions hand back the new one.
  *   - Pointers returned by *_at and *_get point into the container and are valid until
  *     the next insert, update or delete on that container.
+ *   - Files are input. A damaged or crafted file may be refused or give wrong answers,
+ *     but never makes a call read or write outside its mapping, crash or hang: inventory_open
+ *     walks a database it reads from existing files with inventory_verify and refuses one
+ *     with problems (P2_EFORMAT), unless the file's persistent layer says
+ *     verify_open = false (trusted files; open is then O(1)). An existing empty file is
+ *     refused; a missing one is created.
  *   - A cursor walks the elements satisfying its predicate. Deleting or updating the
  *     element under it through the cursor keeps it able to advance. An update that moves
  *     the element further along the cursor's own order may meet it again.
@@ -49,6 +55,10 @@ typedef uint64_t inventory_ref;
  * still set (unless memory ran out) so that inventory_errmsg can say why; close it.
  * Errors: P2_ENOMEM, P2_EIO, P2_EFORMAT, P2_EMISMATCH, P2_EBUSY. */
 int inventory_open(inventory_db **out, const char *dir);
+/* The same without the integrity walk at open (see "Files are input" above), for tools
+ * that inspect damaged files with inventory_verify only: any other call on such a handle may
+ * fault on a damaged file. */
+int inventory_open_unchecked(inventory_db **out, const char *dir);
 /* Flush persistent containers to their files (msync) and update the file headers. */
 int inventory_sync(inventory_db *db);
 /* Close the files cleanly, free transient containers and the handle. NULL is a no-op. */

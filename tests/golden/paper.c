@@ -223,7 +223,7 @@ static inline int paper_iarray_accounts__cmp_filler(const char *a, const char *b
  * ########################################################################## */
 
 /* --------------------------------------------------------------------------
- * layer persistent (persistent: mem) of avl_accounts: file=paper.db
+ * layer persistent (persistent: mem) of avl_accounts: file=paper.db, verify_open=true
  * ------------------------------------------------------------------------ */
 static inline void *paper_avl_accounts__persistent_ptr(paper_db *db, uint64_t ref)
 {
@@ -261,6 +261,13 @@ static inline int paper_avl_accounts__persistent_realloc(paper_db *db, uint64_t 
 static inline int paper_avl_accounts__persistent_contains(paper_db *db, uint64_t ref, uint64_t len)
 {
     return p2_seg_contains(&db->seg[0], ref, len);
+}
+
+/* Integrity checks: the walk found [ref, ref + len) in use (checked for overlaps with the
+   allocator's free blocks and with each other by p2_seg_verify). */
+static inline void paper_avl_accounts__persistent_claim(paper_db *db, p2_verify *v, uint64_t ref, uint64_t len, const char *what)
+{
+    p2_verify_claim(v, &db->seg[0], ref, len, what);
 }
 
 
@@ -415,6 +422,7 @@ static int paper_avl_accounts__array_verify(paper_db *db, p2_verify *v)
         p2_verify_fail(v, "container avl_accounts, layer array: slot block %" PRIu64 " of %u slots lies outside the used memory", r->array_slots, r->array_cap);
         return -1;
     }
+    paper_avl_accounts__persistent_claim(db, v, r->array_slots, (uint64_t)r->array_cap * sizeof(paper_avl_accounts_elem), "container avl_accounts, layer array: slot block");
     if (r->array_hwm > r->array_cap) {
         p2_verify_fail(v, "container avl_accounts, layer array: high-water mark %u above capacity %u", r->array_hwm, r->array_cap);
         return -1;
@@ -1209,6 +1217,12 @@ static inline int paper_qsort_accounts__transient_contains(paper_db *db, uint64_
     return ref != 0;
 }
 
+/* Integrity checks: heap blocks are the C library's business; nothing to claim. */
+static inline void paper_qsort_accounts__transient_claim(paper_db *db, p2_verify *v, uint64_t ref, uint64_t len, const char *what)
+{
+    (void)db; (void)v; (void)ref; (void)len; (void)what;
+}
+
 
 /* --------------------------------------------------------------------------
  * layer qsort (qsort: ds[mem]) of qsort_accounts: capacity=16, key=id
@@ -1396,6 +1410,7 @@ static int paper_qsort_accounts__qsort_verify(paper_db *db, p2_verify *v)
         p2_verify_fail(v, "container qsort_accounts, layer qsort: slot block %" PRIu64 " of %u slots lies outside the used memory", r->qsort_slots, r->qsort_cap);
         return -1;
     }
+    paper_qsort_accounts__transient_claim(db, v, r->qsort_slots, (uint64_t)r->qsort_cap * sizeof(paper_qsort_accounts_elem), "container qsort_accounts, layer qsort: slot block");
     if (r->qsort_count > r->qsort_cap) {
         p2_verify_fail(v, "container qsort_accounts, layer qsort: count %u above capacity %u", r->qsort_count, r->qsort_cap);
         return -1;
@@ -1705,7 +1720,7 @@ int paper_qsort_accounts_all_delete(paper_qsort_accounts_all_cursor *cur)
  * ########################################################################## */
 
 /* --------------------------------------------------------------------------
- * layer persistent (persistent: mem) of hash_accounts: file=paper.db
+ * layer persistent (persistent: mem) of hash_accounts: file=paper.db, verify_open=true
  * ------------------------------------------------------------------------ */
 static inline void *paper_hash_accounts__persistent_ptr(paper_db *db, uint64_t ref)
 {
@@ -1743,6 +1758,13 @@ static inline int paper_hash_accounts__persistent_realloc(paper_db *db, uint64_t
 static inline int paper_hash_accounts__persistent_contains(paper_db *db, uint64_t ref, uint64_t len)
 {
     return p2_seg_contains(&db->seg[0], ref, len);
+}
+
+/* Integrity checks: the walk found [ref, ref + len) in use (checked for overlaps with the
+   allocator's free blocks and with each other by p2_seg_verify). */
+static inline void paper_hash_accounts__persistent_claim(paper_db *db, p2_verify *v, uint64_t ref, uint64_t len, const char *what)
+{
+    p2_verify_claim(v, &db->seg[0], ref, len, what);
 }
 
 
@@ -1897,6 +1919,7 @@ static int paper_hash_accounts__array_verify(paper_db *db, p2_verify *v)
         p2_verify_fail(v, "container hash_accounts, layer array: slot block %" PRIu64 " of %u slots lies outside the used memory", r->array_slots, r->array_cap);
         return -1;
     }
+    paper_hash_accounts__persistent_claim(db, v, r->array_slots, (uint64_t)r->array_cap * sizeof(paper_hash_accounts_elem), "container hash_accounts, layer array: slot block");
     if (r->array_hwm > r->array_cap) {
         p2_verify_fail(v, "container hash_accounts, layer array: high-water mark %u above capacity %u", r->array_hwm, r->array_cap);
         return -1;
@@ -2089,6 +2112,7 @@ static int paper_hash_accounts__hash_verify(paper_db *db, p2_verify *v)
         p2_verify_fail(v, "container hash_accounts, layer hash: bucket block %" PRIu64 " of %" PRIu64 " buckets is not a power of two inside the used memory", r->hash_buckets, n);
         return 0;
     }
+    paper_hash_accounts__persistent_claim(db, v, r->hash_buckets, n * sizeof(uint64_t), "container hash_accounts, layer hash: bucket block");
     buckets = (const uint64_t *)paper_hash_accounts__persistent_ptr(db, r->hash_buckets);
     for (i = 0; i < n; i++) {
         uint64_t ref = buckets[i];
@@ -2552,6 +2576,12 @@ static inline int paper_iarray_accounts__transient_contains(paper_db *db, uint64
     return ref != 0;
 }
 
+/* Integrity checks: heap blocks are the C library's business; nothing to claim. */
+static inline void paper_iarray_accounts__transient_claim(paper_db *db, p2_verify *v, uint64_t ref, uint64_t len, const char *what)
+{
+    (void)db; (void)v; (void)ref; (void)len; (void)what;
+}
+
 
 /* --------------------------------------------------------------------------
  * layer iarray (iarray: ds[mem]) of iarray_accounts: capacity=4096, key=id, max_key=4194303
@@ -2783,6 +2813,7 @@ static int paper_iarray_accounts__iarray_verify(paper_db *db, p2_verify *v)
         p2_verify_fail(v, "container iarray_accounts, layer iarray: slot block %" PRIu64 " of %u slots lies outside the used memory", r->iarray_slots, r->iarray_cap);
         return -1;
     }
+    paper_iarray_accounts__transient_claim(db, v, r->iarray_slots, (uint64_t)r->iarray_cap * sizeof(paper_iarray_accounts_elem), "container iarray_accounts, layer iarray: slot block");
     for (slot = 0; slot < r->iarray_cap; slot++) {
         const paper_iarray_accounts_elem *e = paper_iarray_accounts__iarray_elem(db, slot);
         if (e->_iarray_valid == 0) {
@@ -3105,6 +3136,8 @@ int paper_verify(paper_db *db, char *report, size_t report_size, uint64_t *probl
     usable[2] = paper_hash_accounts__top2ds_qualify_verify(db, &v) >= 0;  /* hash_accounts */
     usable[3] = paper_iarray_accounts__top2ds_qualify_verify(db, &v) >= 0;  /* iarray_accounts */
     (void)usable;
+    p2_seg_verify(&db->seg[0], &v, "paper.db");   /* its allocator's free lists */
+    p2_verify_done(&v);
     if (problems) *problems = (uint64_t)v.errors;
     if (v.errors == 0) return P2_OK;
     {
@@ -3150,12 +3183,14 @@ static void paper__teardown(paper_db *db)
     db->open = 0;
 }
 
-int paper_open(paper_db **out, const char *dir)
+/* Open; with check set, a database read from existing files is walked by paper_verify
+ * before any other call may follow a reference stored in them (see paper.h). */
+static int paper__open(paper_db **out, const char *dir, int check)
 {
     paper_db *db;
     int rc = P2_OK;
     char path[4096];
-    int created;
+    int created, to_verify = 0;
     if (!out) return P2_EINVAL;
     *out = db = (paper_db *)calloc(1, sizeof *db);
     if (!db) return P2_ENOMEM;
@@ -3164,6 +3199,7 @@ int paper_open(paper_db **out, const char *dir)
         static const char *const names[] = { "avl_accounts", "hash_accounts" };
         const uint64_t sizes[] = { sizeof(paper_avl_accounts_root), sizeof(paper_hash_accounts_root) };
         const char *file = "paper.db";
+        static const char desc[] = "spec paper.p2: avl_accounts = top2ds_qualify[avl(key=id)[array(capacity=16)[persistent]]]; hash_accounts = top2ds_qualify[hash(buckets=4096, fn=identity, grow=true, key=id)[array(capacity=16)[persistent]]]";  /* recorded in the file's header */
         if (dir && *dir && file[0] != '/') {
             if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, file) >= sizeof path) {
                 rc = p2_err_set(&db->err, P2_EINVAL, "path too long: %s/%s", dir, file);
@@ -3174,13 +3210,21 @@ int paper_open(paper_db **out, const char *dir)
         }
         rc = p2_seg_open(&db->seg[0], path, 0xc0a447565af20185u, 2, names, sizes,
                          68719476736u, &created, &db->err);
+        if (rc == P2_EMISMATCH) {
+            /* say what this program expects next to what made the file */
+            size_t used = strlen(db->err.msg);
+            snprintf(db->err.msg + used, sizeof db->err.msg - used, "; this program expects \"%s\"", desc);
+        }
         if (rc != P2_OK) goto fail;
         db->seg_open[0] = 1;
         db->avl_accounts = (paper_avl_accounts_root *)p2_seg_ptr(&db->seg[0], p2_seg_root(&db->seg[0], 0));
         db->hash_accounts = (paper_hash_accounts_root *)p2_seg_ptr(&db->seg[0], p2_seg_root(&db->seg[0], 1));
         if (created) {
+            p2_seg_set_desc(&db->seg[0], desc);
             if ((rc = paper_avl_accounts__top2ds_qualify_create(db)) != P2_OK) goto fail;
             if ((rc = paper_hash_accounts__top2ds_qualify_create(db)) != P2_OK) goto fail;
+        } else {
+            to_verify = 1;
         }
         db->avl_accounts_ready = 1;
         db->hash_accounts_ready = 1;
@@ -3194,10 +3238,34 @@ int paper_open(paper_db **out, const char *dir)
     if ((rc = paper_iarray_accounts__top2ds_qualify_create(db)) != P2_OK) goto fail;
     db->iarray_accounts_ready = 1;
     db->open = 1;
+    if (check && to_verify) {
+        /* Files are input: a crafted or damaged one must not make the calls below read or
+         * write outside its mapping. Every reference the API follows is one this walk
+         * found in bounds and consistent (or one the API wrote itself), so it runs once,
+         * here, instead of on every link. */
+        char report[512];
+        uint64_t problems = 0;
+        if (paper_verify(db, report, sizeof report, &problems) != P2_OK) {
+            char first[P2_ERR_MSG_SIZE];
+            snprintf(first, sizeof first, "%s", db->err.msg);
+            rc = p2_err_set(&db->err, P2_EFORMAT, "the database is corrupt; refusing to open it (p2gen verify gives the full report): %s", first);
+            goto fail;
+        }
+    }
     return P2_OK;
 fail:
     paper__teardown(db);
     return rc;
+}
+
+int paper_open(paper_db **out, const char *dir)
+{
+    return paper__open(out, dir, 1);
+}
+
+int paper_open_unchecked(paper_db **out, const char *dir)
+{
+    return paper__open(out, dir, 0);
 }
 
 int paper_sync(paper_db *db)

@@ -24,6 +24,12 @@
  *     the key changes (the reference is the key). Update functions hand back the new one.
  *   - Pointers returned by *_at and *_get point into the container and are valid until
  *     the next insert, update or delete on that container.
+ *   - Files are input. A damaged or crafted file may be refused or give wrong answers,
+ *     but never makes a call read or write outside its mapping, crash or hang: paper_open
+ *     walks a database it reads from existing files with paper_verify and refuses one
+ *     with problems (P2_EFORMAT), unless the file's persistent layer says
+ *     verify_open = false (trusted files; open is then O(1)). An existing empty file is
+ *     refused; a missing one is created.
  *   - A cursor walks the elements satisfying its predicate. Deleting or updating the
  *     element under it through the cursor keeps it able to advance. An update that moves
  *     the element further along the cursor's own order may meet it again.
@@ -51,6 +57,10 @@ typedef uint64_t paper_ref;
  * still set (unless memory ran out) so that paper_errmsg can say why; close it.
  * Errors: P2_ENOMEM, P2_EIO, P2_EFORMAT, P2_EMISMATCH, P2_EBUSY. */
 int paper_open(paper_db **out, const char *dir);
+/* The same without the integrity walk at open (see "Files are input" above), for tools
+ * that inspect damaged files with paper_verify only: any other call on such a handle may
+ * fault on a damaged file. */
+int paper_open_unchecked(paper_db **out, const char *dir);
 /* Flush persistent containers to their files (msync) and update the file headers. */
 int paper_sync(paper_db *db);
 /* Close the files cleanly, free transient containers and the handle. NULL is a no-op. */

@@ -85,6 +85,7 @@ def cdef(checked: CheckedSpec) -> str:
             f"typedef uint64_t {p}_ref;",
             f"#define {p.upper()}_NOREF ...",
             f"int {p}_open({p}_db **out, const char *dir);",
+            f"int {p}_open_unchecked({p}_db **out, const char *dir);",
             f"int {p}_sync({p}_db *db);",
             f"int {p}_close({p}_db *db);",
             f"const char *{p}_errmsg(const {p}_db *db);",

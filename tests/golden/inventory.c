@@ -4546,7 +4546,7 @@ static int inventory__open(inventory_db **out, const char *dir, int check)
         static const char *const names[] = { "parts", "suppliers" };
         const uint64_t sizes[] = { sizeof(inventory_parts_root), sizeof(inventory_suppliers_root) };
         const char *file = "inventory.db";
-        static const char desc[] = "spec inventory.p2: parts = top2ds_qualify[hash(buckets=64, fn=default, grow=true, key=kind)[avl(key=weight_g)[iarray(capacity=256, key=id, max_key=4294967294)[persistent]]]]; suppliers = delflag[top2ds_qualify[hash(buckets=1024, fn=default, grow=true, key=id)[odlist(key=name)[malloc[persistent]]]]]";  /* recorded in the file's header */
+        static const char desc[] = "spec inventory.p2: parts = top2ds_qualify[hash(buckets=64, fn=default, grow=true, key=kind)[avl(key=weight_g)[iarray(capacity=256, key=id, max_key=262143)[persistent]]]]; suppliers = delflag[top2ds_qualify[hash(buckets=1024, fn=default, grow=true, key=id)[odlist(key=name)[malloc[persistent]]]]]";  /* recorded in the file's header */
         if (dir && *dir && file[0] != '/') {
             if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, file) >= sizeof path) {
                 rc = p2_err_set(&db->err, P2_EINVAL, "path too long: %s/%s", dir, file);

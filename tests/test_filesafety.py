@@ -13,7 +13,8 @@ recomputed (`reseal`): an attacker can do that, so nothing here leans on them.
 - crafted counts (2^63) and link words are refused at open (P2_EFORMAT, saying what is
   wrong), and the file does not grow;
 - `verify` checks the allocator's free lists: out of bounds, cycles, and blocks in use;
-- fuzz: mutated files (random byte flips, crafted link words, crafted free-list heads)
+- fuzz: mutated files (random byte flips anywhere or in record data, crafted link words,
+  crafted free-list heads)
   go through the ordinary API (find, cursor walks, insert, delete, update, relationship
   traversal) under ASan/UBSan; pass = no sanitizer report, no signal, no hang.
   FUZZ_FILES mutated files in CI (seeded); P2GEN_SOAK=1 multiplies them by 20.
@@ -344,9 +345,16 @@ def _mutate(rnd: random.Random, path: Path, rows: list) -> str:
     data = bytearray(path.read_bytes())
     brk = struct.unpack_from("<Q", data, 40)[0]
     links = [r for r in rows if r[0] == "L"]
-    kind = rnd.choice(["flip", "flip", "link", "link", "link", "freelist"])
+    kind = rnd.choice(["flip", "flip", "data", "link", "link", "link", "freelist"])
     done = []
-    if kind == "flip":
+    if kind == "data":      # bytes no structure check judges (records, free space): accepted
+        judged = {b for cls, off, ln, _ in links for b in range(off, off + ln)}
+        for _ in range(rnd.randint(1, 8)):
+            at = rnd.randrange(HEADER, brk)
+            if at not in judged:
+                data[at] ^= rnd.randrange(1, 256)
+                done.append(f"data@{at}")
+    elif kind == "flip":
         for _ in range(rnd.randint(1, 4)):
             at = rnd.randrange(HEADER, brk)
             data[at] ^= rnd.randrange(1, 256)

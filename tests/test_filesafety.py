@@ -161,6 +161,27 @@ def test_crafted_count_is_refused_and_file_does_not_grow(tools, dbs, tmp_path, f
     assert (db / fname).stat().st_size == size
 
 
+@pytest.mark.parametrize("count,cycle", [
+    ("a_hash root array_count", "a_hash element _hash_next"),
+    ("i_odlist root iarray_count", "i_odlist element _odlist_next"),
+    ("m_dlist root malloc_count", "m_dlist element _dlist_next"),
+])
+def test_crafted_count_and_cycle_end_quickly(tools, dbs, tmp_path, count, cycle):
+    """A count near 2^32 (2^63 for malloc) bounds the walks above the storage: with a
+    crafted cycle among the elements, the walk at open must still end at once."""
+    exe, d, fname = dbs["vall"]
+    rows = byte_map(exe, d)
+    db = copy_db(d, tmp_path / "db")
+    off, ln = root_fields(exe, d)[count]
+    patch(db / fname, off, ((1 << 63) if ln == 8 else 0xFFFFFFF0).to_bytes(ln, "little"))
+    links = [r for r in rows if r[3] == cycle and read(db / fname, r[1], 8) != b"\xff" * 8]
+    for cls, at, n, what in links:        # every link points back at the first element's target
+        patch(db / fname, at, read(db / fname, links[0][1], 8))
+    reseal(db / fname)
+    proc = harness(tools, db, "open .", f"all {count.split()[0]}", "close")
+    assert proc.stdout.startswith("err EFORMAT"), proc.stdout[:500]
+
+
 def test_verify_open_false_skips_the_walk(tools, dbs, harness_builder, tmp_path):
     """persistent(verify_open = false): a trusted file is not walked at open (O(1) open);
     the damage is then only found by verify."""

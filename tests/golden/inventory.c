@@ -524,8 +524,11 @@ static int inventory_parts__iarray_verify(inventory_db *db, p2_verify *v)
         if (!inventory_parts__iarray_in_range(e->rec.id) || (uint64_t)e->rec.id != slot)
             p2_verify_fail(v, "container parts, layer iarray: slot %" PRIu64 " holds an element whose id is not %" PRIu64, slot, slot);
     }
-    if (live != r->iarray_count)
+    if (live != r->iarray_count) {
+        /* the layers above bound their walks by the count: not with a wrong one */
         p2_verify_fail(v, "container parts, layer iarray: %" PRIu64 " valid slots, count says %u", live, r->iarray_count);
+        return -1;
+    }
     return 0;
 }
 
@@ -1993,12 +1996,18 @@ static inline uint64_t inventory_suppliers__malloc_scan_next(inventory_db *db, u
    elements (each a block of this container inside the used part of the file), back
    links agree, and the tail is the last one. The walk is bounded by count + 1 (a cycle
    is reported, not followed). A broken list leaves every element readable through _valid,
-   so the layers above are still checked: returns 0. */
+   so the layers above are still checked: returns 0, or -1 if the count (which bounds
+   their walks) is more elements than the file can hold. */
 static int inventory_suppliers__malloc_verify(inventory_db *db, p2_verify *v)
 {
     inventory_suppliers_root *r = inventory_suppliers__persistent_root(db);
     uint64_t ref = r->malloc_head, prev = P2_NIL, seen = 0;
     int bad = 0;
+    /* The count bounds every walk here and above: no more elements than the file holds. */
+    if (r->malloc_count > p2_seg_used(&db->seg[0]) / sizeof(inventory_suppliers_elem)) {
+        p2_verify_fail(v, "container suppliers, layer malloc: count %" PRIu64 " is more elements than the file can hold", r->malloc_count);
+        return -1;
+    }
     while (ref != P2_NIL) {
         const inventory_suppliers_elem *e;
         if (!inventory_suppliers__malloc_valid(db, ref)) {
@@ -3409,7 +3418,9 @@ static int inventory_shipments__array_verify(inventory_db *db, p2_verify *v)
     }
     if (!bad && nfree + live != r->array_hwm)
         p2_verify_fail(v, "container shipments, layer array: %" PRIu64 " free and %" PRIu64 " live slots of %u used", nfree, live, r->array_hwm);
-    return 0;
+    /* The layers above bound their walks by the count: a wrong one (up to 2^32) would let
+       a crafted cycle run that long, so they do not look at elements then. */
+    return live != r->array_count ? -1 : 0;
 }
 
 

@@ -450,7 +450,9 @@ static int paper_avl_accounts__array_verify(paper_db *db, p2_verify *v)
     }
     if (!bad && nfree + live != r->array_hwm)
         p2_verify_fail(v, "container avl_accounts, layer array: %" PRIu64 " free and %" PRIu64 " live slots of %u used", nfree, live, r->array_hwm);
-    return 0;
+    /* The layers above bound their walks by the count: a wrong one (up to 2^32) would let
+       a crafted cycle run that long, so they do not look at elements then. */
+    return live != r->array_count ? -1 : 0;
 }
 
 
@@ -1947,7 +1949,9 @@ static int paper_hash_accounts__array_verify(paper_db *db, p2_verify *v)
     }
     if (!bad && nfree + live != r->array_hwm)
         p2_verify_fail(v, "container hash_accounts, layer array: %" PRIu64 " free and %" PRIu64 " live slots of %u used", nfree, live, r->array_hwm);
-    return 0;
+    /* The layers above bound their walks by the count: a wrong one (up to 2^32) would let
+       a crafted cycle run that long, so they do not look at elements then. */
+    return live != r->array_count ? -1 : 0;
 }
 
 
@@ -2830,8 +2834,11 @@ static int paper_iarray_accounts__iarray_verify(paper_db *db, p2_verify *v)
         if (!paper_iarray_accounts__iarray_in_range(e->rec.id) || (uint64_t)e->rec.id != slot)
             p2_verify_fail(v, "container iarray_accounts, layer iarray: slot %" PRIu64 " holds an element whose id is not %" PRIu64, slot, slot);
     }
-    if (live != r->iarray_count)
+    if (live != r->iarray_count) {
+        /* the layers above bound their walks by the count: not with a wrong one */
         p2_verify_fail(v, "container iarray_accounts, layer iarray: %" PRIu64 " valid slots, count says %u", live, r->iarray_count);
+        return -1;
+    }
     return 0;
 }
 

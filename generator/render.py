@@ -369,7 +369,9 @@ class Renderer:
         """What made a file, stored in its header and named when another spec opens it."""
         spec = self.spec_file.replace("\\", "/").rsplit("/", 1)[-1]
         eqs = "; ".join(f"{ci.name} = {ci.equation_text()}" for ci in fi.containers)
-        return f"spec {spec}: {eqs}"
+        desc = f"spec {spec}: {eqs}"
+        # the header keeps 95 bytes and a message has room for a few hundred
+        return desc if len(desc) <= 300 else desc[:297] + "..."
 
     def seg_index(self, info: ContainerInfo) -> int:
         for idx, fi in enumerate(self.checked.files):

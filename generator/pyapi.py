@@ -88,7 +88,8 @@ Values written
     int fields take int (not float; bool counts as int) within the C type's range, else
     TypeError / RangeError (also an OverflowError). Float fields take int or float. char[N]
     fields take str (encoded UTF-8) or bytes of at most N bytes without NUL, else
-    TypeError / RangeError (also a ValueError) naming the field and N. Text fields take
+    TypeError / RangeError (also a ValueError) naming the field and N; a str with no
+    UTF-8 spelling (a lone surrogate) raises RangeError too. Text fields take
     str (encoded UTF-8, surrogate escapes back to their bytes) or bytes of any length,
     NULs included: insert() inserts and then writes each text (if writing one fails, the
     element is deleted again and the error raised); update() writes the other fields, then
@@ -96,7 +97,9 @@ Values written
     back); fields not given keep their text. Ref fields take an int reference, a Record of
     the target container or None (no element); one that names no live element raises
     NotFoundError, a Record of another container TypeError. Unknown field names
-    raise TypeError listing the record's fields.
+    raise TypeError listing the record's fields. The binding's own arguments (a cursor's
+    name, a container's record or reference, self) are positional-only, so fields and
+    cursor parameters may be called anything (`db.cursor("q", name=3, self=1)`).
 Errors
     P2Error (.code: the P2_* code, .message), with NotFoundError (also a KeyError),
     DuplicateError, RangeError (also ValueError and OverflowError), ClosedError,
@@ -195,8 +198,17 @@ def error_for(code: int, message: str) -> P2Error:
 _INT_BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64, "u8": 8, "u16": 16, "u32": 32, "u64": 64}
 
 
-def _encode(value: Any) -> bytes:
-    return value.encode("utf-8", "surrogateescape") if isinstance(value, str) else bytes(value)
+def _encode(value: Any, what: str = "the value") -> bytes:
+    """str as UTF-8 (surrogate escapes back to their bytes), bytes-likes as they are. A str
+    that has no UTF-8 spelling (a lone surrogate outside the escapes U+DC80..U+DCFF) is a
+    value the field cannot hold: RangeError, like any other value that does not fit."""
+    if not isinstance(value, str):
+        return bytes(value)
+    try:
+        return value.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as e:
+        raise RangeError(f"{what}: {value!r:.80} cannot be encoded as UTF-8 ({e.reason} "
+                         f"at index {e.start})") from None
 
 
 class _Field:
@@ -232,7 +244,7 @@ class _Field:
             if not isinstance(value, (str, bytes, bytearray, memoryview)):
                 raise TypeError(f"{self.what} is text: expected str or bytes, got "
                                 f"{type(value).__name__} {value!r:.80}")
-            data = _encode(value)
+            data = _encode(value, self.what)
             if len(data) >= TEXT_MAX:
                 raise RangeError(f"{self.what} is text: {len(data)} bytes is too long "
                                  f"(at most {TEXT_MAX - 1})")
@@ -257,7 +269,7 @@ class _Field:
         if not isinstance(value, (str, bytes, bytearray, memoryview)):
             raise TypeError(f"{self.what} is {self.spelled}: expected str or bytes, got "
                             f"{type(value).__name__} {value!r}")
-        data = _encode(value)
+        data = _encode(value, self.what)
         if len(data) > self.length:
             raise RangeError(f"{self.what} is {self.spelled}: {value!r} is {len(data)} bytes, "
                              f"longer than {self.length}")
@@ -301,7 +313,7 @@ class Record:
     _fields: tuple = ()
     _name = "record"
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, /, *args, **kwargs):
         raise TypeError(f"{type(self).__name__} records are read from a container "
                         f"(insert, get, find, iteration)")
 
@@ -439,7 +451,7 @@ class _Spec:
 
 
 def _cursor_method(name: str, k: dict):
-    def method(self, *args, **params):
+    def method(self, /, *args, **params):
         return self.cursor(name, *args, **params)
     params = ", ".join(f"{q['name']}" for q in k["params"])
     method.__name__ = name
@@ -585,7 +597,7 @@ class Database:
             raise AttributeError(f"spec {self._spec_.prefix} has no container '{name}' "
                                  f"(containers: {', '.join(self._containers)})") from None
 
-    def cursor(self, name: str, *args, **params) -> "Cursor":
+    def cursor(self, name: str, /, *args, **params) -> "Cursor":
         """Open cursor `name` with its parameters (by position in order of first use in
         its predicate, or by name)."""
         spec = self._spec_
@@ -931,7 +943,7 @@ def _find_str(f: _Field, value):
     """A char key to look for: too long a string cannot be there (None)."""
     if not isinstance(value, (str, bytes, bytearray, memoryview)):
         return f.convert(value)  # raises TypeError
-    data = _encode(value)
+    data = _encode(value, f.what)
     if len(data) > f.length or b"\0" in data:
         return None
     return data
@@ -1013,7 +1025,7 @@ class Cursor:
                           f"(there is none before the first next(), after delete() or at "
                           f"the end)", P2_EINVAL)
 
-    def update(self, **fields) -> Record:
+    def update(self, /, **fields) -> Record:
         """Change fields of the element under the cursor; the walk goes on after it."""
         self._check()
         self._on_element("update")

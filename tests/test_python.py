@@ -587,3 +587,67 @@ def test_reserve_presizes_without_changing_contents(tmp_path_factory):
             db.h.reserve(-1)
     with mod.open(d) as db:
         assert len(db.i) == 1000
+
+
+# ---------------------------------------------------------------------------
+# user-chosen names as keywords; values without a UTF-8 spelling (issue 16, item 14)
+# ---------------------------------------------------------------------------
+NAMES = """
+record thing { id: u32; self: i32; name: char[8]; body: text; }
+container things of thing = top2ds_qualify[hash[array[transient]]] with hash(key = id);
+cursor q on things where self == $self and id > $name;
+cursor named on things where name == $name;
+"""
+
+
+@pytest.fixture(scope="module")
+def names(tmp_path_factory):
+    gen, _ = _build(tmp_path_factory, "p2t_names", NAMES)
+    return _import(gen, "p2t_names")
+
+
+def test_binding_arguments_do_not_shadow_user_names(names, tmp_path):
+    """A cursor parameter $name or $self and a field `self` pass by keyword: the binding's
+    own arguments (the cursor's name, self) are positional-only."""
+    with names.open(tmp_path) as d:
+        for i in range(6):
+            d.things.insert(id=i, self=i % 2, name=f"n{i}")
+        assert ids(d.cursor("q", name=1, self=1)) == [3, 5]
+        assert ids(d.cursor("q", self=0, name=0)) == [2, 4]
+        assert ids(d.q(name=2, self=1)) == [3, 5]
+        assert ids(d.q(self=1, name=4)) == [5]
+        assert ids(d.cursor("named", name="n3")) == [3]
+        assert ids(d.named(name="n4")) == [4]
+        cur = d.q(self=0, name=0)
+        for rec in cur:
+            assert cur.update(self=rec.self + 10).self == 10
+        assert sorted(r.self for r in d.things) == [0, 1, 1, 1, 10, 10]
+        t = d.things.find(id=1)
+        assert d.things.update(t, self=7).self == 7
+        with pytest.raises(TypeError, match="given twice"):
+            d.cursor("q", 1, 2, name=3)
+
+
+def test_lone_surrogate_is_a_range_error(names, db, tmp_path):
+    """A str with no UTF-8 spelling (a lone surrogate) in a char[N] field, a text field, a
+    cursor parameter or a find key raises the binding's RangeError (a ValueError), naming
+    what it was for; surrogate escapes of undecodable bytes still round-trip."""
+    bad = "a\ud800b"
+    with pytest.raises(pyapi.RangeError, match=r"field 'name' of account.*UTF-8") as ei:
+        db.accounts.insert(id=1, name=bad)
+    assert isinstance(ei.value, ValueError) and ei.value.code == pyapi.P2_ERANGE
+    assert len(db.accounts) == 0
+    with pytest.raises(pyapi.RangeError, match=r"\$n.*UTF-8"):
+        db.by_name(n=bad)
+    with names.open(tmp_path) as d:
+        t = d.things.insert(id=1, body="ok")
+        with pytest.raises(pyapi.RangeError, match="field 'body'.*UTF-8"):
+            d.things.update(t, body=bad)
+        with pytest.raises(pyapi.RangeError, match="field 'body'.*UTF-8"):
+            d.things.insert(id=2, body="\udfff")
+        assert [r.body for r in d.things] == ["ok"]
+        with pytest.raises(pyapi.RangeError, match=r"\$name.*UTF-8"):
+            d.named(name=bad)
+        esc = b"\xff\xfe".decode("utf-8", "surrogateescape")
+        assert d.things.insert(id=3, name=esc, body=esc).name == esc
+        assert d.things.find(id=3).body.encode("utf-8", "surrogateescape") == b"\xff\xfe"

@@ -67,7 +67,10 @@ Roles (one end of a relationship, on the container whose elements play it)
     `partner_role` (the Role at the other end).
 Cursor (what iterating a container or calling a cursor returns)
     An iterator of Records, lazily walking the C cursor. `update(**fields)` and `delete()`
-    act on the element last returned and keep the walk going. Changing the container any
+    act on the element last returned and keep the walk going; the update takes effect at
+    once, and the walk meets every element once even when the update moves it further
+    along (a new value of the key the cursor walks in order). `close()` (or a `with`
+    block) ends a walk early. Changing the container any
     other way while a cursor walks it makes the cursor raise RuntimeError on its next step
     (as a dict does): the C cursor would otherwise follow a stale reference.
 Record
@@ -984,7 +987,13 @@ class Cursor:
         rc = getattr(lib, f"{cprefix}_open")(h, self._cur, *args)
         if rc != P2_OK:
             raise container._fail(rc, f"opening cursor {name}")
+        # what the C cursor remembers of the elements its updates moved ahead is freed at
+        # its end, by close(), or when this object is collected
+        self._close_c = weakref.finalize(self, getattr(lib, f"{cprefix}_close"), self._cur)
         self._version = container._version
+
+    def _database(self) -> Database:
+        return self._container._db
 
     def _check(self):
         c = self._container
@@ -1004,14 +1013,26 @@ class Cursor:
         self._check()
         rc = self._next_c(self._cur)
         if rc == P2_END:
-            self._done = True
-            self._current = None
+            self.close()
             raise StopIteration
         if rc != P2_OK:
             raise self._container._fail(rc)
         crec = self._get_c(self._cur)
         self._current = self._container._record(crec, self._ref_c(self._cur))
         return self._current
+
+    def close(self) -> None:
+        """End the walk early (also when the cursor is collected or reaches its end):
+        next() then raises StopIteration."""
+        self._done = True
+        self._current = None
+        self._close_c()
+
+    def __enter__(self) -> "Cursor":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     @property
     def current(self) -> Optional[Record]:
@@ -1026,7 +1047,9 @@ class Cursor:
                           f"the end)", P2_EINVAL)
 
     def update(self, /, **fields) -> Record:
-        """Change fields of the element under the cursor; the walk goes on after it."""
+        """Change fields of the element under the cursor; the walk goes on after it and
+        does not meet the element again, even if the update moved it further along the
+        walk (a new key of the cursor's order, a new iarray key)."""
         self._check()
         self._on_element("update")
         c = self._container

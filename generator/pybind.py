@@ -135,7 +135,8 @@ def cdef(checked: CheckedSpec) -> str:
                     f"const {R} *{k.p}_get(const {t} *cur);",
                     f"{p}_ref {k.p}_ref(const {t} *cur);",
                     f"int {k.p}_update({t} *cur, const {R} *rec);",
-                    f"int {k.p}_delete({t} *cur);"]
+                    f"int {k.p}_delete({t} *cur);",
+                    f"void {k.p}_close({t} *cur);"]
         out.append("")
     for rel in checked.relationships:
         out.append(f"/* {rel.text()} */")

@@ -2270,3 +2270,121 @@ int p2_seg_close_unclean(p2_seg *seg, p2_err *err)
     seg_reset(seg);
     return rc;
 }
+
+/* ------------------------------------------------------------------------
+ * Sets of element references (cursors that move the element under them)
+ * ------------------------------------------------------------------------ */
+#define P2_REFSET_EMPTY UINT64_MAX
+
+static uint64_t refset_home(uint64_t ref, uint64_t cap)
+{
+    ref ^= ref >> 33;                      /* a 64-bit mix (murmur3's finaliser) */
+    ref *= UINT64_C(0xff51afd7ed558ccd);
+    ref ^= ref >> 33;
+    return ref & (cap - 1);
+}
+
+static void refset_put(uint64_t *slot, uint64_t cap, uint64_t ref)
+{
+    uint64_t i = refset_home(ref, cap);
+    while (slot[i] != P2_REFSET_EMPTY && slot[i] != ref) i = (i + 1) & (cap - 1);
+    slot[i] = ref;
+}
+
+static uint64_t *refset_table(uint64_t cap)
+{
+    uint64_t *t = malloc(cap * sizeof *t);
+    if (t != NULL) memset(t, 0xff, cap * sizeof *t);   /* every slot P2_REFSET_EMPTY */
+    return t;
+}
+
+int p2_refset_reserve(p2_refset *s, int remap)
+{
+    if ((s->n + 1) * 2 > s->cap) {         /* keep the load at most one half */
+        uint64_t cap = s->cap ? s->cap * 2 : 16, i;
+        uint64_t *t;
+        if (cap > (UINT64_MAX / sizeof *t) / 2) return P2_ENOMEM;
+        t = refset_table(cap);
+        if (t == NULL) return P2_ENOMEM;
+        for (i = 0; i < s->cap; i++)
+            if (s->slot[i] != P2_REFSET_EMPTY) refset_put(t, cap, s->slot[i]);
+        free(s->slot);
+        free(s->spare);
+        s->slot = t;
+        s->spare = NULL;
+        s->cap = cap;
+    }
+    if (remap && s->spare == NULL) {
+        s->spare = refset_table(s->cap);
+        if (s->spare == NULL) return P2_ENOMEM;
+    }
+    return P2_OK;
+}
+
+void p2_refset_add(p2_refset *s, uint64_t ref)
+{
+    uint64_t i;
+    if (s->cap == 0 || ref == P2_REFSET_EMPTY) return;   /* not reserved: nothing to add to */
+    i = refset_home(ref, s->cap);
+    while (s->slot[i] != P2_REFSET_EMPTY) {
+        if (s->slot[i] == ref) return;
+        i = (i + 1) & (s->cap - 1);
+    }
+    if (s->n + 1 >= s->cap) return;        /* not reserved: one slot always stays empty */
+    s->slot[i] = ref;
+    s->n++;
+}
+
+int p2_refset_has(const p2_refset *s, uint64_t ref)
+{
+    uint64_t i;
+    if (s->n == 0 || ref == P2_REFSET_EMPTY) return 0;
+    i = refset_home(ref, s->cap);
+    while (s->slot[i] != P2_REFSET_EMPTY) {
+        if (s->slot[i] == ref) return 1;
+        i = (i + 1) & (s->cap - 1);
+    }
+    return 0;
+}
+
+void p2_refset_del(p2_refset *s, uint64_t ref)
+{
+    uint64_t i, j, mask;
+    if (s->n == 0 || ref == P2_REFSET_EMPTY) return;
+    mask = s->cap - 1;
+    i = refset_home(ref, s->cap);
+    while (s->slot[i] != ref) {
+        if (s->slot[i] == P2_REFSET_EMPTY) return;
+        i = (i + 1) & mask;
+    }
+    /* backward-shift deletion: members after the hole that may live there move up */
+    for (j = (i + 1) & mask; s->slot[j] != P2_REFSET_EMPTY; j = (j + 1) & mask) {
+        uint64_t h = refset_home(s->slot[j], s->cap);
+        if (((j - h) & mask) >= ((j - i) & mask)) {   /* its home is not in (i, j] */
+            s->slot[i] = s->slot[j];
+            i = j;
+        }
+    }
+    s->slot[i] = P2_REFSET_EMPTY;
+    s->n--;
+}
+
+void p2_refset_remap(p2_refset *s, uint64_t (*f)(uint64_t r, uint64_t a, uint64_t b),
+                     uint64_t a, uint64_t b)
+{
+    uint64_t i, *t;
+    if (s->n == 0 || s->spare == NULL) return;
+    t = s->spare;
+    for (i = 0; i < s->cap; i++)
+        if (s->slot[i] != P2_REFSET_EMPTY) refset_put(t, s->cap, f(s->slot[i], a, b));
+    memset(s->slot, 0xff, s->cap * sizeof *s->slot);
+    s->spare = s->slot;                    /* the old table, emptied, is the next spare */
+    s->slot = t;
+}
+
+void p2_refset_free(p2_refset *s)
+{
+    free(s->slot);
+    free(s->spare);
+    memset(s, 0, sizeof *s);
+}

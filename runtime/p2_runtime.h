@@ -535,6 +535,39 @@ int p2_seg_contains(const p2_seg *seg, p2_off off, uint64_t len);
 
 /** @} */
 
+/** @defgroup refset Sets of element references (cursors)
+ *
+ *  A cursor that changes the element under it so that the element moves along the
+ *  cursor's own walk (a new key of the order it walks, or storage that relocates the
+ *  element) remembers the element's reference here and skips it when the walk meets it
+ *  again (the Halloween problem). An open-addressing hash set of uint64_t references;
+ *  UINT64_MAX (P2_NIL) is never a member. A zeroed p2_refset is an empty set.
+ *  @{
+ */
+typedef struct p2_refset {
+    uint64_t *slot;    /**< cap slots, UINT64_MAX = empty; NULL while cap is 0 */
+    uint64_t *spare;   /**< cap slots prepared by p2_refset_reserve(s, 1) for a remap */
+    uint64_t cap, n;   /**< slots (0 or a power of two) and members */
+} p2_refset;
+
+/** Make room for one more member without failing later, and (remap != 0) a spare table
+ *  for p2_refset_remap.  P2_OK or P2_ENOMEM (the set unchanged). */
+int p2_refset_reserve(p2_refset *s, int remap);
+/** Add ref (after p2_refset_reserve; adding a member again does nothing). */
+void p2_refset_add(p2_refset *s, uint64_t ref);
+/** Is ref a member? */
+int p2_refset_has(const p2_refset *s, uint64_t ref);
+/** Remove ref if it is a member. */
+void p2_refset_del(p2_refset *s, uint64_t ref);
+/** Replace every member r by f(r, a, b) (an injective map, as when positions shift),
+ *  using the spare table of p2_refset_reserve(s, 1); cannot fail. */
+void p2_refset_remap(p2_refset *s, uint64_t (*f)(uint64_t r, uint64_t a, uint64_t b),
+                     uint64_t a, uint64_t b);
+/** Free the tables: the set is empty (and zeroed) again. */
+void p2_refset_free(p2_refset *s);
+
+/** @} */
+
 #ifdef __cplusplus
 }
 #endif

@@ -651,3 +651,70 @@ def test_lone_surrogate_is_a_range_error(names, db, tmp_path):
         esc = b"\xff\xfe".decode("utf-8", "surrogateescape")
         assert d.things.insert(id=3, name=esc, body=esc).name == esc
         assert d.things.find(id=3).body.encode("utf-8", "surrogateescape") == b"\xff\xfe"
+
+
+# ---------------------------------------------------------------------------
+# the Halloween problem: cursor updates of the key the walk is ordered by (item 12)
+# ---------------------------------------------------------------------------
+ORDERS = """
+record purchase { id: u32; price: i64; cust: i32; }
+container by_avl of purchase = top2ds_qualify[avl(key = price)[array[transient]]];
+container by_qsort of purchase = top2ds_qualify[qsort(key = price)[transient]];
+container by_hash of purchase
+    = top2ds_qualify[hash(key = cust, buckets = 2)[odlist(key = price)[malloc[transient]]]];
+container by_id of purchase
+    = top2ds_qualify[iarray(key = id, max_key = 100000)[transient]];
+cursor avl_price on by_avl where price > $min order by price;
+cursor qsort_price on by_qsort where price > $min order by price;
+cursor odlist_price on by_hash where price > $min order by price;
+cursor hash_cust on by_hash where cust == $c;
+cursor ids on by_id where id >= $lo;
+"""
+
+
+@pytest.fixture(scope="module")
+def orders(tmp_path_factory):
+    gen, _ = _build(tmp_path_factory, "p2t_orders", ORDERS)
+    return _import(gen, "p2t_orders")
+
+
+def test_cursor_updates_of_the_walk_key_meet_each_element_once(orders, tmp_path):
+    """`for o in cur: cur.update(price=o.price + 1000)` over an `order by price` cursor
+    (avl, qsort, odlist), `cur.update(cust=...)` over a hash walk on cust and
+    `cur.update(id=o.id + 1)` over an iarray walk (each update moves the element ahead of
+    the cursor): every element is met once, and the updates all took effect."""
+    with orders.open(tmp_path) as d:
+        for c in (d.by_avl, d.by_qsort, d.by_hash, d.by_id):
+            for i in range(10):
+                c.insert(id=i * 2, price=i * 10, cust=i % 2)
+        for cname, cursor in (("by_avl", d.avl_price), ("by_qsort", d.qsort_price),
+                              ("by_hash", d.odlist_price)):
+            met = []
+            cur = cursor(min=-1)
+            for o in cur:
+                met.append(o.id)
+                assert cur.update(price=o.price + 1000).price == o.price + 1000
+            assert sorted(met) == list(range(0, 20, 2)), cname
+            assert sorted(r.price for r in d.container(cname)) == \
+                [i * 10 + 1000 for i in range(10)]
+        cur = d.hash_cust(c=0)
+        met = []
+        for o in cur:
+            met.append(o.id)
+            cur.update(cust=o.cust + 2)
+        assert sorted(met) == [0, 4, 8, 12, 16]
+        assert sorted(r.cust for r in d.by_hash) == [1] * 5 + [2] * 5
+        cur = d.ids(lo=0)
+        met = []
+        for o in cur:
+            met.append(o.id)
+            assert cur.update(id=o.id + 1).id == o.id + 1
+        assert met == list(range(0, 20, 2))
+        assert sorted(r.id for r in d.by_id) == list(range(1, 21, 2))
+        # a walk abandoned early (its cursor remembers moved elements) can be closed
+        with d.avl_price(min=-1) as cur:
+            for o in cur:
+                cur.update(price=o.price + 5)
+                break
+        assert next(cur, None) is None
+

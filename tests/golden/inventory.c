@@ -69,6 +69,7 @@ typedef struct inventory_parts__find_kind_cursor {
     inventory_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     char _p_kind[12];
 } inventory_parts__find_kind_cursor;
 
@@ -77,6 +78,7 @@ typedef struct inventory_parts__find_weight_g_cursor {
     inventory_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     double _p_weight_g;
 } inventory_parts__find_weight_g_cursor;
 
@@ -85,6 +87,7 @@ typedef struct inventory_parts__find_id_cursor {
     inventory_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     uint32_t _p_id;
 } inventory_parts__find_id_cursor;
 
@@ -117,6 +120,7 @@ typedef struct inventory_suppliers__find_id_cursor {
     inventory_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     uint64_t _p_id;
 } inventory_suppliers__find_id_cursor;
 
@@ -125,6 +129,7 @@ typedef struct inventory_suppliers__find_name_cursor {
     inventory_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     char _p_name[24];
 } inventory_suppliers__find_name_cursor;
 
@@ -155,6 +160,7 @@ typedef struct inventory_shipments__find_day_cursor {
     inventory_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     uint32_t _p_day;
 } inventory_shipments__find_day_cursor;
 
@@ -1087,12 +1093,18 @@ static inline int inventory_parts__top2ds_qualify_parts_of_kind_next(inventory_p
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = inventory_parts__top2ds_qualify_parts_of_kind_advance(k, ref)) {
         const inventory_parts_elem *e = inventory_parts__iarray_elem(k->_db, ref);
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         if (!((e->rec.stock > ((int32_t)0)))) continue;
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -1101,6 +1113,7 @@ static inline int inventory_parts__top2ds_qualify_parts_of_kind_delete(inventory
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_parts__top2ds_qualify_parts_of_kind_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     inventory_parts__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = inventory_parts__iarray_ref_after_remove(next, cur);
     k->_pending = next;
@@ -1109,11 +1122,18 @@ static inline int inventory_parts__top2ds_qualify_parts_of_kind_delete(inventory
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when iarray storage moves it, or its kind (hash's key) changes)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int inventory_parts__top2ds_qualify_parts_of_kind_update(inventory_parts_of_kind_cursor *k, const inventory_part *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_parts__top2ds_qualify_parts_of_kind_advance(k, old);
-    int rc = inventory_parts__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = inventory_parts__iarray_moves(k->_db, old, rec) || inventory_parts__cmp_kind(inventory_parts__iarray_elem(k->_db, old)->rec.kind, rec->kind) != 0;
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor parts_of_kind: out of memory for the elements it moved");
+    rc = inventory_parts__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -1122,6 +1142,10 @@ static inline int inventory_parts__top2ds_qualify_parts_of_kind_update(inventory
         return rc;
     }
     if (next != P2_NIL && ref != old) next = inventory_parts__iarray_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -1146,11 +1170,17 @@ static inline int inventory_parts__top2ds_qualify_light_parts_next(inventory_lig
     for (; ref != P2_NIL; ref = inventory_parts__top2ds_qualify_light_parts_advance(k, ref)) {
         const inventory_parts_elem *e = inventory_parts__iarray_elem(k->_db, ref);
         if (inventory_parts__cmp_weight_g(e->rec.weight_g, k->_p_max_g) >= 0) break;  /* past the end of the range */
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -1159,6 +1189,7 @@ static inline int inventory_parts__top2ds_qualify_light_parts_delete(inventory_l
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_parts__top2ds_qualify_light_parts_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     inventory_parts__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = inventory_parts__iarray_ref_after_remove(next, cur);
     k->_pending = next;
@@ -1167,11 +1198,18 @@ static inline int inventory_parts__top2ds_qualify_light_parts_delete(inventory_l
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when iarray storage moves it, or its weight_g (avl's key) changes)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int inventory_parts__top2ds_qualify_light_parts_update(inventory_light_parts_cursor *k, const inventory_part *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_parts__top2ds_qualify_light_parts_advance(k, old);
-    int rc = inventory_parts__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = inventory_parts__iarray_moves(k->_db, old, rec) || inventory_parts__cmp_weight_g(inventory_parts__iarray_elem(k->_db, old)->rec.weight_g, rec->weight_g) != 0;
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor light_parts: out of memory for the elements it moved");
+    rc = inventory_parts__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -1180,6 +1218,10 @@ static inline int inventory_parts__top2ds_qualify_light_parts_update(inventory_l
         return rc;
     }
     if (next != P2_NIL && ref != old) next = inventory_parts__iarray_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -1204,11 +1246,17 @@ static inline int inventory_parts__top2ds_qualify_parts_in_range_next(inventory_
     for (; ref != P2_NIL; ref = inventory_parts__top2ds_qualify_parts_in_range_advance(k, ref)) {
         const inventory_parts_elem *e = inventory_parts__iarray_elem(k->_db, ref);
         if (inventory_parts__cmp_id(e->rec.id, k->_p_hi) > 0) break;  /* past the end of the range */
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -1217,6 +1265,7 @@ static inline int inventory_parts__top2ds_qualify_parts_in_range_delete(inventor
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_parts__top2ds_qualify_parts_in_range_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     inventory_parts__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = inventory_parts__iarray_ref_after_remove(next, cur);
     k->_pending = next;
@@ -1225,11 +1274,18 @@ static inline int inventory_parts__top2ds_qualify_parts_in_range_delete(inventor
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when iarray storage moves it)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int inventory_parts__top2ds_qualify_parts_in_range_update(inventory_parts_in_range_cursor *k, const inventory_part *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_parts__top2ds_qualify_parts_in_range_advance(k, old);
-    int rc = inventory_parts__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = inventory_parts__iarray_moves(k->_db, old, rec);
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor parts_in_range: out of memory for the elements it moved");
+    rc = inventory_parts__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -1238,6 +1294,10 @@ static inline int inventory_parts__top2ds_qualify_parts_in_range_update(inventor
         return rc;
     }
     if (next != P2_NIL && ref != old) next = inventory_parts__iarray_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -1260,11 +1320,17 @@ static inline int inventory_parts__top2ds_qualify_find_kind_next(inventory_parts
     else ref = inventory_parts__top2ds_qualify_find_kind_advance(k, k->_cur);
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = inventory_parts__top2ds_qualify_find_kind_advance(k, ref)) {
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -1273,6 +1339,7 @@ static inline int inventory_parts__top2ds_qualify_find_kind_delete(inventory_par
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_parts__top2ds_qualify_find_kind_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     inventory_parts__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = inventory_parts__iarray_ref_after_remove(next, cur);
     k->_pending = next;
@@ -1281,11 +1348,18 @@ static inline int inventory_parts__top2ds_qualify_find_kind_delete(inventory_par
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when iarray storage moves it, or its kind (hash's key) changes)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int inventory_parts__top2ds_qualify_find_kind_update(inventory_parts__find_kind_cursor *k, const inventory_part *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_parts__top2ds_qualify_find_kind_advance(k, old);
-    int rc = inventory_parts__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = inventory_parts__iarray_moves(k->_db, old, rec) || inventory_parts__cmp_kind(inventory_parts__iarray_elem(k->_db, old)->rec.kind, rec->kind) != 0;
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor find_kind: out of memory for the elements it moved");
+    rc = inventory_parts__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -1294,6 +1368,10 @@ static inline int inventory_parts__top2ds_qualify_find_kind_update(inventory_par
         return rc;
     }
     if (next != P2_NIL && ref != old) next = inventory_parts__iarray_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -1318,11 +1396,17 @@ static inline int inventory_parts__top2ds_qualify_find_weight_g_next(inventory_p
     for (; ref != P2_NIL; ref = inventory_parts__top2ds_qualify_find_weight_g_advance(k, ref)) {
         const inventory_parts_elem *e = inventory_parts__iarray_elem(k->_db, ref);
         if (inventory_parts__cmp_weight_g(e->rec.weight_g, k->_p_weight_g) > 0) break;  /* past the end of the range */
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -1331,6 +1415,7 @@ static inline int inventory_parts__top2ds_qualify_find_weight_g_delete(inventory
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_parts__top2ds_qualify_find_weight_g_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     inventory_parts__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = inventory_parts__iarray_ref_after_remove(next, cur);
     k->_pending = next;
@@ -1339,11 +1424,18 @@ static inline int inventory_parts__top2ds_qualify_find_weight_g_delete(inventory
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when iarray storage moves it, or its weight_g (avl's key) changes)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int inventory_parts__top2ds_qualify_find_weight_g_update(inventory_parts__find_weight_g_cursor *k, const inventory_part *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_parts__top2ds_qualify_find_weight_g_advance(k, old);
-    int rc = inventory_parts__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = inventory_parts__iarray_moves(k->_db, old, rec) || inventory_parts__cmp_weight_g(inventory_parts__iarray_elem(k->_db, old)->rec.weight_g, rec->weight_g) != 0;
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor find_weight_g: out of memory for the elements it moved");
+    rc = inventory_parts__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -1352,6 +1444,10 @@ static inline int inventory_parts__top2ds_qualify_find_weight_g_update(inventory
         return rc;
     }
     if (next != P2_NIL && ref != old) next = inventory_parts__iarray_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -1374,11 +1470,17 @@ static inline int inventory_parts__top2ds_qualify_find_id_next(inventory_parts__
     else ref = inventory_parts__top2ds_qualify_find_id_advance(k, k->_cur);
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = inventory_parts__top2ds_qualify_find_id_advance(k, ref)) {
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -1387,6 +1489,7 @@ static inline int inventory_parts__top2ds_qualify_find_id_delete(inventory_parts
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_parts__top2ds_qualify_find_id_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     inventory_parts__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = inventory_parts__iarray_ref_after_remove(next, cur);
     k->_pending = next;
@@ -1395,11 +1498,18 @@ static inline int inventory_parts__top2ds_qualify_find_id_delete(inventory_parts
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when iarray storage moves it)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int inventory_parts__top2ds_qualify_find_id_update(inventory_parts__find_id_cursor *k, const inventory_part *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_parts__top2ds_qualify_find_id_advance(k, old);
-    int rc = inventory_parts__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = inventory_parts__iarray_moves(k->_db, old, rec);
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor find_id: out of memory for the elements it moved");
+    rc = inventory_parts__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -1408,6 +1518,10 @@ static inline int inventory_parts__top2ds_qualify_find_id_update(inventory_parts
         return rc;
     }
     if (next != P2_NIL && ref != old) next = inventory_parts__iarray_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -1430,11 +1544,17 @@ static inline int inventory_parts__top2ds_qualify_all_next(inventory_parts_all_c
     else ref = inventory_parts__top2ds_qualify_all_advance(k, k->_cur);
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = inventory_parts__top2ds_qualify_all_advance(k, ref)) {
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -1443,6 +1563,7 @@ static inline int inventory_parts__top2ds_qualify_all_delete(inventory_parts_all
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_parts__top2ds_qualify_all_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     inventory_parts__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = inventory_parts__iarray_ref_after_remove(next, cur);
     k->_pending = next;
@@ -1451,11 +1572,18 @@ static inline int inventory_parts__top2ds_qualify_all_delete(inventory_parts_all
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when iarray storage moves it)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int inventory_parts__top2ds_qualify_all_update(inventory_parts_all_cursor *k, const inventory_part *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_parts__top2ds_qualify_all_advance(k, old);
-    int rc = inventory_parts__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = inventory_parts__iarray_moves(k->_db, old, rec);
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor all: out of memory for the elements it moved");
+    rc = inventory_parts__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -1464,6 +1592,10 @@ static inline int inventory_parts__top2ds_qualify_all_update(inventory_parts_all
         return rc;
     }
     if (next != P2_NIL && ref != old) next = inventory_parts__iarray_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -1655,6 +1787,13 @@ int inventory_parts_of_kind_update(inventory_parts_of_kind_cursor *cur, const in
     return inventory_parts__top2ds_qualify_parts_of_kind_update(cur, rec);
 }
 
+void inventory_parts_of_kind_close(inventory_parts_of_kind_cursor *cur)
+{
+    if (!cur) return;
+    p2_refset_free(&cur->_seen);
+    if (cur->_db) cur->_state = 3;
+}
+
 int inventory_parts_of_kind_delete(inventory_parts_of_kind_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
@@ -1696,6 +1835,13 @@ int inventory_light_parts_update(inventory_light_parts_cursor *cur, const invent
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "inventory_light_parts_update: rec is NULL");
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor light_parts is not on an element");
     return inventory_parts__top2ds_qualify_light_parts_update(cur, rec);
+}
+
+void inventory_light_parts_close(inventory_light_parts_cursor *cur)
+{
+    if (!cur) return;
+    p2_refset_free(&cur->_seen);
+    if (cur->_db) cur->_state = 3;
 }
 
 int inventory_light_parts_delete(inventory_light_parts_cursor *cur)
@@ -1742,6 +1888,13 @@ int inventory_parts_in_range_update(inventory_parts_in_range_cursor *cur, const 
     return inventory_parts__top2ds_qualify_parts_in_range_update(cur, rec);
 }
 
+void inventory_parts_in_range_close(inventory_parts_in_range_cursor *cur)
+{
+    if (!cur) return;
+    p2_refset_free(&cur->_seen);
+    if (cur->_db) cur->_state = 3;
+}
+
 int inventory_parts_in_range_delete(inventory_parts_in_range_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
@@ -1782,6 +1935,13 @@ int inventory_parts_all_update(inventory_parts_all_cursor *cur, const inventory_
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "inventory_parts_all_update: rec is NULL");
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return inventory_parts__top2ds_qualify_all_update(cur, rec);
+}
+
+void inventory_parts_all_close(inventory_parts_all_cursor *cur)
+{
+    if (!cur) return;
+    p2_refset_free(&cur->_seen);
+    if (cur->_db) cur->_state = 3;
 }
 
 int inventory_parts_all_delete(inventory_parts_all_cursor *cur)
@@ -2420,12 +2580,18 @@ static inline int inventory_suppliers__top2ds_qualify_suppliers_by_name_next(inv
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = inventory_suppliers__top2ds_qualify_suppliers_by_name_advance(k, ref)) {
         const inventory_suppliers_elem *e = inventory_suppliers__malloc_elem(k->_db, ref);
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         if (!((e->rec.rating >= k->_p_min_rating))) continue;
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -2434,6 +2600,7 @@ static inline int inventory_suppliers__top2ds_qualify_suppliers_by_name_delete(i
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_suppliers__top2ds_qualify_suppliers_by_name_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     inventory_suppliers__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = inventory_suppliers__malloc_ref_after_remove(next, cur);
     k->_pending = next;
@@ -2442,11 +2609,18 @@ static inline int inventory_suppliers__top2ds_qualify_suppliers_by_name_delete(i
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when malloc storage moves it, or its name (odlist's key) changes)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int inventory_suppliers__top2ds_qualify_suppliers_by_name_update(inventory_suppliers_by_name_cursor *k, const inventory_supplier *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_suppliers__top2ds_qualify_suppliers_by_name_advance(k, old);
-    int rc = inventory_suppliers__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = inventory_suppliers__malloc_moves(k->_db, old, rec) || inventory_suppliers__cmp_name(inventory_suppliers__malloc_elem(k->_db, old)->rec.name, rec->name) != 0;
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor suppliers_by_name: out of memory for the elements it moved");
+    rc = inventory_suppliers__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -2455,6 +2629,10 @@ static inline int inventory_suppliers__top2ds_qualify_suppliers_by_name_update(i
         return rc;
     }
     if (next != P2_NIL && ref != old) next = inventory_suppliers__malloc_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -2478,12 +2656,18 @@ static inline int inventory_suppliers__top2ds_qualify_suppliers_in_next(inventor
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = inventory_suppliers__top2ds_qualify_suppliers_in_advance(k, ref)) {
         const inventory_suppliers_elem *e = inventory_suppliers__malloc_elem(k->_db, ref);
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         if (!((p2_fixstr_cmp(e->rec.city, 16, k->_p_city, 16) == 0))) continue;
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -2492,6 +2676,7 @@ static inline int inventory_suppliers__top2ds_qualify_suppliers_in_delete(invent
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_suppliers__top2ds_qualify_suppliers_in_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     inventory_suppliers__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = inventory_suppliers__malloc_ref_after_remove(next, cur);
     k->_pending = next;
@@ -2500,11 +2685,18 @@ static inline int inventory_suppliers__top2ds_qualify_suppliers_in_delete(invent
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when malloc storage moves it, or its name (odlist's key) changes)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int inventory_suppliers__top2ds_qualify_suppliers_in_update(inventory_suppliers_in_cursor *k, const inventory_supplier *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_suppliers__top2ds_qualify_suppliers_in_advance(k, old);
-    int rc = inventory_suppliers__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = inventory_suppliers__malloc_moves(k->_db, old, rec) || inventory_suppliers__cmp_name(inventory_suppliers__malloc_elem(k->_db, old)->rec.name, rec->name) != 0;
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor suppliers_in: out of memory for the elements it moved");
+    rc = inventory_suppliers__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -2513,6 +2705,10 @@ static inline int inventory_suppliers__top2ds_qualify_suppliers_in_update(invent
         return rc;
     }
     if (next != P2_NIL && ref != old) next = inventory_suppliers__malloc_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -2535,11 +2731,17 @@ static inline int inventory_suppliers__top2ds_qualify_find_id_next(inventory_sup
     else ref = inventory_suppliers__top2ds_qualify_find_id_advance(k, k->_cur);
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = inventory_suppliers__top2ds_qualify_find_id_advance(k, ref)) {
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -2548,6 +2750,7 @@ static inline int inventory_suppliers__top2ds_qualify_find_id_delete(inventory_s
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_suppliers__top2ds_qualify_find_id_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     inventory_suppliers__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = inventory_suppliers__malloc_ref_after_remove(next, cur);
     k->_pending = next;
@@ -2556,11 +2759,18 @@ static inline int inventory_suppliers__top2ds_qualify_find_id_delete(inventory_s
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when malloc storage moves it, or its id (hash's key) changes)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int inventory_suppliers__top2ds_qualify_find_id_update(inventory_suppliers__find_id_cursor *k, const inventory_supplier *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_suppliers__top2ds_qualify_find_id_advance(k, old);
-    int rc = inventory_suppliers__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = inventory_suppliers__malloc_moves(k->_db, old, rec) || inventory_suppliers__cmp_id(inventory_suppliers__malloc_elem(k->_db, old)->rec.id, rec->id) != 0;
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor find_id: out of memory for the elements it moved");
+    rc = inventory_suppliers__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -2569,6 +2779,10 @@ static inline int inventory_suppliers__top2ds_qualify_find_id_update(inventory_s
         return rc;
     }
     if (next != P2_NIL && ref != old) next = inventory_suppliers__malloc_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -2593,11 +2807,17 @@ static inline int inventory_suppliers__top2ds_qualify_find_name_next(inventory_s
     for (; ref != P2_NIL; ref = inventory_suppliers__top2ds_qualify_find_name_advance(k, ref)) {
         const inventory_suppliers_elem *e = inventory_suppliers__malloc_elem(k->_db, ref);
         if (inventory_suppliers__cmp_name(e->rec.name, k->_p_name) > 0) break;  /* past the end of the range */
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -2606,6 +2826,7 @@ static inline int inventory_suppliers__top2ds_qualify_find_name_delete(inventory
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_suppliers__top2ds_qualify_find_name_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     inventory_suppliers__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = inventory_suppliers__malloc_ref_after_remove(next, cur);
     k->_pending = next;
@@ -2614,11 +2835,18 @@ static inline int inventory_suppliers__top2ds_qualify_find_name_delete(inventory
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when malloc storage moves it, or its name (odlist's key) changes)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int inventory_suppliers__top2ds_qualify_find_name_update(inventory_suppliers__find_name_cursor *k, const inventory_supplier *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_suppliers__top2ds_qualify_find_name_advance(k, old);
-    int rc = inventory_suppliers__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = inventory_suppliers__malloc_moves(k->_db, old, rec) || inventory_suppliers__cmp_name(inventory_suppliers__malloc_elem(k->_db, old)->rec.name, rec->name) != 0;
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor find_name: out of memory for the elements it moved");
+    rc = inventory_suppliers__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -2627,6 +2855,10 @@ static inline int inventory_suppliers__top2ds_qualify_find_name_update(inventory
         return rc;
     }
     if (next != P2_NIL && ref != old) next = inventory_suppliers__malloc_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -2649,11 +2881,17 @@ static inline int inventory_suppliers__top2ds_qualify_all_next(inventory_supplie
     else ref = inventory_suppliers__top2ds_qualify_all_advance(k, k->_cur);
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = inventory_suppliers__top2ds_qualify_all_advance(k, ref)) {
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -2662,6 +2900,7 @@ static inline int inventory_suppliers__top2ds_qualify_all_delete(inventory_suppl
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_suppliers__top2ds_qualify_all_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     inventory_suppliers__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = inventory_suppliers__malloc_ref_after_remove(next, cur);
     k->_pending = next;
@@ -2670,11 +2909,18 @@ static inline int inventory_suppliers__top2ds_qualify_all_delete(inventory_suppl
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when malloc storage moves it, or its name (odlist's key) changes)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int inventory_suppliers__top2ds_qualify_all_update(inventory_suppliers_all_cursor *k, const inventory_supplier *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_suppliers__top2ds_qualify_all_advance(k, old);
-    int rc = inventory_suppliers__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = inventory_suppliers__malloc_moves(k->_db, old, rec) || inventory_suppliers__cmp_name(inventory_suppliers__malloc_elem(k->_db, old)->rec.name, rec->name) != 0;
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor all: out of memory for the elements it moved");
+    rc = inventory_suppliers__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -2683,6 +2929,10 @@ static inline int inventory_suppliers__top2ds_qualify_all_update(inventory_suppl
         return rc;
     }
     if (next != P2_NIL && ref != old) next = inventory_suppliers__malloc_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -3061,6 +3311,13 @@ int inventory_suppliers_by_name_update(inventory_suppliers_by_name_cursor *cur, 
     return inventory_suppliers__delflag_suppliers_by_name_update(cur, rec);
 }
 
+void inventory_suppliers_by_name_close(inventory_suppliers_by_name_cursor *cur)
+{
+    if (!cur) return;
+    p2_refset_free(&cur->_seen);
+    if (cur->_db) cur->_state = 3;
+}
+
 int inventory_suppliers_by_name_delete(inventory_suppliers_by_name_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
@@ -3106,6 +3363,13 @@ int inventory_suppliers_in_update(inventory_suppliers_in_cursor *cur, const inve
     return inventory_suppliers__delflag_suppliers_in_update(cur, rec);
 }
 
+void inventory_suppliers_in_close(inventory_suppliers_in_cursor *cur)
+{
+    if (!cur) return;
+    p2_refset_free(&cur->_seen);
+    if (cur->_db) cur->_state = 3;
+}
+
 int inventory_suppliers_in_delete(inventory_suppliers_in_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
@@ -3146,6 +3410,13 @@ int inventory_suppliers_all_update(inventory_suppliers_all_cursor *cur, const in
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "inventory_suppliers_all_update: rec is NULL");
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return inventory_suppliers__delflag_all_update(cur, rec);
+}
+
+void inventory_suppliers_all_close(inventory_suppliers_all_cursor *cur)
+{
+    if (!cur) return;
+    p2_refset_free(&cur->_seen);
+    if (cur->_db) cur->_state = 3;
 }
 
 int inventory_suppliers_all_delete(inventory_suppliers_all_cursor *cur)
@@ -3892,11 +4163,17 @@ static inline int inventory_shipments__top2ds_qualify_shipments_between_next(inv
     for (; ref != P2_NIL; ref = inventory_shipments__top2ds_qualify_shipments_between_advance(k, ref)) {
         const inventory_shipments_elem *e = inventory_shipments__array_elem(k->_db, ref);
         if (inventory_shipments__cmp_day(e->rec.day, k->_p_to) >= 0) break;  /* past the end of the range */
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -3905,6 +4182,7 @@ static inline int inventory_shipments__top2ds_qualify_shipments_between_delete(i
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_shipments__top2ds_qualify_shipments_between_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     inventory_shipments__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = inventory_shipments__array_ref_after_remove(next, cur);
     k->_pending = next;
@@ -3913,11 +4191,18 @@ static inline int inventory_shipments__top2ds_qualify_shipments_between_delete(i
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when array storage moves it, or its day (avl's key) changes)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int inventory_shipments__top2ds_qualify_shipments_between_update(inventory_shipments_between_cursor *k, const inventory_shipment *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_shipments__top2ds_qualify_shipments_between_advance(k, old);
-    int rc = inventory_shipments__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = inventory_shipments__array_moves(k->_db, old, rec) || inventory_shipments__cmp_day(inventory_shipments__array_elem(k->_db, old)->rec.day, rec->day) != 0;
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor shipments_between: out of memory for the elements it moved");
+    rc = inventory_shipments__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -3926,6 +4211,10 @@ static inline int inventory_shipments__top2ds_qualify_shipments_between_update(i
         return rc;
     }
     if (next != P2_NIL && ref != old) next = inventory_shipments__array_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -3949,12 +4238,18 @@ static inline int inventory_shipments__top2ds_qualify_big_shipments_next(invento
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = inventory_shipments__top2ds_qualify_big_shipments_advance(k, ref)) {
         const inventory_shipments_elem *e = inventory_shipments__array_elem(k->_db, ref);
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         if (!(((e->rec.quantity > ((int32_t)100)) || ((e->rec.part == k->_p_part) && !(e->rec.quantity == ((int32_t)0)))))) continue;
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -3963,6 +4258,7 @@ static inline int inventory_shipments__top2ds_qualify_big_shipments_delete(inven
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_shipments__top2ds_qualify_big_shipments_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     inventory_shipments__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = inventory_shipments__array_ref_after_remove(next, cur);
     k->_pending = next;
@@ -3971,11 +4267,18 @@ static inline int inventory_shipments__top2ds_qualify_big_shipments_delete(inven
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when array storage moves it)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int inventory_shipments__top2ds_qualify_big_shipments_update(inventory_big_shipments_cursor *k, const inventory_shipment *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_shipments__top2ds_qualify_big_shipments_advance(k, old);
-    int rc = inventory_shipments__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = inventory_shipments__array_moves(k->_db, old, rec);
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor big_shipments: out of memory for the elements it moved");
+    rc = inventory_shipments__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -3984,6 +4287,10 @@ static inline int inventory_shipments__top2ds_qualify_big_shipments_update(inven
         return rc;
     }
     if (next != P2_NIL && ref != old) next = inventory_shipments__array_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -4007,12 +4314,18 @@ static inline int inventory_shipments__top2ds_qualify_shipments_of_part_next(inv
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = inventory_shipments__top2ds_qualify_shipments_of_part_advance(k, ref)) {
         const inventory_shipments_elem *e = inventory_shipments__array_elem(k->_db, ref);
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         if (!((e->rec.part == k->_p_part))) continue;
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -4021,6 +4334,7 @@ static inline int inventory_shipments__top2ds_qualify_shipments_of_part_delete(i
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_shipments__top2ds_qualify_shipments_of_part_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     inventory_shipments__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = inventory_shipments__array_ref_after_remove(next, cur);
     k->_pending = next;
@@ -4029,11 +4343,18 @@ static inline int inventory_shipments__top2ds_qualify_shipments_of_part_delete(i
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when array storage moves it, or its day (avl's key) changes)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int inventory_shipments__top2ds_qualify_shipments_of_part_update(inventory_shipments_of_part_cursor *k, const inventory_shipment *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_shipments__top2ds_qualify_shipments_of_part_advance(k, old);
-    int rc = inventory_shipments__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = inventory_shipments__array_moves(k->_db, old, rec) || inventory_shipments__cmp_day(inventory_shipments__array_elem(k->_db, old)->rec.day, rec->day) != 0;
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor shipments_of_part: out of memory for the elements it moved");
+    rc = inventory_shipments__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -4042,6 +4363,10 @@ static inline int inventory_shipments__top2ds_qualify_shipments_of_part_update(i
         return rc;
     }
     if (next != P2_NIL && ref != old) next = inventory_shipments__array_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -4066,11 +4391,17 @@ static inline int inventory_shipments__top2ds_qualify_find_day_next(inventory_sh
     for (; ref != P2_NIL; ref = inventory_shipments__top2ds_qualify_find_day_advance(k, ref)) {
         const inventory_shipments_elem *e = inventory_shipments__array_elem(k->_db, ref);
         if (inventory_shipments__cmp_day(e->rec.day, k->_p_day) > 0) break;  /* past the end of the range */
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -4079,6 +4410,7 @@ static inline int inventory_shipments__top2ds_qualify_find_day_delete(inventory_
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_shipments__top2ds_qualify_find_day_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     inventory_shipments__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = inventory_shipments__array_ref_after_remove(next, cur);
     k->_pending = next;
@@ -4087,11 +4419,18 @@ static inline int inventory_shipments__top2ds_qualify_find_day_delete(inventory_
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when array storage moves it, or its day (avl's key) changes)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int inventory_shipments__top2ds_qualify_find_day_update(inventory_shipments__find_day_cursor *k, const inventory_shipment *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_shipments__top2ds_qualify_find_day_advance(k, old);
-    int rc = inventory_shipments__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = inventory_shipments__array_moves(k->_db, old, rec) || inventory_shipments__cmp_day(inventory_shipments__array_elem(k->_db, old)->rec.day, rec->day) != 0;
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor find_day: out of memory for the elements it moved");
+    rc = inventory_shipments__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -4100,6 +4439,10 @@ static inline int inventory_shipments__top2ds_qualify_find_day_update(inventory_
         return rc;
     }
     if (next != P2_NIL && ref != old) next = inventory_shipments__array_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -4122,11 +4465,17 @@ static inline int inventory_shipments__top2ds_qualify_all_next(inventory_shipmen
     else ref = inventory_shipments__top2ds_qualify_all_advance(k, k->_cur);
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = inventory_shipments__top2ds_qualify_all_advance(k, ref)) {
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -4135,6 +4484,7 @@ static inline int inventory_shipments__top2ds_qualify_all_delete(inventory_shipm
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_shipments__top2ds_qualify_all_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     inventory_shipments__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = inventory_shipments__array_ref_after_remove(next, cur);
     k->_pending = next;
@@ -4143,11 +4493,18 @@ static inline int inventory_shipments__top2ds_qualify_all_delete(inventory_shipm
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when array storage moves it)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int inventory_shipments__top2ds_qualify_all_update(inventory_shipments_all_cursor *k, const inventory_shipment *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_shipments__top2ds_qualify_all_advance(k, old);
-    int rc = inventory_shipments__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = inventory_shipments__array_moves(k->_db, old, rec);
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor all: out of memory for the elements it moved");
+    rc = inventory_shipments__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -4156,6 +4513,10 @@ static inline int inventory_shipments__top2ds_qualify_all_update(inventory_shipm
         return rc;
     }
     if (next != P2_NIL && ref != old) next = inventory_shipments__array_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -4310,6 +4671,13 @@ int inventory_shipments_between_update(inventory_shipments_between_cursor *cur, 
     return inventory_shipments__top2ds_qualify_shipments_between_update(cur, rec);
 }
 
+void inventory_shipments_between_close(inventory_shipments_between_cursor *cur)
+{
+    if (!cur) return;
+    p2_refset_free(&cur->_seen);
+    if (cur->_db) cur->_state = 3;
+}
+
 int inventory_shipments_between_delete(inventory_shipments_between_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
@@ -4351,6 +4719,13 @@ int inventory_big_shipments_update(inventory_big_shipments_cursor *cur, const in
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "inventory_big_shipments_update: rec is NULL");
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor big_shipments is not on an element");
     return inventory_shipments__top2ds_qualify_big_shipments_update(cur, rec);
+}
+
+void inventory_big_shipments_close(inventory_big_shipments_cursor *cur)
+{
+    if (!cur) return;
+    p2_refset_free(&cur->_seen);
+    if (cur->_db) cur->_state = 3;
 }
 
 int inventory_big_shipments_delete(inventory_big_shipments_cursor *cur)
@@ -4396,6 +4771,13 @@ int inventory_shipments_of_part_update(inventory_shipments_of_part_cursor *cur, 
     return inventory_shipments__top2ds_qualify_shipments_of_part_update(cur, rec);
 }
 
+void inventory_shipments_of_part_close(inventory_shipments_of_part_cursor *cur)
+{
+    if (!cur) return;
+    p2_refset_free(&cur->_seen);
+    if (cur->_db) cur->_state = 3;
+}
+
 int inventory_shipments_of_part_delete(inventory_shipments_of_part_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
@@ -4436,6 +4818,13 @@ int inventory_shipments_all_update(inventory_shipments_all_cursor *cur, const in
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "inventory_shipments_all_update: rec is NULL");
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return inventory_shipments__top2ds_qualify_all_update(cur, rec);
+}
+
+void inventory_shipments_all_close(inventory_shipments_all_cursor *cur)
+{
+    if (!cur) return;
+    p2_refset_free(&cur->_seen);
+    if (cur->_db) cur->_state = 3;
 }
 
 int inventory_shipments_all_delete(inventory_shipments_all_cursor *cur)

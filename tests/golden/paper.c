@@ -67,6 +67,7 @@ typedef struct paper_avl_accounts__find_id_cursor {
     paper_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     uint32_t _p_id;
 } paper_avl_accounts__find_id_cursor;
 
@@ -86,6 +87,7 @@ typedef struct paper_qsort_accounts__find_id_cursor {
     paper_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     uint32_t _p_id;
 } paper_qsort_accounts__find_id_cursor;
 
@@ -112,6 +114,7 @@ typedef struct paper_hash_accounts__find_id_cursor {
     paper_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     uint32_t _p_id;
 } paper_hash_accounts__find_id_cursor;
 
@@ -132,6 +135,7 @@ typedef struct paper_iarray_accounts__find_id_cursor {
     paper_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     uint32_t _p_id;
 } paper_iarray_accounts__find_id_cursor;
 
@@ -806,11 +810,17 @@ static inline int paper_avl_accounts__top2ds_qualify_avl_branch_range_next(paper
     for (; ref != P2_NIL; ref = paper_avl_accounts__top2ds_qualify_avl_branch_range_advance(k, ref)) {
         const paper_avl_accounts_elem *e = paper_avl_accounts__array_elem(k->_db, ref);
         if (paper_avl_accounts__cmp_id(e->rec.id, k->_p_hi) >= 0) break;  /* past the end of the range */
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -819,6 +829,7 @@ static inline int paper_avl_accounts__top2ds_qualify_avl_branch_range_delete(pap
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : paper_avl_accounts__top2ds_qualify_avl_branch_range_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     paper_avl_accounts__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = paper_avl_accounts__array_ref_after_remove(next, cur);
     k->_pending = next;
@@ -827,11 +838,18 @@ static inline int paper_avl_accounts__top2ds_qualify_avl_branch_range_delete(pap
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when array storage moves it, or its id (avl's key) changes)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int paper_avl_accounts__top2ds_qualify_avl_branch_range_update(paper_avl_branch_range_cursor *k, const paper_account *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : paper_avl_accounts__top2ds_qualify_avl_branch_range_advance(k, old);
-    int rc = paper_avl_accounts__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = paper_avl_accounts__array_moves(k->_db, old, rec) || paper_avl_accounts__cmp_id(paper_avl_accounts__array_elem(k->_db, old)->rec.id, rec->id) != 0;
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor avl_branch_range: out of memory for the elements it moved");
+    rc = paper_avl_accounts__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -840,6 +858,10 @@ static inline int paper_avl_accounts__top2ds_qualify_avl_branch_range_update(pap
         return rc;
     }
     if (next != P2_NIL && ref != old) next = paper_avl_accounts__array_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -864,11 +886,17 @@ static inline int paper_avl_accounts__top2ds_qualify_find_id_next(paper_avl_acco
     for (; ref != P2_NIL; ref = paper_avl_accounts__top2ds_qualify_find_id_advance(k, ref)) {
         const paper_avl_accounts_elem *e = paper_avl_accounts__array_elem(k->_db, ref);
         if (paper_avl_accounts__cmp_id(e->rec.id, k->_p_id) > 0) break;  /* past the end of the range */
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -877,6 +905,7 @@ static inline int paper_avl_accounts__top2ds_qualify_find_id_delete(paper_avl_ac
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : paper_avl_accounts__top2ds_qualify_find_id_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     paper_avl_accounts__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = paper_avl_accounts__array_ref_after_remove(next, cur);
     k->_pending = next;
@@ -885,11 +914,18 @@ static inline int paper_avl_accounts__top2ds_qualify_find_id_delete(paper_avl_ac
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when array storage moves it, or its id (avl's key) changes)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int paper_avl_accounts__top2ds_qualify_find_id_update(paper_avl_accounts__find_id_cursor *k, const paper_account *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : paper_avl_accounts__top2ds_qualify_find_id_advance(k, old);
-    int rc = paper_avl_accounts__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = paper_avl_accounts__array_moves(k->_db, old, rec) || paper_avl_accounts__cmp_id(paper_avl_accounts__array_elem(k->_db, old)->rec.id, rec->id) != 0;
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor find_id: out of memory for the elements it moved");
+    rc = paper_avl_accounts__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -898,6 +934,10 @@ static inline int paper_avl_accounts__top2ds_qualify_find_id_update(paper_avl_ac
         return rc;
     }
     if (next != P2_NIL && ref != old) next = paper_avl_accounts__array_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -920,11 +960,17 @@ static inline int paper_avl_accounts__top2ds_qualify_all_next(paper_avl_accounts
     else ref = paper_avl_accounts__top2ds_qualify_all_advance(k, k->_cur);
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = paper_avl_accounts__top2ds_qualify_all_advance(k, ref)) {
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -933,6 +979,7 @@ static inline int paper_avl_accounts__top2ds_qualify_all_delete(paper_avl_accoun
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : paper_avl_accounts__top2ds_qualify_all_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     paper_avl_accounts__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = paper_avl_accounts__array_ref_after_remove(next, cur);
     k->_pending = next;
@@ -941,11 +988,18 @@ static inline int paper_avl_accounts__top2ds_qualify_all_delete(paper_avl_accoun
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when array storage moves it)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int paper_avl_accounts__top2ds_qualify_all_update(paper_avl_accounts_all_cursor *k, const paper_account *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : paper_avl_accounts__top2ds_qualify_all_advance(k, old);
-    int rc = paper_avl_accounts__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = paper_avl_accounts__array_moves(k->_db, old, rec);
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor all: out of memory for the elements it moved");
+    rc = paper_avl_accounts__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -954,6 +1008,10 @@ static inline int paper_avl_accounts__top2ds_qualify_all_update(paper_avl_accoun
         return rc;
     }
     if (next != P2_NIL && ref != old) next = paper_avl_accounts__array_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -1110,6 +1168,13 @@ int paper_avl_branch_range_update(paper_avl_branch_range_cursor *cur, const pape
     return paper_avl_accounts__top2ds_qualify_avl_branch_range_update(cur, rec);
 }
 
+void paper_avl_branch_range_close(paper_avl_branch_range_cursor *cur)
+{
+    if (!cur) return;
+    p2_refset_free(&cur->_seen);
+    if (cur->_db) cur->_state = 3;
+}
+
 int paper_avl_branch_range_delete(paper_avl_branch_range_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
@@ -1150,6 +1215,13 @@ int paper_avl_accounts_all_update(paper_avl_accounts_all_cursor *cur, const pape
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "paper_avl_accounts_all_update: rec is NULL");
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return paper_avl_accounts__top2ds_qualify_all_update(cur, rec);
+}
+
+void paper_avl_accounts_all_close(paper_avl_accounts_all_cursor *cur)
+{
+    if (!cur) return;
+    p2_refset_free(&cur->_seen);
+    if (cur->_db) cur->_state = 3;
 }
 
 int paper_avl_accounts_all_delete(paper_avl_accounts_all_cursor *cur)
@@ -1430,6 +1502,11 @@ static inline int paper_qsort_accounts__top2ds_qualify_update(paper_db *db, uint
 /* Integrity check (<prefix>_verify): the ds layers, storage first. */
 static int paper_qsort_accounts__top2ds_qualify_verify(paper_db *db, p2_verify *v) { return paper_qsort_accounts__qsort_verify(db, v); }
 
+/* qsort references are positions: the references a cursor remembers (k->_seen)
+   shift with every element that moves or goes. */
+static uint64_t paper_qsort_accounts__top2ds_qualify__seen_after_move(uint64_t r, uint64_t from, uint64_t to) { return paper_qsort_accounts__qsort_ref_after_move(r, from, to); }
+static uint64_t paper_qsort_accounts__top2ds_qualify__seen_after_remove(uint64_t r, uint64_t removed, uint64_t unused) { (void)unused; return paper_qsort_accounts__qsort_ref_after_remove(r, removed); }
+
 /* cursor find_id: path: qsort(capacity=16, key=id) range (qsort (binary search): id == $id); residual: (none) */
 static inline uint64_t paper_qsort_accounts__top2ds_qualify_find_id_advance(paper_qsort_accounts__find_id_cursor *k, uint64_t ref)
 {
@@ -1448,11 +1525,17 @@ static inline int paper_qsort_accounts__top2ds_qualify_find_id_next(paper_qsort_
     for (; ref != P2_NIL; ref = paper_qsort_accounts__top2ds_qualify_find_id_advance(k, ref)) {
         const paper_qsort_accounts_elem *e = paper_qsort_accounts__qsort_elem(k->_db, ref);
         if (paper_qsort_accounts__cmp_id(e->rec.id, k->_p_id) > 0) break;  /* past the end of the range */
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -1461,7 +1544,11 @@ static inline int paper_qsort_accounts__top2ds_qualify_find_id_delete(paper_qsor
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : paper_qsort_accounts__top2ds_qualify_find_id_advance(k, cur);
+    if (k->_seen.n && p2_refset_reserve(&k->_seen, 1) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor find_id: out of memory for the elements it moved");
+    p2_refset_del(&k->_seen, cur);
     paper_qsort_accounts__top2ds_qualify_remove(k->_db, cur);
+    p2_refset_remap(&k->_seen, paper_qsort_accounts__top2ds_qualify__seen_after_remove, cur, 0);
     if (next != P2_NIL) next = paper_qsort_accounts__qsort_ref_after_remove(next, cur);
     k->_pending = next;
     k->_has_pending = 1;
@@ -1469,11 +1556,18 @@ static inline int paper_qsort_accounts__top2ds_qualify_find_id_delete(paper_qsor
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when qsort storage moves it)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int paper_qsort_accounts__top2ds_qualify_find_id_update(paper_qsort_accounts__find_id_cursor *k, const paper_account *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : paper_qsort_accounts__top2ds_qualify_find_id_advance(k, old);
-    int rc = paper_qsort_accounts__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = paper_qsort_accounts__qsort_moves(k->_db, old, rec);
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 1) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor find_id: out of memory for the elements it moved");
+    rc = paper_qsort_accounts__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -1482,6 +1576,10 @@ static inline int paper_qsort_accounts__top2ds_qualify_find_id_update(paper_qsor
         return rc;
     }
     if (next != P2_NIL && ref != old) next = paper_qsort_accounts__qsort_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_remap(&k->_seen, paper_qsort_accounts__top2ds_qualify__seen_after_move, old, ref);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -1504,11 +1602,17 @@ static inline int paper_qsort_accounts__top2ds_qualify_all_next(paper_qsort_acco
     else ref = paper_qsort_accounts__top2ds_qualify_all_advance(k, k->_cur);
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = paper_qsort_accounts__top2ds_qualify_all_advance(k, ref)) {
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -1517,7 +1621,11 @@ static inline int paper_qsort_accounts__top2ds_qualify_all_delete(paper_qsort_ac
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : paper_qsort_accounts__top2ds_qualify_all_advance(k, cur);
+    if (k->_seen.n && p2_refset_reserve(&k->_seen, 1) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor all: out of memory for the elements it moved");
+    p2_refset_del(&k->_seen, cur);
     paper_qsort_accounts__top2ds_qualify_remove(k->_db, cur);
+    p2_refset_remap(&k->_seen, paper_qsort_accounts__top2ds_qualify__seen_after_remove, cur, 0);
     if (next != P2_NIL) next = paper_qsort_accounts__qsort_ref_after_remove(next, cur);
     k->_pending = next;
     k->_has_pending = 1;
@@ -1525,11 +1633,18 @@ static inline int paper_qsort_accounts__top2ds_qualify_all_delete(paper_qsort_ac
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when qsort storage moves it)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int paper_qsort_accounts__top2ds_qualify_all_update(paper_qsort_accounts_all_cursor *k, const paper_account *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : paper_qsort_accounts__top2ds_qualify_all_advance(k, old);
-    int rc = paper_qsort_accounts__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = paper_qsort_accounts__qsort_moves(k->_db, old, rec);
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 1) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor all: out of memory for the elements it moved");
+    rc = paper_qsort_accounts__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -1538,6 +1653,10 @@ static inline int paper_qsort_accounts__top2ds_qualify_all_update(paper_qsort_ac
         return rc;
     }
     if (next != P2_NIL && ref != old) next = paper_qsort_accounts__qsort_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_remap(&k->_seen, paper_qsort_accounts__top2ds_qualify__seen_after_move, old, ref);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -1690,6 +1809,13 @@ int paper_qsort_accounts_all_update(paper_qsort_accounts_all_cursor *cur, const 
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "paper_qsort_accounts_all_update: rec is NULL");
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return paper_qsort_accounts__top2ds_qualify_all_update(cur, rec);
+}
+
+void paper_qsort_accounts_all_close(paper_qsort_accounts_all_cursor *cur)
+{
+    if (!cur) return;
+    p2_refset_free(&cur->_seen);
+    if (cur->_db) cur->_state = 3;
 }
 
 int paper_qsort_accounts_all_delete(paper_qsort_accounts_all_cursor *cur)
@@ -2150,12 +2276,18 @@ static inline int paper_hash_accounts__top2ds_qualify_rich_in_branch_next(paper_
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = paper_hash_accounts__top2ds_qualify_rich_in_branch_advance(k, ref)) {
         const paper_hash_accounts_elem *e = paper_hash_accounts__array_elem(k->_db, ref);
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         if (!((e->rec.branch == k->_p_b) && (e->rec.balance > k->_p_min))) continue;
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -2164,6 +2296,7 @@ static inline int paper_hash_accounts__top2ds_qualify_rich_in_branch_delete(pape
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : paper_hash_accounts__top2ds_qualify_rich_in_branch_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     paper_hash_accounts__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = paper_hash_accounts__array_ref_after_remove(next, cur);
     k->_pending = next;
@@ -2172,11 +2305,18 @@ static inline int paper_hash_accounts__top2ds_qualify_rich_in_branch_delete(pape
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when array storage moves it)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int paper_hash_accounts__top2ds_qualify_rich_in_branch_update(paper_rich_in_branch_cursor *k, const paper_account *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : paper_hash_accounts__top2ds_qualify_rich_in_branch_advance(k, old);
-    int rc = paper_hash_accounts__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = paper_hash_accounts__array_moves(k->_db, old, rec);
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor rich_in_branch: out of memory for the elements it moved");
+    rc = paper_hash_accounts__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -2185,6 +2325,10 @@ static inline int paper_hash_accounts__top2ds_qualify_rich_in_branch_update(pape
         return rc;
     }
     if (next != P2_NIL && ref != old) next = paper_hash_accounts__array_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -2207,11 +2351,17 @@ static inline int paper_hash_accounts__top2ds_qualify_find_id_next(paper_hash_ac
     else ref = paper_hash_accounts__top2ds_qualify_find_id_advance(k, k->_cur);
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = paper_hash_accounts__top2ds_qualify_find_id_advance(k, ref)) {
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -2220,6 +2370,7 @@ static inline int paper_hash_accounts__top2ds_qualify_find_id_delete(paper_hash_
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : paper_hash_accounts__top2ds_qualify_find_id_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     paper_hash_accounts__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = paper_hash_accounts__array_ref_after_remove(next, cur);
     k->_pending = next;
@@ -2228,11 +2379,18 @@ static inline int paper_hash_accounts__top2ds_qualify_find_id_delete(paper_hash_
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when array storage moves it, or its id (hash's key) changes)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int paper_hash_accounts__top2ds_qualify_find_id_update(paper_hash_accounts__find_id_cursor *k, const paper_account *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : paper_hash_accounts__top2ds_qualify_find_id_advance(k, old);
-    int rc = paper_hash_accounts__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = paper_hash_accounts__array_moves(k->_db, old, rec) || paper_hash_accounts__cmp_id(paper_hash_accounts__array_elem(k->_db, old)->rec.id, rec->id) != 0;
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor find_id: out of memory for the elements it moved");
+    rc = paper_hash_accounts__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -2241,6 +2399,10 @@ static inline int paper_hash_accounts__top2ds_qualify_find_id_update(paper_hash_
         return rc;
     }
     if (next != P2_NIL && ref != old) next = paper_hash_accounts__array_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -2263,11 +2425,17 @@ static inline int paper_hash_accounts__top2ds_qualify_all_next(paper_hash_accoun
     else ref = paper_hash_accounts__top2ds_qualify_all_advance(k, k->_cur);
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = paper_hash_accounts__top2ds_qualify_all_advance(k, ref)) {
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -2276,6 +2444,7 @@ static inline int paper_hash_accounts__top2ds_qualify_all_delete(paper_hash_acco
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : paper_hash_accounts__top2ds_qualify_all_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     paper_hash_accounts__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = paper_hash_accounts__array_ref_after_remove(next, cur);
     k->_pending = next;
@@ -2284,11 +2453,18 @@ static inline int paper_hash_accounts__top2ds_qualify_all_delete(paper_hash_acco
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when array storage moves it)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int paper_hash_accounts__top2ds_qualify_all_update(paper_hash_accounts_all_cursor *k, const paper_account *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : paper_hash_accounts__top2ds_qualify_all_advance(k, old);
-    int rc = paper_hash_accounts__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = paper_hash_accounts__array_moves(k->_db, old, rec);
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor all: out of memory for the elements it moved");
+    rc = paper_hash_accounts__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -2297,6 +2473,10 @@ static inline int paper_hash_accounts__top2ds_qualify_all_update(paper_hash_acco
         return rc;
     }
     if (next != P2_NIL && ref != old) next = paper_hash_accounts__array_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -2453,6 +2633,13 @@ int paper_rich_in_branch_update(paper_rich_in_branch_cursor *cur, const paper_ac
     return paper_hash_accounts__top2ds_qualify_rich_in_branch_update(cur, rec);
 }
 
+void paper_rich_in_branch_close(paper_rich_in_branch_cursor *cur)
+{
+    if (!cur) return;
+    p2_refset_free(&cur->_seen);
+    if (cur->_db) cur->_state = 3;
+}
+
 int paper_rich_in_branch_delete(paper_rich_in_branch_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
@@ -2493,6 +2680,13 @@ int paper_hash_accounts_all_update(paper_hash_accounts_all_cursor *cur, const pa
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "paper_hash_accounts_all_update: rec is NULL");
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return paper_hash_accounts__top2ds_qualify_all_update(cur, rec);
+}
+
+void paper_hash_accounts_all_close(paper_hash_accounts_all_cursor *cur)
+{
+    if (!cur) return;
+    p2_refset_free(&cur->_seen);
+    if (cur->_db) cur->_state = 3;
 }
 
 int paper_hash_accounts_all_delete(paper_hash_accounts_all_cursor *cur)
@@ -2836,11 +3030,17 @@ static inline int paper_iarray_accounts__top2ds_qualify_find_id_next(paper_iarra
     else ref = paper_iarray_accounts__top2ds_qualify_find_id_advance(k, k->_cur);
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = paper_iarray_accounts__top2ds_qualify_find_id_advance(k, ref)) {
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -2849,6 +3049,7 @@ static inline int paper_iarray_accounts__top2ds_qualify_find_id_delete(paper_iar
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : paper_iarray_accounts__top2ds_qualify_find_id_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     paper_iarray_accounts__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = paper_iarray_accounts__iarray_ref_after_remove(next, cur);
     k->_pending = next;
@@ -2857,11 +3058,18 @@ static inline int paper_iarray_accounts__top2ds_qualify_find_id_delete(paper_iar
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when iarray storage moves it)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int paper_iarray_accounts__top2ds_qualify_find_id_update(paper_iarray_accounts__find_id_cursor *k, const paper_account *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : paper_iarray_accounts__top2ds_qualify_find_id_advance(k, old);
-    int rc = paper_iarray_accounts__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = paper_iarray_accounts__iarray_moves(k->_db, old, rec);
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor find_id: out of memory for the elements it moved");
+    rc = paper_iarray_accounts__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -2870,6 +3078,10 @@ static inline int paper_iarray_accounts__top2ds_qualify_find_id_update(paper_iar
         return rc;
     }
     if (next != P2_NIL && ref != old) next = paper_iarray_accounts__iarray_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -2892,11 +3104,17 @@ static inline int paper_iarray_accounts__top2ds_qualify_all_next(paper_iarray_ac
     else ref = paper_iarray_accounts__top2ds_qualify_all_advance(k, k->_cur);
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = paper_iarray_accounts__top2ds_qualify_all_advance(k, ref)) {
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -2905,6 +3123,7 @@ static inline int paper_iarray_accounts__top2ds_qualify_all_delete(paper_iarray_
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : paper_iarray_accounts__top2ds_qualify_all_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     paper_iarray_accounts__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = paper_iarray_accounts__iarray_ref_after_remove(next, cur);
     k->_pending = next;
@@ -2913,11 +3132,18 @@ static inline int paper_iarray_accounts__top2ds_qualify_all_delete(paper_iarray_
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when iarray storage moves it)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int paper_iarray_accounts__top2ds_qualify_all_update(paper_iarray_accounts_all_cursor *k, const paper_account *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : paper_iarray_accounts__top2ds_qualify_all_advance(k, old);
-    int rc = paper_iarray_accounts__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = paper_iarray_accounts__iarray_moves(k->_db, old, rec);
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor all: out of memory for the elements it moved");
+    rc = paper_iarray_accounts__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -2926,6 +3152,10 @@ static inline int paper_iarray_accounts__top2ds_qualify_all_update(paper_iarray_
         return rc;
     }
     if (next != P2_NIL && ref != old) next = paper_iarray_accounts__iarray_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -3078,6 +3308,13 @@ int paper_iarray_accounts_all_update(paper_iarray_accounts_all_cursor *cur, cons
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "paper_iarray_accounts_all_update: rec is NULL");
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return paper_iarray_accounts__top2ds_qualify_all_update(cur, rec);
+}
+
+void paper_iarray_accounts_all_close(paper_iarray_accounts_all_cursor *cur)
+{
+    if (!cur) return;
+    p2_refset_free(&cur->_seen);
+    if (cur->_db) cur->_state = 3;
 }
 
 int paper_iarray_accounts_all_delete(paper_iarray_accounts_all_cursor *cur)

@@ -109,13 +109,24 @@ Errors
     FormatError, MismatchError, BusyError; other codes (P2_ENOMEM, P2_EIO, P2_EINVAL) raise
     P2Error itself. Messages are the C library's (`<prefix>_errmsg`).
 Threads
-    Like the C API, a Database is not thread-safe: use it from one thread at a time.
+    A Database may be shared by threads: every call into the C library (on the database,
+    its containers, cursors and roles) holds the database's lock (a threading.RLock), so
+    calls from several threads are serialised, one at a time, never interleaved inside C.
+    A cursor walked by several threads still raises RuntimeError if another change
+    came in between (as for one thread). Databases of different opens are independent.
+Signals (journalled specs)
+    The journal finds written pages with a SIGSEGV handler. Every call first checks that
+    it is still the installed handler and, if faulthandler.enable(), signal.signal or
+    a crash reporter replaced it, puts it back on top (the other handler still receives
+    every fault that is not a journal page's first write); P2Error if that fails.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import keyword
 import os
+import threading
 import weakref
 from collections.abc import Mapping
 from typing import Any, Optional
@@ -409,6 +420,7 @@ class _Spec:
         self.c_begin = getattr(lib, f"{p}_begin", None)
         self.c_commit = getattr(lib, f"{p}_commit", None)
         self.c_abort = getattr(lib, f"{p}_abort", None)
+        self.c_guard = getattr(lib, f"{p}_journal_guard", None)
         self.c_errmsg = getattr(lib, f"{p}_errmsg")
         self.c_errcode = getattr(lib, f"{p}_errcode")
         self.c_verify = getattr(lib, f"{p}_verify", None)
@@ -482,11 +494,13 @@ def bind(ffi, lib, meta: dict):
 # ---------------------------------------------------------------------------
 class Database:
     """An open database: every container of a spec. See the module docstring."""
-    __slots__ = ("_spec_", "_handle_", "_finalizer", "_containers", "dir", "__weakref__")
+    __slots__ = ("_spec_", "_handle_", "_finalizer", "_containers", "dir", "_lock",
+                 "__weakref__")
 
     def __init__(self, spec: _Spec, handle, dir=None):
         self._spec_ = spec
         self._handle_ = handle
+        self._lock = threading.RLock()   # held by every call into C (see _serialised)
         self.dir = dir
         self._finalizer = weakref.finalize(self, spec.c_close, handle)
         self._containers = {}
@@ -502,6 +516,9 @@ class Database:
         for c in self._containers.values():
             for r in c._roles.values():
                 r.partner_role = r.partner._roles[r._meta["partner"]["role"]]
+
+    def _database(self) -> "Database":
+        return self
 
     # -- life cycle ------------------------------------------------------------------
     @property
@@ -679,6 +696,9 @@ class Container:
         self._reffields = [f.name for f in self._fields.values() if f.target is not None]
 
     # -- helpers ---------------------------------------------------------------------
+    def _database(self) -> Database:
+        return self._db
+
     def _fail(self, rc: int, what: str = ""):
         return self._spec.error(self._db._handle_, rc, what)
 
@@ -1122,6 +1142,9 @@ class Role:
         self._c = {op: getattr(lib, cname) for op, cname in meta["c"].items()
                    if op != "iter"}
 
+    def _database(self) -> Database:
+        return self.container._db
+
     def _owner(self, h, x) -> int:
         """The reference of an element of this role's container (checked to exist)."""
         return self.container._locate(h, x)[0]
@@ -1220,6 +1243,9 @@ class Links:
     def __iter__(self) -> "Links":
         return self
 
+    def _database(self) -> Database:
+        return self._role.container._db
+
     def __next__(self):
         if self._done:
             raise StopIteration
@@ -1243,3 +1269,37 @@ class Links:
 
     def __repr__(self) -> str:
         return f"<walk of {self._role.container.name}.{self._role.name} of {self._owner}>"
+
+
+# ---------------------------------------------------------------------------
+# One call into C at a time per database (threads), with the journal's handler in place
+# ---------------------------------------------------------------------------
+def _serialised(fn):
+    """fn, holding its database's lock; on a journalled database the journal's SIGSEGV
+    handler is checked first (and put back if the host replaced it)."""
+    @functools.wraps(fn)
+    def call(self, /, *args, **kwargs):
+        db = self._database()
+        with db._lock:
+            h = db._handle_
+            guard = db._spec_.c_guard
+            if guard is not None and h is not None:
+                rc = guard(h)
+                if rc != P2_OK:
+                    raise db._spec_.error(h, rc)
+            return fn(self, *args, **kwargs)
+    return call
+
+
+for _cls, _names in (
+        (Database, ("close", "sync", "verify", "_txn", "cursor")),
+        (Container, ("insert", "get", "find", "update", "delete", "__len__", "reserve",
+                     "__iter__", "__contains__")),
+        (_PurgeableContainer, ("purge",)),
+        (Cursor, ("__next__", "update", "delete", "close")),
+        (ManyRole, ("__call__", "refs", "count", "add", "remove")),
+        (OneRole, ("ref", "get", "set", "__call__")),
+        (Links, ("__next__",))):
+    for _n in _names:
+        setattr(_cls, _n, _serialised(_cls.__dict__[_n]))
+del _cls, _names, _n

@@ -94,7 +94,8 @@ def cdef(checked: CheckedSpec) -> str:
         out += ["/* journalled files: transactions */",
                 f"int {p}_begin({p}_db *db);",
                 f"int {p}_commit({p}_db *db);",
-                f"int {p}_abort({p}_db *db);", ""]
+                f"int {p}_abort({p}_db *db);",
+                f"int {p}_journal_guard({p}_db *db);", ""]
     for r in checked.records:
         out.append(f"typedef struct {p}_{r.name} {{")
         for f in r.fields:

@@ -1061,6 +1061,7 @@ static const p2_journal_opts journal_defaults = {1, 1, UINT64_C(4) << 20};
 static p2_seg *volatile jsegs[MAX_JSEGS];
 static struct sigaction jprev;          /* the SIGSEGV action before ours */
 static int jinstalled;
+static volatile sig_atomic_t jchaining; /* inside the chained call of journal_fault */
 
 static int bit_get(const uint8_t *bits, uint64_t i) { return (bits[i >> 3] >> (i & 7)) & 1; }
 static void bit_set(uint8_t *bits, uint64_t i) { bits[i >> 3] |= (uint8_t)(1u << (i & 7)); }
@@ -1085,32 +1086,74 @@ static void journal_fault(int sig, siginfo_t *si, void *uc)
             return;
         break;
     }
+    /* Back here from the handler we chain to: it faulted, or (as Python's faulthandler
+     * does after printing its report) it put us back and raised the signal again.
+     * Chaining again would recurse without end: take the default action instead. */
+    if (jchaining) {
+        signal(sig, SIG_DFL);
+        return;
+    }
+    jchaining = 1;
     if (jprev.sa_flags & SA_SIGINFO) {
         if (jprev.sa_sigaction != NULL) {
             jprev.sa_sigaction(sig, si, uc);
+            jchaining = 0;
             return;
         }
     } else if (jprev.sa_handler != SIG_DFL && jprev.sa_handler != SIG_IGN) {
         jprev.sa_handler(sig);
+        jchaining = 0;
         return;
     }
+    jchaining = 0;
     signal(sig, SIG_DFL);                /* the faulting access now takes the default action */
+}
+
+static int journal_install(p2_err *err, const char *why)
+{
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = journal_fault;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGSEGV, &sa, &old) != 0) {
+        int e = errno;
+        return p2_err_set(err, P2_EIO, "%s: cannot install the journal's SIGSEGV handler: %s",
+                          why, strerror(e));
+    }
+    jprev = old;
+    jinstalled = 1;
+    return P2_OK;
+}
+
+int p2_journal_guard(p2_err *err)
+{
+    struct sigaction cur;
+    if (!jinstalled)
+        return P2_OK;
+    if (sigaction(SIGSEGV, NULL, &cur) != 0) {
+        int e = errno;
+        return p2_err_set(err, P2_EIO, "cannot read the SIGSEGV action (the journal needs its "
+                          "handler): %s", strerror(e));
+    }
+    if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == journal_fault)
+        return P2_OK;
+    /* Another handler replaced ours (Python's faulthandler.enable() or signal.signal, a
+     * crash reporter): the next write to a journalled page would go to it and crash or
+     * spin.  Put ours back on top; it passes that handler every fault that is not a
+     * journal page's first write, as it passed the one before. */
+    return journal_install(err, "the journal's SIGSEGV handler was replaced by another");
 }
 
 static int journal_register(p2_seg *seg, p2_err *err)
 {
-    if (!jinstalled) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_sigaction = journal_fault;
-        sa.sa_flags = SA_SIGINFO;
-        sigemptyset(&sa.sa_mask);
-        if (sigaction(SIGSEGV, &sa, &jprev) != 0) {
+    if (!jinstalled || p2_journal_guard(NULL) != P2_OK) {
+        int rc = journal_install(NULL, "open");
+        if (rc != P2_OK) {
             int e = errno;
-            return seg_fail(seg, err, P2_EIO, "cannot install the journal's SIGSEGV handler: %s",
+            return seg_fail(seg, err, rc, "cannot install the journal's SIGSEGV handler: %s",
                             strerror(e));
         }
-        jinstalled = 1;
     }
     for (int i = 0; i < MAX_JSEGS; i++) {
         if (jsegs[i] == NULL) {

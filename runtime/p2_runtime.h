@@ -403,6 +403,18 @@ int p2_seg_commit(p2_seg *seg, p2_err *err);
  * @return #P2_OK, #P2_ECLOSED, #P2_EINVAL on a plain segment, #P2_EIO. */
 int p2_seg_abort(p2_seg *seg, p2_err *err);
 
+/** Journalled segments find the first write to each page with a SIGSEGV handler
+ *  (installed by the first journalled open, chaining to the handler it displaced
+ *  for every other fault).  A host that installs its own SIGSEGV handler later
+ *  (Python's faulthandler.enable() or signal.signal, a crash reporter) puts
+ *  its handler in front of ours, and the next write to a journalled page would
+ *  crash or spin there.  This checks that ours is still the installed one and,
+ *  if not, installs it again on top, chaining to the new one (which still gets
+ *  every fault that is not a journal page's).  Called by p2_seg_open_journal
+ *  and by the generated begin, commit and journal_guard.
+ * @return #P2_OK, or #P2_EIO (sigaction failed; the message says so). */
+int p2_journal_guard(p2_err *err);
+
 /** Pages changed in the current transaction (0 on a plain segment). */
 uint64_t p2_seg_pending(const p2_seg *seg);
 

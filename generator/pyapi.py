@@ -1274,9 +1274,10 @@ class Links:
 # ---------------------------------------------------------------------------
 # One call into C at a time per database (threads), with the journal's handler in place
 # ---------------------------------------------------------------------------
-def _serialised(fn):
+def _serialised(fn, strict: bool = True):
     """fn, holding its database's lock; on a journalled database the journal's SIGSEGV
-    handler is checked first (and put back if the host replaced it)."""
+    handler is checked first (and put back if the host replaced it). Not strict (close):
+    a failure to put it back does not stop the call."""
     @functools.wraps(fn)
     def call(self, /, *args, **kwargs):
         db = self._database()
@@ -1285,7 +1286,7 @@ def _serialised(fn):
             guard = db._spec_.c_guard
             if guard is not None and h is not None:
                 rc = guard(h)
-                if rc != P2_OK:
+                if rc != P2_OK and strict:
                     raise db._spec_.error(h, rc)
             return fn(self, *args, **kwargs)
     return call
@@ -1301,5 +1302,5 @@ for _cls, _names in (
         (OneRole, ("ref", "get", "set", "__call__")),
         (Links, ("__next__",))):
     for _n in _names:
-        setattr(_cls, _n, _serialised(_cls.__dict__[_n]))
+        setattr(_cls, _n, _serialised(_cls.__dict__[_n], strict=_n != "close"))
 del _cls, _names, _n

@@ -115,10 +115,11 @@ Threads
     A cursor walked by several threads still raises RuntimeError if another change
     came in between (as for one thread). Databases of different opens are independent.
 Signals (journalled specs)
-    The journal finds written pages with a SIGSEGV handler. Every call first checks that
-    it is still the installed handler and, if faulthandler.enable(), signal.signal or
-    a crash reporter replaced it, puts it back on top (the other handler still receives
-    every fault that is not a journal page's first write); P2Error if that fails.
+    The journal finds written pages with a SIGSEGV handler. Every call that may write
+    first checks that it is still the installed handler and, if faulthandler.enable(),
+    signal.signal or a crash reporter replaced it, puts it back on top (the other handler
+    still receives every fault that is not a journal page's first write); P2Error if that
+    fails.
 """
 from __future__ import annotations
 
@@ -1274,10 +1275,17 @@ class Links:
 # ---------------------------------------------------------------------------
 # One call into C at a time per database (threads), with the journal's handler in place
 # ---------------------------------------------------------------------------
-def _serialised(fn, strict: bool = True):
-    """fn, holding its database's lock; on a journalled database the journal's SIGSEGV
-    handler is checked first (and put back if the host replaced it). Not strict (close):
-    a failure to put it back does not stop the call."""
+def _serialised(fn, writes: bool):
+    """fn, holding its database's lock. A call that may write (`writes`) on a journalled
+    database first checks the journal's SIGSEGV handler (and puts it back if the host
+    replaced it: reads never fault, writes do); close closes even if that fails."""
+    if not writes:
+        @functools.wraps(fn)
+        def call(self, /, *args, **kwargs):
+            with self._database()._lock:
+                return fn(self, *args, **kwargs)
+        return call
+
     @functools.wraps(fn)
     def call(self, /, *args, **kwargs):
         db = self._database()
@@ -1286,21 +1294,21 @@ def _serialised(fn, strict: bool = True):
             guard = db._spec_.c_guard
             if guard is not None and h is not None:
                 rc = guard(h)
-                if rc != P2_OK and strict:
+                if rc != P2_OK and fn.__name__ != "close":
                     raise db._spec_.error(h, rc)
             return fn(self, *args, **kwargs)
     return call
 
 
-for _cls, _names in (
-        (Database, ("close", "sync", "verify", "_txn", "cursor")),
-        (Container, ("insert", "get", "find", "update", "delete", "__len__", "reserve",
-                     "__iter__", "__contains__")),
-        (_PurgeableContainer, ("purge",)),
-        (Cursor, ("__next__", "update", "delete", "close")),
-        (ManyRole, ("__call__", "refs", "count", "add", "remove")),
-        (OneRole, ("ref", "get", "set", "__call__")),
-        (Links, ("__next__",))):
-    for _n in _names:
-        setattr(_cls, _n, _serialised(_cls.__dict__[_n], strict=_n != "close"))
-del _cls, _names, _n
+for _cls, _reads, _writes in (
+        (Database, ("verify", "cursor"), ("close", "sync", "_txn")),
+        (Container, ("get", "find", "__len__", "__iter__", "__contains__"),
+         ("insert", "update", "delete", "reserve")),
+        (_PurgeableContainer, (), ("purge",)),
+        (Cursor, ("__next__", "close"), ("update", "delete")),
+        (ManyRole, ("__call__", "refs", "count"), ("add", "remove")),
+        (OneRole, ("ref", "get", "__call__"), ("set",)),
+        (Links, ("__next__",), ())):
+    for _n in _reads + _writes:
+        setattr(_cls, _n, _serialised(_cls.__dict__[_n], _n in _writes))
+del _cls, _reads, _writes, _n

@@ -67,7 +67,10 @@ Roles (one end of a relationship, on the container whose elements play it)
     `partner_role` (the Role at the other end).
 Cursor (what iterating a container or calling a cursor returns)
     An iterator of Records, lazily walking the C cursor. `update(**fields)` and `delete()`
-    act on the element last returned and keep the walk going. Changing the container any
+    act on the element last returned and keep the walk going; the update takes effect at
+    once, and the walk meets every element once even when the update moves it further
+    along (a new value of the key the cursor walks in order). `close()` (or a `with`
+    block) ends a walk early. Changing the container any
     other way while a cursor walks it makes the cursor raise RuntimeError on its next step
     (as a dict does): the C cursor would otherwise follow a stale reference.
 Record
@@ -88,7 +91,8 @@ Values written
     int fields take int (not float; bool counts as int) within the C type's range, else
     TypeError / RangeError (also an OverflowError). Float fields take int or float. char[N]
     fields take str (encoded UTF-8) or bytes of at most N bytes without NUL, else
-    TypeError / RangeError (also a ValueError) naming the field and N. Text fields take
+    TypeError / RangeError (also a ValueError) naming the field and N; a str with no
+    UTF-8 spelling (a lone surrogate) raises RangeError too. Text fields take
     str (encoded UTF-8, surrogate escapes back to their bytes) or bytes of any length,
     NULs included: insert() inserts and then writes each text (if writing one fails, the
     element is deleted again and the error raised); update() writes the other fields, then
@@ -96,20 +100,34 @@ Values written
     back); fields not given keep their text. Ref fields take an int reference, a Record of
     the target container or None (no element); one that names no live element raises
     NotFoundError, a Record of another container TypeError. Unknown field names
-    raise TypeError listing the record's fields.
+    raise TypeError listing the record's fields. The binding's own arguments (a cursor's
+    name, a container's record or reference, self) are positional-only, so fields and
+    cursor parameters may be called anything (`db.cursor("q", name=3, self=1)`).
 Errors
     P2Error (.code: the P2_* code, .message), with NotFoundError (also a KeyError),
     DuplicateError, RangeError (also ValueError and OverflowError), ClosedError,
     FormatError, MismatchError, BusyError; other codes (P2_ENOMEM, P2_EIO, P2_EINVAL) raise
     P2Error itself. Messages are the C library's (`<prefix>_errmsg`).
 Threads
-    Like the C API, a Database is not thread-safe: use it from one thread at a time.
+    A Database may be shared by threads: every call into the C library (on the database,
+    its containers, cursors and roles) holds the database's lock (a threading.RLock), so
+    calls from several threads are serialised, one at a time, never interleaved inside C.
+    A cursor walked by several threads still raises RuntimeError if another change
+    came in between (as for one thread). Databases of different opens are independent.
+Signals (journalled specs)
+    The journal finds written pages with a SIGSEGV handler. Every call that may write
+    first checks that it is still the installed handler and, if faulthandler.enable(),
+    signal.signal or a crash reporter replaced it, puts it back on top (the other handler
+    still receives every fault that is not a journal page's first write); P2Error if that
+    fails.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import keyword
 import os
+import threading
 import weakref
 from collections.abc import Mapping
 from typing import Any, Optional
@@ -195,8 +213,17 @@ def error_for(code: int, message: str) -> P2Error:
 _INT_BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64, "u8": 8, "u16": 16, "u32": 32, "u64": 64}
 
 
-def _encode(value: Any) -> bytes:
-    return value.encode("utf-8", "surrogateescape") if isinstance(value, str) else bytes(value)
+def _encode(value: Any, what: str = "the value") -> bytes:
+    """str as UTF-8 (surrogate escapes back to their bytes), bytes-likes as they are. A str
+    that has no UTF-8 spelling (a lone surrogate outside the escapes U+DC80..U+DCFF) is a
+    value the field cannot hold: RangeError, like any other value that does not fit."""
+    if not isinstance(value, str):
+        return bytes(value)
+    try:
+        return value.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as e:
+        raise RangeError(f"{what}: {value!r:.80} cannot be encoded as UTF-8 ({e.reason} "
+                         f"at index {e.start})") from None
 
 
 class _Field:
@@ -232,7 +259,7 @@ class _Field:
             if not isinstance(value, (str, bytes, bytearray, memoryview)):
                 raise TypeError(f"{self.what} is text: expected str or bytes, got "
                                 f"{type(value).__name__} {value!r:.80}")
-            data = _encode(value)
+            data = _encode(value, self.what)
             if len(data) >= TEXT_MAX:
                 raise RangeError(f"{self.what} is text: {len(data)} bytes is too long "
                                  f"(at most {TEXT_MAX - 1})")
@@ -257,7 +284,7 @@ class _Field:
         if not isinstance(value, (str, bytes, bytearray, memoryview)):
             raise TypeError(f"{self.what} is {self.spelled}: expected str or bytes, got "
                             f"{type(value).__name__} {value!r}")
-        data = _encode(value)
+        data = _encode(value, self.what)
         if len(data) > self.length:
             raise RangeError(f"{self.what} is {self.spelled}: {value!r} is {len(data)} bytes, "
                              f"longer than {self.length}")
@@ -301,7 +328,7 @@ class Record:
     _fields: tuple = ()
     _name = "record"
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, /, *args, **kwargs):
         raise TypeError(f"{type(self).__name__} records are read from a container "
                         f"(insert, get, find, iteration)")
 
@@ -394,6 +421,7 @@ class _Spec:
         self.c_begin = getattr(lib, f"{p}_begin", None)
         self.c_commit = getattr(lib, f"{p}_commit", None)
         self.c_abort = getattr(lib, f"{p}_abort", None)
+        self.c_guard = getattr(lib, f"{p}_journal_guard", None)
         self.c_errmsg = getattr(lib, f"{p}_errmsg")
         self.c_errcode = getattr(lib, f"{p}_errcode")
         self.c_verify = getattr(lib, f"{p}_verify", None)
@@ -439,7 +467,7 @@ class _Spec:
 
 
 def _cursor_method(name: str, k: dict):
-    def method(self, *args, **params):
+    def method(self, /, *args, **params):
         return self.cursor(name, *args, **params)
     params = ", ".join(f"{q['name']}" for q in k["params"])
     method.__name__ = name
@@ -467,11 +495,13 @@ def bind(ffi, lib, meta: dict):
 # ---------------------------------------------------------------------------
 class Database:
     """An open database: every container of a spec. See the module docstring."""
-    __slots__ = ("_spec_", "_handle_", "_finalizer", "_containers", "dir", "__weakref__")
+    __slots__ = ("_spec_", "_handle_", "_finalizer", "_containers", "dir", "_lock",
+                 "__weakref__")
 
     def __init__(self, spec: _Spec, handle, dir=None):
         self._spec_ = spec
         self._handle_ = handle
+        self._lock = threading.RLock()   # held by every call into C (see _serialised)
         self.dir = dir
         self._finalizer = weakref.finalize(self, spec.c_close, handle)
         self._containers = {}
@@ -487,6 +517,9 @@ class Database:
         for c in self._containers.values():
             for r in c._roles.values():
                 r.partner_role = r.partner._roles[r._meta["partner"]["role"]]
+
+    def _database(self) -> "Database":
+        return self
 
     # -- life cycle ------------------------------------------------------------------
     @property
@@ -585,7 +618,7 @@ class Database:
             raise AttributeError(f"spec {self._spec_.prefix} has no container '{name}' "
                                  f"(containers: {', '.join(self._containers)})") from None
 
-    def cursor(self, name: str, *args, **params) -> "Cursor":
+    def cursor(self, name: str, /, *args, **params) -> "Cursor":
         """Open cursor `name` with its parameters (by position in order of first use in
         its predicate, or by name)."""
         spec = self._spec_
@@ -664,6 +697,9 @@ class Container:
         self._reffields = [f.name for f in self._fields.values() if f.target is not None]
 
     # -- helpers ---------------------------------------------------------------------
+    def _database(self) -> Database:
+        return self._db
+
     def _fail(self, rc: int, what: str = ""):
         return self._spec.error(self._db._handle_, rc, what)
 
@@ -931,7 +967,7 @@ def _find_str(f: _Field, value):
     """A char key to look for: too long a string cannot be there (None)."""
     if not isinstance(value, (str, bytes, bytearray, memoryview)):
         return f.convert(value)  # raises TypeError
-    data = _encode(value)
+    data = _encode(value, f.what)
     if len(data) > f.length or b"\0" in data:
         return None
     return data
@@ -972,7 +1008,13 @@ class Cursor:
         rc = getattr(lib, f"{cprefix}_open")(h, self._cur, *args)
         if rc != P2_OK:
             raise container._fail(rc, f"opening cursor {name}")
+        # what the C cursor remembers of the elements its updates moved ahead is freed at
+        # its end, by close(), or when this object is collected
+        self._close_c = weakref.finalize(self, getattr(lib, f"{cprefix}_close"), self._cur)
         self._version = container._version
+
+    def _database(self) -> Database:
+        return self._container._db
 
     def _check(self):
         c = self._container
@@ -992,14 +1034,26 @@ class Cursor:
         self._check()
         rc = self._next_c(self._cur)
         if rc == P2_END:
-            self._done = True
-            self._current = None
+            self.close()
             raise StopIteration
         if rc != P2_OK:
             raise self._container._fail(rc)
         crec = self._get_c(self._cur)
         self._current = self._container._record(crec, self._ref_c(self._cur))
         return self._current
+
+    def close(self) -> None:
+        """End the walk early (also when the cursor is collected or reaches its end):
+        next() then raises StopIteration."""
+        self._done = True
+        self._current = None
+        self._close_c()
+
+    def __enter__(self) -> "Cursor":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     @property
     def current(self) -> Optional[Record]:
@@ -1013,8 +1067,10 @@ class Cursor:
                           f"(there is none before the first next(), after delete() or at "
                           f"the end)", P2_EINVAL)
 
-    def update(self, **fields) -> Record:
-        """Change fields of the element under the cursor; the walk goes on after it."""
+    def update(self, /, **fields) -> Record:
+        """Change fields of the element under the cursor; the walk goes on after it and
+        does not meet the element again, even if the update moved it further along the
+        walk (a new key of the cursor's order, a new iarray key)."""
         self._check()
         self._on_element("update")
         c = self._container
@@ -1086,6 +1142,9 @@ class Role:
         lib = container._spec.lib
         self._c = {op: getattr(lib, cname) for op, cname in meta["c"].items()
                    if op != "iter"}
+
+    def _database(self) -> Database:
+        return self.container._db
 
     def _owner(self, h, x) -> int:
         """The reference of an element of this role's container (checked to exist)."""
@@ -1185,6 +1244,9 @@ class Links:
     def __iter__(self) -> "Links":
         return self
 
+    def _database(self) -> Database:
+        return self._role.container._db
+
     def __next__(self):
         if self._done:
             raise StopIteration
@@ -1208,3 +1270,45 @@ class Links:
 
     def __repr__(self) -> str:
         return f"<walk of {self._role.container.name}.{self._role.name} of {self._owner}>"
+
+
+# ---------------------------------------------------------------------------
+# One call into C at a time per database (threads), with the journal's handler in place
+# ---------------------------------------------------------------------------
+def _serialised(fn, writes: bool):
+    """fn, holding its database's lock. A call that may write (`writes`) on a journalled
+    database first checks the journal's SIGSEGV handler (and puts it back if the host
+    replaced it: reads never fault, writes do); close closes even if that fails."""
+    if not writes:
+        @functools.wraps(fn)
+        def call(self, /, *args, **kwargs):
+            with self._database()._lock:
+                return fn(self, *args, **kwargs)
+        return call
+
+    @functools.wraps(fn)
+    def call(self, /, *args, **kwargs):
+        db = self._database()
+        with db._lock:
+            h = db._handle_
+            guard = db._spec_.c_guard
+            if guard is not None and h is not None:
+                rc = guard(h)
+                if rc != P2_OK and fn.__name__ != "close":
+                    raise db._spec_.error(h, rc)
+            return fn(self, *args, **kwargs)
+    return call
+
+
+for _cls, _reads, _writes in (
+        (Database, ("verify", "cursor"), ("close", "sync", "_txn")),
+        (Container, ("get", "find", "__len__", "__iter__", "__contains__"),
+         ("insert", "update", "delete", "reserve")),
+        (_PurgeableContainer, (), ("purge",)),
+        (Cursor, ("__next__", "close"), ("update", "delete")),
+        (ManyRole, ("__call__", "refs", "count"), ("add", "remove")),
+        (OneRole, ("ref", "get", "__call__"), ("set",)),
+        (Links, ("__next__",), ())):
+    for _n in _reads + _writes:
+        setattr(_cls, _n, _serialised(_cls.__dict__[_n], _n in _writes))
+del _cls, _reads, _writes, _n

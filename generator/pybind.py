@@ -95,7 +95,8 @@ def cdef(checked: CheckedSpec) -> str:
         out += ["/* journalled files: transactions */",
                 f"int {p}_begin({p}_db *db);",
                 f"int {p}_commit({p}_db *db);",
-                f"int {p}_abort({p}_db *db);", ""]
+                f"int {p}_abort({p}_db *db);",
+                f"int {p}_journal_guard({p}_db *db);", ""]
     for r in checked.records:
         out.append(f"typedef struct {p}_{r.name} {{")
         for f in r.fields:
@@ -136,7 +137,8 @@ def cdef(checked: CheckedSpec) -> str:
                     f"const {R} *{k.p}_get(const {t} *cur);",
                     f"{p}_ref {k.p}_ref(const {t} *cur);",
                     f"int {k.p}_update({t} *cur, const {R} *rec);",
-                    f"int {k.p}_delete({t} *cur);"]
+                    f"int {k.p}_delete({t} *cur);",
+                    f"void {k.p}_close({t} *cur);"]
         out.append("")
     for rel in checked.relationships:
         out.append(f"/* {rel.text()} */")

@@ -277,6 +277,12 @@ class CursorView:
     stop_c: Optional[str]  # C expression on e: past the end of the range
     residual_c: Optional[str]
     comment: str
+    # C expression (uses k, `old`: the element's reference, `rec`: its new record): would
+    # this update put the element elsewhere in this cursor's walk, where the walk could meet
+    # it again? Yes when the storage relocates it or the path's layer orders it by a field
+    # that changes (the Halloween problem; the cursor then remembers it and skips it).
+    relink_c: str = "0"
+    relink_why: str = ""   # the same in words, for the generated comment
 
     @property
     def name(self) -> str:
@@ -326,7 +332,17 @@ def cursor_view(cur: CursorInfo, checked: CheckedSpec) -> CursorView:
     residual = pred.conjunction(cur.plan.residual)
     comment = f"path: {path.layer.describe()} {path.kind} ({path.why}); residual: " \
               f"{cur.plan.residual_text}"
-    return CursorView(cur, t, cur.p, "", cur.params, first, adv, stop, residual, comment)
+    St = info.storage.p
+    relink = [f"{St}_moves(k->_db, old, rec)"]
+    okey = path.layer.key_field_obj
+    if okey is not None and path.layer is not info.storage:
+        relink.append(f"{info.p}__cmp_{okey.name}({St}_elem(k->_db, old)->rec.{okey.name}, "
+                      f"rec->{okey.name}) != 0")
+    why = f"{info.storage.name} storage moves it"
+    if len(relink) > 1:
+        why += f", or its {okey.name} ({path.layer.name}'s key) changes"
+    return CursorView(cur, t, cur.p, "", cur.params, first, adv, stop, residual, comment,
+                      " || ".join(relink), why)
 
 
 def names(checked: CheckedSpec, info: ContainerInfo) -> dict:

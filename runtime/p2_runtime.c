@@ -1097,6 +1097,7 @@ static const p2_journal_opts journal_defaults = {1, 1, UINT64_C(4) << 20};
 static p2_seg *volatile jsegs[MAX_JSEGS];
 static struct sigaction jprev;          /* the SIGSEGV action before ours */
 static int jinstalled;
+static volatile sig_atomic_t jchaining; /* inside the chained call of journal_fault */
 
 static int bit_get(const uint8_t *bits, uint64_t i) { return (bits[i >> 3] >> (i & 7)) & 1; }
 static void bit_set(uint8_t *bits, uint64_t i) { bits[i >> 3] |= (uint8_t)(1u << (i & 7)); }
@@ -1121,32 +1122,74 @@ static void journal_fault(int sig, siginfo_t *si, void *uc)
             return;
         break;
     }
+    /* Back here from the handler we chain to: it faulted, or (as Python's faulthandler
+     * does after printing its report) it put us back and raised the signal again.
+     * Chaining again would recurse without end: take the default action instead. */
+    if (jchaining) {
+        signal(sig, SIG_DFL);
+        return;
+    }
+    jchaining = 1;
     if (jprev.sa_flags & SA_SIGINFO) {
         if (jprev.sa_sigaction != NULL) {
             jprev.sa_sigaction(sig, si, uc);
+            jchaining = 0;
             return;
         }
     } else if (jprev.sa_handler != SIG_DFL && jprev.sa_handler != SIG_IGN) {
         jprev.sa_handler(sig);
+        jchaining = 0;
         return;
     }
+    jchaining = 0;
     signal(sig, SIG_DFL);                /* the faulting access now takes the default action */
+}
+
+static int journal_install(p2_err *err, const char *why)
+{
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = journal_fault;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGSEGV, &sa, &old) != 0) {
+        int e = errno;
+        return p2_err_set(err, P2_EIO, "%s: cannot install the journal's SIGSEGV handler: %s",
+                          why, strerror(e));
+    }
+    jprev = old;
+    jinstalled = 1;
+    return P2_OK;
+}
+
+int p2_journal_guard(p2_err *err)
+{
+    struct sigaction cur;
+    if (!jinstalled)
+        return P2_OK;
+    if (sigaction(SIGSEGV, NULL, &cur) != 0) {
+        int e = errno;
+        return p2_err_set(err, P2_EIO, "cannot read the SIGSEGV action (the journal needs its "
+                          "handler): %s", strerror(e));
+    }
+    if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == journal_fault)
+        return P2_OK;
+    /* Another handler replaced ours (Python's faulthandler.enable() or signal.signal, a
+     * crash reporter): the next write to a journalled page would go to it and crash or
+     * spin.  Put ours back on top; it passes that handler every fault that is not a
+     * journal page's first write, as it passed the one before. */
+    return journal_install(err, "the journal's SIGSEGV handler was replaced by another");
 }
 
 static int journal_register(p2_seg *seg, p2_err *err)
 {
-    if (!jinstalled) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_sigaction = journal_fault;
-        sa.sa_flags = SA_SIGINFO;
-        sigemptyset(&sa.sa_mask);
-        if (sigaction(SIGSEGV, &sa, &jprev) != 0) {
+    if (!jinstalled || p2_journal_guard(NULL) != P2_OK) {
+        int rc = journal_install(NULL, "open");
+        if (rc != P2_OK) {
             int e = errno;
-            return seg_fail(seg, err, P2_EIO, "cannot install the journal's SIGSEGV handler: %s",
+            return seg_fail(seg, err, rc, "cannot install the journal's SIGSEGV handler: %s",
                             strerror(e));
         }
-        jinstalled = 1;
     }
     for (int i = 0; i < MAX_JSEGS; i++) {
         if (jsegs[i] == NULL) {
@@ -2454,4 +2497,122 @@ int p2_seg_close_unclean(p2_seg *seg, p2_err *err)
     close(seg->fd);
     seg_reset(seg);
     return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * Sets of element references (cursors that move the element under them)
+ * ------------------------------------------------------------------------ */
+#define P2_REFSET_EMPTY UINT64_MAX
+
+static uint64_t refset_home(uint64_t ref, uint64_t cap)
+{
+    ref ^= ref >> 33;                      /* a 64-bit mix (murmur3's finaliser) */
+    ref *= UINT64_C(0xff51afd7ed558ccd);
+    ref ^= ref >> 33;
+    return ref & (cap - 1);
+}
+
+static void refset_put(uint64_t *slot, uint64_t cap, uint64_t ref)
+{
+    uint64_t i = refset_home(ref, cap);
+    while (slot[i] != P2_REFSET_EMPTY && slot[i] != ref) i = (i + 1) & (cap - 1);
+    slot[i] = ref;
+}
+
+static uint64_t *refset_table(uint64_t cap)
+{
+    uint64_t *t = malloc(cap * sizeof *t);
+    if (t != NULL) memset(t, 0xff, cap * sizeof *t);   /* every slot P2_REFSET_EMPTY */
+    return t;
+}
+
+int p2_refset_reserve(p2_refset *s, int remap)
+{
+    if ((s->n + 1) * 2 > s->cap) {         /* keep the load at most one half */
+        uint64_t cap = s->cap ? s->cap * 2 : 16, i;
+        uint64_t *t;
+        if (cap > (UINT64_MAX / sizeof *t) / 2) return P2_ENOMEM;
+        t = refset_table(cap);
+        if (t == NULL) return P2_ENOMEM;
+        for (i = 0; i < s->cap; i++)
+            if (s->slot[i] != P2_REFSET_EMPTY) refset_put(t, cap, s->slot[i]);
+        free(s->slot);
+        free(s->spare);
+        s->slot = t;
+        s->spare = NULL;
+        s->cap = cap;
+    }
+    if (remap && s->spare == NULL) {
+        s->spare = refset_table(s->cap);
+        if (s->spare == NULL) return P2_ENOMEM;
+    }
+    return P2_OK;
+}
+
+void p2_refset_add(p2_refset *s, uint64_t ref)
+{
+    uint64_t i;
+    if (s->cap == 0 || ref == P2_REFSET_EMPTY) return;   /* not reserved: nothing to add to */
+    i = refset_home(ref, s->cap);
+    while (s->slot[i] != P2_REFSET_EMPTY) {
+        if (s->slot[i] == ref) return;
+        i = (i + 1) & (s->cap - 1);
+    }
+    if (s->n + 1 >= s->cap) return;        /* not reserved: one slot always stays empty */
+    s->slot[i] = ref;
+    s->n++;
+}
+
+int p2_refset_has(const p2_refset *s, uint64_t ref)
+{
+    uint64_t i;
+    if (s->n == 0 || ref == P2_REFSET_EMPTY) return 0;
+    i = refset_home(ref, s->cap);
+    while (s->slot[i] != P2_REFSET_EMPTY) {
+        if (s->slot[i] == ref) return 1;
+        i = (i + 1) & (s->cap - 1);
+    }
+    return 0;
+}
+
+void p2_refset_del(p2_refset *s, uint64_t ref)
+{
+    uint64_t i, j, mask;
+    if (s->n == 0 || ref == P2_REFSET_EMPTY) return;
+    mask = s->cap - 1;
+    i = refset_home(ref, s->cap);
+    while (s->slot[i] != ref) {
+        if (s->slot[i] == P2_REFSET_EMPTY) return;
+        i = (i + 1) & mask;
+    }
+    /* backward-shift deletion: members after the hole that may live there move up */
+    for (j = (i + 1) & mask; s->slot[j] != P2_REFSET_EMPTY; j = (j + 1) & mask) {
+        uint64_t h = refset_home(s->slot[j], s->cap);
+        if (((j - h) & mask) >= ((j - i) & mask)) {   /* its home is not in (i, j] */
+            s->slot[i] = s->slot[j];
+            i = j;
+        }
+    }
+    s->slot[i] = P2_REFSET_EMPTY;
+    s->n--;
+}
+
+void p2_refset_remap(p2_refset *s, uint64_t (*f)(uint64_t r, uint64_t a, uint64_t b),
+                     uint64_t a, uint64_t b)
+{
+    uint64_t i, *t;
+    if (s->n == 0 || s->spare == NULL) return;
+    t = s->spare;
+    for (i = 0; i < s->cap; i++)
+        if (s->slot[i] != P2_REFSET_EMPTY) refset_put(t, s->cap, f(s->slot[i], a, b));
+    memset(s->slot, 0xff, s->cap * sizeof *s->slot);
+    s->spare = s->slot;                    /* the old table, emptied, is the next spare */
+    s->slot = t;
+}
+
+void p2_refset_free(p2_refset *s)
+{
+    free(s->slot);
+    free(s->spare);
+    memset(s, 0, sizeof *s);
 }

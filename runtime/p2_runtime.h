@@ -411,6 +411,18 @@ int p2_seg_commit(p2_seg *seg, p2_err *err);
  * @return #P2_OK, #P2_ECLOSED, #P2_EINVAL on a plain segment, #P2_EIO. */
 int p2_seg_abort(p2_seg *seg, p2_err *err);
 
+/** Journalled segments find the first write to each page with a SIGSEGV handler
+ *  (installed by the first journalled open, chaining to the handler it displaced
+ *  for every other fault).  A host that installs its own SIGSEGV handler later
+ *  (Python's faulthandler.enable() or signal.signal, a crash reporter) puts
+ *  its handler in front of ours, and the next write to a journalled page would
+ *  crash or spin there.  This checks that ours is still the installed one and,
+ *  if not, installs it again on top, chaining to the new one (which still gets
+ *  every fault that is not a journal page's).  Called by p2_seg_open_journal
+ *  and by the generated begin, commit and journal_guard.
+ * @return #P2_OK, or #P2_EIO (sigaction failed; the message says so). */
+int p2_journal_guard(p2_err *err);
+
 /** Pages changed in the current transaction (0 on a plain segment). */
 uint64_t p2_seg_pending(const p2_seg *seg);
 
@@ -570,6 +582,39 @@ void p2_verify_fail(p2_verify *v, const char *fmt, ...) P2_PRINTF_LIKE(2, 3);
  *  aligned as every block is?  0 for a segment that is not open.  Never reads
  *  outside the header. */
 int p2_seg_contains(const p2_seg *seg, p2_off off, uint64_t len);
+
+/** @} */
+
+/** @defgroup refset Sets of element references (cursors)
+ *
+ *  A cursor that changes the element under it so that the element moves along the
+ *  cursor's own walk (a new key of the order it walks, or storage that relocates the
+ *  element) remembers the element's reference here and skips it when the walk meets it
+ *  again (the Halloween problem). An open-addressing hash set of uint64_t references;
+ *  UINT64_MAX (P2_NIL) is never a member. A zeroed p2_refset is an empty set.
+ *  @{
+ */
+typedef struct p2_refset {
+    uint64_t *slot;    /**< cap slots, UINT64_MAX = empty; NULL while cap is 0 */
+    uint64_t *spare;   /**< cap slots prepared by p2_refset_reserve(s, 1) for a remap */
+    uint64_t cap, n;   /**< slots (0 or a power of two) and members */
+} p2_refset;
+
+/** Make room for one more member without failing later, and (remap != 0) a spare table
+ *  for p2_refset_remap.  P2_OK or P2_ENOMEM (the set unchanged). */
+int p2_refset_reserve(p2_refset *s, int remap);
+/** Add ref (after p2_refset_reserve; adding a member again does nothing). */
+void p2_refset_add(p2_refset *s, uint64_t ref);
+/** Is ref a member? */
+int p2_refset_has(const p2_refset *s, uint64_t ref);
+/** Remove ref if it is a member. */
+void p2_refset_del(p2_refset *s, uint64_t ref);
+/** Replace every member r by f(r, a, b) (an injective map, as when positions shift),
+ *  using the spare table of p2_refset_reserve(s, 1); cannot fail. */
+void p2_refset_remap(p2_refset *s, uint64_t (*f)(uint64_t r, uint64_t a, uint64_t b),
+                     uint64_t a, uint64_t b);
+/** Free the tables: the set is empty (and zeroed) again. */
+void p2_refset_free(p2_refset *s);
 
 /** @} */
 

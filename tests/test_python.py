@@ -587,3 +587,134 @@ def test_reserve_presizes_without_changing_contents(tmp_path_factory):
             db.h.reserve(-1)
     with mod.open(d) as db:
         assert len(db.i) == 1000
+
+
+# ---------------------------------------------------------------------------
+# user-chosen names as keywords; values without a UTF-8 spelling (issue 16, item 14)
+# ---------------------------------------------------------------------------
+NAMES = """
+record thing { id: u32; self: i32; name: char[8]; body: text; }
+container things of thing = top2ds_qualify[hash[array[transient]]] with hash(key = id);
+cursor q on things where self == $self and id > $name;
+cursor named on things where name == $name;
+"""
+
+
+@pytest.fixture(scope="module")
+def names(tmp_path_factory):
+    gen, _ = _build(tmp_path_factory, "p2t_names", NAMES)
+    return _import(gen, "p2t_names")
+
+
+def test_binding_arguments_do_not_shadow_user_names(names, tmp_path):
+    """A cursor parameter $name or $self and a field `self` pass by keyword: the binding's
+    own arguments (the cursor's name, self) are positional-only."""
+    with names.open(tmp_path) as d:
+        for i in range(6):
+            d.things.insert(id=i, self=i % 2, name=f"n{i}")
+        assert ids(d.cursor("q", name=1, self=1)) == [3, 5]
+        assert ids(d.cursor("q", self=0, name=0)) == [2, 4]
+        assert ids(d.q(name=2, self=1)) == [3, 5]
+        assert ids(d.q(self=1, name=4)) == [5]
+        assert ids(d.cursor("named", name="n3")) == [3]
+        assert ids(d.named(name="n4")) == [4]
+        cur = d.q(self=0, name=0)
+        for rec in cur:
+            assert cur.update(self=rec.self + 10).self == 10
+        assert sorted(r.self for r in d.things) == [0, 1, 1, 1, 10, 10]
+        t = d.things.find(id=1)
+        assert d.things.update(t, self=7).self == 7
+        with pytest.raises(TypeError, match="given twice"):
+            d.cursor("q", 1, 2, name=3)
+
+
+def test_lone_surrogate_is_a_range_error(names, db, tmp_path):
+    """A str with no UTF-8 spelling (a lone surrogate) in a char[N] field, a text field, a
+    cursor parameter or a find key raises the binding's RangeError (a ValueError), naming
+    what it was for; surrogate escapes of undecodable bytes still round-trip."""
+    bad = "a\ud800b"
+    with pytest.raises(pyapi.RangeError, match=r"field 'name' of account.*UTF-8") as ei:
+        db.accounts.insert(id=1, name=bad)
+    assert isinstance(ei.value, ValueError) and ei.value.code == pyapi.P2_ERANGE
+    assert len(db.accounts) == 0
+    with pytest.raises(pyapi.RangeError, match=r"\$n.*UTF-8"):
+        db.by_name(n=bad)
+    with names.open(tmp_path) as d:
+        t = d.things.insert(id=1, body="ok")
+        with pytest.raises(pyapi.RangeError, match="field 'body'.*UTF-8"):
+            d.things.update(t, body=bad)
+        with pytest.raises(pyapi.RangeError, match="field 'body'.*UTF-8"):
+            d.things.insert(id=2, body="\udfff")
+        assert [r.body for r in d.things] == ["ok"]
+        with pytest.raises(pyapi.RangeError, match=r"\$name.*UTF-8"):
+            d.named(name=bad)
+        esc = b"\xff\xfe".decode("utf-8", "surrogateescape")
+        assert d.things.insert(id=3, name=esc, body=esc).name == esc
+        assert d.things.find(id=3).body.encode("utf-8", "surrogateescape") == b"\xff\xfe"
+
+
+# ---------------------------------------------------------------------------
+# the Halloween problem: cursor updates of the key the walk is ordered by (item 12)
+# ---------------------------------------------------------------------------
+ORDERS = """
+record purchase { id: u32; price: i64; cust: i32; }
+container by_avl of purchase = top2ds_qualify[avl(key = price)[array[transient]]];
+container by_qsort of purchase = top2ds_qualify[qsort(key = price)[transient]];
+container by_hash of purchase
+    = top2ds_qualify[hash(key = cust, buckets = 2)[odlist(key = price)[malloc[transient]]]];
+container by_id of purchase
+    = top2ds_qualify[iarray(key = id, max_key = 100000)[transient]];
+cursor avl_price on by_avl where price > $min order by price;
+cursor qsort_price on by_qsort where price > $min order by price;
+cursor odlist_price on by_hash where price > $min order by price;
+cursor hash_cust on by_hash where cust == $c;
+cursor ids on by_id where id >= $lo;
+"""
+
+
+@pytest.fixture(scope="module")
+def orders(tmp_path_factory):
+    gen, _ = _build(tmp_path_factory, "p2t_orders", ORDERS)
+    return _import(gen, "p2t_orders")
+
+
+def test_cursor_updates_of_the_walk_key_meet_each_element_once(orders, tmp_path):
+    """`for o in cur: cur.update(price=o.price + 1000)` over an `order by price` cursor
+    (avl, qsort, odlist), `cur.update(cust=...)` over a hash walk on cust and
+    `cur.update(id=o.id + 1)` over an iarray walk (each update moves the element ahead of
+    the cursor): every element is met once, and the updates all took effect."""
+    with orders.open(tmp_path) as d:
+        for c in (d.by_avl, d.by_qsort, d.by_hash, d.by_id):
+            for i in range(10):
+                c.insert(id=i * 2, price=i * 10, cust=i % 2)
+        for cname, cursor in (("by_avl", d.avl_price), ("by_qsort", d.qsort_price),
+                              ("by_hash", d.odlist_price)):
+            met = []
+            cur = cursor(min=-1)
+            for o in cur:
+                met.append(o.id)
+                assert cur.update(price=o.price + 1000).price == o.price + 1000
+            assert sorted(met) == list(range(0, 20, 2)), cname
+            assert sorted(r.price for r in d.container(cname)) == \
+                [i * 10 + 1000 for i in range(10)]
+        cur = d.hash_cust(c=0)
+        met = []
+        for o in cur:
+            met.append(o.id)
+            cur.update(cust=o.cust + 2)
+        assert sorted(met) == [0, 4, 8, 12, 16]
+        assert sorted(r.cust for r in d.by_hash) == [1] * 5 + [2] * 5
+        cur = d.ids(lo=0)
+        met = []
+        for o in cur:
+            met.append(o.id)
+            assert cur.update(id=o.id + 1).id == o.id + 1
+        assert met == list(range(0, 20, 2))
+        assert sorted(r.id for r in d.by_id) == list(range(1, 21, 2))
+        # a walk abandoned early (its cursor remembers moved elements) can be closed
+        with d.avl_price(min=-1) as cur:
+            for o in cur:
+                cur.update(price=o.price + 5)
+                break
+        assert next(cur, None) is None
+

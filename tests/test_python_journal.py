@@ -95,3 +95,106 @@ def test_transactions_need_a_journal(tmp_path):
     with mod.open() as db:
         with pytest.raises(TypeError, match="journal"):
             db.commit()
+
+
+# ---------------------------------------------------------------------------
+# hostile hosts: other SIGSEGV handlers, threads (issue 16, item 13). Each runs in a
+# child process with a timeout: a crash or a hang fails the test instead of the run.
+# ---------------------------------------------------------------------------
+def _child(gen, tmp_path, body: str, timeout: int = 120):
+    code = (f"import sys\nsys.path.insert(0, {gen.out_dir!r})\nimport p2tj\n"
+            f"DIR = {str(tmp_path)!r}\n" + textwrap.dedent(body))
+    try:
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"the child hung (killed after {timeout} s): {e.stderr!r}")
+
+
+WRITES = """
+acc = db.p2tj_accounts
+for i in range(300):
+    acc.insert(id=i, balance=i, note="n" * (i % 50))
+db.commit()
+for r in list(acc):
+    acc.update(r, balance=r.balance + 1)
+db.commit()
+assert sum(r.balance for r in acc if r.id < 300) == sum(range(1, 301)), "lost updates"
+assert db.verify() == []
+db.close()
+with p2tj.open(DIR) as db2:
+    assert len(db2.p2tj_accounts) == 301 and db2.p2tj_accounts.find(7).balance == 8
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("install", [
+    "import faulthandler; faulthandler.enable()",
+    "import signal; signal.signal(signal.SIGSEGV, lambda *a: None)",
+    "import signal; signal.signal(signal.SIGSEGV, signal.SIG_DFL)",
+])
+def test_a_sigsegv_handler_installed_after_open_does_not_break_writes(gen, tmp_path, install):
+    """faulthandler.enable() (as pytest does), a Python-level SIGSEGV handler or the
+    default action, installed while a journalled database is open: writes go on (the
+    binding puts the journal's handler back on top before each call), no crash, no hang."""
+    r = _child(gen, tmp_path, f"db = p2tj.open(DIR)\ndb.p2tj_accounts.insert(id=1000)\n"
+                              f"db.commit()\n{install}\n" + WRITES)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stderr[-3000:])
+    assert "Fatal Python error" not in r.stderr
+
+
+def test_faulthandler_still_reports_a_real_crash(gen, tmp_path):
+    """With the journal's handler back on top of faulthandler's, a genuine segmentation
+    fault still reaches faulthandler (its report) and kills the process: no endless
+    re-raising between the two handlers."""
+    r = _child(gen, tmp_path, """
+        import ctypes, faulthandler
+        db = p2tj.open(DIR)
+        faulthandler.enable()
+        db.p2tj_accounts.insert(id=1, balance=2)    # the journal's handler goes back on top
+        db.commit()
+        print("wrote", flush=True)
+        ctypes.string_at(0)                          # a real crash
+        print("survived")
+        """)
+    assert r.stdout.strip() == "wrote", (r.stdout, r.stderr[-2000:])
+    assert r.returncode != 0 and "Fatal Python error: Segmentation fault" in r.stderr
+
+
+def test_threads_sharing_one_database_are_serialised(gen, tmp_path):
+    """Four threads on one journalled Database (inserts, updates, finds, cursor walks
+    with cursor updates, commits): every call runs alone inside C; nothing crashes and
+    every thread's work is there."""
+    r = _child(gen, tmp_path, """
+        import threading, faulthandler
+        faulthandler.enable()
+        db = p2tj.open(DIR)
+        acc = db.p2tj_accounts
+        errors = []
+        def work(t):
+            try:
+                for i in range(400):
+                    key = t * 10_000 + i
+                    acc.insert(id=key, balance=0, note="t%d" % t)
+                    r = acc.find(key)
+                    acc.update(r, balance=r.balance + 1)
+                    if i % 50 == 0:
+                        db.commit()
+                        len(acc)
+                        try:
+                            for x in acc:
+                                pass
+                        except RuntimeError as e:   # another thread changed acc meanwhile
+                            assert "changed during iteration" in str(e), e
+            except Exception as e:
+                errors.append(repr(e))
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+        for th in threads: th.start()
+        for th in threads: th.join()
+        db.commit()
+        assert not errors, errors
+        print(len(acc), sum(r.balance for r in acc), db.verify())
+        """, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    n, total, problems = r.stdout.split(" ", 2)
+    assert int(n) == int(total) == 1600 and problems.strip() == "[]", r.stdout

@@ -311,6 +311,7 @@ static P(comp) comp_rec(const char *id, const char *root)
             if (P(C##_all_ref)(&k) == (ref)) { found_ = 1; break; }                   \
         if (!found_) { puts("rc 2"); break; }                                         \
         body;                                                                         \
+        P(C##_all_close)(&k);   /* the walk stops here: free what it may remember */  \
     } while (0)
 
 static void do_open(void)

@@ -69,6 +69,7 @@ typedef struct inventory_parts__find_kind_cursor {
     inventory_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     char _p_kind[12];
 } inventory_parts__find_kind_cursor;
 
@@ -77,6 +78,7 @@ typedef struct inventory_parts__find_weight_g_cursor {
     inventory_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     double _p_weight_g;
 } inventory_parts__find_weight_g_cursor;
 
@@ -85,6 +87,7 @@ typedef struct inventory_parts__find_id_cursor {
     inventory_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     uint32_t _p_id;
 } inventory_parts__find_id_cursor;
 
@@ -117,6 +120,7 @@ typedef struct inventory_suppliers__find_id_cursor {
     inventory_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     uint64_t _p_id;
 } inventory_suppliers__find_id_cursor;
 
@@ -125,6 +129,7 @@ typedef struct inventory_suppliers__find_name_cursor {
     inventory_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     char _p_name[24];
 } inventory_suppliers__find_name_cursor;
 
@@ -155,6 +160,7 @@ typedef struct inventory_shipments__find_day_cursor {
     inventory_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     uint32_t _p_day;
 } inventory_shipments__find_day_cursor;
 
@@ -1099,12 +1105,18 @@ static inline int inventory_parts__top2ds_qualify_parts_of_kind_next(inventory_p
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = inventory_parts__top2ds_qualify_parts_of_kind_advance(k, ref)) {
         const inventory_parts_elem *e = inventory_parts__iarray_elem(k->_db, ref);
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         if (!((e->rec.stock > ((int32_t)0)))) continue;
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -1113,6 +1125,7 @@ static inline int inventory_parts__top2ds_qualify_parts_of_kind_delete(inventory
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_parts__top2ds_qualify_parts_of_kind_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     inventory_parts__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = inventory_parts__iarray_ref_after_remove(next, cur);
     k->_pending = next;
@@ -1121,11 +1134,18 @@ static inline int inventory_parts__top2ds_qualify_parts_of_kind_delete(inventory
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when iarray storage moves it, or its kind (hash's key) changes)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int inventory_parts__top2ds_qualify_parts_of_kind_update(inventory_parts_of_kind_cursor *k, const inventory_part *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_parts__top2ds_qualify_parts_of_kind_advance(k, old);
-    int rc = inventory_parts__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = inventory_parts__iarray_moves(k->_db, old, rec) || inventory_parts__cmp_kind(inventory_parts__iarray_elem(k->_db, old)->rec.kind, rec->kind) != 0;
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor parts_of_kind: out of memory for the elements it moved");
+    rc = inventory_parts__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -1134,6 +1154,10 @@ static inline int inventory_parts__top2ds_qualify_parts_of_kind_update(inventory
         return rc;
     }
     if (next != P2_NIL && ref != old) next = inventory_parts__iarray_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -1158,11 +1182,17 @@ static inline int inventory_parts__top2ds_qualify_light_parts_next(inventory_lig
     for (; ref != P2_NIL; ref = inventory_parts__top2ds_qualify_light_parts_advance(k, ref)) {
         const inventory_parts_elem *e = inventory_parts__iarray_elem(k->_db, ref);
         if (inventory_parts__cmp_weight_g(e->rec.weight_g, k->_p_max_g) >= 0) break;  /* past the end of the range */
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -1171,6 +1201,7 @@ static inline int inventory_parts__top2ds_qualify_light_parts_delete(inventory_l
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_parts__top2ds_qualify_light_parts_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     inventory_parts__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = inventory_parts__iarray_ref_after_remove(next, cur);
     k->_pending = next;
@@ -1179,11 +1210,18 @@ static inline int inventory_parts__top2ds_qualify_light_parts_delete(inventory_l
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when iarray storage moves it, or its weight_g (avl's key) changes)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int inventory_parts__top2ds_qualify_light_parts_update(inventory_light_parts_cursor *k, const inventory_part *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_parts__top2ds_qualify_light_parts_advance(k, old);
-    int rc = inventory_parts__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = inventory_parts__iarray_moves(k->_db, old, rec) || inventory_parts__cmp_weight_g(inventory_parts__iarray_elem(k->_db, old)->rec.weight_g, rec->weight_g) != 0;
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor light_parts: out of memory for the elements it moved");
+    rc = inventory_parts__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -1192,6 +1230,10 @@ static inline int inventory_parts__top2ds_qualify_light_parts_update(inventory_l
         return rc;
     }
     if (next != P2_NIL && ref != old) next = inventory_parts__iarray_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -1216,11 +1258,17 @@ static inline int inventory_parts__top2ds_qualify_parts_in_range_next(inventory_
     for (; ref != P2_NIL; ref = inventory_parts__top2ds_qualify_parts_in_range_advance(k, ref)) {
         const inventory_parts_elem *e = inventory_parts__iarray_elem(k->_db, ref);
         if (inventory_parts__cmp_id(e->rec.id, k->_p_hi) > 0) break;  /* past the end of the range */
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -1229,6 +1277,7 @@ static inline int inventory_parts__top2ds_qualify_parts_in_range_delete(inventor
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_parts__top2ds_qualify_parts_in_range_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     inventory_parts__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = inventory_parts__iarray_ref_after_remove(next, cur);
     k->_pending = next;
@@ -1237,11 +1286,18 @@ static inline int inventory_parts__top2ds_qualify_parts_in_range_delete(inventor
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when iarray storage moves it)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int inventory_parts__top2ds_qualify_parts_in_range_update(inventory_parts_in_range_cursor *k, const inventory_part *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_parts__top2ds_qualify_parts_in_range_advance(k, old);
-    int rc = inventory_parts__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = inventory_parts__iarray_moves(k->_db, old, rec);
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor parts_in_range: out of memory for the elements it moved");
+    rc = inventory_parts__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -1250,6 +1306,10 @@ static inline int inventory_parts__top2ds_qualify_parts_in_range_update(inventor
         return rc;
     }
     if (next != P2_NIL && ref != old) next = inventory_parts__iarray_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -1272,11 +1332,17 @@ static inline int inventory_parts__top2ds_qualify_find_kind_next(inventory_parts
     else ref = inventory_parts__top2ds_qualify_find_kind_advance(k, k->_cur);
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = inventory_parts__top2ds_qualify_find_kind_advance(k, ref)) {
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -1285,6 +1351,7 @@ static inline int inventory_parts__top2ds_qualify_find_kind_delete(inventory_par
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_parts__top2ds_qualify_find_kind_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     inventory_parts__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = inventory_parts__iarray_ref_after_remove(next, cur);
     k->_pending = next;
@@ -1293,11 +1360,18 @@ static inline int inventory_parts__top2ds_qualify_find_kind_delete(inventory_par
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when iarray storage moves it, or its kind (hash's key) changes)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int inventory_parts__top2ds_qualify_find_kind_update(inventory_parts__find_kind_cursor *k, const inventory_part *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_parts__top2ds_qualify_find_kind_advance(k, old);
-    int rc = inventory_parts__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = inventory_parts__iarray_moves(k->_db, old, rec) || inventory_parts__cmp_kind(inventory_parts__iarray_elem(k->_db, old)->rec.kind, rec->kind) != 0;
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor find_kind: out of memory for the elements it moved");
+    rc = inventory_parts__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -1306,6 +1380,10 @@ static inline int inventory_parts__top2ds_qualify_find_kind_update(inventory_par
         return rc;
     }
     if (next != P2_NIL && ref != old) next = inventory_parts__iarray_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -1330,11 +1408,17 @@ static inline int inventory_parts__top2ds_qualify_find_weight_g_next(inventory_p
     for (; ref != P2_NIL; ref = inventory_parts__top2ds_qualify_find_weight_g_advance(k, ref)) {
         const inventory_parts_elem *e = inventory_parts__iarray_elem(k->_db, ref);
         if (inventory_parts__cmp_weight_g(e->rec.weight_g, k->_p_weight_g) > 0) break;  /* past the end of the range */
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -1343,6 +1427,7 @@ static inline int inventory_parts__top2ds_qualify_find_weight_g_delete(inventory
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_parts__top2ds_qualify_find_weight_g_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     inventory_parts__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = inventory_parts__iarray_ref_after_remove(next, cur);
     k->_pending = next;
@@ -1351,11 +1436,18 @@ static inline int inventory_parts__top2ds_qualify_find_weight_g_delete(inventory
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when iarray storage moves it, or its weight_g (avl's key) changes)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int inventory_parts__top2ds_qualify_find_weight_g_update(inventory_parts__find_weight_g_cursor *k, const inventory_part *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_parts__top2ds_qualify_find_weight_g_advance(k, old);
-    int rc = inventory_parts__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = inventory_parts__iarray_moves(k->_db, old, rec) || inventory_parts__cmp_weight_g(inventory_parts__iarray_elem(k->_db, old)->rec.weight_g, rec->weight_g) != 0;
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor find_weight_g: out of memory for the elements it moved");
+    rc = inventory_parts__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -1364,6 +1456,10 @@ static inline int inventory_parts__top2ds_qualify_find_weight_g_update(inventory
         return rc;
     }
     if (next != P2_NIL && ref != old) next = inventory_parts__iarray_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -1386,11 +1482,17 @@ static inline int inventory_parts__top2ds_qualify_find_id_next(inventory_parts__
     else ref = inventory_parts__top2ds_qualify_find_id_advance(k, k->_cur);
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = inventory_parts__top2ds_qualify_find_id_advance(k, ref)) {
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -1399,6 +1501,7 @@ static inline int inventory_parts__top2ds_qualify_find_id_delete(inventory_parts
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_parts__top2ds_qualify_find_id_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     inventory_parts__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = inventory_parts__iarray_ref_after_remove(next, cur);
     k->_pending = next;
@@ -1407,11 +1510,18 @@ static inline int inventory_parts__top2ds_qualify_find_id_delete(inventory_parts
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when iarray storage moves it)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int inventory_parts__top2ds_qualify_find_id_update(inventory_parts__find_id_cursor *k, const inventory_part *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_parts__top2ds_qualify_find_id_advance(k, old);
-    int rc = inventory_parts__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = inventory_parts__iarray_moves(k->_db, old, rec);
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor find_id: out of memory for the elements it moved");
+    rc = inventory_parts__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -1420,6 +1530,10 @@ static inline int inventory_parts__top2ds_qualify_find_id_update(inventory_parts
         return rc;
     }
     if (next != P2_NIL && ref != old) next = inventory_parts__iarray_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -1442,11 +1556,17 @@ static inline int inventory_parts__top2ds_qualify_all_next(inventory_parts_all_c
     else ref = inventory_parts__top2ds_qualify_all_advance(k, k->_cur);
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = inventory_parts__top2ds_qualify_all_advance(k, ref)) {
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -1455,6 +1575,7 @@ static inline int inventory_parts__top2ds_qualify_all_delete(inventory_parts_all
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_parts__top2ds_qualify_all_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     inventory_parts__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = inventory_parts__iarray_ref_after_remove(next, cur);
     k->_pending = next;
@@ -1463,11 +1584,18 @@ static inline int inventory_parts__top2ds_qualify_all_delete(inventory_parts_all
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when iarray storage moves it)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int inventory_parts__top2ds_qualify_all_update(inventory_parts_all_cursor *k, const inventory_part *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_parts__top2ds_qualify_all_advance(k, old);
-    int rc = inventory_parts__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = inventory_parts__iarray_moves(k->_db, old, rec);
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor all: out of memory for the elements it moved");
+    rc = inventory_parts__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -1476,6 +1604,10 @@ static inline int inventory_parts__top2ds_qualify_all_update(inventory_parts_all
         return rc;
     }
     if (next != P2_NIL && ref != old) next = inventory_parts__iarray_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -1667,6 +1799,13 @@ int inventory_parts_of_kind_update(inventory_parts_of_kind_cursor *cur, const in
     return inventory_parts__top2ds_qualify_parts_of_kind_update(cur, rec);
 }
 
+void inventory_parts_of_kind_close(inventory_parts_of_kind_cursor *cur)
+{
+    if (!cur) return;
+    p2_refset_free(&cur->_seen);
+    if (cur->_db) cur->_state = 3;
+}
+
 int inventory_parts_of_kind_delete(inventory_parts_of_kind_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
@@ -1708,6 +1847,13 @@ int inventory_light_parts_update(inventory_light_parts_cursor *cur, const invent
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "inventory_light_parts_update: rec is NULL");
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor light_parts is not on an element");
     return inventory_parts__top2ds_qualify_light_parts_update(cur, rec);
+}
+
+void inventory_light_parts_close(inventory_light_parts_cursor *cur)
+{
+    if (!cur) return;
+    p2_refset_free(&cur->_seen);
+    if (cur->_db) cur->_state = 3;
 }
 
 int inventory_light_parts_delete(inventory_light_parts_cursor *cur)
@@ -1754,6 +1900,13 @@ int inventory_parts_in_range_update(inventory_parts_in_range_cursor *cur, const 
     return inventory_parts__top2ds_qualify_parts_in_range_update(cur, rec);
 }
 
+void inventory_parts_in_range_close(inventory_parts_in_range_cursor *cur)
+{
+    if (!cur) return;
+    p2_refset_free(&cur->_seen);
+    if (cur->_db) cur->_state = 3;
+}
+
 int inventory_parts_in_range_delete(inventory_parts_in_range_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
@@ -1794,6 +1947,13 @@ int inventory_parts_all_update(inventory_parts_all_cursor *cur, const inventory_
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "inventory_parts_all_update: rec is NULL");
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return inventory_parts__top2ds_qualify_all_update(cur, rec);
+}
+
+void inventory_parts_all_close(inventory_parts_all_cursor *cur)
+{
+    if (!cur) return;
+    p2_refset_free(&cur->_seen);
+    if (cur->_db) cur->_state = 3;
 }
 
 int inventory_parts_all_delete(inventory_parts_all_cursor *cur)
@@ -2447,12 +2607,18 @@ static inline int inventory_suppliers__top2ds_qualify_suppliers_by_name_next(inv
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = inventory_suppliers__top2ds_qualify_suppliers_by_name_advance(k, ref)) {
         const inventory_suppliers_elem *e = inventory_suppliers__malloc_elem(k->_db, ref);
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         if (!((e->rec.rating >= k->_p_min_rating))) continue;
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -2461,6 +2627,7 @@ static inline int inventory_suppliers__top2ds_qualify_suppliers_by_name_delete(i
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_suppliers__top2ds_qualify_suppliers_by_name_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     inventory_suppliers__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = inventory_suppliers__malloc_ref_after_remove(next, cur);
     k->_pending = next;
@@ -2469,11 +2636,18 @@ static inline int inventory_suppliers__top2ds_qualify_suppliers_by_name_delete(i
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when malloc storage moves it, or its name (odlist's key) changes)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int inventory_suppliers__top2ds_qualify_suppliers_by_name_update(inventory_suppliers_by_name_cursor *k, const inventory_supplier *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_suppliers__top2ds_qualify_suppliers_by_name_advance(k, old);
-    int rc = inventory_suppliers__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = inventory_suppliers__malloc_moves(k->_db, old, rec) || inventory_suppliers__cmp_name(inventory_suppliers__malloc_elem(k->_db, old)->rec.name, rec->name) != 0;
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor suppliers_by_name: out of memory for the elements it moved");
+    rc = inventory_suppliers__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -2482,6 +2656,10 @@ static inline int inventory_suppliers__top2ds_qualify_suppliers_by_name_update(i
         return rc;
     }
     if (next != P2_NIL && ref != old) next = inventory_suppliers__malloc_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -2505,12 +2683,18 @@ static inline int inventory_suppliers__top2ds_qualify_suppliers_in_next(inventor
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = inventory_suppliers__top2ds_qualify_suppliers_in_advance(k, ref)) {
         const inventory_suppliers_elem *e = inventory_suppliers__malloc_elem(k->_db, ref);
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         if (!((p2_fixstr_cmp(e->rec.city, 16, k->_p_city, 16) == 0))) continue;
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -2519,6 +2703,7 @@ static inline int inventory_suppliers__top2ds_qualify_suppliers_in_delete(invent
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_suppliers__top2ds_qualify_suppliers_in_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     inventory_suppliers__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = inventory_suppliers__malloc_ref_after_remove(next, cur);
     k->_pending = next;
@@ -2527,11 +2712,18 @@ static inline int inventory_suppliers__top2ds_qualify_suppliers_in_delete(invent
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when malloc storage moves it, or its name (odlist's key) changes)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int inventory_suppliers__top2ds_qualify_suppliers_in_update(inventory_suppliers_in_cursor *k, const inventory_supplier *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_suppliers__top2ds_qualify_suppliers_in_advance(k, old);
-    int rc = inventory_suppliers__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = inventory_suppliers__malloc_moves(k->_db, old, rec) || inventory_suppliers__cmp_name(inventory_suppliers__malloc_elem(k->_db, old)->rec.name, rec->name) != 0;
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor suppliers_in: out of memory for the elements it moved");
+    rc = inventory_suppliers__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -2540,6 +2732,10 @@ static inline int inventory_suppliers__top2ds_qualify_suppliers_in_update(invent
         return rc;
     }
     if (next != P2_NIL && ref != old) next = inventory_suppliers__malloc_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -2562,11 +2758,17 @@ static inline int inventory_suppliers__top2ds_qualify_find_id_next(inventory_sup
     else ref = inventory_suppliers__top2ds_qualify_find_id_advance(k, k->_cur);
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = inventory_suppliers__top2ds_qualify_find_id_advance(k, ref)) {
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -2575,6 +2777,7 @@ static inline int inventory_suppliers__top2ds_qualify_find_id_delete(inventory_s
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_suppliers__top2ds_qualify_find_id_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     inventory_suppliers__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = inventory_suppliers__malloc_ref_after_remove(next, cur);
     k->_pending = next;
@@ -2583,11 +2786,18 @@ static inline int inventory_suppliers__top2ds_qualify_find_id_delete(inventory_s
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when malloc storage moves it, or its id (hash's key) changes)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int inventory_suppliers__top2ds_qualify_find_id_update(inventory_suppliers__find_id_cursor *k, const inventory_supplier *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_suppliers__top2ds_qualify_find_id_advance(k, old);
-    int rc = inventory_suppliers__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = inventory_suppliers__malloc_moves(k->_db, old, rec) || inventory_suppliers__cmp_id(inventory_suppliers__malloc_elem(k->_db, old)->rec.id, rec->id) != 0;
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor find_id: out of memory for the elements it moved");
+    rc = inventory_suppliers__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -2596,6 +2806,10 @@ static inline int inventory_suppliers__top2ds_qualify_find_id_update(inventory_s
         return rc;
     }
     if (next != P2_NIL && ref != old) next = inventory_suppliers__malloc_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -2620,11 +2834,17 @@ static inline int inventory_suppliers__top2ds_qualify_find_name_next(inventory_s
     for (; ref != P2_NIL; ref = inventory_suppliers__top2ds_qualify_find_name_advance(k, ref)) {
         const inventory_suppliers_elem *e = inventory_suppliers__malloc_elem(k->_db, ref);
         if (inventory_suppliers__cmp_name(e->rec.name, k->_p_name) > 0) break;  /* past the end of the range */
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -2633,6 +2853,7 @@ static inline int inventory_suppliers__top2ds_qualify_find_name_delete(inventory
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_suppliers__top2ds_qualify_find_name_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     inventory_suppliers__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = inventory_suppliers__malloc_ref_after_remove(next, cur);
     k->_pending = next;
@@ -2641,11 +2862,18 @@ static inline int inventory_suppliers__top2ds_qualify_find_name_delete(inventory
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when malloc storage moves it, or its name (odlist's key) changes)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int inventory_suppliers__top2ds_qualify_find_name_update(inventory_suppliers__find_name_cursor *k, const inventory_supplier *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_suppliers__top2ds_qualify_find_name_advance(k, old);
-    int rc = inventory_suppliers__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = inventory_suppliers__malloc_moves(k->_db, old, rec) || inventory_suppliers__cmp_name(inventory_suppliers__malloc_elem(k->_db, old)->rec.name, rec->name) != 0;
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor find_name: out of memory for the elements it moved");
+    rc = inventory_suppliers__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -2654,6 +2882,10 @@ static inline int inventory_suppliers__top2ds_qualify_find_name_update(inventory
         return rc;
     }
     if (next != P2_NIL && ref != old) next = inventory_suppliers__malloc_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -2676,11 +2908,17 @@ static inline int inventory_suppliers__top2ds_qualify_all_next(inventory_supplie
     else ref = inventory_suppliers__top2ds_qualify_all_advance(k, k->_cur);
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = inventory_suppliers__top2ds_qualify_all_advance(k, ref)) {
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -2689,6 +2927,7 @@ static inline int inventory_suppliers__top2ds_qualify_all_delete(inventory_suppl
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_suppliers__top2ds_qualify_all_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     inventory_suppliers__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = inventory_suppliers__malloc_ref_after_remove(next, cur);
     k->_pending = next;
@@ -2697,11 +2936,18 @@ static inline int inventory_suppliers__top2ds_qualify_all_delete(inventory_suppl
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when malloc storage moves it, or its name (odlist's key) changes)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int inventory_suppliers__top2ds_qualify_all_update(inventory_suppliers_all_cursor *k, const inventory_supplier *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_suppliers__top2ds_qualify_all_advance(k, old);
-    int rc = inventory_suppliers__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = inventory_suppliers__malloc_moves(k->_db, old, rec) || inventory_suppliers__cmp_name(inventory_suppliers__malloc_elem(k->_db, old)->rec.name, rec->name) != 0;
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor all: out of memory for the elements it moved");
+    rc = inventory_suppliers__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -2710,6 +2956,10 @@ static inline int inventory_suppliers__top2ds_qualify_all_update(inventory_suppl
         return rc;
     }
     if (next != P2_NIL && ref != old) next = inventory_suppliers__malloc_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -3088,6 +3338,13 @@ int inventory_suppliers_by_name_update(inventory_suppliers_by_name_cursor *cur, 
     return inventory_suppliers__delflag_suppliers_by_name_update(cur, rec);
 }
 
+void inventory_suppliers_by_name_close(inventory_suppliers_by_name_cursor *cur)
+{
+    if (!cur) return;
+    p2_refset_free(&cur->_seen);
+    if (cur->_db) cur->_state = 3;
+}
+
 int inventory_suppliers_by_name_delete(inventory_suppliers_by_name_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
@@ -3133,6 +3390,13 @@ int inventory_suppliers_in_update(inventory_suppliers_in_cursor *cur, const inve
     return inventory_suppliers__delflag_suppliers_in_update(cur, rec);
 }
 
+void inventory_suppliers_in_close(inventory_suppliers_in_cursor *cur)
+{
+    if (!cur) return;
+    p2_refset_free(&cur->_seen);
+    if (cur->_db) cur->_state = 3;
+}
+
 int inventory_suppliers_in_delete(inventory_suppliers_in_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
@@ -3173,6 +3437,13 @@ int inventory_suppliers_all_update(inventory_suppliers_all_cursor *cur, const in
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "inventory_suppliers_all_update: rec is NULL");
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return inventory_suppliers__delflag_all_update(cur, rec);
+}
+
+void inventory_suppliers_all_close(inventory_suppliers_all_cursor *cur)
+{
+    if (!cur) return;
+    p2_refset_free(&cur->_seen);
+    if (cur->_db) cur->_state = 3;
 }
 
 int inventory_suppliers_all_delete(inventory_suppliers_all_cursor *cur)
@@ -3928,11 +4199,17 @@ static inline int inventory_shipments__top2ds_qualify_shipments_between_next(inv
     for (; ref != P2_NIL; ref = inventory_shipments__top2ds_qualify_shipments_between_advance(k, ref)) {
         const inventory_shipments_elem *e = inventory_shipments__array_elem(k->_db, ref);
         if (inventory_shipments__cmp_day(e->rec.day, k->_p_to) >= 0) break;  /* past the end of the range */
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -3941,6 +4218,7 @@ static inline int inventory_shipments__top2ds_qualify_shipments_between_delete(i
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_shipments__top2ds_qualify_shipments_between_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     inventory_shipments__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = inventory_shipments__array_ref_after_remove(next, cur);
     k->_pending = next;
@@ -3949,11 +4227,18 @@ static inline int inventory_shipments__top2ds_qualify_shipments_between_delete(i
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when array storage moves it, or its day (avl's key) changes)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int inventory_shipments__top2ds_qualify_shipments_between_update(inventory_shipments_between_cursor *k, const inventory_shipment *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_shipments__top2ds_qualify_shipments_between_advance(k, old);
-    int rc = inventory_shipments__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = inventory_shipments__array_moves(k->_db, old, rec) || inventory_shipments__cmp_day(inventory_shipments__array_elem(k->_db, old)->rec.day, rec->day) != 0;
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor shipments_between: out of memory for the elements it moved");
+    rc = inventory_shipments__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -3962,6 +4247,10 @@ static inline int inventory_shipments__top2ds_qualify_shipments_between_update(i
         return rc;
     }
     if (next != P2_NIL && ref != old) next = inventory_shipments__array_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -3985,12 +4274,18 @@ static inline int inventory_shipments__top2ds_qualify_big_shipments_next(invento
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = inventory_shipments__top2ds_qualify_big_shipments_advance(k, ref)) {
         const inventory_shipments_elem *e = inventory_shipments__array_elem(k->_db, ref);
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         if (!(((e->rec.quantity > ((int32_t)100)) || ((e->rec.part == k->_p_part) && !(e->rec.quantity == ((int32_t)0)))))) continue;
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -3999,6 +4294,7 @@ static inline int inventory_shipments__top2ds_qualify_big_shipments_delete(inven
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_shipments__top2ds_qualify_big_shipments_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     inventory_shipments__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = inventory_shipments__array_ref_after_remove(next, cur);
     k->_pending = next;
@@ -4007,11 +4303,18 @@ static inline int inventory_shipments__top2ds_qualify_big_shipments_delete(inven
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when array storage moves it)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int inventory_shipments__top2ds_qualify_big_shipments_update(inventory_big_shipments_cursor *k, const inventory_shipment *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_shipments__top2ds_qualify_big_shipments_advance(k, old);
-    int rc = inventory_shipments__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = inventory_shipments__array_moves(k->_db, old, rec);
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor big_shipments: out of memory for the elements it moved");
+    rc = inventory_shipments__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -4020,6 +4323,10 @@ static inline int inventory_shipments__top2ds_qualify_big_shipments_update(inven
         return rc;
     }
     if (next != P2_NIL && ref != old) next = inventory_shipments__array_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -4043,12 +4350,18 @@ static inline int inventory_shipments__top2ds_qualify_shipments_of_part_next(inv
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = inventory_shipments__top2ds_qualify_shipments_of_part_advance(k, ref)) {
         const inventory_shipments_elem *e = inventory_shipments__array_elem(k->_db, ref);
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         if (!((e->rec.part == k->_p_part))) continue;
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -4057,6 +4370,7 @@ static inline int inventory_shipments__top2ds_qualify_shipments_of_part_delete(i
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_shipments__top2ds_qualify_shipments_of_part_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     inventory_shipments__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = inventory_shipments__array_ref_after_remove(next, cur);
     k->_pending = next;
@@ -4065,11 +4379,18 @@ static inline int inventory_shipments__top2ds_qualify_shipments_of_part_delete(i
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when array storage moves it, or its day (avl's key) changes)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int inventory_shipments__top2ds_qualify_shipments_of_part_update(inventory_shipments_of_part_cursor *k, const inventory_shipment *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_shipments__top2ds_qualify_shipments_of_part_advance(k, old);
-    int rc = inventory_shipments__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = inventory_shipments__array_moves(k->_db, old, rec) || inventory_shipments__cmp_day(inventory_shipments__array_elem(k->_db, old)->rec.day, rec->day) != 0;
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor shipments_of_part: out of memory for the elements it moved");
+    rc = inventory_shipments__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -4078,6 +4399,10 @@ static inline int inventory_shipments__top2ds_qualify_shipments_of_part_update(i
         return rc;
     }
     if (next != P2_NIL && ref != old) next = inventory_shipments__array_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -4102,11 +4427,17 @@ static inline int inventory_shipments__top2ds_qualify_find_day_next(inventory_sh
     for (; ref != P2_NIL; ref = inventory_shipments__top2ds_qualify_find_day_advance(k, ref)) {
         const inventory_shipments_elem *e = inventory_shipments__array_elem(k->_db, ref);
         if (inventory_shipments__cmp_day(e->rec.day, k->_p_day) > 0) break;  /* past the end of the range */
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -4115,6 +4446,7 @@ static inline int inventory_shipments__top2ds_qualify_find_day_delete(inventory_
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_shipments__top2ds_qualify_find_day_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     inventory_shipments__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = inventory_shipments__array_ref_after_remove(next, cur);
     k->_pending = next;
@@ -4123,11 +4455,18 @@ static inline int inventory_shipments__top2ds_qualify_find_day_delete(inventory_
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when array storage moves it, or its day (avl's key) changes)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int inventory_shipments__top2ds_qualify_find_day_update(inventory_shipments__find_day_cursor *k, const inventory_shipment *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_shipments__top2ds_qualify_find_day_advance(k, old);
-    int rc = inventory_shipments__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = inventory_shipments__array_moves(k->_db, old, rec) || inventory_shipments__cmp_day(inventory_shipments__array_elem(k->_db, old)->rec.day, rec->day) != 0;
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor find_day: out of memory for the elements it moved");
+    rc = inventory_shipments__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -4136,6 +4475,10 @@ static inline int inventory_shipments__top2ds_qualify_find_day_update(inventory_
         return rc;
     }
     if (next != P2_NIL && ref != old) next = inventory_shipments__array_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -4158,11 +4501,17 @@ static inline int inventory_shipments__top2ds_qualify_all_next(inventory_shipmen
     else ref = inventory_shipments__top2ds_qualify_all_advance(k, k->_cur);
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = inventory_shipments__top2ds_qualify_all_advance(k, ref)) {
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -4171,6 +4520,7 @@ static inline int inventory_shipments__top2ds_qualify_all_delete(inventory_shipm
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : inventory_shipments__top2ds_qualify_all_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     inventory_shipments__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = inventory_shipments__array_ref_after_remove(next, cur);
     k->_pending = next;
@@ -4179,11 +4529,18 @@ static inline int inventory_shipments__top2ds_qualify_all_delete(inventory_shipm
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when array storage moves it)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int inventory_shipments__top2ds_qualify_all_update(inventory_shipments_all_cursor *k, const inventory_shipment *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : inventory_shipments__top2ds_qualify_all_advance(k, old);
-    int rc = inventory_shipments__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = inventory_shipments__array_moves(k->_db, old, rec);
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor all: out of memory for the elements it moved");
+    rc = inventory_shipments__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -4192,6 +4549,10 @@ static inline int inventory_shipments__top2ds_qualify_all_update(inventory_shipm
         return rc;
     }
     if (next != P2_NIL && ref != old) next = inventory_shipments__array_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -4346,6 +4707,13 @@ int inventory_shipments_between_update(inventory_shipments_between_cursor *cur, 
     return inventory_shipments__top2ds_qualify_shipments_between_update(cur, rec);
 }
 
+void inventory_shipments_between_close(inventory_shipments_between_cursor *cur)
+{
+    if (!cur) return;
+    p2_refset_free(&cur->_seen);
+    if (cur->_db) cur->_state = 3;
+}
+
 int inventory_shipments_between_delete(inventory_shipments_between_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
@@ -4387,6 +4755,13 @@ int inventory_big_shipments_update(inventory_big_shipments_cursor *cur, const in
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "inventory_big_shipments_update: rec is NULL");
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor big_shipments is not on an element");
     return inventory_shipments__top2ds_qualify_big_shipments_update(cur, rec);
+}
+
+void inventory_big_shipments_close(inventory_big_shipments_cursor *cur)
+{
+    if (!cur) return;
+    p2_refset_free(&cur->_seen);
+    if (cur->_db) cur->_state = 3;
 }
 
 int inventory_big_shipments_delete(inventory_big_shipments_cursor *cur)
@@ -4432,6 +4807,13 @@ int inventory_shipments_of_part_update(inventory_shipments_of_part_cursor *cur, 
     return inventory_shipments__top2ds_qualify_shipments_of_part_update(cur, rec);
 }
 
+void inventory_shipments_of_part_close(inventory_shipments_of_part_cursor *cur)
+{
+    if (!cur) return;
+    p2_refset_free(&cur->_seen);
+    if (cur->_db) cur->_state = 3;
+}
+
 int inventory_shipments_of_part_delete(inventory_shipments_of_part_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
@@ -4472,6 +4854,13 @@ int inventory_shipments_all_update(inventory_shipments_all_cursor *cur, const in
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "inventory_shipments_all_update: rec is NULL");
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return inventory_shipments__top2ds_qualify_all_update(cur, rec);
+}
+
+void inventory_shipments_all_close(inventory_shipments_all_cursor *cur)
+{
+    if (!cur) return;
+    p2_refset_free(&cur->_seen);
+    if (cur->_db) cur->_state = 3;
 }
 
 int inventory_shipments_all_delete(inventory_shipments_all_cursor *cur)

@@ -29,8 +29,17 @@
  *     verify_open = false (trusted files; open is then O(1)). An existing empty file is
  *     refused; a missing one is created.
  *   - A cursor walks the elements satisfying its predicate. Deleting or updating the
- *     element under it through the cursor keeps it able to advance. An update that moves
- *     the element further along the cursor's own order may meet it again.
+ *     element under it through the cursor keeps it able to advance. An update through the
+ *     cursor takes effect at once (get, find and other cursors see it), and the cursor
+ *     meets every element at most once: an update that moves the element further along
+ *     the cursor's own walk (a new value of the key it walks in order or hashes on, or
+ *     storage that relocates the element: iarray's key, qsort's position) is remembered
+ *     and the walk skips the element when it reaches it again (the Halloween problem).
+ *     That memory (one hash set entry per such update, P2_ENOMEM if it cannot grow) is
+ *     freed when next() returns P2_END; a walk abandoned earlier after such updates must
+ *     call the cursor's _close, and reopening a cursor struct without _close leaks it.
+ *     Changing the container other than through the cursor during a walk is not
+ *     supported (over qsort storage every reference shifts).
  */
 #ifndef P2GEN_INVENTORY_H
 #define P2GEN_INVENTORY_H
@@ -145,6 +154,7 @@ typedef struct inventory_parts_of_kind_cursor {
     inventory_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     char _p_kind[12];
 } inventory_parts_of_kind_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
@@ -159,12 +169,17 @@ inventory_ref inventory_parts_of_kind_ref(const inventory_parts_of_kind_cursor *
 int inventory_parts_of_kind_update(inventory_parts_of_kind_cursor *cur, const inventory_part *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
 int inventory_parts_of_kind_delete(inventory_parts_of_kind_cursor *cur);
+/* Stop the walk early: frees what the cursor remembers of the elements its updates moved
+ * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
+ * it again, or on a cursor whose open failed, does nothing. */
+void inventory_parts_of_kind_close(inventory_parts_of_kind_cursor *cur);
 
 /* cursor light_parts on parts where weight_g < $max_g order by weight_g *   path: avl(key=weight_g) range (avl: range weight_g < $max_g); residual: (none) */
 typedef struct inventory_light_parts_cursor {
     inventory_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     double _p_max_g;
 } inventory_light_parts_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
@@ -179,12 +194,17 @@ inventory_ref inventory_light_parts_ref(const inventory_light_parts_cursor *cur)
 int inventory_light_parts_update(inventory_light_parts_cursor *cur, const inventory_part *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
 int inventory_light_parts_delete(inventory_light_parts_cursor *cur);
+/* Stop the walk early: frees what the cursor remembers of the elements its updates moved
+ * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
+ * it again, or on a cursor whose open failed, does nothing. */
+void inventory_light_parts_close(inventory_light_parts_cursor *cur);
 
 /* cursor parts_in_range on parts where id >= $lo and id <= $hi *   path: iarray(capacity=256, key=id, max_key=262143) range (iarray: range id >= $lo and id <= $hi); residual: (none) */
 typedef struct inventory_parts_in_range_cursor {
     inventory_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     uint32_t _p_lo;
     uint32_t _p_hi;
 } inventory_parts_in_range_cursor;
@@ -200,12 +220,17 @@ inventory_ref inventory_parts_in_range_ref(const inventory_parts_in_range_cursor
 int inventory_parts_in_range_update(inventory_parts_in_range_cursor *cur, const inventory_part *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
 int inventory_parts_in_range_delete(inventory_parts_in_range_cursor *cur);
+/* Stop the walk early: frees what the cursor remembers of the elements its updates moved
+ * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
+ * it again, or on a cursor whose open failed, does nothing. */
+void inventory_parts_in_range_close(inventory_parts_in_range_cursor *cur);
 
 /* cursor inventory_parts_all: every element of parts */
 typedef struct inventory_parts_all_cursor {
     inventory_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
 } inventory_parts_all_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
 int inventory_parts_all_open(inventory_db *db, inventory_parts_all_cursor *cur);
@@ -219,6 +244,10 @@ inventory_ref inventory_parts_all_ref(const inventory_parts_all_cursor *cur);
 int inventory_parts_all_update(inventory_parts_all_cursor *cur, const inventory_part *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
 int inventory_parts_all_delete(inventory_parts_all_cursor *cur);
+/* Stop the walk early: frees what the cursor remembers of the elements its updates moved
+ * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
+ * it again, or on a cursor whose open failed, does nothing. */
+void inventory_parts_all_close(inventory_parts_all_cursor *cur);
 
 /* ==========================================================================
  * container suppliers of supplier
@@ -264,6 +293,7 @@ typedef struct inventory_suppliers_by_name_cursor {
     inventory_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     uint8_t _p_min_rating;
 } inventory_suppliers_by_name_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
@@ -278,12 +308,17 @@ inventory_ref inventory_suppliers_by_name_ref(const inventory_suppliers_by_name_
 int inventory_suppliers_by_name_update(inventory_suppliers_by_name_cursor *cur, const inventory_supplier *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
 int inventory_suppliers_by_name_delete(inventory_suppliers_by_name_cursor *cur);
+/* Stop the walk early: frees what the cursor remembers of the elements its updates moved
+ * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
+ * it again, or on a cursor whose open failed, does nothing. */
+void inventory_suppliers_by_name_close(inventory_suppliers_by_name_cursor *cur);
 
 /* cursor suppliers_in on suppliers where city == $city *   path: odlist(key=name) range (odlist: full scan in name order); residual: city == $city */
 typedef struct inventory_suppliers_in_cursor {
     inventory_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     char _p_city[16];
 } inventory_suppliers_in_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
@@ -298,12 +333,17 @@ inventory_ref inventory_suppliers_in_ref(const inventory_suppliers_in_cursor *cu
 int inventory_suppliers_in_update(inventory_suppliers_in_cursor *cur, const inventory_supplier *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
 int inventory_suppliers_in_delete(inventory_suppliers_in_cursor *cur);
+/* Stop the walk early: frees what the cursor remembers of the elements its updates moved
+ * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
+ * it again, or on a cursor whose open failed, does nothing. */
+void inventory_suppliers_in_close(inventory_suppliers_in_cursor *cur);
 
 /* cursor inventory_suppliers_all: every element of suppliers */
 typedef struct inventory_suppliers_all_cursor {
     inventory_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
 } inventory_suppliers_all_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
 int inventory_suppliers_all_open(inventory_db *db, inventory_suppliers_all_cursor *cur);
@@ -317,6 +357,10 @@ inventory_ref inventory_suppliers_all_ref(const inventory_suppliers_all_cursor *
 int inventory_suppliers_all_update(inventory_suppliers_all_cursor *cur, const inventory_supplier *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
 int inventory_suppliers_all_delete(inventory_suppliers_all_cursor *cur);
+/* Stop the walk early: frees what the cursor remembers of the elements its updates moved
+ * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
+ * it again, or on a cursor whose open failed, does nothing. */
+void inventory_suppliers_all_close(inventory_suppliers_all_cursor *cur);
 
 /* ==========================================================================
  * container shipments of shipment
@@ -357,6 +401,7 @@ typedef struct inventory_shipments_between_cursor {
     inventory_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     uint32_t _p_from;
     uint32_t _p_to;
 } inventory_shipments_between_cursor;
@@ -372,12 +417,17 @@ inventory_ref inventory_shipments_between_ref(const inventory_shipments_between_
 int inventory_shipments_between_update(inventory_shipments_between_cursor *cur, const inventory_shipment *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
 int inventory_shipments_between_delete(inventory_shipments_between_cursor *cur);
+/* Stop the walk early: frees what the cursor remembers of the elements its updates moved
+ * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
+ * it again, or on a cursor whose open failed, does nothing. */
+void inventory_shipments_between_close(inventory_shipments_between_cursor *cur);
 
 /* cursor big_shipments on shipments where quantity > 100 or (part == $part and not (quantity == 0)) *   path: array(capacity=1024) scan (array: scan every slot); residual: (quantity > 100 or (part == $part and not (quantity == 0))) */
 typedef struct inventory_big_shipments_cursor {
     inventory_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     uint32_t _p_part;
 } inventory_big_shipments_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
@@ -392,12 +442,17 @@ inventory_ref inventory_big_shipments_ref(const inventory_big_shipments_cursor *
 int inventory_big_shipments_update(inventory_big_shipments_cursor *cur, const inventory_shipment *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
 int inventory_big_shipments_delete(inventory_big_shipments_cursor *cur);
+/* Stop the walk early: frees what the cursor remembers of the elements its updates moved
+ * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
+ * it again, or on a cursor whose open failed, does nothing. */
+void inventory_big_shipments_close(inventory_big_shipments_cursor *cur);
 
 /* cursor shipments_of_part on shipments where part == $part order by day *   path: avl(key=day) range (avl: full scan in day order); residual: part == $part */
 typedef struct inventory_shipments_of_part_cursor {
     inventory_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     uint32_t _p_part;
 } inventory_shipments_of_part_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
@@ -412,12 +467,17 @@ inventory_ref inventory_shipments_of_part_ref(const inventory_shipments_of_part_
 int inventory_shipments_of_part_update(inventory_shipments_of_part_cursor *cur, const inventory_shipment *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
 int inventory_shipments_of_part_delete(inventory_shipments_of_part_cursor *cur);
+/* Stop the walk early: frees what the cursor remembers of the elements its updates moved
+ * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
+ * it again, or on a cursor whose open failed, does nothing. */
+void inventory_shipments_of_part_close(inventory_shipments_of_part_cursor *cur);
 
 /* cursor inventory_shipments_all: every element of shipments */
 typedef struct inventory_shipments_all_cursor {
     inventory_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
 } inventory_shipments_all_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
 int inventory_shipments_all_open(inventory_db *db, inventory_shipments_all_cursor *cur);
@@ -431,6 +491,10 @@ inventory_ref inventory_shipments_all_ref(const inventory_shipments_all_cursor *
 int inventory_shipments_all_update(inventory_shipments_all_cursor *cur, const inventory_shipment *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
 int inventory_shipments_all_delete(inventory_shipments_all_cursor *cur);
+/* Stop the walk early: frees what the cursor remembers of the elements its updates moved
+ * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
+ * it again, or on a cursor whose open failed, does nothing. */
+void inventory_shipments_all_close(inventory_shipments_all_cursor *cur);
 
 #ifdef __cplusplus
 }

@@ -67,6 +67,7 @@ typedef struct paper_avl_accounts__find_id_cursor {
     paper_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     uint32_t _p_id;
 } paper_avl_accounts__find_id_cursor;
 
@@ -86,6 +87,7 @@ typedef struct paper_qsort_accounts__find_id_cursor {
     paper_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     uint32_t _p_id;
 } paper_qsort_accounts__find_id_cursor;
 
@@ -112,6 +114,7 @@ typedef struct paper_hash_accounts__find_id_cursor {
     paper_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     uint32_t _p_id;
 } paper_hash_accounts__find_id_cursor;
 
@@ -132,6 +135,7 @@ typedef struct paper_iarray_accounts__find_id_cursor {
     paper_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     uint32_t _p_id;
 } paper_iarray_accounts__find_id_cursor;
 
@@ -816,11 +820,17 @@ static inline int paper_avl_accounts__top2ds_qualify_avl_branch_range_next(paper
     for (; ref != P2_NIL; ref = paper_avl_accounts__top2ds_qualify_avl_branch_range_advance(k, ref)) {
         const paper_avl_accounts_elem *e = paper_avl_accounts__array_elem(k->_db, ref);
         if (paper_avl_accounts__cmp_id(e->rec.id, k->_p_hi) >= 0) break;  /* past the end of the range */
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -829,6 +839,7 @@ static inline int paper_avl_accounts__top2ds_qualify_avl_branch_range_delete(pap
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : paper_avl_accounts__top2ds_qualify_avl_branch_range_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     paper_avl_accounts__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = paper_avl_accounts__array_ref_after_remove(next, cur);
     k->_pending = next;
@@ -837,11 +848,18 @@ static inline int paper_avl_accounts__top2ds_qualify_avl_branch_range_delete(pap
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when array storage moves it, or its id (avl's key) changes)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int paper_avl_accounts__top2ds_qualify_avl_branch_range_update(paper_avl_branch_range_cursor *k, const paper_account *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : paper_avl_accounts__top2ds_qualify_avl_branch_range_advance(k, old);
-    int rc = paper_avl_accounts__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = paper_avl_accounts__array_moves(k->_db, old, rec) || paper_avl_accounts__cmp_id(paper_avl_accounts__array_elem(k->_db, old)->rec.id, rec->id) != 0;
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor avl_branch_range: out of memory for the elements it moved");
+    rc = paper_avl_accounts__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -850,6 +868,10 @@ static inline int paper_avl_accounts__top2ds_qualify_avl_branch_range_update(pap
         return rc;
     }
     if (next != P2_NIL && ref != old) next = paper_avl_accounts__array_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -874,11 +896,17 @@ static inline int paper_avl_accounts__top2ds_qualify_find_id_next(paper_avl_acco
     for (; ref != P2_NIL; ref = paper_avl_accounts__top2ds_qualify_find_id_advance(k, ref)) {
         const paper_avl_accounts_elem *e = paper_avl_accounts__array_elem(k->_db, ref);
         if (paper_avl_accounts__cmp_id(e->rec.id, k->_p_id) > 0) break;  /* past the end of the range */
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -887,6 +915,7 @@ static inline int paper_avl_accounts__top2ds_qualify_find_id_delete(paper_avl_ac
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : paper_avl_accounts__top2ds_qualify_find_id_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     paper_avl_accounts__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = paper_avl_accounts__array_ref_after_remove(next, cur);
     k->_pending = next;
@@ -895,11 +924,18 @@ static inline int paper_avl_accounts__top2ds_qualify_find_id_delete(paper_avl_ac
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when array storage moves it, or its id (avl's key) changes)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int paper_avl_accounts__top2ds_qualify_find_id_update(paper_avl_accounts__find_id_cursor *k, const paper_account *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : paper_avl_accounts__top2ds_qualify_find_id_advance(k, old);
-    int rc = paper_avl_accounts__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = paper_avl_accounts__array_moves(k->_db, old, rec) || paper_avl_accounts__cmp_id(paper_avl_accounts__array_elem(k->_db, old)->rec.id, rec->id) != 0;
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor find_id: out of memory for the elements it moved");
+    rc = paper_avl_accounts__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -908,6 +944,10 @@ static inline int paper_avl_accounts__top2ds_qualify_find_id_update(paper_avl_ac
         return rc;
     }
     if (next != P2_NIL && ref != old) next = paper_avl_accounts__array_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -930,11 +970,17 @@ static inline int paper_avl_accounts__top2ds_qualify_all_next(paper_avl_accounts
     else ref = paper_avl_accounts__top2ds_qualify_all_advance(k, k->_cur);
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = paper_avl_accounts__top2ds_qualify_all_advance(k, ref)) {
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -943,6 +989,7 @@ static inline int paper_avl_accounts__top2ds_qualify_all_delete(paper_avl_accoun
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : paper_avl_accounts__top2ds_qualify_all_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     paper_avl_accounts__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = paper_avl_accounts__array_ref_after_remove(next, cur);
     k->_pending = next;
@@ -951,11 +998,18 @@ static inline int paper_avl_accounts__top2ds_qualify_all_delete(paper_avl_accoun
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when array storage moves it)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int paper_avl_accounts__top2ds_qualify_all_update(paper_avl_accounts_all_cursor *k, const paper_account *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : paper_avl_accounts__top2ds_qualify_all_advance(k, old);
-    int rc = paper_avl_accounts__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = paper_avl_accounts__array_moves(k->_db, old, rec);
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor all: out of memory for the elements it moved");
+    rc = paper_avl_accounts__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -964,6 +1018,10 @@ static inline int paper_avl_accounts__top2ds_qualify_all_update(paper_avl_accoun
         return rc;
     }
     if (next != P2_NIL && ref != old) next = paper_avl_accounts__array_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -1120,6 +1178,13 @@ int paper_avl_branch_range_update(paper_avl_branch_range_cursor *cur, const pape
     return paper_avl_accounts__top2ds_qualify_avl_branch_range_update(cur, rec);
 }
 
+void paper_avl_branch_range_close(paper_avl_branch_range_cursor *cur)
+{
+    if (!cur) return;
+    p2_refset_free(&cur->_seen);
+    if (cur->_db) cur->_state = 3;
+}
+
 int paper_avl_branch_range_delete(paper_avl_branch_range_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
@@ -1160,6 +1225,13 @@ int paper_avl_accounts_all_update(paper_avl_accounts_all_cursor *cur, const pape
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "paper_avl_accounts_all_update: rec is NULL");
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return paper_avl_accounts__top2ds_qualify_all_update(cur, rec);
+}
+
+void paper_avl_accounts_all_close(paper_avl_accounts_all_cursor *cur)
+{
+    if (!cur) return;
+    p2_refset_free(&cur->_seen);
+    if (cur->_db) cur->_state = 3;
 }
 
 int paper_avl_accounts_all_delete(paper_avl_accounts_all_cursor *cur)
@@ -1447,6 +1519,11 @@ static inline int paper_qsort_accounts__top2ds_qualify_update(paper_db *db, uint
 /* Integrity check (<prefix>_verify): the ds layers, storage first. */
 static int paper_qsort_accounts__top2ds_qualify_verify(paper_db *db, p2_verify *v) { return paper_qsort_accounts__qsort_verify(db, v); }
 
+/* qsort references are positions: the references a cursor remembers (k->_seen)
+   shift with every element that moves or goes. */
+static uint64_t paper_qsort_accounts__top2ds_qualify__seen_after_move(uint64_t r, uint64_t from, uint64_t to) { return paper_qsort_accounts__qsort_ref_after_move(r, from, to); }
+static uint64_t paper_qsort_accounts__top2ds_qualify__seen_after_remove(uint64_t r, uint64_t removed, uint64_t unused) { (void)unused; return paper_qsort_accounts__qsort_ref_after_remove(r, removed); }
+
 /* cursor find_id: path: qsort(capacity=16, key=id) range (qsort (binary search): id == $id); residual: (none) */
 static inline uint64_t paper_qsort_accounts__top2ds_qualify_find_id_advance(paper_qsort_accounts__find_id_cursor *k, uint64_t ref)
 {
@@ -1465,11 +1542,17 @@ static inline int paper_qsort_accounts__top2ds_qualify_find_id_next(paper_qsort_
     for (; ref != P2_NIL; ref = paper_qsort_accounts__top2ds_qualify_find_id_advance(k, ref)) {
         const paper_qsort_accounts_elem *e = paper_qsort_accounts__qsort_elem(k->_db, ref);
         if (paper_qsort_accounts__cmp_id(e->rec.id, k->_p_id) > 0) break;  /* past the end of the range */
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -1478,7 +1561,11 @@ static inline int paper_qsort_accounts__top2ds_qualify_find_id_delete(paper_qsor
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : paper_qsort_accounts__top2ds_qualify_find_id_advance(k, cur);
+    if (k->_seen.n && p2_refset_reserve(&k->_seen, 1) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor find_id: out of memory for the elements it moved");
+    p2_refset_del(&k->_seen, cur);
     paper_qsort_accounts__top2ds_qualify_remove(k->_db, cur);
+    p2_refset_remap(&k->_seen, paper_qsort_accounts__top2ds_qualify__seen_after_remove, cur, 0);
     if (next != P2_NIL) next = paper_qsort_accounts__qsort_ref_after_remove(next, cur);
     k->_pending = next;
     k->_has_pending = 1;
@@ -1486,11 +1573,18 @@ static inline int paper_qsort_accounts__top2ds_qualify_find_id_delete(paper_qsor
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when qsort storage moves it)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int paper_qsort_accounts__top2ds_qualify_find_id_update(paper_qsort_accounts__find_id_cursor *k, const paper_account *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : paper_qsort_accounts__top2ds_qualify_find_id_advance(k, old);
-    int rc = paper_qsort_accounts__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = paper_qsort_accounts__qsort_moves(k->_db, old, rec);
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 1) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor find_id: out of memory for the elements it moved");
+    rc = paper_qsort_accounts__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -1499,6 +1593,10 @@ static inline int paper_qsort_accounts__top2ds_qualify_find_id_update(paper_qsor
         return rc;
     }
     if (next != P2_NIL && ref != old) next = paper_qsort_accounts__qsort_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_remap(&k->_seen, paper_qsort_accounts__top2ds_qualify__seen_after_move, old, ref);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -1521,11 +1619,17 @@ static inline int paper_qsort_accounts__top2ds_qualify_all_next(paper_qsort_acco
     else ref = paper_qsort_accounts__top2ds_qualify_all_advance(k, k->_cur);
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = paper_qsort_accounts__top2ds_qualify_all_advance(k, ref)) {
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -1534,7 +1638,11 @@ static inline int paper_qsort_accounts__top2ds_qualify_all_delete(paper_qsort_ac
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : paper_qsort_accounts__top2ds_qualify_all_advance(k, cur);
+    if (k->_seen.n && p2_refset_reserve(&k->_seen, 1) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor all: out of memory for the elements it moved");
+    p2_refset_del(&k->_seen, cur);
     paper_qsort_accounts__top2ds_qualify_remove(k->_db, cur);
+    p2_refset_remap(&k->_seen, paper_qsort_accounts__top2ds_qualify__seen_after_remove, cur, 0);
     if (next != P2_NIL) next = paper_qsort_accounts__qsort_ref_after_remove(next, cur);
     k->_pending = next;
     k->_has_pending = 1;
@@ -1542,11 +1650,18 @@ static inline int paper_qsort_accounts__top2ds_qualify_all_delete(paper_qsort_ac
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when qsort storage moves it)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int paper_qsort_accounts__top2ds_qualify_all_update(paper_qsort_accounts_all_cursor *k, const paper_account *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : paper_qsort_accounts__top2ds_qualify_all_advance(k, old);
-    int rc = paper_qsort_accounts__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = paper_qsort_accounts__qsort_moves(k->_db, old, rec);
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 1) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor all: out of memory for the elements it moved");
+    rc = paper_qsort_accounts__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -1555,6 +1670,10 @@ static inline int paper_qsort_accounts__top2ds_qualify_all_update(paper_qsort_ac
         return rc;
     }
     if (next != P2_NIL && ref != old) next = paper_qsort_accounts__qsort_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_remap(&k->_seen, paper_qsort_accounts__top2ds_qualify__seen_after_move, old, ref);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -1707,6 +1826,13 @@ int paper_qsort_accounts_all_update(paper_qsort_accounts_all_cursor *cur, const 
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "paper_qsort_accounts_all_update: rec is NULL");
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return paper_qsort_accounts__top2ds_qualify_all_update(cur, rec);
+}
+
+void paper_qsort_accounts_all_close(paper_qsort_accounts_all_cursor *cur)
+{
+    if (!cur) return;
+    p2_refset_free(&cur->_seen);
+    if (cur->_db) cur->_state = 3;
 }
 
 int paper_qsort_accounts_all_delete(paper_qsort_accounts_all_cursor *cur)
@@ -2178,12 +2304,18 @@ static inline int paper_hash_accounts__top2ds_qualify_rich_in_branch_next(paper_
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = paper_hash_accounts__top2ds_qualify_rich_in_branch_advance(k, ref)) {
         const paper_hash_accounts_elem *e = paper_hash_accounts__array_elem(k->_db, ref);
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         if (!((e->rec.branch == k->_p_b) && (e->rec.balance > k->_p_min))) continue;
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -2192,6 +2324,7 @@ static inline int paper_hash_accounts__top2ds_qualify_rich_in_branch_delete(pape
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : paper_hash_accounts__top2ds_qualify_rich_in_branch_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     paper_hash_accounts__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = paper_hash_accounts__array_ref_after_remove(next, cur);
     k->_pending = next;
@@ -2200,11 +2333,18 @@ static inline int paper_hash_accounts__top2ds_qualify_rich_in_branch_delete(pape
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when array storage moves it)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int paper_hash_accounts__top2ds_qualify_rich_in_branch_update(paper_rich_in_branch_cursor *k, const paper_account *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : paper_hash_accounts__top2ds_qualify_rich_in_branch_advance(k, old);
-    int rc = paper_hash_accounts__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = paper_hash_accounts__array_moves(k->_db, old, rec);
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor rich_in_branch: out of memory for the elements it moved");
+    rc = paper_hash_accounts__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -2213,6 +2353,10 @@ static inline int paper_hash_accounts__top2ds_qualify_rich_in_branch_update(pape
         return rc;
     }
     if (next != P2_NIL && ref != old) next = paper_hash_accounts__array_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -2235,11 +2379,17 @@ static inline int paper_hash_accounts__top2ds_qualify_find_id_next(paper_hash_ac
     else ref = paper_hash_accounts__top2ds_qualify_find_id_advance(k, k->_cur);
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = paper_hash_accounts__top2ds_qualify_find_id_advance(k, ref)) {
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -2248,6 +2398,7 @@ static inline int paper_hash_accounts__top2ds_qualify_find_id_delete(paper_hash_
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : paper_hash_accounts__top2ds_qualify_find_id_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     paper_hash_accounts__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = paper_hash_accounts__array_ref_after_remove(next, cur);
     k->_pending = next;
@@ -2256,11 +2407,18 @@ static inline int paper_hash_accounts__top2ds_qualify_find_id_delete(paper_hash_
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when array storage moves it, or its id (hash's key) changes)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int paper_hash_accounts__top2ds_qualify_find_id_update(paper_hash_accounts__find_id_cursor *k, const paper_account *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : paper_hash_accounts__top2ds_qualify_find_id_advance(k, old);
-    int rc = paper_hash_accounts__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = paper_hash_accounts__array_moves(k->_db, old, rec) || paper_hash_accounts__cmp_id(paper_hash_accounts__array_elem(k->_db, old)->rec.id, rec->id) != 0;
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor find_id: out of memory for the elements it moved");
+    rc = paper_hash_accounts__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -2269,6 +2427,10 @@ static inline int paper_hash_accounts__top2ds_qualify_find_id_update(paper_hash_
         return rc;
     }
     if (next != P2_NIL && ref != old) next = paper_hash_accounts__array_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -2291,11 +2453,17 @@ static inline int paper_hash_accounts__top2ds_qualify_all_next(paper_hash_accoun
     else ref = paper_hash_accounts__top2ds_qualify_all_advance(k, k->_cur);
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = paper_hash_accounts__top2ds_qualify_all_advance(k, ref)) {
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -2304,6 +2472,7 @@ static inline int paper_hash_accounts__top2ds_qualify_all_delete(paper_hash_acco
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : paper_hash_accounts__top2ds_qualify_all_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     paper_hash_accounts__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = paper_hash_accounts__array_ref_after_remove(next, cur);
     k->_pending = next;
@@ -2312,11 +2481,18 @@ static inline int paper_hash_accounts__top2ds_qualify_all_delete(paper_hash_acco
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when array storage moves it)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int paper_hash_accounts__top2ds_qualify_all_update(paper_hash_accounts_all_cursor *k, const paper_account *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : paper_hash_accounts__top2ds_qualify_all_advance(k, old);
-    int rc = paper_hash_accounts__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = paper_hash_accounts__array_moves(k->_db, old, rec);
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor all: out of memory for the elements it moved");
+    rc = paper_hash_accounts__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -2325,6 +2501,10 @@ static inline int paper_hash_accounts__top2ds_qualify_all_update(paper_hash_acco
         return rc;
     }
     if (next != P2_NIL && ref != old) next = paper_hash_accounts__array_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -2481,6 +2661,13 @@ int paper_rich_in_branch_update(paper_rich_in_branch_cursor *cur, const paper_ac
     return paper_hash_accounts__top2ds_qualify_rich_in_branch_update(cur, rec);
 }
 
+void paper_rich_in_branch_close(paper_rich_in_branch_cursor *cur)
+{
+    if (!cur) return;
+    p2_refset_free(&cur->_seen);
+    if (cur->_db) cur->_state = 3;
+}
+
 int paper_rich_in_branch_delete(paper_rich_in_branch_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
@@ -2521,6 +2708,13 @@ int paper_hash_accounts_all_update(paper_hash_accounts_all_cursor *cur, const pa
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "paper_hash_accounts_all_update: rec is NULL");
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return paper_hash_accounts__top2ds_qualify_all_update(cur, rec);
+}
+
+void paper_hash_accounts_all_close(paper_hash_accounts_all_cursor *cur)
+{
+    if (!cur) return;
+    p2_refset_free(&cur->_seen);
+    if (cur->_db) cur->_state = 3;
 }
 
 int paper_hash_accounts_all_delete(paper_hash_accounts_all_cursor *cur)
@@ -2874,11 +3068,17 @@ static inline int paper_iarray_accounts__top2ds_qualify_find_id_next(paper_iarra
     else ref = paper_iarray_accounts__top2ds_qualify_find_id_advance(k, k->_cur);
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = paper_iarray_accounts__top2ds_qualify_find_id_advance(k, ref)) {
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -2887,6 +3087,7 @@ static inline int paper_iarray_accounts__top2ds_qualify_find_id_delete(paper_iar
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : paper_iarray_accounts__top2ds_qualify_find_id_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     paper_iarray_accounts__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = paper_iarray_accounts__iarray_ref_after_remove(next, cur);
     k->_pending = next;
@@ -2895,11 +3096,18 @@ static inline int paper_iarray_accounts__top2ds_qualify_find_id_delete(paper_iar
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when iarray storage moves it)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int paper_iarray_accounts__top2ds_qualify_find_id_update(paper_iarray_accounts__find_id_cursor *k, const paper_account *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : paper_iarray_accounts__top2ds_qualify_find_id_advance(k, old);
-    int rc = paper_iarray_accounts__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = paper_iarray_accounts__iarray_moves(k->_db, old, rec);
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor find_id: out of memory for the elements it moved");
+    rc = paper_iarray_accounts__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -2908,6 +3116,10 @@ static inline int paper_iarray_accounts__top2ds_qualify_find_id_update(paper_iar
         return rc;
     }
     if (next != P2_NIL && ref != old) next = paper_iarray_accounts__iarray_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -2930,11 +3142,17 @@ static inline int paper_iarray_accounts__top2ds_qualify_all_next(paper_iarray_ac
     else ref = paper_iarray_accounts__top2ds_qualify_all_advance(k, k->_cur);
     k->_has_pending = 0;
     for (; ref != P2_NIL; ref = paper_iarray_accounts__top2ds_qualify_all_advance(k, ref)) {
+        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
+            /* moved here by an update through this cursor: visited already */
+            p2_refset_del(&k->_seen, ref);
+            continue;
+        }
         k->_cur = ref;
         k->_state = 1;
         return P2_OK;
     }
     k->_state = 3;
+    p2_refset_free(&k->_seen);
     return P2_END;
 }
 
@@ -2943,6 +3161,7 @@ static inline int paper_iarray_accounts__top2ds_qualify_all_delete(paper_iarray_
 {
     uint64_t cur = k->_cur;
     uint64_t next = k->_has_pending ? k->_pending : paper_iarray_accounts__top2ds_qualify_all_advance(k, cur);
+    p2_refset_del(&k->_seen, cur);
     paper_iarray_accounts__top2ds_qualify_remove(k->_db, cur);
     if (next != P2_NIL) next = paper_iarray_accounts__iarray_ref_after_remove(next, cur);
     k->_pending = next;
@@ -2951,11 +3170,18 @@ static inline int paper_iarray_accounts__top2ds_qualify_all_delete(paper_iarray_
     return P2_OK;
 }
 
+/* An update that puts the element elsewhere in this walk (when iarray storage moves it)
+   remembers it in k->_seen: the walk skips it when it meets it again, so every element
+   is visited once (the Halloween problem). */
 static inline int paper_iarray_accounts__top2ds_qualify_all_update(paper_iarray_accounts_all_cursor *k, const paper_account *rec)
 {
     uint64_t old = k->_cur, ref = old;
     uint64_t next = k->_has_pending ? k->_pending : paper_iarray_accounts__top2ds_qualify_all_advance(k, old);
-    int rc = paper_iarray_accounts__top2ds_qualify_update(k->_db, &ref, rec);
+    int relinks = paper_iarray_accounts__iarray_moves(k->_db, old, rec);
+    int rc;
+    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
+        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor all: out of memory for the elements it moved");
+    rc = paper_iarray_accounts__top2ds_qualify_update(k->_db, &ref, rec);
     if (rc != P2_OK) {
         /* nothing changed, but an index may have relinked the element: go on from the
            successor saved before the attempt */
@@ -2964,6 +3190,10 @@ static inline int paper_iarray_accounts__top2ds_qualify_all_update(paper_iarray_
         return rc;
     }
     if (next != P2_NIL && ref != old) next = paper_iarray_accounts__iarray_ref_after_move(next, old, ref);
+    if (ref != old) {
+        p2_refset_del(&k->_seen, old);
+    }
+    if (relinks) p2_refset_add(&k->_seen, ref);
     k->_cur = ref;
     k->_pending = next;
     k->_has_pending = 1;
@@ -3116,6 +3346,13 @@ int paper_iarray_accounts_all_update(paper_iarray_accounts_all_cursor *cur, cons
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "paper_iarray_accounts_all_update: rec is NULL");
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return paper_iarray_accounts__top2ds_qualify_all_update(cur, rec);
+}
+
+void paper_iarray_accounts_all_close(paper_iarray_accounts_all_cursor *cur)
+{
+    if (!cur) return;
+    p2_refset_free(&cur->_seen);
+    if (cur->_db) cur->_state = 3;
 }
 
 int paper_iarray_accounts_all_delete(paper_iarray_accounts_all_cursor *cur)

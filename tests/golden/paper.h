@@ -31,8 +31,17 @@
  *     verify_open = false (trusted files; open is then O(1)). An existing empty file is
  *     refused; a missing one is created.
  *   - A cursor walks the elements satisfying its predicate. Deleting or updating the
- *     element under it through the cursor keeps it able to advance. An update that moves
- *     the element further along the cursor's own order may meet it again.
+ *     element under it through the cursor keeps it able to advance. An update through the
+ *     cursor takes effect at once (get, find and other cursors see it), and the cursor
+ *     meets every element at most once: an update that moves the element further along
+ *     the cursor's own walk (a new value of the key it walks in order or hashes on, or
+ *     storage that relocates the element: iarray's key, qsort's position) is remembered
+ *     and the walk skips the element when it reaches it again (the Halloween problem).
+ *     That memory (one hash set entry per such update, P2_ENOMEM if it cannot grow) is
+ *     freed when next() returns P2_END; a walk abandoned earlier after such updates must
+ *     call the cursor's _close, and reopening a cursor struct without _close leaks it.
+ *     Changing the container other than through the cursor during a walk is not
+ *     supported (over qsort storage every reference shifts).
  */
 #ifndef P2GEN_PAPER_H
 #define P2GEN_PAPER_H
@@ -125,6 +134,7 @@ typedef struct paper_avl_branch_range_cursor {
     paper_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     uint32_t _p_lo;
     uint32_t _p_hi;
 } paper_avl_branch_range_cursor;
@@ -140,12 +150,17 @@ paper_ref paper_avl_branch_range_ref(const paper_avl_branch_range_cursor *cur);
 int paper_avl_branch_range_update(paper_avl_branch_range_cursor *cur, const paper_account *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
 int paper_avl_branch_range_delete(paper_avl_branch_range_cursor *cur);
+/* Stop the walk early: frees what the cursor remembers of the elements its updates moved
+ * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
+ * it again, or on a cursor whose open failed, does nothing. */
+void paper_avl_branch_range_close(paper_avl_branch_range_cursor *cur);
 
 /* cursor paper_avl_accounts_all: every element of avl_accounts */
 typedef struct paper_avl_accounts_all_cursor {
     paper_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
 } paper_avl_accounts_all_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
 int paper_avl_accounts_all_open(paper_db *db, paper_avl_accounts_all_cursor *cur);
@@ -159,6 +174,10 @@ paper_ref paper_avl_accounts_all_ref(const paper_avl_accounts_all_cursor *cur);
 int paper_avl_accounts_all_update(paper_avl_accounts_all_cursor *cur, const paper_account *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
 int paper_avl_accounts_all_delete(paper_avl_accounts_all_cursor *cur);
+/* Stop the walk early: frees what the cursor remembers of the elements its updates moved
+ * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
+ * it again, or on a cursor whose open failed, does nothing. */
+void paper_avl_accounts_all_close(paper_avl_accounts_all_cursor *cur);
 
 /* ==========================================================================
  * container qsort_accounts of account
@@ -199,6 +218,7 @@ typedef struct paper_qsort_accounts_all_cursor {
     paper_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
 } paper_qsort_accounts_all_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
 int paper_qsort_accounts_all_open(paper_db *db, paper_qsort_accounts_all_cursor *cur);
@@ -212,6 +232,10 @@ paper_ref paper_qsort_accounts_all_ref(const paper_qsort_accounts_all_cursor *cu
 int paper_qsort_accounts_all_update(paper_qsort_accounts_all_cursor *cur, const paper_account *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
 int paper_qsort_accounts_all_delete(paper_qsort_accounts_all_cursor *cur);
+/* Stop the walk early: frees what the cursor remembers of the elements its updates moved
+ * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
+ * it again, or on a cursor whose open failed, does nothing. */
+void paper_qsort_accounts_all_close(paper_qsort_accounts_all_cursor *cur);
 
 /* ==========================================================================
  * container hash_accounts of account
@@ -252,6 +276,7 @@ typedef struct paper_rich_in_branch_cursor {
     paper_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     uint32_t _p_b;
     int64_t _p_min;
 } paper_rich_in_branch_cursor;
@@ -267,12 +292,17 @@ paper_ref paper_rich_in_branch_ref(const paper_rich_in_branch_cursor *cur);
 int paper_rich_in_branch_update(paper_rich_in_branch_cursor *cur, const paper_account *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
 int paper_rich_in_branch_delete(paper_rich_in_branch_cursor *cur);
+/* Stop the walk early: frees what the cursor remembers of the elements its updates moved
+ * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
+ * it again, or on a cursor whose open failed, does nothing. */
+void paper_rich_in_branch_close(paper_rich_in_branch_cursor *cur);
 
 /* cursor paper_hash_accounts_all: every element of hash_accounts */
 typedef struct paper_hash_accounts_all_cursor {
     paper_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
 } paper_hash_accounts_all_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
 int paper_hash_accounts_all_open(paper_db *db, paper_hash_accounts_all_cursor *cur);
@@ -286,6 +316,10 @@ paper_ref paper_hash_accounts_all_ref(const paper_hash_accounts_all_cursor *cur)
 int paper_hash_accounts_all_update(paper_hash_accounts_all_cursor *cur, const paper_account *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
 int paper_hash_accounts_all_delete(paper_hash_accounts_all_cursor *cur);
+/* Stop the walk early: frees what the cursor remembers of the elements its updates moved
+ * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
+ * it again, or on a cursor whose open failed, does nothing. */
+void paper_hash_accounts_all_close(paper_hash_accounts_all_cursor *cur);
 
 /* ==========================================================================
  * container iarray_accounts of account
@@ -326,6 +360,7 @@ typedef struct paper_iarray_accounts_all_cursor {
     paper_db *_db;
     uint64_t _cur, _pending;
     int _state, _has_pending;
+    p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
 } paper_iarray_accounts_all_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
 int paper_iarray_accounts_all_open(paper_db *db, paper_iarray_accounts_all_cursor *cur);
@@ -339,6 +374,10 @@ paper_ref paper_iarray_accounts_all_ref(const paper_iarray_accounts_all_cursor *
 int paper_iarray_accounts_all_update(paper_iarray_accounts_all_cursor *cur, const paper_account *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
 int paper_iarray_accounts_all_delete(paper_iarray_accounts_all_cursor *cur);
+/* Stop the walk early: frees what the cursor remembers of the elements its updates moved
+ * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
+ * it again, or on a cursor whose open failed, does nothing. */
+void paper_iarray_accounts_all_close(paper_iarray_accounts_all_cursor *cur);
 
 #ifdef __cplusplus
 }

@@ -140,7 +140,8 @@ def _matching(toks: list, i: int) -> int:
     return len(toks) - 1
 
 
-def definitions(src: str) -> list:
+@functools.lru_cache(maxsize=16)   # the runtime header and a spec's header recur
+def definitions(src: str) -> tuple:
     """The identifiers C source `src` defines (declarations of functions that are not
     defined here are left out: a prototype and its definition are one name)."""
     out: list[Definition] = []
@@ -173,7 +174,7 @@ def definitions(src: str) -> list:
         else:
             decl.append(toks[i])
         i += 1
-    return out
+    return tuple(out)
 
 
 def _function(head: list, out: list) -> None:

@@ -274,15 +274,18 @@ int main(void)
 
 def test_file_name_is_never_a_format(tmp_path, cc, san_env):
     """Item 2: `file = "%s%n%s.db"` reaches begin's message as an argument: the C compiles
-    with -Werror (-Wformat would refuse a format the arguments do not match), and under
-    ASan/UBSan begin with changes pending reports the name verbatim."""
+    with -Werror -Wformat=2 (which refuses a format the arguments do not match, and any
+    format that is not a literal), and under ASan/UBSan begin with changes pending reports
+    the name verbatim."""
     spec = tmp_path / "fmt.p2"
     spec.write_text(FORMAT_SPEC)
     gen = generate(str(spec), str(tmp_path), "fmt")
     main = tmp_path / "main.c"
     main.write_text(FORMAT_MAIN)
     exe = tmp_path / "fmt_main"
-    cmd = [cc, "-std=c11", "-g", "-Wall", "-Wextra", "-Werror", "-fsanitize=address,undefined",
+    # -Wformat=2: every format in the generated code and the runtime is a literal
+    cmd = [cc, "-std=c11", "-g", "-Wall", "-Wextra", "-Werror", "-Wformat=2",
+           "-fsanitize=address,undefined",
            "-fno-sanitize-recover=all", "-I", str(tmp_path), str(main), gen.source,
            str(tmp_path / "p2_runtime.c"), "-o", str(exe)]
     subprocess.run(cmd, check=True, capture_output=True, text=True)

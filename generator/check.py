@@ -742,10 +742,7 @@ class Checker:
                 return None
 
         for k in self.spec.cursors:
-            stack = []
-            if k.where is not None:
-                stack = list(each_const(k.where))
-            for c in stack:
+            for c in (each_const(k.where) if k.where is not None else ()):
                 if c.kind == "string":
                     encodable(c.value, f"cursor '{k.name}': string constant", c.pos)
         for info in containers:
@@ -1001,8 +998,10 @@ def fingerprint(fi: FileInfo, rels: list = ()) -> int:
 def _spec_bytes(text: str) -> bytes:
     """The bytes a spec string stands for, as render.c_text spells them (a lone surrogate
     that stands for no byte counts as one byte here; check_spec_text refuses it)."""
-    return text.encode("utf-8", "surrogateescape" if not re.search(
-        "[\ud800-\udc7f\udd00-\udfff]", text) else "replace")
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace")
 
 
 def _suggest(name: str, choices: list) -> str:

@@ -351,3 +351,12 @@ def test_comparisons_the_type_decides_compile_and_mean_it(harness_builder, san_e
     assert out.returncode == 0, out.stderr
     ends = [ln for ln in out.stdout.splitlines() if ln.startswith("end")]
     assert ends == ["end 2", "end 0", "end 1"], out.stdout
+
+
+def test_macro_list_covers_the_compilers_headers(cc):
+    """generator/c_macros.txt (the macros user names may not take) holds every macro the
+    headers of the generated code define with this compiler; regenerate it with
+    `python -m p2gen.cnames --macros` if this fails."""
+    from p2gen.cnames import compiler_macros, system_macros
+    missing = sorted(compiler_macros(cc) - system_macros())
+    assert not missing, f"macros missing from generator/c_macros.txt: {missing[:20]}"

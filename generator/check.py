@@ -1057,7 +1057,8 @@ def check_generated_names(checked: CheckedSpec, spec_file: Optional[str] = None)
                  [runtime_h, header, render_verifier(checked, spec_file)],
                  [runtime_h, header, render_harness(checked)]]
         reported = set()
-        for d in sorted(cnames.collisions(units, cnames.system_macros()),
+        for d in sorted(cnames.collisions(units, cnames.system_macros(),
+                                          cnames.system_declarations()),
                         key=lambda d: (d.ns, d.name)):
             who = _who_made(d, origins, checked.prefix)
             if not who:
@@ -1065,6 +1066,8 @@ def check_generated_names(checked: CheckedSpec, spec_file: Optional[str] = None)
             first = who[0]
             if d.name in cnames.system_macros():
                 other = "a macro of the C headers the generated code includes"
+            elif d.name in cnames.system_declarations():
+                other = "a name the C headers the generated code includes declare"
             elif d.name in runtime_names:
                 other = "a name of the p2gen runtime (p2_runtime.h)"
             elif len(who) > 1 and who[1][1] is not None:

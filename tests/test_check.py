@@ -421,3 +421,12 @@ def test_record_size_is_bounded(tmp_path):
         e = errors[0]
         assert "65536 bytes, the most a record holds" in e.message, e.render()
         assert (e.line, e.col) == (line, text.splitlines()[0].index(needle) + 1), e.render()
+
+
+@pytest.mark.parametrize("spec_name", ["int64.p2", "time.p2", "size.p2"])
+def test_generated_names_meeting_header_declarations_are_refused(tmp_path, spec_name):
+    """A spec `int64.p2` with a record `t` would typedef `int64_t` again."""
+    text = "record t { id: u32; }\ncontainer c of t = top2ds_qualify[array[transient]];\n"
+    [e] = name_error(tmp_path, text, name=spec_name)
+    assert f"'{spec_name[:-3]}_t'" in e.message and "headers" in e.message, e.render()
+    assert (e.line, e.col) == (1, 8)

@@ -360,3 +360,12 @@ def test_macro_list_covers_the_compilers_headers(cc):
     from p2gen.cnames import compiler_macros, system_macros
     missing = sorted(compiler_macros(cc) - system_macros())
     assert not missing, f"macros missing from generator/c_macros.txt: {missing[:20]}"
+
+
+def test_declaration_list_covers_the_compilers_headers(cc):
+    """generator/c_decls.txt (functions, types, tags the headers declare, which generated
+    names may not be) is current for this compiler; regenerate it with
+    `python -m p2gen.cnames --decls` if this fails."""
+    from p2gen.cnames import compiler_declarations, system_declarations
+    missing = sorted(compiler_declarations(cc) - system_declarations())
+    assert not missing, f"names missing from generator/c_decls.txt: {missing[:20]}"

@@ -743,10 +743,7 @@ class Checker:
                 return None
 
         for k in self.spec.cursors:
-            stack = []
-            if k.where is not None:
-                stack = list(each_const(k.where))
-            for c in stack:
+            for c in (each_const(k.where) if k.where is not None else ()):
                 if c.kind == "string":
                     encodable(c.value, f"cursor '{k.name}': string constant", c.pos)
         for info in containers:
@@ -1005,8 +1002,10 @@ def fingerprint(fi: FileInfo, rels: list = ()) -> int:
 def _spec_bytes(text: str) -> bytes:
     """The bytes a spec string stands for, as render.c_text spells them (a lone surrogate
     that stands for no byte counts as one byte here; check_spec_text refuses it)."""
-    return text.encode("utf-8", "surrogateescape" if not re.search(
-        "[\ud800-\udc7f\udd00-\udfff]", text) else "replace")
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace")
 
 
 def _suggest(name: str, choices: list) -> str:
@@ -1062,7 +1061,8 @@ def check_generated_names(checked: CheckedSpec, spec_file: Optional[str] = None)
                  [runtime_h, header, render_verifier(checked, spec_file)],
                  [runtime_h, header, render_harness(checked)]]
         reported = set()
-        for d in sorted(cnames.collisions(units, cnames.system_macros()),
+        for d in sorted(cnames.collisions(units, cnames.system_macros(),
+                                          cnames.system_declarations()),
                         key=lambda d: (d.ns, d.name)):
             who = _who_made(d, origins, checked.prefix)
             if not who:
@@ -1070,6 +1070,8 @@ def check_generated_names(checked: CheckedSpec, spec_file: Optional[str] = None)
             first = who[0]
             if d.name in cnames.system_macros():
                 other = "a macro of the C headers the generated code includes"
+            elif d.name in cnames.system_declarations():
+                other = "a name the C headers the generated code includes declare"
             elif d.name in runtime_names:
                 other = "a name of the p2gen runtime (p2_runtime.h)"
             elif len(who) > 1 and who[1][1] is not None:

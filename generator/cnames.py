@@ -51,6 +51,26 @@ def compiler_macros(cc: str = "cc") -> set:
     return {n for n in names if not n.startswith("_")}
 
 
+DECLS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "c_decls.txt")
+
+
+@functools.lru_cache(maxsize=None)
+def system_declarations() -> frozenset:
+    """Functions, types, variables, enum constants and struct tags SYSTEM_HEADERS declare
+    (not starting with '_'): a generated `time_t` or `int64_t` would meet them."""
+    with open(DECLS_FILE, encoding="ascii") as f:
+        return frozenset(ln.strip() for ln in f if ln.strip() and not ln.startswith("#"))
+
+
+def compiler_declarations(cc: str = "cc") -> set:
+    """What `cc`'s SYSTEM_HEADERS declare (used to regenerate and test c_decls.txt)."""
+    src = "#define _GNU_SOURCE\n" + "".join(f"#include <{h}>\n" for h in SYSTEM_HEADERS)
+    out = subprocess.run([cc, "-std=gnu11", "-E", "-P", "-"], input=src, text=True,
+                         capture_output=True, check=True).stdout
+    return {d.name for d in definitions(out, prototypes=True)
+            if d.ns in ("ordinary", "tag") and not d.name.startswith("_")}
+
+
 # ---------------------------------------------------------------------------
 # reading definitions back from C
 # ---------------------------------------------------------------------------
@@ -140,9 +160,11 @@ def _matching(toks: list, i: int) -> int:
     return len(toks) - 1
 
 
-def definitions(src: str) -> list:
+@functools.lru_cache(maxsize=16)   # the runtime header and a spec's header recur
+def definitions(src: str, prototypes: bool = False) -> tuple:
     """The identifiers C source `src` defines (declarations of functions that are not
-    defined here are left out: a prototype and its definition are one name)."""
+    defined here are left out, unless `prototypes`: a prototype and its definition are one
+    name)."""
     out: list[Definition] = []
     toks: list = []
     for directive, line in _lines(src):
@@ -168,12 +190,12 @@ def definitions(src: str) -> list:
             i = end + 1
             continue
         if kind == "punct" and t == ";":
-            _declaration(decl, out)
+            _declaration(decl, out, prototypes)
             decl = []
         else:
             decl.append(toks[i])
         i += 1
-    return out
+    return tuple(out)
 
 
 def _function(head: list, out: list) -> None:
@@ -228,7 +250,7 @@ def _aggregate(head: list, body: list, out: list) -> None:
         i += 1
 
 
-def _declaration(decl: list, out: list) -> None:
+def _declaration(decl: list, out: list, prototypes: bool = False) -> None:
     if not decl:
         return
     words = [t for k, t in decl]
@@ -237,6 +259,8 @@ def _declaration(decl: list, out: list) -> None:
     if not is_typedef and "(" in words:
         i = words.index("(")
         if i + 1 < len(words) and words[i + 1] != "*":
+            if prototypes and i > 0 and decl[i - 1][0] == "id":
+                out.append(Definition("ordinary", words[i - 1]))
             return
     for part in _split(decl, ","):
         name = _declarator([x for x in part if x[1] != "__body__"] or part)
@@ -247,10 +271,11 @@ def _declaration(decl: list, out: list) -> None:
             out.append(Definition("ordinary", name))
 
 
-def collisions(units: list, macros: frozenset = frozenset()) -> dict:
+def collisions(units: list, macros: frozenset = frozenset(),
+               declared: frozenset = frozenset()) -> dict:
     """{Definition: count} for names defined more than once in one translation unit (a
     list of sources read in order), or defined while being a macro of `macros` or of the
-    unit."""
+    unit, or (functions, types, variables, tags) a name `declared` elsewhere."""
     found: dict = {}
     for unit in units:
         seen: dict = {}
@@ -262,12 +287,21 @@ def collisions(units: list, macros: frozenset = frozenset()) -> dict:
                     unit_macros.add(d.name)
         for d, n in seen.items():
             # (a macro may be defined twice: under #if and #else)
-            if d.ns != "macro" and (n > 1 or d.name in macros or d.name in unit_macros):
+            if d.ns != "macro" and (n > 1 or d.name in macros or d.name in unit_macros
+                                    or d.ns in ("ordinary", "tag") and d.name in declared):
                 found[d] = max(found.get(d, 0), n)
     return found
 
 
-if __name__ == "__main__":   # python -m p2gen.cnames --macros: regenerate c_macros.txt
+if __name__ == "__main__":   # python -m p2gen.cnames --macros / --decls: regenerate lists
+    if sys.argv[1:] == ["--decls"]:
+        names = sorted(compiler_declarations(os.environ.get("CC", "cc")))
+        with open(DECLS_FILE, "w", encoding="ascii") as f:
+            f.write("# Names the C headers that generated code includes declare (functions, "
+                    "types,\n# variables, enum constants, tags), not starting with '_'. "
+                    "Regenerate: python -m p2gen.cnames --decls\n")
+            f.write("".join(n + "\n" for n in names))
+        print(f"{len(names)} names written to {DECLS_FILE}")
     if sys.argv[1:] == ["--macros"]:
         names = sorted(compiler_macros(os.environ.get("CC", "cc")))
         with open(MACROS_FILE, "w", encoding="ascii") as f:

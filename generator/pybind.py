@@ -27,7 +27,7 @@ from .errors import BuildError
 from .model import FieldType
 from .plan import expr_text
 from .pyapi import role_expression
-from .render import metadata
+from .render import c_comment, metadata
 
 # The return codes of runtime/p2_runtime.h, in order.
 ERROR_CODES = ("P2_OK", "P2_END", "P2_NOTFOUND", "P2_EDUP", "P2_ERANGE", "P2_ENOMEM",
@@ -105,7 +105,7 @@ def cdef(checked: CheckedSpec) -> str:
     for info in checked.containers:
         cp = info.p
         R = f"{p}_{info.record.name}"
-        out += [f"/* container {info.name} = {info.equation_text()} */",
+        out += [f"/* container {info.name} = {c_comment(info.equation_text())} */",
                 f"int {cp}_insert({p}_db *db, const {R} *rec, {p}_ref *out);",
                 f"int {cp}_get({p}_db *db, {p}_ref ref, {R} *out);",
                 f"const {R} *{cp}_at({p}_db *db, {p}_ref ref);",
@@ -141,7 +141,7 @@ def cdef(checked: CheckedSpec) -> str:
                     f"void {k.p}_close({t} *cur);"]
         out.append("")
     for rel in checked.relationships:
-        out.append(f"/* {rel.text()} */")
+        out.append(f"/* {c_comment(rel.text())} */")
         for role in rel.roles:
             c = _role_c(role)
             if role.many:

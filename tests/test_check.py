@@ -330,3 +330,103 @@ container a4 of account = top2ds_qualify[iarray[transient]] with iarray(key = id
     c = checked(text)
     assert [x.name for x in c.containers] == ["a1", "a2", "a3", "a4"]
     assert len(c.files) == 1 and [x.name for x in c.files[0].containers] == ["a1", "a3"]
+
+
+# --- names the generated C defines (issue 16, item 3) ----------------------------------
+# The checker renders the spec and reads the C names back: a name defined twice, a macro of
+# the headers the generated code includes, or a runtime name is refused at the declaration
+# that made it (line and column), never left to the C compiler.
+HT = "top2ds_qualify[hash[array[transient]]] with hash(key = id)"
+PT = 'top2ds_qualify[hash[array[persistent]]] with hash(key = id), persistent(file = "x.db")'
+
+
+def load_file(tmp_path, text, name="t.p2", prefix=None):
+    from p2gen.build import load
+    path = tmp_path / name
+    path.write_text(text)
+    return load(str(path), prefix)
+
+
+def name_error(tmp_path, text, name="t.p2", prefix=None):
+    with pytest.raises((SpecError, SpecErrors)) as info:
+        load_file(tmp_path, text, name, prefix)
+    err = info.value
+    return err.errors if isinstance(err, SpecErrors) else [err]
+
+
+@pytest.mark.parametrize("text, line, needle, fragment", [
+    (f"record db {{ id: u32; }}\ncontainer c of db = {HT};\n", 1, "db", "'t_db'"),
+    (f"record ref {{ id: u32; }}\ncontainer c of ref = {HT};\n", 1, "ref", "'t_ref'"),
+    (f"record c_elem {{ id: u32; }}\ncontainer c of c_elem = {HT};\n", 1, "c_elem",
+     "container 'c'"),
+    (f"record r {{ id: u32; }}\ncontainer a of r = {HT};\ncontainer a_all of r = {HT};\n",
+     3, "a_all", "container 'a'"),
+    (f"record r {{ id: u32; insert: u32; }}\ncontainer a of r = {HT};\n"
+     f"container a_set of r = {HT};\n", 3, "a_set", "'t_a_set_insert'"),
+    (f"record r {{ id: u32; }}\ncontainer err of r = {HT};\n", 2, "err", "'err'"),
+    (f"record r {{ id: u32; }}\ncontainer open of r = {HT};\n", 2, "open", "'open'"),
+    (f"record r {{ id: u32; }}\ncontainer seg of r = {PT};\n", 2, "seg", "'seg'"),
+    (f"record r {{ id: u32; }}\ncontainer c of r = {HT};\ncursor k on c where id == $db;\n",
+     3, "$db", "parameter $db"),
+    ("record r { id: u32; }\ncontainer c of r = top2ds_qualify[array[transient]];\n"
+     "container c_x of r = top2ds_qualify[array[transient]];\n"
+     "container d of r = top2ds_qualify[array[transient]];\n"
+     "relationship rel one c.x to many d.y = ilist;\n", 5, "x to", "container 'c_x'"),
+] + [(f"record r {{ id: u32; {m}: u32; }}\ncontainer c of r = {HT};\n", 1, m, f"'{m}'")
+     for m in ("EOF", "errno", "INT64_MIN", "SIZE_MAX", "BUFSIZ", "P2_NIL", "linux", "stdin")],
+    ids=["record-db", "record-ref", "record-c_elem", "a-and-a_all", "insert-and-a_set",
+         "container-err", "container-open", "container-seg", "param-db", "role-x-c_x",
+         "EOF", "errno", "INT64_MIN", "SIZE_MAX", "BUFSIZ", "P2_NIL", "linux", "stdin"])
+def test_generated_name_collisions_are_checker_errors(tmp_path, text, line, needle, fragment):
+    errors = name_error(tmp_path, text)
+    e = next((e for e in errors if fragment in e.message), errors[0])
+    assert fragment in e.message and "choose another name" in e.message, e.render()
+    assert e.line == line, e.render()
+    assert e.col == text.splitlines()[line - 1].index(needle) + 1, e.render()
+
+
+def test_spec_prefix_meeting_the_runtime_is_refused(tmp_path):
+    text = f"record r {{ id: u32; }}\ncontainer c of r = {HT};\n"
+    errors = name_error(tmp_path, text, name="p2.p2")
+    assert any("spec prefix 'p2'" in e.message and "p2_runtime.h" in e.message
+               for e in errors), [e.render() for e in errors]
+    load_file(tmp_path, text, name="p2.p2", prefix="mine")   # --prefix is the way out
+
+
+def test_double_underscore_names_are_reserved(tmp_path):
+    text = f"record r {{ id: u32; }}\ncontainer a__hash of r = {HT};\n"
+    [e] = name_error(tmp_path, text)
+    assert "contains '__'" in e.message and (e.line, e.col) == (2, 11)
+
+
+def test_names_near_generated_ones_are_fine(tmp_path):
+    """Only real collisions are refused: a cursor named after its container, a field named
+    like an API verb in a container without a clash, a lower-case macro-like name that is
+    no macro."""
+    load_file(tmp_path, f"record r {{ id: u32; insert: u32; count: u32; stdio: u8; }}\n"
+                        f"container parts of r = {HT};\n"
+                        f"cursor parts_of_kind on parts where insert == $kind;\n")
+
+
+def test_record_size_is_bounded(tmp_path):
+    ok = "record r { id: u32; s: char[65532]; }\n" \
+         "container c of r = top2ds_qualify[array[transient]];\n"
+    load_file(tmp_path, ok)
+    for text, line, needle in (
+            ("record r { id: u32; s: char[9223372036854775807]; }\n", 1, "s:"),
+            ("record r { id: u32; s: char[65533]; }\n", 1, "r {"),
+            ("record r { id: u32; s: char[40000]; t: char[40000]; }\n", 1, "r {")):
+        text += "container c of r = top2ds_qualify[array[transient]];\n"
+        errors = name_error(tmp_path, text)
+        e = errors[0]
+        assert "65536 bytes, the most a record holds" in e.message, e.render()
+        assert (e.line, e.col) == (line, text.splitlines()[0].index(needle) + 1), e.render()
+
+
+@pytest.mark.parametrize("spec_name", ["int64.p2", "time.p2", "size.p2"])
+def test_generated_names_meeting_header_declarations_are_refused(tmp_path, spec_name):
+    """A spec `int64.p2` with a record `t` would typedef `int64_t` again."""
+    text = "record t { id: u32; }\ncontainer c of t = top2ds_qualify[array[transient]];\n"
+    [e] = name_error(tmp_path, text, name=spec_name)
+    assert f"'{spec_name[:-3]}_t'" in e.message and "headers" in e.message, e.render()
+    assert (e.line, e.col) == (1, 8)

@@ -13,6 +13,10 @@ The inputs:
 - test_cli_check: the same specs (and broken UTF-8) through `p2gen check` in a subprocess;
 - test_render_independent_of_hash_seed: valid specs render to the same bytes in processes
   with different PYTHONHASHSEED;
+- test_accepted_specs_compile: specs with collision-prone names (generated suffixes,
+  macros, runtime names, the prefixes p2/p2h/p2v) and hostile strings: whatever the checker
+  accepts compiles with -Wall -Wextra -Werror (20 examples, ~1 s each; more with
+  P2GEN_FUZZ_EXAMPLES);
 - at the end, the bugs fuzzing found (fixed), each a regression test with its minimal input.
 
 Budget. By default every test runs a fixed, derandomized number of examples (the same
@@ -28,6 +32,7 @@ run); the subprocess tests run a share of that (1/20 and 1/100).
 import glob
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -245,6 +250,56 @@ def test_render_independent_of_hash_seed(tmp_path_factory, texts):
     for path, *digests in zip(paths, *outs):
         assert len(set(digests)) == 1, f"{path} renders differently under PYTHONHASHSEED " \
                                        f"0, 1, 12345:\n{open(path).read()}"
+
+
+# ---------------------------------------------------------------------------
+# What the checker accepts compiles (issue 16, item 3)
+# ---------------------------------------------------------------------------
+# Spec prefixes that meet the runtime's, the harness's and the verifier's own names.
+PREFIXES = ["fz", "fz", "p2", "p2h", "p2v", "db", "c"]
+COMPILE_FLAGS = ("-std=c11", "-O2", "-Wall", "-Wextra", "-Werror")   # p2gen build's
+
+
+def compile_generated(text: str, prefix: str, d) -> bool:
+    """Generate and compile a spec as `p2gen build` would (and its harness and verifier,
+    syntax only); False if the checker refused it."""
+    from p2gen.build import generate
+    from p2gen.harness import harness_paths, write_harness
+    from p2gen.verify import render_verifier
+    from conftest import find_cc
+    cc = find_cc()
+    path = os.path.join(str(d), "fuzz.p2")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    try:
+        gen = generate(path, str(d), prefix)
+    except P2Error as err:
+        check_error(err, text, path)
+        return False
+    verifier = os.path.join(str(d), f"{prefix}_verifier.c")
+    with open(verifier, "w", encoding="utf-8") as f:
+        f.write(render_verifier(gen.checked, path))
+    jobs = [[cc, *COMPILE_FLAGS, "-I", str(d), "-c", gen.source,
+             "-o", os.path.join(str(d), "spec.o")]]
+    # (the test harness has no text fields: p2gen build --harness is for the other specs)
+    has_text = any(f.type.kind == "text" for r in gen.checked.records for f in r.fields)
+    jobs += [[cc, *COMPILE_FLAGS, "-fsyntax-only", "-I", str(d), src]
+             for src in ([] if has_text else [write_harness(gen)]) + [verifier]]
+    for cmd in jobs:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, f"the checker accepted this spec (prefix {prefix}) " \
+            f"but {os.path.basename(cmd[-1])} does not compile:\n{text}\n{proc.stderr[:3000]}"
+    return True
+
+
+@fuzz_settings(20, soak_share=0.02)
+@given(specs(chaos=0, risky=20), st.sampled_from(PREFIXES))
+def test_accepted_specs_compile(tmp_path_factory, text, prefix):
+    """Any spec `p2gen check` accepts compiles with -Wall -Wextra -Werror: specs drawn
+    with names that meet generated names, macros and runtime names, and hostile strings."""
+    if shutil.which(os.environ.get("CC", "cc")) is None:
+        pytest.skip("no C compiler")
+    compile_generated(text, prefix, tmp_path_factory.mktemp("cc"))
 
 
 # ---------------------------------------------------------------------------

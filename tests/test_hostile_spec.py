@@ -274,15 +274,18 @@ int main(void)
 
 def test_file_name_is_never_a_format(tmp_path, cc, san_env):
     """Item 2: `file = "%s%n%s.db"` reaches begin's message as an argument: the C compiles
-    with -Werror (-Wformat would refuse a format the arguments do not match), and under
-    ASan/UBSan begin with changes pending reports the name verbatim."""
+    with -Werror -Wformat=2 (which refuses a format the arguments do not match, and any
+    format that is not a literal), and under ASan/UBSan begin with changes pending reports
+    the name verbatim."""
     spec = tmp_path / "fmt.p2"
     spec.write_text(FORMAT_SPEC)
     gen = generate(str(spec), str(tmp_path), "fmt")
     main = tmp_path / "main.c"
     main.write_text(FORMAT_MAIN)
     exe = tmp_path / "fmt_main"
-    cmd = [cc, "-std=c11", "-g", "-Wall", "-Wextra", "-Werror", "-fsanitize=address,undefined",
+    # -Wformat=2: every format in the generated code and the runtime is a literal
+    cmd = [cc, "-std=c11", "-g", "-Wall", "-Wextra", "-Werror", "-Wformat=2",
+           "-fsanitize=address,undefined",
            "-fno-sanitize-recover=all", "-I", str(tmp_path), str(main), gen.source,
            str(tmp_path / "p2_runtime.c"), "-o", str(exe)]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
@@ -348,3 +351,21 @@ def test_comparisons_the_type_decides_compile_and_mean_it(harness_builder, san_e
     assert out.returncode == 0, out.stderr
     ends = [ln for ln in out.stdout.splitlines() if ln.startswith("end")]
     assert ends == ["end 2", "end 0", "end 1"], out.stdout
+
+
+def test_macro_list_covers_the_compilers_headers(cc):
+    """generator/c_macros.txt (the macros user names may not take) holds every macro the
+    headers of the generated code define with this compiler; regenerate it with
+    `python -m p2gen.cnames --macros` if this fails."""
+    from p2gen.cnames import compiler_macros, system_macros
+    missing = sorted(compiler_macros(cc) - system_macros())
+    assert not missing, f"macros missing from generator/c_macros.txt: {missing[:20]}"
+
+
+def test_declaration_list_covers_the_compilers_headers(cc):
+    """generator/c_decls.txt (functions, types, tags the headers declare, which generated
+    names may not be) is current for this compiler; regenerate it with
+    `python -m p2gen.cnames --decls` if this fails."""
+    from p2gen.cnames import compiler_declarations, system_declarations
+    missing = sorted(compiler_declarations(cc) - system_declarations())
+    assert not missing, f"names missing from generator/c_decls.txt: {missing[:20]}"

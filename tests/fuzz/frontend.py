@@ -14,7 +14,7 @@ import functools
 from contextlib import contextmanager
 
 from p2gen import render as render_mod
-from p2gen.check import check
+from p2gen.check import check, check_generated_names
 from p2gen.errors import P2Error, SpecError, SpecErrors
 from p2gen.parser import parse
 from p2gen.plan import explain, plan
@@ -72,8 +72,11 @@ def check_error(err: P2Error, text: str, path: str = PATH) -> None:
         assert e.pos.length >= 1, f"empty span: {where}"
 
 
-def load(text: str, path: str = PATH):
-    return plan(check(parse(text, path), "fz"))
+def load(text: str, path: str = PATH, prefix: str = "fz"):
+    """What `p2gen check` does: parse, check, plan, and the generated-name check."""
+    checked = plan(check(parse(text, path), prefix))
+    check_generated_names(checked, path)
+    return checked
 
 
 def render_all(checked, path: str = PATH) -> tuple:

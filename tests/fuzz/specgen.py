@@ -27,6 +27,26 @@ C_KEYWORDS = ["int", "struct", "char", "auto", "NULL", "bool", "while", "_Bool",
 GRAMMAR_KEYWORDS = ["record", "of", "order", "with", "on", "true", "relationship", "not"]
 ODD_NAMES = ["ref", "one", "many", "to", "text", "identity", "key", "insert", "count",
              "find_x", "get_id", "set_a", "purge", "all", "_hidden", "x" * 60, "T", "q9"]
+# Names a valid spec may choose that meet the names the generator emits, C keywords-ish
+# words, macros of the headers the generated code includes, runtime names, and the
+# suffixes generated names are made with (drawn with `risky`, even at chaos 0: the checker
+# must refuse or the C compile -- tests/test_fuzz_frontend.py::test_accepted_specs_compile).
+RISKY_NAMES = ["db", "ref", "err", "seg", "open", "seg_open", "close", "errmsg", "verify",
+               "begin", "commit", "abort", "sync", "cur", "k", "rc", "e", "key", "out",
+               "owner", "member", "partner", "it", "n", "path", "file", "names", "sizes",
+               "EOF", "errno", "INT64_MIN", "SIZE_MAX", "BUFSIZ", "P2_NIL", "P2_OK", "NULL",
+               "linux", "unix", "stdin", "stderr", "offsetof", "va_arg", "assert", "PRIu64",
+               "E2BIG", "p2", "p2_seg", "p2h_db", "p2v", "insert", "get", "at", "update",
+               "delete", "count", "reserve", "purge", "all", "set_id", "find_id", "elem",
+               "root", "ready", "cursor", "iter", "next", "NOREF", "JOURNALLED", "x", "c_x",
+               "a", "a_all", "a_set", "c_elem", "main", "memcpy", "exit", "free", "signal"]
+SUFFIXES = ["all", "set", "set_id", "find_id", "elem", "root", "ready", "cursor", "open",
+            "next", "get", "ref", "insert", "db", "iter", "count", "at", "x"]
+# File names and string constants (as spec text, escapes and all) that must come out of the
+# generated C as data only.
+RISKY_FILES = ["a.db", r"b*/ int x; /*\n.db", "%s%n%s.db", "??/.db", "d//e.db", r"\\q.db"]   # spec text
+RISKY_CHARS = ['*/', '/*', '//', '\\n', '\\"', '\\\\', '??/', '%n', '\\t', 'é', 'a']
+
 TOPS = [["top2ds_qualify"], ["qualify", "top2ds"], ["top2ds"], ["delflag", "top2ds_qualify"],
         ["delflag", "qualify", "top2ds"], ["qualify", "delflag", "top2ds"]]
 INDEXES = ["hash", "avl", "dlist", "odlist"]
@@ -67,9 +87,12 @@ class _Cont:
 
 
 class _Gen:
-    def __init__(self, draw, chaos):
+    def __init__(self, draw, chaos, risky=0):
         self.draw = draw
         self.chaos = chaos
+        self.risky = risky        # percent of names and strings drawn from the RISKY lists
+        self.files = (FILES if not risky else
+                      [self.draw(st.sampled_from(RISKY_FILES)), "b.db", "dir/c.db"])
         self.names = []           # every declared name, for collisions
         self.counter = 0
         self.records: list[_Rec] = []
@@ -77,7 +100,7 @@ class _Gen:
         self.c_names: list[str] = []   # container names drawn so far (for ref fields)
         self.journals = {}             # file -> journal parameters (None: no journal)
         # where the containers live: all in one memory (references may link them) or mixed
-        self.memory = self.pick(["transient", "a.db", "mixed"])
+        self.memory = self.pick(["transient", self.files[0], "mixed"])
 
     # -- choices -----------------------------------------------------------------
     def chance(self, pct):
@@ -90,6 +113,10 @@ class _Gen:
         return self.draw(st.sampled_from(list(seq)))
 
     def fresh(self, stem):
+        if self.chance(self.risky):
+            if self.names and self.chance(50):
+                return f"{self.pick(self.names)}_{self.pick(SUFFIXES)}"
+            return self.pick(RISKY_NAMES)
         self.counter += 1
         return f"{stem}{self.counter}"
 
@@ -129,6 +156,10 @@ class _Gen:
         if self.bad():
             return self.pick(['"\\q"', '"a\\"b"', '"tab\\t"', '"nl\\n"', '""', '"\\\\"',
                               '"é"', '"' + "y" * 50 + '"', '"?\\"??="'])
+        if self.chance(self.risky):
+            s = "".join(self.draw(st.lists(st.sampled_from(RISKY_CHARS), max_size=4)))
+            if len(s.encode()) <= max_len:
+                return '"' + s + '"'
         s = self.draw(st.text(alphabet="abcXYZ09 _-?", max_size=max_len))
         return '"' + s + '"'
 
@@ -189,7 +220,7 @@ class _Gen:
         if param == "key":
             return self.key_for(rec, layer)
         if param == "file":
-            return '"' + self.pick(FILES) + '"'
+            return '"' + self.pick(self.files) + '"'
         if param in ("sync", "grow"):
             return self.pick(["true", "false"])
         if param == "fn":
@@ -225,7 +256,7 @@ class _Gen:
             storage = "array"
         chain.append(storage)
         mem = self.memory if self.memory != "mixed" or self.bad() else self.pick(
-            ["transient"] + FILES)
+            ["transient"] + self.files)
         if mem == "transient":
             return chain + ["transient"], None, None
         if mem not in self.journals or self.bad():     # a file is journalled as a whole
@@ -244,7 +275,7 @@ class _Gen:
         rec = self.pick(self.records) if self.records and not self.bad() else None
         rec_name = rec.name if rec else self.pick(["nosuch", "r1", "int"])
         if self.bad():
-            chain, mem_file, jparams = self.chaos_chain(), self.pick(FILES), None
+            chain, mem_file, jparams = self.chaos_chain(), self.pick(self.files), None
         else:
             chain, mem_file, jparams = self.legal_chain()
         if self.bad() and len(chain) > 1:               # drop a layer
@@ -411,11 +442,12 @@ class _Gen:
 
 
 @st.composite
-def specs(draw, chaos=None):
-    """A spec text; chaos (percent) is drawn unless given."""
+def specs(draw, chaos=None, risky=0):
+    """A spec text; chaos (percent) is drawn unless given; `risky` (percent): names and
+    strings drawn from RISKY_NAMES / RISKY_FILES / RISKY_CHARS."""
     if chaos is None:
         chaos = draw(st.sampled_from([0, 0, 2, 10, 35]))
-    g = _Gen(draw, chaos)
+    g = _Gen(draw, chaos, risky)
     # pre-draw container names so that ref fields can point at them
     decls = []
     g.c_names = [g.name("c") for _ in range(draw(st.integers(0 if chaos else 1, 4)))]

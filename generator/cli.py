@@ -183,20 +183,28 @@ def verify(spec, db_dir, prefix, build_dir, sanitize, cc):
     found (below).
     """
     from .verify import build_verifier, run_verifier
+    _build_and_run("the checker", lambda: build_verifier(spec, build_dir, prefix, cc=cc,
+                                                         sanitize=sanitize),
+                   lambda exe: run_verifier(exe, db_dir))
+
+
+def _build_and_run(what: str, build, run) -> None:
+    """verify's and recover's shared tail: build the per-spec program (status 3 if it
+    cannot be), run it (4 if that fails), pass its output and status (0, 1, 2) on."""
     try:
-        exe = build_verifier(spec, build_dir, prefix, cc=cc, sanitize=sanitize)
+        exe = build()
     except P2Error as e:
         click.echo(str(e), err=True)
         sys.exit(3)
     try:
-        proc = run_verifier(exe, db_dir)
+        proc = run(exe)
     except OSError as e:
-        click.echo(f"error: cannot run the checker: {os_reason(e)}", err=True)
+        click.echo(f"error: cannot run {what}: {os_reason(e)}", err=True)
         sys.exit(4)
     sys.stdout.write(proc.stdout)
     sys.stderr.write(proc.stderr)
     if proc.returncode not in (0, 1, 2):
-        click.echo(f"the checker itself failed (status {proc.returncode})", err=True)
+        click.echo(f"{what} itself failed (status {proc.returncode})", err=True)
         sys.exit(4)
     sys.exit(proc.returncode)
 
@@ -225,22 +233,9 @@ def recover(spec, db_dir, prefix, build_dir, sanitize, cc):
     keeps what it can give and says what was lost. Exit statuses below.
     """
     from .recover import build_recoverer, run_recoverer
-    try:
-        exe = build_recoverer(spec, build_dir, prefix, cc=cc, sanitize=sanitize)
-    except P2Error as e:
-        click.echo(str(e), err=True)
-        sys.exit(3)
-    try:
-        proc = run_recoverer(exe, db_dir)
-    except OSError as e:
-        click.echo(f"error: cannot run the recovery program: {os_reason(e)}", err=True)
-        sys.exit(4)
-    sys.stdout.write(proc.stdout)
-    sys.stderr.write(proc.stderr)
-    if proc.returncode not in (0, 1, 2):
-        click.echo(f"the recovery program itself failed (status {proc.returncode})", err=True)
-        sys.exit(4)
-    sys.exit(proc.returncode)
+    _build_and_run("the recovery program",
+                   lambda: build_recoverer(spec, build_dir, prefix, cc=cc, sanitize=sanitize),
+                   lambda exe: run_recoverer(exe, db_dir))
 
 
 @main.command(context_settings=CONTEXT)

@@ -4,11 +4,15 @@ Build: every spec of type_equations/tpcb/ (AVL, QSORT, HASH0, HASH1, IARRAY, eac
 persistent and transient memory) is generated with its own prefix; the one driver source
 bench/tpcb/tpcb_driver.cc is compiled once per variant against the generated header, and
 linked with the reference systems (bench/tpcb/tpcb_refs.cc: BASELINE, hand-coded C, SQLite,
-LMDB) and bench/tpcb/tpcb_main.cc into one Google Benchmark binary.
+LMDB; bench/tpcb/tpcb_peers.cc: std::unordered_map, Boost.MultiIndex hashed_unique and
+ordered_unique on the heap and in a Boost.Interprocess mapped file) and
+bench/tpcb/tpcb_main.cc into one Google Benchmark binary. Every variant is built as the
+README tells users to (the default rows) and with -flto (rows <NAME>-lto): see build().
 Run: the binary writes Google Benchmark JSON; a progress line per finished benchmark.
 Report: medians over seeds -> a Markdown table (time per 200,000 transactions and speedup
 against SQLite at the same durability setting, per scale factor), the issue's target
-ratios, and three PNG plots after the reference paper's figures (matplotlib, optional
+ratios, ns per transaction with the ratios to hand-coded C and the C++ peers and issue
+10's targets, and three PNG plots after the reference paper's figures (matplotlib, optional
 dependency `p2gen[bench]`).
 
 Durability (issue 5, `p2gen bench tpcb --durable`): the same binary also holds journalled
@@ -26,6 +30,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import statistics
 import sys
 import time
@@ -46,7 +51,11 @@ STRUCTURES = (("AVL", "avl"), ("QSORT", "qsort"), ("HASH0", "hash0"), ("HASH1", 
 MEMS = ("persistent", "transient")
 P2_SYSTEMS = tuple(name for name, _ in STRUCTURES)
 REFERENCES = (("BASELINE", "none"), ("HANDC", "persistent"), ("HANDC", "transient"),
+              ("STD-UMAP", "transient"), ("BOOST-HASHED", "persistent"), ("BOOST-HASHED", "transient"),
+              ("BOOST-ORDERED", "persistent"), ("BOOST-ORDERED", "transient"),
               ("SQLITE", "persistent"), ("SQLITE", "transient"), ("LMDB", "persistent"))
+# the C++ containers beside hand-coded C (bench/tpcb/tpcb_peers.cc, issue 10)
+PEERS = ("STD-UMAP", "BOOST-HASHED", "BOOST-ORDERED")
 LIBS = ("-lbenchmark", "-lpthread", "-lsqlite3", "-llmdb")
 
 # durability (issue 5): (benchmark name, spec file stem, what it is); registered by the
@@ -82,26 +91,45 @@ REFERENCE = dict(sfs=tuple(range(2, 13)), accounts=100000, txns=200000, seeds=(1
 
 @dataclass
 class Variant:
-    name: str          # AVL, ... (or a user's name)
+    name: str          # AVL, ... (or a user's name); the LTO build's is <name>-lto
     mem: str           # persistent | transient
     spec: str          # spec file
     prefix: str        # C prefix of the generated code
+    lto: bool = False  # built with -flto (a second row) instead of as the README says
 
     @property
     def persistent(self) -> bool:
         return self.mem == "persistent"
 
 
-def default_variants() -> list[Variant]:
-    """Every variant the binary holds: the ten of the paper, then the journalled ones (the
-    binary registers those only with --tpcb_durable=1)."""
-    return ([Variant(name, mem, str(SPEC_DIR / f"{stem}_{mem}.p2"), f"tpcb_{stem}_{mem}")
-             for name, stem in STRUCTURES for mem in MEMS] + durable_variants())
+LTO_SUFFIX = "-lto"
+
+
+def lto_twin(v: Variant) -> Variant:
+    """The same spec built with -flto across generated code and driver: its own prefix
+    (both builds are linked into one binary) and name <NAME>-lto."""
+    return Variant(v.name + LTO_SUFFIX, v.mem, v.spec, v.prefix + "_lto", lto=True)
+
+
+def default_variants(lto: bool = True) -> list[Variant]:
+    """Every variant the binary holds: the ten of the paper built as the README tells users
+    to (`p2gen build`'s lib<prefix>.a, the driver compiled -O2 without LTO), then (lto) the
+    same ten built with -flto, then the journalled ones (the binary registers those only
+    with --tpcb_durable=1; fsync-bound, built the users' way only)."""
+    plain = [Variant(name, mem, str(SPEC_DIR / f"{stem}_{mem}.p2"), f"tpcb_{stem}_{mem}")
+             for name, stem in STRUCTURES for mem in MEMS]
+    return plain + ([lto_twin(v) for v in plain] if lto else []) + durable_variants()
 
 
 def durable_variants() -> list[Variant]:
     return [Variant(name, "persistent", str(SPEC_DIR / f"{stem}.p2"), f"tpcb_{stem}")
             for name, stem, _ in DURABLE_VARIANTS]
+
+
+def all_variants(lto_rows: bool, extra=()) -> list[Variant]:
+    """The defaults and the user's --variant specs, each also built with -flto (lto_rows)."""
+    xs = [extra_variant(v) for v in extra or ()]
+    return default_variants(lto_rows) + xs + ([lto_twin(v) for v in xs] if lto_rows else [])
 
 
 def extra_variant(text: str) -> Variant:
@@ -118,15 +146,24 @@ def extra_variant(text: str) -> Variant:
     return Variant(name.upper(), mem, spec, f"tpcb_x_{name.lower()}")
 
 
-def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", lto: bool = True, opt: str = "-O2",
+def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
           jobs: Optional[int] = None, variants: Optional[list] = None,
           source_dir: Optional[str] = None,
           say: Callable[[str], None] = lambda m: None) -> Path:
     """Generate every variant, compile it, the drivers and the references; link the
-    benchmark binary build_dir/tpcb_bench and return its path."""
-    from .build import generate
+    benchmark binary build_dir/tpcb_bench and return its path.
+
+    A variant is built one of two ways (issue 10), both linked into the one binary:
+    - as the README's "A spec, built and used" tells users to: the generated .c and the
+      runtime compiled exactly as `p2gen build` compiles them (build.DEFAULT_CFLAGS +
+      -fPIC) into lib<prefix>.a, the driver (the user's program) compiled `-O2` without
+      LTO and linked against the archive: `cc -O2 -Igenerated app.c generated/libX.a`;
+    - Variant.lto: the generated .c and the driver compiled with -flto, LTO at link.
+    The runtime is compiled once, the users' way, and serves both (its symbols are not
+    prefixed; it is off the transactions' hot paths)."""
+    from .build import DEFAULT_CFLAGS, generate
     src = Path(source_dir) if source_dir else SOURCE_DIR
-    for f in ("tpcb.h", "tpcb_driver.cc", "tpcb_refs.cc", "tpcb_main.cc"):
+    for f in ("tpcb.h", "tpcb_driver.cc", "tpcb_refs.cc", "tpcb_peers.cc", "tpcb_main.cc"):
         if not (src / f).exists():
             raise BuildError(f"benchmark source {src / f} not found (run from a p2gen checkout)")
     variants = variants if variants is not None else default_variants()
@@ -140,37 +177,51 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", lto: bool = True,
         gens.append((v, generate(v.spec, str(gen_dir), v.prefix)))
     say(f"generated {len(gens)} data managers in {time.perf_counter() - t0:.1f} s")
 
-    flto = ["-flto"] if lto else []
-    cflags = ["-std=c11", opt] + flto
-    cxxflags = ["-std=c++17", opt, "-Wall", "-Wextra"] + flto
+    user_cflags = list(DEFAULT_CFLAGS) + ["-fPIC"]          # p2gen build's compile_objects
+    lto_cflags = ["-std=c11", opt, "-flto"]
+    cxxflags = ["-std=c++17", opt, "-Wall", "-Wextra"]      # the user's program: -O2, no LTO
     b = _Builder(bdir, say)
     tasks = []
     tpcb_h = src / "tpcb.h"
     runtime_c = gen_dir / "p2_runtime.c"
-    tasks.append((shlex.split(cc) + cflags + ["-c", str(runtime_c), "-o", str(obj_dir / "p2_runtime.o")],
-                  obj_dir / "p2_runtime.o", [runtime_c, gen_dir / "p2_runtime.h"], "p2_runtime.c"))
+    runtime_o = obj_dir / "p2_runtime.o"
+    tasks.append((shlex.split(cc) + user_cflags + ["-c", str(runtime_c), "-o", str(runtime_o)],
+                  runtime_o, [runtime_c, gen_dir / "p2_runtime.h"], "p2_runtime.c"))
+    archives = []      # (archive, its members): lib<prefix>.a as p2gen build makes it
     for rank, (v, g) in enumerate(gens):
         c_src = Path(g.source)
-        tasks.append((shlex.split(cc) + cflags + ["-c", str(c_src), "-o", str(obj_dir / f"{v.prefix}.o")],
-                      obj_dir / f"{v.prefix}.o", [c_src, Path(g.header)], c_src.name))
+        obj = obj_dir / f"{v.prefix}.o"
+        tasks.append((shlex.split(cc) + (lto_cflags if v.lto else user_cflags) +
+                      ["-c", str(c_src), "-o", str(obj)],
+                      obj, [c_src, Path(g.header)], c_src.name))
+        if not v.lto:
+            archives.append((obj_dir / f"lib{v.prefix}.a", [obj, runtime_o]))
         defs = [f"-DP2_VARIANT={v.prefix}", f'-DP2_HEADER="{v.prefix}.h"', f'-DP2_NAME="{v.name}"',
                 f'-DP2_MEM="{v.mem}"', f"-DP2_PERSISTENT={1 if v.persistent else 0}",
                 f"-DP2_UPPER={v.prefix.upper()}", f"-DP2_RANK={10 + rank}"]
         out = obj_dir / f"driver_{v.prefix}.o"
-        tasks.append((shlex.split(cxx) + cxxflags + defs + [f"-I{src}", f"-I{gen_dir}", "-c",
-                      str(src / "tpcb_driver.cc"), "-o", str(out)],
+        tasks.append((shlex.split(cxx) + cxxflags + (["-flto"] if v.lto else []) + defs +
+                      [f"-I{src}", f"-I{gen_dir}", "-c", str(src / "tpcb_driver.cc"), "-o", str(out)],
                       out, [src / "tpcb_driver.cc", tpcb_h, Path(g.header)], f"driver for {v.prefix}"))
-    for name in ("tpcb_refs", "tpcb_main"):
+    for name in ("tpcb_refs", "tpcb_peers", "tpcb_main"):
         out = obj_dir / f"{name}.o"
         tasks.append((shlex.split(cxx) + cxxflags + [f"-I{src}", "-c", str(src / f"{name}.cc"),
                       "-o", str(out)], out, [src / f"{name}.cc", tpcb_h, src.parent / "flags.h"],
                       f"{name}.cc"))
     t1 = time.perf_counter()
     objs = b.compile_all(tasks, jobs)
-    exe = b.link(bdir / "tpcb_bench", objs, LIBS, cxx=cxx, opt=opt, lto=lto,
+    ar = shutil.which("ar") or "ar"
+    b.compile_all([([ar, "rcs", str(lib)] + [str(m) for m in members], lib, members, lib.name)
+                   for lib, members in archives], jobs)
+    # objects first, then the archives (the users' link line: app.o libX.a); the LTO
+    # variants' objects take part in link-time optimisation, the rest is linked as is
+    members = {m for _, ms in archives for m in ms}
+    link_objs = [o for o in objs if o not in members] + [a for a, _ in archives]
+    exe = b.link(bdir / "tpcb_bench", link_objs, LIBS, cxx=cxx, opt=opt,
+                 lto=any(v.lto for v in variants),
                  hint="install the libraries: apt-get install libbenchmark-dev libsqlite3-dev "
-                      "liblmdb-dev")
-    say(f"built {exe} ({b.built} steps, {len(tasks) - b.built + 1} up to date) in "
+                      "liblmdb-dev libboost-dev")
+    say(f"built {exe} ({b.built} steps, {len(tasks) + len(archives) - b.built + 1} up to date) in "
         f"{time.perf_counter() - t1:.1f} s")
     return exe
 
@@ -301,10 +352,15 @@ def summarize(rows: list, metric: str = "wall") -> dict:
 
 
 def _systems(summary: dict) -> list:
-    order = {("BASELINE", "none"): 0, ("HANDC", "persistent"): 1, ("HANDC", "transient"): 2}
+    order = {("BASELINE", "none"): 0, ("HANDC", "persistent"): 1, ("HANDC", "transient"): 2,
+             ("STD-UMAP", "transient"): 3}
+    for i, p in enumerate(PEERS[1:]):
+        order[(p, "persistent")] = 4 + 2 * i
+        order[(p, "transient")] = 5 + 2 * i
     for i, s in enumerate(P2_SYSTEMS):
-        order[(s, "persistent")] = 10 + 2 * i
-        order[(s, "transient")] = 11 + 2 * i
+        for j, name in enumerate((s, s + LTO_SUFFIX)):
+            order[(name, "persistent")] = 10 + 4 * i + 2 * j
+            order[(name, "transient")] = 11 + 4 * i + 2 * j
     order.update({("SQLITE", "persistent"): 90, ("SQLITE", "transient"): 91, ("LMDB", "persistent"): 92})
     keys = {(s, m) for s, m, _ in summary}
     return sorted(keys, key=lambda k: (order.get(k, 50), k))
@@ -375,7 +431,93 @@ def render_table(summary: dict, context: Optional[dict] = None, metric: str = "w
     lines.append("")
     lines.append(render_memory(summary))
     lines.append(render_targets(summary))
+    lines.append(render_peers(summary, metric))
+    lines.append(render_targets10(summary))
     return "\n".join(lines)
+
+
+def _ns(summary, system, mem, sf) -> Optional[float]:
+    """ns per transaction (median over seeds) from the time per 200,000 transactions."""
+    t = _t(summary, system, mem, sf)
+    return None if t is None else t * 1e6 / 200000
+
+
+def _x(a, b) -> str:
+    r = _ratio(a, b)
+    return "—" if r is None else f"{r:.2f}×"
+
+
+def render_peers(summary: dict, metric: str = "wall") -> str:
+    """Issue 10: at the largest scale factor, ns per transaction of every system built as
+    the README tells users to, its ratio to hand-coded C and to the C++ containers on the
+    same memory, and the same variant built with -flto."""
+    sfs = _sfs(summary)
+    if not sfs:
+        return ""
+    top = sfs[-1]
+    what = "wall-clock" if metric == "wall" else "thread CPU"
+    out = [f"ns per transaction at SF {top} ({what}, median over seeds), built as the README tells "
+           "users to (`p2gen build`'s library, the program compiled `-O2`, no LTO), and its ratio "
+           "(time / time, lower is faster) to hand-coded C and to the C++ containers on the same "
+           "memory; the last columns: the same variant built with `-flto`.", ""]
+    out.append("| system | memory | ns/txn | × hand-coded C | × std::unordered_map | "
+               "× Boost hashed_unique | × Boost ordered_unique | -flto ns/txn | as built / -flto |")
+    out.append("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for s, mem in _systems(summary):
+        if s in ("BASELINE",) or s.endswith(LTO_SUFFIX):
+            continue
+        t = _ns(summary, s, mem, top)
+        if t is None:
+            continue
+        lto = _ns(summary, s + LTO_SUFFIX, mem, top)
+        cells = [s, mem, f"{t:,.0f}", _x(t, _ns(summary, "HANDC", mem, top)),
+                 _x(t, _ns(summary, "STD-UMAP", mem, top)),
+                 _x(t, _ns(summary, "BOOST-HASHED", mem, top)),
+                 _x(t, _ns(summary, "BOOST-ORDERED", mem, top)),
+                 "—" if lto is None else f"{lto:,.0f}", _x(t, lto)]
+        out.append("| " + " | ".join(cells) + " |")
+    out.append("")
+    return "\n".join(out)
+
+
+def targets10(summary: dict) -> list:
+    """[(target, ratio or None, met)]: issue 10's targets at the largest scale factor, for
+    the variants built as the README says."""
+    sfs = _sfs(summary)
+    if not sfs:
+        return []
+    top = sfs[-1]
+    t = lambda s, m: _t(summary, s, m, top)   # noqa: E731
+    out = []
+
+    def row(name, r, limit):
+        out.append((f"{name}, SF {top} (≤ {limit:g}×)", r, r is not None and r <= limit))
+    for mem in MEMS:
+        row(f"IARRAY {mem} / hand-coded C {mem}", _ratio(t("IARRAY", mem), t("HANDC", mem)), 1.15)
+    row("HASH1 transient / std::unordered_map (heap)", _ratio(t("HASH1", "transient"), t("STD-UMAP", "transient")), 1.0)
+    row("HASH1 persistent / Boost hashed_unique in a managed_mapped_file",
+        _ratio(t("HASH1", "persistent"), t("BOOST-HASHED", "persistent")), 1.0)
+    for mem in MEMS:
+        row(f"AVL {mem} / Boost ordered_unique {mem}", _ratio(t("AVL", mem), t("BOOST-ORDERED", mem)), 1.0)
+    for s in P2_SYSTEMS:
+        for mem in MEMS:
+            a, b = t(s, mem), t(s + LTO_SUFFIX, mem)
+            r = None if a is None or b is None or not a or not b else max(a / b, b / a)
+            row(f"{s} {mem}: as built and -flto within (slower / faster)", r, 1.1)
+    return out
+
+
+def render_targets10(summary: dict) -> str:
+    rows = targets10(summary)
+    if not rows:
+        return ""
+    out = ["Targets of issue 10 (ratios of medians, measured side by side in one run; the "
+           "variants built as the README says):", "", "| target | measured | met |", "|---|---:|:-:|"]
+    for name, r, ok in rows:
+        out.append(f"| {name} | {'—' if r is None else f'{r:.2f}×'} | "
+                   f"{'—' if r is None else ('yes' if ok else 'no')} |")
+    out.append("")
+    return "\n".join(out)
 
 
 def render_memory(summary: dict) -> str:
@@ -442,7 +584,8 @@ def render_targets(summary: dict) -> str:
     return "\n".join(out)
 
 
-PLOT_STYLE = {"BASELINE": ("k", ":"), "HANDC": ("0.4", "--"), "SQLITE": ("tab:red", "-"),
+PLOT_STYLE = {"BASELINE": ("k", ":"), "HANDC": ("0.4", "--"), "STD-UMAP": ("tab:pink", "--"),
+              "BOOST-HASHED": ("tab:cyan", "--"), "BOOST-ORDERED": ("tab:gray", "-."), "SQLITE": ("tab:red", "-"),
               "LMDB": ("tab:brown", "-"), "AVL": ("tab:blue", "-"), "QSORT": ("tab:orange", "-"),
               "HASH0": ("tab:green", "-"), "HASH1": ("tab:olive", "-"), "IARRAY": ("tab:purple", "-")}
 MARKERS = {"persistent": "o", "transient": "s", "none": "x"}
@@ -466,8 +609,8 @@ def render_plots(summary: dict, out_dir: str, context: Optional[dict] = None,
     for fig_no, mem in ((1, "persistent"), (2, "transient")):
         fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8))
         for s, m in systems:
-            if m not in (mem, "none") or (s == "HANDC" and m != mem):
-                continue
+            if m not in (mem, "none") or (s == "HANDC" and m != mem) or s.endswith(LTO_SUFFIX):
+                continue   # (the -flto rows are in the tables)
             xs = [sf for sf in sfs if _t(summary, s, m, sf) is not None]
             if not xs:
                 continue
@@ -734,7 +877,7 @@ def report_durable(json_path: str, out_dir: str, *, metric: str = "wall",
 # the command (cli.py holds only the click declaration)
 
 def command(*, sf, accounts, txns, seeds, reference, out, build_dir, filter, db_dir,
-            commit_every, iterations, lto, cc, cxx, jobs, render, plots, metric, variants,
+            commit_every, iterations, lto_rows, cc, cxx, jobs, render, plots, metric, variants,
             durable=False, say=print) -> int:
     """`p2gen bench tpcb`: build, run, report. Returns the exit status."""
     out = out or "bench/results"
@@ -743,7 +886,7 @@ def command(*, sf, accounts, txns, seeds, reference, out, build_dir, filter, db_
     if durable:
         return durable_command(sf=sf, accounts=accounts, txns=txns, seeds=seeds,
                                reference=reference, out=out, build_dir=build_dir, filter=filter,
-                               db_dir=db_dir, iterations=iterations, lto=lto, cc=cc, cxx=cxx,
+                               db_dir=db_dir, iterations=iterations, lto_rows=lto_rows, cc=cc, cxx=cxx,
                                jobs=jobs, render=render, metric=metric, variants=variants,
                                cmdline=cmdline, say=say)
     if render:
@@ -756,9 +899,8 @@ def command(*, sf, accounts, txns, seeds, reference, out, build_dir, filter, db_
     opts = Options(sfs=_ints(sf, "--sf") or base["sfs"], accounts=accounts or base["accounts"],
                    txns=txns or base["txns"], seeds=_ints(seeds, "--seeds") or base["seeds"],
                    filter=filter, dir=db_dir, commit_every=commit_every, iterations=iterations)
-    vs = default_variants() + [extra_variant(v) for v in variants or ()]
-    exe = build(build_dir or os.path.join("bench", "build"), cc=cc, cxx=cxx, lto=lto, jobs=jobs,
-                variants=vs, say=say)
+    exe = build(build_dir or os.path.join("bench", "build"), cc=cc, cxx=cxx, jobs=jobs,
+                variants=all_variants(lto_rows, variants), say=say)
     rc = run(str(exe), opts, json_path, say=say)
     if not os.path.exists(json_path):
         say(f"no results written ({exe} exited with {rc})")
@@ -773,7 +915,7 @@ def command(*, sf, accounts, txns, seeds, reference, out, build_dir, filter, db_
 
 
 def durable_command(*, sf, accounts, txns, seeds, reference, out, build_dir, filter, db_dir,
-                    iterations, lto, cc, cxx, jobs, render, metric, variants, cmdline,
+                    iterations, lto_rows, cc, cxx, jobs, render, metric, variants, cmdline,
                     say=print) -> int:
     """`p2gen bench tpcb --durable`: the same binary, only the durable systems and the
     no-durability HASH1 / IARRAY persistent variants, at DURABLE_DEFAULT's fsync-bound
@@ -793,9 +935,8 @@ def durable_command(*, sf, accounts, txns, seeds, reference, out, build_dir, fil
                    txns=txns or base["txns"], seeds=_ints(seeds, "--seeds") or base["seeds"],
                    filter=filter or durable_filter(), dir=db_dir, iterations=iterations,
                    extra=("--tpcb_durable=1",))
-    vs = default_variants() + [extra_variant(v) for v in variants or ()]
-    exe = build(build_dir or os.path.join("bench", "build"), cc=cc, cxx=cxx, lto=lto, jobs=jobs,
-                variants=vs, say=say)
+    exe = build(build_dir or os.path.join("bench", "build"), cc=cc, cxx=cxx, jobs=jobs,
+                variants=all_variants(lto_rows, variants), say=say)
     rc = run(str(exe), opts, json_path, say=say)
     if not os.path.exists(json_path):
         say(f"no results written ({exe} exited with {rc})")

@@ -284,8 +284,10 @@ def bench() -> None:
               help="SQLite/LMDB: commit every K transactions (0: one write transaction per run).")
 @click.option("--iterations", type=click.IntRange(1), default=1, show_default=True,
               help="Benchmark iterations per system, SF and seed.")
-@click.option("--lto/--no-lto", default=True, show_default=True,
-              help="Link-time optimisation across generated code and driver.")
+@click.option("--lto-rows/--no-lto-rows", default=True, show_default=True,
+              help="Besides every variant built as the README tells users to (p2gen build's "
+                   "library, cc -O2, no LTO), the same variant built with -flto across generated "
+                   "code and driver: a second row, <NAME>-lto.")
 @click.option("--cc", default=lambda: os.environ.get("CC", "cc"), show_default="$CC or cc")
 @click.option("--cxx", default=lambda: os.environ.get("CXX", "c++"), show_default="$CXX or c++")
 @click.option("-j", "--jobs", type=click.IntRange(1), help="Parallel compilations (default: CPUs).")

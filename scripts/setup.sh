@@ -4,8 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# C/C++ toolchain; Google Benchmark, SQLite and LMDB for the benchmark drivers in bench/
-packages=(gcc g++ make binutils libbenchmark-dev libsqlite3-dev liblmdb-dev)
+# C/C++ toolchain; Google Benchmark, SQLite, LMDB and Boost (MultiIndex, Interprocess:
+# header-only) for the benchmark drivers in bench/
+packages=(gcc g++ make binutils libbenchmark-dev libsqlite3-dev liblmdb-dev libboost-dev)
 missing=()
 for p in "${packages[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

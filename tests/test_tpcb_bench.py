@@ -23,14 +23,22 @@ def _have_libs() -> str | None:
     if not shutil.which("c++") or not shutil.which("cc"):
         return "no C/C++ compiler"
     dirs = ["/usr/include", "/usr/local/include"]
-    for h in ("benchmark/benchmark.h", "sqlite3.h", "lmdb.h"):
+    for h in ("benchmark/benchmark.h", "sqlite3.h", "lmdb.h", "boost/multi_index_container.hpp",
+              "boost/interprocess/managed_mapped_file.hpp"):
         if not any(os.path.exists(os.path.join(d, h)) for d in dirs):
-            return f"{h} not installed (apt-get install libbenchmark-dev libsqlite3-dev liblmdb-dev)"
+            return (f"{h} not installed (apt-get install libbenchmark-dev libsqlite3-dev liblmdb-dev "
+                    "libboost-dev)")
     return None
 
 
+# The -flto twins the tests build (all of them would double the build's time): one
+# transient and one persistent, each a different structure.
+LTO_TWINS = (("HASH1", "transient"), ("IARRAY", "persistent"))
+
+
 def expected_names(opts: bt.Options) -> set:
-    systems = list(bt.REFERENCES) + [(s, m) for s in bt.P2_SYSTEMS for m in bt.MEMS]
+    systems = list(bt.REFERENCES) + [(s, m) for s in bt.P2_SYSTEMS for m in bt.MEMS] + \
+        [(s + "-lto", m) for s, m in LTO_TWINS]
     return {f"tpcb/{s}/{m}/sf:{sf}/seed:{seed}"
             for s, m in systems for sf in opts.sfs for seed in opts.seeds}
 
@@ -41,7 +49,9 @@ def exe(tmp_path_factory):
     if why:
         pytest.skip(why)
     d = tmp_path_factory.mktemp("tpcb_build")
-    return bt.build(str(d), lto=False)
+    vs = bt.default_variants(lto=False)
+    twins = [bt.lto_twin(v) for v in vs if (v.name, v.mem) in LTO_TWINS and not v.lto]
+    return bt.build(str(d), variants=vs + twins)
 
 
 def test_every_variant_and_reference_keeps_the_invariant(exe, tmp_path):
@@ -191,3 +201,78 @@ def test_durable_specs_are_journalled():
         assert text.count(group + ")") == 4, v.spec
         assert ("sync = false" in text) == v.name.endswith("JNS")
     assert r"HASH1\+J100" in bt.durable_filter()
+
+
+def _sections(obj: Path) -> str:
+    return subprocess.run(["readelf", "-S", "-W", str(obj)], capture_output=True, text=True).stdout
+
+
+def test_rows_built_as_users_build_and_with_lto(exe):
+    """Issue 10: a variant's default row is built as the README says (p2gen build's library,
+    the program compiled -O2 without LTO: no LTO bytecode anywhere in it), its -lto row with
+    LTO across generated code and driver; both and the C++ peers are in the one binary."""
+    if not shutil.which("readelf"):
+        pytest.skip("no readelf")
+    obj = Path(exe).parent / "obj"
+    plain = [obj / "driver_tpcb_hash1_transient.o", obj / "tpcb_hash1_transient.o", obj / "p2_runtime.o"]
+    for o in plain:
+        assert ".gnu.lto_" not in _sections(o), o
+    assert (obj / "libtpcb_hash1_transient.a").exists()
+    for o in (obj / "driver_tpcb_hash1_transient_lto.o", obj / "tpcb_hash1_transient_lto.o"):
+        assert ".gnu.lto_" in _sections(o), o
+    listed = subprocess.run([str(exe), "--tpcb_list"], capture_output=True, text=True).stdout.splitlines()
+    for line in ("HASH1 transient p2", "HASH1-lto transient p2", "IARRAY-lto persistent p2",
+                 "STD-UMAP transient reference", "BOOST-HASHED persistent reference",
+                 "BOOST-HASHED transient reference", "BOOST-ORDERED persistent reference",
+                 "BOOST-ORDERED transient reference"):
+        assert line in listed
+
+
+def _with_issue10_rows(data: dict) -> dict:
+    """The fixture plus rows for the -lto twins and the C++ peers: copies of existing rows
+    with their times scaled, so that the expected ratios are known."""
+    extra = []
+    for b in data["benchmarks"]:
+        for src, dst, k in (("tpcb/HASH1/transient/", "tpcb/HASH1-lto/transient/", 0.5),
+                            ("tpcb/HANDC/transient/", "tpcb/STD-UMAP/transient/", 2.0),
+                            ("tpcb/AVL/persistent/", "tpcb/BOOST-ORDERED/persistent/", 4.0),
+                            ("tpcb/HASH1/persistent/", "tpcb/BOOST-HASHED/persistent/", 1.0)):
+            if b["name"].startswith(src):
+                c = dict(b)
+                c["name"] = dst + b["name"][len(src):]
+                for key in ("ms_per_200k", "txn_ms", "us_per_txn"):
+                    c[key] = b[key] * k
+                extra.append(c)
+    return {**data, "benchmarks": data["benchmarks"] + extra}
+
+
+def test_peer_ratios_and_issue10_targets(tmp_path):
+    data = _with_issue10_rows(json.loads(FIXTURE.read_text()))
+    f = tmp_path / "t.json"
+    f.write_text(json.dumps(data))
+    context, rows = bt.load_rows(str(f))
+    summary = bt.summarize(rows)
+    md = bt.render_table(summary, context)
+    top = 4
+    ns = lambda s, m: summary[(s, m, top)]["time"] * 1e6 / 200000   # noqa: E731
+    assert "| system | memory | ns/txn | × hand-coded C | × std::unordered_map |" in md
+    h1 = ns("HASH1", "transient")
+    row = next(l for l in md.splitlines() if l.startswith("| HASH1 | transient |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[2] == f"{h1:,.0f}"
+    assert cells[3] == f"{h1 / ns('HANDC', 'transient'):.2f}×"
+    assert cells[4] == f"{h1 / ns('STD-UMAP', 'transient'):.2f}×"
+    assert cells[7] == f"{ns('HASH1-lto', 'transient'):,.0f}" and cells[8] == "2.00×"
+    # the -lto twin is a row of the per-memory table too, not of the peers table
+    assert "| HASH1-lto |" in md and not any(l.startswith("| HASH1-lto | transient |") for l in md.splitlines())
+    t = {name: (r, ok) for name, r, ok in bt.targets10(summary)}
+    r, ok = t[f"HASH1 transient: as built and -flto within (slower / faster), SF {top} (≤ 1.1×)"]
+    assert r == pytest.approx(2.0) and not ok
+    r, ok = t[f"AVL persistent / Boost ordered_unique persistent, SF {top} (≤ 1×)"]
+    assert r == pytest.approx(0.25) and ok
+    r, ok = t[f"HASH1 persistent / Boost hashed_unique in a managed_mapped_file, SF {top} (≤ 1×)"]
+    assert r == pytest.approx(1.0) and ok
+    assert t[f"HASH1 transient / std::unordered_map (heap), SF {top} (≤ 1×)"][0] == \
+        pytest.approx(summary[("HASH1", "transient", top)]["time"] / summary[("STD-UMAP", "transient", top)]["time"])
+    assert t[f"AVL transient / Boost ordered_unique transient, SF {top} (≤ 1×)"] == (None, False)
+    assert "Targets of issue 10" in md

@@ -116,6 +116,32 @@ struct Workload {
 };
 
 // ---------------------------------------------------------------------------------------
+// the records of the reference systems (tpcb_refs.cc, tpcb_peers.cc), laid out as the
+// generated structs are (100 / 50 declared bytes; the C structs are 104 / 52 bytes)
+struct Branch {
+    uint32_t id;
+    int64_t balance;
+    char filler[88];
+};
+struct Teller {
+    uint32_t id, branch_id;
+    int64_t balance;
+    char filler[84];
+};
+struct Account {
+    uint32_t id, branch_id;
+    int64_t balance;
+    char filler[84];
+};
+struct History {
+    uint32_t account_id, teller_id, branch_id;
+    int32_t delta;
+    uint32_t time;
+    char filler[30];
+};
+static_assert(sizeof(Account) == 104 && sizeof(History) == 52, "record layout");
+
+// ---------------------------------------------------------------------------------------
 // the invariant
 struct Sums {
     int64_t branch = 0, teller = 0, account = 0, delta = 0;

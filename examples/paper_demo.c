@@ -4,6 +4,7 @@
  *        cc -std=c11 -Igenerated examples/paper_demo.c generated/libpaper.a -o paper_demo */
 #include <stdio.h>
 #include <string.h>
+#define PAPER_INLINE   /* the API compiled into this file (README: "A spec, built and used") */
 #include "paper.h"
 
 #define CHECK(call) do { int rc_ = (call); if (rc_ != P2_OK) { \

@@ -157,7 +157,8 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
     - as the README's "A spec, built and used" tells users to: the generated .c and the
       runtime compiled exactly as `p2gen build` compiles them (build.DEFAULT_CFLAGS +
       -fPIC) into lib<prefix>.a, the driver (the user's program) compiled `-O2` without
-      LTO and linked against the archive: `cc -O2 -Igenerated app.c generated/libX.a`;
+      LTO, with <PREFIX>_INLINE defined (the API compiled into the program) and linked
+      against the archive: `cc -O2 -DX_INLINE -Igenerated app.c generated/libX.a`;
     - Variant.lto: the generated .c and the driver compiled with -flto, LTO at link.
     The runtime is compiled once, the users' way, and serves both (its symbols are not
     prefixed; it is off the transactions' hot paths)."""
@@ -198,7 +199,8 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
             archives.append((obj_dir / f"lib{v.prefix}.a", [obj, runtime_o]))
         defs = [f"-DP2_VARIANT={v.prefix}", f'-DP2_HEADER="{v.prefix}.h"', f'-DP2_NAME="{v.name}"',
                 f'-DP2_MEM="{v.mem}"', f"-DP2_PERSISTENT={1 if v.persistent else 0}",
-                f"-DP2_UPPER={v.prefix.upper()}", f"-DP2_RANK={10 + rank}"]
+                f"-DP2_UPPER={v.prefix.upper()}", f"-DP2_RANK={10 + rank}",
+                f"-D{v.prefix.upper()}_INLINE"]   # as the README's C example does
         out = obj_dir / f"driver_{v.prefix}.o"
         tasks.append((shlex.split(cxx) + cxxflags + (["-flto"] if v.lto else []) + defs +
                       [f"-I{src}", f"-I{gen_dir}", "-c", str(src / "tpcb_driver.cc"), "-o", str(out)],

@@ -424,7 +424,25 @@ class Renderer:
                                            if c["info"].has_hooks or c["info"].referenced])
         header = self.env.get_template("spec.h.j2").render(**ctx)
         source = self.env.get_template("spec.c.j2").render(**ctx)
-        return header, source
+        return inline_api(checked.prefix, header, source)
+
+
+def inline_api(prefix: str, header: str, source: str) -> tuple[str, str]:
+    """Every public function of the header and the source gets the storage class
+    <PREFIX>_API (issue 10): empty in the library, `static inline` when a program defines
+    <PREFIX>_INLINE before including the header, which then includes the source as well
+    (see spec.h.j2): the whole API is compiled into the program's own translation unit,
+    where a plain `cc -O2` flattens the layers into the caller. The templates write plain
+    prototypes and definitions; marking them here keeps them readable and every one
+    covered (a public function is a line at column 0 that names <prefix>_...( and is not
+    static: a prototype ends with `;`, a definition's next line is `{`)."""
+    api = f"{prefix.upper()}_API "
+    name = re.escape(prefix) + r"_\w+\("
+    proto = re.compile(r"^(?!static\b|typedef\b|extern\b|#)([A-Za-z_][^;()]*\b" + name + r".*\);)$", re.M)
+    header = proto.sub(lambda m: api + m.group(1), header)
+    defn = re.compile(r"^(?!static\b|typedef\b|extern\b|#)([A-Za-z_][^;()]*\b" + name + r".*\))\n\{$", re.M)
+    source = defn.sub(lambda m: api + m.group(1) + "\n{", source)
+    return header, source
 
 
 def render(checked: CheckedSpec, spec_file: str) -> tuple[str, str]:

@@ -20,6 +20,7 @@ compile, only its tests fail (with the compiler's message); the rest still run.
 from __future__ import annotations
 
 import random
+import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -306,6 +307,28 @@ def spec_builds(harness_builder):
         futs = {mem: pool.submit(_build_isolating, harness_builder, mem, runnable(mem))
                 for mem in MEMS}
         return {mem: f.result() for mem, f in futs.items()}
+
+
+def inline_flag(prefix: str) -> str:
+    return f"-D{prefix.upper()}_INLINE"
+
+
+@pytest.fixture(scope="session")
+def spec_builds_inline(harness_builder):
+    """The same specs, the harness compiled with <PREFIX>_INLINE (issue 10): the whole
+    API static inline in the harness's own translation unit, as the README's C example
+    builds; the library's out-of-line functions are linked in too but not called."""
+    def builder(text, prefix):
+        return harness_builder(text, prefix, extra_cflags=(inline_flag(prefix),))
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futs = {mem: pool.submit(_build_isolating, builder, mem, runnable(mem)) for mem in MEMS}
+        return {mem: f.result() for mem, f in futs.items()}
+
+
+@pytest.fixture(params=["call", "inline"])
+def builds(request):
+    """spec_builds (calls into the library) or spec_builds_inline."""
+    return request.getfixturevalue("spec_builds" if request.param == "call" else "spec_builds_inline")
 
 
 # ---------------------------------------------------------------------------
@@ -896,11 +919,12 @@ def test_differential(kind, key, mem, seed, spec_builds, san_env, tmp_path):
 
 
 @pytest.mark.parametrize("mem", list(MEMS))
-def test_all_containers_interleaved(mem, spec_builds, san_env, tmp_path):
+def test_all_containers_interleaved(mem, builds, san_env, tmp_path):
     """Every container of the spec at once, operations interleaved, in one file when
     persistent: a layer that writes outside its own container (or another container's
-    root) shows up here. Close/open is global."""
-    build = spec_builds[mem]
+    root) shows up here. Close/open is global. The harness built both ways: calling
+    into the library and with the API inline (<PREFIX>_INLINE)."""
+    build = builds[mem]
     if build.built is None:
         pytest.skip("no container of this spec builds")
     checked = build.built.checked
@@ -976,12 +1000,12 @@ def test_cursor_key_updates_meet_each_element_once(mem, spec_builds, san_env, tm
 
 
 @pytest.mark.parametrize("mem", list(MEMS))
-def test_reference_sweep(mem, spec_builds, san_env, tmp_path):
+def test_reference_sweep(mem, builds, san_env, tmp_path):
     """_get / _at on every small reference (and, over persistent malloc storage, every
     aligned offset of the file): each answers with an element the model holds or
     P2_NOTFOUND, never crashes; where references are small (slots, keys, positions) every
     element is found exactly once."""
-    build = spec_builds[mem]
+    build = builds[mem]
     if build.built is None:
         pytest.skip("no container of this spec builds")
     rng = random.Random(f"sweep/{mem}")
@@ -1051,6 +1075,26 @@ def test_reference_sweep(mem, spec_builds, san_env, tmp_path):
         if bad:
             failures.append(f"{cm.name} ({cm.info.equation_text()}): " + "; ".join(bad[:3]))
     assert not failures, "references of nothing accepted as elements:\n" + "\n".join(failures)
+
+
+@pytest.mark.parametrize("mem", list(MEMS))
+def test_inline_harness_calls_no_library_function(mem, spec_builds, spec_builds_inline):
+    """With <PREFIX>_INLINE the harness's object file defines the API itself: it refers to
+    no <prefix>_ function of the library (built the other way, it refers to all it uses),
+    so the inline tests above test the inline code."""
+    if not shutil.which("nm"):
+        pytest.skip("no nm")
+    prefix = spec_prefix(mem)
+
+    def undefined(build):
+        if build.built is None:
+            pytest.skip("no container of this spec builds")
+        objs = list(Path(build.built.exe).parent.glob(f"{prefix}_harness.h*.o"))
+        assert objs, "harness object not found"
+        out = subprocess.run(["nm", "-u", str(objs[0])], capture_output=True, text=True).stdout
+        return {l.split()[-1] for l in out.splitlines() if l.split()[-1].startswith(prefix + "_")}
+    assert undefined(spec_builds[mem])
+    assert undefined(spec_builds_inline[mem]) == set()
 
 
 def test_harness_survives_garbage(spec_builds, san_env, tmp_path):

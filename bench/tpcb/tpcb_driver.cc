@@ -3,7 +3,9 @@
 //
 //   c++ -DP2_VARIANT=tpcb_avl_persistent -DP2_HEADER='"tpcb_avl_persistent.h"'
 //       -DP2_NAME='"AVL"' -DP2_MEM='"persistent"' -DP2_PERSISTENT=1
-//       -DP2_UPPER=TPCB_AVL_PERSISTENT -c tpcb_driver.cc
+//       -DP2_UPPER=TPCB_AVL_PERSISTENT -DTPCB_AVL_PERSISTENT_INLINE -c tpcb_driver.cc
+//
+// (-D<PREFIX>_INLINE: the API compiled into this file, as the README tells users to.)
 //
 // Each object registers its system (P2_NAME, P2_MEM) in the benchmark binary. With
 // -DP2_UPPER=<PREFIX> (the prefix in capitals, as the generated macros spell it) and a
@@ -141,19 +143,17 @@ struct Engine {
 #if P2_JOURNAL
         if ((rc = P2(begin)(db)) != P2_OK) { fail(rc, "begin"); return 0; }
 #endif
-        if ((rc = P2(accounts_find_id)(db, x.aid, &ref)) != P2_OK) { fail(rc, "find account"); return 0; }
-        const int64_t balance = P2(accounts_at)(db, ref)->balance + x.delta;
+        // lookup_id: the element (or NULL) and its reference in one step
+        const P2(account) *a = P2(accounts_lookup_id)(db, x.aid, &ref);
+        if (!a) { fail(P2(errcode)(db), "find account"); return 0; }
+        const int64_t balance = a->balance + x.delta;
         if ((rc = P2(accounts_set_balance)(db, ref, balance)) != P2_OK) { fail(rc, "update account"); return 0; }
-        if ((rc = P2(tellers_find_id)(db, x.tid, &ref)) != P2_OK) { fail(rc, "find teller"); return 0; }
-        if ((rc = P2(tellers_set_balance)(db, ref, P2(tellers_at)(db, ref)->balance + x.delta)) != P2_OK) {
-            fail(rc, "update teller");
-            return 0;
-        }
-        if ((rc = P2(branches_find_id)(db, x.bid, &ref)) != P2_OK) { fail(rc, "find branch"); return 0; }
-        if ((rc = P2(branches_set_balance)(db, ref, P2(branches_at)(db, ref)->balance + x.delta)) != P2_OK) {
-            fail(rc, "update branch");
-            return 0;
-        }
+        const P2(teller) *t = P2(tellers_lookup_id)(db, x.tid, &ref);
+        if (!t) { fail(P2(errcode)(db), "find teller"); return 0; }
+        if ((rc = P2(tellers_set_balance)(db, ref, t->balance + x.delta)) != P2_OK) { fail(rc, "update teller"); return 0; }
+        const P2(branch) *b = P2(branches_lookup_id)(db, x.bid, &ref);
+        if (!b) { fail(P2(errcode)(db), "find branch"); return 0; }
+        if ((rc = P2(branches_set_balance)(db, ref, b->balance + x.delta)) != P2_OK) { fail(rc, "update branch"); return 0; }
         h.account_id = x.aid;
         h.teller_id = x.tid;
         h.branch_id = x.bid;

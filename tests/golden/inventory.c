@@ -12,6 +12,13 @@
 #include "inventory.h"
 
 #define P2_NIL UINT64_MAX
+#ifndef P2_ALIGNOF   /* this file is also compiled as C++ (the header's _INLINE mode) */
+#ifdef __cplusplus
+#define P2_ALIGNOF(T) alignof(T)
+#else
+#define P2_ALIGNOF(T) _Alignof(T)
+#endif
+#endif
 
 #ifndef P2_FIXSTR_DEFINED
 #define P2_FIXSTR_DEFINED
@@ -863,7 +870,7 @@ static inline int32_t inventory_parts__avl_check_at(inventory_db *db, uint64_t n
 /* Check the whole tree: order, heights, balance, and that it holds every element once.
    P2_OK, or P2_EFORMAT with the reason in db->err. */
 int inventory_parts__avl_check(inventory_db *db);
-int inventory_parts__avl_check(inventory_db *db)
+INVENTORY_API int inventory_parts__avl_check(inventory_db *db)
 {
     uint64_t seen = 0;
     if (!db || !db->open) return P2_ECLOSED;
@@ -1623,7 +1630,7 @@ static int inventory_parts__no_element(inventory_db *db, uint64_t ref)
     return p2_err_set(&db->err, P2_NOTFOUND, "container parts: no element with reference %" PRIu64, ref);
 }
 
-int inventory_parts_insert(inventory_db *db, const inventory_part *rec, inventory_ref *out)
+INVENTORY_API int inventory_parts_insert(inventory_db *db, const inventory_part *rec, inventory_ref *out)
 {
     uint64_t ref = P2_NIL;
     int rc;
@@ -1635,7 +1642,7 @@ int inventory_parts_insert(inventory_db *db, const inventory_part *rec, inventor
     return P2_OK;
 }
 
-int inventory_parts_get(inventory_db *db, inventory_ref ref, inventory_part *out)
+INVENTORY_API int inventory_parts_get(inventory_db *db, inventory_ref ref, inventory_part *out)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!inventory_parts__top2ds_qualify_valid(db, ref)) return inventory_parts__no_element(db, ref);
@@ -1643,13 +1650,13 @@ int inventory_parts_get(inventory_db *db, inventory_ref ref, inventory_part *out
     return P2_OK;
 }
 
-const inventory_part *inventory_parts_at(inventory_db *db, inventory_ref ref)
+INVENTORY_API const inventory_part *inventory_parts_at(inventory_db *db, inventory_ref ref)
 {
     if (!db || !db->open || !inventory_parts__top2ds_qualify_valid(db, ref)) return NULL;
     return &inventory_parts__top2ds_qualify_elem(db, ref)->rec;
 }
 
-int inventory_parts_update(inventory_db *db, inventory_ref *ref, const inventory_part *rec)
+INVENTORY_API int inventory_parts_update(inventory_db *db, inventory_ref *ref, const inventory_part *rec)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!ref || !rec) return p2_err_set(&db->err, P2_EINVAL, "inventory_parts_update: NULL argument");
@@ -1657,7 +1664,7 @@ int inventory_parts_update(inventory_db *db, inventory_ref *ref, const inventory
     return inventory_parts__top2ds_qualify_update(db, ref, rec);
 }
 
-int inventory_parts_delete(inventory_db *db, inventory_ref ref)
+INVENTORY_API int inventory_parts_delete(inventory_db *db, inventory_ref ref)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!inventory_parts__top2ds_qualify_valid(db, ref)) return inventory_parts__no_element(db, ref);
@@ -1665,19 +1672,19 @@ int inventory_parts_delete(inventory_db *db, inventory_ref ref)
     return P2_OK;
 }
 
-int inventory_parts_reserve(inventory_db *db, uint64_t n)
+INVENTORY_API int inventory_parts_reserve(inventory_db *db, uint64_t n)
 {
     if (!db || !db->open) return P2_ECLOSED;
     return inventory_parts__top2ds_qualify_reserve(db, n);
 }
 
-uint64_t inventory_parts_count(inventory_db *db)
+INVENTORY_API uint64_t inventory_parts_count(inventory_db *db)
 {
     if (!db || !db->open) return 0;
     return inventory_parts__top2ds_qualify_count(db);
 }
 
-int inventory_parts_set_id(inventory_db *db, inventory_ref ref, uint32_t value)
+INVENTORY_API int inventory_parts_set_id(inventory_db *db, inventory_ref ref, uint32_t value)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!inventory_parts__top2ds_qualify_valid(db, ref)) return inventory_parts__no_element(db, ref);
@@ -1688,7 +1695,7 @@ int inventory_parts_set_id(inventory_db *db, inventory_ref ref, uint32_t value)
     }
 }
 
-int inventory_parts_set_kind(inventory_db *db, inventory_ref ref, const char *value)
+INVENTORY_API int inventory_parts_set_kind(inventory_db *db, inventory_ref ref, const char *value)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!inventory_parts__top2ds_qualify_valid(db, ref)) return inventory_parts__no_element(db, ref);
@@ -1701,7 +1708,7 @@ int inventory_parts_set_kind(inventory_db *db, inventory_ref ref, const char *va
     }
 }
 
-int inventory_parts_set_weight_g(inventory_db *db, inventory_ref ref, double value)
+INVENTORY_API int inventory_parts_set_weight_g(inventory_db *db, inventory_ref ref, double value)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!inventory_parts__top2ds_qualify_valid(db, ref)) return inventory_parts__no_element(db, ref);
@@ -1712,7 +1719,7 @@ int inventory_parts_set_weight_g(inventory_db *db, inventory_ref ref, double val
     }
 }
 
-int inventory_parts_set_stock(inventory_db *db, inventory_ref ref, int32_t value)
+INVENTORY_API int inventory_parts_set_stock(inventory_db *db, inventory_ref ref, int32_t value)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!inventory_parts__top2ds_qualify_valid(db, ref)) return inventory_parts__no_element(db, ref);
@@ -1720,7 +1727,7 @@ int inventory_parts_set_stock(inventory_db *db, inventory_ref ref, int32_t value
     return P2_OK;
 }
 
-int inventory_parts_find_kind(inventory_db *db, const char *key, inventory_ref *out)
+INVENTORY_API int inventory_parts_find_kind(inventory_db *db, const char *key, inventory_ref *out)
 {
     inventory_parts__find_kind_cursor k;
     if (!db || !db->open) return P2_ECLOSED;
@@ -1735,7 +1742,15 @@ int inventory_parts_find_kind(inventory_db *db, const char *key, inventory_ref *
     return P2_OK;
 }
 
-int inventory_parts_find_weight_g(inventory_db *db, double key, inventory_ref *out)
+INVENTORY_API const inventory_part *inventory_parts_lookup_kind(inventory_db *db, const char *key, inventory_ref *out)
+{
+    inventory_ref ref = P2_NIL;
+    if (inventory_parts_find_kind(db, key, &ref) != P2_OK) return NULL;
+    if (out) *out = ref;
+    return &inventory_parts__top2ds_qualify_elem(db, ref)->rec;
+}
+
+INVENTORY_API int inventory_parts_find_weight_g(inventory_db *db, double key, inventory_ref *out)
 {
     inventory_parts__find_weight_g_cursor k;
     if (!db || !db->open) return P2_ECLOSED;
@@ -1748,7 +1763,15 @@ int inventory_parts_find_weight_g(inventory_db *db, double key, inventory_ref *o
     return P2_OK;
 }
 
-int inventory_parts_find_id(inventory_db *db, uint32_t key, inventory_ref *out)
+INVENTORY_API const inventory_part *inventory_parts_lookup_weight_g(inventory_db *db, double key, inventory_ref *out)
+{
+    inventory_ref ref = P2_NIL;
+    if (inventory_parts_find_weight_g(db, key, &ref) != P2_OK) return NULL;
+    if (out) *out = ref;
+    return &inventory_parts__top2ds_qualify_elem(db, ref)->rec;
+}
+
+INVENTORY_API int inventory_parts_find_id(inventory_db *db, uint32_t key, inventory_ref *out)
 {
     inventory_parts__find_id_cursor k;
     if (!db || !db->open) return P2_ECLOSED;
@@ -1761,7 +1784,15 @@ int inventory_parts_find_id(inventory_db *db, uint32_t key, inventory_ref *out)
     return P2_OK;
 }
 
-int inventory_parts_of_kind_open(inventory_db *db, inventory_parts_of_kind_cursor *cur, const char *kind)
+INVENTORY_API const inventory_part *inventory_parts_lookup_id(inventory_db *db, uint32_t key, inventory_ref *out)
+{
+    inventory_ref ref = P2_NIL;
+    if (inventory_parts_find_id(db, key, &ref) != P2_OK) return NULL;
+    if (out) *out = ref;
+    return &inventory_parts__top2ds_qualify_elem(db, ref)->rec;
+}
+
+INVENTORY_API int inventory_parts_of_kind_open(inventory_db *db, inventory_parts_of_kind_cursor *cur, const char *kind)
 {
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
@@ -1773,25 +1804,25 @@ int inventory_parts_of_kind_open(inventory_db *db, inventory_parts_of_kind_curso
     return P2_OK;
 }
 
-int inventory_parts_of_kind_next(inventory_parts_of_kind_cursor *cur)
+INVENTORY_API int inventory_parts_of_kind_next(inventory_parts_of_kind_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     return inventory_parts__top2ds_qualify_parts_of_kind_next(cur);
 }
 
-const inventory_part *inventory_parts_of_kind_get(const inventory_parts_of_kind_cursor *cur)
+INVENTORY_API const inventory_part *inventory_parts_of_kind_get(const inventory_parts_of_kind_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
     return &inventory_parts__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
-inventory_ref inventory_parts_of_kind_ref(const inventory_parts_of_kind_cursor *cur)
+INVENTORY_API inventory_ref inventory_parts_of_kind_ref(const inventory_parts_of_kind_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return INVENTORY_NOREF;
     return cur->_cur;
 }
 
-int inventory_parts_of_kind_update(inventory_parts_of_kind_cursor *cur, const inventory_part *rec)
+INVENTORY_API int inventory_parts_of_kind_update(inventory_parts_of_kind_cursor *cur, const inventory_part *rec)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "inventory_parts_of_kind_update: rec is NULL");
@@ -1799,21 +1830,21 @@ int inventory_parts_of_kind_update(inventory_parts_of_kind_cursor *cur, const in
     return inventory_parts__top2ds_qualify_parts_of_kind_update(cur, rec);
 }
 
-void inventory_parts_of_kind_close(inventory_parts_of_kind_cursor *cur)
+INVENTORY_API void inventory_parts_of_kind_close(inventory_parts_of_kind_cursor *cur)
 {
     if (!cur) return;
     p2_refset_free(&cur->_seen);
     if (cur->_db) cur->_state = 3;
 }
 
-int inventory_parts_of_kind_delete(inventory_parts_of_kind_cursor *cur)
+INVENTORY_API int inventory_parts_of_kind_delete(inventory_parts_of_kind_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor parts_of_kind is not on an element");
     return inventory_parts__top2ds_qualify_parts_of_kind_delete(cur);
 }
 
-int inventory_light_parts_open(inventory_db *db, inventory_light_parts_cursor *cur, double max_g)
+INVENTORY_API int inventory_light_parts_open(inventory_db *db, inventory_light_parts_cursor *cur, double max_g)
 {
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
@@ -1823,25 +1854,25 @@ int inventory_light_parts_open(inventory_db *db, inventory_light_parts_cursor *c
     return P2_OK;
 }
 
-int inventory_light_parts_next(inventory_light_parts_cursor *cur)
+INVENTORY_API int inventory_light_parts_next(inventory_light_parts_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     return inventory_parts__top2ds_qualify_light_parts_next(cur);
 }
 
-const inventory_part *inventory_light_parts_get(const inventory_light_parts_cursor *cur)
+INVENTORY_API const inventory_part *inventory_light_parts_get(const inventory_light_parts_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
     return &inventory_parts__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
-inventory_ref inventory_light_parts_ref(const inventory_light_parts_cursor *cur)
+INVENTORY_API inventory_ref inventory_light_parts_ref(const inventory_light_parts_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return INVENTORY_NOREF;
     return cur->_cur;
 }
 
-int inventory_light_parts_update(inventory_light_parts_cursor *cur, const inventory_part *rec)
+INVENTORY_API int inventory_light_parts_update(inventory_light_parts_cursor *cur, const inventory_part *rec)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "inventory_light_parts_update: rec is NULL");
@@ -1849,21 +1880,21 @@ int inventory_light_parts_update(inventory_light_parts_cursor *cur, const invent
     return inventory_parts__top2ds_qualify_light_parts_update(cur, rec);
 }
 
-void inventory_light_parts_close(inventory_light_parts_cursor *cur)
+INVENTORY_API void inventory_light_parts_close(inventory_light_parts_cursor *cur)
 {
     if (!cur) return;
     p2_refset_free(&cur->_seen);
     if (cur->_db) cur->_state = 3;
 }
 
-int inventory_light_parts_delete(inventory_light_parts_cursor *cur)
+INVENTORY_API int inventory_light_parts_delete(inventory_light_parts_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor light_parts is not on an element");
     return inventory_parts__top2ds_qualify_light_parts_delete(cur);
 }
 
-int inventory_parts_in_range_open(inventory_db *db, inventory_parts_in_range_cursor *cur, uint32_t lo, uint32_t hi)
+INVENTORY_API int inventory_parts_in_range_open(inventory_db *db, inventory_parts_in_range_cursor *cur, uint32_t lo, uint32_t hi)
 {
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
@@ -1874,25 +1905,25 @@ int inventory_parts_in_range_open(inventory_db *db, inventory_parts_in_range_cur
     return P2_OK;
 }
 
-int inventory_parts_in_range_next(inventory_parts_in_range_cursor *cur)
+INVENTORY_API int inventory_parts_in_range_next(inventory_parts_in_range_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     return inventory_parts__top2ds_qualify_parts_in_range_next(cur);
 }
 
-const inventory_part *inventory_parts_in_range_get(const inventory_parts_in_range_cursor *cur)
+INVENTORY_API const inventory_part *inventory_parts_in_range_get(const inventory_parts_in_range_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
     return &inventory_parts__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
-inventory_ref inventory_parts_in_range_ref(const inventory_parts_in_range_cursor *cur)
+INVENTORY_API inventory_ref inventory_parts_in_range_ref(const inventory_parts_in_range_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return INVENTORY_NOREF;
     return cur->_cur;
 }
 
-int inventory_parts_in_range_update(inventory_parts_in_range_cursor *cur, const inventory_part *rec)
+INVENTORY_API int inventory_parts_in_range_update(inventory_parts_in_range_cursor *cur, const inventory_part *rec)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "inventory_parts_in_range_update: rec is NULL");
@@ -1900,21 +1931,21 @@ int inventory_parts_in_range_update(inventory_parts_in_range_cursor *cur, const 
     return inventory_parts__top2ds_qualify_parts_in_range_update(cur, rec);
 }
 
-void inventory_parts_in_range_close(inventory_parts_in_range_cursor *cur)
+INVENTORY_API void inventory_parts_in_range_close(inventory_parts_in_range_cursor *cur)
 {
     if (!cur) return;
     p2_refset_free(&cur->_seen);
     if (cur->_db) cur->_state = 3;
 }
 
-int inventory_parts_in_range_delete(inventory_parts_in_range_cursor *cur)
+INVENTORY_API int inventory_parts_in_range_delete(inventory_parts_in_range_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor parts_in_range is not on an element");
     return inventory_parts__top2ds_qualify_parts_in_range_delete(cur);
 }
 
-int inventory_parts_all_open(inventory_db *db, inventory_parts_all_cursor *cur)
+INVENTORY_API int inventory_parts_all_open(inventory_db *db, inventory_parts_all_cursor *cur)
 {
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
@@ -1923,25 +1954,25 @@ int inventory_parts_all_open(inventory_db *db, inventory_parts_all_cursor *cur)
     return P2_OK;
 }
 
-int inventory_parts_all_next(inventory_parts_all_cursor *cur)
+INVENTORY_API int inventory_parts_all_next(inventory_parts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     return inventory_parts__top2ds_qualify_all_next(cur);
 }
 
-const inventory_part *inventory_parts_all_get(const inventory_parts_all_cursor *cur)
+INVENTORY_API const inventory_part *inventory_parts_all_get(const inventory_parts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
     return &inventory_parts__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
-inventory_ref inventory_parts_all_ref(const inventory_parts_all_cursor *cur)
+INVENTORY_API inventory_ref inventory_parts_all_ref(const inventory_parts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return INVENTORY_NOREF;
     return cur->_cur;
 }
 
-int inventory_parts_all_update(inventory_parts_all_cursor *cur, const inventory_part *rec)
+INVENTORY_API int inventory_parts_all_update(inventory_parts_all_cursor *cur, const inventory_part *rec)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "inventory_parts_all_update: rec is NULL");
@@ -1949,14 +1980,14 @@ int inventory_parts_all_update(inventory_parts_all_cursor *cur, const inventory_
     return inventory_parts__top2ds_qualify_all_update(cur, rec);
 }
 
-void inventory_parts_all_close(inventory_parts_all_cursor *cur)
+INVENTORY_API void inventory_parts_all_close(inventory_parts_all_cursor *cur)
 {
     if (!cur) return;
     p2_refset_free(&cur->_seen);
     if (cur->_db) cur->_state = 3;
 }
 
-int inventory_parts_all_delete(inventory_parts_all_cursor *cur)
+INVENTORY_API int inventory_parts_all_delete(inventory_parts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
@@ -2355,7 +2386,7 @@ static int inventory_suppliers__odlist_verify(inventory_db *db, p2_verify *v)
    and that the list holds every element once. P2_OK, or P2_EFORMAT with the reason in
    db->err. */
 int inventory_suppliers__odlist_check(inventory_db *db);
-int inventory_suppliers__odlist_check(inventory_db *db)
+INVENTORY_API int inventory_suppliers__odlist_check(inventory_db *db)
 {
     uint64_t ref, prev = P2_NIL, seen = 0;
     if (!db || !db->open) return P2_ECLOSED;
@@ -3172,7 +3203,7 @@ static int inventory_suppliers__no_element(inventory_db *db, uint64_t ref)
     return p2_err_set(&db->err, P2_NOTFOUND, "container suppliers: no element with reference %" PRIu64, ref);
 }
 
-int inventory_suppliers_insert(inventory_db *db, const inventory_supplier *rec, inventory_ref *out)
+INVENTORY_API int inventory_suppliers_insert(inventory_db *db, const inventory_supplier *rec, inventory_ref *out)
 {
     uint64_t ref = P2_NIL;
     int rc;
@@ -3184,7 +3215,7 @@ int inventory_suppliers_insert(inventory_db *db, const inventory_supplier *rec, 
     return P2_OK;
 }
 
-int inventory_suppliers_get(inventory_db *db, inventory_ref ref, inventory_supplier *out)
+INVENTORY_API int inventory_suppliers_get(inventory_db *db, inventory_ref ref, inventory_supplier *out)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!inventory_suppliers__delflag_valid(db, ref)) return inventory_suppliers__no_element(db, ref);
@@ -3192,13 +3223,13 @@ int inventory_suppliers_get(inventory_db *db, inventory_ref ref, inventory_suppl
     return P2_OK;
 }
 
-const inventory_supplier *inventory_suppliers_at(inventory_db *db, inventory_ref ref)
+INVENTORY_API const inventory_supplier *inventory_suppliers_at(inventory_db *db, inventory_ref ref)
 {
     if (!db || !db->open || !inventory_suppliers__delflag_valid(db, ref)) return NULL;
     return &inventory_suppliers__delflag_elem(db, ref)->rec;
 }
 
-int inventory_suppliers_update(inventory_db *db, inventory_ref *ref, const inventory_supplier *rec)
+INVENTORY_API int inventory_suppliers_update(inventory_db *db, inventory_ref *ref, const inventory_supplier *rec)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!ref || !rec) return p2_err_set(&db->err, P2_EINVAL, "inventory_suppliers_update: NULL argument");
@@ -3206,7 +3237,7 @@ int inventory_suppliers_update(inventory_db *db, inventory_ref *ref, const inven
     return inventory_suppliers__delflag_update(db, ref, rec);
 }
 
-int inventory_suppliers_delete(inventory_db *db, inventory_ref ref)
+INVENTORY_API int inventory_suppliers_delete(inventory_db *db, inventory_ref ref)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!inventory_suppliers__delflag_valid(db, ref)) return inventory_suppliers__no_element(db, ref);
@@ -3214,19 +3245,19 @@ int inventory_suppliers_delete(inventory_db *db, inventory_ref ref)
     return P2_OK;
 }
 
-int inventory_suppliers_reserve(inventory_db *db, uint64_t n)
+INVENTORY_API int inventory_suppliers_reserve(inventory_db *db, uint64_t n)
 {
     if (!db || !db->open) return P2_ECLOSED;
     return inventory_suppliers__delflag_reserve(db, n);
 }
 
-uint64_t inventory_suppliers_count(inventory_db *db)
+INVENTORY_API uint64_t inventory_suppliers_count(inventory_db *db)
 {
     if (!db || !db->open) return 0;
     return inventory_suppliers__delflag_count(db);
 }
 
-int inventory_suppliers_set_id(inventory_db *db, inventory_ref ref, uint64_t value)
+INVENTORY_API int inventory_suppliers_set_id(inventory_db *db, inventory_ref ref, uint64_t value)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!inventory_suppliers__delflag_valid(db, ref)) return inventory_suppliers__no_element(db, ref);
@@ -3237,7 +3268,7 @@ int inventory_suppliers_set_id(inventory_db *db, inventory_ref ref, uint64_t val
     }
 }
 
-int inventory_suppliers_set_name(inventory_db *db, inventory_ref ref, const char *value)
+INVENTORY_API int inventory_suppliers_set_name(inventory_db *db, inventory_ref ref, const char *value)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!inventory_suppliers__delflag_valid(db, ref)) return inventory_suppliers__no_element(db, ref);
@@ -3250,7 +3281,7 @@ int inventory_suppliers_set_name(inventory_db *db, inventory_ref ref, const char
     }
 }
 
-int inventory_suppliers_set_city(inventory_db *db, inventory_ref ref, const char *value)
+INVENTORY_API int inventory_suppliers_set_city(inventory_db *db, inventory_ref ref, const char *value)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!inventory_suppliers__delflag_valid(db, ref)) return inventory_suppliers__no_element(db, ref);
@@ -3260,7 +3291,7 @@ int inventory_suppliers_set_city(inventory_db *db, inventory_ref ref, const char
     return P2_OK;
 }
 
-int inventory_suppliers_set_rating(inventory_db *db, inventory_ref ref, uint8_t value)
+INVENTORY_API int inventory_suppliers_set_rating(inventory_db *db, inventory_ref ref, uint8_t value)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!inventory_suppliers__delflag_valid(db, ref)) return inventory_suppliers__no_element(db, ref);
@@ -3268,7 +3299,7 @@ int inventory_suppliers_set_rating(inventory_db *db, inventory_ref ref, uint8_t 
     return P2_OK;
 }
 
-int inventory_suppliers_find_id(inventory_db *db, uint64_t key, inventory_ref *out)
+INVENTORY_API int inventory_suppliers_find_id(inventory_db *db, uint64_t key, inventory_ref *out)
 {
     inventory_suppliers__find_id_cursor k;
     if (!db || !db->open) return P2_ECLOSED;
@@ -3281,7 +3312,15 @@ int inventory_suppliers_find_id(inventory_db *db, uint64_t key, inventory_ref *o
     return P2_OK;
 }
 
-int inventory_suppliers_find_name(inventory_db *db, const char *key, inventory_ref *out)
+INVENTORY_API const inventory_supplier *inventory_suppliers_lookup_id(inventory_db *db, uint64_t key, inventory_ref *out)
+{
+    inventory_ref ref = P2_NIL;
+    if (inventory_suppliers_find_id(db, key, &ref) != P2_OK) return NULL;
+    if (out) *out = ref;
+    return &inventory_suppliers__delflag_elem(db, ref)->rec;
+}
+
+INVENTORY_API int inventory_suppliers_find_name(inventory_db *db, const char *key, inventory_ref *out)
 {
     inventory_suppliers__find_name_cursor k;
     if (!db || !db->open) return P2_ECLOSED;
@@ -3296,13 +3335,21 @@ int inventory_suppliers_find_name(inventory_db *db, const char *key, inventory_r
     return P2_OK;
 }
 
-int inventory_suppliers_purge(inventory_db *db, uint64_t *n)
+INVENTORY_API const inventory_supplier *inventory_suppliers_lookup_name(inventory_db *db, const char *key, inventory_ref *out)
+{
+    inventory_ref ref = P2_NIL;
+    if (inventory_suppliers_find_name(db, key, &ref) != P2_OK) return NULL;
+    if (out) *out = ref;
+    return &inventory_suppliers__delflag_elem(db, ref)->rec;
+}
+
+INVENTORY_API int inventory_suppliers_purge(inventory_db *db, uint64_t *n)
 {
     if (!db || !db->open) return P2_ECLOSED;
     return inventory_suppliers__delflag_purge(db, n);
 }
 
-int inventory_suppliers_by_name_open(inventory_db *db, inventory_suppliers_by_name_cursor *cur, uint8_t min_rating)
+INVENTORY_API int inventory_suppliers_by_name_open(inventory_db *db, inventory_suppliers_by_name_cursor *cur, uint8_t min_rating)
 {
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
@@ -3312,25 +3359,25 @@ int inventory_suppliers_by_name_open(inventory_db *db, inventory_suppliers_by_na
     return P2_OK;
 }
 
-int inventory_suppliers_by_name_next(inventory_suppliers_by_name_cursor *cur)
+INVENTORY_API int inventory_suppliers_by_name_next(inventory_suppliers_by_name_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     return inventory_suppliers__delflag_suppliers_by_name_next(cur);
 }
 
-const inventory_supplier *inventory_suppliers_by_name_get(const inventory_suppliers_by_name_cursor *cur)
+INVENTORY_API const inventory_supplier *inventory_suppliers_by_name_get(const inventory_suppliers_by_name_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
     return &inventory_suppliers__delflag_elem(cur->_db, cur->_cur)->rec;
 }
 
-inventory_ref inventory_suppliers_by_name_ref(const inventory_suppliers_by_name_cursor *cur)
+INVENTORY_API inventory_ref inventory_suppliers_by_name_ref(const inventory_suppliers_by_name_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return INVENTORY_NOREF;
     return cur->_cur;
 }
 
-int inventory_suppliers_by_name_update(inventory_suppliers_by_name_cursor *cur, const inventory_supplier *rec)
+INVENTORY_API int inventory_suppliers_by_name_update(inventory_suppliers_by_name_cursor *cur, const inventory_supplier *rec)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "inventory_suppliers_by_name_update: rec is NULL");
@@ -3338,21 +3385,21 @@ int inventory_suppliers_by_name_update(inventory_suppliers_by_name_cursor *cur, 
     return inventory_suppliers__delflag_suppliers_by_name_update(cur, rec);
 }
 
-void inventory_suppliers_by_name_close(inventory_suppliers_by_name_cursor *cur)
+INVENTORY_API void inventory_suppliers_by_name_close(inventory_suppliers_by_name_cursor *cur)
 {
     if (!cur) return;
     p2_refset_free(&cur->_seen);
     if (cur->_db) cur->_state = 3;
 }
 
-int inventory_suppliers_by_name_delete(inventory_suppliers_by_name_cursor *cur)
+INVENTORY_API int inventory_suppliers_by_name_delete(inventory_suppliers_by_name_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor suppliers_by_name is not on an element");
     return inventory_suppliers__delflag_suppliers_by_name_delete(cur);
 }
 
-int inventory_suppliers_in_open(inventory_db *db, inventory_suppliers_in_cursor *cur, const char *city)
+INVENTORY_API int inventory_suppliers_in_open(inventory_db *db, inventory_suppliers_in_cursor *cur, const char *city)
 {
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
@@ -3364,25 +3411,25 @@ int inventory_suppliers_in_open(inventory_db *db, inventory_suppliers_in_cursor 
     return P2_OK;
 }
 
-int inventory_suppliers_in_next(inventory_suppliers_in_cursor *cur)
+INVENTORY_API int inventory_suppliers_in_next(inventory_suppliers_in_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     return inventory_suppliers__delflag_suppliers_in_next(cur);
 }
 
-const inventory_supplier *inventory_suppliers_in_get(const inventory_suppliers_in_cursor *cur)
+INVENTORY_API const inventory_supplier *inventory_suppliers_in_get(const inventory_suppliers_in_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
     return &inventory_suppliers__delflag_elem(cur->_db, cur->_cur)->rec;
 }
 
-inventory_ref inventory_suppliers_in_ref(const inventory_suppliers_in_cursor *cur)
+INVENTORY_API inventory_ref inventory_suppliers_in_ref(const inventory_suppliers_in_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return INVENTORY_NOREF;
     return cur->_cur;
 }
 
-int inventory_suppliers_in_update(inventory_suppliers_in_cursor *cur, const inventory_supplier *rec)
+INVENTORY_API int inventory_suppliers_in_update(inventory_suppliers_in_cursor *cur, const inventory_supplier *rec)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "inventory_suppliers_in_update: rec is NULL");
@@ -3390,21 +3437,21 @@ int inventory_suppliers_in_update(inventory_suppliers_in_cursor *cur, const inve
     return inventory_suppliers__delflag_suppliers_in_update(cur, rec);
 }
 
-void inventory_suppliers_in_close(inventory_suppliers_in_cursor *cur)
+INVENTORY_API void inventory_suppliers_in_close(inventory_suppliers_in_cursor *cur)
 {
     if (!cur) return;
     p2_refset_free(&cur->_seen);
     if (cur->_db) cur->_state = 3;
 }
 
-int inventory_suppliers_in_delete(inventory_suppliers_in_cursor *cur)
+INVENTORY_API int inventory_suppliers_in_delete(inventory_suppliers_in_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor suppliers_in is not on an element");
     return inventory_suppliers__delflag_suppliers_in_delete(cur);
 }
 
-int inventory_suppliers_all_open(inventory_db *db, inventory_suppliers_all_cursor *cur)
+INVENTORY_API int inventory_suppliers_all_open(inventory_db *db, inventory_suppliers_all_cursor *cur)
 {
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
@@ -3413,25 +3460,25 @@ int inventory_suppliers_all_open(inventory_db *db, inventory_suppliers_all_curso
     return P2_OK;
 }
 
-int inventory_suppliers_all_next(inventory_suppliers_all_cursor *cur)
+INVENTORY_API int inventory_suppliers_all_next(inventory_suppliers_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     return inventory_suppliers__delflag_all_next(cur);
 }
 
-const inventory_supplier *inventory_suppliers_all_get(const inventory_suppliers_all_cursor *cur)
+INVENTORY_API const inventory_supplier *inventory_suppliers_all_get(const inventory_suppliers_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
     return &inventory_suppliers__delflag_elem(cur->_db, cur->_cur)->rec;
 }
 
-inventory_ref inventory_suppliers_all_ref(const inventory_suppliers_all_cursor *cur)
+INVENTORY_API inventory_ref inventory_suppliers_all_ref(const inventory_suppliers_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return INVENTORY_NOREF;
     return cur->_cur;
 }
 
-int inventory_suppliers_all_update(inventory_suppliers_all_cursor *cur, const inventory_supplier *rec)
+INVENTORY_API int inventory_suppliers_all_update(inventory_suppliers_all_cursor *cur, const inventory_supplier *rec)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "inventory_suppliers_all_update: rec is NULL");
@@ -3439,14 +3486,14 @@ int inventory_suppliers_all_update(inventory_suppliers_all_cursor *cur, const in
     return inventory_suppliers__delflag_all_update(cur, rec);
 }
 
-void inventory_suppliers_all_close(inventory_suppliers_all_cursor *cur)
+INVENTORY_API void inventory_suppliers_all_close(inventory_suppliers_all_cursor *cur)
 {
     if (!cur) return;
     p2_refset_free(&cur->_seen);
     if (cur->_db) cur->_state = 3;
 }
 
-int inventory_suppliers_all_delete(inventory_suppliers_all_cursor *cur)
+INVENTORY_API int inventory_suppliers_all_delete(inventory_suppliers_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
@@ -3818,7 +3865,7 @@ static int inventory_shipments__dlist_verify(inventory_db *db, p2_verify *v)
 /* Debug aid (compiled with -DP2_DEBUG): check links both ways, head and tail, and that
    the list holds every element once. P2_OK, or P2_EFORMAT with the reason in db->err. */
 int inventory_shipments__dlist_check(inventory_db *db);
-int inventory_shipments__dlist_check(inventory_db *db)
+INVENTORY_API int inventory_shipments__dlist_check(inventory_db *db)
 {
     uint64_t ref, prev = P2_NIL, seen = 0;
     if (!db || !db->open) return P2_ECLOSED;
@@ -4154,7 +4201,7 @@ static inline int32_t inventory_shipments__avl_check_at(inventory_db *db, uint64
 /* Check the whole tree: order, heights, balance, and that it holds every element once.
    P2_OK, or P2_EFORMAT with the reason in db->err. */
 int inventory_shipments__avl_check(inventory_db *db);
-int inventory_shipments__avl_check(inventory_db *db)
+INVENTORY_API int inventory_shipments__avl_check(inventory_db *db)
 {
     uint64_t seen = 0;
     if (!db || !db->open) return P2_ECLOSED;
@@ -4568,7 +4615,7 @@ static int inventory_shipments__no_element(inventory_db *db, uint64_t ref)
     return p2_err_set(&db->err, P2_NOTFOUND, "container shipments: no element with reference %" PRIu64, ref);
 }
 
-int inventory_shipments_insert(inventory_db *db, const inventory_shipment *rec, inventory_ref *out)
+INVENTORY_API int inventory_shipments_insert(inventory_db *db, const inventory_shipment *rec, inventory_ref *out)
 {
     uint64_t ref = P2_NIL;
     int rc;
@@ -4580,7 +4627,7 @@ int inventory_shipments_insert(inventory_db *db, const inventory_shipment *rec, 
     return P2_OK;
 }
 
-int inventory_shipments_get(inventory_db *db, inventory_ref ref, inventory_shipment *out)
+INVENTORY_API int inventory_shipments_get(inventory_db *db, inventory_ref ref, inventory_shipment *out)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!inventory_shipments__top2ds_qualify_valid(db, ref)) return inventory_shipments__no_element(db, ref);
@@ -4588,13 +4635,13 @@ int inventory_shipments_get(inventory_db *db, inventory_ref ref, inventory_shipm
     return P2_OK;
 }
 
-const inventory_shipment *inventory_shipments_at(inventory_db *db, inventory_ref ref)
+INVENTORY_API const inventory_shipment *inventory_shipments_at(inventory_db *db, inventory_ref ref)
 {
     if (!db || !db->open || !inventory_shipments__top2ds_qualify_valid(db, ref)) return NULL;
     return &inventory_shipments__top2ds_qualify_elem(db, ref)->rec;
 }
 
-int inventory_shipments_update(inventory_db *db, inventory_ref *ref, const inventory_shipment *rec)
+INVENTORY_API int inventory_shipments_update(inventory_db *db, inventory_ref *ref, const inventory_shipment *rec)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!ref || !rec) return p2_err_set(&db->err, P2_EINVAL, "inventory_shipments_update: NULL argument");
@@ -4602,7 +4649,7 @@ int inventory_shipments_update(inventory_db *db, inventory_ref *ref, const inven
     return inventory_shipments__top2ds_qualify_update(db, ref, rec);
 }
 
-int inventory_shipments_delete(inventory_db *db, inventory_ref ref)
+INVENTORY_API int inventory_shipments_delete(inventory_db *db, inventory_ref ref)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!inventory_shipments__top2ds_qualify_valid(db, ref)) return inventory_shipments__no_element(db, ref);
@@ -4610,19 +4657,19 @@ int inventory_shipments_delete(inventory_db *db, inventory_ref ref)
     return P2_OK;
 }
 
-int inventory_shipments_reserve(inventory_db *db, uint64_t n)
+INVENTORY_API int inventory_shipments_reserve(inventory_db *db, uint64_t n)
 {
     if (!db || !db->open) return P2_ECLOSED;
     return inventory_shipments__top2ds_qualify_reserve(db, n);
 }
 
-uint64_t inventory_shipments_count(inventory_db *db)
+INVENTORY_API uint64_t inventory_shipments_count(inventory_db *db)
 {
     if (!db || !db->open) return 0;
     return inventory_shipments__top2ds_qualify_count(db);
 }
 
-int inventory_shipments_set_part(inventory_db *db, inventory_ref ref, uint32_t value)
+INVENTORY_API int inventory_shipments_set_part(inventory_db *db, inventory_ref ref, uint32_t value)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!inventory_shipments__top2ds_qualify_valid(db, ref)) return inventory_shipments__no_element(db, ref);
@@ -4630,7 +4677,7 @@ int inventory_shipments_set_part(inventory_db *db, inventory_ref ref, uint32_t v
     return P2_OK;
 }
 
-int inventory_shipments_set_supplier(inventory_db *db, inventory_ref ref, uint64_t value)
+INVENTORY_API int inventory_shipments_set_supplier(inventory_db *db, inventory_ref ref, uint64_t value)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!inventory_shipments__top2ds_qualify_valid(db, ref)) return inventory_shipments__no_element(db, ref);
@@ -4638,7 +4685,7 @@ int inventory_shipments_set_supplier(inventory_db *db, inventory_ref ref, uint64
     return P2_OK;
 }
 
-int inventory_shipments_set_day(inventory_db *db, inventory_ref ref, uint32_t value)
+INVENTORY_API int inventory_shipments_set_day(inventory_db *db, inventory_ref ref, uint32_t value)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!inventory_shipments__top2ds_qualify_valid(db, ref)) return inventory_shipments__no_element(db, ref);
@@ -4649,7 +4696,7 @@ int inventory_shipments_set_day(inventory_db *db, inventory_ref ref, uint32_t va
     }
 }
 
-int inventory_shipments_set_quantity(inventory_db *db, inventory_ref ref, int32_t value)
+INVENTORY_API int inventory_shipments_set_quantity(inventory_db *db, inventory_ref ref, int32_t value)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!inventory_shipments__top2ds_qualify_valid(db, ref)) return inventory_shipments__no_element(db, ref);
@@ -4657,7 +4704,7 @@ int inventory_shipments_set_quantity(inventory_db *db, inventory_ref ref, int32_
     return P2_OK;
 }
 
-int inventory_shipments_find_day(inventory_db *db, uint32_t key, inventory_ref *out)
+INVENTORY_API int inventory_shipments_find_day(inventory_db *db, uint32_t key, inventory_ref *out)
 {
     inventory_shipments__find_day_cursor k;
     if (!db || !db->open) return P2_ECLOSED;
@@ -4670,7 +4717,15 @@ int inventory_shipments_find_day(inventory_db *db, uint32_t key, inventory_ref *
     return P2_OK;
 }
 
-int inventory_shipments_between_open(inventory_db *db, inventory_shipments_between_cursor *cur, uint32_t from, uint32_t to)
+INVENTORY_API const inventory_shipment *inventory_shipments_lookup_day(inventory_db *db, uint32_t key, inventory_ref *out)
+{
+    inventory_ref ref = P2_NIL;
+    if (inventory_shipments_find_day(db, key, &ref) != P2_OK) return NULL;
+    if (out) *out = ref;
+    return &inventory_shipments__top2ds_qualify_elem(db, ref)->rec;
+}
+
+INVENTORY_API int inventory_shipments_between_open(inventory_db *db, inventory_shipments_between_cursor *cur, uint32_t from, uint32_t to)
 {
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
@@ -4681,25 +4736,25 @@ int inventory_shipments_between_open(inventory_db *db, inventory_shipments_betwe
     return P2_OK;
 }
 
-int inventory_shipments_between_next(inventory_shipments_between_cursor *cur)
+INVENTORY_API int inventory_shipments_between_next(inventory_shipments_between_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     return inventory_shipments__top2ds_qualify_shipments_between_next(cur);
 }
 
-const inventory_shipment *inventory_shipments_between_get(const inventory_shipments_between_cursor *cur)
+INVENTORY_API const inventory_shipment *inventory_shipments_between_get(const inventory_shipments_between_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
     return &inventory_shipments__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
-inventory_ref inventory_shipments_between_ref(const inventory_shipments_between_cursor *cur)
+INVENTORY_API inventory_ref inventory_shipments_between_ref(const inventory_shipments_between_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return INVENTORY_NOREF;
     return cur->_cur;
 }
 
-int inventory_shipments_between_update(inventory_shipments_between_cursor *cur, const inventory_shipment *rec)
+INVENTORY_API int inventory_shipments_between_update(inventory_shipments_between_cursor *cur, const inventory_shipment *rec)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "inventory_shipments_between_update: rec is NULL");
@@ -4707,21 +4762,21 @@ int inventory_shipments_between_update(inventory_shipments_between_cursor *cur, 
     return inventory_shipments__top2ds_qualify_shipments_between_update(cur, rec);
 }
 
-void inventory_shipments_between_close(inventory_shipments_between_cursor *cur)
+INVENTORY_API void inventory_shipments_between_close(inventory_shipments_between_cursor *cur)
 {
     if (!cur) return;
     p2_refset_free(&cur->_seen);
     if (cur->_db) cur->_state = 3;
 }
 
-int inventory_shipments_between_delete(inventory_shipments_between_cursor *cur)
+INVENTORY_API int inventory_shipments_between_delete(inventory_shipments_between_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor shipments_between is not on an element");
     return inventory_shipments__top2ds_qualify_shipments_between_delete(cur);
 }
 
-int inventory_big_shipments_open(inventory_db *db, inventory_big_shipments_cursor *cur, uint32_t part)
+INVENTORY_API int inventory_big_shipments_open(inventory_db *db, inventory_big_shipments_cursor *cur, uint32_t part)
 {
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
@@ -4731,25 +4786,25 @@ int inventory_big_shipments_open(inventory_db *db, inventory_big_shipments_curso
     return P2_OK;
 }
 
-int inventory_big_shipments_next(inventory_big_shipments_cursor *cur)
+INVENTORY_API int inventory_big_shipments_next(inventory_big_shipments_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     return inventory_shipments__top2ds_qualify_big_shipments_next(cur);
 }
 
-const inventory_shipment *inventory_big_shipments_get(const inventory_big_shipments_cursor *cur)
+INVENTORY_API const inventory_shipment *inventory_big_shipments_get(const inventory_big_shipments_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
     return &inventory_shipments__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
-inventory_ref inventory_big_shipments_ref(const inventory_big_shipments_cursor *cur)
+INVENTORY_API inventory_ref inventory_big_shipments_ref(const inventory_big_shipments_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return INVENTORY_NOREF;
     return cur->_cur;
 }
 
-int inventory_big_shipments_update(inventory_big_shipments_cursor *cur, const inventory_shipment *rec)
+INVENTORY_API int inventory_big_shipments_update(inventory_big_shipments_cursor *cur, const inventory_shipment *rec)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "inventory_big_shipments_update: rec is NULL");
@@ -4757,21 +4812,21 @@ int inventory_big_shipments_update(inventory_big_shipments_cursor *cur, const in
     return inventory_shipments__top2ds_qualify_big_shipments_update(cur, rec);
 }
 
-void inventory_big_shipments_close(inventory_big_shipments_cursor *cur)
+INVENTORY_API void inventory_big_shipments_close(inventory_big_shipments_cursor *cur)
 {
     if (!cur) return;
     p2_refset_free(&cur->_seen);
     if (cur->_db) cur->_state = 3;
 }
 
-int inventory_big_shipments_delete(inventory_big_shipments_cursor *cur)
+INVENTORY_API int inventory_big_shipments_delete(inventory_big_shipments_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor big_shipments is not on an element");
     return inventory_shipments__top2ds_qualify_big_shipments_delete(cur);
 }
 
-int inventory_shipments_of_part_open(inventory_db *db, inventory_shipments_of_part_cursor *cur, uint32_t part)
+INVENTORY_API int inventory_shipments_of_part_open(inventory_db *db, inventory_shipments_of_part_cursor *cur, uint32_t part)
 {
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
@@ -4781,25 +4836,25 @@ int inventory_shipments_of_part_open(inventory_db *db, inventory_shipments_of_pa
     return P2_OK;
 }
 
-int inventory_shipments_of_part_next(inventory_shipments_of_part_cursor *cur)
+INVENTORY_API int inventory_shipments_of_part_next(inventory_shipments_of_part_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     return inventory_shipments__top2ds_qualify_shipments_of_part_next(cur);
 }
 
-const inventory_shipment *inventory_shipments_of_part_get(const inventory_shipments_of_part_cursor *cur)
+INVENTORY_API const inventory_shipment *inventory_shipments_of_part_get(const inventory_shipments_of_part_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
     return &inventory_shipments__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
-inventory_ref inventory_shipments_of_part_ref(const inventory_shipments_of_part_cursor *cur)
+INVENTORY_API inventory_ref inventory_shipments_of_part_ref(const inventory_shipments_of_part_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return INVENTORY_NOREF;
     return cur->_cur;
 }
 
-int inventory_shipments_of_part_update(inventory_shipments_of_part_cursor *cur, const inventory_shipment *rec)
+INVENTORY_API int inventory_shipments_of_part_update(inventory_shipments_of_part_cursor *cur, const inventory_shipment *rec)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "inventory_shipments_of_part_update: rec is NULL");
@@ -4807,21 +4862,21 @@ int inventory_shipments_of_part_update(inventory_shipments_of_part_cursor *cur, 
     return inventory_shipments__top2ds_qualify_shipments_of_part_update(cur, rec);
 }
 
-void inventory_shipments_of_part_close(inventory_shipments_of_part_cursor *cur)
+INVENTORY_API void inventory_shipments_of_part_close(inventory_shipments_of_part_cursor *cur)
 {
     if (!cur) return;
     p2_refset_free(&cur->_seen);
     if (cur->_db) cur->_state = 3;
 }
 
-int inventory_shipments_of_part_delete(inventory_shipments_of_part_cursor *cur)
+INVENTORY_API int inventory_shipments_of_part_delete(inventory_shipments_of_part_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor shipments_of_part is not on an element");
     return inventory_shipments__top2ds_qualify_shipments_of_part_delete(cur);
 }
 
-int inventory_shipments_all_open(inventory_db *db, inventory_shipments_all_cursor *cur)
+INVENTORY_API int inventory_shipments_all_open(inventory_db *db, inventory_shipments_all_cursor *cur)
 {
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
@@ -4830,25 +4885,25 @@ int inventory_shipments_all_open(inventory_db *db, inventory_shipments_all_curso
     return P2_OK;
 }
 
-int inventory_shipments_all_next(inventory_shipments_all_cursor *cur)
+INVENTORY_API int inventory_shipments_all_next(inventory_shipments_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     return inventory_shipments__top2ds_qualify_all_next(cur);
 }
 
-const inventory_shipment *inventory_shipments_all_get(const inventory_shipments_all_cursor *cur)
+INVENTORY_API const inventory_shipment *inventory_shipments_all_get(const inventory_shipments_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
     return &inventory_shipments__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
-inventory_ref inventory_shipments_all_ref(const inventory_shipments_all_cursor *cur)
+INVENTORY_API inventory_ref inventory_shipments_all_ref(const inventory_shipments_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return INVENTORY_NOREF;
     return cur->_cur;
 }
 
-int inventory_shipments_all_update(inventory_shipments_all_cursor *cur, const inventory_shipment *rec)
+INVENTORY_API int inventory_shipments_all_update(inventory_shipments_all_cursor *cur, const inventory_shipment *rec)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "inventory_shipments_all_update: rec is NULL");
@@ -4856,14 +4911,14 @@ int inventory_shipments_all_update(inventory_shipments_all_cursor *cur, const in
     return inventory_shipments__top2ds_qualify_all_update(cur, rec);
 }
 
-void inventory_shipments_all_close(inventory_shipments_all_cursor *cur)
+INVENTORY_API void inventory_shipments_all_close(inventory_shipments_all_cursor *cur)
 {
     if (!cur) return;
     p2_refset_free(&cur->_seen);
     if (cur->_db) cur->_state = 3;
 }
 
-int inventory_shipments_all_delete(inventory_shipments_all_cursor *cur)
+INVENTORY_API int inventory_shipments_all_delete(inventory_shipments_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
@@ -4875,7 +4930,7 @@ int inventory_shipments_all_delete(inventory_shipments_all_cursor *cur)
  * _verify, storage first), then the relationships and texts of the containers whose
  * storage could be read, and reports every inconsistency it finds
  * ========================================================================== */
-int inventory_verify(inventory_db *db, char *report, size_t report_size, uint64_t *problems)
+INVENTORY_API int inventory_verify(inventory_db *db, char *report, size_t report_size, uint64_t *problems)
 {
     p2_verify v;
     int usable[3] = {0};
@@ -4902,12 +4957,12 @@ int inventory_verify(inventory_db *db, char *report, size_t report_size, uint64_
 /* ==========================================================================
  * open / sync / close
  * ========================================================================== */
-const char *inventory_errmsg(const inventory_db *db)
+INVENTORY_API const char *inventory_errmsg(const inventory_db *db)
 {
     return db ? db->err.msg : "no database handle (open failed: out of memory)";
 }
 
-int inventory_errcode(const inventory_db *db)
+INVENTORY_API int inventory_errcode(const inventory_db *db)
 {
     return db ? db->err.code : P2_ENOMEM;
 }
@@ -5001,17 +5056,17 @@ fail:
     return rc;
 }
 
-int inventory_open(inventory_db **out, const char *dir)
+INVENTORY_API int inventory_open(inventory_db **out, const char *dir)
 {
     return inventory__open(out, dir, 1);
 }
 
-int inventory_open_unchecked(inventory_db **out, const char *dir)
+INVENTORY_API int inventory_open_unchecked(inventory_db **out, const char *dir)
 {
     return inventory__open(out, dir, 0);
 }
 
-int inventory_sync(inventory_db *db)
+INVENTORY_API int inventory_sync(inventory_db *db)
 {
     if (!db || !db->open) return P2_ECLOSED;
     {
@@ -5021,7 +5076,7 @@ int inventory_sync(inventory_db *db)
     return P2_OK;
 }
 
-int inventory_close(inventory_db *db)
+INVENTORY_API int inventory_close(inventory_db *db)
 {
     int rc;
     if (!db) return P2_OK;

@@ -48,6 +48,20 @@
 #include <stdint.h>
 #include "p2_runtime.h"
 
+/* INVENTORY_INLINE: define it before including this header (`#define INVENTORY_INLINE`,
+ * or `cc -DINVENTORY_INLINE`) and every function below becomes a static inline function
+ * of your own file (this header then includes inventory.c): a plain `cc -O2` flattens find,
+ * at, the setters and insert into your code through every layer, as if you had written
+ * them by hand, and each call checks the handle and the element once. Link with
+ * libinventory.a as always (the runtime). Without it the functions are ordinary calls into
+ * the library (what other languages and the Python module use). Same API, same checks,
+ * same files; a program may do either in each of its files. */
+#ifdef INVENTORY_INLINE
+#define INVENTORY_API static inline
+#else
+#define INVENTORY_API
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -63,19 +77,19 @@ typedef uint64_t inventory_ref;
  * absent; relative paths resolve against `dir` when it is not NULL). On failure *out is
  * still set (unless memory ran out) so that inventory_errmsg can say why; close it.
  * Errors: P2_ENOMEM, P2_EIO, P2_EFORMAT, P2_EMISMATCH, P2_EBUSY. */
-int inventory_open(inventory_db **out, const char *dir);
+INVENTORY_API int inventory_open(inventory_db **out, const char *dir);
 /* The same without the integrity walk at open (see "Files are input" above), for tools
  * that inspect damaged files with inventory_verify only: any other call on such a handle may
  * fault on a damaged file. */
-int inventory_open_unchecked(inventory_db **out, const char *dir);
+INVENTORY_API int inventory_open_unchecked(inventory_db **out, const char *dir);
 /* Flush persistent containers to their files (msync) and update the file headers. */
-int inventory_sync(inventory_db *db);
+INVENTORY_API int inventory_sync(inventory_db *db);
 /* Close the files cleanly, free transient containers and the handle. NULL is a no-op. */
-int inventory_close(inventory_db *db);
+INVENTORY_API int inventory_close(inventory_db *db);
 /* The last error in words ("" if none). */
-const char *inventory_errmsg(const inventory_db *db);
+INVENTORY_API const char *inventory_errmsg(const inventory_db *db);
 /* The last error code (P2_OK if none). */
-int inventory_errcode(const inventory_db *db);
+INVENTORY_API int inventory_errcode(const inventory_db *db);
 /* Integrity check (in the spirit of SQLite's PRAGMA integrity_check): walk every structure
  * of every container and relationship (slots, free lists, hash chains, trees, lists, texts)
  * and check that every reference is in bounds and names a live element of the right
@@ -83,7 +97,7 @@ int inventory_errcode(const inventory_db *db);
  * corrupt file. Returns P2_OK if all is consistent, else P2_EFORMAT with one line per
  * problem in report (the first 100, truncated to report_size; report may be NULL) and
  * their number in *problems (may be NULL); P2_ECLOSED on a closed handle. */
-int inventory_verify(inventory_db *db, char *report, size_t report_size, uint64_t *problems);
+INVENTORY_API int inventory_verify(inventory_db *db, char *report, size_t report_size, uint64_t *problems);
 
 /* record part */
 typedef struct inventory_part {
@@ -115,39 +129,51 @@ typedef struct inventory_shipment {
  * ========================================================================== */
 /* Insert a copy of *rec; *out (may be NULL) receives its reference.
  * Errors: P2_ENOMEM; P2_EDUP / P2_ERANGE from keyed storage (iarray). */
-int inventory_parts_insert(inventory_db *db, const inventory_part *rec, inventory_ref *out);
+INVENTORY_API int inventory_parts_insert(inventory_db *db, const inventory_part *rec, inventory_ref *out);
 /* Copy the element `ref` to *out. Errors: P2_NOTFOUND (no such element). */
-int inventory_parts_get(inventory_db *db, inventory_ref ref, inventory_part *out);
+INVENTORY_API int inventory_parts_get(inventory_db *db, inventory_ref ref, inventory_part *out);
 /* The element `ref` in place (read only), or NULL if there is none. */
-const inventory_part *inventory_parts_at(inventory_db *db, inventory_ref ref);
+INVENTORY_API const inventory_part *inventory_parts_at(inventory_db *db, inventory_ref ref);
 /* Replace the element *ref by *rec, keeping every index right; *ref receives the new
  * reference if the element moved. Errors: P2_NOTFOUND, P2_EDUP, P2_ERANGE, P2_ENOMEM. */
-int inventory_parts_update(inventory_db *db, inventory_ref *ref, const inventory_part *rec);
+INVENTORY_API int inventory_parts_update(inventory_db *db, inventory_ref *ref, const inventory_part *rec);
 /* Delete the element `ref`. Errors: P2_NOTFOUND. */
-int inventory_parts_delete(inventory_db *db, inventory_ref ref);
+INVENTORY_API int inventory_parts_delete(inventory_db *db, inventory_ref ref);
 /* Make room for n elements in all (slots, buckets) so that loading them does not regrow:
  * saves time and the space doubling leaves behind. A hint: never needed for correctness.
  * Errors: P2_ENOMEM. */
-int inventory_parts_reserve(inventory_db *db, uint64_t n);
+INVENTORY_API int inventory_parts_reserve(inventory_db *db, uint64_t n);
 /* Number of elements. */
-uint64_t inventory_parts_count(inventory_db *db);
+INVENTORY_API uint64_t inventory_parts_count(inventory_db *db);
 /* Set field id of element `ref` (a key: goes through update). */
-int inventory_parts_set_id(inventory_db *db, inventory_ref ref, uint32_t value);
+INVENTORY_API int inventory_parts_set_id(inventory_db *db, inventory_ref ref, uint32_t value);
 /* Set field kind of element `ref` (a key: goes through update). */
-int inventory_parts_set_kind(inventory_db *db, inventory_ref ref, const char *value);
+INVENTORY_API int inventory_parts_set_kind(inventory_db *db, inventory_ref ref, const char *value);
 /* Set field weight_g of element `ref` (a key: goes through update). */
-int inventory_parts_set_weight_g(inventory_db *db, inventory_ref ref, double value);
+INVENTORY_API int inventory_parts_set_weight_g(inventory_db *db, inventory_ref ref, double value);
 /* Set field stock of element `ref`. */
-int inventory_parts_set_stock(inventory_db *db, inventory_ref ref, int32_t value);
+INVENTORY_API int inventory_parts_set_stock(inventory_db *db, inventory_ref ref, int32_t value);
 /* Find an element whose kind equals `key` (hash(buckets=64, fn=default, grow=true, key=kind) eq).
  * Errors: P2_NOTFOUND. */
-int inventory_parts_find_kind(inventory_db *db, const char *key, inventory_ref *out);
+INVENTORY_API int inventory_parts_find_kind(inventory_db *db, const char *key, inventory_ref *out);
+/* The same in one step: the element (read only, as _at gives it), or NULL when there is
+ * none (P2_NOTFOUND in _errcode) or the handle is closed; *out (may be NULL) receives its
+ * reference, for the setters. */
+INVENTORY_API const inventory_part *inventory_parts_lookup_kind(inventory_db *db, const char *key, inventory_ref *out);
 /* Find an element whose weight_g equals `key` (avl(key=weight_g) range).
  * Errors: P2_NOTFOUND. */
-int inventory_parts_find_weight_g(inventory_db *db, double key, inventory_ref *out);
+INVENTORY_API int inventory_parts_find_weight_g(inventory_db *db, double key, inventory_ref *out);
+/* The same in one step: the element (read only, as _at gives it), or NULL when there is
+ * none (P2_NOTFOUND in _errcode) or the handle is closed; *out (may be NULL) receives its
+ * reference, for the setters. */
+INVENTORY_API const inventory_part *inventory_parts_lookup_weight_g(inventory_db *db, double key, inventory_ref *out);
 /* Find an element whose id equals `key` (iarray(capacity=256, key=id, max_key=262143) eq).
  * Errors: P2_NOTFOUND. */
-int inventory_parts_find_id(inventory_db *db, uint32_t key, inventory_ref *out);
+INVENTORY_API int inventory_parts_find_id(inventory_db *db, uint32_t key, inventory_ref *out);
+/* The same in one step: the element (read only, as _at gives it), or NULL when there is
+ * none (P2_NOTFOUND in _errcode) or the handle is closed; *out (may be NULL) receives its
+ * reference, for the setters. */
+INVENTORY_API const inventory_part *inventory_parts_lookup_id(inventory_db *db, uint32_t key, inventory_ref *out);
 
 /* cursor parts_of_kind on parts where kind == $kind and stock > 0 *   path: hash(buckets=64, fn=default, grow=true, key=kind) eq (hash: kind == $kind picks one bucket); residual: stock > 0 */
 typedef struct inventory_parts_of_kind_cursor {
@@ -158,21 +184,21 @@ typedef struct inventory_parts_of_kind_cursor {
     char _p_kind[12];
 } inventory_parts_of_kind_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
-int inventory_parts_of_kind_open(inventory_db *db, inventory_parts_of_kind_cursor *cur, const char *kind);
+INVENTORY_API int inventory_parts_of_kind_open(inventory_db *db, inventory_parts_of_kind_cursor *cur, const char *kind);
 /* Move to the next element: P2_OK, or P2_END when there is none. */
-int inventory_parts_of_kind_next(inventory_parts_of_kind_cursor *cur);
+INVENTORY_API int inventory_parts_of_kind_next(inventory_parts_of_kind_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
-const inventory_part *inventory_parts_of_kind_get(const inventory_parts_of_kind_cursor *cur);
+INVENTORY_API const inventory_part *inventory_parts_of_kind_get(const inventory_parts_of_kind_cursor *cur);
 /* Its reference, or INVENTORY_NOREF. */
-inventory_ref inventory_parts_of_kind_ref(const inventory_parts_of_kind_cursor *cur);
+INVENTORY_API inventory_ref inventory_parts_of_kind_ref(const inventory_parts_of_kind_cursor *cur);
 /* Replace the element under the cursor. Errors: P2_EINVAL (not on an element), as update. */
-int inventory_parts_of_kind_update(inventory_parts_of_kind_cursor *cur, const inventory_part *rec);
+INVENTORY_API int inventory_parts_of_kind_update(inventory_parts_of_kind_cursor *cur, const inventory_part *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
-int inventory_parts_of_kind_delete(inventory_parts_of_kind_cursor *cur);
+INVENTORY_API int inventory_parts_of_kind_delete(inventory_parts_of_kind_cursor *cur);
 /* Stop the walk early: frees what the cursor remembers of the elements its updates moved
  * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
  * it again, or on a cursor whose open failed, does nothing. */
-void inventory_parts_of_kind_close(inventory_parts_of_kind_cursor *cur);
+INVENTORY_API void inventory_parts_of_kind_close(inventory_parts_of_kind_cursor *cur);
 
 /* cursor light_parts on parts where weight_g < $max_g order by weight_g *   path: avl(key=weight_g) range (avl: range weight_g < $max_g); residual: (none) */
 typedef struct inventory_light_parts_cursor {
@@ -183,21 +209,21 @@ typedef struct inventory_light_parts_cursor {
     double _p_max_g;
 } inventory_light_parts_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
-int inventory_light_parts_open(inventory_db *db, inventory_light_parts_cursor *cur, double max_g);
+INVENTORY_API int inventory_light_parts_open(inventory_db *db, inventory_light_parts_cursor *cur, double max_g);
 /* Move to the next element: P2_OK, or P2_END when there is none. */
-int inventory_light_parts_next(inventory_light_parts_cursor *cur);
+INVENTORY_API int inventory_light_parts_next(inventory_light_parts_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
-const inventory_part *inventory_light_parts_get(const inventory_light_parts_cursor *cur);
+INVENTORY_API const inventory_part *inventory_light_parts_get(const inventory_light_parts_cursor *cur);
 /* Its reference, or INVENTORY_NOREF. */
-inventory_ref inventory_light_parts_ref(const inventory_light_parts_cursor *cur);
+INVENTORY_API inventory_ref inventory_light_parts_ref(const inventory_light_parts_cursor *cur);
 /* Replace the element under the cursor. Errors: P2_EINVAL (not on an element), as update. */
-int inventory_light_parts_update(inventory_light_parts_cursor *cur, const inventory_part *rec);
+INVENTORY_API int inventory_light_parts_update(inventory_light_parts_cursor *cur, const inventory_part *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
-int inventory_light_parts_delete(inventory_light_parts_cursor *cur);
+INVENTORY_API int inventory_light_parts_delete(inventory_light_parts_cursor *cur);
 /* Stop the walk early: frees what the cursor remembers of the elements its updates moved
  * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
  * it again, or on a cursor whose open failed, does nothing. */
-void inventory_light_parts_close(inventory_light_parts_cursor *cur);
+INVENTORY_API void inventory_light_parts_close(inventory_light_parts_cursor *cur);
 
 /* cursor parts_in_range on parts where id >= $lo and id <= $hi *   path: iarray(capacity=256, key=id, max_key=262143) range (iarray: range id >= $lo and id <= $hi); residual: (none) */
 typedef struct inventory_parts_in_range_cursor {
@@ -209,21 +235,21 @@ typedef struct inventory_parts_in_range_cursor {
     uint32_t _p_hi;
 } inventory_parts_in_range_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
-int inventory_parts_in_range_open(inventory_db *db, inventory_parts_in_range_cursor *cur, uint32_t lo, uint32_t hi);
+INVENTORY_API int inventory_parts_in_range_open(inventory_db *db, inventory_parts_in_range_cursor *cur, uint32_t lo, uint32_t hi);
 /* Move to the next element: P2_OK, or P2_END when there is none. */
-int inventory_parts_in_range_next(inventory_parts_in_range_cursor *cur);
+INVENTORY_API int inventory_parts_in_range_next(inventory_parts_in_range_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
-const inventory_part *inventory_parts_in_range_get(const inventory_parts_in_range_cursor *cur);
+INVENTORY_API const inventory_part *inventory_parts_in_range_get(const inventory_parts_in_range_cursor *cur);
 /* Its reference, or INVENTORY_NOREF. */
-inventory_ref inventory_parts_in_range_ref(const inventory_parts_in_range_cursor *cur);
+INVENTORY_API inventory_ref inventory_parts_in_range_ref(const inventory_parts_in_range_cursor *cur);
 /* Replace the element under the cursor. Errors: P2_EINVAL (not on an element), as update. */
-int inventory_parts_in_range_update(inventory_parts_in_range_cursor *cur, const inventory_part *rec);
+INVENTORY_API int inventory_parts_in_range_update(inventory_parts_in_range_cursor *cur, const inventory_part *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
-int inventory_parts_in_range_delete(inventory_parts_in_range_cursor *cur);
+INVENTORY_API int inventory_parts_in_range_delete(inventory_parts_in_range_cursor *cur);
 /* Stop the walk early: frees what the cursor remembers of the elements its updates moved
  * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
  * it again, or on a cursor whose open failed, does nothing. */
-void inventory_parts_in_range_close(inventory_parts_in_range_cursor *cur);
+INVENTORY_API void inventory_parts_in_range_close(inventory_parts_in_range_cursor *cur);
 
 /* cursor inventory_parts_all: every element of parts */
 typedef struct inventory_parts_all_cursor {
@@ -233,21 +259,21 @@ typedef struct inventory_parts_all_cursor {
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
 } inventory_parts_all_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
-int inventory_parts_all_open(inventory_db *db, inventory_parts_all_cursor *cur);
+INVENTORY_API int inventory_parts_all_open(inventory_db *db, inventory_parts_all_cursor *cur);
 /* Move to the next element: P2_OK, or P2_END when there is none. */
-int inventory_parts_all_next(inventory_parts_all_cursor *cur);
+INVENTORY_API int inventory_parts_all_next(inventory_parts_all_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
-const inventory_part *inventory_parts_all_get(const inventory_parts_all_cursor *cur);
+INVENTORY_API const inventory_part *inventory_parts_all_get(const inventory_parts_all_cursor *cur);
 /* Its reference, or INVENTORY_NOREF. */
-inventory_ref inventory_parts_all_ref(const inventory_parts_all_cursor *cur);
+INVENTORY_API inventory_ref inventory_parts_all_ref(const inventory_parts_all_cursor *cur);
 /* Replace the element under the cursor. Errors: P2_EINVAL (not on an element), as update. */
-int inventory_parts_all_update(inventory_parts_all_cursor *cur, const inventory_part *rec);
+INVENTORY_API int inventory_parts_all_update(inventory_parts_all_cursor *cur, const inventory_part *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
-int inventory_parts_all_delete(inventory_parts_all_cursor *cur);
+INVENTORY_API int inventory_parts_all_delete(inventory_parts_all_cursor *cur);
 /* Stop the walk early: frees what the cursor remembers of the elements its updates moved
  * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
  * it again, or on a cursor whose open failed, does nothing. */
-void inventory_parts_all_close(inventory_parts_all_cursor *cur);
+INVENTORY_API void inventory_parts_all_close(inventory_parts_all_cursor *cur);
 
 /* ==========================================================================
  * container suppliers of supplier
@@ -255,38 +281,46 @@ void inventory_parts_all_close(inventory_parts_all_cursor *cur);
  * ========================================================================== */
 /* Insert a copy of *rec; *out (may be NULL) receives its reference.
  * Errors: P2_ENOMEM; P2_EDUP / P2_ERANGE from keyed storage (iarray). */
-int inventory_suppliers_insert(inventory_db *db, const inventory_supplier *rec, inventory_ref *out);
+INVENTORY_API int inventory_suppliers_insert(inventory_db *db, const inventory_supplier *rec, inventory_ref *out);
 /* Copy the element `ref` to *out. Errors: P2_NOTFOUND (no such element). */
-int inventory_suppliers_get(inventory_db *db, inventory_ref ref, inventory_supplier *out);
+INVENTORY_API int inventory_suppliers_get(inventory_db *db, inventory_ref ref, inventory_supplier *out);
 /* The element `ref` in place (read only), or NULL if there is none. */
-const inventory_supplier *inventory_suppliers_at(inventory_db *db, inventory_ref ref);
+INVENTORY_API const inventory_supplier *inventory_suppliers_at(inventory_db *db, inventory_ref ref);
 /* Replace the element *ref by *rec, keeping every index right; *ref receives the new
  * reference if the element moved. Errors: P2_NOTFOUND, P2_EDUP, P2_ERANGE, P2_ENOMEM. */
-int inventory_suppliers_update(inventory_db *db, inventory_ref *ref, const inventory_supplier *rec);
+INVENTORY_API int inventory_suppliers_update(inventory_db *db, inventory_ref *ref, const inventory_supplier *rec);
 /* Delete the element `ref`. Errors: P2_NOTFOUND. */
-int inventory_suppliers_delete(inventory_db *db, inventory_ref ref);
+INVENTORY_API int inventory_suppliers_delete(inventory_db *db, inventory_ref ref);
 /* Make room for n elements in all (slots, buckets) so that loading them does not regrow:
  * saves time and the space doubling leaves behind. A hint: never needed for correctness.
  * Errors: P2_ENOMEM. */
-int inventory_suppliers_reserve(inventory_db *db, uint64_t n);
+INVENTORY_API int inventory_suppliers_reserve(inventory_db *db, uint64_t n);
 /* Number of elements. */
-uint64_t inventory_suppliers_count(inventory_db *db);
+INVENTORY_API uint64_t inventory_suppliers_count(inventory_db *db);
 /* Set field id of element `ref` (a key: goes through update). */
-int inventory_suppliers_set_id(inventory_db *db, inventory_ref ref, uint64_t value);
+INVENTORY_API int inventory_suppliers_set_id(inventory_db *db, inventory_ref ref, uint64_t value);
 /* Set field name of element `ref` (a key: goes through update). */
-int inventory_suppliers_set_name(inventory_db *db, inventory_ref ref, const char *value);
+INVENTORY_API int inventory_suppliers_set_name(inventory_db *db, inventory_ref ref, const char *value);
 /* Set field city of element `ref`. */
-int inventory_suppliers_set_city(inventory_db *db, inventory_ref ref, const char *value);
+INVENTORY_API int inventory_suppliers_set_city(inventory_db *db, inventory_ref ref, const char *value);
 /* Set field rating of element `ref`. */
-int inventory_suppliers_set_rating(inventory_db *db, inventory_ref ref, uint8_t value);
+INVENTORY_API int inventory_suppliers_set_rating(inventory_db *db, inventory_ref ref, uint8_t value);
 /* Find an element whose id equals `key` (hash(buckets=1024, fn=default, grow=true, key=id) eq).
  * Errors: P2_NOTFOUND. */
-int inventory_suppliers_find_id(inventory_db *db, uint64_t key, inventory_ref *out);
+INVENTORY_API int inventory_suppliers_find_id(inventory_db *db, uint64_t key, inventory_ref *out);
+/* The same in one step: the element (read only, as _at gives it), or NULL when there is
+ * none (P2_NOTFOUND in _errcode) or the handle is closed; *out (may be NULL) receives its
+ * reference, for the setters. */
+INVENTORY_API const inventory_supplier *inventory_suppliers_lookup_id(inventory_db *db, uint64_t key, inventory_ref *out);
 /* Find an element whose name equals `key` (odlist(key=name) range).
  * Errors: P2_NOTFOUND. */
-int inventory_suppliers_find_name(inventory_db *db, const char *key, inventory_ref *out);
+INVENTORY_API int inventory_suppliers_find_name(inventory_db *db, const char *key, inventory_ref *out);
+/* The same in one step: the element (read only, as _at gives it), or NULL when there is
+ * none (P2_NOTFOUND in _errcode) or the handle is closed; *out (may be NULL) receives its
+ * reference, for the setters. */
+INVENTORY_API const inventory_supplier *inventory_suppliers_lookup_name(inventory_db *db, const char *key, inventory_ref *out);
 /* Remove the elements marked deleted for good; returns how many via *n (may be NULL). */
-int inventory_suppliers_purge(inventory_db *db, uint64_t *n);
+INVENTORY_API int inventory_suppliers_purge(inventory_db *db, uint64_t *n);
 
 /* cursor suppliers_by_name on suppliers where rating >= $min_rating order by name *   path: odlist(key=name) range (odlist: full scan in name order); residual: rating >= $min_rating */
 typedef struct inventory_suppliers_by_name_cursor {
@@ -297,21 +331,21 @@ typedef struct inventory_suppliers_by_name_cursor {
     uint8_t _p_min_rating;
 } inventory_suppliers_by_name_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
-int inventory_suppliers_by_name_open(inventory_db *db, inventory_suppliers_by_name_cursor *cur, uint8_t min_rating);
+INVENTORY_API int inventory_suppliers_by_name_open(inventory_db *db, inventory_suppliers_by_name_cursor *cur, uint8_t min_rating);
 /* Move to the next element: P2_OK, or P2_END when there is none. */
-int inventory_suppliers_by_name_next(inventory_suppliers_by_name_cursor *cur);
+INVENTORY_API int inventory_suppliers_by_name_next(inventory_suppliers_by_name_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
-const inventory_supplier *inventory_suppliers_by_name_get(const inventory_suppliers_by_name_cursor *cur);
+INVENTORY_API const inventory_supplier *inventory_suppliers_by_name_get(const inventory_suppliers_by_name_cursor *cur);
 /* Its reference, or INVENTORY_NOREF. */
-inventory_ref inventory_suppliers_by_name_ref(const inventory_suppliers_by_name_cursor *cur);
+INVENTORY_API inventory_ref inventory_suppliers_by_name_ref(const inventory_suppliers_by_name_cursor *cur);
 /* Replace the element under the cursor. Errors: P2_EINVAL (not on an element), as update. */
-int inventory_suppliers_by_name_update(inventory_suppliers_by_name_cursor *cur, const inventory_supplier *rec);
+INVENTORY_API int inventory_suppliers_by_name_update(inventory_suppliers_by_name_cursor *cur, const inventory_supplier *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
-int inventory_suppliers_by_name_delete(inventory_suppliers_by_name_cursor *cur);
+INVENTORY_API int inventory_suppliers_by_name_delete(inventory_suppliers_by_name_cursor *cur);
 /* Stop the walk early: frees what the cursor remembers of the elements its updates moved
  * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
  * it again, or on a cursor whose open failed, does nothing. */
-void inventory_suppliers_by_name_close(inventory_suppliers_by_name_cursor *cur);
+INVENTORY_API void inventory_suppliers_by_name_close(inventory_suppliers_by_name_cursor *cur);
 
 /* cursor suppliers_in on suppliers where city == $city *   path: odlist(key=name) range (odlist: full scan in name order); residual: city == $city */
 typedef struct inventory_suppliers_in_cursor {
@@ -322,21 +356,21 @@ typedef struct inventory_suppliers_in_cursor {
     char _p_city[16];
 } inventory_suppliers_in_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
-int inventory_suppliers_in_open(inventory_db *db, inventory_suppliers_in_cursor *cur, const char *city);
+INVENTORY_API int inventory_suppliers_in_open(inventory_db *db, inventory_suppliers_in_cursor *cur, const char *city);
 /* Move to the next element: P2_OK, or P2_END when there is none. */
-int inventory_suppliers_in_next(inventory_suppliers_in_cursor *cur);
+INVENTORY_API int inventory_suppliers_in_next(inventory_suppliers_in_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
-const inventory_supplier *inventory_suppliers_in_get(const inventory_suppliers_in_cursor *cur);
+INVENTORY_API const inventory_supplier *inventory_suppliers_in_get(const inventory_suppliers_in_cursor *cur);
 /* Its reference, or INVENTORY_NOREF. */
-inventory_ref inventory_suppliers_in_ref(const inventory_suppliers_in_cursor *cur);
+INVENTORY_API inventory_ref inventory_suppliers_in_ref(const inventory_suppliers_in_cursor *cur);
 /* Replace the element under the cursor. Errors: P2_EINVAL (not on an element), as update. */
-int inventory_suppliers_in_update(inventory_suppliers_in_cursor *cur, const inventory_supplier *rec);
+INVENTORY_API int inventory_suppliers_in_update(inventory_suppliers_in_cursor *cur, const inventory_supplier *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
-int inventory_suppliers_in_delete(inventory_suppliers_in_cursor *cur);
+INVENTORY_API int inventory_suppliers_in_delete(inventory_suppliers_in_cursor *cur);
 /* Stop the walk early: frees what the cursor remembers of the elements its updates moved
  * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
  * it again, or on a cursor whose open failed, does nothing. */
-void inventory_suppliers_in_close(inventory_suppliers_in_cursor *cur);
+INVENTORY_API void inventory_suppliers_in_close(inventory_suppliers_in_cursor *cur);
 
 /* cursor inventory_suppliers_all: every element of suppliers */
 typedef struct inventory_suppliers_all_cursor {
@@ -346,21 +380,21 @@ typedef struct inventory_suppliers_all_cursor {
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
 } inventory_suppliers_all_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
-int inventory_suppliers_all_open(inventory_db *db, inventory_suppliers_all_cursor *cur);
+INVENTORY_API int inventory_suppliers_all_open(inventory_db *db, inventory_suppliers_all_cursor *cur);
 /* Move to the next element: P2_OK, or P2_END when there is none. */
-int inventory_suppliers_all_next(inventory_suppliers_all_cursor *cur);
+INVENTORY_API int inventory_suppliers_all_next(inventory_suppliers_all_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
-const inventory_supplier *inventory_suppliers_all_get(const inventory_suppliers_all_cursor *cur);
+INVENTORY_API const inventory_supplier *inventory_suppliers_all_get(const inventory_suppliers_all_cursor *cur);
 /* Its reference, or INVENTORY_NOREF. */
-inventory_ref inventory_suppliers_all_ref(const inventory_suppliers_all_cursor *cur);
+INVENTORY_API inventory_ref inventory_suppliers_all_ref(const inventory_suppliers_all_cursor *cur);
 /* Replace the element under the cursor. Errors: P2_EINVAL (not on an element), as update. */
-int inventory_suppliers_all_update(inventory_suppliers_all_cursor *cur, const inventory_supplier *rec);
+INVENTORY_API int inventory_suppliers_all_update(inventory_suppliers_all_cursor *cur, const inventory_supplier *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
-int inventory_suppliers_all_delete(inventory_suppliers_all_cursor *cur);
+INVENTORY_API int inventory_suppliers_all_delete(inventory_suppliers_all_cursor *cur);
 /* Stop the walk early: frees what the cursor remembers of the elements its updates moved
  * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
  * it again, or on a cursor whose open failed, does nothing. */
-void inventory_suppliers_all_close(inventory_suppliers_all_cursor *cur);
+INVENTORY_API void inventory_suppliers_all_close(inventory_suppliers_all_cursor *cur);
 
 /* ==========================================================================
  * container shipments of shipment
@@ -368,33 +402,37 @@ void inventory_suppliers_all_close(inventory_suppliers_all_cursor *cur);
  * ========================================================================== */
 /* Insert a copy of *rec; *out (may be NULL) receives its reference.
  * Errors: P2_ENOMEM; P2_EDUP / P2_ERANGE from keyed storage (iarray). */
-int inventory_shipments_insert(inventory_db *db, const inventory_shipment *rec, inventory_ref *out);
+INVENTORY_API int inventory_shipments_insert(inventory_db *db, const inventory_shipment *rec, inventory_ref *out);
 /* Copy the element `ref` to *out. Errors: P2_NOTFOUND (no such element). */
-int inventory_shipments_get(inventory_db *db, inventory_ref ref, inventory_shipment *out);
+INVENTORY_API int inventory_shipments_get(inventory_db *db, inventory_ref ref, inventory_shipment *out);
 /* The element `ref` in place (read only), or NULL if there is none. */
-const inventory_shipment *inventory_shipments_at(inventory_db *db, inventory_ref ref);
+INVENTORY_API const inventory_shipment *inventory_shipments_at(inventory_db *db, inventory_ref ref);
 /* Replace the element *ref by *rec, keeping every index right; *ref receives the new
  * reference if the element moved. Errors: P2_NOTFOUND, P2_EDUP, P2_ERANGE, P2_ENOMEM. */
-int inventory_shipments_update(inventory_db *db, inventory_ref *ref, const inventory_shipment *rec);
+INVENTORY_API int inventory_shipments_update(inventory_db *db, inventory_ref *ref, const inventory_shipment *rec);
 /* Delete the element `ref`. Errors: P2_NOTFOUND. */
-int inventory_shipments_delete(inventory_db *db, inventory_ref ref);
+INVENTORY_API int inventory_shipments_delete(inventory_db *db, inventory_ref ref);
 /* Make room for n elements in all (slots, buckets) so that loading them does not regrow:
  * saves time and the space doubling leaves behind. A hint: never needed for correctness.
  * Errors: P2_ENOMEM. */
-int inventory_shipments_reserve(inventory_db *db, uint64_t n);
+INVENTORY_API int inventory_shipments_reserve(inventory_db *db, uint64_t n);
 /* Number of elements. */
-uint64_t inventory_shipments_count(inventory_db *db);
+INVENTORY_API uint64_t inventory_shipments_count(inventory_db *db);
 /* Set field part of element `ref`. */
-int inventory_shipments_set_part(inventory_db *db, inventory_ref ref, uint32_t value);
+INVENTORY_API int inventory_shipments_set_part(inventory_db *db, inventory_ref ref, uint32_t value);
 /* Set field supplier of element `ref`. */
-int inventory_shipments_set_supplier(inventory_db *db, inventory_ref ref, uint64_t value);
+INVENTORY_API int inventory_shipments_set_supplier(inventory_db *db, inventory_ref ref, uint64_t value);
 /* Set field day of element `ref` (a key: goes through update). */
-int inventory_shipments_set_day(inventory_db *db, inventory_ref ref, uint32_t value);
+INVENTORY_API int inventory_shipments_set_day(inventory_db *db, inventory_ref ref, uint32_t value);
 /* Set field quantity of element `ref`. */
-int inventory_shipments_set_quantity(inventory_db *db, inventory_ref ref, int32_t value);
+INVENTORY_API int inventory_shipments_set_quantity(inventory_db *db, inventory_ref ref, int32_t value);
 /* Find an element whose day equals `key` (avl(key=day) range).
  * Errors: P2_NOTFOUND. */
-int inventory_shipments_find_day(inventory_db *db, uint32_t key, inventory_ref *out);
+INVENTORY_API int inventory_shipments_find_day(inventory_db *db, uint32_t key, inventory_ref *out);
+/* The same in one step: the element (read only, as _at gives it), or NULL when there is
+ * none (P2_NOTFOUND in _errcode) or the handle is closed; *out (may be NULL) receives its
+ * reference, for the setters. */
+INVENTORY_API const inventory_shipment *inventory_shipments_lookup_day(inventory_db *db, uint32_t key, inventory_ref *out);
 
 /* cursor shipments_between on shipments where day >= $from and day < $to *   path: avl(key=day) range (avl: range day >= $from and day < $to); residual: (none) */
 typedef struct inventory_shipments_between_cursor {
@@ -406,21 +444,21 @@ typedef struct inventory_shipments_between_cursor {
     uint32_t _p_to;
 } inventory_shipments_between_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
-int inventory_shipments_between_open(inventory_db *db, inventory_shipments_between_cursor *cur, uint32_t from, uint32_t to);
+INVENTORY_API int inventory_shipments_between_open(inventory_db *db, inventory_shipments_between_cursor *cur, uint32_t from, uint32_t to);
 /* Move to the next element: P2_OK, or P2_END when there is none. */
-int inventory_shipments_between_next(inventory_shipments_between_cursor *cur);
+INVENTORY_API int inventory_shipments_between_next(inventory_shipments_between_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
-const inventory_shipment *inventory_shipments_between_get(const inventory_shipments_between_cursor *cur);
+INVENTORY_API const inventory_shipment *inventory_shipments_between_get(const inventory_shipments_between_cursor *cur);
 /* Its reference, or INVENTORY_NOREF. */
-inventory_ref inventory_shipments_between_ref(const inventory_shipments_between_cursor *cur);
+INVENTORY_API inventory_ref inventory_shipments_between_ref(const inventory_shipments_between_cursor *cur);
 /* Replace the element under the cursor. Errors: P2_EINVAL (not on an element), as update. */
-int inventory_shipments_between_update(inventory_shipments_between_cursor *cur, const inventory_shipment *rec);
+INVENTORY_API int inventory_shipments_between_update(inventory_shipments_between_cursor *cur, const inventory_shipment *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
-int inventory_shipments_between_delete(inventory_shipments_between_cursor *cur);
+INVENTORY_API int inventory_shipments_between_delete(inventory_shipments_between_cursor *cur);
 /* Stop the walk early: frees what the cursor remembers of the elements its updates moved
  * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
  * it again, or on a cursor whose open failed, does nothing. */
-void inventory_shipments_between_close(inventory_shipments_between_cursor *cur);
+INVENTORY_API void inventory_shipments_between_close(inventory_shipments_between_cursor *cur);
 
 /* cursor big_shipments on shipments where quantity > 100 or (part == $part and not (quantity == 0)) *   path: array(capacity=1024) scan (array: scan every slot); residual: (quantity > 100 or (part == $part and not (quantity == 0))) */
 typedef struct inventory_big_shipments_cursor {
@@ -431,21 +469,21 @@ typedef struct inventory_big_shipments_cursor {
     uint32_t _p_part;
 } inventory_big_shipments_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
-int inventory_big_shipments_open(inventory_db *db, inventory_big_shipments_cursor *cur, uint32_t part);
+INVENTORY_API int inventory_big_shipments_open(inventory_db *db, inventory_big_shipments_cursor *cur, uint32_t part);
 /* Move to the next element: P2_OK, or P2_END when there is none. */
-int inventory_big_shipments_next(inventory_big_shipments_cursor *cur);
+INVENTORY_API int inventory_big_shipments_next(inventory_big_shipments_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
-const inventory_shipment *inventory_big_shipments_get(const inventory_big_shipments_cursor *cur);
+INVENTORY_API const inventory_shipment *inventory_big_shipments_get(const inventory_big_shipments_cursor *cur);
 /* Its reference, or INVENTORY_NOREF. */
-inventory_ref inventory_big_shipments_ref(const inventory_big_shipments_cursor *cur);
+INVENTORY_API inventory_ref inventory_big_shipments_ref(const inventory_big_shipments_cursor *cur);
 /* Replace the element under the cursor. Errors: P2_EINVAL (not on an element), as update. */
-int inventory_big_shipments_update(inventory_big_shipments_cursor *cur, const inventory_shipment *rec);
+INVENTORY_API int inventory_big_shipments_update(inventory_big_shipments_cursor *cur, const inventory_shipment *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
-int inventory_big_shipments_delete(inventory_big_shipments_cursor *cur);
+INVENTORY_API int inventory_big_shipments_delete(inventory_big_shipments_cursor *cur);
 /* Stop the walk early: frees what the cursor remembers of the elements its updates moved
  * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
  * it again, or on a cursor whose open failed, does nothing. */
-void inventory_big_shipments_close(inventory_big_shipments_cursor *cur);
+INVENTORY_API void inventory_big_shipments_close(inventory_big_shipments_cursor *cur);
 
 /* cursor shipments_of_part on shipments where part == $part order by day *   path: avl(key=day) range (avl: full scan in day order); residual: part == $part */
 typedef struct inventory_shipments_of_part_cursor {
@@ -456,21 +494,21 @@ typedef struct inventory_shipments_of_part_cursor {
     uint32_t _p_part;
 } inventory_shipments_of_part_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
-int inventory_shipments_of_part_open(inventory_db *db, inventory_shipments_of_part_cursor *cur, uint32_t part);
+INVENTORY_API int inventory_shipments_of_part_open(inventory_db *db, inventory_shipments_of_part_cursor *cur, uint32_t part);
 /* Move to the next element: P2_OK, or P2_END when there is none. */
-int inventory_shipments_of_part_next(inventory_shipments_of_part_cursor *cur);
+INVENTORY_API int inventory_shipments_of_part_next(inventory_shipments_of_part_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
-const inventory_shipment *inventory_shipments_of_part_get(const inventory_shipments_of_part_cursor *cur);
+INVENTORY_API const inventory_shipment *inventory_shipments_of_part_get(const inventory_shipments_of_part_cursor *cur);
 /* Its reference, or INVENTORY_NOREF. */
-inventory_ref inventory_shipments_of_part_ref(const inventory_shipments_of_part_cursor *cur);
+INVENTORY_API inventory_ref inventory_shipments_of_part_ref(const inventory_shipments_of_part_cursor *cur);
 /* Replace the element under the cursor. Errors: P2_EINVAL (not on an element), as update. */
-int inventory_shipments_of_part_update(inventory_shipments_of_part_cursor *cur, const inventory_shipment *rec);
+INVENTORY_API int inventory_shipments_of_part_update(inventory_shipments_of_part_cursor *cur, const inventory_shipment *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
-int inventory_shipments_of_part_delete(inventory_shipments_of_part_cursor *cur);
+INVENTORY_API int inventory_shipments_of_part_delete(inventory_shipments_of_part_cursor *cur);
 /* Stop the walk early: frees what the cursor remembers of the elements its updates moved
  * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
  * it again, or on a cursor whose open failed, does nothing. */
-void inventory_shipments_of_part_close(inventory_shipments_of_part_cursor *cur);
+INVENTORY_API void inventory_shipments_of_part_close(inventory_shipments_of_part_cursor *cur);
 
 /* cursor inventory_shipments_all: every element of shipments */
 typedef struct inventory_shipments_all_cursor {
@@ -480,23 +518,46 @@ typedef struct inventory_shipments_all_cursor {
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
 } inventory_shipments_all_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
-int inventory_shipments_all_open(inventory_db *db, inventory_shipments_all_cursor *cur);
+INVENTORY_API int inventory_shipments_all_open(inventory_db *db, inventory_shipments_all_cursor *cur);
 /* Move to the next element: P2_OK, or P2_END when there is none. */
-int inventory_shipments_all_next(inventory_shipments_all_cursor *cur);
+INVENTORY_API int inventory_shipments_all_next(inventory_shipments_all_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
-const inventory_shipment *inventory_shipments_all_get(const inventory_shipments_all_cursor *cur);
+INVENTORY_API const inventory_shipment *inventory_shipments_all_get(const inventory_shipments_all_cursor *cur);
 /* Its reference, or INVENTORY_NOREF. */
-inventory_ref inventory_shipments_all_ref(const inventory_shipments_all_cursor *cur);
+INVENTORY_API inventory_ref inventory_shipments_all_ref(const inventory_shipments_all_cursor *cur);
 /* Replace the element under the cursor. Errors: P2_EINVAL (not on an element), as update. */
-int inventory_shipments_all_update(inventory_shipments_all_cursor *cur, const inventory_shipment *rec);
+INVENTORY_API int inventory_shipments_all_update(inventory_shipments_all_cursor *cur, const inventory_shipment *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
-int inventory_shipments_all_delete(inventory_shipments_all_cursor *cur);
+INVENTORY_API int inventory_shipments_all_delete(inventory_shipments_all_cursor *cur);
 /* Stop the walk early: frees what the cursor remembers of the elements its updates moved
  * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
  * it again, or on a cursor whose open failed, does nothing. */
-void inventory_shipments_all_close(inventory_shipments_all_cursor *cur);
+INVENTORY_API void inventory_shipments_all_close(inventory_shipments_all_cursor *cur);
 
 #ifdef __cplusplus
 }
+#endif
+
+#ifdef INVENTORY_INLINE
+/* The implementation, compiled into the including file (INVENTORY_INLINE above). The
+ * system headers it needs come first, outside any extern "C". */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#endif
+#ifdef __cplusplus
+extern "C" {
+#endif
+#include "inventory.c"
+#ifdef __cplusplus
+}
+#endif
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
 #endif
 #endif /* P2GEN_INVENTORY_H */

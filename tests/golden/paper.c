@@ -12,6 +12,13 @@
 #include "paper.h"
 
 #define P2_NIL UINT64_MAX
+#ifndef P2_ALIGNOF   /* this file is also compiled as C++ (the header's _INLINE mode) */
+#ifdef __cplusplus
+#define P2_ALIGNOF(T) alignof(T)
+#else
+#define P2_ALIGNOF(T) _Alignof(T)
+#endif
+#endif
 
 #ifndef P2_FIXSTR_DEFINED
 #define P2_FIXSTR_DEFINED
@@ -775,7 +782,7 @@ static inline int32_t paper_avl_accounts__avl_check_at(paper_db *db, uint64_t no
 /* Check the whole tree: order, heights, balance, and that it holds every element once.
    P2_OK, or P2_EFORMAT with the reason in db->err. */
 int paper_avl_accounts__avl_check(paper_db *db);
-int paper_avl_accounts__avl_check(paper_db *db)
+PAPER_API int paper_avl_accounts__avl_check(paper_db *db)
 {
     uint64_t seen = 0;
     if (!db || !db->open) return P2_ECLOSED;
@@ -1037,7 +1044,7 @@ static int paper_avl_accounts__no_element(paper_db *db, uint64_t ref)
     return p2_err_set(&db->err, P2_NOTFOUND, "container avl_accounts: no element with reference %" PRIu64, ref);
 }
 
-int paper_avl_accounts_insert(paper_db *db, const paper_account *rec, paper_ref *out)
+PAPER_API int paper_avl_accounts_insert(paper_db *db, const paper_account *rec, paper_ref *out)
 {
     uint64_t ref = P2_NIL;
     int rc;
@@ -1049,7 +1056,7 @@ int paper_avl_accounts_insert(paper_db *db, const paper_account *rec, paper_ref 
     return P2_OK;
 }
 
-int paper_avl_accounts_get(paper_db *db, paper_ref ref, paper_account *out)
+PAPER_API int paper_avl_accounts_get(paper_db *db, paper_ref ref, paper_account *out)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!paper_avl_accounts__top2ds_qualify_valid(db, ref)) return paper_avl_accounts__no_element(db, ref);
@@ -1057,13 +1064,13 @@ int paper_avl_accounts_get(paper_db *db, paper_ref ref, paper_account *out)
     return P2_OK;
 }
 
-const paper_account *paper_avl_accounts_at(paper_db *db, paper_ref ref)
+PAPER_API const paper_account *paper_avl_accounts_at(paper_db *db, paper_ref ref)
 {
     if (!db || !db->open || !paper_avl_accounts__top2ds_qualify_valid(db, ref)) return NULL;
     return &paper_avl_accounts__top2ds_qualify_elem(db, ref)->rec;
 }
 
-int paper_avl_accounts_update(paper_db *db, paper_ref *ref, const paper_account *rec)
+PAPER_API int paper_avl_accounts_update(paper_db *db, paper_ref *ref, const paper_account *rec)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!ref || !rec) return p2_err_set(&db->err, P2_EINVAL, "paper_avl_accounts_update: NULL argument");
@@ -1071,7 +1078,7 @@ int paper_avl_accounts_update(paper_db *db, paper_ref *ref, const paper_account 
     return paper_avl_accounts__top2ds_qualify_update(db, ref, rec);
 }
 
-int paper_avl_accounts_delete(paper_db *db, paper_ref ref)
+PAPER_API int paper_avl_accounts_delete(paper_db *db, paper_ref ref)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!paper_avl_accounts__top2ds_qualify_valid(db, ref)) return paper_avl_accounts__no_element(db, ref);
@@ -1079,19 +1086,19 @@ int paper_avl_accounts_delete(paper_db *db, paper_ref ref)
     return P2_OK;
 }
 
-int paper_avl_accounts_reserve(paper_db *db, uint64_t n)
+PAPER_API int paper_avl_accounts_reserve(paper_db *db, uint64_t n)
 {
     if (!db || !db->open) return P2_ECLOSED;
     return paper_avl_accounts__top2ds_qualify_reserve(db, n);
 }
 
-uint64_t paper_avl_accounts_count(paper_db *db)
+PAPER_API uint64_t paper_avl_accounts_count(paper_db *db)
 {
     if (!db || !db->open) return 0;
     return paper_avl_accounts__top2ds_qualify_count(db);
 }
 
-int paper_avl_accounts_set_id(paper_db *db, paper_ref ref, uint32_t value)
+PAPER_API int paper_avl_accounts_set_id(paper_db *db, paper_ref ref, uint32_t value)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!paper_avl_accounts__top2ds_qualify_valid(db, ref)) return paper_avl_accounts__no_element(db, ref);
@@ -1102,7 +1109,7 @@ int paper_avl_accounts_set_id(paper_db *db, paper_ref ref, uint32_t value)
     }
 }
 
-int paper_avl_accounts_set_branch(paper_db *db, paper_ref ref, uint32_t value)
+PAPER_API int paper_avl_accounts_set_branch(paper_db *db, paper_ref ref, uint32_t value)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!paper_avl_accounts__top2ds_qualify_valid(db, ref)) return paper_avl_accounts__no_element(db, ref);
@@ -1110,7 +1117,7 @@ int paper_avl_accounts_set_branch(paper_db *db, paper_ref ref, uint32_t value)
     return P2_OK;
 }
 
-int paper_avl_accounts_set_balance(paper_db *db, paper_ref ref, int64_t value)
+PAPER_API int paper_avl_accounts_set_balance(paper_db *db, paper_ref ref, int64_t value)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!paper_avl_accounts__top2ds_qualify_valid(db, ref)) return paper_avl_accounts__no_element(db, ref);
@@ -1118,7 +1125,7 @@ int paper_avl_accounts_set_balance(paper_db *db, paper_ref ref, int64_t value)
     return P2_OK;
 }
 
-int paper_avl_accounts_set_filler(paper_db *db, paper_ref ref, const char *value)
+PAPER_API int paper_avl_accounts_set_filler(paper_db *db, paper_ref ref, const char *value)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!paper_avl_accounts__top2ds_qualify_valid(db, ref)) return paper_avl_accounts__no_element(db, ref);
@@ -1128,7 +1135,7 @@ int paper_avl_accounts_set_filler(paper_db *db, paper_ref ref, const char *value
     return P2_OK;
 }
 
-int paper_avl_accounts_find_id(paper_db *db, uint32_t key, paper_ref *out)
+PAPER_API int paper_avl_accounts_find_id(paper_db *db, uint32_t key, paper_ref *out)
 {
     paper_avl_accounts__find_id_cursor k;
     if (!db || !db->open) return P2_ECLOSED;
@@ -1141,7 +1148,15 @@ int paper_avl_accounts_find_id(paper_db *db, uint32_t key, paper_ref *out)
     return P2_OK;
 }
 
-int paper_avl_branch_range_open(paper_db *db, paper_avl_branch_range_cursor *cur, uint32_t lo, uint32_t hi)
+PAPER_API const paper_account *paper_avl_accounts_lookup_id(paper_db *db, uint32_t key, paper_ref *out)
+{
+    paper_ref ref = P2_NIL;
+    if (paper_avl_accounts_find_id(db, key, &ref) != P2_OK) return NULL;
+    if (out) *out = ref;
+    return &paper_avl_accounts__top2ds_qualify_elem(db, ref)->rec;
+}
+
+PAPER_API int paper_avl_branch_range_open(paper_db *db, paper_avl_branch_range_cursor *cur, uint32_t lo, uint32_t hi)
 {
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
@@ -1152,25 +1167,25 @@ int paper_avl_branch_range_open(paper_db *db, paper_avl_branch_range_cursor *cur
     return P2_OK;
 }
 
-int paper_avl_branch_range_next(paper_avl_branch_range_cursor *cur)
+PAPER_API int paper_avl_branch_range_next(paper_avl_branch_range_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     return paper_avl_accounts__top2ds_qualify_avl_branch_range_next(cur);
 }
 
-const paper_account *paper_avl_branch_range_get(const paper_avl_branch_range_cursor *cur)
+PAPER_API const paper_account *paper_avl_branch_range_get(const paper_avl_branch_range_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
     return &paper_avl_accounts__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
-paper_ref paper_avl_branch_range_ref(const paper_avl_branch_range_cursor *cur)
+PAPER_API paper_ref paper_avl_branch_range_ref(const paper_avl_branch_range_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return PAPER_NOREF;
     return cur->_cur;
 }
 
-int paper_avl_branch_range_update(paper_avl_branch_range_cursor *cur, const paper_account *rec)
+PAPER_API int paper_avl_branch_range_update(paper_avl_branch_range_cursor *cur, const paper_account *rec)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "paper_avl_branch_range_update: rec is NULL");
@@ -1178,21 +1193,21 @@ int paper_avl_branch_range_update(paper_avl_branch_range_cursor *cur, const pape
     return paper_avl_accounts__top2ds_qualify_avl_branch_range_update(cur, rec);
 }
 
-void paper_avl_branch_range_close(paper_avl_branch_range_cursor *cur)
+PAPER_API void paper_avl_branch_range_close(paper_avl_branch_range_cursor *cur)
 {
     if (!cur) return;
     p2_refset_free(&cur->_seen);
     if (cur->_db) cur->_state = 3;
 }
 
-int paper_avl_branch_range_delete(paper_avl_branch_range_cursor *cur)
+PAPER_API int paper_avl_branch_range_delete(paper_avl_branch_range_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor avl_branch_range is not on an element");
     return paper_avl_accounts__top2ds_qualify_avl_branch_range_delete(cur);
 }
 
-int paper_avl_accounts_all_open(paper_db *db, paper_avl_accounts_all_cursor *cur)
+PAPER_API int paper_avl_accounts_all_open(paper_db *db, paper_avl_accounts_all_cursor *cur)
 {
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
@@ -1201,25 +1216,25 @@ int paper_avl_accounts_all_open(paper_db *db, paper_avl_accounts_all_cursor *cur
     return P2_OK;
 }
 
-int paper_avl_accounts_all_next(paper_avl_accounts_all_cursor *cur)
+PAPER_API int paper_avl_accounts_all_next(paper_avl_accounts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     return paper_avl_accounts__top2ds_qualify_all_next(cur);
 }
 
-const paper_account *paper_avl_accounts_all_get(const paper_avl_accounts_all_cursor *cur)
+PAPER_API const paper_account *paper_avl_accounts_all_get(const paper_avl_accounts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
     return &paper_avl_accounts__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
-paper_ref paper_avl_accounts_all_ref(const paper_avl_accounts_all_cursor *cur)
+PAPER_API paper_ref paper_avl_accounts_all_ref(const paper_avl_accounts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return PAPER_NOREF;
     return cur->_cur;
 }
 
-int paper_avl_accounts_all_update(paper_avl_accounts_all_cursor *cur, const paper_account *rec)
+PAPER_API int paper_avl_accounts_all_update(paper_avl_accounts_all_cursor *cur, const paper_account *rec)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "paper_avl_accounts_all_update: rec is NULL");
@@ -1227,14 +1242,14 @@ int paper_avl_accounts_all_update(paper_avl_accounts_all_cursor *cur, const pape
     return paper_avl_accounts__top2ds_qualify_all_update(cur, rec);
 }
 
-void paper_avl_accounts_all_close(paper_avl_accounts_all_cursor *cur)
+PAPER_API void paper_avl_accounts_all_close(paper_avl_accounts_all_cursor *cur)
 {
     if (!cur) return;
     p2_refset_free(&cur->_seen);
     if (cur->_db) cur->_state = 3;
 }
 
-int paper_avl_accounts_all_delete(paper_avl_accounts_all_cursor *cur)
+PAPER_API int paper_avl_accounts_all_delete(paper_avl_accounts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
@@ -1689,7 +1704,7 @@ static int paper_qsort_accounts__no_element(paper_db *db, uint64_t ref)
     return p2_err_set(&db->err, P2_NOTFOUND, "container qsort_accounts: no element with reference %" PRIu64, ref);
 }
 
-int paper_qsort_accounts_insert(paper_db *db, const paper_account *rec, paper_ref *out)
+PAPER_API int paper_qsort_accounts_insert(paper_db *db, const paper_account *rec, paper_ref *out)
 {
     uint64_t ref = P2_NIL;
     int rc;
@@ -1701,7 +1716,7 @@ int paper_qsort_accounts_insert(paper_db *db, const paper_account *rec, paper_re
     return P2_OK;
 }
 
-int paper_qsort_accounts_get(paper_db *db, paper_ref ref, paper_account *out)
+PAPER_API int paper_qsort_accounts_get(paper_db *db, paper_ref ref, paper_account *out)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!paper_qsort_accounts__top2ds_qualify_valid(db, ref)) return paper_qsort_accounts__no_element(db, ref);
@@ -1709,13 +1724,13 @@ int paper_qsort_accounts_get(paper_db *db, paper_ref ref, paper_account *out)
     return P2_OK;
 }
 
-const paper_account *paper_qsort_accounts_at(paper_db *db, paper_ref ref)
+PAPER_API const paper_account *paper_qsort_accounts_at(paper_db *db, paper_ref ref)
 {
     if (!db || !db->open || !paper_qsort_accounts__top2ds_qualify_valid(db, ref)) return NULL;
     return &paper_qsort_accounts__top2ds_qualify_elem(db, ref)->rec;
 }
 
-int paper_qsort_accounts_update(paper_db *db, paper_ref *ref, const paper_account *rec)
+PAPER_API int paper_qsort_accounts_update(paper_db *db, paper_ref *ref, const paper_account *rec)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!ref || !rec) return p2_err_set(&db->err, P2_EINVAL, "paper_qsort_accounts_update: NULL argument");
@@ -1723,7 +1738,7 @@ int paper_qsort_accounts_update(paper_db *db, paper_ref *ref, const paper_accoun
     return paper_qsort_accounts__top2ds_qualify_update(db, ref, rec);
 }
 
-int paper_qsort_accounts_delete(paper_db *db, paper_ref ref)
+PAPER_API int paper_qsort_accounts_delete(paper_db *db, paper_ref ref)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!paper_qsort_accounts__top2ds_qualify_valid(db, ref)) return paper_qsort_accounts__no_element(db, ref);
@@ -1731,19 +1746,19 @@ int paper_qsort_accounts_delete(paper_db *db, paper_ref ref)
     return P2_OK;
 }
 
-int paper_qsort_accounts_reserve(paper_db *db, uint64_t n)
+PAPER_API int paper_qsort_accounts_reserve(paper_db *db, uint64_t n)
 {
     if (!db || !db->open) return P2_ECLOSED;
     return paper_qsort_accounts__top2ds_qualify_reserve(db, n);
 }
 
-uint64_t paper_qsort_accounts_count(paper_db *db)
+PAPER_API uint64_t paper_qsort_accounts_count(paper_db *db)
 {
     if (!db || !db->open) return 0;
     return paper_qsort_accounts__top2ds_qualify_count(db);
 }
 
-int paper_qsort_accounts_set_id(paper_db *db, paper_ref ref, uint32_t value)
+PAPER_API int paper_qsort_accounts_set_id(paper_db *db, paper_ref ref, uint32_t value)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!paper_qsort_accounts__top2ds_qualify_valid(db, ref)) return paper_qsort_accounts__no_element(db, ref);
@@ -1754,7 +1769,7 @@ int paper_qsort_accounts_set_id(paper_db *db, paper_ref ref, uint32_t value)
     }
 }
 
-int paper_qsort_accounts_set_branch(paper_db *db, paper_ref ref, uint32_t value)
+PAPER_API int paper_qsort_accounts_set_branch(paper_db *db, paper_ref ref, uint32_t value)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!paper_qsort_accounts__top2ds_qualify_valid(db, ref)) return paper_qsort_accounts__no_element(db, ref);
@@ -1762,7 +1777,7 @@ int paper_qsort_accounts_set_branch(paper_db *db, paper_ref ref, uint32_t value)
     return P2_OK;
 }
 
-int paper_qsort_accounts_set_balance(paper_db *db, paper_ref ref, int64_t value)
+PAPER_API int paper_qsort_accounts_set_balance(paper_db *db, paper_ref ref, int64_t value)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!paper_qsort_accounts__top2ds_qualify_valid(db, ref)) return paper_qsort_accounts__no_element(db, ref);
@@ -1770,7 +1785,7 @@ int paper_qsort_accounts_set_balance(paper_db *db, paper_ref ref, int64_t value)
     return P2_OK;
 }
 
-int paper_qsort_accounts_set_filler(paper_db *db, paper_ref ref, const char *value)
+PAPER_API int paper_qsort_accounts_set_filler(paper_db *db, paper_ref ref, const char *value)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!paper_qsort_accounts__top2ds_qualify_valid(db, ref)) return paper_qsort_accounts__no_element(db, ref);
@@ -1780,7 +1795,7 @@ int paper_qsort_accounts_set_filler(paper_db *db, paper_ref ref, const char *val
     return P2_OK;
 }
 
-int paper_qsort_accounts_find_id(paper_db *db, uint32_t key, paper_ref *out)
+PAPER_API int paper_qsort_accounts_find_id(paper_db *db, uint32_t key, paper_ref *out)
 {
     paper_qsort_accounts__find_id_cursor k;
     if (!db || !db->open) return P2_ECLOSED;
@@ -1793,7 +1808,15 @@ int paper_qsort_accounts_find_id(paper_db *db, uint32_t key, paper_ref *out)
     return P2_OK;
 }
 
-int paper_qsort_accounts_all_open(paper_db *db, paper_qsort_accounts_all_cursor *cur)
+PAPER_API const paper_account *paper_qsort_accounts_lookup_id(paper_db *db, uint32_t key, paper_ref *out)
+{
+    paper_ref ref = P2_NIL;
+    if (paper_qsort_accounts_find_id(db, key, &ref) != P2_OK) return NULL;
+    if (out) *out = ref;
+    return &paper_qsort_accounts__top2ds_qualify_elem(db, ref)->rec;
+}
+
+PAPER_API int paper_qsort_accounts_all_open(paper_db *db, paper_qsort_accounts_all_cursor *cur)
 {
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
@@ -1802,25 +1825,25 @@ int paper_qsort_accounts_all_open(paper_db *db, paper_qsort_accounts_all_cursor 
     return P2_OK;
 }
 
-int paper_qsort_accounts_all_next(paper_qsort_accounts_all_cursor *cur)
+PAPER_API int paper_qsort_accounts_all_next(paper_qsort_accounts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     return paper_qsort_accounts__top2ds_qualify_all_next(cur);
 }
 
-const paper_account *paper_qsort_accounts_all_get(const paper_qsort_accounts_all_cursor *cur)
+PAPER_API const paper_account *paper_qsort_accounts_all_get(const paper_qsort_accounts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
     return &paper_qsort_accounts__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
-paper_ref paper_qsort_accounts_all_ref(const paper_qsort_accounts_all_cursor *cur)
+PAPER_API paper_ref paper_qsort_accounts_all_ref(const paper_qsort_accounts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return PAPER_NOREF;
     return cur->_cur;
 }
 
-int paper_qsort_accounts_all_update(paper_qsort_accounts_all_cursor *cur, const paper_account *rec)
+PAPER_API int paper_qsort_accounts_all_update(paper_qsort_accounts_all_cursor *cur, const paper_account *rec)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "paper_qsort_accounts_all_update: rec is NULL");
@@ -1828,14 +1851,14 @@ int paper_qsort_accounts_all_update(paper_qsort_accounts_all_cursor *cur, const 
     return paper_qsort_accounts__top2ds_qualify_all_update(cur, rec);
 }
 
-void paper_qsort_accounts_all_close(paper_qsort_accounts_all_cursor *cur)
+PAPER_API void paper_qsort_accounts_all_close(paper_qsort_accounts_all_cursor *cur)
 {
     if (!cur) return;
     p2_refset_free(&cur->_seen);
     if (cur->_db) cur->_state = 3;
 }
 
-int paper_qsort_accounts_all_delete(paper_qsort_accounts_all_cursor *cur)
+PAPER_API int paper_qsort_accounts_all_delete(paper_qsort_accounts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
@@ -2520,7 +2543,7 @@ static int paper_hash_accounts__no_element(paper_db *db, uint64_t ref)
     return p2_err_set(&db->err, P2_NOTFOUND, "container hash_accounts: no element with reference %" PRIu64, ref);
 }
 
-int paper_hash_accounts_insert(paper_db *db, const paper_account *rec, paper_ref *out)
+PAPER_API int paper_hash_accounts_insert(paper_db *db, const paper_account *rec, paper_ref *out)
 {
     uint64_t ref = P2_NIL;
     int rc;
@@ -2532,7 +2555,7 @@ int paper_hash_accounts_insert(paper_db *db, const paper_account *rec, paper_ref
     return P2_OK;
 }
 
-int paper_hash_accounts_get(paper_db *db, paper_ref ref, paper_account *out)
+PAPER_API int paper_hash_accounts_get(paper_db *db, paper_ref ref, paper_account *out)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!paper_hash_accounts__top2ds_qualify_valid(db, ref)) return paper_hash_accounts__no_element(db, ref);
@@ -2540,13 +2563,13 @@ int paper_hash_accounts_get(paper_db *db, paper_ref ref, paper_account *out)
     return P2_OK;
 }
 
-const paper_account *paper_hash_accounts_at(paper_db *db, paper_ref ref)
+PAPER_API const paper_account *paper_hash_accounts_at(paper_db *db, paper_ref ref)
 {
     if (!db || !db->open || !paper_hash_accounts__top2ds_qualify_valid(db, ref)) return NULL;
     return &paper_hash_accounts__top2ds_qualify_elem(db, ref)->rec;
 }
 
-int paper_hash_accounts_update(paper_db *db, paper_ref *ref, const paper_account *rec)
+PAPER_API int paper_hash_accounts_update(paper_db *db, paper_ref *ref, const paper_account *rec)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!ref || !rec) return p2_err_set(&db->err, P2_EINVAL, "paper_hash_accounts_update: NULL argument");
@@ -2554,7 +2577,7 @@ int paper_hash_accounts_update(paper_db *db, paper_ref *ref, const paper_account
     return paper_hash_accounts__top2ds_qualify_update(db, ref, rec);
 }
 
-int paper_hash_accounts_delete(paper_db *db, paper_ref ref)
+PAPER_API int paper_hash_accounts_delete(paper_db *db, paper_ref ref)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!paper_hash_accounts__top2ds_qualify_valid(db, ref)) return paper_hash_accounts__no_element(db, ref);
@@ -2562,19 +2585,19 @@ int paper_hash_accounts_delete(paper_db *db, paper_ref ref)
     return P2_OK;
 }
 
-int paper_hash_accounts_reserve(paper_db *db, uint64_t n)
+PAPER_API int paper_hash_accounts_reserve(paper_db *db, uint64_t n)
 {
     if (!db || !db->open) return P2_ECLOSED;
     return paper_hash_accounts__top2ds_qualify_reserve(db, n);
 }
 
-uint64_t paper_hash_accounts_count(paper_db *db)
+PAPER_API uint64_t paper_hash_accounts_count(paper_db *db)
 {
     if (!db || !db->open) return 0;
     return paper_hash_accounts__top2ds_qualify_count(db);
 }
 
-int paper_hash_accounts_set_id(paper_db *db, paper_ref ref, uint32_t value)
+PAPER_API int paper_hash_accounts_set_id(paper_db *db, paper_ref ref, uint32_t value)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!paper_hash_accounts__top2ds_qualify_valid(db, ref)) return paper_hash_accounts__no_element(db, ref);
@@ -2585,7 +2608,7 @@ int paper_hash_accounts_set_id(paper_db *db, paper_ref ref, uint32_t value)
     }
 }
 
-int paper_hash_accounts_set_branch(paper_db *db, paper_ref ref, uint32_t value)
+PAPER_API int paper_hash_accounts_set_branch(paper_db *db, paper_ref ref, uint32_t value)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!paper_hash_accounts__top2ds_qualify_valid(db, ref)) return paper_hash_accounts__no_element(db, ref);
@@ -2593,7 +2616,7 @@ int paper_hash_accounts_set_branch(paper_db *db, paper_ref ref, uint32_t value)
     return P2_OK;
 }
 
-int paper_hash_accounts_set_balance(paper_db *db, paper_ref ref, int64_t value)
+PAPER_API int paper_hash_accounts_set_balance(paper_db *db, paper_ref ref, int64_t value)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!paper_hash_accounts__top2ds_qualify_valid(db, ref)) return paper_hash_accounts__no_element(db, ref);
@@ -2601,7 +2624,7 @@ int paper_hash_accounts_set_balance(paper_db *db, paper_ref ref, int64_t value)
     return P2_OK;
 }
 
-int paper_hash_accounts_set_filler(paper_db *db, paper_ref ref, const char *value)
+PAPER_API int paper_hash_accounts_set_filler(paper_db *db, paper_ref ref, const char *value)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!paper_hash_accounts__top2ds_qualify_valid(db, ref)) return paper_hash_accounts__no_element(db, ref);
@@ -2611,7 +2634,7 @@ int paper_hash_accounts_set_filler(paper_db *db, paper_ref ref, const char *valu
     return P2_OK;
 }
 
-int paper_hash_accounts_find_id(paper_db *db, uint32_t key, paper_ref *out)
+PAPER_API int paper_hash_accounts_find_id(paper_db *db, uint32_t key, paper_ref *out)
 {
     paper_hash_accounts__find_id_cursor k;
     if (!db || !db->open) return P2_ECLOSED;
@@ -2624,7 +2647,15 @@ int paper_hash_accounts_find_id(paper_db *db, uint32_t key, paper_ref *out)
     return P2_OK;
 }
 
-int paper_rich_in_branch_open(paper_db *db, paper_rich_in_branch_cursor *cur, uint32_t b, int64_t min)
+PAPER_API const paper_account *paper_hash_accounts_lookup_id(paper_db *db, uint32_t key, paper_ref *out)
+{
+    paper_ref ref = P2_NIL;
+    if (paper_hash_accounts_find_id(db, key, &ref) != P2_OK) return NULL;
+    if (out) *out = ref;
+    return &paper_hash_accounts__top2ds_qualify_elem(db, ref)->rec;
+}
+
+PAPER_API int paper_rich_in_branch_open(paper_db *db, paper_rich_in_branch_cursor *cur, uint32_t b, int64_t min)
 {
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
@@ -2635,25 +2666,25 @@ int paper_rich_in_branch_open(paper_db *db, paper_rich_in_branch_cursor *cur, ui
     return P2_OK;
 }
 
-int paper_rich_in_branch_next(paper_rich_in_branch_cursor *cur)
+PAPER_API int paper_rich_in_branch_next(paper_rich_in_branch_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     return paper_hash_accounts__top2ds_qualify_rich_in_branch_next(cur);
 }
 
-const paper_account *paper_rich_in_branch_get(const paper_rich_in_branch_cursor *cur)
+PAPER_API const paper_account *paper_rich_in_branch_get(const paper_rich_in_branch_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
     return &paper_hash_accounts__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
-paper_ref paper_rich_in_branch_ref(const paper_rich_in_branch_cursor *cur)
+PAPER_API paper_ref paper_rich_in_branch_ref(const paper_rich_in_branch_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return PAPER_NOREF;
     return cur->_cur;
 }
 
-int paper_rich_in_branch_update(paper_rich_in_branch_cursor *cur, const paper_account *rec)
+PAPER_API int paper_rich_in_branch_update(paper_rich_in_branch_cursor *cur, const paper_account *rec)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "paper_rich_in_branch_update: rec is NULL");
@@ -2661,21 +2692,21 @@ int paper_rich_in_branch_update(paper_rich_in_branch_cursor *cur, const paper_ac
     return paper_hash_accounts__top2ds_qualify_rich_in_branch_update(cur, rec);
 }
 
-void paper_rich_in_branch_close(paper_rich_in_branch_cursor *cur)
+PAPER_API void paper_rich_in_branch_close(paper_rich_in_branch_cursor *cur)
 {
     if (!cur) return;
     p2_refset_free(&cur->_seen);
     if (cur->_db) cur->_state = 3;
 }
 
-int paper_rich_in_branch_delete(paper_rich_in_branch_cursor *cur)
+PAPER_API int paper_rich_in_branch_delete(paper_rich_in_branch_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor rich_in_branch is not on an element");
     return paper_hash_accounts__top2ds_qualify_rich_in_branch_delete(cur);
 }
 
-int paper_hash_accounts_all_open(paper_db *db, paper_hash_accounts_all_cursor *cur)
+PAPER_API int paper_hash_accounts_all_open(paper_db *db, paper_hash_accounts_all_cursor *cur)
 {
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
@@ -2684,25 +2715,25 @@ int paper_hash_accounts_all_open(paper_db *db, paper_hash_accounts_all_cursor *c
     return P2_OK;
 }
 
-int paper_hash_accounts_all_next(paper_hash_accounts_all_cursor *cur)
+PAPER_API int paper_hash_accounts_all_next(paper_hash_accounts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     return paper_hash_accounts__top2ds_qualify_all_next(cur);
 }
 
-const paper_account *paper_hash_accounts_all_get(const paper_hash_accounts_all_cursor *cur)
+PAPER_API const paper_account *paper_hash_accounts_all_get(const paper_hash_accounts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
     return &paper_hash_accounts__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
-paper_ref paper_hash_accounts_all_ref(const paper_hash_accounts_all_cursor *cur)
+PAPER_API paper_ref paper_hash_accounts_all_ref(const paper_hash_accounts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return PAPER_NOREF;
     return cur->_cur;
 }
 
-int paper_hash_accounts_all_update(paper_hash_accounts_all_cursor *cur, const paper_account *rec)
+PAPER_API int paper_hash_accounts_all_update(paper_hash_accounts_all_cursor *cur, const paper_account *rec)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "paper_hash_accounts_all_update: rec is NULL");
@@ -2710,14 +2741,14 @@ int paper_hash_accounts_all_update(paper_hash_accounts_all_cursor *cur, const pa
     return paper_hash_accounts__top2ds_qualify_all_update(cur, rec);
 }
 
-void paper_hash_accounts_all_close(paper_hash_accounts_all_cursor *cur)
+PAPER_API void paper_hash_accounts_all_close(paper_hash_accounts_all_cursor *cur)
 {
     if (!cur) return;
     p2_refset_free(&cur->_seen);
     if (cur->_db) cur->_state = 3;
 }
 
-int paper_hash_accounts_all_delete(paper_hash_accounts_all_cursor *cur)
+PAPER_API int paper_hash_accounts_all_delete(paper_hash_accounts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
@@ -3209,7 +3240,7 @@ static int paper_iarray_accounts__no_element(paper_db *db, uint64_t ref)
     return p2_err_set(&db->err, P2_NOTFOUND, "container iarray_accounts: no element with reference %" PRIu64, ref);
 }
 
-int paper_iarray_accounts_insert(paper_db *db, const paper_account *rec, paper_ref *out)
+PAPER_API int paper_iarray_accounts_insert(paper_db *db, const paper_account *rec, paper_ref *out)
 {
     uint64_t ref = P2_NIL;
     int rc;
@@ -3221,7 +3252,7 @@ int paper_iarray_accounts_insert(paper_db *db, const paper_account *rec, paper_r
     return P2_OK;
 }
 
-int paper_iarray_accounts_get(paper_db *db, paper_ref ref, paper_account *out)
+PAPER_API int paper_iarray_accounts_get(paper_db *db, paper_ref ref, paper_account *out)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!paper_iarray_accounts__top2ds_qualify_valid(db, ref)) return paper_iarray_accounts__no_element(db, ref);
@@ -3229,13 +3260,13 @@ int paper_iarray_accounts_get(paper_db *db, paper_ref ref, paper_account *out)
     return P2_OK;
 }
 
-const paper_account *paper_iarray_accounts_at(paper_db *db, paper_ref ref)
+PAPER_API const paper_account *paper_iarray_accounts_at(paper_db *db, paper_ref ref)
 {
     if (!db || !db->open || !paper_iarray_accounts__top2ds_qualify_valid(db, ref)) return NULL;
     return &paper_iarray_accounts__top2ds_qualify_elem(db, ref)->rec;
 }
 
-int paper_iarray_accounts_update(paper_db *db, paper_ref *ref, const paper_account *rec)
+PAPER_API int paper_iarray_accounts_update(paper_db *db, paper_ref *ref, const paper_account *rec)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!ref || !rec) return p2_err_set(&db->err, P2_EINVAL, "paper_iarray_accounts_update: NULL argument");
@@ -3243,7 +3274,7 @@ int paper_iarray_accounts_update(paper_db *db, paper_ref *ref, const paper_accou
     return paper_iarray_accounts__top2ds_qualify_update(db, ref, rec);
 }
 
-int paper_iarray_accounts_delete(paper_db *db, paper_ref ref)
+PAPER_API int paper_iarray_accounts_delete(paper_db *db, paper_ref ref)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!paper_iarray_accounts__top2ds_qualify_valid(db, ref)) return paper_iarray_accounts__no_element(db, ref);
@@ -3251,19 +3282,19 @@ int paper_iarray_accounts_delete(paper_db *db, paper_ref ref)
     return P2_OK;
 }
 
-int paper_iarray_accounts_reserve(paper_db *db, uint64_t n)
+PAPER_API int paper_iarray_accounts_reserve(paper_db *db, uint64_t n)
 {
     if (!db || !db->open) return P2_ECLOSED;
     return paper_iarray_accounts__top2ds_qualify_reserve(db, n);
 }
 
-uint64_t paper_iarray_accounts_count(paper_db *db)
+PAPER_API uint64_t paper_iarray_accounts_count(paper_db *db)
 {
     if (!db || !db->open) return 0;
     return paper_iarray_accounts__top2ds_qualify_count(db);
 }
 
-int paper_iarray_accounts_set_id(paper_db *db, paper_ref ref, uint32_t value)
+PAPER_API int paper_iarray_accounts_set_id(paper_db *db, paper_ref ref, uint32_t value)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!paper_iarray_accounts__top2ds_qualify_valid(db, ref)) return paper_iarray_accounts__no_element(db, ref);
@@ -3274,7 +3305,7 @@ int paper_iarray_accounts_set_id(paper_db *db, paper_ref ref, uint32_t value)
     }
 }
 
-int paper_iarray_accounts_set_branch(paper_db *db, paper_ref ref, uint32_t value)
+PAPER_API int paper_iarray_accounts_set_branch(paper_db *db, paper_ref ref, uint32_t value)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!paper_iarray_accounts__top2ds_qualify_valid(db, ref)) return paper_iarray_accounts__no_element(db, ref);
@@ -3282,7 +3313,7 @@ int paper_iarray_accounts_set_branch(paper_db *db, paper_ref ref, uint32_t value
     return P2_OK;
 }
 
-int paper_iarray_accounts_set_balance(paper_db *db, paper_ref ref, int64_t value)
+PAPER_API int paper_iarray_accounts_set_balance(paper_db *db, paper_ref ref, int64_t value)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!paper_iarray_accounts__top2ds_qualify_valid(db, ref)) return paper_iarray_accounts__no_element(db, ref);
@@ -3290,7 +3321,7 @@ int paper_iarray_accounts_set_balance(paper_db *db, paper_ref ref, int64_t value
     return P2_OK;
 }
 
-int paper_iarray_accounts_set_filler(paper_db *db, paper_ref ref, const char *value)
+PAPER_API int paper_iarray_accounts_set_filler(paper_db *db, paper_ref ref, const char *value)
 {
     if (!db || !db->open) return P2_ECLOSED;
     if (!paper_iarray_accounts__top2ds_qualify_valid(db, ref)) return paper_iarray_accounts__no_element(db, ref);
@@ -3300,7 +3331,7 @@ int paper_iarray_accounts_set_filler(paper_db *db, paper_ref ref, const char *va
     return P2_OK;
 }
 
-int paper_iarray_accounts_find_id(paper_db *db, uint32_t key, paper_ref *out)
+PAPER_API int paper_iarray_accounts_find_id(paper_db *db, uint32_t key, paper_ref *out)
 {
     paper_iarray_accounts__find_id_cursor k;
     if (!db || !db->open) return P2_ECLOSED;
@@ -3313,7 +3344,15 @@ int paper_iarray_accounts_find_id(paper_db *db, uint32_t key, paper_ref *out)
     return P2_OK;
 }
 
-int paper_iarray_accounts_all_open(paper_db *db, paper_iarray_accounts_all_cursor *cur)
+PAPER_API const paper_account *paper_iarray_accounts_lookup_id(paper_db *db, uint32_t key, paper_ref *out)
+{
+    paper_ref ref = P2_NIL;
+    if (paper_iarray_accounts_find_id(db, key, &ref) != P2_OK) return NULL;
+    if (out) *out = ref;
+    return &paper_iarray_accounts__top2ds_qualify_elem(db, ref)->rec;
+}
+
+PAPER_API int paper_iarray_accounts_all_open(paper_db *db, paper_iarray_accounts_all_cursor *cur)
 {
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
@@ -3322,25 +3361,25 @@ int paper_iarray_accounts_all_open(paper_db *db, paper_iarray_accounts_all_curso
     return P2_OK;
 }
 
-int paper_iarray_accounts_all_next(paper_iarray_accounts_all_cursor *cur)
+PAPER_API int paper_iarray_accounts_all_next(paper_iarray_accounts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     return paper_iarray_accounts__top2ds_qualify_all_next(cur);
 }
 
-const paper_account *paper_iarray_accounts_all_get(const paper_iarray_accounts_all_cursor *cur)
+PAPER_API const paper_account *paper_iarray_accounts_all_get(const paper_iarray_accounts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
     return &paper_iarray_accounts__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
-paper_ref paper_iarray_accounts_all_ref(const paper_iarray_accounts_all_cursor *cur)
+PAPER_API paper_ref paper_iarray_accounts_all_ref(const paper_iarray_accounts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return PAPER_NOREF;
     return cur->_cur;
 }
 
-int paper_iarray_accounts_all_update(paper_iarray_accounts_all_cursor *cur, const paper_account *rec)
+PAPER_API int paper_iarray_accounts_all_update(paper_iarray_accounts_all_cursor *cur, const paper_account *rec)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "paper_iarray_accounts_all_update: rec is NULL");
@@ -3348,14 +3387,14 @@ int paper_iarray_accounts_all_update(paper_iarray_accounts_all_cursor *cur, cons
     return paper_iarray_accounts__top2ds_qualify_all_update(cur, rec);
 }
 
-void paper_iarray_accounts_all_close(paper_iarray_accounts_all_cursor *cur)
+PAPER_API void paper_iarray_accounts_all_close(paper_iarray_accounts_all_cursor *cur)
 {
     if (!cur) return;
     p2_refset_free(&cur->_seen);
     if (cur->_db) cur->_state = 3;
 }
 
-int paper_iarray_accounts_all_delete(paper_iarray_accounts_all_cursor *cur)
+PAPER_API int paper_iarray_accounts_all_delete(paper_iarray_accounts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
@@ -3367,7 +3406,7 @@ int paper_iarray_accounts_all_delete(paper_iarray_accounts_all_cursor *cur)
  * _verify, storage first), then the relationships and texts of the containers whose
  * storage could be read, and reports every inconsistency it finds
  * ========================================================================== */
-int paper_verify(paper_db *db, char *report, size_t report_size, uint64_t *problems)
+PAPER_API int paper_verify(paper_db *db, char *report, size_t report_size, uint64_t *problems)
 {
     p2_verify v;
     int usable[4] = {0};
@@ -3395,12 +3434,12 @@ int paper_verify(paper_db *db, char *report, size_t report_size, uint64_t *probl
 /* ==========================================================================
  * open / sync / close
  * ========================================================================== */
-const char *paper_errmsg(const paper_db *db)
+PAPER_API const char *paper_errmsg(const paper_db *db)
 {
     return db ? db->err.msg : "no database handle (open failed: out of memory)";
 }
 
-int paper_errcode(const paper_db *db)
+PAPER_API int paper_errcode(const paper_db *db)
 {
     return db ? db->err.code : P2_ENOMEM;
 }
@@ -3502,17 +3541,17 @@ fail:
     return rc;
 }
 
-int paper_open(paper_db **out, const char *dir)
+PAPER_API int paper_open(paper_db **out, const char *dir)
 {
     return paper__open(out, dir, 1);
 }
 
-int paper_open_unchecked(paper_db **out, const char *dir)
+PAPER_API int paper_open_unchecked(paper_db **out, const char *dir)
 {
     return paper__open(out, dir, 0);
 }
 
-int paper_sync(paper_db *db)
+PAPER_API int paper_sync(paper_db *db)
 {
     if (!db || !db->open) return P2_ECLOSED;
     {
@@ -3522,7 +3561,7 @@ int paper_sync(paper_db *db)
     return P2_OK;
 }
 
-int paper_close(paper_db *db)
+PAPER_API int paper_close(paper_db *db)
 {
     int rc;
     if (!db) return P2_OK;

@@ -50,6 +50,20 @@
 #include <stdint.h>
 #include "p2_runtime.h"
 
+/* PAPER_INLINE: define it before including this header (`#define PAPER_INLINE`,
+ * or `cc -DPAPER_INLINE`) and every function below becomes a static inline function
+ * of your own file (this header then includes paper.c): a plain `cc -O2` flattens find,
+ * at, the setters and insert into your code through every layer, as if you had written
+ * them by hand, and each call checks the handle and the element once. Link with
+ * libpaper.a as always (the runtime). Without it the functions are ordinary calls into
+ * the library (what other languages and the Python module use). Same API, same checks,
+ * same files; a program may do either in each of its files. */
+#ifdef PAPER_INLINE
+#define PAPER_API static inline
+#else
+#define PAPER_API
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -65,19 +79,19 @@ typedef uint64_t paper_ref;
  * absent; relative paths resolve against `dir` when it is not NULL). On failure *out is
  * still set (unless memory ran out) so that paper_errmsg can say why; close it.
  * Errors: P2_ENOMEM, P2_EIO, P2_EFORMAT, P2_EMISMATCH, P2_EBUSY. */
-int paper_open(paper_db **out, const char *dir);
+PAPER_API int paper_open(paper_db **out, const char *dir);
 /* The same without the integrity walk at open (see "Files are input" above), for tools
  * that inspect damaged files with paper_verify only: any other call on such a handle may
  * fault on a damaged file. */
-int paper_open_unchecked(paper_db **out, const char *dir);
+PAPER_API int paper_open_unchecked(paper_db **out, const char *dir);
 /* Flush persistent containers to their files (msync) and update the file headers. */
-int paper_sync(paper_db *db);
+PAPER_API int paper_sync(paper_db *db);
 /* Close the files cleanly, free transient containers and the handle. NULL is a no-op. */
-int paper_close(paper_db *db);
+PAPER_API int paper_close(paper_db *db);
 /* The last error in words ("" if none). */
-const char *paper_errmsg(const paper_db *db);
+PAPER_API const char *paper_errmsg(const paper_db *db);
 /* The last error code (P2_OK if none). */
-int paper_errcode(const paper_db *db);
+PAPER_API int paper_errcode(const paper_db *db);
 /* Integrity check (in the spirit of SQLite's PRAGMA integrity_check): walk every structure
  * of every container and relationship (slots, free lists, hash chains, trees, lists, texts)
  * and check that every reference is in bounds and names a live element of the right
@@ -85,7 +99,7 @@ int paper_errcode(const paper_db *db);
  * corrupt file. Returns P2_OK if all is consistent, else P2_EFORMAT with one line per
  * problem in report (the first 100, truncated to report_size; report may be NULL) and
  * their number in *problems (may be NULL); P2_ECLOSED on a closed handle. */
-int paper_verify(paper_db *db, char *report, size_t report_size, uint64_t *problems);
+PAPER_API int paper_verify(paper_db *db, char *report, size_t report_size, uint64_t *problems);
 
 /* record account */
 typedef struct paper_account {
@@ -101,33 +115,37 @@ typedef struct paper_account {
  * ========================================================================== */
 /* Insert a copy of *rec; *out (may be NULL) receives its reference.
  * Errors: P2_ENOMEM; P2_EDUP / P2_ERANGE from keyed storage (iarray). */
-int paper_avl_accounts_insert(paper_db *db, const paper_account *rec, paper_ref *out);
+PAPER_API int paper_avl_accounts_insert(paper_db *db, const paper_account *rec, paper_ref *out);
 /* Copy the element `ref` to *out. Errors: P2_NOTFOUND (no such element). */
-int paper_avl_accounts_get(paper_db *db, paper_ref ref, paper_account *out);
+PAPER_API int paper_avl_accounts_get(paper_db *db, paper_ref ref, paper_account *out);
 /* The element `ref` in place (read only), or NULL if there is none. */
-const paper_account *paper_avl_accounts_at(paper_db *db, paper_ref ref);
+PAPER_API const paper_account *paper_avl_accounts_at(paper_db *db, paper_ref ref);
 /* Replace the element *ref by *rec, keeping every index right; *ref receives the new
  * reference if the element moved. Errors: P2_NOTFOUND, P2_EDUP, P2_ERANGE, P2_ENOMEM. */
-int paper_avl_accounts_update(paper_db *db, paper_ref *ref, const paper_account *rec);
+PAPER_API int paper_avl_accounts_update(paper_db *db, paper_ref *ref, const paper_account *rec);
 /* Delete the element `ref`. Errors: P2_NOTFOUND. */
-int paper_avl_accounts_delete(paper_db *db, paper_ref ref);
+PAPER_API int paper_avl_accounts_delete(paper_db *db, paper_ref ref);
 /* Make room for n elements in all (slots, buckets) so that loading them does not regrow:
  * saves time and the space doubling leaves behind. A hint: never needed for correctness.
  * Errors: P2_ENOMEM. */
-int paper_avl_accounts_reserve(paper_db *db, uint64_t n);
+PAPER_API int paper_avl_accounts_reserve(paper_db *db, uint64_t n);
 /* Number of elements. */
-uint64_t paper_avl_accounts_count(paper_db *db);
+PAPER_API uint64_t paper_avl_accounts_count(paper_db *db);
 /* Set field id of element `ref` (a key: goes through update). */
-int paper_avl_accounts_set_id(paper_db *db, paper_ref ref, uint32_t value);
+PAPER_API int paper_avl_accounts_set_id(paper_db *db, paper_ref ref, uint32_t value);
 /* Set field branch of element `ref`. */
-int paper_avl_accounts_set_branch(paper_db *db, paper_ref ref, uint32_t value);
+PAPER_API int paper_avl_accounts_set_branch(paper_db *db, paper_ref ref, uint32_t value);
 /* Set field balance of element `ref`. */
-int paper_avl_accounts_set_balance(paper_db *db, paper_ref ref, int64_t value);
+PAPER_API int paper_avl_accounts_set_balance(paper_db *db, paper_ref ref, int64_t value);
 /* Set field filler of element `ref`. */
-int paper_avl_accounts_set_filler(paper_db *db, paper_ref ref, const char *value);
+PAPER_API int paper_avl_accounts_set_filler(paper_db *db, paper_ref ref, const char *value);
 /* Find an element whose id equals `key` (avl(key=id) range).
  * Errors: P2_NOTFOUND. */
-int paper_avl_accounts_find_id(paper_db *db, uint32_t key, paper_ref *out);
+PAPER_API int paper_avl_accounts_find_id(paper_db *db, uint32_t key, paper_ref *out);
+/* The same in one step: the element (read only, as _at gives it), or NULL when there is
+ * none (P2_NOTFOUND in _errcode) or the handle is closed; *out (may be NULL) receives its
+ * reference, for the setters. */
+PAPER_API const paper_account *paper_avl_accounts_lookup_id(paper_db *db, uint32_t key, paper_ref *out);
 
 /* cursor avl_branch_range on avl_accounts where id >= $lo and id < $hi order by id *   path: avl(key=id) range (avl: range id >= $lo and id < $hi); residual: (none) */
 typedef struct paper_avl_branch_range_cursor {
@@ -139,21 +157,21 @@ typedef struct paper_avl_branch_range_cursor {
     uint32_t _p_hi;
 } paper_avl_branch_range_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
-int paper_avl_branch_range_open(paper_db *db, paper_avl_branch_range_cursor *cur, uint32_t lo, uint32_t hi);
+PAPER_API int paper_avl_branch_range_open(paper_db *db, paper_avl_branch_range_cursor *cur, uint32_t lo, uint32_t hi);
 /* Move to the next element: P2_OK, or P2_END when there is none. */
-int paper_avl_branch_range_next(paper_avl_branch_range_cursor *cur);
+PAPER_API int paper_avl_branch_range_next(paper_avl_branch_range_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
-const paper_account *paper_avl_branch_range_get(const paper_avl_branch_range_cursor *cur);
+PAPER_API const paper_account *paper_avl_branch_range_get(const paper_avl_branch_range_cursor *cur);
 /* Its reference, or PAPER_NOREF. */
-paper_ref paper_avl_branch_range_ref(const paper_avl_branch_range_cursor *cur);
+PAPER_API paper_ref paper_avl_branch_range_ref(const paper_avl_branch_range_cursor *cur);
 /* Replace the element under the cursor. Errors: P2_EINVAL (not on an element), as update. */
-int paper_avl_branch_range_update(paper_avl_branch_range_cursor *cur, const paper_account *rec);
+PAPER_API int paper_avl_branch_range_update(paper_avl_branch_range_cursor *cur, const paper_account *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
-int paper_avl_branch_range_delete(paper_avl_branch_range_cursor *cur);
+PAPER_API int paper_avl_branch_range_delete(paper_avl_branch_range_cursor *cur);
 /* Stop the walk early: frees what the cursor remembers of the elements its updates moved
  * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
  * it again, or on a cursor whose open failed, does nothing. */
-void paper_avl_branch_range_close(paper_avl_branch_range_cursor *cur);
+PAPER_API void paper_avl_branch_range_close(paper_avl_branch_range_cursor *cur);
 
 /* cursor paper_avl_accounts_all: every element of avl_accounts */
 typedef struct paper_avl_accounts_all_cursor {
@@ -163,21 +181,21 @@ typedef struct paper_avl_accounts_all_cursor {
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
 } paper_avl_accounts_all_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
-int paper_avl_accounts_all_open(paper_db *db, paper_avl_accounts_all_cursor *cur);
+PAPER_API int paper_avl_accounts_all_open(paper_db *db, paper_avl_accounts_all_cursor *cur);
 /* Move to the next element: P2_OK, or P2_END when there is none. */
-int paper_avl_accounts_all_next(paper_avl_accounts_all_cursor *cur);
+PAPER_API int paper_avl_accounts_all_next(paper_avl_accounts_all_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
-const paper_account *paper_avl_accounts_all_get(const paper_avl_accounts_all_cursor *cur);
+PAPER_API const paper_account *paper_avl_accounts_all_get(const paper_avl_accounts_all_cursor *cur);
 /* Its reference, or PAPER_NOREF. */
-paper_ref paper_avl_accounts_all_ref(const paper_avl_accounts_all_cursor *cur);
+PAPER_API paper_ref paper_avl_accounts_all_ref(const paper_avl_accounts_all_cursor *cur);
 /* Replace the element under the cursor. Errors: P2_EINVAL (not on an element), as update. */
-int paper_avl_accounts_all_update(paper_avl_accounts_all_cursor *cur, const paper_account *rec);
+PAPER_API int paper_avl_accounts_all_update(paper_avl_accounts_all_cursor *cur, const paper_account *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
-int paper_avl_accounts_all_delete(paper_avl_accounts_all_cursor *cur);
+PAPER_API int paper_avl_accounts_all_delete(paper_avl_accounts_all_cursor *cur);
 /* Stop the walk early: frees what the cursor remembers of the elements its updates moved
  * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
  * it again, or on a cursor whose open failed, does nothing. */
-void paper_avl_accounts_all_close(paper_avl_accounts_all_cursor *cur);
+PAPER_API void paper_avl_accounts_all_close(paper_avl_accounts_all_cursor *cur);
 
 /* ==========================================================================
  * container qsort_accounts of account
@@ -185,33 +203,37 @@ void paper_avl_accounts_all_close(paper_avl_accounts_all_cursor *cur);
  * ========================================================================== */
 /* Insert a copy of *rec; *out (may be NULL) receives its reference.
  * Errors: P2_ENOMEM; P2_EDUP / P2_ERANGE from keyed storage (iarray). */
-int paper_qsort_accounts_insert(paper_db *db, const paper_account *rec, paper_ref *out);
+PAPER_API int paper_qsort_accounts_insert(paper_db *db, const paper_account *rec, paper_ref *out);
 /* Copy the element `ref` to *out. Errors: P2_NOTFOUND (no such element). */
-int paper_qsort_accounts_get(paper_db *db, paper_ref ref, paper_account *out);
+PAPER_API int paper_qsort_accounts_get(paper_db *db, paper_ref ref, paper_account *out);
 /* The element `ref` in place (read only), or NULL if there is none. */
-const paper_account *paper_qsort_accounts_at(paper_db *db, paper_ref ref);
+PAPER_API const paper_account *paper_qsort_accounts_at(paper_db *db, paper_ref ref);
 /* Replace the element *ref by *rec, keeping every index right; *ref receives the new
  * reference if the element moved. Errors: P2_NOTFOUND, P2_EDUP, P2_ERANGE, P2_ENOMEM. */
-int paper_qsort_accounts_update(paper_db *db, paper_ref *ref, const paper_account *rec);
+PAPER_API int paper_qsort_accounts_update(paper_db *db, paper_ref *ref, const paper_account *rec);
 /* Delete the element `ref`. Errors: P2_NOTFOUND. */
-int paper_qsort_accounts_delete(paper_db *db, paper_ref ref);
+PAPER_API int paper_qsort_accounts_delete(paper_db *db, paper_ref ref);
 /* Make room for n elements in all (slots, buckets) so that loading them does not regrow:
  * saves time and the space doubling leaves behind. A hint: never needed for correctness.
  * Errors: P2_ENOMEM. */
-int paper_qsort_accounts_reserve(paper_db *db, uint64_t n);
+PAPER_API int paper_qsort_accounts_reserve(paper_db *db, uint64_t n);
 /* Number of elements. */
-uint64_t paper_qsort_accounts_count(paper_db *db);
+PAPER_API uint64_t paper_qsort_accounts_count(paper_db *db);
 /* Set field id of element `ref` (a key: goes through update). */
-int paper_qsort_accounts_set_id(paper_db *db, paper_ref ref, uint32_t value);
+PAPER_API int paper_qsort_accounts_set_id(paper_db *db, paper_ref ref, uint32_t value);
 /* Set field branch of element `ref`. */
-int paper_qsort_accounts_set_branch(paper_db *db, paper_ref ref, uint32_t value);
+PAPER_API int paper_qsort_accounts_set_branch(paper_db *db, paper_ref ref, uint32_t value);
 /* Set field balance of element `ref`. */
-int paper_qsort_accounts_set_balance(paper_db *db, paper_ref ref, int64_t value);
+PAPER_API int paper_qsort_accounts_set_balance(paper_db *db, paper_ref ref, int64_t value);
 /* Set field filler of element `ref`. */
-int paper_qsort_accounts_set_filler(paper_db *db, paper_ref ref, const char *value);
+PAPER_API int paper_qsort_accounts_set_filler(paper_db *db, paper_ref ref, const char *value);
 /* Find an element whose id equals `key` (qsort(capacity=16, key=id) range).
  * Errors: P2_NOTFOUND. */
-int paper_qsort_accounts_find_id(paper_db *db, uint32_t key, paper_ref *out);
+PAPER_API int paper_qsort_accounts_find_id(paper_db *db, uint32_t key, paper_ref *out);
+/* The same in one step: the element (read only, as _at gives it), or NULL when there is
+ * none (P2_NOTFOUND in _errcode) or the handle is closed; *out (may be NULL) receives its
+ * reference, for the setters. */
+PAPER_API const paper_account *paper_qsort_accounts_lookup_id(paper_db *db, uint32_t key, paper_ref *out);
 
 /* cursor paper_qsort_accounts_all: every element of qsort_accounts */
 typedef struct paper_qsort_accounts_all_cursor {
@@ -221,21 +243,21 @@ typedef struct paper_qsort_accounts_all_cursor {
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
 } paper_qsort_accounts_all_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
-int paper_qsort_accounts_all_open(paper_db *db, paper_qsort_accounts_all_cursor *cur);
+PAPER_API int paper_qsort_accounts_all_open(paper_db *db, paper_qsort_accounts_all_cursor *cur);
 /* Move to the next element: P2_OK, or P2_END when there is none. */
-int paper_qsort_accounts_all_next(paper_qsort_accounts_all_cursor *cur);
+PAPER_API int paper_qsort_accounts_all_next(paper_qsort_accounts_all_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
-const paper_account *paper_qsort_accounts_all_get(const paper_qsort_accounts_all_cursor *cur);
+PAPER_API const paper_account *paper_qsort_accounts_all_get(const paper_qsort_accounts_all_cursor *cur);
 /* Its reference, or PAPER_NOREF. */
-paper_ref paper_qsort_accounts_all_ref(const paper_qsort_accounts_all_cursor *cur);
+PAPER_API paper_ref paper_qsort_accounts_all_ref(const paper_qsort_accounts_all_cursor *cur);
 /* Replace the element under the cursor. Errors: P2_EINVAL (not on an element), as update. */
-int paper_qsort_accounts_all_update(paper_qsort_accounts_all_cursor *cur, const paper_account *rec);
+PAPER_API int paper_qsort_accounts_all_update(paper_qsort_accounts_all_cursor *cur, const paper_account *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
-int paper_qsort_accounts_all_delete(paper_qsort_accounts_all_cursor *cur);
+PAPER_API int paper_qsort_accounts_all_delete(paper_qsort_accounts_all_cursor *cur);
 /* Stop the walk early: frees what the cursor remembers of the elements its updates moved
  * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
  * it again, or on a cursor whose open failed, does nothing. */
-void paper_qsort_accounts_all_close(paper_qsort_accounts_all_cursor *cur);
+PAPER_API void paper_qsort_accounts_all_close(paper_qsort_accounts_all_cursor *cur);
 
 /* ==========================================================================
  * container hash_accounts of account
@@ -243,33 +265,37 @@ void paper_qsort_accounts_all_close(paper_qsort_accounts_all_cursor *cur);
  * ========================================================================== */
 /* Insert a copy of *rec; *out (may be NULL) receives its reference.
  * Errors: P2_ENOMEM; P2_EDUP / P2_ERANGE from keyed storage (iarray). */
-int paper_hash_accounts_insert(paper_db *db, const paper_account *rec, paper_ref *out);
+PAPER_API int paper_hash_accounts_insert(paper_db *db, const paper_account *rec, paper_ref *out);
 /* Copy the element `ref` to *out. Errors: P2_NOTFOUND (no such element). */
-int paper_hash_accounts_get(paper_db *db, paper_ref ref, paper_account *out);
+PAPER_API int paper_hash_accounts_get(paper_db *db, paper_ref ref, paper_account *out);
 /* The element `ref` in place (read only), or NULL if there is none. */
-const paper_account *paper_hash_accounts_at(paper_db *db, paper_ref ref);
+PAPER_API const paper_account *paper_hash_accounts_at(paper_db *db, paper_ref ref);
 /* Replace the element *ref by *rec, keeping every index right; *ref receives the new
  * reference if the element moved. Errors: P2_NOTFOUND, P2_EDUP, P2_ERANGE, P2_ENOMEM. */
-int paper_hash_accounts_update(paper_db *db, paper_ref *ref, const paper_account *rec);
+PAPER_API int paper_hash_accounts_update(paper_db *db, paper_ref *ref, const paper_account *rec);
 /* Delete the element `ref`. Errors: P2_NOTFOUND. */
-int paper_hash_accounts_delete(paper_db *db, paper_ref ref);
+PAPER_API int paper_hash_accounts_delete(paper_db *db, paper_ref ref);
 /* Make room for n elements in all (slots, buckets) so that loading them does not regrow:
  * saves time and the space doubling leaves behind. A hint: never needed for correctness.
  * Errors: P2_ENOMEM. */
-int paper_hash_accounts_reserve(paper_db *db, uint64_t n);
+PAPER_API int paper_hash_accounts_reserve(paper_db *db, uint64_t n);
 /* Number of elements. */
-uint64_t paper_hash_accounts_count(paper_db *db);
+PAPER_API uint64_t paper_hash_accounts_count(paper_db *db);
 /* Set field id of element `ref` (a key: goes through update). */
-int paper_hash_accounts_set_id(paper_db *db, paper_ref ref, uint32_t value);
+PAPER_API int paper_hash_accounts_set_id(paper_db *db, paper_ref ref, uint32_t value);
 /* Set field branch of element `ref`. */
-int paper_hash_accounts_set_branch(paper_db *db, paper_ref ref, uint32_t value);
+PAPER_API int paper_hash_accounts_set_branch(paper_db *db, paper_ref ref, uint32_t value);
 /* Set field balance of element `ref`. */
-int paper_hash_accounts_set_balance(paper_db *db, paper_ref ref, int64_t value);
+PAPER_API int paper_hash_accounts_set_balance(paper_db *db, paper_ref ref, int64_t value);
 /* Set field filler of element `ref`. */
-int paper_hash_accounts_set_filler(paper_db *db, paper_ref ref, const char *value);
+PAPER_API int paper_hash_accounts_set_filler(paper_db *db, paper_ref ref, const char *value);
 /* Find an element whose id equals `key` (hash(buckets=4096, fn=identity, grow=true, key=id) eq).
  * Errors: P2_NOTFOUND. */
-int paper_hash_accounts_find_id(paper_db *db, uint32_t key, paper_ref *out);
+PAPER_API int paper_hash_accounts_find_id(paper_db *db, uint32_t key, paper_ref *out);
+/* The same in one step: the element (read only, as _at gives it), or NULL when there is
+ * none (P2_NOTFOUND in _errcode) or the handle is closed; *out (may be NULL) receives its
+ * reference, for the setters. */
+PAPER_API const paper_account *paper_hash_accounts_lookup_id(paper_db *db, uint32_t key, paper_ref *out);
 
 /* cursor rich_in_branch on hash_accounts where branch == $b and balance > $min *   path: array(capacity=16) scan (array: scan every slot); residual: branch == $b and balance > $min */
 typedef struct paper_rich_in_branch_cursor {
@@ -281,21 +307,21 @@ typedef struct paper_rich_in_branch_cursor {
     int64_t _p_min;
 } paper_rich_in_branch_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
-int paper_rich_in_branch_open(paper_db *db, paper_rich_in_branch_cursor *cur, uint32_t b, int64_t min);
+PAPER_API int paper_rich_in_branch_open(paper_db *db, paper_rich_in_branch_cursor *cur, uint32_t b, int64_t min);
 /* Move to the next element: P2_OK, or P2_END when there is none. */
-int paper_rich_in_branch_next(paper_rich_in_branch_cursor *cur);
+PAPER_API int paper_rich_in_branch_next(paper_rich_in_branch_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
-const paper_account *paper_rich_in_branch_get(const paper_rich_in_branch_cursor *cur);
+PAPER_API const paper_account *paper_rich_in_branch_get(const paper_rich_in_branch_cursor *cur);
 /* Its reference, or PAPER_NOREF. */
-paper_ref paper_rich_in_branch_ref(const paper_rich_in_branch_cursor *cur);
+PAPER_API paper_ref paper_rich_in_branch_ref(const paper_rich_in_branch_cursor *cur);
 /* Replace the element under the cursor. Errors: P2_EINVAL (not on an element), as update. */
-int paper_rich_in_branch_update(paper_rich_in_branch_cursor *cur, const paper_account *rec);
+PAPER_API int paper_rich_in_branch_update(paper_rich_in_branch_cursor *cur, const paper_account *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
-int paper_rich_in_branch_delete(paper_rich_in_branch_cursor *cur);
+PAPER_API int paper_rich_in_branch_delete(paper_rich_in_branch_cursor *cur);
 /* Stop the walk early: frees what the cursor remembers of the elements its updates moved
  * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
  * it again, or on a cursor whose open failed, does nothing. */
-void paper_rich_in_branch_close(paper_rich_in_branch_cursor *cur);
+PAPER_API void paper_rich_in_branch_close(paper_rich_in_branch_cursor *cur);
 
 /* cursor paper_hash_accounts_all: every element of hash_accounts */
 typedef struct paper_hash_accounts_all_cursor {
@@ -305,21 +331,21 @@ typedef struct paper_hash_accounts_all_cursor {
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
 } paper_hash_accounts_all_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
-int paper_hash_accounts_all_open(paper_db *db, paper_hash_accounts_all_cursor *cur);
+PAPER_API int paper_hash_accounts_all_open(paper_db *db, paper_hash_accounts_all_cursor *cur);
 /* Move to the next element: P2_OK, or P2_END when there is none. */
-int paper_hash_accounts_all_next(paper_hash_accounts_all_cursor *cur);
+PAPER_API int paper_hash_accounts_all_next(paper_hash_accounts_all_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
-const paper_account *paper_hash_accounts_all_get(const paper_hash_accounts_all_cursor *cur);
+PAPER_API const paper_account *paper_hash_accounts_all_get(const paper_hash_accounts_all_cursor *cur);
 /* Its reference, or PAPER_NOREF. */
-paper_ref paper_hash_accounts_all_ref(const paper_hash_accounts_all_cursor *cur);
+PAPER_API paper_ref paper_hash_accounts_all_ref(const paper_hash_accounts_all_cursor *cur);
 /* Replace the element under the cursor. Errors: P2_EINVAL (not on an element), as update. */
-int paper_hash_accounts_all_update(paper_hash_accounts_all_cursor *cur, const paper_account *rec);
+PAPER_API int paper_hash_accounts_all_update(paper_hash_accounts_all_cursor *cur, const paper_account *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
-int paper_hash_accounts_all_delete(paper_hash_accounts_all_cursor *cur);
+PAPER_API int paper_hash_accounts_all_delete(paper_hash_accounts_all_cursor *cur);
 /* Stop the walk early: frees what the cursor remembers of the elements its updates moved
  * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
  * it again, or on a cursor whose open failed, does nothing. */
-void paper_hash_accounts_all_close(paper_hash_accounts_all_cursor *cur);
+PAPER_API void paper_hash_accounts_all_close(paper_hash_accounts_all_cursor *cur);
 
 /* ==========================================================================
  * container iarray_accounts of account
@@ -327,33 +353,37 @@ void paper_hash_accounts_all_close(paper_hash_accounts_all_cursor *cur);
  * ========================================================================== */
 /* Insert a copy of *rec; *out (may be NULL) receives its reference.
  * Errors: P2_ENOMEM; P2_EDUP / P2_ERANGE from keyed storage (iarray). */
-int paper_iarray_accounts_insert(paper_db *db, const paper_account *rec, paper_ref *out);
+PAPER_API int paper_iarray_accounts_insert(paper_db *db, const paper_account *rec, paper_ref *out);
 /* Copy the element `ref` to *out. Errors: P2_NOTFOUND (no such element). */
-int paper_iarray_accounts_get(paper_db *db, paper_ref ref, paper_account *out);
+PAPER_API int paper_iarray_accounts_get(paper_db *db, paper_ref ref, paper_account *out);
 /* The element `ref` in place (read only), or NULL if there is none. */
-const paper_account *paper_iarray_accounts_at(paper_db *db, paper_ref ref);
+PAPER_API const paper_account *paper_iarray_accounts_at(paper_db *db, paper_ref ref);
 /* Replace the element *ref by *rec, keeping every index right; *ref receives the new
  * reference if the element moved. Errors: P2_NOTFOUND, P2_EDUP, P2_ERANGE, P2_ENOMEM. */
-int paper_iarray_accounts_update(paper_db *db, paper_ref *ref, const paper_account *rec);
+PAPER_API int paper_iarray_accounts_update(paper_db *db, paper_ref *ref, const paper_account *rec);
 /* Delete the element `ref`. Errors: P2_NOTFOUND. */
-int paper_iarray_accounts_delete(paper_db *db, paper_ref ref);
+PAPER_API int paper_iarray_accounts_delete(paper_db *db, paper_ref ref);
 /* Make room for n elements in all (slots, buckets) so that loading them does not regrow:
  * saves time and the space doubling leaves behind. A hint: never needed for correctness.
  * Errors: P2_ENOMEM. */
-int paper_iarray_accounts_reserve(paper_db *db, uint64_t n);
+PAPER_API int paper_iarray_accounts_reserve(paper_db *db, uint64_t n);
 /* Number of elements. */
-uint64_t paper_iarray_accounts_count(paper_db *db);
+PAPER_API uint64_t paper_iarray_accounts_count(paper_db *db);
 /* Set field id of element `ref` (a key: goes through update). */
-int paper_iarray_accounts_set_id(paper_db *db, paper_ref ref, uint32_t value);
+PAPER_API int paper_iarray_accounts_set_id(paper_db *db, paper_ref ref, uint32_t value);
 /* Set field branch of element `ref`. */
-int paper_iarray_accounts_set_branch(paper_db *db, paper_ref ref, uint32_t value);
+PAPER_API int paper_iarray_accounts_set_branch(paper_db *db, paper_ref ref, uint32_t value);
 /* Set field balance of element `ref`. */
-int paper_iarray_accounts_set_balance(paper_db *db, paper_ref ref, int64_t value);
+PAPER_API int paper_iarray_accounts_set_balance(paper_db *db, paper_ref ref, int64_t value);
 /* Set field filler of element `ref`. */
-int paper_iarray_accounts_set_filler(paper_db *db, paper_ref ref, const char *value);
+PAPER_API int paper_iarray_accounts_set_filler(paper_db *db, paper_ref ref, const char *value);
 /* Find an element whose id equals `key` (iarray(capacity=4096, key=id, max_key=4194303) eq).
  * Errors: P2_NOTFOUND. */
-int paper_iarray_accounts_find_id(paper_db *db, uint32_t key, paper_ref *out);
+PAPER_API int paper_iarray_accounts_find_id(paper_db *db, uint32_t key, paper_ref *out);
+/* The same in one step: the element (read only, as _at gives it), or NULL when there is
+ * none (P2_NOTFOUND in _errcode) or the handle is closed; *out (may be NULL) receives its
+ * reference, for the setters. */
+PAPER_API const paper_account *paper_iarray_accounts_lookup_id(paper_db *db, uint32_t key, paper_ref *out);
 
 /* cursor paper_iarray_accounts_all: every element of iarray_accounts */
 typedef struct paper_iarray_accounts_all_cursor {
@@ -363,23 +393,46 @@ typedef struct paper_iarray_accounts_all_cursor {
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
 } paper_iarray_accounts_all_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
-int paper_iarray_accounts_all_open(paper_db *db, paper_iarray_accounts_all_cursor *cur);
+PAPER_API int paper_iarray_accounts_all_open(paper_db *db, paper_iarray_accounts_all_cursor *cur);
 /* Move to the next element: P2_OK, or P2_END when there is none. */
-int paper_iarray_accounts_all_next(paper_iarray_accounts_all_cursor *cur);
+PAPER_API int paper_iarray_accounts_all_next(paper_iarray_accounts_all_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
-const paper_account *paper_iarray_accounts_all_get(const paper_iarray_accounts_all_cursor *cur);
+PAPER_API const paper_account *paper_iarray_accounts_all_get(const paper_iarray_accounts_all_cursor *cur);
 /* Its reference, or PAPER_NOREF. */
-paper_ref paper_iarray_accounts_all_ref(const paper_iarray_accounts_all_cursor *cur);
+PAPER_API paper_ref paper_iarray_accounts_all_ref(const paper_iarray_accounts_all_cursor *cur);
 /* Replace the element under the cursor. Errors: P2_EINVAL (not on an element), as update. */
-int paper_iarray_accounts_all_update(paper_iarray_accounts_all_cursor *cur, const paper_account *rec);
+PAPER_API int paper_iarray_accounts_all_update(paper_iarray_accounts_all_cursor *cur, const paper_account *rec);
 /* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
-int paper_iarray_accounts_all_delete(paper_iarray_accounts_all_cursor *cur);
+PAPER_API int paper_iarray_accounts_all_delete(paper_iarray_accounts_all_cursor *cur);
 /* Stop the walk early: frees what the cursor remembers of the elements its updates moved
  * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
  * it again, or on a cursor whose open failed, does nothing. */
-void paper_iarray_accounts_all_close(paper_iarray_accounts_all_cursor *cur);
+PAPER_API void paper_iarray_accounts_all_close(paper_iarray_accounts_all_cursor *cur);
 
 #ifdef __cplusplus
 }
+#endif
+
+#ifdef PAPER_INLINE
+/* The implementation, compiled into the including file (PAPER_INLINE above). The
+ * system headers it needs come first, outside any extern "C". */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#endif
+#ifdef __cplusplus
+extern "C" {
+#endif
+#include "paper.c"
+#ifdef __cplusplus
+}
+#endif
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
 #endif
 #endif /* P2GEN_PAPER_H */

@@ -168,6 +168,14 @@ def test_header_compiles_as_c11_and_cxx_both_ways(name, tmp_path):
             syms = subprocess.run(["nm", str(tmp_path / "use.o")], capture_output=True, text=True).stdout
             # out of line: open/close are calls into the library; inline: defined here
             assert (f" U {p}_open" in syms) == (not mode), f"{lang} {mode}:\n{syms}"
+    # the library itself stays out of line even when the whole program is compiled with
+    # <PREFIX>_INLINE (its .c would otherwise include itself back through the header)
+    r = subprocess.run(["cc", "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", f"-D{P}_INLINE",
+                        f"-I{tmp_path}", "-c", gen.source, "-o", str(tmp_path / "lib.o")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    syms = subprocess.run(["nm", str(tmp_path / "lib.o")], capture_output=True, text=True).stdout
+    assert f" T {p}_open" in syms
 
 
 LOOKUP_C = r'''

@@ -9,6 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifndef P2GEN_PAPER_H
+/* compiled as a file of its own (the library): the functions out of line, even when
+ * PAPER_INLINE is defined for the whole program */
+#undef PAPER_INLINE
+#endif
 #include "paper.h"
 
 #define P2_NIL UINT64_MAX

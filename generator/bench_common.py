@@ -1,13 +1,16 @@
 """What the benchmark commands (`p2gen bench tpcb`, `p2gen bench oo7`) share: compiling
 with stamps (a step reruns only when its command or an input changed), compiling in
-parallel, linking one Google Benchmark binary with LTO, integer-list options and the
-formatting of milliseconds."""
+parallel, the two ways a generated variant is built (issue 10: as the README tells users
+to, p2gen build's lib<prefix>.a and the program compiled -O2 with <PREFIX>_INLINE, no LTO;
+and with -flto, a second row <NAME>-lto), linking one Google Benchmark binary,
+integer-list options and the formatting of milliseconds."""
 from __future__ import annotations
 
 import hashlib
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import threading
 import time
@@ -24,6 +27,28 @@ def is_gcc(cc: str) -> bool:
     except OSError:
         return False
     return "clang" not in out.lower()
+
+
+# the name of a variant's second row, built with -flto across generated code and driver
+LTO_SUFFIX = "-lto"
+
+
+def users_cflags() -> list:
+    """The generated .c and the runtime compiled exactly as `p2gen build` compiles them
+    (its compile_objects: build.DEFAULT_CFLAGS + -fPIC) into lib<prefix>.a."""
+    from .build import DEFAULT_CFLAGS
+    return list(DEFAULT_CFLAGS) + ["-fPIC"]
+
+
+def lto_cflags(opt: str) -> list:
+    """The generated .c of a variant's -lto row: LTO bytecode, optimised at link."""
+    return ["-std=c11", opt, "-flto"]
+
+
+def inline_define(prefix: str) -> str:
+    """What the README's C example defines before including a generated header: the API
+    compiled into the user's file as static inline functions."""
+    return f"-D{prefix.upper()}_INLINE"
 
 
 class Builder:
@@ -59,6 +84,17 @@ class Builder:
         """tasks: (cmd, out, deps, what) tuples; compiled in parallel; the outputs in order."""
         with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 2) as pool:
             return list(pool.map(lambda t: self.compile(*t), tasks))
+
+    def archive_all(self, archives: Sequence[tuple], objs: Sequence[Path],
+                    jobs: Optional[int] = None) -> list:
+        """archives: (lib<prefix>.a, its member objects) made with `ar rcs` as p2gen build
+        makes them. Returns what to link: objs that are no archive's member, then the
+        archives (the users' link line: app.o libX.a)."""
+        ar = shutil.which("ar") or "ar"
+        self.compile_all([([ar, "rcs", str(lib)] + [str(m) for m in members], lib, members, lib.name)
+                          for lib, members in archives], jobs)
+        members = {m for _, ms in archives for m in ms}
+        return [o for o in objs if o not in members] + [a for a, _ in archives]
 
     def link(self, exe: Path, objs: Sequence[Path], libs: Sequence[str], *, cxx: str, opt: str,
              lto: bool, hint: str = "") -> Path:

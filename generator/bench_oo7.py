@@ -6,12 +6,16 @@ generated with its own prefix; bench/oo7/oo7_p2.cc is compiled once per variant 
 the generated header (when both exist), and linked with the shared generator
 (oo7_common.cc), the hand-written pointer implementation (oo7_hand.cc: HAND), the SQLite
 mapping (oo7_sqlite.cc: SQLITE persistent and transient) and oo7_main.cc into one Google
-Benchmark binary, with LTO.
+Benchmark binary. Every variant is built as the README tells users to (the default rows:
+p2gen build's lib<prefix>.a, the driver compiled -O2 with <PREFIX>_INLINE, no LTO) and
+the hash variants also with -flto (rows <NAME>-lto): see build() (issue 10).
 Run: the binary builds each system's database once per (size, fanout), checks its
 counts, runs every operation cold (caches emptied) and, for the read-only ones, hot (the
 mean of the next runs), and compares every count across systems; Google Benchmark JSON.
 Report: a Markdown table per size/fanout (one row per operation: cold and hot median ms
-per system, hot time relative to HAND), the build time / database size table, and PNG
+per system, hot time relative to HAND), issue 10's table of the hot pointer-chasing
+operations (T6, T7, Q1, Q2) against HAND and as built vs -flto, the build time / database
+size table, and PNG
 plots (matplotlib, optional dependency `p2gen[bench]`).
 """
 from __future__ import annotations
@@ -27,7 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from .bench_common import Builder, ints, run_benchmarks
+from .bench_common import (LTO_SUFFIX, Builder, inline_define, ints, lto_cflags, run_benchmarks,
+                           users_cflags)
 from .errors import BuildError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -46,6 +51,11 @@ OPS = ("T1", "T2a", "T2b", "T2c", "T3a", "T3b", "T3c", "T4", "T5do", "T5undo", "
        "T8", "T9", "Q1", "Q2", "Q3", "Q4", "Q5", "Q6", "Q7", "Q8", "SM1", "SM2", "CU")
 COLD_ONLY = ("T2a", "T2b", "T2c", "T3a", "T3b", "T3c", "T5do", "T5undo", "SM1", "SM2", "CU")
 SIZES = ("tiny", "small", "medium", "large")
+# issue 10: the hot pointer-chasing operations and their target, ≤ 1.5× HAND built the
+# users' way (the reference systems are not generated: no row of their own)
+HOT10 = ("T6", "T7", "Q1", "Q2")
+TARGET10 = 1.5
+REFERENCE_SYSTEMS = ("HAND", "SQLITE")
 
 # quick default: small, fanout 3 (a minute or two on two cores, build included)
 DEFAULT = dict(size="small", fanouts=(3,))
@@ -64,6 +74,7 @@ class Variant:
     spec: str          # spec file
     prefix: str        # C prefix of the generated code
     journal: bool = False   # its file is journalled: the driver commits (-DP2_JOURNAL=1)
+    lto: bool = False       # built with -flto (a second row) instead of as the README says
 
     @property
     def persistent(self) -> bool:
@@ -83,20 +94,49 @@ def variant_from_spec(spec: Path) -> Variant:
     return Variant(base.upper().replace("_", "/"), mem, str(spec), prefix, journal)
 
 
-def default_variants(spec_dir: Optional[Path] = None) -> list[Variant]:
-    """The manifest: every *.p2 of type_equations/oo7/ (none: HAND and SQLITE only)."""
+def lto_twin(v: Variant) -> Variant:
+    """The same spec built with -flto across generated code and driver: its own prefix
+    (both builds are linked into one binary) and name <NAME>-lto."""
+    return Variant(v.name + LTO_SUFFIX, v.mem, v.spec, v.prefix + "_lto", v.journal, lto=True)
+
+
+def wants_lto_twin(v: Variant) -> bool:
+    """Which variants get an -lto row by default: the hash-indexed ones that are not
+    journalled (a twin for every variant would add half again to the run; the journalled
+    one's time is its commit)."""
+    return v.name.startswith("HASH") and not v.journal and not v.lto
+
+
+def default_variants(spec_dir: Optional[Path] = None, lto_rows: bool = False) -> list[Variant]:
+    """The manifest: every *.p2 of type_equations/oo7/ (none: HAND and SQLITE only), each
+    built as the README tells users to; with lto_rows, each hash variant followed by its
+    -flto twin (wants_lto_twin)."""
     d = Path(spec_dir) if spec_dir else SPEC_DIR
     if not d.is_dir():
         return []
-    return [variant_from_spec(p) for p in sorted(d.glob("*.p2"))]
+    out = []
+    for p in sorted(d.glob("*.p2")):
+        v = variant_from_spec(p)
+        out.append(v)
+        if lto_rows and wants_lto_twin(v):
+            out.append(lto_twin(v))
+    return out
 
 
-def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", lto: bool = True, opt: str = "-O2",
+def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
           jobs: Optional[int] = None, variants: Optional[list] = None,
           source_dir: Optional[str] = None,
           say: Callable[[str], None] = lambda m: None) -> Path:
     """Generate every variant, compile it, its oo7_p2.cc driver, the shared sources and
-    the reference systems; link build_dir/oo7_bench and return its path."""
+    the reference systems; link build_dir/oo7_bench and return its path.
+
+    A variant is built one of two ways (issue 10), both linked into the one binary:
+    - as the README's "A spec, built and used" tells users to: the generated .c and the
+      runtime compiled as `p2gen build` compiles them into lib<prefix>.a, the driver (the
+      user's program) compiled `opt` without LTO, with <PREFIX>_INLINE defined (the API
+      compiled into the program), linked against the archive;
+    - Variant.lto: the generated .c and the driver compiled with -flto, LTO at link.
+    The runtime is compiled once, the users' way, and serves both."""
     from .build import generate
     src = Path(source_dir) if source_dir else SOURCE_DIR
     for f in REQUIRED:
@@ -116,28 +156,38 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", lto: bool = True,
     if gens:
         say(f"generated {len(gens)} data managers in {time.perf_counter() - t0:.1f} s")
     (bdir / "oo7_variants.json").write_text(json.dumps(
-        [dict(name=v.name, mem=v.mem, spec=v.spec, prefix=v.prefix) for v in variants], indent=1))
+        [dict(name=v.name, mem=v.mem, spec=v.spec, prefix=v.prefix, lto=v.lto) for v in variants],
+        indent=1))
 
-    flto = ["-flto"] if lto else []
-    cflags = ["-std=c11", opt] + flto
-    cxxflags = ["-std=c++17", opt, "-Wall", "-Wextra"] + flto
+    user_cflags = users_cflags()                            # p2gen build's compile_objects
+    cxxflags = ["-std=c++17", opt, "-Wall", "-Wextra"]      # the user's program: no LTO
     b = Builder(bdir, say)
     tasks = []
     oo7_h = src / "oo7.h"
+    runtime_o = obj_dir / "p2_runtime.o"
     if gens:
         runtime_c = gen_dir / "p2_runtime.c"
-        tasks.append((shlex.split(cc) + cflags + ["-c", str(runtime_c), "-o", str(obj_dir / "p2_runtime.o")],
-                      obj_dir / "p2_runtime.o", [runtime_c, gen_dir / "p2_runtime.h"], "p2_runtime.c"))
+        tasks.append((shlex.split(cc) + user_cflags + ["-c", str(runtime_c), "-o", str(runtime_o)],
+                      runtime_o, [runtime_c, gen_dir / "p2_runtime.h"], "p2_runtime.c"))
+    archives = []      # (archive, its members): lib<prefix>.a as p2gen build makes it
     for rank, (v, g) in enumerate(gens):
         c_src = Path(g.source)
-        tasks.append((shlex.split(cc) + cflags + ["-c", str(c_src), "-o", str(obj_dir / f"{v.prefix}.o")],
-                      obj_dir / f"{v.prefix}.o", [c_src, Path(g.header)], c_src.name))
+        obj = obj_dir / f"{v.prefix}.o"
+        tasks.append((shlex.split(cc) + (lto_cflags(opt) if v.lto else user_cflags) +
+                      ["-c", str(c_src), "-o", str(obj)], obj, [c_src, Path(g.header)], c_src.name))
+        if not v.lto:
+            archives.append((obj_dir / f"lib{v.prefix}.a", [obj, runtime_o]))
+        header = Path(g.header).read_text()
         defs = [f"-DP2_VARIANT={v.prefix}", f'-DP2_HEADER="{v.prefix}.h"', f'-DP2_NAME="{v.name}"',
                 f'-DP2_MEM="{v.mem}"', f"-DP2_PERSISTENT={1 if v.persistent else 0}",
-                f"-DP2_RANK={20 + rank}", f"-DP2_JOURNAL={1 if v.journal else 0}"]
+                f"-DP2_RANK={20 + rank}", f"-DP2_JOURNAL={1 if v.journal else 0}",
+                # Q1 and T7 find an atomic part by id in one call where the spec keys
+                # atomic_parts by id (lookup_id), else through the atom_by_id cursor
+                f"-DP2_LOOKUP_ATOM_ID={int(f'{v.prefix}_atomic_parts_lookup_id(' in header)}",
+                inline_define(v.prefix)]   # as the README's C example does
         out = obj_dir / f"driver_{v.prefix}.o"
-        tasks.append((shlex.split(cxx) + cxxflags + defs + [f"-I{src}", f"-I{gen_dir}", "-c",
-                      str(src / P2_DRIVER), "-o", str(out)],
+        tasks.append((shlex.split(cxx) + cxxflags + (["-flto"] if v.lto else []) + defs +
+                      [f"-I{src}", f"-I{gen_dir}", "-c", str(src / P2_DRIVER), "-o", str(out)],
                       out, [src / P2_DRIVER, oo7_h, Path(g.header)], f"{P2_DRIVER} for {v.prefix}"))
     sources = ["oo7_common.cc", "oo7_main.cc"]
     for f in REFERENCE_SOURCES:
@@ -151,8 +201,12 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", lto: bool = True,
                       out, [src / f, oo7_h, src.parent / "flags.h"], f))
     t1 = time.perf_counter()
     objs = b.compile_all(tasks, jobs)
-    exe = b.link(bdir / "oo7_bench", objs, LIBS, cxx=cxx, opt=opt, lto=lto, hint=LIB_HINT)
-    say(f"built {exe} ({b.built} steps, {len(tasks) - b.built + 1} up to date) in "
+    # objects first, then the archives; the LTO variants' objects take part in link-time
+    # optimisation, the rest is linked as is
+    link_objs = b.archive_all(archives, objs, jobs)
+    exe = b.link(bdir / "oo7_bench", link_objs, LIBS, cxx=cxx, opt=opt,
+                 lto=any(v.lto for v in variants), hint=LIB_HINT)
+    say(f"built {exe} ({b.built} steps, {len(tasks) + len(archives) - b.built + 1} up to date) in "
         f"{time.perf_counter() - t1:.1f} s")
     return exe
 
@@ -423,6 +477,7 @@ def render_table(summary: dict, context: Optional[dict] = None) -> str:
                          for s, m in others]
                 lines.append(f"| {op} | " + " | ".join(cells) + " |")
             lines.append("")
+        lines.append(render_hot10(summary, size, fanout, systems, ref))
         lines.append("Build and size: build = generating and loading the whole database (s); "
                      "DB = the files of a persistent system, the heap in use of a transient one; "
                      "raw = what the objects hold (attributes, 8 bytes per reference, texts).")
@@ -436,6 +491,49 @@ def render_table(summary: dict, context: Optional[dict] = None) -> str:
             lines.append(f"| {s} {m} | {_sig(b.get('build_s', 0))} | {_sig(b.get('db_MB', 0))} | "
                          f"{_sig(b.get('raw_MB', 0))} | {b.get('size_ratio', 0):.2f}× |")
         lines.append("")
+    return "\n".join(lines)
+
+
+def hot10(summary: dict, size: str, fanout: int, ref: tuple) -> list:
+    """Issue 10's rows at one size/fanout: (system, mem, op, hot ms, its ratio to ref,
+    the -lto twin's hot ms, its ratio to ref, as built / -lto) for every generated
+    variant built the users' way and every operation of HOT10; None where not measured."""
+    rv = {op: summary.get(ref + (size, fanout, op), {}).get("hot") for op in HOT10}
+    out = []
+    for s, m in sorted({(k[0], k[1]) for k in summary if k[2:4] == (size, fanout)}):
+        if s in REFERENCE_SYSTEMS or s.endswith(LTO_SUFFIX):
+            continue
+        for op in HOT10:
+            t = summary.get((s, m, size, fanout, op), {}).get("hot")
+            if t is None:
+                continue
+            lt = summary.get((s + LTO_SUFFIX, m, size, fanout, op), {}).get("hot")
+            out.append((s, m, op, t, _ratio(t, rv[op]), lt, _ratio(lt, rv[op]), _ratio(t, lt)))
+    return out
+
+
+def render_hot10(summary: dict, size: str, fanout: int, systems: list, ref: Optional[tuple]) -> str:
+    """Issue 10's table: T6, T7, Q1, Q2 hot per generated variant, built as the README
+    tells users to, against HAND (target ≤ 1.5×), and the same variant built with -flto."""
+    if not ref:
+        return ""
+    rows = hot10(summary, size, fanout, ref)
+    if not rows:
+        return ""
+    order = {k: i for i, k in enumerate(systems)}
+    rows.sort(key=lambda r: (order.get((r[0], r[1]), 1000), HOT10.index(r[2])))
+    lines = [f"Issue 10, the hot pointer-chasing operations: µs per run (hot) of every generated "
+             f"variant built as the README tells users to (`p2gen build`'s library, the program "
+             f"compiled -O2 with `<PREFIX>_INLINE`, no LTO), its ratio to {ref[0]} {ref[1]} "
+             f"(target ≤ {TARGET10:g}×), and the same variant built with `-flto` (hash variants).", "",
+             f"| system | op | hot µs | × {ref[0]} | ≤ {TARGET10:g}× | -flto hot µs | -flto × {ref[0]} "
+             "| as built / -flto |",
+             "|---|---|---:|---:|:-:|---:|---:|---:|"]
+    for s, m, op, t, r, lt, lr, ab in rows:
+        met = "—" if r is None else ("yes" if r <= TARGET10 else "no")
+        lines.append(f"| {s} {m} | {op} | {_sig(t * 1000)} | {_fmt_ratio(r)} | {met} | "
+                     f"{'—' if lt is None else _sig(lt * 1000)} | {_fmt_ratio(lr)} | {_fmt_ratio(ab)} |")
+    lines.append("")
     return "\n".join(lines)
 
 
@@ -551,7 +649,7 @@ def report(json_path: str, out_dir: str, *, plots: bool = True,
 # the command (cli.py holds only the click declaration)
 
 def command(*, size, fanout, seed, reference, out, build_dir, filter, ops, hot_runs, db_dir,
-            lto, cc, cxx, jobs, render, plots, say=print) -> int:
+            lto_rows, cc, cxx, jobs, render, plots, say=print) -> int:
     """`p2gen bench oo7`: build, run, report. Returns the exit status."""
     out = out or "bench/results"
     json_path = os.path.join(out, "oo7.json")
@@ -567,8 +665,8 @@ def command(*, size, fanout, seed, reference, out, build_dir, filter, ops, hot_r
         raise BuildError(f"--size: one of {', '.join(SIZES)}, not {size!r}")
     opts = Options(size=size or base["size"], fanouts=ints(fanout, "--fanout") or base["fanouts"],
                    seed=seed, hot_runs=hot_runs, ops=ops, filter=filter, dir=db_dir)
-    exe = build(build_dir or os.path.join("bench", "build", "oo7"), cc=cc, cxx=cxx, lto=lto,
-                jobs=jobs, say=say)
+    exe = build(build_dir or os.path.join("bench", "build", "oo7"), cc=cc, cxx=cxx, jobs=jobs,
+                variants=default_variants(lto_rows=lto_rows), say=say)
     t0 = time.perf_counter()
     rc = run(str(exe), opts, json_path, say=say)
     say(f"benchmark ran {time.perf_counter() - t0:.1f} s (exit status {rc})")

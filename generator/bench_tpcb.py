@@ -30,7 +30,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import statistics
 import sys
 import time
@@ -38,7 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from .bench_common import Builder as _Builder, fmt_ms as _fmt_ms, ints as _ints, run_benchmarks
+from .bench_common import (LTO_SUFFIX, Builder as _Builder, fmt_ms as _fmt_ms, inline_define,
+                           ints as _ints, lto_cflags, run_benchmarks, users_cflags)
 from .errors import BuildError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -102,9 +102,6 @@ class Variant:
         return self.mem == "persistent"
 
 
-LTO_SUFFIX = "-lto"
-
-
 def lto_twin(v: Variant) -> Variant:
     """The same spec built with -flto across generated code and driver: its own prefix
     (both builds are linked into one binary) and name <NAME>-lto."""
@@ -162,7 +159,7 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
     - Variant.lto: the generated .c and the driver compiled with -flto, LTO at link.
     The runtime is compiled once, the users' way, and serves both (its symbols are not
     prefixed; it is off the transactions' hot paths)."""
-    from .build import DEFAULT_CFLAGS, generate
+    from .build import generate
     src = Path(source_dir) if source_dir else SOURCE_DIR
     for f in ("tpcb.h", "tpcb_driver.cc", "tpcb_refs.cc", "tpcb_peers.cc", "tpcb_main.cc"):
         if not (src / f).exists():
@@ -178,8 +175,7 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
         gens.append((v, generate(v.spec, str(gen_dir), v.prefix)))
     say(f"generated {len(gens)} data managers in {time.perf_counter() - t0:.1f} s")
 
-    user_cflags = list(DEFAULT_CFLAGS) + ["-fPIC"]          # p2gen build's compile_objects
-    lto_cflags = ["-std=c11", opt, "-flto"]
+    user_cflags = users_cflags()                            # p2gen build's compile_objects
     cxxflags = ["-std=c++17", opt, "-Wall", "-Wextra"]      # the user's program: -O2, no LTO
     b = _Builder(bdir, say)
     tasks = []
@@ -192,7 +188,7 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
     for rank, (v, g) in enumerate(gens):
         c_src = Path(g.source)
         obj = obj_dir / f"{v.prefix}.o"
-        tasks.append((shlex.split(cc) + (lto_cflags if v.lto else user_cflags) +
+        tasks.append((shlex.split(cc) + (lto_cflags(opt) if v.lto else user_cflags) +
                       ["-c", str(c_src), "-o", str(obj)],
                       obj, [c_src, Path(g.header)], c_src.name))
         if not v.lto:
@@ -200,7 +196,7 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
         defs = [f"-DP2_VARIANT={v.prefix}", f'-DP2_HEADER="{v.prefix}.h"', f'-DP2_NAME="{v.name}"',
                 f'-DP2_MEM="{v.mem}"', f"-DP2_PERSISTENT={1 if v.persistent else 0}",
                 f"-DP2_UPPER={v.prefix.upper()}", f"-DP2_RANK={10 + rank}",
-                f"-D{v.prefix.upper()}_INLINE"]   # as the README's C example does
+                inline_define(v.prefix)]   # as the README's C example does
         out = obj_dir / f"driver_{v.prefix}.o"
         tasks.append((shlex.split(cxx) + cxxflags + (["-flto"] if v.lto else []) + defs +
                       [f"-I{src}", f"-I{gen_dir}", "-c", str(src / "tpcb_driver.cc"), "-o", str(out)],
@@ -212,13 +208,9 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
                       f"{name}.cc"))
     t1 = time.perf_counter()
     objs = b.compile_all(tasks, jobs)
-    ar = shutil.which("ar") or "ar"
-    b.compile_all([([ar, "rcs", str(lib)] + [str(m) for m in members], lib, members, lib.name)
-                   for lib, members in archives], jobs)
     # objects first, then the archives (the users' link line: app.o libX.a); the LTO
     # variants' objects take part in link-time optimisation, the rest is linked as is
-    members = {m for _, ms in archives for m in ms}
-    link_objs = [o for o in objs if o not in members] + [a for a, _ in archives]
+    link_objs = b.archive_all(archives, objs, jobs)
     exe = b.link(bdir / "tpcb_bench", link_objs, LIBS, cxx=cxx, opt=opt,
                  lto=any(v.lto for v in variants),
                  hint="install the libraries: apt-get install libbenchmark-dev libsqlite3-dev "

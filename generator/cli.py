@@ -344,8 +344,10 @@ def bench_tpcb(**kwargs):
               help="Hot runs after each cold run (their mean is the hot time).")
 @click.option("--db-dir", type=click.Path(file_okay=False),
               help="Where database files go (default: a fresh directory in $TMPDIR).")
-@click.option("--lto/--no-lto", default=True, show_default=True,
-              help="Link-time optimisation across generated code and driver.")
+@click.option("--lto-rows/--no-lto-rows", default=True, show_default=True,
+              help="Besides every variant built as the README tells users to (p2gen build's "
+                   "library, -O2 with <PREFIX>_INLINE, no LTO), each hash variant built with "
+                   "-flto across generated code and driver: a second row, <NAME>-lto.")
 @click.option("--cc", default=lambda: os.environ.get("CC", "cc"), show_default="$CC or cc")
 @click.option("--cxx", default=lambda: os.environ.get("CXX", "c++"), show_default="$CXX or c++")
 @click.option("-j", "--jobs", type=click.IntRange(1), help="Parallel compilations (default: CPUs).")

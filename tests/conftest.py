@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import subprocess
 import sys
 import threading
 from dataclasses import dataclass
@@ -32,6 +33,13 @@ SOURCE_GLOBS = ("generator/**/*.py", "generator/templates/*.j2", "layers/*.py",
 
 def find_cc():
     return os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+
+
+def has_lto_sections(obj) -> bool:
+    """Whether an object file holds GCC LTO bytecode (.gnu.lto_* sections): the benchmarks'
+    default rows must be built without (as users build), their -lto rows with. Needs readelf."""
+    out = subprocess.run(["readelf", "-S", "-W", str(obj)], capture_output=True, text=True).stdout
+    return ".gnu.lto_" in out
 
 
 def sources_digest() -> str:

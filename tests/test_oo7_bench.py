@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from conftest import has_lto_sections
 from p2gen import bench_oo7 as bo
 from p2gen.cli import main
 
@@ -38,7 +39,14 @@ def exe(tmp_path_factory):
     if why:
         pytest.skip(why)
     d = tmp_path_factory.mktemp("oo7_build")
-    return bo.build(str(d), lto=False, opt="-O1")   # -O1: half the -O2 compile time
+    # every variant built the users' way, and one -lto twin (all of them would add half
+    # again to the build); -O1: half the -O2 compile time of the drivers
+    vs = bo.default_variants()
+    twins = [bo.lto_twin(v) for v in vs if (v.name, v.mem) == LTO_TWIN]
+    return bo.build(str(d), opt="-O1", variants=vs + twins)
+
+
+LTO_TWIN = ("HASH/ILIST", "transient")
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +69,8 @@ def test_every_system_runs_every_op_with_the_same_counts(tiny_run):
     variants = bo.default_variants() if (bo.SOURCE_DIR / bo.P2_DRIVER).exists() else []
     for v in variants:
         assert (v.name, v.mem) in systems
+    if variants:
+        assert (LTO_TWIN[0] + "-lto", LTO_TWIN[1]) in systems
     got = {(r.system, r.mem, r.op, r.phase) for r in rows}
     for s, m in systems:
         for op in bo.OPS:
@@ -163,3 +173,63 @@ def test_names_and_options():
     assert bo.REFERENCE == dict(size="medium", fanouts=(3, 6, 9))
     assert bo.DEFAULT == dict(size="small", fanouts=(3,))
     assert bo.fmt_ms(0.00042) == "0.00042" and bo.fmt_ms(12.34) == "12.3"
+    m = bo.NAME.match("OO7/HASH/ILIST-lto/transient/small_f3/Q1/hot/iterations:1/manual_time")
+    assert m and m.groups()[:2] == ("HASH/ILIST-lto", "transient")
+    # by default every hash variant but the journalled one gets an -lto twin right after it
+    vs = bo.default_variants(lto_rows=True)
+    twins = [v for v in vs if v.lto]
+    assert twins and all(v.name.startswith("HASH") and v.name.endswith("-lto") and not v.journal
+                         for v in twins)
+    for t in twins:
+        plain = vs[vs.index(t) - 1]
+        assert (plain.name + "-lto", plain.mem, plain.spec, plain.prefix + "_lto") == \
+            (t.name, t.mem, t.spec, t.prefix) and not plain.lto
+    assert not any(v.lto for v in bo.default_variants())
+
+
+def test_rows_built_as_users_build_and_with_lto(exe):
+    """Issue 10: a variant's default row is built as the README says (p2gen build's library,
+    the driver compiled without LTO and with <PREFIX>_INLINE: no LTO bytecode anywhere in
+    it), its -lto row with LTO across generated code and driver."""
+    if not shutil.which("readelf"):
+        pytest.skip("no readelf")
+    if not (bo.SOURCE_DIR / bo.P2_DRIVER).exists():
+        pytest.skip("no generated variants")
+    obj = Path(exe).parent / "obj"
+    for o in ("driver_oo7_hash_ilist_transient.o", "oo7_hash_ilist_transient.o", "p2_runtime.o",
+              "driver_oo7_noindex_ilist_persistent.o"):
+        assert not has_lto_sections(obj / o), o
+    assert (obj / "liboo7_hash_ilist_transient.a").exists()
+    for o in ("driver_oo7_hash_ilist_transient_lto.o", "oo7_hash_ilist_transient_lto.o"):
+        assert has_lto_sections(obj / o), o
+
+
+def test_hot10_ratios_to_hand_and_lto():
+    """Issue 10's table: T6, T7, Q1, Q2 hot of each generated variant against HAND (target
+    ≤ 1.5×) and against its own -lto build."""
+    cfg = ("small", 3)
+    summary = {}
+    for op, hand, p2, lto in (("T6", 0.010, 0.012, 0.010), ("T7", 0.002, 0.005, 0.004),
+                              ("Q1", 0.004, 0.006, 0.003), ("Q2", 0.100, 0.120, None),
+                              ("Q7", 1.0, 9.0, 9.0)):
+        summary[("HAND", "transient") + cfg + (op,)] = {"hot": hand, "cold": 2 * hand}
+        summary[("SQLITE", "persistent") + cfg + (op,)] = {"hot": 50 * hand, "cold": 90 * hand}
+        summary[("HASH/ILIST", "transient") + cfg + (op,)] = {"hot": p2, "cold": 2 * p2}
+        summary[("NOINDEX/ILIST", "persistent") + cfg + (op,)] = {"hot": 3 * p2, "cold": 4 * p2}
+        if lto is not None:
+            summary[("HASH/ILIST-lto", "transient") + cfg + (op,)] = {"hot": lto, "cold": 2 * lto}
+    rows = {(s, m, op): r for s, m, op, *r in bo.hot10(summary, *cfg, ("HAND", "transient"))}
+    assert {k[0] for k in rows} == {"HASH/ILIST", "NOINDEX/ILIST"}
+    assert {k[2] for k in rows} == set(bo.HOT10)
+    t, r, lt, lr, ab = rows[("HASH/ILIST", "transient", "T7")]
+    assert (t, lt) == (0.005, 0.004)
+    assert r == pytest.approx(2.5) and lr == pytest.approx(2.0) and ab == pytest.approx(1.25)
+    assert rows[("HASH/ILIST", "transient", "Q2")][2:] == [None, None, None]
+    md = bo.render_table(summary, {"oo7_systems": "HAND/transient,HASH/ILIST/transient,"
+                                   "HASH/ILIST-lto/transient,NOINDEX/ILIST/persistent,SQLITE/persistent"})
+    assert "| system | op | hot µs | × HAND | ≤ 1.5× | -flto hot µs | -flto × HAND | as built / -flto |" in md
+    assert "| HASH/ILIST transient | T6 | 12.0 | 1.20× | yes | 10.0 | 1.00× | 1.20× |" in md
+    assert "| HASH/ILIST transient | T7 | 5.00 | 2.50× | no | 4.00 | 2.00× | 1.25× |" in md
+    assert "| HASH/ILIST transient | Q2 | 120 | 1.20× | yes | — | — | — |" in md
+    assert "| NOINDEX/ILIST persistent | Q1 | 18.0 | 4.50× | no | — | — | — |" in md
+    assert "| HASH/ILIST-lto transient | T6 |" not in md and "| SQLITE persistent | T6 |" not in md

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from conftest import has_lto_sections
 from p2gen import bench_tpcb as bt
 from p2gen.cli import main
 
@@ -203,10 +204,6 @@ def test_durable_specs_are_journalled():
     assert r"HASH1\+J100" in bt.durable_filter()
 
 
-def _sections(obj: Path) -> str:
-    return subprocess.run(["readelf", "-S", "-W", str(obj)], capture_output=True, text=True).stdout
-
-
 def test_rows_built_as_users_build_and_with_lto(exe):
     """Issue 10: a variant's default row is built as the README says (p2gen build's library,
     the program compiled -O2 without LTO: no LTO bytecode anywhere in it), its -lto row with
@@ -216,10 +213,10 @@ def test_rows_built_as_users_build_and_with_lto(exe):
     obj = Path(exe).parent / "obj"
     plain = [obj / "driver_tpcb_hash1_transient.o", obj / "tpcb_hash1_transient.o", obj / "p2_runtime.o"]
     for o in plain:
-        assert ".gnu.lto_" not in _sections(o), o
+        assert not has_lto_sections(o), o
     assert (obj / "libtpcb_hash1_transient.a").exists()
     for o in (obj / "driver_tpcb_hash1_transient_lto.o", obj / "tpcb_hash1_transient_lto.o"):
-        assert ".gnu.lto_" in _sections(o), o
+        assert has_lto_sections(o), o
     listed = subprocess.run([str(exe), "--tpcb_list"], capture_output=True, text=True).stdout.splitlines()
     for line in ("HASH1 transient p2", "HASH1-lto transient p2", "IARRAY-lto persistent p2",
                  "STD-UMAP transient reference", "BOOST-HASHED persistent reference",

@@ -3,7 +3,9 @@
 //
 //   c++ -DP2_VARIANT=oo7_hash_ilist_persistent -DP2_HEADER='"oo7_hash_ilist_persistent.h"'
 //       -DP2_NAME='"HASH/ILIST"' -DP2_MEM='"persistent"' -DP2_PERSISTENT=1 [-DP2_JOURNAL=1]
-//       -c oo7_p2.cc
+//       [-DP2_LOOKUP_ATOM_ID=1] -DOO7_HASH_ILIST_PERSISTENT_INLINE -c oo7_p2.cc
+//
+// (-D<PREFIX>_INLINE: the API compiled into this file, as the README tells users to.)
 //
 // Each object registers one oo7::System. The spec must declare the records, containers,
 // cursors and relationships of type_equations/oo7/*.p2 (the variants differ only in their
@@ -33,6 +35,11 @@
 #endif
 #ifndef P2_JOURNAL
 #define P2_JOURNAL 0
+#endif
+// 1: the spec keys atomic_parts by id, so Q1 and T7 find a part with one lookup_id call
+// (the element or NULL, and its reference) as a user would, not through a cursor
+#ifndef P2_LOOKUP_ATOM_ID
+#define P2_LOOKUP_ATOM_ID 0
 #endif
 
 #include P2_HEADER
@@ -96,7 +103,7 @@ public:
         copy_fixed(m.type, type);
         m.build_date = date;
         m.design_root = kNoRef;
-        Ref r;
+        Ref r = kNoRef;
         ok(P2(modules_insert)(db_, &m, &r), "insert module");
         return r;
     }
@@ -107,7 +114,7 @@ public:
         m.id = id;
         copy_fixed(m.title, title);
         m.text_len = len;
-        Ref r;
+        Ref r = kNoRef;
         ok(P2(manuals_insert)(db_, &m, &r), "insert manual");
         ok(P2(manuals_set_text)(db_, r, text, (uint64_t)len), "manual text");
         ok(P2(modules_set_man)(db_, module, r), "module.man");
@@ -119,7 +126,7 @@ public:
         a.id = id;
         copy_fixed(a.type, type);
         a.build_date = date;
-        Ref r;
+        Ref r = kNoRef;
         ok(P2(complex_assemblies_insert)(db_, &a, &r), "insert complex assembly");
         ok(P2(complex_assemblies_set_module)(db_, r, module), "complex.module");
         if (super == oo7::kNone)
@@ -135,7 +142,7 @@ public:
         a.id = id;
         copy_fixed(a.type, type);
         a.build_date = date;
-        Ref r;
+        Ref r = kNoRef;
         ok(P2(base_assemblies_insert)(db_, &a, &r), "insert base assembly");
         ok(P2(base_assemblies_set_module)(db_, r, module), "base.module");
         ok(P2(base_assemblies_set_super)(db_, r, super), "base.super");
@@ -148,7 +155,7 @@ public:
         copy_fixed(c.type, type);
         c.build_date = date;
         c.root_part = kNoRef;
-        Ref r;
+        Ref r = kNoRef;
         ok(P2(composite_parts_insert)(db_, &c, &r), "insert composite part");
         dirty_ = true;
         return r;
@@ -159,7 +166,7 @@ public:
         P2(document) d{};
         d.id = id;
         copy_fixed(d.title, title);
-        Ref r;
+        Ref r = kNoRef;
         ok(P2(documents_insert)(db_, &d, &r), "insert document");
         ok(P2(documents_set_text)(db_, r, text, (uint64_t)len), "document text");
         ok(P2(composite_parts_set_documentation)(db_, comp, r), "composite.documentation");
@@ -174,7 +181,7 @@ public:
         a.x = x;
         a.y = y;
         a.doc_id = doc_id;
-        Ref r;
+        Ref r = kNoRef;
         ok(P2(atomic_parts_insert)(db_, &a, &r), "insert atomic part");
         ok(P2(atomic_parts_set_part_of)(db_, r, comp), "atomic.partOf");
         if (P2(composite_parts_at)(db_, comp)->root_part == kNoRef)
@@ -187,7 +194,7 @@ public:
         P2(connection) c{};
         copy_fixed(c.type, type);
         c.length = length;
-        Ref r;
+        Ref r = kNoRef;
         ok(P2(connections_insert)(db_, &c, &r), "insert connection");
         ok(P2(connections_set_from)(db_, r, from), "connection.from");
         ok(P2(connections_set_to)(db_, r, to), "connection.to");
@@ -240,8 +247,8 @@ public:
     uint64_t t4() override {
         uint64_t n = 0;
         each_private_visit([&](Ref comp) {
-            const char *text;
-            uint64_t len;
+            const char *text = nullptr;
+            uint64_t len = 0;
             ok(P2(documents_get_text)(db_, P2(composite_parts_documentation)(db_, comp), &text, &len),
                "document text");
             n += (uint64_t)std::count(text, text + len, 'I');
@@ -256,8 +263,8 @@ public:
         std::string buf;
         each_private_visit([&](Ref comp) {
             Ref doc = P2(composite_parts_documentation)(db_, comp);
-            const char *text;
-            uint64_t len;
+            const char *text = nullptr;
+            uint64_t len = 0;
             ok(P2(documents_get_text)(db_, doc, &text, &len), "document text");
             if (len < from.size() || std::memcmp(text, from.data(), from.size()) != 0) return;
             buf.assign(to).append(text + from.size(), len - from.size());
@@ -279,8 +286,8 @@ public:
     }
 
     uint64_t t7_from_atomic(int32_t atomic_id) override {
-        Ref part = atom_by_id(atomic_id);
-        if (part == kNoRef) return 0;
+        Ref part = kNoRef;
+        if (!atom_by_id(atomic_id, &part)) return 0;
         Ref comp = P2(atomic_parts_part_of)(db_, part);
         std::set<Ref> bases, complexes;
         Ref base;
@@ -299,24 +306,23 @@ public:
     }
 
     uint64_t t8() override {
-        const char *text;
-        uint64_t len;
+        const char *text = nullptr;
+        uint64_t len = 0;
         manual_text(&text, &len);
         return (uint64_t)std::count(text, text + len, 'I');
     }
 
     uint64_t t9() override {
-        const char *text;
-        uint64_t len;
+        const char *text = nullptr;
+        uint64_t len = 0;
         manual_text(&text, &len);
         return len > 0 && text[0] == text[len - 1] ? 1 : 0;
     }
 
     // -- queries --------------------------------------------------------------------------
     bool q1_lookup(int32_t atomic_id) override {
-        Ref r = atom_by_id(atomic_id);
-        if (r == kNoRef) return false;
-        const P2(atomic_part) *a = P2(atomic_parts_at)(db_, r);
+        const P2(atomic_part) *a = atom_by_id(atomic_id, nullptr);
+        if (!a) return false;
         oo7::do_nothing_part(a->x, a->y, a->type);
         return true;
     }
@@ -487,10 +493,17 @@ private:
         std::memcpy(dst, src, len);
     }
 
-    Ref atom_by_id(int32_t id) {
+    // the atomic part with this id (NULL: none) and, in *ref, its reference
+    const P2(atomic_part) *atom_by_id(int32_t id, Ref *ref) {
+#if P2_LOOKUP_ATOM_ID
+        return P2(atomic_parts_lookup_id)(db_, id, ref);
+#else
         P2(atom_by_id_cursor) k;
         ok(P2(atom_by_id_open)(db_, &k, id), "atom_by_id");
-        return P2(atom_by_id_next)(&k) == P2_OK ? P2(atom_by_id_ref)(&k) : kNoRef;
+        if (P2(atom_by_id_next)(&k) != P2_OK) return nullptr;
+        if (ref) *ref = P2(atom_by_id_ref)(&k);
+        return P2(atom_by_id_get)(&k);
+#endif
     }
 
     Ref module1() {
@@ -659,7 +672,9 @@ std::string P2Db::verify() {
                 nfrom++;
                 if (P2(connections_to)(db_, c) != a) fail("from/to disagree");
             }
-            if (atom_by_id(P2(atomic_parts_all_get)(&k)->id) != a) fail("id index misses an atomic part");
+            Ref found = kNoRef;
+            if (!atom_by_id(P2(atomic_parts_all_get)(&k)->id, &found) || found != a)
+                fail("id index misses an atomic part");
         }
     }
     uint64_t natoms = P2(atomic_parts_count)(db_), nconns = P2(connections_count)(db_);

@@ -16,7 +16,6 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
-#include <set>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -52,6 +51,7 @@ namespace {   // internal linkage: every variant's object defines its own classe
 
 using Ref = uint64_t;
 constexpr Ref kNoRef = UINT64_MAX;
+constexpr Ref kComplexTag = Ref(1) << 63;   // T7: complex and base references in one set
 constexpr const char *kFile = "oo7.db";   // the persistent variants' file (all containers)
 
 // Walk a many-role: P2ROLE(atomic_parts_to) names <prefix>_atomic_parts_to_{open,next}.
@@ -289,20 +289,25 @@ public:
         Ref part = kNoRef;
         if (!atom_by_id(atomic_id, &part)) return 0;
         Ref comp = P2(atomic_parts_part_of)(db_, part);
-        std::set<Ref> bases, complexes;
+        // the visited set HAND uses (oo7.h), kept across runs; a complex assembly's
+        // reference tagged with the top bit (references count slots of their own container)
+        visited_.clear();
+        uint64_t found = 0;
         Ref base;
         FOR_EACH(composite_parts_used_in_priv, comp, base) {
-            if (!bases.insert(base).second) continue;
+            if (!visited_.insert(base)) continue;
             const P2(base_assembly) *b = P2(base_assemblies_at)(db_, base);
             oo7::do_nothing_assm(b->id, b->type, b->build_date);
+            found++;
             for (Ref a = P2(base_assemblies_super)(db_, base); a != kNoRef;
                  a = P2(complex_assemblies_super)(db_, a)) {
-                if (!complexes.insert(a).second) break;   // the rest of the path is counted
+                if (!visited_.insert(a | kComplexTag)) break;   // the rest of the path is counted
                 const P2(complex_assembly) *x = P2(complex_assemblies_at)(db_, a);
                 oo7::do_nothing_assm(x->id, x->type, x->build_date);
+                found++;
             }
         }
-        return bases.size() + complexes.size();
+        return found;
     }
 
     uint64_t t8() override {

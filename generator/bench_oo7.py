@@ -522,7 +522,7 @@ def render_hot10(summary: dict, size: str, fanout: int, systems: list, ref: Opti
         return ""
     order = {k: i for i, k in enumerate(systems)}
     rows.sort(key=lambda r: (order.get((r[0], r[1]), 1000), HOT10.index(r[2])))
-    lines = [f"Issue 10, the hot pointer-chasing operations: µs per run (hot) of every generated "
+    lines = [f"Zero-cost layering, the hot pointer-chasing operations: µs per run (hot) of every generated "
              f"variant built as the README tells users to (`p2gen build`'s library, the program "
              f"compiled -O2 with `<PREFIX>_INLINE`, no LTO), its ratio to {ref[0]} {ref[1]} "
              f"(target ≤ {TARGET10:g}×), and the same variant built with `-flto` (hash variants).", "",

@@ -505,7 +505,7 @@ def render_targets10(summary: dict) -> str:
     rows = targets10(summary)
     if not rows:
         return ""
-    out = ["Targets of issue 10 (ratios of medians, measured side by side in one run; the "
+    out = ["Targets of zero-cost layering as users build it (ratios of medians, measured side by side in one run; the "
            "variants built as the README says):", "", "| target | measured | met |", "|---|---:|:-:|"]
     for name, r, ok in rows:
         out.append(f"| {name} | {'—' if r is None else f'{r:.2f}×'} | "
@@ -545,7 +545,7 @@ def render_targets(summary: dict) -> str:
     if not sfs:
         return ""
     top = sfs[-1]
-    out = [f"Targets of issue 3 (ratios of medians; largest scale factor run: SF {top}):", ""]
+    out = [f"Targets of the TPC-B reproduction (ratios of medians; largest scale factor run: SF {top}):", ""]
     out.append("| target | measured | met |")
     out.append("|---|---|:-:|")
 
@@ -832,7 +832,7 @@ def render_durable_targets(summary: dict, metric: str = "wall") -> str:
     rows = durable_targets(summary, metric)
     if not rows:
         return ""
-    out = ["Targets of issue 5 (ratios of medians, measured side by side in one run):", "",
+    out = ["Targets of durability (ratios of medians, measured side by side in one run):", "",
            "| target | measured | met |", "|---|---:|:-:|"]
     for name, r, ok in rows:
         out.append(f"| {name} | {'—' if r is None else f'{r:,.2f}×'} | "

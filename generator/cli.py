@@ -301,7 +301,7 @@ def bench() -> None:
               help="Also benchmark a spec of your own (containers branches, tellers, accounts, "
                    "histories as in type_equations/tpcb/).")
 @click.option("--durable", is_flag=True,
-              help="The durability comparison instead (issue 5): journalled variants (a commit "
+              help="The durability comparison instead: journalled variants (a commit "
                    "per transaction, fsync every commit or every 100), SQLite WAL with "
                    "synchronous=FULL and LMDB with sync on, beside HASH1/IARRAY without a journal; "
                    "small fsync-bound default size (SF 2, 10000 accounts, 2000 transactions, "

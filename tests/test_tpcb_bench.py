@@ -181,7 +181,7 @@ def test_cli_render_only(tmp_path):
     r = CliRunner().invoke(main, ["bench", "tpcb", "--render", str(FIXTURE), "--out", str(tmp_path),
                                   "--no-plots"])
     assert r.exit_code == 0, r.output
-    assert "Targets of issue 3" in r.output
+    assert "Targets of the TPC-B reproduction" in r.output
 
 
 def test_list_parsing():
@@ -272,4 +272,4 @@ def test_peer_ratios_and_issue10_targets(tmp_path):
     assert t[f"HASH1 transient / std::unordered_map (heap), SF {top} (≤ 1×)"][0] == \
         pytest.approx(summary[("HASH1", "transient", top)]["time"] / summary[("STD-UMAP", "transient", top)]["time"])
     assert t[f"AVL transient / Boost ordered_unique transient, SF {top} (≤ 1×)"] == (None, False)
-    assert "Targets of issue 10" in md
+    assert "Targets of zero-cost layering" in md

@@ -127,6 +127,7 @@ import functools
 import inspect
 import keyword
 import os
+import struct
 import threading
 import weakref
 from collections.abc import Mapping
@@ -334,11 +335,7 @@ class Record:
 
     @classmethod
     def _make(cls, values: tuple, ref: Optional[int], origin: Optional[str] = None):
-        self = object.__new__(cls)
-        object.__setattr__(self, "_values", values)
-        object.__setattr__(self, "_ref", ref)
-        object.__setattr__(self, "_origin", origin)
-        return self
+        return _new_record(cls, values, ref, origin)
 
     @property
     def ref(self) -> Optional[int]:
@@ -376,6 +373,73 @@ class Record:
         raise TypeError(f"{self._name} records cannot be pickled; pickle rec._asdict()")
 
 
+# Records are made by setting their slots through the slot descriptors (three C calls; a
+# third of the cost of object.__setattr__, which __setattr__'s refusal would otherwise need).
+_set_values = Record.__dict__["_values"].__set__
+_set_ref = Record.__dict__["_ref"].__set__
+_set_origin = Record.__dict__["_origin"].__set__
+
+
+def _new_record(cls, values: tuple, ref, origin, _new=object.__new__):
+    self = _new(cls)
+    _set_values(self, values)
+    _set_ref(self, ref)
+    _set_origin(self, origin)
+    return self
+
+
+# struct codes of the C field types (standard sizes; padding is spelled out from offsetof)
+_STRUCT_CODES = {"i8": "b", "i16": "h", "i32": "i", "i64": "q", "u8": "B", "u16": "H",
+                 "u32": "I", "u64": "Q", "f32": "f", "f64": "d"}
+
+
+class _Layout:
+    """How a C record's bytes become a Record's values in one struct.unpack: the record's
+    struct.Struct (its exact C layout, read from the compiled extension: offsetof and
+    sizeof, padding as pad bytes) and a function generated for the record type that turns
+    the unpacked tuple into field values (char[N] decoded up to the first NUL, NOREF ref
+    fields to None; text fields None, read separately by the container)."""
+
+    def __init__(self, ffi, ctype: str, fields: list):
+        fmt, at, index, src = ["="], 0, 0, []
+        self.texts = []     # (position, field name) of text fields
+        for pos, f in enumerate(fields):
+            off = ffi.offsetof(ctype, f.name)
+            if off > at:
+                fmt.append(f"{off - at}x")
+            if f.kind == "text":
+                size = ffi.sizeof("p2_text")
+                fmt.append(f"{size}x")
+                self.texts.append((pos, f.name))
+                src.append("None")
+                at = off + size
+                continue
+            if f.target is not None:
+                code, expr = "Q", f"(None if t[{index}] == NOREF else t[{index}])"
+            elif f.kind == "char":
+                code = f"{f.length}s"
+                expr = f"t[{index}].split(b'\\0', 1)[0].decode('utf-8', 'surrogateescape')"
+            else:
+                code, expr = _STRUCT_CODES[f.tname], f"t[{index}]"
+            fmt.append(code)
+            src.append(expr)
+            at = off + struct.calcsize("=" + code)
+            index += 1
+        total = ffi.sizeof(ctype)
+        if total > at:
+            fmt.append(f"{total - at}x")
+        self.struct = struct.Struct("".join(fmt))
+        assert self.struct.size == total, (ctype, self.struct.format, total)
+        body = ", ".join(src) + ("," if len(src) == 1 else "")
+        self.body = None if self.texts else body
+        if src and src == [f"t[{i}]" for i in range(len(src))]:
+            self.decode = tuple            # every field as struct reads it
+        else:
+            ns = {"NOREF": NOREF}
+            exec(f"def decode(t):\n    return ({body})\n", ns)
+            self.decode = ns["decode"]
+
+
 def _record_class(name: str, fields: list) -> type:
     names = tuple(f.name for f in fields)
     ns: dict = {"__slots__": (), "_fields": names, "_name": name,
@@ -405,10 +469,12 @@ class _Spec:
                                   f"{p}, {code} in p2gen.pyapi: rebuild it with this p2gen")
         self.fields = {}
         self.records = {}
+        self.layouts = {}
         for rname, fdescs in meta["records"].items():
             fs = [_Field(d, f"field '{d['name']}' of {rname}") for d in fdescs]
             self.fields[rname] = fs
             self.records[rname] = _record_class(rname, fs)
+            self.layouts[rname] = _Layout(ffi, f"{p}_{rname}", fs)
         self.containers = {c["name"]: c for c in meta["containers"]}
         self.cursors = {k["name"]: k for k in meta["cursors"]}
         self.cursor_params = {
@@ -695,6 +761,39 @@ class Container:
                        for n, d in meta["c"].get("text", {}).items()}
         self._roles = {}    # role name -> Role, filled by Database
         self._reffields = [f.name for f in self._fields.values() if f.target is not None]
+        layout = spec.layouts[meta["record"]]
+        self._unpack = layout.struct.unpack
+        self._iter_unpack = layout.struct.iter_unpack
+        self._rsize = layout.struct.size
+        self._decode = layout.decode
+        self._textpos = layout.texts
+        self._rows_of = self._one_of = None
+        if layout.body is not None:     # no text field: generated code, no calls per field
+            ns = {"new": object.__new__, "sv": _set_values, "sr": _set_ref, "so": _set_origin,
+                  "R": self.record, "NAME": self.name, "NOREF": NOREF}
+            exec("def rows(ts, refs):\n"
+                 "    out = []\n"
+                 "    app = out.append\n"
+                 "    for t, ref in zip(ts, refs):\n"
+                 "        o = new(R)\n"
+                 f"        sv(o, ({layout.body}))\n"
+                 "        sr(o, ref)\n"
+                 "        so(o, NAME)\n"
+                 "        app(o)\n"
+                 "    return out\n"
+                 "def one(t, ref):\n"
+                 "    o = new(R)\n"
+                 f"    sv(o, ({layout.body}))\n"
+                 "    sr(o, ref)\n"
+                 "    so(o, NAME)\n"
+                 "    return o\n", ns)
+            self._rows_of, self._one_of = ns["rows"], ns["one"]
+        # find's output, reused: every call into C holds the database's lock
+        self._scratch = ffi.new(self._rtype)
+        self._scratch_buf = ffi.buffer(self._scratch)
+        self._scratch_ref = ffi.new("uint64_t *")
+        # the extension's one-crossing helpers (pybind.helpers_c); None in one built before
+        self._findrec = {k: getattr(lib, f"p2py__{cp}_findrec_{k}", None) for k in self.keys}
 
     # -- helpers ---------------------------------------------------------------------
     def _database(self) -> Database:
@@ -706,21 +805,28 @@ class Container:
     def _record(self, crec, ref: int, texts: bool = True):
         """A Record of the C record `crec` of element `ref`; texts are read from the
         container (None when `texts` is false: only for comparing keys)."""
-        ffi = self._ffi
-        values = []
-        h = self._db._handle() if texts and self._texts else None
-        for f in self._fields.values():
-            if f.kind == "text":
-                v = self._text(h, ref, f.name).decode("utf-8", "surrogateescape") \
-                    if texts else None
-            else:
-                v = getattr(crec, f.name)
-                if f.kind == "char":
-                    v = ffi.string(v).decode("utf-8", "surrogateescape")
-                elif f.target is not None:
-                    v = None if v == NOREF else int(v)
-            values.append(v)
-        return self.record._make(tuple(values), int(ref), self.name)
+        t = self._unpack(self._ffi.buffer(crec, self._rsize))
+        if self._one_of is not None:
+            return self._one_of(t, int(ref))
+        return self._make(self._decode(t), int(ref), texts)
+
+    def _records(self, buf, refs) -> list:
+        """Records of the C records in buf (packed, one per reference in refs)."""
+        ts = self._iter_unpack(buf)
+        if self._rows_of is not None:
+            return self._rows_of(ts, refs)
+        make, decode = self._make, self._decode
+        return [make(decode(t), r) for t, r in zip(ts, refs)]
+
+    def _make(self, values: tuple, ref: int, texts: bool = True):
+        """A Record of decoded values (texts None) of element `ref`, its texts read."""
+        if texts and self._textpos:
+            h = self._db._handle()
+            values = list(values)
+            for i, name in self._textpos:
+                values[i] = self._text(h, ref, name).decode("utf-8", "surrogateescape")
+            values = tuple(values)
+        return _new_record(self.record, values, ref, self.name)
 
     def _text(self, h, ref: int, name: str) -> bytes:
         ffi = self._ffi
@@ -818,7 +924,7 @@ class Container:
         ref = self._ref(rec_or_ref)
         crec = self._read(h, ref)
         if isinstance(rec_or_ref, Record) and self.keys:
-            now = self._record(crec, ref, texts=False)._values
+            now = self._decode(self._unpack(self._ffi.buffer(crec, self._rsize)))
             for k, i in zip(self.keys, self._key_index):
                 was, cur = rec_or_ref._values[i], now[i]
                 if was != cur:
@@ -865,6 +971,17 @@ class Container:
         cval = f.convert(value) if f.kind != "char" else _find_str(f, value)
         if cval is None:
             return None
+        findrec = self._findrec[field]
+        if findrec is not None:      # find and copy out, one crossing
+            ref = self._scratch_ref
+            rc = findrec(h, cval, self._scratch, ref)
+            if rc == P2_NOTFOUND:
+                return None
+            if rc != P2_OK:
+                raise self._fail(rc)
+            if self._one_of is not None:
+                return self._one_of(self._unpack(self._scratch_buf), ref[0])
+            return self._make(self._decode(self._unpack(self._scratch_buf)), ref[0])
         out = self._ffi.new("uint64_t *")
         rc = self._find[field](h, cval, out)
         if rc == P2_NOTFOUND:
@@ -988,14 +1105,33 @@ class _PurgeableContainer(Container):
 # ---------------------------------------------------------------------------
 # Cursors
 # ---------------------------------------------------------------------------
+BATCH = 64   # rows a cursor or a many-role walk fetches per call into C
+
+
 class Cursor:
-    """A walk over the elements satisfying a cursor's predicate (an iterator of Records)."""
+    """A walk over the elements satisfying a cursor's predicate (an iterator of Records).
+
+    Rows come from C in batches (pybind.helpers_c's fetch: up to BATCH rows per crossing,
+    with the C cursor's state after each row), and become Records in one go. update() and
+    delete() first move the C cursor back to the state it had on the row they act on, and
+    drop the rows fetched after it (they are fetched again, as the C walk goes on from
+    there); after an update the walk goes one row per crossing, since the C cursor then
+    remembers the elements it moved (state a copy cannot carry)."""
 
     def __init__(self, container: Container, cprefix: str, ctype: str, args: list, name: str):
         self._container = container
         self._name = name
         lib = container._spec.lib
         ffi = container._ffi
+        self._ffi = ffi
+        self._ctype = ctype
+        self._fetch_c = getattr(lib, f"p2py__{cprefix}_fetch", None)
+        self._rows: list = []       # Records fetched, not yet returned
+        self._i = 0                 # the next of them to return
+        self._end = P2_OK           # the code the last fetch stopped with
+        self._restore = -1          # row whose C state to restore before update/delete
+        self._batch = BATCH
+        self._bufs = None
         self._next_c = getattr(lib, f"{cprefix}_next")
         self._get_c = getattr(lib, f"{cprefix}_get")
         self._ref_c = getattr(lib, f"{cprefix}_ref")
@@ -1029,24 +1165,71 @@ class Cursor:
         return self
 
     def __next__(self) -> Record:
+        # not serialised: only _fill_rows calls into C, and takes the database's lock
         if self._done:
             raise StopIteration
-        self._check()
-        rc = self._next_c(self._cur)
-        if rc == P2_END:
-            self.close()
-            raise StopIteration
-        if rc != P2_OK:
-            raise self._container._fail(rc)
-        crec = self._get_c(self._cur)
-        self._current = self._container._record(crec, self._ref_c(self._cur))
-        return self._current
+        c = self._container
+        if self._version != c._version or c._db._handle_ is None:
+            self._check()     # raises
+        i = self._i
+        if i >= len(self._rows):
+            with c._db._lock:
+                self._check()
+                self._fill_rows()
+            i = 0
+        self._i = i + 1
+        self._restore = i
+        rec = self._current = self._rows[i]
+        return rec
+
+    def _fill_rows(self) -> None:
+        """Fetch the next rows from C (the database's lock held by __next__'s caller)."""
+        c = self._container
+        self._rows = []
+        self._i = 0
+        rc = self._end
+        if rc == P2_OK and self._fetch_c is not None:
+            if self._bufs is None:
+                ffi = self._ffi
+                self._bufs = (ffi.new(f"{c._rtype[:-2]}[]", BATCH),
+                              ffi.new("uint64_t[]", BATCH),
+                              ffi.new(f"{self._ctype}[]", BATCH), ffi.new("int *"))
+            recs, refs, snaps, n = self._bufs
+            rc = self._fetch_c(self._cur, recs, refs, snaps, self._batch, n)
+            k = n[0]
+            if k:
+                self._rows = c._records(self._ffi.buffer(recs, k * c._rsize),
+                                        self._ffi.unpack(refs, k))
+        elif rc == P2_OK:      # an extension built without the helpers: row by row
+            rc = self._next_c(self._cur)
+            if rc == P2_OK:
+                self._rows = [c._record(self._get_c(self._cur), self._ref_c(self._cur))]
+                self._restore = -1
+        self._end = rc
+        if not self._rows:
+            if rc == P2_END:
+                self.close()
+                raise StopIteration
+            raise c._fail(rc)
+
+    def _on_row(self) -> None:
+        """Put the C cursor on the row last returned (its state saved when it was fetched)
+        and forget the rows fetched after it."""
+        r = self._restore
+        if r >= 0 and self._bufs is not None:
+            snaps = self._bufs[2]
+            self._ffi.memmove(self._cur, snaps + r, self._ffi.sizeof(self._ctype))
+        self._restore = -1
+        self._rows = []
+        self._i = 0
+        self._end = P2_OK
 
     def close(self) -> None:
         """End the walk early (also when the cursor is collected or reaches its end):
         next() then raises StopIteration."""
         self._done = True
         self._current = None
+        self._rows = []
         self._close_c()
 
     def __enter__(self) -> "Cursor":
@@ -1073,6 +1256,8 @@ class Cursor:
         walk (a new key of the cursor's order, a new iarray key)."""
         self._check()
         self._on_element("update")
+        self._on_row()
+        self._batch = 1    # the C cursor now remembers what it moved: no copies of it
         c = self._container
         crec = c._ffi.new(c._rtype)
         p = self._get_c(self._cur)
@@ -1095,6 +1280,7 @@ class Cursor:
         """Delete the element under the cursor; the walk goes on after it."""
         self._check()
         self._on_element("delete")
+        self._on_row()
         c = self._container
         rc = self._delete_c(self._cur)
         if rc != P2_OK:
@@ -1236,6 +1422,12 @@ class Links:
         self._it = ffi.new(f"{role._meta['c']['iter']} *")
         self._out = ffi.new("uint64_t *")
         self._done = False
+        # partners come from C in batches (pybind.helpers_c), references and records
+        self._fetch_c = getattr(c._spec.lib, f"p2py__{role._meta['c']['open']}_fetch", None)
+        self._rows: list = []
+        self._i = 0
+        self._end = P2_OK
+        self._bufs = None
         rc = role._c["open"](h, self._it, self._owner)
         if rc != P2_OK:
             raise c._fail(rc, f"{c.name}.{role.name}: opening")
@@ -1248,6 +1440,18 @@ class Links:
         return self._role.container._db
 
     def __next__(self):
+        # rows already fetched are returned without the lock (no call into C)
+        i = self._i
+        if i < len(self._rows) and not self._done:
+            role = self._role
+            c = role.container
+            if (c._links, role.partner._links) == self._stamp and c._db._handle_ is not None:
+                self._i = i + 1
+                return self._rows[i]
+        with self._role.container._db._lock:
+            return self._step()
+
+    def _step(self):
         if self._done:
             raise StopIteration
         role = self._role
@@ -1257,16 +1461,47 @@ class Links:
             raise RuntimeError(f"{c.name} or {p.name} changed while walking "
                                f"{c.name}.{role.name}; collect the partners first "
                                f"(list(...)), then change")
-        rc = role._c["next"](self._it, self._out)
-        if rc == P2_END:
-            self._done = True
-            raise StopIteration
-        if rc != P2_OK:
+        i = self._i
+        if i < len(self._rows):
+            self._i = i + 1
+            return self._rows[i]
+        if self._fetch_c is None:
+            rc = role._c["next"](self._it, self._out)
+            if rc == P2_END:
+                self._done = True
+                raise StopIteration
+            if rc != P2_OK:
+                raise c._fail(rc)
+            ref = int(self._out[0])
+            if not self._records:
+                return ref
+            return p._record(p._read(h, ref), ref)
+        self._rows = []
+        self._i = 0
+        rc = self._end
+        if rc == P2_OK:
+            ffi = c._ffi
+            if self._bufs is None:
+                self._bufs = (ffi.new("uint64_t[]", BATCH),
+                              ffi.new(f"{p._rtype[:-2]}[]", BATCH) if self._records
+                              else ffi.NULL, ffi.new("int *"))
+            refs, recs, n = self._bufs
+            rc = self._fetch_c(h, self._it, refs, recs, BATCH, n)
+            k = n[0]
+            if k:
+                refl = ffi.unpack(refs, k)
+                if self._records:
+                    self._rows = p._records(ffi.buffer(recs, k * p._rsize), refl)
+                else:
+                    self._rows = refl
+            self._end = rc
+        if not self._rows:
+            if rc == P2_END:
+                self._done = True
+                raise StopIteration
             raise c._fail(rc)
-        ref = int(self._out[0])
-        if not self._records:
-            return ref
-        return p._record(p._read(h, ref), ref)
+        self._i = 1
+        return self._rows[0]
 
     def __repr__(self) -> str:
         return f"<walk of {self._role.container.name}.{self._role.name} of {self._owner}>"
@@ -1305,10 +1540,10 @@ for _cls, _reads, _writes in (
         (Container, ("get", "find", "__len__", "__iter__", "__contains__"),
          ("insert", "update", "delete", "reserve")),
         (_PurgeableContainer, (), ("purge",)),
-        (Cursor, ("__next__", "close"), ("update", "delete")),
+        (Cursor, ("close",), ("update", "delete")),
         (ManyRole, ("__call__", "refs", "count"), ("add", "remove")),
         (OneRole, ("ref", "get", "__call__"), ("set",)),
-        (Links, ("__next__",), ())):
+        (Links, (), ())):
     for _n in _reads + _writes:
         setattr(_cls, _n, _serialised(_cls.__dict__[_n], _n in _writes))
 del _cls, _reads, _writes, _n

@@ -718,3 +718,65 @@ def test_cursor_updates_of_the_walk_key_meet_each_element_once(orders, tmp_path)
                 break
         assert next(cur, None) is None
 
+
+
+def test_batched_cursors_update_and_delete_mid_batch(orders, tmp_path):
+    """Cursors fetch rows from C in batches (pyapi.BATCH per crossing): a walk longer than
+    several batches that deletes some rows and updates others (some moving ahead of the
+    cursor) between fetched rows meets every element once, and ends with exactly the
+    changes made, over avl, qsort, odlist, hash and iarray walks (against a dict model)."""
+    n = 3 * pyapi.BATCH + 17
+    with orders.open(tmp_path) as d:
+        for c in (d.by_avl, d.by_qsort, d.by_hash, d.by_id):
+            for i in range(n):
+                c.insert(id=i, price=i * 10, cust=i % 3)
+        walks = (("by_avl", lambda: d.avl_price(min=-1), "price"),
+                 ("by_qsort", lambda: d.qsort_price(min=-1), "price"),
+                 ("by_hash", lambda: d.odlist_price(min=-1), "price"),
+                 ("by_hash", lambda: d.hash_cust(c=1), "cust"),
+                 ("by_id", lambda: d.ids(lo=0), "id"))
+        for cname, open_cursor, moved in walks:
+            model = {r.id: (r.price, r.cust) for r in d.container(cname)}
+            met = []
+            cur = open_cursor()
+            for k, o in enumerate(cur):
+                met.append(o.id)
+                if k % 7 == 3:
+                    cur.delete()
+                    del model[o.id]
+                elif k % 11 == 5 and moved != "id":
+                    # moves the element further along the walk (a larger price), or out
+                    # of the cursor's predicate (another cust)
+                    new = cur.update(**{moved: getattr(o, moved) + (100000 if moved ==
+                                                                     "price" else 1)})
+                    model[o.id] = (new.price, new.cust)
+                    assert cur.current == new
+            assert len(met) == len(set(met)), (cname, moved)
+            got = {r.id: (r.price, r.cust) for r in d.container(cname)}
+            assert got == model, (cname, moved)
+            assert len(d.container(cname)) == len(model)
+        # every element of the full walks was met once
+        met = [o.id for o in d.ids(lo=0)]
+        assert met == sorted(r.id for r in d.by_id)
+
+
+def test_records_of_every_field_type_through_batches_and_find(bank, tmp_path):
+    """Records decoded from C memory in one struct.unpack (pyapi._Layout) read every field
+    type as the per-field reads did: ints of each width and sign at their limits, f64,
+    char[N] full and with non-UTF-8 bytes, found by key and walked in batches."""
+    with bank.open(tmp_path) as d:
+        rows = []
+        for i in range(pyapi.BATCH + 5):
+            row = dict(id=(1 << 32) - 1 - i, branch=(1 << 16) - 1 if i % 2 else 0,
+                       balance=-(1 << 63) + i if i % 3 else (1 << 63) - 1 - i,
+                       name=("n" * 12) if i % 4 == 0 else b"\xff\xfe%d" % i,
+                       rate=-1.5e300 if i % 2 else 2.0 ** -1074, tiny=-128 if i % 2 else 127)
+            d.accounts.insert(**row)
+            want = dict(row)
+            if isinstance(want["name"], bytes):
+                want["name"] = want["name"].decode("utf-8", "surrogateescape")
+            rows.append(want)
+        walked = {r.id: r._asdict() for r in d.accounts}
+        assert walked == {r["id"]: r for r in rows}
+        for r in rows:
+            assert d.accounts.find(r["id"])._asdict() == r

@@ -403,6 +403,7 @@ class _Layout:
     def __init__(self, ffi, ctype: str, fields: list):
         fmt, at, index, src = ["="], 0, 0, []
         self.texts = []     # (position, field name) of text fields
+        self.packed = []    # (field, index in the unpacked tuple) of the other fields
         for pos, f in enumerate(fields):
             off = ffi.offsetof(ctype, f.name)
             if off > at:
@@ -423,6 +424,7 @@ class _Layout:
                 code, expr = _STRUCT_CODES[f.tname], f"t[{index}]"
             fmt.append(code)
             src.append(expr)
+            self.packed.append((f, index))
             at = off + struct.calcsize("=" + code)
             index += 1
         total = ffi.sizeof(ctype)
@@ -438,6 +440,52 @@ class _Layout:
             ns = {"NOREF": NOREF}
             exec(f"def decode(t):\n    return ({body})\n", ns)
             self.decode = ns["decode"]
+
+
+class _Slow(Exception):
+    """A value the generated packer leaves to the checked path (which raises the error)."""
+
+
+def _packer(layout: "_Layout", buf):
+    """fill(t, fields): a function generated for a record type without text fields that
+    writes into buf (a C record) the values of the dict `fields` over the unpacked tuple t
+    (an element's current values, or the zero record), in one struct.pack_into: int and
+    float ranges are struct's checks, char[N] is checked here (at most N bytes, no NUL),
+    ref fields go through their _Field. Any value it does not take (a wrong type, out of
+    range, an unknown field name) raises, and the caller then takes the checked per-field
+    path, which raises the precise TypeError / RangeError. Returns (fill, zero tuple)."""
+    ns = {"_K": _MISSING, "_Slow": _Slow, "NOREF": NOREF, "pack_into": layout.struct.pack_into,
+          "buf": buf}
+    lines = ["def fill(t, kw):", "    n = 0"]
+    zero = []
+    for f, j in layout.packed:
+        v = f"v{j}"
+        lines += [f"    {v} = kw.get({f.name!r}, _K)",
+                  f"    if {v} is _K:", f"        {v} = t[{j}]", "    else:", "        n += 1"]
+        if f.target is not None:
+            ns[f"conv{j}"] = f._convert_ref
+            lines += [f"        if {v} is None:", f"            {v} = NOREF",
+                      f"        elif {v}.__class__ is not int:", f"            {v} = conv{j}({v})"]
+            zero.append(NOREF)
+        elif f.kind == "char":
+            lines += [f"        if {v}.__class__ is str:",
+                      f"            {v} = {v}.encode('utf-8', 'surrogateescape')",
+                      f"        elif {v}.__class__ is not bytes:", "            raise _Slow",
+                      f"        if len({v}) > {f.length} or b'\\0' in {v}:",
+                      "            raise _Slow"]
+            zero.append(b"")
+        elif f.kind == "int":
+            lines += [f"        if {v}.__class__ is not int and not isinstance({v}, int):",
+                      "            raise _Slow"]
+            zero.append(0)
+        else:
+            lines += [f"        if {v}.__class__ is not float and not isinstance({v}, (int, float)):",
+                      "            raise _Slow"]
+            zero.append(0.0)
+    lines += ["    if n != len(kw):", "        raise _Slow",
+              "    pack_into(buf, 0, " + "".join(f"v{j}, " for _, j in layout.packed) + ")"]
+    exec("\n".join(lines) + "\n", ns)
+    return ns["fill"], tuple(zero)
 
 
 def _record_class(name: str, fields: list) -> type:
@@ -586,6 +634,16 @@ class Database:
 
     def _database(self) -> "Database":
         return self
+
+    def _guard(self) -> None:
+        """Before a call that may write, with the lock held: the journal's SIGSEGV handler
+        checked (and put back on top if the host replaced it); see _serialised."""
+        guard = self._spec_.c_guard
+        h = self._handle_
+        if guard is not None and h is not None:
+            rc = guard(h)
+            if rc != P2_OK:
+                raise self._spec_.error(h, rc)
 
     # -- life cycle ------------------------------------------------------------------
     @property
@@ -794,6 +852,9 @@ class Container:
         self._scratch_ref = ffi.new("uint64_t *")
         # the extension's one-crossing helpers (pybind.helpers_c); None in one built before
         self._findrec = {k: getattr(lib, f"p2py__{cp}_findrec_{k}", None) for k in self.keys}
+        self._fill_fast = self._zero = None
+        if layout.body is not None:
+            self._fill_fast, self._zero = _packer(layout, self._scratch_buf)
 
     # -- helpers ---------------------------------------------------------------------
     def _database(self) -> Database:
@@ -882,33 +943,47 @@ class Container:
     def insert(self, _from=None, /, **fields) -> Record:
         """Insert an element and return it (a Record with its reference). Fields come from
         the optional record or mapping, then from keyword arguments; others are 0 / ""."""
-        if _from is not None:
-            if isinstance(_from, Record):
-                base = _from._asdict()
-            elif isinstance(_from, Mapping):
-                base = dict(_from)
-            else:
-                raise TypeError(f"insert() takes a Record or a mapping, got "
-                                f"{type(_from).__name__}")
-            fields = {**base, **fields}
-        h = self._db._handle()
-        crec = self._ffi.new(self._rtype)
-        for n in self._reffields:
-            setattr(crec, n, NOREF)     # not given: no element
-        texts = self._fill(crec, fields)
-        out = self._ffi.new("uint64_t *")
-        rc = self._c["insert"](h, crec, out)
-        if rc != P2_OK:
-            raise self._fail(rc)
-        self._changed()
-        ref = int(out[0])
-        if texts:
-            try:
-                self._set_texts(h, ref, texts)
-            except P2Error:
-                self._c["delete"](h, ref)   # nothing half-made stays
-                raise
-        return self._record(crec, ref)
+        with self._db._lock:   # one call into C at a time (see _serialised)
+            self._db._guard()
+            if _from is not None:
+                if isinstance(_from, Record):
+                    base = _from._asdict()
+                elif isinstance(_from, Mapping):
+                    base = dict(_from)
+                else:
+                    raise TypeError(f"insert() takes a Record or a mapping, got "
+                                    f"{type(_from).__name__}")
+                fields = {**base, **fields}
+            h = self._db._handle()
+            if self._fill_fast is not None:
+                try:
+                    self._fill_fast(self._zero, fields)
+                except Exception:
+                    pass            # the checked path below says what is wrong
+                else:
+                    ref = self._scratch_ref
+                    rc = self._c["insert"](h, self._scratch, ref)
+                    if rc != P2_OK:
+                        raise self._fail(rc)
+                    self._changed()
+                    return self._one_of(self._unpack(self._scratch_buf), ref[0])
+            crec = self._ffi.new(self._rtype)
+            for n in self._reffields:
+                setattr(crec, n, NOREF)     # not given: no element
+            texts = self._fill(crec, fields)
+            out = self._ffi.new("uint64_t *")
+            rc = self._c["insert"](h, crec, out)
+            if rc != P2_OK:
+                raise self._fail(rc)
+            self._changed()
+            ref = int(out[0])
+            if texts:
+                try:
+                    self._set_texts(h, ref, texts)
+                except P2Error:
+                    self._c["delete"](h, ref)   # nothing half-made stays
+                    raise
+            return self._record(crec, ref)
 
     def _read(self, h, ref: int):
         crec = self._ffi.new(self._rtype)
@@ -936,9 +1011,10 @@ class Container:
 
     def get(self, rec_or_ref) -> Record:
         """The element `ref` (a fresh copy); NotFoundError if there is none."""
-        h = self._db._handle()
-        ref, crec = self._locate(h, rec_or_ref)
-        return self._record(crec, ref)
+        with self._db._lock:   # one call into C at a time (see _serialised)
+            h = self._db._handle()
+            ref, crec = self._locate(h, rec_or_ref)
+            return self._record(crec, ref)
 
     def __getitem__(self, ref) -> Record:
         return self.get(ref)
@@ -946,83 +1022,104 @@ class Container:
     def find(self, _key=_MISSING, /, **kw) -> Optional[Record]:
         """The element whose key equals the value (an element, if several), or None:
         `find(value)` when the container has one key field, else `find(field=value)`."""
-        h = self._db._handle()
-        keys = self.keys
-        if not keys:
-            raise TypeError(f"container {self.name} has no key fields ({self.equation}): "
-                            f"iterate over it or use a cursor")
-        if _key is not _MISSING:
-            if kw:
-                raise TypeError("find() takes a value or one field=value, not both")
-            if len(keys) != 1:
-                raise TypeError(f"container {self.name} has several keys ({', '.join(keys)}): "
-                                f"say which, e.g. find({keys[0]}=...)")
-            field, value = keys[0], _key
-        else:
-            if len(kw) != 1:
-                raise TypeError(f"find() takes one key field=value (keys of {self.name}: "
-                                f"{', '.join(keys)}), got {len(kw)}")
-            (field, value), = kw.items()
-            if field not in keys:
-                what = "not a key" if field in self._fields else "not a field"
-                raise TypeError(f"'{field}' is {what} of container {self.name}; find() takes "
-                                f"one of its keys: {', '.join(keys)}")
-        f = self._fields[field]
-        cval = f.convert(value) if f.kind != "char" else _find_str(f, value)
-        if cval is None:
-            return None
-        findrec = self._findrec[field]
-        if findrec is not None:      # find and copy out, one crossing
-            ref = self._scratch_ref
-            rc = findrec(h, cval, self._scratch, ref)
+        with self._db._lock:   # one call into C at a time (see _serialised)
+            h = self._db._handle()
+            keys = self.keys
+            if not keys:
+                raise TypeError(f"container {self.name} has no key fields ({self.equation}): "
+                                f"iterate over it or use a cursor")
+            if _key is not _MISSING:
+                if kw:
+                    raise TypeError("find() takes a value or one field=value, not both")
+                if len(keys) != 1:
+                    raise TypeError(f"container {self.name} has several keys ({', '.join(keys)}): "
+                                    f"say which, e.g. find({keys[0]}=...)")
+                field, value = keys[0], _key
+            else:
+                if len(kw) != 1:
+                    raise TypeError(f"find() takes one key field=value (keys of {self.name}: "
+                                    f"{', '.join(keys)}), got {len(kw)}")
+                (field, value), = kw.items()
+                if field not in keys:
+                    what = "not a key" if field in self._fields else "not a field"
+                    raise TypeError(f"'{field}' is {what} of container {self.name}; find() takes "
+                                    f"one of its keys: {', '.join(keys)}")
+            f = self._fields[field]
+            if value.__class__ is int and f.kind == "int" and f.lo <= value <= f.hi:
+                cval = value
+            else:
+                cval = f.convert(value) if f.kind != "char" else _find_str(f, value)
+            if cval is None:
+                return None
+            findrec = self._findrec[field]
+            if findrec is not None:      # find and copy out, one crossing
+                ref = self._scratch_ref
+                rc = findrec(h, cval, self._scratch, ref)
+                if rc == P2_NOTFOUND:
+                    return None
+                if rc != P2_OK:
+                    raise self._fail(rc)
+                if self._one_of is not None:
+                    return self._one_of(self._unpack(self._scratch_buf), ref[0])
+                return self._make(self._decode(self._unpack(self._scratch_buf)), ref[0])
+            out = self._ffi.new("uint64_t *")
+            rc = self._find[field](h, cval, out)
             if rc == P2_NOTFOUND:
                 return None
             if rc != P2_OK:
                 raise self._fail(rc)
-            if self._one_of is not None:
-                return self._one_of(self._unpack(self._scratch_buf), ref[0])
-            return self._make(self._decode(self._unpack(self._scratch_buf)), ref[0])
-        out = self._ffi.new("uint64_t *")
-        rc = self._find[field](h, cval, out)
-        if rc == P2_NOTFOUND:
-            return None
-        if rc != P2_OK:
-            raise self._fail(rc)
-        return self._record(self._read(h, out[0]), out[0])
+            return self._record(self._read(h, out[0]), out[0])
 
     def update(self, rec_or_ref, /, **fields) -> Record:
         """Change fields of the element (read, modify, write back, keeping every index
         right); returns the updated Record, whose reference changes if the element moved."""
-        h = self._db._handle()
-        ref, crec = self._locate(h, rec_or_ref)
-        old = self._ffi.new(self._rtype)
-        old[0] = crec[0]
-        texts = self._fill(crec, fields)
-        old_texts = {n: self._text(h, ref, n) for n in texts}
-        refp = self._ffi.new("uint64_t *", ref)
-        rc = self._c["update"](h, refp, crec)
-        if rc != P2_OK:
-            raise self._fail(rc)
-        self._changed()
-        if texts:
-            try:
-                self._set_texts(h, refp[0], texts)
-            except P2Error:
-                # best effort: the element gets its old fields and texts back
-                for n, data in old_texts.items():
-                    self._texts[n][1](h, refp[0], self._ffi.from_buffer(data), len(data))
-                self._c["update"](h, refp, old)
-                raise
-        return self._record(crec, refp[0])
+        with self._db._lock:   # one call into C at a time (see _serialised)
+            self._db._guard()
+            h = self._db._handle()
+            ref, crec = self._locate(h, rec_or_ref)
+            if self._fill_fast is not None:
+                try:
+                    self._fill_fast(self._unpack(self._ffi.buffer(crec, self._rsize)), fields)
+                except Exception:
+                    pass            # the checked path below says what is wrong
+                else:
+                    refp = self._scratch_ref
+                    refp[0] = ref
+                    rc = self._c["update"](h, refp, self._scratch)
+                    if rc != P2_OK:
+                        raise self._fail(rc)
+                    self._changed()
+                    return self._one_of(self._unpack(self._scratch_buf), refp[0])
+            old = self._ffi.new(self._rtype)
+            old[0] = crec[0]
+            texts = self._fill(crec, fields)
+            old_texts = {n: self._text(h, ref, n) for n in texts}
+            refp = self._ffi.new("uint64_t *", ref)
+            rc = self._c["update"](h, refp, crec)
+            if rc != P2_OK:
+                raise self._fail(rc)
+            self._changed()
+            if texts:
+                try:
+                    self._set_texts(h, refp[0], texts)
+                except P2Error:
+                    # best effort: the element gets its old fields and texts back
+                    for n, data in old_texts.items():
+                        self._texts[n][1](h, refp[0], self._ffi.from_buffer(data), len(data))
+                    self._c["update"](h, refp, old)
+                    raise
+            return self._record(crec, refp[0])
 
     def delete(self, rec_or_ref) -> None:
         """Delete the element; NotFoundError if there is none."""
-        h = self._db._handle()
-        ref, _ = self._locate(h, rec_or_ref)
-        rc = self._c["delete"](h, ref)
-        if rc != P2_OK:
-            raise self._fail(rc)
-        self._changed()
+        with self._db._lock:   # one call into C at a time (see _serialised)
+            self._db._guard()
+            h = self._db._handle()
+            ref, _ = self._locate(h, rec_or_ref)
+            rc = self._c["delete"](h, ref)
+            if rc != P2_OK:
+                raise self._fail(rc)
+            self._changed()
 
     def __delitem__(self, ref) -> None:
         self.delete(ref)
@@ -1537,8 +1634,8 @@ def _serialised(fn, writes: bool):
 
 for _cls, _reads, _writes in (
         (Database, ("verify", "cursor"), ("close", "sync", "_txn")),
-        (Container, ("get", "find", "__len__", "__iter__", "__contains__"),
-         ("insert", "update", "delete", "reserve")),
+        # insert, get, find, update and delete take the lock themselves (hot paths)
+        (Container, ("__len__", "__iter__", "__contains__"), ("reserve",)),
         (_PurgeableContainer, (), ("purge",)),
         (Cursor, ("close",), ("update", "delete")),
         (ManyRole, ("__call__", "refs", "count"), ("add", "remove")),

@@ -808,6 +808,7 @@ class Container:
         cp = meta["c"]["prefix"]
         self._c = {op: getattr(lib, f"{cp}_{op}")
                    for op in ("insert", "get", "update", "delete", "count", "reserve")}
+        self._at = getattr(lib, f"{cp}_at")
         self._find = {k: getattr(lib, f"{cp}_find_{k}") for k in self.keys}
         if meta["delflag"]:
             self._c["purge"] = getattr(lib, f"{cp}_purge")
@@ -992,6 +993,28 @@ class Container:
             raise self._fail(rc)
         return crec
 
+    def _locate_t(self, h, rec_or_ref):
+        """(ref, the element's values as the record's struct unpacks them): _locate's
+        checks, reading the element in place (`<c>_at`: no copy made in C)."""
+        ref = self._ref(rec_or_ref)
+        p = self._at(h, ref)
+        if p == self._ffi.NULL:      # no such element: _locate raises the C error
+            return ref, self._unpack(self._ffi.buffer(self._locate(h, rec_or_ref)[1],
+                                                      self._rsize))
+        t = self._unpack(self._ffi.buffer(p, self._rsize))
+        if isinstance(rec_or_ref, Record) and self.keys:
+            self._check_keys(rec_or_ref, ref, self._decode(t))
+        return ref, t
+
+    def _check_keys(self, rec, ref: int, now: tuple) -> None:
+        for k, i in zip(self.keys, self._key_index):
+            was, cur = rec._values[i], now[i]
+            if was != cur:
+                raise NotFoundError(
+                    f"container {self.name}: the element at reference {ref} has "
+                    f"{k} == {cur!r}, not {was!r}: the record is stale (the element was "
+                    f"deleted, changed its key or moved); find it again")
+
     def _locate(self, h, rec_or_ref):
         """(ref, C copy of the element). A Record names its element by reference *and*
         key fields: if the element at its reference has other keys now (it was deleted,
@@ -999,14 +1022,8 @@ class Container:
         ref = self._ref(rec_or_ref)
         crec = self._read(h, ref)
         if isinstance(rec_or_ref, Record) and self.keys:
-            now = self._decode(self._unpack(self._ffi.buffer(crec, self._rsize)))
-            for k, i in zip(self.keys, self._key_index):
-                was, cur = rec_or_ref._values[i], now[i]
-                if was != cur:
-                    raise NotFoundError(
-                        f"container {self.name}: the element at reference {ref} has "
-                        f"{k} == {cur!r}, not {was!r}: the record is stale (the element was "
-                        f"deleted, changed its key or moved); find it again")
+            self._check_keys(rec_or_ref, ref,
+                             self._decode(self._unpack(self._ffi.buffer(crec, self._rsize))))
         return ref, crec
 
     def get(self, rec_or_ref) -> Record:
@@ -1076,10 +1093,10 @@ class Container:
         with self._db._lock:   # one call into C at a time (see _serialised)
             self._db._guard()
             h = self._db._handle()
-            ref, crec = self._locate(h, rec_or_ref)
             if self._fill_fast is not None:
+                ref, t = self._locate_t(h, rec_or_ref)
                 try:
-                    self._fill_fast(self._unpack(self._ffi.buffer(crec, self._rsize)), fields)
+                    self._fill_fast(t, fields)
                 except Exception:
                     pass            # the checked path below says what is wrong
                 else:
@@ -1090,6 +1107,7 @@ class Container:
                         raise self._fail(rc)
                     self._changed()
                     return self._one_of(self._unpack(self._scratch_buf), refp[0])
+            ref, crec = self._locate(h, rec_or_ref)
             old = self._ffi.new(self._rtype)
             old[0] = crec[0]
             texts = self._fill(crec, fields)
@@ -1115,7 +1133,7 @@ class Container:
         with self._db._lock:   # one call into C at a time (see _serialised)
             self._db._guard()
             h = self._db._handle()
-            ref, _ = self._locate(h, rec_or_ref)
+            ref = self._locate_t(h, rec_or_ref)[0]
             rc = self._c["delete"](h, ref)
             if rc != P2_OK:
                 raise self._fail(rc)

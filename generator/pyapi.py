@@ -809,6 +809,8 @@ class Container:
         self._c = {op: getattr(lib, f"{cp}_{op}")
                    for op in ("insert", "get", "update", "delete", "count", "reserve")}
         self._at = getattr(lib, f"{cp}_at")
+        self._copy_c = getattr(lib, f"p2py__{cp}_copy", None)
+        self._insert_many_c = getattr(lib, f"p2py__{cp}_insert_many", None)
         self._find = {k: getattr(lib, f"{cp}_find_{k}") for k in self.keys}
         if meta["delflag"]:
             self._c["purge"] = getattr(lib, f"{cp}_purge")
@@ -1142,6 +1144,170 @@ class Container:
     def __delitem__(self, ref) -> None:
         self.delete(ref)
 
+    # -- numpy ---------------------------------------------------------------------------
+    @property
+    def dtype(self):
+        """The numpy structured dtype of the C record (its field offsets and size): ints
+        and floats as their C types, char[N] as bytes 'S<N>' (NUL-padded), ref fields as
+        uint64 (2**64-1: no element). TypeError for a record with text fields."""
+        np = _numpy()
+        if self._textpos:
+            raise TypeError(f"container {self.name}: to_numpy / insert_many copy fixed-size "
+                            f"records; text field(s) {', '.join(n for _, n in self._textpos)} "
+                            f"live outside the record (iterate, or insert one by one)")
+        fs = list(self._fields.values())
+        formats = []
+        for f in fs:
+            if f.target is not None:
+                formats.append("=u8")
+            elif f.kind == "char":
+                formats.append(f"S{f.length}")
+            else:
+                formats.append(_NUMPY_CODES[f.tname])
+        ffi, ctype = self._ffi, self._rtype[:-2]
+        return np.dtype({"names": [f.name for f in fs], "formats": formats,
+                         "offsets": [ffi.offsetof(ctype, f.name) for f in fs],
+                         "itemsize": ffi.sizeof(ctype)})
+
+    def to_numpy(self):
+        """Every element, in the order iteration gives them, as a numpy structured array
+        of `dtype` (a copy, made in one call into C: it stays valid after the database
+        changes or closes)."""
+        np = _numpy()
+        dt = self.dtype
+        with self._db._lock:
+            h = self._db._handle()
+            n = int(self._c["count"](h))
+            out = np.zeros(n, dtype=dt)
+            got = self._ffi.new("uint64_t *")
+            if n:
+                rc = self._copy_c(h, self._ffi.cast(self._rtype, self._ffi.from_buffer(out)),
+                                  n, got)
+                if rc != P2_OK:
+                    raise self._fail(rc)
+        return out[:int(got[0])] if n else out
+
+    def insert_many(self, rows) -> int:
+        """Insert many elements in one call into C; returns how many. `rows`: a numpy
+        structured array (fields by name; fields it lacks are 0 / b"" / no element) or an
+        iterable of mappings or Records. Every value is checked before anything is
+        inserted: a bad one raises TypeError / RangeError naming its row, and nothing
+        is inserted. An insert that fails in C (a duplicate key, no memory) stops there:
+        the rows before it stay inserted, the error (P2Error) has `.index`, the failing
+        row's."""
+        if self._textpos:
+            self.dtype    # raises TypeError: text fields
+        buf, n = self._pack_rows(rows)
+        with self._db._lock:
+            self._db._guard()
+            h = self._db._handle()
+            if n == 0:
+                return 0
+            done = self._ffi.new("uint64_t *")
+            rc = self._insert_many_c(h, self._ffi.cast(self._rtype, self._ffi.from_buffer(buf)),
+                                     n, done)
+            k = int(done[0])
+            if k:
+                self._changed()
+            if rc != P2_OK:
+                err = self._fail(rc)
+                err.index = k
+                err.message = (f"insert_many: row {k}: {err.message} (rows 0..{k - 1} were "
+                               f"inserted)" if k else f"insert_many: row 0: {err.message}")
+                err.args = (err.message,)
+                raise err
+            return k
+
+    def _pack_rows(self, rows):
+        """(a buffer of C records, their number) for insert_many; checks every value."""
+        if hasattr(rows, "dtype") and getattr(rows.dtype, "names", None):
+            return self._pack_numpy(rows)
+        size = self._rsize
+        out = bytearray()
+        fill, zero, scratch = self._fill_fast, self._zero, self._scratch_buf
+        for i, row in enumerate(rows):
+            if isinstance(row, Record):
+                row = row._asdict()
+            elif not isinstance(row, Mapping):
+                raise TypeError(f"insert_many: row {i}: expected a mapping or a Record, got "
+                                f"{type(row).__name__}")
+            try:
+                fill(zero, row)
+            except Exception:
+                crec = self._ffi.new(self._rtype)
+                for n in self._reffields:
+                    setattr(crec, n, NOREF)
+                try:
+                    self._fill(crec, dict(row))
+                except Exception as e:
+                    e.args = (f"insert_many: row {i}: {e}",) + e.args[1:]
+                    if isinstance(e, P2Error):
+                        e.message = e.args[0]
+                    raise
+                self._ffi.memmove(scratch, crec, size)
+            out += scratch
+        return out, len(out) // size
+
+    def _pack_numpy(self, arr):
+        np = _numpy()
+        dt = self.dtype
+        names = arr.dtype.names
+        unknown = [n for n in names if n not in self._fields]
+        if unknown:
+            raise TypeError(f"insert_many: {self.record._name} has no field(s) "
+                            f"{', '.join(unknown)} (fields: {', '.join(self._fields)})")
+        arr = np.asarray(arr).reshape(-1)
+        out = np.zeros(len(arr), dtype=dt)
+        for n in self._reffields:
+            if n not in names:
+                out[n] = NOREF
+        for n in names:
+            f = self._fields[n]
+            col = arr[n]
+            k = col.dtype.kind
+            if f.kind == "char":
+                if k == "U":
+                    col = np.char.encode(col, "utf-8")
+                elif k != "S":
+                    raise TypeError(f"insert_many: {f.what} is {f.spelled}: expected a bytes "
+                                    f"or str column, got {col.dtype}")
+                col = np.ascontiguousarray(col)
+                lens = np.char.str_len(col) if len(col) else np.zeros(0, int)
+                raw = col.view(np.uint8).reshape(len(col), col.dtype.itemsize)
+                zero = raw == 0         # a NUL byte followed by another: inside the value
+                inner = (zero[:, :-1] & ~zero[:, 1:]).any(axis=1) if raw.shape[1] > 1 \
+                    else np.zeros(len(col), bool)
+                bad = np.nonzero((lens > f.length) | inner)[0]
+                if len(bad):
+                    raise RangeError(f"insert_many: row {bad[0]}: {f.what} is {f.spelled}: "
+                                     f"{col[bad[0]]!r} is longer than {f.length} bytes or "
+                                     f"contains a NUL byte")
+            elif f.kind == "int" or f.target is not None:
+                lo, hi = (0, NOREF) if f.target is not None else (f.lo, f.hi)
+                if k not in "iub":
+                    raise TypeError(f"insert_many: {f.what} is {f.spelled}: expected an "
+                                    f"integer column, got {col.dtype}")
+                if len(col):
+                    bad = np.nonzero((col < lo) | (col > hi))[0] if k == "i" or \
+                        np.iinfo(col.dtype).max > hi else []
+                    if len(bad):
+                        raise RangeError(f"insert_many: row {bad[0]}: {f.what} is "
+                                         f"{f.spelled}: {col[bad[0]]} is out of range "
+                                         f"({lo} .. {hi})")
+            elif f.kind == "float":
+                if k not in "iubf":
+                    raise TypeError(f"insert_many: {f.what} is {f.spelled}: expected a "
+                                    f"numeric column, got {col.dtype}")
+                if f.tname == "f32" and len(col) and k == "f":
+                    fin = np.isfinite(col)
+                    bad = np.nonzero(fin & (np.abs(np.where(fin, col, 0)) >
+                                            np.finfo(np.float32).max))[0]
+                    if len(bad):
+                        raise RangeError(f"insert_many: row {bad[0]}: {f.what} is f32: "
+                                         f"{col[bad[0]]} is out of range")
+            out[n] = col
+        return out, len(out)
+
     def __len__(self) -> int:
         return int(self._c["count"](self._db._handle()))
 
@@ -1193,6 +1359,18 @@ class Container:
 
     def __repr__(self) -> str:
         return f"<container {self.name} of {self.record._name} = {self.equation}>"
+
+
+_NUMPY_CODES = {"i8": "=i1", "i16": "=i2", "i32": "=i4", "i64": "=i8", "u8": "=u1",
+                "u16": "=u2", "u32": "=u4", "u64": "=u8", "f32": "=f4", "f64": "=f8"}
+
+
+def _numpy():
+    try:
+        import numpy
+    except ImportError:  # pragma: no cover
+        raise ImportError("to_numpy / insert_many need numpy (pip install numpy)") from None
+    return numpy
 
 
 def _find_str(f: _Field, value):
@@ -1297,7 +1475,7 @@ class Cursor:
         rec = self._current = self._rows[i]
         return rec
 
-    def _fill_rows(self) -> None:
+    def _fill_rows(self, batch: int = 0) -> None:
         """Fetch the next rows from C (the database's lock held by __next__'s caller)."""
         c = self._container
         self._rows = []
@@ -1310,7 +1488,7 @@ class Cursor:
                               ffi.new("uint64_t[]", BATCH),
                               ffi.new(f"{self._ctype}[]", BATCH), ffi.new("int *"))
             recs, refs, snaps, n = self._bufs
-            rc = self._fetch_c(self._cur, recs, refs, snaps, self._batch, n)
+            rc = self._fetch_c(self._cur, recs, refs, snaps, batch or self._batch, n)
             k = n[0]
             if k:
                 self._rows = c._records(self._ffi.buffer(recs, k * c._rsize),
@@ -1326,6 +1504,36 @@ class Cursor:
                 self.close()
                 raise StopIteration
             raise c._fail(rc)
+
+    def to_numpy(self):
+        """The rest of the walk (the elements next() would still return) as a numpy
+        structured array of the container's dtype (a copy); the cursor is then at its end."""
+        np = _numpy()
+        c = self._container
+        dt = c.dtype
+        parts = []
+        with c._db._lock:
+            if not self._done:
+                self._check()
+                if self._i < len(self._rows):      # fetched, not yet returned
+                    recs = self._bufs[0]
+                    k = len(self._rows)
+                    raw = bytes(self._ffi.buffer(recs, k * c._rsize))
+                    parts.append(np.frombuffer(raw, dtype=dt)[self._i:])
+                    self._rows = []
+                    self._i = 0
+                while True:
+                    try:
+                        self._fill_rows(batch=max(self._batch, BATCH))
+                    except StopIteration:
+                        break
+                    k = len(self._rows)
+                    parts.append(np.frombuffer(bytes(self._ffi.buffer(self._bufs[0],
+                                                                      k * c._rsize)),
+                                               dtype=dt).copy())
+                    self._rows = []
+                    self._current = None
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=dt)
 
     def _on_row(self) -> None:
         """Put the C cursor on the row last returned (its state saved when it was fetched)

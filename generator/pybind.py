@@ -174,6 +174,9 @@ def helpers_c(checked: CheckedSpec, declare: bool = False) -> str:
         while its updates have moved nothing: the binding moves the cursor back to a row's
         snapshot before updating or deleting that row, then drops the rows after it).
     p2py__<role>_fetch: up to max partners of a many-role walk, references and records.
+    p2py__<c>_copy: up to max elements of a container, in its walk's order (to_numpy).
+    p2py__<c>_insert_many: insert count records, stopping at the first error (*done:
+        how many went in; insert_many).
     Each returns the last code (P2_OK when max rows came, else P2_END or the error) and
     the number of rows in *n.
     """
@@ -188,6 +191,29 @@ def helpers_c(checked: CheckedSpec, declare: bool = False) -> str:
 
     for info in checked.containers:
         R = f"{p}_{info.record.name}"
+        allc = info.all_cursor
+        fn(f"int p2py__{info.p}_copy({p}_db *db, {R} *out, uint64_t max, uint64_t *n)",
+           [f"    {_cursor_type(allc)} cur;",
+            "    uint64_t i = 0;",
+            f"    int rc = {allc.p}_open(db, &cur);",
+            "    if (rc != P2_OK) { *n = 0; return rc; }",
+            f"    while (i < max && (rc = {allc.p}_next(&cur)) == P2_OK) {{",
+            f"        const {R} *r = {allc.p}_get(&cur);",
+            "        if (r == NULL) { rc = P2_EINVAL; break; }",
+            "        out[i++] = *r;",
+            "    }",
+            f"    {allc.p}_close(&cur);",
+            "    *n = i;",
+            "    return rc == P2_END || i == max ? P2_OK : rc;"])
+        fn(f"int p2py__{info.p}_insert_many({p}_db *db, const {R} *recs, uint64_t count, "
+           f"uint64_t *done)",
+           ["    uint64_t i = 0;",
+            "    int rc = P2_OK;",
+            f"    {p}_ref ref;",
+            f"    for (; i < count && (rc = {info.p}_insert(db, &recs[i], &ref)) == P2_OK; i++)",
+            "        ;",
+            "    *done = i;",
+            "    return rc;"])
         for key in info.key_fields():
             f = info.record.field(key)
             fn(f"int p2py__{info.p}_findrec_{key}({p}_db *db, {_arg(f.type, 'key', p)}, "

@@ -46,9 +46,11 @@ REPO = Path(__file__).resolve().parent.parent
 SPEC = REPO / "bench" / "python" / "tpcb_py.p2"
 PREFIX = "p2bench_py"
 
-OPERATIONS = ("insert", "find", "update", "delete", "scan", "scan_where", "traverse")
-# the order the phases run in (delete empties the store)
-PHASES = ("insert", "find", "update", "scan", "scan_where", "traverse", "delete")
+OPERATIONS = ("insert", "find", "update", "delete", "scan", "scan_where", "traverse",
+              "insert_many", "to_numpy")
+# the order the phases run in (delete empties the store; insert_many fills it again)
+PHASES = ("insert", "find", "update", "scan", "scan_where", "traverse", "delete",
+          "insert_many", "to_numpy")
 SYSTEMS = ("P2", "dict", "sqlite-mem", "sqlite-file", "lmdb")
 SINGLE_ROW = ("insert", "find", "update", "delete")
 DEFAULT_ROWS = 10000
@@ -63,6 +65,9 @@ OP_DOC = {
     "scan": "iterate every row (per row)",
     "scan_where": "iterate rows where balance > $min (per row scanned, 10% match)",
     "traverse": "the accounts of every branch (per account reached)",
+    "insert_many": "bulk insert, per row (P2: insert_many of a numpy array; sqlite3: "
+                   "executemany; dict: update; lmdb: putmulti)",
+    "to_numpy": "every row into a numpy structured array, per row (P2 only)",
 }
 
 
@@ -86,8 +91,10 @@ class Workload:
         self.expected = {
             "insert": rows, "find": rows, "update": rows, "delete": rows,
             "scan": rows, "scan_where": rows // 10, "traverse": rows,
+            "insert_many": rows, "to_numpy": rows,
         }
         self.balance_sum = sum(i + rows for i in range(rows))
+        self.initial_sum = sum(range(rows))
 
 
 # ---------------------------------------------------------------------------------------
@@ -102,6 +109,10 @@ class P2System:
 
     def open(self, w: Workload):
         self.db = self.mod.open(self.tmp)
+        import numpy as np
+        self.array = np.zeros(w.rows, dtype=self.db.accounts.dtype)
+        for j, name in enumerate(("id", "branch_id", "balance", "filler")):
+            self.array[name] = [r[j] if j < 3 else r[j].encode() for r in w.data]
         self.branch = [self.db.branches.insert(id=b, balance=0, filler=FILLER)
                        for b in range(w.branches)]
 
@@ -158,6 +169,13 @@ class P2System:
             n += 1
         return w.rows, n
 
+    def insert_many(self, w):
+        return w.rows, self.db.accounts.insert_many(self.array) and len(self.db.accounts)
+
+    def to_numpy(self, w):
+        a = self.db.accounts.to_numpy()
+        return len(a), (len(a) if int(a["balance"].sum()) == w.initial_sum else -1)
+
     def traverse(self, w):
         role = self.db.branches.accounts
         n = 0
@@ -203,6 +221,12 @@ class DictSystem:
             d[k] = (t[0], t[1], k + nb, t[3])
             n += 1
         return w.rows, n
+
+    def insert_many(self, w):
+        self.d.update((r[0], r) for r in w.data)
+        return w.rows, len(self.d)
+
+    to_numpy = None
 
     def delete(self, w):
         d, by = self.d, self.by_branch
@@ -268,6 +292,13 @@ class SqliteSystem:
 
     def link(self, w):
         pass   # branch_id is the link (indexed)
+
+    def insert_many(self, w):
+        self.cur.executemany("INSERT INTO account VALUES (?, ?, ?, ?)", w.data)
+        self.conn.commit()
+        return w.rows, self._count()
+
+    to_numpy = None
 
     def find(self, w):
         ex = self.cur.execute
@@ -403,6 +434,14 @@ class LmdbSystem:
         return w.rows, n
 
     traverse = None   # not applicable
+    to_numpy = None
+
+    def insert_many(self, w):
+        pk, pr = KEY.pack, ROW.pack
+        with self.env.begin(write=True) as txn:
+            txn.cursor().putmulti([(pk(i), pr(i, b, bal, fill.encode()))
+                                   for i, b, bal, fill in w.data])
+        return w.rows, self._count()
 
 
 # ---------------------------------------------------------------------------------------
@@ -515,7 +554,7 @@ def _ratio(a: Optional[float], b: Optional[float]) -> str:
     return f"{a / b:.2f}×"
 
 
-def targets(med: dict) -> list:
+def targets(med: dict, rowbytes: int = 0) -> list:
     """The issue's targets that this benchmark measures: (what, value, met)."""
     out = []
     for op in SINGLE_ROW:
@@ -529,6 +568,13 @@ def targets(med: dict) -> list:
     p, d = med.get(("P2", "find")), med.get(("dict", "find"))
     if p and d:
         out.append(("find: P2 / dict ≤ 3", p / d, p / d <= 3))
+    p, q = med.get(("P2", "insert_many")), med.get(("P2", "insert"))
+    if p and q:
+        out.append(("insert: loop of insert / insert_many ≥ 10", q / p, q / p >= 10))
+    p = med.get(("P2", "to_numpy"))
+    if p and rowbytes:
+        gbs = rowbytes / p
+        out.append(("to_numpy: GB/s ≥ 1", gbs, gbs >= 1))
     return out
 
 
@@ -552,7 +598,7 @@ def markdown(doc: dict) -> str:
                      f"{_ratio(med.get(('P2', op)), med.get(('dict', op)))} |")
     lines += ["", "Operations: " + "; ".join(f"**{k}** {v}" for k, v in OP_DOC.items()) + ".",
               "", "## Targets (issue 11)", "", "| target | value | met |", "|---|---:|:---:|"]
-    for what, value, met in targets(med):
+    for what, value, met in targets(med, ctx.get("record_bytes", 0)):
         lines.append(f"| {what} | {value:,.2f} | {'yes' if met else 'no'} |")
     lines.append("")
     return "\n".join(lines)
@@ -606,6 +652,7 @@ def command(rows: int, reps: int, out: str, build_dir: str, systems=None, plots:
             "sqlite": sqlite3.sqlite_version, "num_cpus": os.cpu_count(),
             "load_avg": [round(x, 2) for x in os.getloadavg()],
             "rows": rows, "repetitions": reps, "spec": str(SPEC.relative_to(REPO)),
+            "record_bytes": module.ffi.sizeof(f"{PREFIX}_account"),
             "operations": OP_DOC, "failures": failures},
             "benchmarks": entries}
         with open(os.path.join(out, "python.json"), "w", encoding="utf-8") as f:

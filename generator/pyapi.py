@@ -42,6 +42,15 @@ Container
     `len()`, `iter()` (every element), `purge() -> int` (only over a `delflag` layer),
     `name`, `keys`, `record` (the Record class), `persistent`, `file`, `equation`,
     `roles` (role name -> Role), `role(name)`.
+    numpy (records without text fields; TypeError otherwise): `dtype` (a structured
+    dtype with the C record's offsets and size: ints and floats as their C types,
+    char[N] as 'S<N>' NUL-padded bytes, ref fields as uint64 with 2**64-1 for none);
+    `to_numpy()` -> every element in iteration order, a copy made in one call into C
+    (valid after changes and close); `insert_many(rows) -> int` (a structured array,
+    fields by name, missing ones 0 / b"" / none; or an iterable of mappings or Records):
+    every value is checked first and a bad one raises TypeError / RangeError naming its
+    row with nothing inserted; an insert failing in C (a duplicate key) stops there,
+    the rows before it stay, and the P2Error has `.index` (the failing row).
     Roles of the relationships the container is in are attributes named after them
     (`db.comps.parts`) unless the name is a Python keyword or one of the attributes above:
     then `db.conns.role("from")`.
@@ -70,7 +79,11 @@ Cursor (what iterating a container or calling a cursor returns)
     act on the element last returned and keep the walk going; the update takes effect at
     once, and the walk meets every element once even when the update moves it further
     along (a new value of the key the cursor walks in order). `close()` (or a `with`
-    block) ends a walk early. Changing the container any
+    block) ends a walk early. `to_numpy()`: the rest of the walk as a numpy array (then
+    the cursor is at its end). Rows come from C in batches of up to BATCH (64) per call,
+    built into Records at once; update() / delete() first put the C cursor back on the
+    row they act on (its state was saved with the row) and fetch the rows after it again.
+    Changing the container any
     other way while a cursor walks it makes the cursor raise RuntimeError on its next step
     (as a dict does): the C cursor would otherwise follow a stale reference.
 Record

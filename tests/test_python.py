@@ -899,3 +899,43 @@ def test_insert_many_checks_every_row_first_and_reports_c_errors_by_index(nump, 
         d.alls.to_numpy()
     with pytest.raises(pyapi.ClosedError):
         d.alls.insert_many([{"g": 1}])
+
+
+CLASH = """
+record thing { ref: u32; key: i16; }
+record other { id: u32; }
+container close of thing = top2ds_qualify[array[transient]];
+container others of other = top2ds_qualify[array[transient]];
+relationship r one close.find to many others.to_numpy = ilist;
+relationship r2 one close.dtype to many others.name = ilist;
+cursor sync on others where id == $x;
+"""
+
+
+@needs_layers("ilist")
+def test_names_that_clash_with_the_api_stay_reachable(tmp_path_factory, tmp_path):
+    """Issue 11 item 4: a container `close`, a cursor `sync`, roles `find`, `name`,
+    `to_numpy` and `dtype`, a field `ref`: the checker accepts them (names starting with
+    '_', the binding's own, it refuses) and the binding's methods keep their meaning,
+    while the user's names are reachable through db.container(), db.cursor(),
+    container.role() and the Record's field (`ref`; the reference is then `._ref`)."""
+    pytest.importorskip("numpy")
+    gen, path = _build(tmp_path_factory, "p2t_clash", CLASH)
+    mod = _import(gen, "p2t_clash")
+    text = Path(path).read_text()
+    assert "db.container('close').role('find')(x)" in text
+    assert "db.others.role('to_numpy')(x)" in text and "db.others.role('name')(x)" in text
+    with mod.open(tmp_path) as d:
+        assert callable(d.close) and callable(d.sync)      # the API's methods
+        c = d.container("close")
+        t = c.insert(ref=5, key=1)
+        assert t.ref == 5 and t._ref == 0 and c.get(t._ref) == t
+        o = d.others.insert(id=3)
+        c.role("find").add(t, o)
+        c.role("dtype").add(t, o)
+        assert list(c.role("find")(t)) == [o]
+        assert d.others.role("to_numpy")(o) == t and d.others.role("name")(o) == t
+        assert d.others.name == "others" and list(d.others.to_numpy()["id"]) == [3]
+        assert c.dtype.names == ("ref", "key")
+        assert [r.id for r in d.cursor("sync", x=3)] == [3]
+        d.sync()

@@ -5,7 +5,8 @@ one-to-many relationship branch -> accounts, a cursor with a predicate) is built
 `p2gen build --python` and driven from Python beside the stores a Python user would
 otherwise reach for, all in this process, on the same rows and keys:
 
-    P2            the generated module (`db.accounts.insert(...)`, `find`, ...)
+    P2            the generated module (`db.accounts.insert(...)`, `find`, `update_by`,
+                  `delete_by`, iteration, a cursor, a role, `insert_many`, `to_numpy`)
     dict          a dict of tuples (id -> row); branch -> list of ids for the relationship
     sqlite-mem    stdlib sqlite3 on :memory:, the same SQL text each time (cached statements)
     sqlite-file   the same on a file (one transaction per phase)
@@ -143,17 +144,17 @@ class P2System:
         return w.rows, n
 
     def update(self, w):
-        f, upd, nb = self.db.accounts.find, self.db.accounts.update, w.new_balance
+        upd, nb = self.db.accounts.update_by, w.new_balance
         n = 0
         for k in w.update_keys:
-            upd(f(k), balance=k + nb)
-            n += 1
+            if upd(k, balance=k + nb) is not None:
+                n += 1
         return w.rows, n
 
     def delete(self, w):
-        f, dele = self.db.accounts.find, self.db.accounts.delete
+        dele = self.db.accounts.delete_by
         for k in w.delete_keys:
-            dele(f(k))
+            dele(k)
         return w.rows, w.rows - len(self.db.accounts)
 
     def scan(self, w):

@@ -38,7 +38,9 @@ Container
     `find(value)` when the container has exactly one key field, else `find(field=value)`
     -> Record or None (a string longer than the field finds nothing; an int outside the
     field's type raises RangeError), `update(rec_or_ref, **fields) -> Record`,
-    `delete(rec_or_ref)`,
+    `delete(rec_or_ref)`, `update_by(key, **fields) -> Record or None` and
+    `delete_by(key) -> bool` (by the value of the container's only key field: one call
+    into C each),
     `len()`, `iter()` (every element), `purge() -> int` (only over a `delflag` layer),
     `name`, `keys`, `record` (the Record class), `persistent`, `file`, `equation`,
     `roles` (role name -> Role), `role(name)`.
@@ -823,6 +825,11 @@ class Container:
                    for op in ("insert", "get", "update", "delete", "count", "reserve")}
         self._at = getattr(lib, f"{cp}_at")
         self._copy_c = getattr(lib, f"p2py__{cp}_copy", None)
+        self._updkey = {k: getattr(lib, f"p2py__{cp}_updkey_{k}", None) for k in self.keys}
+        self._delkey = {k: getattr(lib, f"p2py__{cp}_delkey_{k}", None) for k in self.keys}
+        self._out = ffi.new(self._rtype)          # update_by's result, reused
+        self._out_buf = ffi.buffer(self._out)
+        self._masks = {}                          # field names -> byte mask of the record
         self._insert_many_c = getattr(lib, f"p2py__{cp}_insert_many", None)
         self._find = {k: getattr(lib, f"{cp}_find_{k}") for k in self.keys}
         if meta["delflag"]:
@@ -1156,6 +1163,84 @@ class Container:
 
     def __delitem__(self, ref) -> None:
         self.delete(ref)
+
+    def _one_key(self, value):
+        """(key field, the value as C takes it, or None when no element can have it)."""
+        keys = self.keys
+        if len(keys) != 1:
+            raise TypeError(f"container {self.name} has {'no' if not keys else 'several'} "
+                            f"key fields: update_by / delete_by take the value of its only "
+                            f"key; use find() and update() / delete()")
+        f = self._fields[keys[0]]
+        if value.__class__ is int and f.kind == "int" and f.lo <= value <= f.hi:
+            return keys[0], value
+        return keys[0], (f.convert(value) if f.kind != "char" else _find_str(f, value))
+
+    def _mask(self, names) -> Any:
+        key = frozenset(names)
+        m = self._masks.get(key)
+        if m is None:
+            ffi, ctype = self._ffi, self._rtype[:-2]
+            members = dict(ffi.typeof(ctype).fields)
+            mask = bytearray(ffi.sizeof(ctype))
+            for n in key:
+                off = ffi.offsetof(ctype, n)
+                mask[off:off + ffi.sizeof(members[n].type)] = b"\1" * ffi.sizeof(members[n].type)
+            m = self._masks[key] = ffi.new("unsigned char[]", bytes(mask))
+        return m
+
+    def update_by(self, _key, /, **fields) -> Optional[Record]:
+        """Change fields of the element whose (only) key field equals the value, like
+        update(); returns the updated Record, or None if there is no such element. One
+        call into C (find, read, write the fields given, update) for a record without text
+        fields."""
+        with self._db._lock:   # one call into C at a time (see _serialised)
+            self._db._guard()
+            h = self._db._handle()
+            field, cval = self._one_key(_key)
+            if cval is None:
+                return None
+            upd = self._updkey.get(field)
+            if upd is not None and self._fill_fast is not None:
+                try:
+                    self._fill_fast(self._zero, fields)
+                except Exception:
+                    upd = None       # the path below raises the precise error
+                if upd is not None:
+                    ref = self._scratch_ref
+                    rc = upd(h, cval, self._scratch, self._mask(fields), self._out, ref)
+                    if rc == P2_NOTFOUND:
+                        return None
+                    if rc != P2_OK:
+                        raise self._fail(rc)
+                    self._changed()
+                    return self._one_of(self._unpack(self._out_buf), ref[0])
+            rec = self.find(_key)
+            return None if rec is None else self.update(rec, **fields)
+
+    def delete_by(self, _key, /) -> bool:
+        """Delete the element whose (only) key field equals the value (one of them, if
+        several); False if there is none. One call into C."""
+        with self._db._lock:   # one call into C at a time (see _serialised)
+            self._db._guard()
+            h = self._db._handle()
+            field, cval = self._one_key(_key)
+            if cval is None:
+                return False
+            dele = self._delkey.get(field)
+            if dele is None:
+                rec = self.find(_key)
+                if rec is None:
+                    return False
+                self.delete(rec)
+                return True
+            rc = dele(h, cval, self._scratch_ref)
+            if rc == P2_NOTFOUND:
+                return False
+            if rc != P2_OK:
+                raise self._fail(rc)
+            self._changed()
+            return True
 
     # -- numpy ---------------------------------------------------------------------------
     @property

@@ -169,6 +169,8 @@ def helpers_c(checked: CheckedSpec, declare: bool = False) -> str:
     calls that cross from Python once where the public API takes several.
 
     p2py__<c>_findrec_<key>: find by key and copy the element out (find + get).
+    p2py__<c>_updkey_<key>: find by key, overwrite the bytes of the fields given (mask),
+        update; p2py__<c>_delkey_<key>: find by key, delete (update_by / delete_by).
     p2py__<cursor>_fetch: up to max rows of a cursor (next + get + ref per row) into
         recs/refs, and the cursor's state after each row into snaps (a cursor is plain data
         while its updates have moved nothing: the binding moves the cursor back to a row's
@@ -221,6 +223,22 @@ def helpers_c(checked: CheckedSpec, declare: bool = False) -> str:
                [f"    int rc = {info.p}_find_{key}(db, key, ref);",
                 "    if (rc != P2_OK) return rc;",
                 f"    return {info.p}_get(db, *ref, out);"])
+            fn(f"int p2py__{info.p}_updkey_{key}({p}_db *db, {_arg(f.type, 'key', p)}, "
+               f"const {R} *vals, const unsigned char *mask, {R} *out, {p}_ref *ref)",
+               [f"    int rc = {info.p}_find_{key}(db, key, ref);",
+                "    if (rc != P2_OK) return rc;",
+                f"    rc = {info.p}_get(db, *ref, out);",
+                "    if (rc != P2_OK) return rc;",
+                "    unsigned char *o = (unsigned char *)out;",
+                "    const unsigned char *v = (const unsigned char *)vals;",
+                "    for (size_t i = 0; i < sizeof *out; i++)",
+                "        if (mask[i]) o[i] = v[i];",
+                f"    return {info.p}_update(db, ref, out);"])
+            fn(f"int p2py__{info.p}_delkey_{key}({p}_db *db, {_arg(f.type, 'key', p)}, "
+               f"{p}_ref *ref)",
+               [f"    int rc = {info.p}_find_{key}(db, key, ref);",
+                "    if (rc != P2_OK) return rc;",
+                f"    return {info.p}_delete(db, *ref);"])
         for k in _public_cursors(info):
             t = _cursor_type(k)
             fn(f"int p2py__{k.p}_fetch({t} *cur, {R} *recs, {p}_ref *refs, {t} *snaps, "

@@ -939,3 +939,41 @@ def test_names_that_clash_with_the_api_stay_reachable(tmp_path_factory, tmp_path
         assert c.dtype.names == ("ref", "key")
         assert [r.id for r in d.cursor("sync", x=3)] == [3]
         d.sync()
+
+
+def test_update_by_and_delete_by_key(db, keyed, tmp_path):
+    """update_by / delete_by (one call into C: find, read, write the given fields, update)
+    act like find + update / delete, with the same checks, and change nothing on error."""
+    rows = fill(db, 30)
+    r = rows[7]
+    new = db.accounts.update_by(r["id"], balance=-5, name="zed")
+    assert new == db.accounts.find(r["id"]) and new.balance == -5 and new.name == "zed"
+    assert (new.branch, new.rate, new.tiny) == (r["branch"], r["rate"], r["tiny"])
+    assert db.accounts.update_by(2, balance=1) is None          # ids are 3k+1: absent
+    before = sorted((x.id, x.balance, x.name, x.tiny) for x in db.accounts)
+    for bad, exc in (({"balance": "x"}, TypeError), ({"tiny": 1000}, pyapi.RangeError),
+                     ({"name": "much too long!"}, pyapi.RangeError), ({"nope": 1}, TypeError),
+                     ({"name": "\ud800"}, pyapi.RangeError)):
+        with pytest.raises(exc):
+            db.accounts.update_by(r["id"], **bad)
+    assert sorted((x.id, x.balance, x.name, x.tiny) for x in db.accounts) == before
+    moved = db.accounts.update_by(r["id"], id=1000)            # the key itself
+    assert moved.id == 1000 and db.accounts.find(r["id"]) is None
+    assert db.accounts.delete_by(1000) is True and db.accounts.find(1000) is None
+    assert db.accounts.delete_by(1000) is False
+    assert len(db.accounts) == 29
+    with pytest.raises(TypeError, match="several"):
+        db.notes.update_by(1, owner="x")
+    with pytest.raises(TypeError, match="no"):
+        db.log.delete_by(1)
+    db.close()
+    with pytest.raises(pyapi.ClosedError):
+        db.accounts.update_by(r["id"], balance=1)
+    with pytest.raises(pyapi.ClosedError):
+        db.accounts.delete_by(r["id"])
+    with keyed.open(tmp_path / "k") as d:                      # unique keys (iarray)
+        d.items.insert(id=5, qty=1)
+        d.items.insert(id=6, qty=2)
+        with pytest.raises(pyapi.DuplicateError):
+            d.items.update_by(5, id=6)
+        assert d.items.update_by(5, qty=9).qty == 9 and d.items.find(6).qty == 2

@@ -988,7 +988,8 @@ class Container:
                     rc = self._c["insert"](h, self._scratch, ref)
                     if rc != P2_OK:
                         raise self._fail(rc)
-                    self._changed()
+                    self._version += 1     # _changed(), inline
+                    self._links += 1
                     return self._one_of(self._unpack(self._scratch_buf), ref[0])
             crec = self._ffi.new(self._rtype)
             for n in self._reffields:
@@ -1113,8 +1114,12 @@ class Container:
         """Change fields of the element (read, modify, write back, keeping every index
         right); returns the updated Record, whose reference changes if the element moved."""
         with self._db._lock:   # one call into C at a time (see _serialised)
-            self._db._guard()
-            h = self._db._handle()
+            db = self._db
+            if db._spec_.c_guard is not None:
+                db._guard()
+            h = db._handle_
+            if h is None:
+                db._handle()     # raises ClosedError
             if self._fill_fast is not None:
                 ref, t = self._locate_t(h, rec_or_ref)
                 try:
@@ -1127,7 +1132,8 @@ class Container:
                     rc = self._c["update"](h, refp, self._scratch)
                     if rc != P2_OK:
                         raise self._fail(rc)
-                    self._changed()
+                    self._version += 1     # _changed(), inline
+                    self._links += 1
                     return self._one_of(self._unpack(self._scratch_buf), refp[0])
             ref, crec = self._locate(h, rec_or_ref)
             old = self._ffi.new(self._rtype)
@@ -1153,8 +1159,12 @@ class Container:
     def delete(self, rec_or_ref) -> None:
         """Delete the element; NotFoundError if there is none."""
         with self._db._lock:   # one call into C at a time (see _serialised)
-            self._db._guard()
-            h = self._db._handle()
+            db = self._db
+            if db._spec_.c_guard is not None:
+                db._guard()
+            h = db._handle_
+            if h is None:
+                db._handle()     # raises ClosedError
             ref = self._locate_t(h, rec_or_ref)[0]
             rc = self._c["delete"](h, ref)
             if rc != P2_OK:
@@ -1195,8 +1205,12 @@ class Container:
         call into C (find, read, write the fields given, update) for a record without text
         fields."""
         with self._db._lock:   # one call into C at a time (see _serialised)
-            self._db._guard()
-            h = self._db._handle()
+            db = self._db
+            if db._spec_.c_guard is not None:
+                db._guard()
+            h = db._handle_
+            if h is None:
+                db._handle()     # raises ClosedError
             field, cval = self._one_key(_key)
             if cval is None:
                 return None
@@ -1213,7 +1227,8 @@ class Container:
                         return None
                     if rc != P2_OK:
                         raise self._fail(rc)
-                    self._changed()
+                    self._version += 1     # _changed(), inline
+                    self._links += 1
                     return self._one_of(self._unpack(self._out_buf), ref[0])
             rec = self.find(_key)
             return None if rec is None else self.update(rec, **fields)
@@ -1222,8 +1237,12 @@ class Container:
         """Delete the element whose (only) key field equals the value (one of them, if
         several); False if there is none. One call into C."""
         with self._db._lock:   # one call into C at a time (see _serialised)
-            self._db._guard()
-            h = self._db._handle()
+            db = self._db
+            if db._spec_.c_guard is not None:
+                db._guard()
+            h = db._handle_
+            if h is None:
+                db._handle()     # raises ClosedError
             field, cval = self._one_key(_key)
             if cval is None:
                 return False
@@ -1297,8 +1316,12 @@ class Container:
             self.dtype    # raises TypeError: text fields
         buf, n = self._pack_rows(rows)
         with self._db._lock:
-            self._db._guard()
-            h = self._db._handle()
+            db = self._db
+            if db._spec_.c_guard is not None:
+                db._guard()
+            h = db._handle_
+            if h is None:
+                db._handle()     # raises ClosedError
             if n == 0:
                 return 0
             done = self._ffi.new("uint64_t *")

@@ -126,6 +126,8 @@ def cdef(checked: CheckedSpec) -> str:
             f = info.record.field(key)
             out.append(f"int {cp}_find_{key}({p}_db *db, {_arg(f.type, 'key', p)}, "
                        f"{p}_ref *out);")
+            out.append(f"const {R} *{cp}_lookup_{key}({p}_db *db, "
+                       f"{_arg(f.type, 'key', p)}, {p}_ref *out);")
         if info.has_layer("delflag"):
             out.append(f"int {cp}_purge({p}_db *db, uint64_t *n);")
         for k in _public_cursors(info):

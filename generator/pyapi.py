@@ -1314,8 +1314,8 @@ class Container:
         row's."""
         if self._textpos:
             self.dtype    # raises TypeError: text fields
-        buf, n = self._pack_rows(rows)
-        with self._db._lock:
+        with self._db._lock:      # held while packing too: _pack_rows uses the scratch record
+            buf, n = self._pack_rows(rows)
             db = self._db
             if db._spec_.c_guard is not None:
                 db._guard()

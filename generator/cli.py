@@ -375,5 +375,39 @@ def bench_oo7(**kwargs):
     sys.exit(rc)
 
 
+@bench.command("python", context_settings=CONTEXT)
+@click.option("--rows", type=click.IntRange(10), default=10000, show_default=True,
+              help="Accounts (rows) per run.")
+@click.option("--reps", type=click.IntRange(1), default=3, show_default=True,
+              help="Repetitions (a fresh store each); the report takes the median.")
+@click.option("--system", "systems", multiple=True,
+              type=click.Choice(["P2", "dict", "sqlite-mem", "sqlite-file", "lmdb"]),
+              help="Only these systems (repeatable; default: all, lmdb if installed).")
+@click.option("-o", "--out", "out", default="bench/results", show_default=True,
+              type=click.Path(file_okay=False), help="Where python.json, python.md and "
+              "python.png go.")
+@click.option("--build-dir", default="bench/build/python", show_default=True,
+              type=click.Path(file_okay=False), help="The generated module and extension.")
+@click.option("--render", metavar="JSON", type=click.Path(exists=True, dir_okay=False),
+              help="Only render the table and plot from a stored python.json.")
+@click.option("--plots/--no-plots", default=True, show_default=True,
+              help="Render a PNG plot (needs matplotlib: pip install 'p2gen[bench]').")
+def bench_python(**kwargs):
+    """Per-operation cost from Python: the generated module vs dict, sqlite3, lmdb.
+
+    Builds bench/python/tpcb_py.p2 with --python and times insert, find, update, delete,
+    scans (with and without a predicate) and a relationship traversal against a dict of
+    tuples, sqlite3 (:memory: and a file) and the lmdb binding, checking every phase's
+    counts. Writes python.json, python.md (medians, ratios, the issue's targets) and
+    python.png. Exit status 1 if a check failed.
+    """
+    from .bench_python import command
+    try:
+        rc = command(**kwargs, say=click.echo)
+    except P2Error as e:
+        _fail(e)
+    sys.exit(rc)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -38,10 +38,21 @@ Container
     `find(value)` when the container has exactly one key field, else `find(field=value)`
     -> Record or None (a string longer than the field finds nothing; an int outside the
     field's type raises RangeError), `update(rec_or_ref, **fields) -> Record`,
-    `delete(rec_or_ref)`,
+    `delete(rec_or_ref)`, `update_by(key, **fields) -> Record or None` and
+    `delete_by(key) -> bool` (by the value of the container's only key field: one call
+    into C each),
     `len()`, `iter()` (every element), `purge() -> int` (only over a `delflag` layer),
     `name`, `keys`, `record` (the Record class), `persistent`, `file`, `equation`,
     `roles` (role name -> Role), `role(name)`.
+    numpy (records without text fields; TypeError otherwise): `dtype` (a structured
+    dtype with the C record's offsets and size: ints and floats as their C types,
+    char[N] as 'S<N>' NUL-padded bytes, ref fields as uint64 with 2**64-1 for none);
+    `to_numpy()` -> every element in iteration order, a copy made in one call into C
+    (valid after changes and close); `insert_many(rows) -> int` (a structured array,
+    fields by name, missing ones 0 / b"" / none; or an iterable of mappings or Records):
+    every value is checked first and a bad one raises TypeError / RangeError naming its
+    row with nothing inserted; an insert failing in C (a duplicate key) stops there,
+    the rows before it stay, and the P2Error has `.index` (the failing row).
     Roles of the relationships the container is in are attributes named after them
     (`db.comps.parts`) unless the name is a Python keyword or one of the attributes above:
     then `db.conns.role("from")`.
@@ -70,7 +81,11 @@ Cursor (what iterating a container or calling a cursor returns)
     act on the element last returned and keep the walk going; the update takes effect at
     once, and the walk meets every element once even when the update moves it further
     along (a new value of the key the cursor walks in order). `close()` (or a `with`
-    block) ends a walk early. Changing the container any
+    block) ends a walk early. `to_numpy()`: the rest of the walk as a numpy array (then
+    the cursor is at its end). Rows come from C in batches of up to BATCH (64) per call,
+    built into Records at once; update() / delete() first put the C cursor back on the
+    row they act on (its state was saved with the row) and fetch the rows after it again.
+    Changing the container any
     other way while a cursor walks it makes the cursor raise RuntimeError on its next step
     (as a dict does): the C cursor would otherwise follow a stale reference.
 Record
@@ -127,6 +142,7 @@ import functools
 import inspect
 import keyword
 import os
+import struct
 import threading
 import weakref
 from collections.abc import Mapping
@@ -334,11 +350,7 @@ class Record:
 
     @classmethod
     def _make(cls, values: tuple, ref: Optional[int], origin: Optional[str] = None):
-        self = object.__new__(cls)
-        object.__setattr__(self, "_values", values)
-        object.__setattr__(self, "_ref", ref)
-        object.__setattr__(self, "_origin", origin)
-        return self
+        return _new_record(cls, values, ref, origin)
 
     @property
     def ref(self) -> Optional[int]:
@@ -376,6 +388,121 @@ class Record:
         raise TypeError(f"{self._name} records cannot be pickled; pickle rec._asdict()")
 
 
+# Records are made by setting their slots through the slot descriptors (three C calls; a
+# third of the cost of object.__setattr__, which __setattr__'s refusal would otherwise need).
+_set_values = Record.__dict__["_values"].__set__
+_set_ref = Record.__dict__["_ref"].__set__
+_set_origin = Record.__dict__["_origin"].__set__
+
+
+def _new_record(cls, values: tuple, ref, origin, _new=object.__new__):
+    self = _new(cls)
+    _set_values(self, values)
+    _set_ref(self, ref)
+    _set_origin(self, origin)
+    return self
+
+
+# struct codes of the C field types (standard sizes; padding is spelled out from offsetof)
+_STRUCT_CODES = {"i8": "b", "i16": "h", "i32": "i", "i64": "q", "u8": "B", "u16": "H",
+                 "u32": "I", "u64": "Q", "f32": "f", "f64": "d"}
+
+
+class _Layout:
+    """How a C record's bytes become a Record's values in one struct.unpack: the record's
+    struct.Struct (its exact C layout, read from the compiled extension: offsetof and
+    sizeof, padding as pad bytes) and a function generated for the record type that turns
+    the unpacked tuple into field values (char[N] decoded up to the first NUL, NOREF ref
+    fields to None; text fields None, read separately by the container)."""
+
+    def __init__(self, ffi, ctype: str, fields: list):
+        fmt, at, index, src = ["="], 0, 0, []
+        self.texts = []     # (position, field name) of text fields
+        self.packed = []    # (field, index in the unpacked tuple) of the other fields
+        for pos, f in enumerate(fields):
+            off = ffi.offsetof(ctype, f.name)
+            if off > at:
+                fmt.append(f"{off - at}x")
+            if f.kind == "text":
+                size = ffi.sizeof("p2_text")
+                fmt.append(f"{size}x")
+                self.texts.append((pos, f.name))
+                src.append("None")
+                at = off + size
+                continue
+            if f.target is not None:
+                code, expr = "Q", f"(None if t[{index}] == NOREF else t[{index}])"
+            elif f.kind == "char":
+                code = f"{f.length}s"
+                expr = f"t[{index}].split(b'\\0', 1)[0].decode('utf-8', 'surrogateescape')"
+            else:
+                code, expr = _STRUCT_CODES[f.tname], f"t[{index}]"
+            fmt.append(code)
+            src.append(expr)
+            self.packed.append((f, index))
+            at = off + struct.calcsize("=" + code)
+            index += 1
+        total = ffi.sizeof(ctype)
+        if total > at:
+            fmt.append(f"{total - at}x")
+        self.struct = struct.Struct("".join(fmt))
+        assert self.struct.size == total, (ctype, self.struct.format, total)
+        body = ", ".join(src) + ("," if len(src) == 1 else "")
+        self.body = None if self.texts else body
+        if src and src == [f"t[{i}]" for i in range(len(src))]:
+            self.decode = tuple            # every field as struct reads it
+        else:
+            ns = {"NOREF": NOREF}
+            exec(f"def decode(t):\n    return ({body})\n", ns)
+            self.decode = ns["decode"]
+
+
+class _Slow(Exception):
+    """A value the generated packer leaves to the checked path (which raises the error)."""
+
+
+def _packer(layout: "_Layout", buf):
+    """fill(t, fields): a function generated for a record type without text fields that
+    writes into buf (a C record) the values of the dict `fields` over the unpacked tuple t
+    (an element's current values, or the zero record), in one struct.pack_into: int and
+    float ranges are struct's checks, char[N] is checked here (at most N bytes, no NUL),
+    ref fields go through their _Field. Any value it does not take (a wrong type, out of
+    range, an unknown field name) raises, and the caller then takes the checked per-field
+    path, which raises the precise TypeError / RangeError. Returns (fill, zero tuple)."""
+    ns = {"_K": _MISSING, "_Slow": _Slow, "NOREF": NOREF, "pack_into": layout.struct.pack_into,
+          "buf": buf}
+    lines = ["def fill(t, kw):", "    n = 0"]
+    zero = []
+    for f, j in layout.packed:
+        v = f"v{j}"
+        lines += [f"    {v} = kw.get({f.name!r}, _K)",
+                  f"    if {v} is _K:", f"        {v} = t[{j}]", "    else:", "        n += 1"]
+        if f.target is not None:
+            ns[f"conv{j}"] = f._convert_ref
+            lines += [f"        if {v} is None:", f"            {v} = NOREF",
+                      f"        elif {v}.__class__ is not int:", f"            {v} = conv{j}({v})"]
+            zero.append(NOREF)
+        elif f.kind == "char":
+            lines += [f"        if {v}.__class__ is str:",
+                      f"            {v} = {v}.encode('utf-8', 'surrogateescape')",
+                      f"        elif {v}.__class__ is not bytes:", "            raise _Slow",
+                      f"        if len({v}) > {f.length} or b'\\0' in {v}:",
+                      "            raise _Slow"]
+            zero.append(b"")
+        elif f.kind == "int":
+            lines += [f"        if {v}.__class__ is not int and not isinstance({v}, int):",
+                      "            raise _Slow"]
+            zero.append(0)
+        else:
+            lines += [f"        if {v}.__class__ is not float and not isinstance({v}, (int, float)):",
+                      "            raise _Slow"]
+            zero.append(0.0)
+    lines += ["    if n != len(kw):", "        raise _Slow",
+              "    pack_into(buf, 0, " + "".join(f"v{j}, " for _, j in layout.packed) + ")"]
+    exec("\n".join(lines) + "\n", ns)
+    return ns["fill"], tuple(zero)
+
+
 def _record_class(name: str, fields: list) -> type:
     names = tuple(f.name for f in fields)
     ns: dict = {"__slots__": (), "_fields": names, "_name": name,
@@ -405,10 +532,12 @@ class _Spec:
                                   f"{p}, {code} in p2gen.pyapi: rebuild it with this p2gen")
         self.fields = {}
         self.records = {}
+        self.layouts = {}
         for rname, fdescs in meta["records"].items():
             fs = [_Field(d, f"field '{d['name']}' of {rname}") for d in fdescs]
             self.fields[rname] = fs
             self.records[rname] = _record_class(rname, fs)
+            self.layouts[rname] = _Layout(ffi, f"{p}_{rname}", fs)
         self.containers = {c["name"]: c for c in meta["containers"]}
         self.cursors = {k["name"]: k for k in meta["cursors"]}
         self.cursor_params = {
@@ -520,6 +649,16 @@ class Database:
 
     def _database(self) -> "Database":
         return self
+
+    def _guard(self) -> None:
+        """Before a call that may write, with the lock held: the journal's SIGSEGV handler
+        checked (and put back on top if the host replaced it); see _serialised."""
+        guard = self._spec_.c_guard
+        h = self._handle_
+        if guard is not None and h is not None:
+            rc = guard(h)
+            if rc != P2_OK:
+                raise self._spec_.error(h, rc)
 
     # -- life cycle ------------------------------------------------------------------
     @property
@@ -684,6 +823,14 @@ class Container:
         cp = meta["c"]["prefix"]
         self._c = {op: getattr(lib, f"{cp}_{op}")
                    for op in ("insert", "get", "update", "delete", "count", "reserve")}
+        self._at = getattr(lib, f"{cp}_at")
+        self._copy_c = getattr(lib, f"p2py__{cp}_copy", None)
+        self._updkey = {k: getattr(lib, f"p2py__{cp}_updkey_{k}", None) for k in self.keys}
+        self._delkey = {k: getattr(lib, f"p2py__{cp}_delkey_{k}", None) for k in self.keys}
+        self._out = ffi.new(self._rtype)          # update_by's result, reused
+        self._out_buf = ffi.buffer(self._out)
+        self._masks = {}                          # field names -> byte mask of the record
+        self._insert_many_c = getattr(lib, f"p2py__{cp}_insert_many", None)
         self._find = {k: getattr(lib, f"{cp}_find_{k}") for k in self.keys}
         if meta["delflag"]:
             self._c["purge"] = getattr(lib, f"{cp}_purge")
@@ -695,6 +842,42 @@ class Container:
                        for n, d in meta["c"].get("text", {}).items()}
         self._roles = {}    # role name -> Role, filled by Database
         self._reffields = [f.name for f in self._fields.values() if f.target is not None]
+        layout = spec.layouts[meta["record"]]
+        self._unpack = layout.struct.unpack
+        self._iter_unpack = layout.struct.iter_unpack
+        self._rsize = layout.struct.size
+        self._decode = layout.decode
+        self._textpos = layout.texts
+        self._rows_of = self._one_of = None
+        if layout.body is not None:     # no text field: generated code, no calls per field
+            ns = {"new": object.__new__, "sv": _set_values, "sr": _set_ref, "so": _set_origin,
+                  "R": self.record, "NAME": self.name, "NOREF": NOREF}
+            exec("def rows(ts, refs):\n"
+                 "    out = []\n"
+                 "    app = out.append\n"
+                 "    for t, ref in zip(ts, refs):\n"
+                 "        o = new(R)\n"
+                 f"        sv(o, ({layout.body}))\n"
+                 "        sr(o, ref)\n"
+                 "        so(o, NAME)\n"
+                 "        app(o)\n"
+                 "    return out\n"
+                 "def one(t, ref):\n"
+                 "    o = new(R)\n"
+                 f"    sv(o, ({layout.body}))\n"
+                 "    sr(o, ref)\n"
+                 "    so(o, NAME)\n"
+                 "    return o\n", ns)
+            self._rows_of, self._one_of = ns["rows"], ns["one"]
+        # find's output, reused: every call into C holds the database's lock
+        self._scratch = ffi.new(self._rtype)
+        self._scratch_buf = ffi.buffer(self._scratch)
+        self._scratch_ref = ffi.new("uint64_t *")
+        # the extension's one-crossing helpers (pybind.helpers_c); None in one built before
+        self._findrec = {k: getattr(lib, f"p2py__{cp}_findrec_{k}", None) for k in self.keys}
+        self._fill_fast = self._zero = None
+        if layout.body is not None:
+            self._fill_fast, self._zero = _packer(layout, self._scratch_buf)
 
     # -- helpers ---------------------------------------------------------------------
     def _database(self) -> Database:
@@ -706,21 +889,28 @@ class Container:
     def _record(self, crec, ref: int, texts: bool = True):
         """A Record of the C record `crec` of element `ref`; texts are read from the
         container (None when `texts` is false: only for comparing keys)."""
-        ffi = self._ffi
-        values = []
-        h = self._db._handle() if texts and self._texts else None
-        for f in self._fields.values():
-            if f.kind == "text":
-                v = self._text(h, ref, f.name).decode("utf-8", "surrogateescape") \
-                    if texts else None
-            else:
-                v = getattr(crec, f.name)
-                if f.kind == "char":
-                    v = ffi.string(v).decode("utf-8", "surrogateescape")
-                elif f.target is not None:
-                    v = None if v == NOREF else int(v)
-            values.append(v)
-        return self.record._make(tuple(values), int(ref), self.name)
+        t = self._unpack(self._ffi.buffer(crec, self._rsize))
+        if self._one_of is not None:
+            return self._one_of(t, int(ref))
+        return self._make(self._decode(t), int(ref), texts)
+
+    def _records(self, buf, refs) -> list:
+        """Records of the C records in buf (packed, one per reference in refs)."""
+        ts = self._iter_unpack(buf)
+        if self._rows_of is not None:
+            return self._rows_of(ts, refs)
+        make, decode = self._make, self._decode
+        return [make(decode(t), r) for t, r in zip(ts, refs)]
+
+    def _make(self, values: tuple, ref: int, texts: bool = True):
+        """A Record of decoded values (texts None) of element `ref`, its texts read."""
+        if texts and self._textpos:
+            h = self._db._handle()
+            values = list(values)
+            for i, name in self._textpos:
+                values[i] = self._text(h, ref, name).decode("utf-8", "surrogateescape")
+            values = tuple(values)
+        return _new_record(self.record, values, ref, self.name)
 
     def _text(self, h, ref: int, name: str) -> bytes:
         ffi = self._ffi
@@ -776,33 +966,48 @@ class Container:
     def insert(self, _from=None, /, **fields) -> Record:
         """Insert an element and return it (a Record with its reference). Fields come from
         the optional record or mapping, then from keyword arguments; others are 0 / ""."""
-        if _from is not None:
-            if isinstance(_from, Record):
-                base = _from._asdict()
-            elif isinstance(_from, Mapping):
-                base = dict(_from)
-            else:
-                raise TypeError(f"insert() takes a Record or a mapping, got "
-                                f"{type(_from).__name__}")
-            fields = {**base, **fields}
-        h = self._db._handle()
-        crec = self._ffi.new(self._rtype)
-        for n in self._reffields:
-            setattr(crec, n, NOREF)     # not given: no element
-        texts = self._fill(crec, fields)
-        out = self._ffi.new("uint64_t *")
-        rc = self._c["insert"](h, crec, out)
-        if rc != P2_OK:
-            raise self._fail(rc)
-        self._changed()
-        ref = int(out[0])
-        if texts:
-            try:
-                self._set_texts(h, ref, texts)
-            except P2Error:
-                self._c["delete"](h, ref)   # nothing half-made stays
-                raise
-        return self._record(crec, ref)
+        with self._db._lock:   # one call into C at a time (see _serialised)
+            self._db._guard()
+            if _from is not None:
+                if isinstance(_from, Record):
+                    base = _from._asdict()
+                elif isinstance(_from, Mapping):
+                    base = dict(_from)
+                else:
+                    raise TypeError(f"insert() takes a Record or a mapping, got "
+                                    f"{type(_from).__name__}")
+                fields = {**base, **fields}
+            h = self._db._handle()
+            if self._fill_fast is not None:
+                try:
+                    self._fill_fast(self._zero, fields)
+                except Exception:
+                    pass            # the checked path below says what is wrong
+                else:
+                    ref = self._scratch_ref
+                    rc = self._c["insert"](h, self._scratch, ref)
+                    if rc != P2_OK:
+                        raise self._fail(rc)
+                    self._version += 1     # _changed(), inline
+                    self._links += 1
+                    return self._one_of(self._unpack(self._scratch_buf), ref[0])
+            crec = self._ffi.new(self._rtype)
+            for n in self._reffields:
+                setattr(crec, n, NOREF)     # not given: no element
+            texts = self._fill(crec, fields)
+            out = self._ffi.new("uint64_t *")
+            rc = self._c["insert"](h, crec, out)
+            if rc != P2_OK:
+                raise self._fail(rc)
+            self._changed()
+            ref = int(out[0])
+            if texts:
+                try:
+                    self._set_texts(h, ref, texts)
+                except P2Error:
+                    self._c["delete"](h, ref)   # nothing half-made stays
+                    raise
+            return self._record(crec, ref)
 
     def _read(self, h, ref: int):
         crec = self._ffi.new(self._rtype)
@@ -811,6 +1016,28 @@ class Container:
             raise self._fail(rc)
         return crec
 
+    def _locate_t(self, h, rec_or_ref):
+        """(ref, the element's values as the record's struct unpacks them): _locate's
+        checks, reading the element in place (`<c>_at`: no copy made in C)."""
+        ref = self._ref(rec_or_ref)
+        p = self._at(h, ref)
+        if p == self._ffi.NULL:      # no such element: _locate raises the C error
+            return ref, self._unpack(self._ffi.buffer(self._locate(h, rec_or_ref)[1],
+                                                      self._rsize))
+        t = self._unpack(self._ffi.buffer(p, self._rsize))
+        if isinstance(rec_or_ref, Record) and self.keys:
+            self._check_keys(rec_or_ref, ref, self._decode(t))
+        return ref, t
+
+    def _check_keys(self, rec, ref: int, now: tuple) -> None:
+        for k, i in zip(self.keys, self._key_index):
+            was, cur = rec._values[i], now[i]
+            if was != cur:
+                raise NotFoundError(
+                    f"container {self.name}: the element at reference {ref} has "
+                    f"{k} == {cur!r}, not {was!r}: the record is stale (the element was "
+                    f"deleted, changed its key or moved); find it again")
+
     def _locate(self, h, rec_or_ref):
         """(ref, C copy of the element). A Record names its element by reference *and*
         key fields: if the element at its reference has other keys now (it was deleted,
@@ -818,21 +1045,16 @@ class Container:
         ref = self._ref(rec_or_ref)
         crec = self._read(h, ref)
         if isinstance(rec_or_ref, Record) and self.keys:
-            now = self._record(crec, ref, texts=False)._values
-            for k, i in zip(self.keys, self._key_index):
-                was, cur = rec_or_ref._values[i], now[i]
-                if was != cur:
-                    raise NotFoundError(
-                        f"container {self.name}: the element at reference {ref} has "
-                        f"{k} == {cur!r}, not {was!r}: the record is stale (the element was "
-                        f"deleted, changed its key or moved); find it again")
+            self._check_keys(rec_or_ref, ref,
+                             self._decode(self._unpack(self._ffi.buffer(crec, self._rsize))))
         return ref, crec
 
     def get(self, rec_or_ref) -> Record:
         """The element `ref` (a fresh copy); NotFoundError if there is none."""
-        h = self._db._handle()
-        ref, crec = self._locate(h, rec_or_ref)
-        return self._record(crec, ref)
+        with self._db._lock:   # one call into C at a time (see _serialised)
+            h = self._db._handle()
+            ref, crec = self._locate(h, rec_or_ref)
+            return self._record(crec, ref)
 
     def __getitem__(self, ref) -> Record:
         return self.get(ref)
@@ -840,75 +1062,372 @@ class Container:
     def find(self, _key=_MISSING, /, **kw) -> Optional[Record]:
         """The element whose key equals the value (an element, if several), or None:
         `find(value)` when the container has one key field, else `find(field=value)`."""
-        h = self._db._handle()
-        keys = self.keys
-        if not keys:
-            raise TypeError(f"container {self.name} has no key fields ({self.equation}): "
-                            f"iterate over it or use a cursor")
-        if _key is not _MISSING:
-            if kw:
-                raise TypeError("find() takes a value or one field=value, not both")
-            if len(keys) != 1:
-                raise TypeError(f"container {self.name} has several keys ({', '.join(keys)}): "
-                                f"say which, e.g. find({keys[0]}=...)")
-            field, value = keys[0], _key
-        else:
-            if len(kw) != 1:
-                raise TypeError(f"find() takes one key field=value (keys of {self.name}: "
-                                f"{', '.join(keys)}), got {len(kw)}")
-            (field, value), = kw.items()
-            if field not in keys:
-                what = "not a key" if field in self._fields else "not a field"
-                raise TypeError(f"'{field}' is {what} of container {self.name}; find() takes "
-                                f"one of its keys: {', '.join(keys)}")
-        f = self._fields[field]
-        cval = f.convert(value) if f.kind != "char" else _find_str(f, value)
-        if cval is None:
-            return None
-        out = self._ffi.new("uint64_t *")
-        rc = self._find[field](h, cval, out)
-        if rc == P2_NOTFOUND:
-            return None
-        if rc != P2_OK:
-            raise self._fail(rc)
-        return self._record(self._read(h, out[0]), out[0])
+        with self._db._lock:   # one call into C at a time (see _serialised)
+            h = self._db._handle()
+            keys = self.keys
+            if not keys:
+                raise TypeError(f"container {self.name} has no key fields ({self.equation}): "
+                                f"iterate over it or use a cursor")
+            if _key is not _MISSING:
+                if kw:
+                    raise TypeError("find() takes a value or one field=value, not both")
+                if len(keys) != 1:
+                    raise TypeError(f"container {self.name} has several keys ({', '.join(keys)}): "
+                                    f"say which, e.g. find({keys[0]}=...)")
+                field, value = keys[0], _key
+            else:
+                if len(kw) != 1:
+                    raise TypeError(f"find() takes one key field=value (keys of {self.name}: "
+                                    f"{', '.join(keys)}), got {len(kw)}")
+                (field, value), = kw.items()
+                if field not in keys:
+                    what = "not a key" if field in self._fields else "not a field"
+                    raise TypeError(f"'{field}' is {what} of container {self.name}; find() takes "
+                                    f"one of its keys: {', '.join(keys)}")
+            f = self._fields[field]
+            if value.__class__ is int and f.kind == "int" and f.lo <= value <= f.hi:
+                cval = value
+            else:
+                cval = f.convert(value) if f.kind != "char" else _find_str(f, value)
+            if cval is None:
+                return None
+            findrec = self._findrec[field]
+            if findrec is not None:      # find and copy out, one crossing
+                ref = self._scratch_ref
+                rc = findrec(h, cval, self._scratch, ref)
+                if rc == P2_NOTFOUND:
+                    return None
+                if rc != P2_OK:
+                    raise self._fail(rc)
+                if self._one_of is not None:
+                    return self._one_of(self._unpack(self._scratch_buf), ref[0])
+                return self._make(self._decode(self._unpack(self._scratch_buf)), ref[0])
+            out = self._ffi.new("uint64_t *")
+            rc = self._find[field](h, cval, out)
+            if rc == P2_NOTFOUND:
+                return None
+            if rc != P2_OK:
+                raise self._fail(rc)
+            return self._record(self._read(h, out[0]), out[0])
 
     def update(self, rec_or_ref, /, **fields) -> Record:
         """Change fields of the element (read, modify, write back, keeping every index
         right); returns the updated Record, whose reference changes if the element moved."""
-        h = self._db._handle()
-        ref, crec = self._locate(h, rec_or_ref)
-        old = self._ffi.new(self._rtype)
-        old[0] = crec[0]
-        texts = self._fill(crec, fields)
-        old_texts = {n: self._text(h, ref, n) for n in texts}
-        refp = self._ffi.new("uint64_t *", ref)
-        rc = self._c["update"](h, refp, crec)
-        if rc != P2_OK:
-            raise self._fail(rc)
-        self._changed()
-        if texts:
-            try:
-                self._set_texts(h, refp[0], texts)
-            except P2Error:
-                # best effort: the element gets its old fields and texts back
-                for n, data in old_texts.items():
-                    self._texts[n][1](h, refp[0], self._ffi.from_buffer(data), len(data))
-                self._c["update"](h, refp, old)
-                raise
-        return self._record(crec, refp[0])
+        with self._db._lock:   # one call into C at a time (see _serialised)
+            db = self._db
+            if db._spec_.c_guard is not None:
+                db._guard()
+            h = db._handle_
+            if h is None:
+                db._handle()     # raises ClosedError
+            if self._fill_fast is not None:
+                ref, t = self._locate_t(h, rec_or_ref)
+                try:
+                    self._fill_fast(t, fields)
+                except Exception:
+                    pass            # the checked path below says what is wrong
+                else:
+                    refp = self._scratch_ref
+                    refp[0] = ref
+                    rc = self._c["update"](h, refp, self._scratch)
+                    if rc != P2_OK:
+                        raise self._fail(rc)
+                    self._version += 1     # _changed(), inline
+                    self._links += 1
+                    return self._one_of(self._unpack(self._scratch_buf), refp[0])
+            ref, crec = self._locate(h, rec_or_ref)
+            old = self._ffi.new(self._rtype)
+            old[0] = crec[0]
+            texts = self._fill(crec, fields)
+            old_texts = {n: self._text(h, ref, n) for n in texts}
+            refp = self._ffi.new("uint64_t *", ref)
+            rc = self._c["update"](h, refp, crec)
+            if rc != P2_OK:
+                raise self._fail(rc)
+            self._changed()
+            if texts:
+                try:
+                    self._set_texts(h, refp[0], texts)
+                except P2Error:
+                    # best effort: the element gets its old fields and texts back
+                    for n, data in old_texts.items():
+                        self._texts[n][1](h, refp[0], self._ffi.from_buffer(data), len(data))
+                    self._c["update"](h, refp, old)
+                    raise
+            return self._record(crec, refp[0])
 
     def delete(self, rec_or_ref) -> None:
         """Delete the element; NotFoundError if there is none."""
-        h = self._db._handle()
-        ref, _ = self._locate(h, rec_or_ref)
-        rc = self._c["delete"](h, ref)
-        if rc != P2_OK:
-            raise self._fail(rc)
-        self._changed()
+        with self._db._lock:   # one call into C at a time (see _serialised)
+            db = self._db
+            if db._spec_.c_guard is not None:
+                db._guard()
+            h = db._handle_
+            if h is None:
+                db._handle()     # raises ClosedError
+            ref = self._locate_t(h, rec_or_ref)[0]
+            rc = self._c["delete"](h, ref)
+            if rc != P2_OK:
+                raise self._fail(rc)
+            self._changed()
 
     def __delitem__(self, ref) -> None:
         self.delete(ref)
+
+    def _one_key(self, value):
+        """(key field, the value as C takes it, or None when no element can have it)."""
+        keys = self.keys
+        if len(keys) != 1:
+            raise TypeError(f"container {self.name} has {'no' if not keys else 'several'} "
+                            f"key fields: update_by / delete_by take the value of its only "
+                            f"key; use find() and update() / delete()")
+        f = self._fields[keys[0]]
+        if value.__class__ is int and f.kind == "int" and f.lo <= value <= f.hi:
+            return keys[0], value
+        return keys[0], (f.convert(value) if f.kind != "char" else _find_str(f, value))
+
+    def _mask(self, names) -> Any:
+        key = frozenset(names)
+        m = self._masks.get(key)
+        if m is None:
+            ffi, ctype = self._ffi, self._rtype[:-2]
+            members = dict(ffi.typeof(ctype).fields)
+            mask = bytearray(ffi.sizeof(ctype))
+            for n in key:
+                off = ffi.offsetof(ctype, n)
+                mask[off:off + ffi.sizeof(members[n].type)] = b"\1" * ffi.sizeof(members[n].type)
+            m = self._masks[key] = ffi.new("unsigned char[]", bytes(mask))
+        return m
+
+    def update_by(self, _key, /, **fields) -> Optional[Record]:
+        """Change fields of the element whose (only) key field equals the value, like
+        update(); returns the updated Record, or None if there is no such element. One
+        call into C (find, read, write the fields given, update) for a record without text
+        fields."""
+        with self._db._lock:   # one call into C at a time (see _serialised)
+            db = self._db
+            if db._spec_.c_guard is not None:
+                db._guard()
+            h = db._handle_
+            if h is None:
+                db._handle()     # raises ClosedError
+            field, cval = self._one_key(_key)
+            if cval is None:
+                return None
+            upd = self._updkey.get(field)
+            if upd is not None and self._fill_fast is not None:
+                try:
+                    self._fill_fast(self._zero, fields)
+                except Exception:
+                    upd = None       # the path below raises the precise error
+                if upd is not None:
+                    ref = self._scratch_ref
+                    rc = upd(h, cval, self._scratch, self._mask(fields), self._out, ref)
+                    if rc == P2_NOTFOUND:
+                        return None
+                    if rc != P2_OK:
+                        raise self._fail(rc)
+                    self._version += 1     # _changed(), inline
+                    self._links += 1
+                    return self._one_of(self._unpack(self._out_buf), ref[0])
+            rec = self.find(_key)
+            return None if rec is None else self.update(rec, **fields)
+
+    def delete_by(self, _key, /) -> bool:
+        """Delete the element whose (only) key field equals the value (one of them, if
+        several); False if there is none. One call into C."""
+        with self._db._lock:   # one call into C at a time (see _serialised)
+            db = self._db
+            if db._spec_.c_guard is not None:
+                db._guard()
+            h = db._handle_
+            if h is None:
+                db._handle()     # raises ClosedError
+            field, cval = self._one_key(_key)
+            if cval is None:
+                return False
+            dele = self._delkey.get(field)
+            if dele is None:
+                rec = self.find(_key)
+                if rec is None:
+                    return False
+                self.delete(rec)
+                return True
+            rc = dele(h, cval, self._scratch_ref)
+            if rc == P2_NOTFOUND:
+                return False
+            if rc != P2_OK:
+                raise self._fail(rc)
+            self._changed()
+            return True
+
+    # -- numpy ---------------------------------------------------------------------------
+    @property
+    def dtype(self):
+        """The numpy structured dtype of the C record (its field offsets and size): ints
+        and floats as their C types, char[N] as bytes 'S<N>' (NUL-padded), ref fields as
+        uint64 (2**64-1: no element). TypeError for a record with text fields."""
+        np = _numpy()
+        if self._textpos:
+            raise TypeError(f"container {self.name}: to_numpy / insert_many copy fixed-size "
+                            f"records; text field(s) {', '.join(n for _, n in self._textpos)} "
+                            f"live outside the record (iterate, or insert one by one)")
+        fs = list(self._fields.values())
+        formats = []
+        for f in fs:
+            if f.target is not None:
+                formats.append("=u8")
+            elif f.kind == "char":
+                formats.append(f"S{f.length}")
+            else:
+                formats.append(_NUMPY_CODES[f.tname])
+        ffi, ctype = self._ffi, self._rtype[:-2]
+        return np.dtype({"names": [f.name for f in fs], "formats": formats,
+                         "offsets": [ffi.offsetof(ctype, f.name) for f in fs],
+                         "itemsize": ffi.sizeof(ctype)})
+
+    def to_numpy(self):
+        """Every element, in the order iteration gives them, as a numpy structured array
+        of `dtype` (a copy, made in one call into C: it stays valid after the database
+        changes or closes)."""
+        np = _numpy()
+        dt = self.dtype
+        with self._db._lock:
+            h = self._db._handle()
+            n = int(self._c["count"](h))
+            out = np.zeros(n, dtype=dt)
+            got = self._ffi.new("uint64_t *")
+            if n:
+                rc = self._copy_c(h, self._ffi.cast(self._rtype, self._ffi.from_buffer(out)),
+                                  n, got)
+                if rc != P2_OK:
+                    raise self._fail(rc)
+        return out[:int(got[0])] if n else out
+
+    def insert_many(self, rows) -> int:
+        """Insert many elements in one call into C; returns how many. `rows`: a numpy
+        structured array (fields by name; fields it lacks are 0 / b"" / no element) or an
+        iterable of mappings or Records. Every value is checked before anything is
+        inserted: a bad one raises TypeError / RangeError naming its row, and nothing
+        is inserted. An insert that fails in C (a duplicate key, no memory) stops there:
+        the rows before it stay inserted, the error (P2Error) has `.index`, the failing
+        row's."""
+        if self._textpos:
+            self.dtype    # raises TypeError: text fields
+        with self._db._lock:      # held while packing too: _pack_rows uses the scratch record
+            buf, n = self._pack_rows(rows)
+            db = self._db
+            if db._spec_.c_guard is not None:
+                db._guard()
+            h = db._handle_
+            if h is None:
+                db._handle()     # raises ClosedError
+            if n == 0:
+                return 0
+            done = self._ffi.new("uint64_t *")
+            rc = self._insert_many_c(h, self._ffi.cast(self._rtype, self._ffi.from_buffer(buf)),
+                                     n, done)
+            k = int(done[0])
+            if k:
+                self._changed()
+            if rc != P2_OK:
+                err = self._fail(rc)
+                err.index = k
+                err.message = (f"insert_many: row {k}: {err.message} (rows 0..{k - 1} were "
+                               f"inserted)" if k else f"insert_many: row 0: {err.message}")
+                err.args = (err.message,)
+                raise err
+            return k
+
+    def _pack_rows(self, rows):
+        """(a buffer of C records, their number) for insert_many; checks every value."""
+        if hasattr(rows, "dtype") and getattr(rows.dtype, "names", None):
+            return self._pack_numpy(rows)
+        size = self._rsize
+        out = bytearray()
+        fill, zero, scratch = self._fill_fast, self._zero, self._scratch_buf
+        for i, row in enumerate(rows):
+            if isinstance(row, Record):
+                row = row._asdict()
+            elif not isinstance(row, Mapping):
+                raise TypeError(f"insert_many: row {i}: expected a mapping or a Record, got "
+                                f"{type(row).__name__}")
+            try:
+                fill(zero, row)
+            except Exception:
+                crec = self._ffi.new(self._rtype)
+                for n in self._reffields:
+                    setattr(crec, n, NOREF)
+                try:
+                    self._fill(crec, dict(row))
+                except Exception as e:
+                    e.args = (f"insert_many: row {i}: {e}",) + e.args[1:]
+                    if isinstance(e, P2Error):
+                        e.message = e.args[0]
+                    raise
+                self._ffi.memmove(scratch, crec, size)
+            out += scratch
+        return out, len(out) // size
+
+    def _pack_numpy(self, arr):
+        np = _numpy()
+        dt = self.dtype
+        names = arr.dtype.names
+        unknown = [n for n in names if n not in self._fields]
+        if unknown:
+            raise TypeError(f"insert_many: {self.record._name} has no field(s) "
+                            f"{', '.join(unknown)} (fields: {', '.join(self._fields)})")
+        arr = np.asarray(arr).reshape(-1)
+        out = np.zeros(len(arr), dtype=dt)
+        for n in self._reffields:
+            if n not in names:
+                out[n] = NOREF
+        for n in names:
+            f = self._fields[n]
+            col = arr[n]
+            k = col.dtype.kind
+            if f.kind == "char":
+                if k == "U":
+                    col = np.char.encode(col, "utf-8")
+                elif k != "S":
+                    raise TypeError(f"insert_many: {f.what} is {f.spelled}: expected a bytes "
+                                    f"or str column, got {col.dtype}")
+                col = np.ascontiguousarray(col)
+                lens = np.char.str_len(col) if len(col) else np.zeros(0, int)
+                raw = col.view(np.uint8).reshape(len(col), col.dtype.itemsize)
+                zero = raw == 0         # a NUL byte followed by another: inside the value
+                inner = (zero[:, :-1] & ~zero[:, 1:]).any(axis=1) if raw.shape[1] > 1 \
+                    else np.zeros(len(col), bool)
+                bad = np.nonzero((lens > f.length) | inner)[0]
+                if len(bad):
+                    raise RangeError(f"insert_many: row {bad[0]}: {f.what} is {f.spelled}: "
+                                     f"{col[bad[0]]!r} is longer than {f.length} bytes or "
+                                     f"contains a NUL byte")
+            elif f.kind == "int" or f.target is not None:
+                lo, hi = (0, NOREF) if f.target is not None else (f.lo, f.hi)
+                if k not in "iub":
+                    raise TypeError(f"insert_many: {f.what} is {f.spelled}: expected an "
+                                    f"integer column, got {col.dtype}")
+                if len(col):
+                    bad = np.nonzero((col < lo) | (col > hi))[0] if k == "i" or \
+                        np.iinfo(col.dtype).max > hi else []
+                    if len(bad):
+                        raise RangeError(f"insert_many: row {bad[0]}: {f.what} is "
+                                         f"{f.spelled}: {col[bad[0]]} is out of range "
+                                         f"({lo} .. {hi})")
+            elif f.kind == "float":
+                if k not in "iubf":
+                    raise TypeError(f"insert_many: {f.what} is {f.spelled}: expected a "
+                                    f"numeric column, got {col.dtype}")
+                if f.tname == "f32" and len(col) and k == "f":
+                    fin = np.isfinite(col)
+                    bad = np.nonzero(fin & (np.abs(np.where(fin, col, 0)) >
+                                            np.finfo(np.float32).max))[0]
+                    if len(bad):
+                        raise RangeError(f"insert_many: row {bad[0]}: {f.what} is f32: "
+                                         f"{col[bad[0]]} is out of range")
+            out[n] = col
+        return out, len(out)
 
     def __len__(self) -> int:
         return int(self._c["count"](self._db._handle()))
@@ -963,6 +1482,18 @@ class Container:
         return f"<container {self.name} of {self.record._name} = {self.equation}>"
 
 
+_NUMPY_CODES = {"i8": "=i1", "i16": "=i2", "i32": "=i4", "i64": "=i8", "u8": "=u1",
+                "u16": "=u2", "u32": "=u4", "u64": "=u8", "f32": "=f4", "f64": "=f8"}
+
+
+def _numpy():
+    try:
+        import numpy
+    except ImportError:  # pragma: no cover
+        raise ImportError("to_numpy / insert_many need numpy (pip install numpy)") from None
+    return numpy
+
+
 def _find_str(f: _Field, value):
     """A char key to look for: too long a string cannot be there (None)."""
     if not isinstance(value, (str, bytes, bytearray, memoryview)):
@@ -988,14 +1519,33 @@ class _PurgeableContainer(Container):
 # ---------------------------------------------------------------------------
 # Cursors
 # ---------------------------------------------------------------------------
+BATCH = 64   # rows a cursor or a many-role walk fetches per call into C
+
+
 class Cursor:
-    """A walk over the elements satisfying a cursor's predicate (an iterator of Records)."""
+    """A walk over the elements satisfying a cursor's predicate (an iterator of Records).
+
+    Rows come from C in batches (pybind.helpers_c's fetch: up to BATCH rows per crossing,
+    with the C cursor's state after each row), and become Records in one go. update() and
+    delete() first move the C cursor back to the state it had on the row they act on, and
+    drop the rows fetched after it (they are fetched again, as the C walk goes on from
+    there); after an update the walk goes one row per crossing, since the C cursor then
+    remembers the elements it moved (state a copy cannot carry)."""
 
     def __init__(self, container: Container, cprefix: str, ctype: str, args: list, name: str):
         self._container = container
         self._name = name
         lib = container._spec.lib
         ffi = container._ffi
+        self._ffi = ffi
+        self._ctype = ctype
+        self._fetch_c = getattr(lib, f"p2py__{cprefix}_fetch", None)
+        self._rows: list = []       # Records fetched, not yet returned
+        self._i = 0                 # the next of them to return
+        self._end = P2_OK           # the code the last fetch stopped with
+        self._restore = -1          # row whose C state to restore before update/delete
+        self._batch = BATCH
+        self._bufs = None
         self._next_c = getattr(lib, f"{cprefix}_next")
         self._get_c = getattr(lib, f"{cprefix}_get")
         self._ref_c = getattr(lib, f"{cprefix}_ref")
@@ -1029,24 +1579,101 @@ class Cursor:
         return self
 
     def __next__(self) -> Record:
+        # not serialised: only _fill_rows calls into C, and takes the database's lock
         if self._done:
             raise StopIteration
-        self._check()
-        rc = self._next_c(self._cur)
-        if rc == P2_END:
-            self.close()
-            raise StopIteration
-        if rc != P2_OK:
-            raise self._container._fail(rc)
-        crec = self._get_c(self._cur)
-        self._current = self._container._record(crec, self._ref_c(self._cur))
-        return self._current
+        c = self._container
+        if self._version != c._version or c._db._handle_ is None:
+            self._check()     # raises
+        i = self._i
+        if i >= len(self._rows):
+            with c._db._lock:
+                self._check()
+                self._fill_rows()
+            i = 0
+        self._i = i + 1
+        self._restore = i
+        rec = self._current = self._rows[i]
+        return rec
+
+    def _fill_rows(self, batch: int = 0) -> None:
+        """Fetch the next rows from C (the database's lock held by __next__'s caller)."""
+        c = self._container
+        self._rows = []
+        self._i = 0
+        rc = self._end
+        if rc == P2_OK and self._fetch_c is not None:
+            if self._bufs is None:
+                ffi = self._ffi
+                self._bufs = (ffi.new(f"{c._rtype[:-2]}[]", BATCH),
+                              ffi.new("uint64_t[]", BATCH),
+                              ffi.new(f"{self._ctype}[]", BATCH), ffi.new("int *"))
+            recs, refs, snaps, n = self._bufs
+            rc = self._fetch_c(self._cur, recs, refs, snaps, batch or self._batch, n)
+            k = n[0]
+            if k:
+                self._rows = c._records(self._ffi.buffer(recs, k * c._rsize),
+                                        self._ffi.unpack(refs, k))
+        elif rc == P2_OK:      # an extension built without the helpers: row by row
+            rc = self._next_c(self._cur)
+            if rc == P2_OK:
+                self._rows = [c._record(self._get_c(self._cur), self._ref_c(self._cur))]
+                self._restore = -1
+        self._end = rc
+        if not self._rows:
+            if rc == P2_END:
+                self.close()
+                raise StopIteration
+            raise c._fail(rc)
+
+    def to_numpy(self):
+        """The rest of the walk (the elements next() would still return) as a numpy
+        structured array of the container's dtype (a copy); the cursor is then at its end."""
+        np = _numpy()
+        c = self._container
+        dt = c.dtype
+        parts = []
+        with c._db._lock:
+            if not self._done:
+                self._check()
+                if self._i < len(self._rows):      # fetched, not yet returned
+                    recs = self._bufs[0]
+                    k = len(self._rows)
+                    raw = bytes(self._ffi.buffer(recs, k * c._rsize))
+                    parts.append(np.frombuffer(raw, dtype=dt)[self._i:])
+                    self._rows = []
+                    self._i = 0
+                while True:
+                    try:
+                        self._fill_rows(batch=max(self._batch, BATCH))
+                    except StopIteration:
+                        break
+                    k = len(self._rows)
+                    parts.append(np.frombuffer(bytes(self._ffi.buffer(self._bufs[0],
+                                                                      k * c._rsize)),
+                                               dtype=dt).copy())
+                    self._rows = []
+                    self._current = None
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=dt)
+
+    def _on_row(self) -> None:
+        """Put the C cursor on the row last returned (its state saved when it was fetched)
+        and forget the rows fetched after it."""
+        r = self._restore
+        if r >= 0 and self._bufs is not None:
+            snaps = self._bufs[2]
+            self._ffi.memmove(self._cur, snaps + r, self._ffi.sizeof(self._ctype))
+        self._restore = -1
+        self._rows = []
+        self._i = 0
+        self._end = P2_OK
 
     def close(self) -> None:
         """End the walk early (also when the cursor is collected or reaches its end):
         next() then raises StopIteration."""
         self._done = True
         self._current = None
+        self._rows = []
         self._close_c()
 
     def __enter__(self) -> "Cursor":
@@ -1073,6 +1700,8 @@ class Cursor:
         walk (a new key of the cursor's order, a new iarray key)."""
         self._check()
         self._on_element("update")
+        self._on_row()
+        self._batch = 1    # the C cursor now remembers what it moved: no copies of it
         c = self._container
         crec = c._ffi.new(c._rtype)
         p = self._get_c(self._cur)
@@ -1095,6 +1724,7 @@ class Cursor:
         """Delete the element under the cursor; the walk goes on after it."""
         self._check()
         self._on_element("delete")
+        self._on_row()
         c = self._container
         rc = self._delete_c(self._cur)
         if rc != P2_OK:
@@ -1236,6 +1866,12 @@ class Links:
         self._it = ffi.new(f"{role._meta['c']['iter']} *")
         self._out = ffi.new("uint64_t *")
         self._done = False
+        # partners come from C in batches (pybind.helpers_c), references and records
+        self._fetch_c = getattr(c._spec.lib, f"p2py__{role._meta['c']['open']}_fetch", None)
+        self._rows: list = []
+        self._i = 0
+        self._end = P2_OK
+        self._bufs = None
         rc = role._c["open"](h, self._it, self._owner)
         if rc != P2_OK:
             raise c._fail(rc, f"{c.name}.{role.name}: opening")
@@ -1248,6 +1884,18 @@ class Links:
         return self._role.container._db
 
     def __next__(self):
+        # rows already fetched are returned without the lock (no call into C)
+        i = self._i
+        if i < len(self._rows) and not self._done:
+            role = self._role
+            c = role.container
+            if (c._links, role.partner._links) == self._stamp and c._db._handle_ is not None:
+                self._i = i + 1
+                return self._rows[i]
+        with self._role.container._db._lock:
+            return self._step()
+
+    def _step(self):
         if self._done:
             raise StopIteration
         role = self._role
@@ -1257,16 +1905,47 @@ class Links:
             raise RuntimeError(f"{c.name} or {p.name} changed while walking "
                                f"{c.name}.{role.name}; collect the partners first "
                                f"(list(...)), then change")
-        rc = role._c["next"](self._it, self._out)
-        if rc == P2_END:
-            self._done = True
-            raise StopIteration
-        if rc != P2_OK:
+        i = self._i
+        if i < len(self._rows):
+            self._i = i + 1
+            return self._rows[i]
+        if self._fetch_c is None:
+            rc = role._c["next"](self._it, self._out)
+            if rc == P2_END:
+                self._done = True
+                raise StopIteration
+            if rc != P2_OK:
+                raise c._fail(rc)
+            ref = int(self._out[0])
+            if not self._records:
+                return ref
+            return p._record(p._read(h, ref), ref)
+        self._rows = []
+        self._i = 0
+        rc = self._end
+        if rc == P2_OK:
+            ffi = c._ffi
+            if self._bufs is None:
+                self._bufs = (ffi.new("uint64_t[]", BATCH),
+                              ffi.new(f"{p._rtype[:-2]}[]", BATCH) if self._records
+                              else ffi.NULL, ffi.new("int *"))
+            refs, recs, n = self._bufs
+            rc = self._fetch_c(h, self._it, refs, recs, BATCH, n)
+            k = n[0]
+            if k:
+                refl = ffi.unpack(refs, k)
+                if self._records:
+                    self._rows = p._records(ffi.buffer(recs, k * p._rsize), refl)
+                else:
+                    self._rows = refl
+            self._end = rc
+        if not self._rows:
+            if rc == P2_END:
+                self._done = True
+                raise StopIteration
             raise c._fail(rc)
-        ref = int(self._out[0])
-        if not self._records:
-            return ref
-        return p._record(p._read(h, ref), ref)
+        self._i = 1
+        return self._rows[0]
 
     def __repr__(self) -> str:
         return f"<walk of {self._role.container.name}.{self._role.name} of {self._owner}>"
@@ -1302,13 +1981,13 @@ def _serialised(fn, writes: bool):
 
 for _cls, _reads, _writes in (
         (Database, ("verify", "cursor"), ("close", "sync", "_txn")),
-        (Container, ("get", "find", "__len__", "__iter__", "__contains__"),
-         ("insert", "update", "delete", "reserve")),
+        # insert, get, find, update and delete take the lock themselves (hot paths)
+        (Container, ("__len__", "__iter__", "__contains__"), ("reserve",)),
         (_PurgeableContainer, (), ("purge",)),
-        (Cursor, ("__next__", "close"), ("update", "delete")),
+        (Cursor, ("close",), ("update", "delete")),
         (ManyRole, ("__call__", "refs", "count"), ("add", "remove")),
         (OneRole, ("ref", "get", "__call__"), ("set",)),
-        (Links, ("__next__",), ())):
+        (Links, (), ())):
     for _n in _reads + _writes:
         setattr(_cls, _n, _serialised(_cls.__dict__[_n], _n in _writes))
 del _cls, _reads, _writes, _n

@@ -126,6 +126,8 @@ def cdef(checked: CheckedSpec) -> str:
             f = info.record.field(key)
             out.append(f"int {cp}_find_{key}({p}_db *db, {_arg(f.type, 'key', p)}, "
                        f"{p}_ref *out);")
+            out.append(f"const {R} *{cp}_lookup_{key}({p}_db *db, "
+                       f"{_arg(f.type, 'key', p)}, {p}_ref *out);")
         if info.has_layer("delflag"):
             out.append(f"int {cp}_purge({p}_db *db, uint64_t *n);")
         for k in _public_cursors(info):
@@ -156,6 +158,124 @@ def cdef(checked: CheckedSpec) -> str:
                 out += [f"{p}_ref {c['get']}({p}_db *db, {p}_ref ref);",
                         f"int {c['set']}({p}_db *db, {p}_ref ref, {p}_ref partner);"]
         out.append("")
+    out += ["/* the binding's own helpers (helpers_c): one crossing per find, batches */",
+            helpers_c(checked, declare=True), ""]
+    return "\n".join(out)
+
+
+BATCH_MAX = 256   # rows a cursor fetches per crossing, at most
+
+
+def helpers_c(checked: CheckedSpec, declare: bool = False) -> str:
+    """C the CFFI module compiles beside the generated library (static: private to it):
+    calls that cross from Python once where the public API takes several.
+
+    p2py__<c>_findrec_<key>: find by key and copy the element out (find + get).
+    p2py__<c>_updkey_<key>: find by key, overwrite the bytes of the fields given (mask),
+        update; p2py__<c>_delkey_<key>: find by key, delete (update_by / delete_by).
+    p2py__<cursor>_fetch: up to max rows of a cursor (next + get + ref per row) into
+        recs/refs, and the cursor's state after each row into snaps (a cursor is plain data
+        while its updates have moved nothing: the binding moves the cursor back to a row's
+        snapshot before updating or deleting that row, then drops the rows after it).
+    p2py__<role>_fetch: up to max partners of a many-role walk, references and records.
+    p2py__<c>_copy: up to max elements of a container, in its walk's order (to_numpy).
+    p2py__<c>_insert_many: insert count records, stopping at the first error (*done:
+        how many went in; insert_many).
+    Each returns the last code (P2_OK when max rows came, else P2_END or the error) and
+    the number of rows in *n.
+    """
+    p = checked.prefix
+    out = []
+
+    def fn(sig: str, body: list) -> None:
+        out.append(f"{sig};" if declare else f"static {sig} {{")
+        if not declare:
+            out.extend(body)
+            out.append("}")
+
+    for info in checked.containers:
+        R = f"{p}_{info.record.name}"
+        allc = info.all_cursor
+        fn(f"int p2py__{info.p}_copy({p}_db *db, {R} *out, uint64_t max, uint64_t *n)",
+           [f"    {_cursor_type(allc)} cur;",
+            "    uint64_t i = 0;",
+            f"    int rc = {allc.p}_open(db, &cur);",
+            "    if (rc != P2_OK) { *n = 0; return rc; }",
+            f"    while (i < max && (rc = {allc.p}_next(&cur)) == P2_OK) {{",
+            f"        const {R} *r = {allc.p}_get(&cur);",
+            "        if (r == NULL) { rc = P2_EINVAL; break; }",
+            "        out[i++] = *r;",
+            "    }",
+            f"    {allc.p}_close(&cur);",
+            "    *n = i;",
+            "    return rc == P2_END || i == max ? P2_OK : rc;"])
+        fn(f"int p2py__{info.p}_insert_many({p}_db *db, const {R} *recs, uint64_t count, "
+           f"uint64_t *done)",
+           ["    uint64_t i = 0;",
+            "    int rc = P2_OK;",
+            f"    {p}_ref ref;",
+            f"    for (; i < count && (rc = {info.p}_insert(db, &recs[i], &ref)) == P2_OK; i++)",
+            "        ;",
+            "    *done = i;",
+            "    return rc;"])
+        for key in info.key_fields():
+            f = info.record.field(key)
+            fn(f"int p2py__{info.p}_findrec_{key}({p}_db *db, {_arg(f.type, 'key', p)}, "
+               f"{R} *out, {p}_ref *ref)",
+               [f"    int rc = {info.p}_find_{key}(db, key, ref);",
+                "    if (rc != P2_OK) return rc;",
+                f"    return {info.p}_get(db, *ref, out);"])
+            fn(f"int p2py__{info.p}_updkey_{key}({p}_db *db, {_arg(f.type, 'key', p)}, "
+               f"const {R} *vals, const unsigned char *mask, {R} *out, {p}_ref *ref)",
+               [f"    int rc = {info.p}_find_{key}(db, key, ref);",
+                "    if (rc != P2_OK) return rc;",
+                f"    rc = {info.p}_get(db, *ref, out);",
+                "    if (rc != P2_OK) return rc;",
+                "    unsigned char *o = (unsigned char *)out;",
+                "    const unsigned char *v = (const unsigned char *)vals;",
+                "    for (size_t i = 0; i < sizeof *out; i++)",
+                "        if (mask[i]) o[i] = v[i];",
+                f"    return {info.p}_update(db, ref, out);"])
+            fn(f"int p2py__{info.p}_delkey_{key}({p}_db *db, {_arg(f.type, 'key', p)}, "
+               f"{p}_ref *ref)",
+               [f"    int rc = {info.p}_find_{key}(db, key, ref);",
+                "    if (rc != P2_OK) return rc;",
+                f"    return {info.p}_delete(db, *ref);"])
+        for k in _public_cursors(info):
+            t = _cursor_type(k)
+            fn(f"int p2py__{k.p}_fetch({t} *cur, {R} *recs, {p}_ref *refs, {t} *snaps, "
+               f"int max, int *n)",
+               ["    int i = 0, rc = P2_OK;",
+                "    for (; i < max; i++) {",
+                f"        rc = {k.p}_next(cur);",
+                "        if (rc != P2_OK) break;",
+                f"        const {R} *r = {k.p}_get(cur);",
+                "        if (r == NULL) { rc = P2_EINVAL; break; }",
+                "        recs[i] = *r;",
+                f"        refs[i] = {k.p}_ref(cur);",
+                "        snaps[i] = *cur;",
+                "    }",
+                "    *n = i;",
+                "    return rc;"])
+    for rel in checked.relationships:
+        for role in rel.roles:
+            if not role.many:
+                continue
+            c = _role_c(role)
+            PR = f"{p}_{role.partner.container.record.name}"
+            fn(f"int p2py__{c['open']}_fetch({p}_db *db, {c['iter']} *it, {p}_ref *refs, "
+               f"{PR} *recs, int max, int *n)",
+               ["    int i = 0, rc = P2_OK;",
+                "    for (; i < max; i++) {",
+                f"        rc = {c['next']}(it, &refs[i]);",
+                "        if (rc != P2_OK) break;",
+                "        if (recs != NULL) {",
+                f"            rc = {role.partner.container.p}_get(db, refs[i], &recs[i]);",
+                "            if (rc != P2_OK) break;",
+                "        }",
+                "    }",
+                "    *n = i;",
+                "    return rc;"])
     return "\n".join(out)
 
 
@@ -287,7 +407,7 @@ def build_python(gen: Generated, cc: Optional[str] = None, extra_cflags=()) -> s
         raise BuildError(f"CFFI rejected the declarations of {p}: {e}") from e
     # Sources are relative: CFFI compiles from inside tmpdir, and object files then land
     # next to them rather than under a copy of the absolute path.
-    ffi.set_source(mod, f'#include "{p}.h"\n',
+    ffi.set_source(mod, f'#include "{p}.h"\n\n' + helpers_c(gen.checked) + "\n",
                    sources=[os.path.basename(gen.source), "p2_runtime.c"],
                    include_dirs=[out_dir],
                    extra_compile_args=["-std=c11", *extra_cflags])

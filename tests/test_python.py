@@ -718,3 +718,262 @@ def test_cursor_updates_of_the_walk_key_meet_each_element_once(orders, tmp_path)
                 break
         assert next(cur, None) is None
 
+
+
+def test_batched_cursors_update_and_delete_mid_batch(orders, tmp_path):
+    """Cursors fetch rows from C in batches (pyapi.BATCH per crossing): a walk longer than
+    several batches that deletes some rows and updates others (some moving ahead of the
+    cursor) between fetched rows meets every element once, and ends with exactly the
+    changes made, over avl, qsort, odlist, hash and iarray walks (against a dict model)."""
+    n = 3 * pyapi.BATCH + 17
+    with orders.open(tmp_path) as d:
+        for c in (d.by_avl, d.by_qsort, d.by_hash, d.by_id):
+            for i in range(n):
+                c.insert(id=i, price=i * 10, cust=i % 3)
+        walks = (("by_avl", lambda: d.avl_price(min=-1), "price"),
+                 ("by_qsort", lambda: d.qsort_price(min=-1), "price"),
+                 ("by_hash", lambda: d.odlist_price(min=-1), "price"),
+                 ("by_hash", lambda: d.hash_cust(c=1), "cust"),
+                 ("by_id", lambda: d.ids(lo=0), "id"))
+        for cname, open_cursor, moved in walks:
+            model = {r.id: (r.price, r.cust) for r in d.container(cname)}
+            met = []
+            cur = open_cursor()
+            for k, o in enumerate(cur):
+                met.append(o.id)
+                if k % 7 == 3:
+                    cur.delete()
+                    del model[o.id]
+                elif k % 11 == 5 and moved != "id":
+                    # moves the element further along the walk (a larger price), or out
+                    # of the cursor's predicate (another cust)
+                    new = cur.update(**{moved: getattr(o, moved) + (100000 if moved ==
+                                                                     "price" else 1)})
+                    model[o.id] = (new.price, new.cust)
+                    assert cur.current == new
+            assert len(met) == len(set(met)), (cname, moved)
+            got = {r.id: (r.price, r.cust) for r in d.container(cname)}
+            assert got == model, (cname, moved)
+            assert len(d.container(cname)) == len(model)
+        # every element of the full walks was met once
+        met = [o.id for o in d.ids(lo=0)]
+        assert met == sorted(r.id for r in d.by_id)
+
+
+def test_records_of_every_field_type_through_batches_and_find(bank, tmp_path):
+    """Records decoded from C memory in one struct.unpack (pyapi._Layout) read every field
+    type as the per-field reads did: ints of each width and sign at their limits, f64,
+    char[N] full and with non-UTF-8 bytes, found by key and walked in batches."""
+    with bank.open(tmp_path) as d:
+        rows = []
+        for i in range(pyapi.BATCH + 5):
+            row = dict(id=(1 << 32) - 1 - i, branch=(1 << 16) - 1 if i % 2 else 0,
+                       balance=-(1 << 63) + i if i % 3 else (1 << 63) - 1 - i,
+                       name=("n" * 12) if i % 4 == 0 else b"\xff\xfe%d" % i,
+                       rate=-1.5e300 if i % 2 else 2.0 ** -1074, tiny=-128 if i % 2 else 127)
+            d.accounts.insert(**row)
+            want = dict(row)
+            if isinstance(want["name"], bytes):
+                want["name"] = want["name"].decode("utf-8", "surrogateescape")
+            rows.append(want)
+        walked = {r.id: r._asdict() for r in d.accounts}
+        assert walked == {r["id"]: r for r in rows}
+        for r in rows:
+            assert d.accounts.find(r["id"])._asdict() == r
+
+
+# ---------------------------------------------------------------------------
+# numpy: to_numpy, insert_many (issue 11)
+# ---------------------------------------------------------------------------
+NUMPY_SPEC = """
+record other { id: u32; }
+record every { a: i8; b: i16; c: i32; d: i64; e: u8; f: u16; g: u32; h: u64; x: f32; y: f64;
+               s: char[5]; r: ref others; }
+record note { id: u32; body: text; }
+container others of other = top2ds_qualify[array[transient]];
+container alls of every = top2ds_qualify[hash(key = g, buckets = 64)[array[transient]]];
+container uniq of other
+    = top2ds_qualify[iarray[transient]] with iarray(key = id, max_key = 1000);
+container notes of note = top2ds_qualify[array[transient]];
+cursor big on alls where d > $min;
+"""
+
+
+@pytest.fixture(scope="module")
+def nump(tmp_path_factory):
+    pytest.importorskip("numpy")
+    gen, _ = _build(tmp_path_factory, "p2t_nump", NUMPY_SPEC)
+    return _import(gen, "p2t_nump")
+
+
+def _every_rows(o, n):
+    rows = []
+    for i in range(n):
+        s = -1 if i % 2 else 1
+        rows.append(dict(a=s * min(i, 127) - (i % 2), b=s * 32767 * (i % 2), c=s * (2**31 - 1),
+                         d=s * i * 10**12, e=255 - i % 256, f=65535 - i, g=i, h=2**64 - 1 - i,
+                         x=1.5 * i, y=s * 1e300 / (i + 1), s=("ab" * i)[:5] or "é",
+                         r=None if i % 3 == 0 else o.ref))
+    return rows
+
+
+def test_to_numpy_and_insert_many_round_trip_every_field_type(nump, tmp_path):
+    import numpy as np
+    with nump.open(tmp_path) as d:
+        o = d.others.insert(id=9)
+        rows = _every_rows(o, 150)
+        assert d.alls.insert_many(rows) == 150
+        arr = d.alls.to_numpy()
+        dt = d.alls.dtype
+        assert arr.dtype == dt and dt.itemsize == nump.ffi.sizeof("p2t_nump_every")
+        assert [dt.fields[n][1] for n in dt.names] == \
+            [nump.ffi.offsetof("p2t_nump_every", n) for n in dt.names]
+        recs = list(d.alls)
+        assert len(arr) == len(recs) == 150
+        for a, r in zip(arr, recs):       # the same order as iteration
+            v = r._asdict()
+            for n in dt.names:
+                got = a[n].item()
+                if n == "s":
+                    got = got.decode("utf-8")
+                elif n == "r":
+                    got = None if got == pyapi.NOREF else got
+                want = v[n]
+                assert (got == pytest.approx(want, rel=1e-7) if n == "x" else got == want), n
+        # and back: a copy of the array into a fresh database gives the same records
+        with nump.open(tmp_path / "2") as d2:
+            d2.others.insert(id=9)
+            assert d2.alls.insert_many(arr) == 150
+            assert [r._asdict() for r in d2.alls] == [r._asdict() for r in recs]
+            assert d2.verify() == []
+        # to_numpy of the rest of a cursor's walk, after some next()
+        cur = d.big(min=0)
+        first = [next(cur) for _ in range(3)]
+        rest = cur.to_numpy()
+        want = [r.g for r in d.big(min=0)]
+        assert [r.g for r in first] + list(rest["g"]) == want
+        assert next(cur, None) is None
+        # a copy: valid after changes and close
+        d.alls.delete(recs[0])
+    assert arr["g"][0] == recs[0].g
+
+
+def test_insert_many_checks_every_row_first_and_reports_c_errors_by_index(nump, tmp_path):
+    import numpy as np
+    with nump.open(tmp_path) as d:
+        # a bad value anywhere: nothing inserted, the row named
+        for bad, exc in (({"g": 1, "a": 128}, pyapi.RangeError),
+                         ({"g": 1, "s": "toolong"}, pyapi.RangeError),
+                         ({"g": 1, "s": "a\0b"}, pyapi.RangeError),
+                         ({"g": 1, "c": 1.5}, TypeError),
+                         ({"g": 1, "zz": 1}, TypeError)):
+            with pytest.raises(exc, match="row 2"):
+                d.alls.insert_many([{"g": 10}, {"g": 11}, bad])
+            assert len(d.alls) == 0
+        arr = np.zeros(4, dtype=[("g", "i8"), ("s", "S8")])
+        arr["g"] = [1, 2, -3, 4]
+        with pytest.raises(pyapi.RangeError, match="row 2"):
+            d.alls.insert_many(arr)
+        arr["g"] = [1, 2, 3, 4]
+        arr["s"] = [b"a", b"b", b"c", b"longer!"]
+        with pytest.raises(pyapi.RangeError, match="row 3"):
+            d.alls.insert_many(arr)
+        with pytest.raises(TypeError, match="no field"):
+            d.alls.insert_many(np.zeros(1, dtype=[("nope", "i4")]))
+        assert len(d.alls) == 0
+        # fields the array lacks: 0 / "" / no element
+        arr["s"] = b"ok"
+        assert d.alls.insert_many(arr) == 4
+        assert sorted((r.g, r.s, r.r, r.d) for r in d.alls) == \
+            [(g, "ok", None, 0) for g in (1, 2, 3, 4)]
+        # an error of the C insert (a duplicate key) stops there: .index, rows before stay
+        with pytest.raises(pyapi.DuplicateError, match="row 2") as ei:
+            d.uniq.insert_many([{"id": 1}, {"id": 2}, {"id": 1}, {"id": 3}])
+        assert ei.value.index == 2 and ids(d.uniq) == [1, 2]
+        # text fields live outside the record: refused with a message
+        with pytest.raises(TypeError, match="text field"):
+            d.notes.to_numpy()
+        with pytest.raises(TypeError, match="text field"):
+            d.notes.insert_many([{"id": 1}])
+    with pytest.raises(pyapi.ClosedError):
+        d.alls.to_numpy()
+    with pytest.raises(pyapi.ClosedError):
+        d.alls.insert_many([{"g": 1}])
+
+
+CLASH = """
+record thing { ref: u32; key: i16; }
+record other { id: u32; }
+container close of thing = top2ds_qualify[array[transient]];
+container others of other = top2ds_qualify[array[transient]];
+relationship r one close.find to many others.to_numpy = ilist;
+relationship r2 one close.dtype to many others.name = ilist;
+cursor sync on others where id == $x;
+"""
+
+
+@needs_layers("ilist")
+def test_names_that_clash_with_the_api_stay_reachable(tmp_path_factory, tmp_path):
+    """Issue 11 item 4: a container `close`, a cursor `sync`, roles `find`, `name`,
+    `to_numpy` and `dtype`, a field `ref`: the checker accepts them (names starting with
+    '_', the binding's own, it refuses) and the binding's methods keep their meaning,
+    while the user's names are reachable through db.container(), db.cursor(),
+    container.role() and the Record's field (`ref`; the reference is then `._ref`)."""
+    pytest.importorskip("numpy")
+    gen, path = _build(tmp_path_factory, "p2t_clash", CLASH)
+    mod = _import(gen, "p2t_clash")
+    text = Path(path).read_text()
+    assert "db.container('close').role('find')(x)" in text
+    assert "db.others.role('to_numpy')(x)" in text and "db.others.role('name')(x)" in text
+    with mod.open(tmp_path) as d:
+        assert callable(d.close) and callable(d.sync)      # the API's methods
+        c = d.container("close")
+        t = c.insert(ref=5, key=1)
+        assert t.ref == 5 and t._ref == 0 and c.get(t._ref) == t
+        o = d.others.insert(id=3)
+        c.role("find").add(t, o)
+        c.role("dtype").add(t, o)
+        assert list(c.role("find")(t)) == [o]
+        assert d.others.role("to_numpy")(o) == t and d.others.role("name")(o) == t
+        assert d.others.name == "others" and list(d.others.to_numpy()["id"]) == [3]
+        assert c.dtype.names == ("ref", "key")
+        assert [r.id for r in d.cursor("sync", x=3)] == [3]
+        d.sync()
+
+
+def test_update_by_and_delete_by_key(db, keyed, tmp_path):
+    """update_by / delete_by (one call into C: find, read, write the given fields, update)
+    act like find + update / delete, with the same checks, and change nothing on error."""
+    rows = fill(db, 30)
+    r = rows[7]
+    new = db.accounts.update_by(r["id"], balance=-5, name="zed")
+    assert new == db.accounts.find(r["id"]) and new.balance == -5 and new.name == "zed"
+    assert (new.branch, new.rate, new.tiny) == (r["branch"], r["rate"], r["tiny"])
+    assert db.accounts.update_by(2, balance=1) is None          # ids are 3k+1: absent
+    before = sorted((x.id, x.balance, x.name, x.tiny) for x in db.accounts)
+    for bad, exc in (({"balance": "x"}, TypeError), ({"tiny": 1000}, pyapi.RangeError),
+                     ({"name": "much too long!"}, pyapi.RangeError), ({"nope": 1}, TypeError),
+                     ({"name": "\ud800"}, pyapi.RangeError)):
+        with pytest.raises(exc):
+            db.accounts.update_by(r["id"], **bad)
+    assert sorted((x.id, x.balance, x.name, x.tiny) for x in db.accounts) == before
+    moved = db.accounts.update_by(r["id"], id=1000)            # the key itself
+    assert moved.id == 1000 and db.accounts.find(r["id"]) is None
+    assert db.accounts.delete_by(1000) is True and db.accounts.find(1000) is None
+    assert db.accounts.delete_by(1000) is False
+    assert len(db.accounts) == 29
+    with pytest.raises(TypeError, match="several"):
+        db.notes.update_by(1, owner="x")
+    with pytest.raises(TypeError, match="no"):
+        db.log.delete_by(1)
+    db.close()
+    with pytest.raises(pyapi.ClosedError):
+        db.accounts.update_by(r["id"], balance=1)
+    with pytest.raises(pyapi.ClosedError):
+        db.accounts.delete_by(r["id"])
+    with keyed.open(tmp_path / "k") as d:                      # unique keys (iarray)
+        d.items.insert(id=5, qty=1)
+        d.items.insert(id=6, qty=2)
+        with pytest.raises(pyapi.DuplicateError):
+            d.items.update_by(5, id=6)
+        assert d.items.update_by(5, qty=9).qty == 9 and d.items.find(6).qty == 2

@@ -1,0 +1,672 @@
+"""`p2gen bench python`: what one operation costs from Python (issue 11).
+
+The spec bench/python/tpcb_py.p2 (TPC-B-like: accounts keyed by a dense id, branches, a
+one-to-many relationship branch -> accounts, a cursor with a predicate) is built with
+`p2gen build --python` and driven from Python beside the stores a Python user would
+otherwise reach for, all in this process, on the same rows and keys:
+
+    P2            the generated module (`db.accounts.insert(...)`, `find`, `update_by`,
+                  `delete_by`, iteration, a cursor, a role, `insert_many`, `to_numpy`)
+    dict          a dict of tuples (id -> row); branch -> list of ids for the relationship
+    sqlite-mem    stdlib sqlite3 on :memory:, the same SQL text each time (cached statements)
+    sqlite-file   the same on a file (one transaction per phase)
+    lmdb          the `lmdb` PyPI binding (rows packed with struct; one txn per phase)
+
+Operations (one phase each, in this order, per repetition; a fresh store each repetition):
+insert (a row), find (by key, a row back), update (set one field of the row with a key),
+scan (every row, per row), scan_where (a predicate on a non-key field, per row scanned),
+traverse (the accounts of every branch, per account reached), delete (by key). Each
+phase's result is checked (rows found, updated, scanned, the predicate's matches, the sum
+of balances after the updates, rows left after the deletes): a system whose counts are
+wrong fails the run.
+
+Output: python.json (Google Benchmark's JSON shape: one entry per repetition and a
+`median` aggregate per system and operation, times in ns per operation, counters `rows`,
+`checked` and `expected`), python.md (medians and ratios) and python.png (matplotlib).
+"""
+from __future__ import annotations
+
+import gc
+import importlib.util
+import json
+import os
+import platform
+import random
+import sqlite3
+import statistics
+import struct
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+from .errors import BuildError
+
+REPO = Path(__file__).resolve().parent.parent
+SPEC = REPO / "bench" / "python" / "tpcb_py.p2"
+PREFIX = "p2bench_py"
+
+OPERATIONS = ("insert", "find", "update", "delete", "scan", "scan_where", "traverse",
+              "insert_many", "to_numpy")
+# the order the phases run in (delete empties the store; insert_many fills it again)
+PHASES = ("insert", "find", "update", "scan", "scan_where", "traverse", "delete",
+          "insert_many", "to_numpy")
+SYSTEMS = ("P2", "dict", "sqlite-mem", "sqlite-file", "lmdb")
+SINGLE_ROW = ("insert", "find", "update", "delete")
+DEFAULT_ROWS = 10000
+ACCOUNTS_PER_BRANCH = 100
+FILLER = "x" * 20
+
+OP_DOC = {
+    "insert": "insert one row",
+    "find": "find a row by key (a record / tuple back)",
+    "update": "set one field of the row with a given key",
+    "delete": "delete the row with a given key",
+    "scan": "iterate every row (per row)",
+    "scan_where": "iterate rows where balance > $min (per row scanned, 10% match)",
+    "traverse": "the accounts of every branch (per account reached)",
+    "insert_many": "bulk insert, per row (P2: insert_many of a numpy array; sqlite3: "
+                   "executemany; dict: update; lmdb: putmulti)",
+    "to_numpy": "every row into a numpy structured array, per row (P2 only)",
+}
+
+
+class Workload:
+    """The rows and key orders every system gets."""
+
+    def __init__(self, rows: int, seed: int = 1):
+        self.rows = rows
+        self.branches = max(1, (rows + ACCOUNTS_PER_BRANCH - 1) // ACCOUNTS_PER_BRANCH)
+        rnd = random.Random(seed)
+        ids = list(range(rows))
+        rnd.shuffle(ids)
+        self.insert_order = ids
+        self.data = [(i, i // ACCOUNTS_PER_BRANCH, i, FILLER) for i in ids]
+        self.find_keys = rnd.sample(range(rows), rows)
+        self.update_keys = rnd.sample(range(rows), rows)
+        self.delete_keys = rnd.sample(range(rows), rows)
+        # updates set balance = id + rows; the predicate then matches the top 10%
+        self.new_balance = rows
+        self.min_balance = rows + rows - rows // 10 - 1
+        self.expected = {
+            "insert": rows, "find": rows, "update": rows, "delete": rows,
+            "scan": rows, "scan_where": rows // 10, "traverse": rows,
+            "insert_many": rows, "to_numpy": rows,
+        }
+        self.balance_sum = sum(i + rows for i in range(rows))
+        self.initial_sum = sum(range(rows))
+
+
+# ---------------------------------------------------------------------------------------
+# The systems: each phase returns (operations done, rows the check counted)
+# ---------------------------------------------------------------------------------------
+class P2System:
+    name = "P2"
+
+    def __init__(self, module, tmp: str):
+        self.mod = module
+        self.tmp = tmp
+
+    def open(self, w: Workload):
+        self.db = self.mod.open(self.tmp)
+        import numpy as np
+        self.array = np.zeros(w.rows, dtype=self.db.accounts.dtype)
+        for j, name in enumerate(("id", "branch_id", "balance", "filler")):
+            self.array[name] = [r[j] if j < 3 else r[j].encode() for r in w.data]
+        self.branch = [self.db.branches.insert(id=b, balance=0, filler=FILLER)
+                       for b in range(w.branches)]
+
+    def close(self):
+        self.db.close()
+
+    def insert(self, w):
+        ins = self.db.accounts.insert
+        for i, b, bal, fill in w.data:
+            ins(id=i, branch_id=b, balance=bal, filler=fill)
+        n = len(self.db.accounts)
+        # the relationship (untimed: a link per account, made after the phase's timing)
+        return w.rows, n
+
+    def link(self, w):
+        add = self.db.branches.accounts.add
+        find = self.db.accounts.find
+        br = self.branch
+        for i in w.insert_order:
+            add(br[i // ACCOUNTS_PER_BRANCH], find(i))
+
+    def find(self, w):
+        f = self.db.accounts.find
+        n = 0
+        for k in w.find_keys:
+            if f(k) is not None:
+                n += 1
+        return w.rows, n
+
+    def update(self, w):
+        upd, nb = self.db.accounts.update_by, w.new_balance
+        n = 0
+        for k in w.update_keys:
+            if upd(k, balance=k + nb) is not None:
+                n += 1
+        return w.rows, n
+
+    def delete(self, w):
+        dele = self.db.accounts.delete_by
+        for k in w.delete_keys:
+            dele(k)
+        return w.rows, w.rows - len(self.db.accounts)
+
+    def scan(self, w):
+        n = s = 0
+        for r in self.db.accounts:
+            n += 1
+            s += r.balance
+        return n, (n if s == w.balance_sum else -1)
+
+    def scan_where(self, w):
+        n = 0
+        for r in self.db.rich(w.min_balance):
+            n += 1
+        return w.rows, n
+
+    def insert_many(self, w):
+        return w.rows, self.db.accounts.insert_many(self.array) and len(self.db.accounts)
+
+    def to_numpy(self, w):
+        a = self.db.accounts.to_numpy()
+        return len(a), (len(a) if int(a["balance"].sum()) == w.initial_sum else -1)
+
+    def traverse(self, w):
+        role = self.db.branches.accounts
+        n = 0
+        for b in self.branch:
+            for a in role(b):
+                n += 1
+        return n, n
+
+
+class DictSystem:
+    name = "dict"
+
+    def open(self, w):
+        self.d = {}
+        self.by_branch = [[] for _ in range(w.branches)]
+
+    def close(self):
+        self.d = self.by_branch = None
+
+    def insert(self, w):
+        d = self.d
+        for row in w.data:
+            d[row[0]] = row
+        return w.rows, len(d)
+
+    def link(self, w):
+        for i in w.insert_order:
+            self.by_branch[i // ACCOUNTS_PER_BRANCH].append(i)
+
+    def find(self, w):
+        get = self.d.get
+        n = 0
+        for k in w.find_keys:
+            if get(k) is not None:
+                n += 1
+        return w.rows, n
+
+    def update(self, w):
+        d, nb = self.d, w.new_balance
+        n = 0
+        for k in w.update_keys:
+            t = d[k]
+            d[k] = (t[0], t[1], k + nb, t[3])
+            n += 1
+        return w.rows, n
+
+    def insert_many(self, w):
+        self.d.update((r[0], r) for r in w.data)
+        return w.rows, len(self.d)
+
+    to_numpy = None
+
+    def delete(self, w):
+        d, by = self.d, self.by_branch
+        for k in w.delete_keys:
+            del d[k]
+        return w.rows, w.rows - len(d)
+
+    def scan(self, w):
+        n = s = 0
+        for t in self.d.values():
+            n += 1
+            s += t[2]
+        return n, (n if s == w.balance_sum else -1)
+
+    def scan_where(self, w):
+        m = w.min_balance
+        n = 0
+        for t in self.d.values():
+            if t[2] > m:
+                n += 1
+        return w.rows, n
+
+    def traverse(self, w):
+        d = self.d
+        n = 0
+        for ids in self.by_branch:
+            for i in ids:
+                d[i]
+                n += 1
+        return n, n
+
+
+class SqliteSystem:
+    """stdlib sqlite3; every statement is one SQL text, so the connection's statement cache
+    prepares it once. Write phases are one transaction each."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.name = "sqlite-mem" if path == ":memory:" else "sqlite-file"
+
+    def open(self, w):
+        if self.path != ":memory:" and os.path.exists(self.path):
+            os.remove(self.path)
+        self.conn = sqlite3.connect(self.path)
+        self.conn.execute("CREATE TABLE account (id INTEGER PRIMARY KEY, branch_id INTEGER, "
+                          "balance INTEGER, filler TEXT)")
+        self.conn.execute("CREATE INDEX account_branch ON account(branch_id)")
+        self.conn.commit()
+        self.cur = self.conn.cursor()
+
+    def close(self):
+        self.conn.close()
+
+    def _count(self):
+        return self.cur.execute("SELECT count(*) FROM account").fetchone()[0]
+
+    def insert(self, w):
+        ex = self.cur.execute
+        for row in w.data:
+            ex("INSERT INTO account VALUES (?, ?, ?, ?)", row)
+        self.conn.commit()
+        return w.rows, self._count()
+
+    def link(self, w):
+        pass   # branch_id is the link (indexed)
+
+    def insert_many(self, w):
+        self.cur.executemany("INSERT INTO account VALUES (?, ?, ?, ?)", w.data)
+        self.conn.commit()
+        return w.rows, self._count()
+
+    to_numpy = None
+
+    def find(self, w):
+        ex = self.cur.execute
+        n = 0
+        for k in w.find_keys:
+            if ex("SELECT id, branch_id, balance, filler FROM account WHERE id = ?",
+                  (k,)).fetchone() is not None:
+                n += 1
+        return w.rows, n
+
+    def update(self, w):
+        ex, nb = self.cur.execute, w.new_balance
+        n = 0
+        for k in w.update_keys:
+            n += ex("UPDATE account SET balance = ? WHERE id = ?", (k + nb, k)).rowcount
+        self.conn.commit()
+        return w.rows, n
+
+    def delete(self, w):
+        ex = self.cur.execute
+        for k in w.delete_keys:
+            ex("DELETE FROM account WHERE id = ?", (k,))
+        self.conn.commit()
+        return w.rows, w.rows - self._count()
+
+    def scan(self, w):
+        n = s = 0
+        for t in self.conn.execute("SELECT id, branch_id, balance, filler FROM account"):
+            n += 1
+            s += t[2]
+        return n, (n if s == w.balance_sum else -1)
+
+    def scan_where(self, w):
+        n = 0
+        for t in self.conn.execute("SELECT id, branch_id, balance, filler FROM account "
+                                   "WHERE balance > ?", (w.min_balance,)):
+            n += 1
+        return w.rows, n
+
+    def traverse(self, w):
+        ex = self.cur.execute
+        n = 0
+        for b in range(w.branches):
+            for t in ex("SELECT id, branch_id, balance, filler FROM account "
+                        "WHERE branch_id = ?", (b,)):
+                n += 1
+        return n, n
+
+
+ROW = struct.Struct("<IIq20s")
+KEY = struct.Struct(">I")   # big-endian: LMDB's byte order is the id order
+
+
+class LmdbSystem:
+    """The lmdb binding: id -> the row packed with struct; a write transaction per write
+    phase, a read transaction per read phase. No relationship (no secondary index)."""
+    name = "lmdb"
+
+    def __init__(self, lmdb, path: str):
+        self.lmdb = lmdb
+        self.path = path
+
+    def open(self, w):
+        import shutil
+        shutil.rmtree(self.path, ignore_errors=True)
+        self.env = self.lmdb.open(self.path, map_size=max(1 << 26, w.rows * 256),
+                                  sync=False, metasync=False)
+
+    def close(self):
+        self.env.close()
+
+    def _count(self):
+        return self.env.stat()["entries"]
+
+    def insert(self, w):
+        pk, pr = KEY.pack, ROW.pack
+        with self.env.begin(write=True) as txn:
+            put = txn.put
+            for i, b, bal, fill in w.data:
+                put(pk(i), pr(i, b, bal, fill.encode()))
+        return w.rows, self._count()
+
+    def link(self, w):
+        pass
+
+    def find(self, w):
+        pk, up = KEY.pack, ROW.unpack
+        n = 0
+        with self.env.begin() as txn:
+            get = txn.get
+            for k in w.find_keys:
+                v = get(pk(k))
+                if v is not None and up(v):
+                    n += 1
+        return w.rows, n
+
+    def update(self, w):
+        pk, up, pr, nb = KEY.pack, ROW.unpack, ROW.pack, w.new_balance
+        n = 0
+        with self.env.begin(write=True) as txn:
+            get, put = txn.get, txn.put
+            for k in w.update_keys:
+                key = pk(k)
+                i, b, _, fill = up(get(key))
+                put(key, pr(i, b, k + nb, fill))
+                n += 1
+        return w.rows, n
+
+    def delete(self, w):
+        pk = KEY.pack
+        with self.env.begin(write=True) as txn:
+            d = txn.delete
+            for k in w.delete_keys:
+                d(pk(k))
+        return w.rows, w.rows - self._count()
+
+    def scan(self, w):
+        up = ROW.unpack
+        n = s = 0
+        with self.env.begin() as txn:
+            for _, v in txn.cursor():
+                n += 1
+                s += up(v)[2]
+        return n, (n if s == w.balance_sum else -1)
+
+    def scan_where(self, w):
+        up, m = ROW.unpack, w.min_balance
+        n = 0
+        with self.env.begin() as txn:
+            for _, v in txn.cursor():
+                if up(v)[2] > m:
+                    n += 1
+        return w.rows, n
+
+    traverse = None   # not applicable
+    to_numpy = None
+
+    def insert_many(self, w):
+        pk, pr = KEY.pack, ROW.pack
+        with self.env.begin(write=True) as txn:
+            txn.cursor().putmulti([(pk(i), pr(i, b, bal, fill.encode()))
+                                   for i, b, bal, fill in w.data])
+        return w.rows, self._count()
+
+
+# ---------------------------------------------------------------------------------------
+# Building the P2 module, running, reporting
+# ---------------------------------------------------------------------------------------
+def build_module(build_dir: str, spec: Path = SPEC, say: Callable[[str], None] = lambda m: None):
+    """`p2gen build --python` of the spec into build_dir; the imported module."""
+    from .build import generate
+    from .pybind import build_python
+    t0 = time.perf_counter()
+    gen = generate(str(spec), build_dir, PREFIX)
+    path = build_python(gen)
+    say(f"built {path} in {time.perf_counter() - t0:.1f} s")
+    name = PREFIX
+    if name in sys.modules:
+        del sys.modules[name]
+    s = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(s)
+    s.loader.exec_module(mod)
+    return mod
+
+
+def make_systems(module, tmp: str, only=None) -> list:
+    systems = [P2System(module, os.path.join(tmp, "p2")), DictSystem(),
+               SqliteSystem(":memory:"), SqliteSystem(os.path.join(tmp, "bench.sqlite"))]
+    try:
+        import lmdb
+        systems.append(LmdbSystem(lmdb, os.path.join(tmp, "lmdb")))
+    except ImportError:
+        pass
+    os.makedirs(os.path.join(tmp, "p2"), exist_ok=True)
+    if only:
+        systems = [s for s in systems if s.name in only]
+    return systems
+
+
+def run(systems: list, w: Workload, reps: int, say: Callable[[str], None] = lambda m: None):
+    """Every phase of every system, `reps` times; the Google-Benchmark-shaped entries and
+    the list of failed checks."""
+    entries, failures = [], []
+    times: dict = {}
+    for s in systems:
+        for rep in range(reps):
+            s.open(w)
+            try:
+                for op in PHASES:
+                    fn = getattr(s, op)
+                    if fn is None:
+                        continue
+                    gc.collect()
+                    gc.disable()
+                    try:
+                        t0 = time.perf_counter_ns()
+                        ops, checked = fn(w)
+                        dt = time.perf_counter_ns() - t0
+                    finally:
+                        gc.enable()
+                    if op == "insert":
+                        s.link(w)
+                    expected = w.expected[op]
+                    if checked != expected:
+                        failures.append(f"{s.name} {op} (repetition {rep + 1}): counted "
+                                        f"{checked}, expected {expected}")
+                    ns = dt / max(ops, 1)
+                    times.setdefault((s.name, op), []).append(ns)
+                    entries.append({
+                        "name": f"python/{s.name}/{op}", "family": "python",
+                        "system": s.name, "operation": op, "run_type": "iteration",
+                        "repetition_index": rep, "iterations": ops,
+                        "real_time": ns, "cpu_time": ns, "time_unit": "ns",
+                        "rows": w.rows, "checked": checked, "expected": expected})
+            finally:
+                s.close()
+        say(f"{s.name}: " + ", ".join(
+            f"{op} {statistics.median(times[(s.name, op)]):,.0f} ns"
+            for op in OPERATIONS if (s.name, op) in times))
+    for (sname, op), ts in times.items():
+        last = [e for e in entries if e["system"] == sname and e["operation"] == op]
+        med = statistics.median(ts)
+        entries.append({
+            "name": f"python/{sname}/{op}_median", "family": "python", "system": sname,
+            "operation": op, "run_type": "aggregate", "aggregate_name": "median",
+            "repetitions": len(ts), "iterations": last[-1]["iterations"],
+            "real_time": med, "cpu_time": med, "time_unit": "ns", "rows": w.rows,
+            "checked": min(e["checked"] for e in last) if all(
+                e["checked"] == e["expected"] for e in last) else -1,
+            "expected": last[-1]["expected"]})
+    return entries, failures
+
+
+def medians(doc: dict) -> dict:
+    """(system, operation) -> median ns per operation, from the JSON."""
+    return {(b["system"], b["operation"]): b["real_time"] for b in doc["benchmarks"]
+            if b.get("aggregate_name") == "median"}
+
+
+def _fmt_ns(x: Optional[float]) -> str:
+    if x is None:
+        return "—"
+    if x >= 10000:
+        return f"{x / 1000:,.1f} µs"
+    if x >= 1000:
+        return f"{x / 1000:.2f} µs"
+    return f"{x:.0f} ns"
+
+
+def _ratio(a: Optional[float], b: Optional[float]) -> str:
+    if a is None or b is None or b == 0:
+        return "—"
+    return f"{a / b:.2f}×"
+
+
+def targets(med: dict, rowbytes: int = 0) -> list:
+    """The issue's targets that this benchmark measures: (what, value, met)."""
+    out = []
+    for op in SINGLE_ROW:
+        p, q = med.get(("P2", op)), med.get(("sqlite-mem", op))
+        if p and q:
+            out.append((f"{op}: sqlite3 :memory: / P2 ≥ 3", q / p, q / p >= 3))
+    for op in ("scan", "scan_where"):
+        p = med.get(("P2", op))
+        if p:
+            out.append((f"{op}: ns per row ≤ 300", p, p <= 300))
+    p, d = med.get(("P2", "find")), med.get(("dict", "find"))
+    if p and d:
+        out.append(("find: P2 / dict ≤ 3", p / d, p / d <= 3))
+    p, q = med.get(("P2", "insert_many")), med.get(("P2", "insert"))
+    if p and q:
+        out.append(("insert: loop of insert / insert_many ≥ 10", q / p, q / p >= 10))
+    p = med.get(("P2", "to_numpy"))
+    if p and rowbytes:
+        gbs = rowbytes / p
+        out.append(("to_numpy: GB/s ≥ 1", gbs, gbs >= 1))
+    return out
+
+
+def markdown(doc: dict) -> str:
+    med = medians(doc)
+    ctx = doc["context"]
+    systems = [s for s in SYSTEMS if any(k[0] == s for k in med)]
+    lines = [f"# p2gen bench python: per-operation cost from Python",
+             "",
+             f"{ctx['rows']:,} accounts, median of {ctx['repetitions']} repetitions, "
+             f"ns per operation (per row for scans and traversal); Python "
+             f"{ctx['python']}, SQLite {ctx['sqlite']}, load average {ctx['load_avg']}. "
+             f"Spec: `{ctx['spec']}`.",
+             "",
+             "| operation | " + " | ".join(systems) + " | sqlite-mem / P2 | P2 / dict |",
+             "|---|" + "---:|" * (len(systems) + 2)]
+    for op in OPERATIONS:
+        cells = [_fmt_ns(med.get((s, op))) for s in systems]
+        lines.append(f"| {op} | " + " | ".join(cells) + " | "
+                     f"{_ratio(med.get(('sqlite-mem', op)), med.get(('P2', op)))} | "
+                     f"{_ratio(med.get(('P2', op)), med.get(('dict', op)))} |")
+    lines += ["", "Operations: " + "; ".join(f"**{k}** {v}" for k, v in OP_DOC.items()) + ".",
+              "", "## Targets (issue 11)", "", "| target | value | met |", "|---|---:|:---:|"]
+    for what, value, met in targets(med, ctx.get("record_bytes", 0)):
+        lines.append(f"| {what} | {value:,.2f} | {'yes' if met else 'no'} |")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def plot(doc: dict, path: str) -> Optional[str]:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    med = medians(doc)
+    systems = [s for s in SYSTEMS if any(k[0] == s for k in med)]
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    width = 0.8 / max(len(systems), 1)
+    for j, s in enumerate(systems):
+        xs = [i + (j - (len(systems) - 1) / 2) * width for i in range(len(OPERATIONS))]
+        ys = [med.get((s, op), 0) or 0 for op in OPERATIONS]
+        ax.bar(xs, ys, width, label=s)
+    ax.set_xticks(range(len(OPERATIONS)))
+    ax.set_xticklabels(OPERATIONS)
+    ax.set_yscale("log")
+    ax.set_ylabel("ns per operation (median, log)")
+    ax.set_title(f"Per-operation cost from Python, {doc['context']['rows']:,} rows")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def command(rows: int, reps: int, out: str, build_dir: str, systems=None, plots: bool = True,
+            render: Optional[str] = None, say: Callable[[str], None] = print) -> int:
+    os.makedirs(out, exist_ok=True)
+    if render:
+        with open(render, encoding="utf-8") as f:
+            doc = json.load(f)
+        failures = doc["context"].get("failures", [])
+    else:
+        module = build_module(build_dir, say=say)
+        w = Workload(rows)
+        with tempfile.TemporaryDirectory(prefix="p2bench_py_") as tmp:
+            chosen = make_systems(module, tmp, systems)
+            if not chosen:
+                raise BuildError(f"no system to run (systems: {', '.join(SYSTEMS)})")
+            entries, failures = run(chosen, w, reps, say)
+        doc = {"context": {
+            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host_name": platform.node(),
+            "executable": sys.executable, "python": platform.python_version(),
+            "sqlite": sqlite3.sqlite_version, "num_cpus": os.cpu_count(),
+            "load_avg": [round(x, 2) for x in os.getloadavg()],
+            "rows": rows, "repetitions": reps, "spec": str(SPEC.relative_to(REPO)),
+            "record_bytes": module.ffi.sizeof(f"{PREFIX}_account"),
+            "operations": OP_DOC, "failures": failures},
+            "benchmarks": entries}
+        with open(os.path.join(out, "python.json"), "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+    md = markdown(doc)
+    with open(os.path.join(out, "python.md"), "w", encoding="utf-8") as f:
+        f.write(md)
+    say(md)
+    if plots:
+        png = plot(doc, os.path.join(out, "python.png"))
+        say(f"plot: {png}" if png else "no plot: matplotlib is not installed "
+            "(pip install 'p2gen[bench]')")
+    for msg in failures:
+        say(f"FAILED CHECK: {msg}")
+    return 1 if failures else 0

@@ -1,6 +1,6 @@
 """What the benchmark commands (`p2gen bench tpcb`, `p2gen bench oo7`) share: compiling
 with stamps (a step reruns only when its command or an input changed), compiling in
-parallel, the two ways a generated variant is built (issue 10: as the README tells users
+parallel, the two ways a generated variant is built (zero-cost layering: as the README tells users
 to, p2gen build's lib<prefix>.a and the program compiled -O2 with <PREFIX>_INLINE, no LTO;
 and with -flto, a second row <NAME>-lto), linking one Google Benchmark binary,
 integer-list options and the formatting of milliseconds."""

@@ -8,12 +8,12 @@ the generated header (when both exist), and linked with the shared generator
 mapping (oo7_sqlite.cc: SQLITE persistent and transient) and oo7_main.cc into one Google
 Benchmark binary. Every variant is built as the README tells users to (the default rows:
 p2gen build's lib<prefix>.a, the driver compiled -O2 with <PREFIX>_INLINE, no LTO) and
-the hash variants also with -flto (rows <NAME>-lto): see build() (issue 10).
+the hash variants also with -flto (rows <NAME>-lto): see build().
 Run: the binary builds each system's database once per (size, fanout), checks its
 counts, runs every operation cold (caches emptied) and, for the read-only ones, hot (the
 mean of the next runs), and compares every count across systems; Google Benchmark JSON.
 Report: a Markdown table per size/fanout (one row per operation: cold and hot median ms
-per system, hot time relative to HAND), issue 10's table of the hot pointer-chasing
+per system, hot time relative to HAND), the zero-cost layering table of the hot pointer-chasing
 operations (T6, T7, Q1, Q2) against HAND and as built vs -flto, the build time / database
 size table, and PNG
 plots (matplotlib, optional dependency `p2gen[bench]`).
@@ -51,7 +51,7 @@ OPS = ("T1", "T2a", "T2b", "T2c", "T3a", "T3b", "T3c", "T4", "T5do", "T5undo", "
        "T8", "T9", "Q1", "Q2", "Q3", "Q4", "Q5", "Q6", "Q7", "Q8", "SM1", "SM2", "CU")
 COLD_ONLY = ("T2a", "T2b", "T2c", "T3a", "T3b", "T3c", "T5do", "T5undo", "SM1", "SM2", "CU")
 SIZES = ("tiny", "small", "medium", "large")
-# issue 10: the hot pointer-chasing operations and their target, ≤ 1.5× HAND built the
+# zero-cost layering: the hot pointer-chasing operations and their target, ≤ 1.5× HAND built the
 # users' way (the reference systems are not generated: no row of their own)
 HOT10 = ("T6", "T7", "Q1", "Q2")
 TARGET10 = 1.5
@@ -130,7 +130,7 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
     """Generate every variant, compile it, its oo7_p2.cc driver, the shared sources and
     the reference systems; link build_dir/oo7_bench and return its path.
 
-    A variant is built one of two ways (issue 10), both linked into the one binary:
+    A variant is built one of two ways, both linked into the one binary:
     - as the README's "A spec, built and used" tells users to: the generated .c and the
       runtime compiled as `p2gen build` compiles them into lib<prefix>.a, the driver (the
       user's program) compiled `opt` without LTO, with <PREFIX>_INLINE defined (the API
@@ -495,7 +495,7 @@ def render_table(summary: dict, context: Optional[dict] = None) -> str:
 
 
 def hot10(summary: dict, size: str, fanout: int, ref: tuple) -> list:
-    """Issue 10's rows at one size/fanout: (system, mem, op, hot ms, its ratio to ref,
+    """The zero-cost layering rows at one size/fanout: (system, mem, op, hot ms, its ratio to ref,
     the -lto twin's hot ms, its ratio to ref, as built / -lto) for every generated
     variant built the users' way and every operation of HOT10; None where not measured."""
     rv = {op: summary.get(ref + (size, fanout, op), {}).get("hot") for op in HOT10}
@@ -513,7 +513,7 @@ def hot10(summary: dict, size: str, fanout: int, ref: tuple) -> list:
 
 
 def render_hot10(summary: dict, size: str, fanout: int, systems: list, ref: Optional[tuple]) -> str:
-    """Issue 10's table: T6, T7, Q1, Q2 hot per generated variant, built as the README
+    """The zero-cost layering table: T6, T7, Q1, Q2 hot per generated variant, built as the README
     tells users to, against HAND (target ≤ 1.5×), and the same variant built with -flto."""
     if not ref:
         return ""

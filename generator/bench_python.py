@@ -1,4 +1,4 @@
-"""`p2gen bench python`: what one operation costs from Python (issue 11).
+"""`p2gen bench python`: what one operation costs from Python.
 
 The spec bench/python/tpcb_py.p2 (TPC-B-like: accounts keyed by a dense id, branches, a
 one-to-many relationship branch -> accounts, a cursor with a predicate) is built with
@@ -598,7 +598,7 @@ def markdown(doc: dict) -> str:
                      f"{_ratio(med.get(('sqlite-mem', op)), med.get(('P2', op)))} | "
                      f"{_ratio(med.get(('P2', op)), med.get(('dict', op)))} |")
     lines += ["", "Operations: " + "; ".join(f"**{k}** {v}" for k, v in OP_DOC.items()) + ".",
-              "", "## Targets (issue 11)", "", "| target | value | met |", "|---|---:|:---:|"]
+              "", "## Targets", "", "| target | value | met |", "|---|---:|:---:|"]
     for what, value, met in targets(med, ctx.get("record_bytes", 0)):
         lines.append(f"| {what} | {value:,.2f} | {'yes' if met else 'no'} |")
     lines.append("")

@@ -1,4 +1,4 @@
-"""`p2gen bench tpcb`: the TPC-B head-to-head benchmark (issue 3).
+"""`p2gen bench tpcb`: the TPC-B head-to-head benchmark.
 
 Build: every spec of type_equations/tpcb/ (AVL, QSORT, HASH0, HASH1, IARRAY, each over
 persistent and transient memory) is generated with its own prefix; the one driver source
@@ -15,7 +15,7 @@ ratios, ns per transaction with the ratios to hand-coded C and the C++ peers and
 10's targets, and three PNG plots after the reference paper's figures (matplotlib, optional
 dependency `p2gen[bench]`).
 
-Durability (issue 5, `p2gen bench tpcb --durable`): the same binary also holds journalled
+Durability (`p2gen bench tpcb --durable`): the same binary also holds journalled
 variants (type_equations/tpcb/*_journal*.p2: a commit per TPC-B transaction, the journal
 synced every commit or every 100) and durable references (SQLite WAL with
 synchronous=FULL, LMDB with sync on, a transaction per TPC-B transaction or per 100);
@@ -54,11 +54,11 @@ REFERENCES = (("BASELINE", "none"), ("HANDC", "persistent"), ("HANDC", "transien
               ("STD-UMAP", "transient"), ("BOOST-HASHED", "persistent"), ("BOOST-HASHED", "transient"),
               ("BOOST-ORDERED", "persistent"), ("BOOST-ORDERED", "transient"),
               ("SQLITE", "persistent"), ("SQLITE", "transient"), ("LMDB", "persistent"))
-# the C++ containers beside hand-coded C (bench/tpcb/tpcb_peers.cc, issue 10)
+# the C++ containers beside hand-coded C (bench/tpcb/tpcb_peers.cc)
 PEERS = ("STD-UMAP", "BOOST-HASHED", "BOOST-ORDERED")
 LIBS = ("-lbenchmark", "-lpthread", "-lsqlite3", "-llmdb")
 
-# durability (issue 5): (benchmark name, spec file stem, what it is); registered by the
+# durability: (benchmark name, spec file stem, what it is); registered by the
 # binary only with --tpcb_durable=1
 DURABLE_VARIANTS = (
     ("HASH1+JNS", "hash1_journal_nosync", "HASH1, journal(sync = false): commit per txn, never fsync'd (nosync)"),
@@ -150,7 +150,7 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
     """Generate every variant, compile it, the drivers and the references; link the
     benchmark binary build_dir/tpcb_bench and return its path.
 
-    A variant is built one of two ways (issue 10), both linked into the one binary:
+    A variant is built one of two ways, both linked into the one binary:
     - as the README's "A spec, built and used" tells users to: the generated .c and the
       runtime compiled exactly as `p2gen build` compiles them (build.DEFAULT_CFLAGS +
       -fPIC) into lib<prefix>.a, the driver (the user's program) compiled `-O2` without
@@ -442,7 +442,7 @@ def _x(a, b) -> str:
 
 
 def render_peers(summary: dict, metric: str = "wall") -> str:
-    """Issue 10: at the largest scale factor, ns per transaction of every system built as
+    """Zero-cost layering: at the largest scale factor, ns per transaction of every system built as
     the README tells users to, its ratio to hand-coded C and to the C++ containers on the
     same memory, and the same variant built with -flto."""
     sfs = _sfs(summary)
@@ -475,7 +475,7 @@ def render_peers(summary: dict, metric: str = "wall") -> str:
 
 
 def targets10(summary: dict) -> list:
-    """[(target, ratio or None, met)]: issue 10's targets at the largest scale factor, for
+    """[(target, ratio or None, met)]: the zero-cost layering targets at the largest scale factor, for
     the variants built as the README says."""
     sfs = _sfs(summary)
     if not sfs:
@@ -717,7 +717,7 @@ def report(json_path: str, out_dir: str, *, plots: bool = True, metric: str = "w
 
 
 # ---------------------------------------------------------------------------------------
-# durability (issue 5 item 6): journalled variants vs SQLite WAL / LMDB sync
+# durability: journalled variants vs SQLite WAL / LMDB sync
 
 def durable_filter() -> str:
     """--benchmark_filter for the durable set: every durable system plus the no-durability
@@ -774,7 +774,7 @@ def _fmt_txn(ms: Optional[float]) -> str:
 def render_durable(summary: dict, context: Optional[dict] = None, metric: str = "wall") -> str:
     """Markdown: per scale factor, ms per transaction of every durable system and of the
     no-durability variants, the speedup over SQLite WAL at the same grouping, the cost over
-    no durability, what each writes; then the targets of issue 5."""
+    no durability, what each writes; then the durability targets."""
     context = context or {}
     sfs = _sfs(summary)
     other = "thread CPU" if metric == "wall" else "wall-clock"

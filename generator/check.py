@@ -1029,7 +1029,7 @@ def check(spec: Spec, prefix: Optional[str] = None) -> CheckedSpec:
 
 
 # ---------------------------------------------------------------------------
-# Names the generated C defines (issue 16): the checker's last word
+# Names the generated C defines: the checker's last word
 # ---------------------------------------------------------------------------
 def check_generated_names(checked: CheckedSpec, spec_file: Optional[str] = None) -> None:
     """Refuse a planned spec whose generated C would define one name twice, or define a

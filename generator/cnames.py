@@ -1,6 +1,6 @@
 """Names in generated C: what a piece of C defines, and where two definitions meet.
 
-The checker's last word on names (issue 16): rather than a hand list of the names each
+The checker's last word on names: rather than a hand list of the names each
 layer and template emits (which would drift), the spec is rendered and the identifiers the
 generated translation units define are read back from the C itself (file-scope functions,
 types, variables and macros, struct tags and members, function parameters), together with

@@ -429,7 +429,7 @@ class Renderer:
 
 def inline_api(prefix: str, header: str, source: str) -> tuple[str, str]:
     """Every public function of the header and the source gets the storage class
-    <PREFIX>_API (issue 10): empty in the library, `static inline` when a program defines
+    <PREFIX>_API: empty in the library, `static inline` when a program defines
     <PREFIX>_INLINE before including the header, which then includes the source as well
     (see spec.h.j2): the whole API is compiled into the program's own translation unit,
     where a plain `cc -O2` flattens the layers into the caller. The templates write plain

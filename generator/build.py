@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from . import runtime as runtime_pkg
-from .check import CheckedSpec, check, check_generated_names
+from .check import check, check_generated_names
+from .ir import CheckedSpec
 from .errors import BuildError, EnvError, os_reason
 from .parser import parse_file
 from .plan import plan

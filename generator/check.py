@@ -12,11 +12,12 @@ import hashlib
 import math
 import posixpath
 import re
-from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Optional
 
 from . import layers as layer_library
 from .errors import SpecError, SpecErrors
+from .ir import (CheckedSpec, ContainerInfo, CursorInfo, FileInfo, LayerInstance, RelInfo,
+                 RoleInfo, show_value)
 from .layers.base import Layer
 from .model import (And, Compare, Const, Container, Cursor, Expr, Field, FieldRef,
                     FieldType, LayerApp, Not, Or, ParamRef, Pos, Record, Relationship, Spec)
@@ -37,272 +38,12 @@ switch typedef union unsigned void volatile while _Bool _Complex _Imaginary bool
 NULL""".split())
 
 
-# ---------------------------------------------------------------------------
-# Checked forms
-# ---------------------------------------------------------------------------
-@dataclass(eq=False)
-class LayerInstance:
-    layer: Layer
-    app: LayerApp
-    container: "ContainerInfo"
-    params: dict = field(default_factory=dict)
-    param_positions: dict = field(default_factory=dict)
-    tag: str = ""          # name used for the fields it adds: `hash`, or `hash2` if repeated
-    below: Optional["LayerInstance"] = None
-    key_field_obj: Optional[Field] = None
-
-    @property
-    def name(self) -> str:
-        return self.layer.name
-
-    # The checked forms point at each other (container <-> layers <-> roles <-> partner
-    # roles): short reprs keep a failing test's report (and a debugger) from walking the
-    # whole graph.
-    def __repr__(self) -> str:
-        return f"LayerInstance({self.container.name}.{self.tag})"
-
-    @property
-    def pos(self) -> Pos:
-        return self.app.pos
-
-    @property
-    def p(self) -> str:
-        """C prefix of this layer's functions, e.g. `tpcb_accounts__hash`."""
-        return f"{self.container.p}__{self.tag}"
-
-    def param_pos(self, name: str) -> Pos:
-        return self.param_positions.get(name, self.app.pos)
-
-    def params_text(self) -> str:
-        shown = {k: v for k, v in sorted(self.params.items()) if k != "reserve"}
-        return ", ".join(f"{k}={_show(v)}" for k, v in shown.items())
-
-    def describe(self) -> str:
-        t = self.params_text()
-        return f"{self.name}({t})" if t else self.name
-
-
-def _show(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, str):
-        return v
-    return repr(v)
-
-
-@dataclass(eq=False)
-class ContainerInfo:
-    decl: Container
-    spec_prefix: str
-    record: Record
-    chain: list = field(default_factory=list)   # LayerInstance, outermost first
-    cursors: list = field(default_factory=list)  # CursorInfo, user cursors then synthetic
-    finds: dict = field(default_factory=dict)    # field name -> synthetic CursorInfo
-    all_cursor: Any = None                       # synthetic cursor over every element
-    roles: list = field(default_factory=list)    # RoleInfo: the relationships it is in
-    referenced: bool = False                     # some `ref` field or role points here
-    ref_target: bool = False                     # some `ref` field points here
-
-    @property
-    def name(self) -> str:
-        return self.decl.name
-
-    def __repr__(self) -> str:
-        return f"ContainerInfo({self.name} = {self.equation_text()})"
-
-    @property
-    def p(self) -> str:
-        return f"{self.spec_prefix}_{self.name}"
-
-    @property
-    def tops(self) -> list:
-        return [li for li in self.chain if li.layer.realm == "top"]
-
-    @property
-    def ds(self) -> list:
-        """ds layers outermost first; the storage layer is last."""
-        return [li for li in self.chain if li.layer.realm == "ds"]
-
-    @property
-    def indexes(self) -> list:
-        return [li for li in self.chain if li.layer.role == "index"]
-
-    @property
-    def storage(self) -> LayerInstance:
-        return self.ds[-1]
-
-    @property
-    def mem(self) -> LayerInstance:
-        return self.chain[-1]
-
-    @property
-    def persistent(self) -> bool:
-        return self.mem.name == "persistent"
-
-    @property
-    def file(self) -> Optional[str]:
-        return self.mem.params.get("file") if self.persistent else None
-
-    @property
-    def qualifies(self) -> bool:
-        return any(li.layer.qualifies for li in self.tops)
-
-    def has_layer(self, name: str) -> bool:
-        return any(li.name == name for li in self.chain)
-
-    def equation_text(self) -> str:
-        text = ""
-        for li in reversed(self.chain):
-            # file names and journal options are not part of an equation's meaning (nor of
-            # a file's fingerprint): the same file may be reopened with other options
-            d = li.describe() if li.name not in ("persistent", "journal") else li.name
-            text = f"{d}[{text}]" if text else d
-        return text
-
-    @property
-    def text_fields(self) -> list:
-        return [f for f in self.record.fields if f.type.kind == "text"]
-
-    @property
-    def ref_fields(self) -> list:
-        return [f for f in self.record.fields if f.type.target is not None]
-
-    @property
-    def has_hooks(self) -> bool:
-        """Does the public API run per-element hooks (links, texts, reference checks)?"""
-        return bool(self.roles or self.text_fields or self.ref_fields)
-
-    @property
-    def owns_heap(self) -> bool:
-        """Does a transient close have to free per-element blocks (texts, vectors)?"""
-        return not self.persistent and (bool(self.text_fields)
-                                         or any(r.heap for r in self.roles))
-
-    def key_fields(self) -> list[str]:
-        """Fields some layer organises elements by, in equation order, without repeats."""
-        out = []
-        for li in self.ds:
-            k = li.layer.key_field(li)
-            if k and k not in out:
-                out.append(k)
-        return out
-
-
-@dataclass(eq=False)
-class CursorInfo:
-    name: str
-    container: ContainerInfo
-    where: Optional[Expr]
-    order_by: Optional[str]
-    params: list          # [(name, FieldType)] in order of first appearance
-    pos: Optional[Pos]
-    synthetic: Optional[str] = None   # None (user cursor), 'find' or 'all'
-    plan: Any = None                  # generator.plan.Plan, set by the planner
-
-    @property
-    def p(self) -> str:
-        """C prefix of the public cursor API."""
-        if self.synthetic == "find":
-            return f"{self.container.p}__{self.name}"   # internal: finds are functions
-        if self.synthetic == "all":
-            return f"{self.container.p}_all"            # public: <spec>_<container>_all_*
-        return f"{self.container.spec_prefix}_{self.name}"
-
-
-@dataclass(eq=False)
-class RoleInfo:
-    """One end of a relationship: the role `name` that elements of `container` play.
-    `many`: the role holds a collection of partners (else a single reference)."""
-    rel: "RelInfo"
-    container: ContainerInfo
-    name: str
-    many: bool
-    pos: Pos
-    partner: Optional["RoleInfo"] = None
-
-    def __repr__(self) -> str:
-        return f"RoleInfo({self.container.name}.{self.name}, {'many' if self.many else 'one'})"
-
-    @property
-    def p(self) -> str:
-        """Public prefix: `<spec>_<container>_<role>`."""
-        return f"{self.container.p}_{self.name}"
-
-    @property
-    def ip(self) -> str:
-        """Prefix of the relationship layer's internal functions for this role."""
-        return f"{self.container.p}__{self.rel.name}_{self.name}"
-
-    @property
-    def heap(self) -> bool:
-        """Does this role keep a separately allocated block per element?"""
-        return self.rel.layer.role_owns_block(self)
-
-
-@dataclass(eq=False)
-class RelInfo:
-    decl: Relationship
-    layer: Layer
-    params: dict
-    left: RoleInfo = None
-    right: RoleInfo = None
-
-    @property
-    def name(self) -> str:
-        return self.decl.name
-
-    def __repr__(self) -> str:
-        return f"RelInfo({self.name})"
-
-    @property
-    def kind(self) -> str:
-        """'1:1', '1:N' or 'M:N' (N:1 is normalised to 1:N)."""
-        many = (self.left.many, self.right.many)
-        return {(False, False): "1:1", (True, True): "M:N"}.get(many, "1:N")
-
-    @property
-    def roles(self) -> list:
-        return [self.left, self.right]
-
-    def text(self) -> str:
-        d = self.decl
-        mult = lambda e: "many" if e.many else "one"
-        params = ", ".join(f"{k}={_show(v)}" for k, v in sorted(self.params.items()))
-        layer = f"{self.layer.name}({params})" if params else self.layer.name
-        return (f"relationship {d.name} {mult(d.left)} {d.left.container}.{d.left.role} to "
-                f"{mult(d.right)} {d.right.container}.{d.right.role} = {layer}")
-
-
 # The runtime keeps the journal of file F in F + JOURNAL_SUFFIX (runtime/p2_runtime.c).
 JOURNAL_SUFFIX = "-journal"
 
 # Role names that would collide with the generated API of the container.
 RESERVED_ROLES = {"insert", "get", "at", "update", "delete", "reserve", "count", "purge",
                   "all", "ref"}
-
-
-@dataclass(eq=False)
-class FileInfo:
-    path: str
-    containers: list
-    reserve: int
-    fingerprint: int = 0
-    journal: Optional[dict] = None   # the journal layer's parameters, if the file has one
-    verify_open: bool = True         # walk it with verify at open (persistent(verify_open))
-
-
-@dataclass(eq=False)
-class CheckedSpec:
-    spec: Spec
-    prefix: str
-    records: list
-    containers: list
-    cursors: list          # user cursors, in file order
-    files: list            # FileInfo, in order of first use
-    relationships: list = field(default_factory=list)   # RelInfo, in file order
-
-    def container(self, name: str) -> Optional[ContainerInfo]:
-        return next((c for c in self.containers if c.name == name), None)
 
 
 # ---------------------------------------------------------------------------
@@ -953,7 +694,7 @@ class Checker:
                 first = fi.containers[0]
                 def says(p):
                     return "no journal" if p is None else "journal(" + ", ".join(
-                        f"{k} = {_show(v)}" for k, v in sorted(p.items())) + ")"
+                        f"{k} = {show_value(v)}" for k, v in sorted(p.items())) + ")"
                 self.error(f"containers '{first.name}' and '{info.name}' share file \"{path}\" "
                            f"but not its journal: '{first.name}' has {says(fi.journal)}, "
                            f"'{info.name}' has {says(jparams)}; a file is journalled as a whole",

@@ -314,7 +314,7 @@ def bench_tpcb(**kwargs):
     plots after Thomas & Batory (1995). Exit status 1 if a run failed.
     """
     from .build import cc_command
-    from .bench_tpcb import command
+    from .bench.tpcb.run import command
     try:
         if not kwargs["render"]:
             cc_command(kwargs["cc"])
@@ -364,7 +364,7 @@ def bench_oo7(**kwargs):
     plots. Exit status 1 if a run failed or counts differ.
     """
     from .build import cc_command
-    from .bench_oo7 import command
+    from .bench.oo7.run import command
     try:
         if not kwargs["render"]:
             cc_command(kwargs["cc"])
@@ -401,7 +401,7 @@ def bench_python(**kwargs):
     counts. Writes python.json, python.md (medians, ratios, the issue's targets) and
     python.png. Exit status 1 if a check failed.
     """
-    from .bench_python import command
+    from .bench.python.run import command
     try:
         rc = command(**kwargs, say=click.echo)
     except P2Error as e:

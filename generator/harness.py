@@ -20,10 +20,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable, Optional, Sequence, Union
 
 from .build import Generated, cc_command, run_cc
-from .check import CheckedSpec
+from .ir import CheckedSpec
 from .errors import BuildError, EnvError, os_reason
 from .model import FieldType
-from .render import _env, cursor_view, names
+from .render import jinja_env, cursor_view, names
 
 HARNESS_CFLAGS = ("-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror")
 SANITIZE_CFLAGS = ("-fsanitize=address,undefined", "-fno-omit-frame-pointer",
@@ -85,7 +85,7 @@ def render_harness(checked: CheckedSpec) -> str:
     if checked.prefix.lower().startswith("p2h"):
         raise BuildError(f"cannot build a harness for prefix '{checked.prefix}': names "
                          f"starting with p2h are the harness's own; choose another --prefix")
-    return _env().get_template("harness.c.j2").render(**harness_context(checked))
+    return jinja_env().get_template("harness.c.j2").render(**harness_context(checked))
 
 
 def harness_paths(gen: Generated) -> tuple[str, str]:

@@ -287,3 +287,39 @@ class Spec:
 
     def container(self, name: str) -> Optional[Container]:
         return next((c for c in self.containers if c.name == name), None)
+
+
+# ---------------------------------------------------------------------------
+# Expressions as the spec language writes them (explain, comments, error messages)
+# ---------------------------------------------------------------------------
+def chain_terms(e: Expr, op: type) -> list:
+    """The terms of `e` read as `t0 op t1 op ...` (op And or Or), left to right, however
+    the chain is bracketed; without recursion, so a chain of any length is fine."""
+    out, todo = [], [e]
+    while todo:
+        e = todo.pop()
+        if isinstance(e, op):
+            todo += (e.right, e.left)
+        else:
+            out.append(e)
+    return out
+
+
+def operand_text(o) -> str:
+    if isinstance(o, FieldRef):
+        return o.name
+    if isinstance(o, ParamRef):
+        return f"${o.name}"
+    if o.kind == "string":
+        return '"' + o.value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return str(o.value)
+
+
+def expr_text(e: Expr, top: bool = True) -> str:
+    if isinstance(e, Compare):
+        return f"{operand_text(e.left)} {e.op} {operand_text(e.right)}"
+    if isinstance(e, Not):
+        return f"not ({expr_text(e.operand)})"
+    op = type(e)
+    inner = f" {op.__name__.lower()} ".join(expr_text(t, False) for t in chain_terms(e, op))
+    return inner if top else f"({inner})"

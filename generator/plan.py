@@ -6,13 +6,14 @@ The result is data (`Plan`) that the renderer turns into C and `p2gen explain` p
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .check import CheckedSpec, ContainerInfo, CursorInfo
+from .ir import CheckedSpec, ContainerInfo, CursorInfo
 from .errors import SpecError
 from .layers.base import PathOption
-from .model import And, Compare, Const, Expr, FieldRef, Not, ParamRef
+from .model import And, Compare, Const, Expr, FieldRef, ParamRef, chain_terms, expr_text, operand_text
 
 DEFAULT_SIZE_ESTIMATE = 10_000
 FLIP = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -65,19 +66,6 @@ class Plan:
 
 
 # ---------------------------------------------------------------------------
-def chain_terms(e: Expr, op: type) -> list:
-    """The terms of `e` read as `t0 op t1 op ...` (op And or Or), left to right, however
-    the chain is bracketed; without recursion, so a chain of any length is fine."""
-    out, todo = [], [e]
-    while todo:
-        e = todo.pop()
-        if isinstance(e, op):
-            todo += (e.right, e.left)
-        else:
-            out.append(e)
-    return out
-
-
 def conjuncts_of(e: Optional[Expr]) -> list:
     return [] if e is None else chain_terms(e, And)
 
@@ -91,26 +79,6 @@ def simple_conjunct(e: Expr) -> Optional[Conjunct]:
     if isinstance(r, FieldRef) and isinstance(l, (ParamRef, Const)):
         return Conjunct(r.name, FLIP[e.op], l, e)
     return None
-
-
-def operand_text(o) -> str:
-    if isinstance(o, FieldRef):
-        return o.name
-    if isinstance(o, ParamRef):
-        return f"${o.name}"
-    if o.kind == "string":
-        return '"' + o.value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return str(o.value)
-
-
-def expr_text(e: Expr, top: bool = True) -> str:
-    if isinstance(e, Compare):
-        return f"{operand_text(e.left)} {e.op} {operand_text(e.right)}"
-    if isinstance(e, Not):
-        return f"not ({expr_text(e.operand)})"
-    op = type(e)
-    inner = f" {op.__name__.lower()} ".join(expr_text(t, False) for t in chain_terms(e, op))
-    return inner if top else f"({inner})"
 
 
 def size_estimate(info: ContainerInfo) -> float:
@@ -151,11 +119,11 @@ def plan_cursor(cur: CursorInfo, source: str) -> Plan:
 
 
 def plan(checked: CheckedSpec) -> CheckedSpec:
-    """Attach a Plan to every cursor of every container (user cursors, finds, all)."""
-    for info in checked.containers:
-        for cur in info.cursors:
-            cur.plan = plan_cursor(cur, checked.spec.source)
-    return checked
+    """The checked spec with a Plan for every cursor of every container (user cursors,
+    finds, all) in `plans`: a copy; the checker's result is left as it was."""
+    plans = {cur: plan_cursor(cur, checked.spec.source)
+             for info in checked.containers for cur in info.cursors}
+    return dataclasses.replace(checked, plans=plans)
 
 
 def explain(checked: CheckedSpec, include_finds: bool = True) -> str:
@@ -181,7 +149,7 @@ def explain(checked: CheckedSpec, include_finds: bool = True) -> str:
             where = f" where {expr_text(cur.where)}" if cur.where is not None else ""
             order = f" order by {cur.order_by}" if cur.order_by else ""
             lines.append(f"{head}{where}{order}")
-            p = cur.plan
+            p = checked.plans[cur]
             lines.append(f"    chosen: {p.path.layer.describe()} {p.path.kind}: {p.path.why} "
                          f"(cost {p.path.cost:.1f})")
             lines.append(f"    residual filter: {p.residual_text}")

@@ -5,7 +5,7 @@ For a spec with prefix P, `build_python` writes into the output directory
     _P_cffi.c, _P_cffi.*.so   the compiled extension: the generated P.c and p2_runtime.c
                               linked with CFFI glue (`from _P_cffi import ffi, lib`)
     P.py                      `import P`: binds the extension to the generic Pythonic
-                              layer of p2gen.pyapi and holds the spec's metadata
+                              layer of p2gen.runtime.pyapi and holds the spec's metadata
 
 The cdef is generated from the checked spec (it mirrors templates/spec.h.j2): record
 structs with their exact layout, the opaque database handle, cursor structs declared as
@@ -22,11 +22,10 @@ import shlex
 from typing import Optional
 
 from .build import Generated, cc_command, write_if_changed
-from .check import CheckedSpec, ContainerInfo, CursorInfo
+from .ir import CheckedSpec, ContainerInfo, CursorInfo
 from .errors import BuildError
-from .model import FieldType
-from .plan import expr_text
-from .pyapi import role_expression
+from .model import FieldType, expr_text
+from .runtime.pyapi import role_expression
 from .render import c_comment, metadata
 
 # The return codes of runtime/p2_runtime.h, in order.
@@ -345,7 +344,7 @@ def python_module(gen: Generated, meta: dict) -> str:
             lines.append(f"        {role_expression(ro['container'], ro['role'])}(x)     # {what}")
     lines += [
         "",
-        "See p2gen.pyapi for the API (Database, Container, Cursor, Record, errors).",
+        "See p2gen.runtime.pyapi for the API (Database, Container, Cursor, Record, errors).",
         '"""',
         "import os as _os",
         "",
@@ -370,7 +369,7 @@ def python_module(gen: Generated, meta: dict) -> str:
         f"    _sys.modules[{mod!r}] = _m",
         "    _ffi, _lib = _m.ffi, _m.lib",
         "",
-        "from p2gen.pyapi import (P2Error, NotFoundError, DuplicateError, RangeError,  # noqa: F401",
+        "from p2gen.runtime.pyapi import (P2Error, NotFoundError, DuplicateError, RangeError,  # noqa: F401",
         "                         ClosedError, FormatError, MismatchError, BusyError, bind)",
         "",
         "METADATA = " + pprint.pformat(meta, indent=1, width=96, sort_dicts=False),

@@ -15,9 +15,9 @@ from typing import Optional
 
 import jinja2
 
-from .plan import chain_terms, expr_text
-from .check import CheckedSpec, ContainerInfo, CursorInfo, LayerInstance
-from .model import And, Compare, Const, Expr, FieldRef, FieldType, Not, ParamRef
+from .ir import CheckedSpec, ContainerInfo, CursorInfo, LayerInstance
+from .model import (And, Compare, Const, Expr, FieldRef, FieldType, Not, ParamRef, chain_terms,
+                    expr_text)
 
 def _template_dirs() -> list[str]:
     from . import layers as layer_pkg
@@ -26,7 +26,7 @@ def _template_dirs() -> list[str]:
 
 
 @functools.lru_cache(maxsize=None)
-def _env() -> jinja2.Environment:
+def jinja_env() -> jinja2.Environment:
     """One environment per process: Jinja2 compiles each template once (rendering a spec
     then takes milliseconds, not the half second recompiling every template cost)."""
     env = jinja2.Environment(
@@ -268,6 +268,7 @@ class PredicateC:
 class CursorView:
     """What a top layer template needs to emit one cursor's code."""
     info: CursorInfo
+    plan: object           # plan.Plan: the access path chosen for it
     t: str                 # C struct type
     p: str                 # public prefix (user cursors), internal prefix (synthetic)
     tp: str                # prefix of this cursor's functions inside a top layer: `<T.p>_<name>`
@@ -302,7 +303,8 @@ def _key_value_c(conj, t: FieldType) -> str:
 def cursor_view(cur: CursorInfo, checked: CheckedSpec) -> CursorView:
     info = cur.container
     pred = PredicateC(checked.prefix, info.record)
-    path = cur.plan.path
+    planned = checked.plans[cur]
+    path = planned.path
     P = path.layer.p
     t = f"{cur.p}_cursor"
     stop = None
@@ -329,9 +331,9 @@ def cursor_view(cur: CursorInfo, checked: CheckedSpec) -> CursorView:
             hi = _key_value_c(path.hi, kt)
             cmp = f"{info.p}__cmp_{key.name}(e->rec.{key.name}, {hi})"
             stop = f"{cmp} {'>' if path.hi.op in ('<=', '==') else '>='} 0"
-    residual = pred.conjunction(cur.plan.residual)
+    residual = pred.conjunction(planned.residual)
     comment = f"path: {path.layer.describe()} {path.kind} ({path.why}); residual: " \
-              f"{cur.plan.residual_text}"
+              f"{planned.residual_text}"
     St = info.storage.p
     relink = [f"{St}_moves(k->_db, old, rec)"]
     okey = path.layer.key_field_obj
@@ -341,7 +343,7 @@ def cursor_view(cur: CursorInfo, checked: CheckedSpec) -> CursorView:
     why = f"{info.storage.name} storage moves it"
     if len(relink) > 1:
         why += f", or its {okey.name} ({path.layer.name}'s key) changes"
-    return CursorView(cur, t, cur.p, "", cur.params, first, adv, stop, residual, comment,
+    return CursorView(cur, planned, t, cur.p, "", cur.params, first, adv, stop, residual, comment,
                       " || ".join(relink), why)
 
 
@@ -356,7 +358,7 @@ class Renderer:
     def __init__(self, checked: CheckedSpec, spec_file: str, recover: bool = False):
         self.checked = checked
         self.spec_file = spec_file
-        self.env = _env()
+        self.env = jinja_env()
         # the source of `p2gen recover`'s program: plain files opened despite an unclean
         # close, and every layer's _rebuild (layers/README.md) rendered
         self.recover = recover

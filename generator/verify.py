@@ -20,8 +20,8 @@ from typing import Optional, Sequence
 
 from .build import RUNTIME_DIR, cc_command, generate, run_cc
 from .errors import EnvError, os_reason
-from .check import CheckedSpec
-from .render import Renderer, _env, c_string, names
+from .ir import CheckedSpec
+from .render import Renderer, jinja_env, c_string, names
 
 VERIFY_CFLAGS = ("-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror")
 SANITIZE_CFLAGS = ("-fsanitize=address,undefined", "-fno-omit-frame-pointer",
@@ -81,7 +81,7 @@ def _map_context(checked: CheckedSpec) -> list:
 
 def render_verifier(checked: CheckedSpec, spec_file: str) -> str:
     r = Renderer(checked, spec_file)
-    return _env().get_template("verify_main.c.j2").render(
+    return jinja_env().get_template("verify_main.c.j2").render(
         S=checked, spec_file=spec_file, files=r.files(), maps=_map_context(checked),
         names=names, c_string=c_string)
 

@@ -163,9 +163,11 @@ class ModelError(AssertionError):
 
 
 class ContainerModel:
-    def __init__(self, info):
-        """`info`: a p2gen.check.ContainerInfo (checked and planned)."""
+    def __init__(self, info, plans):
+        """`info`: a p2gen.ir.ContainerInfo; `plans`: its spec's planned access paths
+        (CheckedSpec.plans, CursorInfo -> Plan)."""
         self.info = info
+        self.plans = plans
         self.name = info.name
         self.record = info.record
         self.fields = [f.name for f in info.record.fields]

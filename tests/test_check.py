@@ -148,9 +148,10 @@ def test_with_is_ambiguous_for_repeated_layer():
 def test_inline_parameters_for_repeated_layer():
     text = REC + ("container c of item = top2ds_qualify[hash(key = id)[hash(key = grp)"
                   "[array[transient]]]];\ncursor g on c where grp == $g;\n")
-    c = checked(text).containers[0]
+    ck = checked(text)
+    c = ck.containers[0]
     assert [li.tag for li in c.chain] == ["top2ds_qualify", "hash", "hash2", "array", "transient"]
-    assert c.cursors[0].plan.path.layer.tag == "hash2"
+    assert ck.plans[c.cursors[0]].path.layer.tag == "hash2"
 
 
 def test_parameter_given_twice():
@@ -234,7 +235,8 @@ def test_where_needs_a_qualifying_layer():
     # qualify over top2ds provides it
     ok = REC + ("container c of item = qualify[top2ds[array[transient]]];\n"
                 "cursor k on c where id == 1;\n")
-    assert checked(ok).cursors[0].plan.residual_text == "id == 1"
+    ck = checked(ok)
+    assert ck.plans[ck.cursors[0]].residual_text == "id == 1"
 
 
 def test_order_by_unknown_field():
@@ -270,8 +272,8 @@ cursor anything on c where grp != 3 or name == "x";
 
 
 def plans():
-    c = checked(PLANS).containers[0]
-    return {k.name: k.plan for k in c.cursors}
+    ck = checked(PLANS)
+    return {k.name: ck.plans[k] for k in ck.containers[0].cursors}
 
 
 def test_equality_picks_hash():
@@ -305,10 +307,11 @@ def test_disjunction_scans_storage():
 
 
 def test_finds_are_planned_like_cursors():
-    c = checked(PLANS).containers[0]
+    ck = checked(PLANS)
+    c = ck.containers[0]
     assert sorted(c.finds) == ["grp", "id", "score"]
-    assert c.finds["grp"].plan.path.layer.name == "hash"
-    assert c.finds["score"].plan.path.layer.name == "avl"
+    assert ck.plans[c.finds["grp"]].path.layer.name == "hash"
+    assert ck.plans[c.finds["score"]].path.layer.name == "avl"
 
 
 def test_explain_text_names_choice_and_alternatives():

@@ -514,7 +514,7 @@ class OpGen:
             return [Op(f"count {c}", "count")]
         if kind == "cupdadd":
             name, hname, values, toks = self.cursor_with_params()
-            path = self.cm.cursors[name].plan.path
+            path = self.cm.plans[self.cm.cursors[name]].path
             lk = path.layer.key_field_obj
             keyish = [f for f in (path.ordered_by, lk.name if lk is not None else None,
                                   self.cm.info.storage.params.get("key"))
@@ -912,7 +912,7 @@ def test_differential(kind, key, mem, seed, spec_builds, san_env, tmp_path):
                     pytrace=False)
     checked = build.built.checked
     info = checked.container(container.name)
-    cm = ContainerModel(info)
+    cm = ContainerModel(info, build.built.checked.plans)
     rng = random.Random(f"{container.name}/{mem}/{seed}")
     ops = OpGen(rng, cm, cm.persistent, PROFILES.get(seed)).ops(OPS.get(seed, OPS_PER_SEED))
     run_ops(build.built.exe, [cm], ops, tmp_path, san_env, 3 if cm.persistent else 2, rng)
@@ -931,7 +931,7 @@ def test_all_containers_interleaved(mem, builds, san_env, tmp_path):
     rng = random.Random(f"interleaved/{mem}")
     streams = []
     for info in checked.containers:
-        cm = ContainerModel(info)
+        cm = ContainerModel(info, build.built.checked.plans)
         gen = OpGen(rng, cm, cm.persistent, {"reopen": 0, "open2": 0, "sync": 0, "insert": 2.0})
         streams.append(gen.ops(150))
     models = [s[0].model for s in streams]
@@ -962,7 +962,7 @@ def test_cursor_key_updates_meet_each_element_once(mem, spec_builds, san_env, tm
     rng = random.Random(f"halloween/{mem}")
     models, ops = [], []
     for info in build.built.checked.containers:
-        cm = ContainerModel(info)
+        cm = ContainerModel(info, build.built.checked.plans)
         models.append(cm)
         gen = OpGen(rng, cm, cm.persistent)
         for i in range(24):
@@ -974,7 +974,7 @@ def test_cursor_key_updates_meet_each_element_once(mem, spec_builds, san_env, tm
                           "insert", {"values": vals}, cm))
         for name in sorted(cm.cursors):
             cur = cm.cursors[name]
-            path = cur.plan.path
+            path = cm.plans[cur].path
             lk = path.layer.key_field_obj
             keys = {f for f in (path.ordered_by, lk.name if lk is not None else None,
                                 info.storage.params.get("key")) if f is not None}
@@ -1013,7 +1013,7 @@ def test_reference_sweep(mem, builds, san_env, tmp_path):
     cmds, plan_ = [f"open {dirarg}".strip()], []
     models = []
     for info in build.built.checked.containers:
-        cm = ContainerModel(info)
+        cm = ContainerModel(info, build.built.checked.plans)
         models.append(cm)
         gen = OpGen(rng, cm, cm.persistent)
         for _ in range(60):
@@ -1162,7 +1162,7 @@ def test_example_spec(name, example_builds, san_env, tmp_path):
     has_files = bool(built.checked.files)
     streams = []
     for info in built.checked.containers:
-        cm = ContainerModel(info)
+        cm = ContainerModel(info, built.checked.plans)
         streams.append(OpGen(rng, cm, has_files, {"reopen": 0.5}).groups(250))
     models = [s[0][0].model for s in streams]
     ops: list = []
@@ -1180,7 +1180,7 @@ def test_plans(storage, index):
     c = combo_container(storage, index, "transient")
     checked = plan(check(parse(spec_text([c]), "plans.p2"), "plans"))
     info = checked.container(c.name)
-    paths = {k.name[len(c.name) + 1:]: k.plan.path for k in info.cursors if not k.synthetic}
+    paths = {k.name[len(c.name) + 1:]: checked.plans[k].path for k in info.cursors if not k.synthetic}
     idx = [n for n, _ in INDEXES[index]]
     if "hash" in idx:
         assert (paths["g"].layer.name, paths["g"].kind) == ("hash", "eq")
@@ -1201,8 +1201,9 @@ def test_plans(storage, index):
     assert paths["n"].eq is None and paths["n"].lo is None and paths["n"].hi is None
     # finds are planned on their own key's layer when it offers a path
     for key, cur in info.finds.items():
-        assert cur.plan.path.layer.key_field_obj is None or \
-            cur.plan.path.layer.key_field_obj.name == key or cur.plan.path.kind == "scan"
+        path = checked.plans[cur].path
+        assert path.layer.key_field_obj is None or \
+            path.layer.key_field_obj.name == key or path.kind == "scan"
 
 
 def test_transient_only_spec_compiles_strictly(cc, tmp_path):

@@ -26,7 +26,7 @@ from p2gen.errors import SpecError, SpecErrors
 from p2gen.harness import render_harness, run_harness
 from p2gen.parser import parse
 from p2gen.plan import plan
-from p2gen.render import RenderError, _env, c_text, render
+from p2gen.render import RenderError, jinja_env, c_text, render
 from p2gen.verify import render_verifier
 
 # ---------------------------------------------------------------------------
@@ -142,12 +142,12 @@ def test_comment_spelling_cannot_leave_the_comment(s):
 def test_a_template_printing_raw_spec_text_stops_the_render():
     """The structural safeguard: a `{{ }}` that prints hostile text without the filters is
     an internal error at render time, never C."""
-    t = _env().from_string("/* file {{ x }} */ int y;")
+    t = jinja_env().from_string("/* file {{ x }} */ int y;")
     assert t.render(x="benign.db") == "/* file benign.db */ int y;"
     for bad in ("x */ int evil; /* x", "a\nb", "??/", "x\\", "/abs", "é", "a//b"):
         with pytest.raises(RenderError, match="not inert"):
             t.render(x=bad)
-    assert _env().from_string("/* {{ x | ccomment }} */").render(x="a */ evil") \
+    assert jinja_env().from_string("/* {{ x | ccomment }} */").render(x="a */ evil") \
         == "/* a *\\/ evil */"
 
 

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import has_lto_sections
-from p2gen import bench_oo7 as bo
+from p2gen.bench.oo7 import run as bo
 from p2gen.cli import main
 
 TINY_PRIV = 81 * 3          # tiny: 3^4 base assemblies, 3 private parts each

@@ -1,5 +1,5 @@
 """OO7 through the generated data managers: every variant of type_equations/oo7/ is
-generated as `p2gen bench oo7` does (p2gen.bench_oo7: the same names and prefixes),
+generated as `p2gen bench oo7` does (p2gen.bench.oo7.run: the same names and prefixes),
 compiled with -Werror, and linked with bench/oo7/oo7_p2.cc (once per variant), the shared
 generator, HAND and the conformance checker (oo7_conform.cc) into one ASan/UBSan binary.
 
@@ -31,7 +31,7 @@ import pytest
 
 from oo7kit import assert_all_passed, run
 
-from p2gen import bench_oo7 as bo
+from p2gen.bench.oo7 import run as bo
 
 ROOT = Path(__file__).resolve().parent.parent
 OO7 = ROOT / "bench" / "oo7"

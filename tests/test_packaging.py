@@ -23,3 +23,43 @@ def test_wheel_ships_templates_runtime_and_parser(tmp_path):
         assert f in names, f
     entry = [n for n in names if n.endswith("entry_points.txt")]
     assert entry
+
+
+def test_bench_runs_from_an_installed_package(tmp_path):
+    """`pip install .` (not editable), then `p2gen bench ...` from a directory that is not a
+    checkout: the drivers and the variant specs ship as package data (p2gen.bench,
+    p2gen.type_equations), and the Python benchmark runs end to end."""
+    wheels = tmp_path / "wheels"
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                           "-q", "-w", str(wheels), ROOT], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    wheel = next(wheels.glob("*.whl"))
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for d, exts in (("bench/tpcb", (".cc", ".h")), ("bench/oo7", (".cc", ".h")),
+                    ("bench/python", (".p2",)), ("type_equations/tpcb", (".p2",)),
+                    ("type_equations/oo7", (".p2",))):
+        for f in os.listdir(os.path.join(ROOT, d)):
+            if f.endswith(exts):
+                assert f"p2gen/{d}/{f}" in names, f
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    py = str(venv / "bin" / "python")
+    proc = subprocess.run([py, "-m", "pip", "install", "-q", "--no-deps", str(wheel)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    probe = ("import p2gen, sys; from p2gen.bench.tpcb import run as t; "
+             "from p2gen.bench.oo7 import run as o; "
+             "assert str(p2gen.__file__).startswith(sys.prefix), p2gen.__file__; "
+             "t.driver_sources(); o.driver_sources(); "
+             "print(len(t.default_variants(False)), len(o.default_variants()))")
+    proc = subprocess.run([py, "-c", probe], cwd=elsewhere, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    n_tpcb, n_oo7 = map(int, proc.stdout.split())
+    assert n_tpcb >= 10 and n_oo7 >= 4, proc.stdout
+    proc = subprocess.run([str(venv / "bin" / "p2gen"), "bench", "python", "--rows", "20",
+                           "--reps", "1", "--system", "P2", "--system", "dict", "--no-plots"],
+                          cwd=elsewhere, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (elsewhere / "bench" / "results" / "python.json").exists()

@@ -11,7 +11,7 @@ from p2gen.model import (
     ParamRef, Pos, Spec,
 )
 from p2gen.parser import MAX_NESTING, parse, parse_file
-from p2gen.plan import chain_terms
+from p2gen.model import chain_terms
 
 EXAMPLE = """\
 // line comment, and /* block comments */

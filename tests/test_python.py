@@ -1,5 +1,5 @@
 """Tests of `p2gen build --python`: the CFFI extension (generator/pybind.py) and the Pythonic
-layer over it (generator/pyapi.py).
+layer over it (runtime/pyapi.py).
 
 Each spec is built once per module (module-scoped fixtures) into a temporary directory and
 imported from there; every test opens a fresh database directory. Prefixes start with
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from p2gen import pyapi
+from p2gen.runtime import pyapi
 from p2gen.build import generate
 from p2gen.pybind import build_python, cdef, python_module, binding_metadata
 

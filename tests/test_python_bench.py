@@ -6,7 +6,7 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from p2gen import bench_python
+from p2gen.bench.python import run as bench_python
 from p2gen.cli import main
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from p2gen import pyapi
+from p2gen.runtime import pyapi
 from p2gen.build import generate, load
 from p2gen.pybind import build_python
 
@@ -84,7 +84,7 @@ def test_python_differential(pdiff, seed, tmp_path):
     with mod.open(tmp_path) as db:
         for info in checked.containers:
             rng = random.Random(f"{seed}/{info.name}")
-            cm = ContainerModel(info)
+            cm = ContainerModel(info, checked.plans)
             c = db.container(info.name)
             declared = sorted(n for n, k in cm.cursors.items() if not k.synthetic)
             for step in range(OPS):

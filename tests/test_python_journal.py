@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from p2gen import pyapi
+from p2gen.runtime import pyapi
 from p2gen.build import generate
 from p2gen.pybind import build_python
 

@@ -1,4 +1,4 @@
-"""The Python API (generator/pybind.py, generator/pyapi.py) over `text` fields, `ref` fields
+"""The Python API (generator/pybind.py, runtime/pyapi.py) over `text` fields, `ref` fields
 and relationships.
 
 LINKS below has text fields (two in one record), ref fields, and relationships of both
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from p2gen import pyapi
+from p2gen.runtime import pyapi
 from p2gen.build import generate
 from p2gen.pybind import cdef
 

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import has_lto_sections
-from p2gen import bench_tpcb as bt
+from p2gen.bench.tpcb import run as bt
 from p2gen.cli import main
 
 FIXTURE = Path(__file__).parent / "fixtures" / "tpcb_sample.json"

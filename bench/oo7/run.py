@@ -31,13 +31,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from .bench_common import (LTO_SUFFIX, Builder, inline_define, ints, lto_cflags, run_benchmarks,
+from ..common import (LTO_SUFFIX, Builder, inline_define, ints, lto_cflags, run_benchmarks,
                            users_cflags)
-from .errors import BuildError
+from ...errors import BuildError
+from .. import BENCH_DIR, spec_dir
 
-REPO = Path(__file__).resolve().parent.parent
-SOURCE_DIR = REPO / "bench" / "oo7"
-SPEC_DIR = REPO / "type_equations" / "oo7"
+SOURCE_DIR = BENCH_DIR / "oo7"
+SPEC_DIR = spec_dir("oo7")
 
 # the sources every binary links (oo7_hand.cc and oo7_sqlite.cc are the reference systems)
 REQUIRED = ("oo7.h", "oo7_common.cc", "oo7_main.cc")
@@ -84,7 +84,7 @@ class Variant:
 def variant_from_spec(spec: Path) -> Variant:
     """One manifest entry: type_equations/oo7/hash_ilist_persistent.p2 -> HASH/ILIST,
     persistent (the memory comes from the spec's containers), prefix oo7_hash_ilist_persistent."""
-    from .build import load
+    from ...build import load
     checked = load(str(spec), None)
     mem = "persistent" if any(c.persistent for c in checked.containers) else "transient"
     stem = spec.stem
@@ -105,6 +105,16 @@ def wants_lto_twin(v: Variant) -> bool:
     journalled (a twin for every variant would add half again to the run; the journalled
     one's time is its commit)."""
     return v.name.startswith("HASH") and not v.journal and not v.lto
+
+
+def driver_sources(source_dir: Optional[str] = None) -> Path:
+    """The directory of the C++ drivers (package data beside this module), checked."""
+    src = Path(source_dir) if source_dir else SOURCE_DIR
+    for f in REQUIRED + ("../flags.h",):
+        if not (src / f).exists():
+            raise BuildError(f"benchmark source {(src / f).resolve()} not found: the p2gen package "
+                             "ships bench/oo7/ as p2gen.bench.oo7; reinstall p2gen")
+    return src
 
 
 def default_variants(spec_dir: Optional[Path] = None, lto_rows: bool = False) -> list[Variant]:
@@ -137,11 +147,8 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
       compiled into the program), linked against the archive;
     - Variant.lto: the generated .c and the driver compiled with -flto, LTO at link.
     The runtime is compiled once, the users' way, and serves both."""
-    from .build import generate
-    src = Path(source_dir) if source_dir else SOURCE_DIR
-    for f in REQUIRED:
-        if not (src / f).exists():
-            raise BuildError(f"benchmark source {src / f} not found (run from a p2gen checkout)")
+    from ...build import generate
+    src = driver_sources(source_dir)
     variants = list(variants) if variants is not None else default_variants()
     have_driver = (src / P2_DRIVER).exists()
     if variants and not have_driver:

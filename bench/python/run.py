@@ -41,10 +41,9 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
-from .errors import BuildError
+from ...errors import BuildError
 
-REPO = Path(__file__).resolve().parent.parent
-SPEC = REPO / "bench" / "python" / "tpcb_py.p2"
+SPEC = Path(__file__).resolve().parent / "tpcb_py.p2"
 PREFIX = "p2bench_py"
 
 OPERATIONS = ("insert", "find", "update", "delete", "scan", "scan_where", "traverse",
@@ -450,8 +449,8 @@ class LmdbSystem:
 # ---------------------------------------------------------------------------------------
 def build_module(build_dir: str, spec: Path = SPEC, say: Callable[[str], None] = lambda m: None):
     """`p2gen build --python` of the spec into build_dir; the imported module."""
-    from .build import generate
-    from .pybind import build_python
+    from ...build import generate
+    from ...pybind import build_python
     t0 = time.perf_counter()
     gen = generate(str(spec), build_dir, PREFIX)
     path = build_python(gen)
@@ -652,7 +651,7 @@ def command(rows: int, reps: int, out: str, build_dir: str, systems=None, plots:
             "executable": sys.executable, "python": platform.python_version(),
             "sqlite": sqlite3.sqlite_version, "num_cpus": os.cpu_count(),
             "load_avg": [round(x, 2) for x in os.getloadavg()],
-            "rows": rows, "repetitions": reps, "spec": str(SPEC.relative_to(REPO)),
+            "rows": rows, "repetitions": reps, "spec": "bench/python/tpcb_py.p2",
             "record_bytes": module.ffi.sizeof(f"{PREFIX}_account"),
             "operations": OP_DOC, "failures": failures},
             "benchmarks": entries}

@@ -529,7 +529,7 @@ class _Spec:
         for code, cname in enumerate(CODE_NAMES):
             if getattr(lib, cname, code) != code:
                 raise ImportError(f"{cname} is {getattr(lib, cname)} in the extension of "
-                                  f"{p}, {code} in p2gen.pyapi: rebuild it with this p2gen")
+                                  f"{p}, {code} in p2gen.runtime.pyapi: rebuild it with this p2gen")
         self.fields = {}
         self.records = {}
         self.layouts = {}

@@ -37,13 +37,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from .bench_common import (LTO_SUFFIX, Builder as _Builder, fmt_ms as _fmt_ms, inline_define,
+from ..common import (LTO_SUFFIX, Builder as _Builder, fmt_ms as _fmt_ms, inline_define,
                            ints as _ints, lto_cflags, run_benchmarks, users_cflags)
-from .errors import BuildError
+from ...errors import BuildError
+from .. import BENCH_DIR, spec_dir
 
-REPO = Path(__file__).resolve().parent.parent
-SOURCE_DIR = REPO / "bench" / "tpcb"
-SPEC_DIR = REPO / "type_equations" / "tpcb"
+SOURCE_DIR = BENCH_DIR / "tpcb"
+SPEC_DIR = spec_dir("tpcb")
 
 # (benchmark name, spec file stem) in the order of the paper
 STRUCTURES = (("AVL", "avl"), ("QSORT", "qsort"), ("HASH0", "hash0"), ("HASH1", "hash1"),
@@ -131,7 +131,7 @@ def all_variants(lto_rows: bool, extra=()) -> list[Variant]:
 
 def extra_variant(text: str) -> Variant:
     """NAME=SPEC: a user's spec with containers branches/tellers/accounts/histories."""
-    from .build import load
+    from ...build import load
     if "=" not in text:
         raise BuildError(f"--variant wants NAME=SPEC, got {text!r}")
     name, spec = text.split("=", 1)
@@ -141,6 +141,19 @@ def extra_variant(text: str) -> Variant:
     mems = {c.persistent for c in checked.containers}
     mem = "persistent" if True in mems else "transient"
     return Variant(name.upper(), mem, spec, f"tpcb_x_{name.lower()}")
+
+
+DRIVER_SOURCES = ("tpcb.h", "tpcb_driver.cc", "tpcb_refs.cc", "tpcb_peers.cc", "tpcb_main.cc")
+
+
+def driver_sources(source_dir: Optional[str] = None) -> Path:
+    """The directory of the C/C++ drivers (package data beside this module), checked."""
+    src = Path(source_dir) if source_dir else SOURCE_DIR
+    for f in DRIVER_SOURCES + ("../flags.h",):
+        if not (src / f).exists():
+            raise BuildError(f"benchmark source {(src / f).resolve()} not found: the p2gen package "
+                             "ships bench/tpcb/ as p2gen.bench.tpcb; reinstall p2gen")
+    return src
 
 
 def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
@@ -159,11 +172,8 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
     - Variant.lto: the generated .c and the driver compiled with -flto, LTO at link.
     The runtime is compiled once, the users' way, and serves both (its symbols are not
     prefixed; it is off the transactions' hot paths)."""
-    from .build import generate
-    src = Path(source_dir) if source_dir else SOURCE_DIR
-    for f in ("tpcb.h", "tpcb_driver.cc", "tpcb_refs.cc", "tpcb_peers.cc", "tpcb_main.cc"):
-        if not (src / f).exists():
-            raise BuildError(f"benchmark source {src / f} not found (run from a p2gen checkout)")
+    from ...build import generate
+    src = driver_sources(source_dir)
     variants = variants if variants is not None else default_variants()
     bdir = Path(build_dir).resolve()
     gen_dir, obj_dir = bdir / "gen", bdir / "obj"

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence
 
-from .errors import BuildError
+from ..errors import BuildError
 
 
 def is_gcc(cc: str) -> bool:
@@ -36,7 +36,7 @@ LTO_SUFFIX = "-lto"
 def users_cflags() -> list:
     """The generated .c and the runtime compiled exactly as `p2gen build` compiles them
     (its compile_objects: build.DEFAULT_CFLAGS + -fPIC) into lib<prefix>.a."""
-    from .build import DEFAULT_CFLAGS
+    from ..build import DEFAULT_CFLAGS
     return list(DEFAULT_CFLAGS) + ["-fPIC"]
 
 

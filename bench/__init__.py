@@ -1,0 +1,20 @@
+"""p2gen.bench: the benchmarks, and the Python that builds and runs them.
+
+Each benchmark lives in one directory with its drivers beside the code that runs it:
+`tpcb/` (TPC-B: C/C++ drivers under Google Benchmark, `run.py` behind `p2gen bench tpcb`),
+`oo7/` (OO7: `p2gen bench oo7`) and `python/` (the generated Python module against sqlite3,
+dict and lmdb: `p2gen bench python`); `common.py` holds what they share (incremental
+builds, compiler flags as users build, running Google Benchmark). The variants benchmarked
+are the specs of `type_equations/tpcb/` and `type_equations/oo7/`. Drivers and specs ship as
+package data, so `p2gen bench ...` runs from an installed package as from a checkout.
+"""
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+
+
+def spec_dir(name: str) -> Path:
+    """The directory of benchmark variant specs `type_equations/<name>/`: the checkout's or
+    the installed package's copy (p2gen.type_equations)."""
+    from .. import type_equations
+    return Path(next(iter(type_equations.__path__))).resolve() / name

@@ -878,6 +878,7 @@ class Container:
         self._fill_fast = self._zero = None
         if layout.body is not None:
             self._fill_fast, self._zero = _packer(layout, self._scratch_buf)
+        _install_fast_paths(self)
 
     # -- helpers ---------------------------------------------------------------------
     def _database(self) -> Database:
@@ -1492,6 +1493,126 @@ def _numpy():
     except ImportError:  # pragma: no cover
         raise ImportError("to_numpy / insert_many need numpy (pip install numpy)") from None
     return numpy
+
+
+def _install_fast_paths(c: Container) -> None:
+    """Per-container closures for the single-row operations of a record without text
+    fields: insert, and for an integer key find, update_by and delete_by. Each binds what
+    it needs once (no attribute lookups, no generic argument handling per call), handles
+    the common case (keyword fields, an int key in the field's range, an open database)
+    and passes anything else to the method it shadows, which checks and says what is
+    wrong; the results, errors and the database's lock are the same either way."""
+    if c._one_of is None or c._fill_fast is None:
+        return
+    db, lock, guard = c._db, c._db._lock, c._db._spec_.c_guard
+    one, unpack, fill, zero = c._one_of, c._unpack, c._fill_fast, c._zero
+    scratch, sbuf, ref, out, obuf = c._scratch, c._scratch_buf, c._scratch_ref, c._out, c._out_buf
+    fail, c_insert = c._fail, c._c["insert"]
+    slow_insert = c.insert
+
+    def insert(_from=None, /, **fields):
+        if _from is not None:
+            return slow_insert(_from, **fields)
+        with lock:
+            h = db._handle_
+            if h is None:
+                return slow_insert(**fields)        # raises ClosedError
+            if guard is not None:
+                db._guard()
+            try:
+                fill(zero, fields)
+            except Exception:
+                return slow_insert(**fields)        # raises the precise error
+            rc = c_insert(h, scratch, ref)
+            if rc != P2_OK:
+                raise fail(rc)
+            c._version += 1
+            c._links += 1
+            return one(unpack(sbuf), ref[0])
+
+    insert.__doc__ = slow_insert.__doc__
+    c.insert = insert
+    if len(c.keys) != 1:
+        return
+    key = c.keys[0]
+    f = c._fields[key]
+    if f.kind != "int":
+        return
+    lo, hi = f.lo, f.hi
+    findrec, upd, dele = c._findrec[key], c._updkey.get(key), c._delkey.get(key)
+    if findrec is not None:
+        slow_find = c.find
+
+        def find(_key=_MISSING, /, **kw):
+            if kw or _key.__class__ is not int or not lo <= _key <= hi:
+                return slow_find(_key, **kw)
+            with lock:
+                h = db._handle_
+                if h is None:
+                    return slow_find(_key)
+                rc = findrec(h, _key, scratch, ref)
+                if rc == P2_OK:
+                    return one(unpack(sbuf), ref[0])
+                if rc == P2_NOTFOUND:
+                    return None
+                raise fail(rc)
+
+        find.__doc__ = slow_find.__doc__
+        c.find = find
+    if upd is not None:
+        slow_update_by, masks = c.update_by, {}
+
+        def update_by(_key, /, **fields):
+            if _key.__class__ is not int or not lo <= _key <= hi:
+                return slow_update_by(_key, **fields)
+            with lock:
+                h = db._handle_
+                if h is None:
+                    return slow_update_by(_key, **fields)
+                if guard is not None:
+                    db._guard()
+                try:
+                    fill(zero, fields)
+                except Exception:
+                    return slow_update_by(_key, **fields)
+                names = tuple(fields)
+                mask = masks.get(names)
+                if mask is None:
+                    mask = masks[names] = c._mask(fields)
+                rc = upd(h, _key, scratch, mask, out, ref)
+                if rc == P2_OK:
+                    c._version += 1
+                    c._links += 1
+                    return one(unpack(obuf), ref[0])
+                if rc == P2_NOTFOUND:
+                    return None
+                raise fail(rc)
+
+        update_by.__doc__ = slow_update_by.__doc__
+        c.update_by = update_by
+    if dele is not None:
+        slow_delete_by = c.delete_by
+
+        def delete_by(_key, /):
+            if _key.__class__ is not int or not lo <= _key <= hi:
+                return slow_delete_by(_key)
+            with lock:
+                h = db._handle_
+                if h is None:
+                    return slow_delete_by(_key)
+                if guard is not None:
+                    db._guard()
+                rc = dele(h, _key, ref)
+                if rc == P2_OK:
+                    c._version += 1
+                    c._links += 1
+                    return True
+                if rc == P2_NOTFOUND:
+                    return False
+                raise fail(rc)
+
+        delete_by.__doc__ = slow_delete_by.__doc__
+        c.delete_by = delete_by
 
 
 def _find_str(f: _Field, value):

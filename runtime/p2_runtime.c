@@ -153,19 +153,10 @@ static int fi_msync(void *a, size_t n, int f)
 const char *p2_strerror(int code)
 {
     switch (code) {
-    case P2_OK:        return "P2_OK: success";
-    case P2_END:       return "P2_END: cursor exhausted";
-    case P2_NOTFOUND:  return "P2_NOTFOUND: not found";
-    case P2_EDUP:      return "P2_EDUP: key already present";
-    case P2_ERANGE:    return "P2_ERANGE: key or value out of range";
-    case P2_ENOMEM:    return "P2_ENOMEM: out of memory";
-    case P2_EIO:       return "P2_EIO: input/output error";
-    case P2_EFORMAT:   return "P2_EFORMAT: not a valid p2gen file";
-    case P2_EMISMATCH: return "P2_EMISMATCH: file made by another spec";
-    case P2_EINVAL:    return "P2_EINVAL: invalid argument";
-    case P2_ECLOSED:   return "P2_ECLOSED: already closed";
-    case P2_EBUSY:     return "P2_EBUSY: locked by another process";
-    default:           return "unknown error";
+#define P2_STRERROR_CASE_(name, value, message) case name: return #name ": " message;
+    P2_ERROR_LIST(P2_STRERROR_CASE_)
+#undef P2_STRERROR_CASE_
+    default: return "unknown error";
     }
 }
 

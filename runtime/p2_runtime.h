@@ -142,20 +142,33 @@ extern "C" {
  *  @{
  */
 
-/** Return codes shared by the runtime and every generated data manager. */
+/** The return codes shared by the runtime and every generated data manager: their one
+ *  table.  Each row is X(name, value, message).  The enum below and p2_strerror() are
+ *  expanded from it; so are the code names the generated test harness prints, and the
+ *  Python runtime (p2gen.runtime.codes) reads its rows from this header.  Values are part
+ *  of the interface (compiled into programs and Python extensions): never change one;
+ *  a new code takes the next number.  The comment on a row says more than its message. */
+#define P2_ERROR_LIST(X)                                                                   \
+    X(P2_OK,        0,  "success")                   /* success */                         \
+    X(P2_END,       1,  "cursor exhausted")          /* cursor exhausted */                \
+    X(P2_NOTFOUND,  2,  "not found")                 /* no such key */                     \
+    X(P2_EDUP,      3,  "key already present")       /* ... in a unique layer */           \
+    X(P2_ERANGE,    4,  "key or value out of range") /* outside what a layer can hold,     \
+                                                        e.g. iarray capacity */            \
+    X(P2_ENOMEM,    5,  "out of memory")             /* or out of reserved address space */\
+    X(P2_EIO,       6,  "input/output error")        /* a system call on the file failed */\
+    X(P2_EFORMAT,   7,  "not a valid p2gen file")    /* not a p2gen file, bad version,     \
+                                                        truncated or corrupt */            \
+    X(P2_EMISMATCH, 8,  "file made by another spec") /* file made by another spec */       \
+    X(P2_EINVAL,    9,  "invalid argument")          /* invalid argument */                \
+    X(P2_ECLOSED,   10, "already closed")            /* object already closed */           \
+    X(P2_EBUSY,     11, "locked by another process") /* file locked by another process */
+
+/** Return codes: P2_OK = 0, P2_END = 1, ... (rows of #P2_ERROR_LIST). */
 enum {
-    P2_OK        = 0,  /**< success */
-    P2_END       = 1,  /**< cursor exhausted */
-    P2_NOTFOUND  = 2,  /**< no such key */
-    P2_EDUP      = 3,  /**< key already present in a unique layer */
-    P2_ERANGE    = 4,  /**< key or value outside what a layer can hold, e.g. iarray capacity */
-    P2_ENOMEM    = 5,  /**< out of memory or out of reserved address space */
-    P2_EIO       = 6,  /**< a system call on the file failed */
-    P2_EFORMAT   = 7,  /**< not a p2gen file, bad version, truncated or corrupt */
-    P2_EMISMATCH = 8,  /**< file made by another spec */
-    P2_EINVAL    = 9,  /**< invalid argument */
-    P2_ECLOSED   = 10, /**< object already closed */
-    P2_EBUSY     = 11  /**< file locked by another process */
+#define P2_ERROR_ENUM_(name, value, message) name = value,
+    P2_ERROR_LIST(P2_ERROR_ENUM_)
+#undef P2_ERROR_ENUM_
 };
 
 /** Describe a return code.

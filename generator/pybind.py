@@ -25,12 +25,10 @@ from .build import Generated, cc_command, write_if_changed
 from .ir import CheckedSpec, ContainerInfo, CursorInfo
 from .errors import BuildError
 from .model import FieldType, expr_text
-from .runtime.pyapi import role_expression
 from .render import c_comment, metadata
+from .runtime.codes import CODES
+from .runtime.pyapi import role_expression
 
-# The return codes of runtime/p2_runtime.h, in order.
-ERROR_CODES = ("P2_OK", "P2_END", "P2_NOTFOUND", "P2_EDUP", "P2_ERANGE", "P2_ENOMEM",
-               "P2_EIO", "P2_EFORMAT", "P2_EMISMATCH", "P2_EINVAL", "P2_ECLOSED", "P2_EBUSY")
 
 
 def module_name(prefix: str) -> str:
@@ -77,7 +75,7 @@ def cdef(checked: CheckedSpec) -> str:
     """The CFFI declarations of the public C API of a spec (see templates/spec.h.j2)."""
     p = checked.prefix
     out = ["/* p2_runtime.h: return codes */"]
-    out += [f"#define {name} {code}" for code, name in enumerate(ERROR_CODES)]
+    out += [f"#define {c.name} {c.value}" for c in CODES]
     out += ["const char *p2_strerror(int code);",
             "typedef struct p2_text { uint64_t mref; uint64_t len; } p2_text;", ""]
     out += [f"typedef struct {p}_db {p}_db;",

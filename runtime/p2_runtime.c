@@ -1,5 +1,30 @@
-/* p2_runtime.c - p2gen runtime: errors, CRC-32, persistent segment.
- * See p2_runtime.h for the design and the contract of every function. */
+/* p2_runtime.c - the p2gen runtime, which every generated data manager links (p2gen copies
+ * this one file into each output directory).  p2_runtime.h is its manual: the design, the
+ * file formats and the contract of every function.  The sections, in order:
+ *
+ *   1. Fault injection     test builds only: make chosen system calls fail on cue
+ *   2. Errors              p2_strerror, p2_err_set, p2_err_clear
+ *   3. CRC-32              p2_crc32, slicing-by-8
+ *   4. Persistent segment  one file mapped with mmap, its blocks addressed by offsets
+ *      4.1 on-disk layout  struct p2_seg_header (the table in p2_runtime.h)
+ *      4.2 helpers         errors naming the file, header and roots checksums, growth
+ *      4.3 allocator       p2_seg_alloc, p2_seg_free, p2_seg_realloc
+ *      4.4 validation      the checks an existing file passes at open
+ *      4.5 open, sync, close
+ *      4.6 recovery        of plain segments: p2_seg_open_recover (`p2gen recover`)
+ *   5. Journalled segments atomic, durable transactions over a segment (the `journal`
+ *                          memory layer): a redo journal beside the data file
+ *      5.1 journal format and process-wide state
+ *      5.2 write tracking  a SIGSEGV handler finds the first write to each page
+ *      5.3 journal file    whole reads and writes, record checksums, the journal header
+ *      5.4 replay at open  committed transactions of the journal into the data file
+ *      5.5 commit, checkpoint, abort
+ *      5.6 open and close  of a journalled segment
+ *   6. Integrity checks    p2_verify_*, p2_seg_verify, p2_seg_contains: what the
+ *                          generated <prefix>_verify functions build on
+ *   7. Reference sets      p2_refset_*: the elements a cursor already moved
+ */
+
 #define _GNU_SOURCE
 #define _DEFAULT_SOURCE
 
@@ -21,8 +46,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-/* ------------------------------------------------------------------------
- * Fault injection (test builds only: compiled with -DP2_FAULT_INJECT)
+/* ==========================================================================
+ * 1. Fault injection (test builds only: compiled with -DP2_FAULT_INJECT)
  *
  * The environment variable P2_FAULT names system calls of this file that fail, so that
  * tests can make a disk fill up or an fdatasync fail at an exact moment:
@@ -33,7 +58,8 @@
  * fallocate (posix_fallocate), ftruncate, msync. Counting restarts whenever the variable's
  * value changes, so a program can set it just before the operation under test. Release
  * builds contain none of this.
- * ------------------------------------------------------------------------ */
+ * ========================================================================== */
+
 #ifdef P2_FAULT_INJECT
 enum { FI_PWRITE, FI_PWRITEV, FI_FDATASYNC, FI_FALLOCATE, FI_FTRUNCATE, FI_MSYNC, FI_N };
 static const char *const fi_names[FI_N] = {"pwrite", "pwritev", "fdatasync", "fallocate",
@@ -120,26 +146,17 @@ static int fi_msync(void *a, size_t n, int f)
 #define msync(a, n, f) fi_msync(a, n, f)
 #endif /* P2_FAULT_INJECT */
 
-/* ------------------------------------------------------------------------
- * Errors
- * ------------------------------------------------------------------------ */
+/* ==========================================================================
+ * 2. Errors
+ * ========================================================================== */
 
 const char *p2_strerror(int code)
 {
     switch (code) {
-    case P2_OK:        return "P2_OK: success";
-    case P2_END:       return "P2_END: cursor exhausted";
-    case P2_NOTFOUND:  return "P2_NOTFOUND: not found";
-    case P2_EDUP:      return "P2_EDUP: key already present";
-    case P2_ERANGE:    return "P2_ERANGE: key or value out of range";
-    case P2_ENOMEM:    return "P2_ENOMEM: out of memory";
-    case P2_EIO:       return "P2_EIO: input/output error";
-    case P2_EFORMAT:   return "P2_EFORMAT: not a valid p2gen file";
-    case P2_EMISMATCH: return "P2_EMISMATCH: file made by another spec";
-    case P2_EINVAL:    return "P2_EINVAL: invalid argument";
-    case P2_ECLOSED:   return "P2_ECLOSED: already closed";
-    case P2_EBUSY:     return "P2_EBUSY: locked by another process";
-    default:           return "unknown error";
+#define P2_STRERROR_CASE_(name, value, message) case name: return #name ": " message;
+    P2_ERROR_LIST(P2_STRERROR_CASE_)
+#undef P2_STRERROR_CASE_
+    default: return "unknown error";
     }
 }
 
@@ -179,9 +196,9 @@ void p2_err_clear(p2_err *e)
     }
 }
 
-/* ------------------------------------------------------------------------
- * CRC-32 (reflected polynomial 0xEDB88320, as zlib)
- * ------------------------------------------------------------------------ */
+/* ==========================================================================
+ * 3. CRC-32 (reflected polynomial 0xEDB88320, as zlib)
+ * ========================================================================== */
 
 static const uint32_t crc_table[256] = {
     0x00000000u, 0x77073096u, 0xee0e612cu, 0x990951bau, 0x076dc419u, 0x706af48fu,
@@ -282,8 +299,12 @@ uint32_t p2_crc32(uint32_t crc, const void *data, size_t len)
     return ~crc;
 }
 
+/* ==========================================================================
+ * 4. Persistent segment (design in p2_runtime.h, @ref segment)
+ * ========================================================================== */
+
 /* ------------------------------------------------------------------------
- * Persistent segment: on-disk layout
+ * 4.1 Persistent segment: on-disk layout
  * ------------------------------------------------------------------------ */
 
 #define SEG_MAGIC       "P2GENDB"   /* 7 characters + NUL = 8 bytes */
@@ -318,7 +339,7 @@ struct p2_seg_header {
     uint32_t journal;                  /* 1: a journalled file, committed at least once */
     uint32_t roots_sealed;             /* 1: roots_crc is set */
     uint32_t roots_crc;                /* CRC-32 of every root block, in order, as of the last
-                                          sync, close or commit */
+                                          sync or close (a journalled file: close) */
     uint32_t zero0;                    /* zero (alignment) */
     uint64_t data_seq;                 /* journalled files: the last transaction whose pages
                                           are in this file (written at every journal flush) */
@@ -357,7 +378,7 @@ struct small_free { p2_off next; };
 struct large_free { p2_off next; uint64_t size; };
 
 /* ------------------------------------------------------------------------
- * Persistent segment: helpers
+ * 4.2 Persistent segment: helpers
  * ------------------------------------------------------------------------ */
 
 static int seg_fail(const p2_seg *seg, p2_err *err, int code, const char *fmt, ...) P2_PRINTF_LIKE(4, 5);
@@ -429,8 +450,6 @@ static uint32_t header_crc(const struct p2_seg_header *h)
     return p2_crc32(crc, p + at + sizeof zero, P2_SEG_HEADER_SIZE - at - sizeof zero);
 }
 
-/* Size of the block actually used for a request of size bytes:
- * a power of two from 16 to 2048, or a multiple of 4096; 0 if too large. */
 /* CRC-32 of every root block of a mapped segment, in root order. */
 static uint32_t roots_crc_mapped(const p2_seg *seg)
 {
@@ -450,6 +469,8 @@ static void roots_seal(p2_seg *seg)
     }
 }
 
+/* Size of the block actually used for a request of size bytes:
+ * a power of two from 16 to 2048, or a multiple of 4096; 0 if too large. */
 static uint64_t block_size(uint64_t size)
 {
     if (size <= SMALL_MAX) {
@@ -602,7 +623,7 @@ static int seg_grow(p2_seg *seg, uint64_t need, p2_err *err)
 }
 
 /* ------------------------------------------------------------------------
- * Persistent segment: allocator
+ * 4.3 Persistent segment: allocator
  * ------------------------------------------------------------------------ */
 
 /* Take bs bytes at brk, extending the file as needed. */
@@ -854,7 +875,7 @@ p2_off p2_seg_root(const p2_seg *seg, uint32_t i)
 }
 
 /* ------------------------------------------------------------------------
- * Persistent segment: open, validate, sync, close
+ * 4.4 Persistent segment: validation of an existing file, in the documented order
  * ------------------------------------------------------------------------ */
 
 static int check_roots(const p2_seg *seg, uint32_t nroots, const char *const *names,
@@ -1051,8 +1072,363 @@ static int seg_validate(const p2_seg *seg, const struct p2_seg_header *h, uint64
 }
 
 /* ------------------------------------------------------------------------
- * Journalled segments: write tracking, redo journal, recovery
- * (design in p2_runtime.h, @ref journal)
+ * 4.5 Persistent segment: open, sync, close
+ * ------------------------------------------------------------------------ */
+
+/* A journalled segment is opened, synced and closed through these (section 5: the journal
+ * builds on the segment, so it comes after it; a plain segment never calls them, except
+ * journal_unregister and journal_untrack, which do nothing for it). */
+static int seg_open_journalled(p2_seg *seg, uint64_t file_bytes, uint64_t fingerprint, uint32_t nroots,
+                               const char *const *names, const uint64_t *sizes, int *made_new,
+                               p2_err *err);
+static void journal_unregister(p2_seg *seg);
+static void journal_untrack(p2_seg *seg);
+static int journal_flush(p2_seg *seg, int force_checkpoint, p2_err *err);
+static int journal_close(p2_seg *seg, p2_err *err);
+
+/* Initialise an empty file: header, zeroed root blocks, state OPEN. */
+static int seg_create(p2_seg *seg, uint64_t fingerprint, uint32_t nroots, const char *const *names,
+                      const uint64_t *sizes, p2_err *err)
+{
+    int rc = seg_reserve(seg, err);
+    if (rc == P2_OK)
+        rc = seg_grow(seg, P2_SEG_HEADER_SIZE, err);
+    if (rc != P2_OK)
+        return rc;
+    struct p2_seg_header *h = (struct p2_seg_header *)(void *)seg->base;
+    memset(h, 0, sizeof *h);
+    memcpy(h->magic, SEG_MAGIC, sizeof h->magic);
+    h->version = P2_SEG_VERSION;
+    h->header_size = P2_SEG_HEADER_SIZE;
+    h->page_size = (uint32_t)page_size();
+    h->state = SEG_STATE_OPEN;
+    h->fingerprint = fingerprint;
+    h->file_size = seg->mapped;
+    h->brk = P2_SEG_HEADER_SIZE;
+    h->nroots = nroots;
+    seg->hdr = h;
+    for (uint32_t i = 0; i < nroots; i++) {
+        p2_off off = 0;
+        rc = seg_alloc_block(seg, sizes[i], &off, err);
+        if (rc != P2_OK)
+            return rc;
+        memset(seg->base + off, 0, (size_t)sizes[i]);
+        memcpy(h->roots[i].name, names[i], strlen(names[i]) + 1);
+        h->roots[i].off = off;
+        h->roots[i].size = sizes[i];
+    }
+    roots_seal(seg);
+    h->checksum = header_crc(h);
+    if (msync(seg->base, (size_t)seg->mapped, MS_SYNC) != 0) {
+        int e = errno;
+        return seg_fail(seg, err, P2_EIO, "cannot write the new file: %s", strerror(e));
+    }
+    return P2_OK;
+}
+
+/* Validate an existing file of file_bytes bytes, map it and mark it OPEN. */
+static int seg_attach(p2_seg *seg, uint64_t file_bytes, uint64_t fingerprint, uint32_t nroots,
+                      const char *const *names, const uint64_t *sizes, p2_err *err)
+{
+    if (file_bytes < P2_SEG_HEADER_SIZE)
+        return seg_fail(seg, err, P2_EFORMAT,
+                        "truncated: file is %" PRIu64 " bytes, smaller than the %d-byte header",
+                        file_bytes, P2_SEG_HEADER_SIZE);
+    struct p2_seg_header h;
+    ssize_t n = pread(seg->fd, &h, sizeof h, 0);
+    if (n != (ssize_t)sizeof h) {
+        int e = errno;
+        return seg_fail(seg, err, P2_EIO, "cannot read the header: %s",
+                        n < 0 ? strerror(e) : "short read");
+    }
+    int rc = seg_validate(seg, &h, file_bytes, fingerprint, nroots, names, sizes, err);
+    if (rc != P2_OK)
+        return rc;
+    if (h.file_size > seg->reserved)
+        return seg_fail(seg, err, P2_ENOMEM,
+                        "file is %" PRIu64 " bytes, more than the address-space reservation of %" PRIu64
+                        " bytes (" SEG_RESERVE_HINT ")",
+                        h.file_size, seg->reserved);
+    rc = seg_reserve(seg, err);
+    if (rc != P2_OK)
+        return rc;
+    void *p = mmap(seg->base, (size_t)h.file_size, seg->journal ? PROT_READ : PROT_READ | PROT_WRITE,
+                   (seg->journal ? MAP_PRIVATE : MAP_SHARED) | MAP_FIXED, seg->fd, 0);
+    if (p == MAP_FAILED) {
+        int e = errno;
+        return seg_fail(seg, err, P2_ENOMEM, "cannot map the file: %s", strerror(e));
+    }
+    seg->mapped = h.file_size;
+    seg->hdr = (struct p2_seg_header *)(void *)seg->base;
+    if (seg->journal)
+        return P2_OK;   /* nothing is written outside a transaction */
+
+    /* Mark the file OPEN on disk before anyone modifies it. */
+    seg->hdr->state = SEG_STATE_OPEN;
+    seg->hdr->checksum = header_crc(seg->hdr);
+    if (msync(seg->base, P2_SEG_HEADER_SIZE, MS_SYNC) != 0) {
+        int e = errno;
+        memcpy(seg->hdr, &h, sizeof h);    /* leave the file as it was */
+        return seg_fail(seg, err, P2_EIO, "cannot write the header: %s", strerror(e));
+    }
+    return P2_OK;
+}
+
+static int seg_open_any(p2_seg *seg, const char *path, uint64_t fingerprint,
+                        uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
+                        uint64_t reserve, const p2_journal_opts *jopts, int recovering,
+                        int *created, p2_err *err);
+
+int p2_seg_open(p2_seg *seg, const char *path, uint64_t fingerprint,
+                uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
+                uint64_t reserve, int *created, p2_err *err)
+{
+    return seg_open_any(seg, path, fingerprint, nroots, root_names, root_sizes, reserve,
+                        NULL, 0, created, err);
+}
+
+static int seg_open_any(p2_seg *seg, const char *path, uint64_t fingerprint,
+                        uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
+                        uint64_t reserve, const p2_journal_opts *jopts, int recovering,
+                        int *created, p2_err *err)
+{
+    if (created != NULL)
+        *created = 0;
+    if (seg == NULL)
+        return p2_err_set(err, P2_EINVAL, "p2_seg_open: seg is NULL");
+    seg_reset(seg);
+    seg->recovering = recovering;   /* p2_seg_open_recover, p2_seg_open_journal_recover */
+    seg->path[0] = '\0';
+    if (path == NULL || path[0] == '\0')
+        return p2_err_set(err, P2_EINVAL, "p2_seg_open: no path given");
+    size_t plen = strlen(path);
+    if (plen >= sizeof seg->path)
+        return p2_err_set(err, P2_EINVAL, "p2_seg_open: path is %zu bytes long, at most %zu allowed",
+                          plen, sizeof seg->path - 1);
+    memcpy(seg->path, path, plen + 1);
+    int rc = check_roots(seg, nroots, root_names, root_sizes, err);
+    if (rc != P2_OK)
+        return rc;
+    if (reserve == 0)
+        reserve = P2_SEG_DEFAULT_RESERVE;
+    if (reserve > SEG_MAX_RESERVE)
+        return seg_fail(seg, err, P2_EINVAL, "reserve of %" PRIu64 " bytes is more than the maximum %" PRIu64,
+                        reserve, SEG_MAX_RESERVE);
+    uint64_t reserved = round_up(reserve, seg_granule());
+
+    /* Open or create.  `made` records that this call created the file, so
+     * that a failure can remove it again. */
+    int fd, made = 0;
+    for (;;) {
+        fd = open(path, O_RDWR | O_CLOEXEC);
+        if (fd >= 0)
+            break;
+        if (errno != ENOENT) {
+            int e = errno;
+            return seg_fail(seg, err, P2_EIO, "cannot open: %s", strerror(e));
+        }
+        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd >= 0) {
+            made = 1;
+            break;
+        }
+        if (errno != EEXIST) {
+            int e = errno;
+            return seg_fail(seg, err, P2_EIO, "cannot create: %s", strerror(e));
+        }
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        close(fd);   /* if we made it, whoever holds the lock is initialising it: keep it */
+        if (e == EWOULDBLOCK)
+            return seg_fail(seg, err, P2_EBUSY, "in use by another process");
+        return seg_fail(seg, err, P2_EIO, "cannot lock: %s", strerror(e));
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        rc = seg_fail(seg, err, P2_EIO, "cannot stat: %s", strerror(e));
+        st.st_size = -1;
+    } else {
+        seg->fd = fd;
+        seg->reserved = reserved;
+        if (jopts != NULL) {
+            int made_new = 0;
+            seg->jopts = *jopts;
+            seg->pgsize = page_size();
+            rc = seg_open_journalled(seg, (uint64_t)st.st_size, fingerprint, nroots, root_names,
+                                     root_sizes, &made_new, err);
+            if (made_new)
+                st.st_size = 0;   /* reported as created */
+        } else if (st.st_size == 0 && made) {
+            rc = seg_create(seg, fingerprint, nroots, root_names, root_sizes, err);
+        } else if (st.st_size == 0) {
+            /* An existing empty file is not a database: opening it must not make one (it may
+             * be a file of something else, truncated, or another program's). */
+            rc = seg_fail(seg, err, P2_EFORMAT, "not a p2gen database: empty (0 bytes); "
+                          "remove it to create a new database there");
+        } else {
+            rc = seg_attach(seg, (uint64_t)st.st_size, fingerprint, nroots, root_names, root_sizes, err);
+        }
+    }
+    if (rc != P2_OK) {
+        journal_unregister(seg);
+        journal_untrack(seg);
+        if (seg->log_fd >= 0)
+            close(seg->log_fd);
+        if (seg->base != NULL)
+            munmap(seg->base, (size_t)seg->reserved);
+        if (made) {
+            unlink(path);
+        } else if (st.st_size == 0) {
+            if (ftruncate(fd, 0) != 0) {
+                /* best effort: the file was empty before */
+            }
+        }
+        flock(fd, LOCK_UN);
+        close(fd);
+        seg_reset(seg);
+        return rc;
+    }
+    if (created != NULL)
+        *created = st.st_size == 0;
+    return P2_OK;
+}
+
+int p2_seg_sync(p2_seg *seg, p2_err *err)
+{
+    if (seg == NULL || seg->base == NULL)
+        return p2_err_set(err, P2_ECLOSED, "p2_seg_sync: segment is not open");
+    if (seg->journal) {   /* a journalled file is only ever written by commits */
+        int rc = p2_seg_commit(seg, err);
+        if (rc == P2_OK && seg->unsynced > 0)
+            rc = journal_flush(seg, 0, err);   /* and an incomplete group is synced too */
+        return rc;
+    }
+    roots_seal(seg);
+    seg->hdr->checksum = header_crc(seg->hdr);
+    if (msync(seg->base, (size_t)seg->mapped, MS_SYNC) != 0) {
+        int e = errno;
+        return seg_fail(seg, err, P2_EIO, "cannot flush to disk: %s", strerror(e));
+    }
+    return P2_OK;
+}
+
+int p2_seg_close(p2_seg *seg, p2_err *err)
+{
+    if (seg == NULL || seg->base == NULL)
+        return P2_OK;
+    int rc = P2_OK;
+    struct p2_seg_header *h = seg->hdr;
+    if (seg->journal)
+        return journal_close(seg, err);
+    /* Data first, then the CLEAN mark: a crash in between leaves OPEN. */
+    roots_seal(seg);
+    h->checksum = header_crc(h);
+    if (msync(seg->base, (size_t)seg->mapped, MS_SYNC) != 0) {
+        int e = errno;
+        rc = seg_fail(seg, err, P2_EIO,
+                      "cannot flush to disk: %s; the file stays marked as not closed cleanly",
+                      strerror(e));
+    } else {
+        h->state = SEG_STATE_CLEAN;
+        h->checksum = header_crc(h);
+        if (msync(seg->base, P2_SEG_HEADER_SIZE, MS_SYNC) != 0) {
+            int e = errno;
+            rc = seg_fail(seg, err, P2_EIO, "cannot write the header: %s", strerror(e));
+        }
+    }
+    munmap(seg->base, (size_t)seg->reserved);
+    flock(seg->fd, LOCK_UN);
+    if (close(seg->fd) != 0 && rc == P2_OK) {
+        int e = errno;
+        rc = seg_fail(seg, err, P2_EIO, "cannot close: %s", strerror(e));
+    }
+    seg_reset(seg);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * 4.6 Persistent segment: recovery of plain segments (p2_seg_open_recover,
+ * p2_seg_close_unclean): `p2gen recover`
+ * ------------------------------------------------------------------------ */
+
+/* Is free list c (0..NCLASSES-1 small, NCLASSES large) sound: every block in the
+ * allocated area, the walk ends within the number of blocks that fit (no cycle), the
+ * large list address-ordered? */
+static int recover_list_ok(const p2_seg *seg, unsigned c)
+{
+    uint64_t brk = seg->hdr->brk, steps = 0;
+    if (c < NCLASSES) {
+        uint64_t bs = (uint64_t)SMALL_MIN << c;
+        for (p2_off off = seg->hdr->free_small[c]; off != 0; off = small_at(seg, off)->next)
+            if (!block_ok(seg, off, bs) || ++steps > brk / bs)
+                return 0;
+        return 1;
+    }
+    for (p2_off off = seg->hdr->free_large; off != 0; off = large_at(seg, off)->next)
+        if (!large_node_ok(seg, off) || ++steps > brk / LARGE_UNIT)
+            return 0;
+    return 1;
+}
+
+int p2_seg_open_recover(p2_seg *seg, const char *path, uint64_t fingerprint,
+                        uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
+                        uint64_t reserve, int *created, p2_err *err)
+{
+    if (seg == NULL)
+        return p2_err_set(err, P2_EINVAL, "p2_seg_open_recover: seg is NULL");
+    /* the state as found (informational: opening marks it OPEN in any case) */
+    uint32_t state = SEG_STATE_CLEAN;
+    int fd = path != NULL ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    if (fd >= 0) {
+        if (pread(fd, &state, sizeof state, offsetof(struct p2_seg_header, state)) != (ssize_t)sizeof state)
+            state = SEG_STATE_CLEAN;
+        close(fd);
+    }
+    int rc = seg_open_any(seg, path, fingerprint, nroots, root_names, root_sizes, reserve,
+                          NULL, 1, created, err);
+    if (rc != P2_OK)
+        return rc;
+    seg->rec_unclean = state != SEG_STATE_CLEAN;
+    for (unsigned c = 0; c <= NCLASSES; c++) {
+        if (!recover_list_ok(seg, c)) {
+            if (c < NCLASSES)
+                seg->hdr->free_small[c] = 0;
+            else
+                seg->hdr->free_large = 0;
+            seg->rec_lists_dropped++;
+        }
+    }
+    return P2_OK;
+}
+
+int p2_seg_close_unclean(p2_seg *seg, p2_err *err)
+{
+    if (seg == NULL || seg->base == NULL)
+        return P2_OK;
+    if (seg->journal)
+        return p2_seg_close(seg, err);
+    int rc = P2_OK;
+    seg->hdr->state = SEG_STATE_OPEN;
+    seg->hdr->checksum = header_crc(seg->hdr);
+    if (msync(seg->base, (size_t)seg->mapped, MS_SYNC) != 0) {
+        int e = errno;
+        rc = seg_fail(seg, err, P2_EIO, "cannot flush to disk: %s", strerror(e));
+    }
+    munmap(seg->base, (size_t)seg->reserved);
+    flock(seg->fd, LOCK_UN);
+    close(seg->fd);
+    seg_reset(seg);
+    return rc;
+}
+
+/* ==========================================================================
+ * 5. Journalled segments (design in p2_runtime.h, @ref journal)
+ * ========================================================================== */
+
+/* ------------------------------------------------------------------------
+ * 5.1 Journalled segments: journal format, process-wide state
  * ------------------------------------------------------------------------ */
 
 #define LOG_MAGIC    "P2GENJL"     /* 7 characters + NUL = 8 bytes */
@@ -1102,6 +1478,10 @@ static volatile sig_atomic_t jchaining; /* inside the chained call of journal_fa
 static int bit_get(const uint8_t *bits, uint64_t i) { return (bits[i >> 3] >> (i & 7)) & 1; }
 static void bit_set(uint8_t *bits, uint64_t i) { bits[i >> 3] |= (uint8_t)(1u << (i & 7)); }
 static void bit_clear(uint8_t *bits, uint64_t i) { bits[i >> 3] &= (uint8_t)~(1u << (i & 7)); }
+
+/* ------------------------------------------------------------------------
+ * 5.2 Journalled segments: write tracking (the SIGSEGV handler)
+ * ------------------------------------------------------------------------ */
 
 /* The first write to a read-only page of a journalled segment lands here: note
  * the page as dirty and let the write through (into a private copy).  Any other
@@ -1240,6 +1620,10 @@ static void journal_untrack(p2_seg *seg)
     seg->img_off = NULL;
 }
 
+/* ------------------------------------------------------------------------
+ * 5.3 Journalled segments: journal file I/O, records, header
+ * ------------------------------------------------------------------------ */
+
 /* All of len bytes at off, or -1: pread / pwrite retried across short transfers and
  * EINTR (write: 1 to write buf, 0 to read into it). */
 static int full_io(int fd, void *buf, size_t len, uint64_t off, int write)
@@ -1354,6 +1738,10 @@ static int data_seq_write(p2_seg *seg, p2_err *err)
         return log_fail(seg, err, P2_EIO, "cannot write the data file's header");
     return P2_OK;
 }
+
+/* ------------------------------------------------------------------------
+ * 5.4 Journalled segments: replay at open
+ * ------------------------------------------------------------------------ */
 
 /* The highest transaction number of a valid commit record in [from, size) that is above
  * `last` (0: none). Tells a torn tail (the last transaction was being written) from damage
@@ -1594,6 +1982,10 @@ static int journal_recover(p2_seg *seg, uint64_t fingerprint, uint64_t data_byte
     }
     return journal_reset(seg, fingerprint, err);
 }
+
+/* ------------------------------------------------------------------------
+ * 5.5 Journalled segments: commit, checkpoint, abort
+ * ------------------------------------------------------------------------ */
 
 static int cmp_u32(const void *a, const void *b)
 {
@@ -1858,93 +2250,9 @@ uint64_t p2_seg_pending(const p2_seg *seg)
     return seg != NULL && seg->base != NULL && seg->journal ? seg->ndirty : 0;
 }
 
-/* Initialise an empty file: header, zeroed root blocks, state OPEN. */
-static int seg_create(p2_seg *seg, uint64_t fingerprint, uint32_t nroots, const char *const *names,
-                      const uint64_t *sizes, p2_err *err)
-{
-    int rc = seg_reserve(seg, err);
-    if (rc == P2_OK)
-        rc = seg_grow(seg, P2_SEG_HEADER_SIZE, err);
-    if (rc != P2_OK)
-        return rc;
-    struct p2_seg_header *h = (struct p2_seg_header *)(void *)seg->base;
-    memset(h, 0, sizeof *h);
-    memcpy(h->magic, SEG_MAGIC, sizeof h->magic);
-    h->version = P2_SEG_VERSION;
-    h->header_size = P2_SEG_HEADER_SIZE;
-    h->page_size = (uint32_t)page_size();
-    h->state = SEG_STATE_OPEN;
-    h->fingerprint = fingerprint;
-    h->file_size = seg->mapped;
-    h->brk = P2_SEG_HEADER_SIZE;
-    h->nroots = nroots;
-    seg->hdr = h;
-    for (uint32_t i = 0; i < nroots; i++) {
-        p2_off off = 0;
-        rc = seg_alloc_block(seg, sizes[i], &off, err);
-        if (rc != P2_OK)
-            return rc;
-        memset(seg->base + off, 0, (size_t)sizes[i]);
-        memcpy(h->roots[i].name, names[i], strlen(names[i]) + 1);
-        h->roots[i].off = off;
-        h->roots[i].size = sizes[i];
-    }
-    roots_seal(seg);
-    h->checksum = header_crc(h);
-    if (msync(seg->base, (size_t)seg->mapped, MS_SYNC) != 0) {
-        int e = errno;
-        return seg_fail(seg, err, P2_EIO, "cannot write the new file: %s", strerror(e));
-    }
-    return P2_OK;
-}
-
-/* Validate an existing file of file_bytes bytes, map it and mark it OPEN. */
-static int seg_attach(p2_seg *seg, uint64_t file_bytes, uint64_t fingerprint, uint32_t nroots,
-                      const char *const *names, const uint64_t *sizes, p2_err *err)
-{
-    if (file_bytes < P2_SEG_HEADER_SIZE)
-        return seg_fail(seg, err, P2_EFORMAT,
-                        "truncated: file is %" PRIu64 " bytes, smaller than the %d-byte header",
-                        file_bytes, P2_SEG_HEADER_SIZE);
-    struct p2_seg_header h;
-    ssize_t n = pread(seg->fd, &h, sizeof h, 0);
-    if (n != (ssize_t)sizeof h) {
-        int e = errno;
-        return seg_fail(seg, err, P2_EIO, "cannot read the header: %s",
-                        n < 0 ? strerror(e) : "short read");
-    }
-    int rc = seg_validate(seg, &h, file_bytes, fingerprint, nroots, names, sizes, err);
-    if (rc != P2_OK)
-        return rc;
-    if (h.file_size > seg->reserved)
-        return seg_fail(seg, err, P2_ENOMEM,
-                        "file is %" PRIu64 " bytes, more than the address-space reservation of %" PRIu64
-                        " bytes (" SEG_RESERVE_HINT ")",
-                        h.file_size, seg->reserved);
-    rc = seg_reserve(seg, err);
-    if (rc != P2_OK)
-        return rc;
-    void *p = mmap(seg->base, (size_t)h.file_size, seg->journal ? PROT_READ : PROT_READ | PROT_WRITE,
-                   (seg->journal ? MAP_PRIVATE : MAP_SHARED) | MAP_FIXED, seg->fd, 0);
-    if (p == MAP_FAILED) {
-        int e = errno;
-        return seg_fail(seg, err, P2_ENOMEM, "cannot map the file: %s", strerror(e));
-    }
-    seg->mapped = h.file_size;
-    seg->hdr = (struct p2_seg_header *)(void *)seg->base;
-    if (seg->journal)
-        return P2_OK;   /* nothing is written outside a transaction */
-
-    /* Mark the file OPEN on disk before anyone modifies it. */
-    seg->hdr->state = SEG_STATE_OPEN;
-    seg->hdr->checksum = header_crc(seg->hdr);
-    if (msync(seg->base, P2_SEG_HEADER_SIZE, MS_SYNC) != 0) {
-        int e = errno;
-        memcpy(seg->hdr, &h, sizeof h);    /* leave the file as it was */
-        return seg_fail(seg, err, P2_EIO, "cannot write the header: %s", strerror(e));
-    }
-    return P2_OK;
-}
+/* ------------------------------------------------------------------------
+ * 5.6 Journalled segments: open and close
+ * ------------------------------------------------------------------------ */
 
 /* A journalled segment: recover, then attach; a file never committed is made anew
  * (plainly, then remapped private and read-only so that every change is tracked). */
@@ -1989,19 +2297,6 @@ static int seg_open_journalled(p2_seg *seg, uint64_t file_bytes, uint64_t finger
     return journal_register(seg, err);
 }
 
-static int seg_open_any(p2_seg *seg, const char *path, uint64_t fingerprint,
-                        uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
-                        uint64_t reserve, const p2_journal_opts *jopts, int recovering,
-                        int *created, p2_err *err);
-
-int p2_seg_open(p2_seg *seg, const char *path, uint64_t fingerprint,
-                uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
-                uint64_t reserve, int *created, p2_err *err)
-{
-    return seg_open_any(seg, path, fingerprint, nroots, root_names, root_sizes, reserve,
-                        NULL, 0, created, err);
-}
-
 int p2_seg_open_journal(p2_seg *seg, const char *path, uint64_t fingerprint,
                         uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
                         uint64_t reserve, const p2_journal_opts *opts, int *created, p2_err *err)
@@ -2023,133 +2318,6 @@ int p2_seg_open_journal_recover(p2_seg *seg, const char *path, uint64_t fingerpr
         o.group = 1;
     return seg_open_any(seg, path, fingerprint, nroots, root_names, root_sizes, reserve,
                         &o, 1, created, err);
-}
-
-static int seg_open_any(p2_seg *seg, const char *path, uint64_t fingerprint,
-                        uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
-                        uint64_t reserve, const p2_journal_opts *jopts, int recovering,
-                        int *created, p2_err *err)
-{
-    if (created != NULL)
-        *created = 0;
-    if (seg == NULL)
-        return p2_err_set(err, P2_EINVAL, "p2_seg_open: seg is NULL");
-    seg_reset(seg);
-    seg->recovering = recovering;   /* p2_seg_open_recover, p2_seg_open_journal_recover */
-    seg->path[0] = '\0';
-    if (path == NULL || path[0] == '\0')
-        return p2_err_set(err, P2_EINVAL, "p2_seg_open: no path given");
-    size_t plen = strlen(path);
-    if (plen >= sizeof seg->path)
-        return p2_err_set(err, P2_EINVAL, "p2_seg_open: path is %zu bytes long, at most %zu allowed",
-                          plen, sizeof seg->path - 1);
-    memcpy(seg->path, path, plen + 1);
-    int rc = check_roots(seg, nroots, root_names, root_sizes, err);
-    if (rc != P2_OK)
-        return rc;
-    if (reserve == 0)
-        reserve = P2_SEG_DEFAULT_RESERVE;
-    if (reserve > SEG_MAX_RESERVE)
-        return seg_fail(seg, err, P2_EINVAL, "reserve of %" PRIu64 " bytes is more than the maximum %" PRIu64,
-                        reserve, SEG_MAX_RESERVE);
-    uint64_t reserved = round_up(reserve, seg_granule());
-
-    /* Open or create.  `made` records that this call created the file, so
-     * that a failure can remove it again. */
-    int fd, made = 0;
-    for (;;) {
-        fd = open(path, O_RDWR | O_CLOEXEC);
-        if (fd >= 0)
-            break;
-        if (errno != ENOENT) {
-            int e = errno;
-            return seg_fail(seg, err, P2_EIO, "cannot open: %s", strerror(e));
-        }
-        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        if (fd >= 0) {
-            made = 1;
-            break;
-        }
-        if (errno != EEXIST) {
-            int e = errno;
-            return seg_fail(seg, err, P2_EIO, "cannot create: %s", strerror(e));
-        }
-    }
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        int e = errno;
-        close(fd);   /* if we made it, whoever holds the lock is initialising it: keep it */
-        if (e == EWOULDBLOCK)
-            return seg_fail(seg, err, P2_EBUSY, "in use by another process");
-        return seg_fail(seg, err, P2_EIO, "cannot lock: %s", strerror(e));
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        rc = seg_fail(seg, err, P2_EIO, "cannot stat: %s", strerror(e));
-        st.st_size = -1;
-    } else {
-        seg->fd = fd;
-        seg->reserved = reserved;
-        if (jopts != NULL) {
-            int made_new = 0;
-            seg->jopts = *jopts;
-            seg->pgsize = page_size();
-            rc = seg_open_journalled(seg, (uint64_t)st.st_size, fingerprint, nroots, root_names,
-                                     root_sizes, &made_new, err);
-            if (made_new)
-                st.st_size = 0;   /* reported as created */
-        } else if (st.st_size == 0 && made) {
-            rc = seg_create(seg, fingerprint, nroots, root_names, root_sizes, err);
-        } else if (st.st_size == 0) {
-            /* An existing empty file is not a database: opening it must not make one (it may
-             * be a file of something else, truncated, or another program's). */
-            rc = seg_fail(seg, err, P2_EFORMAT, "not a p2gen database: empty (0 bytes); "
-                          "remove it to create a new database there");
-        } else {
-            rc = seg_attach(seg, (uint64_t)st.st_size, fingerprint, nroots, root_names, root_sizes, err);
-        }
-    }
-    if (rc != P2_OK) {
-        journal_unregister(seg);
-        journal_untrack(seg);
-        if (seg->log_fd >= 0)
-            close(seg->log_fd);
-        if (seg->base != NULL)
-            munmap(seg->base, (size_t)seg->reserved);
-        if (made) {
-            unlink(path);
-        } else if (st.st_size == 0) {
-            if (ftruncate(fd, 0) != 0) {
-                /* best effort: the file was empty before */
-            }
-        }
-        flock(fd, LOCK_UN);
-        close(fd);
-        seg_reset(seg);
-        return rc;
-    }
-    if (created != NULL)
-        *created = st.st_size == 0;
-    return P2_OK;
-}
-
-int p2_seg_sync(p2_seg *seg, p2_err *err)
-{
-    if (seg == NULL || seg->base == NULL)
-        return p2_err_set(err, P2_ECLOSED, "p2_seg_sync: segment is not open");
-    if (seg->journal) {   /* a journalled file is only ever written by commits */
-        int rc = p2_seg_commit(seg, err);
-        if (rc == P2_OK && seg->unsynced > 0)
-            rc = journal_flush(seg, 0, err);   /* and an incomplete group is synced too */
-        return rc;
-    }
-    roots_seal(seg);
-    seg->hdr->checksum = header_crc(seg->hdr);
-    if (msync(seg->base, (size_t)seg->mapped, MS_SYNC) != 0) {
-        int e = errno;
-        return seg_fail(seg, err, P2_EIO, "cannot flush to disk: %s", strerror(e));
-    }
-    return P2_OK;
 }
 
 /* Close a journalled segment: what is not committed is dropped, the rest written
@@ -2186,46 +2354,11 @@ static int journal_close(p2_seg *seg, p2_err *err)
     return rc;
 }
 
-int p2_seg_close(p2_seg *seg, p2_err *err)
-{
-    if (seg == NULL || seg->base == NULL)
-        return P2_OK;
-    int rc = P2_OK;
-    struct p2_seg_header *h = seg->hdr;
-    if (seg->journal)
-        return journal_close(seg, err);
-    /* Data first, then the CLEAN mark: a crash in between leaves OPEN. */
-    roots_seal(seg);
-    h->checksum = header_crc(h);
-    if (msync(seg->base, (size_t)seg->mapped, MS_SYNC) != 0) {
-        int e = errno;
-        rc = seg_fail(seg, err, P2_EIO,
-                      "cannot flush to disk: %s; the file stays marked as not closed cleanly",
-                      strerror(e));
-    } else {
-        h->state = SEG_STATE_CLEAN;
-        h->checksum = header_crc(h);
-        if (msync(seg->base, P2_SEG_HEADER_SIZE, MS_SYNC) != 0) {
-            int e = errno;
-            rc = seg_fail(seg, err, P2_EIO, "cannot write the header: %s", strerror(e));
-        }
-    }
-    munmap(seg->base, (size_t)seg->reserved);
-    flock(seg->fd, LOCK_UN);
-    if (close(seg->fd) != 0 && rc == P2_OK) {
-        int e = errno;
-        rc = seg_fail(seg, err, P2_EIO, "cannot close: %s", strerror(e));
-    }
-    seg_reset(seg);
-    return rc;
-}
-
 /* ==========================================================================
- * integrity checks (p2_verify, p2_seg_contains): used by the generated
- * <prefix>_verify functions.  Read-only; independent of the segment code above
- * except for reading the header's brk through p2_seg_used().
+ * 6. Integrity checks (p2_verify, p2_seg_verify, p2_seg_contains): used by the
+ * generated <prefix>_verify functions.  Read-only; they read the allocator's
+ * structures through the helpers of 4.2.
  * ========================================================================== */
-#include <limits.h>
 
 int p2_seg_contains(const p2_seg *seg, p2_off off, uint64_t len)
 {
@@ -2422,86 +2555,11 @@ void p2_verify_fail(p2_verify *v, const char *fmt, ...)
         v->buf[v->len] = '\0';
     }
 }
-/* ======================== end of integrity checks ======================== */
 
 /* ==========================================================================
- * recovery of plain segments (p2_seg_open_recover, p2_seg_close_unclean):
- * `p2gen recover`
+ * 7. Sets of element references (p2_refset: cursors that move the element under them)
  * ========================================================================== */
 
-/* Is free list c (0..NCLASSES-1 small, NCLASSES large) sound: every block in the
- * allocated area, the walk ends within the number of blocks that fit (no cycle), the
- * large list address-ordered? */
-static int recover_list_ok(const p2_seg *seg, unsigned c)
-{
-    uint64_t brk = seg->hdr->brk, steps = 0;
-    if (c < NCLASSES) {
-        uint64_t bs = (uint64_t)SMALL_MIN << c;
-        for (p2_off off = seg->hdr->free_small[c]; off != 0; off = small_at(seg, off)->next)
-            if (!block_ok(seg, off, bs) || ++steps > brk / bs)
-                return 0;
-        return 1;
-    }
-    for (p2_off off = seg->hdr->free_large; off != 0; off = large_at(seg, off)->next)
-        if (!large_node_ok(seg, off) || ++steps > brk / LARGE_UNIT)
-            return 0;
-    return 1;
-}
-
-int p2_seg_open_recover(p2_seg *seg, const char *path, uint64_t fingerprint,
-                        uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
-                        uint64_t reserve, int *created, p2_err *err)
-{
-    if (seg == NULL)
-        return p2_err_set(err, P2_EINVAL, "p2_seg_open_recover: seg is NULL");
-    /* the state as found (informational: opening marks it OPEN in any case) */
-    uint32_t state = SEG_STATE_CLEAN;
-    int fd = path != NULL ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-    if (fd >= 0) {
-        if (pread(fd, &state, sizeof state, offsetof(struct p2_seg_header, state)) != (ssize_t)sizeof state)
-            state = SEG_STATE_CLEAN;
-        close(fd);
-    }
-    int rc = seg_open_any(seg, path, fingerprint, nroots, root_names, root_sizes, reserve,
-                          NULL, 1, created, err);
-    if (rc != P2_OK)
-        return rc;
-    seg->rec_unclean = state != SEG_STATE_CLEAN;
-    for (unsigned c = 0; c <= NCLASSES; c++) {
-        if (!recover_list_ok(seg, c)) {
-            if (c < NCLASSES)
-                seg->hdr->free_small[c] = 0;
-            else
-                seg->hdr->free_large = 0;
-            seg->rec_lists_dropped++;
-        }
-    }
-    return P2_OK;
-}
-
-int p2_seg_close_unclean(p2_seg *seg, p2_err *err)
-{
-    if (seg == NULL || seg->base == NULL)
-        return P2_OK;
-    if (seg->journal)
-        return p2_seg_close(seg, err);
-    int rc = P2_OK;
-    seg->hdr->state = SEG_STATE_OPEN;
-    seg->hdr->checksum = header_crc(seg->hdr);
-    if (msync(seg->base, (size_t)seg->mapped, MS_SYNC) != 0) {
-        int e = errno;
-        rc = seg_fail(seg, err, P2_EIO, "cannot flush to disk: %s", strerror(e));
-    }
-    munmap(seg->base, (size_t)seg->reserved);
-    flock(seg->fd, LOCK_UN);
-    close(seg->fd);
-    seg_reset(seg);
-    return rc;
-}
-
-/* ------------------------------------------------------------------------
- * Sets of element references (cursors that move the element under them)
- * ------------------------------------------------------------------------ */
 #define P2_REFSET_EMPTY UINT64_MAX
 
 static uint64_t refset_home(uint64_t ref, uint64_t cap)

@@ -1,5 +1,6 @@
 /** @file p2_runtime.h
- *  @brief p2gen runtime: error reporting, CRC-32 and the persistent segment.
+ *  @brief p2gen runtime: error reporting, CRC-32, the persistent segment and its
+ *         allocator, journalled segments, integrity checks and reference sets.
  *
  *  Every C data manager that p2gen generates links this small, hand-written
  *  runtime.  This header is its manual.
@@ -37,29 +38,46 @@
  *  refused with #P2_ENOMEM and a message naming the limit.
  *
  *  File layout (all integers in the byte order of the machine that created
- *  the file; files are not portable between little- and big-endian hosts):
+ *  the file; files are not portable between little- and big-endian hosts).
+ *  The header at offset 0 (`struct p2_seg_header` in p2_runtime.c; the third
+ *  column names its field):
  *
- *      offset  size  field
- *           0     8  magic "P2GENDB\0"
- *           8     4  format version (#P2_SEG_VERSION = 1)
- *          12     4  header size (#P2_SEG_HEADER_SIZE = 4096)
- *          16     4  page size of the machine that created the file
- *          20     4  state: 0 = CLEAN (closed properly), 1 = OPEN
- *          24     8  fingerprint of the spec / type equation
- *          32     8  file size: the file is at least this long
- *          40     8  brk: allocator high-water mark (end of used space)
- *          48    64  8 free-list heads for block sizes 16, 32, ..., 2048
- *         112     8  free-list head for large blocks (multiples of 4096)
- *         120     4  number of roots in use
- *         124     4  CRC-32 of bytes 0..4095, this field taken as 0
- *         128    24  journal state, roots checksum, data_seq (see the source)
- *         152    96  description: which spec and equations made the file (printable
- *                    ASCII, NUL-padded, cut short with "..."; zero in older files),
- *                    named in the "created by a different spec" message
- *         248     8  reserved, zero
- *         256  3840  root table: #P2_MAX_ROOTS entries of 64 bytes
- *                    { char name[48]; p2_off off; uint64_t size; }
- *        4096     .  allocated blocks, from offset 4096 up to brk
+ *      offset  size  field         contents
+ *           0     8  magic         "P2GENDB\0"
+ *           8     4  version       format version (#P2_SEG_VERSION = 1)
+ *          12     4  header_size   #P2_SEG_HEADER_SIZE = 4096
+ *          16     4  page_size     page size of the machine that created the file
+ *          20     4  state         0 = CLEAN (closed properly), 1 = OPEN
+ *          24     8  fingerprint   of the spec / type equation
+ *          32     8  file_size     the file is at least this long
+ *          40     8  brk           allocator high-water mark (end of used space)
+ *          48    64  free_small    8 free-list heads for block sizes 16, 32, ..., 2048
+ *         112     8  free_large    free-list head for large blocks (multiples of 4096)
+ *         120     4  nroots        number of roots in use
+ *         124     4  checksum      CRC-32 of bytes 0..4095, this field taken as 0
+ *         128     4  journal       1: a journalled file, committed at least once
+ *                                  (0: a journalled open initialises it again)
+ *         132     4  roots_sealed  1: roots_crc is set (0 in older files)
+ *         136     4  roots_crc     CRC-32 of every root block, in root order, as of
+ *                                  the last sync or close; a CLEAN file whose root
+ *                                  blocks fail it is refused as corrupt
+ *         140     4  zero0         zero (alignment)
+ *         144     8  data_seq      journalled files: the last transaction whose pages
+ *                                  are in this file (see @ref journal)
+ *         152    96  desc          which spec and equations made the file (printable
+ *                                  ASCII, NUL-padded, cut short with "..."; zero in
+ *                                  older files), named in the "created by a different
+ *                                  spec" message
+ *         248     8  reserved      zero; room for future fields
+ *         256  3840  roots         root table: #P2_MAX_ROOTS entries of 64 bytes
+ *        4096     .  -             allocated blocks, from offset 4096 up to brk
+ *
+ *  A root table entry (`struct p2_seg_root_entry`):
+ *
+ *      offset  size  field         contents
+ *           0    48  name          the root's name, NUL-terminated
+ *          48     8  off           offset of the root block
+ *          56     8  size          its size, as passed to p2_seg_open()
  *
  *  The header checksum is brought up to date by p2_seg_sync() and
  *  p2_seg_close() only (not by every allocation), so it is meaningful only
@@ -124,20 +142,33 @@ extern "C" {
  *  @{
  */
 
-/** Return codes shared by the runtime and every generated data manager. */
+/** The return codes shared by the runtime and every generated data manager: their one
+ *  table.  Each row is X(name, value, message).  The enum below and p2_strerror() are
+ *  expanded from it; so are the code names the generated test harness prints, and the
+ *  Python runtime (p2gen.runtime.codes) reads its rows from this header.  Values are part
+ *  of the interface (compiled into programs and Python extensions): never change one;
+ *  a new code takes the next number.  The comment on a row says more than its message. */
+#define P2_ERROR_LIST(X)                                                                   \
+    X(P2_OK,        0,  "success")                   /* success */                         \
+    X(P2_END,       1,  "cursor exhausted")          /* cursor exhausted */                \
+    X(P2_NOTFOUND,  2,  "not found")                 /* no such key */                     \
+    X(P2_EDUP,      3,  "key already present")       /* ... in a unique layer */           \
+    X(P2_ERANGE,    4,  "key or value out of range") /* outside what a layer can hold,     \
+                                                        e.g. iarray capacity */            \
+    X(P2_ENOMEM,    5,  "out of memory")             /* or out of reserved address space */\
+    X(P2_EIO,       6,  "input/output error")        /* a system call on the file failed */\
+    X(P2_EFORMAT,   7,  "not a valid p2gen file")    /* not a p2gen file, bad version,     \
+                                                        truncated or corrupt */            \
+    X(P2_EMISMATCH, 8,  "file made by another spec") /* file made by another spec */       \
+    X(P2_EINVAL,    9,  "invalid argument")          /* invalid argument */                \
+    X(P2_ECLOSED,   10, "already closed")            /* object already closed */           \
+    X(P2_EBUSY,     11, "locked by another process") /* file locked by another process */
+
+/** Return codes: P2_OK = 0, P2_END = 1, ... (rows of #P2_ERROR_LIST). */
 enum {
-    P2_OK        = 0,  /**< success */
-    P2_END       = 1,  /**< cursor exhausted */
-    P2_NOTFOUND  = 2,  /**< no such key */
-    P2_EDUP      = 3,  /**< key already present in a unique layer */
-    P2_ERANGE    = 4,  /**< key or value outside what a layer can hold, e.g. iarray capacity */
-    P2_ENOMEM    = 5,  /**< out of memory or out of reserved address space */
-    P2_EIO       = 6,  /**< a system call on the file failed */
-    P2_EFORMAT   = 7,  /**< not a p2gen file, bad version, truncated or corrupt */
-    P2_EMISMATCH = 8,  /**< file made by another spec */
-    P2_EINVAL    = 9,  /**< invalid argument */
-    P2_ECLOSED   = 10, /**< object already closed */
-    P2_EBUSY     = 11  /**< file locked by another process */
+#define P2_ERROR_ENUM_(name, value, message) name = value,
+    P2_ERROR_LIST(P2_ERROR_ENUM_)
+#undef P2_ERROR_ENUM_
 };
 
 /** Describe a return code.
@@ -151,8 +182,6 @@ const char *p2_strerror(int code);
 /** Size of the message buffer in #p2_err. */
 #define P2_ERR_MSG_SIZE 512
 
-/** Detailed error: a code and a message saying what failed and why.
- *  Messages longer than the buffer are truncated (always NUL-terminated). */
 /** The handle of a `text` field (variable-length bytes) inside a record: where its block
  *  is in the container's memory layer and how long the text is. Read it through the
  *  generated `<container>_get_<field>` and write it through `_set_<field>`; inserts and
@@ -162,6 +191,8 @@ typedef struct p2_text {
     uint64_t len;    /**< bytes of text */
 } p2_text;
 
+/** Detailed error: a code and a message saying what failed and why.
+ *  Messages longer than the buffer are truncated (always NUL-terminated). */
 typedef struct p2_err {
     int  code;                  /**< P2_* code, P2_OK if no error */
     char msg[P2_ERR_MSG_SIZE];  /**< NUL-terminated message */

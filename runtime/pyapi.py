@@ -148,17 +148,17 @@ import weakref
 from collections.abc import Mapping
 from typing import Any, Optional
 
+from .codes import CODES
+
 __all__ = ["P2Error", "NotFoundError", "DuplicateError", "RangeError", "ClosedError",
            "FormatError", "MismatchError", "BusyError", "Record", "Database", "Container",
            "Cursor", "Role", "ManyRole", "OneRole", "Links", "bind", "NOREF"]
 
-# The codes of runtime/p2_runtime.h (checked against the extension in bind()).
-P2_OK, P2_END, P2_NOTFOUND, P2_EDUP, P2_ERANGE, P2_ENOMEM = 0, 1, 2, 3, 4, 5
-P2_EIO, P2_EFORMAT, P2_EMISMATCH, P2_EINVAL, P2_ECLOSED, P2_EBUSY = 6, 7, 8, 9, 10, 11
+# The return codes, one module constant per row of their table (P2_ERROR_LIST in
+# p2_runtime.h, read by p2gen.runtime.codes): P2_OK = 0, P2_END = 1, ..., P2_EBUSY = 11.
+globals().update((c.name, c.value) for c in CODES)
 NOREF = (1 << 64) - 1    # <prefix>_NOREF: a ref field or one-role naming no element
 TEXT_MAX = 1 << 40        # the generated set_<text> refuses texts this long (P2_ERANGE)
-CODE_NAMES = ("P2_OK", "P2_END", "P2_NOTFOUND", "P2_EDUP", "P2_ERANGE", "P2_ENOMEM",
-              "P2_EIO", "P2_EFORMAT", "P2_EMISMATCH", "P2_EINVAL", "P2_ECLOSED", "P2_EBUSY")
 
 
 # ---------------------------------------------------------------------------
@@ -526,10 +526,10 @@ class _Spec:
     def __init__(self, ffi, lib, meta: dict):
         self.ffi, self.lib, self.meta = ffi, lib, meta
         self.prefix = p = meta["prefix"]
-        for code, cname in enumerate(CODE_NAMES):
-            if getattr(lib, cname, code) != code:
-                raise ImportError(f"{cname} is {getattr(lib, cname)} in the extension of "
-                                  f"{p}, {code} in p2gen.runtime.pyapi: rebuild it with this p2gen")
+        for code in CODES:
+            if getattr(lib, code.name, code.value) != code.value:
+                raise ImportError(f"{code.name} is {getattr(lib, code.name)} in the extension of "
+                                  f"{p}, {code.value} in p2gen.runtime.codes: rebuild it with this p2gen")
         self.fields = {}
         self.records = {}
         self.layouts = {}

@@ -50,13 +50,12 @@ static int failures;
 
 static const char *code_name(int code)
 {
-    static const char *const names[] = {
-        "P2_OK", "P2_END", "P2_NOTFOUND", "P2_EDUP", "P2_ERANGE", "P2_ENOMEM", "P2_EIO",
-        "P2_EFORMAT", "P2_EMISMATCH", "P2_EINVAL", "P2_ECLOSED", "P2_EBUSY",
-    };
-    if (code >= 0 && code < (int)(sizeof names / sizeof names[0]))
-        return names[code];
-    return "P2_UNKNOWN";
+    switch (code) {
+#define CODE_NAME_(name, value, message) case name: return #name;
+    P2_ERROR_LIST(CODE_NAME_)
+#undef CODE_NAME_
+    default: return "P2_UNKNOWN";
+    }
 }
 
 /* ---- fixtures ----------------------------------------------------------- */

@@ -335,7 +335,7 @@ container a4 of account = top2ds_qualify[iarray[transient]] with iarray(key = id
     assert len(c.files) == 1 and [x.name for x in c.files[0].containers] == ["a1", "a3"]
 
 
-# --- names the generated C defines (issue 16, item 3) ----------------------------------
+# --- names the generated C defines -----------------------------------------------
 # The checker renders the spec and reads the C names back: a name defined twice, a macro of
 # the headers the generated code includes, or a runtime name is refused at the declaration
 # that made it (line and column), never left to the C compiler.

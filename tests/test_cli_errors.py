@@ -1,4 +1,4 @@
-"""Hostile input and hostile environments at the command line (issue 16, items 4 and 5):
+"""Hostile input and hostile environments at the command line:
 each is one clean message on stderr with the exit status generator/cli.py documents, never
 a Python traceback.
 

@@ -1,4 +1,4 @@
-"""Torn and corrupt files (issue 5, item 4): damaged headers, root blocks, journals and
+"""Torn and corrupt files: damaged headers, root blocks, journals and
 truncated files are either recovered to a committed state or refused with a message --
 never a crash (every opener runs under ASan/UBSan), never wrong data.
 

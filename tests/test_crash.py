@@ -1,4 +1,4 @@
-"""Crash tests (issue 5, item 3): real processes killed with SIGKILL at random moments.
+"""Crash tests: real processes killed with SIGKILL at random moments.
 
 TPC-B (tests/c/crash_tpcb.c, specs tests/specs/tpcb_journal*.p2): a child loads a small
 database, then runs transactions forever, each committed, and prints "P n s" before and
@@ -241,7 +241,7 @@ def test_tpcb_killed_during_load(crash_cache, env, tmp_path):
 
 
 def test_plain_file_killed_is_refused(crash_cache, env, tmp_path):
-    """Issue 5, item 2, at random moments: a plain persistent file whose writer was killed
+    """At random moments: a plain persistent file whose writer was killed
     is refused ("not closed cleanly"; "truncated" if killed while creating it) or, if the
     writer died before creating anything, opens as new -- never opened half-written."""
     exe = ck.tpcb_exe(crash_cache, ck.SPECS / "tpcb_plain.p2")

@@ -1,4 +1,4 @@
-"""Failures are told the truth (issue 16, items 9 and 10), through the generated command
+"""Failures are told the truth, through the generated command
 harness built with -DP2_FAULT_INJECT: the runtime's fault injection (P2_FAULT, see
 runtime/p2_runtime.c) makes one system call fail at an exact moment, deterministically,
 with no full file system needed.

@@ -1,4 +1,4 @@
-"""Files from elsewhere (issue 16, items 6, 7, 8 and 14): a damaged or crafted database
+"""Files from elsewhere: a damaged or crafted database
 file may be refused or give wrong answers, but never makes an ordinary call read or write
 outside the file's mapping, crash, hang, or fill the disk.
 

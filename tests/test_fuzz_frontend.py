@@ -253,7 +253,7 @@ def test_render_independent_of_hash_seed(tmp_path_factory, texts):
 
 
 # ---------------------------------------------------------------------------
-# What the checker accepts compiles (issue 16, item 3)
+# What the checker accepts compiles
 # ---------------------------------------------------------------------------
 # Spec prefixes that meet the runtime's, the harness's and the verifier's own names.
 PREFIXES = ["fz", "fz", "p2", "p2h", "p2v", "db", "c"]

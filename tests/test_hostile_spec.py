@@ -1,6 +1,6 @@
 """Hostile spec text: every string a spec carries into C (file names, string constants,
 layer parameters, where text, the spec file's own name) goes through render.c_text, and
-nothing in it can change the C around it (issue 16, items 1 and 2).
+nothing in it can change the C around it.
 
 The proof for a spec that puts hostile text in every string position at once:
 (a) the generated C compiles with -Wall -Wextra -Werror (and the sanitized harness and
@@ -302,7 +302,7 @@ def test_file_name_is_never_a_format(tmp_path, cc, san_env):
 
 
 # ---------------------------------------------------------------------------
-# issue 16 item 3: what the checker accepts compiles
+# what the checker accepts compiles
 # ---------------------------------------------------------------------------
 from p2gen.model import Compare, Const, FieldRef, FieldType, Pos  # noqa: E402
 from p2gen.render import fold_compare  # noqa: E402

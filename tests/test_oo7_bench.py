@@ -188,7 +188,7 @@ def test_names_and_options():
 
 
 def test_rows_built_as_users_build_and_with_lto(exe):
-    """Issue 10: a variant's default row is built as the README says (p2gen build's library,
+    """Zero-cost layering as users build it: a variant's default row is built as the README says (p2gen build's library,
     the driver compiled without LTO and with <PREFIX>_INLINE: no LTO bytecode anywhere in
     it), its -lto row with LTO across generated code and driver."""
     if not shutil.which("readelf"):
@@ -205,7 +205,7 @@ def test_rows_built_as_users_build_and_with_lto(exe):
 
 
 def test_hot10_ratios_to_hand_and_lto():
-    """Issue 10's table: T6, T7, Q1, Q2 hot of each generated variant against HAND (target
+    """The zero-cost layering table: T6, T7, Q1, Q2 hot of each generated variant against HAND (target
     ≤ 1.5×) and against its own -lto build."""
     cfg = ("small", 3)
     summary = {}

@@ -1,4 +1,4 @@
-"""`p2gen bench python` (issue 11) at a tiny size: the shape of python.json / python.md and
+"""`p2gen bench python` at a tiny size: the shape of python.json / python.md and
 that every phase's counts were checked (not the timings)."""
 import json
 import shutil

@@ -98,7 +98,7 @@ def test_transactions_need_a_journal(tmp_path):
 
 
 # ---------------------------------------------------------------------------
-# hostile hosts: other SIGSEGV handlers, threads (issue 16, item 13). Each runs in a
+# hostile hosts: other SIGSEGV handlers, threads. Each runs in a
 # child process with a timeout: a crash or a hang fails the test instead of the run.
 # ---------------------------------------------------------------------------
 def _child(gen, tmp_path, body: str, timeout: int = 120):

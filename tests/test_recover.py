@@ -1,4 +1,4 @@
-"""`p2gen recover` (issue 16, item 11): a plain persistent file that was not closed cleanly
+"""`p2gen recover`: a plain persistent file that was not closed cleanly
 has a way back.
 
 - Every storage and index layer (tests/test_verify.py's SPEC, through the command harness):

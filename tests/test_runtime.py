@@ -177,7 +177,7 @@ def test_create_missing_and_empty(test_seg, san_env, tmp_path):
     assert open_msg(test_seg, san_env, path) == "P2_OK created=0"
     empty = tmp_path / "empty.p2"
     empty.write_bytes(b"")
-    # an existing empty file is not a database, and is not made one (issue 16, item 14)
+    # an existing empty file is not a database, and is not made one
     assert open_msg(test_seg, san_env, empty) == f"P2_EFORMAT {empty}: not a p2gen database: empty (0 bytes); remove it to create a new database there"
     assert empty.read_bytes() == b""
 

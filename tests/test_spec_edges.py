@@ -1,4 +1,4 @@
-"""Small edges of the spec language found by issue 16 (item 14), each through the public
+"""Small edges of the spec language, each through the public
 interface: the checker's messages (`p2gen check`), the generated C API (the sanitized
 harness) or the README.
 """

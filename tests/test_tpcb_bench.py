@@ -1,4 +1,4 @@
-"""The TPC-B benchmark (issue 3): the driver on a tiny configuration for every variant and
+"""The TPC-B benchmark: the driver on a tiny configuration for every variant and
 reference (the invariant holds, the JSON holds every benchmark, a violated invariant fails
 the run loudly), and the table/plot rendering on a stored JSON fixture."""
 from __future__ import annotations
@@ -78,7 +78,7 @@ def test_every_variant_and_reference_keeps_the_invariant(exe, tmp_path):
 
 
 def test_durable_set_keeps_the_invariant_and_reports_every_system(exe, tmp_path):
-    """`--durable` (issue 5): the journalled variants commit every transaction, SQLite WAL
+    """`--durable`: the journalled variants commit every transaction, SQLite WAL
     and LMDB sync commit every transaction or every 100; the invariant holds after the run
     and after close + reopen, every durable system and the no-durability HASH1 / IARRAY
     rows are present, and the report has the table and the two targets."""
@@ -205,7 +205,7 @@ def test_durable_specs_are_journalled():
 
 
 def test_rows_built_as_users_build_and_with_lto(exe):
-    """Issue 10: a variant's default row is built as the README says (p2gen build's library,
+    """Zero-cost layering as users build it: a variant's default row is built as the README says (p2gen build's library,
     the program compiled -O2 without LTO: no LTO bytecode anywhere in it), its -lto row with
     LTO across generated code and driver; both and the C++ peers are in the one binary."""
     if not shutil.which("readelf"):
@@ -225,7 +225,7 @@ def test_rows_built_as_users_build_and_with_lto(exe):
         assert line in listed
 
 
-def _with_issue10_rows(data: dict) -> dict:
+def _with_users_build_rows(data: dict) -> dict:
     """The fixture plus rows for the -lto twins and the C++ peers: copies of existing rows
     with their times scaled, so that the expected ratios are known."""
     extra = []
@@ -243,8 +243,8 @@ def _with_issue10_rows(data: dict) -> dict:
     return {**data, "benchmarks": data["benchmarks"] + extra}
 
 
-def test_peer_ratios_and_issue10_targets(tmp_path):
-    data = _with_issue10_rows(json.loads(FIXTURE.read_text()))
+def test_peer_ratios_and_zero_cost_targets(tmp_path):
+    data = _with_users_build_rows(json.loads(FIXTURE.read_text()))
     f = tmp_path / "t.json"
     f.write_text(json.dumps(data))
     context, rows = bt.load_rows(str(f))

@@ -1,5 +1,5 @@
 // tpcb_peers.cc -- the C++ containers a programmer would reach for instead of a generated
-// data manager (issue 10), on the same random stream and through the same benchmark loop
+// data manager, on the same random stream and through the same benchmark loop
 // (tpcb.h) as every other system:
 //   STD-UMAP transient       std::unordered_map<uint32_t, Account> (and Branch, Teller) on
 //                            the heap; libstdc++ hashes integers by identity, the same

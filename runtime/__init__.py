@@ -1,0 +1,8 @@
+"""The runtime: what generated code links or imports, written by hand.
+
+p2_runtime.h / p2_runtime.c   copied next to every generated .c: return codes (one table,
+                              P2_ERROR_LIST), CRC-32, the persistent segment (file format,
+                              allocator), the page journal, integrity checks
+codes.py                      the return codes as Python reads them from P2_ERROR_LIST
+pyapi.py                      the Python library every generated module imports
+"""

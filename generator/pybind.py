@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import pprint
+import re
 import shlex
 from typing import Optional
 
@@ -25,7 +26,7 @@ from .build import Generated, cc_command, write_if_changed
 from .ir import CheckedSpec, ContainerInfo, CursorInfo
 from .errors import BuildError
 from .model import FieldType, expr_text
-from .render import c_comment, metadata
+from .render import metadata
 from .runtime.codes import CODES
 from .runtime.pyapi import role_expression
 
@@ -42,15 +43,6 @@ def _arg(t: FieldType, name: str, p: str = "") -> str:
     if t.target is not None and p:
         return f"{p}_ref {name}"
     return f"{t.ctype} {name}"
-
-
-def _member(t: FieldType, name: str, p: str) -> str:
-    """A record field as the header declares it."""
-    if t.kind == "char":
-        return f"char {name}[{t.length}];"
-    if t.target is not None:
-        return f"{p}_ref {name};"
-    return f"{t.ctype} {name};"   # p2_text for text
 
 
 def _role_c(role) -> dict:
@@ -71,91 +63,83 @@ def _public_cursors(info: ContainerInfo) -> list:
     return [k for k in info.cursors if k.synthetic != "find"]
 
 
-def cdef(checked: CheckedSpec) -> str:
-    """The CFFI declarations of the public C API of a spec (see templates/spec.h.j2)."""
-    p = checked.prefix
+# The fences of the public API in the generated header (templates/spec.h.j2).
+API_BEGIN = "/* p2gen: public API begin."
+API_END = "/* p2gen: public API end */"
+
+_COMMENT = re.compile(r"^[ \t]*/\*.*?\*/[ \t]*\n|/\*.*?\*/", re.S | re.M)  # whole lines first
+_DEFINE = re.compile(r"#\s*define\s+(\w+)(\(?)")
+_STRUCT = re.compile(r"\bstruct\s+(\w+)\s*\{([^{}]*)\}")
+_MEMBER_NAME = re.compile(r"(\w+)\s*(?:\[[^\]]*\]\s*)*$")
+
+
+def public_api(prefix: str, header: str) -> str:
+    """The declarations of the public API region of a generated header, as CFFI takes them.
+
+    The region is what lies between the header's "public API begin/end" fences. Comments
+    go; so does the storage class <PREFIX>_API (render.inline_api); a constant macro
+    becomes `#define NAME ...` (CFFI reads its value from the compiled header), a
+    function-like one is dropped; any other preprocessor line is refused, since it would
+    make the declarations depend on conditions CFFI cannot see. A struct's members whose
+    names begin with `_` are private to the C side (cursor and iterator state): they are
+    replaced by `...;`, which leaves CFFI to take that struct's size from the compiler.
+    Raises BuildError when the fences are missing or something else cannot be taken."""
+    try:
+        head = header.index(API_BEGIN)
+        tail = header.index(API_END, head)
+    except ValueError:
+        raise BuildError(f"{prefix}.h has no public API region ({API_BEGIN!r} ... "
+                         f"{API_END!r}): the header and p2gen are out of step") from None
+    region = _COMMENT.sub("", header[head:tail])
+    api = f"{prefix.upper()}_API"
+    out = []
+    for line in region.splitlines():
+        line = line.rstrip()
+        if line.startswith("#"):
+            m = _DEFINE.match(line)
+            if m is None:
+                raise BuildError(f"{prefix}.h: the public API region holds {line!r}; "
+                                 "only constant macros can be declared to CFFI")
+            if not m.group(2):
+                out.append(f"#define {m.group(1)} ...")
+            continue
+        if line.startswith(api + " "):
+            line = line[len(api) + 1:]
+        if line or (out and out[-1]):
+            out.append(line)
+    return _STRUCT.sub(_partial_struct, "\n".join(out).strip() + "\n")
+
+
+def _partial_struct(m: re.Match) -> str:
+    """A struct body without its private (`_`-named) members, `...;` in their place."""
+    public, private = [], False
+    for decl in m.group(2).split(";"):
+        if not decl.strip():
+            continue
+        names = [_MEMBER_NAME.search(d.strip()).group(1) for d in decl.split(",")]
+        if all(n.startswith("_") for n in names):
+            private = True
+        elif any(n.startswith("_") for n in names):
+            raise BuildError(f"struct {m.group(1)} declares public and private members "
+                             f"in one line ({decl.strip()!r})")
+        else:
+            public.append(f"    {decl.strip()};")
+    if private:
+        public.append("    ...;")
+    return f"struct {m.group(1)} {{\n" + "\n".join(public) + "\n}"
+
+
+def cdef(checked: CheckedSpec, header: str) -> str:
+    """The CFFI declarations of a spec: the runtime's return codes, p2_text and
+    p2_strerror, the public API region of the generated header `header` (the text of
+    <prefix>.h; see public_api) and the binding's own helpers (helpers_c)."""
     out = ["/* p2_runtime.h: return codes */"]
     out += [f"#define {c.name} {c.value}" for c in CODES]
     out += ["const char *p2_strerror(int code);",
-            "typedef struct p2_text { uint64_t mref; uint64_t len; } p2_text;", ""]
-    out += [f"typedef struct {p}_db {p}_db;",
-            f"typedef uint64_t {p}_ref;",
-            f"#define {p.upper()}_NOREF ...",
-            f"int {p}_open({p}_db **out, const char *dir);",
-            f"int {p}_open_unchecked({p}_db **out, const char *dir);",
-            f"int {p}_sync({p}_db *db);",
-            f"int {p}_close({p}_db *db);",
-            f"const char *{p}_errmsg(const {p}_db *db);",
-            f"int {p}_errcode(const {p}_db *db);",
-            f"int {p}_verify({p}_db *db, char *report, size_t report_size, uint64_t *problems);", ""]
-    if any(getattr(f, "journal", None) for f in getattr(checked, "files", ())):
-        out += ["/* journalled files: transactions */",
-                f"int {p}_begin({p}_db *db);",
-                f"int {p}_commit({p}_db *db);",
-                f"int {p}_abort({p}_db *db);",
-                f"int {p}_journal_guard({p}_db *db);", ""]
-    for r in checked.records:
-        out.append(f"typedef struct {p}_{r.name} {{")
-        for f in r.fields:
-            out.append(f"    {_member(f.type, f.name, p)}")
-        out += [f"}} {p}_{r.name};", ""]
-    for info in checked.containers:
-        cp = info.p
-        R = f"{p}_{info.record.name}"
-        out += [f"/* container {info.name} = {c_comment(info.equation_text())} */",
-                f"int {cp}_insert({p}_db *db, const {R} *rec, {p}_ref *out);",
-                f"int {cp}_get({p}_db *db, {p}_ref ref, {R} *out);",
-                f"const {R} *{cp}_at({p}_db *db, {p}_ref ref);",
-                f"int {cp}_update({p}_db *db, {p}_ref *ref, const {R} *rec);",
-                f"int {cp}_delete({p}_db *db, {p}_ref ref);",
-                f"int {cp}_reserve({p}_db *db, uint64_t n);",
-                f"uint64_t {cp}_count({p}_db *db);"]
-        for f in info.record.fields:
-            if f.type.kind == "text":
-                out += [f"int {cp}_get_{f.name}({p}_db *db, {p}_ref ref, const char **data, "
-                        f"uint64_t *len);",
-                        f"int {cp}_set_{f.name}({p}_db *db, {p}_ref ref, const void *data, "
-                        f"uint64_t len);"]
-            else:
-                out.append(f"int {cp}_set_{f.name}({p}_db *db, {p}_ref ref, "
-                           f"{_arg(f.type, 'value', p)});")
-        for key in info.key_fields():
-            f = info.record.field(key)
-            out.append(f"int {cp}_find_{key}({p}_db *db, {_arg(f.type, 'key', p)}, "
-                       f"{p}_ref *out);")
-            out.append(f"const {R} *{cp}_lookup_{key}({p}_db *db, "
-                       f"{_arg(f.type, 'key', p)}, {p}_ref *out);")
-        if info.has_layer("delflag"):
-            out.append(f"int {cp}_purge({p}_db *db, uint64_t *n);")
-        for k in _public_cursors(info):
-            t = _cursor_type(k)
-            params = "".join(f", {_arg(ty, name, p)}" for name, ty in k.params)
-            out += [f"typedef struct {{ ...; }} {t};",
-                    f"int {k.p}_open({p}_db *db, {t} *cur{params});",
-                    f"int {k.p}_next({t} *cur);",
-                    f"const {R} *{k.p}_get(const {t} *cur);",
-                    f"{p}_ref {k.p}_ref(const {t} *cur);",
-                    f"int {k.p}_update({t} *cur, const {R} *rec);",
-                    f"int {k.p}_delete({t} *cur);",
-                    f"void {k.p}_close({t} *cur);"]
-        out.append("")
-    for rel in checked.relationships:
-        out.append(f"/* {c_comment(rel.text())} */")
-        for role in rel.roles:
-            c = _role_c(role)
-            if role.many:
-                it = c["iter"]
-                out += [f"typedef struct {{ ...; }} {it};",
-                        f"int {c['open']}({p}_db *db, {it} *it, {p}_ref owner);",
-                        f"int {c['next']}({it} *it, {p}_ref *out);",
-                        f"uint64_t {c['count']}({p}_db *db, {p}_ref owner);",
-                        f"int {c['add']}({p}_db *db, {p}_ref owner, {p}_ref member);",
-                        f"int {c['remove']}({p}_db *db, {p}_ref owner, {p}_ref member);"]
-            else:
-                out += [f"{p}_ref {c['get']}({p}_db *db, {p}_ref ref);",
-                        f"int {c['set']}({p}_db *db, {p}_ref ref, {p}_ref partner);"]
-        out.append("")
-    out += ["/* the binding's own helpers (helpers_c): one crossing per find, batches */",
+            "typedef struct p2_text { uint64_t mref; uint64_t len; } p2_text;", "",
+            f"/* {checked.prefix}.h: the public API */",
+            public_api(checked.prefix, header),
+            "/* the binding's own helpers (helpers_c): one crossing per find, batches */",
             helpers_c(checked, declare=True), ""]
     return "\n".join(out)
 
@@ -398,8 +382,10 @@ def build_python(gen: Generated, cc: Optional[str] = None, extra_cflags=()) -> s
     out_dir = os.path.abspath(gen.out_dir)
     mod = module_name(p)
     ffi = cffi.FFI()
+    with open(gen.header, encoding="utf-8") as f:
+        decls = cdef(gen.checked, f.read())
     try:
-        ffi.cdef(cdef(gen.checked))
+        ffi.cdef(decls)
     except Exception as e:  # cffi.CDefError and friends: a p2gen bug
         raise BuildError(f"CFFI rejected the declarations of {p}: {e}") from e
     # Sources are relative: CFFI compiles from inside tmpdir, and object files then land

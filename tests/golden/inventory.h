@@ -66,6 +66,9 @@
 extern "C" {
 #endif
 
+/* p2gen: public API begin. From here to "public API end": declarations only (typedefs,
+ * prototypes, constant macros; no inline bodies), which bindings read as they stand: the
+ * Python module's CFFI declarations are this region. */
 /* An open database: every container of this spec, their files and the last error. */
 typedef struct inventory_db inventory_db;
 
@@ -534,6 +537,7 @@ INVENTORY_API int inventory_shipments_all_delete(inventory_shipments_all_cursor 
  * it again, or on a cursor whose open failed, does nothing. */
 INVENTORY_API void inventory_shipments_all_close(inventory_shipments_all_cursor *cur);
 
+/* p2gen: public API end */
 #ifdef __cplusplus
 }
 #endif

@@ -68,6 +68,9 @@
 extern "C" {
 #endif
 
+/* p2gen: public API begin. From here to "public API end": declarations only (typedefs,
+ * prototypes, constant macros; no inline bodies), which bindings read as they stand: the
+ * Python module's CFFI declarations are this region. */
 /* An open database: every container of this spec, their files and the last error. */
 typedef struct paper_db paper_db;
 
@@ -409,6 +412,7 @@ PAPER_API int paper_iarray_accounts_all_delete(paper_iarray_accounts_all_cursor 
  * it again, or on a cursor whose open failed, does nothing. */
 PAPER_API void paper_iarray_accounts_all_close(paper_iarray_accounts_all_cursor *cur);
 
+/* p2gen: public API end */
 #ifdef __cplusplus
 }
 #endif

@@ -7,12 +7,11 @@ For a spec with prefix P, `build_python` writes into the output directory
     P.py                      `import P`: binds the extension to the generic Pythonic
                               layer of p2gen.runtime.pyapi and holds the spec's metadata
 
-The cdef is generated from the checked spec (it mirrors templates/spec.h.j2): record
-structs with their exact layout, the opaque database handle, cursor structs declared as
-partial structs (the C compiler fills their layout), every public function of the header
-(text fields' get_/set_<f>, ref fields' set_<f>, the relationships' role functions with
-their iterator structs, also partial), the P2_* codes of p2_runtime.h, p2_text and
-p2_strerror. Same spec, same bytes.
+The CFFI declarations (cdef) are the public API region of the generated P.h as it stands
+(public_api: its fences, what is stripped, which struct members stay hidden), after the
+P2_* codes of p2_runtime.h, p2_text and p2_strerror, and before the declarations of the
+binding's own C helpers (helpers_c). The header is the one source: a function the
+header template declares reaches Python without a change here. Same spec, same bytes.
 """
 from __future__ import annotations
 
@@ -116,7 +115,9 @@ def _partial_struct(m: re.Match) -> str:
     for decl in m.group(2).split(";"):
         if not decl.strip():
             continue
-        names = [_MEMBER_NAME.search(d.strip()).group(1) for d in decl.split(",")]
+        # a declarator the pattern does not read (a function pointer) counts as public
+        names = [n.group(1) if (n := _MEMBER_NAME.search(d.strip())) else ""
+                 for d in decl.split(",")]
         if all(n.startswith("_") for n in names):
             private = True
         elif any(n.startswith("_") for n in names):

@@ -9,7 +9,7 @@ For a spec with prefix P, `build_python` writes into the output directory
 
 The CFFI declarations (cdef) are the public API region of the generated P.h as it stands
 (public_api: its fences, what is stripped, which struct members stay hidden), after the
-P2_* codes of p2_runtime.h, p2_text and p2_strerror, and before the declarations of the
+return codes (p2gen.runtime.codes), p2_text and p2_strerror, and before those of the
 binding's own C helpers (helpers_c). The header is the one source: a function the
 header template declares reaches Python without a change here. Same spec, same bytes.
 """

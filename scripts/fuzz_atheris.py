@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 with atheris.instrument_imports(include=["p2gen"]):
     from p2gen.errors import P2Error  # noqa: F401  (instrumented with the rest of p2gen)
-    from fuzz.frontend import cached_templates, run_frontend
+    from fuzz.frontend import run_frontend
 
 RENDER = "--render" in sys.argv
 if RENDER:
@@ -35,9 +35,8 @@ def test_one_input(data: bytes) -> None:
 
 
 def main() -> None:
-    with cached_templates():
-        atheris.Setup(sys.argv, test_one_input)
-        atheris.Fuzz()
+    atheris.Setup(sys.argv, test_one_input)
+    atheris.Fuzz()
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fuzz.frontend import cached_templates, check_error, load, run_frontend
+from fuzz.frontend import check_error, load, run_frontend
 from fuzz.specgen import specs
 from p2gen.errors import P2Error, SpecError
 from p2gen.parser import parse
@@ -72,12 +72,6 @@ def fuzz_settings(default: int, soak_share: float = 1.0):
     return settings(max_examples=n, deadline=None, derandomize=not SOAK, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                            HealthCheck.filter_too_much])
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _fast_templates():
-    with cached_templates():
-        yield
 
 
 def mutate(text, data, tokens=TOKENS, max_edits=4, min_edits=1):
@@ -213,12 +207,11 @@ def test_cli_unreadable_spec(tmp_path):
 
 
 RENDER_SCRIPT = textwrap.dedent("""
-    import functools, hashlib, sys
+    import hashlib, sys
     from p2gen import render
     from p2gen.check import check
     from p2gen.parser import parse_file
     from p2gen.plan import plan
-    render._env = functools.lru_cache(maxsize=None)(render._env)
     for path in sys.argv[1:]:
         h, c = render.render(plan(check(parse_file(path), "fz")), "fuzz.p2")
         print(hashlib.sha256((h + "\\0" + c).encode()).hexdigest())

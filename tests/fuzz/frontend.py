@@ -10,8 +10,6 @@ position (if any) must name the file and lie inside the text.
 """
 from __future__ import annotations
 
-import functools
-from contextlib import contextmanager
 
 from p2gen import render as render_mod
 from p2gen.check import check, check_generated_names
@@ -25,24 +23,6 @@ except ImportError:                   # pragma: no cover - older trees
     verify_mod = None
 
 PATH = "fuzz.p2"
-
-
-@contextmanager
-def cached_templates():
-    """Share one Jinja2 environment between renders. p2gen.render builds a fresh one (and
-    so recompiles every template, ~0.5 s) per call; with it cached a render takes tens of
-    milliseconds, which is what makes rendering thousands of fuzzed specs affordable."""
-    from p2gen import harness
-    mods = [m for m in (render_mod, harness, verify_mod) if m is not None]
-    saved = [m._env for m in mods]
-    cached = functools.lru_cache(maxsize=None)(render_mod._env)
-    for m in mods:
-        m._env = cached
-    try:
-        yield
-    finally:
-        for m, env in zip(mods, saved):
-            m._env = env
 
 
 def error_list(err: P2Error) -> list:
@@ -86,7 +66,7 @@ def render_all(checked, path: str = PATH) -> tuple:
     header, source = render_mod.render(checked, path)
     verifier = verify_mod.render_verifier(checked, path) if verify_mod else ""
     return (header, source, render_harness(checked), verifier,
-            cdef(checked), repr(binding_metadata(checked)), explain(checked))
+            cdef(checked, header), repr(binding_metadata(checked)), explain(checked))
 
 
 def run_frontend(text: str, render: bool = False, path: str = PATH):

@@ -41,10 +41,12 @@ def test_help_lists_commands():
 def test_layers_lists_every_layer_with_realms():
     r = run("layers")
     assert r.exit_code == 0
-    for sig in ("transient: mem", "persistent: mem", "array: ds[mem]", "iarray: ds[mem]",
-                "qsort: ds[mem]", "malloc: ds[mem]", "hash: ds[ds]", "avl: ds[ds]",
-                "dlist: ds[ds]", "odlist: ds[ds]", "top2ds: top[ds]", "qualify: top[top]",
-                "top2ds_qualify: top[ds]", "delflag: top[top]"):
+    for layer in LAYERS.values():
+        assert layer.signature() in r.output
+        for p in layer.params:
+            assert f"param {p.describe()}" in r.output
+    for sig in ("transient: mem", "journal: mem[mem]", "array: ds[mem]", "hash: ds[ds]",
+                "top2ds: top[ds]", "qualify: top[top]", "ilist: rel"):
         assert sig in r.output
     assert "param key: field (required)" in r.output
 

@@ -220,7 +220,7 @@ RENDER_SCRIPT = textwrap.dedent("""
     from p2gen.check import check
     from p2gen.parser import parse_file
     from p2gen.plan import plan
-    render._env = functools.lru_cache(maxsize=None)(render._env)
+    render.jinja_env = functools.lru_cache(maxsize=None)(render.jinja_env)
     for path in sys.argv[1:]:
         h, c = render.render(plan(check(parse_file(path), "fz")), "fuzz.p2")
         print(hashlib.sha256((h + "\\0" + c).encode()).hexdigest())

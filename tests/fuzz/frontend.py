@@ -34,15 +34,15 @@ def cached_templates():
     milliseconds, which is what makes rendering thousands of fuzzed specs affordable."""
     from p2gen import harness
     mods = [m for m in (render_mod, harness, verify_mod) if m is not None]
-    saved = [m._env for m in mods]
-    cached = functools.lru_cache(maxsize=None)(render_mod._env)
+    saved = [m.jinja_env for m in mods]
+    cached = functools.lru_cache(maxsize=None)(render_mod.jinja_env)
     for m in mods:
-        m._env = cached
+        m.jinja_env = cached
     try:
         yield
     finally:
         for m, env in zip(mods, saved):
-            m._env = env
+            m.jinja_env = env
 
 
 def error_list(err: P2Error) -> list:
@@ -86,7 +86,7 @@ def render_all(checked, path: str = PATH) -> tuple:
     header, source = render_mod.render(checked, path)
     verifier = verify_mod.render_verifier(checked, path) if verify_mod else ""
     return (header, source, render_harness(checked), verifier,
-            cdef(checked), repr(binding_metadata(checked)), explain(checked))
+            cdef(checked, header), repr(binding_metadata(checked)), explain(checked))
 
 
 def run_frontend(text: str, render: bool = False, path: str = PATH):

@@ -48,34 +48,30 @@ def _sources_digest() -> str:
 
 
 def _map_context(checked: CheckedSpec) -> list:
-    """Per persistent container: which bytes the check depends on (see --map)."""
+    """Per persistent container: which bytes the check depends on (see --map), as each
+    layer declares them (layers/base.py: ElemField.weak, reference_blocks, slot_map,
+    role_reference_blocks)."""
     r = Renderer(checked, "")
     out = []
     for info in checked.containers:
         if not info.persistent:
             continue
-        root_fields, elem_fields, role_fields, vecs, hashes = [], [], [], [], []
+        root_fields, elem_fields, role_fields, vecs, blocks = [], [], [], [], []
+        slots = info.storage.layer.slot_map(info.storage)
         for li in info.chain:
-            for f in li.layer.root_fields(li):
-                weak = f.name.endswith(("_cap", "_slots", "_buckets"))
-                root_fields.append(("O" if weak else "L", f.name))
-            if li is not info.storage:  # the storage's own fields are mapped slot by slot
-                elem_fields += [("L", f.name) for f in li.layer.elem_fields(li)]
-            if li.name == "hash":
-                hashes.append((f"{li.tag}_buckets", f"{li.tag}_nbuckets"))
-        if info.storage.name == "malloc":
-            elem_fields += [("L", f.name) for f in info.storage.layer.elem_fields(info.storage)]
+            root_fields += [("O" if f.weak else "L", f.name) for f in li.layer.root_fields(li)]
+            if li is not info.storage or slots is None:   # else mapped slot by slot
+                elem_fields += [("O" if f.weak else "L", f.name)
+                                for f in li.layer.elem_fields(li)]
+            blocks += li.layer.reference_blocks(li)
         for role in info.roles:
-            fields = role.rel.layer.role_fields(role)
-            for f in fields:
-                weak = f.name.endswith(("_vec", "_cap"))
-                role_fields.append(("O" if weak else "L", f.name))
-            if role.rel.layer.name == "refarray" and role.many:
-                base = f"_{role.rel.name}_{role.name}"
-                vecs.append((f"{base}_vec", f"{base}_len"))
+            role_fields += [("O" if f.weak else "L", f.name)
+                            for f in role.rel.layer.role_fields(role)]
+            vecs += role.rel.layer.role_reference_blocks(role)
         out.append({"info": info, "seg": r.seg_index(info), "root_fields": root_fields,
                     "elem_fields": elem_fields, "role_fields": role_fields, "vecs": vecs,
-                    "hashes": hashes, "texts": [f.name for f in info.text_fields]})
+                    "blocks": blocks, "slots": slots,
+                    "texts": [f.name for f in info.text_fields]})
     return out
 
 

@@ -1,4 +1,4 @@
-from .base import ElemField, Layer, ParamSpec, PathOption
+from .base import ElemField, Layer, ParamSpec, PathOption, SlotMap
 
 
 class Array(Layer):
@@ -6,7 +6,7 @@ class Array(Layer):
     realm = "ds"
     below = "mem"
     role = "storage"
-    params = (ParamSpec("capacity", "int", 16, min=1, max=(1 << 32) - 2,
+    params = (ParamSpec("capacity", "int", 16, min=1, max=(1 << 32) - 2, fuzz=(1, 1 << 16),
                         doc="initial number of slots (the array doubles when full)"),)
     doc = ("Elements in a growable array of slots; deleted slots go on a free list and are "
            "reused. An element's reference is its slot number, stable for its lifetime.")
@@ -17,11 +17,17 @@ class Array(Layer):
 
     def root_fields(self, inst):
         t = inst.tag
-        return [ElemField("uint64_t", f"{t}_slots", "memory reference of the slot array"),
-                ElemField("uint32_t", f"{t}_cap", "slots allocated"),
+        return [ElemField("uint64_t", f"{t}_slots", "memory reference of the slot array",
+                           weak=True),
+                ElemField("uint32_t", f"{t}_cap", "slots allocated", weak=True),
                 ElemField("uint32_t", f"{t}_hwm", "slots ever used (high-water mark)"),
                 ElemField("uint32_t", f"{t}_count", "live elements"),
                 ElemField("uint32_t", f"{t}_free", "head of the free-slot list")]
+
+    def slot_map(self, inst):
+        # every slot ever used: the free-list link is LIVE or a link the check follows
+        f = f"_{inst.tag}_next_free"
+        return SlotMap(end=f"{inst.tag}_hwm", fields=((f, f"slot {f}"),))
 
     def paths(self, inst, query):
         return [PathOption(inst, "scan", query.n, "array: scan every slot")]

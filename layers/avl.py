@@ -6,6 +6,7 @@ class Avl(Layer):
     realm = "ds"
     below = "ds"
     role = "index"
+    keeps_order = True
     params = (ParamSpec("key", "field", doc="field the tree is ordered by"),)
     doc = ("A balanced (AVL) binary tree threaded through the elements, ordered by key "
            "(ties broken by reference): equality and range retrieval in O(log n + k), "

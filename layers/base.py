@@ -31,6 +31,14 @@ class ParamSpec:
     # A default computed from the other parameters (by the layer's `validate`, where
     # `default` is None): how `p2gen layers` shows it.
     default_text: str = ""
+    # int parameters: the (lo, hi) the spec fuzzer draws valid values from, where the
+    # whole range [min, max] would make accepted specs impractical to build or open
+    # (tests/fuzz/specgen.py); empty: [min, max]
+    fuzz: tuple = ()
+
+    @property
+    def fuzz_range(self) -> tuple:
+        return self.fuzz or (self.min, self.max)
 
     @property
     def required(self) -> bool:
@@ -58,10 +66,33 @@ class ParamSpec:
 
 @dataclass
 class ElemField:
-    """A field a layer adds to each stored element (named after the layer) or to the root."""
+    """A field a layer adds to each stored element (named after the layer) or to the root.
+
+    `weak`: a block reference or a capacity. The integrity check follows it only as far as
+    the memory layer's bounds allow, so a corrupted value that still lies in bounds may go
+    unreported (class O of `p2gen verify --map`); every other field -- links, flags,
+    counts -- is one whose corruption the check always reports (class L)."""
     ctype: str
     name: str
     why: str
+    weak: bool = False
+
+
+@dataclass
+class SlotMap:
+    """The bytes of a storage layer's slot block, beyond the fields of its live elements,
+    that the integrity check judges (`p2gen verify --map`): the slots from root field
+    `first` (None: slot 0) up to root field `end`. In a slot whose element field `flag` is
+    set -- in every slot, if there is no flag -- the element fields `fields`, as
+    (field, what) pairs, `field` spelled from the element (`_t_valid`, `rec.id`); in a slot
+    whose flag is clear, or in every slot if `fields` is empty, the whole slot (`whole`
+    says what it is: it must be all zero). The storage's own element fields are then
+    mapped here rather than on the live elements."""
+    end: str
+    first: Optional[str] = None
+    flag: Optional[str] = None
+    fields: tuple = ()
+    whole: str = ""
 
 
 @dataclass
@@ -98,6 +129,9 @@ class Layer:
     doc: str = ""
     # storage layers: do element references survive inserts and deletes of other elements?
     stable_refs: bool = True
+    # ds layers: does a walk through this layer come out in the order of its key field (so
+    # a cursor served by it may `order by` that field)? As its `paths` offer: ordered_by.
+    keeps_order: bool = False
     # top layers: may cursors declared on the container carry a where-clause?
     qualifies: bool = False
     # top layers: does delete only mark the element, leaving it in every structure below
@@ -122,6 +156,16 @@ class Layer:
 
     def root_fields(self, inst) -> list[ElemField]:
         return []
+
+    def reference_blocks(self, inst) -> list[tuple[str, str]]:
+        """Blocks of 8-byte references the container root points at, every one of which the
+        integrity check reads: (root field holding the block's memory reference, root field
+        holding its length in references). For `p2gen verify --map`."""
+        return []
+
+    def slot_map(self, inst) -> Optional[SlotMap]:
+        """Storage layers: what of the slot block the integrity check judges (SlotMap)."""
+        return None
 
     def key_field(self, inst) -> Optional[str]:
         """The element field this layer organises elements by, if any."""
@@ -199,6 +243,12 @@ class RelLayer(Layer):
 
     def role_owns_block(self, role) -> bool:
         return False
+
+    def role_reference_blocks(self, role) -> list[tuple[str, str]]:
+        """Blocks of 8-byte references an element of the role points at, all read by the
+        integrity check: (element field of the block's memory reference, element field of
+        its length). For `p2gen verify --map`."""
+        return []
 
     def role_cost(self, role) -> str:
         """What reaching and changing this role costs, for `explain`."""

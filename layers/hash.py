@@ -30,9 +30,13 @@ class Hash(Layer):
 
     def root_fields(self, inst):
         t = inst.tag
-        return [ElemField("uint64_t", f"{t}_buckets", "memory reference of the bucket array"),
+        return [ElemField("uint64_t", f"{t}_buckets", "memory reference of the bucket array",
+                           weak=True),
                 ElemField("uint64_t", f"{t}_nbuckets", "bucket count (a power of two)"),
                 ElemField("uint64_t", f"{t}_count", "elements linked in")]
+
+    def reference_blocks(self, inst):
+        return [(f"{inst.tag}_buckets", f"{inst.tag}_nbuckets")]
 
     def paths(self, inst, query):
         key = self.key_field(inst)

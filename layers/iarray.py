@@ -1,4 +1,5 @@
-from .base import ElemField, Layer, ParamSpec, PathOption, ordered_paths, range_selectivity
+from .base import (ElemField, Layer, ParamSpec, PathOption, SlotMap, ordered_paths,
+                   range_selectivity)
 
 
 MAX_KEY = (1 << 32) - 2   # slots are counted in 32 bits
@@ -11,10 +12,11 @@ class IArray(Layer):
     realm = "ds"
     below = "mem"
     role = "storage"
+    keeps_order = True
     params = (
         ParamSpec("key", "field", doc="integer field whose value is the slot index",
                   field_kinds=("int",)),
-        ParamSpec("capacity", "int", 1024, min=1, max=(1 << 32) - 2,
+        ParamSpec("capacity", "int", 1024, min=1, max=(1 << 32) - 2, fuzz=(1, 1 << 16),
                   doc="initial number of slots (grows to fit larger keys)"),
         ParamSpec("max_key", "int", None, min=0, max=MAX_KEY,
                   default_text=f"{GROWTH} * capacity - 1",
@@ -37,9 +39,18 @@ class IArray(Layer):
 
     def root_fields(self, inst):
         t = inst.tag
-        return [ElemField("uint64_t", f"{t}_slots", "memory reference of the slot array"),
-                ElemField("uint32_t", f"{t}_cap", "slots allocated"),
+        return [ElemField("uint64_t", f"{t}_slots", "memory reference of the slot array",
+                           weak=True),
+                ElemField("uint32_t", f"{t}_cap", "slots allocated", weak=True),
                 ElemField("uint32_t", f"{t}_count", "valid elements")]
+
+    def slot_map(self, inst):
+        # every slot: a valid one's flag and key (its slot number), an empty one all zero
+        t = inst.tag
+        return SlotMap(end=f"{t}_cap", flag=f"_{t}_valid",
+                       fields=((f"_{t}_valid", f"slot _{t}_valid"),
+                               (f"rec.{inst.key_field_obj.name}", "slot key")),
+                       whole="empty slot")
 
     def paths(self, inst, query):
         cap = max(inst.params["capacity"], query.n)

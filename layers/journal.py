@@ -28,7 +28,7 @@ class Journal(Layer):
                   doc="group commit: commits per journal flush; a commit returned before "
                       "its group was flushed survives a process crash, and an OS crash "
                       "loses at most that group"),
-        ParamSpec("checkpoint", "int", 4 << 20, min=1 << 16, max=1 << 48,
+        ParamSpec("checkpoint", "int", 4 << 20, min=1 << 16, max=1 << 48, fuzz=(1 << 16, 1 << 30),
                   doc="journal bytes after which the committed pages are written into the "
                       "file, it is synced and the journal starts again (as SQLite's WAL "
                       "checkpoints at 1000 pages)"),

@@ -6,6 +6,7 @@ class ODList(Layer):
     realm = "ds"
     below = "ds"
     role = "index"
+    keeps_order = True
     params = (ParamSpec("key", "field", doc="field the list is kept ordered by"),)
     doc = ("A doubly linked list threaded through the elements, kept ordered by key "
            "(inserts walk the list): ordered scans, ranges stop early.")

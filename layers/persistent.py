@@ -13,7 +13,7 @@ class Persistent(Layer):
     params = (
         ParamSpec("file", "str", doc="path of the database file (relative paths resolve "
                                      "against the directory given to open, else the cwd)"),
-        ParamSpec("reserve", "int", 1 << 36, min=1 << 20, max=MAX_RESERVE,
+        ParamSpec("reserve", "int", 1 << 36, min=1 << 20, max=MAX_RESERVE, fuzz=(1 << 20, 1 << 40),
                   doc="bytes of address space reserved so the mapping never moves: the "
                       "largest the file can grow (default 64 GiB; at most 64 TiB, and all "
                       "files of a spec together at most that, half of the 128 TiB a 64-bit "

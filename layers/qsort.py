@@ -1,4 +1,4 @@
-from .base import Layer, ParamSpec, log2n, ordered_paths, range_selectivity
+from .base import Layer, ParamSpec, SlotMap, log2n, ordered_paths, range_selectivity
 
 
 class QSort(Layer):
@@ -6,10 +6,11 @@ class QSort(Layer):
     realm = "ds"
     below = "mem"
     role = "storage"
+    keeps_order = True
     stable_refs = False
     params = (
         ParamSpec("key", "field", doc="field the array is kept sorted by"),
-        ParamSpec("capacity", "int", 16, min=1, max=(1 << 32) - 2,
+        ParamSpec("capacity", "int", 16, min=1, max=(1 << 32) - 2, fuzz=(1, 1 << 16),
                   doc="initial number of slots (the array doubles when full)"),
     )
     doc = ("Elements in an array kept sorted by key; retrieval by binary search. Inserts and "
@@ -19,9 +20,15 @@ class QSort(Layer):
     def root_fields(self, inst):
         from .base import ElemField
         t = inst.tag
-        return [ElemField("uint64_t", f"{t}_slots", "memory reference of the sorted array"),
-                ElemField("uint32_t", f"{t}_cap", "slots allocated"),
+        return [ElemField("uint64_t", f"{t}_slots", "memory reference of the sorted array",
+                           weak=True),
+                ElemField("uint32_t", f"{t}_cap", "slots allocated", weak=True),
                 ElemField("uint32_t", f"{t}_count", "elements, in slots 0..count-1")]
+
+    def slot_map(self, inst):
+        # the slots past the last element are all zero
+        t = inst.tag
+        return SlotMap(first=f"{t}_count", end=f"{t}_cap", whole="slot past the end")
 
     def paths(self, inst, query):
         n = query.n

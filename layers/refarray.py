@@ -17,13 +17,19 @@ class RefArray(RelLayer):
     def role_fields(self, role):
         f = f"_{role.rel.name}_{role.name}"
         if role.many:
-            return [ElemField("uint64_t", f"{f}_vec", f"{role.name}: block of references"),
+            return [ElemField("uint64_t", f"{f}_vec", f"{role.name}: block of references",
+                              weak=True),
                     ElemField("uint32_t", f"{f}_len", f"{role.name}: how many"),
-                    ElemField("uint32_t", f"{f}_cap", f"{role.name}: room in the block")]
+                    ElemField("uint32_t", f"{f}_cap", f"{role.name}: room in the block",
+                              weak=True)]
         return [ElemField("uint64_t", f, f"{role.name} (a single reference)")]
 
     def role_owns_block(self, role):
         return role.many
+
+    def role_reference_blocks(self, role):
+        f = f"_{role.rel.name}_{role.name}"
+        return [(f"{f}_vec", f"{f}_len")] if role.many else []
 
     def role_cost(self, role):
         if role.many:

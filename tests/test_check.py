@@ -3,6 +3,7 @@ import pytest
 
 from p2gen.check import check
 from p2gen.errors import SpecError, SpecErrors
+from p2gen.layers import LAYERS
 from p2gen.parser import parse
 from p2gen.plan import explain, plan
 
@@ -433,3 +434,23 @@ def test_generated_names_meeting_header_declarations_are_refused(tmp_path, spec_
     [e] = name_error(tmp_path, text, name=spec_name)
     assert f"'{spec_name[:-3]}_t'" in e.message and "headers" in e.message, e.render()
     assert (e.line, e.col) == (1, 8)
+
+
+@pytest.mark.parametrize("name", [n for n, l in LAYERS.items() if l.realm == "ds"])
+def test_keeps_order_agrees_with_the_paths(name):
+    """A ds layer's `keeps_order` (what the spec fuzzer and the test matrices go by) is
+    what its paths offer: a cursor may `order by` its key exactly when it says so."""
+    layer = LAYERS[name]
+    keyed = any(p.name == "key" and p.kind == "field" for p in layer.params)
+    if not keyed:
+        assert not layer.keeps_order, f"layer '{name}' has no key to keep order by"
+        return
+    below = "[transient]" if layer.below == "mem" else "[array[transient]]"
+    text = (REC + f"container c of item = top2ds_qualify[{name}(key = id){below}];\n"
+            "cursor k on c where grp > 0 order by id;\n")
+    if layer.keeps_order:
+        spec = checked(text)
+        path = spec.plans[spec.container("c").cursors[0]].path
+        assert (path.layer.name, path.ordered_by) == (name, "id")
+    else:
+        assert "order by" in error_of(text).message

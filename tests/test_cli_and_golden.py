@@ -1,24 +1,30 @@
 """The CLI contract (exit codes, stderr), every example spec building warning-free, and
-golden files that pin the generated C byte for byte.
+golden files that pin the generated C byte for byte: per layer of the registry the
+sections it writes for a minimal spec (tests/golden/layers/), per pipeline feature the
+header and the rest of the source (tests/golden/pipeline/), and per class of spec error
+what `p2gen check` prints (tests/golden/errors/).
 
 Regenerate the golden files after an intended change with:
     P2GEN_UPDATE_GOLDEN=1 python -m pytest tests/test_cli_and_golden.py
 """
+import difflib
 import glob
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from p2gen.build import generate
 from p2gen.cli import main
+from p2gen.layers import LAYERS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = sorted(glob.glob(os.path.join(ROOT, "type_equations", "**", "*.p2"), recursive=True))
 GOLDEN = os.path.join(ROOT, "tests", "golden")
-GOLDEN_SPECS = ["paper.p2", "inventory.p2"]
 
 
 def run(*args):
@@ -35,10 +41,12 @@ def test_help_lists_commands():
 def test_layers_lists_every_layer_with_realms():
     r = run("layers")
     assert r.exit_code == 0
-    for sig in ("transient: mem", "persistent: mem", "array: ds[mem]", "iarray: ds[mem]",
-                "qsort: ds[mem]", "malloc: ds[mem]", "hash: ds[ds]", "avl: ds[ds]",
-                "dlist: ds[ds]", "odlist: ds[ds]", "top2ds: top[ds]", "qualify: top[top]",
-                "top2ds_qualify: top[ds]", "delflag: top[top]"):
+    for layer in LAYERS.values():
+        assert layer.signature() in r.output
+        for p in layer.params:
+            assert f"param {p.describe()}" in r.output
+    for sig in ("transient: mem", "journal: mem[mem]", "array: ds[mem]", "hash: ds[ds]",
+                "top2ds: top[ds]", "qualify: top[top]", "ilist: rel"):
         assert sig in r.output
     assert "param key: field (required)" in r.output
 
@@ -110,20 +118,152 @@ def test_generated_source_is_sectioned_by_layer(tmp_path):
     assert positions == sorted(positions)
 
 
-@pytest.mark.parametrize("name", GOLDEN_SPECS)
-def test_golden(name, tmp_path):
-    gen = generate(os.path.join(ROOT, "type_equations", name), str(tmp_path))
-    for path in (gen.header, gen.source):
-        golden = os.path.join(GOLDEN, os.path.basename(path))
-        got = open(path).read()
-        if os.environ.get("P2GEN_UPDATE_GOLDEN"):
-            os.makedirs(GOLDEN, exist_ok=True)
-            with open(golden, "w") as f:
-                f.write(got)
-        assert os.path.exists(golden), f"missing golden file {golden}; run with P2GEN_UPDATE_GOLDEN=1"
-        assert got == open(golden).read(), (
-            f"{os.path.basename(path)} differs from {golden}; if intended, regenerate with "
-            f"P2GEN_UPDATE_GOLDEN=1")
+# --- goldens: per layer and per error class ---------------------------------------------
+# The generated C is headed section by section by the layer that wrote it. Each layer of
+# the registry has a minimal spec using it (tests/golden/layers/<layer>.p2) and a golden of
+# the sections that layer wrote there (<layer>.c): a template change shows up in the golden
+# of its own layer only, small enough to read in a failing diff.
+_RULE = re.compile(r"/\* [-=#]{20,}$")              # first line of a section's banner
+_END = re.compile(r"/\* end of .*\*/$")             # a section's end fence
+_LAYER_HEAD = re.compile(r" \*\s+layer (\w+) \(")   # " * layer hash (hash: ds[ds]) of c"
+
+
+def layer_sections(source: str, layer: str) -> list:
+    """The sections of generated C written by `layer`, as (first line, end line) spans: each
+    from its banner (a rule line, comment lines, a rule line; one naming `layer NAME (`) to
+    its end fence (`/* end of ... */`, included) or, where sections have no end fence, to
+    the line before the next banner (trailing blank lines dropped)."""
+    lines = source.split("\n")
+    out, i = [], 0
+    while i < len(lines):
+        if not _RULE.match(lines[i]):
+            i += 1
+            continue
+        j = i + 1                                  # the banner runs to its closing rule
+        while j < len(lines) and not lines[j].endswith(" */"):
+            j += 1
+        heads = [_LAYER_HEAD.match(x) for x in lines[i + 1:j]]
+        if not any(h and h.group(1) == layer for h in heads):
+            i = j + 1
+            continue
+        k = j + 1
+        while k < len(lines) and not _RULE.match(lines[k]) and not _END.match(lines[k]):
+            k += 1
+        end = k + 1 if k < len(lines) and _END.match(lines[k]) else k   # fence included
+        while end > i and not lines[end - 1].strip():
+            end -= 1
+        out.append((i, end))
+        i = max(k, end)
+    return out
+
+
+def layer_text(source: str, layer: str) -> str:
+    """The golden of a layer: its sections, one blank line apart."""
+    lines = source.split("\n")
+    return "".join(("\n" if n else "") + "\n".join(lines[a:b]) + "\n"
+                   for n, (a, b) in enumerate(layer_sections(source, layer)))
+
+
+def pipeline_text(source: str) -> str:
+    """What the pipeline's own templates wrote: the source with every layer's sections
+    replaced by a line naming the layer (their goldens are the layers' own)."""
+    lines = source.split("\n")
+    spans = sorted((a, b, name) for name in LAYERS for a, b in layer_sections(source, name))
+    out, at = [], 0
+    for a, b, name in spans:
+        out += lines[at:a] + [f"/* [layer {name}: see tests/golden/layers/{name}.c] */"]
+        at = b
+    return "\n".join(out + lines[at:])
+
+
+def check_golden(golden: Path, got: str) -> None:
+    """Compare `got` with the golden file (rewrite it under P2GEN_UPDATE_GOLDEN=1); on a
+    difference, fail with the unified diff."""
+    rel = golden.relative_to(ROOT)
+    if os.environ.get("P2GEN_UPDATE_GOLDEN"):
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_text(got)
+    assert golden.exists(), f"missing golden file {rel}; create it with P2GEN_UPDATE_GOLDEN=1"
+    want = golden.read_text()
+    if got != want:
+        diff = "".join(difflib.unified_diff(want.splitlines(True), got.splitlines(True),
+                                            f"{rel} (golden)", f"{rel} (generated now)"))
+        pytest.fail(f"output differs from {rel}; if the change is intended, regenerate with "
+                    f"P2GEN_UPDATE_GOLDEN=1 python -m pytest tests/{Path(__file__).name}\n{diff}",
+                    pytrace=False)
+
+
+LAYER_GOLDEN = Path(GOLDEN) / "layers"
+
+
+def test_layer_sections_extract_to_the_next_banner_or_end_fence():
+    banner = ("/* " + "-" * 74, " * layer {} ({}: x) of c", " * " + "-" * 72 + " */")
+    def section(name, body):
+        return "\n".join(banner).format(name, name) + "\n" + body + "\n"
+    src = (section("a", "int a1;\n\n") + section("b", "int b;") + "/* end of layer b of c -- */\n"
+           + "int outside;\n" + section("a", "int a2;") + "/* " + "=" * 74 + "\n")
+    assert layer_text(src, "a") == (section("a", "int a1;") + "\n" + section("a", "int a2;"))
+    assert layer_text(src, "b") == section("b", "int b;\n/* end of layer b of c -- */")
+    assert layer_text(src, "c") == ""
+
+
+@pytest.mark.parametrize("layer", sorted(LAYERS))
+def test_layer_golden(layer, tmp_path):
+    """Every registered layer has a minimal spec using it and a golden of what it wrote."""
+    spec = LAYER_GOLDEN / f"{layer}.p2"
+    assert spec.exists(), (
+        f"layer '{layer}' has no golden: write a minimal spec that uses it as "
+        f"{spec.relative_to(ROOT)} (see the others there), then create its golden with "
+        f"P2GEN_UPDATE_GOLDEN=1 python -m pytest tests/test_cli_and_golden.py -k '{layer}' "
+        f"and read it")
+    gen = generate(str(spec), str(tmp_path))
+    got = layer_text(open(gen.source).read(), layer)
+    assert got, f"{spec.relative_to(ROOT)} generates no section of layer '{layer}'"
+    check_golden(LAYER_GOLDEN / f"{layer}.c", got)
+
+
+PIPELINE_GOLDEN = Path(GOLDEN) / "pipeline"
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in PIPELINE_GOLDEN.glob("*.p2")))
+def test_pipeline_golden(name, tmp_path):
+    """The header and what generator/templates write into the source (layouts, public API,
+    relationships' API, texts, open/close, integrity check, transactions) for small specs
+    that use every feature; the layers' sections are left to their own goldens."""
+    gen = generate(str(PIPELINE_GOLDEN / f"{name}.p2"), str(tmp_path))
+    check_golden(PIPELINE_GOLDEN / f"{name}.h", open(gen.header).read())
+    check_golden(PIPELINE_GOLDEN / f"{name}.c", pipeline_text(open(gen.source).read()))
+
+
+# The spec errors are part of the interface: per class of error, a handful of bad specs
+# (tests/golden/errors/<class>/*.p2) and what `p2gen check` prints for them, message, line,
+# column and caret line, exactly (tests/golden/errors/<class>.txt).
+ERROR_GOLDEN = Path(GOLDEN) / "errors"
+ERROR_CLASSES = ["syntax", "name", "type", "realm", "layer_param", "persistence"]
+
+
+@pytest.mark.parametrize("cls", ERROR_CLASSES)
+def test_error_golden(cls, monkeypatch):
+    monkeypatch.chdir(ERROR_GOLDEN)      # messages name the spec as given: <class>/<case>.p2
+    cases = sorted(glob.glob(f"{cls}/*.p2"))
+    assert len(cases) >= 3, f"error class '{cls}' needs a handful of bad specs in {ERROR_GOLDEN}/{cls}"
+    out = []
+    for case in cases:
+        r = CliRunner().invoke(main, ["check", case])
+        assert r.exit_code == 1 and r.stdout == "", f"{case}: exit {r.exit_code}\n{r.output}"
+        assert "Traceback" not in r.stderr, r.stderr
+        out.append(f"$ p2gen check {case}\n{r.stderr}")
+    check_golden(ERROR_GOLDEN / f"{cls}.txt", "\n".join(out))
+
+
+def test_error_golden_classes_are_listed():
+    dirs = sorted(p.name for p in ERROR_GOLDEN.iterdir() if p.is_dir())
+    assert dirs == sorted(ERROR_CLASSES), f"add the class to ERROR_CLASSES or remove its folder: {dirs}"
+
+
+def test_layer_goldens_belong_to_registered_layers():
+    stale = sorted(p.stem for p in LAYER_GOLDEN.glob("*.p2") if p.stem not in LAYERS)
+    assert not stale, f"goldens of layers not in the registry: {stale}; delete them"
 
 
 def test_c_demo_runs_twice_on_one_file(tmp_path):

@@ -20,6 +20,7 @@ compile, only its tests fail (with the compiler's message); the rest still run.
 from __future__ import annotations
 
 import random
+import re
 import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
@@ -34,6 +35,7 @@ from model import ContainerModel, ModelError, cstr, decode, encode, norm, param_
 from p2gen.check import check
 from p2gen.errors import SpecError, SpecErrors
 from p2gen.harness import run_harness
+from p2gen.layers import LAYERS
 from p2gen.parser import parse
 from p2gen.plan import plan
 
@@ -46,27 +48,67 @@ LAYERS_DIR = ROOT / "layers"
 RECORD = "record item { id: u32; grp: i32; score: i64; name: char[6]; ratio: f64; }"
 MAX_KEY = 300
 
-STORAGE = {
-    "array": ("array", "array(capacity = 4)"),
-    "iarray": ("iarray", f"iarray(key = id, capacity = 8, max_key = {MAX_KEY})"),
-    "qsort": ("qsort", "qsort(key = score, capacity = 4)"),
-    "malloc": ("malloc", "malloc"),
-}
-INDEXES = {
-    "none": [],
-    "hash": [("hash", "hash(key = grp, buckets = 4)")],
-    "avl": [("avl", "avl(key = score)")],
-    "dlist": [("dlist", "dlist")],
-    "odlist": [("odlist", "odlist(key = name)")],
-    "hash_avl": [("hash", "hash(key = grp, buckets = 4)"), ("avl", "avl(key = score)")],
-}
-MEMS = {
-    "transient": ("transient", "transient"),
-    "persistent": ("persistent", 'persistent(file = "diff.db")'),
+# The axes come from the layer registry: every storage layer, every index layer (alone,
+# and hash+avl stacked), every memory layer (one stacked over a file sits on the file
+# layer). What this matrix gives their parameters is its own choice: record fields as keys
+# -- ordered and hashed by different fields, so that one container's layers disagree on
+# order -- and small sizes, so that containers grow. A layer not named here gets its
+# required parameters from its signature (`derived_params`); every registered layer of a
+# container's realms takes part (test_matrix_covers_every_layer).
+CHOSEN_PARAMS = {
+    "array": "capacity = 4",
+    "iarray": f"key = id, capacity = 8, max_key = {MAX_KEY}",
+    "qsort": "key = score, capacity = 4",
+    "hash": "key = grp, buckets = 4",
+    "avl": "key = score",
+    "odlist": "key = name",
+    "persistent": 'file = "diff.db"',
     # the journal below every layer above it: page tracking must catch every write the
     # structures make (the harness commits before each close)
-    "journal": ("journal", 'journal(group = 4)[persistent(file = "diffj.db")]'),
+    "journal": "group = 4",
 }
+ITEM_FIELDS = [("id", "int"), ("grp", "int"), ("score", "int"), ("name", "char"),
+               ("ratio", "float")]
+
+
+def derived_params(name: str) -> str:
+    """Values for the required parameters of a layer this matrix has made no choice for."""
+    out = []
+    for p in LAYERS[name].params:
+        if not p.required:
+            continue
+        if p.kind == "field":
+            v = next(f for f, kind in ITEM_FIELDS if kind in p.field_kinds)
+        elif p.kind == "str":
+            v = f'"diff_{name}.db"'
+        elif p.kind == "bool":
+            v = "false"
+        elif p.kind == "choice":
+            v = p.choices[0]
+        else:
+            v = str(p.min if p.min is not None else 1)
+        out.append(f"{p.name} = {v}")
+    return ", ".join(out)
+
+
+def layer_text(name: str) -> str:
+    params = CHOSEN_PARAMS.get(name, None)
+    params = derived_params(name) if params is None else params
+    return f"{name}({params})" if params else name
+
+
+def _registered(**attrs) -> list:
+    return [n for n, l in LAYERS.items() if all(getattr(l, a) == v for a, v in attrs.items())]
+
+
+STORAGE = {n: (n, layer_text(n)) for n in _registered(realm="ds", role="storage")}
+INDEXES = {"none": [], **{n: [(n, layer_text(n))] for n in _registered(realm="ds", role="index")},
+           "hash_avl": [("hash", layer_text("hash")), ("avl", layer_text("avl"))]}
+_FILE_MEM = next(n for n in _registered(realm="mem", below=None)
+                 if any(p.kind == "str" and p.required for p in LAYERS[n].params))
+MEMS = {**{n: (n, layer_text(n)) for n in _registered(realm="mem", below=None)},
+        **{n: (n, f'{layer_text(n)}[{_FILE_MEM}(file = "diff{n[0]}.db")]')
+           for n in _registered(realm="mem", below="mem")}}
 SEEDS = (1, 2, 3, 4)
 OPS_PER_SEED = 600
 HARNESS_TIMEOUT = 60
@@ -97,13 +139,25 @@ def _cursors(name: str, layers: list, storage_key: Optional[str]) -> list:
         (f"{name}_i", " where id == $i"),
         (f"{name}_f", " where ratio < $r and name != $nm"),
     ]
-    if "avl" in layers or storage_key == "score":
+    ordered = ordered_keys(layers, storage_key)
+    if "score" in ordered:
         out.append((f"{name}_o", " where grp != $g order by score"))
-    if "odlist" in layers:
+    if "name" in ordered:
         out.append((f"{name}_on", " where name >= $a order by name"))
         out.append((f"{name}_nr", " where name > $a and name <= $b"))
-    if storage_key == "id":
+    if "id" in ordered:
         out.append((f"{name}_oi", " where score != $s order by id"))
+    return out
+
+
+def ordered_keys(layers: list, storage_key: Optional[str]) -> set:
+    """The fields some layer of the container keeps its elements ordered by."""
+    out = {storage_key} if storage_key else set()
+    for n in layers:
+        if n in LAYERS and LAYERS[n].keeps_order and LAYERS[n].realm == "ds":
+            m = re.search(r"key = (\w+)", layer_text(n))
+            if m:
+                out.add(m.group(1))
     return out
 
 
@@ -116,7 +170,8 @@ def combo_container(storage: str, index: str, mem: str) -> ContainerSpec:
     eq = f"top2ds_qualify[{eq}]"
     layers = ["top2ds_qualify", "top2ds"] + [n for n, _ in INDEXES[index]] + [st_name, mem_name]
     name = f"c_{storage}_{index}"
-    key = {"iarray": "id", "qsort": "score"}.get(storage)
+    m = re.search(r"key = (\w+)", st_text)
+    key = m.group(1) if m and LAYERS[storage].keeps_order else None
     return ContainerSpec(name, layers, eq, _cursors(name, layers, key))
 
 
@@ -188,7 +243,8 @@ def extra_container(name: str, mem: str) -> ContainerSpec:
 
 
 def illegal(storage: str, index: str) -> bool:
-    return storage == "qsort" and index != "none"
+    """No index over storage whose references move."""
+    return not LAYERS[storage].stable_refs and index != "none"
 
 
 def missing_templates(layers: list) -> list:
@@ -200,7 +256,7 @@ def spec_text(containers: list) -> str:
 
 
 def spec_prefix(mem: str) -> str:
-    return {"transient": "dt", "persistent": "dp", "journal": "dj"}[mem]
+    return {"transient": "dt", "persistent": "dp", "journal": "dj"}.get(mem, f"d_{mem}")
 
 
 def all_cases():
@@ -1169,6 +1225,23 @@ def test_example_spec(name, example_builds, san_env, tmp_path):
     while any(streams):
         ops.extend(rng.choice([s for s in streams if s]).pop(0))
     run_ops(built.exe, models, ops, tmp_path, san_env, 3, rng)
+
+
+def test_matrix_covers_every_layer():
+    """Every registered layer of the realms a container's equation is made of (mem, ds,
+    top) stands in the equation of some container of the matrix, whose axes are derived
+    from the registry and whose top-layer variants are chosen by hand. (Relationships'
+    layers: tests/test_links.py.)"""
+    used = set()
+    for mem in MEMS:
+        checked = check(parse(spec_text(runnable(mem)), "cover.p2"), "cover")
+        used |= {li.name for info in checked.containers for li in info.chain}
+    for name, layer in LAYERS.items():
+        if layer.realm != "rel":
+            assert name in used, (
+                f"layer '{name}' is in no container of the differential matrix: it takes part "
+                f"by itself if it is a storage, index or mem layer; a top layer needs an entry "
+                f"in EXTRAS (tests/test_differential.py)")
 
 
 # ---------------------------------------------------------------------------

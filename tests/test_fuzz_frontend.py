@@ -44,6 +44,7 @@ from hypothesis import strategies as st
 from fuzz.frontend import check_error, load, run_frontend
 from fuzz.specgen import specs
 from p2gen.errors import P2Error, SpecError
+from p2gen.layers import LAYERS
 from p2gen.parser import parse
 from p2gen.render import render
 
@@ -58,11 +59,12 @@ TOKENS = ["record", "container", "cursor", "relationship", "of", "with", "on", "
           ")", ";", ":", ",", ".", "=", "==", "!=", "<", "<=", ">", ">=", "$p", "$", "x",
           "id", "u32", "i8", "f64", "float", "char", "[4]", "[0]", "text", "ref", "ref x",
           "0", "-1", "-", "1e9", "0x", "0xff", "1_0", ".5", "18446744073709551616",
-          '"f.db"', '""', '"\\q"', '"', "/*", "*/", "//", "hash", "avl", "array", "iarray",
-          "qsort", "malloc", "dlist", "odlist", "transient", "persistent", "journal",
-          "top2ds", "qualify", "top2ds_qualify", "delflag", "ilist", "refarray", "key",
-          "buckets", "file", "capacity", "sync", "group", "checkpoint", "fn", "identity",
-          "true", "false", "int", "_x", "\n", " ", "\t"]
+          '"f.db"', '""', '"\\q"', '"', "/*", "*/", "//", "true", "false", "int", "_x", "\n",
+          " ", "\t"]
+# the layer library's names, parameter names and choices, from its registry
+TOKENS += list(LAYERS) + sorted({p.name for layer in LAYERS.values() for p in layer.params}
+                                | {c for layer in LAYERS.values() for p in layer.params
+                                   for c in p.choices})
 
 SOAK = os.environ.get("P2GEN_FUZZ_EXAMPLES")
 
@@ -335,3 +337,15 @@ def test_checked_values_are_c_literals(text):
         return                        # rejecting the value is a fix too
     header, source = render(checked, "fuzz.p2")
     assert not _c_literal_problems(header + source)
+
+
+def test_fuzzer_dictionary_names_the_layer_library():
+    """tests/fuzz/p2spec.dict (the coverage-guided fuzzer's dictionary) holds every
+    registered layer's name, parameter names and choices."""
+    path = os.path.join(ROOT, "tests", "fuzz", "p2spec.dict")
+    with open(path, encoding="utf-8") as f:
+        words = {line.strip()[1:-1] for line in f if line.startswith('"')}
+    for name, layer in LAYERS.items():
+        for word in [name] + [p.name for p in layer.params] + [c for p in layer.params
+                                                                for c in p.choices]:
+            assert word in words, f'add "{word}" (layer {name}) to tests/fuzz/p2spec.dict'

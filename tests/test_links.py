@@ -975,3 +975,19 @@ def test_checker_self_relationship_same_role_twice(tmp_path):
 def test_specs_check_clean(mem):
     proc = p2gen_check(SPECS / f"links_{mem}.p2")
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+
+
+def test_every_rel_layer_is_in_the_schema():
+    """Every registered layer of realm rel stores some relationship of the schema, so the
+    random sequences above run through it."""
+    from p2gen.check import check
+    from p2gen.layers import LAYERS
+    from p2gen.parser import parse
+    for mem in MEMS:
+        path = SPECS / f"links_{mem}.p2"
+        checked = check(parse(path.read_text(), str(path)), f"links_{mem}")
+        used = {ri.layer.name for ri in checked.relationships}
+        for name, layer in LAYERS.items():
+            assert layer.realm != "rel" or name in used, (
+                f"layer '{name}' stores no relationship of {path.name}: add one to "
+                f"tests/specs/links_*.p2 and the model's REL in tests/test_links.py")

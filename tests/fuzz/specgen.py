@@ -14,7 +14,11 @@ Only the text is returned: the tests judge the outcome by running the front end.
 """
 from __future__ import annotations
 
+from itertools import permutations
+
 from hypothesis import strategies as st
+
+from p2gen.layers import LAYERS
 
 INT_TYPES = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"]
 FLOAT_TYPES = ["f32", "f64", "float", "double"]
@@ -47,30 +51,37 @@ SUFFIXES = ["all", "set", "set_id", "find_id", "elem", "root", "ready", "cursor"
 RISKY_FILES = ["a.db", r"b*/ int x; /*\n.db", "%s%n%s.db", "??/.db", "d//e.db", r"\\q.db"]   # spec text
 RISKY_CHARS = ['*/', '/*', '//', '\\n', '\\"', '\\\\', '??/', '%n', '\\t', 'é', 'a']
 
-TOPS = [["top2ds_qualify"], ["qualify", "top2ds"], ["top2ds"], ["delflag", "top2ds_qualify"],
-        ["delflag", "qualify", "top2ds"], ["qualify", "delflag", "top2ds"]]
-INDEXES = ["hash", "avl", "dlist", "odlist"]
-STORAGES = ["array", "iarray", "qsort", "malloc"]
-ALL_LAYERS = ["transient", "persistent", "journal", "array", "iarray", "qsort", "malloc",
-              "hash", "avl", "dlist", "odlist", "top2ds", "qualify", "top2ds_qualify",
-              "delflag", "ilist", "refarray"]
+# The layer library, from its registry (p2gen.layers.LAYERS): a new layer is drawn, with
+# its parameters, as soon as it is registered.
+def _layers(**attrs) -> list:
+    return [n for n, l in LAYERS.items() if all(getattr(l, a) == v for a, v in attrs.items())]
+
+
+ALL_LAYERS = list(LAYERS)
+STORAGES = _layers(realm="ds", role="storage")
+INDEXES = _layers(realm="ds", role="index")
+# top stacks: a top layer over ds, under any order of distinct top layers over top, with at
+# most one that defers deletes (the checker refuses a second)
+TOPS = [list(above) + [base]
+        for base in _layers(realm="top", below="ds")
+        for n in range(len(_layers(realm="top", below="top")) + 1)
+        for above in permutations(_layers(realm="top", below="top"), n)
+        if sum(LAYERS[a].defers_delete for a in above) + LAYERS[base].defers_delete <= 1]
+# memory: heap (a bottom mem layer that needs no parameter), a file (the bottom mem layer
+# whose required parameter is the file's name) and the mem layers stacked over a file
+HEAP = [n for n in _layers(realm="mem", below=None)
+        if not any(p.required for p in LAYERS[n].params)]
+FILE_MEM = [n for n in _layers(realm="mem", below=None)
+            if any(p.required and p.kind == "str" for p in LAYERS[n].params)]
+OVER_FILE = _layers(realm="mem", below="mem")
+RELS = _layers(realm="rel")
 UNKNOWN_LAYERS = ["btree", "hashh", "Hash", "top", "mem", "list"]
 FILES = ["a.db", "b.db", "dir/c.db"]
 OPS = ["==", "!=", "<", "<=", ">", ">="]
-# parameters each layer takes, with a generator of a well-typed value
-LAYER_PARAMS = {
-    "persistent": ["file", "reserve"],
-    "journal": ["sync", "group", "checkpoint"],
-    "array": ["capacity"],
-    "iarray": ["key", "capacity", "max_key"],
-    "qsort": ["key", "capacity"],
-    "hash": ["key", "buckets", "fn", "grow"],
-    "avl": ["key"],
-    "odlist": ["key"],
-    "refarray": ["capacity"],
-}
-REQUIRED = {"persistent": ["file"], "iarray": ["key"], "qsort": ["key"], "hash": ["key"],
-            "avl": ["key"], "odlist": ["key"]}
+# parameters each layer takes, and the ones it requires
+PARAMS = {n: {p.name: p for p in l.params} for n, l in LAYERS.items()}
+LAYER_PARAMS = {n: list(ps) for n, ps in PARAMS.items() if ps}
+REQUIRED = {n: [p for p, s in ps.items() if s.required] for n, ps in PARAMS.items()}
 
 
 class _Rec:
@@ -98,7 +109,7 @@ class _Gen:
         self.records: list[_Rec] = []
         self.containers: list[_Cont] = []
         self.c_names: list[str] = []   # container names drawn so far (for ref fields)
-        self.journals = {}             # file -> journal parameters (None: no journal)
+        self.journals = {}             # file -> (mem layer over it, params), or None
         # where the containers live: all in one memory (references may link them) or mixed
         self.memory = self.pick(["transient", self.files[0], "mixed"])
 
@@ -205,8 +216,9 @@ class _Gen:
         return f"record {rec.name} {{{body} }}"
 
     # -- containers ----------------------------------------------------------------
-    def key_for(self, rec, layer):
-        kinds = ("int:",) if layer == "iarray" else ("int:", "float", "char:")
+    def key_for(self, rec, layer, param):
+        kinds = tuple(k + ":" if k in ("int", "char") else k
+                      for k in PARAMS[layer][param].field_kinds)
         ok = [f for f in rec.fields if f[1].startswith(kinds)] if rec else []
         if self.bad() or not ok:
             if self.bad() or not rec or not rec.fields:
@@ -217,18 +229,18 @@ class _Gen:
     def param_value(self, layer, param, rec):
         if self.bad():
             return self.any_value()
-        if param == "key":
-            return self.key_for(rec, layer)
-        if param == "file":
+        ps = PARAMS.get(layer, {}).get(param)
+        if ps is None:
+            return self.any_value()
+        if ps.kind == "field":
+            return self.key_for(rec, layer, param)
+        if ps.kind == "str":
             return '"' + self.pick(self.files) + '"'
-        if param in ("sync", "grow"):
+        if ps.kind == "bool":
             return self.pick(["true", "false"])
-        if param == "fn":
-            return self.pick(["default", "identity"])
-        lo, hi = {"reserve": (1 << 20, 1 << 40), "group": (1, 1 << 20),
-                  "checkpoint": (1 << 16, 1 << 30), "buckets": (1, 1 << 31),
-                  "max_key": (0, 4294967294)}.get(param, (1, 1 << 16))
-        return self.int_text(lo, hi)
+        if ps.kind == "choice":
+            return self.pick(ps.choices)
+        return self.int_text(*ps.fuzz_range)
 
     def params_for(self, layer, rec, mem_file):
         names = list(LAYER_PARAMS.get(layer, []))
@@ -240,31 +252,36 @@ class _Gen:
             chosen.append(self.pick(chosen))            # given twice
         out = []
         for p in chosen:
-            if p == "file" and mem_file is not None and not self.bad():
+            if (PARAMS.get(layer, {}).get(p) is not None and PARAMS[layer][p].kind == "str"
+                    and mem_file is not None
+                    and not self.bad()):
                 out.append((p, '"' + mem_file + '"'))
             else:
                 out.append((p, self.param_value(layer, p, rec)))
         return out
 
     def legal_chain(self):
-        """(layers outermost first, file or None, journal params or None)."""
+        """(layers outermost first, file or None, (mem layer over the file, its params) or
+        None)."""
         chain = list(self.pick(TOPS))
         for _ in range(self.draw(st.integers(0, 3))):
             chain.append(self.pick(INDEXES))
         storage = self.pick(STORAGES)
-        if storage == "qsort" and any(c in INDEXES for c in chain) and not self.bad():
-            storage = "array"
+        if (not LAYERS[storage].stable_refs and any(c in INDEXES for c in chain)
+                and not self.bad()):              # no index over references that move
+            storage = self.pick([s for s in STORAGES if LAYERS[s].stable_refs])
         chain.append(storage)
         mem = self.memory if self.memory != "mixed" or self.bad() else self.pick(
             ["transient"] + self.files)
         if mem == "transient":
-            return chain + ["transient"], None, None
+            return chain + [self.pick(HEAP)], None, None
         if mem not in self.journals or self.bad():     # a file is journalled as a whole
-            self.journals[mem] = (self.params_for("journal", None, None)
+            over = self.pick(OVER_FILE)
+            self.journals[mem] = ((over, self.params_for(over, None, None))
                                   if self.chance(40) else None)
-        jparams = self.journals[mem]
-        return chain + (["journal", "persistent"] if jparams is not None else ["persistent"]), \
-            mem, jparams
+        jl = self.journals[mem]
+        below = [self.pick(FILE_MEM)]
+        return chain + ([jl[0]] + below if jl is not None else below), mem, jl
 
 
     def chaos_chain(self):
@@ -275,20 +292,20 @@ class _Gen:
         rec = self.pick(self.records) if self.records and not self.bad() else None
         rec_name = rec.name if rec else self.pick(["nosuch", "r1", "int"])
         if self.bad():
-            chain, mem_file, jparams = self.chaos_chain(), self.pick(self.files), None
+            chain, mem_file, jl = self.chaos_chain(), self.pick(self.files), None
         else:
-            chain, mem_file, jparams = self.legal_chain()
+            chain, mem_file, jl = self.legal_chain()
         if self.bad() and len(chain) > 1:               # drop a layer
             del chain[self.draw(st.integers(0, len(chain) - 1))]
         counts = {c: chain.count(c) for c in chain}
         ordered = []                                    # keys some layer keeps in order
         inline, with_args = [], []
         for layer in chain:
-            if layer == "journal" and jparams is not None:
-                ps = jparams
+            if jl is not None and layer == jl[0]:
+                ps = jl[1]
             else:
                 ps = self.params_for(layer, rec, mem_file)
-            if layer in ("avl", "odlist", "qsort", "iarray"):
+            if layer in LAYERS and LAYERS[layer].keeps_order:
                 ordered += [v for k, v in ps if k == "key"]
             if ps and counts[layer] == 1 and self.chance(40):
                 with_args.append((layer, ps))
@@ -310,9 +327,10 @@ class _Gen:
                 f"{layer}({', '.join(f'{k} = {v}' for k, v in ps)})" for layer, ps in with_args)
         self.names.append(name)
         if rec is not None:
-            qualifies = "qualify" in chain or "top2ds_qualify" in chain
-            mem = mem_file if "persistent" in chain else "transient"
-            stable = "qsort" not in chain
+            known = [LAYERS[c] for c in chain if c in LAYERS]
+            qualifies = any(l.qualifies for l in known)
+            mem = mem_file if any(c in FILE_MEM for c in chain) else "transient"
+            stable = all(l.stable_refs for l in known)
             self.containers.append(_Cont(name, rec, qualifies, mem, stable, ordered))
         return text + ";"
 
@@ -423,15 +441,15 @@ class _Gen:
         r1, r2 = role(ca), role(cb)
         if self.bad():
             r2 = r1
+        kind = {("one", "one"): "1:1", ("many", "many"): "M:N"}.get((m1, m2), "1:N")
         if self.bad():
             layer = self.pick(ALL_LAYERS + UNKNOWN_LAYERS)
-        elif m1 != m2 and self.chance(50):
-            layer = "ilist"
         else:
-            layer = "refarray"
+            layer = self.pick([r for r in RELS if kind in LAYERS[r].kinds] or RELS)
         ps = []
-        if layer == "refarray" and self.chance(30) or self.bad():
-            ps.append(("capacity", self.int_text(1, 1 << 24)))
+        for pname in LAYER_PARAMS.get(layer, []):
+            if self.chance(30) or self.bad():
+                ps.append((pname, self.param_value(layer, pname, None)))
         if self.bad():
             ps.append((self.pick(["capacity", "cap", "key"]), self.any_value()))
         eq = layer + (f"({', '.join(f'{k} = {v}' for k, v in ps)})" if ps else "")

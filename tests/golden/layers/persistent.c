@@ -1,0 +1,47 @@
+/* --------------------------------------------------------------------------
+ * layer persistent (persistent: mem) of items: file=items.db, verify_open=true
+ * ------------------------------------------------------------------------ */
+static inline void *persistent_items__persistent_ptr(persistent_db *db, uint64_t ref)
+{
+    return p2_seg_ptr(&db->seg[0], ref);
+}
+
+static inline persistent_items_root *persistent_items__persistent_root(persistent_db *db)
+{
+    return db->items;
+}
+
+static inline int persistent_items__persistent_alloc(persistent_db *db, uint64_t size, uint64_t *ref)
+{
+    p2_off off = p2_seg_alloc(&db->seg[0], size, &db->err);
+    if (!off) return db->err.code ? db->err.code : P2_ENOMEM;
+    *ref = off;
+    return P2_OK;
+}
+
+static inline void persistent_items__persistent_free(persistent_db *db, uint64_t ref, uint64_t size)
+{
+    p2_seg_free(&db->seg[0], ref, size);
+}
+
+/* Resize a block, keeping its contents and zero-filling the growth. */
+static inline int persistent_items__persistent_realloc(persistent_db *db, uint64_t *ref, uint64_t old_size, uint64_t new_size)
+{
+    p2_off off = p2_seg_realloc(&db->seg[0], *ref, old_size, new_size, &db->err);
+    if (!off) return db->err.code ? db->err.code : P2_ENOMEM;
+    *ref = off;
+    return P2_OK;
+}
+
+/* Integrity checks: does [ref, ref + len) lie inside the used part of the file? */
+static inline int persistent_items__persistent_contains(persistent_db *db, uint64_t ref, uint64_t len)
+{
+    return p2_seg_contains(&db->seg[0], ref, len);
+}
+
+/* Integrity checks: the walk found [ref, ref + len) in use (checked for overlaps with the
+   allocator's free blocks and with each other by p2_seg_verify). */
+static inline void persistent_items__persistent_claim(persistent_db *db, p2_verify *v, uint64_t ref, uint64_t len, const char *what)
+{
+    p2_verify_claim(v, &db->seg[0], ref, len, what);
+}

@@ -1,0 +1,204 @@
+/* --------------------------------------------------------------------------
+ * layer qsort (qsort: ds[mem]) of items: capacity=4, key=grp
+ * ------------------------------------------------------------------------ */
+#define qsort_items__qsort_MAX_SLOTS 0xFFFFFFFEu
+
+static inline qsort_items_elem *qsort_items__qsort_elem(qsort_db *db, uint64_t ref)
+{
+    return (qsort_items_elem *)qsort_items__transient_ptr(db, qsort_items__transient_root(db)->qsort_slots) + ref;
+}
+
+static inline int qsort_items__qsort_valid(qsort_db *db, uint64_t ref)
+{
+    return ref < qsort_items__transient_root(db)->qsort_count;
+}
+
+static inline uint64_t qsort_items__qsort_count(qsort_db *db)
+{
+    return qsort_items__transient_root(db)->qsort_count;
+}
+
+static inline int qsort_items__qsort_create(qsort_db *db)
+{
+    qsort_items_root *r = qsort_items__transient_root(db);
+    r->qsort_cap = 4u;
+    return qsort_items__transient_alloc(db, (uint64_t)r->qsort_cap * sizeof(qsort_items_elem), &r->qsort_slots);
+}
+
+static inline void qsort_items__qsort_destroy(qsort_db *db)
+{
+    qsort_items_root *r = qsort_items__transient_root(db);
+    qsort_items__transient_free(db, r->qsort_slots, (uint64_t)r->qsort_cap * sizeof(qsort_items_elem));
+    r->qsort_slots = 0;
+}
+
+/* The first position whose key is >= key (lower bound) or > key (upper bound). */
+static inline uint64_t qsort_items__qsort_bound(qsort_db *db, int32_t key, int upper)
+{
+    const qsort_items_elem *a = qsort_items__qsort_elem(db, 0);
+    uint64_t lo = 0, hi = qsort_items__transient_root(db)->qsort_count;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        int c = qsort_items__cmp_grp(a[mid].rec.grp, key);
+        if (c < 0 || (upper && c == 0)) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* Make room for n elements in all, so that loading them does not regrow. */
+static inline int qsort_items__qsort_reserve(qsort_db *db, uint64_t n)
+{
+    qsort_items_root *r = qsort_items__transient_root(db);
+    uint32_t ncap = n > qsort_items__qsort_MAX_SLOTS ? qsort_items__qsort_MAX_SLOTS : (uint32_t)n;
+    int rc;
+    if (ncap <= r->qsort_cap) return P2_OK;
+    rc = qsort_items__transient_realloc(db, &r->qsort_slots, (uint64_t)r->qsort_cap * sizeof(qsort_items_elem), (uint64_t)ncap * sizeof(qsort_items_elem));
+    if (rc != P2_OK) return rc;
+    r->qsort_cap = ncap;
+    return P2_OK;
+}
+
+static inline int qsort_items__qsort_insert(qsort_db *db, const qsort_item *rec, uint64_t *out)
+{
+    qsort_item nrec = *rec;  /* rec may point into the block, which moves and shifts */
+    qsort_items_root *r = qsort_items__transient_root(db);
+    uint64_t pos;
+    qsort_items_elem *a;
+    if (r->qsort_count == r->qsort_cap) {
+        uint32_t cap = r->qsort_cap;
+        uint32_t ncap = cap >= qsort_items__qsort_MAX_SLOTS / 2 ? qsort_items__qsort_MAX_SLOTS : cap * 2;
+        int rc;
+        if (cap == qsort_items__qsort_MAX_SLOTS)
+            return p2_err_set(&db->err, P2_ENOMEM, "container items: sorted array is full (%u slots)", cap);
+        rc = qsort_items__transient_realloc(db, &r->qsort_slots, (uint64_t)cap * sizeof(qsort_items_elem), (uint64_t)ncap * sizeof(qsort_items_elem));
+        if (rc != P2_OK) return rc;
+        r->qsort_cap = ncap;
+    }
+    pos = qsort_items__qsort_bound(db, nrec.grp, 1);  /* after the equal keys */
+    a = qsort_items__qsort_elem(db, 0);
+    memmove(a + pos + 1, a + pos, (size_t)(r->qsort_count - pos) * sizeof(qsort_items_elem));
+    memset(a + pos, 0, sizeof(qsort_items_elem));
+    a[pos].rec = nrec;
+    r->qsort_count++;
+    *out = pos;
+    return P2_OK;
+}
+
+static inline void qsort_items__qsort_remove(qsort_db *db, uint64_t ref)
+{
+    qsort_items_root *r = qsort_items__transient_root(db);
+    qsort_items_elem *a = qsort_items__qsort_elem(db, 0);
+    uint64_t last = r->qsort_count - 1;
+    memmove(a + ref, a + ref + 1, (size_t)(last - ref) * sizeof(qsort_items_elem));
+    memset(a + last, 0, sizeof(qsort_items_elem));
+    r->qsort_count--;
+}
+
+/* Would an update to *rec move the element? Yes when its key changes (it may land on the
+   same position, but the cursors above only care whether the reference changed). */
+static inline int qsort_items__qsort_moves(qsort_db *db, uint64_t ref, const qsort_item *rec)
+{
+    return qsort_items__cmp_grp(qsort_items__qsort_elem(db, ref)->rec.grp, rec->grp) != 0;
+}
+
+/* A key change moves the element to where an insert would put it among the others
+   (after their equal keys), shifting the elements in between by one; *ref becomes the
+   new position. Cannot fail. */
+static inline int qsort_items__qsort_update(qsort_db *db, uint64_t *ref, const qsort_item *rec)
+{
+    qsort_item nrec = *rec;  /* rec may point into the block */
+    uint64_t from = *ref, to;
+    qsort_items_elem *a = qsort_items__qsort_elem(db, 0);
+    qsort_items_elem tmp;
+    if (!qsort_items__qsort_moves(db, from, &nrec)) {
+        a[from].rec = nrec;
+        return P2_OK;
+    }
+    /* The upper bound over all elements counts the element itself when its old key is
+       below the new one (it sits before the bound); without it, the bound is one less. */
+    to = qsort_items__qsort_bound(db, nrec.grp, 1);
+    if (from < to) to--;
+    tmp = a[from];
+    tmp.rec = nrec;
+    if (to > from) memmove(a + from, a + from + 1, (size_t)(to - from) * sizeof(qsort_items_elem));
+    else if (to < from) memmove(a + to + 1, a + to, (size_t)(from - to) * sizeof(qsort_items_elem));
+    a[to] = tmp;
+    *ref = to;
+    return P2_OK;
+}
+
+/* Positions of the other elements after the element at `removed` went away. */
+static inline uint64_t qsort_items__qsort_ref_after_remove(uint64_t ref, uint64_t removed)
+{
+    return ref - (ref > removed);
+}
+
+/* Positions of the other elements after the element at `from` moved to position `to`:
+   as if it were removed, then inserted at `to` (which shifts what is at `to` and after). */
+static inline uint64_t qsort_items__qsort_ref_after_move(uint64_t ref, uint64_t from, uint64_t to)
+{
+    ref -= (ref > from);
+    return ref + (ref >= to);
+}
+
+/* Keys need not be unique in qsort. */
+static inline uint64_t qsort_items__qsort_find_dup(qsort_db *db, const qsort_item *rec)
+{
+    (void)db; (void)rec;
+    return P2_NIL;
+}
+
+/* range path: binary search for the lower bound, then position by position */
+static inline uint64_t qsort_items__qsort_range_first(qsort_db *db, int has_lo, int32_t lo, int lo_inclusive)
+{
+    uint64_t pos = has_lo ? qsort_items__qsort_bound(db, lo, !lo_inclusive) : 0;
+    return pos < qsort_items__transient_root(db)->qsort_count ? pos : P2_NIL;
+}
+
+static inline uint64_t qsort_items__qsort_range_next(qsort_db *db, uint64_t ref)
+{
+    return ref + 1 < qsort_items__transient_root(db)->qsort_count ? ref + 1 : P2_NIL;
+}
+
+/* scan path: the same walk from the first position */
+static inline uint64_t qsort_items__qsort_scan_first(qsort_db *db)
+{
+    return qsort_items__transient_root(db)->qsort_count ? 0 : P2_NIL;
+}
+
+static inline uint64_t qsort_items__qsort_scan_next(qsort_db *db, uint64_t ref)
+{
+    return qsort_items__qsort_range_next(db, ref);
+}
+
+/* Integrity check (<prefix>_verify): the block lies in memory, count <= cap, the elements
+   are in grp order, and the slots past the last element are all zero (removing clears
+   the vacated slot). Returns -1 if the slots cannot be read safely. */
+static int qsort_items__qsort_verify(qsort_db *db, p2_verify *v)
+{
+    qsort_items_root *r = qsort_items__transient_root(db);
+    uint64_t i;
+    const qsort_items_elem *a;
+    if (r->qsort_cap == 0 || !qsort_items__transient_contains(db, r->qsort_slots, (uint64_t)r->qsort_cap * sizeof(qsort_items_elem))) {
+        p2_verify_fail(v, "container items, layer qsort: slot block %" PRIu64 " of %u slots lies outside the used memory", r->qsort_slots, r->qsort_cap);
+        return -1;
+    }
+    qsort_items__transient_claim(db, v, r->qsort_slots, (uint64_t)r->qsort_cap * sizeof(qsort_items_elem), "container items, layer qsort: slot block");
+    if (r->qsort_count > r->qsort_cap) {
+        p2_verify_fail(v, "container items, layer qsort: count %u above capacity %u", r->qsort_count, r->qsort_cap);
+        return -1;
+    }
+    a = qsort_items__qsort_elem(db, 0);
+    for (i = 0; i + 1 < r->qsort_count; i++)
+        if (qsort_items__cmp_grp(a[i].rec.grp, a[i + 1].rec.grp) > 0)
+            p2_verify_fail(v, "container items, layer qsort: positions %" PRIu64 " and %" PRIu64 " out of grp order", i, i + 1);
+    for (i = r->qsort_count; i < r->qsort_cap; i++) {
+        const unsigned char *b = (const unsigned char *)&a[i];
+        size_t j;
+        for (j = 0; j < sizeof a[i] && b[j] == 0; j++) {}
+        if (j < sizeof a[i])
+            p2_verify_fail(v, "container items, layer qsort: slot %" PRIu64 " past the last element is not zero (byte %u)", i, (unsigned)j);
+    }
+    return 0;
+}

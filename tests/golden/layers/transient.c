@@ -1,0 +1,50 @@
+/* --------------------------------------------------------------------------
+ * layer transient (transient: mem) of items
+ * ------------------------------------------------------------------------ */
+static inline void *transient_items__transient_ptr(transient_db *db, uint64_t ref)
+{
+    (void)db;
+    return (void *)(uintptr_t)ref;
+}
+
+static inline transient_items_root *transient_items__transient_root(transient_db *db)
+{
+    return db->items;
+}
+
+static inline int transient_items__transient_alloc(transient_db *db, uint64_t size, uint64_t *ref)
+{
+    void *p = size <= SIZE_MAX ? calloc(1, (size_t)size) : NULL;
+    if (!p) return p2_err_set(&db->err, P2_ENOMEM, "container items: out of memory allocating %" PRIu64 " bytes", size);
+    *ref = (uint64_t)(uintptr_t)p;
+    return P2_OK;
+}
+
+static inline void transient_items__transient_free(transient_db *db, uint64_t ref, uint64_t size)
+{
+    (void)db; (void)size;
+    free((void *)(uintptr_t)ref);
+}
+
+/* Resize a block, keeping its contents and zero-filling the growth. */
+static inline int transient_items__transient_realloc(transient_db *db, uint64_t *ref, uint64_t old_size, uint64_t new_size)
+{
+    char *p = new_size <= SIZE_MAX ? (char *)realloc((void *)(uintptr_t)*ref, (size_t)new_size) : NULL;
+    if (!p) return p2_err_set(&db->err, P2_ENOMEM, "container items: out of memory growing to %" PRIu64 " bytes", new_size);
+    if (new_size > old_size) memset(p + old_size, 0, (size_t)(new_size - old_size));
+    *ref = (uint64_t)(uintptr_t)p;
+    return P2_OK;
+}
+
+/* Integrity checks: nothing bounds a heap block; only a null reference is refused. */
+static inline int transient_items__transient_contains(transient_db *db, uint64_t ref, uint64_t len)
+{
+    (void)db; (void)len;
+    return ref != 0;
+}
+
+/* Integrity checks: heap blocks are the C library's business; nothing to claim. */
+static inline void transient_items__transient_claim(transient_db *db, p2_verify *v, uint64_t ref, uint64_t len, const char *what)
+{
+    (void)db; (void)v; (void)ref; (void)len; (void)what;
+}

@@ -27,6 +27,7 @@ from .errors import BuildError
 from .model import FieldType, expr_text
 from .render import metadata
 from .runtime.codes import CODES
+from .pyfast import fast_c
 from .runtime.pyapi import role_expression
 
 
@@ -141,7 +142,9 @@ def cdef(checked: CheckedSpec, header: str) -> str:
             f"/* {checked.prefix}.h: the public API */",
             public_api(checked.prefix, header),
             "/* the binding's own helpers (helpers_c): one crossing per find, batches */",
-            helpers_c(checked, declare=True), ""]
+            helpers_c(checked, declare=True),
+            "/* the fast module (pyfast.fast_c): 0 when it is in sys.modules */",
+            "int p2py__fast_init(void);", ""]
     return "\n".join(out)
 
 
@@ -391,9 +394,13 @@ def build_python(gen: Generated, cc: Optional[str] = None, extra_cflags=()) -> s
         raise BuildError(f"CFFI rejected the declarations of {p}: {e}") from e
     # Sources are relative: CFFI compiles from inside tmpdir, and object files then land
     # next to them rather than under a copy of the absolute path.
-    ffi.set_source(mod, f'#include "{p}.h"\n\n' + helpers_c(gen.checked) + "\n",
+    # Built against CPython's full API (not the limited one CFFI picks by default): the fast
+    # module's calls and record slots need it; the extension is per machine anyway.
+    ffi.set_source(mod, f'#include "{p}.h"\n\n' + helpers_c(gen.checked) + "\n\n"
+                   + fast_c(gen.checked) + "\n",
                    sources=[os.path.basename(gen.source), "p2_runtime.c"],
                    include_dirs=[out_dir],
+                   define_macros=[("_CFFI_NO_LIMITED_API", None)],
                    extra_compile_args=["-std=c11", *extra_cflags])
     saved = os.environ.get("CC")
     if cc:

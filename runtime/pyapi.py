@@ -143,6 +143,7 @@ import inspect
 import keyword
 import os
 import struct
+import sys
 import threading
 import weakref
 from collections.abc import Mapping
@@ -158,6 +159,7 @@ __all__ = ["P2Error", "NotFoundError", "DuplicateError", "RangeError", "ClosedEr
 # p2_runtime.h, read by p2gen.runtime.codes): P2_OK = 0, P2_END = 1, ..., P2_EBUSY = 11.
 globals().update((c.name, c.value) for c in CODES)
 NOREF = (1 << 64) - 1    # <prefix>_NOREF: a ref field or one-role naming no element
+FAST_API = 1              # the C paths' module this layer drives (generator/pyfast.API)
 TEXT_MAX = 1 << 40        # the generated set_<text> refuses texts this long (P2_ERANGE)
 
 
@@ -554,6 +556,17 @@ class _Spec:
         self.c_errmsg = getattr(lib, f"{p}_errmsg")
         self.c_errcode = getattr(lib, f"{p}_errcode")
         self.c_verify = getattr(lib, f"{p}_verify", None)
+        # the C paths (generator/pyfast.py), when the extension has them and can make them
+        self.fast = None
+        init = getattr(lib, "p2py__fast_init", None)
+        if init is not None and init() == 0:
+            self.fast = sys.modules.get(f"_{p}_fast")
+            if getattr(self.fast, "API", None) != FAST_API:
+                self.fast = None        # another p2gen's module: the Python paths
+        # cursors: over fast.Walk, next() runs in C between batches
+        self.Cursor = Cursor
+        if self.fast is not None:
+            self.Cursor = type("Cursor", (self.fast.Walk, Cursor), {"__module__": p})
         self.Database = type(f"{p}.Database", (Database,), {"__slots__": ()})
         self.Database.__qualname__ = "Database"
         self.Database.__module__ = p
@@ -595,6 +608,15 @@ class _Spec:
         return self.Database(self, handle, dir)
 
 
+def _close_handle(c_close, handle, lock) -> None:
+    """A Database collected without close(): its C paths forget the handle, then it is
+    closed."""
+    detach = getattr(lock, "_detach", None)
+    if detach is not None:
+        detach()
+    c_close(handle)
+
+
 def _cursor_method(name: str, k: dict):
     def method(self, /, *args, **params):
         return self.cursor(name, *args, **params)
@@ -630,9 +652,14 @@ class Database:
     def __init__(self, spec: _Spec, handle, dir=None):
         self._spec_ = spec
         self._handle_ = handle
-        self._lock = threading.RLock()   # held by every call into C (see _serialised)
+        # held by every call into C (see _serialised); with the C paths, their lock (the
+        # same semantics as threading.RLock), which also tells them the handle
+        if spec.fast is not None:
+            self._lock = spec.fast.lock(int(spec.ffi.cast("uintptr_t", handle)))
+        else:
+            self._lock = threading.RLock()
         self.dir = dir
-        self._finalizer = weakref.finalize(self, spec.c_close, handle)
+        self._finalizer = weakref.finalize(self, _close_handle, spec.c_close, handle, self._lock)
         self._containers = {}
         for name, c in spec.containers.items():
             cls = _PurgeableContainer if c["delflag"] else Container
@@ -678,6 +705,9 @@ class Database:
             return
         self._handle_ = None
         self._finalizer.detach()
+        detach = getattr(self._lock, "_detach", None)
+        if detach is not None:
+            detach()            # the C paths see the database closed
         rc = self._spec_.c_close(h)
         if rc != P2_OK:
             raise self._spec_.error(None, rc, f"closing {self._spec_.prefix}")
@@ -784,7 +814,7 @@ class Database:
             raise TypeError(f"cursor {name}: missing parameter(s) {', '.join(missing)} "
                             f"(parameters: {', '.join(pnames)})")
         cargs = [f.convert(values[f.name]) for f in spec.cursor_params[name]]
-        return Cursor(c, k["c"]["prefix"], k["c"]["cursor"], cargs, name)
+        return spec.Cursor(c, k["c"]["prefix"], k["c"]["cursor"], cargs, name)
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
@@ -878,7 +908,9 @@ class Container:
         self._fill_fast = self._zero = None
         if layout.body is not None:
             self._fill_fast, self._zero = _packer(layout, self._scratch_buf)
-        _install_fast_paths(self)
+        self._rows_c = None
+        if not _install_c_paths(self):
+            _install_fast_paths(self)
 
     # -- helpers ---------------------------------------------------------------------
     def _database(self) -> Database:
@@ -897,6 +929,8 @@ class Container:
 
     def _records(self, buf, refs) -> list:
         """Records of the C records in buf (packed, one per reference in refs)."""
+        if self._rows_c is not None:
+            return self._rows_c(buf, refs, len(refs))
         ts = self._iter_unpack(buf)
         if self._rows_of is not None:
             return self._rows_of(ts, refs)
@@ -1443,7 +1477,7 @@ class Container:
 
     def __iter__(self) -> "Cursor":
         self._db._handle()
-        return Cursor(self, self._all[0], self._all[1], [], "all")
+        return self._spec.Cursor(self, self._all[0], self._all[1], [], "all")
 
     def __contains__(self, rec_or_ref) -> bool:
         try:
@@ -1493,6 +1527,34 @@ def _numpy():
     except ImportError:  # pragma: no cover
         raise ImportError("to_numpy / insert_many need numpy (pip install numpy)") from None
     return numpy
+
+
+def _install_c_paths(c: Container) -> bool:
+    """The C paths of the container (generator/pyfast.py) as its insert, find, update_by
+    and delete_by (the last three for a single int key), and its batches' Records made in
+    C. Each takes the common case and calls the method it shadows for anything else (which
+    checks and raises the precise error), as _install_fast_paths' closures do. False when
+    the extension has no C paths for it (a record with text fields, an extension built
+    before, PyPy)."""
+    fast = c._spec.fast
+    if fast is None:
+        return False
+    cls = type(c)
+    fc = fast.container(c.name, c._db._lock, c, c.record, *_RECORD_SLOTS,
+                        cls.insert.__get__(c), cls.find.__get__(c), cls.update_by.__get__(c),
+                        cls.delete_by.__get__(c), c._fail)
+    if fc is None:
+        return False
+    c._rows_c = fc.rows
+    c.insert = fc.insert
+    if len(c.keys) == 1:
+        f = c._fields[c.keys[0]]
+        if f.kind == "int" and f.target is None:
+            c.find, c.update_by, c.delete_by = fc.find, fc.update_by, fc.delete_by
+    return True
+
+
+_RECORD_SLOTS = (Record.__dict__["_values"], Record.__dict__["_ref"], Record.__dict__["_origin"])
 
 
 def _install_fast_paths(c: Container) -> None:
@@ -1683,6 +1745,9 @@ class Cursor:
         # its end, by close(), or when this object is collected
         self._close_c = weakref.finalize(self, getattr(lib, f"{cprefix}_close"), self._cur)
         self._version = container._version
+        # what the C next() of a cursor class over fast.Walk reads (see _Spec.Cursor)
+        self._walk_dict = container.__dict__
+        self._walk_lock = container._db._lock
 
     def _database(self) -> Database:
         return self._container._db
@@ -1708,14 +1773,18 @@ class Cursor:
             self._check()     # raises
         i = self._i
         if i >= len(self._rows):
-            with c._db._lock:
-                self._check()
-                self._fill_rows()
+            self._refill()
             i = 0
         self._i = i + 1
         self._restore = i
         rec = self._current = self._rows[i]
         return rec
+
+    def _refill(self) -> None:
+        """The next batch into _rows (StopIteration at the end)."""
+        with self._container._db._lock:
+            self._check()
+            self._fill_rows()
 
     def _fill_rows(self, batch: int = 0) -> None:
         """Fetch the next rows from C (the database's lock held by __next__'s caller)."""
@@ -1729,12 +1798,16 @@ class Cursor:
                 self._bufs = (ffi.new(f"{c._rtype[:-2]}[]", BATCH),
                               ffi.new("uint64_t[]", BATCH),
                               ffi.new(f"{self._ctype}[]", BATCH), ffi.new("int *"))
+                self._cbufs = (ffi.buffer(self._bufs[0]), ffi.buffer(self._bufs[1]))
             recs, refs, snaps, n = self._bufs
             rc = self._fetch_c(self._cur, recs, refs, snaps, batch or self._batch, n)
             k = n[0]
             if k:
-                self._rows = c._records(self._ffi.buffer(recs, k * c._rsize),
-                                        self._ffi.unpack(refs, k))
+                if c._rows_c is not None:    # Records made in C, in one call
+                    self._rows = c._rows_c(self._cbufs[0], self._cbufs[1], k)
+                else:
+                    self._rows = c._records(self._ffi.buffer(recs, k * c._rsize),
+                                            self._ffi.unpack(refs, k))
         elif rc == P2_OK:      # an extension built without the helpers: row by row
             rc = self._next_c(self._cur)
             if rc == P2_OK:

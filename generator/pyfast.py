@@ -1,0 +1,1118 @@
+"""The fast paths of the Python binding: a small CPython extension module compiled into a
+spec's CFFI extension (beside pybind.helpers_c), so that find, insert, update_by,
+delete_by and the building of a cursor's batch of Records cross from Python into C once,
+with no Python code in between.
+
+`fast_c(checked)` is the C text: the spec-independent part FAST_C (a reentrant lock
+type, the container type, conversions between Python values and C record bytes) and,
+per container whose record has no text field, a table of its fields (offset, size, kind,
+range) and adapters with one signature to its generated functions. The cdef'd
+`p2py__fast_init()` (CFFI releases the GIL around it; it takes it back) creates the module
+`_<prefix>_fast` and registers it in sys.modules; p2gen.runtime.pyapi uses it when it is
+there and keeps its Python paths otherwise (PyPy, an extension built before).
+
+Safety, as the Python paths have it:
+- Threads: the database's lock is the module's `Lock` (reentrant, like threading.RLock,
+  which the Python paths use with `with`). A C path takes it without blocking (its own
+  thread may already hold it); if another thread holds it, the call goes the Python way,
+  which waits. Every call into the generated C happens with the lock held.
+- Close: the lock holds the database handle; Database.close() (holding the lock) clears
+  it first, and a C path that finds no handle goes the Python way (ClosedError).
+- Values: only exact ints in the field's range, exact floats and ints for float fields,
+  str (UTF-8) or bytes within char[N] without NUL, None or an int for ref fields are
+  taken in C; anything else (a bool, a Record for a ref field, a value out of range, an
+  unknown field, a positional record) goes the Python way, which raises the precise error.
+- Journal: a write first calls the journal guard in C; if it fails, the Python way
+  raises its error.
+- Records are made as the Python paths make them: the record class's three slots
+  (`_values`, `_ref`, `_origin`) written at the offsets of their member descriptors.
+- Versions: `_version` and `_links` of the container bumped on every change.
+"""
+from __future__ import annotations
+
+from .ir import CheckedSpec
+
+API = 1            # what p2gen.runtime.pyapi expects of the module (FAST_API there)
+STACK_MAX = 4096   # larger records keep the Python paths (the C paths copy records on the stack)
+
+FAST_C = r"""
+/* ---- the binding's fast paths: a CPython module (see generator/pyfast.py) ---- */
+#if !defined(PYPY_VERSION) && !defined(Py_LIMITED_API)
+#define P2F_ON 1
+#include <structmember.h>
+#include <string.h>
+#include <float.h>
+
+enum { P2F_INT, P2F_UINT, P2F_FLOAT, P2F_CHAR, P2F_REF };
+
+typedef struct {
+    const char *name;
+    int kind;
+    size_t off, size;
+    long long lo;            /* P2F_INT */
+    unsigned long long hi;   /* P2F_INT, P2F_UINT */
+} p2f_field;
+
+typedef struct {
+    const char *name;
+    size_t rsize;
+    int nfields;
+    const p2f_field *fields;
+    int key;                 /* index of the only key field when it is an int, else -1 */
+    int (*insert)(void *db, const void *rec, uint64_t *ref);
+    int (*find)(void *db, const void *keyrec, void *out, uint64_t *ref);
+    int (*upd)(void *db, const void *keyrec, const void *vals, const unsigned char *mask,
+               void *out, uint64_t *ref);
+    int (*del)(void *db, const void *keyrec, uint64_t *ref);
+    int (*guard)(void *db);  /* the journal guard, NULL without a journal */
+} p2f_container;
+
+/* -- Lock: a reentrant lock (threading.RLock's with / acquire / release) that also holds
+      the database handle, so that C paths see both without calling Python -- */
+typedef struct {
+    PyObject_HEAD
+    PyThread_type_lock mutex;    /* held while count > 0 */
+    unsigned long owner;         /* thread ident of the holder (count > 0) */
+    unsigned long count;
+    void *db;                    /* NULL once the database is closed */
+} p2f_lock;
+
+/* Take the lock if that needs no waiting: 1 taken, 0 held by another thread. */
+static int p2f_try(p2f_lock *l)
+{
+    unsigned long me = PyThread_get_thread_ident();
+    if (l->count > 0) {
+        if (l->owner != me)
+            return 0;
+        l->count++;
+        return 1;
+    }
+    if (!PyThread_acquire_lock(l->mutex, NOWAIT_LOCK))
+        return 0;       /* a waiter got the mutex and waits for the GIL to record it */
+    l->owner = me;
+    l->count = 1;
+    return 1;
+}
+
+static void p2f_release(p2f_lock *l)
+{
+    if (--l->count == 0) {
+        l->owner = 0;
+        PyThread_release_lock(l->mutex);
+    }
+}
+
+/* 1 taken, 0 timed out, -1 an exception (a signal handler raised while waiting) */
+static int p2f_acquire(p2f_lock *l, PY_TIMEOUT_T timeout_us)
+{
+    if (p2f_try(l))
+        return 1;
+    if (timeout_us == 0)
+        return 0;
+    PyLockStatus r;
+    do {
+        Py_BEGIN_ALLOW_THREADS
+        r = PyThread_acquire_lock_timed(l->mutex, timeout_us, 1);
+        Py_END_ALLOW_THREADS
+        if (r == PY_LOCK_INTR && Py_MakePendingCalls() < 0)
+            return -1;
+    } while (r == PY_LOCK_INTR);
+    if (r != PY_LOCK_ACQUIRED)
+        return 0;
+    l->owner = PyThread_get_thread_ident();
+    l->count = 1;
+    return 1;
+}
+
+static PyObject *p2f_lock_acquire(p2f_lock *l, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"blocking", "timeout", NULL};
+    int blocking = 1;
+    double timeout = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|pd:acquire", names, &blocking, &timeout))
+        return NULL;
+    if (!blocking && timeout != -1) {
+        PyErr_SetString(PyExc_ValueError, "can't specify a timeout for a non-blocking call");
+        return NULL;
+    }
+    if (timeout < 0 && timeout != -1) {
+        PyErr_SetString(PyExc_ValueError, "timeout value must be a non-negative number");
+        return NULL;
+    }
+    PY_TIMEOUT_T us = !blocking ? 0 : timeout < 0 ? -1 : (PY_TIMEOUT_T)(timeout * 1e6);
+    int r = p2f_acquire(l, us);
+    if (r < 0)
+        return NULL;
+    return PyBool_FromLong(r);
+}
+
+static PyObject *p2f_lock_enter(p2f_lock *l, PyObject *unused)
+{
+    (void)unused;
+    if (p2f_acquire(l, -1) < 0)
+        return NULL;
+    Py_RETURN_TRUE;
+}
+
+static PyObject *p2f_lock_release(p2f_lock *l, PyObject *unused)
+{
+    (void)unused;
+    if (l->count == 0 || l->owner != PyThread_get_thread_ident()) {
+        PyErr_SetString(PyExc_RuntimeError, "cannot release un-acquired lock");
+        return NULL;
+    }
+    p2f_release(l);
+    Py_RETURN_NONE;
+}
+
+static PyObject *p2f_lock_exit(p2f_lock *l, PyObject *args)
+{
+    (void)args;
+    return p2f_lock_release(l, NULL);
+}
+
+static PyObject *p2f_lock_is_owned(p2f_lock *l, PyObject *unused)
+{
+    (void)unused;
+    return PyBool_FromLong(l->count > 0 && l->owner == PyThread_get_thread_ident());
+}
+
+/* the database was closed (called with the lock held, before the handle is freed) */
+static PyObject *p2f_lock_detach(p2f_lock *l, PyObject *unused)
+{
+    (void)unused;
+    l->db = NULL;
+    Py_RETURN_NONE;
+}
+
+static void p2f_lock_dealloc(p2f_lock *l)
+{
+    PyTypeObject *tp = Py_TYPE(l);
+    if (l->mutex != NULL) {
+        if (l->count > 0)
+            PyThread_release_lock(l->mutex);
+        PyThread_free_lock(l->mutex);
+    }
+    tp->tp_free(l);
+    Py_DECREF(tp);
+}
+
+static PyMethodDef p2f_lock_methods[] = {
+    {"acquire", (PyCFunction)(void (*)(void))p2f_lock_acquire, METH_VARARGS | METH_KEYWORDS,
+     "acquire(blocking=True, timeout=-1) -> bool, as threading.RLock"},
+    {"release", (PyCFunction)p2f_lock_release, METH_NOARGS, "release the lock once"},
+    {"__enter__", (PyCFunction)p2f_lock_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)p2f_lock_exit, METH_VARARGS, NULL},
+    {"_is_owned", (PyCFunction)p2f_lock_is_owned, METH_NOARGS, NULL},
+    {"_detach", (PyCFunction)p2f_lock_detach, METH_NOARGS,
+     "forget the database handle (the database is being closed)"},
+    {NULL, NULL, 0, NULL}
+};
+
+static PyType_Slot p2f_lock_slots[] = {
+    {Py_tp_dealloc, (void *)p2f_lock_dealloc},
+    {Py_tp_methods, p2f_lock_methods},
+    {Py_tp_doc, (void *)"The database's lock: reentrant, and it holds the database handle "
+                        "for the C paths."},
+    {0, NULL}
+};
+
+static PyType_Spec p2f_lock_spec = {
+    "p2gen_fast.Lock", sizeof(p2f_lock), 0, Py_TPFLAGS_DEFAULT, p2f_lock_slots
+};
+
+static PyTypeObject *p2f_lock_type, *p2f_type, *p2f_walk_type;
+
+/* -- Values between Python and C record bytes -- */
+
+/* Write value v into field f of rec: 1 done, 0 not taken here (the Python way checks it;
+   no exception is left set). */
+static int p2f_put(const p2f_field *f, unsigned char *rec, PyObject *v)
+{
+    unsigned char *p = rec + f->off;
+    switch (f->kind) {
+    case P2F_INT: {
+        if (!PyLong_CheckExact(v))
+            return 0;
+        int overflow;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (overflow || (x == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return 0;
+        }
+        if (x < f->lo || x > (long long)f->hi)
+            return 0;
+        switch (f->size) {
+        case 1: { int8_t y = (int8_t)x; memcpy(p, &y, 1); break; }
+        case 2: { int16_t y = (int16_t)x; memcpy(p, &y, 2); break; }
+        case 4: { int32_t y = (int32_t)x; memcpy(p, &y, 4); break; }
+        default: { int64_t y = (int64_t)x; memcpy(p, &y, 8); break; }
+        }
+        return 1;
+    }
+    case P2F_REF:
+        if (v == Py_None) {
+            uint64_t y = UINT64_MAX;
+            memcpy(p, &y, 8);
+            return 1;
+        }
+        /* fall through - an int reference (0 .. 2**64-1) */
+    case P2F_UINT: {
+        if (!PyLong_CheckExact(v))
+            return 0;
+        unsigned long long x = PyLong_AsUnsignedLongLong(v);
+        if (x == (unsigned long long)-1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 0;
+        }
+        if (x > f->hi)
+            return 0;
+        switch (f->size) {
+        case 1: { uint8_t y = (uint8_t)x; memcpy(p, &y, 1); break; }
+        case 2: { uint16_t y = (uint16_t)x; memcpy(p, &y, 2); break; }
+        case 4: { uint32_t y = (uint32_t)x; memcpy(p, &y, 4); break; }
+        default: { uint64_t y = (uint64_t)x; memcpy(p, &y, 8); break; }
+        }
+        return 1;
+    }
+    case P2F_FLOAT: {
+        double x;
+        if (PyFloat_CheckExact(v))
+            x = PyFloat_AS_DOUBLE(v);
+        else if (PyLong_CheckExact(v)) {
+            x = PyLong_AsDouble(v);
+            if (x == -1.0 && PyErr_Occurred()) {
+                PyErr_Clear();
+                return 0;
+            }
+        } else
+            return 0;
+        if (f->size == 4) {
+            if (isfinite(x) && (x > FLT_MAX || x < -FLT_MAX))
+                return 0;       /* struct refuses it: the Python way decides */
+            float y = (float)x;
+            memcpy(p, &y, 4);
+        } else
+            memcpy(p, &x, 8);
+        return 1;
+    }
+    default: {   /* P2F_CHAR */
+        const char *s;
+        Py_ssize_t n;
+        if (PyUnicode_CheckExact(v)) {
+            s = PyUnicode_AsUTF8AndSize(v, &n);
+            if (s == NULL) {       /* lone surrogates: the Python way (surrogateescape) */
+                PyErr_Clear();
+                return 0;
+            }
+        } else if (PyBytes_CheckExact(v)) {
+            s = PyBytes_AS_STRING(v);
+            n = PyBytes_GET_SIZE(v);
+        } else
+            return 0;
+        if ((size_t)n > f->size || (n > 0 && memchr(s, 0, (size_t)n) != NULL))
+            return 0;
+        memcpy(p, s, (size_t)n);
+        memset(p + n, 0, f->size - (size_t)n);
+        return 1;
+    }
+    }
+}
+
+static PyObject *p2f_get(const p2f_field *f, const unsigned char *rec)
+{
+    const unsigned char *p = rec + f->off;
+    switch (f->kind) {
+    case P2F_INT:
+        switch (f->size) {
+        case 1: { int8_t y; memcpy(&y, p, 1); return PyLong_FromLong(y); }
+        case 2: { int16_t y; memcpy(&y, p, 2); return PyLong_FromLong(y); }
+        case 4: { int32_t y; memcpy(&y, p, 4); return PyLong_FromLong(y); }
+        default: { int64_t y; memcpy(&y, p, 8); return PyLong_FromLongLong(y); }
+        }
+    case P2F_UINT:
+        switch (f->size) {
+        case 1: { uint8_t y; memcpy(&y, p, 1); return PyLong_FromLong(y); }
+        case 2: { uint16_t y; memcpy(&y, p, 2); return PyLong_FromLong(y); }
+        case 4: { uint32_t y; memcpy(&y, p, 4); return PyLong_FromUnsignedLong(y); }
+        default: { uint64_t y; memcpy(&y, p, 8); return PyLong_FromUnsignedLongLong(y); }
+        }
+    case P2F_REF: {
+        uint64_t y;
+        memcpy(&y, p, 8);
+        if (y == UINT64_MAX)
+            Py_RETURN_NONE;
+        return PyLong_FromUnsignedLongLong(y);
+    }
+    case P2F_FLOAT:
+        if (f->size == 4) {
+            float y;
+            memcpy(&y, p, 4);
+            return PyFloat_FromDouble(y);
+        } else {
+            double y;
+            memcpy(&y, p, 8);
+            return PyFloat_FromDouble(y);
+        }
+    default: {   /* P2F_CHAR: up to the first NUL, UTF-8 with surrogate escapes */
+        const char *s = (const char *)p;
+        const char *z = memchr(s, 0, f->size);
+        return PyUnicode_DecodeUTF8(s, z ? z - s : (Py_ssize_t)f->size, "surrogateescape");
+    }
+    }
+}
+
+/* -- Container: one per Python Container whose record has no text field -- */
+typedef struct {
+    PyObject_HEAD
+    const p2f_container *t;
+    p2f_lock *lock;
+    PyObject *owner;          /* the Python Container (its methods are the Python way) */
+    PyObject *dict;           /* its __dict__: _version, _links */
+    PyTypeObject *rec;        /* the Record class */
+    PyObject *origin;         /* the container's name */
+    Py_ssize_t off_values, off_ref, off_origin;
+    PyObject *names;          /* tuple: the fields' names */
+    PyObject *slow_insert, *slow_find, *slow_update_by, *slow_delete_by, *fail;
+    unsigned char *zero;      /* the record insert starts from: 0, ref fields none */
+} p2f_obj;
+
+static PyObject *p2f_s_version, *p2f_s_links, *p2f_one;
+
+static int p2f_traverse(p2f_obj *o, visitproc visit, void *arg)
+{
+    Py_VISIT(o->lock);
+    Py_VISIT(o->owner);
+    Py_VISIT(o->dict);
+    Py_VISIT(o->rec);
+    Py_VISIT(o->origin);
+    Py_VISIT(o->names);
+    Py_VISIT(o->slow_insert);
+    Py_VISIT(o->slow_find);
+    Py_VISIT(o->slow_update_by);
+    Py_VISIT(o->slow_delete_by);
+    Py_VISIT(o->fail);
+    Py_VISIT(Py_TYPE(o));
+    return 0;
+}
+
+static int p2f_clear(p2f_obj *o)
+{
+    Py_CLEAR(o->lock);
+    Py_CLEAR(o->owner);
+    Py_CLEAR(o->dict);
+    Py_CLEAR(o->rec);
+    Py_CLEAR(o->origin);
+    Py_CLEAR(o->names);
+    Py_CLEAR(o->slow_insert);
+    Py_CLEAR(o->slow_find);
+    Py_CLEAR(o->slow_update_by);
+    Py_CLEAR(o->slow_delete_by);
+    Py_CLEAR(o->fail);
+    return 0;
+}
+
+static void p2f_dealloc(p2f_obj *o)
+{
+    PyTypeObject *tp = Py_TYPE(o);
+    PyObject_GC_UnTrack(o);
+    p2f_clear(o);
+    PyMem_Free(o->zero);
+    tp->tp_free(o);
+    Py_DECREF(tp);
+}
+
+/* A Record of the C record rec, element ref: as Container._one_of makes it. */
+static PyObject *p2f_record(p2f_obj *o, const unsigned char *rec, PyObject *ref)
+{
+    const p2f_container *t = o->t;
+    PyObject *values = PyTuple_New(t->nfields);
+    if (values == NULL)
+        return NULL;
+    for (int i = 0; i < t->nfields; i++) {
+        PyObject *v = p2f_get(&t->fields[i], rec);
+        if (v == NULL) {
+            Py_DECREF(values);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(values, i, v);
+    }
+    PyObject *r = o->rec->tp_alloc(o->rec, 0);
+    if (r == NULL) {
+        Py_DECREF(values);
+        return NULL;
+    }
+    *(PyObject **)((char *)r + o->off_values) = values;
+    Py_INCREF(ref);
+    *(PyObject **)((char *)r + o->off_ref) = ref;
+    Py_INCREF(o->origin);
+    *(PyObject **)((char *)r + o->off_origin) = o->origin;
+    return r;
+}
+
+static PyObject *p2f_record_at(p2f_obj *o, const unsigned char *rec, uint64_t ref)
+{
+    PyObject *pr = PyLong_FromUnsignedLongLong(ref);
+    if (pr == NULL)
+        return NULL;
+    PyObject *r = p2f_record(o, rec, pr);
+    Py_DECREF(pr);
+    return r;
+}
+
+static int p2f_bump1(PyObject *d, PyObject *name)
+{
+    PyObject *v = PyDict_GetItemWithError(d, name);   /* borrowed */
+    if (v == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetObject(PyExc_AttributeError, name);
+        return -1;
+    }
+    PyObject *w = PyNumber_Add(v, p2f_one);
+    if (w == NULL)
+        return -1;
+    int rc = PyDict_SetItem(d, name, w);
+    Py_DECREF(w);
+    return rc;
+}
+
+/* the container changed: _version and _links bumped (as Container._changed) */
+static int p2f_changed(p2f_obj *o)
+{
+    if (p2f_bump1(o->dict, p2f_s_version) < 0)
+        return -1;
+    return p2f_bump1(o->dict, p2f_s_links);
+}
+
+/* Raise the container's error for code rc (Container._fail; the lock is held). */
+static PyObject *p2f_raise(p2f_obj *o, int rc)
+{
+    PyObject *code = PyLong_FromLong(rc);
+    if (code == NULL)
+        return NULL;
+    PyObject *e = PyObject_CallOneArg(o->fail, code);
+    Py_DECREF(code);
+    if (e != NULL) {
+        PyErr_SetObject((PyObject *)Py_TYPE(e), e);
+        Py_DECREF(e);
+    }
+    return NULL;
+}
+
+/* The key argument as the key field's bytes in keyrec: 1, or 0 (not taken here). */
+static int p2f_key(p2f_obj *o, PyObject *key, unsigned char *keyrec)
+{
+    const p2f_container *t = o->t;
+    if (t->key < 0)
+        return 0;
+    return p2f_put(&t->fields[t->key], keyrec, key);
+}
+
+/* Fields given by keyword into rec (and their bytes into mask when not NULL): 1 all
+   taken, 0 not (an unknown name or a value for the Python way). */
+static int p2f_fields(p2f_obj *o, PyObject *const *vals, PyObject *kwnames,
+                      unsigned char *rec, unsigned char *mask)
+{
+    const p2f_container *t = o->t;
+    Py_ssize_t nk = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t j = 0; j < nk; j++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, j);
+        int i;
+        for (i = 0; i < t->nfields; i++)
+            if (PyTuple_GET_ITEM(o->names, i) == name)
+                break;
+        if (i == t->nfields) {        /* a name that is not the interned one */
+            for (i = 0; i < t->nfields; i++) {
+                int eq = PyUnicode_Compare(PyTuple_GET_ITEM(o->names, i), name);
+                if (eq == -1 && PyErr_Occurred()) {
+                    PyErr_Clear();
+                    return 0;
+                }
+                if (eq == 0)
+                    break;
+            }
+            if (i == t->nfields)
+                return 0;
+        }
+        const p2f_field *f = &t->fields[i];
+        if (!p2f_put(f, rec, vals[j]))
+            return 0;
+        if (mask != NULL)
+            memset(mask + f->off, 1, f->size);
+    }
+    return 1;
+}
+
+#define P2F_SLOW(fn) return PyObject_Vectorcall(o->fn, args, nargsf, kwnames)
+
+/* find(key): the Record or None */
+static PyObject *p2f_find(p2f_obj *o, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    unsigned char keyrec[P2F_STACK_MAX], out[P2F_STACK_MAX];
+    if (nargs != 1 || kwnames != NULL || !p2f_key(o, args[0], keyrec))
+        P2F_SLOW(slow_find);
+    p2f_lock *l = o->lock;
+    if (!p2f_try(l))
+        P2F_SLOW(slow_find);       /* another thread is in: the Python way waits */
+    if (l->db == NULL) {
+        p2f_release(l);
+        P2F_SLOW(slow_find);       /* closed: ClosedError */
+    }
+    uint64_t ref;
+    PyObject *r;
+    int rc = o->t->find(l->db, keyrec, out, &ref);
+    if (rc == P2_OK)
+        r = p2f_record_at(o, out, ref);
+    else if (rc == P2_NOTFOUND)
+        r = Py_NewRef(Py_None);
+    else
+        r = p2f_raise(o, rc);
+    p2f_release(l);
+    return r;
+}
+
+/* insert(**fields): the Record inserted */
+static PyObject *p2f_insert(p2f_obj *o, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    unsigned char rec[P2F_STACK_MAX];
+    memcpy(rec, o->zero, o->t->rsize);
+    if (nargs != 0 || !p2f_fields(o, args, kwnames, rec, NULL))
+        P2F_SLOW(slow_insert);
+    p2f_lock *l = o->lock;
+    if (!p2f_try(l))
+        P2F_SLOW(slow_insert);
+    if (l->db == NULL || (o->t->guard != NULL && o->t->guard(l->db) != P2_OK)) {
+        p2f_release(l);
+        P2F_SLOW(slow_insert);     /* closed, or the journal's guard failed: its error */
+    }
+    uint64_t ref;
+    PyObject *r;
+    int rc = o->t->insert(l->db, rec, &ref);
+    if (rc != P2_OK)
+        r = p2f_raise(o, rc);
+    else if (p2f_changed(o) < 0)
+        r = NULL;
+    else
+        r = p2f_record_at(o, rec, ref);
+    p2f_release(l);
+    return r;
+}
+
+/* update_by(key, **fields): the Record updated, or None */
+static PyObject *p2f_update_by(p2f_obj *o, PyObject *const *args, size_t nargsf,
+                               PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    size_t rsize = o->t->rsize;
+    unsigned char keyrec[P2F_STACK_MAX], vals[P2F_STACK_MAX], mask[P2F_STACK_MAX],
+                  out[P2F_STACK_MAX];
+    memset(vals, 0, rsize);
+    memset(mask, 0, rsize);
+    if (nargs != 1 || o->t->upd == NULL || !p2f_key(o, args[0], keyrec)
+        || !p2f_fields(o, args + 1, kwnames, vals, mask))
+        P2F_SLOW(slow_update_by);
+    p2f_lock *l = o->lock;
+    if (!p2f_try(l))
+        P2F_SLOW(slow_update_by);
+    if (l->db == NULL || (o->t->guard != NULL && o->t->guard(l->db) != P2_OK)) {
+        p2f_release(l);
+        P2F_SLOW(slow_update_by);
+    }
+    uint64_t ref;
+    PyObject *r;
+    int rc = o->t->upd(l->db, keyrec, vals, mask, out, &ref);
+    if (rc == P2_OK)
+        r = p2f_changed(o) < 0 ? NULL : p2f_record_at(o, out, ref);
+    else if (rc == P2_NOTFOUND)
+        r = Py_NewRef(Py_None);
+    else
+        r = p2f_raise(o, rc);
+    p2f_release(l);
+    return r;
+}
+
+/* delete_by(key): True, or False if there is no such element */
+static PyObject *p2f_delete_by(p2f_obj *o, PyObject *const *args, size_t nargsf,
+                               PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    unsigned char keyrec[P2F_STACK_MAX];
+    if (nargs != 1 || kwnames != NULL || o->t->del == NULL || !p2f_key(o, args[0], keyrec))
+        P2F_SLOW(slow_delete_by);
+    p2f_lock *l = o->lock;
+    if (!p2f_try(l))
+        P2F_SLOW(slow_delete_by);
+    if (l->db == NULL || (o->t->guard != NULL && o->t->guard(l->db) != P2_OK)) {
+        p2f_release(l);
+        P2F_SLOW(slow_delete_by);
+    }
+    uint64_t ref;
+    PyObject *r;
+    int rc = o->t->del(l->db, keyrec, &ref);
+    if (rc == P2_OK)
+        r = p2f_changed(o) < 0 ? NULL : Py_NewRef(Py_True);
+    else if (rc == P2_NOTFOUND)
+        r = Py_NewRef(Py_False);
+    else
+        r = p2f_raise(o, rc);
+    p2f_release(l);
+    return r;
+}
+
+/* rows(recs, refs, k): Records of the first k C records in the buffer recs (packed), the
+   references from refs (a list of ints, or a buffer of uint64). Touches no database. */
+static PyObject *p2f_rows(p2f_obj *o, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "rows(recs, refs, k)");
+        return NULL;
+    }
+    Py_ssize_t k = PyLong_AsSsize_t(args[2]);
+    if (k == -1 && PyErr_Occurred())
+        return NULL;
+    Py_buffer rb, fb;
+    if (PyObject_GetBuffer(args[0], &rb, PyBUF_SIMPLE) < 0)
+        return NULL;
+    PyObject *list = NULL;
+    int refs_listed = PyList_CheckExact(args[1]);
+    if (!refs_listed && PyObject_GetBuffer(args[1], &fb, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&rb);
+        return NULL;
+    }
+    size_t rsize = o->t->rsize;
+    if (k < 0 || (size_t)rb.len < (size_t)k * rsize
+        || (refs_listed ? PyList_GET_SIZE(args[1]) < k : (size_t)fb.len < (size_t)k * 8)) {
+        PyErr_SetString(PyExc_ValueError, "rows: buffers shorter than k rows");
+        goto out;
+    }
+    list = PyList_New(k);
+    if (list == NULL)
+        goto out;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        PyObject *r;
+        const unsigned char *rec = (const unsigned char *)rb.buf + (size_t)i * rsize;
+        if (refs_listed)
+            r = p2f_record(o, rec, PyList_GET_ITEM(args[1], i));
+        else {
+            uint64_t ref;
+            memcpy(&ref, (const char *)fb.buf + 8 * i, 8);
+            r = p2f_record_at(o, rec, ref);
+        }
+        if (r == NULL) {
+            Py_CLEAR(list);
+            goto out;
+        }
+        PyList_SET_ITEM(list, i, r);
+    }
+out:
+    PyBuffer_Release(&rb);
+    if (!refs_listed)
+        PyBuffer_Release(&fb);
+    return list;
+}
+
+static PyMethodDef p2f_methods[] = {
+    {"find", (PyCFunction)(void (*)(void))p2f_find, METH_FASTCALL | METH_KEYWORDS, NULL},
+    {"insert", (PyCFunction)(void (*)(void))p2f_insert, METH_FASTCALL | METH_KEYWORDS, NULL},
+    {"update_by", (PyCFunction)(void (*)(void))p2f_update_by, METH_FASTCALL | METH_KEYWORDS,
+     NULL},
+    {"delete_by", (PyCFunction)(void (*)(void))p2f_delete_by, METH_FASTCALL | METH_KEYWORDS,
+     NULL},
+    {"rows", (PyCFunction)(void (*)(void))p2f_rows, METH_FASTCALL, NULL},
+    {NULL, NULL, 0, NULL}
+};
+
+static PyType_Slot p2f_slots[] = {
+    {Py_tp_dealloc, (void *)p2f_dealloc},
+    {Py_tp_traverse, (void *)p2f_traverse},
+    {Py_tp_clear, (void *)p2f_clear},
+    {Py_tp_methods, p2f_methods},
+    {Py_tp_doc, (void *)"The C paths of one container (see p2gen.runtime.pyapi)."},
+    {0, NULL}
+};
+
+static PyType_Spec p2f_spec = {
+    "p2gen_fast.Container", sizeof(p2f_obj), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    p2f_slots
+};
+
+
+/* -- Walk: the base of a cursor's class, whose next() returns the Records of the batch
+      fetched last with no Python code per row; when the batch is used up (or the
+      container changed, or the database closed) it calls the Python methods -- */
+typedef struct {
+    PyObject_HEAD
+    PyObject *rows;          /* _rows: the Records fetched, a list */
+    Py_ssize_t i;            /* _i: the next of them to return */
+    Py_ssize_t restore;      /* _restore: the row update()/delete() act on */
+    PyObject *current;       /* _current */
+    char done;               /* _done */
+    PyObject *version;       /* _version: the container's _version it walks under */
+    PyObject *cdict;         /* _walk_dict: the container's __dict__ */
+    PyObject *lock;          /* _walk_lock: the database's Lock */
+} p2f_walk;
+
+static PyObject *p2f_s_check, *p2f_s_refill;
+
+static int p2f_walk_traverse(p2f_walk *w, visitproc visit, void *arg)
+{
+    Py_VISIT(w->rows);
+    Py_VISIT(w->current);
+    Py_VISIT(w->version);
+    Py_VISIT(w->cdict);
+    Py_VISIT(w->lock);
+    Py_VISIT(Py_TYPE(w));
+    return 0;
+}
+
+static int p2f_walk_clear(p2f_walk *w)
+{
+    Py_CLEAR(w->rows);
+    Py_CLEAR(w->current);
+    Py_CLEAR(w->version);
+    Py_CLEAR(w->cdict);
+    Py_CLEAR(w->lock);
+    return 0;
+}
+
+static void p2f_walk_dealloc(p2f_walk *w)
+{
+    PyTypeObject *tp = Py_TYPE(w);
+    PyObject_GC_UnTrack(w);
+    p2f_walk_clear(w);
+    tp->tp_free(w);
+    Py_DECREF(tp);
+}
+
+/* 1 the walk may go on without Python, 0 it must ask _check(), -1 an error */
+static int p2f_walk_ok(p2f_walk *w)
+{
+    if (w->lock == NULL || !Py_IS_TYPE(w->lock, p2f_lock_type) || w->cdict == NULL
+        || !PyDict_CheckExact(w->cdict) || w->version == NULL)
+        return 0;
+    if (((p2f_lock *)w->lock)->db == NULL)
+        return 0;
+    PyObject *now = PyDict_GetItemWithError(w->cdict, p2f_s_version);   /* borrowed */
+    if (now == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    if (now == w->version)
+        return 1;
+    return PyObject_RichCompareBool(now, w->version, Py_EQ);
+}
+
+static PyObject *p2f_walk_next(p2f_walk *w)
+{
+    if (w->done)
+        return NULL;
+    int ok = p2f_walk_ok(w);
+    if (ok < 0)
+        return NULL;
+    if (ok == 0) {          /* _check() raises what is wrong (changed, closed) */
+        PyObject *r = PyObject_CallMethodNoArgs((PyObject *)w, p2f_s_check);
+        if (r == NULL)
+            return NULL;
+        Py_DECREF(r);
+    }
+    Py_ssize_t i = w->i;
+    if (w->rows == NULL || !PyList_CheckExact(w->rows) || i >= PyList_GET_SIZE(w->rows)) {
+        PyObject *r = PyObject_CallMethodNoArgs((PyObject *)w, p2f_s_refill);
+        if (r == NULL)
+            return NULL;     /* StopIteration at the end */
+        Py_DECREF(r);
+        if (w->rows == NULL || !PyList_CheckExact(w->rows) || PyList_GET_SIZE(w->rows) == 0) {
+            PyErr_SetString(PyExc_RuntimeError, "cursor: no rows after a fetch");
+            return NULL;
+        }
+        i = 0;
+    }
+    PyObject *rec = PyList_GET_ITEM(w->rows, i);
+    w->i = i + 1;
+    w->restore = i;
+    Py_INCREF(rec);
+    Py_XSETREF(w->current, Py_NewRef(rec));
+    return rec;
+}
+
+static PyMemberDef p2f_walk_members[] = {
+    {"_rows", T_OBJECT, offsetof(p2f_walk, rows), 0, NULL},
+    {"_i", T_PYSSIZET, offsetof(p2f_walk, i), 0, NULL},
+    {"_restore", T_PYSSIZET, offsetof(p2f_walk, restore), 0, NULL},
+    {"_current", T_OBJECT, offsetof(p2f_walk, current), 0, NULL},
+    {"_done", T_BOOL, offsetof(p2f_walk, done), 0, NULL},
+    {"_version", T_OBJECT, offsetof(p2f_walk, version), 0, NULL},
+    {"_walk_dict", T_OBJECT, offsetof(p2f_walk, cdict), 0, NULL},
+    {"_walk_lock", T_OBJECT, offsetof(p2f_walk, lock), 0, NULL},
+    {NULL, 0, 0, 0, NULL}
+};
+
+static PyType_Slot p2f_walk_slots[] = {
+    {Py_tp_new, (void *)PyType_GenericNew},
+    {Py_tp_dealloc, (void *)p2f_walk_dealloc},
+    {Py_tp_traverse, (void *)p2f_walk_traverse},
+    {Py_tp_clear, (void *)p2f_walk_clear},
+    {Py_tp_iter, (void *)PyObject_SelfIter},
+    {Py_tp_iternext, (void *)p2f_walk_next},
+    {Py_tp_members, p2f_walk_members},
+    {Py_tp_doc, (void *)"The C part of a cursor: next() over the fetched batch."},
+    {0, NULL}
+};
+
+static PyType_Spec p2f_walk_spec = {
+    "p2gen_fast.Walk", sizeof(p2f_walk), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE, p2f_walk_slots
+};
+
+/* lock(address of the database handle) -> Lock */
+static PyObject *p2f_new_lock(PyObject *m, PyObject *addr)
+{
+    (void)m;
+    void *db = PyLong_AsVoidPtr(addr);
+    if (db == NULL && PyErr_Occurred())
+        return NULL;
+    p2f_lock *l = PyObject_New(p2f_lock, p2f_lock_type);
+    if (l == NULL)
+        return NULL;
+    l->owner = 0;
+    l->count = 0;
+    l->db = db;
+    l->mutex = PyThread_allocate_lock();
+    if (l->mutex == NULL) {
+        Py_DECREF(l);
+        return PyErr_NoMemory();
+    }
+    return (PyObject *)l;
+}
+
+static Py_ssize_t p2f_slot_offset(PyObject *descr)
+{
+    if (!PyObject_TypeCheck(descr, &PyMemberDescr_Type)) {
+        PyErr_SetString(PyExc_TypeError, "container(): expected a slot's member descriptor");
+        return -1;
+    }
+    PyMemberDef *d = ((PyMemberDescrObject *)descr)->d_member;
+    if (d->type != T_OBJECT_EX) {
+        PyErr_SetString(PyExc_TypeError, "container(): expected an object slot");
+        return -1;
+    }
+    return d->offset;
+}
+
+/* container(name, lock, owner, record class, values slot, ref slot, origin slot,
+             insert, find, update_by, delete_by, fail) -> Container, or None when the
+   container has no table (a record with text fields) */
+static PyObject *p2f_new(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)m;
+    if (nargs != 12) {
+        PyErr_SetString(PyExc_TypeError, "container() takes 12 arguments");
+        return NULL;
+    }
+    const char *name = PyUnicode_AsUTF8(args[0]);
+    if (name == NULL)
+        return NULL;
+    const p2f_container *t = NULL;
+    for (size_t i = 0; i < sizeof p2f_containers / sizeof p2f_containers[0]; i++)
+        if (p2f_containers[i].name != NULL && strcmp(p2f_containers[i].name, name) == 0)
+            t = &p2f_containers[i];
+    if (t == NULL)
+        Py_RETURN_NONE;
+    if (!Py_IS_TYPE(args[1], p2f_lock_type) || !PyType_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "container(): bad lock or record class");
+        return NULL;
+    }
+    PyObject *dict = PyObject_GenericGetDict(args[2], NULL);
+    if (dict == NULL)
+        return NULL;
+    Py_ssize_t ov = p2f_slot_offset(args[4]), orf = p2f_slot_offset(args[5]),
+               oo = p2f_slot_offset(args[6]);
+    if (ov < 0 || orf < 0 || oo < 0) {
+        Py_DECREF(dict);
+        return NULL;
+    }
+    PyObject *names = PyTuple_New(t->nfields);
+    if (names == NULL) {
+        Py_DECREF(dict);
+        return NULL;
+    }
+    for (int i = 0; i < t->nfields; i++) {
+        PyObject *s = PyUnicode_InternFromString(t->fields[i].name);
+        if (s == NULL) {
+            Py_DECREF(names);
+            Py_DECREF(dict);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(names, i, s);
+    }
+    p2f_obj *o = PyObject_GC_New(p2f_obj, p2f_type);
+    if (o == NULL) {
+        Py_DECREF(names);
+        Py_DECREF(dict);
+        return NULL;
+    }
+    o->t = t;
+    o->lock = (p2f_lock *)Py_NewRef(args[1]);
+    o->owner = Py_NewRef(args[2]);
+    o->dict = dict;
+    o->rec = (PyTypeObject *)Py_NewRef(args[3]);
+    o->origin = Py_NewRef(args[0]);
+    o->off_values = ov;
+    o->off_ref = orf;
+    o->off_origin = oo;
+    o->names = names;
+    o->slow_insert = Py_NewRef(args[7]);
+    o->slow_find = Py_NewRef(args[8]);
+    o->slow_update_by = Py_NewRef(args[9]);
+    o->slow_delete_by = Py_NewRef(args[10]);
+    o->fail = Py_NewRef(args[11]);
+    o->zero = PyMem_Calloc(1, t->rsize);
+    if (o->zero == NULL) {
+        PyObject_GC_Track(o);
+        Py_DECREF(o);
+        return PyErr_NoMemory();
+    }
+    for (int i = 0; i < t->nfields; i++)
+        if (t->fields[i].kind == P2F_REF)
+            memset(o->zero + t->fields[i].off, 0xff, 8);
+    PyObject_GC_Track(o);
+    return (PyObject *)o;
+}
+
+static PyMethodDef p2f_module_methods[] = {
+    {"lock", (PyCFunction)p2f_new_lock, METH_O, "lock(handle address) -> Lock"},
+    {"container", (PyCFunction)(void (*)(void))p2f_new, METH_FASTCALL,
+     "container(name, lock, owner, record, values, ref, origin, insert, find, update_by, "
+     "delete_by, fail) -> the C paths of a container, or None"},
+    {NULL, NULL, 0, NULL}
+};
+
+static struct PyModuleDef p2f_module = {
+    PyModuleDef_HEAD_INIT, P2F_MODULE, "The C paths of the Python binding (see p2gen.runtime.pyapi).",
+    -1, p2f_module_methods, NULL, NULL, NULL, NULL
+};
+
+static PyObject *p2f_make(void)
+{
+    if (p2f_type == NULL) {
+        p2f_lock_type = (PyTypeObject *)PyType_FromSpec(&p2f_lock_spec);
+        if (p2f_lock_type == NULL)
+            return NULL;
+        p2f_type = (PyTypeObject *)PyType_FromSpec(&p2f_spec);
+        if (p2f_type == NULL)
+            return NULL;
+        p2f_s_version = PyUnicode_InternFromString("_version");
+        p2f_s_links = PyUnicode_InternFromString("_links");
+        p2f_one = PyLong_FromLong(1);
+        p2f_s_check = PyUnicode_InternFromString("_check");
+        p2f_s_refill = PyUnicode_InternFromString("_refill");
+        if (p2f_s_version == NULL || p2f_s_links == NULL || p2f_one == NULL
+            || p2f_s_check == NULL || p2f_s_refill == NULL)
+            return NULL;
+        p2f_walk_type = (PyTypeObject *)PyType_FromSpec(&p2f_walk_spec);
+        if (p2f_walk_type == NULL)
+            return NULL;
+    }
+    PyObject *mod = PyModule_Create(&p2f_module);
+    if (mod == NULL)
+        return NULL;
+    if (PyModule_AddObjectRef(mod, "Lock", (PyObject *)p2f_lock_type) < 0
+        || PyModule_AddObjectRef(mod, "Walk", (PyObject *)p2f_walk_type) < 0
+        || PyModule_AddIntConstant(mod, "STACK_MAX", P2F_STACK_MAX) < 0
+        || PyModule_AddIntConstant(mod, "API", P2F_API) < 0) {
+        Py_DECREF(mod);
+        return NULL;
+    }
+    return mod;
+}
+#endif
+
+/* Create the module and register it in sys.modules; 0, or -1 (no module: Python paths).
+   Called through CFFI, which released the GIL: take it back. */
+int p2py__fast_init(void)
+{
+#ifdef P2F_ON
+    PyGILState_STATE g = PyGILState_Ensure();
+    int rc = -1;
+    PyObject *mod = p2f_make();
+    if (mod != NULL) {
+        PyObject *mods = PyImport_GetModuleDict();    /* borrowed */
+        rc = PyDict_SetItemString(mods, P2F_MODULE, mod);
+        Py_DECREF(mod);
+    }
+    if (rc < 0)
+        PyErr_Clear();
+    PyGILState_Release(g);
+    return rc;
+#else
+    return -1;
+#endif
+}
+"""
+
+
+def _kind(t) -> str:
+    if t.target is not None:
+        return "P2F_REF"
+    if t.kind == "int":
+        return "P2F_INT" if t.signed else "P2F_UINT"
+    return "P2F_FLOAT" if t.kind == "float" else "P2F_CHAR"
+
+
+def fast_c(checked: CheckedSpec) -> str:
+    """The C of the fast module of a spec (compiled in its CFFI extension, after the
+    generated header and pybind.helpers_c)."""
+    p = checked.prefix
+    journal = any(getattr(f, "journal", None) for f in getattr(checked, "files", ()))
+    out = [f'#define P2F_MODULE "_{p}_fast"', f"#define P2F_STACK_MAX {STACK_MAX}",
+           f"#define P2F_API {API}"]
+    head = FAST_C.index("/* -- Lock")
+    out.append(FAST_C[:head])
+    if journal:
+        out.append(f"static int p2f__guard(void *db) {{ return {p}_journal_guard(db); }}")
+    tables = []
+    for info in checked.containers:
+        if info.text_fields:
+            continue
+        cp = info.p
+        R = f"{p}_{info.record.name}"
+        ok = f"sizeof({R}) <= P2F_STACK_MAX"
+        fields = []
+        for f in info.record.fields:
+            t = f.type
+            lo = t.min_value if t.kind == "int" and t.target is None else 0
+            hi = t.max_value if t.kind == "int" else 0
+            lo_c = f"INT64_MIN" if lo == -(1 << 63) else f"{lo}LL"
+            fields.append(f'    {{"{f.name}", {_kind(t)}, offsetof({R}, {f.name}), '
+                          f"sizeof((({R} *)0)->{f.name}), {lo_c}, {hi}ULL}},")
+        out += [f"/* container {info.name} */",
+                f"static const p2f_field p2f__{cp}_fields[] = {{", *fields, "};",
+                f"static int p2f__{cp}_insert(void *db, const void *rec, uint64_t *ref)",
+                f"{{ return {cp}_insert(db, rec, ref); }}"]
+        keys = info.key_fields()
+        key = -1
+        fns = ["NULL", "NULL", "NULL"]
+        if len(keys) == 1:
+            kf = info.record.field(keys[0])
+            if kf.type.kind == "int" and kf.type.target is None:
+                k = keys[0]
+                key = [f.name for f in info.record.fields].index(k)
+                out += [f"static int p2f__{cp}_find(void *db, const void *kr, void *out, "
+                        f"uint64_t *ref)",
+                        f"{{ return p2py__{cp}_findrec_{k}(db, (({R} const *)kr)->{k}, out, ref); }}",
+                        f"static int p2f__{cp}_upd(void *db, const void *kr, const void *vals, "
+                        f"const unsigned char *mask, void *out, uint64_t *ref)",
+                        f"{{ return p2py__{cp}_updkey_{k}(db, (({R} const *)kr)->{k}, vals, mask, "
+                        f"out, ref); }}",
+                        f"static int p2f__{cp}_del(void *db, const void *kr, uint64_t *ref)",
+                        f"{{ return p2py__{cp}_delkey_{k}(db, (({R} const *)kr)->{k}, ref); }}"]
+                fns = [f"p2f__{cp}_find", f"p2f__{cp}_upd", f"p2f__{cp}_del"]
+        guard = f"p2f__guard" if journal else "NULL"
+        tables.append(f'    {{ {ok} ? "{info.name}" : NULL, sizeof({R}), '
+                      f"(int)(sizeof p2f__{cp}_fields / sizeof p2f__{cp}_fields[0]), "
+                      f"p2f__{cp}_fields, {key}, p2f__{cp}_insert, {', '.join(fns)}, {guard} }},")
+    if not tables:
+        tables.append("    { NULL, 0, 0, NULL, -1, NULL, NULL, NULL, NULL, NULL },")
+    out += ["static const p2f_container p2f_containers[] = {", *tables, "};",
+            FAST_C[head:]]
+    return "\n".join(out)

@@ -1,0 +1,317 @@
+"""The C paths of the Python binding (generator/pyfast.py): insert, find, update_by,
+delete_by and the cursors' batches run in a small CPython module compiled into the
+spec's extension. They must give what the Python paths give (the same Records, the same
+exceptions), keep the database's lock and closed state, and a module without them (an
+extension built before, PyPy) must keep working on the Python paths.
+"""
+import importlib
+import sys
+import textwrap
+import threading
+
+import pytest
+
+from p2gen.build import generate
+from p2gen.pybind import build_python
+from p2gen.runtime import pyapi
+
+SPEC = """
+record other { id: i32; }
+record thing { id: u32; a: i8; b: u16; c: i64; d: u64; e: f32; f: f64; s: char[6]; r: ref others; }
+record noted { id: u32; t: text; }
+container others of other = top2ds_qualify[hash[array[transient]]] with hash(key = id, buckets = 16);
+container things of thing = top2ds_qualify[hash[array[transient]]] with hash(key = id, buckets = 16);
+container notes of noted = top2ds_qualify[hash[array[transient]]] with hash(key = id, buckets = 16);
+container bag of thing = top2ds[array[transient]];
+record item { id: u32; qty: i32; }
+container items of item = top2ds[iarray[transient]] with iarray(key = id, max_key = 1000);
+cursor big on things where c > $min;
+"""
+
+
+@pytest.fixture(scope="module")
+def mod(tmp_path_factory):
+    root = tmp_path_factory.mktemp("p2t_fast")
+    spec = root / "p2t_fast.p2"
+    spec.write_text(textwrap.dedent(SPEC))
+    gen = generate(str(spec), str(root / "out"))
+    build_python(gen)
+    sys.path.insert(0, gen.out_dir)
+    try:
+        return importlib.import_module("p2t_fast")
+    finally:
+        sys.path.remove(gen.out_dir)
+
+
+@pytest.fixture
+def db(mod):
+    d = mod.open(None)
+    yield d
+    d.close()
+
+
+ROW = dict(a=-5, b=65535, c=-(1 << 63), d=(1 << 64) - 2, e=1.5, f=-2.25, s="héé")
+
+
+def slow(c, name):
+    """The Python path a C path stands for."""
+    return getattr(type(c), name).__get__(c)
+
+
+def test_c_paths_are_installed(db, mod):
+    fast = sys.modules["_p2t_fast_fast"]
+    assert isinstance(db._lock, fast.Lock)
+    t = db.things
+    for name in ("insert", "find", "update_by", "delete_by"):
+        assert type(getattr(t, name)).__name__ == "builtin_function_or_method", name
+    assert type(db.bag.insert).__name__ == "builtin_function_or_method"
+    assert "find" not in vars(db.bag)                # no key: the Python find
+    assert "insert" not in vars(db.notes)            # a text field: the Python paths
+    assert isinstance(iter(t), fast.Walk) and isinstance(iter(t), pyapi.Cursor)
+
+
+def test_records_are_those_of_the_python_paths(db):
+    t, o = db.things, db.others
+    x = o.insert(id=-7)
+    a = t.insert(id=1, r=x.ref, **ROW)
+    b = slow(t, "insert")(id=2, r=x.ref, **ROW)
+    assert type(a) is type(b) is t.record
+    assert a._values[1:] == b._values[1:] and a._origin == b._origin == "things"
+    assert a.s == "héé" and a.r == x.ref and a.d == (1 << 64) - 2 and a.e == 1.5
+    f = t.find(1)
+    assert f == slow(t, "find")(1) == a and f.ref == a.ref and f._origin == "things"
+    assert hash(f) == hash(a) and repr(f) == repr(slow(t, "find")(1))
+    n = t.insert(id=3)                                  # defaults: 0, "", no element
+    assert n == slow(t, "get")(n.ref) and n.r is None and n.s == "" and n.e == 0.0
+    u = t.update_by(1, s=b"ab", e=2, r=None)
+    assert u == t.get(a.ref) and u.s == "ab" and u.e == 2.0 and u.r is None
+    assert u.c == -(1 << 63)                            # fields not given are kept
+    assert t.find(99) is None and t.update_by(99, a=1) is None
+    assert t.delete_by(2) is True and t.delete_by(2) is False and t.find(2) is None
+    rows = list(t)
+    assert rows == [slow(t, "get")(r.ref) for r in rows]
+    assert [r.ref for r in rows] == [r.ref for r in rows if t.get(r.ref)]
+    bad = b"\xff\xfeok"                                 # undecodable bytes: escapes
+    t.update_by(3, s=bad)
+    assert t.find(3).s.encode("utf-8", "surrogateescape") == bad
+
+
+@pytest.mark.parametrize("call, exc", [
+    (lambda t: t.insert(id=-1), pyapi.RangeError),
+    (lambda t: t.insert(id=1 << 32), pyapi.RangeError),
+    (lambda t: t.insert(id=1, a=128), pyapi.RangeError),
+    (lambda t: t.insert(id=1, a=1.0), TypeError),
+    (lambda t: t.insert(id=1, s="toolong"), pyapi.RangeError),
+    (lambda t: t.insert(id=1, s="a\0b"), pyapi.RangeError),
+    (lambda t: t.insert(id=1, s=5), TypeError),
+    (lambda t: t.insert(id=1, f="x"), TypeError),
+    (lambda t: t.insert(id=1, r=-1), pyapi.RangeError),
+    (lambda t: t.insert(id=1, r=12345), pyapi.NotFoundError),
+    (lambda t: t.insert(id=1, nope=1), TypeError),
+    (lambda t: t.insert(id=1, s="\udc80\ud800"), pyapi.RangeError),
+    (lambda t: t.find("1"), TypeError),
+    (lambda t: t.find(-1), pyapi.RangeError),
+    (lambda t: t.find(1 << 40), pyapi.RangeError),
+    (lambda t: t.find(1.0), TypeError),
+    (lambda t: t.update_by(-1, a=1), pyapi.RangeError),
+    (lambda t: t.update_by(7, a=1000), pyapi.RangeError),
+    (lambda t: t.update_by(7, nope=1), TypeError),
+    (lambda t: t.update_by(7, s=b"\0"), pyapi.RangeError),
+    (lambda t: t.delete_by("7"), TypeError),
+    (lambda t: t.delete_by(1 << 64), pyapi.RangeError),
+])
+def test_wrong_values_raise_what_the_python_paths_raise(db, call, exc):
+    t = db.things
+    t.insert(id=7, c=3)
+    before = list(t)
+    with pytest.raises(exc):
+        call(t)
+    assert list(t) == before                       # nothing changed
+
+
+def test_unusual_arguments_take_the_python_paths(db):
+    t = db.things
+    x = db.others.insert(id=1)
+    a = t.insert({"id": 5, "a": 1}, b=2)           # a mapping: the Python insert
+    assert (a.id, a.a, a.b) == (5, 1, 2)
+    assert t.insert(id=6, a=True).a == 1           # bool counts as int there
+    assert t.insert(id=8, r=x).r == x.ref          # a Record for a ref field
+    assert t.find(True) is None and t.find(id=5) == a
+    assert t.update_by(5, r=x).r == x.ref
+    with pytest.raises(TypeError):
+        t.find(5, id=5)
+    with pytest.raises(TypeError):
+        t.delete_by()
+
+
+def test_errors_of_the_c_library_are_raised_with_its_message(db):
+    items = db.items
+    assert type(items.insert).__name__ == "builtin_function_or_method"
+    a = items.insert(id=4, qty=1)
+    with pytest.raises(pyapi.DuplicateError) as ei:
+        items.insert(id=4, qty=2)
+    assert ei.value.code == pyapi.P2_EDUP
+    assert items.find(4) == a and len(items) == 1
+
+
+def test_closed_database_raises_closed_error(mod):
+    d = mod.open(None)
+    t = d.things
+    t.insert(id=1)
+    ops = [t.find, t.insert, t.update_by, t.delete_by]
+    it = iter(t)
+    d.close()
+    for call in (lambda: ops[0](1), lambda: ops[1](id=2), lambda: ops[2](1, a=1),
+                 lambda: ops[3](1), lambda: next(it), lambda: list(t)):
+        with pytest.raises(pyapi.ClosedError):
+            call()
+    d.close()
+
+
+def test_versions_are_bumped(db):
+    t = db.things
+    for i in range(100):
+        t.insert(id=i)
+    for change in (lambda: t.insert(id=1000), lambda: t.update_by(5, a=1),
+                   lambda: t.delete_by(6)):
+        it = iter(t)
+        next(it)
+        v, links = t._version, t._links
+        change()
+        assert (t._version, t._links) == (v + 1, links + 1)
+        with pytest.raises(RuntimeError, match="changed during iteration"):
+            next(it)
+    assert t.update_by(99999, a=1) is None and t.delete_by(99999) is False
+    v = t._version
+    t.find(5)
+    assert t._version == v                       # reads and misses change nothing
+
+
+def test_cursor_walk_in_c_keeps_updates_and_deletes(db):
+    t = db.things
+    for i in range(300):
+        t.insert(id=i, c=i)
+    seen = []
+    cur = db.big(min=-1)
+    for r in cur:
+        seen.append(r.id)
+        assert cur.current is r
+        if r.id % 3 == 0:
+            cur.delete()
+        elif r.id % 3 == 1:
+            assert cur.update(c=-r.c).c == -r.c
+    assert sorted(seen) == list(range(300))
+    assert sorted(r.id for r in t) == [i for i in range(300) if i % 3]
+    assert len(list(db.big(min=-1))) == 100
+    with db.big(min=0) as cur:
+        next(cur)
+    with pytest.raises(StopIteration):
+        next(cur)
+
+
+def test_lock_behaves_as_an_rlock(db):
+    lock = db._lock
+    assert lock.acquire() and lock.acquire(blocking=False) and lock._is_owned()
+    lock.release()
+    lock.release()
+    assert not lock._is_owned()
+    with pytest.raises(RuntimeError):
+        lock.release()
+    with lock:
+        with lock:
+            assert db.things.insert(id=1).id == 1       # reentrant, through the C path
+        got = []
+        th = threading.Thread(target=lambda: got.append(lock.acquire(blocking=False)))
+        th.start()
+        th.join()
+        assert got == [False]
+        got.clear()
+        th = threading.Thread(target=lambda: got.append(lock.acquire(timeout=0.01)))
+        th.start()
+        th.join()
+        assert got == [False]
+    with pytest.raises(ValueError):
+        lock.acquire(False, 1)
+
+
+def test_c_paths_wait_for_another_thread_holding_the_lock(db):
+    t = db.things
+    t.insert(id=1)
+    done = []
+    db._lock.acquire()
+    th = threading.Thread(target=lambda: done.append((t.find(1), t.update_by(1, a=2))))
+    th.start()
+    th.join(0.2)
+    assert not done            # it waits while this thread holds the lock
+    db._lock.release()
+    th.join()
+    assert done[0][1].a == 2
+
+
+def test_threads(mod):
+    with mod.open(None) as d:
+        t = d.things
+        errors = []
+
+        def work(base):
+            try:
+                for i in range(base, base + 300):
+                    t.insert(id=i, c=i)
+                    assert t.find(i).c == i
+                    assert t.update_by(i, c=-i).c == -i
+                    if i % 2:
+                        assert t.delete_by(i)
+                    if i % 50 == 0:
+                        slow(t, "update")(t.find(i), a=1)      # the Python path between
+            except Exception as e:   # noqa: BLE001 - reported below
+                errors.append(e)
+
+        ths = [threading.Thread(target=work, args=(k * 1000,)) for k in range(4)]
+        for th in ths:
+            th.start()
+        for th in ths:
+            th.join()
+        assert errors == []
+        assert sorted(r.id for r in t) == sorted(k * 1000 + i for k in range(4)
+                                                 for i in range(0, 300, 2))
+        assert all(r.c == -r.id for r in t)
+        assert d.verify() == []
+
+
+class _Without:
+    """A lib without the fast module's init: an extension built before it."""
+
+    def __init__(self, lib):
+        self._lib = lib
+
+    def __getattr__(self, name):
+        if name == "p2py__fast_init":
+            raise AttributeError(name)
+        return getattr(self._lib, name)
+
+
+def test_a_module_without_the_c_paths_works(mod):
+    api = pyapi.bind(mod.ffi, _Without(mod.lib), mod.METADATA)
+    with api.open(None) as d:
+        assert not hasattr(d._lock, "_detach")          # a threading.RLock
+        t = d.things
+        assert type(t.find).__name__ == "function"
+        a = t.insert(id=1, **ROW)
+        assert t.find(1) == a and t.update_by(1, a=3).a == 3 and t.delete_by(1)
+        for i in range(100):
+            t.insert(id=i)
+        assert sorted(r.id for r in t) == list(range(100))
+        assert type(iter(t)) is pyapi.Cursor
+    with pytest.raises(pyapi.ClosedError):
+        t.find(1)
+
+
+def test_records_from_both_bindings_agree(mod):
+    api = pyapi.bind(mod.ffi, _Without(mod.lib), mod.METADATA)
+    with api.open(None) as plain, mod.open(None) as fast:
+        for d in (plain, fast):
+            x = d.others.insert(id=3)
+            for i in range(70):
+                d.things.insert(id=i, r=x.ref if i % 2 else None, **ROW)
+        assert [r._values for r in plain.things] == [r._values for r in fast.things]
+        assert [r.ref for r in plain.things] == [r.ref for r in fast.things]

@@ -42,6 +42,7 @@ FAST_C = r"""
 #include <structmember.h>
 #include <string.h>
 #include <float.h>
+#include <time.h>
 
 enum { P2F_INT, P2F_UINT, P2F_FLOAT, P2F_CHAR, P2F_REF };
 
@@ -68,12 +69,16 @@ typedef struct {
 } p2f_container;
 
 /* -- Lock: a reentrant lock (threading.RLock's with / acquire / release) that also holds
-      the database handle, so that C paths see both without calling Python -- */
+      the database handle, so that C paths see both without calling Python. Its state
+      (owner, count) only changes with the GIL held, so taking it free costs no system
+      call; a thread that must wait counts itself in `waiters` and sleeps on `wake`, a
+      semaphore the releasing thread posts when someone waits (woken, it looks again). -- */
 typedef struct {
     PyObject_HEAD
-    PyThread_type_lock mutex;    /* held while count > 0 */
+    PyThread_type_lock wake;
     unsigned long owner;         /* thread ident of the holder (count > 0) */
     unsigned long count;
+    unsigned long waiters;
     void *db;                    /* NULL once the database is closed */
 } p2f_lock;
 
@@ -81,16 +86,14 @@ typedef struct {
 static int p2f_try(p2f_lock *l)
 {
     unsigned long me = PyThread_get_thread_ident();
-    if (l->count > 0) {
-        if (l->owner != me)
-            return 0;
-        l->count++;
+    if (l->count == 0) {
+        l->owner = me;
+        l->count = 1;
         return 1;
     }
-    if (!PyThread_acquire_lock(l->mutex, NOWAIT_LOCK))
-        return 0;       /* a waiter got the mutex and waits for the GIL to record it */
-    l->owner = me;
-    l->count = 1;
+    if (l->owner != me)
+        return 0;
+    l->count++;
     return 1;
 }
 
@@ -98,8 +101,16 @@ static void p2f_release(p2f_lock *l)
 {
     if (--l->count == 0) {
         l->owner = 0;
-        PyThread_release_lock(l->mutex);
+        if (l->waiters > 0)
+            PyThread_release_lock(l->wake);
     }
+}
+
+static long long p2f_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 /* 1 taken, 0 timed out, -1 an exception (a signal handler raised while waiting) */
@@ -109,16 +120,28 @@ static int p2f_acquire(p2f_lock *l, PY_TIMEOUT_T timeout_us)
         return 1;
     if (timeout_us == 0)
         return 0;
-    PyLockStatus r;
-    do {
+    long long deadline = timeout_us > 0 ? p2f_now_us() + (long long)timeout_us : 0;
+    l->waiters++;
+    while (l->count > 0) {
+        PY_TIMEOUT_T wait = -1;
+        if (timeout_us > 0) {
+            long long left = deadline - p2f_now_us();
+            if (left <= 0)
+                break;
+            wait = (PY_TIMEOUT_T)left;
+        }
+        PyLockStatus r;
         Py_BEGIN_ALLOW_THREADS
-        r = PyThread_acquire_lock_timed(l->mutex, timeout_us, 1);
+        r = PyThread_acquire_lock_timed(l->wake, wait, 1);
         Py_END_ALLOW_THREADS
-        if (r == PY_LOCK_INTR && Py_MakePendingCalls() < 0)
+        if (r == PY_LOCK_INTR && Py_MakePendingCalls() < 0) {
+            l->waiters--;
             return -1;
-    } while (r == PY_LOCK_INTR);
-    if (r != PY_LOCK_ACQUIRED)
-        return 0;
+        }
+    }
+    l->waiters--;
+    if (l->count > 0)
+        return 0;                /* timed out */
     l->owner = PyThread_get_thread_ident();
     l->count = 1;
     return 1;
@@ -188,11 +211,8 @@ static PyObject *p2f_lock_detach(p2f_lock *l, PyObject *unused)
 static void p2f_lock_dealloc(p2f_lock *l)
 {
     PyTypeObject *tp = Py_TYPE(l);
-    if (l->mutex != NULL) {
-        if (l->count > 0)
-            PyThread_release_lock(l->mutex);
-        PyThread_free_lock(l->mutex);
-    }
+    if (l->wake != NULL)
+        PyThread_free_lock(l->wake);
     tp->tp_free(l);
     Py_DECREF(tp);
 }
@@ -876,9 +896,10 @@ static PyObject *p2f_new_lock(PyObject *m, PyObject *addr)
         return NULL;
     l->owner = 0;
     l->count = 0;
+    l->waiters = 0;
     l->db = db;
-    l->mutex = PyThread_allocate_lock();
-    if (l->mutex == NULL) {
+    l->wake = PyThread_allocate_lock();    /* taken: waiters sleep until it is posted */
+    if (l->wake == NULL || !PyThread_acquire_lock(l->wake, NOWAIT_LOCK)) {
         Py_DECREF(l);
         return PyErr_NoMemory();
     }

@@ -315,3 +315,28 @@ def test_records_from_both_bindings_agree(mod):
                 d.things.insert(id=i, r=x.ref if i % 2 else None, **ROW)
         assert [r._values for r in plain.things] == [r._values for r in fast.things]
         assert [r.ref for r in plain.things] == [r.ref for r in fast.things]
+
+
+def test_lock_excludes_threads_that_wait(db):
+    """Threads that find the lock taken sleep and are woken by its release; each holder
+    has it alone across points where the GIL is let go."""
+    import time
+    lock, box, inside = db._lock, [0], []
+
+    def work():
+        for _ in range(200):
+            with lock:
+                inside.append(1)
+                assert len(inside) == 1
+                x = box[0]
+                time.sleep(0)            # lets the GIL go: others run and must wait
+                box[0] = x + 1
+                inside.pop()
+
+    ths = [threading.Thread(target=work) for _ in range(4)]
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join()
+    assert box[0] == 800 and not lock._is_owned() and lock.acquire(blocking=False)
+    lock.release()

@@ -125,10 +125,24 @@ Errors
     P2Error itself. Messages are the C library's (`<prefix>_errmsg`).
 Threads
     A Database may be shared by threads: every call into the C library (on the database,
-    its containers, cursors and roles) holds the database's lock (a threading.RLock), so
-    calls from several threads are serialised, one at a time, never interleaved inside C.
-    A cursor walked by several threads still raises RuntimeError if another change
-    came in between (as for one thread). Databases of different opens are independent.
+    its containers, cursors and roles) holds the database's lock (a threading.RLock, or
+    the C paths' Lock, below), so calls from several threads are serialised, one at a
+    time, never interleaved inside C. A cursor walked by several threads still raises
+    RuntimeError if another change came in between (as for one thread). Databases of
+    different opens are independent.
+C paths
+    The extension built by p2gen carries a small CPython module, `_<prefix>_fast`
+    (generator/pyfast.py). With it, for a record without text fields, insert(**fields)
+    and, over a single integer key, find(key), update_by(key, **fields) and delete_by(key)
+    run in C from the call to the Record returned, and a cursor's next() returns its
+    fetched batch (Records made in C) without Python code per row. They take only the
+    common case (keyword fields, exact int / float / str / bytes / None values that fit,
+    an open database, the lock free or already this thread's) and hand anything else to
+    the Python method they shadow, which raises the precise error: the results, errors,
+    version counters and locking are the same either way. The database's lock is then the
+    module's Lock (reentrant, with acquire / release / with as threading.RLock), which
+    also tells the C paths that the database was closed. An extension without the module
+    (built by an older p2gen, or PyPy) uses the Python paths throughout.
 Signals (journalled specs)
     The journal finds written pages with a SIGSEGV handler. Every call that may write
     first checks that it is still the installed handler and, if faulthandler.enable(),

@@ -759,9 +759,11 @@ static PyType_Spec p2f_spec = {
 };
 
 
-/* -- Walk: the base of a cursor's class, whose next() returns the Records of the batch
-      fetched last with no Python code per row; when the batch is used up (or the
-      container changed, or the database closed) it calls the Python methods -- */
+/* -- Walk: the base of the classes of cursors and relationship walks, whose next()
+      returns the Records of the batch fetched last with no Python code per row; when
+      the batch is used up it calls _refill(), when the container changed (its counter
+      is not the one the walk started under) or the database was closed, _check(),
+      which raises -- */
 typedef struct {
     PyObject_HEAD
     PyObject *rows;          /* _rows: the Records fetched, a list */
@@ -769,8 +771,11 @@ typedef struct {
     Py_ssize_t restore;      /* _restore: the row update()/delete() act on */
     PyObject *current;       /* _current */
     char done;               /* _done */
-    PyObject *version;       /* _version: the container's _version it walks under */
+    PyObject *version;       /* _version: the container's counter it walks under */
     PyObject *cdict;         /* _walk_dict: the container's __dict__ */
+    PyObject *key;           /* _walk_key: the counter's name (NULL: "_version") */
+    PyObject *cdict2;        /* _walk_dict2, _walk_val2: another container's counter */
+    PyObject *val2;          /*     (a relationship's partner), or NULL */
     PyObject *lock;          /* _walk_lock: the database's Lock */
 } p2f_walk;
 
@@ -782,6 +787,9 @@ static int p2f_walk_traverse(p2f_walk *w, visitproc visit, void *arg)
     Py_VISIT(w->current);
     Py_VISIT(w->version);
     Py_VISIT(w->cdict);
+    Py_VISIT(w->key);
+    Py_VISIT(w->cdict2);
+    Py_VISIT(w->val2);
     Py_VISIT(w->lock);
     Py_VISIT(Py_TYPE(w));
     return 0;
@@ -793,6 +801,9 @@ static int p2f_walk_clear(p2f_walk *w)
     Py_CLEAR(w->current);
     Py_CLEAR(w->version);
     Py_CLEAR(w->cdict);
+    Py_CLEAR(w->key);
+    Py_CLEAR(w->cdict2);
+    Py_CLEAR(w->val2);
     Py_CLEAR(w->lock);
     return 0;
 }
@@ -806,20 +817,30 @@ static void p2f_walk_dealloc(p2f_walk *w)
     Py_DECREF(tp);
 }
 
+/* 1 the counter `key` in dict d is still `was`, 0 not (or not there), -1 an error */
+static int p2f_same(PyObject *d, PyObject *key, PyObject *was)
+{
+    if (d == NULL || !PyDict_CheckExact(d) || was == NULL || !PyUnicode_CheckExact(key))
+        return 0;
+    PyObject *now = PyDict_GetItemWithError(d, key);   /* borrowed */
+    if (now == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    if (now == was)
+        return 1;
+    return PyObject_RichCompareBool(now, was, Py_EQ);
+}
+
 /* 1 the walk may go on without Python, 0 it must ask _check(), -1 an error */
 static int p2f_walk_ok(p2f_walk *w)
 {
-    if (w->lock == NULL || !Py_IS_TYPE(w->lock, p2f_lock_type) || w->cdict == NULL
-        || !PyDict_CheckExact(w->cdict) || w->version == NULL)
+    if (w->lock == NULL || !Py_IS_TYPE(w->lock, p2f_lock_type)
+        || ((p2f_lock *)w->lock)->db == NULL)
         return 0;
-    if (((p2f_lock *)w->lock)->db == NULL)
-        return 0;
-    PyObject *now = PyDict_GetItemWithError(w->cdict, p2f_s_version);   /* borrowed */
-    if (now == NULL)
-        return PyErr_Occurred() ? -1 : 0;
-    if (now == w->version)
-        return 1;
-    return PyObject_RichCompareBool(now, w->version, Py_EQ);
+    PyObject *key = w->key != NULL ? w->key : p2f_s_version;
+    int ok = p2f_same(w->cdict, key, w->version);
+    if (ok != 1 || w->cdict2 == NULL)
+        return ok;
+    return p2f_same(w->cdict2, key, w->val2);
 }
 
 static PyObject *p2f_walk_next(p2f_walk *w)
@@ -863,6 +884,9 @@ static PyMemberDef p2f_walk_members[] = {
     {"_done", T_BOOL, offsetof(p2f_walk, done), 0, NULL},
     {"_version", T_OBJECT, offsetof(p2f_walk, version), 0, NULL},
     {"_walk_dict", T_OBJECT, offsetof(p2f_walk, cdict), 0, NULL},
+    {"_walk_key", T_OBJECT, offsetof(p2f_walk, key), 0, NULL},
+    {"_walk_dict2", T_OBJECT, offsetof(p2f_walk, cdict2), 0, NULL},
+    {"_walk_val2", T_OBJECT, offsetof(p2f_walk, val2), 0, NULL},
     {"_walk_lock", T_OBJECT, offsetof(p2f_walk, lock), 0, NULL},
     {NULL, 0, 0, 0, NULL}
 };
@@ -906,10 +930,13 @@ static PyObject *p2f_new_lock(PyObject *m, PyObject *addr)
     return (PyObject *)l;
 }
 
-static Py_ssize_t p2f_slot_offset(PyObject *descr)
+/* The offset of an object slot of `rec` (a class whose base declared the slot) */
+static Py_ssize_t p2f_slot_offset(PyObject *descr, PyObject *rec)
 {
-    if (!PyObject_TypeCheck(descr, &PyMemberDescr_Type)) {
-        PyErr_SetString(PyExc_TypeError, "container(): expected a slot's member descriptor");
+    if (!PyObject_TypeCheck(descr, &PyMemberDescr_Type)
+        || !PyType_IsSubtype((PyTypeObject *)rec, ((PyDescrObject *)descr)->d_type)) {
+        PyErr_SetString(PyExc_TypeError, "container(): expected a slot's member descriptor "
+                        "of a base of the record class");
         return -1;
     }
     PyMemberDef *d = ((PyMemberDescrObject *)descr)->d_member;
@@ -946,8 +973,8 @@ static PyObject *p2f_new(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     PyObject *dict = PyObject_GenericGetDict(args[2], NULL);
     if (dict == NULL)
         return NULL;
-    Py_ssize_t ov = p2f_slot_offset(args[4]), orf = p2f_slot_offset(args[5]),
-               oo = p2f_slot_offset(args[6]);
+    Py_ssize_t ov = p2f_slot_offset(args[4], args[3]), orf = p2f_slot_offset(args[5], args[3]),
+               oo = p2f_slot_offset(args[6], args[3]);
     if (ov < 0 || orf < 0 || oo < 0) {
         Py_DECREF(dict);
         return NULL;

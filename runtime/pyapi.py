@@ -581,6 +581,9 @@ class _Spec:
         self.Cursor = Cursor
         if self.fast is not None:
             self.Cursor = type("Cursor", (self.fast.Walk, Cursor), {"__module__": p})
+        self.Links = Links
+        if self.fast is not None:
+            self.Links = type("Links", (self.fast.Walk, Links), {"__module__": p})
         self.Database = type(f"{p}.Database", (Database,), {"__slots__": ()})
         self.Database.__qualname__ = "Database"
         self.Database.__module__ = p
@@ -2009,11 +2012,11 @@ class ManyRole(Role):
 
     def __call__(self, owner) -> "Links":
         """The partners of owner (Records of the partner container), lazily."""
-        return Links(self, owner, records=True)
+        return self.container._spec.Links(self, owner, records=True)
 
     def refs(self, owner) -> "Links":
         """The partners of owner as int references, lazily."""
-        return Links(self, owner, records=False)
+        return self.container._spec.Links(self, owner, records=False)
 
     def count(self, owner) -> int:
         """How many partners owner has (a partner held twice counts twice)."""
@@ -2084,9 +2087,28 @@ class Links:
         if rc != P2_OK:
             raise c._fail(rc, f"{c.name}.{role.name}: opening")
         self._stamp = (c._links, role.partner._links)
+        # what the C next() of a class over fast.Walk reads (see _Spec.Links)
+        self._walk_lock = c._db._lock
+        self._walk_key = "_links"
+        self._walk_dict, self._version = c.__dict__, c._links
+        self._walk_dict2, self._walk_val2 = role.partner.__dict__, role.partner._links
 
     def __iter__(self) -> "Links":
         return self
+
+    def _check(self) -> None:
+        """Raise what _step raises when the walk cannot go on (closed, changed)."""
+        with self._role.container._db._lock:
+            self._step_check()
+
+    def _refill(self) -> None:
+        """The next rows into _rows from _i = 0 (StopIteration at the end)."""
+        with self._role.container._db._lock:
+            rec = self._step()
+        if self._i == 1 and self._rows and self._rows[0] is rec:
+            self._i = 0
+        else:                           # row by row: an extension without the batches
+            self._rows, self._i = [rec], 0
 
     def _database(self) -> Database:
         return self._role.container._db
@@ -2103,9 +2125,7 @@ class Links:
         with self._role.container._db._lock:
             return self._step()
 
-    def _step(self):
-        if self._done:
-            raise StopIteration
+    def _step_check(self):
         role = self._role
         c, p = role.container, role.partner
         h = c._db._handle()
@@ -2113,6 +2133,14 @@ class Links:
             raise RuntimeError(f"{c.name} or {p.name} changed while walking "
                                f"{c.name}.{role.name}; collect the partners first "
                                f"(list(...)), then change")
+        return h
+
+    def _step(self):
+        if self._done:
+            raise StopIteration
+        role = self._role
+        c, p = role.container, role.partner
+        h = self._step_check()
         i = self._i
         if i < len(self._rows):
             self._i = i + 1

@@ -26,6 +26,7 @@ container bag of thing = top2ds[array[transient]];
 record item { id: u32; qty: i32; }
 container items of item = top2ds[iarray[transient]] with iarray(key = id, max_key = 1000);
 cursor big on things where c > $min;
+relationship owns one others.things to many things.owner = ilist;
 """
 
 
@@ -306,6 +307,33 @@ def test_a_module_without_the_c_paths_works(mod):
         t.find(1)
 
 
+def test_relationship_walks_in_c(db):
+    o, t = db.others, db.things
+    x = o.insert(id=1)
+    for i in range(150):
+        o.things.add(x, t.insert(id=i, c=i))
+    w = o.things(x)
+    fast = sys.modules["_p2t_fast_fast"]
+    assert isinstance(w, fast.Walk) and isinstance(w, pyapi.Links)
+    assert [r.id for r in w] == list(range(150))
+    assert list(o.things.refs(x)) == [t.find(i).ref for i in range(150)]
+    w = o.things(x)
+    next(w)
+    t.update_by(5, a=1)                          # a change of either end: the walk stops
+    with pytest.raises(RuntimeError, match="changed while walking"):
+        next(w)
+    w = o.things(x)
+    assert next(w).id == 0
+    o.things.remove(x, t.find(100))
+    with pytest.raises(RuntimeError):
+        next(w)
+    w = o.things(x)
+    next(w)
+    db.close()
+    with pytest.raises(pyapi.ClosedError):
+        next(w)
+
+
 def test_records_from_both_bindings_agree(mod):
     api = pyapi.bind(mod.ffi, _Without(mod.lib), mod.METADATA)
     with api.open(None) as plain, mod.open(None) as fast:
@@ -315,6 +343,12 @@ def test_records_from_both_bindings_agree(mod):
                 d.things.insert(id=i, r=x.ref if i % 2 else None, **ROW)
         assert [r._values for r in plain.things] == [r._values for r in fast.things]
         assert [r.ref for r in plain.things] == [r.ref for r in fast.things]
+        for d in (plain, fast):
+            x = d.others.find(3)
+            for i in range(0, 70, 3):
+                d.others.things.add(x, d.things.find(i))
+        assert [r._values for r in plain.others.things(plain.others.find(3))] == \
+            [r._values for r in fast.others.things(fast.others.find(3))]
 
 
 def test_lock_excludes_threads_that_wait(db):

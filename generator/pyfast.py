@@ -37,7 +37,8 @@ STACK_MAX = 4096   # larger records keep the Python paths (the C paths copy reco
 
 FAST_C = r"""
 /* ---- the binding's fast paths: a CPython module (see generator/pyfast.py) ---- */
-#if !defined(PYPY_VERSION) && !defined(Py_LIMITED_API)
+/* CPython with its GIL only: the Lock's state and the C paths rely on it */
+#if !defined(PYPY_VERSION) && !defined(Py_LIMITED_API) && !defined(Py_GIL_DISABLED)
 #define P2F_ON 1
 #include <structmember.h>
 #include <string.h>

@@ -334,6 +334,15 @@ def test_relationship_walks_in_c(db):
         next(w)
 
 
+def test_a_fast_module_of_another_version_is_not_used(mod, monkeypatch):
+    monkeypatch.setattr(pyapi, "FAST_API", pyapi.FAST_API + 1)
+    api = pyapi.bind(mod.ffi, mod.lib, mod.METADATA)
+    assert api.fast is None and api.Cursor is pyapi.Cursor
+    with api.open(None) as d:
+        assert d.things.insert(id=1).id == 1 and d.things.find(1).id == 1
+        assert type(d.things.find).__name__ == "function"
+
+
 def test_records_from_both_bindings_agree(mod):
     api = pyapi.bind(mod.ffi, _Without(mod.lib), mod.METADATA)
     with api.open(None) as plain, mod.open(None) as fast:

@@ -458,6 +458,9 @@ static PyObject *p2f_record(p2f_obj *o, const unsigned char *rec, PyObject *ref)
         }
         PyTuple_SET_ITEM(values, i, v);
     }
+    /* ints, floats, str and None only: no cycle can go through it (what the collector
+       would find out at its first pass over the tuple) */
+    PyObject_GC_UnTrack(values);
     PyObject *r = o->rec->tp_alloc(o->rec, 0);
     if (r == NULL) {
         Py_DECREF(values);

@@ -1,7 +1,7 @@
 """The fast paths of the Python binding: a small CPython extension module compiled into a
-spec's CFFI extension (beside pybind.helpers_c), so that find, insert, update_by,
-delete_by and the building of a cursor's batch of Records cross from Python into C once,
-with no Python code in between.
+spec's CFFI extension (beside pybind.helpers_c), so that insert, get, find, update_by,
+delete_by, the next() of cursors and relationship walks and the building of their
+batches of Records cross from Python into C once, with no Python code in between.
 
 `fast_c(checked)` is the C text: the spec-independent part FAST_C (a reentrant lock
 type, the container type, conversions between Python values and C record bytes) and,
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from .ir import CheckedSpec
 
-API = 1            # what p2gen.runtime.pyapi expects of the module (FAST_API there)
+API = 2            # what p2gen.runtime.pyapi expects of the module (FAST_API there)
 STACK_MAX = 4096   # larger records keep the Python paths (the C paths copy records on the stack)
 
 FAST_C = r"""
@@ -62,6 +62,7 @@ typedef struct {
     const p2f_field *fields;
     int key;                 /* index of the only key field when it is an int, else -1 */
     int (*insert)(void *db, const void *rec, uint64_t *ref);
+    int (*get)(void *db, uint64_t ref, void *out);
     int (*find)(void *db, const void *keyrec, void *out, uint64_t *ref);
     int (*upd)(void *db, const void *keyrec, const void *vals, const unsigned char *mask,
                void *out, uint64_t *ref);
@@ -394,7 +395,7 @@ typedef struct {
     PyObject *origin;         /* the container's name */
     Py_ssize_t off_values, off_ref, off_origin;
     PyObject *names;          /* tuple: the fields' names */
-    PyObject *slow_insert, *slow_find, *slow_update_by, *slow_delete_by, *fail;
+    PyObject *slow_insert, *slow_get, *slow_find, *slow_update_by, *slow_delete_by, *fail;
     unsigned char *zero;      /* the record insert starts from: 0, ref fields none */
 } p2f_obj;
 
@@ -412,6 +413,7 @@ static int p2f_traverse(p2f_obj *o, visitproc visit, void *arg)
     Py_VISIT(o->slow_find);
     Py_VISIT(o->slow_update_by);
     Py_VISIT(o->slow_delete_by);
+    Py_VISIT(o->slow_get);
     Py_VISIT(o->fail);
     Py_VISIT(Py_TYPE(o));
     return 0;
@@ -429,6 +431,7 @@ static int p2f_clear(p2f_obj *o)
     Py_CLEAR(o->slow_find);
     Py_CLEAR(o->slow_update_by);
     Py_CLEAR(o->slow_delete_by);
+    Py_CLEAR(o->slow_get);
     Py_CLEAR(o->fail);
     return 0;
 }
@@ -596,6 +599,37 @@ static PyObject *p2f_find(p2f_obj *o, PyObject *const *args, size_t nargsf, PyOb
     return r;
 }
 
+/* get(ref): the Record of the element (an int reference; a Record goes the Python way,
+   which checks its keys) */
+static PyObject *p2f_getref(p2f_obj *o, PyObject *const *args, size_t nargsf,
+                            PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    unsigned char out[P2F_STACK_MAX];
+    if (nargs != 1 || kwnames != NULL || !PyLong_CheckExact(args[0]))
+        P2F_SLOW(slow_get);
+    unsigned long long ref = PyLong_AsUnsignedLongLong(args[0]);
+    if (ref == (unsigned long long)-1) {       /* negative, too big, or NOREF itself */
+        PyErr_Clear();
+        P2F_SLOW(slow_get);
+    }
+    p2f_lock *l = o->lock;
+    if (!p2f_try(l))
+        P2F_SLOW(slow_get);
+    if (l->db == NULL) {
+        p2f_release(l);
+        P2F_SLOW(slow_get);
+    }
+    PyObject *r;
+    int rc = o->t->get(l->db, ref, out);
+    if (rc == P2_OK)
+        r = p2f_record(o, out, args[0]);
+    else
+        r = p2f_raise(o, rc);
+    p2f_release(l);
+    return r;
+}
+
 /* insert(**fields): the Record inserted */
 static PyObject *p2f_insert(p2f_obj *o, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
@@ -740,6 +774,7 @@ out:
 static PyMethodDef p2f_methods[] = {
     {"find", (PyCFunction)(void (*)(void))p2f_find, METH_FASTCALL | METH_KEYWORDS, NULL},
     {"insert", (PyCFunction)(void (*)(void))p2f_insert, METH_FASTCALL | METH_KEYWORDS, NULL},
+    {"get", (PyCFunction)(void (*)(void))p2f_getref, METH_FASTCALL | METH_KEYWORDS, NULL},
     {"update_by", (PyCFunction)(void (*)(void))p2f_update_by, METH_FASTCALL | METH_KEYWORDS,
      NULL},
     {"delete_by", (PyCFunction)(void (*)(void))p2f_delete_by, METH_FASTCALL | METH_KEYWORDS,
@@ -952,13 +987,13 @@ static Py_ssize_t p2f_slot_offset(PyObject *descr, PyObject *rec)
 }
 
 /* container(name, lock, owner, record class, values slot, ref slot, origin slot,
-             insert, find, update_by, delete_by, fail) -> Container, or None when the
+             insert, get, find, update_by, delete_by, fail) -> Container, or None when the
    container has no table (a record with text fields) */
 static PyObject *p2f_new(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)m;
-    if (nargs != 12) {
-        PyErr_SetString(PyExc_TypeError, "container() takes 12 arguments");
+    if (nargs != 13) {
+        PyErr_SetString(PyExc_TypeError, "container() takes 13 arguments");
         return NULL;
     }
     const char *name = PyUnicode_AsUTF8(args[0]);
@@ -1014,10 +1049,11 @@ static PyObject *p2f_new(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     o->off_origin = oo;
     o->names = names;
     o->slow_insert = Py_NewRef(args[7]);
-    o->slow_find = Py_NewRef(args[8]);
-    o->slow_update_by = Py_NewRef(args[9]);
-    o->slow_delete_by = Py_NewRef(args[10]);
-    o->fail = Py_NewRef(args[11]);
+    o->slow_get = Py_NewRef(args[8]);
+    o->slow_find = Py_NewRef(args[9]);
+    o->slow_update_by = Py_NewRef(args[10]);
+    o->slow_delete_by = Py_NewRef(args[11]);
+    o->fail = Py_NewRef(args[12]);
     o->zero = PyMem_Calloc(1, t->rsize);
     if (o->zero == NULL) {
         PyObject_GC_Track(o);
@@ -1034,8 +1070,8 @@ static PyObject *p2f_new(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 static PyMethodDef p2f_module_methods[] = {
     {"lock", (PyCFunction)p2f_new_lock, METH_O, "lock(handle address) -> Lock"},
     {"container", (PyCFunction)(void (*)(void))p2f_new, METH_FASTCALL,
-     "container(name, lock, owner, record, values, ref, origin, insert, find, update_by, "
-     "delete_by, fail) -> the C paths of a container, or None"},
+     "container(name, lock, owner, record, values, ref, origin, insert, get, find, "
+     "update_by, delete_by, fail) -> the C paths of a container, or None"},
     {NULL, NULL, 0, NULL}
 };
 
@@ -1140,7 +1176,9 @@ def fast_c(checked: CheckedSpec) -> str:
         out += [f"/* container {info.name} */",
                 f"static const p2f_field p2f__{cp}_fields[] = {{", *fields, "};",
                 f"static int p2f__{cp}_insert(void *db, const void *rec, uint64_t *ref)",
-                f"{{ return {cp}_insert(db, rec, ref); }}"]
+                f"{{ return {cp}_insert(db, rec, ref); }}",
+                f"static int p2f__{cp}_get(void *db, uint64_t ref, void *out)",
+                f"{{ return {cp}_get(db, ref, out); }}"]
         keys = info.key_fields()
         key = -1
         fns = ["NULL", "NULL", "NULL"]
@@ -1162,9 +1200,10 @@ def fast_c(checked: CheckedSpec) -> str:
         guard = f"p2f__guard" if journal else "NULL"
         tables.append(f'    {{ {ok} ? "{info.name}" : NULL, sizeof({R}), '
                       f"(int)(sizeof p2f__{cp}_fields / sizeof p2f__{cp}_fields[0]), "
-                      f"p2f__{cp}_fields, {key}, p2f__{cp}_insert, {', '.join(fns)}, {guard} }},")
+                      f"p2f__{cp}_fields, {key}, p2f__{cp}_insert, p2f__{cp}_get, {', '.join(fns)}, "
+                      f"{guard} }},")
     if not tables:
-        tables.append("    { NULL, 0, 0, NULL, -1, NULL, NULL, NULL, NULL, NULL },")
+        tables.append("    { NULL, 0, 0, NULL, -1, NULL, NULL, NULL, NULL, NULL, NULL },")
     out += ["static const p2f_container p2f_containers[] = {", *tables, "};",
             FAST_C[head:]]
     return "\n".join(out)

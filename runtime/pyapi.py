@@ -133,7 +133,8 @@ Threads
 C paths
     The extension built by p2gen carries a small CPython module, `_<prefix>_fast`
     (generator/pyfast.py). With it, for a record without text fields, insert(**fields)
-    and, over a single integer key, find(key), update_by(key, **fields) and delete_by(key)
+    and get(ref) of an int reference and, over a single integer key, find(key),
+    update_by(key, **fields) and delete_by(key)
     run in C from the call to the Record returned, and a cursor's next() returns its
     fetched batch (Records made in C) without Python code per row. They take only the
     common case (keyword fields, exact int / float / str / bytes / None values that fit,
@@ -173,7 +174,7 @@ __all__ = ["P2Error", "NotFoundError", "DuplicateError", "RangeError", "ClosedEr
 # p2_runtime.h, read by p2gen.runtime.codes): P2_OK = 0, P2_END = 1, ..., P2_EBUSY = 11.
 globals().update((c.name, c.value) for c in CODES)
 NOREF = (1 << 64) - 1    # <prefix>_NOREF: a ref field or one-role naming no element
-FAST_API = 1              # the C paths' module this layer drives (generator/pyfast.API)
+FAST_API = 2              # the C paths' module this layer drives (generator/pyfast.API)
 TEXT_MAX = 1 << 40        # the generated set_<text> refuses texts this long (P2_ERANGE)
 
 
@@ -1547,9 +1548,9 @@ def _numpy():
 
 
 def _install_c_paths(c: Container) -> bool:
-    """The C paths of the container (generator/pyfast.py) as its insert, find, update_by
-    and delete_by (the last three for a single int key), and its batches' Records made in
-    C. Each takes the common case and calls the method it shadows for anything else (which
+    """The C paths of the container (generator/pyfast.py) as its insert, get, find,
+    update_by and delete_by (the last three for a single int key), and its batches'
+    Records made in C. Each takes the common case and calls the method it shadows for anything else (which
     checks and raises the precise error), as _install_fast_paths' closures do. False when
     the extension has no C paths for it (a record with text fields, an extension built
     before, PyPy)."""
@@ -1558,12 +1559,13 @@ def _install_c_paths(c: Container) -> bool:
         return False
     cls = type(c)
     fc = fast.container(c.name, c._db._lock, c, c.record, *_RECORD_SLOTS,
-                        cls.insert.__get__(c), cls.find.__get__(c), cls.update_by.__get__(c),
+                        cls.insert.__get__(c), cls.get.__get__(c), cls.find.__get__(c),
+                        cls.update_by.__get__(c),
                         cls.delete_by.__get__(c), c._fail)
     if fc is None:
         return False
     c._rows_c = fc.rows
-    c.insert = fc.insert
+    c.insert, c.get = fc.insert, fc.get
     if len(c.keys) == 1:
         f = c._fields[c.keys[0]]
         if f.kind == "int" and f.target is None:

@@ -63,7 +63,7 @@ def test_c_paths_are_installed(db, mod):
     fast = sys.modules["_p2t_fast_fast"]
     assert isinstance(db._lock, fast.Lock)
     t = db.things
-    for name in ("insert", "find", "update_by", "delete_by"):
+    for name in ("insert", "get", "find", "update_by", "delete_by"):
         assert type(getattr(t, name)).__name__ == "builtin_function_or_method", name
     assert type(db.bag.insert).__name__ == "builtin_function_or_method"
     assert "find" not in vars(db.bag)                # no key: the Python find
@@ -95,6 +95,25 @@ def test_records_are_those_of_the_python_paths(db):
     bad = b"\xff\xfeok"                                 # undecodable bytes: escapes
     t.update_by(3, s=bad)
     assert t.find(3).s.encode("utf-8", "surrogateescape") == bad
+
+
+def test_get_by_reference(db):
+    t = db.things
+    a = t.insert(id=1, **ROW)
+    b = t.insert(id=2)
+    assert t.get(a.ref) == slow(t, "get")(a.ref) == a and t.get(a.ref).ref == a.ref
+    assert t[b.ref] == b and t.get(b) == b and a.ref in t and b in t
+    t.delete_by(2)
+    for bad, exc in ((b.ref, pyapi.NotFoundError), (b, pyapi.NotFoundError),
+                     (-1, pyapi.NotFoundError), ((1 << 64) - 1, pyapi.NotFoundError),
+                     (1 << 64, pyapi.NotFoundError), ("0", TypeError), (1.0, TypeError)):
+        with pytest.raises(exc):
+            t.get(bad)
+    assert b.ref not in t
+    t.update_by(1, id=9)                                 # the Record's key is stale now
+    with pytest.raises(pyapi.NotFoundError, match="stale"):
+        t.get(a)
+    assert t.get(a.ref).id == 9
 
 
 @pytest.mark.parametrize("call, exc", [

@@ -402,3 +402,22 @@ def test_lock_excludes_threads_that_wait(db):
         th.join()
     assert box[0] == 800 and not lock._is_owned() and lock.acquire(blocking=False)
     lock.release()
+
+
+def test_the_extension_compiles_with_warnings_as_errors(mod):
+    """The fast module's C (and the rest of the extension's) under -Wall -Wextra -Werror."""
+    import os
+    import shutil
+    import subprocess
+    import sysconfig
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    out = os.path.dirname(mod.__file__)
+    src = os.path.join(out, "_p2t_fast_cffi.c")
+    r = subprocess.run([cc, "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-fsyntax-only",
+                        "-D_CFFI_NO_LIMITED_API", "-I", out,
+                        "-I", sysconfig.get_paths()["include"], src],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "p2py__fast_init" in open(src).read()

@@ -144,7 +144,7 @@ def cdef(checked: CheckedSpec, header: str) -> str:
             "/* the binding's own helpers (helpers_c): one crossing per find, batches */",
             helpers_c(checked, declare=True),
             "/* the fast module (pyfast.fast_c): 0 when it is in sys.modules */",
-            "int p2py__fast_init(void);", ""]
+            "int p2py__fast_init(void);", "uintptr_t p2py__fast_id(void);", ""]
     return "\n".join(out)
 
 

@@ -1111,9 +1111,27 @@ static PyObject *p2f_make(void)
         Py_DECREF(mod);
         return NULL;
     }
+    /* which extension made it (a spec's prefix may be built twice): p2py__fast_id() */
+    PyObject *init = PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)&p2f_module);
+    if (init == NULL || PyModule_AddObjectRef(mod, "ID", init) < 0) {
+        Py_XDECREF(init);
+        Py_DECREF(mod);
+        return NULL;
+    }
+    Py_DECREF(init);
     return mod;
 }
 #endif
+
+/* What identifies this extension's module (its ID), 0 without one */
+uintptr_t p2py__fast_id(void)
+{
+#ifdef P2F_ON
+    return (uintptr_t)&p2f_module;
+#else
+    return 0;
+#endif
+}
 
 /* Create the module and register it in sys.modules; 0, or -1 (no module: Python paths).
    Called through CFFI, which released the GIL: take it back. */

@@ -574,10 +574,12 @@ class _Spec:
         # the C paths (generator/pyfast.py), when the extension has them and can make them
         self.fast = None
         init = getattr(lib, "p2py__fast_init", None)
-        if init is not None and init() == 0:
+        ident = getattr(lib, "p2py__fast_id", None)
+        if init is not None and ident is not None and init() == 0:
             self.fast = sys.modules.get(f"_{p}_fast")
-            if getattr(self.fast, "API", None) != FAST_API:
-                self.fast = None        # another p2gen's module: the Python paths
+            if getattr(self.fast, "API", None) != FAST_API \
+                    or getattr(self.fast, "ID", None) != ident():
+                self.fast = None        # another p2gen's module, or another extension's
         # cursors: over fast.Walk, next() runs in C between batches
         self.Cursor = Cursor
         if self.fast is not None:

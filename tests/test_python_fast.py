@@ -362,6 +362,31 @@ def test_a_fast_module_of_another_version_is_not_used(mod, monkeypatch):
         assert type(d.things.find).__name__ == "function"
 
 
+class _Other:
+    """A lib whose init leaves another extension's module in sys.modules (a spec's prefix
+    built twice and loaded in one process)."""
+
+    def __init__(self, lib):
+        self._lib = lib
+
+    def __getattr__(self, name):
+        return getattr(self._lib, name)
+
+    def p2py__fast_init(self):
+        import types
+        rc = self._lib.p2py__fast_init()
+        sys.modules["_p2t_fast_fast"] = types.SimpleNamespace(API=pyapi.FAST_API, ID=1)
+        return rc
+
+
+def test_another_extensions_fast_module_is_not_used(mod):
+    api = pyapi.bind(mod.ffi, _Other(mod.lib), mod.METADATA)
+    assert api.fast is None
+    with api.open(None) as d:
+        assert d.things.insert(id=1).id == 1 and d.things.find(1).id == 1
+    mod.lib.p2py__fast_init()            # the module back, for the tests after
+
+
 def test_records_from_both_bindings_agree(mod):
     api = pyapi.bind(mod.ffi, _Without(mod.lib), mod.METADATA)
     with api.open(None) as plain, mod.open(None) as fast:

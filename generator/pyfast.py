@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from .ir import CheckedSpec
 
-API = 2            # what p2gen.runtime.pyapi expects of the module (FAST_API there)
+API = 3            # what p2gen.runtime.pyapi expects of the module (FAST_API there)
 STACK_MAX = 4096   # larger records keep the Python paths (the C paths copy records on the stack)
 
 FAST_C = r"""
@@ -947,6 +947,90 @@ static PyType_Spec p2f_walk_spec = {
     Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE, p2f_walk_slots
 };
 
+/* -- Field: a record class's accessor of field i (what a property reading
+      self._values[i] does, without a Python call) -- */
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t index;
+    Py_ssize_t off_values;      /* the _values slot of `owner` */
+    PyTypeObject *owner;        /* the class declaring the slot (Record) */
+    PyObject *doc;
+} p2f_fieldget;
+
+static PyObject *p2f_fieldget_get(p2f_fieldget *d, PyObject *obj, PyObject *type)
+{
+    (void)type;
+    if (obj == NULL || obj == Py_None)
+        return Py_NewRef(d);
+    if (!PyObject_TypeCheck(obj, d->owner)) {
+        PyErr_SetString(PyExc_TypeError, "field accessor used on an object that is not a record");
+        return NULL;
+    }
+    PyObject *values = *(PyObject **)((char *)obj + d->off_values);
+    if (values == NULL || !PyTuple_Check(values) || d->index >= PyTuple_GET_SIZE(values)) {
+        PyErr_SetString(PyExc_AttributeError, "record without its values");
+        return NULL;
+    }
+    return Py_NewRef(PyTuple_GET_ITEM(values, d->index));
+}
+
+static void p2f_fieldget_dealloc(p2f_fieldget *d)
+{
+    PyTypeObject *tp = Py_TYPE(d);
+    Py_XDECREF(d->owner);
+    Py_XDECREF(d->doc);
+    tp->tp_free(d);
+    Py_DECREF(tp);
+}
+
+static PyMemberDef p2f_fieldget_members[] = {
+    {"__doc__", T_OBJECT, offsetof(p2f_fieldget, doc), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL}
+};
+
+static PyType_Slot p2f_fieldget_slots[] = {
+    {Py_tp_dealloc, (void *)p2f_fieldget_dealloc},
+    {Py_tp_descr_get, (void *)p2f_fieldget_get},
+    {Py_tp_members, p2f_fieldget_members},
+    {0, NULL}
+};
+
+static PyType_Spec p2f_fieldget_spec = {
+    "p2gen_fast.Field", sizeof(p2f_fieldget), 0, Py_TPFLAGS_DEFAULT, p2f_fieldget_slots
+};
+
+static PyTypeObject *p2f_fieldget_type;
+static Py_ssize_t p2f_slot_offset(PyObject *descr, PyObject *rec);
+
+/* field(i, the _values slot's member descriptor, doc) -> Field */
+static PyObject *p2f_new_field(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)m;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "field(index, values slot, doc)");
+        return NULL;
+    }
+    Py_ssize_t i = PyLong_AsSsize_t(args[0]);
+    if (i == -1 && PyErr_Occurred())
+        return NULL;
+    if (i < 0 || !PyObject_TypeCheck(args[1], &PyMemberDescr_Type)) {
+        PyErr_SetString(PyExc_TypeError, "field(): bad index or slot");
+        return NULL;
+    }
+    PyTypeObject *owner = ((PyDescrObject *)args[1])->d_type;
+    Py_ssize_t off = p2f_slot_offset(args[1], (PyObject *)owner);
+    if (off < 0)
+        return NULL;
+    p2f_fieldget *d = PyObject_New(p2f_fieldget, p2f_fieldget_type);
+    if (d == NULL)
+        return NULL;
+    d->index = i;
+    d->off_values = off;
+    d->owner = (PyTypeObject *)Py_NewRef(owner);
+    d->doc = Py_NewRef(args[2]);
+    return (PyObject *)d;
+}
+
 /* lock(address of the database handle) -> Lock */
 static PyObject *p2f_new_lock(PyObject *m, PyObject *addr)
 {
@@ -1069,6 +1153,8 @@ static PyObject *p2f_new(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 
 static PyMethodDef p2f_module_methods[] = {
     {"lock", (PyCFunction)p2f_new_lock, METH_O, "lock(handle address) -> Lock"},
+    {"field", (PyCFunction)(void (*)(void))p2f_new_field, METH_FASTCALL,
+     "field(i, values slot, doc) -> a record class's accessor of field i"},
     {"container", (PyCFunction)(void (*)(void))p2f_new, METH_FASTCALL,
      "container(name, lock, owner, record, values, ref, origin, insert, get, find, "
      "update_by, delete_by, fail) -> the C paths of a container, or None"},
@@ -1099,6 +1185,9 @@ static PyObject *p2f_make(void)
             return NULL;
         p2f_walk_type = (PyTypeObject *)PyType_FromSpec(&p2f_walk_spec);
         if (p2f_walk_type == NULL)
+            return NULL;
+        p2f_fieldget_type = (PyTypeObject *)PyType_FromSpec(&p2f_fieldget_spec);
+        if (p2f_fieldget_type == NULL)
             return NULL;
     }
     PyObject *mod = PyModule_Create(&p2f_module);

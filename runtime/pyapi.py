@@ -174,7 +174,7 @@ __all__ = ["P2Error", "NotFoundError", "DuplicateError", "RangeError", "ClosedEr
 # p2_runtime.h, read by p2gen.runtime.codes): P2_OK = 0, P2_END = 1, ..., P2_EBUSY = 11.
 globals().update((c.name, c.value) for c in CODES)
 NOREF = (1 << 64) - 1    # <prefix>_NOREF: a ref field or one-role naming no element
-FAST_API = 2              # the C paths' module this layer drives (generator/pyfast.API)
+FAST_API = 3              # the C paths' module this layer drives (generator/pyfast.API)
 TEXT_MAX = 1 << 40        # the generated set_<text> refuses texts this long (P2_ERANGE)
 
 
@@ -580,6 +580,13 @@ class _Spec:
             if getattr(self.fast, "API", None) != FAST_API \
                     or getattr(self.fast, "ID", None) != ident():
                 self.fast = None        # another p2gen's module, or another extension's
+        # record fields read by a C descriptor rather than a property (a Python call)
+        if self.fast is not None:
+            for rcls in self.records.values():
+                for i, n in enumerate(rcls._fields):
+                    prop = rcls.__dict__.get(n)
+                    if isinstance(prop, property):
+                        setattr(rcls, n, self.fast.field(i, _RECORD_SLOTS[0], prop.__doc__))
         # cursors: over fast.Walk, next() runs in C between batches
         self.Cursor = Cursor
         if self.fast is not None:

@@ -97,6 +97,21 @@ def test_records_are_those_of_the_python_paths(db):
     assert t.find(3).s.encode("utf-8", "surrogateescape") == bad
 
 
+def test_record_fields_are_read_by_c_descriptors(db, mod):
+    t = db.things
+    a = t.insert(id=1, **ROW)
+    cls = type(a)
+    assert type(cls.__dict__["c"]).__name__ == "Field" and cls.c is cls.__dict__["c"]
+    assert cls.c.__doc__ == "field c: i64" and cls.r.__doc__ == "field r: ref others"
+    assert [getattr(a, n) for n in cls._fields] == list(a._values)
+    with pytest.raises(AttributeError, match="read-only"):
+        a.c = 1
+    with pytest.raises(TypeError):
+        cls.c.__get__(object())
+    api = pyapi.bind(mod.ffi, _Without(mod.lib), mod.METADATA)
+    assert isinstance(api.records["thing"].__dict__["c"], property)   # no module: properties
+
+
 def test_get_by_reference(db):
     t = db.things
     a = t.insert(id=1, **ROW)

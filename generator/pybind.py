@@ -166,6 +166,10 @@ def helpers_c(checked: CheckedSpec, declare: bool = False) -> str:
     p2py__<c>_copy: up to max elements of a container, in its walk's order (to_numpy).
     p2py__<c>_insert_many: insert count records, stopping at the first error (*done:
         how many went in; insert_many).
+    p2py__<c>_check_chars: the first of count records (*row) whose char field number
+        *field (in record order among the char fields) holds a byte after its first NUL:
+        a value with a NUL inside, which a C string cannot spell (insert_many checks a
+        numpy array's rows in C before inserting any).
     Each returns the last code (P2_OK when max rows came, else P2_END or the error) and
     the number of rows in *n.
     """
@@ -203,6 +207,20 @@ def helpers_c(checked: CheckedSpec, declare: bool = False) -> str:
             "        ;",
             "    *done = i;",
             "    return rc;"])
+        cfields = [f for f in info.record.fields if f.type.kind == "char"]
+        if cfields:
+            body = ["    uint64_t i;", "    const char *s, *z, *end;", "    for (i = 0; i < count; i++) {"]
+            for k, f in enumerate(cfields):
+                body += [f"        s = recs[i].{f.name};",
+                         f"        end = s + {f.type.length};",
+                         f"        for (z = memchr(s, 0, {f.type.length}); z && z < end; z++)",
+                         f"            if (*z) {{ *row = i; *field = {k}; return P2_ERANGE; }}"]
+            body += ["    }"]
+        else:
+            body = ["    (void)recs; (void)count;"]
+        body += ["    *row = 0;", "    *field = -1;", "    return P2_OK;"]
+        fn(f"int p2py__{info.p}_check_chars(const {R} *recs, uint64_t count, uint64_t *row, "
+           f"int *field)", body)
         for key in info.key_fields():
             f = info.record.field(key)
             fn(f"int p2py__{info.p}_findrec_{key}({p}_db *db, {_arg(f.type, 'key', p)}, "

@@ -888,6 +888,7 @@ class Container:
         self._out_buf = ffi.buffer(self._out)
         self._masks = {}                          # field names -> byte mask of the record
         self._insert_many_c = getattr(lib, f"p2py__{cp}_insert_many", None)
+        self._check_chars_c = getattr(lib, f"p2py__{cp}_check_chars", None)
         self._find = {k: getattr(lib, f"{cp}_find_{k}") for k in self.keys}
         if meta["delflag"]:
             self._c["purge"] = getattr(lib, f"{cp}_purge")
@@ -1386,9 +1387,15 @@ class Container:
                 db._handle()     # raises ClosedError
             if n == 0:
                 return 0
+            recs = self._ffi.cast(self._rtype, self._ffi.from_buffer(buf))
+            if self._check_chars_c is not None:
+                row, field = self._ffi.new("uint64_t *"), self._ffi.new("int *")
+                if self._check_chars_c(recs, n, row, field) != P2_OK:
+                    f = [f for f in self._fields.values() if f.kind == "char"][field[0]]
+                    raise RangeError(f"insert_many: row {row[0]}: {f.what} is {f.spelled}: "
+                                     f"it contains a NUL byte")
             done = self._ffi.new("uint64_t *")
-            rc = self._insert_many_c(h, self._ffi.cast(self._rtype, self._ffi.from_buffer(buf)),
-                                     n, done)
+            rc = self._insert_many_c(h, recs, n, done)
             k = int(done[0])
             if k:
                 self._changed()
@@ -1440,6 +1447,8 @@ class Container:
             raise TypeError(f"insert_many: {self.record._name} has no field(s) "
                             f"{', '.join(unknown)} (fields: {', '.join(self._fields)})")
         arr = np.asarray(arr).reshape(-1)
+        if arr.dtype == dt:     # the C layout already: every value fits its C type
+            return np.ascontiguousarray(arr), len(arr)
         out = np.zeros(len(arr), dtype=dt)
         for n in self._reffields:
             if n not in names:
@@ -1455,12 +1464,19 @@ class Container:
                     raise TypeError(f"insert_many: {f.what} is {f.spelled}: expected a bytes "
                                     f"or str column, got {col.dtype}")
                 col = np.ascontiguousarray(col)
-                lens = np.char.str_len(col) if len(col) else np.zeros(0, int)
-                raw = col.view(np.uint8).reshape(len(col), col.dtype.itemsize)
-                zero = raw == 0         # a NUL byte followed by another: inside the value
-                inner = (zero[:, :-1] & ~zero[:, 1:]).any(axis=1) if raw.shape[1] > 1 \
-                    else np.zeros(len(col), bool)
-                bad = np.nonzero((lens > f.length) | inner)[0]
+                # too long: a byte past the field's length (a NUL inside the value is found
+                # in the packed records, in C: _check_chars)
+                width = col.dtype.itemsize
+                if width > f.length and len(col):
+                    raw = col.view(np.uint8).reshape(len(col), width)
+                    bad = np.nonzero(raw[:, f.length:].any(axis=1))[0]
+                else:
+                    bad = ()
+                if self._check_chars_c is None and width > 1 and len(col):
+                    raw = col.view(np.uint8).reshape(len(col), width)
+                    zero = raw == 0     # a NUL byte followed by another: inside the value
+                    inner = (zero[:, :-1] & ~zero[:, 1:]).any(axis=1)
+                    bad = np.union1d(bad, np.nonzero(inner)[0]).astype(int)
                 if len(bad):
                     raise RangeError(f"insert_many: row {bad[0]}: {f.what} is {f.spelled}: "
                                      f"{col[bad[0]]!r} is longer than {f.length} bytes or "

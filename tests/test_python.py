@@ -784,7 +784,7 @@ def test_records_of_every_field_type_through_batches_and_find(bank, tmp_path):
 
 
 # ---------------------------------------------------------------------------
-# numpy: to_numpy, insert_many (issue 11)
+# numpy: to_numpy, insert_many
 # ---------------------------------------------------------------------------
 NUMPY_SPEC = """
 record other { id: u32; }
@@ -879,9 +879,22 @@ def test_insert_many_checks_every_row_first_and_reports_c_errors_by_index(nump, 
         arr["s"] = [b"a", b"b", b"c", b"longer!"]
         with pytest.raises(pyapi.RangeError, match="row 3"):
             d.alls.insert_many(arr)
+        arr["s"] = [b"a", b"b\0c", b"c", b"d"]     # a NUL inside a value (checked in C)
+        with pytest.raises(pyapi.RangeError, match="row 1: .*NUL"):
+            d.alls.insert_many(arr)
+        exact = np.zeros(3, dtype=d.alls.dtype)     # the C layout: packed as it is
+        exact["g"], exact["r"], exact["s"] = [7, 8, 9], pyapi.NOREF, [b"x", b"y\0z", b"w"]
+        with pytest.raises(pyapi.RangeError, match="row 1: .*NUL"):
+            d.alls.insert_many(exact)
         with pytest.raises(TypeError, match="no field"):
             d.alls.insert_many(np.zeros(1, dtype=[("nope", "i4")]))
         assert len(d.alls) == 0
+        exact["s"][1] = b"yz"
+        assert d.alls.insert_many(exact) == 3
+        assert sorted((r.g, r.s, r.r) for r in d.alls) == [(7, "x", None), (8, "yz", None),
+                                                          (9, "w", None)]
+        for r in list(d.alls):
+            d.alls.delete(r)
         # fields the array lacks: 0 / "" / no element
         arr["s"] = b"ok"
         assert d.alls.insert_many(arr) == 4

@@ -1,8 +1,8 @@
 """Rendering: a checked, planned spec becomes one C header and one C source.
 
 The source is assembled container by container, layer by layer from the bottom (memory)
-up to the top, each section rendered by that layer's template in layers/ and fenced by a
-banner naming the layer and the equation. Rendering is deterministic: same spec, same bytes.
+up to the top, each section rendered by that layer's template in layers/, headed by a
+banner naming the layer and the equation and closed by an end fence naming it again. Rendering is deterministic: same spec, same bytes.
 """
 from __future__ import annotations
 
@@ -36,6 +36,9 @@ def jinja_env() -> jinja2.Environment:
         autoescape=False)
     env.filters["cstr"] = c_string
     env.filters["ccomment"] = c_comment
+    # `{% filter fenced(head_lines, title) %}...{% endfilter %}`: a section with its banner
+    # and end fence (see fenced)
+    env.filters["fenced"] = fenced
     # Every `{{ ... }}` value passes _finalize: a value that could change where C's lexer
     # is (open or close a comment, end a line, splice lines, make a trigraph) stops the
     # render instead of reaching the compiler. Spec text must go through c_text first.
@@ -151,6 +154,47 @@ def _finalize(value):
         raise RenderError(f"internal error: a template printed {where}, which is not inert "
                           f"C text; spec text must go through c_text (filters cstr, ccomment)")
     return value
+
+
+# ---------------------------------------------------------------------------
+# Section fences
+# ---------------------------------------------------------------------------
+# Every section of the generated C (a container, a layer, a relationship) is headed by a
+# banner and closed by an end fence naming it, so a reader sees where a layer's code
+# starts and where it stops (as in Lemon's template output). Both are spelled here only.
+FENCE_WIDTH = 77      # a banner's top rule ends at this column
+# the rule of a layer's section, of the header's sections and of the source's container
+# sections, with the length of the banner's closing rule
+FENCE_RULES = {"-": 72, "=": 74, "#": 74}
+
+
+def fence_head(lines: list, rule: str = "-") -> CSource:
+    """A section's banner: `lines` (comment-safe text: spec text through c_comment)
+    between two rules."""
+    assert rule in FENCE_RULES
+    top = "/* " + rule * (FENCE_WIDTH - 3)
+    bottom = " * " + rule * FENCE_RULES[rule] + " */"
+    return CSource("\n".join([top, *(f" * {line}" for line in lines), bottom]))
+
+
+def fence_end(title: str, rule: str = "-") -> CSource:
+    """A section's end fence: one line, `end of <title>`, ruled to the banner's width."""
+    assert rule in FENCE_RULES
+    text = f"/* end of {title} "
+    return CSource(text + rule * max(3, FENCE_WIDTH - 3 - len(text)) + " */")
+
+
+def fenced(body: str, lines: list, title: str, rule: str = "-") -> CSource:
+    """`body` as a section: its banner, the body without trailing blank lines, its end
+    fence (ending the line)."""
+    return CSource(f"{fence_head(lines, rule)}\n{body.rstrip()}\n{fence_end(title, rule)}\n")
+
+
+def layer_fence_lines(li: LayerInstance, info: ContainerInfo) -> list:
+    head = f"layer {li.name} ({li.layer.signature()}) of {info.name}"
+    if li.params_text():
+        head += f": {c_comment(li.params_text())}"
+    return [head]
 
 
 def c_int(v: int, t: FieldType) -> str:
@@ -368,11 +412,14 @@ class Renderer:
 
     def layer_section(self, li: LayerInstance, info: ContainerInfo, cursors: list) -> str:
         tmpl = self.env.get_template(li.layer.template)
-        return CSource(tmpl.render(L=li, B=li.below, C=info, S=self.checked, M=info.mem,
-                                   St=info.storage, D=info.ds[0], cursors=cursors,
-                                   key=li.key_field_obj, seg=self.seg_index(info),
-                                   **names(self.checked, info),
-                                   arg_type=arg_type, c_const=c_const, recover=self.recover))
+        text = tmpl.render(L=li, B=li.below, C=info, S=self.checked, M=info.mem,
+                           St=info.storage, D=info.ds[0], cursors=cursors,
+                           key=li.key_field_obj, seg=self.seg_index(info),
+                           **names(self.checked, info),
+                           arg_type=arg_type, c_const=c_const, recover=self.recover)
+        # the key tells apart two layers of one name in an equation (hash by id, by name)
+        what = f"{li.name}(key={li.key_field_obj.name})" if li.key_field_obj else li.name
+        return fenced(text, layer_fence_lines(li, info), f"layer {what} of {info.name}")
 
     def files(self) -> list:
         out = []
@@ -405,8 +452,11 @@ class Renderer:
 
     def rel_section(self, ri) -> str:
         tmpl = self.env.get_template(ri.layer.template)
-        return CSource(tmpl.render(REL=ri, rn=self.role_names, S=self.checked,
-                                   DB=f"{self.checked.prefix}_db", recover=self.recover))
+        text = tmpl.render(REL=ri, rn=self.role_names, S=self.checked,
+                           DB=f"{self.checked.prefix}_db", recover=self.recover)
+        return fenced(text, [c_comment(ri.text()),
+                             f"  layer {ri.layer.name} ({ri.layer.signature()}), {ri.kind}"],
+                      f"layer {ri.layer.name} of relationship {ri.name}")
 
     def render(self) -> tuple[str, str]:
         checked = self.checked

@@ -181,3 +181,4 @@ static int array_items__array_verify(array_db *db, p2_verify *v)
        a crafted cycle run that long, so they do not look at elements then. */
     return live != r->array_count ? -1 : 0;
 }
+/* end of layer array of items ------------------------------------------- */

@@ -127,3 +127,4 @@ static inline int delflag_items__delflag_purge(delflag_db *db, uint64_t *n)
     if (n) *n = removed;
     return rc == P2_END ? P2_OK : rc;
 }
+/* end of layer delflag of items ----------------------------------------- */

@@ -140,3 +140,4 @@ DLIST_API int dlist_items__dlist_check(dlist_db *db)
     return P2_OK;
 }
 #endif
+/* end of layer dlist of items ------------------------------------------- */

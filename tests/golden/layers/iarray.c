@@ -252,3 +252,4 @@ static int iarray_items__iarray_verify(iarray_db *db, p2_verify *v)
     }
     return 0;
 }
+/* end of layer iarray(key=id) of items ---------------------------------- */

@@ -176,3 +176,4 @@ static int ilist__rel_holds_verify(ilist_db *db, p2_verify *v)
         p2_verify_fail(v, "container members, layer ilist (relationship holds): %" PRIu64 " elements have a owner, the owners count %" PRIu64, members, total);
     return 0;
 }
+/* end of layer ilist of relationship holds ------------------------------ */

@@ -21,3 +21,4 @@ static inline int journal_items__journal_realloc(journal_db *db, uint64_t *ref, 
 {
     return journal_items__persistent_realloc(db, ref, old_size, new_size);
 }
+/* end of layer journal of items ----------------------------------------- */

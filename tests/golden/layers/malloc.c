@@ -173,3 +173,4 @@ static int malloc_items__malloc_verify(malloc_db *db, p2_verify *v)
         p2_verify_fail(v, "container items, layer malloc: %" PRIu64 " elements on the list, count says %" PRIu64, seen, r->malloc_count);
     return 0;
 }
+/* end of layer malloc of items ------------------------------------------ */

@@ -45,3 +45,4 @@ static inline void persistent_items__persistent_claim(persistent_db *db, p2_veri
 {
     p2_verify_claim(v, &db->seg[0], ref, len, what);
 }
+/* end of layer persistent of items -------------------------------------- */

@@ -202,3 +202,4 @@ static int qsort_items__qsort_verify(qsort_db *db, p2_verify *v)
     }
     return 0;
 }
+/* end of layer qsort(key=grp) of items ---------------------------------- */

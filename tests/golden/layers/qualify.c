@@ -43,3 +43,4 @@ static inline int qualify_items__qualify_all_next(qualify_items_all_cursor *k)
 
 static inline int qualify_items__qualify_all_delete(qualify_items_all_cursor *k) { return qualify_items__top2ds_all_delete(k); }
 static inline int qualify_items__qualify_all_update(qualify_items_all_cursor *k, const qualify_item *rec) { return qualify_items__top2ds_all_update(k, rec); }
+/* end of layer qualify of items ----------------------------------------- */

@@ -214,6 +214,7 @@ static int refarray__rel_holds_verify(refarray_db *db, p2_verify *v)
     }
     return 0;
 }
+/* end of layer refarray of relationship holds --------------------------- */
 
 /* --------------------------------------------------------------------------
  * relationship pair one owners.partner to one members.partner = refarray(capacity=4)
@@ -335,3 +336,4 @@ static int refarray__rel_pair_verify(refarray_db *db, p2_verify *v)
     }
     return 0;
 }
+/* end of layer refarray of relationship pair ---------------------------- */

@@ -234,3 +234,4 @@ static inline int top2ds_items__top2ds_all_update(top2ds_items_all_cursor *k, co
     k->_has_pending = 1;
     return P2_OK;
 }
+/* end of layer top2ds of items ------------------------------------------ */

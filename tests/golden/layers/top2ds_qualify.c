@@ -236,3 +236,4 @@ static inline int top2ds_qualify_items__top2ds_qualify_all_update(top2ds_qualify
     k->_has_pending = 1;
     return P2_OK;
 }
+/* end of layer top2ds_qualify of items ---------------------------------- */

@@ -128,15 +128,11 @@ static inline int journal_archive__cmp_balance(int64_t a, int64_t b)
 
 /* [layer persistent: see tests/golden/layers/persistent.c] */
 
-
 /* [layer journal: see tests/golden/layers/journal.c] */
-
 
 /* [layer iarray: see tests/golden/layers/iarray.c] */
 
-
 /* [layer top2ds_qualify: see tests/golden/layers/top2ds_qualify.c] */
-
 
 /* --------------------------------------------------------------------------
  * public API of container accts
@@ -338,6 +334,7 @@ JOURNAL_API int journal_accts_all_delete(journal_accts_all_cursor *cur)
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return journal_accts__top2ds_qualify_all_delete(cur);
 }
+/* end of container accts ################################################ */
 
 /* ##########################################################################
  * container archive of acct
@@ -346,12 +343,9 @@ JOURNAL_API int journal_accts_all_delete(journal_accts_all_cursor *cur)
 
 /* [layer persistent: see tests/golden/layers/persistent.c] */
 
-
 /* [layer malloc: see tests/golden/layers/malloc.c] */
 
-
 /* [layer top2ds: see tests/golden/layers/top2ds.c] */
-
 
 /* --------------------------------------------------------------------------
  * public API of container archive
@@ -479,6 +473,7 @@ JOURNAL_API int journal_archive_all_delete(journal_archive_all_cursor *cur)
     if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return journal_archive__top2ds_all_delete(cur);
 }
+/* end of container archive ############################################## */
 
 /* ==========================================================================
  * integrity check: journal_verify walks every structure of every container (each layer's

@@ -208,6 +208,7 @@ JOURNAL_API int journal_accts_all_delete(journal_accts_all_cursor *cur);
  * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
  * it again, or on a cursor whose open failed, does nothing. */
 JOURNAL_API void journal_accts_all_close(journal_accts_all_cursor *cur);
+/* end of container accts ================================================ */
 
 /* ==========================================================================
  * container archive of acct
@@ -259,6 +260,7 @@ JOURNAL_API int journal_archive_all_delete(journal_archive_all_cursor *cur);
  * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
  * it again, or on a cursor whose open failed, does nothing. */
 JOURNAL_API void journal_archive_all_close(journal_archive_all_cursor *cur);
+/* end of container archive ============================================== */
 
 /* p2gen: public API end */
 #ifdef __cplusplus

@@ -171,18 +171,13 @@ static void links_shelves__on_delete(links_db *db, uint64_t ref);
 
 /* [layer transient: see tests/golden/layers/transient.c] */
 
-
 /* [layer array: see tests/golden/layers/array.c] */
-
 
 /* [layer hash: see tests/golden/layers/hash.c] */
 
-
 /* [layer top2ds_qualify: see tests/golden/layers/top2ds_qualify.c] */
 
-
 /* [layer delflag: see tests/golden/layers/delflag.c] */
-
 
 /* --------------------------------------------------------------------------
  * public API of container docs
@@ -462,6 +457,7 @@ LINKS_API int links_docs_all_delete(links_docs_all_cursor *cur)
     links_docs__on_delete(cur->_db, cur->_cur);
     return links_docs__delflag_all_delete(cur);
 }
+/* end of container docs ################################################# */
 
 /* ##########################################################################
  * container shelves of shelf
@@ -470,15 +466,11 @@ LINKS_API int links_docs_all_delete(links_docs_all_cursor *cur)
 
 /* [layer transient: see tests/golden/layers/transient.c] */
 
-
 /* [layer malloc: see tests/golden/layers/malloc.c] */
-
 
 /* [layer avl: see tests/golden/layers/avl.c] */
 
-
 /* [layer top2ds_qualify: see tests/golden/layers/top2ds_qualify.c] */
-
 
 /* --------------------------------------------------------------------------
  * public API of container shelves
@@ -714,6 +706,7 @@ LINKS_API int links_shelves_all_delete(links_shelves_all_cursor *cur)
     links_shelves__on_delete(cur->_db, cur->_cur);
     return links_shelves__top2ds_qualify_all_delete(cur);
 }
+/* end of container shelves ############################################## */
 
 /* ##########################################################################
  * relationships: one section per relationship, rendered by the layer that stores it
@@ -722,9 +715,7 @@ LINKS_API int links_shelves_all_delete(links_shelves_all_cursor *cur)
 
 /* [layer ilist: see tests/golden/layers/ilist.c] */
 
-
 /* [layer refarray: see tests/golden/layers/refarray.c] */
-
 
 
 /* --------------------------------------------------------------------------

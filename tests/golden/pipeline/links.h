@@ -206,6 +206,7 @@ LINKS_API int links_docs_all_delete(links_docs_all_cursor *cur);
  * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
  * it again, or on a cursor whose open failed, does nothing. */
 LINKS_API void links_docs_all_close(links_docs_all_cursor *cur);
+/* end of container docs ================================================= */
 
 /* ==========================================================================
  * container shelves of shelf
@@ -288,6 +289,7 @@ LINKS_API int links_shelves_all_delete(links_shelves_all_cursor *cur);
  * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
  * it again, or on a cursor whose open failed, does nothing. */
 LINKS_API void links_shelves_all_close(links_shelves_all_cursor *cur);
+/* end of container shelves ============================================== */
 
 /* ==========================================================================
  * relationship holds one shelves.docs to many docs.shelf = ilist
@@ -316,6 +318,7 @@ LINKS_API links_ref links_docs_shelf(links_db *db, links_ref ref);
 /* Set it (LINKS_NOREF clears): ref is appended to partner's docs.
  * Errors: P2_NOTFOUND, P2_ENOMEM. */
 LINKS_API int links_docs_set_shelf(links_db *db, links_ref ref, links_ref partner);
+/* end of relationship holds ============================================= */
 
 /* ==========================================================================
  * relationship cites many docs.cites to many docs.cited_by = refarray(capacity=4)
@@ -356,6 +359,7 @@ LINKS_API uint64_t links_docs_cited_by_count(links_db *db, links_ref owner);
 LINKS_API int links_docs_cited_by_add(links_db *db, links_ref owner, links_ref member);
 /* Remove one occurrence of member from owner's cited_by (and its mirror). Errors: P2_NOTFOUND. */
 LINKS_API int links_docs_cited_by_remove(links_db *db, links_ref owner, links_ref member);
+/* end of relationship cites ============================================= */
 
 /* p2gen: public API end */
 #ifdef __cplusplus

@@ -144,6 +144,22 @@ def test_every_section_has_a_head_and_an_end_fence(name, tmp_path):
             assert text.count(f"/* end of container {cname} ") == 1, cname
 
 
+@pytest.mark.parametrize("name", ["paper.p2", "inventory.p2"])
+def test_cursor_comments_keep_their_line_breaks(name, tmp_path):
+    """A cursor's comment in the header: its declaration on one line, the plan's access
+    path on the next (a template block at the end of the first line must not swallow the
+    line break)."""
+    import re
+    gen = generate(os.path.join(ROOT, "type_equations", name), str(tmp_path))
+    header = open(gen.header).read()
+    heads = re.findall(r"^/\* cursor (?!\w+_all:).*\n.*", header, re.M)
+    assert heads
+    for two in heads:
+        first, second = two.split("\n")
+        assert "path:" not in first, first
+        assert second.startswith(" *   path: "), two
+
+
 # --- goldens: per layer and per error class ---------------------------------------------
 # The generated C is headed section by section by the layer that wrote it. Each layer of
 # the registry has a minimal spec using it (tests/golden/layers/<layer>.p2) and a golden of

@@ -160,7 +160,8 @@ JOURNAL_API int journal_accts_find_id(journal_db *db, uint32_t key, journal_ref 
  * reference, for the setters. */
 JOURNAL_API const journal_acct *journal_accts_lookup_id(journal_db *db, uint32_t key, journal_ref *out);
 
-/* cursor rich on accts where balance > $min *   path: iarray(capacity=8, key=id, max_key=8191) range (iarray: full scan in id order); residual: balance > $min */
+/* cursor rich on accts where balance > $min
+ *   path: iarray(capacity=8, key=id, max_key=8191) range (iarray: full scan in id order); residual: balance > $min */
 typedef struct journal_rich_cursor {
     journal_db *_db;
     uint64_t _cur, _pending;

@@ -158,7 +158,8 @@ LINKS_API const links_doc *links_docs_lookup_id(links_db *db, uint32_t key, link
 /* Remove the elements marked deleted for good; returns how many via *n (may be NULL). */
 LINKS_API int links_docs_purge(links_db *db, uint64_t *n);
 
-/* cursor docs_by_id on docs where id >= $lo *   path: array(capacity=16) scan (array: scan every slot); residual: id >= $lo */
+/* cursor docs_by_id on docs where id >= $lo
+ *   path: array(capacity=16) scan (array: scan every slot); residual: id >= $lo */
 typedef struct links_docs_by_id_cursor {
     links_db *_db;
     uint64_t _cur, _pending;
@@ -242,7 +243,8 @@ LINKS_API int links_shelves_find_label(links_db *db, const char *key, links_ref 
  * reference, for the setters. */
 LINKS_API const links_shelf *links_shelves_lookup_label(links_db *db, const char *key, links_ref *out);
 
-/* cursor shelves_by_label on shelves where label != "x" order by label *   path: avl(key=label) range (avl: full scan in label order); residual: label != "x" */
+/* cursor shelves_by_label on shelves where label != "x" order by label
+ *   path: avl(key=label) range (avl: full scan in label order); residual: label != "x" */
 typedef struct links_shelves_by_label_cursor {
     links_db *_db;
     uint64_t _cur, _pending;

@@ -2,7 +2,8 @@
 
 The source is assembled container by container, layer by layer from the bottom (memory)
 up to the top, each section rendered by that layer's template in layers/, headed by a
-banner naming the layer and the equation and closed by an end fence naming it again. Rendering is deterministic: same spec, same bytes.
+banner naming the layer and the equation and closed by an end fence naming it again.
+Rendering is deterministic: same spec, same bytes.
 """
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from typing import Optional
 import jinja2
 
 from .ir import CheckedSpec, ContainerInfo, CursorInfo, LayerInstance
+from .layers.base import ALLOC
+from .runtime.codes import CODES
 from .model import (And, Compare, Const, Expr, FieldRef, FieldType, Not, ParamRef, chain_terms,
                     expr_text)
 
@@ -391,6 +394,77 @@ def cursor_view(cur: CursorInfo, checked: CheckedSpec) -> CursorView:
                       " || ".join(relink), why)
 
 
+# ---------------------------------------------------------------------------
+# What each function of a container's API can return, for the header
+# ---------------------------------------------------------------------------
+def layer_errors(info: ContainerInfo, op: str) -> set:
+    """The codes the layers of `info`'s equation return for `op` (layers/base.py, `errors`):
+    their union, from the outermost layer down to one that does the operation alone (a
+    layer that defers deletes, for removals), with ALLOC spelled as the mem layers' codes."""
+    out: set = set()
+    for li in info.chain:
+        out |= li.layer.op_errors(li, op)
+        if li.layer.defers_delete and op in ("remove", "cursor_delete"):
+            break
+    if ALLOC in out:
+        out.discard(ALLOC)
+        out |= mem_errors(info)
+    return out
+
+
+def mem_errors(info: ContainerInfo) -> set:
+    """What allocating in `info`'s memory can return."""
+    out: set = set()
+    for li in info.chain:
+        if li.layer.realm == "mem":
+            out |= li.layer.op_errors(li, "alloc")
+    return out
+
+
+def spell_errors(codes) -> str:
+    """Codes in the order of their table (P2_ERROR_LIST), comma-separated."""
+    ERROR_CODES = [c.name for c in CODES]
+    unknown = set(codes) - set(ERROR_CODES)
+    if unknown:
+        raise ValueError(f"unknown error codes {sorted(unknown)} (not in p2_runtime.h)")
+    return ", ".join(c for c in ERROR_CODES if c in codes)
+
+
+def api_errors(info: ContainerInfo) -> dict:
+    """For each public function of a container, the codes it can return beside P2_OK,
+    P2_ECLOSED (a closed handle) and P2_EINVAL for a NULL argument: what its checks return
+    for this container (references it holds, elements others refer to) and what the layers
+    of its equation declare. Keys: insert, update, delete, reserve, cursor_update and
+    cursor_delete (beside P2_EINVAL when the cursor is on no element), set_<field>."""
+    nf = {"P2_NOTFOUND"}
+    checks_refs = nf if info.ref_fields else set()
+    # an element others refer to is never moved (prepare_update): the update is refused
+    pinned = {"P2_EINVAL"} if info.referenced and info.storage.layer.relocates else set()
+    update = nf | checks_refs | pinned | layer_errors(info, "update")
+    out = {
+        "insert": checks_refs | layer_errors(info, "insert"),
+        "update": update,
+        "delete": nf | layer_errors(info, "remove"),
+        "reserve": layer_errors(info, "reserve"),
+        # beside P2_EINVAL when the cursor is not on an element (said in the header)
+        "cursor_update": checks_refs | pinned | layer_errors(info, "update")
+                         | layer_errors(info, "cursor_update"),
+        "cursor_delete": layer_errors(info, "remove") | layer_errors(info, "cursor_delete"),
+    }
+    keys = info.key_fields()
+    for f in info.record.fields:
+        if f.type.kind == "text":
+            out[f"set_{f.name}"] = nf | {"P2_ERANGE", "P2_EINVAL"} | mem_errors(info)
+            continue
+        codes = set(nf)
+        if f.type.kind == "char":
+            codes.add("P2_ERANGE")      # longer than the field
+        if f.name in keys:
+            codes |= update
+        out[f"set_{f.name}"] = codes
+    return {k: spell_errors(v) for k, v in out.items()}
+
+
 def names(checked: CheckedSpec, info: ContainerInfo) -> dict:
     """C type names every template of a container uses."""
     return {"DB": f"{checked.prefix}_db", "E": f"{info.p}_elem", "ROOT": f"{info.p}_root",
@@ -472,7 +546,8 @@ class Renderer:
         ctx = dict(S=checked, spec_file=self.spec_file, containers=containers, rels=rels,
                    files=self.files(), arg_type=arg_type, param_field_decl=param_field_decl,
                    c_string=c_string, where_text=expr_text, names=names,
-                   rn=self.role_names, recover=self.recover, hooked=[c for c in containers
+                   rn=self.role_names, recover=self.recover, api_errors=api_errors,
+                   hooked=[c for c in containers
                                            if c["info"].has_hooks or c["info"].referenced])
         header = self.env.get_template("spec.h.j2").render(**ctx)
         source = self.env.get_template("spec.c.j2").render(**ctx)

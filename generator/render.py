@@ -3,7 +3,8 @@
 The source is assembled container by container, layer by layer from the bottom (memory)
 up to the top, each section rendered by that layer's template in layers/, headed by a
 banner naming the layer and the equation and closed by an end fence naming it again.
-Rendering is deterministic: same spec, same bytes.
+Static functions nothing calls are then left out (drop_unused). Rendering is
+deterministic: same spec, same bytes.
 """
 from __future__ import annotations
 
@@ -551,7 +552,89 @@ class Renderer:
                                            if c["info"].has_hooks or c["info"].referenced])
         header = self.env.get_template("spec.h.j2").render(**ctx)
         source = self.env.get_template("spec.c.j2").render(**ctx)
+        source = drop_unused(source, self.tool_source())
         return inline_api(checked.prefix, header, source)
+
+    def tool_source(self) -> str:
+        """The program that includes this source and calls its static functions: the
+        recovery program (`p2gen recover`) for a recovery build, else the integrity checker
+        (`p2gen verify`)."""
+        if self.recover:
+            return self.recover_main()
+        from .verify import render_verifier
+        return render_verifier(self.checked, self.spec_file)
+
+    def recover_main(self) -> str:
+        """The C of `p2gen recover`'s program (templates/recover_main.c.j2)."""
+        checked = self.checked
+        return self.env.get_template("recover_main.c.j2").render(
+            S=checked, spec_file=self.spec_file, files=self.files(), names=names,
+            c_string=c_string, containers=[{"info": i} for i in checked.containers],
+            rels=[{"info": ri} for ri in checked.relationships])
+
+
+# ---------------------------------------------------------------------------
+# Emission by use
+# ---------------------------------------------------------------------------
+# A static function definition of the generated source: its comment directly above (not a
+# section banner), the definition (one line, or a head and a body closed by `}` at column
+# 0), and the blank line after it.
+_STATIC_DEF = re.compile(
+    r"(?:^/\*(?! -| =| #)(?:(?!\*/).)*\*/\n)?"
+    r"^static (?:inline )?[^\n;=()]*?\b(\w+)\((?:[^;{}]|\n)*?\)"
+    r"(?:[ \t]*\{[^\n]*\}\n|\n\{\n(?:.*?\n)??\}\n)(?:\n(?=\n|/\*|static|#|[a-zA-Z]))?",
+    re.M | re.S)
+
+
+_GUARD = re.compile(r"^#ifndef (P2_\w+_DEFINED)\n#define \1\n.*?^#endif\n", re.M | re.S)
+
+
+def drop_unused(source: str, roots: str = "") -> str:
+    """The source without the static functions nothing calls: a layer renders its whole
+    contract (every comparator, every cursor operation, every memory function), and what
+    this spec's code does not call -- from its public API, directly or through functions
+    that are kept -- is not emitted. `roots` is the C of programs that include the source
+    and call its static functions (the integrity checker, the recovery program). A
+    function under a guard of its own (the p2_fixstr helpers, shared by the specs of one
+    file) goes with its guard."""
+    word = re.compile(r"\b[A-Za-z_]\w*")
+    proto = re.compile(r"^static [^\n]*?\b(\w+)\([^\n]*\);\n", re.M)
+    defs: dict = {}   # name -> (start, end) of its text, comment and guard included
+    guards = [g.span() for g in _GUARD.finditer(source)]
+    for m in _STATIC_DEF.finditer(source):
+        span = next((g for g in guards if g[0] <= m.start() < g[1]), m.span())
+        defs[m.group(1)] = span
+    # what the code outside these definitions calls (prototypes call nothing) is used, and
+    # so is what a used definition calls
+    outside, at = [roots], 0
+    for start, end in sorted(defs.values()):
+        outside.append(source[at:start])
+        at = end
+    outside.append(source[at:])
+    todo = [w for w in set(word.findall(proto.sub("", "".join(outside)))) if w in defs]
+    used = set(todo)
+    while todo:
+        start, end = defs[todo.pop()]
+        for w in set(word.findall(source, start, end)):
+            if w in defs and w not in used:
+                used.add(w)
+                todo.append(w)
+    dead = sorted(span for name, span in defs.items() if name not in used)
+    if not dead:
+        return source
+    parts, at = [], 0
+    for start, end in dead:
+        parts.append(source[at:start])
+        # the blank line after it goes with it, unless it ends a run of functions written
+        # one after the other (the comparators)
+        if source[end - 3:end] == "}\n\n" and source[start - 2:start] == "}\n":
+            parts.append("\n")
+        at = end
+    parts.append(source[at:])
+    names = set(defs) - used
+    source = proto.sub(lambda m: "" if m.group(1) in names else m.group(0), "".join(parts))
+    # a section whose last function went keeps no blank line before its end fence
+    return re.sub(r"\n\n(/\* end of )", r"\n\1", source)
 
 
 def inline_api(prefix: str, header: str, source: str) -> tuple[str, str]:

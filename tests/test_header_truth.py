@@ -1,8 +1,10 @@
-"""The generated header tells the truth for its spec: each function's documented errors
-are what the layers of that container's equation can return (layers/*.py, `errors`)."""
+"""The generated C tells the truth for its spec: each function's documented errors are
+what the layers of that container's equation can return (layers/*.py, `errors`), and no
+function is emitted that nothing calls."""
 import glob
 import os
 import re
+import subprocess
 
 import pytest
 
@@ -84,3 +86,58 @@ def test_only_keyed_storage_documents_duplicates(spec):
         keyed = info.has_layer("iarray")
         for fn in ("insert", "update"):
             assert ("P2_EDUP" in errs[fn]) == keyed, (info.name, fn, errs[fn])
+
+
+COMMITTED = sorted(glob.glob(os.path.join(ROOT, "type_equations", "**", "*.p2"), recursive=True)
+                   + glob.glob(os.path.join(ROOT, "bench", "**", "*.p2"), recursive=True)
+                   + glob.glob(os.path.join(ROOT, "tests", "specs", "*.p2")))
+# the recovery program's build of the source, for a few specs (each is another compile)
+RECOVERED = ("paper.p2", "links_persistent.p2", "hash_ilist_journal.p2", "inventory.p2")
+
+# gcc flags an unused static function (-Wunused-function) but not an unused static inline
+# one: the program is compiled with `inline` defined away after the system and runtime
+# headers (whose own inline functions are not the generated code's business)
+UNINLINE = """#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "p2_runtime.h"
+#define inline
+#include "%s"
+"""
+
+
+def assert_all_static_functions_used(main, include_dir):
+    from p2gen.build import RUNTIME_DIR
+    wrapper = main.parent / f"uninline_{main.name}"
+    wrapper.write_text(UNINLINE % main.name)
+    proc = subprocess.run(["cc", "-std=c11", "-O0", "-Wunused-function", "-Werror", "-c",
+                           "-o", os.devnull, "-I", str(include_dir), "-I", RUNTIME_DIR,
+                           str(wrapper)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+@pytest.mark.parametrize("spec", COMMITTED, ids=lambda p: os.path.relpath(p, ROOT))
+def test_no_static_function_is_unused(spec, tmp_path):
+    """Every static function of the generated source is called by the source itself or by
+    the program that includes it (the integrity checker; the recovery program, for its
+    own build of the source)."""
+    from p2gen.build import generate, load
+    from p2gen.render import Renderer
+    from p2gen.verify import render_verifier
+    gen = generate(spec, str(tmp_path))
+    checked = load(spec, None)
+    (tmp_path / "verifier.c").write_text(render_verifier(checked, os.path.basename(spec)))
+    assert_all_static_functions_used(tmp_path / "verifier.c", tmp_path)
+    if os.path.basename(spec) in RECOVERED:
+        rec = tmp_path / "recover"
+        rec.mkdir()
+        r = Renderer(checked, os.path.basename(spec), recover=True)
+        header, source = r.render()
+        (rec / f"{gen.prefix}.h").write_text(header)
+        (rec / f"{gen.prefix}.c").write_text(source)
+        (rec / "recoverer.c").write_text(r.recover_main())
+        assert_all_static_functions_used(rec / "recoverer.c", rec)

@@ -111,12 +111,6 @@ static inline uint64_t array_items__array_ref_after_move(uint64_t ref, uint64_t 
     return ref;
 }
 
-static inline uint64_t array_items__array_find_dup(array_db *db, const array_item *rec)
-{
-    (void)db; (void)rec;
-    return P2_NIL;
-}
-
 /* scan path: every live slot in slot order */
 static inline uint64_t array_items__array_scan_from(array_db *db, uint64_t ref)
 {

@@ -120,12 +120,6 @@ static inline uint64_t malloc_items__malloc_ref_after_move(uint64_t ref, uint64_
     return ref;
 }
 
-static inline uint64_t malloc_items__malloc_find_dup(malloc_db *db, const malloc_item *rec)
-{
-    (void)db; (void)rec;
-    return P2_NIL;
-}
-
 /* scan path: the list, oldest first */
 static inline uint64_t malloc_items__malloc_scan_first(malloc_db *db)
 {

@@ -117,50 +117,6 @@ static inline int top2ds_items__top2ds_find_grp_next(top2ds_items__find_grp_curs
     return P2_END;
 }
 
-/* Remember where the walk goes on before removing the element under the cursor. */
-static inline int top2ds_items__top2ds_find_grp_delete(top2ds_items__find_grp_cursor *k)
-{
-    uint64_t cur = k->_cur;
-    uint64_t next = k->_has_pending ? k->_pending : top2ds_items__top2ds_find_grp_advance(k, cur);
-    p2_refset_del(&k->_seen, cur);
-    top2ds_items__top2ds_remove(k->_db, cur);
-    if (next != P2_NIL) next = top2ds_items__array_ref_after_remove(next, cur);
-    k->_pending = next;
-    k->_has_pending = 1;
-    k->_state = 2;
-    return P2_OK;
-}
-
-/* An update that puts the element elsewhere in this walk (when array storage moves it, or its grp (hash's key) changes)
-   remembers it in k->_seen: the walk skips it when it meets it again, so every element
-   is visited once (the Halloween problem). */
-static inline int top2ds_items__top2ds_find_grp_update(top2ds_items__find_grp_cursor *k, const top2ds_item *rec)
-{
-    uint64_t old = k->_cur, ref = old;
-    uint64_t next = k->_has_pending ? k->_pending : top2ds_items__top2ds_find_grp_advance(k, old);
-    int relinks = top2ds_items__array_moves(k->_db, old, rec) || top2ds_items__cmp_grp(top2ds_items__array_elem(k->_db, old)->rec.grp, rec->grp) != 0;
-    int rc;
-    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
-        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor find_grp: out of memory for the elements it moved");
-    rc = top2ds_items__top2ds_update(k->_db, &ref, rec);
-    if (rc != P2_OK) {
-        /* nothing changed, but an index may have relinked the element: go on from the
-           successor saved before the attempt */
-        k->_pending = next;
-        k->_has_pending = 1;
-        return rc;
-    }
-    if (next != P2_NIL && ref != old) next = top2ds_items__array_ref_after_move(next, old, ref);
-    if (ref != old) {
-        p2_refset_del(&k->_seen, old);
-    }
-    if (relinks) p2_refset_add(&k->_seen, ref);
-    k->_cur = ref;
-    k->_pending = next;
-    k->_has_pending = 1;
-    return P2_OK;
-}
-
 /* cursor all: path: array(capacity=16) scan (array: scan every slot); residual: (none) */
 static inline uint64_t top2ds_items__top2ds_all_advance(top2ds_items_all_cursor *k, uint64_t ref)
 {

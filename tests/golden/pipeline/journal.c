@@ -25,32 +25,9 @@
 #endif
 #endif
 
-#ifndef P2_FIXSTR_DEFINED
-#define P2_FIXSTR_DEFINED
-/* char[N] fields hold up to N bytes, NUL-padded (no terminator when full). Compare two
- * such strings as C strings limited to their buffer sizes. */
-static inline int p2_fixstr_cmp(const char *a, size_t na, const char *b, size_t nb)
-{
-    size_t n = na > nb ? na : nb;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ca = i < na ? (unsigned char)a[i] : 0;
-        unsigned char cb = i < nb ? (unsigned char)b[i] : 0;
-        if (ca != cb) return ca < cb ? -1 : 1;
-        if (ca == 0) return 0;
-    }
-    return 0;
-}
-/* Store C string `s` into a char[n] field: P2_ERANGE if it does not fit. */
-static inline int p2_fixstr_set(char *dst, size_t n, const char *s)
-{
-    size_t len = 0;
-    while (len <= n && s[len]) len++;
-    if (len > n) return P2_ERANGE;
-    memcpy(dst, s, len);
-    memset(dst + len, 0, n - len);
-    return P2_OK;
-}
-#endif
+/* char[N] fields hold up to N bytes, NUL-padded (no terminator when full). The helpers
+ * for them are shared by the specs compiled into one file (<PREFIX>_INLINE), each under a
+ * guard of its own: a spec that does not use one leaves it to the next. */
 
 /* ==========================================================================
  * Element and root layouts: the fields each layer adds, then the user's record (links and
@@ -103,23 +80,6 @@ struct journal_db {
     int archive_ready;
 };
 
-/* Key comparisons: -1, 0 or 1, as used by ordered layers and range cursors. */
-static inline int journal_accts__cmp_id(uint32_t a, uint32_t b)
-{
-    return (a > b) - (a < b);
-}
-static inline int journal_accts__cmp_balance(int64_t a, int64_t b)
-{
-    return (a > b) - (a < b);
-}
-static inline int journal_archive__cmp_id(uint32_t a, uint32_t b)
-{
-    return (a > b) - (a < b);
-}
-static inline int journal_archive__cmp_balance(int64_t a, int64_t b)
-{
-    return (a > b) - (a < b);
-}
 
 /* ##########################################################################
  * container accts of acct

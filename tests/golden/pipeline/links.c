@@ -25,10 +25,12 @@
 #endif
 #endif
 
-#ifndef P2_FIXSTR_DEFINED
-#define P2_FIXSTR_DEFINED
-/* char[N] fields hold up to N bytes, NUL-padded (no terminator when full). Compare two
- * such strings as C strings limited to their buffer sizes. */
+/* char[N] fields hold up to N bytes, NUL-padded (no terminator when full). The helpers
+ * for them are shared by the specs compiled into one file (<PREFIX>_INLINE), each under a
+ * guard of its own: a spec that does not use one leaves it to the next. */
+#ifndef P2_FIXSTR_CMP_DEFINED
+#define P2_FIXSTR_CMP_DEFINED
+/* Compare two such strings as C strings limited to their buffer sizes. */
 static inline int p2_fixstr_cmp(const char *a, size_t na, const char *b, size_t nb)
 {
     size_t n = na > nb ? na : nb;
@@ -40,6 +42,9 @@ static inline int p2_fixstr_cmp(const char *a, size_t na, const char *b, size_t 
     }
     return 0;
 }
+#endif
+#ifndef P2_FIXSTR_SET_DEFINED
+#define P2_FIXSTR_SET_DEFINED
 /* Store C string `s` into a char[n] field: P2_ERANGE if it does not fit. */
 static inline int p2_fixstr_set(char *dst, size_t n, const char *s)
 {
@@ -138,14 +143,6 @@ struct links_db {
 
 /* Key comparisons: -1, 0 or 1, as used by ordered layers and range cursors. */
 static inline int links_docs__cmp_id(uint32_t a, uint32_t b)
-{
-    return (a > b) - (a < b);
-}
-static inline int links_docs__cmp_home(uint64_t a, uint64_t b)
-{
-    return (a > b) - (a < b);
-}
-static inline int links_shelves__cmp_id(uint32_t a, uint32_t b)
 {
     return (a > b) - (a < b);
 }

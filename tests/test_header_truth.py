@@ -141,3 +141,14 @@ def test_no_static_function_is_unused(spec, tmp_path):
         (rec / f"{gen.prefix}.c").write_text(source)
         (rec / "recoverer.c").write_text(r.recover_main())
         assert_all_static_functions_used(rec / "recoverer.c", rec)
+
+
+@pytest.mark.parametrize("spec", ["paper.p2", "inventory.p2", "oo7/hash_ilist_journal.p2"])
+def test_cursor_states_have_names(spec, tmp_path):
+    """A cursor's state is compared and set by name (P2_CURSOR_*), never as a bare number."""
+    from p2gen.build import generate
+    gen = generate(os.path.join(ROOT, "type_equations", spec), str(tmp_path))
+    source = open(gen.source).read()
+    assert re.findall(r"_state\s*(?:[!=]=|=)\s*\d", source) == []
+    for state in ("BEFORE", "ON", "OFF", "END"):
+        assert re.search(rf"_state (?:[!=]=|=) P2_CURSOR_{state}\b", source), state

@@ -23,8 +23,8 @@ static inline uint64_t top2ds_items__top2ds_every_advance(top2ds_every_cursor *k
 static inline int top2ds_items__top2ds_every_next(top2ds_every_cursor *k)
 {
     uint64_t ref;
-    if (k->_state == 0) ref = top2ds_items__array_scan_first(k->_db);
-    else if (k->_state == 3) return P2_END;
+    if (k->_state == P2_CURSOR_BEFORE) ref = top2ds_items__array_scan_first(k->_db);
+    else if (k->_state == P2_CURSOR_END) return P2_END;
     else if (k->_has_pending) ref = k->_pending;
     else ref = top2ds_items__top2ds_every_advance(k, k->_cur);
     k->_has_pending = 0;
@@ -35,10 +35,10 @@ static inline int top2ds_items__top2ds_every_next(top2ds_every_cursor *k)
             continue;
         }
         k->_cur = ref;
-        k->_state = 1;
+        k->_state = P2_CURSOR_ON;
         return P2_OK;
     }
-    k->_state = 3;
+    k->_state = P2_CURSOR_END;
     p2_refset_free(&k->_seen);
     return P2_END;
 }
@@ -53,7 +53,7 @@ static inline int top2ds_items__top2ds_every_delete(top2ds_every_cursor *k)
     if (next != P2_NIL) next = top2ds_items__array_ref_after_remove(next, cur);
     k->_pending = next;
     k->_has_pending = 1;
-    k->_state = 2;
+    k->_state = P2_CURSOR_OFF;
     return P2_OK;
 }
 
@@ -97,8 +97,8 @@ static inline uint64_t top2ds_items__top2ds_find_grp_advance(top2ds_items__find_
 static inline int top2ds_items__top2ds_find_grp_next(top2ds_items__find_grp_cursor *k)
 {
     uint64_t ref;
-    if (k->_state == 0) ref = top2ds_items__hash_eq_first(k->_db, k->_p_grp);
-    else if (k->_state == 3) return P2_END;
+    if (k->_state == P2_CURSOR_BEFORE) ref = top2ds_items__hash_eq_first(k->_db, k->_p_grp);
+    else if (k->_state == P2_CURSOR_END) return P2_END;
     else if (k->_has_pending) ref = k->_pending;
     else ref = top2ds_items__top2ds_find_grp_advance(k, k->_cur);
     k->_has_pending = 0;
@@ -109,10 +109,10 @@ static inline int top2ds_items__top2ds_find_grp_next(top2ds_items__find_grp_curs
             continue;
         }
         k->_cur = ref;
-        k->_state = 1;
+        k->_state = P2_CURSOR_ON;
         return P2_OK;
     }
-    k->_state = 3;
+    k->_state = P2_CURSOR_END;
     p2_refset_free(&k->_seen);
     return P2_END;
 }
@@ -127,8 +127,8 @@ static inline uint64_t top2ds_items__top2ds_all_advance(top2ds_items_all_cursor 
 static inline int top2ds_items__top2ds_all_next(top2ds_items_all_cursor *k)
 {
     uint64_t ref;
-    if (k->_state == 0) ref = top2ds_items__array_scan_first(k->_db);
-    else if (k->_state == 3) return P2_END;
+    if (k->_state == P2_CURSOR_BEFORE) ref = top2ds_items__array_scan_first(k->_db);
+    else if (k->_state == P2_CURSOR_END) return P2_END;
     else if (k->_has_pending) ref = k->_pending;
     else ref = top2ds_items__top2ds_all_advance(k, k->_cur);
     k->_has_pending = 0;
@@ -139,10 +139,10 @@ static inline int top2ds_items__top2ds_all_next(top2ds_items_all_cursor *k)
             continue;
         }
         k->_cur = ref;
-        k->_state = 1;
+        k->_state = P2_CURSOR_ON;
         return P2_OK;
     }
-    k->_state = 3;
+    k->_state = P2_CURSOR_END;
     p2_refset_free(&k->_seen);
     return P2_END;
 }
@@ -157,7 +157,7 @@ static inline int top2ds_items__top2ds_all_delete(top2ds_items_all_cursor *k)
     if (next != P2_NIL) next = top2ds_items__array_ref_after_remove(next, cur);
     k->_pending = next;
     k->_has_pending = 1;
-    k->_state = 2;
+    k->_state = P2_CURSOR_OFF;
     return P2_OK;
 }
 

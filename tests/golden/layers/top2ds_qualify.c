@@ -23,8 +23,8 @@ static inline uint64_t top2ds_qualify_items__top2ds_qualify_items_of_advance(top
 static inline int top2ds_qualify_items__top2ds_qualify_items_of_next(top2ds_qualify_items_of_cursor *k)
 {
     uint64_t ref;
-    if (k->_state == 0) ref = top2ds_qualify_items__hash_eq_first(k->_db, k->_p_g);
-    else if (k->_state == 3) return P2_END;
+    if (k->_state == P2_CURSOR_BEFORE) ref = top2ds_qualify_items__hash_eq_first(k->_db, k->_p_g);
+    else if (k->_state == P2_CURSOR_END) return P2_END;
     else if (k->_has_pending) ref = k->_pending;
     else ref = top2ds_qualify_items__top2ds_qualify_items_of_advance(k, k->_cur);
     k->_has_pending = 0;
@@ -37,10 +37,10 @@ static inline int top2ds_qualify_items__top2ds_qualify_items_of_next(top2ds_qual
         }
         if (!((p2_fixstr_cmp(e->rec.name, 8, ((const char[8]){"x"}), 8) != 0))) continue;
         k->_cur = ref;
-        k->_state = 1;
+        k->_state = P2_CURSOR_ON;
         return P2_OK;
     }
-    k->_state = 3;
+    k->_state = P2_CURSOR_END;
     p2_refset_free(&k->_seen);
     return P2_END;
 }
@@ -55,7 +55,7 @@ static inline int top2ds_qualify_items__top2ds_qualify_items_of_delete(top2ds_qu
     if (next != P2_NIL) next = top2ds_qualify_items__array_ref_after_remove(next, cur);
     k->_pending = next;
     k->_has_pending = 1;
-    k->_state = 2;
+    k->_state = P2_CURSOR_OFF;
     return P2_OK;
 }
 
@@ -99,8 +99,8 @@ static inline uint64_t top2ds_qualify_items__top2ds_qualify_find_grp_advance(top
 static inline int top2ds_qualify_items__top2ds_qualify_find_grp_next(top2ds_qualify_items__find_grp_cursor *k)
 {
     uint64_t ref;
-    if (k->_state == 0) ref = top2ds_qualify_items__hash_eq_first(k->_db, k->_p_grp);
-    else if (k->_state == 3) return P2_END;
+    if (k->_state == P2_CURSOR_BEFORE) ref = top2ds_qualify_items__hash_eq_first(k->_db, k->_p_grp);
+    else if (k->_state == P2_CURSOR_END) return P2_END;
     else if (k->_has_pending) ref = k->_pending;
     else ref = top2ds_qualify_items__top2ds_qualify_find_grp_advance(k, k->_cur);
     k->_has_pending = 0;
@@ -111,10 +111,10 @@ static inline int top2ds_qualify_items__top2ds_qualify_find_grp_next(top2ds_qual
             continue;
         }
         k->_cur = ref;
-        k->_state = 1;
+        k->_state = P2_CURSOR_ON;
         return P2_OK;
     }
-    k->_state = 3;
+    k->_state = P2_CURSOR_END;
     p2_refset_free(&k->_seen);
     return P2_END;
 }
@@ -129,8 +129,8 @@ static inline uint64_t top2ds_qualify_items__top2ds_qualify_all_advance(top2ds_q
 static inline int top2ds_qualify_items__top2ds_qualify_all_next(top2ds_qualify_items_all_cursor *k)
 {
     uint64_t ref;
-    if (k->_state == 0) ref = top2ds_qualify_items__array_scan_first(k->_db);
-    else if (k->_state == 3) return P2_END;
+    if (k->_state == P2_CURSOR_BEFORE) ref = top2ds_qualify_items__array_scan_first(k->_db);
+    else if (k->_state == P2_CURSOR_END) return P2_END;
     else if (k->_has_pending) ref = k->_pending;
     else ref = top2ds_qualify_items__top2ds_qualify_all_advance(k, k->_cur);
     k->_has_pending = 0;
@@ -141,10 +141,10 @@ static inline int top2ds_qualify_items__top2ds_qualify_all_next(top2ds_qualify_i
             continue;
         }
         k->_cur = ref;
-        k->_state = 1;
+        k->_state = P2_CURSOR_ON;
         return P2_OK;
     }
-    k->_state = 3;
+    k->_state = P2_CURSOR_END;
     p2_refset_free(&k->_seen);
     return P2_END;
 }
@@ -159,7 +159,7 @@ static inline int top2ds_qualify_items__top2ds_qualify_all_delete(top2ds_qualify
     if (next != P2_NIL) next = top2ds_qualify_items__array_ref_after_remove(next, cur);
     k->_pending = next;
     k->_has_pending = 1;
-    k->_state = 2;
+    k->_state = P2_CURSOR_OFF;
     return P2_OK;
 }
 

@@ -17,6 +17,13 @@
 #include "journal.h"
 
 #define P2_NIL UINT64_MAX
+/* The states of a cursor (its _state field): opened, before the first element; on an
+ * element (_cur); off the element just deleted through it, the walk going on from
+ * _pending; past the last element, or closed. */
+#define P2_CURSOR_BEFORE 0
+#define P2_CURSOR_ON 1
+#define P2_CURSOR_OFF 2
+#define P2_CURSOR_END 3
 #ifndef P2_ALIGNOF   /* this file is also compiled as C++ (the header's _INLINE mode) */
 #ifdef __cplusplus
 #define P2_ALIGNOF(T) alignof(T)
@@ -49,7 +56,7 @@ typedef struct journal_accts_root {
 typedef struct journal_accts__find_id_cursor {
     journal_db *_db;
     uint64_t _cur, _pending;
-    int _state, _has_pending;
+    int _state, _has_pending;   /* _state: P2_CURSOR_BEFORE, _ON, _OFF or _END */
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     uint32_t _p_id;
 } journal_accts__find_id_cursor;
@@ -214,13 +221,13 @@ JOURNAL_API int journal_rich_next(journal_rich_cursor *cur)
 
 JOURNAL_API const journal_acct *journal_rich_get(const journal_rich_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
+    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return NULL;
     return &journal_accts__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
 JOURNAL_API journal_ref journal_rich_ref(const journal_rich_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return JOURNAL_NOREF;
+    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return JOURNAL_NOREF;
     return cur->_cur;
 }
 
@@ -228,7 +235,7 @@ JOURNAL_API int journal_rich_update(journal_rich_cursor *cur, const journal_acct
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "journal_rich_update: rec is NULL");
-    if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor rich is not on an element");
+    if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor rich is not on an element");
     return journal_accts__top2ds_qualify_rich_update(cur, rec);
 }
 
@@ -236,13 +243,13 @@ JOURNAL_API void journal_rich_close(journal_rich_cursor *cur)
 {
     if (!cur) return;
     p2_refset_free(&cur->_seen);
-    if (cur->_db) cur->_state = 3;
+    if (cur->_db) cur->_state = P2_CURSOR_END;
 }
 
 JOURNAL_API int journal_rich_delete(journal_rich_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
-    if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor rich is not on an element");
+    if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor rich is not on an element");
     return journal_accts__top2ds_qualify_rich_delete(cur);
 }
 
@@ -263,13 +270,13 @@ JOURNAL_API int journal_accts_all_next(journal_accts_all_cursor *cur)
 
 JOURNAL_API const journal_acct *journal_accts_all_get(const journal_accts_all_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
+    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return NULL;
     return &journal_accts__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
 JOURNAL_API journal_ref journal_accts_all_ref(const journal_accts_all_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return JOURNAL_NOREF;
+    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return JOURNAL_NOREF;
     return cur->_cur;
 }
 
@@ -277,7 +284,7 @@ JOURNAL_API int journal_accts_all_update(journal_accts_all_cursor *cur, const jo
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "journal_accts_all_update: rec is NULL");
-    if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
+    if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return journal_accts__top2ds_qualify_all_update(cur, rec);
 }
 
@@ -285,13 +292,13 @@ JOURNAL_API void journal_accts_all_close(journal_accts_all_cursor *cur)
 {
     if (!cur) return;
     p2_refset_free(&cur->_seen);
-    if (cur->_db) cur->_state = 3;
+    if (cur->_db) cur->_state = P2_CURSOR_END;
 }
 
 JOURNAL_API int journal_accts_all_delete(journal_accts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
-    if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
+    if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return journal_accts__top2ds_qualify_all_delete(cur);
 }
 /* end of container accts ################################################ */
@@ -402,13 +409,13 @@ JOURNAL_API int journal_archive_all_next(journal_archive_all_cursor *cur)
 
 JOURNAL_API const journal_acct *journal_archive_all_get(const journal_archive_all_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
+    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return NULL;
     return &journal_archive__top2ds_elem(cur->_db, cur->_cur)->rec;
 }
 
 JOURNAL_API journal_ref journal_archive_all_ref(const journal_archive_all_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return JOURNAL_NOREF;
+    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return JOURNAL_NOREF;
     return cur->_cur;
 }
 
@@ -416,7 +423,7 @@ JOURNAL_API int journal_archive_all_update(journal_archive_all_cursor *cur, cons
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "journal_archive_all_update: rec is NULL");
-    if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
+    if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return journal_archive__top2ds_all_update(cur, rec);
 }
 
@@ -424,13 +431,13 @@ JOURNAL_API void journal_archive_all_close(journal_archive_all_cursor *cur)
 {
     if (!cur) return;
     p2_refset_free(&cur->_seen);
-    if (cur->_db) cur->_state = 3;
+    if (cur->_db) cur->_state = P2_CURSOR_END;
 }
 
 JOURNAL_API int journal_archive_all_delete(journal_archive_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
-    if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
+    if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return journal_archive__top2ds_all_delete(cur);
 }
 /* end of container archive ############################################## */

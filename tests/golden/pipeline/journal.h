@@ -169,7 +169,7 @@ JOURNAL_API const journal_acct *journal_accts_lookup_id(journal_db *db, uint32_t
 typedef struct journal_rich_cursor {
     journal_db *_db;
     uint64_t _cur, _pending;
-    int _state, _has_pending;
+    int _state, _has_pending;   /* _state: P2_CURSOR_BEFORE, _ON, _OFF or _END (journal.c) */
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     int64_t _p_min;
 } journal_rich_cursor;
@@ -196,7 +196,7 @@ JOURNAL_API void journal_rich_close(journal_rich_cursor *cur);
 typedef struct journal_accts_all_cursor {
     journal_db *_db;
     uint64_t _cur, _pending;
-    int _state, _has_pending;
+    int _state, _has_pending;   /* _state: P2_CURSOR_BEFORE, _ON, _OFF or _END (journal.c) */
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
 } journal_accts_all_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
@@ -252,7 +252,7 @@ JOURNAL_API int journal_archive_set_balance(journal_db *db, journal_ref ref, int
 typedef struct journal_archive_all_cursor {
     journal_db *_db;
     uint64_t _cur, _pending;
-    int _state, _has_pending;
+    int _state, _has_pending;   /* _state: P2_CURSOR_BEFORE, _ON, _OFF or _END (journal.c) */
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
 } journal_archive_all_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */

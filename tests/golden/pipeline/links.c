@@ -17,6 +17,13 @@
 #include "links.h"
 
 #define P2_NIL UINT64_MAX
+/* The states of a cursor (its _state field): opened, before the first element; on an
+ * element (_cur); off the element just deleted through it, the walk going on from
+ * _pending; past the last element, or closed. */
+#define P2_CURSOR_BEFORE 0
+#define P2_CURSOR_ON 1
+#define P2_CURSOR_OFF 2
+#define P2_CURSOR_END 3
 #ifndef P2_ALIGNOF   /* this file is also compiled as C++ (the header's _INLINE mode) */
 #ifdef __cplusplus
 #define P2_ALIGNOF(T) alignof(T)
@@ -94,7 +101,7 @@ typedef struct links_docs_root {
 typedef struct links_docs__find_id_cursor {
     links_db *_db;
     uint64_t _cur, _pending;
-    int _state, _has_pending;
+    int _state, _has_pending;   /* _state: P2_CURSOR_BEFORE, _ON, _OFF or _END */
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     uint32_t _p_id;
 } links_docs__find_id_cursor;
@@ -126,7 +133,7 @@ typedef struct links_shelves_root {
 typedef struct links_shelves__find_label_cursor {
     links_db *_db;
     uint64_t _cur, _pending;
-    int _state, _has_pending;
+    int _state, _has_pending;   /* _state: P2_CURSOR_BEFORE, _ON, _OFF or _END */
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     char _p_label[8];
 } links_shelves__find_label_cursor;
@@ -364,13 +371,13 @@ LINKS_API int links_docs_by_id_next(links_docs_by_id_cursor *cur)
 
 LINKS_API const links_doc *links_docs_by_id_get(const links_docs_by_id_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
+    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return NULL;
     return &links_docs__delflag_elem(cur->_db, cur->_cur)->rec;
 }
 
 LINKS_API links_ref links_docs_by_id_ref(const links_docs_by_id_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return LINKS_NOREF;
+    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return LINKS_NOREF;
     return cur->_cur;
 }
 
@@ -378,7 +385,7 @@ LINKS_API int links_docs_by_id_update(links_docs_by_id_cursor *cur, const links_
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "links_docs_by_id_update: rec is NULL");
-    if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor docs_by_id is not on an element");
+    if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor docs_by_id is not on an element");
     {
         links_doc nrec;
         int rc = links_docs__prepare_update(cur->_db, cur->_cur, rec, &nrec);
@@ -390,13 +397,13 @@ LINKS_API void links_docs_by_id_close(links_docs_by_id_cursor *cur)
 {
     if (!cur) return;
     p2_refset_free(&cur->_seen);
-    if (cur->_db) cur->_state = 3;
+    if (cur->_db) cur->_state = P2_CURSOR_END;
 }
 
 LINKS_API int links_docs_by_id_delete(links_docs_by_id_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
-    if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor docs_by_id is not on an element");
+    if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor docs_by_id is not on an element");
     links_docs__on_delete(cur->_db, cur->_cur);
     return links_docs__delflag_docs_by_id_delete(cur);
 }
@@ -418,13 +425,13 @@ LINKS_API int links_docs_all_next(links_docs_all_cursor *cur)
 
 LINKS_API const links_doc *links_docs_all_get(const links_docs_all_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
+    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return NULL;
     return &links_docs__delflag_elem(cur->_db, cur->_cur)->rec;
 }
 
 LINKS_API links_ref links_docs_all_ref(const links_docs_all_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return LINKS_NOREF;
+    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return LINKS_NOREF;
     return cur->_cur;
 }
 
@@ -432,7 +439,7 @@ LINKS_API int links_docs_all_update(links_docs_all_cursor *cur, const links_doc 
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "links_docs_all_update: rec is NULL");
-    if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
+    if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     {
         links_doc nrec;
         int rc = links_docs__prepare_update(cur->_db, cur->_cur, rec, &nrec);
@@ -444,13 +451,13 @@ LINKS_API void links_docs_all_close(links_docs_all_cursor *cur)
 {
     if (!cur) return;
     p2_refset_free(&cur->_seen);
-    if (cur->_db) cur->_state = 3;
+    if (cur->_db) cur->_state = P2_CURSOR_END;
 }
 
 LINKS_API int links_docs_all_delete(links_docs_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
-    if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
+    if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     links_docs__on_delete(cur->_db, cur->_cur);
     return links_docs__delflag_all_delete(cur);
 }
@@ -613,13 +620,13 @@ LINKS_API int links_shelves_by_label_next(links_shelves_by_label_cursor *cur)
 
 LINKS_API const links_shelf *links_shelves_by_label_get(const links_shelves_by_label_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
+    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return NULL;
     return &links_shelves__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
 LINKS_API links_ref links_shelves_by_label_ref(const links_shelves_by_label_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return LINKS_NOREF;
+    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return LINKS_NOREF;
     return cur->_cur;
 }
 
@@ -627,7 +634,7 @@ LINKS_API int links_shelves_by_label_update(links_shelves_by_label_cursor *cur, 
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "links_shelves_by_label_update: rec is NULL");
-    if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor shelves_by_label is not on an element");
+    if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor shelves_by_label is not on an element");
     {
         links_shelf nrec;
         int rc = links_shelves__prepare_update(cur->_db, cur->_cur, rec, &nrec);
@@ -639,13 +646,13 @@ LINKS_API void links_shelves_by_label_close(links_shelves_by_label_cursor *cur)
 {
     if (!cur) return;
     p2_refset_free(&cur->_seen);
-    if (cur->_db) cur->_state = 3;
+    if (cur->_db) cur->_state = P2_CURSOR_END;
 }
 
 LINKS_API int links_shelves_by_label_delete(links_shelves_by_label_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
-    if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor shelves_by_label is not on an element");
+    if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor shelves_by_label is not on an element");
     links_shelves__on_delete(cur->_db, cur->_cur);
     return links_shelves__top2ds_qualify_shelves_by_label_delete(cur);
 }
@@ -667,13 +674,13 @@ LINKS_API int links_shelves_all_next(links_shelves_all_cursor *cur)
 
 LINKS_API const links_shelf *links_shelves_all_get(const links_shelves_all_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
+    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return NULL;
     return &links_shelves__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
 LINKS_API links_ref links_shelves_all_ref(const links_shelves_all_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return LINKS_NOREF;
+    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return LINKS_NOREF;
     return cur->_cur;
 }
 
@@ -681,7 +688,7 @@ LINKS_API int links_shelves_all_update(links_shelves_all_cursor *cur, const link
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "links_shelves_all_update: rec is NULL");
-    if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
+    if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     {
         links_shelf nrec;
         int rc = links_shelves__prepare_update(cur->_db, cur->_cur, rec, &nrec);
@@ -693,13 +700,13 @@ LINKS_API void links_shelves_all_close(links_shelves_all_cursor *cur)
 {
     if (!cur) return;
     p2_refset_free(&cur->_seen);
-    if (cur->_db) cur->_state = 3;
+    if (cur->_db) cur->_state = P2_CURSOR_END;
 }
 
 LINKS_API int links_shelves_all_delete(links_shelves_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
-    if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
+    if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     links_shelves__on_delete(cur->_db, cur->_cur);
     return links_shelves__top2ds_qualify_all_delete(cur);
 }

@@ -166,7 +166,7 @@ LINKS_API int links_docs_purge(links_db *db, uint64_t *n);
 typedef struct links_docs_by_id_cursor {
     links_db *_db;
     uint64_t _cur, _pending;
-    int _state, _has_pending;
+    int _state, _has_pending;   /* _state: P2_CURSOR_BEFORE, _ON, _OFF or _END (links.c) */
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     uint32_t _p_lo;
 } links_docs_by_id_cursor;
@@ -193,7 +193,7 @@ LINKS_API void links_docs_by_id_close(links_docs_by_id_cursor *cur);
 typedef struct links_docs_all_cursor {
     links_db *_db;
     uint64_t _cur, _pending;
-    int _state, _has_pending;
+    int _state, _has_pending;   /* _state: P2_CURSOR_BEFORE, _ON, _OFF or _END (links.c) */
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
 } links_docs_all_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
@@ -257,7 +257,7 @@ LINKS_API const links_shelf *links_shelves_lookup_label(links_db *db, const char
 typedef struct links_shelves_by_label_cursor {
     links_db *_db;
     uint64_t _cur, _pending;
-    int _state, _has_pending;
+    int _state, _has_pending;   /* _state: P2_CURSOR_BEFORE, _ON, _OFF or _END (links.c) */
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
 } links_shelves_by_label_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
@@ -283,7 +283,7 @@ LINKS_API void links_shelves_by_label_close(links_shelves_by_label_cursor *cur);
 typedef struct links_shelves_all_cursor {
     links_db *_db;
     uint64_t _cur, _pending;
-    int _state, _has_pending;
+    int _state, _has_pending;   /* _state: P2_CURSOR_BEFORE, _ON, _OFF or _END (links.c) */
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
 } links_shelves_all_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 import jinja2
+import jinja2.ext
+import jinja2.lexer
 
 from .ir import CheckedSpec, ContainerInfo, CursorInfo, LayerInstance
 from .layers.base import ALLOC
@@ -30,14 +32,19 @@ def _template_dirs() -> list[str]:
 
 
 @functools.lru_cache(maxsize=None)
-def jinja_env() -> jinja2.Environment:
+def jinja_env(line_marks: bool = False) -> jinja2.Environment:
     """One environment per process: Jinja2 compiles each template once (rendering a spec
-    then takes milliseconds, not the half second recompiling every template cost)."""
+    then takes milliseconds, not the half second recompiling every template cost).
+    line_marks: the environment of `--line-directives` builds (see LineMarks)."""
+    return make_env(tuple(_template_dirs()), line_marks)
+
+
+def make_env(template_dirs: tuple, line_marks: bool = False) -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(_template_dirs()),
+        loader=jinja2.FileSystemLoader(list(template_dirs)),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
-        autoescape=False)
+        autoescape=False, extensions=[LineMarks] if line_marks else [])
     env.filters["cstr"] = c_string
     env.filters["ccomment"] = c_comment
     # `{% filter fenced(head_lines, title) %}...{% endfilter %}`: a section with its banner
@@ -50,6 +57,87 @@ def jinja_env() -> jinja2.Environment:
     # a 32-bit tag derived from a name (e.g. per-container magic numbers), never 0
     env.filters["tag32"] = lambda s: (zlib.crc32(str(s).encode()) | 1)
     return env
+
+
+# ---------------------------------------------------------------------------
+# Line directives (`p2gen build --line-directives`)
+# ---------------------------------------------------------------------------
+# Rendered with LineMarks, the text of every template carries, at the start of each of
+# its literal lines, a mark naming the template and the line: \x01name:N\x02 (characters
+# no template or value may print). mark_lines takes the marks out, keeping for each output
+# line the last mark before its first character; line_directives then writes a
+# `#line N "layers/<layer>.c.j2"` wherever the output stops following the template line
+# by line, so that the C compiler's messages point into the templates.
+_MARK = re.compile("\x01([^\x02]*)\x02")
+
+
+class LineMarks(jinja2.ext.Extension):
+    """Marks each line of a template's literal text with the template's name and line."""
+
+    def filter_stream(self, stream):
+        for tok in stream:
+            if tok.type != "data":
+                yield tok
+                continue
+            lines = tok.value.split("\n")
+            marked = [f"\x01{stream.name}:{tok.lineno + k}\x02{line}"
+                      for k, line in enumerate(lines)]
+            yield jinja2.lexer.Token(tok.lineno, "data", "\n".join(marked))
+
+
+def mark_lines(text: str) -> tuple:
+    """(text without marks, [(template name, line) or None for each line])."""
+    out, where = [], []
+    for line in text.split("\n"):
+        head = re.match("(?:\x01[^\x02]*\x02)*", line).group(0)
+        marks = _MARK.findall(head)
+        if marks:
+            name, _, n = marks[-1].rpartition(":")
+            where.append((name, int(n)))
+        else:
+            where.append(None)
+        out.append(_MARK.sub("", line))
+    return "\n".join(out), where
+
+
+def line_directives(text: str, where: list, path_of) -> str:
+    """`text` with a #line directive before each line that does not continue the template
+    line the compiler would count (never inside a comment or after a line splice)."""
+    out = []
+    expected = None
+    in_comment = False
+    for line, at in zip(text.split("\n"), where):
+        spliced = bool(out) and out[-1].endswith("\\")
+        if at is not None and at != expected and not in_comment and not spliced:
+            out.append(f'#line {at[1]} "{path_of(at[0])}"')
+            expected = at
+        out.append(line)
+        expected = (expected[0], expected[1] + 1) if expected else None
+        in_comment = _ends_in_comment(line, in_comment)
+    return "\n".join(out)
+
+
+def _ends_in_comment(line: str, in_comment: bool) -> bool:
+    """Is C's lexer inside a /* comment at the end of `line`?"""
+    i, n = 0, len(line)
+    while i < n:
+        if in_comment:
+            j = line.find("*/", i)
+            if j < 0:
+                return True
+            in_comment, i = False, j + 2
+        elif line.startswith("/*", i):
+            in_comment, i = True, i + 2
+        elif line.startswith("//", i):
+            return False
+        elif line[i] in "\"'":
+            q, i = line[i], i + 1
+            while i < n and line[i] != q:
+                i += 2 if line[i] == "\\" else 1
+            i += 1
+        else:
+            i += 1
+    return in_comment
 
 
 # ---------------------------------------------------------------------------
@@ -191,7 +279,8 @@ def fence_end(title: str, rule: str = "-") -> CSource:
 def fenced(body: str, lines: list, title: str, rule: str = "-") -> CSource:
     """`body` as a section: its banner, the body without trailing blank lines, its end
     fence (ending the line)."""
-    return CSource(f"{fence_head(lines, rule)}\n{body.rstrip()}\n{fence_end(title, rule)}\n")
+    body = re.sub("(?:\\s|\x01[^\x02]*\x02)+$", "", body)   # and line marks (LineMarks)
+    return CSource(f"{fence_head(lines, rule)}\n{body}\n{fence_end(title, rule)}\n")
 
 
 def layer_fence_lines(li: LayerInstance, info: ContainerInfo) -> list:
@@ -474,10 +563,14 @@ def names(checked: CheckedSpec, info: ContainerInfo) -> dict:
 
 # ---------------------------------------------------------------------------
 class Renderer:
-    def __init__(self, checked: CheckedSpec, spec_file: str, recover: bool = False):
+    def __init__(self, checked: CheckedSpec, spec_file: str, recover: bool = False,
+                 line_directives: bool = False):
         self.checked = checked
         self.spec_file = spec_file
-        self.env = jinja_env()
+        # line_directives: #line directives point the C compiler's messages into the
+        # templates (`p2gen build --line-directives`); off, the output has none
+        self.line_directives = line_directives
+        self.env = jinja_env(line_directives)
         # the source of `p2gen recover`'s program: plain files opened despite an unclean
         # close, and every layer's _rebuild (layers/README.md) rendered
         self.recover = recover
@@ -552,8 +645,25 @@ class Renderer:
                                            if c["info"].has_hooks or c["info"].referenced])
         header = self.env.get_template("spec.h.j2").render(**ctx)
         source = self.env.get_template("spec.c.j2").render(**ctx)
-        source = drop_unused(source, self.tool_source())
-        return inline_api(checked.prefix, header, source)
+        if self.line_directives:
+            header, header_at = mark_lines(header)
+            source, source_at = mark_lines(source)
+        gone = unused_lines(source, self.tool_source())
+        source = "\n".join(line for k, line in enumerate(source.split("\n")) if k not in gone)
+        header, source = inline_api(checked.prefix, header, source)
+        if self.line_directives:
+            source_at = [at for k, at in enumerate(source_at) if k not in gone]
+            header = line_directives(header, header_at, self.template_path)
+            source = line_directives(source, source_at, self.template_path)
+        return header, source
+
+    def template_path(self, name: str) -> str:
+        """Where a template is, as #line names it: relative to the folder holding layers/
+        (the checkout, or the installed package): `layers/avl.c.j2`."""
+        from . import layers as layer_pkg
+        base = os.path.dirname(os.path.dirname(os.path.abspath(layer_pkg.__file__)))
+        filename = self.env.loader.get_source(self.env, name)[1]
+        return os.path.relpath(filename, base).replace(os.sep, "/")
 
     def tool_source(self) -> str:
         """The program that includes this source and calls its static functions: the
@@ -567,7 +677,7 @@ class Renderer:
     def recover_main(self) -> str:
         """The C of `p2gen recover`'s program (templates/recover_main.c.j2)."""
         checked = self.checked
-        return self.env.get_template("recover_main.c.j2").render(
+        return jinja_env().get_template("recover_main.c.j2").render(
             S=checked, spec_file=self.spec_file, files=self.files(), names=names,
             c_string=c_string, containers=[{"info": i} for i in checked.containers],
             rels=[{"info": ri} for ri in checked.relationships])
@@ -590,15 +700,21 @@ _GUARD = re.compile(r"^#ifndef (P2_\w+_DEFINED)\n#define \1\n.*?^#endif\n", re.M
 
 
 def drop_unused(source: str, roots: str = "") -> str:
-    """The source without the static functions nothing calls: a layer renders its whole
+    """The source without the static functions nothing calls (see unused_lines)."""
+    gone = unused_lines(source, roots)
+    return "\n".join(line for k, line in enumerate(source.split("\n")) if k not in gone)
+
+
+def unused_lines(source: str, roots: str = "") -> set:
+    """The lines (0-based) of the static functions nothing calls: a layer renders its whole
     contract (every comparator, every cursor operation, every memory function), and what
     this spec's code does not call -- from its public API, directly or through functions
-    that are kept -- is not emitted. `roots` is the C of programs that include the source
-    and call its static functions (the integrity checker, the recovery program). A
-    function under a guard of its own (the p2_fixstr helpers, shared by the specs of one
-    file) goes with its guard."""
+    that are kept -- is not emitted, nor the comment directly above it, nor its prototype.
+    `roots` is the C of programs that include the source and call its static functions
+    (the integrity checker, the recovery program). A function under a guard of its own
+    (the p2_fixstr helpers, shared by the specs of one file) goes with its guard."""
     word = re.compile(r"\b[A-Za-z_]\w*")
-    proto = re.compile(r"^static [^\n]*?\b(\w+)\([^\n]*\);\n", re.M)
+    proto = re.compile(r"^static [^\n]*?\b(\w+)\([^\n]*\);$", re.M)
     defs: dict = {}   # name -> (start, end) of its text, comment and guard included
     guards = [g.span() for g in _GUARD.finditer(source)]
     for m in _STATIC_DEF.finditer(source):
@@ -619,22 +735,28 @@ def drop_unused(source: str, roots: str = "") -> str:
             if w in defs and w not in used:
                 used.add(w)
                 todo.append(w)
-    dead = sorted(span for name, span in defs.items() if name not in used)
-    if not dead:
-        return source
-    parts, at = [], 0
-    for start, end in dead:
-        parts.append(source[at:start])
+    gone: set = set()
+    for name, (start, end) in defs.items():
+        if name in used:
+            continue
+        first, last = source.count("\n", 0, start), source.count("\n", 0, end)
         # the blank line after it goes with it, unless it ends a run of functions written
         # one after the other (the comparators)
         if source[end - 3:end] == "}\n\n" and source[start - 2:start] == "}\n":
-            parts.append("\n")
-        at = end
-    parts.append(source[at:])
-    names = set(defs) - used
-    source = proto.sub(lambda m: "" if m.group(1) in names else m.group(0), "".join(parts))
+            last -= 1
+        gone.update(range(first, last))
+    dead = set(defs) - used
+    lines = source.split("\n")
+    for k, line in enumerate(lines):
+        m = proto.match(line)
+        if m and m.group(1) in dead:
+            gone.add(k)
     # a section whose last function went keeps no blank line before its end fence
-    return re.sub(r"\n\n(/\* end of )", r"\n\1", source)
+    kept = [k for k in range(len(lines)) if k not in gone]
+    for a, b in zip(kept, kept[1:]):
+        if lines[a] == "" and lines[b].startswith("/* end of "):
+            gone.add(a)
+    return gone
 
 
 def inline_api(prefix: str, header: str, source: str) -> tuple[str, str]:
@@ -655,8 +777,9 @@ def inline_api(prefix: str, header: str, source: str) -> tuple[str, str]:
     return header, source
 
 
-def render(checked: CheckedSpec, spec_file: str) -> tuple[str, str]:
-    return Renderer(checked, spec_file).render()
+def render(checked: CheckedSpec, spec_file: str,
+           line_directives: bool = False) -> tuple[str, str]:
+    return Renderer(checked, spec_file, line_directives=line_directives).render()
 
 
 def metadata(checked: CheckedSpec) -> dict:

@@ -152,3 +152,68 @@ def test_cursor_states_have_names(spec, tmp_path):
     assert re.findall(r"_state\s*(?:[!=]=|=)\s*\d", source) == []
     for state in ("BEFORE", "ON", "OFF", "END"):
         assert re.search(rf"_state (?:[!=]=|=) P2_CURSOR_{state}\b", source), state
+
+
+# --- #line directives (p2gen build --line-directives) ----------------------------------
+def attributed(text: str) -> list:
+    """[(line, template path, template line)] as the C compiler counts them."""
+    out, at = [], None
+    for line in text.split("\n"):
+        m = re.match(r'#line (\d+) "([^"]+)"$', line)
+        if m:
+            at = (m.group(2), int(m.group(1)))
+            continue
+        out.append((line, *at) if at else (line, None, None))
+        at = (at[0], at[1] + 1) if at else None
+    return out
+
+
+@pytest.mark.parametrize("spec", ["paper.p2", "oo7/hash_ilist_journal.p2"])
+def test_line_directives_add_only_line_directives(spec, tmp_path):
+    """Off by default; on, the output is the default output with #line lines added, and
+    every generated line that is a template's literal text is attributed to that line."""
+    from p2gen.build import generate
+    from p2gen.render import jinja_env
+    plain = generate(os.path.join(ROOT, "type_equations", spec), str(tmp_path / "plain"))
+    marked = generate(os.path.join(ROOT, "type_equations", spec), str(tmp_path / "marked"),
+                      line_directives=True)
+    for a, b in ((plain.header, marked.header), (plain.source, marked.source)):
+        text_a, text_b = open(a).read(), open(b).read()
+        assert "#line" not in text_a
+        assert "\n".join(l for l in text_b.split("\n") if not l.startswith("#line ")) == text_a
+        checked = 0
+        for line, path, n in attributed(text_b):
+            if path is None or line.startswith((" *", "/*")):   # none inside a comment
+                continue
+            # a line the template writes as it is must be that template line
+            source = open(os.path.join(ROOT, path)).read().split("\n")
+            if line.strip() and line == source[n - 1]:
+                checked += 1
+            elif line.strip() and "{{" not in source[n - 1] and "{%" not in source[n - 1]:
+                assert line == source[n - 1], (path, n, line)
+        assert checked > 30, checked
+
+
+def test_line_directives_point_compiler_errors_into_the_template(tmp_path):
+    """A template with a line the C compiler refuses: its message names that template line."""
+    import shutil
+    from p2gen.build import RUNTIME_DIR, load
+    from p2gen.render import Renderer, _template_dirs, make_env
+    layers = tmp_path / "layers"
+    shutil.copytree(_template_dirs()[0], layers)
+    avl = (layers / "avl.c.j2").read_text().split("\n")
+    k = next(i for i, l in enumerate(avl) if re.match(r"static inline int \{\{ L.p \}\}_create\(", l))
+    avl.insert(k, "int broken_avl_template = undeclared_identifier;")
+    (layers / "avl.c.j2").write_text("\n".join(avl))
+    spec = os.path.join(ROOT, "type_equations", "paper.p2")
+    r = Renderer(load(spec, None), "paper.p2", line_directives=True)
+    r.env = make_env((str(layers), _template_dirs()[1]), True)
+    header, source = r.render()
+    (tmp_path / "paper.h").write_text(header)
+    (tmp_path / "paper.c").write_text(source)
+    proc = subprocess.run(["cc", "-std=c11", "-c", "-o", os.devnull, "-I", str(tmp_path),
+                           "-I", RUNTIME_DIR, str(tmp_path / "paper.c")],
+                          capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert re.search(rf"layers/avl\.c\.j2:{k + 1}:\d+: error: .undeclared_identifier",
+                     proc.stderr), proc.stderr[-2000:]

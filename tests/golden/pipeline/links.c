@@ -148,11 +148,12 @@ struct links_db {
     int shelves_ready;
 };
 
-/* Key comparisons: -1, 0 or 1, as used by ordered layers and range cursors. */
+/* docs.id compared as ordered layers and range cursors do: -1, 0 or 1 */
 static inline int links_docs__cmp_id(uint32_t a, uint32_t b)
 {
     return (a > b) - (a < b);
 }
+/* shelves.label compared as ordered layers and range cursors do: -1, 0 or 1 */
 static inline int links_shelves__cmp_label(const char *a, const char *b)
 {
     return p2_fixstr_cmp(a, 8, b, 8);

@@ -194,6 +194,18 @@ def test_line_directives_add_only_line_directives(spec, tmp_path):
         assert checked > 30, checked
 
 
+def test_line_directives_leave_the_python_declarations_as_they_are():
+    """The binding declares the header's public API to CFFI: #line directives change none
+    of it (`p2gen build --line-directives --python`)."""
+    from p2gen.build import load
+    from p2gen.pybind import public_api
+    checked = load(os.path.join(ROOT, "type_equations", "inventory.p2"), None)
+    plain = render(checked, "inventory.p2")[0]
+    marked = render(checked, "inventory.p2", line_directives=True)[0]
+    assert "#line" in marked
+    assert public_api("inventory", marked) == public_api("inventory", plain)
+
+
 def test_line_directives_point_compiler_errors_into_the_template(tmp_path):
     """A template with a line the C compiler refuses: its message names that template line."""
     import shutil

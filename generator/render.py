@@ -570,7 +570,7 @@ class Renderer:
         # line_directives: #line directives point the C compiler's messages into the
         # templates (`p2gen build --line-directives`); off, the output has none
         self.line_directives = line_directives
-        self.env = jinja_env(line_directives)
+        self.env = jinja_env(True) if line_directives else jinja_env()
         # the source of `p2gen recover`'s program: plain files opened despite an unclean
         # close, and every layer's _rebuild (layers/README.md) rendered
         self.recover = recover

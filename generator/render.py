@@ -3,7 +3,7 @@
 The source is assembled container by container, layer by layer from the bottom (memory)
 up to the top, each section rendered by that layer's template in layers/, headed by a
 banner naming the layer and the equation and closed by an end fence naming it again.
-Static functions nothing calls are then left out (drop_unused). Rendering is
+Static functions nothing calls are then left out (unused_lines). Rendering is
 deterministic: same spec, same bytes.
 """
 from __future__ import annotations
@@ -697,12 +697,6 @@ _STATIC_DEF = re.compile(
 
 
 _GUARD = re.compile(r"^#ifndef (P2_\w+_DEFINED)\n#define \1\n.*?^#endif\n", re.M | re.S)
-
-
-def drop_unused(source: str, roots: str = "") -> str:
-    """The source without the static functions nothing calls (see unused_lines)."""
-    gone = unused_lines(source, roots)
-    return "\n".join(line for k, line in enumerate(source.split("\n")) if k not in gone)
 
 
 def unused_lines(source: str, roots: str = "") -> set:

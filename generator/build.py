@@ -55,10 +55,13 @@ def write_if_changed(path: str, text: str) -> None:
         f.write(text)
 
 
-def generate(spec_path: str, out_dir: str, prefix: Optional[str] = None) -> Generated:
+def generate(spec_path: str, out_dir: str, prefix: Optional[str] = None,
+             line_directives: bool = False) -> Generated:
+    """Render the spec's header and source into out_dir, with the runtime beside them.
+    line_directives: #line directives point the compiler's messages into the templates."""
     t0 = time.perf_counter()
     checked = load(spec_path, prefix)
-    header, source = render(checked, os.path.basename(spec_path))
+    header, source = render(checked, os.path.basename(spec_path), line_directives)
     h = os.path.join(out_dir, f"{checked.prefix}.h")
     c = os.path.join(out_dir, f"{checked.prefix}.c")
     rt = []

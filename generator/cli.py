@@ -101,14 +101,18 @@ def main() -> None:
 @click.option("--cflags", default=None, metavar="FLAGS",
               help="C flags (default: -std=c11 -O2 -Wall -Wextra -Werror).")
 @click.option("--no-compile", is_flag=True, help="Only generate the .h/.c (no C compiler).")
+@click.option("--line-directives", is_flag=True,
+              help="Write #line directives into the .h/.c so that the C compiler's messages "
+                   "name the template line (layers/<layer>.c.j2) that wrote the code.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
-def build(spec, out_dir, prefix, python, harness, cc, cflags, no_compile, quiet):
+def build(spec, out_dir, prefix, python, harness, cc, cflags, no_compile, line_directives,
+          quiet):
     """Generate SPEC's C data managers (and compile them into lib<prefix>.a)."""
     from .build import cc_command, compile_objects, generate
     try:
         if harness or python or not no_compile:
             cc_command(cc)        # before writing anything
-        gen = generate(spec, out_dir, prefix)
+        gen = generate(spec, out_dir, prefix, line_directives)
         say = (lambda m: None) if quiet else click.echo
         say(f"generated {gen.header} and {gen.source} in {gen.seconds * 1000:.0f} ms")
         if not no_compile:

@@ -79,8 +79,9 @@ def public_api(prefix: str, header: str) -> str:
     The region is what lies between the header's "public API begin/end" fences. Comments
     go; so does the storage class <PREFIX>_API (render.inline_api); a constant macro
     becomes `#define NAME ...` (CFFI reads its value from the compiled header), a
-    function-like one is dropped; any other preprocessor line is refused, since it would
-    make the declarations depend on conditions CFFI cannot see. A struct's members whose
+    function-like one is dropped; a #line directive (--line-directives) goes; any other
+    preprocessor line is refused, since it would make the declarations depend on
+    conditions CFFI cannot see. A struct's members whose
     names begin with `_` are private to the C side (cursor and iterator state): they are
     replaced by `...;`, which leaves CFFI to take that struct's size from the compiler.
     Raises BuildError when the fences are missing or something else cannot be taken."""
@@ -95,6 +96,8 @@ def public_api(prefix: str, header: str) -> str:
     out = []
     for line in region.splitlines():
         line = line.rstrip()
+        if re.match(r"#\s*line\b", line):      # `p2gen build --line-directives`
+            continue
         if line.startswith("#"):
             m = _DEFINE.match(line)
             if m is None:

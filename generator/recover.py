@@ -21,7 +21,7 @@ from typing import Optional, Sequence
 
 from .build import RUNTIME_DIR, RUNTIME_FILES, cc_command, load, run_cc, write_if_changed
 from .errors import EnvError, os_reason
-from .render import Renderer, jinja_env, c_string, names
+from .render import Renderer
 from .verify import SANITIZE_CFLAGS, VERIFY_CFLAGS, _sources_digest, default_cache_dir
 
 
@@ -45,9 +45,6 @@ def build_recoverer(spec: str, cache_dir: Optional[str] = None, prefix: Optional
     r = Renderer(checked, os.path.basename(spec), recover=True)
     header, source = r.render()
     p = checked.prefix
-    ctx = dict(S=checked, spec_file=os.path.basename(spec), files=r.files(), names=names,
-               c_string=c_string, containers=[{"info": i} for i in checked.containers],
-               rels=[{"info": ri} for ri in checked.relationships])
     src = os.path.join(out, f"{p}_recover.c")
     tmp = f"{exe}.{os.getpid()}.tmp"
     try:
@@ -57,7 +54,7 @@ def build_recoverer(spec: str, cache_dir: Optional[str] = None, prefix: Optional
         for name in RUNTIME_FILES:
             with open(os.path.join(RUNTIME_DIR, name), encoding="utf-8") as f:
                 write_if_changed(os.path.join(out, name), f.read())
-        write_if_changed(src, jinja_env().get_template("recover_main.c.j2").render(**ctx))
+        write_if_changed(src, r.recover_main())
         run_cc(cc_command(cc) + flags + ["-I", out, src, os.path.join(out, "p2_runtime.c"),
                                          "-o", tmp], f"compiling the recovery program of {p}")
         os.replace(tmp, exe)

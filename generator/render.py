@@ -1,8 +1,10 @@
 """Rendering: a checked, planned spec becomes one C header and one C source.
 
 The source is assembled container by container, layer by layer from the bottom (memory)
-up to the top, each section rendered by that layer's template in layers/ and fenced by a
-banner naming the layer and the equation. Rendering is deterministic: same spec, same bytes.
+up to the top, each section rendered by that layer's template in layers/, headed by a
+banner naming the layer and the equation and closed by an end fence naming it again.
+Static functions nothing calls are then left out (unused_lines). Rendering is
+deterministic: same spec, same bytes.
 """
 from __future__ import annotations
 
@@ -14,8 +16,12 @@ from dataclasses import dataclass
 from typing import Optional
 
 import jinja2
+import jinja2.ext
+import jinja2.lexer
 
 from .ir import CheckedSpec, ContainerInfo, CursorInfo, LayerInstance
+from .layers.base import ALLOC
+from .runtime.codes import CODES
 from .model import (And, Compare, Const, Expr, FieldRef, FieldType, Not, ParamRef, chain_terms,
                     expr_text)
 
@@ -26,16 +32,24 @@ def _template_dirs() -> list[str]:
 
 
 @functools.lru_cache(maxsize=None)
-def jinja_env() -> jinja2.Environment:
+def jinja_env(line_marks: bool = False) -> jinja2.Environment:
     """One environment per process: Jinja2 compiles each template once (rendering a spec
-    then takes milliseconds, not the half second recompiling every template cost)."""
+    then takes milliseconds, not the half second recompiling every template cost).
+    line_marks: the environment of `--line-directives` builds (see LineMarks)."""
+    return make_env(tuple(_template_dirs()), line_marks)
+
+
+def make_env(template_dirs: tuple, line_marks: bool = False) -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(_template_dirs()),
+        loader=jinja2.FileSystemLoader(list(template_dirs)),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
-        autoescape=False)
+        autoescape=False, extensions=[LineMarks] if line_marks else [])
     env.filters["cstr"] = c_string
     env.filters["ccomment"] = c_comment
+    # `{% filter fenced(head_lines, title) %}...{% endfilter %}`: a section with its banner
+    # and end fence (see fenced)
+    env.filters["fenced"] = fenced
     # Every `{{ ... }}` value passes _finalize: a value that could change where C's lexer
     # is (open or close a comment, end a line, splice lines, make a trigraph) stops the
     # render instead of reaching the compiler. Spec text must go through c_text first.
@@ -43,6 +57,87 @@ def jinja_env() -> jinja2.Environment:
     # a 32-bit tag derived from a name (e.g. per-container magic numbers), never 0
     env.filters["tag32"] = lambda s: (zlib.crc32(str(s).encode()) | 1)
     return env
+
+
+# ---------------------------------------------------------------------------
+# Line directives (`p2gen build --line-directives`)
+# ---------------------------------------------------------------------------
+# Rendered with LineMarks, the text of every template carries, at the start of each of
+# its literal lines, a mark naming the template and the line: \x01name:N\x02 (characters
+# no template or value may print). mark_lines takes the marks out, keeping for each output
+# line the last mark before its first character; line_directives then writes a
+# `#line N "layers/<layer>.c.j2"` wherever the output stops following the template line
+# by line, so that the C compiler's messages point into the templates.
+_MARK = re.compile("\x01([^\x02]*)\x02")
+
+
+class LineMarks(jinja2.ext.Extension):
+    """Marks each line of a template's literal text with the template's name and line."""
+
+    def filter_stream(self, stream):
+        for tok in stream:
+            if tok.type != "data":
+                yield tok
+                continue
+            lines = tok.value.split("\n")
+            marked = [f"\x01{stream.name}:{tok.lineno + k}\x02{line}"
+                      for k, line in enumerate(lines)]
+            yield jinja2.lexer.Token(tok.lineno, "data", "\n".join(marked))
+
+
+def mark_lines(text: str) -> tuple:
+    """(text without marks, [(template name, line) or None for each line])."""
+    out, where = [], []
+    for line in text.split("\n"):
+        head = re.match("(?:\x01[^\x02]*\x02)*", line).group(0)
+        marks = _MARK.findall(head)
+        if marks:
+            name, _, n = marks[-1].rpartition(":")
+            where.append((name, int(n)))
+        else:
+            where.append(None)
+        out.append(_MARK.sub("", line))
+    return "\n".join(out), where
+
+
+def line_directives(text: str, where: list, path_of) -> str:
+    """`text` with a #line directive before each line that does not continue the template
+    line the compiler would count (never inside a comment or after a line splice)."""
+    out = []
+    expected = None
+    in_comment = False
+    for line, at in zip(text.split("\n"), where):
+        spliced = bool(out) and out[-1].endswith("\\")
+        if at is not None and at != expected and not in_comment and not spliced:
+            out.append(f'#line {at[1]} "{path_of(at[0])}"')
+            expected = at
+        out.append(line)
+        expected = (expected[0], expected[1] + 1) if expected else None
+        in_comment = _ends_in_comment(line, in_comment)
+    return "\n".join(out)
+
+
+def _ends_in_comment(line: str, in_comment: bool) -> bool:
+    """Is C's lexer inside a /* comment at the end of `line`?"""
+    i, n = 0, len(line)
+    while i < n:
+        if in_comment:
+            j = line.find("*/", i)
+            if j < 0:
+                return True
+            in_comment, i = False, j + 2
+        elif line.startswith("/*", i):
+            in_comment, i = True, i + 2
+        elif line.startswith("//", i):
+            return False
+        elif line[i] in "\"'":
+            q, i = line[i], i + 1
+            while i < n and line[i] != q:
+                i += 2 if line[i] == "\\" else 1
+            i += 1
+        else:
+            i += 1
+    return in_comment
 
 
 # ---------------------------------------------------------------------------
@@ -151,6 +246,48 @@ def _finalize(value):
         raise RenderError(f"internal error: a template printed {where}, which is not inert "
                           f"C text; spec text must go through c_text (filters cstr, ccomment)")
     return value
+
+
+# ---------------------------------------------------------------------------
+# Section fences
+# ---------------------------------------------------------------------------
+# Every section of the generated C (a container, a layer, a relationship) is headed by a
+# banner and closed by an end fence naming it, so a reader sees where a layer's code
+# starts and where it stops (as in Lemon's template output). Both are spelled here only.
+FENCE_WIDTH = 77      # a banner's top rule ends at this column
+# the rule of a layer's section, of the header's sections and of the source's container
+# sections, with the length of the banner's closing rule
+FENCE_RULES = {"-": 72, "=": 74, "#": 74}
+
+
+def fence_head(lines: list, rule: str = "-") -> CSource:
+    """A section's banner: `lines` (comment-safe text: spec text through c_comment)
+    between two rules."""
+    assert rule in FENCE_RULES
+    top = "/* " + rule * (FENCE_WIDTH - 3)
+    bottom = " * " + rule * FENCE_RULES[rule] + " */"
+    return CSource("\n".join([top, *(f" * {line}" for line in lines), bottom]))
+
+
+def fence_end(title: str, rule: str = "-") -> CSource:
+    """A section's end fence: one line, `end of <title>`, ruled to the banner's width."""
+    assert rule in FENCE_RULES
+    text = f"/* end of {title} "
+    return CSource(text + rule * max(3, FENCE_WIDTH - 3 - len(text)) + " */")
+
+
+def fenced(body: str, lines: list, title: str, rule: str = "-") -> CSource:
+    """`body` as a section: its banner, the body without trailing blank lines, its end
+    fence (ending the line)."""
+    body = re.sub("(?:\\s|\x01[^\x02]*\x02)+$", "", body)   # and line marks (LineMarks)
+    return CSource(f"{fence_head(lines, rule)}\n{body}\n{fence_end(title, rule)}\n")
+
+
+def layer_fence_lines(li: LayerInstance, info: ContainerInfo) -> list:
+    head = f"layer {li.name} ({li.layer.signature()}) of {info.name}"
+    if li.params_text():
+        head += f": {c_comment(li.params_text())}"
+    return [head]
 
 
 def c_int(v: int, t: FieldType) -> str:
@@ -347,6 +484,77 @@ def cursor_view(cur: CursorInfo, checked: CheckedSpec) -> CursorView:
                       " || ".join(relink), why)
 
 
+# ---------------------------------------------------------------------------
+# What each function of a container's API can return, for the header
+# ---------------------------------------------------------------------------
+def layer_errors(info: ContainerInfo, op: str) -> set:
+    """The codes the layers of `info`'s equation return for `op` (layers/base.py, `errors`):
+    their union, from the outermost layer down to one that does the operation alone (a
+    layer that defers deletes, for removals), with ALLOC spelled as the mem layers' codes."""
+    out: set = set()
+    for li in info.chain:
+        out |= li.layer.op_errors(li, op)
+        if li.layer.defers_delete and op in ("remove", "cursor_delete"):
+            break
+    if ALLOC in out:
+        out.discard(ALLOC)
+        out |= mem_errors(info)
+    return out
+
+
+def mem_errors(info: ContainerInfo) -> set:
+    """What allocating in `info`'s memory can return."""
+    out: set = set()
+    for li in info.chain:
+        if li.layer.realm == "mem":
+            out |= li.layer.op_errors(li, "alloc")
+    return out
+
+
+def spell_errors(codes) -> str:
+    """Codes in the order of their table (P2_ERROR_LIST), comma-separated."""
+    ERROR_CODES = [c.name for c in CODES]
+    unknown = set(codes) - set(ERROR_CODES)
+    if unknown:
+        raise ValueError(f"unknown error codes {sorted(unknown)} (not in p2_runtime.h)")
+    return ", ".join(c for c in ERROR_CODES if c in codes)
+
+
+def api_errors(info: ContainerInfo) -> dict:
+    """For each public function of a container, the codes it can return beside P2_OK,
+    P2_ECLOSED (a closed handle) and P2_EINVAL for a NULL argument: what its checks return
+    for this container (references it holds, elements others refer to) and what the layers
+    of its equation declare. Keys: insert, update, delete, reserve, cursor_update and
+    cursor_delete (beside P2_EINVAL when the cursor is on no element), set_<field>."""
+    nf = {"P2_NOTFOUND"}
+    checks_refs = nf if info.ref_fields else set()
+    # an element others refer to is never moved (prepare_update): the update is refused
+    pinned = {"P2_EINVAL"} if info.referenced and info.storage.layer.relocates else set()
+    update = nf | checks_refs | pinned | layer_errors(info, "update")
+    out = {
+        "insert": checks_refs | layer_errors(info, "insert"),
+        "update": update,
+        "delete": nf | layer_errors(info, "remove"),
+        "reserve": layer_errors(info, "reserve"),
+        # beside P2_EINVAL when the cursor is not on an element (said in the header)
+        "cursor_update": checks_refs | pinned | layer_errors(info, "update")
+                         | layer_errors(info, "cursor_update"),
+        "cursor_delete": layer_errors(info, "remove") | layer_errors(info, "cursor_delete"),
+    }
+    keys = info.key_fields()
+    for f in info.record.fields:
+        if f.type.kind == "text":
+            out[f"set_{f.name}"] = nf | {"P2_ERANGE", "P2_EINVAL"} | mem_errors(info)
+            continue
+        codes = set(nf)
+        if f.type.kind == "char":
+            codes.add("P2_ERANGE")      # longer than the field
+        if f.name in keys:
+            codes |= update
+        out[f"set_{f.name}"] = codes
+    return {k: spell_errors(v) for k, v in out.items()}
+
+
 def names(checked: CheckedSpec, info: ContainerInfo) -> dict:
     """C type names every template of a container uses."""
     return {"DB": f"{checked.prefix}_db", "E": f"{info.p}_elem", "ROOT": f"{info.p}_root",
@@ -355,10 +563,14 @@ def names(checked: CheckedSpec, info: ContainerInfo) -> dict:
 
 # ---------------------------------------------------------------------------
 class Renderer:
-    def __init__(self, checked: CheckedSpec, spec_file: str, recover: bool = False):
+    def __init__(self, checked: CheckedSpec, spec_file: str, recover: bool = False,
+                 line_directives: bool = False):
         self.checked = checked
         self.spec_file = spec_file
-        self.env = jinja_env()
+        # line_directives: #line directives point the C compiler's messages into the
+        # templates (`p2gen build --line-directives`); off, the output has none
+        self.line_directives = line_directives
+        self.env = jinja_env(True) if line_directives else jinja_env()
         # the source of `p2gen recover`'s program: plain files opened despite an unclean
         # close, and every layer's _rebuild (layers/README.md) rendered
         self.recover = recover
@@ -368,11 +580,14 @@ class Renderer:
 
     def layer_section(self, li: LayerInstance, info: ContainerInfo, cursors: list) -> str:
         tmpl = self.env.get_template(li.layer.template)
-        return CSource(tmpl.render(L=li, B=li.below, C=info, S=self.checked, M=info.mem,
-                                   St=info.storage, D=info.ds[0], cursors=cursors,
-                                   key=li.key_field_obj, seg=self.seg_index(info),
-                                   **names(self.checked, info),
-                                   arg_type=arg_type, c_const=c_const, recover=self.recover))
+        text = tmpl.render(L=li, B=li.below, C=info, S=self.checked, M=info.mem,
+                           St=info.storage, D=info.ds[0], cursors=cursors,
+                           key=li.key_field_obj, seg=self.seg_index(info),
+                           **names(self.checked, info),
+                           arg_type=arg_type, c_const=c_const, recover=self.recover)
+        # the key tells apart two layers of one name in an equation (hash by id, by name)
+        what = f"{li.name}(key={li.key_field_obj.name})" if li.key_field_obj else li.name
+        return fenced(text, layer_fence_lines(li, info), f"layer {what} of {info.name}")
 
     def files(self) -> list:
         out = []
@@ -405,8 +620,11 @@ class Renderer:
 
     def rel_section(self, ri) -> str:
         tmpl = self.env.get_template(ri.layer.template)
-        return CSource(tmpl.render(REL=ri, rn=self.role_names, S=self.checked,
-                                   DB=f"{self.checked.prefix}_db", recover=self.recover))
+        text = tmpl.render(REL=ri, rn=self.role_names, S=self.checked,
+                           DB=f"{self.checked.prefix}_db", recover=self.recover)
+        return fenced(text, [c_comment(ri.text()),
+                             f"  layer {ri.layer.name} ({ri.layer.signature()}), {ri.kind}"],
+                      f"layer {ri.layer.name} of relationship {ri.name}")
 
     def render(self) -> tuple[str, str]:
         checked = self.checked
@@ -422,11 +640,117 @@ class Renderer:
         ctx = dict(S=checked, spec_file=self.spec_file, containers=containers, rels=rels,
                    files=self.files(), arg_type=arg_type, param_field_decl=param_field_decl,
                    c_string=c_string, where_text=expr_text, names=names,
-                   rn=self.role_names, recover=self.recover, hooked=[c for c in containers
+                   rn=self.role_names, recover=self.recover, api_errors=api_errors,
+                   hooked=[c for c in containers
                                            if c["info"].has_hooks or c["info"].referenced])
         header = self.env.get_template("spec.h.j2").render(**ctx)
         source = self.env.get_template("spec.c.j2").render(**ctx)
-        return inline_api(checked.prefix, header, source)
+        if self.line_directives:
+            header, header_at = mark_lines(header)
+            source, source_at = mark_lines(source)
+        gone = unused_lines(source, self.tool_source())
+        source = "\n".join(line for k, line in enumerate(source.split("\n")) if k not in gone)
+        header, source = inline_api(checked.prefix, header, source)
+        if self.line_directives:
+            source_at = [at for k, at in enumerate(source_at) if k not in gone]
+            header = line_directives(header, header_at, self.template_path)
+            source = line_directives(source, source_at, self.template_path)
+        return header, source
+
+    def template_path(self, name: str) -> str:
+        """Where a template is, as #line names it: relative to the folder holding layers/
+        (the checkout, or the installed package): `layers/avl.c.j2`."""
+        from . import layers as layer_pkg
+        base = os.path.dirname(os.path.dirname(os.path.abspath(layer_pkg.__file__)))
+        filename = self.env.loader.get_source(self.env, name)[1]
+        return os.path.relpath(filename, base).replace(os.sep, "/")
+
+    def tool_source(self) -> str:
+        """The program that includes this source and calls its static functions: the
+        recovery program (`p2gen recover`) for a recovery build, else the integrity checker
+        (`p2gen verify`)."""
+        if self.recover:
+            return self.recover_main()
+        from .verify import render_verifier
+        return render_verifier(self.checked, self.spec_file)
+
+    def recover_main(self) -> str:
+        """The C of `p2gen recover`'s program (templates/recover_main.c.j2)."""
+        checked = self.checked
+        return jinja_env().get_template("recover_main.c.j2").render(
+            S=checked, spec_file=self.spec_file, files=self.files(), names=names,
+            c_string=c_string, containers=[{"info": i} for i in checked.containers],
+            rels=[{"info": ri} for ri in checked.relationships])
+
+
+# ---------------------------------------------------------------------------
+# Emission by use
+# ---------------------------------------------------------------------------
+# A static function definition of the generated source: its comment directly above (not a
+# section banner), the definition (one line, or a head and a body closed by `}` at column
+# 0), and the blank line after it.
+_STATIC_DEF = re.compile(
+    r"(?:^/\*(?! -| =| #)(?:(?!\*/).)*\*/\n)?"
+    r"^static (?:inline )?[^\n;=()]*?\b(\w+)\((?:[^;{}]|\n)*?\)"
+    r"(?:[ \t]*\{[^\n]*\}\n|\n\{\n(?:.*?\n)??\}\n)(?:\n(?=\n|/\*|static|#|[a-zA-Z]))?",
+    re.M | re.S)
+
+
+_GUARD = re.compile(r"^#ifndef (P2_\w+_DEFINED)\n#define \1\n.*?^#endif\n", re.M | re.S)
+
+
+def unused_lines(source: str, roots: str = "") -> set:
+    """The lines (0-based) of the static functions nothing calls: a layer renders its whole
+    contract (every comparator, every cursor operation, every memory function), and what
+    this spec's code does not call -- from its public API, directly or through functions
+    that are kept -- is not emitted, nor the comment directly above it, nor its prototype.
+    `roots` is the C of programs that include the source and call its static functions
+    (the integrity checker, the recovery program). A function under a guard of its own
+    (the p2_fixstr helpers, shared by the specs of one file) goes with its guard."""
+    word = re.compile(r"\b[A-Za-z_]\w*")
+    proto = re.compile(r"^static [^\n]*?\b(\w+)\([^\n]*\);$", re.M)
+    defs: dict = {}   # name -> (start, end) of its text, comment and guard included
+    guards = [g.span() for g in _GUARD.finditer(source)]
+    for m in _STATIC_DEF.finditer(source):
+        span = next((g for g in guards if g[0] <= m.start() < g[1]), m.span())
+        defs[m.group(1)] = span
+    # what the code outside these definitions calls (prototypes call nothing) is used, and
+    # so is what a used definition calls
+    outside, at = [roots], 0
+    for start, end in sorted(defs.values()):
+        outside.append(source[at:start])
+        at = end
+    outside.append(source[at:])
+    todo = [w for w in set(word.findall(proto.sub("", "".join(outside)))) if w in defs]
+    used = set(todo)
+    while todo:
+        start, end = defs[todo.pop()]
+        for w in set(word.findall(source, start, end)):
+            if w in defs and w not in used:
+                used.add(w)
+                todo.append(w)
+    gone: set = set()
+    for name, (start, end) in defs.items():
+        if name in used:
+            continue
+        first, last = source.count("\n", 0, start), source.count("\n", 0, end)
+        # the blank line after it goes with it, unless it ends a run of functions written
+        # one after the other (the comparators)
+        if source[end - 3:end] == "}\n\n" and source[start - 2:start] == "}\n":
+            last -= 1
+        gone.update(range(first, last))
+    dead = set(defs) - used
+    lines = source.split("\n")
+    for k, line in enumerate(lines):
+        m = proto.match(line)
+        if m and m.group(1) in dead:
+            gone.add(k)
+    # a section whose last function went keeps no blank line before its end fence
+    kept = [k for k in range(len(lines)) if k not in gone]
+    for a, b in zip(kept, kept[1:]):
+        if lines[a] == "" and lines[b].startswith("/* end of "):
+            gone.add(a)
+    return gone
 
 
 def inline_api(prefix: str, header: str, source: str) -> tuple[str, str]:
@@ -447,8 +771,9 @@ def inline_api(prefix: str, header: str, source: str) -> tuple[str, str]:
     return header, source
 
 
-def render(checked: CheckedSpec, spec_file: str) -> tuple[str, str]:
-    return Renderer(checked, spec_file).render()
+def render(checked: CheckedSpec, spec_file: str,
+           line_directives: bool = False) -> tuple[str, str]:
+    return Renderer(checked, spec_file, line_directives=line_directives).render()
 
 
 def metadata(checked: CheckedSpec) -> dict:

@@ -1,4 +1,4 @@
-from .base import ElemField, Layer, ParamSpec, PathOption, SlotMap
+from .base import ALLOC, ElemField, Layer, ParamSpec, PathOption, SlotMap
 
 
 class Array(Layer):
@@ -6,6 +6,8 @@ class Array(Layer):
     realm = "ds"
     below = "mem"
     role = "storage"
+    # full at 2^32 - 2 slots (P2_ENOMEM), or the slot block cannot grow
+    errors = {"insert": {ALLOC, "P2_ENOMEM"}, "reserve": {ALLOC}}
     params = (ParamSpec("capacity", "int", 16, min=1, max=(1 << 32) - 2, fuzz=(1, 1 << 16),
                         doc="initial number of slots (the array doubles when full)"),)
     doc = ("Elements in a growable array of slots; deleted slots go on a free list and are "

@@ -15,6 +15,10 @@ REQUIRED = object()
 
 REALMS = ("mem", "ds", "top", "rel")
 
+# In a layer's `errors`: whatever the container's mem layers return when they cannot
+# allocate (their "alloc" codes).
+ALLOC = "alloc"
+
 
 @dataclass(frozen=True)
 class ParamSpec:
@@ -132,12 +136,23 @@ class Layer:
     # ds layers: does a walk through this layer come out in the order of its key field (so
     # a cursor served by it may `order by` that field)? As its `paths` offer: ordered_by.
     keeps_order: bool = False
+    # storage layers: can an update put the element at another reference (`_moves`)?
+    relocates: bool = False
     # top layers: may cursors declared on the container carry a where-clause?
     qualifies: bool = False
     # top layers: does delete only mark the element, leaving it in every structure below
     # until a purge removes it through the layer below? Such a layer counts on the layers
     # below it to remove for real, so the checker allows at most one per equation.
     defers_delete: bool = False
+    # The error codes (P2_* names of p2_runtime.h) this layer's own functions return, beside
+    # P2_OK, per operation of the C contract below: "insert", "update", "remove",
+    # "reserve"; for top layers also "cursor_update" and "cursor_delete" (what the cursor's
+    # own bookkeeping adds); for mem layers "alloc" (_alloc and _realloc). ALLOC in a set
+    # stands for the "alloc" codes of the container's mem layers: the layer allocates.
+    # The generated header documents, for each function of a container's API, the union
+    # over the layers of its equation (generator/render.py, api_errors). Override
+    # `op_errors` when the codes depend on the layer's parameters or neighbours.
+    errors: dict = {}
 
     @property
     def template(self) -> str:
@@ -179,6 +194,10 @@ class Layer:
     def not_applicable(self, inst, query) -> Optional[str]:
         """Why this layer offers no path for the query (for `explain`)."""
         return None
+
+    def op_errors(self, inst, op: str) -> frozenset:
+        """The codes this instance's functions for `op` return beside P2_OK (see `errors`)."""
+        return frozenset(self.errors.get(op, ()))
 
 
 def ordered_paths(layer: Layer, inst, query, *, eq_cost, range_cost, scan_cost,

@@ -1,4 +1,4 @@
-from .base import ElemField, Layer, ParamSpec, PathOption
+from .base import ALLOC, ElemField, Layer, ParamSpec, PathOption
 
 
 class Hash(Layer):
@@ -6,6 +6,9 @@ class Hash(Layer):
     realm = "ds"
     below = "ds"
     role = "index"
+    # only reserve grows the buckets on demand; the doubling after an insert is a hint
+    # (out of memory there leaves chains longer)
+    errors = {"reserve": {ALLOC}}
     params = (
         ParamSpec("key", "field", doc="field hashed"),
         ParamSpec("buckets", "int", 1024, min=1, max=1 << 31,

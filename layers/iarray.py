@@ -1,4 +1,4 @@
-from .base import (ElemField, Layer, ParamSpec, PathOption, SlotMap, ordered_paths,
+from .base import (ALLOC, ElemField, Layer, ParamSpec, PathOption, SlotMap, ordered_paths,
                    range_selectivity)
 
 
@@ -13,6 +13,11 @@ class IArray(Layer):
     below = "mem"
     role = "storage"
     keeps_order = True
+    relocates = True      # the reference is the key
+    # a key above max_key or below 0 (P2_ERANGE), a key already present (P2_EDUP), or the
+    # slot block cannot grow to the key
+    errors = {"insert": {"P2_ERANGE", "P2_EDUP", ALLOC},
+              "update": {"P2_ERANGE", "P2_EDUP", ALLOC}, "reserve": {ALLOC}}
     params = (
         ParamSpec("key", "field", doc="integer field whose value is the slot index",
                   field_kinds=("int",)),

@@ -1,4 +1,4 @@
-from .base import ElemField, Layer, PathOption
+from .base import ALLOC, ElemField, Layer, PathOption
 
 
 class Malloc(Layer):
@@ -6,6 +6,7 @@ class Malloc(Layer):
     realm = "ds"
     below = "mem"
     role = "storage"
+    errors = {"insert": {ALLOC}}
     doc = ("One allocation per element from the memory layer, all elements on a doubly "
            "linked list for scans (in insertion order). References are memory references "
            "(pointers or file offsets), stable for an element's lifetime; a reference to a "

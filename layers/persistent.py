@@ -10,6 +10,8 @@ class Persistent(Layer):
     realm = "mem"
     below = None
     role = "mem"
+    # out of reserved address space or of mappable memory; the file cannot grow (disk full)
+    errors = {"alloc": {"P2_ENOMEM", "P2_EIO"}}
     params = (
         ParamSpec("file", "str", doc="path of the database file (relative paths resolve "
                                      "against the directory given to open, else the cwd)"),

@@ -1,4 +1,4 @@
-from .base import Layer, ParamSpec, SlotMap, log2n, ordered_paths, range_selectivity
+from .base import ALLOC, Layer, ParamSpec, SlotMap, log2n, ordered_paths, range_selectivity
 
 
 class QSort(Layer):
@@ -8,6 +8,9 @@ class QSort(Layer):
     role = "storage"
     keeps_order = True
     stable_refs = False
+    relocates = True      # the reference is the position in key order
+    # full at 2^32 - 2 slots (P2_ENOMEM), or the array cannot grow
+    errors = {"insert": {ALLOC, "P2_ENOMEM"}, "reserve": {ALLOC}}
     params = (
         ParamSpec("key", "field", doc="field the array is kept sorted by"),
         ParamSpec("capacity", "int", 16, min=1, max=(1 << 32) - 2, fuzz=(1, 1 << 16),

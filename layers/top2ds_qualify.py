@@ -1,7 +1,7 @@
-from .base import Layer
+from .top2ds import Top2ds
 
 
-class Top2dsQualify(Layer):
+class Top2dsQualify(Top2ds):
     name = "top2ds_qualify"
     realm = "top"
     below = "ds"

@@ -6,5 +6,6 @@ class Transient(Layer):
     realm = "mem"
     below = None
     role = "mem"
+    errors = {"alloc": {"P2_ENOMEM"}}
     doc = ("Heap memory (calloc/realloc/free). References are raw pointers; the container "
            "lives as long as the open database handle.")

@@ -118,6 +118,48 @@ def test_generated_source_is_sectioned_by_layer(tmp_path):
     assert positions == sorted(positions)
 
 
+@pytest.mark.parametrize("name", ["paper.p2", "oo7/hash_ilist_journal.p2"])
+def test_every_section_has_a_head_and_an_end_fence(name, tmp_path):
+    """Each layer's section (containers' layers and relationships' layers) and each
+    container's section is closed by an end fence naming it before any other section
+    opens; the header's sections likewise."""
+    import re
+    gen = generate(os.path.join(ROOT, "type_equations", name), str(tmp_path))
+    source, header = open(gen.source).read(), open(gen.header).read()
+    heads = [(f"{layer}(key={key})" if key else layer, owner) for layer, owner, key in
+             re.findall(r"^ \* layer (\w+) \(.*\) of (\w+)(?::.*\bkey=(\w+))?", source, re.M)]
+    heads += [(layer, "relationship " + rel) for rel, layer in
+              re.findall(r"^ \* relationship (\w+) .*\n \*   layer (\w+) \(", source, re.M)]
+    assert len(heads) >= 5
+    for layer, owner in heads:
+        end = f"/* end of layer {layer} of {owner} "
+        assert source.count(end) == 1, end
+    # sections nest: no layer opens before the previous one ended
+    events = re.findall(r"^(?: \* layer \w+ \(| \*   layer \w+ \(|/\* end of layer )", source, re.M)
+    assert len(events) == 2 * len(heads)
+    assert all(e.startswith(" * ") for e in events[::2])
+    assert all(e.startswith("/* end") for e in events[1::2])
+    for text in (source, header):
+        for cname in re.findall(r"^ \* container (\w+) of \w+$", text, re.M):
+            assert text.count(f"/* end of container {cname} ") == 1, cname
+
+
+@pytest.mark.parametrize("name", ["paper.p2", "inventory.p2"])
+def test_cursor_comments_keep_their_line_breaks(name, tmp_path):
+    """A cursor's comment in the header: its declaration on one line, the plan's access
+    path on the next (a template block at the end of the first line must not swallow the
+    line break)."""
+    import re
+    gen = generate(os.path.join(ROOT, "type_equations", name), str(tmp_path))
+    header = open(gen.header).read()
+    heads = re.findall(r"^/\* cursor (?!\w+_all:).*\n.*", header, re.M)
+    assert heads
+    for two in heads:
+        first, second = two.split("\n")
+        assert "path:" not in first, first
+        assert second.startswith(" *   path: "), two
+
+
 # --- goldens: per layer and per error class ---------------------------------------------
 # The generated C is headed section by section by the layer that wrote it. Each layer of
 # the registry has a minimal spec using it (tests/golden/layers/<layer>.p2) and a golden of

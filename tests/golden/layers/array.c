@@ -111,12 +111,6 @@ static inline uint64_t array_items__array_ref_after_move(uint64_t ref, uint64_t 
     return ref;
 }
 
-static inline uint64_t array_items__array_find_dup(array_db *db, const array_item *rec)
-{
-    (void)db; (void)rec;
-    return P2_NIL;
-}
-
 /* scan path: every live slot in slot order */
 static inline uint64_t array_items__array_scan_from(array_db *db, uint64_t ref)
 {
@@ -181,3 +175,4 @@ static int array_items__array_verify(array_db *db, p2_verify *v)
        a crafted cycle run that long, so they do not look at elements then. */
     return live != r->array_count ? -1 : 0;
 }
+/* end of layer array of items ------------------------------------------- */

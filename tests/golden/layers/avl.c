@@ -323,3 +323,4 @@ AVL_API int avl_items__avl_check(avl_db *db)
     return P2_OK;
 }
 #endif
+/* end of layer avl(key=grp) of items ------------------------------------ */

@@ -78,7 +78,7 @@ static inline int delflag_items__delflag_items_of_next(delflag_items_of_cursor *
 static inline int delflag_items__delflag_items_of_delete(delflag_items_of_cursor *k)
 {
     delflag_items__delflag_remove(k->_db, k->_cur);
-    k->_state = 2;  /* off the element; the walk continues from it */
+    k->_state = P2_CURSOR_OFF;  /* the walk continues from it */
     return P2_OK;
 }
 
@@ -100,7 +100,7 @@ static inline int delflag_items__delflag_all_next(delflag_items_all_cursor *k)
 static inline int delflag_items__delflag_all_delete(delflag_items_all_cursor *k)
 {
     delflag_items__delflag_remove(k->_db, k->_cur);
-    k->_state = 2;  /* off the element; the walk continues from it */
+    k->_state = P2_CURSOR_OFF;  /* the walk continues from it */
     return P2_OK;
 }
 
@@ -127,3 +127,4 @@ static inline int delflag_items__delflag_purge(delflag_db *db, uint64_t *n)
     if (n) *n = removed;
     return rc == P2_END ? P2_OK : rc;
 }
+/* end of layer delflag of items ----------------------------------------- */

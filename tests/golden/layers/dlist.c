@@ -73,17 +73,6 @@ static inline int dlist_items__dlist_update(dlist_db *db, uint64_t *ref, const d
     return rc;
 }
 
-/* scan path: every element in insertion order */
-static inline uint64_t dlist_items__dlist_scan_first(dlist_db *db)
-{
-    return dlist_items__transient_root(db)->dlist_head;
-}
-
-static inline uint64_t dlist_items__dlist_scan_next(dlist_db *db, uint64_t ref)
-{
-    return dlist_items__dlist_node(db, ref)->_dlist_next;
-}
-
 /* Integrity check (<prefix>_verify), after the layers below: the list from the head
    holds live elements of the storage (array), each once, back links agree,
    the tail is the last one, and every stored element is on it. The walk is bounded by
@@ -140,3 +129,4 @@ DLIST_API int dlist_items__dlist_check(dlist_db *db)
     return P2_OK;
 }
 #endif
+/* end of layer dlist of items ------------------------------------------- */

@@ -193,3 +193,4 @@ static int hash_items__hash_verify(hash_db *db, p2_verify *v)
         p2_verify_fail(v, "container items, layer hash: count says %" PRIu64 ", %" PRIu64 " stored", r->hash_count, stored);
     return 0;
 }
+/* end of layer hash(key=grp) of items ----------------------------------- */

@@ -150,15 +150,6 @@ static inline uint64_t iarray_items__iarray_ref_after_move(uint64_t ref, uint64_
     return ref;
 }
 
-/* The element holding rec's key, if any: inserting rec would fail with P2_EDUP. */
-static inline uint64_t iarray_items__iarray_find_dup(iarray_db *db, const iarray_item *rec)
-{
-    uint64_t slot;
-    if (!iarray_items__iarray_in_range(rec->id)) return P2_NIL;
-    slot = (uint64_t)rec->id;
-    return iarray_items__iarray_valid(db, slot) ? slot : P2_NIL;
-}
-
 /* The first occupied slot at or after `slot`. */
 static inline uint64_t iarray_items__iarray_scan_from(iarray_db *db, uint64_t slot)
 {
@@ -185,17 +176,6 @@ static inline uint64_t iarray_items__iarray_range_first(iarray_db *db, int has_l
 }
 
 static inline uint64_t iarray_items__iarray_range_next(iarray_db *db, uint64_t ref)
-{
-    return iarray_items__iarray_scan_from(db, ref + 1);
-}
-
-/* scan path: the same walk over every slot */
-static inline uint64_t iarray_items__iarray_scan_first(iarray_db *db)
-{
-    return iarray_items__iarray_scan_from(db, 0);
-}
-
-static inline uint64_t iarray_items__iarray_scan_next(iarray_db *db, uint64_t ref)
 {
     return iarray_items__iarray_scan_from(db, ref + 1);
 }
@@ -252,3 +232,4 @@ static int iarray_items__iarray_verify(iarray_db *db, p2_verify *v)
     }
     return 0;
 }
+/* end of layer iarray(key=id) of items ---------------------------------- */

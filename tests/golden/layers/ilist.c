@@ -88,11 +88,6 @@ static inline void ilist_owners__holds_members_unlink(ilist_db *db, uint64_t x)
     own->_holds_count = 0;
 }
 
-static inline void ilist_owners__holds_members_free(ilist_db *db, uint64_t x)
-{
-    (void)db; (void)x;   /* nothing allocated per element */
-}
-
 /* members.owner: the owner, or P2_NIL. */
 static inline uint64_t ilist_members__holds_owner_get(ilist_db *db, uint64_t y)
 {
@@ -114,11 +109,6 @@ static inline int ilist_members__holds_owner_set(ilist_db *db, uint64_t y, uint6
 static inline void ilist_members__holds_owner_unlink(ilist_db *db, uint64_t y)
 {
     if (ilist_members__array_elem(db, y)->_holds_owner != P2_NIL) ilist_members__holds_owner__detach(db, y);
-}
-
-static inline void ilist_members__holds_owner_free(ilist_db *db, uint64_t y)
-{
-    (void)db; (void)y;
 }
 
 /* Integrity check (<prefix>_verify) of relationship holds: every live owner's list
@@ -176,3 +166,4 @@ static int ilist__rel_holds_verify(ilist_db *db, p2_verify *v)
         p2_verify_fail(v, "container members, layer ilist (relationship holds): %" PRIu64 " elements have a owner, the owners count %" PRIu64, members, total);
     return 0;
 }
+/* end of layer ilist of relationship holds ------------------------------ */

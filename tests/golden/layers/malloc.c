@@ -120,12 +120,6 @@ static inline uint64_t malloc_items__malloc_ref_after_move(uint64_t ref, uint64_
     return ref;
 }
 
-static inline uint64_t malloc_items__malloc_find_dup(malloc_db *db, const malloc_item *rec)
-{
-    (void)db; (void)rec;
-    return P2_NIL;
-}
-
 /* scan path: the list, oldest first */
 static inline uint64_t malloc_items__malloc_scan_first(malloc_db *db)
 {
@@ -173,3 +167,4 @@ static int malloc_items__malloc_verify(malloc_db *db, p2_verify *v)
         p2_verify_fail(v, "container items, layer malloc: %" PRIu64 " elements on the list, count says %" PRIu64, seen, r->malloc_count);
     return 0;
 }
+/* end of layer malloc of items ------------------------------------------ */

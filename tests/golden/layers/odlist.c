@@ -179,3 +179,4 @@ ODLIST_API int odlist_items__odlist_check(odlist_db *db)
     return P2_OK;
 }
 #endif
+/* end of layer odlist(key=name) of items -------------------------------- */

@@ -19,11 +19,6 @@ static inline int persistent_items__persistent_alloc(persistent_db *db, uint64_t
     return P2_OK;
 }
 
-static inline void persistent_items__persistent_free(persistent_db *db, uint64_t ref, uint64_t size)
-{
-    p2_seg_free(&db->seg[0], ref, size);
-}
-
 /* Resize a block, keeping its contents and zero-filling the growth. */
 static inline int persistent_items__persistent_realloc(persistent_db *db, uint64_t *ref, uint64_t old_size, uint64_t new_size)
 {
@@ -45,3 +40,4 @@ static inline void persistent_items__persistent_claim(persistent_db *db, p2_veri
 {
     p2_verify_claim(v, &db->seg[0], ref, len, what);
 }
+/* end of layer persistent of items -------------------------------------- */

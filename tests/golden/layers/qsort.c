@@ -142,13 +142,6 @@ static inline uint64_t qsort_items__qsort_ref_after_move(uint64_t ref, uint64_t 
     return ref + (ref >= to);
 }
 
-/* Keys need not be unique in qsort. */
-static inline uint64_t qsort_items__qsort_find_dup(qsort_db *db, const qsort_item *rec)
-{
-    (void)db; (void)rec;
-    return P2_NIL;
-}
-
 /* range path: binary search for the lower bound, then position by position */
 static inline uint64_t qsort_items__qsort_range_first(qsort_db *db, int has_lo, int32_t lo, int lo_inclusive)
 {
@@ -159,17 +152,6 @@ static inline uint64_t qsort_items__qsort_range_first(qsort_db *db, int has_lo, 
 static inline uint64_t qsort_items__qsort_range_next(qsort_db *db, uint64_t ref)
 {
     return ref + 1 < qsort_items__transient_root(db)->qsort_count ? ref + 1 : P2_NIL;
-}
-
-/* scan path: the same walk from the first position */
-static inline uint64_t qsort_items__qsort_scan_first(qsort_db *db)
-{
-    return qsort_items__transient_root(db)->qsort_count ? 0 : P2_NIL;
-}
-
-static inline uint64_t qsort_items__qsort_scan_next(qsort_db *db, uint64_t ref)
-{
-    return qsort_items__qsort_range_next(db, ref);
 }
 
 /* Integrity check (<prefix>_verify): the block lies in memory, count <= cap, the elements
@@ -202,3 +184,4 @@ static int qsort_items__qsort_verify(qsort_db *db, p2_verify *v)
     }
     return 0;
 }
+/* end of layer qsort(key=grp) of items ---------------------------------- */

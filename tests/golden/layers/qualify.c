@@ -32,8 +32,6 @@ static inline int qualify_items__qualify_find_grp_next(qualify_items__find_grp_c
     return qualify_items__top2ds_find_grp_next(k);
 }
 
-static inline int qualify_items__qualify_find_grp_delete(qualify_items__find_grp_cursor *k) { return qualify_items__top2ds_find_grp_delete(k); }
-static inline int qualify_items__qualify_find_grp_update(qualify_items__find_grp_cursor *k, const qualify_item *rec) { return qualify_items__top2ds_find_grp_update(k, rec); }
 
 /* cursor all */
 static inline int qualify_items__qualify_all_next(qualify_items_all_cursor *k)
@@ -43,3 +41,4 @@ static inline int qualify_items__qualify_all_next(qualify_items_all_cursor *k)
 
 static inline int qualify_items__qualify_all_delete(qualify_items_all_cursor *k) { return qualify_items__top2ds_all_delete(k); }
 static inline int qualify_items__qualify_all_update(qualify_items_all_cursor *k, const qualify_item *rec) { return qualify_items__top2ds_all_update(k, rec); }
+/* end of layer qualify of items ----------------------------------------- */

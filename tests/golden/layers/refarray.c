@@ -92,11 +92,6 @@ static inline uint64_t refarray_members__holds_owners_get(refarray_db *db, uint6
     return refarray_members__array_elem(db, x)->_holds_owners;
 }
 
-static inline void refarray_members__holds_owners_free(refarray_db *db, uint64_t x)
-{
-    (void)db; (void)x;
-}
-
 /* owners.members: add y (one more occurrence), taking it from its previous members.owners. */
 static inline int refarray_owners__holds_members_add(refarray_db *db, uint64_t x, uint64_t y)
 {
@@ -214,6 +209,7 @@ static int refarray__rel_holds_verify(refarray_db *db, p2_verify *v)
     }
     return 0;
 }
+/* end of layer refarray of relationship holds --------------------------- */
 
 /* --------------------------------------------------------------------------
  * relationship pair one owners.partner to one members.partner = refarray(capacity=4)
@@ -230,11 +226,6 @@ static inline uint64_t refarray_owners__pair_partner_get(refarray_db *db, uint64
     return refarray_owners__array_elem(db, x)->_pair_partner;
 }
 
-static inline void refarray_owners__pair_partner_free(refarray_db *db, uint64_t x)
-{
-    (void)db; (void)x;
-}
-
 /* --- members.partner: a single reference --- */
 static inline void refarray_members__pair_partner_init(refarray_db *db, uint64_t x)
 {
@@ -244,11 +235,6 @@ static inline void refarray_members__pair_partner_init(refarray_db *db, uint64_t
 static inline uint64_t refarray_members__pair_partner_get(refarray_db *db, uint64_t x)
 {
     return refarray_members__array_elem(db, x)->_pair_partner;
-}
-
-static inline void refarray_members__pair_partner_free(refarray_db *db, uint64_t x)
-{
-    (void)db; (void)x;
 }
 
 /* owners.partner = y (P2_NIL clears), kept in step with members.partner. */
@@ -335,3 +321,4 @@ static int refarray__rel_pair_verify(refarray_db *db, p2_verify *v)
     }
     return 0;
 }
+/* end of layer refarray of relationship pair ---------------------------- */

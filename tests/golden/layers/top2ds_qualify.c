@@ -23,8 +23,8 @@ static inline uint64_t top2ds_qualify_items__top2ds_qualify_items_of_advance(top
 static inline int top2ds_qualify_items__top2ds_qualify_items_of_next(top2ds_qualify_items_of_cursor *k)
 {
     uint64_t ref;
-    if (k->_state == 0) ref = top2ds_qualify_items__hash_eq_first(k->_db, k->_p_g);
-    else if (k->_state == 3) return P2_END;
+    if (k->_state == P2_CURSOR_BEFORE) ref = top2ds_qualify_items__hash_eq_first(k->_db, k->_p_g);
+    else if (k->_state == P2_CURSOR_END) return P2_END;
     else if (k->_has_pending) ref = k->_pending;
     else ref = top2ds_qualify_items__top2ds_qualify_items_of_advance(k, k->_cur);
     k->_has_pending = 0;
@@ -37,10 +37,10 @@ static inline int top2ds_qualify_items__top2ds_qualify_items_of_next(top2ds_qual
         }
         if (!((p2_fixstr_cmp(e->rec.name, 8, ((const char[8]){"x"}), 8) != 0))) continue;
         k->_cur = ref;
-        k->_state = 1;
+        k->_state = P2_CURSOR_ON;
         return P2_OK;
     }
-    k->_state = 3;
+    k->_state = P2_CURSOR_END;
     p2_refset_free(&k->_seen);
     return P2_END;
 }
@@ -55,7 +55,7 @@ static inline int top2ds_qualify_items__top2ds_qualify_items_of_delete(top2ds_qu
     if (next != P2_NIL) next = top2ds_qualify_items__array_ref_after_remove(next, cur);
     k->_pending = next;
     k->_has_pending = 1;
-    k->_state = 2;
+    k->_state = P2_CURSOR_OFF;
     return P2_OK;
 }
 
@@ -99,8 +99,8 @@ static inline uint64_t top2ds_qualify_items__top2ds_qualify_find_grp_advance(top
 static inline int top2ds_qualify_items__top2ds_qualify_find_grp_next(top2ds_qualify_items__find_grp_cursor *k)
 {
     uint64_t ref;
-    if (k->_state == 0) ref = top2ds_qualify_items__hash_eq_first(k->_db, k->_p_grp);
-    else if (k->_state == 3) return P2_END;
+    if (k->_state == P2_CURSOR_BEFORE) ref = top2ds_qualify_items__hash_eq_first(k->_db, k->_p_grp);
+    else if (k->_state == P2_CURSOR_END) return P2_END;
     else if (k->_has_pending) ref = k->_pending;
     else ref = top2ds_qualify_items__top2ds_qualify_find_grp_advance(k, k->_cur);
     k->_has_pending = 0;
@@ -111,56 +111,12 @@ static inline int top2ds_qualify_items__top2ds_qualify_find_grp_next(top2ds_qual
             continue;
         }
         k->_cur = ref;
-        k->_state = 1;
+        k->_state = P2_CURSOR_ON;
         return P2_OK;
     }
-    k->_state = 3;
+    k->_state = P2_CURSOR_END;
     p2_refset_free(&k->_seen);
     return P2_END;
-}
-
-/* Remember where the walk goes on before removing the element under the cursor. */
-static inline int top2ds_qualify_items__top2ds_qualify_find_grp_delete(top2ds_qualify_items__find_grp_cursor *k)
-{
-    uint64_t cur = k->_cur;
-    uint64_t next = k->_has_pending ? k->_pending : top2ds_qualify_items__top2ds_qualify_find_grp_advance(k, cur);
-    p2_refset_del(&k->_seen, cur);
-    top2ds_qualify_items__top2ds_qualify_remove(k->_db, cur);
-    if (next != P2_NIL) next = top2ds_qualify_items__array_ref_after_remove(next, cur);
-    k->_pending = next;
-    k->_has_pending = 1;
-    k->_state = 2;
-    return P2_OK;
-}
-
-/* An update that puts the element elsewhere in this walk (when array storage moves it, or its grp (hash's key) changes)
-   remembers it in k->_seen: the walk skips it when it meets it again, so every element
-   is visited once (the Halloween problem). */
-static inline int top2ds_qualify_items__top2ds_qualify_find_grp_update(top2ds_qualify_items__find_grp_cursor *k, const top2ds_qualify_item *rec)
-{
-    uint64_t old = k->_cur, ref = old;
-    uint64_t next = k->_has_pending ? k->_pending : top2ds_qualify_items__top2ds_qualify_find_grp_advance(k, old);
-    int relinks = top2ds_qualify_items__array_moves(k->_db, old, rec) || top2ds_qualify_items__cmp_grp(top2ds_qualify_items__array_elem(k->_db, old)->rec.grp, rec->grp) != 0;
-    int rc;
-    if (relinks && p2_refset_reserve(&k->_seen, 0) != P2_OK)
-        return p2_err_set(&k->_db->err, P2_ENOMEM, "cursor find_grp: out of memory for the elements it moved");
-    rc = top2ds_qualify_items__top2ds_qualify_update(k->_db, &ref, rec);
-    if (rc != P2_OK) {
-        /* nothing changed, but an index may have relinked the element: go on from the
-           successor saved before the attempt */
-        k->_pending = next;
-        k->_has_pending = 1;
-        return rc;
-    }
-    if (next != P2_NIL && ref != old) next = top2ds_qualify_items__array_ref_after_move(next, old, ref);
-    if (ref != old) {
-        p2_refset_del(&k->_seen, old);
-    }
-    if (relinks) p2_refset_add(&k->_seen, ref);
-    k->_cur = ref;
-    k->_pending = next;
-    k->_has_pending = 1;
-    return P2_OK;
 }
 
 /* cursor all: path: array(capacity=16) scan (array: scan every slot); residual: (none) */
@@ -173,8 +129,8 @@ static inline uint64_t top2ds_qualify_items__top2ds_qualify_all_advance(top2ds_q
 static inline int top2ds_qualify_items__top2ds_qualify_all_next(top2ds_qualify_items_all_cursor *k)
 {
     uint64_t ref;
-    if (k->_state == 0) ref = top2ds_qualify_items__array_scan_first(k->_db);
-    else if (k->_state == 3) return P2_END;
+    if (k->_state == P2_CURSOR_BEFORE) ref = top2ds_qualify_items__array_scan_first(k->_db);
+    else if (k->_state == P2_CURSOR_END) return P2_END;
     else if (k->_has_pending) ref = k->_pending;
     else ref = top2ds_qualify_items__top2ds_qualify_all_advance(k, k->_cur);
     k->_has_pending = 0;
@@ -185,10 +141,10 @@ static inline int top2ds_qualify_items__top2ds_qualify_all_next(top2ds_qualify_i
             continue;
         }
         k->_cur = ref;
-        k->_state = 1;
+        k->_state = P2_CURSOR_ON;
         return P2_OK;
     }
-    k->_state = 3;
+    k->_state = P2_CURSOR_END;
     p2_refset_free(&k->_seen);
     return P2_END;
 }
@@ -203,7 +159,7 @@ static inline int top2ds_qualify_items__top2ds_qualify_all_delete(top2ds_qualify
     if (next != P2_NIL) next = top2ds_qualify_items__array_ref_after_remove(next, cur);
     k->_pending = next;
     k->_has_pending = 1;
-    k->_state = 2;
+    k->_state = P2_CURSOR_OFF;
     return P2_OK;
 }
 
@@ -236,3 +192,4 @@ static inline int top2ds_qualify_items__top2ds_qualify_all_update(top2ds_qualify
     k->_has_pending = 1;
     return P2_OK;
 }
+/* end of layer top2ds_qualify of items ---------------------------------- */

@@ -48,3 +48,4 @@ static inline void transient_items__transient_claim(transient_db *db, p2_verify 
 {
     (void)db; (void)v; (void)ref; (void)len; (void)what;
 }
+/* end of layer transient of items --------------------------------------- */

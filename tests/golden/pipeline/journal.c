@@ -17,6 +17,13 @@
 #include "journal.h"
 
 #define P2_NIL UINT64_MAX
+/* The states of a cursor (its _state field): opened, before the first element; on an
+ * element (_cur); off the element just deleted through it, the walk going on from
+ * _pending; past the last element, or closed. */
+#define P2_CURSOR_BEFORE 0
+#define P2_CURSOR_ON 1
+#define P2_CURSOR_OFF 2
+#define P2_CURSOR_END 3
 #ifndef P2_ALIGNOF   /* this file is also compiled as C++ (the header's _INLINE mode) */
 #ifdef __cplusplus
 #define P2_ALIGNOF(T) alignof(T)
@@ -25,32 +32,9 @@
 #endif
 #endif
 
-#ifndef P2_FIXSTR_DEFINED
-#define P2_FIXSTR_DEFINED
-/* char[N] fields hold up to N bytes, NUL-padded (no terminator when full). Compare two
- * such strings as C strings limited to their buffer sizes. */
-static inline int p2_fixstr_cmp(const char *a, size_t na, const char *b, size_t nb)
-{
-    size_t n = na > nb ? na : nb;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ca = i < na ? (unsigned char)a[i] : 0;
-        unsigned char cb = i < nb ? (unsigned char)b[i] : 0;
-        if (ca != cb) return ca < cb ? -1 : 1;
-        if (ca == 0) return 0;
-    }
-    return 0;
-}
-/* Store C string `s` into a char[n] field: P2_ERANGE if it does not fit. */
-static inline int p2_fixstr_set(char *dst, size_t n, const char *s)
-{
-    size_t len = 0;
-    while (len <= n && s[len]) len++;
-    if (len > n) return P2_ERANGE;
-    memcpy(dst, s, len);
-    memset(dst + len, 0, n - len);
-    return P2_OK;
-}
-#endif
+/* char[N] fields hold up to N bytes, NUL-padded (no terminator when full). The helpers
+ * for them are shared by the specs compiled into one file (<PREFIX>_INLINE), each under a
+ * guard of its own: a spec that does not use one leaves it to the next. */
 
 /* ==========================================================================
  * Element and root layouts: the fields each layer adds, then the user's record (links and
@@ -72,7 +56,7 @@ typedef struct journal_accts_root {
 typedef struct journal_accts__find_id_cursor {
     journal_db *_db;
     uint64_t _cur, _pending;
-    int _state, _has_pending;
+    int _state, _has_pending;   /* _state: P2_CURSOR_BEFORE, _ON, _OFF or _END */
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     uint32_t _p_id;
 } journal_accts__find_id_cursor;
@@ -103,23 +87,6 @@ struct journal_db {
     int archive_ready;
 };
 
-/* Key comparisons: -1, 0 or 1, as used by ordered layers and range cursors. */
-static inline int journal_accts__cmp_id(uint32_t a, uint32_t b)
-{
-    return (a > b) - (a < b);
-}
-static inline int journal_accts__cmp_balance(int64_t a, int64_t b)
-{
-    return (a > b) - (a < b);
-}
-static inline int journal_archive__cmp_id(uint32_t a, uint32_t b)
-{
-    return (a > b) - (a < b);
-}
-static inline int journal_archive__cmp_balance(int64_t a, int64_t b)
-{
-    return (a > b) - (a < b);
-}
 
 /* ##########################################################################
  * container accts of acct
@@ -128,15 +95,11 @@ static inline int journal_archive__cmp_balance(int64_t a, int64_t b)
 
 /* [layer persistent: see tests/golden/layers/persistent.c] */
 
-
 /* [layer journal: see tests/golden/layers/journal.c] */
-
 
 /* [layer iarray: see tests/golden/layers/iarray.c] */
 
-
 /* [layer top2ds_qualify: see tests/golden/layers/top2ds_qualify.c] */
-
 
 /* --------------------------------------------------------------------------
  * public API of container accts
@@ -258,13 +221,13 @@ JOURNAL_API int journal_rich_next(journal_rich_cursor *cur)
 
 JOURNAL_API const journal_acct *journal_rich_get(const journal_rich_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
+    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return NULL;
     return &journal_accts__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
 JOURNAL_API journal_ref journal_rich_ref(const journal_rich_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return JOURNAL_NOREF;
+    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return JOURNAL_NOREF;
     return cur->_cur;
 }
 
@@ -272,7 +235,7 @@ JOURNAL_API int journal_rich_update(journal_rich_cursor *cur, const journal_acct
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "journal_rich_update: rec is NULL");
-    if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor rich is not on an element");
+    if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor rich is not on an element");
     return journal_accts__top2ds_qualify_rich_update(cur, rec);
 }
 
@@ -280,13 +243,13 @@ JOURNAL_API void journal_rich_close(journal_rich_cursor *cur)
 {
     if (!cur) return;
     p2_refset_free(&cur->_seen);
-    if (cur->_db) cur->_state = 3;
+    if (cur->_db) cur->_state = P2_CURSOR_END;
 }
 
 JOURNAL_API int journal_rich_delete(journal_rich_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
-    if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor rich is not on an element");
+    if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor rich is not on an element");
     return journal_accts__top2ds_qualify_rich_delete(cur);
 }
 
@@ -307,13 +270,13 @@ JOURNAL_API int journal_accts_all_next(journal_accts_all_cursor *cur)
 
 JOURNAL_API const journal_acct *journal_accts_all_get(const journal_accts_all_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
+    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return NULL;
     return &journal_accts__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
 JOURNAL_API journal_ref journal_accts_all_ref(const journal_accts_all_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return JOURNAL_NOREF;
+    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return JOURNAL_NOREF;
     return cur->_cur;
 }
 
@@ -321,7 +284,7 @@ JOURNAL_API int journal_accts_all_update(journal_accts_all_cursor *cur, const jo
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "journal_accts_all_update: rec is NULL");
-    if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
+    if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return journal_accts__top2ds_qualify_all_update(cur, rec);
 }
 
@@ -329,15 +292,16 @@ JOURNAL_API void journal_accts_all_close(journal_accts_all_cursor *cur)
 {
     if (!cur) return;
     p2_refset_free(&cur->_seen);
-    if (cur->_db) cur->_state = 3;
+    if (cur->_db) cur->_state = P2_CURSOR_END;
 }
 
 JOURNAL_API int journal_accts_all_delete(journal_accts_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
-    if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
+    if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return journal_accts__top2ds_qualify_all_delete(cur);
 }
+/* end of container accts ################################################ */
 
 /* ##########################################################################
  * container archive of acct
@@ -346,12 +310,9 @@ JOURNAL_API int journal_accts_all_delete(journal_accts_all_cursor *cur)
 
 /* [layer persistent: see tests/golden/layers/persistent.c] */
 
-
 /* [layer malloc: see tests/golden/layers/malloc.c] */
 
-
 /* [layer top2ds: see tests/golden/layers/top2ds.c] */
-
 
 /* --------------------------------------------------------------------------
  * public API of container archive
@@ -448,13 +409,13 @@ JOURNAL_API int journal_archive_all_next(journal_archive_all_cursor *cur)
 
 JOURNAL_API const journal_acct *journal_archive_all_get(const journal_archive_all_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
+    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return NULL;
     return &journal_archive__top2ds_elem(cur->_db, cur->_cur)->rec;
 }
 
 JOURNAL_API journal_ref journal_archive_all_ref(const journal_archive_all_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return JOURNAL_NOREF;
+    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return JOURNAL_NOREF;
     return cur->_cur;
 }
 
@@ -462,7 +423,7 @@ JOURNAL_API int journal_archive_all_update(journal_archive_all_cursor *cur, cons
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "journal_archive_all_update: rec is NULL");
-    if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
+    if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return journal_archive__top2ds_all_update(cur, rec);
 }
 
@@ -470,15 +431,16 @@ JOURNAL_API void journal_archive_all_close(journal_archive_all_cursor *cur)
 {
     if (!cur) return;
     p2_refset_free(&cur->_seen);
-    if (cur->_db) cur->_state = 3;
+    if (cur->_db) cur->_state = P2_CURSOR_END;
 }
 
 JOURNAL_API int journal_archive_all_delete(journal_archive_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
-    if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
+    if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return journal_archive__top2ds_all_delete(cur);
 }
+/* end of container archive ############################################## */
 
 /* ==========================================================================
  * integrity check: journal_verify walks every structure of every container (each layer's

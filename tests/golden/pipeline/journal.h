@@ -13,7 +13,9 @@
  *   - Functions returning int return P2_OK (0) or an error code from p2_runtime.h
  *     (P2_NOTFOUND, P2_EDUP, P2_ERANGE, P2_ENOMEM, P2_EIO, P2_EFORMAT, P2_EMISMATCH,
  *     P2_EINVAL, P2_ECLOSED, P2_EBUSY); journal_errmsg(db) says why in words.
- *     Nothing here aborts on bad input.
+ *     Nothing here aborts on bad input. "Errors:" names the codes a function can
+ *     return for this spec's equations; any function also returns P2_ECLOSED on a
+ *     closed handle and P2_EINVAL for a NULL argument.
  *   - A journal_ref names one element of one container. It stays valid until that element
  *     is deleted, except over qsort storage (the reference is a position: it changes on
  *     every insert, delete or key update of that container) and over iarray storage when
@@ -131,26 +133,28 @@ typedef struct journal_acct {
  *   = top2ds_qualify[iarray(capacity=8, key=id, max_key=8191)[journal[persistent]]]
  * ========================================================================== */
 /* Insert a copy of *rec; *out (may be NULL) receives its reference.
- * Errors: P2_ENOMEM; P2_EDUP / P2_ERANGE from keyed storage (iarray). */
+ * Errors: P2_EDUP, P2_ERANGE, P2_ENOMEM, P2_EIO. */
 JOURNAL_API int journal_accts_insert(journal_db *db, const journal_acct *rec, journal_ref *out);
 /* Copy the element `ref` to *out. Errors: P2_NOTFOUND (no such element). */
 JOURNAL_API int journal_accts_get(journal_db *db, journal_ref ref, journal_acct *out);
 /* The element `ref` in place (read only), or NULL if there is none. */
 JOURNAL_API const journal_acct *journal_accts_at(journal_db *db, journal_ref ref);
 /* Replace the element *ref by *rec, keeping every index right; *ref receives the new
- * reference if the element moved. Errors: P2_NOTFOUND, P2_EDUP, P2_ERANGE, P2_ENOMEM. */
+ * reference if the element moved. Errors: P2_NOTFOUND, P2_EDUP, P2_ERANGE, P2_ENOMEM, P2_EIO. */
 JOURNAL_API int journal_accts_update(journal_db *db, journal_ref *ref, const journal_acct *rec);
 /* Delete the element `ref`. Errors: P2_NOTFOUND. */
 JOURNAL_API int journal_accts_delete(journal_db *db, journal_ref ref);
 /* Make room for n elements in all (slots, buckets) so that loading them does not regrow:
  * saves time and the space doubling leaves behind. A hint: never needed for correctness.
- * Errors: P2_ENOMEM. */
+ * Errors: P2_ENOMEM, P2_EIO. */
 JOURNAL_API int journal_accts_reserve(journal_db *db, uint64_t n);
 /* Number of elements. */
 JOURNAL_API uint64_t journal_accts_count(journal_db *db);
-/* Set field id of element `ref` (a key: goes through update). */
+/* Set field id of element `ref` (a key: goes through update).
+ * Errors: P2_NOTFOUND, P2_EDUP, P2_ERANGE, P2_ENOMEM, P2_EIO. */
 JOURNAL_API int journal_accts_set_id(journal_db *db, journal_ref ref, uint32_t value);
-/* Set field balance of element `ref`. */
+/* Set field balance of element `ref`.
+ * Errors: P2_NOTFOUND. */
 JOURNAL_API int journal_accts_set_balance(journal_db *db, journal_ref ref, int64_t value);
 /* Find an element whose id equals `key` (iarray(capacity=8, key=id, max_key=8191) eq).
  * Errors: P2_NOTFOUND. */
@@ -160,11 +164,12 @@ JOURNAL_API int journal_accts_find_id(journal_db *db, uint32_t key, journal_ref 
  * reference, for the setters. */
 JOURNAL_API const journal_acct *journal_accts_lookup_id(journal_db *db, uint32_t key, journal_ref *out);
 
-/* cursor rich on accts where balance > $min *   path: iarray(capacity=8, key=id, max_key=8191) range (iarray: full scan in id order); residual: balance > $min */
+/* cursor rich on accts where balance > $min
+ *   path: iarray(capacity=8, key=id, max_key=8191) range (iarray: full scan in id order); residual: balance > $min */
 typedef struct journal_rich_cursor {
     journal_db *_db;
     uint64_t _cur, _pending;
-    int _state, _has_pending;
+    int _state, _has_pending;   /* _state: P2_CURSOR_BEFORE, _ON, _OFF or _END (journal.c) */
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     int64_t _p_min;
 } journal_rich_cursor;
@@ -176,9 +181,11 @@ JOURNAL_API int journal_rich_next(journal_rich_cursor *cur);
 JOURNAL_API const journal_acct *journal_rich_get(const journal_rich_cursor *cur);
 /* Its reference, or JOURNAL_NOREF. */
 JOURNAL_API journal_ref journal_rich_ref(const journal_rich_cursor *cur);
-/* Replace the element under the cursor. Errors: P2_EINVAL (not on an element), as update. */
+/* Replace the element under the cursor (as update).
+ * Errors: P2_EINVAL (not on an element), P2_EDUP, P2_ERANGE, P2_ENOMEM, P2_EIO. */
 JOURNAL_API int journal_rich_update(journal_rich_cursor *cur, const journal_acct *rec);
-/* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
+/* Delete the element under the cursor; next() continues after it.
+ * Errors: P2_EINVAL (not on an element). */
 JOURNAL_API int journal_rich_delete(journal_rich_cursor *cur);
 /* Stop the walk early: frees what the cursor remembers of the elements its updates moved
  * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
@@ -189,7 +196,7 @@ JOURNAL_API void journal_rich_close(journal_rich_cursor *cur);
 typedef struct journal_accts_all_cursor {
     journal_db *_db;
     uint64_t _cur, _pending;
-    int _state, _has_pending;
+    int _state, _has_pending;   /* _state: P2_CURSOR_BEFORE, _ON, _OFF or _END (journal.c) */
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
 } journal_accts_all_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
@@ -200,47 +207,52 @@ JOURNAL_API int journal_accts_all_next(journal_accts_all_cursor *cur);
 JOURNAL_API const journal_acct *journal_accts_all_get(const journal_accts_all_cursor *cur);
 /* Its reference, or JOURNAL_NOREF. */
 JOURNAL_API journal_ref journal_accts_all_ref(const journal_accts_all_cursor *cur);
-/* Replace the element under the cursor. Errors: P2_EINVAL (not on an element), as update. */
+/* Replace the element under the cursor (as update).
+ * Errors: P2_EINVAL (not on an element), P2_EDUP, P2_ERANGE, P2_ENOMEM, P2_EIO. */
 JOURNAL_API int journal_accts_all_update(journal_accts_all_cursor *cur, const journal_acct *rec);
-/* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
+/* Delete the element under the cursor; next() continues after it.
+ * Errors: P2_EINVAL (not on an element). */
 JOURNAL_API int journal_accts_all_delete(journal_accts_all_cursor *cur);
 /* Stop the walk early: frees what the cursor remembers of the elements its updates moved
  * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
  * it again, or on a cursor whose open failed, does nothing. */
 JOURNAL_API void journal_accts_all_close(journal_accts_all_cursor *cur);
+/* end of container accts ================================================ */
 
 /* ==========================================================================
  * container archive of acct
  *   = top2ds[malloc[persistent]]
  * ========================================================================== */
 /* Insert a copy of *rec; *out (may be NULL) receives its reference.
- * Errors: P2_ENOMEM; P2_EDUP / P2_ERANGE from keyed storage (iarray). */
+ * Errors: P2_ENOMEM, P2_EIO. */
 JOURNAL_API int journal_archive_insert(journal_db *db, const journal_acct *rec, journal_ref *out);
 /* Copy the element `ref` to *out. Errors: P2_NOTFOUND (no such element). */
 JOURNAL_API int journal_archive_get(journal_db *db, journal_ref ref, journal_acct *out);
 /* The element `ref` in place (read only), or NULL if there is none. */
 JOURNAL_API const journal_acct *journal_archive_at(journal_db *db, journal_ref ref);
 /* Replace the element *ref by *rec, keeping every index right; *ref receives the new
- * reference if the element moved. Errors: P2_NOTFOUND, P2_EDUP, P2_ERANGE, P2_ENOMEM. */
+ * reference if the element moved. Errors: P2_NOTFOUND. */
 JOURNAL_API int journal_archive_update(journal_db *db, journal_ref *ref, const journal_acct *rec);
 /* Delete the element `ref`. Errors: P2_NOTFOUND. */
 JOURNAL_API int journal_archive_delete(journal_db *db, journal_ref ref);
 /* Make room for n elements in all (slots, buckets) so that loading them does not regrow:
  * saves time and the space doubling leaves behind. A hint: never needed for correctness.
- * Errors: P2_ENOMEM. */
+ * Errors: none. */
 JOURNAL_API int journal_archive_reserve(journal_db *db, uint64_t n);
 /* Number of elements. */
 JOURNAL_API uint64_t journal_archive_count(journal_db *db);
-/* Set field id of element `ref`. */
+/* Set field id of element `ref`.
+ * Errors: P2_NOTFOUND. */
 JOURNAL_API int journal_archive_set_id(journal_db *db, journal_ref ref, uint32_t value);
-/* Set field balance of element `ref`. */
+/* Set field balance of element `ref`.
+ * Errors: P2_NOTFOUND. */
 JOURNAL_API int journal_archive_set_balance(journal_db *db, journal_ref ref, int64_t value);
 
 /* cursor journal_archive_all: every element of archive */
 typedef struct journal_archive_all_cursor {
     journal_db *_db;
     uint64_t _cur, _pending;
-    int _state, _has_pending;
+    int _state, _has_pending;   /* _state: P2_CURSOR_BEFORE, _ON, _OFF or _END (journal.c) */
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
 } journal_archive_all_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
@@ -251,14 +263,17 @@ JOURNAL_API int journal_archive_all_next(journal_archive_all_cursor *cur);
 JOURNAL_API const journal_acct *journal_archive_all_get(const journal_archive_all_cursor *cur);
 /* Its reference, or JOURNAL_NOREF. */
 JOURNAL_API journal_ref journal_archive_all_ref(const journal_archive_all_cursor *cur);
-/* Replace the element under the cursor. Errors: P2_EINVAL (not on an element), as update. */
+/* Replace the element under the cursor (as update).
+ * Errors: P2_EINVAL (not on an element), P2_ENOMEM. */
 JOURNAL_API int journal_archive_all_update(journal_archive_all_cursor *cur, const journal_acct *rec);
-/* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
+/* Delete the element under the cursor; next() continues after it.
+ * Errors: P2_EINVAL (not on an element). */
 JOURNAL_API int journal_archive_all_delete(journal_archive_all_cursor *cur);
 /* Stop the walk early: frees what the cursor remembers of the elements its updates moved
  * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
  * it again, or on a cursor whose open failed, does nothing. */
 JOURNAL_API void journal_archive_all_close(journal_archive_all_cursor *cur);
+/* end of container archive ============================================== */
 
 /* p2gen: public API end */
 #ifdef __cplusplus

@@ -17,6 +17,13 @@
 #include "links.h"
 
 #define P2_NIL UINT64_MAX
+/* The states of a cursor (its _state field): opened, before the first element; on an
+ * element (_cur); off the element just deleted through it, the walk going on from
+ * _pending; past the last element, or closed. */
+#define P2_CURSOR_BEFORE 0
+#define P2_CURSOR_ON 1
+#define P2_CURSOR_OFF 2
+#define P2_CURSOR_END 3
 #ifndef P2_ALIGNOF   /* this file is also compiled as C++ (the header's _INLINE mode) */
 #ifdef __cplusplus
 #define P2_ALIGNOF(T) alignof(T)
@@ -25,10 +32,12 @@
 #endif
 #endif
 
-#ifndef P2_FIXSTR_DEFINED
-#define P2_FIXSTR_DEFINED
-/* char[N] fields hold up to N bytes, NUL-padded (no terminator when full). Compare two
- * such strings as C strings limited to their buffer sizes. */
+/* char[N] fields hold up to N bytes, NUL-padded (no terminator when full). The helpers
+ * for them are shared by the specs compiled into one file (<PREFIX>_INLINE), each under a
+ * guard of its own: a spec that does not use one leaves it to the next. */
+#ifndef P2_FIXSTR_CMP_DEFINED
+#define P2_FIXSTR_CMP_DEFINED
+/* Compare two such strings as C strings limited to their buffer sizes. */
 static inline int p2_fixstr_cmp(const char *a, size_t na, const char *b, size_t nb)
 {
     size_t n = na > nb ? na : nb;
@@ -40,6 +49,9 @@ static inline int p2_fixstr_cmp(const char *a, size_t na, const char *b, size_t 
     }
     return 0;
 }
+#endif
+#ifndef P2_FIXSTR_SET_DEFINED
+#define P2_FIXSTR_SET_DEFINED
 /* Store C string `s` into a char[n] field: P2_ERANGE if it does not fit. */
 static inline int p2_fixstr_set(char *dst, size_t n, const char *s)
 {
@@ -89,7 +101,7 @@ typedef struct links_docs_root {
 typedef struct links_docs__find_id_cursor {
     links_db *_db;
     uint64_t _cur, _pending;
-    int _state, _has_pending;
+    int _state, _has_pending;   /* _state: P2_CURSOR_BEFORE, _ON, _OFF or _END */
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     uint32_t _p_id;
 } links_docs__find_id_cursor;
@@ -121,7 +133,7 @@ typedef struct links_shelves_root {
 typedef struct links_shelves__find_label_cursor {
     links_db *_db;
     uint64_t _cur, _pending;
-    int _state, _has_pending;
+    int _state, _has_pending;   /* _state: P2_CURSOR_BEFORE, _ON, _OFF or _END */
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     char _p_label[8];
 } links_shelves__find_label_cursor;
@@ -136,19 +148,12 @@ struct links_db {
     int shelves_ready;
 };
 
-/* Key comparisons: -1, 0 or 1, as used by ordered layers and range cursors. */
+/* docs.id compared as ordered layers and range cursors do: -1, 0 or 1 */
 static inline int links_docs__cmp_id(uint32_t a, uint32_t b)
 {
     return (a > b) - (a < b);
 }
-static inline int links_docs__cmp_home(uint64_t a, uint64_t b)
-{
-    return (a > b) - (a < b);
-}
-static inline int links_shelves__cmp_id(uint32_t a, uint32_t b)
-{
-    return (a > b) - (a < b);
-}
+/* shelves.label compared as ordered layers and range cursors do: -1, 0 or 1 */
 static inline int links_shelves__cmp_label(const char *a, const char *b)
 {
     return p2_fixstr_cmp(a, 8, b, 8);
@@ -171,18 +176,13 @@ static void links_shelves__on_delete(links_db *db, uint64_t ref);
 
 /* [layer transient: see tests/golden/layers/transient.c] */
 
-
 /* [layer array: see tests/golden/layers/array.c] */
-
 
 /* [layer hash: see tests/golden/layers/hash.c] */
 
-
 /* [layer top2ds_qualify: see tests/golden/layers/top2ds_qualify.c] */
 
-
 /* [layer delflag: see tests/golden/layers/delflag.c] */
-
 
 /* --------------------------------------------------------------------------
  * public API of container docs
@@ -372,13 +372,13 @@ LINKS_API int links_docs_by_id_next(links_docs_by_id_cursor *cur)
 
 LINKS_API const links_doc *links_docs_by_id_get(const links_docs_by_id_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
+    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return NULL;
     return &links_docs__delflag_elem(cur->_db, cur->_cur)->rec;
 }
 
 LINKS_API links_ref links_docs_by_id_ref(const links_docs_by_id_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return LINKS_NOREF;
+    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return LINKS_NOREF;
     return cur->_cur;
 }
 
@@ -386,7 +386,7 @@ LINKS_API int links_docs_by_id_update(links_docs_by_id_cursor *cur, const links_
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "links_docs_by_id_update: rec is NULL");
-    if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor docs_by_id is not on an element");
+    if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor docs_by_id is not on an element");
     {
         links_doc nrec;
         int rc = links_docs__prepare_update(cur->_db, cur->_cur, rec, &nrec);
@@ -398,13 +398,13 @@ LINKS_API void links_docs_by_id_close(links_docs_by_id_cursor *cur)
 {
     if (!cur) return;
     p2_refset_free(&cur->_seen);
-    if (cur->_db) cur->_state = 3;
+    if (cur->_db) cur->_state = P2_CURSOR_END;
 }
 
 LINKS_API int links_docs_by_id_delete(links_docs_by_id_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
-    if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor docs_by_id is not on an element");
+    if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor docs_by_id is not on an element");
     links_docs__on_delete(cur->_db, cur->_cur);
     return links_docs__delflag_docs_by_id_delete(cur);
 }
@@ -426,13 +426,13 @@ LINKS_API int links_docs_all_next(links_docs_all_cursor *cur)
 
 LINKS_API const links_doc *links_docs_all_get(const links_docs_all_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
+    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return NULL;
     return &links_docs__delflag_elem(cur->_db, cur->_cur)->rec;
 }
 
 LINKS_API links_ref links_docs_all_ref(const links_docs_all_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return LINKS_NOREF;
+    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return LINKS_NOREF;
     return cur->_cur;
 }
 
@@ -440,7 +440,7 @@ LINKS_API int links_docs_all_update(links_docs_all_cursor *cur, const links_doc 
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "links_docs_all_update: rec is NULL");
-    if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
+    if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     {
         links_doc nrec;
         int rc = links_docs__prepare_update(cur->_db, cur->_cur, rec, &nrec);
@@ -452,16 +452,17 @@ LINKS_API void links_docs_all_close(links_docs_all_cursor *cur)
 {
     if (!cur) return;
     p2_refset_free(&cur->_seen);
-    if (cur->_db) cur->_state = 3;
+    if (cur->_db) cur->_state = P2_CURSOR_END;
 }
 
 LINKS_API int links_docs_all_delete(links_docs_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
-    if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
+    if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     links_docs__on_delete(cur->_db, cur->_cur);
     return links_docs__delflag_all_delete(cur);
 }
+/* end of container docs ################################################# */
 
 /* ##########################################################################
  * container shelves of shelf
@@ -470,15 +471,11 @@ LINKS_API int links_docs_all_delete(links_docs_all_cursor *cur)
 
 /* [layer transient: see tests/golden/layers/transient.c] */
 
-
 /* [layer malloc: see tests/golden/layers/malloc.c] */
-
 
 /* [layer avl: see tests/golden/layers/avl.c] */
 
-
 /* [layer top2ds_qualify: see tests/golden/layers/top2ds_qualify.c] */
-
 
 /* --------------------------------------------------------------------------
  * public API of container shelves
@@ -624,13 +621,13 @@ LINKS_API int links_shelves_by_label_next(links_shelves_by_label_cursor *cur)
 
 LINKS_API const links_shelf *links_shelves_by_label_get(const links_shelves_by_label_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
+    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return NULL;
     return &links_shelves__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
 LINKS_API links_ref links_shelves_by_label_ref(const links_shelves_by_label_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return LINKS_NOREF;
+    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return LINKS_NOREF;
     return cur->_cur;
 }
 
@@ -638,7 +635,7 @@ LINKS_API int links_shelves_by_label_update(links_shelves_by_label_cursor *cur, 
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "links_shelves_by_label_update: rec is NULL");
-    if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor shelves_by_label is not on an element");
+    if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor shelves_by_label is not on an element");
     {
         links_shelf nrec;
         int rc = links_shelves__prepare_update(cur->_db, cur->_cur, rec, &nrec);
@@ -650,13 +647,13 @@ LINKS_API void links_shelves_by_label_close(links_shelves_by_label_cursor *cur)
 {
     if (!cur) return;
     p2_refset_free(&cur->_seen);
-    if (cur->_db) cur->_state = 3;
+    if (cur->_db) cur->_state = P2_CURSOR_END;
 }
 
 LINKS_API int links_shelves_by_label_delete(links_shelves_by_label_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
-    if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor shelves_by_label is not on an element");
+    if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor shelves_by_label is not on an element");
     links_shelves__on_delete(cur->_db, cur->_cur);
     return links_shelves__top2ds_qualify_shelves_by_label_delete(cur);
 }
@@ -678,13 +675,13 @@ LINKS_API int links_shelves_all_next(links_shelves_all_cursor *cur)
 
 LINKS_API const links_shelf *links_shelves_all_get(const links_shelves_all_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return NULL;
+    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return NULL;
     return &links_shelves__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
 LINKS_API links_ref links_shelves_all_ref(const links_shelves_all_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != 1) return LINKS_NOREF;
+    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return LINKS_NOREF;
     return cur->_cur;
 }
 
@@ -692,7 +689,7 @@ LINKS_API int links_shelves_all_update(links_shelves_all_cursor *cur, const link
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "links_shelves_all_update: rec is NULL");
-    if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
+    if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     {
         links_shelf nrec;
         int rc = links_shelves__prepare_update(cur->_db, cur->_cur, rec, &nrec);
@@ -704,16 +701,17 @@ LINKS_API void links_shelves_all_close(links_shelves_all_cursor *cur)
 {
     if (!cur) return;
     p2_refset_free(&cur->_seen);
-    if (cur->_db) cur->_state = 3;
+    if (cur->_db) cur->_state = P2_CURSOR_END;
 }
 
 LINKS_API int links_shelves_all_delete(links_shelves_all_cursor *cur)
 {
     if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
-    if (cur->_state != 1) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
+    if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     links_shelves__on_delete(cur->_db, cur->_cur);
     return links_shelves__top2ds_qualify_all_delete(cur);
 }
+/* end of container shelves ############################################## */
 
 /* ##########################################################################
  * relationships: one section per relationship, rendered by the layer that stores it
@@ -722,9 +720,7 @@ LINKS_API int links_shelves_all_delete(links_shelves_all_cursor *cur)
 
 /* [layer ilist: see tests/golden/layers/ilist.c] */
 
-
 /* [layer refarray: see tests/golden/layers/refarray.c] */
-
 
 
 /* --------------------------------------------------------------------------

@@ -13,7 +13,9 @@
  *   - Functions returning int return P2_OK (0) or an error code from p2_runtime.h
  *     (P2_NOTFOUND, P2_EDUP, P2_ERANGE, P2_ENOMEM, P2_EIO, P2_EFORMAT, P2_EMISMATCH,
  *     P2_EINVAL, P2_ECLOSED, P2_EBUSY); links_errmsg(db) says why in words.
- *     Nothing here aborts on bad input.
+ *     Nothing here aborts on bad input. "Errors:" names the codes a function can
+ *     return for this spec's equations; any function also returns P2_ECLOSED on a
+ *     closed handle and P2_EINVAL for a NULL argument.
  *   - A links_ref names one element of one container. It stays valid until that element
  *     is deleted, except over qsort storage (the reference is a position: it changes on
  *     every insert, delete or key update of that container) and over iarray storage when
@@ -118,14 +120,14 @@ typedef struct links_shelf {
  *   = delflag[top2ds_qualify[hash(buckets=1024, fn=default, grow=true, key=id)[array(capacity=16)[transient]]]]
  * ========================================================================== */
 /* Insert a copy of *rec; *out (may be NULL) receives its reference.
- * Errors: P2_ENOMEM; P2_EDUP / P2_ERANGE from keyed storage (iarray). */
+ * Errors: P2_NOTFOUND, P2_ENOMEM. */
 LINKS_API int links_docs_insert(links_db *db, const links_doc *rec, links_ref *out);
 /* Copy the element `ref` to *out. Errors: P2_NOTFOUND (no such element). */
 LINKS_API int links_docs_get(links_db *db, links_ref ref, links_doc *out);
 /* The element `ref` in place (read only), or NULL if there is none. */
 LINKS_API const links_doc *links_docs_at(links_db *db, links_ref ref);
 /* Replace the element *ref by *rec, keeping every index right; *ref receives the new
- * reference if the element moved. Errors: P2_NOTFOUND, P2_EDUP, P2_ERANGE, P2_ENOMEM. */
+ * reference if the element moved. Errors: P2_NOTFOUND. */
 LINKS_API int links_docs_update(links_db *db, links_ref *ref, const links_doc *rec);
 /* Delete the element `ref`. Errors: P2_NOTFOUND. */
 LINKS_API int links_docs_delete(links_db *db, links_ref ref);
@@ -135,14 +137,15 @@ LINKS_API int links_docs_delete(links_db *db, links_ref ref);
 LINKS_API int links_docs_reserve(links_db *db, uint64_t n);
 /* Number of elements. */
 LINKS_API uint64_t links_docs_count(links_db *db);
-/* Set field id of element `ref` (a key: goes through update). */
+/* Set field id of element `ref` (a key: goes through update).
+ * Errors: P2_NOTFOUND. */
 LINKS_API int links_docs_set_id(links_db *db, links_ref ref, uint32_t value);
 /* Text title of element `ref`: *data (may be NULL) receives a pointer to its bytes,
  * followed by a NUL, valid until the text is set again or the element deleted; *len its
  * length. Errors: P2_NOTFOUND. */
 LINKS_API int links_docs_get_title(links_db *db, links_ref ref, const char **data, uint64_t *len);
 /* Replace text title of element `ref` by len bytes at data (a new block in the
- * container's memory; the old one is freed). Errors: P2_NOTFOUND, P2_ENOMEM, P2_EINVAL. */
+ * container's memory; the old one is freed). Errors: P2_NOTFOUND, P2_ERANGE, P2_ENOMEM, P2_EINVAL. */
 LINKS_API int links_docs_set_title(links_db *db, links_ref ref, const void *data, uint64_t len);
 /* Set reference home of element `ref` to an element of shelves (or
  * LINKS_NOREF). Errors: P2_NOTFOUND (no such element here or there). A plain ref
@@ -158,11 +161,12 @@ LINKS_API const links_doc *links_docs_lookup_id(links_db *db, uint32_t key, link
 /* Remove the elements marked deleted for good; returns how many via *n (may be NULL). */
 LINKS_API int links_docs_purge(links_db *db, uint64_t *n);
 
-/* cursor docs_by_id on docs where id >= $lo *   path: array(capacity=16) scan (array: scan every slot); residual: id >= $lo */
+/* cursor docs_by_id on docs where id >= $lo
+ *   path: array(capacity=16) scan (array: scan every slot); residual: id >= $lo */
 typedef struct links_docs_by_id_cursor {
     links_db *_db;
     uint64_t _cur, _pending;
-    int _state, _has_pending;
+    int _state, _has_pending;   /* _state: P2_CURSOR_BEFORE, _ON, _OFF or _END (links.c) */
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     uint32_t _p_lo;
 } links_docs_by_id_cursor;
@@ -174,9 +178,11 @@ LINKS_API int links_docs_by_id_next(links_docs_by_id_cursor *cur);
 LINKS_API const links_doc *links_docs_by_id_get(const links_docs_by_id_cursor *cur);
 /* Its reference, or LINKS_NOREF. */
 LINKS_API links_ref links_docs_by_id_ref(const links_docs_by_id_cursor *cur);
-/* Replace the element under the cursor. Errors: P2_EINVAL (not on an element), as update. */
+/* Replace the element under the cursor (as update).
+ * Errors: P2_EINVAL (not on an element), P2_NOTFOUND, P2_ENOMEM. */
 LINKS_API int links_docs_by_id_update(links_docs_by_id_cursor *cur, const links_doc *rec);
-/* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
+/* Delete the element under the cursor; next() continues after it.
+ * Errors: P2_EINVAL (not on an element). */
 LINKS_API int links_docs_by_id_delete(links_docs_by_id_cursor *cur);
 /* Stop the walk early: frees what the cursor remembers of the elements its updates moved
  * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
@@ -187,7 +193,7 @@ LINKS_API void links_docs_by_id_close(links_docs_by_id_cursor *cur);
 typedef struct links_docs_all_cursor {
     links_db *_db;
     uint64_t _cur, _pending;
-    int _state, _has_pending;
+    int _state, _has_pending;   /* _state: P2_CURSOR_BEFORE, _ON, _OFF or _END (links.c) */
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
 } links_docs_all_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
@@ -198,40 +204,45 @@ LINKS_API int links_docs_all_next(links_docs_all_cursor *cur);
 LINKS_API const links_doc *links_docs_all_get(const links_docs_all_cursor *cur);
 /* Its reference, or LINKS_NOREF. */
 LINKS_API links_ref links_docs_all_ref(const links_docs_all_cursor *cur);
-/* Replace the element under the cursor. Errors: P2_EINVAL (not on an element), as update. */
+/* Replace the element under the cursor (as update).
+ * Errors: P2_EINVAL (not on an element), P2_NOTFOUND, P2_ENOMEM. */
 LINKS_API int links_docs_all_update(links_docs_all_cursor *cur, const links_doc *rec);
-/* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
+/* Delete the element under the cursor; next() continues after it.
+ * Errors: P2_EINVAL (not on an element). */
 LINKS_API int links_docs_all_delete(links_docs_all_cursor *cur);
 /* Stop the walk early: frees what the cursor remembers of the elements its updates moved
  * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
  * it again, or on a cursor whose open failed, does nothing. */
 LINKS_API void links_docs_all_close(links_docs_all_cursor *cur);
+/* end of container docs ================================================= */
 
 /* ==========================================================================
  * container shelves of shelf
  *   = top2ds_qualify[avl(key=label)[malloc[transient]]]
  * ========================================================================== */
 /* Insert a copy of *rec; *out (may be NULL) receives its reference.
- * Errors: P2_ENOMEM; P2_EDUP / P2_ERANGE from keyed storage (iarray). */
+ * Errors: P2_ENOMEM. */
 LINKS_API int links_shelves_insert(links_db *db, const links_shelf *rec, links_ref *out);
 /* Copy the element `ref` to *out. Errors: P2_NOTFOUND (no such element). */
 LINKS_API int links_shelves_get(links_db *db, links_ref ref, links_shelf *out);
 /* The element `ref` in place (read only), or NULL if there is none. */
 LINKS_API const links_shelf *links_shelves_at(links_db *db, links_ref ref);
 /* Replace the element *ref by *rec, keeping every index right; *ref receives the new
- * reference if the element moved. Errors: P2_NOTFOUND, P2_EDUP, P2_ERANGE, P2_ENOMEM. */
+ * reference if the element moved. Errors: P2_NOTFOUND. */
 LINKS_API int links_shelves_update(links_db *db, links_ref *ref, const links_shelf *rec);
 /* Delete the element `ref`. Errors: P2_NOTFOUND. */
 LINKS_API int links_shelves_delete(links_db *db, links_ref ref);
 /* Make room for n elements in all (slots, buckets) so that loading them does not regrow:
  * saves time and the space doubling leaves behind. A hint: never needed for correctness.
- * Errors: P2_ENOMEM. */
+ * Errors: none. */
 LINKS_API int links_shelves_reserve(links_db *db, uint64_t n);
 /* Number of elements. */
 LINKS_API uint64_t links_shelves_count(links_db *db);
-/* Set field id of element `ref`. */
+/* Set field id of element `ref`.
+ * Errors: P2_NOTFOUND. */
 LINKS_API int links_shelves_set_id(links_db *db, links_ref ref, uint32_t value);
-/* Set field label of element `ref` (a key: goes through update). */
+/* Set field label of element `ref` (a key: goes through update).
+ * Errors: P2_NOTFOUND, P2_ERANGE. */
 LINKS_API int links_shelves_set_label(links_db *db, links_ref ref, const char *value);
 /* Find an element whose label equals `key` (avl(key=label) range).
  * Errors: P2_NOTFOUND. */
@@ -241,11 +252,12 @@ LINKS_API int links_shelves_find_label(links_db *db, const char *key, links_ref 
  * reference, for the setters. */
 LINKS_API const links_shelf *links_shelves_lookup_label(links_db *db, const char *key, links_ref *out);
 
-/* cursor shelves_by_label on shelves where label != "x" order by label *   path: avl(key=label) range (avl: full scan in label order); residual: label != "x" */
+/* cursor shelves_by_label on shelves where label != "x" order by label
+ *   path: avl(key=label) range (avl: full scan in label order); residual: label != "x" */
 typedef struct links_shelves_by_label_cursor {
     links_db *_db;
     uint64_t _cur, _pending;
-    int _state, _has_pending;
+    int _state, _has_pending;   /* _state: P2_CURSOR_BEFORE, _ON, _OFF or _END (links.c) */
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
 } links_shelves_by_label_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
@@ -256,9 +268,11 @@ LINKS_API int links_shelves_by_label_next(links_shelves_by_label_cursor *cur);
 LINKS_API const links_shelf *links_shelves_by_label_get(const links_shelves_by_label_cursor *cur);
 /* Its reference, or LINKS_NOREF. */
 LINKS_API links_ref links_shelves_by_label_ref(const links_shelves_by_label_cursor *cur);
-/* Replace the element under the cursor. Errors: P2_EINVAL (not on an element), as update. */
+/* Replace the element under the cursor (as update).
+ * Errors: P2_EINVAL (not on an element), P2_ENOMEM. */
 LINKS_API int links_shelves_by_label_update(links_shelves_by_label_cursor *cur, const links_shelf *rec);
-/* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
+/* Delete the element under the cursor; next() continues after it.
+ * Errors: P2_EINVAL (not on an element). */
 LINKS_API int links_shelves_by_label_delete(links_shelves_by_label_cursor *cur);
 /* Stop the walk early: frees what the cursor remembers of the elements its updates moved
  * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
@@ -269,7 +283,7 @@ LINKS_API void links_shelves_by_label_close(links_shelves_by_label_cursor *cur);
 typedef struct links_shelves_all_cursor {
     links_db *_db;
     uint64_t _cur, _pending;
-    int _state, _has_pending;
+    int _state, _has_pending;   /* _state: P2_CURSOR_BEFORE, _ON, _OFF or _END (links.c) */
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
 } links_shelves_all_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED. */
@@ -280,14 +294,17 @@ LINKS_API int links_shelves_all_next(links_shelves_all_cursor *cur);
 LINKS_API const links_shelf *links_shelves_all_get(const links_shelves_all_cursor *cur);
 /* Its reference, or LINKS_NOREF. */
 LINKS_API links_ref links_shelves_all_ref(const links_shelves_all_cursor *cur);
-/* Replace the element under the cursor. Errors: P2_EINVAL (not on an element), as update. */
+/* Replace the element under the cursor (as update).
+ * Errors: P2_EINVAL (not on an element), P2_ENOMEM. */
 LINKS_API int links_shelves_all_update(links_shelves_all_cursor *cur, const links_shelf *rec);
-/* Delete the element under the cursor; next() continues after it. Errors: P2_EINVAL. */
+/* Delete the element under the cursor; next() continues after it.
+ * Errors: P2_EINVAL (not on an element). */
 LINKS_API int links_shelves_all_delete(links_shelves_all_cursor *cur);
 /* Stop the walk early: frees what the cursor remembers of the elements its updates moved
  * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
  * it again, or on a cursor whose open failed, does nothing. */
 LINKS_API void links_shelves_all_close(links_shelves_all_cursor *cur);
+/* end of container shelves ============================================== */
 
 /* ==========================================================================
  * relationship holds one shelves.docs to many docs.shelf = ilist
@@ -316,6 +333,7 @@ LINKS_API links_ref links_docs_shelf(links_db *db, links_ref ref);
 /* Set it (LINKS_NOREF clears): ref is appended to partner's docs.
  * Errors: P2_NOTFOUND, P2_ENOMEM. */
 LINKS_API int links_docs_set_shelf(links_db *db, links_ref ref, links_ref partner);
+/* end of relationship holds ============================================= */
 
 /* ==========================================================================
  * relationship cites many docs.cites to many docs.cited_by = refarray(capacity=4)
@@ -356,6 +374,7 @@ LINKS_API uint64_t links_docs_cited_by_count(links_db *db, links_ref owner);
 LINKS_API int links_docs_cited_by_add(links_db *db, links_ref owner, links_ref member);
 /* Remove one occurrence of member from owner's cited_by (and its mirror). Errors: P2_NOTFOUND. */
 LINKS_API int links_docs_cited_by_remove(links_db *db, links_ref owner, links_ref member);
+/* end of relationship cites ============================================= */
 
 /* p2gen: public API end */
 #ifdef __cplusplus

@@ -387,6 +387,12 @@ def bench_oo7(**kwargs):
 @click.option("--system", "systems", multiple=True,
               type=click.Choice(["P2", "dict", "sqlite-mem", "sqlite-file", "lmdb"]),
               help="Only these systems (repeatable; default: all, lmdb if installed).")
+@click.option("--workload", "workloads", multiple=True, type=click.Choice(["tpcb", "oo7"]),
+              help="Only these workloads (repeatable; default: both). tpcb: accounts, "
+              "branches and a cursor; oo7: OO7's build, traversals T1/T2 and query Q1.")
+@click.option("--oo7-size", type=click.Choice(["tiny", "small"]), default="small",
+              show_default=True, help="OO7 database size: tiny (50 composite parts of 10 "
+              "atomic parts), small (500 of 20); 3 connections per atomic part.")
 @click.option("-o", "--out", "out", default="bench/results", show_default=True,
               type=click.Path(file_okay=False), help="Where python.json, python.md and "
               "python.png go.")
@@ -401,9 +407,11 @@ def bench_python(**kwargs):
 
     Builds bench/python/tpcb_py.p2 with --python and times insert, find, update, delete,
     scans (with and without a predicate) and a relationship traversal against a dict of
-    tuples, sqlite3 (:memory: and a file) and the lmdb binding, checking every phase's
-    counts. Writes python.json, python.md (medians, ratios, the issue's targets) and
-    python.png. Exit status 1 if a check failed.
+    tuples, sqlite3 (:memory: and a file) and the lmdb binding; builds
+    bench/python/oo7_py.p2 and times OO7's build, T1, T2 and Q1 against plain Python
+    objects and sqlite3. Every phase's counts are checked. Writes python.json,
+    python.md (medians, ratios, the targets) and python.png. Exit status 1 if a check
+    failed.
     """
     from .bench.python.run import command
     try:

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from ...errors import BuildError
+from . import oo7
 
 SPEC = Path(__file__).resolve().parent / "tpcb_py.p2"
 PREFIX = "p2bench_py"
@@ -447,15 +448,16 @@ class LmdbSystem:
 # ---------------------------------------------------------------------------------------
 # Building the P2 module, running, reporting
 # ---------------------------------------------------------------------------------------
-def build_module(build_dir: str, spec: Path = SPEC, say: Callable[[str], None] = lambda m: None):
+def build_module(build_dir: str, spec: Path = SPEC, say: Callable[[str], None] = lambda m: None,
+                 prefix: str = PREFIX):
     """`p2gen build --python` of the spec into build_dir; the imported module."""
     from ...build import generate
     from ...pybind import build_python
     t0 = time.perf_counter()
-    gen = generate(str(spec), build_dir, PREFIX)
+    gen = generate(str(spec), build_dir, prefix)
     path = build_python(gen)
     say(f"built {path} in {time.perf_counter() - t0:.1f} s")
-    name = PREFIX
+    name = prefix
     if name in sys.modules:
         del sys.modules[name]
     s = importlib.util.spec_from_file_location(name, path)
@@ -478,16 +480,18 @@ def make_systems(module, tmp: str, only=None) -> list:
     return systems
 
 
-def run(systems: list, w: Workload, reps: int, say: Callable[[str], None] = lambda m: None):
+def run(systems: list, w, reps: int, say: Callable[[str], None] = lambda m: None,
+        phases: tuple = PHASES, workload: str = "tpcb"):
     """Every phase of every system, `reps` times; the Google-Benchmark-shaped entries and
-    the list of failed checks."""
+    the list of failed checks. w is a Workload (phases PHASES) or an oo7.OO7Workload
+    (phases oo7.PHASES); each entry names its workload."""
     entries, failures = [], []
     times: dict = {}
     for s in systems:
         for rep in range(reps):
             s.open(w)
             try:
-                for op in PHASES:
+                for op in phases:
                     fn = getattr(s, op)
                     if fn is None:
                         continue
@@ -509,6 +513,7 @@ def run(systems: list, w: Workload, reps: int, say: Callable[[str], None] = lamb
                     times.setdefault((s.name, op), []).append(ns)
                     entries.append({
                         "name": f"python/{s.name}/{op}", "family": "python",
+                        "workload": workload,
                         "system": s.name, "operation": op, "run_type": "iteration",
                         "repetition_index": rep, "iterations": ops,
                         "real_time": ns, "cpu_time": ns, "time_unit": "ns",
@@ -517,12 +522,13 @@ def run(systems: list, w: Workload, reps: int, say: Callable[[str], None] = lamb
                 s.close()
         say(f"{s.name}: " + ", ".join(
             f"{op} {statistics.median(times[(s.name, op)]):,.0f} ns"
-            for op in OPERATIONS if (s.name, op) in times))
+            for op in phases if (s.name, op) in times))
     for (sname, op), ts in times.items():
         last = [e for e in entries if e["system"] == sname and e["operation"] == op]
         med = statistics.median(ts)
         entries.append({
-            "name": f"python/{sname}/{op}_median", "family": "python", "system": sname,
+            "name": f"python/{sname}/{op}_median", "family": "python",
+            "workload": workload, "system": sname,
             "operation": op, "run_type": "aggregate", "aggregate_name": "median",
             "repetitions": len(ts), "iterations": last[-1]["iterations"],
             "real_time": med, "cpu_time": med, "time_unit": "ns", "rows": w.rows,
@@ -578,13 +584,51 @@ def targets(med: dict, rowbytes: int = 0) -> list:
     return out
 
 
+def _oo7_markdown(med: dict, ctx: dict) -> list:
+    """The OO7 workload's table (its operations are named oo7_*)."""
+    systems = [s for s in oo7.SYSTEMS if any(k[0] == s and k[1] in oo7.OPERATIONS
+                                             for k in med)]
+    p = ctx["oo7"]
+    lines = ["", "## OO7",
+             "",
+             f"OO7 {p['size']}: {p['composite_parts']:,} composite parts, "
+             f"{p['atomic_parts']:,} atomic parts, {p['connections']:,} connections, "
+             f"{p['q1_lookups']:,} Q1 lookups; median of {ctx['repetitions']} repetitions, "
+             f"ns per object built, part reached or lookup. Spec: `{oo7_spec_name()}`.",
+             "",
+             "| operation | " + " | ".join(systems) + " | sqlite-mem / P2 | P2 / dict |",
+             "|---|" + "---:|" * (len(systems) + 2)]
+    for op in oo7.OPERATIONS:
+        cells = [_fmt_ns(med.get((s, op))) for s in systems]
+        lines.append(f"| {op} | " + " | ".join(cells) + " | "
+                     f"{_ratio(med.get(('sqlite-mem', op)), med.get(('P2', op)))} | "
+                     f"{_ratio(med.get(('P2', op)), med.get(('dict', op)))} |")
+    lines += ["", "Operations: " + "; ".join(f"**{k}** {v}" for k, v in oo7.OP_DOC.items())
+              + "."]
+    return lines
+
+
+def oo7_spec_name() -> str:
+    return "bench/python/" + oo7.SPEC.name
+
+
 def markdown(doc: dict) -> str:
     med = medians(doc)
     ctx = doc["context"]
-    systems = [s for s in SYSTEMS if any(k[0] == s for k in med)]
-    lines = [f"# p2gen bench python: per-operation cost from Python",
-             "",
-             f"{ctx['rows']:,} accounts, median of {ctx['repetitions']} repetitions, "
+    tpcb = any(k[1] in OPERATIONS for k in med)
+    lines = [f"# p2gen bench python: per-operation cost from Python", ""]
+    if tpcb:
+        lines += _tpcb_markdown(med, ctx)
+    if any(k[1] in oo7.OPERATIONS for k in med):
+        lines += _oo7_markdown(med, ctx)
+    lines.append("")
+    return "\n".join(lines)
+
+
+def _tpcb_markdown(med: dict, ctx: dict) -> list:
+    """The TPC-B-like workload's table and the targets."""
+    systems = [s for s in SYSTEMS if any(k[0] == s and k[1] in OPERATIONS for k in med)]
+    lines = [f"{ctx['rows']:,} accounts, median of {ctx['repetitions']} repetitions, "
              f"ns per operation (per row for scans and traversal); Python "
              f"{ctx['python']}, SQLite {ctx['sqlite']}, load average {ctx['load_avg']}. "
              f"Spec: `{ctx['spec']}`.",
@@ -600,8 +644,7 @@ def markdown(doc: dict) -> str:
               "", "## Targets", "", "| target | value | met |", "|---|---:|:---:|"]
     for what, value, met in targets(med, ctx.get("record_bytes", 0)):
         lines.append(f"| {what} | {value:,.2f} | {'yes' if met else 'no'} |")
-    lines.append("")
-    return "\n".join(lines)
+    return lines
 
 
 def plot(doc: dict, path: str) -> Optional[str]:
@@ -613,17 +656,18 @@ def plot(doc: dict, path: str) -> Optional[str]:
         return None
     med = medians(doc)
     systems = [s for s in SYSTEMS if any(k[0] == s for k in med)]
-    fig, ax = plt.subplots(figsize=(10, 4.5))
+    ops = [op for op in OPERATIONS + oo7.OPERATIONS if any(k[1] == op for k in med)]
+    fig, ax = plt.subplots(figsize=(10 + 0.6 * max(len(ops) - len(OPERATIONS), 0), 4.5))
     width = 0.8 / max(len(systems), 1)
     for j, s in enumerate(systems):
-        xs = [i + (j - (len(systems) - 1) / 2) * width for i in range(len(OPERATIONS))]
-        ys = [med.get((s, op), 0) or 0 for op in OPERATIONS]
+        xs = [i + (j - (len(systems) - 1) / 2) * width for i in range(len(ops))]
+        ys = [med.get((s, op), 0) or 0 for op in ops]
         ax.bar(xs, ys, width, label=s)
-    ax.set_xticks(range(len(OPERATIONS)))
-    ax.set_xticklabels(OPERATIONS)
+    ax.set_xticks(range(len(ops)))
+    ax.set_xticklabels(ops, rotation=30, ha="right", fontsize=8)
     ax.set_yscale("log")
     ax.set_ylabel("ns per operation (median, log)")
-    ax.set_title(f"Per-operation cost from Python, {doc['context']['rows']:,} rows")
+    ax.set_title("Per-operation cost from Python")
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -631,29 +675,57 @@ def plot(doc: dict, path: str) -> Optional[str]:
     return path
 
 
+WORKLOADS = ("tpcb", "oo7")
+
+
 def command(rows: int, reps: int, out: str, build_dir: str, systems=None, plots: bool = True,
-            render: Optional[str] = None, say: Callable[[str], None] = print) -> int:
+            render: Optional[str] = None, say: Callable[[str], None] = print,
+            workloads=WORKLOADS, oo7_size: str = oo7.DEFAULT_SIZE) -> int:
+    """Run the chosen workloads (tpcb: bench/python/tpcb_py.p2 with `rows` accounts;
+    oo7: bench/python/oo7_py.p2 at `oo7_size`), or only render a stored JSON."""
     os.makedirs(out, exist_ok=True)
+    workloads = [x for x in WORKLOADS if x in (workloads or WORKLOADS)]
     if render:
         with open(render, encoding="utf-8") as f:
             doc = json.load(f)
         failures = doc["context"].get("failures", [])
     else:
-        module = build_module(build_dir, say=say)
-        w = Workload(rows)
+        entries, failures = [], []
+        ctx = {"workloads": workloads, "rows": rows, "repetitions": reps,
+               "spec": "bench/python/tpcb_py.p2", "operations": {}}
         with tempfile.TemporaryDirectory(prefix="p2bench_py_") as tmp:
-            chosen = make_systems(module, tmp, systems)
-            if not chosen:
-                raise BuildError(f"no system to run (systems: {', '.join(SYSTEMS)})")
-            entries, failures = run(chosen, w, reps, say)
+            if "tpcb" in workloads:
+                module = build_module(build_dir, say=say)
+                chosen = make_systems(module, tmp, systems)
+                if not chosen:
+                    raise BuildError(f"no system to run (systems: {', '.join(SYSTEMS)})")
+                e, f = run(chosen, Workload(rows), reps, say)
+                entries += e
+                failures += f
+                ctx["record_bytes"] = module.ffi.sizeof(f"{PREFIX}_account")
+                ctx["operations"].update(OP_DOC)
+            if "oo7" in workloads:
+                module = build_module(os.path.join(build_dir, "oo7"), oo7.SPEC, say,
+                                      oo7.PREFIX)
+                chosen = oo7.make_systems(module, tmp, systems)
+                msg = f"no system runs the OO7 workload (systems: {', '.join(oo7.SYSTEMS)})"
+                if not chosen and not entries:
+                    raise BuildError(msg)
+                if not chosen:
+                    say(msg)
+                else:
+                    w = oo7.OO7Workload(oo7_size)
+                    e, f = run(chosen, w, reps, say, oo7.PHASES, "oo7")
+                    entries += e
+                    failures += f
+                    ctx["oo7"] = {**w.params(), "spec": oo7_spec_name()}
+                    ctx["operations"].update(oo7.OP_DOC)
         doc = {"context": {
             "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host_name": platform.node(),
             "executable": sys.executable, "python": platform.python_version(),
             "sqlite": sqlite3.sqlite_version, "num_cpus": os.cpu_count(),
             "load_avg": [round(x, 2) for x in os.getloadavg()],
-            "rows": rows, "repetitions": reps, "spec": "bench/python/tpcb_py.p2",
-            "record_bytes": module.ffi.sizeof(f"{PREFIX}_account"),
-            "operations": OP_DOC, "failures": failures},
+            **ctx, "failures": failures},
             "benchmarks": entries}
         with open(os.path.join(out, "python.json"), "w", encoding="utf-8") as f:
             json.dump(doc, f, indent=1)

@@ -20,9 +20,14 @@ phase's result is checked (rows found, updated, scanned, the predicate's matches
 of balances after the updates, rows left after the deletes): a system whose counts are
 wrong fails the run.
 
+The OO7 workload (bench/python/oo7.py, spec bench/python/oo7_py.p2: OO7's build, T1,
+T2 and Q1 against plain Python objects and sqlite3) runs after it with the same machinery;
+its operations are named oo7_* and every entry says its `workload` (tpcb or oo7).
+
 Output: python.json (Google Benchmark's JSON shape: one entry per repetition and a
 `median` aggregate per system and operation, times in ns per operation, counters `rows`,
-`checked` and `expected`), python.md (medians and ratios) and python.png (matplotlib).
+`checked` and `expected`), python.md (medians and ratios; a table per workload) and
+python.png (matplotlib).
 """
 from __future__ import annotations
 

@@ -189,12 +189,6 @@ static inline uint64_t iarray_items__iarray_eq_first(iarray_db *db, uint32_t key
     return iarray_items__iarray_valid(db, slot) ? slot : P2_NIL;
 }
 
-static inline uint64_t iarray_items__iarray_eq_next(iarray_db *db, uint64_t ref, uint32_t key)
-{
-    (void)db; (void)ref; (void)key;
-    return P2_NIL;
-}
-
 /* Integrity check (<prefix>_verify): the slot block lies in memory, every valid flag is 0
    or 1, every element sits in the slot of its key, empty slots are all zero (removing
    clears the whole slot), and `count` valid slots. Returns -1 if the slots cannot be read

@@ -89,34 +89,12 @@ static inline int top2ds_qualify_items__top2ds_qualify_items_of_update(top2ds_qu
     return P2_OK;
 }
 
-/* cursor find_grp: path: hash(buckets=1024, fn=default, grow=true, key=grp) eq (hash: grp == $grp picks one bucket); residual: (none) */
-static inline uint64_t top2ds_qualify_items__top2ds_qualify_find_grp_advance(top2ds_qualify_items__find_grp_cursor *k, uint64_t ref)
+/* find find_grp: the first element on the path that passes the check, or P2_NIL.
+   Stateless: the walk reads only k->_db and the key (k->_p_...), so a find need not
+   initialise, step or free a whole cursor. */
+static inline uint64_t top2ds_qualify_items__top2ds_qualify_find_grp_find(top2ds_qualify_items__find_grp_cursor *k)
 {
-    (void)k;
-    return top2ds_qualify_items__hash_eq_next(k->_db, ref, k->_p_grp);
-}
-
-static inline int top2ds_qualify_items__top2ds_qualify_find_grp_next(top2ds_qualify_items__find_grp_cursor *k)
-{
-    uint64_t ref;
-    if (k->_state == P2_CURSOR_BEFORE) ref = top2ds_qualify_items__hash_eq_first(k->_db, k->_p_grp);
-    else if (k->_state == P2_CURSOR_END) return P2_END;
-    else if (k->_has_pending) ref = k->_pending;
-    else ref = top2ds_qualify_items__top2ds_qualify_find_grp_advance(k, k->_cur);
-    k->_has_pending = 0;
-    for (; ref != P2_NIL; ref = top2ds_qualify_items__top2ds_qualify_find_grp_advance(k, ref)) {
-        if (k->_seen.n && p2_refset_has(&k->_seen, ref)) {
-            /* moved here by an update through this cursor: visited already */
-            p2_refset_del(&k->_seen, ref);
-            continue;
-        }
-        k->_cur = ref;
-        k->_state = P2_CURSOR_ON;
-        return P2_OK;
-    }
-    k->_state = P2_CURSOR_END;
-    p2_refset_free(&k->_seen);
-    return P2_END;
+    return top2ds_qualify_items__hash_eq_first(k->_db, k->_p_grp);  /* the path's first candidate is the element */
 }
 
 /* cursor all: path: array(capacity=16) scan (array: scan every slot); residual: (none) */

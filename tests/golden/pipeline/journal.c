@@ -17,6 +17,13 @@
 #include "journal.h"
 
 #define P2_NIL UINT64_MAX
+#ifndef P2_UNLIKELY  /* the checks that protect users: taken once per call, off the hot path */
+#if defined(__GNUC__) || defined(__clang__)
+#define P2_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define P2_UNLIKELY(x) (x)
+#endif
+#endif
 /* The states of a cursor (its _state field): opened, before the first element; on an
  * element (_cur); off the element just deleted through it, the walk going on from
  * _pending; past the last element, or closed. */
@@ -113,7 +120,7 @@ JOURNAL_API int journal_accts_insert(journal_db *db, const journal_acct *rec, jo
 {
     uint64_t ref = P2_NIL;
     int rc;
-    if (!db || !db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     if (!rec) return p2_err_set(&db->err, P2_EINVAL, "journal_accts_insert: rec is NULL");
     rc = journal_accts__top2ds_qualify_insert(db, rec, &ref);
     if (rc != P2_OK) return rc;
@@ -123,37 +130,37 @@ JOURNAL_API int journal_accts_insert(journal_db *db, const journal_acct *rec, jo
 
 JOURNAL_API int journal_accts_get(journal_db *db, journal_ref ref, journal_acct *out)
 {
-    if (!db || !db->open) return P2_ECLOSED;
-    if (!journal_accts__top2ds_qualify_valid(db, ref)) return journal_accts__no_element(db, ref);
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!journal_accts__top2ds_qualify_valid(db, ref))) return journal_accts__no_element(db, ref);
     if (out) *out = journal_accts__top2ds_qualify_elem(db, ref)->rec;
     return P2_OK;
 }
 
 JOURNAL_API const journal_acct *journal_accts_at(journal_db *db, journal_ref ref)
 {
-    if (!db || !db->open || !journal_accts__top2ds_qualify_valid(db, ref)) return NULL;
+    if (P2_UNLIKELY(!db || !db->open || !journal_accts__top2ds_qualify_valid(db, ref))) return NULL;
     return &journal_accts__top2ds_qualify_elem(db, ref)->rec;
 }
 
 JOURNAL_API int journal_accts_update(journal_db *db, journal_ref *ref, const journal_acct *rec)
 {
-    if (!db || !db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     if (!ref || !rec) return p2_err_set(&db->err, P2_EINVAL, "journal_accts_update: NULL argument");
-    if (!journal_accts__top2ds_qualify_valid(db, *ref)) return journal_accts__no_element(db, *ref);
+    if (P2_UNLIKELY(!journal_accts__top2ds_qualify_valid(db, *ref))) return journal_accts__no_element(db, *ref);
     return journal_accts__top2ds_qualify_update(db, ref, rec);
 }
 
 JOURNAL_API int journal_accts_delete(journal_db *db, journal_ref ref)
 {
-    if (!db || !db->open) return P2_ECLOSED;
-    if (!journal_accts__top2ds_qualify_valid(db, ref)) return journal_accts__no_element(db, ref);
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!journal_accts__top2ds_qualify_valid(db, ref))) return journal_accts__no_element(db, ref);
     journal_accts__top2ds_qualify_remove(db, ref);
     return P2_OK;
 }
 
 JOURNAL_API int journal_accts_reserve(journal_db *db, uint64_t n)
 {
-    if (!db || !db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     return journal_accts__top2ds_qualify_reserve(db, n);
 }
 
@@ -165,8 +172,8 @@ JOURNAL_API uint64_t journal_accts_count(journal_db *db)
 
 JOURNAL_API int journal_accts_set_id(journal_db *db, journal_ref ref, uint32_t value)
 {
-    if (!db || !db->open) return P2_ECLOSED;
-    if (!journal_accts__top2ds_qualify_valid(db, ref)) return journal_accts__no_element(db, ref);
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!journal_accts__top2ds_qualify_valid(db, ref))) return journal_accts__no_element(db, ref);
     {
         journal_acct rec = journal_accts__top2ds_qualify_elem(db, ref)->rec;
         rec.id = value;
@@ -176,8 +183,8 @@ JOURNAL_API int journal_accts_set_id(journal_db *db, journal_ref ref, uint32_t v
 
 JOURNAL_API int journal_accts_set_balance(journal_db *db, journal_ref ref, int64_t value)
 {
-    if (!db || !db->open) return P2_ECLOSED;
-    if (!journal_accts__top2ds_qualify_valid(db, ref)) return journal_accts__no_element(db, ref);
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!journal_accts__top2ds_qualify_valid(db, ref))) return journal_accts__no_element(db, ref);
     journal_accts__top2ds_qualify_elem(db, ref)->rec.balance = value;
     return P2_OK;
 }
@@ -185,13 +192,14 @@ JOURNAL_API int journal_accts_set_balance(journal_db *db, journal_ref ref, int64
 JOURNAL_API int journal_accts_find_id(journal_db *db, uint32_t key, journal_ref *out)
 {
     journal_accts__find_id_cursor k;
-    if (!db || !db->open) return P2_ECLOSED;
-    memset(&k, 0, sizeof k);
+    uint64_t ref;
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    /* no memset: the walk reads only the database and the key */
     k._db = db;
     k._p_id = key;
-    if (journal_accts__top2ds_qualify_find_id_next(&k) != P2_OK)
+    if (P2_UNLIKELY((ref = journal_accts__top2ds_qualify_find_id_find(&k)) == P2_NIL))
         return p2_err_set(&db->err, P2_NOTFOUND, "container accts: no element with id == %" PRIu64, (uint64_t)key);
-    if (out) *out = k._cur;
+    if (out) *out = ref;
     return P2_OK;
 }
 
@@ -207,7 +215,7 @@ JOURNAL_API int journal_rich_open(journal_db *db, journal_rich_cursor *cur, int6
 {
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
-    if (!db || !db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     cur->_db = db;
     cur->_p_min = min;
     return P2_OK;
@@ -215,19 +223,19 @@ JOURNAL_API int journal_rich_open(journal_db *db, journal_rich_cursor *cur, int6
 
 JOURNAL_API int journal_rich_next(journal_rich_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open)) return P2_ECLOSED;
     return journal_accts__top2ds_qualify_rich_next(cur);
 }
 
 JOURNAL_API const journal_acct *journal_rich_get(const journal_rich_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return NULL;
+    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON)) return NULL;
     return &journal_accts__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
 JOURNAL_API journal_ref journal_rich_ref(const journal_rich_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return JOURNAL_NOREF;
+    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON)) return JOURNAL_NOREF;
     return cur->_cur;
 }
 
@@ -257,26 +265,26 @@ JOURNAL_API int journal_accts_all_open(journal_db *db, journal_accts_all_cursor 
 {
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
-    if (!db || !db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     cur->_db = db;
     return P2_OK;
 }
 
 JOURNAL_API int journal_accts_all_next(journal_accts_all_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open)) return P2_ECLOSED;
     return journal_accts__top2ds_qualify_all_next(cur);
 }
 
 JOURNAL_API const journal_acct *journal_accts_all_get(const journal_accts_all_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return NULL;
+    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON)) return NULL;
     return &journal_accts__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
 JOURNAL_API journal_ref journal_accts_all_ref(const journal_accts_all_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return JOURNAL_NOREF;
+    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON)) return JOURNAL_NOREF;
     return cur->_cur;
 }
 
@@ -326,7 +334,7 @@ JOURNAL_API int journal_archive_insert(journal_db *db, const journal_acct *rec, 
 {
     uint64_t ref = P2_NIL;
     int rc;
-    if (!db || !db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     if (!rec) return p2_err_set(&db->err, P2_EINVAL, "journal_archive_insert: rec is NULL");
     rc = journal_archive__top2ds_insert(db, rec, &ref);
     if (rc != P2_OK) return rc;
@@ -336,37 +344,37 @@ JOURNAL_API int journal_archive_insert(journal_db *db, const journal_acct *rec, 
 
 JOURNAL_API int journal_archive_get(journal_db *db, journal_ref ref, journal_acct *out)
 {
-    if (!db || !db->open) return P2_ECLOSED;
-    if (!journal_archive__top2ds_valid(db, ref)) return journal_archive__no_element(db, ref);
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!journal_archive__top2ds_valid(db, ref))) return journal_archive__no_element(db, ref);
     if (out) *out = journal_archive__top2ds_elem(db, ref)->rec;
     return P2_OK;
 }
 
 JOURNAL_API const journal_acct *journal_archive_at(journal_db *db, journal_ref ref)
 {
-    if (!db || !db->open || !journal_archive__top2ds_valid(db, ref)) return NULL;
+    if (P2_UNLIKELY(!db || !db->open || !journal_archive__top2ds_valid(db, ref))) return NULL;
     return &journal_archive__top2ds_elem(db, ref)->rec;
 }
 
 JOURNAL_API int journal_archive_update(journal_db *db, journal_ref *ref, const journal_acct *rec)
 {
-    if (!db || !db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     if (!ref || !rec) return p2_err_set(&db->err, P2_EINVAL, "journal_archive_update: NULL argument");
-    if (!journal_archive__top2ds_valid(db, *ref)) return journal_archive__no_element(db, *ref);
+    if (P2_UNLIKELY(!journal_archive__top2ds_valid(db, *ref))) return journal_archive__no_element(db, *ref);
     return journal_archive__top2ds_update(db, ref, rec);
 }
 
 JOURNAL_API int journal_archive_delete(journal_db *db, journal_ref ref)
 {
-    if (!db || !db->open) return P2_ECLOSED;
-    if (!journal_archive__top2ds_valid(db, ref)) return journal_archive__no_element(db, ref);
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!journal_archive__top2ds_valid(db, ref))) return journal_archive__no_element(db, ref);
     journal_archive__top2ds_remove(db, ref);
     return P2_OK;
 }
 
 JOURNAL_API int journal_archive_reserve(journal_db *db, uint64_t n)
 {
-    if (!db || !db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     return journal_archive__top2ds_reserve(db, n);
 }
 
@@ -378,16 +386,16 @@ JOURNAL_API uint64_t journal_archive_count(journal_db *db)
 
 JOURNAL_API int journal_archive_set_id(journal_db *db, journal_ref ref, uint32_t value)
 {
-    if (!db || !db->open) return P2_ECLOSED;
-    if (!journal_archive__top2ds_valid(db, ref)) return journal_archive__no_element(db, ref);
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!journal_archive__top2ds_valid(db, ref))) return journal_archive__no_element(db, ref);
     journal_archive__top2ds_elem(db, ref)->rec.id = value;
     return P2_OK;
 }
 
 JOURNAL_API int journal_archive_set_balance(journal_db *db, journal_ref ref, int64_t value)
 {
-    if (!db || !db->open) return P2_ECLOSED;
-    if (!journal_archive__top2ds_valid(db, ref)) return journal_archive__no_element(db, ref);
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!journal_archive__top2ds_valid(db, ref))) return journal_archive__no_element(db, ref);
     journal_archive__top2ds_elem(db, ref)->rec.balance = value;
     return P2_OK;
 }
@@ -396,26 +404,26 @@ JOURNAL_API int journal_archive_all_open(journal_db *db, journal_archive_all_cur
 {
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
-    if (!db || !db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     cur->_db = db;
     return P2_OK;
 }
 
 JOURNAL_API int journal_archive_all_next(journal_archive_all_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open)) return P2_ECLOSED;
     return journal_archive__top2ds_all_next(cur);
 }
 
 JOURNAL_API const journal_acct *journal_archive_all_get(const journal_archive_all_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return NULL;
+    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON)) return NULL;
     return &journal_archive__top2ds_elem(cur->_db, cur->_cur)->rec;
 }
 
 JOURNAL_API journal_ref journal_archive_all_ref(const journal_archive_all_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return JOURNAL_NOREF;
+    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON)) return JOURNAL_NOREF;
     return cur->_cur;
 }
 
@@ -617,7 +625,7 @@ JOURNAL_API int journal_open_unchecked(journal_db **out, const char *dir)
 
 JOURNAL_API int journal_sync(journal_db *db)
 {
-    if (!db || !db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     {
         int rc = p2_seg_sync(&db->seg[0], &db->err);
         if (rc != P2_OK) return rc;
@@ -634,14 +642,14 @@ JOURNAL_API int journal_sync(journal_db *db)
  * ========================================================================== */
 JOURNAL_API int journal_journal_guard(journal_db *db)
 {
-    if (!db || !db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     return p2_journal_guard(&db->err);
 }
 
 JOURNAL_API int journal_begin(journal_db *db)
 {
     int rc;
-    if (!db || !db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     if ((rc = p2_journal_guard(&db->err)) != P2_OK) return rc;
     if (p2_seg_pending(&db->seg[0]))
         return p2_err_set(&db->err, P2_EINVAL, "begin: the current transaction on %s has %" PRIu64 " changed pages; commit or abort it first", "bank.db", p2_seg_pending(&db->seg[0]));
@@ -651,7 +659,7 @@ JOURNAL_API int journal_begin(journal_db *db)
 JOURNAL_API int journal_commit(journal_db *db)
 {
     int rc;
-    if (!db || !db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     if ((rc = p2_journal_guard(&db->err)) != P2_OK) return rc;
     if ((rc = p2_seg_commit(&db->seg[0], &db->err)) != P2_OK) return rc;
     return P2_OK;
@@ -660,7 +668,7 @@ JOURNAL_API int journal_commit(journal_db *db)
 JOURNAL_API int journal_abort(journal_db *db)
 {
     int rc;
-    if (!db || !db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     if ((rc = p2_seg_abort(&db->seg[0], &db->err)) != P2_OK) return rc;
     return P2_OK;
 }

@@ -17,6 +17,13 @@
 #include "links.h"
 
 #define P2_NIL UINT64_MAX
+#ifndef P2_UNLIKELY  /* the checks that protect users: taken once per call, off the hot path */
+#if defined(__GNUC__) || defined(__clang__)
+#define P2_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define P2_UNLIKELY(x) (x)
+#endif
+#endif
 /* The states of a cursor (its _state field): opened, before the first element; on an
  * element (_cur); off the element just deleted through it, the walk going on from
  * _pending; past the last element, or closed. */
@@ -220,7 +227,7 @@ LINKS_API int links_docs_insert(links_db *db, const links_doc *rec, links_ref *o
 {
     uint64_t ref = P2_NIL;
     int rc;
-    if (!db || !db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     if (!rec) return p2_err_set(&db->err, P2_EINVAL, "links_docs_insert: rec is NULL");
     if ((rc = links_docs__check_refs(db, rec, NULL)) != P2_OK) return rc;
     rc = links_docs__delflag_insert(db, rec, &ref);
@@ -232,30 +239,30 @@ LINKS_API int links_docs_insert(links_db *db, const links_doc *rec, links_ref *o
 
 LINKS_API int links_docs_get(links_db *db, links_ref ref, links_doc *out)
 {
-    if (!db || !db->open) return P2_ECLOSED;
-    if (!links_docs__delflag_valid(db, ref)) return links_docs__no_element(db, ref);
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!links_docs__delflag_valid(db, ref))) return links_docs__no_element(db, ref);
     if (out) *out = links_docs__delflag_elem(db, ref)->rec;
     return P2_OK;
 }
 
 LINKS_API const links_doc *links_docs_at(links_db *db, links_ref ref)
 {
-    if (!db || !db->open || !links_docs__delflag_valid(db, ref)) return NULL;
+    if (P2_UNLIKELY(!db || !db->open || !links_docs__delflag_valid(db, ref))) return NULL;
     return &links_docs__delflag_elem(db, ref)->rec;
 }
 
 LINKS_API int links_docs_update(links_db *db, links_ref *ref, const links_doc *rec)
 {
-    if (!db || !db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     if (!ref || !rec) return p2_err_set(&db->err, P2_EINVAL, "links_docs_update: NULL argument");
-    if (!links_docs__delflag_valid(db, *ref)) return links_docs__no_element(db, *ref);
+    if (P2_UNLIKELY(!links_docs__delflag_valid(db, *ref))) return links_docs__no_element(db, *ref);
     return links_docs__update(db, ref, rec);
 }
 
 LINKS_API int links_docs_delete(links_db *db, links_ref ref)
 {
-    if (!db || !db->open) return P2_ECLOSED;
-    if (!links_docs__delflag_valid(db, ref)) return links_docs__no_element(db, ref);
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!links_docs__delflag_valid(db, ref))) return links_docs__no_element(db, ref);
     links_docs__on_delete(db, ref);
     links_docs__delflag_remove(db, ref);
     return P2_OK;
@@ -263,7 +270,7 @@ LINKS_API int links_docs_delete(links_db *db, links_ref ref)
 
 LINKS_API int links_docs_reserve(links_db *db, uint64_t n)
 {
-    if (!db || !db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     return links_docs__delflag_reserve(db, n);
 }
 
@@ -276,8 +283,8 @@ LINKS_API uint64_t links_docs_count(links_db *db)
 LINKS_API int links_docs_get_title(links_db *db, links_ref ref, const char **data, uint64_t *len)
 {
     const p2_text *t;
-    if (!db || !db->open) return P2_ECLOSED;
-    if (!links_docs__delflag_valid(db, ref)) return links_docs__no_element(db, ref);
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!links_docs__delflag_valid(db, ref))) return links_docs__no_element(db, ref);
     t = &links_docs__delflag_elem(db, ref)->rec.title;
     if (data) *data = t->len ? (const char *)links_docs__transient_ptr(db, t->mref) : "";
     if (len) *len = t->len;
@@ -290,8 +297,8 @@ LINKS_API int links_docs_set_title(links_db *db, links_ref ref, const void *data
     p2_text *t;
     uint64_t block = 0, old;
     int rc;
-    if (!db || !db->open) return P2_ECLOSED;
-    if (!links_docs__delflag_valid(db, ref)) return links_docs__no_element(db, ref);
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!links_docs__delflag_valid(db, ref))) return links_docs__no_element(db, ref);
     if (!data && len) return p2_err_set(&db->err, P2_EINVAL, "links_docs_set_title: data is NULL");
     if (len >= (1ull << 40)) return p2_err_set(&db->err, P2_ERANGE, "docs.title: a text of %" PRIu64 " bytes is too long", len);
     if (len) {
@@ -308,8 +315,8 @@ LINKS_API int links_docs_set_title(links_db *db, links_ref ref, const void *data
 
 LINKS_API int links_docs_set_id(links_db *db, links_ref ref, uint32_t value)
 {
-    if (!db || !db->open) return P2_ECLOSED;
-    if (!links_docs__delflag_valid(db, ref)) return links_docs__no_element(db, ref);
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!links_docs__delflag_valid(db, ref))) return links_docs__no_element(db, ref);
     {
         links_doc rec = links_docs__delflag_elem(db, ref)->rec;
         rec.id = value;
@@ -319,8 +326,8 @@ LINKS_API int links_docs_set_id(links_db *db, links_ref ref, uint32_t value)
 
 LINKS_API int links_docs_set_home(links_db *db, links_ref ref, uint64_t value)
 {
-    if (!db || !db->open) return P2_ECLOSED;
-    if (!links_docs__delflag_valid(db, ref)) return links_docs__no_element(db, ref);
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!links_docs__delflag_valid(db, ref))) return links_docs__no_element(db, ref);
     if (value != P2_NIL && !links_shelves__live(db, value))
         return p2_err_set(&db->err, P2_NOTFOUND, "docs.home: no element %" PRIu64 " in container shelves", value);
     links_docs__delflag_elem(db, ref)->rec.home = value;
@@ -330,7 +337,7 @@ LINKS_API int links_docs_set_home(links_db *db, links_ref ref, uint64_t value)
 LINKS_API int links_docs_find_id(links_db *db, uint32_t key, links_ref *out)
 {
     links_docs__find_id_cursor k;
-    if (!db || !db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     memset(&k, 0, sizeof k);
     k._db = db;
     k._p_id = key;
@@ -350,7 +357,7 @@ LINKS_API const links_doc *links_docs_lookup_id(links_db *db, uint32_t key, link
 
 LINKS_API int links_docs_purge(links_db *db, uint64_t *n)
 {
-    if (!db || !db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     return links_docs__delflag_purge(db, n);
 }
 
@@ -358,7 +365,7 @@ LINKS_API int links_docs_by_id_open(links_db *db, links_docs_by_id_cursor *cur, 
 {
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
-    if (!db || !db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     cur->_db = db;
     cur->_p_lo = lo;
     return P2_OK;
@@ -366,19 +373,19 @@ LINKS_API int links_docs_by_id_open(links_db *db, links_docs_by_id_cursor *cur, 
 
 LINKS_API int links_docs_by_id_next(links_docs_by_id_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open)) return P2_ECLOSED;
     return links_docs__delflag_docs_by_id_next(cur);
 }
 
 LINKS_API const links_doc *links_docs_by_id_get(const links_docs_by_id_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return NULL;
+    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON)) return NULL;
     return &links_docs__delflag_elem(cur->_db, cur->_cur)->rec;
 }
 
 LINKS_API links_ref links_docs_by_id_ref(const links_docs_by_id_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return LINKS_NOREF;
+    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON)) return LINKS_NOREF;
     return cur->_cur;
 }
 
@@ -413,26 +420,26 @@ LINKS_API int links_docs_all_open(links_db *db, links_docs_all_cursor *cur)
 {
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
-    if (!db || !db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     cur->_db = db;
     return P2_OK;
 }
 
 LINKS_API int links_docs_all_next(links_docs_all_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open)) return P2_ECLOSED;
     return links_docs__delflag_all_next(cur);
 }
 
 LINKS_API const links_doc *links_docs_all_get(const links_docs_all_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return NULL;
+    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON)) return NULL;
     return &links_docs__delflag_elem(cur->_db, cur->_cur)->rec;
 }
 
 LINKS_API links_ref links_docs_all_ref(const links_docs_all_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return LINKS_NOREF;
+    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON)) return LINKS_NOREF;
     return cur->_cur;
 }
 
@@ -508,7 +515,7 @@ LINKS_API int links_shelves_insert(links_db *db, const links_shelf *rec, links_r
 {
     uint64_t ref = P2_NIL;
     int rc;
-    if (!db || !db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     if (!rec) return p2_err_set(&db->err, P2_EINVAL, "links_shelves_insert: rec is NULL");
     rc = links_shelves__top2ds_qualify_insert(db, rec, &ref);
     if (rc != P2_OK) return rc;
@@ -519,30 +526,30 @@ LINKS_API int links_shelves_insert(links_db *db, const links_shelf *rec, links_r
 
 LINKS_API int links_shelves_get(links_db *db, links_ref ref, links_shelf *out)
 {
-    if (!db || !db->open) return P2_ECLOSED;
-    if (!links_shelves__top2ds_qualify_valid(db, ref)) return links_shelves__no_element(db, ref);
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!links_shelves__top2ds_qualify_valid(db, ref))) return links_shelves__no_element(db, ref);
     if (out) *out = links_shelves__top2ds_qualify_elem(db, ref)->rec;
     return P2_OK;
 }
 
 LINKS_API const links_shelf *links_shelves_at(links_db *db, links_ref ref)
 {
-    if (!db || !db->open || !links_shelves__top2ds_qualify_valid(db, ref)) return NULL;
+    if (P2_UNLIKELY(!db || !db->open || !links_shelves__top2ds_qualify_valid(db, ref))) return NULL;
     return &links_shelves__top2ds_qualify_elem(db, ref)->rec;
 }
 
 LINKS_API int links_shelves_update(links_db *db, links_ref *ref, const links_shelf *rec)
 {
-    if (!db || !db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     if (!ref || !rec) return p2_err_set(&db->err, P2_EINVAL, "links_shelves_update: NULL argument");
-    if (!links_shelves__top2ds_qualify_valid(db, *ref)) return links_shelves__no_element(db, *ref);
+    if (P2_UNLIKELY(!links_shelves__top2ds_qualify_valid(db, *ref))) return links_shelves__no_element(db, *ref);
     return links_shelves__update(db, ref, rec);
 }
 
 LINKS_API int links_shelves_delete(links_db *db, links_ref ref)
 {
-    if (!db || !db->open) return P2_ECLOSED;
-    if (!links_shelves__top2ds_qualify_valid(db, ref)) return links_shelves__no_element(db, ref);
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!links_shelves__top2ds_qualify_valid(db, ref))) return links_shelves__no_element(db, ref);
     links_shelves__on_delete(db, ref);
     links_shelves__top2ds_qualify_remove(db, ref);
     return P2_OK;
@@ -550,7 +557,7 @@ LINKS_API int links_shelves_delete(links_db *db, links_ref ref)
 
 LINKS_API int links_shelves_reserve(links_db *db, uint64_t n)
 {
-    if (!db || !db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     return links_shelves__top2ds_qualify_reserve(db, n);
 }
 
@@ -562,16 +569,16 @@ LINKS_API uint64_t links_shelves_count(links_db *db)
 
 LINKS_API int links_shelves_set_id(links_db *db, links_ref ref, uint32_t value)
 {
-    if (!db || !db->open) return P2_ECLOSED;
-    if (!links_shelves__top2ds_qualify_valid(db, ref)) return links_shelves__no_element(db, ref);
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!links_shelves__top2ds_qualify_valid(db, ref))) return links_shelves__no_element(db, ref);
     links_shelves__top2ds_qualify_elem(db, ref)->rec.id = value;
     return P2_OK;
 }
 
 LINKS_API int links_shelves_set_label(links_db *db, links_ref ref, const char *value)
 {
-    if (!db || !db->open) return P2_ECLOSED;
-    if (!links_shelves__top2ds_qualify_valid(db, ref)) return links_shelves__no_element(db, ref);
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!links_shelves__top2ds_qualify_valid(db, ref))) return links_shelves__no_element(db, ref);
     if (!value) return p2_err_set(&db->err, P2_EINVAL, "links_shelves_set_label: value is NULL");
     {
         links_shelf rec = links_shelves__top2ds_qualify_elem(db, ref)->rec;
@@ -584,15 +591,16 @@ LINKS_API int links_shelves_set_label(links_db *db, links_ref ref, const char *v
 LINKS_API int links_shelves_find_label(links_db *db, const char *key, links_ref *out)
 {
     links_shelves__find_label_cursor k;
-    if (!db || !db->open) return P2_ECLOSED;
-    memset(&k, 0, sizeof k);
+    uint64_t ref;
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    /* no memset: the walk reads only the database and the key */
     k._db = db;
     if (!key) return p2_err_set(&db->err, P2_EINVAL, "links_shelves_find_label: key is NULL");
     if (p2_fixstr_set(k._p_label, 8, key) != P2_OK)
         return p2_err_set(&db->err, P2_NOTFOUND, "container shelves: no element with label == \"%s\" (longer than the field)", key);
-    if (links_shelves__top2ds_qualify_find_label_next(&k) != P2_OK)
+    if (P2_UNLIKELY((ref = links_shelves__top2ds_qualify_find_label_find(&k)) == P2_NIL))
         return p2_err_set(&db->err, P2_NOTFOUND, "container shelves: no element with label == \"%.8s\"", key);
-    if (out) *out = k._cur;
+    if (out) *out = ref;
     return P2_OK;
 }
 
@@ -608,26 +616,26 @@ LINKS_API int links_shelves_by_label_open(links_db *db, links_shelves_by_label_c
 {
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
-    if (!db || !db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     cur->_db = db;
     return P2_OK;
 }
 
 LINKS_API int links_shelves_by_label_next(links_shelves_by_label_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open)) return P2_ECLOSED;
     return links_shelves__top2ds_qualify_shelves_by_label_next(cur);
 }
 
 LINKS_API const links_shelf *links_shelves_by_label_get(const links_shelves_by_label_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return NULL;
+    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON)) return NULL;
     return &links_shelves__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
 LINKS_API links_ref links_shelves_by_label_ref(const links_shelves_by_label_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return LINKS_NOREF;
+    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON)) return LINKS_NOREF;
     return cur->_cur;
 }
 
@@ -662,26 +670,26 @@ LINKS_API int links_shelves_all_open(links_db *db, links_shelves_all_cursor *cur
 {
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
-    if (!db || !db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     cur->_db = db;
     return P2_OK;
 }
 
 LINKS_API int links_shelves_all_next(links_shelves_all_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open)) return P2_ECLOSED;
     return links_shelves__top2ds_qualify_all_next(cur);
 }
 
 LINKS_API const links_shelf *links_shelves_all_get(const links_shelves_all_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return NULL;
+    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON)) return NULL;
     return &links_shelves__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
 LINKS_API links_ref links_shelves_all_ref(const links_shelves_all_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON) return LINKS_NOREF;
+    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON)) return LINKS_NOREF;
     return cur->_cur;
 }
 
@@ -799,8 +807,8 @@ LINKS_API int links_shelves_docs_open(links_db *db, links_shelves_docs_iter *it,
 {
     if (!it) return P2_EINVAL;
     memset(it, 0, sizeof *it);
-    if (!db || !db->open) return P2_ECLOSED;
-    if (!links_shelves__top2ds_qualify_valid(db, owner)) return links_shelves__no_element(db, owner);
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!links_shelves__top2ds_qualify_valid(db, owner))) return links_shelves__no_element(db, owner);
     it->_db = db;
     links_shelves__holds_docs_iter_open(db, owner, &it->_a, &it->_b);
     return P2_OK;
@@ -809,7 +817,7 @@ LINKS_API int links_shelves_docs_open(links_db *db, links_shelves_docs_iter *it,
 LINKS_API int links_shelves_docs_next(links_shelves_docs_iter *it, links_ref *out)
 {
     uint64_t y;
-    if (!it || !it->_db || !it->_db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!it || !it->_db || !it->_db->open)) return P2_ECLOSED;
     y = links_shelves__holds_docs_iter_next(it->_db, &it->_a, &it->_b);
     if (y == P2_NIL) return P2_END;
     if (out) *out = y;
@@ -818,22 +826,22 @@ LINKS_API int links_shelves_docs_next(links_shelves_docs_iter *it, links_ref *ou
 
 LINKS_API uint64_t links_shelves_docs_count(links_db *db, links_ref owner)
 {
-    if (!db || !db->open || !links_shelves__top2ds_qualify_valid(db, owner)) return 0;
+    if (P2_UNLIKELY(!db || !db->open || !links_shelves__top2ds_qualify_valid(db, owner))) return 0;
     return links_shelves__holds_docs_count(db, owner);
 }
 
 LINKS_API int links_shelves_docs_add(links_db *db, links_ref owner, links_ref member)
 {
-    if (!db || !db->open) return P2_ECLOSED;
-    if (!links_shelves__top2ds_qualify_valid(db, owner)) return links_shelves__no_element(db, owner);
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!links_shelves__top2ds_qualify_valid(db, owner))) return links_shelves__no_element(db, owner);
     if (!links_docs__delflag_valid(db, member)) return links_docs__no_element(db, member);
     return links_shelves__holds_docs_add(db, owner, member);
 }
 
 LINKS_API int links_shelves_docs_remove(links_db *db, links_ref owner, links_ref member)
 {
-    if (!db || !db->open) return P2_ECLOSED;
-    if (!links_shelves__top2ds_qualify_valid(db, owner)) return links_shelves__no_element(db, owner);
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!links_shelves__top2ds_qualify_valid(db, owner))) return links_shelves__no_element(db, owner);
     if (!links_docs__delflag_valid(db, member) || links_shelves__holds_docs_remove(db, owner, member) != P2_OK)
         return p2_err_set(&db->err, P2_NOTFOUND, "shelves.docs of element %" PRIu64 " does not hold element %" PRIu64, owner, member);
     return P2_OK;
@@ -844,14 +852,14 @@ LINKS_API int links_shelves_docs_remove(links_db *db, links_ref owner, links_ref
  * ------------------------------------------------------------------------ */
 LINKS_API links_ref links_docs_shelf(links_db *db, links_ref ref)
 {
-    if (!db || !db->open || !links_docs__delflag_valid(db, ref)) return P2_NIL;
+    if (P2_UNLIKELY(!db || !db->open || !links_docs__delflag_valid(db, ref))) return P2_NIL;
     return links_docs__holds_shelf_get(db, ref);
 }
 
 LINKS_API int links_docs_set_shelf(links_db *db, links_ref ref, links_ref partner)
 {
-    if (!db || !db->open) return P2_ECLOSED;
-    if (!links_docs__delflag_valid(db, ref)) return links_docs__no_element(db, ref);
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!links_docs__delflag_valid(db, ref))) return links_docs__no_element(db, ref);
     if (partner != P2_NIL && !links_shelves__top2ds_qualify_valid(db, partner)) return links_shelves__no_element(db, partner);
     return links_docs__holds_shelf_set(db, ref, partner);
 }
@@ -863,8 +871,8 @@ LINKS_API int links_docs_cites_open(links_db *db, links_docs_cites_iter *it, lin
 {
     if (!it) return P2_EINVAL;
     memset(it, 0, sizeof *it);
-    if (!db || !db->open) return P2_ECLOSED;
-    if (!links_docs__delflag_valid(db, owner)) return links_docs__no_element(db, owner);
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!links_docs__delflag_valid(db, owner))) return links_docs__no_element(db, owner);
     it->_db = db;
     links_docs__cites_cites_iter_open(db, owner, &it->_a, &it->_b);
     return P2_OK;
@@ -873,7 +881,7 @@ LINKS_API int links_docs_cites_open(links_db *db, links_docs_cites_iter *it, lin
 LINKS_API int links_docs_cites_next(links_docs_cites_iter *it, links_ref *out)
 {
     uint64_t y;
-    if (!it || !it->_db || !it->_db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!it || !it->_db || !it->_db->open)) return P2_ECLOSED;
     y = links_docs__cites_cites_iter_next(it->_db, &it->_a, &it->_b);
     if (y == P2_NIL) return P2_END;
     if (out) *out = y;
@@ -882,22 +890,22 @@ LINKS_API int links_docs_cites_next(links_docs_cites_iter *it, links_ref *out)
 
 LINKS_API uint64_t links_docs_cites_count(links_db *db, links_ref owner)
 {
-    if (!db || !db->open || !links_docs__delflag_valid(db, owner)) return 0;
+    if (P2_UNLIKELY(!db || !db->open || !links_docs__delflag_valid(db, owner))) return 0;
     return links_docs__cites_cites_count(db, owner);
 }
 
 LINKS_API int links_docs_cites_add(links_db *db, links_ref owner, links_ref member)
 {
-    if (!db || !db->open) return P2_ECLOSED;
-    if (!links_docs__delflag_valid(db, owner)) return links_docs__no_element(db, owner);
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!links_docs__delflag_valid(db, owner))) return links_docs__no_element(db, owner);
     if (!links_docs__delflag_valid(db, member)) return links_docs__no_element(db, member);
     return links_docs__cites_cites_add(db, owner, member);
 }
 
 LINKS_API int links_docs_cites_remove(links_db *db, links_ref owner, links_ref member)
 {
-    if (!db || !db->open) return P2_ECLOSED;
-    if (!links_docs__delflag_valid(db, owner)) return links_docs__no_element(db, owner);
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!links_docs__delflag_valid(db, owner))) return links_docs__no_element(db, owner);
     if (!links_docs__delflag_valid(db, member) || links_docs__cites_cites_remove(db, owner, member) != P2_OK)
         return p2_err_set(&db->err, P2_NOTFOUND, "docs.cites of element %" PRIu64 " does not hold element %" PRIu64, owner, member);
     return P2_OK;
@@ -910,8 +918,8 @@ LINKS_API int links_docs_cited_by_open(links_db *db, links_docs_cited_by_iter *i
 {
     if (!it) return P2_EINVAL;
     memset(it, 0, sizeof *it);
-    if (!db || !db->open) return P2_ECLOSED;
-    if (!links_docs__delflag_valid(db, owner)) return links_docs__no_element(db, owner);
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!links_docs__delflag_valid(db, owner))) return links_docs__no_element(db, owner);
     it->_db = db;
     links_docs__cites_cited_by_iter_open(db, owner, &it->_a, &it->_b);
     return P2_OK;
@@ -920,7 +928,7 @@ LINKS_API int links_docs_cited_by_open(links_db *db, links_docs_cited_by_iter *i
 LINKS_API int links_docs_cited_by_next(links_docs_cited_by_iter *it, links_ref *out)
 {
     uint64_t y;
-    if (!it || !it->_db || !it->_db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!it || !it->_db || !it->_db->open)) return P2_ECLOSED;
     y = links_docs__cites_cited_by_iter_next(it->_db, &it->_a, &it->_b);
     if (y == P2_NIL) return P2_END;
     if (out) *out = y;
@@ -929,22 +937,22 @@ LINKS_API int links_docs_cited_by_next(links_docs_cited_by_iter *it, links_ref *
 
 LINKS_API uint64_t links_docs_cited_by_count(links_db *db, links_ref owner)
 {
-    if (!db || !db->open || !links_docs__delflag_valid(db, owner)) return 0;
+    if (P2_UNLIKELY(!db || !db->open || !links_docs__delflag_valid(db, owner))) return 0;
     return links_docs__cites_cited_by_count(db, owner);
 }
 
 LINKS_API int links_docs_cited_by_add(links_db *db, links_ref owner, links_ref member)
 {
-    if (!db || !db->open) return P2_ECLOSED;
-    if (!links_docs__delflag_valid(db, owner)) return links_docs__no_element(db, owner);
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!links_docs__delflag_valid(db, owner))) return links_docs__no_element(db, owner);
     if (!links_docs__delflag_valid(db, member)) return links_docs__no_element(db, member);
     return links_docs__cites_cited_by_add(db, owner, member);
 }
 
 LINKS_API int links_docs_cited_by_remove(links_db *db, links_ref owner, links_ref member)
 {
-    if (!db || !db->open) return P2_ECLOSED;
-    if (!links_docs__delflag_valid(db, owner)) return links_docs__no_element(db, owner);
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!links_docs__delflag_valid(db, owner))) return links_docs__no_element(db, owner);
     if (!links_docs__delflag_valid(db, member) || links_docs__cites_cited_by_remove(db, owner, member) != P2_OK)
         return p2_err_set(&db->err, P2_NOTFOUND, "docs.cited_by of element %" PRIu64 " does not hold element %" PRIu64, owner, member);
     return P2_OK;
@@ -1070,7 +1078,7 @@ LINKS_API int links_open_unchecked(links_db **out, const char *dir)
 
 LINKS_API int links_sync(links_db *db)
 {
-    if (!db || !db->open) return P2_ECLOSED;
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     return P2_OK;
 }
 

@@ -787,7 +787,7 @@ def metadata(checked: CheckedSpec) -> dict:
         "containers": [{
             "name": c.name, "record": c.record.name, "equation": c.equation_text(),
             "keys": c.key_fields(), "persistent": c.persistent, "file": c.file,
-            "delflag": c.has_layer("delflag"),
+            "purges": c.purges,
         } for c in checked.containers],
         "cursors": [{
             "name": k.name, "container": k.container.name,

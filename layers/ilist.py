@@ -9,6 +9,7 @@ class IList(RelLayer):
     they were added."""
     name = "ilist"
     kinds = ("1:N",)
+    walk_survives_removal = True   # the walk holds the next member before handing one out
     doc = ("one-to-many as an intrusive doubly linked list through the members; "
            "O(1) add/remove, no allocation")
 

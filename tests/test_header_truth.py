@@ -83,7 +83,7 @@ def test_only_keyed_storage_documents_duplicates(spec):
         errs = documented(header.replace(checked.prefix.upper() + "_API ", "T_API ")
                           .replace(checked.prefix + "_", "t_"), info.name)
         assert {"insert", "update", "delete", "reserve"} <= set(errs), errs
-        keyed = info.has_layer("iarray")
+        keyed = any(li.layer.unique_key for li in info.ds)
         for fn in ("insert", "update"):
             assert ("P2_EDUP" in errs[fn]) == keyed, (info.name, fn, errs[fn])
 

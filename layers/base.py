@@ -257,7 +257,15 @@ class RelLayer(Layer):
       one roles:   <ip>_get(db, x) -> y or P2_NIL, <ip>_set(db, x, y) (P2_NIL clears)
 
     Both directions are kept in step by every call: adding y to x.role also makes x
-    y's partner, with the multiplicity of a bag."""
+    y's partner, with the multiplicity of a bag.
+
+    `errors` (as for the other layers) holds, per function, the codes beside P2_OK that
+    <ip>_add ("add"), <ip>_remove ("remove") and <ip>_set ("set") return. ALLOC in a set
+    stands for the "alloc" codes of the memory layers of the containers whose elements
+    hold blocks of this relationship's references (`role_owns_block`), at either end: the
+    call may grow them. <ip>_remove fails only when x does not hold y, which the public
+    function reports as P2_NOTFOUND, so "remove" can only hold P2_NOTFOUND. Override
+    `role_errors` when the codes depend on the role."""
     realm = "rel"
     below = None
     role = "rel"
@@ -275,6 +283,10 @@ class RelLayer(Layer):
 
     def role_fields(self, role) -> list[ElemField]:
         return []
+
+    def role_errors(self, role, op: str) -> frozenset:
+        """The codes <ip>_<op> of `role` returns beside P2_OK (see `errors`)."""
+        return frozenset(self.errors.get(op, ()))
 
     def role_owns_block(self, role) -> bool:
         return False

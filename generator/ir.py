@@ -126,8 +126,16 @@ class ContainerInfo:
     def qualifies(self) -> bool:
         return any(li.layer.qualifies for li in self.tops)
 
-    def has_layer(self, name: str) -> bool:
-        return any(li.name == name for li in self.chain)
+    @property
+    def purger(self) -> Optional[LayerInstance]:
+        """The layer whose deletes only mark elements until <container>_purge removes them
+        (a top layer that defers deletes; the checker allows at most one), or None."""
+        return next((li for li in self.tops if li.layer.defers_delete), None)
+
+    @property
+    def purges(self) -> bool:
+        """Are deletes marks until a purge (so the API has <container>_purge)?"""
+        return self.purger is not None
 
     def equation_text(self) -> str:
         text = ""

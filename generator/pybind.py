@@ -9,8 +9,9 @@ For a spec with prefix P, `build_python` writes into the output directory
 
 The CFFI declarations (cdef) are the public API region of the generated P.h as it stands
 (public_api: its fences, what is stripped, which struct members stay hidden), after the
-return codes (p2gen.runtime.codes), p2_text and p2_strerror, and before those of the
-binding's own C helpers (helpers_c). The header is the one source: a function the
+return codes (p2gen.runtime.codes) and the public API region of p2_runtime.h, fenced the
+same way (runtime_api: p2_strerror, p2_text), and before those of the binding's own C
+helpers (helpers_c). The header is the one source: a function the
 header template declares reaches Python without a change here. Same spec, same bytes.
 """
 from __future__ import annotations
@@ -21,7 +22,7 @@ import re
 import shlex
 from typing import Optional
 
-from .build import Generated, cc_command, write_if_changed
+from .build import RUNTIME_DIR, Generated, cc_command, write_if_changed
 from .ir import CheckedSpec, ContainerInfo, CursorInfo
 from .errors import BuildError
 from .model import FieldType, expr_text
@@ -134,14 +135,25 @@ def _partial_struct(m: re.Match) -> str:
     return f"struct {m.group(1)} {{\n" + "\n".join(public) + "\n}"
 
 
+# The runtime header, whose public API region (p2_strerror, p2_text) every binding declares.
+RUNTIME_HEADER = os.path.join(RUNTIME_DIR, "p2_runtime.h")
+
+
+def runtime_api() -> str:
+    """The declarations of p2_runtime.h's public API region, as CFFI takes them (the same
+    fences and rules as a generated header's: public_api)."""
+    with open(RUNTIME_HEADER, encoding="utf-8") as f:
+        return public_api("p2_runtime", f.read())
+
+
 def cdef(checked: CheckedSpec, header: str) -> str:
-    """The CFFI declarations of a spec: the runtime's return codes, p2_text and
-    p2_strerror, the public API region of the generated header `header` (the text of
-    <prefix>.h; see public_api) and the binding's own helpers (helpers_c)."""
+    """The CFFI declarations of a spec: the runtime's return codes and its public API
+    region (runtime_api: p2_strerror, p2_text), the public API region of the generated
+    header `header` (the text of <prefix>.h; see public_api) and the binding's own helpers
+    (helpers_c)."""
     out = ["/* p2_runtime.h: return codes */"]
     out += [f"#define {c.name} {c.value}" for c in CODES]
-    out += ["const char *p2_strerror(int code);",
-            "typedef struct p2_text { uint64_t mref; uint64_t len; } p2_text;", "",
+    out += ["/* p2_runtime.h: the public API */", runtime_api(),
             f"/* {checked.prefix}.h: the public API */",
             public_api(checked.prefix, header),
             "/* the binding's own helpers (helpers_c): one crossing per find, batches */",

@@ -555,6 +555,30 @@ def api_errors(info: ContainerInfo) -> dict:
     return {k: spell_errors(v) for k, v in out.items()}
 
 
+def role_api_errors(role) -> dict:
+    """For each public function of a relationship role that changes it, the codes it can
+    return beside P2_OK and P2_ECLOSED: P2_NOTFOUND (the element or partner does not
+    exist; for remove also: the owner does not hold the member) and what the relationship's
+    layer declares (layers/base.py, RelLayer). Keys: add and remove (roles holding many),
+    set (roles holding one)."""
+    layer = role.rel.layer
+    alloc: set = set()
+    for end in (role, role.partner):
+        if layer.role_owns_block(end):
+            alloc |= mem_errors(end.container)
+    out = {}
+    for op in (("add", "remove") if role.many else ("set",)):
+        codes = {"P2_NOTFOUND"} | set(layer.role_errors(role, op))
+        if ALLOC in codes:
+            codes.discard(ALLOC)
+            codes |= alloc
+        if op == "remove" and codes != {"P2_NOTFOUND"}:
+            raise ValueError(f"layer '{layer.name}' declares {sorted(codes)} for remove: "
+                             f"the public function reports a failing remove as P2_NOTFOUND")
+        out[op] = spell_errors(codes)
+    return out
+
+
 def names(checked: CheckedSpec, info: ContainerInfo) -> dict:
     """C type names every template of a container uses."""
     return {"DB": f"{checked.prefix}_db", "E": f"{info.p}_elem", "ROOT": f"{info.p}_root",
@@ -641,6 +665,7 @@ class Renderer:
                    files=self.files(), arg_type=arg_type, param_field_decl=param_field_decl,
                    c_string=c_string, where_text=expr_text, names=names,
                    rn=self.role_names, recover=self.recover, api_errors=api_errors,
+                   role_api_errors=role_api_errors,
                    hooked=[c for c in containers
                                            if c["info"].has_hooks or c["info"].referenced])
         header = self.env.get_template("spec.h.j2").render(**ctx)
@@ -787,7 +812,7 @@ def metadata(checked: CheckedSpec) -> dict:
         "containers": [{
             "name": c.name, "record": c.record.name, "equation": c.equation_text(),
             "keys": c.key_fields(), "persistent": c.persistent, "file": c.file,
-            "delflag": c.has_layer("delflag"),
+            "purges": c.purges,
         } for c in checked.containers],
         "cursors": [{
             "name": k.name, "container": k.container.name,

@@ -144,6 +144,13 @@ class Layer:
     # until a purge removes it through the layer below? Such a layer counts on the layers
     # below it to remove for real, so the checker allows at most one per equation.
     defers_delete: bool = False
+    # storage layers: is an element's reference its memory reference (a pointer or a file
+    # offset, so references of live elements are spread over the address range) rather
+    # than a slot number (0, 1, 2, ... up to the capacity)?
+    addressed_refs: bool = False
+    # ds layers: does the layer hold at most one element per value of its key field (an
+    # insert or update to a key already present is refused with P2_EDUP)?
+    unique_key: bool = False
     # The error codes (P2_* names of p2_runtime.h) this layer's own functions return, beside
     # P2_OK, per operation of the C contract below: "insert", "update", "remove",
     # "reserve"; for top layers also "cursor_update" and "cursor_delete" (what the cursor's
@@ -186,6 +193,11 @@ class Layer:
         """The element field this layer organises elements by, if any."""
         k = inst.params.get("key")
         return k if isinstance(k, str) else None
+
+    def key_bound(self, inst) -> Optional[int]:
+        """The largest key this layer accepts (a larger one, or one below 0, is refused
+        with P2_ERANGE), or None if it takes any key."""
+        return None
 
     def paths(self, inst, query) -> list[PathOption]:
         """Ways to serve `query` (a generator.plan.Query) through this layer."""
@@ -245,11 +257,23 @@ class RelLayer(Layer):
       one roles:   <ip>_get(db, x) -> y or P2_NIL, <ip>_set(db, x, y) (P2_NIL clears)
 
     Both directions are kept in step by every call: adding y to x.role also makes x
-    y's partner, with the multiplicity of a bag."""
+    y's partner, with the multiplicity of a bag.
+
+    `errors` (as for the other layers) holds, per function, the codes beside P2_OK that
+    <ip>_add ("add"), <ip>_remove ("remove") and <ip>_set ("set") return. ALLOC in a set
+    stands for the "alloc" codes of the memory layers of the containers whose elements
+    hold blocks of this relationship's references (`role_owns_block`), at either end: the
+    call may grow them. <ip>_remove fails only when x does not hold y, which the public
+    function reports as P2_NOTFOUND, so "remove" can only hold P2_NOTFOUND. Override
+    `role_errors` when the codes depend on the role."""
     realm = "rel"
     below = None
     role = "rel"
     kinds: tuple = ("1:1", "1:N", "M:N")
+    # may the member a walk of a role (<ip>_iter_next) last handed out be removed from the
+    # role, or deleted, before the walk goes on? Otherwise any change to the owner's
+    # members during a walk may make it skip or repeat members.
+    walk_survives_removal: bool = False
 
     def unsupported(self, ri) -> Optional[str]:
         if ri.kind not in self.kinds:
@@ -259,6 +283,10 @@ class RelLayer(Layer):
 
     def role_fields(self, role) -> list[ElemField]:
         return []
+
+    def role_errors(self, role, op: str) -> frozenset:
+        """The codes <ip>_<op> of `role` returns beside P2_OK (see `errors`)."""
+        return frozenset(self.errors.get(op, ()))
 
     def role_owns_block(self, role) -> bool:
         return False

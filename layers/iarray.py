@@ -14,6 +14,7 @@ class IArray(Layer):
     role = "storage"
     keeps_order = True
     relocates = True      # the reference is the key
+    unique_key = True     # a slot holds one element
     # a key above max_key or below 0 (P2_ERANGE), a key already present (P2_EDUP), or the
     # slot block cannot grow to the key
     errors = {"insert": {"P2_ERANGE", "P2_EDUP", ALLOC},
@@ -38,6 +39,9 @@ class IArray(Layer):
     def validate(self, inst, ctx):
         if inst.params["max_key"] is None:        # not given: proportionate to capacity
             inst.params["max_key"] = min(GROWTH * inst.params["capacity"] - 1, MAX_KEY)
+
+    def key_bound(self, inst):
+        return inst.params["max_key"]
 
     def elem_fields(self, inst):
         return [ElemField("uint8_t", f"_{inst.tag}_valid", "1 while the slot holds an element")]

@@ -9,6 +9,9 @@ class IList(RelLayer):
     they were added."""
     name = "ilist"
     kinds = ("1:N",)
+    # linking and unlinking only rewrite fields of the elements: nothing to allocate
+    errors = {"remove": {"P2_NOTFOUND"}}
+    walk_survives_removal = True   # the walk holds the next member before handing one out
     doc = ("one-to-many as an intrusive doubly linked list through the members; "
            "O(1) add/remove, no allocation")
 

@@ -7,6 +7,7 @@ class Malloc(Layer):
     below = "mem"
     role = "storage"
     errors = {"insert": {ALLOC}}
+    addressed_refs = True
     doc = ("One allocation per element from the memory layer, all elements on a doubly "
            "linked list for scans (in insertion order). References are memory references "
            "(pointers or file offsets), stable for an element's lifetime; a reference to a "

@@ -1,4 +1,4 @@
-from .base import ElemField, ParamSpec, RelLayer
+from .base import ALLOC, ElemField, ParamSpec, RelLayer
 
 
 class RefArray(RelLayer):
@@ -10,6 +10,10 @@ class RefArray(RelLayer):
     one occurrence searches the array."""
     name = "refarray"
     kinds = ("1:1", "1:N", "M:N")
+    # adding grows a block of references (P2_ENOMEM also past 2^31 references in one);
+    # setting a one role whose partner holds many adds to the partner's block (role_errors)
+    errors = {"add": {"P2_ENOMEM", ALLOC}, "remove": {"P2_NOTFOUND"},
+              "set": {"P2_ENOMEM", ALLOC}}
     params = (ParamSpec("capacity", "int", 4, "initial array capacity per element",
                         min=1, max=1 << 24),)
     doc = "any multiplicity; collections as growable arrays of references in the memory layer"
@@ -23,6 +27,11 @@ class RefArray(RelLayer):
                     ElemField("uint32_t", f"{f}_cap", f"{role.name}: room in the block",
                               weak=True)]
         return [ElemField("uint64_t", f, f"{role.name} (a single reference)")]
+
+    def role_errors(self, role, op):
+        if op == "set" and not role.partner.many:
+            return frozenset()      # 1:1: two single references are rewritten
+        return super().role_errors(role, op)
 
     def role_owns_block(self, role):
         return role.many

@@ -171,6 +171,9 @@ enum {
 #undef P2_ERROR_ENUM_
 };
 
+/* p2gen: public API begin. From here to "public API end": the runtime's declarations a
+ * binding needs beside its spec's header -- declarations only, read as they stand: the
+ * Python module's CFFI declarations take this region (generator/pybind.py, cdef). */
 /** Describe a return code.
  *
  * @param[in] code  a P2_* code.
@@ -178,9 +181,6 @@ enum {
  *         never NULL, "unknown error" for codes not listed above.
  */
 const char *p2_strerror(int code);
-
-/** Size of the message buffer in #p2_err. */
-#define P2_ERR_MSG_SIZE 512
 
 /** The handle of a `text` field (variable-length bytes) inside a record: where its block
  *  is in the container's memory layer and how long the text is. Read it through the
@@ -190,6 +190,10 @@ typedef struct p2_text {
     uint64_t mref;   /**< memory reference of len + 1 bytes (text, then NUL); 0 if empty */
     uint64_t len;    /**< bytes of text */
 } p2_text;
+/* p2gen: public API end */
+
+/** Size of the message buffer in #p2_err. */
+#define P2_ERR_MSG_SIZE 512
 
 /** Detailed error: a code and a message saying what failed and why.
  *  Messages longer than the buffer are truncated (always NUL-terminated). */

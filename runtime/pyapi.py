@@ -689,7 +689,7 @@ class Database:
         self._finalizer = weakref.finalize(self, _close_handle, spec.c_close, handle, self._lock)
         self._containers = {}
         for name, c in spec.containers.items():
-            cls = _PurgeableContainer if c["delflag"] else Container
+            cls = _PurgeableContainer if c["purges"] else Container
             self._containers[name] = cls(self, c)
         for name, c in spec.containers.items():
             owner = self._containers[name]
@@ -890,7 +890,7 @@ class Container:
         self._insert_many_c = getattr(lib, f"p2py__{cp}_insert_many", None)
         self._check_chars_c = getattr(lib, f"p2py__{cp}_check_chars", None)
         self._find = {k: getattr(lib, f"{cp}_find_{k}") for k in self.keys}
-        if meta["delflag"]:
+        if meta["purges"]:
             self._c["purge"] = getattr(lib, f"{cp}_purge")
         self._all = (meta["c"]["all"], meta["c"]["all_cursor"])
         self._version = 0   # bumped by every change not made through a cursor

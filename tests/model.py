@@ -174,9 +174,9 @@ class ContainerModel:
         self.types = [f.type for f in info.record.fields]
         self.index = {n: i for i, n in enumerate(self.fields)}
         st = info.storage
-        self.unique = self.index[st.params["key"]] if st.name == "iarray" else None
-        self.max_key = st.params.get("max_key") if st.name == "iarray" else None
-        self.delflag = info.has_layer("delflag")
+        self.unique = self.index[st.layer.key_field(st)] if st.layer.unique_key else None
+        self.max_key = st.layer.key_bound(st)
+        self.delflag = info.purges
         self.persistent = info.persistent
         self.recs: list = []
         self.marked: list = []      # delflag: deleted, not yet purged

@@ -1081,9 +1081,9 @@ def test_reference_sweep(mem, builds, san_env, tmp_path):
             v = gen.draw(f, common=True)
             cmds.append(f"delete {cm.name} {f} {gen.tok(f, v)}")
             plan_.append((cm, "delete", (f, v)))
-        small = info.storage.name != "malloc"
+        small = not info.storage.layer.addressed_refs
         refs = list(range(0, 400)) + BOGUS_REFS
-        if info.storage.name == "malloc" and mem != "transient":
+        if info.storage.layer.addressed_refs and mem != "transient":
             refs += list(range(4096, 1 << 17, 16))
         for r in refs:
             cmds.append(f"get {cm.name} {r}")

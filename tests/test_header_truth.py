@@ -1,6 +1,7 @@
 """The generated C tells the truth for its spec: each function's documented errors are
-what the layers of that container's equation can return (layers/*.py, `errors`), and no
-function is emitted that nothing calls."""
+what the layers of that container's equation can return (layers/*.py, `errors`), a
+relationship role's functions document what its layer declares, and no function is emitted
+that nothing calls."""
 import glob
 import os
 import re
@@ -83,9 +84,92 @@ def test_only_keyed_storage_documents_duplicates(spec):
         errs = documented(header.replace(checked.prefix.upper() + "_API ", "T_API ")
                           .replace(checked.prefix + "_", "t_"), info.name)
         assert {"insert", "update", "delete", "reserve"} <= set(errs), errs
-        keyed = info.has_layer("iarray")
+        keyed = any(li.layer.unique_key for li in info.ds)
         for fn in ("insert", "update"):
             assert ("P2_EDUP" in errs[fn]) == keyed, (info.name, fn, errs[fn])
+
+
+# --- relationships: what each role's add, remove and set return ------------------------
+MEMS = {"transient": "", "persistent": " with persistent(file = \"t.db\")"}
+
+
+def relrec(mem: str) -> str:
+    return ("record a { id: i32; }\nrecord b { id: i32; }\n"
+            f"container as of a = top2ds[array[{mem}]]{MEMS[mem]};\n"
+            f"container bs of b = top2ds[array[{mem}]]{MEMS[mem]};\n")
+
+
+NF = {"P2_NOTFOUND"}
+ALLOCS = {"transient": {"P2_ENOMEM"}, "persistent": {"P2_ENOMEM", "P2_EIO"}}
+REL_CASES = [
+    # relationship; {(container, function): documented codes; True: P2_NOTFOUND and what
+    # allocating in the memory returns}
+    # a linked list through the elements: nothing to allocate
+    ("one as.kids to many bs.parent = ilist",
+     {("as", "kids_add"): NF, ("as", "kids_remove"): NF, ("bs", "set_parent"): NF}),
+    # the `many` end keeps a block of references, which add and set may grow
+    ("one as.kids to many bs.parent = refarray",
+     {("as", "kids_add"): True, ("as", "kids_remove"): NF, ("bs", "set_parent"): True}),
+    ("many as.xs to many bs.ys = refarray",
+     {("as", "xs_add"): True, ("bs", "ys_add"): True, ("as", "xs_remove"): NF,
+      ("bs", "ys_remove"): NF}),
+    # 1:1: two single references are rewritten
+    ("one as.twin to one bs.twin_of = refarray",
+     {("as", "set_twin"): NF, ("bs", "set_twin_of"): NF}),
+]
+
+
+@pytest.mark.parametrize("mem", sorted(MEMS))
+@pytest.mark.parametrize("rel,expected", REL_CASES, ids=lambda c: str(c)[:40])
+def test_role_error_lists_are_what_the_layer_declares(rel, expected, mem):
+    header = header_of(relrec(mem) + f"relationship r {rel};\n")
+    for (container, fn), codes in expected.items():
+        want = NF | ALLOCS[mem] if codes is True else codes
+        assert documented(header, container)[fn] == want, (container, fn)
+
+
+@pytest.mark.parametrize("spec", SPECS + sorted(glob.glob(os.path.join(ROOT, "tests", "specs",
+                                                                       "links_*.p2"))),
+                         ids=lambda p: os.path.relpath(p, ROOT))
+def test_only_roles_that_grow_blocks_document_allocation(spec):
+    """A role function documents the memory layer's allocation codes exactly when the
+    relationship keeps a block of references at one of its ends (the call may grow it)."""
+    text = open(spec).read()
+    checked = plan(check(parse(text, spec), None))
+    header = render(checked, spec)[0].replace(checked.prefix.upper() + "_API ", "T_API ") \
+        .replace(checked.prefix + "_", "t_")
+    seen = 0
+    for ri in checked.relationships:
+        for role in ri.roles:
+            errs = documented(header, role.container.name)
+            holders = [e for e in (role, role.partner) if ri.layer.role_owns_block(e)]
+            for fn in ((f"{role.name}_add", f"{role.name}_remove") if role.many
+                       else (f"set_{role.name}",)):
+                seen += 1
+                alloc = bool(holders) and not fn.endswith("_remove")
+                assert ("P2_ENOMEM" in errs[fn]) == alloc, (ri.name, fn, errs[fn])
+                on_file = any(e.container.persistent for e in holders)
+                assert ("P2_EIO" in errs[fn]) == (alloc and on_file), (ri.name, fn, errs[fn])
+                assert "P2_NOTFOUND" in errs[fn]
+    assert seen or not checked.relationships
+
+
+def test_a_remove_reported_as_not_found_declares_nothing_else():
+    """The public remove reports a failing <ip>_remove as P2_NOTFOUND: a layer declaring
+    more for it is refused rather than documented wrongly."""
+    from p2gen.layers.ilist import IList
+    from p2gen.render import role_api_errors
+
+    class Leaky(IList):
+        errors = {"remove": {"P2_NOTFOUND", "P2_ENOMEM"}}
+    checked = plan(check(parse(relrec("transient")
+                               + "relationship r one as.kids to many bs.parent = ilist;\n",
+                               "t.p2"), "t"))
+    role = next(r for r in checked.relationships[0].roles if r.many)
+    assert role_api_errors(role)["remove"] == "P2_NOTFOUND"
+    role.rel.layer = Leaky()
+    with pytest.raises(ValueError, match="remove"):
+        role_api_errors(role)
 
 
 COMMITTED = sorted(glob.glob(os.path.join(ROOT, "type_equations", "**", "*.p2"), recursive=True)

@@ -17,7 +17,8 @@ import pytest
 from p2gen import render as render_mod
 from p2gen.build import load
 from p2gen.errors import BuildError
-from p2gen.pybind import API_END, binding_metadata, cdef, public_api
+from p2gen import pybind
+from p2gen.pybind import API_BEGIN, API_END, binding_metadata, cdef, public_api
 
 cffi = pytest.importorskip("cffi")
 
@@ -114,6 +115,36 @@ def test_declaration_added_to_header_template_reaches_cdef(monkeypatch):
     assert len(squeeze) == 3 and squeeze <= functions(decls)
     assert str(decls[f"function {checked.containers[0].p}_squeeze"][0]) == \
         f"<int(*)({checked.prefix}_db *, uint64_t *)>"
+
+
+def test_runtime_types_come_from_the_runtime_header():
+    """p2_text and p2_strerror are declared as p2_runtime.h declares them: the members
+    CFFI reads for p2_text are the header's own, in its order."""
+    checked, header = rendered(LINKS)
+    decls = declared(cdef(checked, header))
+    assert "function p2_strerror" in decls
+    text = Path(pybind.RUNTIME_HEADER).read_text()
+    body = re.search(r"typedef struct p2_text \{(.*?)\} p2_text;", text, re.S).group(1)
+    members = re.findall(r"\b(\w+);", re.sub(r"/\*.*?\*/", "", body, flags=re.S))
+    assert members == ["mref", "len"]
+    assert list(decls["struct p2_text"][0].fldnames) == members
+
+
+def test_runtime_declaration_reaches_cdef(monkeypatch, tmp_path):
+    """A declaration added inside p2_runtime.h's public API region reaches every spec's
+    cdef; a runtime header without the region is refused in words."""
+    text = Path(pybind.RUNTIME_HEADER).read_text()
+    assert text.count(API_BEGIN) == 1 and text.count(API_END) == 1
+    copy = tmp_path / "p2_runtime.h"
+    copy.write_text(text.replace(API_END, "/* A probe. */\nint p2_probe(const p2_text *t);\n"
+                                          + API_END))
+    monkeypatch.setattr(pybind, "RUNTIME_HEADER", str(copy))
+    checked, header = rendered(LINKS)
+    decls = declared(cdef(checked, header))
+    assert str(decls["function p2_probe"][0]) == "<int(*)(p2_text const *)>"
+    copy.write_text(text.replace(API_END, ""))
+    with pytest.raises(BuildError, match=re.escape("p2_runtime.h has no public API region")):
+        cdef(checked, header)
 
 
 REGION = """\

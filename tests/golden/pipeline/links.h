@@ -324,14 +324,14 @@ LINKS_API int links_shelves_docs_next(links_shelves_docs_iter *it, links_ref *ou
 /* How many members (0 if owner does not exist). */
 LINKS_API uint64_t links_shelves_docs_count(links_db *db, links_ref owner);
 /* Add member to owner's docs, setting its shelf (it leaves its previous owner's docs).
- * Errors: P2_NOTFOUND, P2_ENOMEM. */
+ * Errors: P2_NOTFOUND. */
 LINKS_API int links_shelves_docs_add(links_db *db, links_ref owner, links_ref member);
 /* Remove one occurrence of member from owner's docs (and its mirror). Errors: P2_NOTFOUND. */
 LINKS_API int links_shelves_docs_remove(links_db *db, links_ref owner, links_ref member);
 /* docs.shelf: the shelves element of an element, or LINKS_NOREF. */
 LINKS_API links_ref links_docs_shelf(links_db *db, links_ref ref);
 /* Set it (LINKS_NOREF clears): ref is appended to partner's docs.
- * Errors: P2_NOTFOUND, P2_ENOMEM. */
+ * Errors: P2_NOTFOUND. */
 LINKS_API int links_docs_set_shelf(links_db *db, links_ref ref, links_ref partner);
 /* end of relationship holds ============================================= */
 

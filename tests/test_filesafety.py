@@ -184,7 +184,9 @@ def test_crafted_count_and_cycle_end_quickly(tools, dbs, tmp_path, count, cycle)
 
 def test_verify_open_false_skips_the_walk(tools, dbs, harness_builder, tmp_path):
     """persistent(verify_open = false): a trusted file is not walked at open (O(1) open);
-    the damage is then only found by verify."""
+    the damage is then only found by verify. The spec's other file (vj.db, verified at
+    open) is walked on its own: trusting one file does not walk it because another is not
+    trusted."""
     exe, d, fname = dbs["vall"]
     trusted = harness_builder(
         open(tools["spec"]).read().replace('persistent(file = "v.db")',

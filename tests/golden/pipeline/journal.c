@@ -455,7 +455,11 @@ JOURNAL_API int journal_archive_all_delete(journal_archive_all_cursor *cur)
  * _verify, storage first), then the relationships and texts of the containers whose
  * storage could be read, and reports every inconsistency it finds
  * ========================================================================== */
-JOURNAL_API int journal_verify(journal_db *db, char *report, size_t report_size, uint64_t *problems)
+/* Walk the containers of the files flagged in which[] (one flag per file, then one for the
+ * containers on the heap), the relationships with an end among them and those files'
+ * allocators. Open walks the files it must not trust (persistent(verify_open)); a file
+ * trusted at open is not walked, but a relationship reaching into it is read through. */
+static int journal__verify_some(journal_db *db, const unsigned char *which, char *report, size_t report_size, uint64_t *problems)
 {
     p2_verify v;
     int usable[2] = {0};
@@ -463,11 +467,13 @@ JOURNAL_API int journal_verify(journal_db *db, char *report, size_t report_size,
     if (report && report_size) report[0] = '\0';
     if (!db || !db->open) return P2_ECLOSED;
     p2_verify_init(&v, report, report_size, 100);
-    usable[0] = journal_accts__top2ds_qualify_verify(db, &v) >= 0;  /* accts */
-    usable[1] = journal_archive__top2ds_verify(db, &v) >= 0;  /* archive */
+    usable[0] = !which[0] || journal_accts__top2ds_qualify_verify(db, &v) >= 0;  /* accts */
+    usable[1] = !which[1] || journal_archive__top2ds_verify(db, &v) >= 0;  /* archive */
     (void)usable;
-    p2_seg_verify(&db->seg[0], &v, "bank.db");   /* its allocator's free lists */
-    p2_seg_verify(&db->seg[1], &v, "archive.db");   /* its allocator's free lists */
+    if (which[0])
+        p2_seg_verify(&db->seg[0], &v, "bank.db");   /* its allocator's free lists */
+    if (which[1])
+        p2_seg_verify(&db->seg[1], &v, "archive.db");   /* its allocator's free lists */
     p2_verify_done(&v);
     if (problems) *problems = (uint64_t)v.errors;
     if (v.errors == 0) return P2_OK;
@@ -477,6 +483,13 @@ JOURNAL_API int journal_verify(journal_db *db, char *report, size_t report_size,
         return p2_err_set(&db->err, P2_EFORMAT, "integrity check: %d problem%s%s%.*s", v.errors, v.errors == 1 ? "" : "s",
                           first ? ", the first: " : "", first, report ? report : "");
     }
+}
+
+JOURNAL_API int journal_verify(journal_db *db, char *report, size_t report_size, uint64_t *problems)
+{
+    unsigned char all[3];
+    memset(all, 1, sizeof all);
+    return journal__verify_some(db, all, report, report_size, problems);
 }
 
 /* ==========================================================================
@@ -520,7 +533,8 @@ static int journal__open(journal_db **out, const char *dir, int check)
     journal_db *db;
     int rc = P2_OK;
     char path[4096];
-    int created, to_verify = 0;
+    int created, verify_any = 0;
+    unsigned char to_verify[3] = {0};   /* per file (then the heap): walk it at open */
     if (!out) return P2_EINVAL;
     *out = db = (journal_db *)calloc(1, sizeof *db);
     if (!db) return P2_ENOMEM;
@@ -557,7 +571,7 @@ static int journal__open(journal_db **out, const char *dir, int check)
             /* the empty containers are the file's first transaction */
             if ((rc = p2_seg_commit(&db->seg[0], &db->err)) != P2_OK) goto fail;
         } else {
-            to_verify = 1;
+            to_verify[0] = verify_any = 1;
         }
         db->accts_ready = 1;
     }
@@ -588,19 +602,19 @@ static int journal__open(journal_db **out, const char *dir, int check)
             p2_seg_set_desc(&db->seg[1], desc);
             if ((rc = journal_archive__top2ds_create(db)) != P2_OK) goto fail;
         } else {
-            to_verify = 1;
+            to_verify[1] = verify_any = 1;
         }
         db->archive_ready = 1;
     }
     db->open = 1;
-    if (check && to_verify) {
+    if (check && verify_any) {
         /* Files are input: a crafted or damaged one must not make the calls below read or
          * write outside its mapping. Every reference the API follows is one this walk
          * found in bounds and consistent (or one the API wrote itself), so it runs once,
          * here, instead of on every link. */
         char report[512];
         uint64_t problems = 0;
-        if (journal_verify(db, report, sizeof report, &problems) != P2_OK) {
+        if (journal__verify_some(db, to_verify, report, sizeof report, &problems) != P2_OK) {
             char first[P2_ERR_MSG_SIZE];
             snprintf(first, sizeof first, "%s", db->err.msg);
             rc = p2_err_set(&db->err, P2_EFORMAT, "the database is corrupt; refusing to open it (p2gen verify gives the full report): %s", first);

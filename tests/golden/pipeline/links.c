@@ -985,7 +985,11 @@ static void links_docs__verify_texts(links_db *db, p2_verify *v)
     }
 }
 
-LINKS_API int links_verify(links_db *db, char *report, size_t report_size, uint64_t *problems)
+/* Walk the containers of the files flagged in which[] (one flag per file, then one for the
+ * containers on the heap), the relationships with an end among them and those files'
+ * allocators. Open walks the files it must not trust (persistent(verify_open)); a file
+ * trusted at open is not walked, but a relationship reaching into it is read through. */
+static int links__verify_some(links_db *db, const unsigned char *which, char *report, size_t report_size, uint64_t *problems)
 {
     p2_verify v;
     int usable[2] = {0};
@@ -993,12 +997,12 @@ LINKS_API int links_verify(links_db *db, char *report, size_t report_size, uint6
     if (report && report_size) report[0] = '\0';
     if (!db || !db->open) return P2_ECLOSED;
     p2_verify_init(&v, report, report_size, 100);
-    usable[0] = links_docs__delflag_verify(db, &v) >= 0;  /* docs */
-    if (usable[0]) links_docs__verify_texts(db, &v);
-    usable[1] = links_shelves__top2ds_qualify_verify(db, &v) >= 0;  /* shelves */
-    if (usable[1] && usable[0])
+    usable[0] = !which[0] || links_docs__delflag_verify(db, &v) >= 0;  /* docs */
+    if (which[0] && usable[0]) links_docs__verify_texts(db, &v);
+    usable[1] = !which[0] || links_shelves__top2ds_qualify_verify(db, &v) >= 0;  /* shelves */
+    if (which[0] && usable[1] && usable[0])
         links__rel_holds_verify(db, &v);
-    if (usable[0] && usable[0])
+    if (which[0] && usable[0] && usable[0])
         links__rel_cites_verify(db, &v);
     (void)usable;
     p2_verify_done(&v);
@@ -1010,6 +1014,13 @@ LINKS_API int links_verify(links_db *db, char *report, size_t report_size, uint6
         return p2_err_set(&db->err, P2_EFORMAT, "integrity check: %d problem%s%s%.*s", v.errors, v.errors == 1 ? "" : "s",
                           first ? ", the first: " : "", first, report ? report : "");
     }
+}
+
+LINKS_API int links_verify(links_db *db, char *report, size_t report_size, uint64_t *problems)
+{
+    unsigned char all[1];
+    memset(all, 1, sizeof all);
+    return links__verify_some(db, all, report, report_size, problems);
 }
 
 /* ==========================================================================

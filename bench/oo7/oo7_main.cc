@@ -1,29 +1,42 @@
-// oo7_main.cc -- options, the cold/hot protocol and main() of the OO7 benchmark binary.
+// oo7_main.cc -- options, the cold/warm/hot protocol and main() of the OO7 benchmark binary.
 //
 // Every implementation linked in registers an oo7::System (oo7.h); this file builds each
 // system's database once per (size, fanout), checks its counts, then runs every operation
 // of spec section 3 as Google Benchmark benchmarks with manual time:
 //
-//   OO7/<system>/<mem>/<size>_f<fanout>/<op>/cold   one run after emptying the caches
-//   OO7/<system>/<mem>/<size>_f<fanout>/<op>/hot    the next --oo7_hot_runs runs (their mean)
+//   OO7/<system>/<mem>/<size>_f<fanout>/<op>/cold   persistent systems: one run in a fresh
+//                                                   process, the files dropped from the page cache
+//   OO7/<system>/<mem>/<size>_f<fanout>/<op>/warm   persistent systems: one run in a fresh
+//                                                   process, the files in the page cache
+//   OO7/<system>/<mem>/<size>_f<fanout>/<op>/hot    every system: --oo7_hot_runs runs in the
+//                                                   driver's open, after one untimed run (their
+//                                                   mean); one run for an update operation
 //
 // (a system name may hold a '/', e.g. HASH/ILIST: parse the name from the right.)
-// Cold: persistent systems close the database, drop every file of theirs from the page
-// cache (fdatasync + posix_fadvise DONTNEED; the counters dropped_MB and cached_pct say
-// how much was dropped and how much stayed; no file found is an error) and reopen it; every system then sweeps a buffer of 4x the last-level cache a few times.
+// Cold and warm (one_main below says how each is made and why a fresh process): the
+// driver closes its database, starts this binary again with --oo7_one=cold|warm, which
+// opens the files, runs the operation once and prints its result and counters, and
+// reopens the database for the hot runs. A transient system has no files, so nothing to
+// be cold or warm: it has hot runs only. Counters of every run: major and minor page
+// faults (getrusage), write_bytes (/proc/self/io: the bytes made dirty, see Usage); of
+// the fresh runs: resident_pct (the files' pages in the page cache before the open, by
+// mincore: the proof that a cold run was cold -- cold_proved = 0 when more than
+// kColdResidentMaxPct stayed, as on tmpfs) and resident_after_pct; file_MB and alloc_MB
+// (the files' apparent and allocated sizes).
 // Every run is bracketed by db.begin()/db.commit() (commit included in its time) and
 // starts from the reseeded random stream, so every run does the same work. Update
-// operations (T2x, T3x, T5do/T5undo, SM1/SM2, CU) are cold only and leave the database as
-// built: T2a/T2b/T3a/T3b run a second time untimed (two swaps or two toggles are the
+// operations (T2x, T3x, T5do/T5undo, SM1/SM2, CU) leave the database as built after every
+// run: T2a/T2b/T3a/T3b run a second time untimed (two swaps or two toggles are the
 // identity), T2c/T3c are identities already, T5do is followed by an untimed T5undo (and
 // T5undo preceded by an untimed T5do), SM1 by an untimed SM2 (SM2 preceded by SM1). After
-// each update operation the object counts and Db::verify() are checked again.
+// each update operation's hot runs the object counts and Db::verify() are checked again.
 //
-// Checks: every run's count must equal the system's own first (cold) count, the count of
+// Checks: every run's count must equal the system's own first count, the count of
 // the first system that ran the operation (HAND, which runs first, when it is linked in;
 // a count that fails the exact check below is no reference), and, for the operations
-// whose result the spec fixes exactly, the value derived from the parameters. A mismatch turns the benchmark into an error row (SkipWithError with both
-// numbers) and makes the exit status 3.
+// whose result the spec fixes exactly, the value derived from the parameters. A mismatch
+// turns the benchmark into an error row (SkipWithError with both numbers) and makes the
+// exit status 3.
 //
 // Options (besides Google Benchmark's --benchmark_*):
 //   --oo7_size=small         tiny | small | medium | large
@@ -32,15 +45,23 @@
 //   --oo7_dir=PATH           where database files go (default: a new directory in $TMPDIR);
 //                            each system builds into its own subdirectory, removed after it
 //   --oo7_ops=T1,Q1          only these operations (default: all)
-//   --oo7_hot_runs=3         hot runs per operation
+//   --oo7_hot_runs=3         hot runs per read-only operation (an update operation: 1)
 //   --oo7_verify=1           re-check counts and Db::verify() after every update operation
 //   --oo7_list               print the registered systems and exit
 //   --oo7_inject_fault=NAME[/OP]   (tests) add 1 to every count of system NAME (of OP
 //                            only): the run must turn into an error row
+//   --oo7_one=cold|warm --oo7_system=NAME/MEM --oo7_dir=DIR --oo7_ops=OP
+//                            the fresh process: one run on the database in DIR (one_main)
+//   --oo7_one=build --oo7_system=NAME/MEM --oo7_dir=DIR
+//                            build that system's database into DIR for such runs and exit
 #include <dirent.h>
 #include <fcntl.h>
+#include <spawn.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <benchmark/benchmark.h>
@@ -76,6 +97,7 @@ struct Config {
     int hot_runs = 3;
     bool verify = true;
     std::string fault_system, fault_op;   // --oo7_inject_fault
+    std::string one, one_system;          // --oo7_one, --oo7_system: the fresh process
 };
 
 Config &cfg() {
@@ -108,7 +130,6 @@ enum class Kind {
 struct Op {
     const char *name;
     Kind kind;
-    bool hot() const { return kind == Kind::Read; }
     bool update() const { return kind != Kind::Read; }
 };
 
@@ -193,7 +214,7 @@ oo7::Counts expected_counts(const oo7::Params &p) {
 }
 
 // ---------------------------------------------------------------------------------------
-// files and caches
+// files, caches and counters
 
 void remove_dir(const std::string &dir) {
     DIR *d = opendir(dir.c_str());
@@ -216,31 +237,73 @@ std::string sanitize(const std::string &s) {
     return o;
 }
 
-// Drop a file from the page cache: write back what is dirty, then DONTNEED. Returns the
-// pages still resident afterwards (mincore), and the file's pages in *total.
-uint64_t drop_file(const std::string &path, uint64_t *total) {
-    *total = 0;
+// The paths of a persistent system's files in `dir` (System::files are relative to it).
+std::vector<std::string> file_paths(const oo7::System &sys, const std::string &dir) {
+    std::vector<std::string> out;
+    for (const std::string &f : sys.files) out.push_back(!f.empty() && f[0] == '/' ? f : dir + "/" + f);
+    return out;
+}
+
+// What the files hold: pages in the page cache (mincore through a mapping of our own,
+// which reads nothing and creates no page-table entry for the database's mapping), pages
+// in all, bytes (apparent size) and bytes allocated on disk. Absent files count nothing;
+// *found says how many were there.
+struct FileState {
+    uint64_t resident = 0, pages = 0, bytes = 0, allocated = 0;
+    int found = 0;
+    double resident_pct() const { return pages ? 100.0 * (double)resident / (double)pages : 0.0; }
+};
+
+FileState file_state(const std::vector<std::string> &paths) {
+    FileState s;
+    const long page = sysconf(_SC_PAGESIZE);
+    for (const std::string &path : paths) {
+        int fd = ::open(path.c_str(), O_RDONLY);
+        if (fd < 0) continue;
+        s.found++;
+        struct stat sb;
+        if (fstat(fd, &sb) == 0) {
+            s.bytes += (uint64_t)sb.st_size;
+            s.allocated += (uint64_t)sb.st_blocks * 512u;
+            if (sb.st_size > 0) {
+                size_t len = (size_t)sb.st_size, n = (len + page - 1) / page;
+                void *m = mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
+                if (m != MAP_FAILED) {
+                    std::vector<unsigned char> vec(n);
+                    if (mincore(m, len, vec.data()) == 0)
+                        for (unsigned char v : vec) s.resident += v & 1;
+                    munmap(m, len);
+                }
+                s.pages += n;
+            }
+        }
+        ::close(fd);
+    }
+    return s;
+}
+
+// Cold: write back what is dirty (DONTNEED drops clean pages only), then drop the file
+// from the page cache. Nobody has it open or mapped (the driver closed its database before
+// starting the fresh process), so every page can go.
+void drop_file(const std::string &path) {
     int fd = ::open(path.c_str(), O_RDONLY);
-    if (fd < 0) return 0;
+    if (fd < 0) return;
     ::fdatasync(fd);
     ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-    uint64_t resident = 0;
-    struct stat sb;
-    if (fstat(fd, &sb) == 0 && sb.st_size > 0) {
-        long page = sysconf(_SC_PAGESIZE);
-        size_t len = (size_t)sb.st_size;
-        void *m = mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
-        if (m != MAP_FAILED) {
-            size_t pages = (len + page - 1) / page;
-            std::vector<unsigned char> vec(pages);
-            if (mincore(m, len, vec.data()) == 0)
-                for (unsigned char v : vec) resident += v & 1;
-            *total = pages;
-            munmap(m, len);
-        }
+    ::close(fd);
+}
+
+// Warm: write back what is dirty (so that the run's write counter starts from clean pages,
+// as the cold run's does), then read the whole file through read(2): every page in the
+// page cache, none mapped in this process.
+void load_file(const std::string &path) {
+    int fd = ::open(path.c_str(), O_RDONLY);
+    if (fd < 0) return;
+    ::fdatasync(fd);
+    std::vector<char> buf(1 << 20);
+    while (::read(fd, buf.data(), buf.size()) > 0) {
     }
     ::close(fd);
-    return resident;
 }
 
 size_t llc_bytes() {
@@ -266,7 +329,7 @@ size_t llc_bytes() {
 volatile unsigned g_sweep_sink;
 
 // Evict the CPU caches: write a buffer of 4x the LLC, a few passes.
-void sweep_caches() {
+[[maybe_unused]] void sweep_caches() {
     static std::vector<unsigned char> buf(4 * llc_bytes(), 1);
     unsigned acc = 0;
     for (int pass = 0; pass < 3; pass++)
@@ -277,14 +340,387 @@ void sweep_caches() {
     g_sweep_sink = acc;
 }
 
+// Warm: the files' bytes out of the CPU caches, their pages left in the page cache. The
+// read that loaded them, and the runs before, passed them through the caches, and a small
+// database fits in the last-level cache: without this a warm run would be CPU-cache hot.
+// x86: clflush every line through a mapping of our own, unmapped after (cheap: as much
+// work as the files are large; the 4x-LLC sweep costs a fresh process ~150 ms of page
+// faults alone); elsewhere: the sweep.
+void flush_from_cpu_caches(const std::string &path) {
+#if defined(__x86_64__) || defined(__i386__)
+    int fd = ::open(path.c_str(), O_RDONLY);
+    if (fd < 0) return;
+    struct stat sb;
+    if (fstat(fd, &sb) == 0 && sb.st_size > 0) {
+        size_t len = (size_t)sb.st_size;
+        void *m = mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
+        if (m != MAP_FAILED) {
+            const char *b = (const char *)m;
+            for (size_t i = 0; i < len; i += 64) __builtin_ia32_clflush(b + i);
+            __builtin_ia32_mfence();
+            munmap(m, len);
+        }
+    }
+    ::close(fd);
+#else
+    (void)path;
+    sweep_caches();
+#endif
+}
+
+// The readahead of the block device holding `dir` (KB; -1 if unknown, e.g. tmpfs): a
+// major fault or a read miss fetches up to this much, so it sets how many faults a cold
+// run takes for the bytes it reads. The benchmark states it and does not change it.
+long read_ahead_kb(const std::string &dir) {
+    struct stat sb;
+    if (stat(dir.c_str(), &sb) != 0) return -1;
+    std::string dev = std::to_string(major(sb.st_dev)) + ":" + std::to_string(minor(sb.st_dev));
+    for (const std::string &p : {"/sys/dev/block/" + dev + "/queue/read_ahead_kb",
+                                 "/sys/dev/block/" + dev + "/../queue/read_ahead_kb",
+                                 "/sys/class/bdi/" + dev + "/read_ahead_kb"}) {
+        std::ifstream f(p);
+        long kb;
+        if (f >> kb) return kb;
+    }
+    return -1;
+}
+
 double since(Clock::time_point t0) {
     return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// What a run costs the process besides time: page faults (getrusage: major = the page
+// had to be read from the file system, minor = it was in the page cache or zero-filled);
+// read_bytes of /proc/self/io -- the bytes the process had read from storage, readahead
+// included, whether through a fault of a mapping or a read(2) (SQLite reads with pread:
+// its misses are no faults); and write_bytes -- the bytes the process caused to be written to the
+// file system, which Linux charges when a page of the file becomes dirty (a store through
+// a shared mapping or a write(2) into the page cache; whole pages, the journal's included)
+// rather than when it reaches the disk. A page already dirty is not charged again, so the
+// count is the bytes one commit writes only when the files start clean, as they do in
+// the fresh-process runs (cold and warm). io = false: no /proc/self/io on this kernel.
+struct Usage {
+    uint64_t majflt = 0, minflt = 0, read_bytes = 0, write_bytes = 0;
+    bool io = false;
+};
+
+// read_bytes and write_bytes of /proc/self/io, read with plain syscalls (no allocation:
+// no faults of its own)
+bool io_bytes(uint64_t *read, uint64_t *written) {
+    int fd = ::open("/proc/self/io", O_RDONLY);
+    if (fd < 0) return false;
+    char buf[512];
+    ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (n <= 0) return false;
+    buf[n] = 0;
+    const char *r = std::strstr(buf, "\nread_bytes:"), *w = std::strstr(buf, "\nwrite_bytes:");
+    if (!r || !w) return false;
+    *read = std::strtoull(r + 12, nullptr, 10);
+    *written = std::strtoull(w + 13, nullptr, 10);
+    return true;
+}
+
+Usage usage_now() {
+    Usage u;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    u.majflt = (uint64_t)ru.ru_majflt;
+    u.minflt = (uint64_t)ru.ru_minflt;
+    u.io = io_bytes(&u.read_bytes, &u.write_bytes);
+    return u;
+}
+
+Usage operator-(const Usage &b, const Usage &a) {
+    Usage d;
+    d.majflt = b.majflt - a.majflt;
+    d.minflt = b.minflt - a.minflt;
+    d.io = a.io && b.io;
+    d.read_bytes = d.io ? b.read_bytes - a.read_bytes : 0;
+    d.write_bytes = d.io ? b.write_bytes - a.write_bytes : 0;
+    return d;
+}
+
+// ---------------------------------------------------------------------------------------
+// one run of an operation, on any open database (the driver's or a fresh process's)
+
+bool faulty(const oo7::System &s, const std::string &op) {
+    const Config &c = cfg();
+    if (c.fault_system.empty()) return false;
+    std::string a = c.fault_system, b = s.name;
+    std::transform(a.begin(), a.end(), a.begin(), ::toupper);
+    std::transform(b.begin(), b.end(), b.begin(), ::toupper);
+    return a == b && (c.fault_op.empty() || c.fault_op == op);
+}
+
+struct RunResult {
+    double seconds = 0;
+    uint64_t count = 0, extra = 0;
+    Usage use;
+};
+
+// One timed run: reseeded stream, begin, the operation, commit; the counters around the
+// same span as the clock (the counters are read outside it).
+RunResult timed(oo7::Db &db, const oo7::Params &p, const std::string &op, oo7::Rng &rng) {
+    RunResult r;
+    rng.seed(cfg().seed);
+    Usage u0 = usage_now();
+    auto t0 = Clock::now();
+    db.begin();
+    r.count = body(op, db, p, rng, &r.extra);
+    db.commit();
+    r.seconds = since(t0);
+    r.use = usage_now() - u0;
+    return r;
+}
+
+// One untimed run in its own transaction (restores, preparations).
+uint64_t untimed(oo7::Db &db, const oo7::Params &p, const std::string &op, oo7::Rng &rng) {
+    rng.seed(cfg().seed);
+    db.begin();
+    uint64_t n = body(op, db, p, rng, nullptr);
+    db.commit();
+    return n;
+}
+
+// CU (spec section 3): one transaction of T1, T1, T2a, commit; the time reported is the
+// total less the two T1 runs (cold and hot), i.e. T2a plus the commit on cached data; the
+// counters are those of the same span.
+RunResult timed_cu(oo7::Db &db, oo7::Rng &rng) {
+    RunResult r;
+    rng.seed(cfg().seed);
+    auto t0 = Clock::now();
+    db.begin();
+    auto a = Clock::now();
+    db.t1(&r.extra);
+    double t1_cold = since(a);
+    auto b = Clock::now();
+    db.t1(&r.extra);
+    double t1_hot = since(b);
+    Usage u0 = usage_now();
+    auto c = Clock::now();
+    r.count = db.t2('a');
+    db.commit();
+    double rest = since(c);
+    r.use = usage_now() - u0;
+    r.seconds = since(t0) - t1_cold - t1_hot;
+    (void)rest;
+    return r;
+}
+
+// What puts the database in the state an operation needs (untimed, its own transaction).
+void prepare(oo7::Db &db, const oo7::Params &p, const Op &op, oo7::Rng &rng) {
+    if (op.kind == Kind::T5Undo) untimed(db, p, "T5do", rng);
+    if (op.kind == Kind::SM2) untimed(db, p, "SM1", rng);
+}
+
+// The untimed run that leaves the database as built after an update operation (its name
+// in *what, or "" if the operation needs none); returns that run's count.
+uint64_t restore(oo7::Db &db, const oo7::Params &p, const Op &op, oo7::Rng &rng, std::string *what) {
+    switch (op.kind) {
+    case Kind::UpdateTwice: *what = op.name; break;
+    case Kind::CU: *what = "T2a"; break;
+    case Kind::T5Do: *what = "T5undo"; break;
+    case Kind::SM1: *what = "SM2"; break;
+    default: what->clear(); return 0;
+    }
+    return untimed(db, p, *what, rng);
+}
+
+RunResult run_op(oo7::Db &db, const oo7::Params &p, const Op &op, oo7::Rng &rng) {
+    return op.kind == Kind::CU ? timed_cu(db, rng) : timed(db, p, op.name, rng);
+}
+
+// ---------------------------------------------------------------------------------------
+// the fresh process: one operation at one temperature on an existing database
+//
+//   oo7_bench --oo7_one=cold|warm --oo7_system=NAME/MEM --oo7_dir=DIR --oo7_ops=OP
+//             --oo7_size=S --oo7_fanout=F --oo7_seed=N
+//
+// (--oo7_one=build with the same system, directory, size, fanout and seed makes the
+// database such runs open.)
+//
+// Cold: every file of the database is written back and dropped from the page cache
+// (posix_fadvise DONTNEED), then opened; no byte of the files is then in any cache (the
+// pages are freed, and come back from the disk during the run). Warm: every file is read
+// into the page cache (read(2)) and flushed from the CPU caches, then opened -- the pages
+// are cached but this process has no page-table entry for any of them, so every first
+// touch is a minor fault, never a major one. Both happen
+// in a process that never had the database open: no mapping, no handle, no user-space
+// cache (SQLite's) survives from an earlier run. (The alternative for warm,
+// madvise(MADV_DONTNEED) on the data manager's mapping in the same process, would need the
+// layer's mapping address, which the public API does not give, would discard the
+// uncommitted copy-on-write pages of a MAP_PRIVATE (journalled) mapping instead of merely
+// unmapping them, and does nothing to SQLite's own page cache: a fresh process treats
+// every system alike.)
+//
+// Prints one line of JSON: count, seconds, extra, the counters of the run (major_faults,
+// minor_faults, read_bytes and write_bytes: -1 without /proc/self/io), resident_pct (of the files' pages,
+// measured before the open: ~0 cold, ~100 warm), resident_after_pct (after the run: how
+// much of the files the run and the open read), the restoring run's count (restore_count)
+// and the files' sizes (file_bytes apparent, alloc_bytes allocated) after it. The caller
+// must have closed every handle of its own on the database first. Exit status 1 with the
+// reason on stderr if anything fails.
+
+std::string check_structure(oo7::Db &db, const oo7::Params &p);
+
+int one_main() {
+    const Config &c = cfg();
+    auto die = [](const std::string &why) {
+        std::cerr << "oo7: --oo7_one: " << why << "\n";
+        return 1;
+    };
+    if (c.one != "cold" && c.one != "warm" && c.one != "build")
+        return die("cold, warm or build, not '" + c.one + "'");
+    const oo7::System *sys = nullptr;
+    for (const oo7::System &s : oo7::systems())
+        if (s.name + "/" + s.mem == c.one_system) sys = &s;
+    if (!sys) return die("no system '" + c.one_system + "' (--oo7_list names them: NAME/MEM)");
+    if (sys->files.empty()) return die(c.one_system + " keeps no files: cold and warm runs need a persistent system");
+    if (c.dir.empty()) return die("--oo7_dir: the directory holding the database");
+    oo7::Params p;
+    if (c.fanouts.size() != 1 || !oo7::Params::by_name(c.size, c.fanouts[0], p))
+        return die("--oo7_size and one --oo7_fanout");
+    const std::vector<std::string> paths = file_paths(*sys, c.dir);
+    if (c.one == "build") {
+        // the database the cold and warm runs open, for running them by hand (or under perf)
+        if (file_state(paths).found) return die("a database of " + c.one_system + " is in " + c.dir + " already");
+        ::mkdir(c.dir.c_str(), 0755);
+        try {
+            std::unique_ptr<oo7::Db> db = sys->open(c.dir);
+            if (!db) throw std::runtime_error("open returned no database");
+            oo7::build_database(*db, p, c.seed);
+            std::string bad = check_structure(*db, p);
+            if (!bad.empty()) throw std::runtime_error("after the build: " + bad);
+        } catch (const std::exception &e) {
+            return die(c.one_system + " build: " + e.what());
+        }
+        return 0;
+    }
+    if (c.ops.size() != 1) return die("--oo7_ops must name exactly one operation");
+    const Op *op = nullptr;
+    for (const Op &o : all_ops())
+        if (*c.ops.begin() == o.name) op = &o;
+    // never let the open create an empty database where one should be
+    if (file_state(paths).found == 0) return die("no database of " + c.one_system + " in " + c.dir);
+    try {
+        for (const std::string &f : paths) {
+            if (c.one == "cold") {
+                drop_file(f);
+            } else {
+                load_file(f);
+                flush_from_cpu_caches(f);
+            }
+        }
+        FileState before = file_state(paths);
+        oo7::Rng rng(c.seed);
+        std::unique_ptr<oo7::Db> db = sys->open(c.dir);
+        if (!db) throw std::runtime_error("open returned no database");
+        RunResult r = run_op(*db, p, *op, rng);
+        FileState after = file_state(paths);
+        std::string what;
+        uint64_t again = restore(*db, p, *op, rng, &what);
+        db.reset();   // close: what the run wrote goes to the file
+        FileState closed = file_state(paths);
+        char line[640];
+        std::snprintf(line, sizeof line,
+                      "{\"count\": %llu, \"seconds\": %.9g, \"extra\": %llu, \"major_faults\": %llu, "
+                      "\"minor_faults\": %llu, \"read_bytes\": %lld, \"write_bytes\": %lld, "
+                      "\"resident_pct\": %.6g, "
+                      "\"resident_after_pct\": %.6g, \"restore_count\": %lld, \"file_bytes\": %llu, "
+                      "\"alloc_bytes\": %llu}",
+                      (unsigned long long)r.count, r.seconds, (unsigned long long)r.extra,
+                      (unsigned long long)r.use.majflt, (unsigned long long)r.use.minflt,
+                      r.use.io ? (long long)r.use.read_bytes : -1LL,
+                      r.use.io ? (long long)r.use.write_bytes : -1LL, before.resident_pct(),
+                      after.resident_pct(), what.empty() ? -1LL : (long long)again,
+                      (unsigned long long)closed.bytes, (unsigned long long)closed.allocated);
+        std::cout << line << std::endl;
+    } catch (const std::exception &e) {
+        return die(c.one_system + " " + op->name + " " + c.one + ": " + e.what());
+    }
+    return 0;
+}
+
+// The parsed line of a fresh process: key -> number.
+std::map<std::string, double> parse_flat_json(const std::string &s) {
+    std::map<std::string, double> out;
+    size_t i = 0;
+    while ((i = s.find('"', i)) != std::string::npos) {
+        size_t j = s.find('"', i + 1);
+        if (j == std::string::npos) break;
+        std::string key = s.substr(i + 1, j - i - 1);
+        size_t colon = s.find(':', j);
+        if (colon == std::string::npos) break;
+        char *end = nullptr;
+        double v = std::strtod(s.c_str() + colon + 1, &end);
+        if (end != s.c_str() + colon + 1) out[key] = v;
+        i = end && end > s.c_str() + colon ? (size_t)(end - s.c_str()) : colon + 1;
+    }
+    return out;
+}
+
+std::string g_self;   // this binary (/proc/self/exe at start): fresh processes run it
+
+// Run one operation at `temp` in a fresh process of this binary on the database in dir;
+// its JSON line parsed, or throws with what went wrong.
+std::map<std::string, double> fresh_run(const oo7::System &sys, int fanout, const std::string &dir,
+                                        const std::string &op, const std::string &temp) {
+    const Config &c = cfg();
+    std::vector<std::string> args = {g_self,
+                                     "--oo7_one=" + temp,
+                                     "--oo7_system=" + sys.name + "/" + sys.mem,
+                                     "--oo7_dir=" + dir,
+                                     "--oo7_ops=" + op,
+                                     "--oo7_size=" + c.size,
+                                     "--oo7_fanout=" + std::to_string(fanout),
+                                     "--oo7_seed=" + std::to_string(c.seed)};
+    std::vector<char *> argv;
+    for (std::string &a : args) argv.push_back(&a[0]);
+    argv.push_back(nullptr);
+    int fds[2];
+    if (pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclose(&fa, fds[0]);
+    posix_spawn_file_actions_addclose(&fa, fds[1]);
+    pid_t pid = 0;
+    int rc = posix_spawn(&pid, g_self.c_str(), &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    ::close(fds[1]);
+    if (rc != 0) {
+        ::close(fds[0]);
+        throw std::runtime_error("cannot start " + g_self + ": " + std::strerror(rc));
+    }
+    std::string out;
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+        if (n > 0) out.append(buf, (size_t)n);
+    ::close(fds[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        std::ostringstream o;
+        o << "the " << temp << " run's process ";
+        if (WIFSIGNALED(status)) o << "died of signal " << WTERMSIG(status);
+        else o << "exited with status " << WEXITSTATUS(status);
+        o << " (its stderr says why)";
+        throw std::runtime_error(o.str());
+    }
+    auto vals = parse_flat_json(out);
+    if (!vals.count("count") || !vals.count("seconds"))
+        throw std::runtime_error("the " + temp + " run's process printed no result: '" + out + "'");
+    return vals;
 }
 
 // ---------------------------------------------------------------------------------------
 // the live database: one system at one (size, fanout) at a time; benchmarks run in
 // registration order, so a system's database is built by its first benchmark and dropped
-// when the next system's first benchmark comes
+// when the next system's first benchmark comes. A persistent system's database is closed
+// while a fresh process runs on it and reopened when the driver needs it again.
 
 struct Live {
     std::string key;
@@ -296,9 +732,8 @@ struct Live {
     std::string error;      // the build failed: every benchmark of the system says so
     double build_s = 0;
     uint64_t size = 0, raw = 0;
-    std::string warm_op;    // the operation whose cold run was the last one on this open
     std::map<std::string, uint64_t> own;   // op -> first count of this system
-    std::map<std::string, double> cold_ms; // op -> its cold run's time
+    std::map<std::string, double> fresh_ms; // "cold/T1" -> that run's time
 };
 
 Live &live() {
@@ -314,7 +749,8 @@ std::map<std::string, std::pair<std::string, uint64_t>> &reference() {
 
 std::string config_name(int fanout) { return cfg().size + "_f" + std::to_string(fanout); }
 std::string sys_label(const oo7::System &s) { return s.name + "/" + s.mem; }
-bool persistent(const oo7::System &s) { return s.mem == "persistent"; }
+// persistent: it keeps its database in files, so it has cold and warm runs
+bool persistent(const oo7::System &s) { return !s.files.empty(); }
 
 void release() {
     Live &l = live();
@@ -356,6 +792,9 @@ Live &acquire(const oo7::System &sys, int fanout) {
         l.size = l.db->size_bytes();
         std::string bad = check_structure(*l.db, l.p);
         if (!bad.empty()) throw std::runtime_error("after the build: " + bad);
+        if (persistent(sys) && file_state(file_paths(sys, l.dir)).found == 0)
+            throw std::runtime_error("none of the files the system names (System::files) is in " + l.dir +
+                                     ": cold runs would have nothing to drop from the page cache");
     } catch (const std::exception &e) {
         l.error = sys_label(sys) + " " + config_name(fanout) + ": build failed: " + e.what();
         note_failure(l.error);
@@ -364,85 +803,13 @@ Live &acquire(const oo7::System &sys, int fanout) {
     return l;
 }
 
-// Empty the caches before a cold run; returns the fraction of the database's file pages
-// still cached after the drop (persistent systems; -1 for transient ones) and the bytes
-// of the files dropped in *dropped.
-double make_cold(Live &l, uint64_t *dropped) {
-    double cached = -1;
-    *dropped = 0;
-    if (persistent(*l.sys)) {
-        l.db.reset();   // closes: every mapping and handle goes
-        uint64_t resident = 0, total = 0;
-        for (const std::string &f : l.sys->files) {
-            std::string path = !f.empty() && f[0] == '/' ? f : l.dir + "/" + f;
-            uint64_t t = 0;
-            resident += drop_file(path, &t);
-            total += t;
-        }
-        cached = total ? (double)resident / (double)total : 0.0;
-        *dropped = total * (uint64_t)sysconf(_SC_PAGESIZE);
+// The driver's own handle on the database, reopened after a fresh process ran on it.
+oo7::Db &open_db(Live &l) {
+    if (!l.db) {
         l.db = l.sys->open(l.dir);
         if (!l.db) throw std::runtime_error("reopen returned no database");
     }
-    sweep_caches();
-    l.warm_op.clear();
-    return cached;
-}
-
-bool faulty(const oo7::System &s, const std::string &op) {
-    const Config &c = cfg();
-    if (c.fault_system.empty()) return false;
-    std::string a = c.fault_system, b = s.name;
-    std::transform(a.begin(), a.end(), a.begin(), ::toupper);
-    std::transform(b.begin(), b.end(), b.begin(), ::toupper);
-    return a == b && (c.fault_op.empty() || c.fault_op == op);
-}
-
-struct RunResult {
-    double seconds = 0;
-    uint64_t count = 0, extra = 0;
-};
-
-// One timed run: reseeded stream, begin, the operation, commit.
-RunResult timed(Live &l, const std::string &op, oo7::Rng &rng) {
-    RunResult r;
-    rng.seed(cfg().seed);
-    auto t0 = Clock::now();
-    l.db->begin();
-    r.count = body(op, *l.db, l.p, rng, &r.extra);
-    l.db->commit();
-    r.seconds = since(t0);
-    if (faulty(*l.sys, op)) r.count += 1;
-    return r;
-}
-
-// One untimed run in its own transaction (restores, preparations).
-uint64_t untimed(Live &l, const std::string &op, oo7::Rng &rng) {
-    rng.seed(cfg().seed);
-    l.db->begin();
-    uint64_t n = body(op, *l.db, l.p, rng, nullptr);
-    l.db->commit();
-    return n;
-}
-
-// CU (spec section 3): one transaction of T1, T1, T2a, commit; the time reported is the
-// total less the two T1 runs (cold and hot), i.e. T2a plus the commit on cached data.
-RunResult timed_cu(Live &l, oo7::Rng &rng) {
-    RunResult r;
-    rng.seed(cfg().seed);
-    auto t0 = Clock::now();
-    l.db->begin();
-    auto a = Clock::now();
-    l.db->t1(&r.extra);
-    double t1_cold = since(a);
-    auto b = Clock::now();
-    l.db->t1(&r.extra);
-    double t1_hot = since(b);
-    r.count = l.db->t2('a');
-    l.db->commit();
-    r.seconds = since(t0) - t1_cold - t1_hot;
-    if (faulty(*l.sys, "CU")) r.count += 1;
-    return r;
+    return *l.db;
 }
 
 // Compare one run's count with everything it must equal; "" if all agree.
@@ -458,7 +825,7 @@ std::string check_count(Live &l, const std::string &op, uint64_t count) {
     auto own = l.own.find(op);
     if (own == l.own.end()) l.own[op] = count;
     else if (own->second != count)
-        o << op << " returned " << count << ", its own first (cold) run returned " << own->second
+        o << op << " returned " << count << ", its own first run returned " << own->second
           << "; ";
     auto &ref = reference();
     std::string rk = cfgn + "/" + op;
@@ -482,13 +849,26 @@ void set_common(benchmark::State &st, const Live &l) {
     st.counters["persistent"] = l.sys && persistent(*l.sys) ? 1 : 0;
 }
 
+void set_usage(benchmark::State &st, double majflt, double minflt, double read_bytes,
+               double write_bytes) {
+    st.counters["major_faults"] = majflt;
+    st.counters["minor_faults"] = minflt;
+    if (read_bytes >= 0) st.counters["read_bytes"] = read_bytes;
+    if (write_bytes >= 0) st.counters["write_bytes"] = write_bytes;
+}
+
 void fail(benchmark::State &st, const std::string &what) {
     note_failure(what);
     st.SkipWithError(what.c_str());
 }
 
-// cold benchmarks: one run after emptying the caches
-void bench_cold(benchmark::State &st, const oo7::System *sys, int fanout, const Op *op) {
+// A cold run counts as cold when at most this share of the files' pages was in the page
+// cache before the open (a file system that ignores DONTNEED, tmpfs, keeps them all).
+constexpr double kColdResidentMaxPct = 1.0;
+
+// cold and warm benchmarks (persistent systems): one run in a fresh process
+void bench_fresh(benchmark::State &st, const oo7::System *sys, int fanout, const Op *op,
+                 const std::string &temp) {
     Live &l = acquire(*sys, fanout);
     set_common(st, l);
     st.SetLabel(sys_label(*sys));
@@ -497,65 +877,53 @@ void bench_cold(benchmark::State &st, const oo7::System *sys, int fanout, const 
         return;
     }
     const std::string name = op->name;
-    const std::string where = sys_label(*sys) + " " + config_name(fanout) + " " + name + " cold";
+    const std::string where = sys_label(*sys) + " " + config_name(fanout) + " " + name + " " + temp;
     oo7::Rng rng(cfg().seed);
-    RunResult r;
-    double cached = -1;
-    uint64_t dropped = 0;
+    std::map<std::string, double> v;
+    uint64_t count = 0;
     std::string err;
     for (auto _ : st) {
         try {
-            // preparations that put the database in the state the operation needs
-            if (op->kind == Kind::T5Undo) untimed(l, "T5do", rng);
-            if (op->kind == Kind::SM2) untimed(l, "SM1", rng);
-            cached = make_cold(l, &dropped);
-            if (cached >= 0 && dropped == 0)
-                throw std::runtime_error("none of the files the system names (System::files) is in " +
-                                         l.dir + ": nothing to drop from the page cache");
-            r = op->kind == Kind::CU ? timed_cu(l, rng) : timed(l, name, rng);
-            st.SetIterationTime(r.seconds);
-            err = check_count(l, name, r.count);
-            // restore the database as built
-            uint64_t again = 0;
-            std::string restore;
-            switch (op->kind) {
-            case Kind::UpdateTwice: again = untimed(l, name, rng); restore = name; break;
-            case Kind::CU: again = untimed(l, "T2a", rng); restore = "T2a"; break;
-            case Kind::T5Do: again = untimed(l, "T5undo", rng); restore = "T5undo"; break;
-            case Kind::SM1: again = untimed(l, "SM2", rng); restore = "SM2"; break;
-            default: break;
-            }
-            if (err.empty() && !restore.empty() && again != r.count - (faulty(*sys, name) ? 1 : 0))
-                err = "restoring " + restore + " after " + name + " returned " +
-                      std::to_string(again) + ", the timed run " + std::to_string(r.count);
-            if (err.empty() && op->update() && cfg().verify) {
-                std::string bad = check_structure(*l.db, l.p);
-                if (!bad.empty()) err = "database not as built after " + name + ": " + bad;
-            }
-            if (op->kind == Kind::Read) l.warm_op = name;
+            // the state the operation needs, made here and committed; then the driver lets
+            // go of the database so that the fresh process is the only one holding it
+            if (op->kind == Kind::T5Undo || op->kind == Kind::SM2) prepare(open_db(l), l.p, *op, rng);
+            l.db.reset();
+            v = fresh_run(*sys, fanout, l.dir, name, temp);
+            st.SetIterationTime(v["seconds"]);
+            count = (uint64_t)v["count"] + (faulty(*sys, name) ? 1 : 0);
+            err = check_count(l, name, count);
+            // the fresh process restored the database as built: the same count both ways
+            if (err.empty() && v.count("restore_count") && v["restore_count"] >= 0 &&
+                v["restore_count"] != v["count"])
+                err = "restoring after " + name + " returned " + std::to_string((uint64_t)v["restore_count"]) +
+                      ", the timed run " + std::to_string((uint64_t)v["count"]);
         } catch (const std::exception &e) {
             err = std::string("exception: ") + e.what();
-            if (!l.db) l.error = where + ": " + err;   // a failed reopen: the system is gone
         }
         if (!err.empty()) {
             fail(st, where + ": " + err);
             break;
         }
     }
-    l.cold_ms[name] = r.seconds * 1e3;
-    st.counters["count"] = (double)r.count;
-    st.counters["cold_ms"] = r.seconds * 1e3;
-    if (name == "T1" || name == "CU") st.counters["connections"] = (double)r.extra;
-    if (name == "Q5") st.counters["pairs"] = (double)r.extra;
-    if (cached >= 0) {
-        st.counters["cached_pct"] = cached * 100.0;   // of the files' pages, after the drop
-        st.counters["dropped_MB"] = dropped / 1e6;
-    }
+    l.fresh_ms[temp + "/" + name] = v["seconds"] * 1e3;
+    st.counters["count"] = (double)count;
+    st.counters[temp + "_ms"] = v["seconds"] * 1e3;
+    set_usage(st, v["major_faults"], v["minor_faults"], v.count("read_bytes") ? v["read_bytes"] : -1,
+              v.count("write_bytes") ? v["write_bytes"] : -1);
+    st.counters["resident_pct"] = v["resident_pct"];
+    st.counters["resident_after_pct"] = v["resident_after_pct"];
+    if (temp == "cold") st.counters["cold_proved"] = v["resident_pct"] <= kColdResidentMaxPct ? 1 : 0;
+    st.counters["file_MB"] = v["file_bytes"] / 1e6;
+    st.counters["alloc_MB"] = v["alloc_bytes"] / 1e6;
+    if (name == "T1" || name == "CU") st.counters["connections"] = v["extra"];
+    if (name == "Q5") st.counters["pairs"] = v["extra"];
 }
 
-// hot benchmarks: after the cold run, in the same open, `hot_runs` runs; the benchmark's
-// time per iteration is their mean
-
+// hot benchmarks: in the driver's open, one untimed run (the first touch of every page),
+// then `hot_runs` runs; the benchmark's time per iteration is their mean, and so are the
+// counters. Update operations: each run between its preparation and its restore, both
+// untimed, so every run starts from the database as built (T2a/T2b/T3a/T3b: each run
+// undoes the one before); the counts and Db::verify() are checked after the last.
 void bench_hot(benchmark::State &st, const oo7::System *sys, int fanout, const Op *op) {
     Live &l = acquire(*sys, fanout);
     set_common(st, l);
@@ -567,16 +935,42 @@ void bench_hot(benchmark::State &st, const oo7::System *sys, int fanout, const O
     const std::string name = op->name;
     const std::string where = sys_label(*sys) + " " + config_name(fanout) + " " + name + " hot";
     oo7::Rng rng(cfg().seed);
-    double total = 0;
-    int runs = 0;
+    double total = 0, majflt = 0, minflt = 0, read = 0, written = 0;
+    bool io = true;
+    int runs = 0, done = 0;
     RunResult r;
     std::string err;
-    try {
-        // the cold run did not just happen (filtered out): one untimed run to warm up
-        if (l.warm_op != name) {
-            RunResult w = timed(l, name, rng);
-            err = check_count(l, name, w.count);
+    // T2a, T2b, T3a, T3b: two runs are the identity, so each run restores the one before
+    // (the same work: swapping back, toggling back) and only an odd count needs one more
+    const bool pairs = op->kind == Kind::UpdateTwice;
+    // one run (untimed unless `timing`): preparation, the run, its checks, the restore
+    auto one = [&](bool timing) {
+        oo7::Db &db = open_db(l);
+        prepare(db, l.p, *op, rng);
+        r = run_op(db, l.p, *op, rng);
+        if (faulty(*sys, name)) r.count += 1;
+        if (timing) {
+            st.SetIterationTime(r.seconds);
+            total += r.seconds;
+            majflt += (double)r.use.majflt;
+            minflt += (double)r.use.minflt;
+            read += (double)r.use.read_bytes;
+            written += (double)r.use.write_bytes;
+            io = io && r.use.io;
+            runs++;
         }
+        done++;
+        std::string e = check_count(l, name, r.count);
+        if (pairs) return e;
+        std::string what;
+        uint64_t again = restore(db, l.p, *op, rng, &what);
+        if (e.empty() && !what.empty() && again != r.count - (faulty(*sys, name) ? 1 : 0))
+            e = "restoring " + what + " after " + name + " returned " + std::to_string(again) +
+                ", the timed run " + std::to_string(r.count);
+        return e;
+    };
+    try {
+        err = one(false);
     } catch (const std::exception &e) {
         err = std::string("exception: ") + e.what();
     }
@@ -586,11 +980,7 @@ void bench_hot(benchmark::State &st, const oo7::System *sys, int fanout, const O
     }
     for (auto _ : st) {
         try {
-            r = timed(l, name, rng);
-            st.SetIterationTime(r.seconds);
-            total += r.seconds;
-            runs++;
-            err = check_count(l, name, r.count);
+            err = one(true);
         } catch (const std::exception &e) {
             err = std::string("exception: ") + e.what();
         }
@@ -599,14 +989,32 @@ void bench_hot(benchmark::State &st, const oo7::System *sys, int fanout, const O
             break;
         }
     }
-    l.warm_op = name;
+    if (err.empty() && pairs && done % 2) {
+        uint64_t again = untimed(*l.db, l.p, name, rng);
+        if (again != r.count - (faulty(*sys, name) ? 1 : 0))
+            err = "restoring " + name + " returned " + std::to_string(again) + ", the timed run " +
+                  std::to_string(r.count);
+        if (!err.empty()) fail(st, where + ": " + err);
+    }
+    if (err.empty() && op->update() && cfg().verify) {
+        std::string bad = check_structure(*l.db, l.p);
+        if (!bad.empty()) fail(st, where + ": database not as built after " + name + ": " + bad);
+    }
     st.counters["count"] = (double)r.count;
     st.counters["hot_ms"] = runs ? total / runs * 1e3 : 0.0;
-    auto cm = l.cold_ms.find(name);
-    if (cm != l.cold_ms.end()) st.counters["cold_ms"] = cm->second;
-    if (name == "T1") st.counters["connections"] = (double)r.extra;
+    if (runs) set_usage(st, majflt / runs, minflt / runs, io ? read / runs : -1, io ? written / runs : -1);
+    for (const char *t : {"cold", "warm"}) {
+        auto f = l.fresh_ms.find(std::string(t) + "/" + name);
+        if (f != l.fresh_ms.end()) st.counters[std::string(t) + "_ms"] = f->second;
+    }
+    if (name == "T1" || name == "CU") st.counters["connections"] = (double)r.extra;
     if (name == "Q5") st.counters["pairs"] = (double)r.extra;
     st.counters["runs"] = runs;
+    if (persistent(*sys)) {
+        FileState fs = file_state(file_paths(*sys, l.dir));
+        st.counters["file_MB"] = fs.bytes / 1e6;
+        st.counters["alloc_MB"] = fs.allocated / 1e6;
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -663,6 +1071,10 @@ bool apply(const std::string &key, const std::string &val, bool *list) {
                     c.fault_op = tail;
                 }
         }
+    } else if (key == "oo7_one") {
+        c.one = val;
+    } else if (key == "oo7_system") {
+        c.one_system = val;
     } else if (key == "oo7_list") {
         *list = val.empty() || val != "0";
     } else {
@@ -694,6 +1106,12 @@ int main(int argc, char **argv) {
         for (auto &s : reg) std::cout << s.name << " " << s.mem << "\n";
         return 0;
     }
+    if (!c.one.empty()) return one_main();
+    {
+        char buf[4096];
+        ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+        g_self = n > 0 ? std::string(buf, (size_t)n) : std::string(argv[0]);
+    }
 
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
@@ -722,6 +1140,7 @@ int main(int argc, char **argv) {
     benchmark::AddCustomContext("oo7_dir", c.dir);
     benchmark::AddCustomContext("oo7_systems", sys.str());
     benchmark::AddCustomContext("oo7_llc_bytes", std::to_string(llc_bytes()));
+    benchmark::AddCustomContext("oo7_read_ahead_kb", std::to_string(read_ahead_kb(c.dir)));
 
     for (int fanout : c.fanouts)
         for (const oo7::System &s : reg)
@@ -731,19 +1150,22 @@ int main(int argc, char **argv) {
                                    op.name + "/";
                 const oo7::System *sp = &s;
                 const Op *opp = &op;
-                benchmark::RegisterBenchmark((base + "cold").c_str(),
-                                             [sp, fanout, opp](benchmark::State &st) {
-                                                 bench_cold(st, sp, fanout, opp);
-                                             })
-                    ->Iterations(1)
-                    ->UseManualTime()
-                    ->Unit(benchmark::kMillisecond);
-                if (!op.hot()) continue;
+                if (persistent(s))
+                    for (const char *temp : {"cold", "warm"})
+                        benchmark::RegisterBenchmark((base + temp).c_str(),
+                                                     [sp, fanout, opp, temp](benchmark::State &st) {
+                                                         bench_fresh(st, sp, fanout, opp, temp);
+                                                     })
+                            ->Iterations(1)
+                            ->UseManualTime()
+                            ->Unit(benchmark::kMillisecond);
+                // an update's hot run costs a restore besides (and an untimed run before
+                // it), and its cost is dominated by the writes, not by what is cached: one
                 benchmark::RegisterBenchmark((base + "hot").c_str(),
                                              [sp, fanout, opp](benchmark::State &st) {
                                                  bench_hot(st, sp, fanout, opp);
                                              })
-                    ->Iterations(c.hot_runs)
+                    ->Iterations(op.update() ? 1 : c.hot_runs)
                     ->UseManualTime()
                     ->Unit(benchmark::kMillisecond);
             }

@@ -10,12 +10,17 @@ Benchmark binary. Every variant is built as the README tells users to (the defau
 p2gen build's lib<prefix>.a, the driver compiled -O2 with <PREFIX>_INLINE, no LTO) and
 the hash variants also with -flto (rows <NAME>-lto): see build().
 Run: the binary builds each system's database once per (size, fanout), checks its
-counts, runs every operation cold (caches emptied) and, for the read-only ones, hot (the
-mean of the next runs), and compares every count across systems; Google Benchmark JSON.
-Report: a Markdown table per size/fanout (one row per operation: cold and hot median ms
-per system, hot time relative to HAND), the zero-cost layering table of the hot pointer-chasing
+counts, and runs every operation at three temperatures: cold and warm once each in a fresh
+process of the binary (persistent systems: the files dropped from the page cache, proved
+by mincore, or cached but not mapped), hot the mean of the next runs in its own open; with
+page faults, bytes written and file sizes as counters; it compares every count across
+systems; Google Benchmark JSON.
+Report: a Markdown table per size/fanout (one row per operation: cold / warm / hot median
+ms per system, hot time relative to HAND), the cold / warm / hot table of PROTOCOL_OPS
+(times, major and minor faults, resident fraction, KB read and written), the zero-cost
+layering table of the hot pointer-chasing
 operations (T6, T7, Q1, Q2) against HAND and as built vs -flto, the build time / database
-size table, and PNG
+and file size table, and PNG
 plots (matplotlib, optional dependency `p2gen[bench]`).
 """
 from __future__ import annotations
@@ -49,7 +54,15 @@ LIB_HINT = "install the libraries: apt-get install libbenchmark-dev libsqlite3-d
 # operations in the order of the spec's tables (oo7_main.cc runs them in this order)
 OPS = ("T1", "T2a", "T2b", "T2c", "T3a", "T3b", "T3c", "T4", "T5do", "T5undo", "T6", "T7",
        "T8", "T9", "Q1", "Q2", "Q3", "Q4", "Q5", "Q6", "Q7", "Q8", "SM1", "SM2", "CU")
-COLD_ONLY = ("T2a", "T2b", "T2c", "T3a", "T3b", "T3c", "T5do", "T5undo", "SM1", "SM2", "CU")
+# the update operations: each run is restored, so every one of them also has hot runs
+UPDATES = ("T2a", "T2b", "T2c", "T3a", "T3b", "T3c", "T5do", "T5undo", "SM1", "SM2", "CU")
+# the temperatures (oo7_main.cc): cold and warm in a fresh process, for persistent systems
+# only (a transient system has nothing to be cold or warm: "n/a"); hot in the same open
+PHASES = ("cold", "warm", "hot")
+FRESH = ("cold", "warm")
+# the operations of the cold / warm / hot table (faults, bytes written): clustered and
+# scattered reads, the three update densities, the manual, the random lookups
+PROTOCOL_OPS = ("T1", "T6", "T2a", "T2b", "T2c", "Q1", "Q5", "T8", "T9")
 SIZES = ("tiny", "small", "medium", "large")
 # zero-cost layering: the hot pointer-chasing operations and their target, ≤ 1.5× HAND built the
 # users' way (the reference systems are not generated: no row of their own)
@@ -75,6 +88,8 @@ class Variant:
     prefix: str        # C prefix of the generated code
     journal: bool = False   # its file is journalled: the driver commits (-DP2_JOURNAL=1)
     lto: bool = False       # built with -flto (a second row) instead of as the README says
+    files: tuple = ()       # the files its database occupies (the spec's, and their
+                            # journals): what cold runs drop from the page cache
 
     @property
     def persistent(self) -> bool:
@@ -85,19 +100,24 @@ def variant_from_spec(spec: Path) -> Variant:
     """One manifest entry: type_equations/oo7/hash_ilist_persistent.p2 -> HASH/ILIST,
     persistent (the memory comes from the spec's containers), prefix oo7_hash_ilist_persistent."""
     from ...build import load
+    from ...check import JOURNAL_SUFFIX
     checked = load(str(spec), None)
     mem = "persistent" if any(c.persistent for c in checked.containers) else "transient"
     stem = spec.stem
     base = re.sub(r"_(persistent|transient)$", "", stem)
     prefix = "oo7_" + re.sub(r"[^A-Za-z0-9_]", "_", stem).lower()
     journal = any(f.journal for f in checked.files)
-    return Variant(base.upper().replace("_", "/"), mem, str(spec), prefix, journal)
+    files = tuple(n for f in checked.files
+                  for n in ((f.path, f.path + JOURNAL_SUFFIX) if f.journal is not None else (f.path,)))
+    return Variant(base.upper().replace("_", "/"), mem, str(spec), prefix, journal,
+                   files=files if mem == "persistent" else ())
 
 
 def lto_twin(v: Variant) -> Variant:
     """The same spec built with -flto across generated code and driver: its own prefix
     (both builds are linked into one binary) and name <NAME>-lto."""
-    return Variant(v.name + LTO_SUFFIX, v.mem, v.spec, v.prefix + "_lto", v.journal, lto=True)
+    return Variant(v.name + LTO_SUFFIX, v.mem, v.spec, v.prefix + "_lto", v.journal, lto=True,
+                   files=v.files)
 
 
 def wants_lto_twin(v: Variant) -> bool:
@@ -163,7 +183,8 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
     if gens:
         say(f"generated {len(gens)} data managers in {time.perf_counter() - t0:.1f} s")
     (bdir / "oo7_variants.json").write_text(json.dumps(
-        [dict(name=v.name, mem=v.mem, spec=v.spec, prefix=v.prefix, lto=v.lto) for v in variants],
+        [dict(name=v.name, mem=v.mem, spec=v.spec, prefix=v.prefix, lto=v.lto, files=list(v.files))
+         for v in variants],
         indent=1))
 
     user_cflags = users_cflags()                            # p2gen build's compile_objects
@@ -188,6 +209,8 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
         defs = [f"-DP2_VARIANT={v.prefix}", f'-DP2_HEADER="{v.prefix}.h"', f'-DP2_NAME="{v.name}"',
                 f'-DP2_MEM="{v.mem}"', f"-DP2_PERSISTENT={1 if v.persistent else 0}",
                 f"-DP2_RANK={20 + rank}", f"-DP2_JOURNAL={1 if v.journal else 0}",
+                # the files cold runs drop from the page cache and sizes count
+                "-DP2_FILES=" + ",".join(json.dumps(f) for f in (v.files or ("oo7.db",))),
                 # Q1 and T7 find an atomic part by id in one call where the spec keys
                 # atomic_parts by id (lookup_id), else through the atom_by_id cursor
                 f"-DP2_LOOKUP_ATOM_ID={int(f'{v.prefix}_atomic_parts_lookup_id(' in header)}",
@@ -244,9 +267,9 @@ class Options:
         return a + list(self.extra)
 
 
-# OO7/<system>/<mem>/<size>_f<fanout>/<op>/<cold|hot>[/iterations:N/manual_time]; the
+# OO7/<system>/<mem>/<size>_f<fanout>/<op>/<cold|warm|hot>[/iterations:N/manual_time]; the
 # system name may hold a '/', so the fixed words anchor the match
-NAME = re.compile(r"^OO7/(.+)/(persistent|transient)/([a-z]+)_f(\d+)/([A-Za-z0-9]+)/(cold|hot)(?:/|$)")
+NAME = re.compile(r"^OO7/(.+)/(persistent|transient)/([a-z]+)_f(\d+)/([A-Za-z0-9]+)/(cold|warm|hot)(?:/|$)")
 
 
 def run(exe: str, opts: Options, json_out: str,
@@ -259,8 +282,9 @@ def run(exe: str, opts: Options, json_out: str,
         if vals is None:
             info = error
         else:
-            ms = vals.get("cold_ms" if phase == "cold" else "hot_ms", "?")
-            info = f"{ms} ms, count {vals.get('count', '?')}"
+            ms = vals.get(f"{phase}_ms", "?")
+            info = (f"{ms} ms, count {vals.get('count', '?')}, faults "
+                    f"{vals.get('major_faults', '?')} major {vals.get('minor_faults', '?')} minor")
         return f"{system + '/' + mem:<22} {size}_f{fanout:<3} {op:<6} {phase:<4} {info}"
 
     return run_benchmarks([str(exe)] + opts.args(), json_out, "OO7", NAME, describe, say)
@@ -276,7 +300,7 @@ class Row:
     size: str
     fanout: int
     op: str
-    phase: str                     # cold | hot
+    phase: str                     # cold | warm | hot
     counters: dict = field(default_factory=dict)
     error: Optional[str] = None
 
@@ -289,7 +313,13 @@ class Row:
 
     @property
     def ms(self) -> Optional[float]:
-        return self.get("cold_ms" if self.phase == "cold" else "hot_ms")
+        return self.get(f"{self.phase}_ms")
+
+    @property
+    def persistent(self) -> bool:
+        """It keeps its database in files (the binary's counter; the name's word else)."""
+        p = self.get("persistent")
+        return bool(p) if p is not None else self.mem == "persistent"
 
 
 def load_rows(json_path: str) -> tuple[dict, list]:
@@ -330,49 +360,90 @@ def consistency(rows: list) -> list:
 
 
 def missing(rows: list) -> list:
-    """Every system that ran must have a cold row for every operation it ran and a hot
-    row for every read-only one."""
+    """Every system that ran an operation must have its hot row, and a persistent one its
+    cold and warm rows too."""
     out = []
     seen = {(r.system, r.mem, r.size, r.fanout, r.op, r.phase) for r in rows}
+    keeps_files = {(r.system, r.mem) for r in rows if r.persistent}
     for (s, m, size, f, op, _) in sorted(seen):
-        if (s, m, size, f, op, "cold") not in seen:
-            out.append(f"{s}/{m} {size}_f{f} {op}: no cold run")
-        if op not in COLD_ONLY and (s, m, size, f, op, "hot") not in seen:
-            out.append(f"{s}/{m} {size}_f{f} {op}: no hot run")
+        for phase in PHASES if (s, m) in keeps_files else ("hot",):
+            if (s, m, size, f, op, phase) not in seen:
+                out.append(f"{s}/{m} {size}_f{f} {op}: no {phase} run")
     return sorted(set(out))
+
+
+def not_cold(rows: list) -> list:
+    """The cold runs that were not cold: more of the files stayed in the page cache than the
+    binary allows (cold_proved = 0), e.g. on a file system that ignores DONTNEED."""
+    return [f"{r.system}/{r.mem} {r.size}_f{r.fanout} {r.op}: not cold, "
+            f"{r.get('resident_pct', 0):.0f}% of the files' pages were cached before the open"
+            for r in rows if r.phase == "cold" and not r.error and r.get("cold_proved") == 0]
 
 
 def _op_index(op: str) -> int:
     return OPS.index(op) if op in OPS else len(OPS)
 
 
+# the per-run counters the summary keeps, by phase: its key -> the binary's counter
+USAGE = (("major", "major_faults"), ("minor", "minor_faults"), ("read", "read_bytes"),
+         ("written", "write_bytes"))
+
+
 def summarize(rows: list) -> dict:
-    """(system, mem, size, fanout, op) -> {"cold": ms, "hot": ms, "count": n} medians over
-    repeated rows; (system, mem, size, fanout, None) -> build counters."""
+    """(system, mem, size, fanout, op) -> medians over repeated rows: {"cold", "warm",
+    "hot": ms; "count"; "major", "minor", "read", "written": {phase: faults or bytes per run};
+    "resident_pct", "resident_after_pct": of the cold run; "not_cold": True if a cold run
+    was not proved cold; "persistent"}; (system, mem, size, fanout, None) -> build and
+    file-size counters."""
     groups = {}
     for r in rows:
         if r.error:
             continue
         groups.setdefault((r.system, r.mem, r.size, r.fanout, r.op), []).append(r)
     out = {}
+
+    def med(rs, k):
+        vals = [r.get(k) for r in rs if r.get(k) is not None]
+        return statistics.median(vals) if vals else None
+
     for key, rs in groups.items():
-        v = {}
-        for phase in ("cold", "hot"):
-            ms = [r.ms for r in rs if r.phase == phase and r.ms is not None]
+        v = {"persistent": any(r.persistent for r in rs)}
+        for k, counter in USAGE:
+            v[k] = {}
+        for phase in PHASES:
+            ps = [r for r in rs if r.phase == phase]
+            ms = [r.ms for r in ps if r.ms is not None]
             if ms:
                 v[phase] = statistics.median(ms)
+            for k, counter in USAGE:
+                x = med(ps, counter)
+                if x is not None:
+                    v[k][phase] = x
         counts = [r.get("count") for r in rs if r.get("count") is not None]
         if counts:
             v["count"] = statistics.median(counts)
-        for k in ("connections", "pairs", "cached_pct"):
-            vals = [r.get(k) for r in rs if r.get(k) is not None and r.phase == "cold"]
-            if vals:
-                v[k] = statistics.median(vals)
+        cold = [r for r in rs if r.phase == "cold"]
+        for k in ("resident_pct", "resident_after_pct"):
+            x = med(cold, k)
+            if x is not None:
+                v[k] = x
+        v["not_cold"] = any(r.get("cold_proved") == 0 for r in cold)
+        for k in ("connections", "pairs"):
+            x = med(rs, k)
+            if x is not None:
+                v[k] = x
         out[key] = v
         bkey = key[:4] + (None,)
         b = out.setdefault(bkey, {})
+        b["persistent"] = b.get("persistent", False) or v["persistent"]
         for k in ("build_s", "db_MB", "raw_MB", "size_ratio"):
             vals = [r.get(k) for r in rs if r.get(k) is not None]
+            if vals and k not in b:
+                b[k] = statistics.median(vals)
+        # the files as built: the read-only operations' rows (an update leaves the file as
+        # large as it grew)
+        for k in ("file_MB", "alloc_MB"):
+            vals = [r.get(k) for r in rs if r.get(k) is not None and r.op not in UPDATES]
             if vals and k not in b:
                 b[k] = statistics.median(vals)
     return out
@@ -437,10 +508,45 @@ def _fmt_ratio(r: Optional[float]) -> str:
     return f"{r:.2f}×"
 
 
+NA = "n/a"   # a transient system's cold and warm: there are no files to be cold or warm
+
+
+def _phase_cells(v: dict, fmt: Callable, get: Callable) -> list:
+    """cold, warm, hot cells of one (system, operation): n/a for the fresh temperatures of
+    a transient system, — where nothing was measured."""
+    cells = []
+    for phase in PHASES:
+        if phase in FRESH and not v.get("persistent"):
+            cells.append(NA)
+        else:
+            x = get(phase)
+            cells.append("—" if x is None else fmt(x))
+    return cells
+
+
+def _count(x: float) -> str:
+    return f"{x:,.0f}" if x >= 10 else f"{x:.3g}"
+
+
+def readahead_note(context: dict) -> str:
+    """What a major fault can read on the machine that ran (the device's readahead)."""
+    kb = context.get("oo7_read_ahead_kb")
+    try:
+        kb = int(kb)
+    except (TypeError, ValueError):
+        kb = -1
+    if kb < 0:
+        return "The readahead of the database's device is unknown."
+    return (f"The database's device reads ahead up to {kb:,} KB per miss (read_ahead_kb; the "
+            "data managers keep the kernel's default advice): one major fault can bring in "
+            "many pages, so compare the bytes a cold run read more than its faults.")
+
+
 def render_table(summary: dict, context: Optional[dict] = None) -> str:
-    """Markdown, per size and fanout: one row per operation, per system cold / hot median
-    ms, then hot time relative to HAND (cold for the cold-only operations); then the build
-    time and database size table."""
+    """Markdown, per size and fanout: one row per operation, per system cold / warm / hot
+    median ms, then hot time relative to HAND; the cold / warm / hot protocol table
+    (PROTOCOL_OPS: times, page faults, resident fraction, bytes written per commit); the
+    zero-cost layering table; then the build time, database and file size table."""
     context = context or {}
     systems = _systems(summary, context)
     ref = next(((s, m) for s, m in systems if s == "HAND"), systems[0] if systems else None)
@@ -448,12 +554,16 @@ def render_table(summary: dict, context: Optional[dict] = None) -> str:
     for size, fanout in _configs(summary):
         lines.append(f"### {size}, fanout {fanout}")
         lines.append("")
-        lines.append("Time in ms, **cold / hot** (hot: the mean of the runs after the cold one; "
-                     "update operations are cold only), and the count every system returned.")
+        lines.append("Time in ms, **cold / warm / hot**, and the count every system returned. Cold: "
+                     "a fresh process, the files dropped from the page cache; warm: a fresh "
+                     "process, the files in the page cache but not mapped; hot: the mean of the "
+                     f"runs in the same open. A transient system has no files: its cold and warm "
+                     f"are {NA}. Update operations are restored after every run.")
         lines.append("")
         lines.append("| op | count | " + " | ".join(f"{s} {m}" for s, m in systems) + " |")
         lines.append("|---|---:|" + "---:|" * len(systems))
         ops = sorted({k[4] for k in summary if k[2:4] == (size, fanout) and k[4]}, key=_op_index)
+        flagged = False
         for op in ops:
             cells = []
             count = None
@@ -464,40 +574,102 @@ def render_table(summary: dict, context: Optional[dict] = None) -> str:
                     continue
                 if count is None:
                     count = v.get("count")
-                if op in COLD_ONLY or "hot" not in v:
-                    cells.append(fmt_ms(v.get("cold")))
-                else:
-                    cells.append(f"{fmt_ms(v.get('cold'))} / {fmt_ms(v.get('hot'))}")
+                c = _phase_cells(v, fmt_ms, v.get)
+                if v.get("not_cold"):
+                    c[0] += "†"
+                    flagged = True
+                cells.append(" / ".join(c))
             lines.append(f"| {op} | {'—' if count is None else f'{count:,.0f}'} | " + " | ".join(cells) + " |")
         lines.append("")
+        if flagged:
+            lines.append("† not cold: more than 1% of the files' pages were still in the page cache "
+                         "when the fresh process opened them (a file system that ignores "
+                         "posix_fadvise DONTNEED, such as tmpfs); the time is not a cold one.")
+            lines.append("")
         others = [k for k in systems if k != ref]
         if ref and others:
-            lines.append(f"Time relative to {ref[0]} {ref[1]} (hot; cold for the cold-only "
-                         "operations): above 1 is slower.")
+            lines.append(f"Hot time relative to {ref[0]} {ref[1]}: above 1 is slower.")
             lines.append("")
             lines.append("| op | " + " | ".join(f"{s} {m}" for s, m in others) + " |")
             lines.append("|---|" + "---:|" * len(others))
             for op in ops:
-                phase = "cold" if op in COLD_ONLY else "hot"
-                rv = summary.get(ref + (size, fanout, op), {}).get(phase)
-                cells = [_fmt_ratio(_ratio(summary.get((s, m, size, fanout, op), {}).get(phase), rv))
+                rv = summary.get(ref + (size, fanout, op), {}).get("hot")
+                cells = [_fmt_ratio(_ratio(summary.get((s, m, size, fanout, op), {}).get("hot"), rv))
                          for s, m in others]
                 lines.append(f"| {op} | " + " | ".join(cells) + " |")
             lines.append("")
+        lines.append(render_protocol(summary, size, fanout, systems, context))
         lines.append(render_hot10(summary, size, fanout, systems, ref))
         lines.append("Build and size: build = generating and loading the whole database (s); "
-                     "DB = the files of a persistent system, the heap in use of a transient one; "
-                     "raw = what the objects hold (attributes, 8 bytes per reference, texts).")
+                     "DB = the files of a persistent system (allocated), the heap in use of a transient one; "
+                     "raw = what the objects hold (attributes, 8 bytes per reference, texts); "
+                     "file = the files' apparent size (st_size) and what they occupy on disk (st_blocks: "
+                     "a file grown by ftruncate has holes).")
         lines.append("")
-        lines.append("| system | build s | DB MB | raw MB | DB / raw |")
-        lines.append("|---|---:|---:|---:|---:|")
+        lines.append("| system | build s | DB MB | raw MB | DB / raw | file MB | allocated MB |")
+        lines.append("|---|---:|---:|---:|---:|---:|---:|")
         for s, m in systems:
             b = summary.get((s, m, size, fanout, None))
             if not b:
                 continue
+            files = [(_sig(b[k]) if k in b else "—") if b.get("persistent") else NA
+                     for k in ("file_MB", "alloc_MB")]
             lines.append(f"| {s} {m} | {_sig(b.get('build_s', 0))} | {_sig(b.get('db_MB', 0))} | "
-                         f"{_sig(b.get('raw_MB', 0))} | {b.get('size_ratio', 0):.2f}× |")
+                         f"{_sig(b.get('raw_MB', 0))} | {b.get('size_ratio', 0):.2f}× | "
+                         f"{files[0]} | {files[1]} |")
         lines.append("")
+    return "\n".join(lines)
+
+
+def _pct(x: Optional[float]) -> str:
+    if x is None:
+        return "—"
+    return f"{x:.0f}%" if x >= 1 or x == 0 else f"{x:.2g}%"
+
+
+def render_protocol(summary: dict, size: str, fanout: int, systems: list,
+                    context: Optional[dict] = None) -> str:
+    """The cold / warm / hot table of PROTOCOL_OPS: per operation and system the three
+    times, the share of the files cached before the cold run (its proof) and after it (what
+    the run and its open read, readahead included), major and minor page faults per run,
+    the KB the cold run read from storage (read_bytes) and the KB one commit writes
+    (write_bytes, measured on clean files: cold and warm)."""
+    rows = []
+    for op in PROTOCOL_OPS:
+        for s, m in systems:
+            v = summary.get((s, m, size, fanout, op))
+            if v:
+                rows.append((op, s, m, v))
+    if not rows:
+        return ""
+    lines = ["Cold / warm / hot: per run, ms; the share of the files' pages in the page cache "
+             "before the cold run's open (mincore: 0% proves it cold) and after its run (cached "
+             "after: what the open and the run read, readahead included); major and minor page "
+             "faults (getrusage; SQLite reads with pread, so its misses are no faults); KB the "
+             "cold run read from storage (/proc/self/io read_bytes); KB written per commit = "
+             "write_bytes (pages made dirty, journal included), on files that start clean "
+             "(cold / warm). " + readahead_note(context or {}), "",
+             "| op | system | cold ms | warm ms | hot ms | cached before cold | cached after cold "
+             "| major faults c / w / h | minor faults c / w / h | KB read cold | KB written c / w |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for op, s, m, v in rows:
+        times = _phase_cells(v, fmt_ms, v.get)
+        if v.get("not_cold"):
+            times[0] += "†"
+        major = " / ".join(_phase_cells(v, _count, v["major"].get))
+        minor = " / ".join(_phase_cells(v, _count, v["minor"].get))
+        if v.get("persistent"):
+            cached, read = (_pct(v.get(k)) for k in ("resident_pct", "resident_after_pct"))
+            rb = v["read"].get("cold")
+            per = "—" if rb is None else _sig(rb / 1024)
+            written = " / ".join("—" if v["written"].get(p) is None else _sig(v["written"][p] / 1024)
+                                 for p in FRESH)
+        else:
+            cached = read = per = NA
+            written = f"{NA} / {NA}"
+        lines.append(f"| {op} | {s} {m} | " + " | ".join(times) +
+                     f" | {cached} | {read} | {major} | {minor} | {per} | {written} |")
+    lines.append("")
     return "\n".join(lines)
 
 
@@ -549,8 +721,8 @@ PALETTE = ("0.3", "tab:red", "tab:orange", "tab:blue", "tab:green", "tab:purple"
 
 
 def render_plots(summary: dict, out_dir: str, context: Optional[dict] = None) -> list:
-    """Per size/fanout: oo7_hot_<size>_f<fanout>.png (hot time per read-only operation per
-    system, log scale) and oo7_cold_hot_<size>_f<fanout>.png (cold and hot time per
+    """Per size/fanout: oo7_hot_<size>_f<fanout>.png (hot time per operation per system,
+    log scale) and oo7_cold_hot_<size>_f<fanout>.png (cold, warm and hot time per
     operation and system). Returns the PNG paths."""
     import matplotlib
     matplotlib.use("Agg")
@@ -560,7 +732,7 @@ def render_plots(summary: dict, out_dir: str, context: Optional[dict] = None) ->
     paths = []
     for size, fanout in _configs(summary):
         ops = sorted({k[4] for k in summary if k[2:4] == (size, fanout) and k[4]}, key=_op_index)
-        hot_ops = [op for op in ops if op not in COLD_ONLY]
+        hot_ops = ops
         width = 0.8 / max(1, len(systems))
         # figure 1: hot time per operation
         fig, ax = plt.subplots(figsize=(max(8, 0.55 * len(hot_ops) * max(1, len(systems)) ** 0.5 + 4), 4.8))
@@ -585,18 +757,16 @@ def render_plots(summary: dict, out_dir: str, context: Optional[dict] = None) ->
         fig.savefig(p, dpi=110)
         plt.close(fig)
         paths.append(p)
-        # figure 2: cold vs hot, one panel per system
+        # figure 2: cold, warm, hot, one panel per system
         n = max(1, len(systems))
         fig, axes = plt.subplots(n, 1, figsize=(max(8, 0.45 * len(ops) + 3), 2.6 * n), squeeze=False)
         for i, (s, m) in enumerate(systems):
             ax = axes[i][0]
-            cold = [summary.get((s, m, size, fanout, op), {}).get("cold") for op in ops]
-            hot = [summary.get((s, m, size, fanout, op), {}).get("hot") for op in ops]
             xs = range(len(ops))
-            ax.bar([x - 0.2 for x, c in zip(xs, cold) if c], [c for c in cold if c], width=0.4,
-                   color="tab:blue", label="cold")
-            ax.bar([x + 0.2 for x, h in zip(xs, hot) if h], [h for h in hot if h], width=0.4,
-                   color="tab:orange", label="hot")
+            for j, (phase, color) in enumerate(zip(PHASES, ("tab:blue", "tab:green", "tab:orange"))):
+                ys = [summary.get((s, m, size, fanout, op), {}).get(phase) for op in ops]
+                ax.bar([x - 0.27 + 0.27 * j for x, y in zip(xs, ys) if y], [y for y in ys if y],
+                       width=0.27, color=color, label=phase)
             ax.set_yscale("log")
             ax.set_xticks(list(xs))
             ax.set_xticklabels(ops, fontsize=8)
@@ -605,7 +775,7 @@ def render_plots(summary: dict, out_dir: str, context: Optional[dict] = None) ->
             ax.grid(True, axis="y", which="both", alpha=0.3)
             if i == 0:
                 ax.legend(fontsize=8)
-        fig.suptitle(f"OO7 {size}, fanout {fanout}: cold vs hot per operation", fontsize=10)
+        fig.suptitle(f"OO7 {size}, fanout {fanout}: cold, warm and hot per operation", fontsize=10)
         fig.tight_layout()
         p = os.path.join(out_dir, f"oo7_cold_hot_{size}_f{fanout}.png")
         fig.savefig(p, dpi=110)
@@ -620,6 +790,7 @@ def report(json_path: str, out_dir: str, *, plots: bool = True,
     problems): failed runs, counts that differ, missing cold or hot rows."""
     context, rows = load_rows(json_path)
     problems = failures(rows) + consistency(rows) + missing(rows)
+    notes = not_cold(rows)
     summary = summarize(rows)
     md = ["# OO7: generated data managers vs hand-written pointers and SQLite", ""]
     if command:
@@ -628,11 +799,19 @@ def report(json_path: str, out_dir: str, *, plots: bool = True,
               f"{context.get('oo7_fanout', '?')}, seed {context.get('oo7_seed', '?')}, "
               f"{context.get('oo7_hot_runs', '?')} hot runs; host {context.get('host_name', '?')}, "
               f"{context.get('num_cpus', '?')} CPUs at {context.get('mhz_per_cpu', '?')} MHz. "
-              "Cold: persistent systems close, drop their files from the page cache and reopen; "
-              "every system first sweeps a buffer of 4× the last-level cache. Every run is one "
-              "transaction, commit included; median over repeated rows.")
+              "Cold and warm (persistent systems): the driver closes the database and runs the "
+              "operation once in a fresh process of the benchmark binary, which first drops the "
+              "files from the page cache (fdatasync, posix_fadvise DONTNEED; mincore proves it) "
+              "for cold, or reads them into it and flushes them from the CPU caches for warm, "
+              "then opens them; hot: the mean of the runs in the driver's open after one "
+              "untimed run. The data managers keep the kernel's default readahead, so one major "
+              "fault may read many pages: the share of the files a cold run read is the column "
+              "to compare. Every run is one transaction, commit included; median over repeated rows.")
     md.append("")
     md.append(render_table(summary, context))
+    if notes:
+        md += ["**Not cold** (flagged †; the file system kept the files cached):", ""] + \
+              [f"- {n}" for n in notes] + [""]
     if problems:
         md += ["**Problems:**", ""] + [f"- {p}" for p in problems] + [""]
     pngs = []

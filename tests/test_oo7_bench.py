@@ -1,12 +1,16 @@
 """The OO7 benchmark: the binary on the tiny database for HAND, SQLite and every generated
-variant of type_equations/oo7/ (every operation cold, the read-only ones hot, the same
-count from every system), the Markdown tables and plots, and a wrong count turning into an
-error row (so the comparison can fail)."""
+variant of type_equations/oo7/ (every operation hot, and cold and warm in a fresh process
+for the persistent systems, the same count from every system, the counters of each run),
+the fresh process alone (a cold run proved cold), the Markdown tables and plots, and a
+wrong count turning into an error row (so the comparison can fail)."""
 from __future__ import annotations
 
+import ctypes
 import json
+import mmap
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -31,6 +35,65 @@ def _have_libs() -> str | None:
         if not (bo.SOURCE_DIR / f).exists():
             return f"bench/oo7/{f} missing"
     return None
+
+
+def _fstype(path: Path) -> str:
+    """The type of the file system holding path (/proc/self/mountinfo), or "?"."""
+    best, kind = "", "?"
+    p = str(path.resolve())
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return kind
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        mount = left.split()[4].replace("\\040", " ")
+        if (p == mount or p.startswith(mount.rstrip("/") + "/")) and len(mount) >= len(best):
+            best, kind = mount, right.split()[0]
+    return kind
+
+
+def _resident_pages(fd: int, length: int) -> int:
+    """Pages of the file behind fd in the page cache (mincore through a mapping of our own)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_long]
+    addr = libc.mmap(None, length, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+    if addr in (None, ctypes.c_void_p(-1).value):
+        raise OSError(ctypes.get_errno(), "mmap")
+    pages = (length + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+    vec = (ctypes.c_ubyte * pages)()
+    try:
+        if libc.mincore(ctypes.c_void_p(addr), ctypes.c_size_t(length), vec) != 0:
+            raise OSError(ctypes.get_errno(), "mincore")
+    finally:
+        libc.munmap(ctypes.c_void_p(addr), ctypes.c_size_t(length))
+    return sum(b & 1 for b in vec)
+
+
+def _cannot_evict(d: Path):
+    """None if the file system of d drops a clean file from the page cache on posix_fadvise
+    DONTNEED (the cold runs' drop: measured with a probe file and mincore), else why not
+    (tmpfs keeps its files in the page cache, so no run on it can be cold)."""
+    probe = d / "evict_probe"
+    data = os.urandom(64 * mmap.PAGESIZE)
+    with open(probe, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fdatasync(f.fileno())
+    fd = os.open(probe, os.O_RDONLY)
+    try:
+        os.read(fd, len(data))
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        left = _resident_pages(fd, len(data))
+    finally:
+        os.close(fd)
+        probe.unlink()
+    if left == 0:
+        return None
+    return (f"{d} is on {_fstype(d)}, which kept {left} of 64 clean pages in the page cache "
+            "after posix_fadvise DONTNEED: no run there can be cold")
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +125,8 @@ def tiny_run(exe, tmp_path_factory):
 def test_every_system_runs_every_op_with_the_same_counts(tiny_run):
     d, out, rc, lines = tiny_run
     assert rc == 0, "\n".join(lines)
+    why = _cannot_evict(d)
+    evicts = why is not None
     context, rows = bo.load_rows(str(out))
     systems = [tuple(s.rsplit("/", 1)) for s in context["oo7_systems"].split(",")]
     assert ("HAND", "transient") in systems
@@ -72,10 +137,15 @@ def test_every_system_runs_every_op_with_the_same_counts(tiny_run):
     if variants:
         assert (LTO_TWIN[0] + "-lto", LTO_TWIN[1]) in systems
     got = {(r.system, r.mem, r.op, r.phase) for r in rows}
+    persistent = {(r.system, r.mem) for r in rows if r.persistent}
+    assert ("SQLITE", "persistent") in persistent and ("HAND", "transient") not in persistent
+    for v in variants:
+        assert ((v.name, v.mem) in persistent) == (v.mem == "persistent")
     for s, m in systems:
         for op in bo.OPS:
-            assert (s, m, op, "cold") in got, (s, m, op)
-            assert ((s, m, op, "hot") in got) == (op not in bo.COLD_ONLY), (s, m, op)
+            assert (s, m, op, "hot") in got, (s, m, op)
+            for phase in bo.FRESH:   # a transient system has nothing to be cold or warm
+                assert ((s, m, op, phase) in got) == ((s, m) in persistent), (s, m, op, phase)
     assert bo.failures(rows) == []
     assert bo.consistency(rows) == []
     assert bo.missing(rows) == []
@@ -91,8 +161,24 @@ def test_every_system_runs_every_op_with_the_same_counts(tiny_run):
         assert r.get("build_s") is not None and r.get("db_MB", 0) > 0 and r.get("raw_MB", 0) > 0
         if r.op == "T1":
             assert r.get("connections") == 3 * TINY_PARTS
+        assert r.get("major_faults") is not None and r.get("minor_faults") is not None
         if r.phase == "hot":
-            assert r.get("runs") == 2 and r.get("cold_ms") is not None
+            assert r.get("runs") == (1 if r.op in bo.UPDATES else 2)
+            assert (r.get("cold_ms") is not None) == r.persistent
+            assert (r.get("warm_ms") is not None) == r.persistent
+        if r.persistent:
+            assert r.get("file_MB", 0) > 0 and r.get("alloc_MB", 0) > 0
+        if r.phase in bo.FRESH:
+            # the fresh process read the files' residency before its open and after its run
+            assert 0 <= r.get("resident_pct") <= 100 and 0 <= r.get("resident_after_pct") <= 100
+        if r.phase == "cold":
+            assert r.get("cold_proved") == (0 if evicts else 1), (r.system, r.op, why)
+        if r.phase == "warm":   # every page cached, none mapped: minor faults only
+            assert r.get("resident_pct") >= 99 and r.get("major_faults") == 0, (r.system, r.op)
+            if r.op in ("T2a", "T2b", "T2c") and r.get("write_bytes") is not None:
+                assert r.get("write_bytes") > 0, (r.system, r.op, r.phase)   # a commit writes
+            if r.op in ("T1", "T6", "Q1", "Q5") and r.get("write_bytes") is not None:
+                assert r.get("write_bytes") == 0, (r.system, r.op, r.phase)  # a read does not
     # one progress line per benchmark, and the database files are gone
     assert sum(1 for l in lines if l.startswith("[")) == len(rows)
     assert not (d / "db").exists() or not any((d / "db").iterdir())
@@ -106,11 +192,15 @@ def test_report_writes_tables_and_plots(tiny_run, tmp_path):
     assert (tmp_path / "oo7.md").read_text() == text
     assert "### tiny, fanout 3" in text
     assert "| op | count | HAND transient |" in text
-    assert f"| T1 | {TINY_PARTS:,} |" in text
-    assert "Time relative to HAND transient" in text
-    assert "| system | build s | DB MB | raw MB | DB / raw |" in text
+    assert f"| T1 | {TINY_PARTS:,} | n/a / n/a / " in text   # HAND first: transient
+    assert "Hot time relative to HAND transient" in text
+    assert "| system | build s | DB MB | raw MB | DB / raw | file MB | allocated MB |" in text
     for op in bo.OPS:
         assert f"\n| {op} |" in text
+    assert "| op | system | cold ms | warm ms | hot ms | cached before cold |" in text
+    for op in bo.PROTOCOL_OPS:
+        assert f"\n| {op} | HAND transient | n/a | n/a | " in text
+        assert f"\n| {op} | SQLITE persistent | " in text
     assert [Path(p).name for p in pngs] == ["oo7_hot_tiny_f3.png", "oo7_cold_hot_tiny_f3.png"]
     for p in pngs:
         assert Path(p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -127,7 +217,7 @@ def test_a_wrong_count_is_an_error_row(exe, tmp_path):
     _, rows = bo.load_rows(str(out))
     bad = [r for r in rows if r.error]
     assert {(r.system, r.mem, r.op, r.phase) for r in bad} == {
-        ("SQLITE", m, "Q2", p) for m in ("persistent", "transient") for p in ("cold", "hot")}
+        ("SQLITE", "persistent", "Q2", p) for p in bo.PHASES} | {("SQLITE", "transient", "Q2", "hot")}
     hand_q2 = next(r.get("count") for r in rows if (r.system, r.op) == ("HAND", "Q2"))
     for r in bad:
         assert f"Q2 returned {hand_q2 + 1:.0f}, HAND/transient returned {hand_q2:.0f}" in r.error
@@ -143,16 +233,17 @@ def test_a_wrong_count_is_an_error_row(exe, tmp_path):
     r = CliRunner().invoke(main, ["bench", "oo7", "--render", str(out), "--out", str(tmp_path / "o"),
                                   "--no-plots"])
     assert r.exit_code == 1
-    assert "PROBLEM: HAND/transient tiny_f3 T6 cold:" in r.output
+    assert "PROBLEM: HAND/transient tiny_f3 T6 hot:" in r.output
 
 
 def test_differing_counts_and_missing_rows_are_problems(tiny_run, tmp_path):
     _, out, _, _ = tiny_run
     data = json.loads(out.read_text())
-    b = next(b for b in data["benchmarks"] if b["name"].startswith("OO7/SQLITE/transient/tiny_f3/Q5/cold"))
+    b = next(b for b in data["benchmarks"] if b["name"].startswith("OO7/SQLITE/transient/tiny_f3/Q5/hot"))
     b["count"] += 1
     data["benchmarks"] = [b for b in data["benchmarks"]
-                          if not b["name"].startswith("OO7/HAND/transient/tiny_f3/T1/hot")]
+                          if not b["name"].startswith(("OO7/HAND/transient/tiny_f3/T1/hot",
+                                                       "OO7/SQLITE/persistent/tiny_f3/T6/warm"))]
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(data))
     r = CliRunner().invoke(main, ["bench", "oo7", "--render", str(bad), "--out", str(tmp_path / "o"),
@@ -160,6 +251,8 @@ def test_differing_counts_and_missing_rows_are_problems(tiny_run, tmp_path):
     assert r.exit_code == 1
     assert "PROBLEM: tiny_f3 Q5: counts differ" in r.output
     assert "PROBLEM: HAND/transient tiny_f3 T1: no hot run" in r.output
+    assert "PROBLEM: SQLITE/persistent tiny_f3 T6: no warm run" in r.output
+    assert "HAND/transient tiny_f3 T1: no cold run" not in r.output   # transient: none expected
     r = CliRunner().invoke(main, ["bench", "oo7", "--render", str(out), "--out", str(tmp_path / "o2"),
                                   "--no-plots"])
     assert r.exit_code == 0, r.output
@@ -175,6 +268,8 @@ def test_names_and_options():
     assert bo.fmt_ms(0.00042) == "0.00042" and bo.fmt_ms(12.34) == "12.3"
     m = bo.NAME.match("OO7/HASH/ILIST-lto/transient/small_f3/Q1/hot/iterations:1/manual_time")
     assert m and m.groups()[:2] == ("HASH/ILIST-lto", "transient")
+    m = bo.NAME.match("OO7/SQLITE/persistent/medium_f3/T2b/warm/iterations:1/manual_time")
+    assert m and m.groups()[4:] == ("T2b", "warm")
     # by default every hash variant but the journalled one gets an -lto twin right after it
     vs = bo.default_variants(lto_rows=True)
     twins = [v for v in vs if v.lto]
@@ -233,3 +328,79 @@ def test_hot10_ratios_to_hand_and_lto():
     assert "| HASH/ILIST transient | Q2 | 120 | 1.20× | yes | — | — | — |" in md
     assert "| NOINDEX/ILIST persistent | Q1 | 18.0 | 4.50× | no | — | — | — |" in md
     assert "| HASH/ILIST-lto transient | T6 |" not in md and "| SQLITE persistent | T6 |" not in md
+
+
+COLD_SYSTEM = "HASH/ILIST/persistent"   # a persistent variant without a journal
+
+
+def test_a_cold_run_in_a_fresh_process_is_proved_cold(exe, tmp_path):
+    """The binary's fresh process alone (--oo7_one) on the tiny database of one persistent
+    variant: the counters are there; cold starts with none of the file cached (mincore)
+    and takes major faults, warm with all of it cached and takes none; an update writes."""
+    if COLD_SYSTEM not in {f"{v.name}/{v.mem}" for v in bo.default_variants()}:
+        pytest.skip(f"no variant {COLD_SYSTEM} in type_equations/oo7/")
+    why = _cannot_evict(tmp_path)
+    if why:
+        pytest.skip(why)
+    db = tmp_path / "db"
+    base = [str(exe), "--oo7_size=tiny", "--oo7_fanout=3", f"--oo7_system={COLD_SYSTEM}", f"--oo7_dir={db}"]
+    subprocess.run(base + ["--oo7_one=build"], check=True, timeout=120)
+
+    def one(temp: str, op: str) -> dict:
+        p = subprocess.run(base + [f"--oo7_one={temp}", f"--oo7_ops={op}"], capture_output=True,
+                           text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout)
+
+    cold, warm, update = one("cold", "T1"), one("warm", "T1"), one("cold", "T2a")
+    for r in (cold, warm, update):
+        assert {"count", "seconds", "major_faults", "minor_faults", "read_bytes", "write_bytes",
+                "resident_pct", "resident_after_pct", "restore_count", "file_bytes",
+                "alloc_bytes"} <= r.keys()
+        assert r["file_bytes"] > 0 and r["alloc_bytes"] > 0
+    assert cold["count"] == warm["count"] == TINY_PARTS and cold["extra"] == 3 * TINY_PARTS
+    assert cold["resident_pct"] == 0 and cold["resident_after_pct"] > 0
+    assert cold["major_faults"] > 0
+    assert warm["resident_pct"] == 100 and warm["major_faults"] == 0 and warm["minor_faults"] > 0
+    assert update["count"] == TINY_PRIV and update["restore_count"] == TINY_PRIV
+    if update["write_bytes"] >= 0:   # -1: no /proc/self/io
+        assert update["write_bytes"] > 0 and cold["write_bytes"] == 0
+
+
+def test_the_fresh_process_never_makes_a_database(exe, tmp_path):
+    """A cold run where there is no database is refused, and creates none."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    p = subprocess.run([str(exe), "--oo7_size=tiny", "--oo7_one=cold", f"--oo7_system={COLD_SYSTEM}",
+                        f"--oo7_dir={empty}", "--oo7_ops=T1"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "no database of" in p.stderr
+    assert list(empty.iterdir()) == []
+    p = subprocess.run([str(exe), "--oo7_one=cold", "--oo7_system=HAND/transient", f"--oo7_dir={empty}",
+                        "--oo7_ops=T1"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "keeps no files" in p.stderr
+
+
+def test_transient_is_na_and_not_cold_is_flagged():
+    """The report: a transient system's cold and warm are n/a, never a number; a cold run
+    whose files stayed cached is marked and listed."""
+    def row(system, mem, phase, **c):
+        return bo.Row(system, mem, "small", 3, "T1", phase,
+                      dict(count=10, persistent=int(mem == "persistent"), major_faults=0,
+                           minor_faults=5, **c))
+    rows = [row("HAND", "transient", "hot", hot_ms=1.0),
+            row("P", "persistent", "cold", cold_ms=9.0, resident_pct=100.0, cold_proved=0,
+                resident_after_pct=100.0, read_bytes=0, write_bytes=0, file_MB=1.0, alloc_MB=1.0),
+            row("P", "persistent", "warm", warm_ms=3.0, resident_pct=100.0, resident_after_pct=100.0,
+                read_bytes=0, write_bytes=0, file_MB=1.0, alloc_MB=1.0),
+            row("P", "persistent", "hot", hot_ms=2.0, file_MB=1.0, alloc_MB=1.0)]
+    assert bo.missing(rows) == []
+    assert bo.missing(rows[:2]) == ["P/persistent small_f3 T1: no hot run",
+                                    "P/persistent small_f3 T1: no warm run"]
+    assert bo.not_cold(rows) == ["P/persistent small_f3 T1: not cold, 100% of the files' pages "
+                                 "were cached before the open"]
+    md = bo.render_table(bo.summarize(rows), {"oo7_systems": "HAND/transient,P/persistent"})
+    assert "| T1 | 10 | n/a / n/a / 1.00 | 9.00† / 3.00 / 2.00 |" in md
+    assert "† not cold" in md
+    assert "| T1 | HAND transient | n/a | n/a | 1.00 | n/a | n/a | n/a / n/a / 0 | n/a / n/a / 5 | n/a | n/a / n/a |" in md
+    assert "| T1 | P persistent | 9.00† | 3.00 | 2.00 | 100% | 100% | 0 / 0 / 0 | 5 / 5 / 5 | 0 | 0 / 0 |" in md
+    assert "| HAND transient | " in md and "| n/a | n/a |" in md   # no files: no file sizes

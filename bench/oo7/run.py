@@ -360,15 +360,21 @@ def consistency(rows: list) -> list:
 
 
 def missing(rows: list) -> list:
-    """Every system that ran an operation must have its hot row, and a persistent one its
-    cold and warm rows too."""
+    """Every system that ran at a size and fanout must have run every operation run there:
+    its hot row, and a persistent system its cold and warm rows too."""
     out = []
     seen = {(r.system, r.mem, r.size, r.fanout, r.op, r.phase) for r in rows}
     keeps_files = {(r.system, r.mem) for r in rows if r.persistent}
-    for (s, m, size, f, op, _) in sorted(seen):
-        for phase in PHASES if (s, m) in keeps_files else ("hot",):
-            if (s, m, size, f, op, phase) not in seen:
-                out.append(f"{s}/{m} {size}_f{f} {op}: no {phase} run")
+    ops, systems = {}, {}
+    for (s, m, size, f, op, _) in seen:
+        ops.setdefault((size, f), set()).add(op)
+        systems.setdefault((size, f), set()).add((s, m))
+    for cfg, sms in systems.items():
+        for s, m in sms:
+            for op in ops[cfg]:
+                for phase in PHASES if (s, m) in keeps_files else ("hot",):
+                    if (s, m) + cfg + (op, phase) not in seen:
+                        out.append(f"{s}/{m} {cfg[0]}_f{cfg[1]} {op}: no {phase} run")
     return sorted(set(out))
 
 
@@ -511,12 +517,17 @@ def _fmt_ratio(r: Optional[float]) -> str:
 NA = "n/a"   # a transient system's cold and warm: there are no files to be cold or warm
 
 
-def _phase_cells(v: dict, fmt: Callable, get: Callable) -> list:
+def _keeps_files(v: dict, mem: str) -> bool:
+    """A summary entry's system keeps files (summarize says; else the name's word)."""
+    return v.get("persistent", mem == "persistent")
+
+
+def _phase_cells(v: dict, mem: str, fmt: Callable, get: Callable) -> list:
     """cold, warm, hot cells of one (system, operation): n/a for the fresh temperatures of
     a transient system, — where nothing was measured."""
     cells = []
     for phase in PHASES:
-        if phase in FRESH and not v.get("persistent"):
+        if phase in FRESH and not _keeps_files(v, mem):
             cells.append(NA)
         else:
             x = get(phase)
@@ -574,7 +585,7 @@ def render_table(summary: dict, context: Optional[dict] = None) -> str:
                     continue
                 if count is None:
                     count = v.get("count")
-                c = _phase_cells(v, fmt_ms, v.get)
+                c = _phase_cells(v, m, fmt_ms, v.get)
                 if v.get("not_cold"):
                     c[0] += "†"
                     flagged = True
@@ -612,7 +623,7 @@ def render_table(summary: dict, context: Optional[dict] = None) -> str:
             b = summary.get((s, m, size, fanout, None))
             if not b:
                 continue
-            files = [(_sig(b[k]) if k in b else "—") if b.get("persistent") else NA
+            files = [(_sig(b[k]) if k in b else "—") if _keeps_files(b, m) else NA
                      for k in ("file_MB", "alloc_MB")]
             lines.append(f"| {s} {m} | {_sig(b.get('build_s', 0))} | {_sig(b.get('db_MB', 0))} | "
                          f"{_sig(b.get('raw_MB', 0))} | {b.get('size_ratio', 0):.2f}× | "
@@ -653,17 +664,17 @@ def render_protocol(summary: dict, size: str, fanout: int, systems: list,
              "| major faults c / w / h | minor faults c / w / h | KB read cold | KB written c / w |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for op, s, m, v in rows:
-        times = _phase_cells(v, fmt_ms, v.get)
+        times = _phase_cells(v, m, fmt_ms, v.get)
         if v.get("not_cold"):
             times[0] += "†"
-        major = " / ".join(_phase_cells(v, _count, v["major"].get))
-        minor = " / ".join(_phase_cells(v, _count, v["minor"].get))
-        if v.get("persistent"):
+        major = " / ".join(_phase_cells(v, m, _count, v.get("major", {}).get))
+        minor = " / ".join(_phase_cells(v, m, _count, v.get("minor", {}).get))
+        if _keeps_files(v, m):
             cached, read = (_pct(v.get(k)) for k in ("resident_pct", "resident_after_pct"))
-            rb = v["read"].get("cold")
+            rb = v.get("read", {}).get("cold")
             per = "—" if rb is None else _sig(rb / 1024)
-            written = " / ".join("—" if v["written"].get(p) is None else _sig(v["written"][p] / 1024)
-                                 for p in FRESH)
+            wb = v.get("written", {})
+            written = " / ".join("—" if wb.get(p) is None else _sig(wb[p] / 1024) for p in FRESH)
         else:
             cached = read = per = NA
             written = f"{NA} / {NA}"

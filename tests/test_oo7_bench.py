@@ -346,8 +346,8 @@ def test_a_cold_run_in_a_fresh_process_is_proved_cold(exe, tmp_path):
     base = [str(exe), "--oo7_size=tiny", "--oo7_fanout=3", f"--oo7_system={COLD_SYSTEM}", f"--oo7_dir={db}"]
     subprocess.run(base + ["--oo7_one=build"], check=True, timeout=120)
 
-    def one(temp: str, op: str) -> dict:
-        p = subprocess.run(base + [f"--oo7_one={temp}", f"--oo7_ops={op}"], capture_output=True,
+    def one(temp: str, op: str, *more: str) -> dict:
+        p = subprocess.run(base + [f"--oo7_one={temp}", f"--oo7_ops={op}", *more], capture_output=True,
                            text=True, timeout=120)
         assert p.returncode == 0, p.stderr
         return json.loads(p.stdout)
@@ -365,6 +365,10 @@ def test_a_cold_run_in_a_fresh_process_is_proved_cold(exe, tmp_path):
     assert update["count"] == TINY_PRIV and update["restore_count"] == TINY_PRIV
     if update["write_bytes"] >= 0:   # -1: no /proc/self/io
         assert update["write_bytes"] > 0 and cold["write_bytes"] == 0
+    # readahead advised off: the same run reads page by page, a fault each
+    random = one("cold", "T1", "--oo7_readahead=random")
+    assert random["count"] == TINY_PARTS and random["readahead_advised"] >= 1
+    assert random["major_faults"] > cold["major_faults"] and random["resident_pct"] == 0
 
 
 def test_the_fresh_process_never_makes_a_database(exe, tmp_path):

@@ -50,6 +50,8 @@
 //   --oo7_list               print the registered systems and exit
 //   --oo7_inject_fault=NAME[/OP]   (tests) add 1 to every count of system NAME (of OP
 //                            only): the run must turn into an error row
+//   --oo7_readahead=default  default: the kernel's readahead as the data managers leave it;
+//                            random: the fresh processes advise it off (advise_random)
 //   --oo7_one=cold|warm --oo7_system=NAME/MEM --oo7_dir=DIR --oo7_ops=OP
 //                            the fresh process: one run on the database in DIR (one_main)
 //   --oo7_one=build --oo7_system=NAME/MEM --oo7_dir=DIR
@@ -71,6 +73,7 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -98,6 +101,7 @@ struct Config {
     bool verify = true;
     std::string fault_system, fault_op;   // --oo7_inject_fault
     std::string one, one_system;          // --oo7_one, --oo7_system: the fresh process
+    bool readahead_random = false;        // --oo7_readahead=random
 };
 
 Config &cfg() {
@@ -385,6 +389,49 @@ long read_ahead_kb(const std::string &dir) {
     return -1;
 }
 
+// --oo7_readahead=random, in the fresh process after the open: no readahead on the
+// database's files, so that a cold run reads the pages it touches and little more (the
+// device's readahead -- 8 MB on some virtual disks -- can bring a small database in whole
+// with the first fault, hiding how many pages a layout makes a run touch). The data
+// managers do not expose their mappings or descriptors, so the process finds its own:
+// every mapping of a file in /proc/self/maps gets madvise(MADV_RANDOM), every descriptor
+// in /proc/self/fd posix_fadvise(POSIX_FADV_RANDOM) (SQLite reads with pread). Returns how
+// many were advised.
+int advise_random(const std::vector<std::string> &paths) {
+    std::set<std::string> real;
+    for (const std::string &p : paths) {
+        char buf[PATH_MAX];
+        if (realpath(p.c_str(), buf)) real.insert(buf);
+    }
+    int advised = 0;
+    std::ifstream maps("/proc/self/maps");
+    std::string line;
+    while (std::getline(maps, line)) {
+        // start-end perms offset dev inode path
+        std::istringstream in(line);
+        std::string range, perms, offset, dev, inode, path;
+        if (!(in >> range >> perms >> offset >> dev >> inode) || !std::getline(in >> std::ws, path)) continue;
+        if (!real.count(path)) continue;
+        size_t dash = range.find('-');
+        uintptr_t lo = std::strtoull(range.substr(0, dash).c_str(), nullptr, 16);
+        uintptr_t hi = std::strtoull(range.substr(dash + 1).c_str(), nullptr, 16);
+        if (madvise((void *)lo, hi - lo, MADV_RANDOM) == 0) advised++;
+    }
+    if (DIR *d = opendir("/proc/self/fd")) {
+        while (struct dirent *e = readdir(d)) {
+            char target[PATH_MAX];
+            std::string link = std::string("/proc/self/fd/") + e->d_name;
+            ssize_t n = readlink(link.c_str(), target, sizeof target - 1);
+            if (n <= 0) continue;
+            target[n] = 0;
+            if (real.count(target) && posix_fadvise(std::atoi(e->d_name), 0, 0, POSIX_FADV_RANDOM) == 0)
+                advised++;
+        }
+        closedir(d);
+    }
+    return advised;
+}
+
 double since(Clock::time_point t0) {
     return std::chrono::duration<double>(Clock::now() - t0).count();
 }
@@ -613,6 +660,9 @@ int one_main() {
         oo7::Rng rng(c.seed);
         std::unique_ptr<oo7::Db> db = sys->open(c.dir);
         if (!db) throw std::runtime_error("open returned no database");
+        int advised = 0;
+        if (c.readahead_random && (advised = advise_random(paths)) == 0)
+            throw std::runtime_error("--oo7_readahead=random: no mapping or descriptor of the files to advise");
         RunResult r = run_op(*db, p, *op, rng);
         FileState after = file_state(paths);
         std::string what;
@@ -625,13 +675,13 @@ int one_main() {
                       "\"minor_faults\": %llu, \"read_bytes\": %lld, \"write_bytes\": %lld, "
                       "\"resident_pct\": %.6g, "
                       "\"resident_after_pct\": %.6g, \"restore_count\": %lld, \"file_bytes\": %llu, "
-                      "\"alloc_bytes\": %llu}",
+                      "\"alloc_bytes\": %llu, \"readahead_advised\": %d}",
                       (unsigned long long)r.count, r.seconds, (unsigned long long)r.extra,
                       (unsigned long long)r.use.majflt, (unsigned long long)r.use.minflt,
                       r.use.io ? (long long)r.use.read_bytes : -1LL,
                       r.use.io ? (long long)r.use.write_bytes : -1LL, before.resident_pct(),
                       after.resident_pct(), what.empty() ? -1LL : (long long)again,
-                      (unsigned long long)closed.bytes, (unsigned long long)closed.allocated);
+                      (unsigned long long)closed.bytes, (unsigned long long)closed.allocated, advised);
         std::cout << line << std::endl;
     } catch (const std::exception &e) {
         return die(c.one_system + " " + op->name + " " + c.one + ": " + e.what());
@@ -671,7 +721,8 @@ std::map<std::string, double> fresh_run(const oo7::System &sys, int fanout, cons
                                      "--oo7_ops=" + op,
                                      "--oo7_size=" + c.size,
                                      "--oo7_fanout=" + std::to_string(fanout),
-                                     "--oo7_seed=" + std::to_string(c.seed)};
+                                     "--oo7_seed=" + std::to_string(c.seed),
+                                     std::string("--oo7_readahead=") + (c.readahead_random ? "random" : "default")};
     std::vector<char *> argv;
     for (std::string &a : args) argv.push_back(&a[0]);
     argv.push_back(nullptr);
@@ -912,6 +963,7 @@ void bench_fresh(benchmark::State &st, const oo7::System *sys, int fanout, const
     if (temp == "cold") st.counters["cold_proved"] = v["resident_pct"] <= kColdResidentMaxPct ? 1 : 0;
     st.counters["file_MB"] = v["file_bytes"] / 1e6;
     st.counters["alloc_MB"] = v["alloc_bytes"] / 1e6;
+    if (cfg().readahead_random) st.counters["readahead_advised"] = v["readahead_advised"];
     if (name == "T1" || name == "CU") st.counters["connections"] = v["extra"];
     if (name == "Q5") st.counters["pairs"] = v["extra"];
 }
@@ -1068,6 +1120,12 @@ bool apply(const std::string &key, const std::string &val, bool *list) {
                     c.fault_op = tail;
                 }
         }
+    } else if (key == "oo7_readahead") {
+        if (val != "default" && val != "random") {
+            std::cerr << "oo7: --oo7_readahead: default or random, not '" << val << "'\n";
+            std::exit(2);
+        }
+        c.readahead_random = val == "random";
     } else if (key == "oo7_one") {
         c.one = val;
     } else if (key == "oo7_system") {
@@ -1138,6 +1196,7 @@ int main(int argc, char **argv) {
     benchmark::AddCustomContext("oo7_systems", sys.str());
     benchmark::AddCustomContext("oo7_llc_bytes", std::to_string(llc_bytes()));
     benchmark::AddCustomContext("oo7_read_ahead_kb", std::to_string(read_ahead_kb(c.dir)));
+    benchmark::AddCustomContext("oo7_readahead", c.readahead_random ? "random" : "default");
 
     for (int fanout : c.fanouts)
         for (const oo7::System &s : reg)

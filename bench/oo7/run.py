@@ -254,6 +254,7 @@ class Options:
     filter: Optional[str] = None    # Google Benchmark's --benchmark_filter
     dir: Optional[str] = None
     extra: tuple = ()               # more flags for the binary (e.g. --oo7_inject_fault=SQLITE)
+    readahead: Optional[str] = None  # "random": cold and warm runs advise readahead off
 
     def args(self) -> list:
         a = [f"--oo7_size={self.size}", f"--oo7_fanout={','.join(map(str, self.fanouts))}",
@@ -264,6 +265,8 @@ class Options:
             a.append(f"--oo7_dir={self.dir}")
         if self.filter:
             a.append(f"--benchmark_filter={self.filter}")
+        if self.readahead:
+            a.append(f"--oo7_readahead={self.readahead}")
         return a + list(self.extra)
 
 
@@ -546,11 +549,15 @@ def readahead_note(context: dict) -> str:
         kb = int(kb)
     except (TypeError, ValueError):
         kb = -1
-    if kb < 0:
-        return "The readahead of the database's device is unknown."
-    return (f"The database's device reads ahead up to {kb:,} KB per miss (read_ahead_kb; the "
-            "data managers keep the kernel's default advice): one major fault can bring in "
-            "many pages, so compare the bytes a cold run read more than its faults.")
+    device = ("The readahead of the database's device is unknown." if kb < 0 else
+              f"The database's device reads ahead up to {kb:,} KB per miss (read_ahead_kb).")
+    if context.get("oo7_readahead") == "random":
+        return (device + " The fresh processes advised it off (--oo7_readahead=random: "
+                "MADV_RANDOM on the data managers' mappings, POSIX_FADV_RANDOM on their "
+                "descriptors): a cold run reads about the pages it touches.")
+    return (device + " The data managers keep the kernel's default advice: one major fault "
+            "can bring in many pages, so compare the bytes a cold run read more than its "
+            "faults (the binary's --oo7_readahead=random turns readahead off).")
 
 
 def render_table(summary: dict, context: Optional[dict] = None) -> str:

@@ -355,6 +355,10 @@ def bench_tpcb(**kwargs):
 @click.option("--cc", default=lambda: os.environ.get("CC", "cc"), show_default="$CC or cc")
 @click.option("--cxx", default=lambda: os.environ.get("CXX", "c++"), show_default="$CXX or c++")
 @click.option("-j", "--jobs", type=click.IntRange(1), help="Parallel compilations (default: CPUs).")
+@click.option("--readahead", type=click.Choice(["default", "random"]), default="default",
+              show_default=True, help="Readahead in the cold and warm processes: the "
+              "device's default, or advised off (random), so that major faults count the "
+              "pages an operation touches rather than the device's readahead window.")
 @click.option("--render", metavar="JSON", type=click.Path(exists=True, dir_okay=False),
               help="Only render the tables and plots from a stored Google Benchmark JSON.")
 @click.option("--plots/--no-plots", default=True, show_default=True,
@@ -363,9 +367,11 @@ def bench_oo7(**kwargs):
     """OO7: every generated variant of type_equations/oo7/ vs hand-written C++ and SQLite.
 
     Builds the variants and bench/oo7/ into one Google Benchmark binary, builds each
-    system's database once, runs every operation cold and (read-only ones) hot, checks
-    that every system returns the same counts, writes the JSON, a Markdown table and
-    plots. Exit status 1 if a run failed or counts differ.
+    system's database once, runs every operation cold and warm (each in a fresh process:
+    cold after dropping the files from the page cache, proved with mincore; warm with
+    them cached) and hot (repeated in one open), with page faults, bytes read and
+    written and file sizes per run, checks that every system returns the same counts,
+    writes the JSON, a Markdown table and plots. Exit status 1 if a run failed or counts differ.
     """
     from .build import cc_command
     from .bench.oo7.run import command

@@ -853,7 +853,7 @@ def report(json_path: str, out_dir: str, *, plots: bool = True,
 # the command (cli.py holds only the click declaration)
 
 def command(*, size, fanout, seed, reference, out, build_dir, filter, ops, hot_runs, db_dir,
-            lto_rows, cc, cxx, jobs, render, plots, say=print) -> int:
+            lto_rows, cc, cxx, jobs, render, plots, readahead="default", say=print) -> int:
     """`p2gen bench oo7`: build, run, report. Returns the exit status."""
     out = out or "bench/results"
     json_path = os.path.join(out, "oo7.json")
@@ -868,7 +868,8 @@ def command(*, size, fanout, seed, reference, out, build_dir, filter, ops, hot_r
     if size is not None and size not in SIZES:
         raise BuildError(f"--size: one of {', '.join(SIZES)}, not {size!r}")
     opts = Options(size=size or base["size"], fanouts=ints(fanout, "--fanout") or base["fanouts"],
-                   seed=seed, hot_runs=hot_runs, ops=ops, filter=filter, dir=db_dir)
+                   seed=seed, hot_runs=hot_runs, ops=ops, filter=filter, dir=db_dir,
+                   readahead=None if readahead == "default" else readahead)
     exe = build(build_dir or os.path.join("bench", "build", "oo7"), cc=cc, cxx=cxx, jobs=jobs,
                 variants=default_variants(lto_rows=lto_rows), say=say)
     t0 = time.perf_counter()

@@ -32,8 +32,9 @@ from __future__ import annotations
 
 from .ir import CheckedSpec
 
-API = 3            # what p2gen.runtime.pyapi expects of the module (FAST_API there)
+API = 4            # what p2gen.runtime.pyapi expects of the module (FAST_API there)
 STACK_MAX = 4096   # larger records keep the Python paths (the C paths copy records on the stack)
+ITER_MAX = 256     # a role's iterator is kept in its walk object up to this size
 
 FAST_C = r"""
 /* ---- the binding's fast paths: a CPython module (see generator/pyfast.py) ---- */
@@ -68,7 +69,25 @@ typedef struct {
                void *out, uint64_t *ref);
     int (*del)(void *db, const void *keyrec, uint64_t *ref);
     int (*guard)(void *db);  /* the journal guard, NULL without a journal */
+    int nkeys;
+    const int *keys;         /* the key fields' indices: a Record's stale check */
+    int (*update)(void *db, uint64_t *ref, const void *rec);
+    int (*delete)(void *db, uint64_t ref);
 } p2f_container;
+
+/* One end of a relationship: its container and name, and adapters with one signature to
+   its generated functions (a many-role: walk, count, add, remove; a one-role: get, set). */
+typedef struct {
+    const char *container, *role;   /* NULL: no C paths (its iterator is too large) */
+    int many;
+    int (*open)(void *db, void *it, uint64_t owner);
+    int (*fetch)(void *db, void *it, uint64_t *refs, void *recs, int max, int *n);
+    uint64_t (*count)(void *db, uint64_t owner);
+    int (*add)(void *db, uint64_t owner, uint64_t member);
+    int (*remove)(void *db, uint64_t owner, uint64_t member);
+    uint64_t (*get)(void *db, uint64_t x);
+    int (*set)(void *db, uint64_t x, uint64_t partner);
+} p2f_role_t;
 
 /* -- Lock: a reentrant lock (threading.RLock's with / acquire / release) that also holds
       the database handle, so that C paths see both without calling Python. Its state
@@ -396,6 +415,7 @@ typedef struct {
     Py_ssize_t off_values, off_ref, off_origin;
     PyObject *names;          /* tuple: the fields' names */
     PyObject *slow_insert, *slow_get, *slow_find, *slow_update_by, *slow_delete_by, *fail;
+    PyObject *slow_update, *slow_delete;
     unsigned char *zero;      /* the record insert starts from: 0, ref fields none */
 } p2f_obj;
 
@@ -415,6 +435,8 @@ static int p2f_traverse(p2f_obj *o, visitproc visit, void *arg)
     Py_VISIT(o->slow_delete_by);
     Py_VISIT(o->slow_get);
     Py_VISIT(o->fail);
+    Py_VISIT(o->slow_update);
+    Py_VISIT(o->slow_delete);
     Py_VISIT(Py_TYPE(o));
     return 0;
 }
@@ -433,6 +455,8 @@ static int p2f_clear(p2f_obj *o)
     Py_CLEAR(o->slow_delete_by);
     Py_CLEAR(o->slow_get);
     Py_CLEAR(o->fail);
+    Py_CLEAR(o->slow_update);
+    Py_CLEAR(o->slow_delete);
     return 0;
 }
 
@@ -524,6 +548,64 @@ static PyObject *p2f_raise(p2f_obj *o, int rc)
         Py_DECREF(e);
     }
     return NULL;
+}
+
+/* Raise the container's error for code rc saying what failed (Container._fail(rc, what)). */
+static PyObject *p2f_raise_what(p2f_obj *o, int rc, PyObject *what)
+{
+    PyObject *code = PyLong_FromLong(rc);
+    if (code == NULL)
+        return NULL;
+    PyObject *e = PyObject_CallFunctionObjArgs(o->fail, code, what, NULL);
+    Py_DECREF(code);
+    if (e != NULL) {
+        PyErr_SetObject((PyObject *)Py_TYPE(e), e);
+        Py_DECREF(e);
+    }
+    return NULL;
+}
+
+/* The element x names in container o (lock held, db open), as Container._locate finds
+   it: x an int reference, or a Record of o whose key fields the element still has. Its
+   reference into *ref and a copy into buf: 1, or 0 (the Python way says what is wrong: a
+   bool, another container's Record, no such element, a stale Record; nothing raised). */
+static int p2f_locate(p2f_obj *o, void *db, PyObject *x, uint64_t *ref, unsigned char *buf)
+{
+    PyObject *values = NULL;
+    PyObject *r = x;
+    if (Py_IS_TYPE(x, o->rec)) {
+        PyObject *origin = *(PyObject **)((char *)x + o->off_origin);
+        values = *(PyObject **)((char *)x + o->off_values);
+        r = *(PyObject **)((char *)x + o->off_ref);
+        if (origin != o->origin || values == NULL || !PyTuple_CheckExact(values)
+            || PyTuple_GET_SIZE(values) != o->t->nfields || r == NULL)
+            return 0;
+    }
+    if (!PyLong_CheckExact(r))
+        return 0;
+    unsigned long long v = PyLong_AsUnsignedLongLong(r);
+    if (v == (unsigned long long)-1) {     /* negative, too big, or no element */
+        PyErr_Clear();
+        return 0;
+    }
+    if (o->t->get(db, v, buf) != P2_OK)
+        return 0;
+    for (int k = 0; values != NULL && k < o->t->nkeys; k++) {
+        int i = o->t->keys[k];
+        PyObject *now = p2f_get(&o->t->fields[i], buf);
+        if (now == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+        int eq = PyObject_RichCompareBool(now, PyTuple_GET_ITEM(values, i), Py_EQ);
+        Py_DECREF(now);
+        if (eq != 1) {
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    *ref = v;
+    return 1;
 }
 
 /* The key argument as the key field's bytes in keyrec: 1, or 0 (not taken here). */
@@ -719,6 +801,63 @@ static PyObject *p2f_delete_by(p2f_obj *o, PyObject *const *args, size_t nargsf,
     return r;
 }
 
+/* update(rec_or_ref, **fields): the Record updated (its reference changes if it moved) */
+static PyObject *p2f_update(p2f_obj *o, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    unsigned char rec[P2F_STACK_MAX];
+    if (nargs != 1 || o->t->update == NULL)
+        P2F_SLOW(slow_update);
+    p2f_lock *l = o->lock;
+    if (!p2f_try(l))
+        P2F_SLOW(slow_update);
+    uint64_t ref;
+    if (l->db == NULL || (o->t->guard != NULL && o->t->guard(l->db) != P2_OK)
+        || !p2f_locate(o, l->db, args[0], &ref, rec)
+        || !p2f_fields(o, args + 1, kwnames, rec, NULL)) {
+        p2f_release(l);
+        P2F_SLOW(slow_update);     /* closed, the guard failed, no such element, a value */
+    }
+    PyObject *r;
+    int rc = o->t->update(l->db, &ref, rec);
+    if (rc != P2_OK)
+        r = p2f_raise(o, rc);
+    else if (p2f_changed(o) < 0)
+        r = NULL;
+    else
+        r = p2f_record_at(o, rec, ref);
+    p2f_release(l);
+    return r;
+}
+
+/* delete(rec_or_ref): None */
+static PyObject *p2f_delete(p2f_obj *o, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    unsigned char rec[P2F_STACK_MAX];
+    if (nargs != 1 || kwnames != NULL || o->t->delete == NULL)
+        P2F_SLOW(slow_delete);
+    p2f_lock *l = o->lock;
+    if (!p2f_try(l))
+        P2F_SLOW(slow_delete);
+    uint64_t ref;
+    if (l->db == NULL || (o->t->guard != NULL && o->t->guard(l->db) != P2_OK)
+        || !p2f_locate(o, l->db, args[0], &ref, rec)) {
+        p2f_release(l);
+        P2F_SLOW(slow_delete);
+    }
+    PyObject *r;
+    int rc = o->t->delete(l->db, ref);
+    if (rc != P2_OK)
+        r = p2f_raise(o, rc);
+    else if (p2f_changed(o) < 0)
+        r = NULL;
+    else
+        r = Py_NewRef(Py_None);
+    p2f_release(l);
+    return r;
+}
+
 /* rows(recs, refs, k): Records of the first k C records in the buffer recs (packed), the
    references from refs (a list of ints, or a buffer of uint64). Touches no database. */
 static PyObject *p2f_rows(p2f_obj *o, PyObject *const *args, Py_ssize_t nargs)
@@ -779,6 +918,8 @@ static PyMethodDef p2f_methods[] = {
      NULL},
     {"delete_by", (PyCFunction)(void (*)(void))p2f_delete_by, METH_FASTCALL | METH_KEYWORDS,
      NULL},
+    {"update", (PyCFunction)(void (*)(void))p2f_update, METH_FASTCALL | METH_KEYWORDS, NULL},
+    {"delete", (PyCFunction)(void (*)(void))p2f_delete, METH_FASTCALL | METH_KEYWORDS, NULL},
     {"rows", (PyCFunction)(void (*)(void))p2f_rows, METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL}
 };
@@ -816,6 +957,9 @@ typedef struct {
     PyObject *cdict2;        /* _walk_dict2, _walk_val2: another container's counter */
     PyObject *val2;          /*     (a relationship's partner), or NULL */
     PyObject *lock;          /* _walk_lock: the database's Lock */
+    /* the next batch fetched in C (a relationship walk made in C: RoleWalk), NULL: the
+       _refill() method; 1 rows in _rows, 0 the end (_done set), -1 an exception */
+    int (*refill)(PyObject *w);
 } p2f_walk;
 
 static PyObject *p2f_s_check, *p2f_s_refill;
@@ -897,10 +1041,15 @@ static PyObject *p2f_walk_next(p2f_walk *w)
     }
     Py_ssize_t i = w->i;
     if (w->rows == NULL || !PyList_CheckExact(w->rows) || i >= PyList_GET_SIZE(w->rows)) {
-        PyObject *r = PyObject_CallMethodNoArgs((PyObject *)w, p2f_s_refill);
-        if (r == NULL)
-            return NULL;     /* StopIteration at the end */
-        Py_DECREF(r);
+        if (w->refill != NULL) {
+            if (w->refill((PyObject *)w) <= 0)
+                return NULL;     /* the end (no exception: StopIteration), or an error */
+        } else {
+            PyObject *r = PyObject_CallMethodNoArgs((PyObject *)w, p2f_s_refill);
+            if (r == NULL)
+                return NULL;     /* StopIteration at the end */
+            Py_DECREF(r);
+        }
         if (w->rows == NULL || !PyList_CheckExact(w->rows) || PyList_GET_SIZE(w->rows) == 0) {
             PyErr_SetString(PyExc_RuntimeError, "cursor: no rows after a fetch");
             return NULL;
@@ -946,6 +1095,559 @@ static PyType_Spec p2f_walk_spec = {
     "p2gen_fast.Walk", sizeof(p2f_walk), 0,
     Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE, p2f_walk_slots
 };
+
+/* -- Roles: the C base of a spec's ManyRole and OneRole classes. Bound to its role's
+      table (bind_role), each call locates its elements, calls the generated function
+      and bumps the containers' _links under the database's lock, crossing from Python
+      once; anything else (an unbound role, a value the C paths do not take, a missing or
+      stale element, a closed database, another thread holding the lock) calls the
+      Python method of the same name, which waits, checks and raises the precise error.
+      A walk (role(owner), role.refs(owner)) is a RoleWalk made here, its iterator held
+      in it and its batches fetched in C. -- */
+#define P2F_BATCH 64            /* partners fetched per crossing, at most */
+#define P2F_BATCH_BYTES 16384   /* ... and their records' bytes, at most */
+
+typedef struct {
+    PyObject_HEAD
+    const p2f_role_t *t;        /* NULL: not bound, every call the Python way */
+    p2f_obj *c, *p;             /* the C paths of the role's container and partner */
+    PyObject *walk_cls;         /* the class of walks (a subclass of RoleWalk) */
+    PyObject *pycls;            /* the Python class whose methods are the Python way */
+    PyObject *what_add, *what_remove, *what_set;    /* "<container>.<role>: add" ... */
+} p2f_role;
+
+typedef struct {
+    p2f_walk w;                 /* first: Walk's next() */
+    PyObject *role;             /* _role */
+    unsigned long long owner;   /* _owner */
+    char records;               /* _records: Records (else int references) */
+    int end;                    /* the last fetch's code: P2_OK, more may come */
+    union { uint64_t u; void *p; long double d; unsigned char b[P2F_ITER_MAX]; } it;
+} p2f_rwalk;
+
+static PyTypeObject *p2f_many_type, *p2f_one_type, *p2f_rwalk_type;
+
+static int p2f_role_traverse(p2f_role *r, visitproc visit, void *arg)
+{
+    Py_VISIT(r->c);
+    Py_VISIT(r->p);
+    Py_VISIT(r->walk_cls);
+    Py_VISIT(r->pycls);
+    Py_VISIT(Py_TYPE(r));
+    return 0;
+}
+
+static int p2f_role_clear(p2f_role *r)
+{
+    r->t = NULL;
+    Py_CLEAR(r->c);
+    Py_CLEAR(r->p);
+    Py_CLEAR(r->walk_cls);
+    Py_CLEAR(r->pycls);
+    Py_CLEAR(r->what_add);
+    Py_CLEAR(r->what_remove);
+    Py_CLEAR(r->what_set);
+    return 0;
+}
+
+static void p2f_role_dealloc(p2f_role *r)
+{
+    PyTypeObject *tp = Py_TYPE(r);
+    PyObject_GC_UnTrack(r);
+    p2f_role_clear(r);
+    tp->tp_free(r);
+    Py_DECREF(tp);
+}
+
+/* The Python way: the method `name` of the role's Python class, on (self, *args) */
+static PyObject *p2f_role_slow(p2f_role *r, const char *name, PyObject *const *args,
+                               size_t nargsf, PyObject *kwnames)
+{
+    if (r->pycls == NULL) {
+        PyErr_SetString(PyExc_TypeError, "role not bound (bind_role)");
+        return NULL;
+    }
+    PyObject *fn = PyObject_GetAttrString(r->pycls, name);
+    if (fn == NULL)
+        return NULL;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    Py_ssize_t total = nargs + (kwnames != NULL ? PyTuple_GET_SIZE(kwnames) : 0);
+    PyObject *small[8], **stack = small;
+    if (total + 1 > 8) {
+        stack = PyMem_Malloc((size_t)(total + 1) * sizeof(PyObject *));
+        if (stack == NULL) {
+            Py_DECREF(fn);
+            return PyErr_NoMemory();
+        }
+    }
+    stack[0] = (PyObject *)r;
+    for (Py_ssize_t i = 0; i < total; i++)
+        stack[i + 1] = args[i];
+    PyObject *res = PyObject_Vectorcall(fn, stack, (size_t)nargs + 1, kwnames);
+    if (stack != small)
+        PyMem_Free(stack);
+    Py_DECREF(fn);
+    return res;
+}
+
+#define P2F_ROLE_SLOW(name) return p2f_role_slow(r, name, args, nargsf, kwnames)
+
+/* The lock taken with the database open (and, for a write, the journal guard passed):
+   the handle, or NULL with the lock not held (the caller goes the Python way). */
+static void *p2f_role_enter(p2f_role *r, int writes)
+{
+    if (r->t == NULL)
+        return NULL;
+    p2f_lock *l = r->c->lock;
+    if (!p2f_try(l))
+        return NULL;
+    const p2f_container *t = r->c->t;
+    if (l->db == NULL || (writes && t->guard != NULL && t->guard(l->db) != P2_OK)) {
+        p2f_release(l);
+        return NULL;
+    }
+    return l->db;
+}
+
+/* a role's add / remove / set went through: _links of both containers bumped (as
+   Role._done) */
+static int p2f_role_done(p2f_role *r)
+{
+    if (p2f_bump1(r->c->dict, p2f_s_links) < 0)
+        return -1;
+    return p2f_bump1(r->p->dict, p2f_s_links);
+}
+
+static int p2f_rwalk_refill(PyObject *self);
+
+/* role(owner) / role.refs(owner) of a many-role: a walk over owner's partners */
+static PyObject *p2f_role_walk(p2f_role *r, PyObject *const *args, size_t nargsf,
+                               PyObject *kwnames, int records, const char *slow)
+{
+    unsigned char buf[P2F_STACK_MAX];
+    uint64_t owner;
+    if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL)
+        P2F_ROLE_SLOW(slow);
+    void *db = p2f_role_enter(r, 0);
+    if (db == NULL)
+        P2F_ROLE_SLOW(slow);
+    p2f_lock *l = r->c->lock;
+    if (!p2f_locate(r->c, db, args[0], &owner, buf)) {
+        p2f_release(l);
+        P2F_ROLE_SLOW(slow);
+    }
+    PyObject *v1 = PyDict_GetItemWithError(r->c->dict, p2f_s_links);    /* borrowed */
+    PyObject *v2 = v1 == NULL ? NULL : PyDict_GetItemWithError(r->p->dict, p2f_s_links);
+    PyTypeObject *cls = (PyTypeObject *)r->walk_cls;
+    p2f_rwalk *w = v2 == NULL ? NULL : (p2f_rwalk *)cls->tp_alloc(cls, 0);
+    if (w == NULL) {
+        p2f_release(l);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_AttributeError, "_links");
+        return NULL;
+    }
+    if (r->t->open(db, w->it.b, owner) != P2_OK) {
+        p2f_release(l);
+        Py_DECREF(w);
+        P2F_ROLE_SLOW(slow);      /* raises what opening says */
+    }
+    w->role = Py_NewRef(r);
+    w->owner = owner;
+    w->records = (char)records;
+    w->end = P2_OK;
+    w->w.refill = p2f_rwalk_refill;
+    w->w.version = Py_NewRef(v1);
+    w->w.cdict = Py_NewRef(r->c->dict);
+    w->w.key = Py_NewRef(p2f_s_links);
+    w->w.cdict2 = Py_NewRef(r->p->dict);
+    w->w.val2 = Py_NewRef(v2);
+    w->w.lock = Py_NewRef(l);
+    p2f_release(l);
+    return (PyObject *)w;
+}
+
+/* The next batch of a walk made by p2f_role_walk into _rows (see p2f_walk.refill) */
+static int p2f_rwalk_refill(PyObject *self)
+{
+    p2f_rwalk *w = (p2f_rwalk *)self;
+    p2f_role *r = (p2f_role *)w->role;
+    if (w->end == P2_END) {
+        w->w.done = 1;
+        return 0;
+    }
+    if (r == NULL || r->t == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "walk: its role is gone");
+        return -1;
+    }
+    if (w->end != P2_OK) {
+        p2f_raise(r->c, w->end);
+        return -1;
+    }
+    p2f_lock *l = r->c->lock;
+    if (p2f_acquire(l, -1) < 0)
+        return -1;
+    int ok = p2f_walk_ok(&w->w);     /* another thread may have changed it meanwhile */
+    if (ok != 1) {
+        p2f_release(l);
+        if (ok == 0) {
+            PyObject *res = PyObject_CallMethodNoArgs(self, p2f_s_check);   /* raises */
+            if (res == NULL)
+                return -1;
+            Py_DECREF(res);
+            PyErr_SetString(PyExc_RuntimeError, "walk: the relationship changed");
+        }
+        return -1;
+    }
+    uint64_t refs[P2F_BATCH];
+    unsigned char recs[P2F_BATCH_BYTES];
+    size_t psize = r->p->t->rsize;
+    int max = P2F_BATCH;
+    if (w->records && (size_t)max * psize > sizeof recs)
+        max = (int)(sizeof recs / psize);
+    int n = 0;
+    int rc = r->t->fetch(l->db, w->it.b, refs, w->records ? recs : NULL, max, &n);
+    PyObject *rows = PyList_New(n);
+    for (int i = 0; rows != NULL && i < n; i++) {
+        PyObject *x = w->records ? p2f_record_at(r->p, recs + (size_t)i * psize, refs[i])
+                                 : PyLong_FromUnsignedLongLong(refs[i]);
+        if (x == NULL)
+            Py_CLEAR(rows);
+        else
+            PyList_SET_ITEM(rows, i, x);
+    }
+    w->end = rc;
+    p2f_release(l);
+    if (rows == NULL)
+        return -1;
+    if (n == 0) {
+        Py_DECREF(rows);
+        if (rc == P2_END) {
+            w->w.done = 1;
+            return 0;
+        }
+        p2f_raise(r->c, rc == P2_OK ? P2_EINVAL : rc);
+        return -1;
+    }
+    Py_XSETREF(w->w.rows, rows);
+    w->w.i = 0;
+    return 1;
+}
+
+/* role(...) with a tuple and a dict (tp_call): the Python way with self first */
+static PyObject *p2f_role_call_slow(p2f_role *r, PyObject *args, PyObject *kw)
+{
+    if (r->pycls == NULL) {
+        PyErr_SetString(PyExc_TypeError, "role not bound (bind_role)");
+        return NULL;
+    }
+    PyObject *fn = PyObject_GetAttrString(r->pycls, "__call__");
+    if (fn == NULL)
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    PyObject *all = PyTuple_New(n + 1);
+    if (all == NULL) {
+        Py_DECREF(fn);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(all, 0, Py_NewRef(r));
+    for (Py_ssize_t i = 0; i < n; i++)
+        PyTuple_SET_ITEM(all, i + 1, Py_NewRef(PyTuple_GET_ITEM(args, i)));
+    PyObject *res = PyObject_Call(fn, all, kw);
+    Py_DECREF(all);
+    Py_DECREF(fn);
+    return res;
+}
+
+/* role(owner) of a many-role: its partners' Records */
+static PyObject *p2f_many_call(p2f_role *r, PyObject *args, PyObject *kw)
+{
+    if ((kw != NULL && PyDict_GET_SIZE(kw) > 0) || PyTuple_GET_SIZE(args) != 1)
+        return p2f_role_call_slow(r, args, kw);
+    return p2f_role_walk(r, &PyTuple_GET_ITEM(args, 0), 1, NULL, 1, "__call__");
+}
+
+static PyObject *p2f_many_refs(p2f_role *r, PyObject *const *args, size_t nargsf,
+                               PyObject *kwnames)
+{
+    return p2f_role_walk(r, args, nargsf, kwnames, 0, "refs");
+}
+
+static PyObject *p2f_many_count(p2f_role *r, PyObject *const *args, size_t nargsf,
+                                PyObject *kwnames)
+{
+    unsigned char buf[P2F_STACK_MAX];
+    uint64_t owner;
+    if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL)
+        P2F_ROLE_SLOW("count");
+    void *db = p2f_role_enter(r, 0);
+    if (db == NULL)
+        P2F_ROLE_SLOW("count");
+    if (!p2f_locate(r->c, db, args[0], &owner, buf)) {
+        p2f_release(r->c->lock);
+        P2F_ROLE_SLOW("count");
+    }
+    uint64_t n = r->t->count(db, owner);
+    p2f_release(r->c->lock);
+    return PyLong_FromUnsignedLongLong(n);
+}
+
+/* add / remove: owner (an element of the role's container) and member (of the partner) */
+static PyObject *p2f_many_change(p2f_role *r, PyObject *const *args, size_t nargsf,
+                                 PyObject *kwnames, int add)
+{
+    const char *name = add ? "add" : "remove";
+    unsigned char buf[P2F_STACK_MAX];
+    uint64_t owner, member;
+    if (PyVectorcall_NARGS(nargsf) != 2 || kwnames != NULL)
+        P2F_ROLE_SLOW(name);
+    void *db = p2f_role_enter(r, 1);
+    if (db == NULL)
+        P2F_ROLE_SLOW(name);
+    if (!p2f_locate(r->c, db, args[0], &owner, buf)
+        || !p2f_locate(r->p, db, args[1], &member, buf)) {
+        p2f_release(r->c->lock);
+        P2F_ROLE_SLOW(name);
+    }
+    int rc = add ? r->t->add(db, owner, member) : r->t->remove(db, owner, member);
+    PyObject *res;
+    if (rc != P2_OK)
+        res = p2f_raise_what(r->c, rc, add ? r->what_add : r->what_remove);
+    else
+        res = p2f_role_done(r) < 0 ? NULL : Py_NewRef(Py_None);
+    p2f_release(r->c->lock);
+    return res;
+}
+
+static PyObject *p2f_many_add(p2f_role *r, PyObject *const *args, size_t nargsf,
+                              PyObject *kwnames)
+{
+    return p2f_many_change(r, args, nargsf, kwnames, 1);
+}
+
+static PyObject *p2f_many_remove(p2f_role *r, PyObject *const *args, size_t nargsf,
+                                 PyObject *kwnames)
+{
+    return p2f_many_change(r, args, nargsf, kwnames, 0);
+}
+
+/* a one-role's ref(x) (records 0) or get(x) (1) */
+static PyObject *p2f_one_read(p2f_role *r, PyObject *const *args, size_t nargsf,
+                              PyObject *kwnames, int records, const char *slow)
+{
+    unsigned char buf[P2F_STACK_MAX];
+    uint64_t x;
+    if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL)
+        P2F_ROLE_SLOW(slow);
+    void *db = p2f_role_enter(r, 0);
+    if (db == NULL)
+        P2F_ROLE_SLOW(slow);
+    if (!p2f_locate(r->c, db, args[0], &x, buf)) {
+        p2f_release(r->c->lock);
+        P2F_ROLE_SLOW(slow);
+    }
+    uint64_t ref = r->t->get(db, x);
+    PyObject *res;
+    if (ref == UINT64_MAX)
+        res = Py_NewRef(Py_None);
+    else if (!records)
+        res = PyLong_FromUnsignedLongLong(ref);
+    else {
+        int rc = r->p->t->get(db, ref, buf);
+        res = rc == P2_OK ? p2f_record_at(r->p, buf, ref) : p2f_raise(r->p, rc);
+    }
+    p2f_release(r->c->lock);
+    return res;
+}
+
+static PyObject *p2f_one_ref(p2f_role *r, PyObject *const *args, size_t nargsf,
+                             PyObject *kwnames)
+{
+    return p2f_one_read(r, args, nargsf, kwnames, 0, "ref");
+}
+
+static PyObject *p2f_one_get(p2f_role *r, PyObject *const *args, size_t nargsf,
+                             PyObject *kwnames)
+{
+    return p2f_one_read(r, args, nargsf, kwnames, 1, "get");
+}
+
+static PyObject *p2f_one_call(p2f_role *r, PyObject *args, PyObject *kw)
+{
+    if ((kw != NULL && PyDict_GET_SIZE(kw) > 0) || PyTuple_GET_SIZE(args) != 1)
+        return p2f_role_call_slow(r, args, kw);
+    return p2f_one_read(r, &PyTuple_GET_ITEM(args, 0), 1, NULL, 1, "__call__");
+}
+
+/* set(x, partner): partner an element of the partner container, or None to clear */
+static PyObject *p2f_one_set(p2f_role *r, PyObject *const *args, size_t nargsf,
+                             PyObject *kwnames)
+{
+    unsigned char buf[P2F_STACK_MAX];
+    uint64_t x, partner = UINT64_MAX;
+    if (PyVectorcall_NARGS(nargsf) != 2 || kwnames != NULL)
+        P2F_ROLE_SLOW("set");
+    void *db = p2f_role_enter(r, 1);
+    if (db == NULL)
+        P2F_ROLE_SLOW("set");
+    if (!p2f_locate(r->c, db, args[0], &x, buf)
+        || (args[1] != Py_None && !p2f_locate(r->p, db, args[1], &partner, buf))) {
+        p2f_release(r->c->lock);
+        P2F_ROLE_SLOW("set");
+    }
+    int rc = r->t->set(db, x, partner);
+    PyObject *res;
+    if (rc != P2_OK)
+        res = p2f_raise_what(r->c, rc, r->what_set);
+    else
+        res = p2f_role_done(r) < 0 ? NULL : Py_NewRef(Py_None);
+    p2f_release(r->c->lock);
+    return res;
+}
+
+#define P2F_METH(name, fn) \
+    {name, (PyCFunction)(void (*)(void))fn, METH_FASTCALL | METH_KEYWORDS, NULL}
+
+static PyMethodDef p2f_many_methods[] = {
+    P2F_METH("refs", p2f_many_refs),
+    P2F_METH("count", p2f_many_count),
+    P2F_METH("add", p2f_many_add),
+    P2F_METH("remove", p2f_many_remove),
+    {NULL, NULL, 0, NULL}
+};
+
+static PyMethodDef p2f_one_methods[] = {
+    P2F_METH("ref", p2f_one_ref),
+    P2F_METH("get", p2f_one_get),
+    P2F_METH("set", p2f_one_set),
+    {NULL, NULL, 0, NULL}
+};
+
+static PyType_Slot p2f_many_slots[] = {
+    {Py_tp_new, (void *)PyType_GenericNew},
+    {Py_tp_dealloc, (void *)p2f_role_dealloc},
+    {Py_tp_traverse, (void *)p2f_role_traverse},
+    {Py_tp_clear, (void *)p2f_role_clear},
+    {Py_tp_call, (void *)p2f_many_call},
+    {Py_tp_methods, p2f_many_methods},
+    {Py_tp_doc, (void *)"The C paths of a many-role (see p2gen.runtime.pyapi.ManyRole)."},
+    {0, NULL}
+};
+
+static PyType_Slot p2f_one_slots[] = {
+    {Py_tp_new, (void *)PyType_GenericNew},
+    {Py_tp_dealloc, (void *)p2f_role_dealloc},
+    {Py_tp_traverse, (void *)p2f_role_traverse},
+    {Py_tp_clear, (void *)p2f_role_clear},
+    {Py_tp_call, (void *)p2f_one_call},
+    {Py_tp_methods, p2f_one_methods},
+    {Py_tp_doc, (void *)"The C paths of a one-role (see p2gen.runtime.pyapi.OneRole)."},
+    {0, NULL}
+};
+
+static PyType_Spec p2f_many_spec = {
+    "p2gen_fast.ManyRole", sizeof(p2f_role), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE, p2f_many_slots
+};
+
+static PyType_Spec p2f_one_spec = {
+    "p2gen_fast.OneRole", sizeof(p2f_role), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE, p2f_one_slots
+};
+
+/* -- RoleWalk: a Walk over a many-role's partners; made by the role in C -- */
+static int p2f_rwalk_traverse(p2f_rwalk *w, visitproc visit, void *arg)
+{
+    Py_VISIT(w->role);
+    return p2f_walk_traverse(&w->w, visit, arg);
+}
+
+static int p2f_rwalk_clear(p2f_rwalk *w)
+{
+    Py_CLEAR(w->role);
+    return p2f_walk_clear(&w->w);
+}
+
+static void p2f_rwalk_dealloc(p2f_rwalk *w)
+{
+    PyTypeObject *tp = Py_TYPE(w);
+    PyObject_GC_UnTrack(w);
+    p2f_rwalk_clear(w);
+    tp->tp_free(w);
+    Py_DECREF(tp);
+}
+
+static PyMemberDef p2f_rwalk_members[] = {
+    {"_role", T_OBJECT, offsetof(p2f_rwalk, role), 0, NULL},
+    {"_owner", T_ULONGLONG, offsetof(p2f_rwalk, owner), 0, NULL},
+    {"_records", T_BOOL, offsetof(p2f_rwalk, records), 0, NULL},
+    {NULL, 0, 0, 0, NULL}
+};
+
+static PyType_Slot p2f_rwalk_slots[] = {
+    {Py_tp_new, (void *)PyType_GenericNew},
+    {Py_tp_dealloc, (void *)p2f_rwalk_dealloc},
+    {Py_tp_traverse, (void *)p2f_rwalk_traverse},
+    {Py_tp_clear, (void *)p2f_rwalk_clear},
+    {Py_tp_members, p2f_rwalk_members},
+    {Py_tp_doc, (void *)"A walk over a many-role's partners, its batches fetched in C."},
+    {0, NULL}
+};
+
+static PyType_Spec p2f_rwalk_spec = {
+    "p2gen_fast.RoleWalk", sizeof(p2f_rwalk), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE, p2f_rwalk_slots
+};
+
+/* bind_role(role, container name, role name, container's C paths, partner's C paths,
+             walk class, Python class) -> True, or False (no C paths for it: its calls
+   stay the Python way) */
+static PyObject *p2f_bind_role(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)m;
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "bind_role() takes 7 arguments");
+        return NULL;
+    }
+    PyObject *self = args[0];
+    int many = PyObject_TypeCheck(self, p2f_many_type);
+    if (!many && !PyObject_TypeCheck(self, p2f_one_type)) {
+        PyErr_SetString(PyExc_TypeError, "bind_role(): not a role of the C paths");
+        return NULL;
+    }
+    p2f_role *r = (p2f_role *)self;
+    Py_XSETREF(r->pycls, Py_NewRef(args[6]));
+    if (!Py_IS_TYPE(args[3], p2f_type) || !Py_IS_TYPE(args[4], p2f_type)
+        || !PyType_Check(args[5])
+        || !PyType_IsSubtype((PyTypeObject *)args[5], p2f_rwalk_type))
+        Py_RETURN_FALSE;
+    const char *cname = PyUnicode_AsUTF8(args[1]), *rname = PyUnicode_AsUTF8(args[2]);
+    if (cname == NULL || rname == NULL)
+        return NULL;
+    const p2f_role_t *t = NULL;
+    for (size_t i = 0; i < sizeof p2f_roles / sizeof p2f_roles[0]; i++)
+        if (p2f_roles[i].container != NULL && strcmp(p2f_roles[i].container, cname) == 0
+            && strcmp(p2f_roles[i].role, rname) == 0 && p2f_roles[i].many == many)
+            t = &p2f_roles[i];
+    if (t == NULL)
+        Py_RETURN_FALSE;
+    PyObject *wa = PyUnicode_FromFormat("%s.%s: add", cname, rname);
+    PyObject *wr = PyUnicode_FromFormat("%s.%s: remove", cname, rname);
+    PyObject *ws = PyUnicode_FromFormat("%s.%s: set", cname, rname);
+    if (wa == NULL || wr == NULL || ws == NULL) {
+        Py_XDECREF(wa);
+        Py_XDECREF(wr);
+        Py_XDECREF(ws);
+        return NULL;
+    }
+    Py_XSETREF(r->what_add, wa);
+    Py_XSETREF(r->what_remove, wr);
+    Py_XSETREF(r->what_set, ws);
+    Py_XSETREF(r->c, (p2f_obj *)Py_NewRef(args[3]));
+    Py_XSETREF(r->p, (p2f_obj *)Py_NewRef(args[4]));
+    Py_XSETREF(r->walk_cls, Py_NewRef(args[5]));
+    r->t = t;
+    Py_RETURN_TRUE;
+}
 
 /* -- Field: a record class's accessor of field i (what a property reading
       self._values[i] does, without a Python call) -- */
@@ -1071,13 +1773,13 @@ static Py_ssize_t p2f_slot_offset(PyObject *descr, PyObject *rec)
 }
 
 /* container(name, lock, owner, record class, values slot, ref slot, origin slot,
-             insert, get, find, update_by, delete_by, fail) -> Container, or None when the
+             insert, get, find, update_by, delete_by, fail, update, delete) -> Container, or None when the
    container has no table (a record with text fields) */
 static PyObject *p2f_new(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)m;
-    if (nargs != 13) {
-        PyErr_SetString(PyExc_TypeError, "container() takes 13 arguments");
+    if (nargs != 15) {
+        PyErr_SetString(PyExc_TypeError, "container() takes 15 arguments");
         return NULL;
     }
     const char *name = PyUnicode_AsUTF8(args[0]);
@@ -1138,6 +1840,8 @@ static PyObject *p2f_new(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     o->slow_update_by = Py_NewRef(args[10]);
     o->slow_delete_by = Py_NewRef(args[11]);
     o->fail = Py_NewRef(args[12]);
+    o->slow_update = Py_NewRef(args[13]);
+    o->slow_delete = Py_NewRef(args[14]);
     o->zero = PyMem_Calloc(1, t->rsize);
     if (o->zero == NULL) {
         PyObject_GC_Track(o);
@@ -1157,7 +1861,10 @@ static PyMethodDef p2f_module_methods[] = {
      "field(i, values slot, doc) -> a record class's accessor of field i"},
     {"container", (PyCFunction)(void (*)(void))p2f_new, METH_FASTCALL,
      "container(name, lock, owner, record, values, ref, origin, insert, get, find, "
-     "update_by, delete_by, fail) -> the C paths of a container, or None"},
+     "update_by, delete_by, fail, update, delete) -> the C paths of a container, or None"},
+    {"bind_role", (PyCFunction)(void (*)(void))p2f_bind_role, METH_FASTCALL,
+     "bind_role(role, container, name, its C paths, the partner's, walk class, Python "
+     "class) -> whether the role's calls take the C paths"},
     {NULL, NULL, 0, NULL}
 };
 
@@ -1189,12 +1896,21 @@ static PyObject *p2f_make(void)
         p2f_fieldget_type = (PyTypeObject *)PyType_FromSpec(&p2f_fieldget_spec);
         if (p2f_fieldget_type == NULL)
             return NULL;
+        p2f_many_type = (PyTypeObject *)PyType_FromSpec(&p2f_many_spec);
+        p2f_one_type = (PyTypeObject *)PyType_FromSpec(&p2f_one_spec);
+        p2f_rwalk_type = (PyTypeObject *)PyType_FromSpecWithBases(&p2f_rwalk_spec,
+                                                                  (PyObject *)p2f_walk_type);
+        if (p2f_many_type == NULL || p2f_one_type == NULL || p2f_rwalk_type == NULL)
+            return NULL;
     }
     PyObject *mod = PyModule_Create(&p2f_module);
     if (mod == NULL)
         return NULL;
     if (PyModule_AddObjectRef(mod, "Lock", (PyObject *)p2f_lock_type) < 0
         || PyModule_AddObjectRef(mod, "Walk", (PyObject *)p2f_walk_type) < 0
+        || PyModule_AddObjectRef(mod, "RoleWalk", (PyObject *)p2f_rwalk_type) < 0
+        || PyModule_AddObjectRef(mod, "ManyRole", (PyObject *)p2f_many_type) < 0
+        || PyModule_AddObjectRef(mod, "OneRole", (PyObject *)p2f_one_type) < 0
         || PyModule_AddIntConstant(mod, "STACK_MAX", P2F_STACK_MAX) < 0
         || PyModule_AddIntConstant(mod, "API", P2F_API) < 0) {
         Py_DECREF(mod);
@@ -1260,7 +1976,8 @@ def fast_c(checked: CheckedSpec) -> str:
     p = checked.prefix
     journal = any(getattr(f, "journal", None) for f in getattr(checked, "files", ()))
     out = [f'#define P2F_MODULE "_{p}_fast"', f"#define P2F_STACK_MAX {STACK_MAX}",
-           f"#define P2F_API {API}"]
+           f"#define P2F_API {API}",
+           f"#define P2F_ITER_MAX {ITER_MAX}   /* larger role iterators keep the Python walks */"]
     head = FAST_C.index("/* -- Lock")
     out.append(FAST_C[:head])
     if journal:
@@ -1305,12 +2022,64 @@ def fast_c(checked: CheckedSpec) -> str:
                         f"{{ return p2py__{cp}_delkey_{k}(db, (({R} const *)kr)->{k}, ref); }}"]
                 fns = [f"p2f__{cp}_find", f"p2f__{cp}_upd", f"p2f__{cp}_del"]
         guard = f"p2f__guard" if journal else "NULL"
+        names = [f.name for f in info.record.fields]
+        kidx = ", ".join(str(names.index(k)) for k in keys) or "-1"
+        out += [f"static const int p2f__{cp}_keys[] = {{ {kidx} }};",
+                f"static int p2f__{cp}_update(void *db, uint64_t *ref, const void *rec)",
+                f"{{ return {cp}_update(db, ref, rec); }}",
+                f"static int p2f__{cp}_delete(void *db, uint64_t ref)",
+                f"{{ return {cp}_delete(db, ref); }}"]
         tables.append(f'    {{ {ok} ? "{info.name}" : NULL, sizeof({R}), '
                       f"(int)(sizeof p2f__{cp}_fields / sizeof p2f__{cp}_fields[0]), "
                       f"p2f__{cp}_fields, {key}, p2f__{cp}_insert, p2f__{cp}_get, {', '.join(fns)}, "
-                      f"{guard} }},")
+                      f"{guard}, {len(keys)}, p2f__{cp}_keys, p2f__{cp}_update, "
+                      f"p2f__{cp}_delete }},")
     if not tables:
-        tables.append("    { NULL, 0, 0, NULL, -1, NULL, NULL, NULL, NULL, NULL, NULL },")
-    out += ["static const p2f_container p2f_containers[] = {", *tables, "};",
-            FAST_C[head:]]
+        tables.append("    { NULL, 0, 0, NULL, -1, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL, "
+                      "NULL, NULL },")
+    out += ["static const p2f_container p2f_containers[] = {", *tables, "};"]
+    out += _roles_c(checked)
+    out.append(FAST_C[head:])
     return "\n".join(out)
+
+
+def _roles_c(checked: CheckedSpec) -> list:
+    """The table of the spec's roles whose containers both have C paths (records without
+    text fields), and their adapters."""
+    p = checked.prefix
+    out, rows = [], []
+    for rel in checked.relationships:
+        for role in rel.roles:
+            if role.container.text_fields or role.partner.container.text_fields:
+                continue
+            rp = role.p
+            name = f'"{role.container.name}", "{role.name}"'
+            if role.many:
+                it = f"{rp}_iter"
+                out += [f"/* role {role.container.name}.{role.name} (many) */",
+                        f"static int p2f__{rp}_open(void *db, void *it, uint64_t owner)",
+                        f"{{ return {rp}_open(db, it, owner); }}",
+                        f"static int p2f__{rp}_fetch(void *db, void *it, uint64_t *refs, "
+                        f"void *recs, int max, int *n)",
+                        f"{{ return p2py__{rp}_open_fetch(db, it, ({p}_ref *)refs, recs, max, n); }}",
+                        f"static uint64_t p2f__{rp}_count(void *db, uint64_t owner)",
+                        f"{{ return {rp}_count(db, owner); }}",
+                        f"static int p2f__{rp}_add(void *db, uint64_t owner, uint64_t member)",
+                        f"{{ return {rp}_add(db, owner, member); }}",
+                        f"static int p2f__{rp}_remove(void *db, uint64_t owner, uint64_t member)",
+                        f"{{ return {rp}_remove(db, owner, member); }}"]
+                rows.append(f"    {{ sizeof({it}) <= P2F_ITER_MAX ? \"{role.container.name}\" : NULL, "
+                            f'"{role.name}", 1, p2f__{rp}_open, p2f__{rp}_fetch, p2f__{rp}_count, '
+                            f"p2f__{rp}_add, p2f__{rp}_remove, NULL, NULL }},")
+            else:
+                setter = f"{role.container.p}_set_{role.name}"
+                out += [f"/* role {role.container.name}.{role.name} (one) */",
+                        f"static uint64_t p2f__{rp}_get(void *db, uint64_t x)",
+                        f"{{ return {rp}(db, x); }}",
+                        f"static int p2f__{rp}_set(void *db, uint64_t x, uint64_t partner)",
+                        f"{{ return {setter}(db, x, partner); }}"]
+                rows.append(f"    {{ {name}, 0, NULL, NULL, NULL, NULL, NULL, p2f__{rp}_get, "
+                            f"p2f__{rp}_set }},")
+    if not rows:
+        rows.append("    { NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL },")
+    return out + ["static const p2f_role_t p2f_roles[] = {", *rows, "};"]

@@ -174,7 +174,7 @@ __all__ = ["P2Error", "NotFoundError", "DuplicateError", "RangeError", "ClosedEr
 # p2_runtime.h, read by p2gen.runtime.codes): P2_OK = 0, P2_END = 1, ..., P2_EBUSY = 11.
 globals().update((c.name, c.value) for c in CODES)
 NOREF = (1 << 64) - 1    # <prefix>_NOREF: a ref field or one-role naming no element
-FAST_API = 3              # the C paths' module this layer drives (generator/pyfast.API)
+FAST_API = 4              # the C paths' module this layer drives (generator/pyfast.API)
 TEXT_MAX = 1 << 40        # the generated set_<text> refuses texts this long (P2_ERANGE)
 
 
@@ -592,8 +592,13 @@ class _Spec:
         if self.fast is not None:
             self.Cursor = type("Cursor", (self.fast.Walk, Cursor), {"__module__": p})
         self.Links = Links
+        self.ManyRole, self.OneRole = ManyRole, OneRole
         if self.fast is not None:
-            self.Links = type("Links", (self.fast.Walk, Links), {"__module__": p})
+            # walks over fast.RoleWalk (a role bound to its C paths makes them in C);
+            # roles over the C paths' role types (see Database: bind_role)
+            self.Links = type("Links", (self.fast.RoleWalk, Links), {"__module__": p})
+            self.ManyRole = type("ManyRole", (self.fast.ManyRole, ManyRole), {"__module__": p})
+            self.OneRole = type("OneRole", (self.fast.OneRole, OneRole), {"__module__": p})
         self.Database = type(f"{p}.Database", (Database,), {"__slots__": ()})
         self.Database.__qualname__ = "Database"
         self.Database.__module__ = p
@@ -694,12 +699,15 @@ class Database:
         for name, c in spec.containers.items():
             owner = self._containers[name]
             for r in c.get("roles", ()):
-                cls = ManyRole if r["many"] else OneRole
+                cls = spec.ManyRole if r["many"] else spec.OneRole
                 owner._roles[r["role"]] = cls(owner, self._containers[r["partner"]["container"]],
                                               r)
         for c in self._containers.values():
             for r in c._roles.values():
                 r.partner_role = r.partner._roles[r._meta["partner"]["role"]]
+                if spec.fast is not None:     # its calls cross into C once (pyfast)
+                    spec.fast.bind_role(r, c.name, r.name, c._fc, r.partner._fc, spec.Links,
+                                        ManyRole if r.many else OneRole)
 
     def _database(self) -> "Database":
         return self
@@ -936,7 +944,7 @@ class Container:
         self._fill_fast = self._zero = None
         if layout.body is not None:
             self._fill_fast, self._zero = _packer(layout, self._scratch_buf)
-        self._rows_c = None
+        self._rows_c = self._fc = None
         if not _install_c_paths(self):
             _install_fast_paths(self)
 
@@ -1586,11 +1594,13 @@ def _install_c_paths(c: Container) -> bool:
     fc = fast.container(c.name, c._db._lock, c, c.record, *_RECORD_SLOTS,
                         cls.insert.__get__(c), cls.get.__get__(c), cls.find.__get__(c),
                         cls.update_by.__get__(c),
-                        cls.delete_by.__get__(c), c._fail)
+                        cls.delete_by.__get__(c), c._fail, cls.update.__get__(c),
+                        cls.delete.__get__(c))
     if fc is None:
         return False
+    c._fc = fc
     c._rows_c = fc.rows
-    c.insert, c.get = fc.insert, fc.get
+    c.insert, c.get, c.update, c.delete = fc.insert, fc.get, fc.update, fc.delete
     if len(c.keys) == 1:
         f = c._fields[c.keys[0]]
         if f.kind == "int" and f.target is None:
@@ -2113,8 +2123,8 @@ class Links:
         rc = role._c["open"](h, self._it, self._owner)
         if rc != P2_OK:
             raise c._fail(rc, f"{c.name}.{role.name}: opening")
-        self._stamp = (c._links, role.partner._links)
-        # what the C next() of a class over fast.Walk reads (see _Spec.Links)
+        # what the C next() of a class over fast.Walk reads (see _Spec.Links); the
+        # counters it walks under are _version and _walk_val2
         self._walk_lock = c._db._lock
         self._walk_key = "_links"
         self._walk_dict, self._version = c.__dict__, c._links
@@ -2146,7 +2156,8 @@ class Links:
         if i < len(self._rows) and not self._done:
             role = self._role
             c = role.container
-            if (c._links, role.partner._links) == self._stamp and c._db._handle_ is not None:
+            if c._links == self._version and role.partner._links == self._walk_val2 \
+                    and c._db._handle_ is not None:
                 self._i = i + 1
                 return self._rows[i]
         with self._role.container._db._lock:
@@ -2156,7 +2167,7 @@ class Links:
         role = self._role
         c, p = role.container, role.partner
         h = c._db._handle()
-        if (c._links, p._links) != self._stamp:
+        if c._links != self._version or p._links != self._walk_val2:
             raise RuntimeError(f"{c.name} or {p.name} changed while walking "
                                f"{c.name}.{role.name}; collect the partners first "
                                f"(list(...)), then change")

@@ -27,6 +27,11 @@ record item { id: u32; qty: i32; }
 container items of item = top2ds[iarray[transient]] with iarray(key = id, max_key = 1000);
 cursor big on things where c > $min;
 relationship owns one others.things to many things.owner = ilist;
+record tagr { n: i32; }
+container tags of tagr = top2ds[array[transient]];
+relationship tagging many things.tags to many tags.tagged = refarray(capacity = 1);
+relationship best one others.best to one things.best_of = refarray;
+relationship chain one tags.up to many tags.down = ilist;
 """
 
 
@@ -461,3 +466,203 @@ def test_the_extension_compiles_with_warnings_as_errors(mod):
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "p2py__fast_init" in open(src).read()
+
+
+# ---------------------------------------------------------------------------------------
+# Roles: their calls and walks in C (a role of two containers without text fields)
+# ---------------------------------------------------------------------------------------
+def test_roles_take_the_c_paths_where_they_can(db, mod):
+    fast = sys.modules["_p2t_fast_fast"]
+    o, t, g = db.others, db.things, db.tags
+    for role in (o.things, t.tags, g.tagged, g.up):
+        assert isinstance(role, fast.ManyRole) and isinstance(role, pyapi.ManyRole)
+    for role in (t.owner, o.best, t.best_of, g.down):
+        assert isinstance(role, fast.OneRole) and isinstance(role, pyapi.OneRole)
+    x = o.insert(id=1)
+    a = t.insert(id=1)
+    o.things.add(x, a)
+    w = o.things(x)
+    assert isinstance(w, fast.RoleWalk) and isinstance(w, pyapi.Links)
+    assert "_it" not in vars(w)                  # made in C: no Python iterator state
+    assert w._owner == x.ref and w._role is o.things and w._records is True
+    assert repr(w) == f"<walk of others.things of {x.ref}>"
+    assert list(w) == [a] and list(o.things.refs(x)) == [a.ref]
+    # a walk's change check and its end hold as in the Python walk
+    w = o.things.refs(x)
+    assert next(w) == a.ref
+    with pytest.raises(StopIteration):
+        next(w)
+    with pytest.raises(StopIteration):
+        next(w)
+
+
+def _outcome(call):
+    """What a call gives: its value (Records as their values and reference), or its
+    exception's type and message."""
+    try:
+        v = call()
+        if isinstance(v, pyapi.Links):
+            v = list(v)
+    except (pyapi.P2Error, TypeError, ValueError, RuntimeError, KeyError) as e:
+        return ("raised", type(e).__name__, str(e))
+
+    def plain(x):
+        if isinstance(x, pyapi.Record):
+            return ("record", x._values, x.ref, x._origin)
+        if isinstance(x, list):
+            return [plain(y) for y in x]
+        return x
+    return plain(v)
+
+
+def _role_ops(rnd, n):
+    """n random calls on roles, containers and walks, as (name, function of the
+    database's state) pairs; values that are wrong on purpose among them."""
+    ops = []
+    for _ in range(n):
+        k = rnd.randrange(16)
+        i, j = rnd.randrange(12), rnd.randrange(12)
+        ops.append((k, i, j, rnd.random()))
+    return ops
+
+
+def _run_role_ops(d, ops):
+    """Apply ops to database d; the outcome of each."""
+    o, t, g = d.others, d.things, d.tags
+    xs = [o.insert(id=i) for i in range(6)]
+    ts = [t.insert(id=i, c=i) for i in range(12)]
+    gs = [g.insert(n=i) for i in range(8)]
+    out = []
+
+    def pick(seq, i, u):
+        """an element: a Record, its int reference, a reference with no element, a stale
+        Record, a bool, a Record of another container or None"""
+        r = seq[i % len(seq)]
+        if u < 0.45:
+            return r
+        if u < 0.75:
+            return r.ref
+        if u < 0.8:
+            return 10_000 + i
+        if u < 0.85:
+            return -1 if i % 2 else (1 << 64) - 1
+        if u < 0.9:
+            return True
+        if u < 0.95:
+            return gs[i % len(gs)] if seq is not gs else xs[0]
+        return None
+
+    for k, i, j, u in ops:
+        if k == 0:
+            call = lambda: o.things.add(pick(xs, i, u), pick(ts, j, u))
+        elif k == 1:
+            call = lambda: o.things.remove(pick(xs, i, u), pick(ts, j, u))
+        elif k == 2:
+            call = lambda: o.things(pick(xs, i, u))
+        elif k == 3:
+            call = lambda: o.things.refs(pick(xs, i, u))
+        elif k == 4:
+            call = lambda: o.things.count(pick(xs, i, u))
+        elif k == 5:
+            call = lambda: t.owner(pick(ts, i, u))
+        elif k == 6:
+            call = lambda: t.owner.ref(pick(ts, i, u))
+        elif k == 7:
+            call = lambda: t.owner.set(pick(ts, i, u), pick(xs, j, u) if u < 0.9 else None)
+        elif k == 8:
+            call = lambda: t.tags.add(pick(ts, i, u), pick(gs, j, u))
+        elif k == 9:
+            call = lambda: g.tagged(pick(gs, i, u))
+        elif k == 10:
+            call = lambda: o.best.set(pick(xs, i, u), pick(ts, j, u))
+        elif k == 11:
+            call = lambda: t.best_of.get(pick(ts, i, u))
+        elif k == 12:
+            call = lambda: g.up.add(pick(gs, i, u), pick(gs, j, u))
+        elif k == 13:
+            call = lambda: g.down(pick(gs, i, u))
+        elif k == 14:                 # update(record) and delete(record): stale ones too
+            def call():
+                r = t.update(pick(ts, i, u), c=int(u * 1000), a=i - 6)
+                ts[i % len(ts)] = r
+                return r
+        else:
+            def call():
+                t.delete(pick(ts, i, u))
+                ts[i % len(ts)] = t.insert(id=100 + i, c=j)   # stale where it was kept
+                return ts[i % len(ts)]
+        out.append((k, _outcome(call)))
+    out.append(("walks", [_outcome(lambda x=x: o.things(x)) for x in xs],
+                [_outcome(lambda x=x: g.tagged(x)) for x in gs]))
+    return out
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_roles_differential_against_the_python_paths(mod, seed):
+    """The same random calls on roles (good values and wrong ones) through the C paths
+    and through the Python paths (a binding without the fast module) give the same values,
+    the same exceptions with the same messages, and the same database."""
+    import random
+    ops = _role_ops(random.Random(seed), 400)
+    api = pyapi.bind(mod.ffi, _Without(mod.lib), mod.METADATA)
+    with api.open(None) as plain, mod.open(None) as fast:
+        assert api.fast is None and type(fast._lock).__name__ == "Lock"
+        a, b = _run_role_ops(plain, ops), _run_role_ops(fast, ops)
+        for n, (x, y) in enumerate(zip(a, b)):
+            assert x == y, f"op {n} ({ops[n] if n < len(ops) else 'walks'})"
+        assert [r._values for r in plain.things] == [r._values for r in fast.things]
+
+
+def test_role_calls_on_a_closed_database_raise_closed_error(mod):
+    d = mod.open(None)
+    o, t = d.others, d.things
+    x, a = o.insert(id=1), t.insert(id=1)
+    o.things.add(x, a)
+    w = o.things(x)
+    d.close()
+    for call in (lambda: o.things(x), lambda: o.things.refs(x), lambda: o.things.count(x),
+                 lambda: o.things.add(x, a), lambda: o.things.remove(x, a),
+                 lambda: t.owner(a), lambda: t.owner.ref(a), lambda: t.owner.set(a, None),
+                 lambda: next(w), lambda: t.update(a, c=1), lambda: t.delete(a)):
+        with pytest.raises(pyapi.ClosedError):
+            call()
+
+
+def test_role_walks_fetch_in_batches_and_see_changes(db):
+    o, t = db.others, db.things
+    x = o.insert(id=1)
+    for i in range(200):                          # more than one batch
+        o.things.add(x, t.insert(id=i, c=i))
+    assert [r.c for r in o.things(x)] == list(range(200))
+    assert o.things.count(x) == 200
+    w = o.things(x)
+    for _ in range(70):                           # into the second batch
+        next(w)
+    o.things.remove(x, t.find(3))                 # a role's change: the walk stops
+    with pytest.raises(RuntimeError, match="changed while walking"):
+        next(w)
+    w = o.things.refs(x)
+    next(w)
+    t.owner.set(t.find(150), None)                # from the other end too
+    with pytest.raises(RuntimeError, match="changed while walking"):
+        next(w)
+    v = (o._links, t._links)
+    list(o.things(x))
+    o.things.count(x)
+    t.owner.ref(t.find(7))
+    assert (o._links, t._links) == v               # reads change nothing
+
+
+def test_role_calls_wait_for_another_thread_holding_the_lock(db):
+    o, t = db.others, db.things
+    x, a = o.insert(id=1), t.insert(id=1)
+    got = []
+    db._lock.acquire()
+    th = threading.Thread(target=lambda: (o.things.add(x, a),
+                                          got.append(list(o.things.refs(x)))))
+    th.start()
+    th.join(0.2)
+    assert th.is_alive() and not got              # waiting on the Python way
+    db._lock.release()
+    th.join()
+    assert got == [[a.ref]]

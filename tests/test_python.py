@@ -915,6 +915,42 @@ def test_insert_many_checks_every_row_first_and_reports_c_errors_by_index(nump, 
         d.alls.insert_many([{"g": 1}])
 
 
+class _Counting:
+    """A lib that records the calls of one function (the rest passes through)."""
+
+    def __init__(self, lib, name):
+        self._lib, self._name, self.calls = lib, name, []
+
+    def __getattr__(self, name):
+        fn = getattr(self._lib, name)
+        if name != self._name:
+            return fn
+
+        def call(*args):
+            self.calls.append(args[1:])
+            return fn(*args)
+        return call
+
+
+def test_insert_many_reserves_room_for_every_row_first(nump, tmp_path):
+    """A bulk load first makes room for all its rows (the container's reserve, counting
+    the elements already there), so that the C loop never regrows the storage."""
+    import numpy as np
+    lib = _Counting(nump.lib, "p2t_nump_alls_reserve")
+    api = pyapi.bind(nump.ffi, lib, nump.METADATA)
+    with api.open(tmp_path) as d:
+        d.alls.insert(g=10_000)
+        arr = np.zeros(300, dtype=d.alls.dtype)
+        arr["g"], arr["r"] = np.arange(300), pyapi.NOREF
+        assert d.alls.insert_many(arr) == 300
+        assert lib.calls == [(301,)]
+        assert d.alls.insert_many([{"g": 20_000}, {"g": 20_001}]) == 2
+        assert lib.calls[-1] == (303,)
+        assert sorted(r.g for r in d.alls) == list(range(300)) + [10_000, 20_000, 20_001]
+        with pytest.raises(pyapi.RangeError):       # a bad row: nothing reserved or inserted
+            d.alls.insert_many([{"g": 1}, {"g": -1}])
+        assert len(lib.calls) == 2 and len(d.alls) == 303
+
 CLASH = """
 record thing { ref: u32; key: i16; }
 record other { id: u32; }

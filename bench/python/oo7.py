@@ -151,8 +151,7 @@ class P2OO7:
     def _walk(self, update: bool):
         db = self.db
         get = db.atomic_parts.get
-        # by key: update_by crosses into C once (update(record) takes the Python path)
-        upd = db.atomic_parts.update_by
+        upd = db.atomic_parts.update          # the record just read: one crossing into C
         out = db.atomic_parts.out.refs
         dst = db.connections.dst.ref
         n = edges = s = 0
@@ -166,7 +165,7 @@ class P2OO7:
                 n += 1
                 s += a.x
                 if update:
-                    upd(a.id, x=a.y, y=a.x)
+                    upd(a, x=a.y, y=a.x)
                 for k in out(r):
                     edges += 1
                     b = dst(k)

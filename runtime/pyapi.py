@@ -132,11 +132,16 @@ Threads
     different opens are independent.
 C paths
     The extension built by p2gen carries a small CPython module, `_<prefix>_fast`
-    (generator/pyfast.py). With it, for a record without text fields, insert(**fields)
-    and get(ref) of an int reference and, over a single integer key, find(key),
-    update_by(key, **fields) and delete_by(key)
+    (generator/pyfast.py). With it, for a record without text fields, insert(**fields),
+    get(ref) of an int reference, update(rec_or_ref, **fields), delete(rec_or_ref) and,
+    over a single integer key, find(key), update_by(key, **fields) and delete_by(key)
     run in C from the call to the Record returned, and a cursor's next() returns its
-    fetched batch (Records made in C) without Python code per row. They take only the
+    fetched batch (Records made in C) without Python code per row. The roles of a
+    relationship between two such containers are instances of the module's ManyRole /
+    OneRole: role(owner), refs, count, add, remove, ref, get and set locate their
+    elements (an int reference, or a Record whose key fields its element still has) and
+    call C once, and a walk (a Links over the module's RoleWalk) keeps its C iterator and
+    fetches its batches in C. They take only the
     common case (keyword fields, exact int / float / str / bytes / None values that fit,
     an open database, the lock free or already this thread's) and hand anything else to
     the Python method they shadow, which raises the precise error: the results, errors,
@@ -700,8 +705,15 @@ class Database:
             owner = self._containers[name]
             for r in c.get("roles", ()):
                 cls = spec.ManyRole if r["many"] else spec.OneRole
-                owner._roles[r["role"]] = cls(owner, self._containers[r["partner"]["container"]],
-                                              r)
+                role = owner._roles[r["role"]] = cls(
+                    owner, self._containers[r["partner"]["container"]], r)
+                # `container.role_name` as a plain attribute where nothing of the container
+                # has that name: reached without __getattr__ (which only runs after a failed
+                # lookup, an AttributeError raised and caught per use)
+                n = r["role"]
+                if _attribute_name(n, type(owner)) and not n.startswith("_") \
+                        and n not in vars(owner):
+                    vars(owner)[n] = role
         for c in self._containers.values():
             for r in c._roles.values():
                 r.partner_role = r.partner._roles[r._meta["partner"]["role"]]

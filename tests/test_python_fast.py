@@ -478,6 +478,8 @@ def test_roles_take_the_c_paths_where_they_can(db, mod):
         assert isinstance(role, fast.ManyRole) and isinstance(role, pyapi.ManyRole)
     for role in (t.owner, o.best, t.best_of, g.down):
         assert isinstance(role, fast.OneRole) and isinstance(role, pyapi.OneRole)
+    # roles are plain attributes of their container (no __getattr__ per use)
+    assert vars(o)["things"] is o.role("things") and vars(g)["up"] is g.role("up")
     x = o.insert(id=1)
     a = t.insert(id=1)
     o.things.add(x, a)

@@ -499,8 +499,10 @@ def run(systems: list, w, reps: int, say: Callable[[str], None] = lambda m: None
     (phases oo7.PHASES); each entry names its workload."""
     entries, failures = [], []
     times: dict = {}
-    for s in systems:
-        for rep in range(reps):
+    # repetition-major: every system runs once per round, so that a busy spell of the
+    # (shared) machine falls on all of them rather than on one system's repetitions
+    for rep in range(reps):
+        for s in systems:
             s.open(w)
             try:
                 for op in phases:
@@ -535,6 +537,7 @@ def run(systems: list, w, reps: int, say: Callable[[str], None] = lambda m: None
                         "rows": w.rows, "checked": checked, "expected": expected})
             finally:
                 s.close()
+    for s in systems:
         say(f"{s.name}: " + ", ".join(
             f"{op} {statistics.median(times[(s.name, op)]):,.0f} ns"
             for op in phases if (s.name, op) in times))

@@ -409,7 +409,10 @@ typedef struct {
     const p2f_container *t;
     p2f_lock *lock;
     PyObject *owner;          /* the Python Container (its methods are the Python way) */
-    PyObject *dict;           /* its __dict__: _version, _links */
+    PyObject *dict;           /* its __dict__ */
+    /* the container's change counters (Container._version, _links read and write them
+       here): plain C counters, so that a change bumps them without a dict lookup */
+    unsigned long long version, links;
     PyTypeObject *rec;        /* the Record class */
     PyObject *origin;         /* the container's name */
     Py_ssize_t off_values, off_ref, off_origin;
@@ -511,28 +514,12 @@ static PyObject *p2f_record_at(p2f_obj *o, const unsigned char *rec, uint64_t re
     return r;
 }
 
-static int p2f_bump1(PyObject *d, PyObject *name)
-{
-    PyObject *v = PyDict_GetItemWithError(d, name);   /* borrowed */
-    if (v == NULL) {
-        if (!PyErr_Occurred())
-            PyErr_SetObject(PyExc_AttributeError, name);
-        return -1;
-    }
-    PyObject *w = PyNumber_Add(v, p2f_one);
-    if (w == NULL)
-        return -1;
-    int rc = PyDict_SetItem(d, name, w);
-    Py_DECREF(w);
-    return rc;
-}
-
 /* the container changed: _version and _links bumped (as Container._changed) */
 static int p2f_changed(p2f_obj *o)
 {
-    if (p2f_bump1(o->dict, p2f_s_version) < 0)
-        return -1;
-    return p2f_bump1(o->dict, p2f_s_links);
+    o->version++;
+    o->links++;
+    return 0;
 }
 
 /* Raise the container's error for code rc (Container._fail; the lock is held). */
@@ -924,7 +911,16 @@ static PyMethodDef p2f_methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
+static PyMemberDef p2f_members[] = {
+    {"version", T_ULONGLONG, offsetof(p2f_obj, version), 0,
+     "the container's _version: bumped by every change not made through a cursor"},
+    {"links", T_ULONGLONG, offsetof(p2f_obj, links), 0,
+     "the container's _links: bumped by every change and every change of a role"},
+    {NULL, 0, 0, 0, NULL}
+};
+
 static PyType_Slot p2f_slots[] = {
+    {Py_tp_members, p2f_members},
     {Py_tp_dealloc, (void *)p2f_dealloc},
     {Py_tp_traverse, (void *)p2f_traverse},
     {Py_tp_clear, (void *)p2f_clear},
@@ -1003,6 +999,18 @@ static void p2f_walk_dealloc(p2f_walk *w)
 /* 1 the counter `key` in dict d is still `was`, 0 not (or not there), -1 an error */
 static int p2f_same(PyObject *d, PyObject *key, PyObject *was)
 {
+    if (d != NULL && Py_IS_TYPE(d, p2f_type) && was != NULL && PyLong_CheckExact(was)) {
+        /* the C paths of a container: its counters are C fields */
+        p2f_obj *o = (p2f_obj *)d;
+        int links = key == p2f_s_links
+                    || (PyUnicode_Check(key) && PyUnicode_Compare(key, p2f_s_links) == 0);
+        unsigned long long v = PyLong_AsUnsignedLongLong(was);
+        if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 0;
+        }
+        return v == (links ? o->links : o->version);
+    }
     if (d == NULL || !PyDict_CheckExact(d) || was == NULL || !PyUnicode_CheckExact(key))
         return 0;
     PyObject *now = PyDict_GetItemWithError(d, key);   /* borrowed */
@@ -1213,9 +1221,9 @@ static void *p2f_role_enter(p2f_role *r, int writes)
    Role._done) */
 static int p2f_role_done(p2f_role *r)
 {
-    if (p2f_bump1(r->c->dict, p2f_s_links) < 0)
-        return -1;
-    return p2f_bump1(r->p->dict, p2f_s_links);
+    r->c->links++;
+    r->p->links++;
+    return 0;
 }
 
 static int p2f_rwalk_refill(PyObject *self);
@@ -1236,19 +1244,21 @@ static PyObject *p2f_role_walk(p2f_role *r, PyObject *const *args, size_t nargsf
         p2f_release(l);
         P2F_ROLE_SLOW(slow);
     }
-    PyObject *v1 = PyDict_GetItemWithError(r->c->dict, p2f_s_links);    /* borrowed */
-    PyObject *v2 = v1 == NULL ? NULL : PyDict_GetItemWithError(r->p->dict, p2f_s_links);
     PyTypeObject *cls = (PyTypeObject *)r->walk_cls;
+    PyObject *v1 = PyLong_FromUnsignedLongLong(r->c->links);
+    PyObject *v2 = v1 == NULL ? NULL : PyLong_FromUnsignedLongLong(r->p->links);
     p2f_rwalk *w = v2 == NULL ? NULL : (p2f_rwalk *)cls->tp_alloc(cls, 0);
     if (w == NULL) {
         p2f_release(l);
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_AttributeError, "_links");
+        Py_XDECREF(v1);
+        Py_XDECREF(v2);
         return NULL;
     }
     if (r->t->open(db, w->it.b, owner) != P2_OK) {
         p2f_release(l);
         Py_DECREF(w);
+        Py_DECREF(v1);
+        Py_DECREF(v2);
         P2F_ROLE_SLOW(slow);      /* raises what opening says */
     }
     w->role = Py_NewRef(r);
@@ -1256,11 +1266,11 @@ static PyObject *p2f_role_walk(p2f_role *r, PyObject *const *args, size_t nargsf
     w->records = (char)records;
     w->end = P2_OK;
     w->w.refill = p2f_rwalk_refill;
-    w->w.version = Py_NewRef(v1);
-    w->w.cdict = Py_NewRef(r->c->dict);
+    w->w.version = v1;
+    w->w.cdict = Py_NewRef(r->c);
     w->w.key = Py_NewRef(p2f_s_links);
-    w->w.cdict2 = Py_NewRef(r->p->dict);
-    w->w.val2 = Py_NewRef(v2);
+    w->w.cdict2 = Py_NewRef(r->p);
+    w->w.val2 = v2;
     w->w.lock = Py_NewRef(l);
     p2f_release(l);
     return (PyObject *)w;
@@ -1828,6 +1838,7 @@ static PyObject *p2f_new(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     o->lock = (p2f_lock *)Py_NewRef(args[1]);
     o->owner = Py_NewRef(args[2]);
     o->dict = dict;
+    o->version = o->links = 0;
     o->rec = (PyTypeObject *)Py_NewRef(args[3]);
     o->origin = Py_NewRef(args[0]);
     o->off_values = ov;

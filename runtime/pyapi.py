@@ -884,6 +884,7 @@ class Container:
 
     def __init__(self, db: Database, meta: dict):
         spec = db._spec_
+        self._fc = None     # the C paths (_install_c_paths), which then hold the counters
         self._db = db
         self._spec = spec
         self._ffi = ffi = spec.ffi
@@ -956,9 +957,44 @@ class Container:
         self._fill_fast = self._zero = None
         if layout.body is not None:
             self._fill_fast, self._zero = _packer(layout, self._scratch_buf)
-        self._rows_c = self._fc = None
+        self._rows_c = None
         if not _install_c_paths(self):
             _install_fast_paths(self)
+
+    # -- the change counters: C fields of the C paths when there are some (bumped there
+    #    without a dict lookup), else in the instance's __dict__ under the same names
+    #    (what a walk's _walk_dict holds: the C paths object, or that dict) ----------------
+    @property
+    def _version(self) -> int:
+        """Bumped by every change not made through a cursor."""
+        fc = self._fc
+        return self.__dict__["_version"] if fc is None else fc.version
+
+    @_version.setter
+    def _version(self, v: int) -> None:
+        fc = self._fc
+        if fc is None:
+            self.__dict__["_version"] = v
+        else:
+            fc.version = v
+
+    @property
+    def _links(self) -> int:
+        """Bumped by every change, and every add / remove / set of a role."""
+        fc = self._fc
+        return self.__dict__["_links"] if fc is None else fc.links
+
+    @_links.setter
+    def _links(self, v: int) -> None:
+        fc = self._fc
+        if fc is None:
+            self.__dict__["_links"] = v
+        else:
+            fc.links = v
+
+    def _counters(self):
+        """Where the counters live, for a walk's _walk_dict."""
+        return self.__dict__ if self._fc is None else self._fc
 
     # -- helpers ---------------------------------------------------------------------
     def _database(self) -> Database:
@@ -1816,7 +1852,7 @@ class Cursor:
         self._close_c = weakref.finalize(self, getattr(lib, f"{cprefix}_close"), self._cur)
         self._version = container._version
         # what the C next() of a cursor class over fast.Walk reads (see _Spec.Cursor)
-        self._walk_dict = container.__dict__
+        self._walk_dict = container._counters()
         self._walk_lock = container._db._lock
 
     def _database(self) -> Database:
@@ -2143,8 +2179,8 @@ class Links:
         # counters it walks under are _version and _walk_val2
         self._walk_lock = c._db._lock
         self._walk_key = "_links"
-        self._walk_dict, self._version = c.__dict__, c._links
-        self._walk_dict2, self._walk_val2 = role.partner.__dict__, role.partner._links
+        self._walk_dict, self._version = c._counters(), c._links
+        self._walk_dict2, self._walk_val2 = role.partner._counters(), role.partner._links
 
     def __iter__(self) -> "Links":
         return self

@@ -668,3 +668,31 @@ def test_role_calls_wait_for_another_thread_holding_the_lock(db):
     db._lock.release()
     th.join()
     assert got == [[a.ref]]
+
+
+def test_change_counters_are_shared_by_the_c_and_python_paths(db):
+    """The counters are C fields of the container's C paths: a change through the Python
+    paths (insert from a mapping) stops a walk made in C, and a role's change made in C
+    is seen by the Python attributes."""
+    o, t = db.others, db.things
+    assert t._counters() is t._fc and isinstance(db.notes._counters(), dict)
+    for i in range(10):
+        t.insert(id=i)
+    it = iter(t)
+    next(it)
+    v = t._version
+    t.insert({"id": 100})                         # the Python path (a mapping)
+    assert t._version == v + 1 and t._fc.version == v + 1
+    with pytest.raises(RuntimeError, match="changed during iteration"):
+        next(it)
+    x = o.insert(id=1)
+    w = o.things(x)
+    links = (o._links, t._links)
+    o.things.add(x, t.find(3))                    # in C
+    assert (o._links, t._links) == (links[0] + 1, links[1] + 1)
+    with pytest.raises(RuntimeError, match="changed while walking"):
+        next(w)
+    n = db.notes                                  # no C paths: the counters in its dict
+    v = n._version
+    n.insert(id=1, t="a")
+    assert n._version == vars(n)["_version"] == v + 1

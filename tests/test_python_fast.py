@@ -696,3 +696,39 @@ def test_change_counters_are_shared_by_the_c_and_python_paths(db):
     v = n._version
     n.insert(id=1, t="a")
     assert n._version == vars(n)["_version"] == v + 1
+
+
+def test_role_threads(mod):
+    """Threads adding, walking and removing partners of their own owners at once: every
+    call holds the lock; each thread's walks (made holding the lock: another thread's
+    change of the containers would stop them) see its own partners."""
+    with mod.open(None) as d:
+        o, t = d.others, d.things
+        errors = []
+
+        def work(k):
+            try:
+                x = o.insert(id=k)
+                mine = [t.insert(id=k * 1000 + i) for i in range(100)]
+                for i, a in enumerate(mine):
+                    o.things.add(x, a)
+                    assert t.owner.ref(a) == x.ref
+                    if i % 10 == 9:
+                        with d._lock:     # no other thread's change during the walk
+                            got = list(o.things.refs(x))
+                        assert got == [b.ref for b in mine[:i + 1]]
+                for a in mine[::2]:
+                    o.things.remove(x, a)
+                with d._lock:
+                    assert [r.id for r in o.things(x)] == [a.id for a in mine[1::2]]
+            except Exception as e:   # noqa: BLE001 - reported below
+                errors.append(e)
+
+        ths = [threading.Thread(target=work, args=(k,)) for k in range(1, 5)]
+        for th in ths:
+            th.start()
+        for th in ths:
+            th.join()
+        assert errors == []
+        assert sum(o.things.count(x) for x in o) == 200
+        assert d.verify() == []

@@ -1003,7 +1003,8 @@ static int p2f_same(PyObject *d, PyObject *key, PyObject *was)
         /* the C paths of a container: its counters are C fields */
         p2f_obj *o = (p2f_obj *)d;
         int links = key == p2f_s_links
-                    || (PyUnicode_Check(key) && PyUnicode_Compare(key, p2f_s_links) == 0);
+                    || (key != p2f_s_version && PyUnicode_Check(key)
+                        && PyUnicode_Compare(key, p2f_s_links) == 0);
         unsigned long long v = PyLong_AsUnsignedLongLong(was);
         if (v == (unsigned long long)-1 && PyErr_Occurred()) {
             PyErr_Clear();

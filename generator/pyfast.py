@@ -1,12 +1,17 @@
 """The fast paths of the Python binding: a small CPython extension module compiled into a
-spec's CFFI extension (beside pybind.helpers_c), so that insert, get, find, update_by,
-delete_by, the next() of cursors and relationship walks and the building of their
-batches of Records cross from Python into C once, with no Python code in between.
+spec's CFFI extension (beside pybind.helpers_c), so that insert, get, find, update,
+delete, update_by, delete_by, the calls of relationship roles (role(owner), refs, count,
+add, remove; ref, get, set), the next() of cursors and relationship walks and the
+building of their batches of Records cross from Python into C once, with no Python code
+in between.
 
 `fast_c(checked)` is the C text: the spec-independent part FAST_C (a reentrant lock
 type, the container type, conversions between Python values and C record bytes) and,
 per container whose record has no text field, a table of its fields (offset, size, kind,
-range) and adapters with one signature to its generated functions. The cdef'd
+range, which are keys) and adapters with one signature to its generated functions, and
+per role of a relationship between two such containers a table of adapters to its
+functions (ManyRole / OneRole, bound to it by bind_role; a walk is a RoleWalk holding the
+role's C iterator). The cdef'd
 `p2py__fast_init()` (CFFI releases the GIL around it; it takes it back) creates the module
 `_<prefix>_fast` and registers it in sys.modules; p2gen.runtime.pyapi uses it when it is
 there and keeps its Python paths otherwise (PyPy, an extension built before).
@@ -26,7 +31,11 @@ Safety, as the Python paths have it:
   raises its error.
 - Records are made as the Python paths make them: the record class's three slots
   (`_values`, `_ref`, `_origin`) written at the offsets of their member descriptors.
-- Versions: `_version` and `_links` of the container bumped on every change.
+- Elements: an owner, member or updated element is an int reference or a Record of the
+  container whose key fields its element still has (Container._locate's check);
+  anything else goes the Python way.
+- Versions: `_version` and `_links` of the container bumped on every change (C fields
+  of its Container here, which the Python Container's properties read and write).
 """
 from __future__ import annotations
 

@@ -1450,9 +1450,10 @@ class Container:
                     f = [f for f in self._fields.values() if f.kind == "char"][field[0]]
                     raise RangeError(f"insert_many: row {row[0]}: {f.what} is {f.spelled}: "
                                      f"it contains a NUL byte")
-            # room for them all first: the C loop then never regrows the storage (1M rows
-            # of the TPC-B account: 130 -> 25 ns per row). A reserve that fails (no
-            # memory) changes nothing: the inserts then report their own errors by index.
+            # room for them all first: the C loop then never regrows or rehashes the
+            # storage (1M TPC-B accounts: the loop 130 -> 11 ns per row; first touching
+            # the reserved memory stays). A reserve that fails (no memory) changes
+            # nothing: the inserts then report their own errors by index.
             self._c["reserve"](h, min(int(self._c["count"](h)) + n, NOREF))
             done = self._ffi.new("uint64_t *")
             rc = self._insert_many_c(h, recs, n, done)

@@ -237,3 +237,12 @@ def test_layers_over_a_file_agree():
     assert len(msgs) == 1 and "but not its journal: 'a' has journal(checkpoint = 4194304, " \
         "group = 2, sync = true), 'b' has journal(checkpoint = 4194304, group = 1, sync = true)" \
         in msgs[0], msgs
+
+
+@pytest.mark.parametrize("name", [n for n in MEM_LAYERS if LAYERS[n].below is None])
+def test_every_bottom_memory_has_a_links_spec(name):
+    """tests/test_links.py runs its schema over every bottom memory layer of the registry,
+    each from its own spec (the same schema over that memory)."""
+    spec = ROOT / "tests" / "specs" / f"links_{name}.p2"
+    assert spec.exists(), (f"memory layer '{name}': write {spec.relative_to(ROOT)}, the "
+                           f"schema of links_transient.p2 over {name}")

@@ -18,11 +18,11 @@ from . import layers as layer_library
 from .errors import SpecError, SpecErrors
 from .ir import (CheckedSpec, ContainerInfo, CursorInfo, FileInfo, LayerInstance, RelInfo,
                  RoleInfo, show_value)
-from .layers.base import Layer
+from .layers.base import MAX_RESERVE, Layer, MemLayer
 from .model import (And, Compare, Const, Container, Cursor, Expr, Field, FieldRef,
                     FieldType, LayerApp, Not, Or, ParamRef, Pos, Record, Relationship, Spec)
 
-# The longest file name a persistent layer accepts, in bytes: the runtime keeps paths in
+# The longest file name a mem layer in a file accepts, in bytes: the runtime keeps paths in
 # PATH_MAX (4096) byte buffers, with the NUL.
 MAX_FILE_NAME = 4095
 
@@ -37,9 +37,6 @@ float for goto if inline int long register restrict return short signed sizeof s
 switch typedef union unsigned void volatile while _Bool _Complex _Imaginary bool true false
 NULL""".split())
 
-
-# The runtime keeps the journal of file F in F + JOURNAL_SUFFIX (runtime/p2_runtime.c).
-JOURNAL_SUFFIX = "-journal"
 
 # Role names that would collide with the generated API of the container.
 RESERVED_ROLES = {"insert", "get", "at", "update", "delete", "reserve", "count", "purge",
@@ -177,6 +174,7 @@ class Checker:
         for li in info.chain:
             if all(p.name in li.params for p in li.layer.params):  # else already reported
                 li.layer.validate(li, self)
+        self.check_mem_requirements(info)
         # index layers need storage whose references stay put
         storage = info.storage
         if not storage.layer.stable_refs:
@@ -186,6 +184,25 @@ class Checker:
                            f"references an index holds would go stale; use array, iarray or "
                            f"malloc storage under an index", li.pos)
         return info
+
+    def check_mem_requirements(self, info: ContainerInfo) -> None:
+        """What a mem layer needs of the mem layer below it (its `requires_below`): a
+        journal, for one, a memory in a file."""
+        for li in info.mems:
+            layer, below = li.layer, li.below
+            if below is None or not layer.requires_below:
+                continue
+            missing = [a for a in layer.requires_below if not getattr(below.layer, a, None)]
+            if not missing:
+                continue
+            would = [n for n, other in layer_library.LAYERS.items()
+                     if isinstance(other, MemLayer)
+                     and all(getattr(other, a, None) for a in layer.requires_below)]
+            does, without = layer.requires_why
+            self.error(f"layer '{layer.name}' {does}: it needs "
+                       f"{' or '.join(repr(n) for n in would) or 'a memory layer that does not exist'} "
+                       f"below it, got '{below.name}' ({below.name} memory {without})",
+                       below.pos)
 
     def check_deferred_deletes(self, info: ContainerInfo) -> bool:
         """A layer that defers deletes (delflag: delete marks, purge removes through the
@@ -494,7 +511,8 @@ class Checker:
                         continue
                     what = f"container '{info.name}', layer {li.name}: parameter '{name}'"
                     b = encodable(value, what, li.param_pos(name))
-                    if b is None or not (li.name == "persistent" and name == "file"):
+                    if b is None or not (isinstance(li.layer, MemLayer)
+                                         and name == li.layer.file_param):
                         continue
                     if b"\0" in b:
                         self.error(f"{what}: a file name cannot hold a NUL character",
@@ -520,10 +538,11 @@ class Checker:
             return True
 
         def where(c):
-            return f"file \"{c.file}\"" if c.persistent else "transient memory"
+            return f"file \"{c.file}\"" if c.persistent else f"{c.mem.name} memory"
+        heap = next((c for c in (a, b) if not c.persistent), a)
         self.error(f"{what} links container '{a.name}' ({where(a)}) with '{b.name}' "
                    f"({where(b)}): a reference only means something inside one memory; put "
-                   f"both in the same file, or both in transient memory", pos)
+                   f"both in the same file, or both in {where(heap)}", pos)
         return False
 
     def check_ref_fields(self, info: ContainerInfo, containers: dict) -> None:
@@ -641,44 +660,50 @@ class Checker:
         """Each persistent file under one spelling: `"./x.db"`, `"x.db"` and `"d/../x.db"`
         are one file (normalised as os.path.normpath does, without looking at the file
         system), so containers naming it either way share it rather than opening it twice.
-        Refuses names the runtime uses for itself: `<file>-journal` is the journal of
-        <file> (runtime/p2_runtime.c), so no data file may end in "-journal"."""
+        Refuses names the runtime uses for itself: the files a mem layer keeps beside a
+        data file (its `side_files`: `<file>-journal` is the journal of <file>), so no data
+        file may end in such a suffix."""
+        side = {suffix: what for layer in layer_library.LAYERS.values()
+                if isinstance(layer, MemLayer) for suffix, what in layer.side_files.items()}
         for info in containers:
-            if not info.persistent or not info.mem.params.get("file"):
+            param = info.mem.layer.file_param
+            if param is None or not info.mem.params.get(param):
                 continue
-            path = info.mem.params["file"]
+            path = info.mem.params[param]
             norm = posixpath.normpath(path)
-            pos = info.mem.param_pos("file")
+            pos = info.mem.param_pos(param)
+            suffix = next((x for x in side if norm.endswith(x)), None)
             if posixpath.basename(norm) in ("", ".", "..") or path.endswith("/"):
                 self.error(f"file \"{path}\" of container '{info.name}' names a directory; "
-                           f"persistent(file = ...) is the path of a file", pos)
-            elif norm.endswith(JOURNAL_SUFFIX):
+                           f"{info.mem.name}({param} = ...) is the path of a file", pos)
+            elif suffix is not None:
+                what = side[suffix]
                 self.error(f"file \"{path}\" of container '{info.name}' ends in "
-                           f"\"{JOURNAL_SUFFIX}\", which names the journal of a file (the journal "
-                           f"of \"{norm[:-len(JOURNAL_SUFFIX)]}\" is \"{norm}\"); choose another "
+                           f"\"{suffix}\", which names the {what} of a file (the {what} "
+                           f"of \"{norm[:-len(suffix)]}\" is \"{norm}\"); choose another "
                            f"name", pos)
-            info.mem.params["file"] = norm
+            info.mem.params[param] = norm
 
     def check_reserves(self, files: list) -> None:
         """Every file reserves its `reserve` bytes of address space when the database opens:
         together they must fit (each one alone is bounded by the parameter's maximum)."""
-        from .layers.persistent import MAX_RESERVE
         total = 0
         for fi in files:
             total += fi.reserve
             if total > MAX_RESERVE:
-                big = max(fi.containers, key=lambda c: c.mem.params.get("reserve", 0))
+                big = max(fi.containers, key=lambda c: c.mem_param("reserve_param", 0))
+                param = big.mem.layer.reserve_param
                 self.error(f"the files up to \"{fi.path}\" reserve {total} bytes of address "
                            f"space together, more than the {MAX_RESERVE} (64 TiB) a spec's files "
-                           f"may; lower persistent(reserve = ...)", big.mem.param_pos("reserve"))
+                           f"may; lower {big.mem.name}({param} = ...)", big.mem.param_pos(param))
                 return
 
     def group_files(self, containers: list) -> list:
         files: dict[str, FileInfo] = {}
         for info in containers:
-            if not info.persistent or "file" not in info.mem.params:
+            path = info.file
+            if path is None:
                 continue
-            path = info.mem.params["file"]
             if len(info.name) >= 48:
                 self.error(f"container '{info.name}' is stored in file \"{path}\", whose "
                            f"header keeps names of at most 47 characters", info.decl.pos)
@@ -688,28 +713,52 @@ class Checker:
                            f"file header has room for; put '{info.name}' in another file",
                            info.decl.pos)
                 continue
-            jl = next((li for li in info.chain if li.name == "journal"), None)
-            jparams = dict(jl.params) if jl is not None else None
-            if fi is not None and fi.journal != jparams:
+            # the mem layers over the file act on the whole file, opened once: every
+            # container of the file must have the same ones, with the same parameters
+            over = info.mems[:-1]
+            if fi is not None and _mem_stack(fi.mems[:-1]) != _mem_stack(over):
                 first = fi.containers[0]
+                mine, theirs = dict(_mem_stack(fi.mems[:-1])), dict(_mem_stack(over))
+                name = next(n for n in list(mine) + list(theirs)
+                            if mine.get(n) != theirs.get(n))
                 def says(p):
-                    return "no journal" if p is None else "journal(" + ", ".join(
-                        f"{k} = {show_value(v)}" for k, v in sorted(p.items())) + ")"
+                    return f"no {name}" if p is None else f"{name}(" + ", ".join(
+                        f"{k} = {show_value(v)}" for k, v in p) + ")"
                 self.error(f"containers '{first.name}' and '{info.name}' share file \"{path}\" "
-                           f"but not its journal: '{first.name}' has {says(fi.journal)}, "
-                           f"'{info.name}' has {says(jparams)}; a file is journalled as a whole",
-                           info.decl.pos)
+                           f"but not its {name}: '{first.name}' has {says(mine.get(name))}, "
+                           f"'{info.name}' has {says(theirs.get(name))}; a memory layer over a "
+                           f"file acts on the whole file", info.decl.pos)
                 continue
+            reserve = info.mem_param("reserve_param", 1 << 36)
+            verify_open = info.mem_param("verify_open_param", True)
             if fi is None:
-                files[path] = FileInfo(path, [info], info.mem.params.get("reserve", 1 << 36),
-                                       journal=jparams,
-                                       verify_open=info.mem.params.get("verify_open", True))
+                files[path] = FileInfo(path, [info], reserve, mems=list(info.mems),
+                                       verify_open=verify_open)
             else:
                 fi.containers.append(info)
-                fi.reserve = max(fi.reserve, info.mem.params.get("reserve", 1 << 36))
+                fi.reserve = max(fi.reserve, reserve)
                 # the safe side: checked if any container of the file asks for it
-                fi.verify_open = fi.verify_open or info.mem.params.get("verify_open", True)
+                fi.verify_open = fi.verify_open or verify_open
+        # the spec's <prefix>_begin, _commit and _abort are written by the one mem layer that
+        # gives its files transactions: two such layers would both write them
+        first = None
+        for fi in files.values():
+            t = fi.transactions
+            if t is None:
+                continue
+            first = first or t
+            if t.name != first.name:
+                other = first.name
+                self.error(f"file \"{fi.path}\" gets transactions from layer '{t.name}' and "
+                           f"another file from '{other}': a spec's transactions (begin, commit, "
+                           f"abort) come from one kind of memory layer", t.pos)
+                break
         return list(files.values())
+
+
+def _mem_stack(mems: list) -> list:
+    """Mem layer instances as comparable (name, sorted parameters) pairs."""
+    return [(li.name, tuple(sorted(li.params.items()))) for li in mems]
 
 
 def add_synthetic_cursors(info: ContainerInfo) -> None:

@@ -112,15 +112,29 @@ class ContainerInfo:
 
     @property
     def mem(self) -> LayerInstance:
+        """The bottom mem layer: it owns the memory (the functions layers above call)."""
         return self.chain[-1]
 
     @property
+    def mems(self) -> list:
+        """The mem layers, outermost first: those over a file (a journal), then `mem`."""
+        return [li for li in self.chain if li.layer.realm == "mem"]
+
+    def mem_param(self, attr: str, default: Any = None) -> Any:
+        """The value of the bottom mem layer's parameter that its signature names by `attr`
+        (layers/base.py, MemLayer: "file_param", "reserve_param", ...), else `default`."""
+        name = getattr(self.mem.layer, attr, None)
+        return self.mem.params.get(name, default) if name else default
+
+    @property
     def persistent(self) -> bool:
-        return self.mem.name == "persistent"
+        """Do the container's references survive a restart (its memory is a file)?"""
+        return self.mem.layer.survives_restart
 
     @property
     def file(self) -> Optional[str]:
-        return self.mem.params.get("file") if self.persistent else None
+        """The file the container lives in, or None (its memory is not a file)."""
+        return self.mem_param("file_param")
 
     @property
     def qualifies(self) -> bool:
@@ -140,11 +154,15 @@ class ContainerInfo:
     def equation_text(self) -> str:
         text = ""
         for li in reversed(self.chain):
-            # file names and journal options are not part of an equation's meaning (nor of
-            # a file's fingerprint): the same file may be reopened with other options
-            d = li.describe() if li.name not in ("persistent", "journal") else li.name
+            # the parameters of mem layers in or over a file (its name, a journal's options)
+            # are not part of an equation's meaning (nor of a file's fingerprint): the same
+            # file may be reopened with other options
+            d = li.name if self._in_file(li) else li.describe()
             text = f"{d}[{text}]" if text else d
         return text
+
+    def _in_file(self, li: LayerInstance) -> bool:
+        return li.layer.realm == "mem" and self.file is not None
 
     @property
     def text_fields(self) -> list:
@@ -267,8 +285,15 @@ class FileInfo:
     containers: list
     reserve: int
     fingerprint: int = 0
-    journal: Optional[dict] = None   # the journal layer's parameters, if the file has one
-    verify_open: bool = True         # walk it with verify at open (persistent(verify_open))
+    # the mem layers of the file, outermost first (those over it, e.g. a journal, then the
+    # file's own layer): the same in every container of the file (the checker sees to it)
+    mems: list = field(default_factory=list)
+    verify_open: bool = True         # walk it with verify at open (its layer's verify_open_param)
+
+    @property
+    def transactions(self) -> Optional[LayerInstance]:
+        """The mem layer that gives this file transactions (MemLayer.transactions), or None."""
+        return next((li for li in self.mems if li.layer.transactions), None)
 
 
 @dataclass(eq=False)

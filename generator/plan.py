@@ -129,14 +129,12 @@ def plan(checked: CheckedSpec) -> CheckedSpec:
 def explain(checked: CheckedSpec, include_finds: bool = True) -> str:
     lines = []
     for fi in checked.files:
-        if fi.journal:
-            j = fi.journal
-            how = ("fdatasync every commit" if j["group"] == 1 else
-                   f"group commit: fdatasync every {j['group']} commits") if j["sync"] else \
-                "nosync: never fdatasync (survives a process crash, not an OS crash)"
-            lines.append(f"file {fi.path}: journal(sync={'true' if j['sync'] else 'false'}, "
-                         f"group={j['group']}, checkpoint={j['checkpoint']}) -- {how}; "
-                         f"containers {', '.join(c.name for c in fi.containers)}")
+        # what the mem layers over a file (a journal) do to it, as each one says
+        for li in fi.mems:
+            said = li.layer.explain_file(li)
+            if said:
+                lines.append(f"file {fi.path}: {said}; "
+                             f"containers {', '.join(c.name for c in fi.containers)}")
     if lines:
         lines.append("")
     for info in checked.containers:

@@ -1995,14 +1995,19 @@ def fast_c(checked: CheckedSpec) -> str:
     """The C of the fast module of a spec (compiled in its CFFI extension, after the
     generated header and pybind.helpers_c)."""
     p = checked.prefix
-    journal = any(getattr(f, "journal", None) for f in getattr(checked, "files", ()))
+    # a mem layer's write guard (the journal's: its page-fault handler back on top), called
+    # before every write of the fast path
+    guards = sorted({li.layer.write_guard for f in getattr(checked, "files", ())
+                     for li in getattr(f, "mems", ()) if getattr(li.layer, "write_guard", None)})
     out = [f'#define P2F_MODULE "_{p}_fast"', f"#define P2F_STACK_MAX {STACK_MAX}",
            f"#define P2F_API {API}",
            f"#define P2F_ITER_MAX {ITER_MAX}   /* larger role iterators keep the Python walks */"]
     head = FAST_C.index("/* -- Lock")
     out.append(FAST_C[:head])
-    if journal:
-        out.append(f"static int p2f__guard(void *db) {{ return {p}_journal_guard(db); }}")
+    if guards:
+        calls = " ".join(f"if ((rc = {p}_{g}(db)) != 0) return rc;" for g in guards[:-1])
+        last = f"return {p}_{guards[-1]}(db);"
+        out.append(f"static int p2f__guard(void *db) {{ {'int rc; ' + calls + ' ' if calls else ''}{last} }}")
     tables = []
     for info in checked.containers:
         if info.text_fields:
@@ -2042,7 +2047,7 @@ def fast_c(checked: CheckedSpec) -> str:
                         f"static int p2f__{cp}_del(void *db, const void *kr, uint64_t *ref)",
                         f"{{ return p2py__{cp}_delkey_{k}(db, (({R} const *)kr)->{k}, ref); }}"]
                 fns = [f"p2f__{cp}_find", f"p2f__{cp}_upd", f"p2f__{cp}_del"]
-        guard = f"p2f__guard" if journal else "NULL"
+        guard = f"p2f__guard" if guards else "NULL"
         names = [f.name for f in info.record.fields]
         kidx = ", ".join(str(names.index(k)) for k in keys) or "-1"
         out += [f"static const int p2f__{cp}_keys[] = {{ {kidx} }};",

@@ -579,6 +579,13 @@ def role_api_errors(role) -> dict:
     return out
 
 
+# The file-level hooks a mem layer's template may define as macros of one argument, the
+# file (layers/README.md, "The mem contract"): the code of the pipeline's open, close,
+# sync and recovery program for that file.
+FILE_HOOKS = ("open_file", "after_create", "close_file", "sync_file", "recover_abandon",
+              "recover_report")
+
+
 def names(checked: CheckedSpec, info: ContainerInfo) -> dict:
     """C type names every template of a container uses."""
     return {"DB": f"{checked.prefix}_db", "E": f"{info.p}_elem", "ROOT": f"{info.p}_root",
@@ -598,29 +605,75 @@ class Renderer:
         # the source of `p2gen recover`'s program: plain files opened despite an unclean
         # close, and every layer's _rebuild (layers/README.md) rendered
         self.recover = recover
+        self.modules: dict = {}   # LayerInstance -> its template's module (layer_module)
 
     def views(self, info: ContainerInfo) -> list:
         return [cursor_view(c, self.checked) for c in info.cursors]
 
+    def layer_module(self, li: LayerInstance, cursors: Optional[list] = None):
+        """The layer's template rendered for `li` (jinja2's TemplateModule): its text is the
+        layer's section, its macros the hooks it exports (a mem layer's file-level code)."""
+        module = self.modules.get(li)
+        if module is None:
+            info = li.container
+            tmpl = self.env.get_template(li.layer.template)
+            module = tmpl.make_module(dict(
+                L=li, B=li.below, C=info, S=self.checked, M=info.mem,
+                St=info.storage, D=info.ds[0],
+                cursors=self.views(info) if cursors is None else cursors,
+                key=li.key_field_obj, seg=self.seg_index(info), **names(self.checked, info),
+                arg_type=arg_type, c_const=c_const, recover=self.recover))
+            self.modules[li] = module
+        return module
+
     def layer_section(self, li: LayerInstance, info: ContainerInfo, cursors: list) -> str:
-        tmpl = self.env.get_template(li.layer.template)
-        text = tmpl.render(L=li, B=li.below, C=info, S=self.checked, M=info.mem,
-                           St=info.storage, D=info.ds[0], cursors=cursors,
-                           key=li.key_field_obj, seg=self.seg_index(info),
-                           **names(self.checked, info),
-                           arg_type=arg_type, c_const=c_const, recover=self.recover)
+        text = str(self.layer_module(li, cursors))
         # the key tells apart two layers of one name in an equation (hash by id, by name)
         what = f"{li.name}(key={li.key_field_obj.name})" if li.key_field_obj else li.name
         return fenced(text, layer_fence_lines(li, info), f"layer {what} of {info.name}")
 
     def files(self) -> list:
+        """The spec's files as the pipeline templates see them; `code` holds the file-level
+        C of the file's mem layers (FILE_HOOKS), `txn` the mem layer giving it
+        transactions (or None)."""
         out = []
         for idx, fi in enumerate(self.checked.files):
-            out.append({"index": idx, "path": fi.path, "reserve": fi.reserve,
-                        "fingerprint": f"0x{fi.fingerprint:016x}u",
-                        "containers": fi.containers, "journal": fi.journal,
-                        "desc": self.file_desc(fi), "verify_open": fi.verify_open})
+            f = {"index": idx, "path": fi.path, "reserve": fi.reserve,
+                 "fingerprint": f"0x{fi.fingerprint:016x}u",
+                 "containers": fi.containers, "mems": fi.mems, "txn": fi.transactions,
+                 "desc": self.file_desc(fi), "verify_open": fi.verify_open}
+            f["code"] = {hook: self.mem_hook(fi.mems, hook, f) for hook in FILE_HOOKS}
+            out.append(f)
         return out
+
+    def mem_hook(self, mems: list, hook: str, *args) -> CSource:
+        """The C of a mem layer's hook (a macro of its template, layers/README.md "The mem
+        contract"): the outermost of `mems` that defines it speaks for the stack (a
+        journal's open replaces its file's plain one); none: no code. Without its last
+        line end, so that a template line `{{ code }}` puts it back."""
+        for li in mems:
+            macro = getattr(self.layer_module(li), hook, None)
+            if macro is not None:
+                # (rendered with line marks, the text ends in the marks of the empty line
+                # after its last line end: they go with it)
+                text = re.sub("\n(?:\x01[^\x02]*\x02)*\\Z", "", macro(*args), count=1)
+                return CSource(text if _MARK.sub("", text) else "")
+        return CSource("")
+
+    def transactions(self, files: list) -> dict:
+        """The spec's transaction API (<prefix>_begin, _commit, _abort, and the layer's
+        write guard), written by the mem layer that gives the files transactions:
+        {"api": declarations for the header, "source": definitions}, empty without."""
+        tfiles = [f for f in files if f["txn"] is not None]
+        if not tfiles:
+            return {"files": [], "api": CSource(""), "source": CSource("")}
+        kinds = {f["txn"].name for f in tfiles}
+        if len(kinds) > 1:
+            raise RenderError(f"internal error: transactions by more than one mem layer "
+                              f"({', '.join(sorted(kinds))}); the checker refuses that")
+        mems = [tfiles[0]["txn"]]
+        return {"files": tfiles, "api": self.mem_hook(mems, "transactions_api", tfiles),
+                "source": self.mem_hook(mems, "transactions", tfiles)}
 
     def file_desc(self, fi) -> str:
         """What made a file, stored in its header and named when another spec opens it."""
@@ -661,8 +714,9 @@ class Renderer:
             containers.append({"info": info, "views": views, "sections": sections,
                                "seg": self.seg_index(info)})
         rels = [{"info": ri, "text": self.rel_section(ri)} for ri in checked.relationships]
+        files = self.files()
         ctx = dict(S=checked, spec_file=self.spec_file, containers=containers, rels=rels,
-                   files=self.files(), arg_type=arg_type, param_field_decl=param_field_decl,
+                   files=files, txn=self.transactions(files), arg_type=arg_type, param_field_decl=param_field_decl,
                    c_string=c_string, where_text=expr_text, names=names,
                    rn=self.role_names, recover=self.recover, api_errors=api_errors,
                    role_api_errors=role_api_errors,
@@ -702,10 +756,14 @@ class Renderer:
     def recover_main(self) -> str:
         """The C of `p2gen recover`'s program (templates/recover_main.c.j2)."""
         checked = self.checked
-        return jinja_env().get_template("recover_main.c.j2").render(
-            S=checked, spec_file=self.spec_file, files=self.files(), names=names,
-            c_string=c_string, containers=[{"info": i} for i in checked.containers],
+        files = self.files()
+        text = jinja_env().get_template("recover_main.c.j2").render(
+            S=checked, spec_file=self.spec_file, files=files, txn=self.transactions(files),
+            names=names, c_string=c_string, containers=[{"info": i} for i in checked.containers],
             rels=[{"info": ri} for ri in checked.relationships])
+        # the mem layers' hooks come from this renderer's environment: with line directives
+        # on, their text carries line marks, which this program (not line-mapped) drops
+        return _MARK.sub("", text)
 
 
 # ---------------------------------------------------------------------------

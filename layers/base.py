@@ -244,6 +244,71 @@ def range_selectivity(nbounds: int) -> float:
     return 1 / 3 if nbounds == 1 else 1 / 4
 
 
+# Address space the files of one spec may reserve, each and together: x86-64 and arm64
+# (4-level page tables) give a process 128 TiB; half leaves room for everything else.
+MAX_RESERVE = 1 << 46
+
+
+class MemLayer(Layer):
+    """A layer of realm 'mem': the memory a container's elements, blocks and root live in.
+    The C contract and what these attributes mean to the rest of p2gen are in
+    layers/README.md ("The mem contract"). The checker, planner, renderer and tools ask a
+    mem layer what it is through the attributes below, never by its name.
+
+    A container's equation ends in a stack of mem layers: the bottom one owns the memory
+    (its template writes the memory functions the layers above call through `M`); a mem
+    layer over it (`below = "mem"`) acts on the whole file it is stacked on, and adds no
+    memory functions of its own."""
+    realm = "mem"
+    role = "mem"
+    # The parameter naming the file this memory is a segment of, or None: the memory is
+    # not in a file (the heap). A layer with one is the bottom of a file's memory: every
+    # container naming the same file shares one segment (db->seg[seg]), opened once.
+    file_param: Optional[str] = None
+    # With file_param: the parameter giving the bytes of address space the file's mapping
+    # reserves (so it never moves), at most MAX_RESERVE for all files of a spec together;
+    # and the parameter saying whether open walks an existing file with <prefix>_verify.
+    reserve_param: Optional[str] = None
+    verify_open_param: Optional[str] = None
+    # Do the references stored in this memory mean the same after a close and a reopen in
+    # another process (the root, elements and links are found again where they were)?
+    # Only a memory in a file can: such a layer sets file_param too.
+    survives_restart: bool = False
+    # Does the layer allocate from the runtime's file segment allocator (p2_seg_alloc in
+    # db->seg[seg]: 16-byte aligned blocks after the file header, below p2_seg_used)? A
+    # layer above may then bound a memory reference by the segment without following it
+    # (malloc's _valid); otherwise nothing bounds a reference but what the layer above
+    # remembers itself.
+    seg_allocator: bool = False
+    # Does the layer give the files it is stacked on transactions: the spec's
+    # <prefix>_begin, _commit and _abort (all files of the spec that have such a layer
+    # commit together, each one atomically), and recovery of the last commit at open?
+    transactions: bool = False
+    # A public function <prefix>_<write_guard>(db) a binding calls before it writes
+    # through a path of its own (the fast Python path), or None. The journal's: put its
+    # page-fault handler back on top of one the host installed later.
+    write_guard: Optional[str] = None
+    # Files the layer keeps beside the data file F, as {suffix: what}: F + suffix is its
+    # `what` (the journal's: {"-journal": "journal"}; runtime/p2_runtime.c names them).
+    # The checker refuses a data file whose name ends in any registered layer's suffix.
+    side_files: dict = {}
+    # What the layer needs of the mem layer directly below it: attributes of that layer's
+    # signature that must be true (or set), e.g. ("file_param",): a memory in a file.
+    # The checker refuses a stack that breaks this, naming the registered layers that
+    # would do and giving `requires_why`: (what the layer does, what goes wrong without).
+    requires_below: tuple = ()
+    requires_why: tuple = ("", "")
+
+    @property
+    def in_file(self) -> bool:
+        return self.file_param is not None
+
+    def explain_file(self, inst) -> Optional[str]:
+        """A layer over a file: what `p2gen explain` says it does to the file (one line,
+        after `file <path>: `), or None."""
+        return None
+
+
 class RelLayer(Layer):
     """A layer of realm 'rel': stores one relationship between the elements of two
     containers (or of one, with two roles). It adds link fields to the elements of both

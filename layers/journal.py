@@ -1,7 +1,7 @@
-from .base import Layer, ParamSpec
+from .base import MemLayer, ParamSpec
 
 
-class Journal(Layer):
+class Journal(MemLayer):
     """journal: mem over mem (persistent). Atomic, durable transactions on a persistent
     file: `<spec>_begin`, `_commit`, `_abort`; recovery on open.
 
@@ -17,9 +17,13 @@ class Journal(Layer):
     complete transactions of the journal and drops a torn tail (runtime/p2_runtime.h,
     section journal)."""
     name = "journal"
-    realm = "mem"
     below = "mem"
-    role = "mem"
+    # whether references survive a restart is the business of the file's layer below
+    transactions = True
+    write_guard = "journal_guard"
+    side_files = {"-journal": "journal"}       # <file>-journal: the redo journal
+    requires_below = ("file_param",)
+    requires_why = ("journals a file", "has nothing to recover")
     params = (
         ParamSpec("sync", "bool", True,
                   doc="fdatasync the journal when a group of commits ends; false (nosync) "
@@ -36,8 +40,10 @@ class Journal(Layer):
     doc = ("Atomic, durable transactions on the persistent file below: a redo journal of "
            "the pages each transaction writes, synced at commit, replayed on open.")
 
-    def validate(self, inst, ctx):
-        below = inst.app.below
-        if below is not None and below.name != "persistent":
-            ctx.error(f"layer 'journal' journals a file: it needs 'persistent' below it, got "
-                      f"'{below.name}' (transient memory has nothing to recover)", below.pos)
+    def explain_file(self, inst):
+        j = inst.params
+        how = ("fdatasync every commit" if j["group"] == 1 else
+               f"group commit: fdatasync every {j['group']} commits") if j["sync"] else \
+            "nosync: never fdatasync (survives a process crash, not an OS crash)"
+        return (f"{self.name}(sync={'true' if j['sync'] else 'false'}, group={j['group']}, "
+                f"checkpoint={j['checkpoint']}) -- {how}")

@@ -24,7 +24,7 @@ class Malloc(Layer):
         out = [ElemField("uint64_t", f"{t}_head", "first element (oldest)"),
                ElemField("uint64_t", f"{t}_tail", "last element (newest)"),
                ElemField("uint64_t", f"{t}_count", "live elements")]
-        if inst.below is None or inst.below.name != "persistent":
+        if not inst.container.mem.layer.seg_allocator:
             # on the heap nothing bounds a pointer: remember where elements ever were, so
             # that references far outside are refused without being dereferenced
             out += [ElemField("uint64_t", f"{t}_lo", "lowest element address ever allocated"),

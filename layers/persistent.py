@@ -1,15 +1,14 @@
-from .base import Layer, ParamSpec
-
-# Address space a spec's files may reserve, each and together: x86-64 and arm64 (4-level
-# page tables) give a process 128 TiB; half leaves room for everything else.
-MAX_RESERVE = 1 << 46
+from .base import MAX_RESERVE, MemLayer, ParamSpec
 
 
-class Persistent(Layer):
+class Persistent(MemLayer):
     name = "persistent"
-    realm = "mem"
     below = None
-    role = "mem"
+    file_param = "file"
+    reserve_param = "reserve"
+    verify_open_param = "verify_open"
+    survives_restart = True     # references are offsets from the file's base
+    seg_allocator = True
     # out of reserved address space or of mappable memory; the file cannot grow (disk full)
     errors = {"alloc": {"P2_ENOMEM", "P2_EIO"}}
     params = (
@@ -37,5 +36,5 @@ class Persistent(Layer):
 
     def validate(self, inst, ctx):
         if not inst.params["file"]:
-            ctx.error("parameter 'file' of layer 'persistent' must not be empty",
+            ctx.error(f"parameter 'file' of layer '{self.name}' must not be empty",
                       inst.param_pos("file"))

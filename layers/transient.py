@@ -1,11 +1,10 @@
-from .base import Layer
+from .base import MemLayer
 
 
-class Transient(Layer):
+class Transient(MemLayer):
     name = "transient"
-    realm = "mem"
     below = None
-    role = "mem"
+    # not in a file; references are pointers, meaningless after the process ends
     errors = {"alloc": {"P2_ENOMEM"}}
     doc = ("Heap memory (calloc/realloc/free). References are raw pointers; the container "
            "lives as long as the open database handle.")

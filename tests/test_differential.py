@@ -104,12 +104,21 @@ def _registered(**attrs) -> list:
 STORAGE = {n: (n, layer_text(n)) for n in _registered(realm="ds", role="storage")}
 INDEXES = {"none": [], **{n: [(n, layer_text(n))] for n in _registered(realm="ds", role="index")},
            "hash_avl": [("hash", layer_text("hash")), ("avl", layer_text("avl"))]}
-_FILE_MEM = next(n for n in _registered(realm="mem", below=None)
-                 if any(p.kind == "str" and p.required for p in LAYERS[n].params))
+# memory, as the mem layers say what they are (layers/base.py, MemLayer): the bottom
+# layers, and each layer over a file stacked on the first file layer
+BOTTOM_MEMS = _registered(realm="mem", below=None)
+_FILE_MEM = next(n for n in BOTTOM_MEMS if LAYERS[n].in_file)
+_HEAP_MEM = next(n for n in BOTTOM_MEMS if not LAYERS[n].in_file)
 MEMS = {**{n: (n, layer_text(n)) for n in _registered(realm="mem", below=None)},
         **{n: (n, f'{layer_text(n)}[{_FILE_MEM}(file = "diff{n[0]}.db")]')
            for n in _registered(realm="mem", below="mem")}}
 SEEDS = (1, 2, 3, 4)
+
+
+def on_file(mem: str) -> bool:
+    """Is the matrix's memory `mem` a file (a file layer, or a layer stacked on one)?"""
+    return LAYERS[mem].in_file or LAYERS[mem].below == "mem"
+
 OPS_PER_SEED = 600
 HARNESS_TIMEOUT = 60
 
@@ -997,13 +1006,13 @@ def test_all_containers_interleaved(mem, builds, san_env, tmp_path):
         ops.append(stream.pop(0))
         if rng.random() < 0.004:
             ops.append(Op("close", "close", model=models[0]))
-            if mem != "transient":
+            if on_file(mem):
                 ops.append(Op("sync", "closed", model=models[0]))
             ops.append(Op("open {dir}", "open", model=models[0]))
     run_ops(build.built.exe, models, ops, tmp_path, san_env, 3, rng)
 
 
-@pytest.mark.parametrize("mem", ["transient", "persistent"])
+@pytest.mark.parametrize("mem", BOTTOM_MEMS)
 def test_cursor_key_updates_meet_each_element_once(mem, spec_builds, san_env, tmp_path):
     """The Halloween problem, for every container and every cursor of the spec (so every
     layer serving every kind of path: storage scans of iarray and qsort, hash eq and scan,
@@ -1065,7 +1074,7 @@ def test_reference_sweep(mem, builds, san_env, tmp_path):
     if build.built is None:
         pytest.skip("no container of this spec builds")
     rng = random.Random(f"sweep/{mem}")
-    dirarg = str(tmp_path) if mem != "transient" else ""
+    dirarg = str(tmp_path) if on_file(mem) else ""
     cmds, plan_ = [f"open {dirarg}".strip()], []
     models = []
     for info in build.built.checked.containers:
@@ -1083,7 +1092,7 @@ def test_reference_sweep(mem, builds, san_env, tmp_path):
             plan_.append((cm, "delete", (f, v)))
         small = not info.storage.layer.addressed_refs
         refs = list(range(0, 400)) + BOGUS_REFS
-        if info.storage.layer.addressed_refs and mem != "transient":
+        if info.storage.layer.addressed_refs and on_file(mem):
             refs += list(range(4096, 1 << 17, 16))
         for r in refs:
             cmds.append(f"get {cm.name} {r}")
@@ -1155,9 +1164,9 @@ def test_inline_harness_calls_no_library_function(mem, spec_builds, spec_builds_
 
 def test_harness_survives_garbage(spec_builds, san_env, tmp_path):
     """Malformed commands are answered with err EINVAL, one line each; nothing crashes."""
-    build = spec_builds["transient"]
+    build = spec_builds[_HEAP_MEM]
     if build.built is None:
-        pytest.skip("the transient spec does not build")
+        pytest.skip(f"the {_HEAP_MEM} spec does not build")
     c = build.built.checked.containers[0].name
     rng = random.Random(99)
     junk = ["", "   ", "# a comment", "frobnicate", "insert", f"insert {c}", f"insert {c} 1 2 3",
@@ -1250,7 +1259,7 @@ def test_matrix_covers_every_layer():
 @pytest.mark.parametrize("storage,index", [(s, i) for s in STORAGE for i in INDEXES
                                            if not illegal(s, i)])
 def test_plans(storage, index):
-    c = combo_container(storage, index, "transient")
+    c = combo_container(storage, index, _HEAP_MEM)
     checked = plan(check(parse(spec_text([c]), "plans.p2"), "plans"))
     info = checked.container(c.name)
     paths = {k.name[len(c.name) + 1:]: checked.plans[k].path for k in info.cursors if not k.synthetic}

@@ -10,6 +10,7 @@ import subprocess
 import pytest
 
 from p2gen.check import check
+from p2gen.layers import LAYERS
 from p2gen.parser import parse
 from p2gen.plan import plan
 from p2gen.render import render
@@ -90,7 +91,9 @@ def test_only_keyed_storage_documents_duplicates(spec):
 
 
 # --- relationships: what each role's add, remove and set return ------------------------
-MEMS = {"transient": "", "persistent": " with persistent(file = \"t.db\")"}
+# every bottom memory layer of the registry; one in a file gets its file parameter
+MEMS = {n: (f' with {n}({l.file_param} = "t.db")' if l.in_file else "")
+        for n, l in LAYERS.items() if l.realm == "mem" and l.below is None}
 
 
 def relrec(mem: str) -> str:
@@ -100,7 +103,8 @@ def relrec(mem: str) -> str:
 
 
 NF = {"P2_NOTFOUND"}
-ALLOCS = {"transient": {"P2_ENOMEM"}, "persistent": {"P2_ENOMEM", "P2_EIO"}}
+# what allocating in each memory returns, as its layer declares (layers/base.py, errors)
+ALLOCS = {n: set(LAYERS[n].errors["alloc"]) for n in MEMS}
 REL_CASES = [
     # relationship; {(container, function): documented codes; True: P2_NOTFOUND and what
     # allocating in the memory returns}

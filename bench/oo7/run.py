@@ -100,15 +100,15 @@ def variant_from_spec(spec: Path) -> Variant:
     """One manifest entry: type_equations/oo7/hash_ilist_persistent.p2 -> HASH/ILIST,
     persistent (the memory comes from the spec's containers), prefix oo7_hash_ilist_persistent."""
     from ...build import load
-    from ...check import JOURNAL_SUFFIX
     checked = load(str(spec), None)
     mem = "persistent" if any(c.persistent for c in checked.containers) else "transient"
     stem = spec.stem
     base = re.sub(r"_(persistent|transient)$", "", stem)
     prefix = "oo7_" + re.sub(r"[^A-Za-z0-9_]", "_", stem).lower()
-    journal = any(f.journal for f in checked.files)
+    journal = any(f.transactions for f in checked.files)   # the driver commits
+    # each data file, and the files its mem layers keep beside it (a journal's)
     files = tuple(n for f in checked.files
-                  for n in ((f.path, f.path + JOURNAL_SUFFIX) if f.journal is not None else (f.path,)))
+                  for n in (f.path, *(f.path + x for li in f.mems for x in li.layer.side_files)))
     return Variant(base.upper().replace("_", "/"), mem, str(spec), prefix, journal,
                    files=files if mem == "persistent" else ())
 

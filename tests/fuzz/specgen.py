@@ -67,13 +67,15 @@ TOPS = [list(above) + [base]
         for n in range(len(_layers(realm="top", below="top")) + 1)
         for above in permutations(_layers(realm="top", below="top"), n)
         if sum(LAYERS[a].defers_delete for a in above) + LAYERS[base].defers_delete <= 1]
-# memory: heap (a bottom mem layer that needs no parameter), a file (the bottom mem layer
-# whose required parameter is the file's name) and the mem layers stacked over a file
-HEAP = [n for n in _layers(realm="mem", below=None)
-        if not any(p.required for p in LAYERS[n].params)]
-FILE_MEM = [n for n in _layers(realm="mem", below=None)
-            if any(p.required and p.kind == "str" for p in LAYERS[n].params)]
-OVER_FILE = _layers(realm="mem", below="mem")
+# memory, as the mem layers say what they are (layers/base.py, MemLayer): the heap (a
+# bottom mem layer not in a file), a file (a bottom mem layer whose `file_param` names
+# it) and the mem layers stacked over one (whose needs a file's layer meets)
+HEAP = [n for n in _layers(realm="mem", below=None) if not LAYERS[n].in_file]
+FILE_MEM = [n for n in _layers(realm="mem", below=None) if LAYERS[n].in_file]
+OVER_FILE = [n for n in _layers(realm="mem", below="mem")
+             if all(getattr(LAYERS[f], a) for f in FILE_MEM for a in LAYERS[n].requires_below)]
+# what a container's memory is drawn as: the heap, or one of the files
+ON_HEAP = "heap"
 RELS = _layers(realm="rel")
 UNKNOWN_LAYERS = ["btree", "hashh", "Hash", "top", "mem", "list"]
 FILES = ["a.db", "b.db", "dir/c.db"]
@@ -111,7 +113,7 @@ class _Gen:
         self.c_names: list[str] = []   # container names drawn so far (for ref fields)
         self.journals = {}             # file -> (mem layer over it, params), or None
         # where the containers live: all in one memory (references may link them) or mixed
-        self.memory = self.pick(["transient", self.files[0], "mixed"])
+        self.memory = self.pick([ON_HEAP, self.files[0], "mixed"])
 
     # -- choices -----------------------------------------------------------------
     def chance(self, pct):
@@ -272,8 +274,8 @@ class _Gen:
             storage = self.pick([s for s in STORAGES if LAYERS[s].stable_refs])
         chain.append(storage)
         mem = self.memory if self.memory != "mixed" or self.bad() else self.pick(
-            ["transient"] + self.files)
-        if mem == "transient":
+            [ON_HEAP] + self.files)
+        if mem == ON_HEAP:
             return chain + [self.pick(HEAP)], None, None
         if mem not in self.journals or self.bad():     # a file is journalled as a whole
             over = self.pick(OVER_FILE)
@@ -329,7 +331,7 @@ class _Gen:
         if rec is not None:
             known = [LAYERS[c] for c in chain if c in LAYERS]
             qualifies = any(l.qualifies for l in known)
-            mem = mem_file if any(c in FILE_MEM for c in chain) else "transient"
+            mem = mem_file if any(c in FILE_MEM for c in chain) else ON_HEAP
             stable = all(l.stable_refs for l in known)
             self.containers.append(_Cont(name, rec, qualifies, mem, stable, ordered))
         return text + ";"

@@ -11,9 +11,11 @@ every container of the differential matrix's persistent spec (every storage, ind
 top layer the registry gives, and the record with the other field types), random
 operations against the model with reopen, sync and close; the example specs with files;
 and the relationships (ilist, refarray 1:N, M:N, 1:1), texts and ref fields of
-tests/specs/links_persistent.p2. A control proves the audit can fail: the generated
-code compiled without its announcements (the runtime and harness with the audit) is
-caught at the open that creates its containers.
+tests/specs/links_persistent.p2. The harness builds here are plain and unoptimised, to
+build quickly: the sanitizers' runs of the same code are the differential and links
+suites'. A control proves the audit can fail: the generated code compiled without its
+announcements (the runtime and harness with the audit) is caught at the open that creates
+its containers.
 """
 from __future__ import annotations
 
@@ -29,10 +31,11 @@ import test_links as tl
 from model import ContainerModel
 
 from p2gen.build import generate
-from p2gen.harness import HARNESS_CFLAGS, SANITIZE_CFLAGS, run_harness, write_harness
+from p2gen.harness import HARNESS_CFLAGS, run_harness, write_harness
 
 ROOT = Path(__file__).resolve().parent.parent
 AUDIT = ("-DP2_WRITE_AUDIT",)
+FAST = ("-O0",)   # harness builds: the audit needs no optimisation, and they build quicker
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +43,8 @@ def matrix_build(harness_builder):
     """The differential matrix's persistent spec (every runnable container), audited."""
     containers = td.runnable("persistent")
     assert containers, "the matrix has no persistent container"
-    return harness_builder(td.spec_text(containers), "dwa", extra_cflags=AUDIT)
+    return harness_builder(td.spec_text(containers), "dwa", sanitize=False,
+                           extra_cflags=AUDIT + FAST)
 
 
 def interleaved_ops(rng: random.Random, checked, per_container: int, weights: dict,
@@ -80,7 +84,8 @@ def test_matrix_announces_every_write(seed, matrix_build, san_env, tmp_path):
                                   if "persistent" in (ROOT / "type_equations" / n).read_text()])
 def test_example_specs_announce_every_write(name, harness_builder, san_env, tmp_path):
     path = ROOT / "type_equations" / name
-    built = harness_builder(path.read_text(), f"{path.stem}_wa", extra_cflags=AUDIT)
+    built = harness_builder(path.read_text(), f"{path.stem}_wa", sanitize=False,
+                            extra_cflags=AUDIT + FAST)
     rng = random.Random(f"write-audit/{name}")
     models, ops = interleaved_ops(rng, built.checked, 120, {}, reopen=0.02)
     td.run_ops(built.exe, models, ops, tmp_path, san_env, 2, rng)
@@ -123,11 +128,11 @@ def test_audit_catches_unannounced_writes(harness_builder, cc, san_env, tmp_path
     and the harness with the audit) is stopped at the open that creates the file (the
     containers' roots), with the offsets and the command; the allocator's own writes, still announced, are not reported."""
     built = harness_builder(td.spec_text(td.runnable("persistent")[:1]), "dwa_ctl",
-                            extra_cflags=AUDIT)
+                            sanitize=False, extra_cflags=AUDIT)
     gen = built.gen
     src = write_harness(gen)
     exe = str(tmp_path / "unannounced")
-    flags = [*HARNESS_CFLAGS, *SANITIZE_CFLAGS, "-I", gen.out_dir]
+    flags = [*HARNESS_CFLAGS, "-I", gen.out_dir]
     objs = []
     for unit, audit in ((src, True), (gen.source, False),
                         (str(Path(gen.out_dir) / "p2_runtime.c"), True)):

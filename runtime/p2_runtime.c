@@ -418,6 +418,8 @@ static void seg_reset(p2_seg *seg)
     seg->rec_lists_dropped = 0;
     seg->rec_journal = 0;
     seg->rec_tx_dropped = 0;
+    seg->will_write = NULL;
+    seg->will_write_ctx = NULL;
 }
 
 static uint64_t page_size(void)
@@ -617,8 +619,10 @@ static int seg_grow(p2_seg *seg, uint64_t need, p2_err *err)
                         want - seg->mapped, strerror(e));
     }
     seg->mapped = want;
-    if (seg->hdr != NULL)
+    if (seg->hdr != NULL) {
+        p2_seg_will_write(seg, &seg->hdr->file_size, sizeof seg->hdr->file_size);
         seg->hdr->file_size = want;
+    }
     return P2_OK;
 }
 
@@ -633,6 +637,7 @@ static int brk_take(p2_seg *seg, uint64_t bs, p2_off *out, p2_err *err)
     int rc = seg_grow(seg, off + bs, err);   /* no overflow: off, bs <= reserved <= 2^60 */
     if (rc != P2_OK)
         return rc;
+    p2_seg_will_write(seg, &seg->hdr->brk, sizeof seg->hdr->brk);
     seg->hdr->brk = off + bs;
     *out = off;
     return P2_OK;
@@ -651,8 +656,10 @@ static int large_take(p2_seg *seg, uint64_t bs, p2_off *out, p2_err *err)
         struct large_free *b = large_at(seg, off);
         if (b->size >= bs) {
             if (b->size == bs) {
+                p2_seg_will_write(seg, link, sizeof *link);
                 *link = b->next;
             } else {
+                p2_seg_will_write(seg, &b->size, sizeof b->size);
                 b->size -= bs;        /* keep the head on the list, hand out the tail */
                 off += b->size;
             }
@@ -679,10 +686,12 @@ static int large_take_at(p2_seg *seg, p2_off at, uint64_t extra)
     struct large_free *b = large_at(seg, at);
     if (b->size < extra)
         return 0;
+    p2_seg_will_write(seg, link, sizeof *link);
     if (b->size == extra) {
         *link = b->next;
     } else {
         struct large_free rest = { b->next, b->size - extra };
+        p2_seg_will_write(seg, large_at(seg, at + extra), sizeof rest);
         *large_at(seg, at + extra) = rest;
         *link = at + extra;
     }
@@ -710,6 +719,7 @@ static void large_release(p2_seg *seg, p2_off off, uint64_t bs)
         return;
 
     struct large_free *b = large_at(seg, off);
+    p2_seg_will_write(seg, b, sizeof *b);
     b->size = bs;
     b->next = next;
     if (next != 0 && off + bs == next) {
@@ -717,15 +727,19 @@ static void large_release(p2_seg *seg, p2_off off, uint64_t bs)
         b->next = large_at(seg, next)->next;
     }
     if (prev != 0 && prev + large_at(seg, prev)->size == off) {
+        p2_seg_will_write(seg, large_at(seg, prev), sizeof *b);
         large_at(seg, prev)->size += b->size;
         large_at(seg, prev)->next = b->next;
     } else {
+        p2_seg_will_write(seg, link, sizeof *link);
         *link = off;
     }
 }
 
 static void small_push(p2_seg *seg, unsigned cls, p2_off off)
 {
+    p2_seg_will_write(seg, small_at(seg, off), sizeof(struct small_free));
+    p2_seg_will_write(seg, &seg->hdr->free_small[cls], sizeof(p2_off));
     small_at(seg, off)->next = seg->hdr->free_small[cls];
     seg->hdr->free_small[cls] = off;
 }
@@ -742,6 +756,7 @@ static int small_take(p2_seg *seg, uint64_t bs, p2_off *out, p2_err *err)
         p2_off next = small_at(seg, off)->next;
         if (next != 0 && !block_ok(seg, next, bs))
             return corrupt_list(seg, err, bs, next);
+        p2_seg_will_write(seg, &seg->hdr->free_small[cls], sizeof(p2_off));
         seg->hdr->free_small[cls] = next;
         *out = off;
         return P2_OK;
@@ -787,6 +802,7 @@ p2_off p2_seg_alloc(p2_seg *seg, uint64_t size, p2_err *err)
     p2_off off = 0;
     if (seg_alloc_block(seg, size, &off, err) != P2_OK)
         return 0;
+    p2_seg_will_write(seg, seg->base + off, size);
     memset(seg->base + off, 0, (size_t)size);
     return off;
 }
@@ -829,8 +845,10 @@ p2_off p2_seg_realloc(p2_seg *seg, p2_off off, uint64_t old_size, uint64_t new_s
     }
     char *p = seg->base + off;   /* stays valid: the base never moves */
     if (nb == ob) {
-        if (new_size > old_size)
+        if (new_size > old_size) {
+            p2_seg_will_write(seg, p + old_size, new_size - old_size);
             memset(p + old_size, 0, (size_t)(new_size - old_size));
+        }
         return off;
     }
     if (ob > SMALL_MAX && nb > SMALL_MAX) {
@@ -844,12 +862,14 @@ p2_off p2_seg_realloc(p2_seg *seg, p2_off off, uint64_t old_size, uint64_t new_s
         if (end == seg->hdr->brk) {         /* last block: extend the allocated area */
             if (seg_grow(seg, end + extra, err) != P2_OK)
                 return 0;
+            p2_seg_will_write(seg, &seg->hdr->brk, sizeof seg->hdr->brk);
             seg->hdr->brk = end + extra;
             grown = 1;
         } else {                            /* followed by a big enough free block */
             grown = large_take_at(seg, end, extra);
         }
         if (grown) {
+            p2_seg_will_write(seg, p + old_size, new_size - old_size);
             memset(p + old_size, 0, (size_t)(new_size - old_size));
             return off;
         }
@@ -857,6 +877,7 @@ p2_off p2_seg_realloc(p2_seg *seg, p2_off off, uint64_t old_size, uint64_t new_s
     p2_off moved = p2_seg_alloc(seg, new_size, err);
     if (moved == 0)
         return 0;
+    /* the copy lands in the block p2_seg_alloc just announced (and zero-filled) */
     memcpy(seg->base + moved, p, (size_t)(old_size < new_size ? old_size : new_size));
     p2_seg_free(seg, off, old_size);
     return moved;
@@ -934,8 +955,10 @@ void p2_seg_set_desc(p2_seg *seg, const char *desc)
         memcpy(buf, desc, sizeof buf - 4);
         memcpy(buf + sizeof buf - 4, "...", 3);
     }
-    if (memcmp(seg->hdr->desc, buf, sizeof buf) != 0)   /* no needless page write */
+    if (memcmp(seg->hdr->desc, buf, sizeof buf) != 0) {   /* no needless page write */
+        p2_seg_will_write(seg, seg->hdr->desc, sizeof buf);
         memcpy(seg->hdr->desc, buf, sizeof buf);
+    }
 }
 
 static int not_closed(const p2_seg *seg, p2_err *err)
@@ -1179,6 +1202,161 @@ static int seg_open_any(p2_seg *seg, const char *path, uint64_t fingerprint,
                         uint64_t reserve, const p2_journal_opts *jopts, int recovering,
                         int *created, p2_err *err);
 
+#ifdef P2_WRITE_AUDIT
+/* ------------------------------------------------------------------------
+ * Write audit (test builds): every change of a watched file must have been announced
+ * through the write hook since the last check.
+ * ------------------------------------------------------------------------ */
+#define WRITE_AUDIT_MAX 16     /* files watched at once */
+#define WRITE_AUDIT_REPORT 8   /* problems printed per check */
+
+struct write_audit {
+    p2_seg *seg;
+    unsigned char *shadow;     /* the mapping as of the last check */
+    uint64_t len;              /* its length */
+    unsigned char *declared;   /* per byte: announced since the last check */
+    uint64_t dlen;
+    uint64_t outside;          /* announcements outside the mapping since the last check */
+    uint64_t outside_off, outside_n;   /* the first of them */
+};
+
+static struct write_audit write_audits[WRITE_AUDIT_MAX];
+
+static void write_audit_fatal(const char *what)
+{
+    fprintf(stderr, "write audit: out of memory (%s)\n", what);
+    abort();
+}
+
+static void write_audit_hook(void *ctx, p2_seg *seg, uint64_t off, uint64_t n)
+{
+    struct write_audit *a = (struct write_audit *)ctx;
+    if (off > seg->mapped || n > seg->mapped - off) {
+        if (a->outside++ == 0) {
+            a->outside_off = off;
+            a->outside_n = n;
+        }
+        return;
+    }
+    if (off + n > a->dlen) {
+        unsigned char *d = (unsigned char *)realloc(a->declared, (size_t)seg->mapped);
+        if (d == NULL)
+            write_audit_fatal("announced ranges");
+        memset(d + a->dlen, 0, (size_t)(seg->mapped - a->dlen));
+        a->declared = d;
+        a->dlen = seg->mapped;
+    }
+    memset(a->declared + off, 1, (size_t)n);
+}
+
+/* Copy the mapping and forget the announcements. */
+static void write_audit_snap(struct write_audit *a)
+{
+    p2_seg *seg = a->seg;
+    if (a->len != seg->mapped) {
+        unsigned char *sh = (unsigned char *)realloc(a->shadow, (size_t)seg->mapped);
+        if (sh == NULL)
+            write_audit_fatal("copy of the file");
+        a->shadow = sh;
+        a->len = seg->mapped;
+    }
+    memcpy(a->shadow, seg->base, (size_t)seg->mapped);
+    if (a->dlen != seg->mapped) {
+        free(a->declared);
+        a->declared = (unsigned char *)malloc((size_t)seg->mapped);
+        if (a->declared == NULL)
+            write_audit_fatal("announced ranges");
+        a->dlen = seg->mapped;
+    }
+    memset(a->declared, 0, (size_t)a->dlen);
+    a->outside = 0;
+}
+
+static void write_audit_attach(p2_seg *seg)
+{
+    for (int i = 0; i < WRITE_AUDIT_MAX; i++) {
+        struct write_audit *a = &write_audits[i];
+        if (a->seg != NULL)
+            continue;
+        memset(a, 0, sizeof *a);
+        a->seg = seg;
+        seg->will_write = write_audit_hook;
+        seg->will_write_ctx = a;
+        write_audit_snap(a);
+        return;
+    }
+    fprintf(stderr, "write audit: more than %d files open at once\n", WRITE_AUDIT_MAX);
+    abort();
+}
+
+static void write_audit_detach(p2_seg *seg)
+{
+    for (int i = 0; i < WRITE_AUDIT_MAX; i++) {
+        struct write_audit *a = &write_audits[i];
+        if (a->seg != seg)
+            continue;
+        free(a->shadow);
+        free(a->declared);
+        memset(a, 0, sizeof *a);
+        seg->will_write = NULL;
+        seg->will_write_ctx = NULL;
+    }
+}
+
+/* Which part of the file holds offset off: the header (its field) or a block. */
+static const char *write_audit_where(const p2_seg *seg, uint64_t off)
+{
+    if (off >= P2_SEG_HEADER_SIZE)
+        return "a block";
+    if (off >= offsetof(struct p2_seg_header, roots))
+        return "the header's root table";
+    if (off >= offsetof(struct p2_seg_header, free_small)
+        && off < offsetof(struct p2_seg_header, nroots))
+        return "the header's free lists (allocator)";
+    if (off >= offsetof(struct p2_seg_header, file_size)
+        && off < offsetof(struct p2_seg_header, free_small))
+        return "the header's size or brk (allocator)";
+    (void)seg;
+    return "the header";
+}
+
+int p2_write_audit_check(const char *what)
+{
+    int problems = 0;
+    for (int i = 0; i < WRITE_AUDIT_MAX; i++) {
+        struct write_audit *a = &write_audits[i];
+        p2_seg *seg = a->seg;
+        if (seg == NULL)
+            continue;
+        if (a->outside) {
+            if (problems++ < WRITE_AUDIT_REPORT)
+                fprintf(stderr, "write audit: %s: %s announced %" PRIu64 " range(s) outside the "
+                        "mapping of %" PRIu64 " bytes, first [%" PRIu64 ", +%" PRIu64 ")\n",
+                        seg->path, what, a->outside, seg->mapped, a->outside_off, a->outside_n);
+        }
+        const unsigned char *now = (const unsigned char *)seg->base;
+        uint64_t end = seg->mapped;
+        for (uint64_t off = 0; off < end; off++) {
+            unsigned char was = off < a->len ? a->shadow[off] : 0;   /* growth reads as zero */
+            if (now[off] == was || (off < a->dlen && a->declared[off]))
+                continue;
+            /* one report per run of unannounced changed bytes */
+            uint64_t run = off;
+            while (off + 1 < end && !(off + 1 < a->dlen && a->declared[off + 1])
+                   && now[off + 1] != (off + 1 < a->len ? a->shadow[off + 1] : 0))
+                off++;
+            if (problems++ < WRITE_AUDIT_REPORT)
+                fprintf(stderr, "write audit: %s: `%s` changed bytes [%" PRIu64 ", %" PRIu64 ") in "
+                        "%s without announcing them (first byte was 0x%02x, now 0x%02x)\n",
+                        seg->path, what, run, off + 1, write_audit_where(seg, run),
+                        was, now[run]);
+        }
+        write_audit_snap(a);
+    }
+    return problems;
+}
+#endif
+
 int p2_seg_open(p2_seg *seg, const char *path, uint64_t fingerprint,
                 uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
                 uint64_t reserve, int *created, p2_err *err)
@@ -1292,6 +1470,10 @@ static int seg_open_any(p2_seg *seg, const char *path, uint64_t fingerprint,
     }
     if (created != NULL)
         *created = st.st_size == 0;
+#ifdef P2_WRITE_AUDIT
+    if (!seg->journal && !recovering)
+        write_audit_attach(seg);
+#endif
     return P2_OK;
 }
 
@@ -1305,6 +1487,7 @@ int p2_seg_sync(p2_seg *seg, p2_err *err)
             rc = journal_flush(seg, 0, err);   /* and an incomplete group is synced too */
         return rc;
     }
+    p2_seg_will_write(seg, seg->hdr, sizeof *seg->hdr);   /* roots' seal, checksum */
     roots_seal(seg);
     seg->hdr->checksum = header_crc(seg->hdr);
     if (msync(seg->base, (size_t)seg->mapped, MS_SYNC) != 0) {
@@ -1322,6 +1505,10 @@ int p2_seg_close(p2_seg *seg, p2_err *err)
     struct p2_seg_header *h = seg->hdr;
     if (seg->journal)
         return journal_close(seg, err);
+#ifdef P2_WRITE_AUDIT
+    write_audit_detach(seg);
+#endif
+    p2_seg_will_write(seg, h, sizeof *h);
     /* Data first, then the CLEAN mark: a crash in between leaves OPEN. */
     roots_seal(seg);
     h->checksum = header_crc(h);

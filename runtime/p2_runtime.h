@@ -264,7 +264,18 @@ typedef struct p2_journal_opts {
                                data file and empties the journal */
 } p2_journal_opts;
 
-/** An open persistent segment.  The fields are read-only for callers.
+struct p2_seg;
+
+/** Write intent: a callback told [off, off + n) of the segment before anything writes
+ *  there -- the generated code (through its memory layer's `_will_write`, see
+ *  layers/README.md, mem) and this runtime's allocator (its header fields, free lists,
+ *  the zero-fill and copies of blocks).  A layer that must know every byte a transaction
+ *  changes (a record log) sets it; an audit build (#P2_WRITE_AUDIT) checks with it that
+ *  the announcements cover every change. */
+typedef void (*p2_write_hook)(void *ctx, struct p2_seg *seg, uint64_t off, uint64_t n);
+
+/** An open persistent segment.  The fields are read-only for callers, except the write
+ *  hook (`will_write`, `will_write_ctx`), which an open segment's owner may set.
  *  A zero-initialised p2_seg, or one whose open failed, is "not open":
  *  p2_seg_close() on it does nothing. */
 typedef struct p2_seg {
@@ -301,6 +312,8 @@ typedef struct p2_seg {
                                      2 damaged: transactions after the damage dropped; 3 it
                                      ended before the data file: not replayed */
     uint64_t rec_tx_dropped;    /**< committed transactions lost with it (2, 3; at least) */
+    p2_write_hook will_write;   /**< told each range before it is written; NULL: nobody */
+    void    *will_write_ctx;    /**< its first argument */
 } p2_seg;
 
 /** Open a segment file, creating it if it does not exist.  A file that exists but is
@@ -549,6 +562,34 @@ uint64_t p2_seg_used(const p2_seg *seg);
  *  segment is closed (the base never moves).  Note p2_seg_ptr(seg, 0) is the
  *  header, not NULL: test offsets against 0 before converting. */
 static inline void *p2_seg_ptr(const p2_seg *seg, p2_off off) { return seg->base + off; }
+
+/** Announce that [p, p + n), inside the segment's mapping, is about to be written: calls
+ *  the segment's write hook, if one is set. */
+static inline void p2_seg_will_write(p2_seg *seg, const void *p, uint64_t n)
+{
+    if (seg->will_write != NULL)
+        seg->will_write(seg->will_write_ctx, seg, (uint64_t)((const char *)p - seg->base), n);
+}
+
+/** The write-intent hook of a plain persistent file (the `persistent` layer's
+ *  `_will_write`): such a file needs no notice, so it compiles to nothing -- except in an
+ *  audit build (compiled with P2_WRITE_AUDIT), where it reaches the write hook. */
+#ifdef P2_WRITE_AUDIT
+#define P2_SEG_AUDIT_WRITE(seg, p, n) p2_seg_will_write((seg), (p), (n))
+#else
+#define P2_SEG_AUDIT_WRITE(seg, p, n) ((void)(seg), (void)(p), (void)(n))
+#endif
+
+#ifdef P2_WRITE_AUDIT
+/** Write audit (a test build, compiled with P2_WRITE_AUDIT; not thread-safe).  Every
+ *  plain (not journalled) segment opened afterwards is watched: its mapping is copied,
+ *  the write hook records the announced ranges, and p2_write_audit_check() compares the
+ *  mapping with the copy.  Returns the number of changed bytes that no announcement
+ *  covered, plus announcements outside the mapping; each problem (up to a few) is
+ *  printed on stderr with the offset and `what` (the operation).  The copy is then taken
+ *  again and the announcements forgotten. */
+int p2_write_audit_check(const char *what);
+#endif
 
 /** @} */
 

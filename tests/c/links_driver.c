@@ -324,6 +324,19 @@ static void do_open(void)
     }
 }
 
+#ifdef P2_WRITE_AUDIT
+/* Write audit (p2_runtime.h): before each command, every byte the previous one changed in
+ * the file must have been announced. */
+static char audit_cmd[4096];
+static void audit(void)
+{
+    if (audit_cmd[0] && p2_write_audit_check(audit_cmd) != 0) {
+        fflush(stdout);
+        exit(3);
+    }
+}
+#endif
+
 /* ---------------------------------------------------------------- main */
 int main(int argc, char **argv)
 {
@@ -332,6 +345,11 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     do_open();
     while (fgets(line, sizeof line, stdin)) {
+#ifdef P2_WRITE_AUDIT
+        audit();
+        snprintf(audit_cmd, sizeof audit_cmd, "%s", line);
+        audit_cmd[strcspn(audit_cmd, "\n")] = 0;
+#endif
         char *t[8] = {0};
         int nt = 0;
         char *save = NULL, *tok;
@@ -465,5 +483,8 @@ int main(int argc, char **argv)
             printf("bad command %s\n", cmd);
         }
     }
+#ifdef P2_WRITE_AUDIT
+    audit();
+#endif
     return P(close)(db) == P2_OK ? 0 : 4;
 }

@@ -23,6 +23,7 @@ static inline uint64_t array_items__array_count(array_db *db)
 static inline int array_items__array_create(array_db *db)
 {
     array_items_root *r = array_items__transient_root(db);
+    array_items__transient_will_write(db, r, sizeof *r);
     r->array_free = array_items__array_NONE;
     r->array_cap = 4u;
     return array_items__transient_alloc(db, (uint64_t)r->array_cap * sizeof(array_items_elem), &r->array_slots);
@@ -42,6 +43,8 @@ static inline int array_items__array_reserve(array_db *db, uint64_t n)
     uint32_t ncap = n > array_items__array_MAX_SLOTS ? array_items__array_MAX_SLOTS : (uint32_t)n;
     int rc;
     if (ncap <= r->array_cap) return P2_OK;
+    array_items__transient_will_write(db, &r->array_slots, sizeof r->array_slots);
+    array_items__transient_will_write(db, &r->array_cap, sizeof r->array_cap);
     rc = array_items__transient_realloc(db, &r->array_slots, (uint64_t)r->array_cap * sizeof(array_items_elem), (uint64_t)ncap * sizeof(array_items_elem));
     if (rc != P2_OK) return rc;
     r->array_cap = ncap;
@@ -56,6 +59,7 @@ static inline int array_items__array_insert(array_db *db, const array_item *rec,
     array_items_elem *e;
     if (r->array_free != array_items__array_NONE) {
         slot = r->array_free;
+        array_items__transient_will_write(db, &r->array_free, sizeof r->array_free);
         r->array_free = array_items__array_elem(db, slot)->_array_next_free;
     } else {
         if (r->array_hwm == r->array_cap) {
@@ -64,13 +68,18 @@ static inline int array_items__array_insert(array_db *db, const array_item *rec,
             int rc;
             if (cap == array_items__array_MAX_SLOTS)
                 return p2_err_set(&db->err, P2_ENOMEM, "container items: array is full (%u slots)", cap);
+            array_items__transient_will_write(db, &r->array_slots, sizeof r->array_slots);
+            array_items__transient_will_write(db, &r->array_cap, sizeof r->array_cap);
             rc = array_items__transient_realloc(db, &r->array_slots, (uint64_t)cap * sizeof(array_items_elem), (uint64_t)ncap * sizeof(array_items_elem));
             if (rc != P2_OK) return rc;
             r->array_cap = ncap;
         }
+        array_items__transient_will_write(db, &r->array_hwm, sizeof r->array_hwm);
         slot = r->array_hwm++;
     }
     e = array_items__array_elem(db, slot);
+    array_items__transient_will_write(db, e, sizeof *e);
+    array_items__transient_will_write(db, &r->array_count, sizeof r->array_count);
     e->rec = nrec;
     e->_array_next_free = array_items__array_LIVE;
     r->array_count++;
@@ -81,14 +90,20 @@ static inline int array_items__array_insert(array_db *db, const array_item *rec,
 static inline void array_items__array_remove(array_db *db, uint64_t ref)
 {
     array_items_root *r = array_items__transient_root(db);
-    array_items__array_elem(db, ref)->_array_next_free = r->array_free;
+    array_items_elem *e = array_items__array_elem(db, ref);
+    array_items__transient_will_write(db, &e->_array_next_free, sizeof e->_array_next_free);
+    array_items__transient_will_write(db, &r->array_free, sizeof r->array_free);
+    array_items__transient_will_write(db, &r->array_count, sizeof r->array_count);
+    e->_array_next_free = r->array_free;
     r->array_free = (uint32_t)ref;
     r->array_count--;
 }
 
 static inline int array_items__array_update(array_db *db, uint64_t *ref, const array_item *rec)
 {
-    array_items__array_elem(db, *ref)->rec = *rec;
+    array_items_elem *e = array_items__array_elem(db, *ref);
+    array_items__transient_will_write(db, &e->rec, sizeof e->rec);
+    e->rec = *rec;
     return P2_OK;
 }
 

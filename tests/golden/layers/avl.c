@@ -23,6 +23,7 @@ static inline void avl_items__avl_fix_height(avl_db *db, uint64_t ref)
 {
     avl_items_elem *n = avl_items__avl_node(db, ref);
     int32_t hl = avl_items__avl_height(db, n->_avl_left), hr = avl_items__avl_height(db, n->_avl_right);
+    avl_items__transient_will_write(db, &n->_avl_height, sizeof n->_avl_height);
     n->_avl_height = (hl > hr ? hl : hr) + 1;
 }
 
@@ -32,6 +33,8 @@ static inline uint64_t avl_items__avl_rotate_right(avl_db *db, uint64_t ref)
     avl_items_elem *n = avl_items__avl_node(db, ref);
     uint64_t l = n->_avl_left;
     avl_items_elem *ln = avl_items__avl_node(db, l);
+    avl_items__transient_will_write(db, &n->_avl_left, sizeof n->_avl_left);
+    avl_items__transient_will_write(db, &ln->_avl_right, sizeof ln->_avl_right);
     n->_avl_left = ln->_avl_right;
     ln->_avl_right = ref;
     avl_items__avl_fix_height(db, ref);
@@ -45,6 +48,8 @@ static inline uint64_t avl_items__avl_rotate_left(avl_db *db, uint64_t ref)
     avl_items_elem *n = avl_items__avl_node(db, ref);
     uint64_t r = n->_avl_right;
     avl_items_elem *rn = avl_items__avl_node(db, r);
+    avl_items__transient_will_write(db, &n->_avl_right, sizeof n->_avl_right);
+    avl_items__transient_will_write(db, &rn->_avl_left, sizeof rn->_avl_left);
     n->_avl_right = rn->_avl_left;
     rn->_avl_left = ref;
     avl_items__avl_fix_height(db, ref);
@@ -60,14 +65,18 @@ static inline uint64_t avl_items__avl_rebalance(avl_db *db, uint64_t ref)
     int32_t balance = avl_items__avl_height(db, n->_avl_left) - avl_items__avl_height(db, n->_avl_right);
     if (balance > 1) {
         avl_items_elem *l = avl_items__avl_node(db, n->_avl_left);
-        if (avl_items__avl_height(db, l->_avl_left) < avl_items__avl_height(db, l->_avl_right))
+        if (avl_items__avl_height(db, l->_avl_left) < avl_items__avl_height(db, l->_avl_right)) {
+            avl_items__transient_will_write(db, &n->_avl_left, sizeof n->_avl_left);
             n->_avl_left = avl_items__avl_rotate_left(db, n->_avl_left);   /* left-right case */
+        }
         return avl_items__avl_rotate_right(db, ref);
     }
     if (balance < -1) {
         avl_items_elem *r = avl_items__avl_node(db, n->_avl_right);
-        if (avl_items__avl_height(db, r->_avl_right) < avl_items__avl_height(db, r->_avl_left))
+        if (avl_items__avl_height(db, r->_avl_right) < avl_items__avl_height(db, r->_avl_left)) {
+            avl_items__transient_will_write(db, &n->_avl_right, sizeof n->_avl_right);
             n->_avl_right = avl_items__avl_rotate_right(db, n->_avl_right);  /* right-left case */
+        }
         return avl_items__avl_rotate_left(db, ref);
     }
     avl_items__avl_fix_height(db, ref);
@@ -92,6 +101,7 @@ static inline uint64_t avl_items__avl_insert_at(avl_db *db, uint64_t node, uint6
     n = avl_items__avl_node(db, node);
     child = avl_items__avl_order(db, ref, node) < 0 ? &n->_avl_left : &n->_avl_right;
     was = avl_items__avl_height(db, *child);
+    avl_items__transient_will_write(db, child, sizeof *child);
     *child = avl_items__avl_insert_at(db, *child, ref);
     return avl_items__avl_after(db, node, *child, was);
 }
@@ -107,6 +117,7 @@ static inline uint64_t avl_items__avl_remove_min(avl_db *db, uint64_t node, uint
         return n->_avl_right;
     }
     was = avl_items__avl_height(db, n->_avl_left);
+    avl_items__transient_will_write(db, &n->_avl_left, sizeof n->_avl_left);
     n->_avl_left = avl_items__avl_remove_min(db, n->_avl_left, min);
     return avl_items__avl_after(db, node, n->_avl_left, was);
 }
@@ -127,12 +138,15 @@ static inline uint64_t avl_items__avl_remove_at(avl_db *db, uint64_t node, uint6
         if (n->_avl_right == P2_NIL) return n->_avl_left;
         right = avl_items__avl_remove_min(db, n->_avl_right, &succ);
         s = avl_items__avl_node(db, succ);
+        avl_items__transient_will_write(db, &s->_avl_left, sizeof s->_avl_left);
+        avl_items__transient_will_write(db, &s->_avl_right, sizeof s->_avl_right);
         s->_avl_left = n->_avl_left;
         s->_avl_right = right;
         return avl_items__avl_rebalance(db, succ);
     }
     child = avl_items__avl_order(db, ref, node) < 0 ? &n->_avl_left : &n->_avl_right;
     was = avl_items__avl_height(db, *child);
+    avl_items__transient_will_write(db, child, sizeof *child);
     *child = avl_items__avl_remove_at(db, *child, ref);
     return avl_items__avl_after(db, node, *child, was);
 }
@@ -140,6 +154,10 @@ static inline uint64_t avl_items__avl_remove_at(avl_db *db, uint64_t node, uint6
 static inline void avl_items__avl_link(avl_db *db, uint64_t ref)
 {
     avl_items_elem *e = avl_items__avl_node(db, ref);
+    avl_items__transient_will_write(db, &e->_avl_left, sizeof e->_avl_left);
+    avl_items__transient_will_write(db, &e->_avl_right, sizeof e->_avl_right);
+    avl_items__transient_will_write(db, &e->_avl_height, sizeof e->_avl_height);
+    avl_items__transient_will_write(db, &avl_items__transient_root(db)->avl_root, sizeof avl_items__transient_root(db)->avl_root);
     e->_avl_left = e->_avl_right = P2_NIL;
     e->_avl_height = 1;
     avl_items__transient_root(db)->avl_root = avl_items__avl_insert_at(db, avl_items__transient_root(db)->avl_root, ref);
@@ -148,6 +166,7 @@ static inline void avl_items__avl_link(avl_db *db, uint64_t ref)
 /* The element must still carry the key it was linked with. */
 static inline void avl_items__avl_unlink(avl_db *db, uint64_t ref)
 {
+    avl_items__transient_will_write(db, &avl_items__transient_root(db)->avl_root, sizeof avl_items__transient_root(db)->avl_root);
     avl_items__transient_root(db)->avl_root = avl_items__avl_remove_at(db, avl_items__transient_root(db)->avl_root, ref);
 }
 
@@ -155,6 +174,7 @@ static inline int avl_items__avl_create(avl_db *db)
 {
     int rc = avl_items__array_create(db);
     if (rc != P2_OK) return rc;
+    avl_items__transient_will_write(db, &avl_items__transient_root(db)->avl_root, sizeof avl_items__transient_root(db)->avl_root);
     avl_items__transient_root(db)->avl_root = P2_NIL;
     return P2_OK;
 }

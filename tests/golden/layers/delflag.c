@@ -21,6 +21,7 @@ static inline void delflag_items__delflag_clear_dup(delflag_db *db, const delfla
     uint64_t dup = delflag_items__array_find_dup(db, rec);
     if (dup != P2_NIL && dup != keep && delflag_items__top2ds_qualify_elem(db, dup)->_delflag_deleted) {
         delflag_items__top2ds_qualify_remove(db, dup);
+        delflag_items__transient_will_write(db, &delflag_items__transient_root(db)->delflag_ndeleted, sizeof delflag_items__transient_root(db)->delflag_ndeleted);
         delflag_items__transient_root(db)->delflag_ndeleted--;
     }
 }
@@ -32,12 +33,16 @@ static inline int delflag_items__delflag_insert(delflag_db *db, const delflag_it
     int rc;
     delflag_items__delflag_clear_dup(db, rec, P2_NIL);
     rc = delflag_items__top2ds_qualify_insert(db, rec, out);
-    if (rc == P2_OK) delflag_items__top2ds_qualify_elem(db, *out)->_delflag_deleted = 0;
-    return rc;
+    if (rc != P2_OK) return rc;
+    delflag_items__transient_will_write(db, &delflag_items__top2ds_qualify_elem(db, *out)->_delflag_deleted, sizeof(uint8_t));
+    delflag_items__top2ds_qualify_elem(db, *out)->_delflag_deleted = 0;
+    return P2_OK;
 }
 
 static inline void delflag_items__delflag_remove(delflag_db *db, uint64_t ref)
 {
+    delflag_items__transient_will_write(db, &delflag_items__top2ds_qualify_elem(db, ref)->_delflag_deleted, sizeof(uint8_t));
+    delflag_items__transient_will_write(db, &delflag_items__transient_root(db)->delflag_ndeleted, sizeof delflag_items__transient_root(db)->delflag_ndeleted);
     delflag_items__top2ds_qualify_elem(db, ref)->_delflag_deleted = 1;
     delflag_items__transient_root(db)->delflag_ndeleted++;
 }
@@ -123,6 +128,7 @@ static inline int delflag_items__delflag_purge(delflag_db *db, uint64_t *n)
         delflag_items__top2ds_qualify_all_delete(&k);
         removed++;
     }
+    delflag_items__transient_will_write(db, &delflag_items__transient_root(db)->delflag_ndeleted, sizeof delflag_items__transient_root(db)->delflag_ndeleted);
     delflag_items__transient_root(db)->delflag_ndeleted -= removed;
     if (n) *n = removed;
     return rc == P2_END ? P2_OK : rc;

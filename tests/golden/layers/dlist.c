@@ -11,10 +11,16 @@ static inline void dlist_items__dlist_splice(dlist_db *db, uint64_t ref, uint64_
 {
     dlist_items_root *r = dlist_items__transient_root(db);
     dlist_items_elem *e = dlist_items__dlist_node(db, ref);
+    uint64_t *to_ref = prev == P2_NIL ? &r->dlist_head : &dlist_items__dlist_node(db, prev)->_dlist_next;
+    uint64_t *back_to_ref = next == P2_NIL ? &r->dlist_tail : &dlist_items__dlist_node(db, next)->_dlist_prev;
+    dlist_items__transient_will_write(db, &e->_dlist_prev, sizeof e->_dlist_prev);
+    dlist_items__transient_will_write(db, &e->_dlist_next, sizeof e->_dlist_next);
+    dlist_items__transient_will_write(db, to_ref, sizeof *to_ref);
+    dlist_items__transient_will_write(db, back_to_ref, sizeof *back_to_ref);
     e->_dlist_prev = prev;
     e->_dlist_next = next;
-    if (prev == P2_NIL) r->dlist_head = ref; else dlist_items__dlist_node(db, prev)->_dlist_next = ref;
-    if (next == P2_NIL) r->dlist_tail = ref; else dlist_items__dlist_node(db, next)->_dlist_prev = ref;
+    *to_ref = ref;
+    *back_to_ref = ref;
 }
 
 static inline void dlist_items__dlist_unlink(dlist_db *db, uint64_t ref)
@@ -22,14 +28,20 @@ static inline void dlist_items__dlist_unlink(dlist_db *db, uint64_t ref)
     dlist_items_root *r = dlist_items__transient_root(db);
     const dlist_items_elem *e = dlist_items__dlist_node(db, ref);
     uint64_t prev = e->_dlist_prev, next = e->_dlist_next;
-    if (prev == P2_NIL) r->dlist_head = next; else dlist_items__dlist_node(db, prev)->_dlist_next = next;
-    if (next == P2_NIL) r->dlist_tail = prev; else dlist_items__dlist_node(db, next)->_dlist_prev = prev;
+    uint64_t *to_next = prev == P2_NIL ? &r->dlist_head : &dlist_items__dlist_node(db, prev)->_dlist_next;
+    uint64_t *back_to_prev = next == P2_NIL ? &r->dlist_tail : &dlist_items__dlist_node(db, next)->_dlist_prev;
+    dlist_items__transient_will_write(db, to_next, sizeof *to_next);
+    dlist_items__transient_will_write(db, back_to_prev, sizeof *back_to_prev);
+    *to_next = next;
+    *back_to_prev = prev;
 }
 
 static inline int dlist_items__dlist_create(dlist_db *db)
 {
     int rc = dlist_items__array_create(db);
     if (rc != P2_OK) return rc;
+    dlist_items__transient_will_write(db, &dlist_items__transient_root(db)->dlist_head, sizeof dlist_items__transient_root(db)->dlist_head);
+    dlist_items__transient_will_write(db, &dlist_items__transient_root(db)->dlist_tail, sizeof dlist_items__transient_root(db)->dlist_tail);
     dlist_items__transient_root(db)->dlist_head = dlist_items__transient_root(db)->dlist_tail = P2_NIL;
     return P2_OK;
 }

@@ -25,8 +25,10 @@ static inline uint64_t *hash_items__hash_bucket(hash_db *db, int32_t key)
 static inline int hash_items__hash_alloc_buckets(hash_db *db, uint64_t n, uint64_t *ref)
 {
     int rc = hash_items__transient_alloc(db, n * sizeof(uint64_t), ref);
-    if (rc == P2_OK) memset(hash_items__transient_ptr(db, *ref), 0xFF, n * sizeof(uint64_t));  /* all P2_NIL */
-    return rc;
+    if (rc != P2_OK) return rc;
+    hash_items__transient_will_write(db, hash_items__transient_ptr(db, *ref), n * sizeof(uint64_t));
+    memset(hash_items__transient_ptr(db, *ref), 0xFF, n * sizeof(uint64_t));  /* all P2_NIL */
+    return P2_OK;
 }
 
 static inline int hash_items__hash_create(hash_db *db)
@@ -35,6 +37,8 @@ static inline int hash_items__hash_create(hash_db *db)
     int rc = hash_items__array_create(db);
     if (rc != P2_OK) return rc;
     while (n < 4u) n <<= 1;
+    hash_items__transient_will_write(db, &hash_items__transient_root(db)->hash_buckets, sizeof hash_items__transient_root(db)->hash_buckets);
+    hash_items__transient_will_write(db, &hash_items__transient_root(db)->hash_nbuckets, sizeof hash_items__transient_root(db)->hash_nbuckets);
     hash_items__transient_root(db)->hash_nbuckets = n;
     return hash_items__hash_alloc_buckets(db, n, &hash_items__transient_root(db)->hash_buckets);
 }
@@ -49,6 +53,9 @@ static inline void hash_items__hash_link(hash_db *db, uint64_t ref)
 {
     hash_items_elem *e = hash_items__array_elem(db, ref);
     uint64_t *b = hash_items__hash_bucket(db, e->rec.grp);
+    hash_items__transient_will_write(db, &e->_hash_next, sizeof e->_hash_next);
+    hash_items__transient_will_write(db, b, sizeof *b);
+    hash_items__transient_will_write(db, &hash_items__transient_root(db)->hash_count, sizeof hash_items__transient_root(db)->hash_count);
     e->_hash_next = *b;
     *b = ref;
     hash_items__transient_root(db)->hash_count++;
@@ -58,6 +65,8 @@ static inline void hash_items__hash_unlink(hash_db *db, uint64_t ref)
 {
     uint64_t *link = hash_items__hash_bucket(db, hash_items__array_elem(db, ref)->rec.grp);
     while (*link != ref) link = &hash_items__array_elem(db, *link)->_hash_next;
+    hash_items__transient_will_write(db, link, sizeof *link);
+    hash_items__transient_will_write(db, &hash_items__transient_root(db)->hash_count, sizeof hash_items__transient_root(db)->hash_count);
     *link = hash_items__array_elem(db, ref)->_hash_next;
     hash_items__transient_root(db)->hash_count--;
 }
@@ -69,6 +78,8 @@ static inline int hash_items__hash_resize(hash_db *db, uint64_t nn)
     uint64_t old = r->hash_buckets, n = r->hash_nbuckets, fresh = 0;
     int rc = hash_items__hash_alloc_buckets(db, nn, &fresh);
     if (rc != P2_OK) return rc;
+    hash_items__transient_will_write(db, &r->hash_buckets, sizeof r->hash_buckets);
+    hash_items__transient_will_write(db, &r->hash_nbuckets, sizeof r->hash_nbuckets);
     r->hash_buckets = fresh;
     r->hash_nbuckets = nn;
     for (uint64_t i = 0; i < n; i++) {
@@ -76,7 +87,8 @@ static inline int hash_items__hash_resize(hash_db *db, uint64_t nn)
         while (ref != P2_NIL) {
             hash_items_elem *e = hash_items__array_elem(db, ref);
             uint64_t next = e->_hash_next;
-            uint64_t *b = hash_items__hash_bucket(db, e->rec.grp);
+            uint64_t *b = hash_items__hash_bucket(db, e->rec.grp);   /* in the fresh block */
+            hash_items__transient_will_write(db, &e->_hash_next, sizeof e->_hash_next);
             e->_hash_next = *b;
             *b = ref;
             ref = next;

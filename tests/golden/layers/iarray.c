@@ -38,6 +38,7 @@ static inline int iarray_items__iarray_dup_error(iarray_db *db, uint32_t key)
 static inline int iarray_items__iarray_create(iarray_db *db)
 {
     iarray_items_root *r = iarray_items__transient_root(db);
+    iarray_items__transient_will_write(db, r, sizeof *r);
     r->iarray_cap = 8u;
     return iarray_items__transient_alloc(db, (uint64_t)r->iarray_cap * sizeof(iarray_items_elem), &r->iarray_slots);
 }
@@ -58,6 +59,8 @@ static inline int iarray_items__iarray_grow(iarray_db *db, uint64_t slot)
     int rc;
     if (ncap < slot + 1) ncap = slot + 1;
     if (ncap > iarray_items__iarray_SLOTS) ncap = iarray_items__iarray_SLOTS;
+    iarray_items__transient_will_write(db, &r->iarray_slots, sizeof r->iarray_slots);
+    iarray_items__transient_will_write(db, &r->iarray_cap, sizeof r->iarray_cap);
     rc = iarray_items__transient_realloc(db, &r->iarray_slots, cap * sizeof(iarray_items_elem), ncap * sizeof(iarray_items_elem));
     if (rc != P2_OK) return rc;
     r->iarray_cap = (uint32_t)ncap;
@@ -71,6 +74,8 @@ static inline int iarray_items__iarray_reserve(iarray_db *db, uint64_t n)
     uint64_t ncap = n > iarray_items__iarray_SLOTS ? iarray_items__iarray_SLOTS : n;
     int rc;
     if (ncap <= r->iarray_cap) return P2_OK;
+    iarray_items__transient_will_write(db, &r->iarray_slots, sizeof r->iarray_slots);
+    iarray_items__transient_will_write(db, &r->iarray_cap, sizeof r->iarray_cap);
     rc = iarray_items__transient_realloc(db, &r->iarray_slots, (uint64_t)r->iarray_cap * sizeof(iarray_items_elem), ncap * sizeof(iarray_items_elem));
     if (rc != P2_OK) return rc;
     r->iarray_cap = (uint32_t)ncap;
@@ -87,6 +92,8 @@ static inline int iarray_items__iarray_insert(iarray_db *db, const iarray_item *
     if (slot >= iarray_items__transient_root(db)->iarray_cap && (rc = iarray_items__iarray_grow(db, slot)) != P2_OK) return rc;
     e = iarray_items__iarray_elem(db, slot);
     if (e->_iarray_valid) return iarray_items__iarray_dup_error(db, rec->id);
+    iarray_items__transient_will_write(db, e, sizeof *e);
+    iarray_items__transient_will_write(db, &iarray_items__transient_root(db)->iarray_count, sizeof iarray_items__transient_root(db)->iarray_count);
     memset(e, 0, sizeof *e);
     e->rec = *rec;
     e->_iarray_valid = 1;
@@ -97,6 +104,8 @@ static inline int iarray_items__iarray_insert(iarray_db *db, const iarray_item *
 
 static inline void iarray_items__iarray_remove(iarray_db *db, uint64_t ref)
 {
+    iarray_items__transient_will_write(db, iarray_items__iarray_elem(db, ref), sizeof(iarray_items_elem));
+    iarray_items__transient_will_write(db, &iarray_items__transient_root(db)->iarray_count, sizeof iarray_items__transient_root(db)->iarray_count);
     memset(iarray_items__iarray_elem(db, ref), 0, sizeof(iarray_items_elem));  /* _iarray_valid = 0 */
     iarray_items__transient_root(db)->iarray_count--;
 }
@@ -118,6 +127,7 @@ static inline int iarray_items__iarray_update(iarray_db *db, uint64_t *ref, cons
     iarray_items_elem *src, *dst;
     int rc;
     if (!iarray_items__iarray_moves(db, from, &nrec)) {
+        iarray_items__transient_will_write(db, &iarray_items__iarray_elem(db, from)->rec, sizeof nrec);
         iarray_items__iarray_elem(db, from)->rec = nrec;
         return P2_OK;
     }
@@ -130,6 +140,8 @@ static inline int iarray_items__iarray_update(iarray_db *db, uint64_t *ref, cons
     }
     src = iarray_items__iarray_elem(db, from);
     dst = iarray_items__iarray_elem(db, to);
+    iarray_items__transient_will_write(db, dst, sizeof *dst);
+    iarray_items__transient_will_write(db, src, sizeof *src);
     *dst = *src;
     dst->rec = nrec;
     memset(src, 0, sizeof *src);

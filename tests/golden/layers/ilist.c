@@ -5,13 +5,25 @@
 static inline void ilist_owners__holds_members_init(ilist_db *db, uint64_t x)
 {
     ilist_owners_elem *e = ilist_owners__array_elem(db, x);
+    ilist_owners__transient_will_write(db, &e->_holds_head, sizeof e->_holds_head);
+    ilist_owners__transient_will_write(db, &e->_holds_tail, sizeof e->_holds_tail);
+    ilist_owners__transient_will_write(db, &e->_holds_count, sizeof e->_holds_count);
     e->_holds_head = e->_holds_tail = P2_NIL;
     e->_holds_count = 0;
+}
+
+/* A member's own links, about to be written. */
+static inline void ilist_members__holds_owner__will_write_links(ilist_db *db, ilist_members_elem *e)
+{
+    ilist_members__transient_will_write(db, &e->_holds_owner, sizeof e->_holds_owner);
+    ilist_members__transient_will_write(db, &e->_holds_next, sizeof e->_holds_next);
+    ilist_members__transient_will_write(db, &e->_holds_prev, sizeof e->_holds_prev);
 }
 
 static inline void ilist_members__holds_owner_init(ilist_db *db, uint64_t y)
 {
     ilist_members_elem *e = ilist_members__array_elem(db, y);
+    ilist_members__holds_owner__will_write_links(db, e);
     e->_holds_owner = e->_holds_next = e->_holds_prev = P2_NIL;
 }
 
@@ -20,11 +32,25 @@ static inline void ilist_members__holds_owner__detach(ilist_db *db, uint64_t y)
 {
     ilist_members_elem *e = ilist_members__array_elem(db, y);
     ilist_owners_elem *own = ilist_owners__array_elem(db, e->_holds_owner);
-    if (e->_holds_prev != P2_NIL) ilist_members__array_elem(db, e->_holds_prev)->_holds_next = e->_holds_next;
-    else own->_holds_head = e->_holds_next;
-    if (e->_holds_next != P2_NIL) ilist_members__array_elem(db, e->_holds_next)->_holds_prev = e->_holds_prev;
-    else own->_holds_tail = e->_holds_prev;
+    if (e->_holds_prev != P2_NIL) {
+        ilist_members_elem *p = ilist_members__array_elem(db, e->_holds_prev);
+        ilist_members__transient_will_write(db, &p->_holds_next, sizeof p->_holds_next);
+        p->_holds_next = e->_holds_next;
+    } else {
+        ilist_owners__transient_will_write(db, &own->_holds_head, sizeof own->_holds_head);
+        own->_holds_head = e->_holds_next;
+    }
+    if (e->_holds_next != P2_NIL) {
+        ilist_members_elem *n = ilist_members__array_elem(db, e->_holds_next);
+        ilist_members__transient_will_write(db, &n->_holds_prev, sizeof n->_holds_prev);
+        n->_holds_prev = e->_holds_prev;
+    } else {
+        ilist_owners__transient_will_write(db, &own->_holds_tail, sizeof own->_holds_tail);
+        own->_holds_tail = e->_holds_prev;
+    }
+    ilist_owners__transient_will_write(db, &own->_holds_count, sizeof own->_holds_count);
     own->_holds_count--;
+    ilist_members__holds_owner__will_write_links(db, e);
     e->_holds_owner = e->_holds_next = e->_holds_prev = P2_NIL;
 }
 
@@ -35,11 +61,20 @@ static inline int ilist_owners__holds_members_add(ilist_db *db, uint64_t x, uint
     ilist_owners_elem *own;
     if (e->_holds_owner != P2_NIL) ilist_members__holds_owner__detach(db, y);
     own = ilist_owners__array_elem(db, x);
+    ilist_members__holds_owner__will_write_links(db, e);
     e->_holds_owner = x;
     e->_holds_next = P2_NIL;
     e->_holds_prev = own->_holds_tail;
-    if (own->_holds_tail != P2_NIL) ilist_members__array_elem(db, own->_holds_tail)->_holds_next = y;
-    else own->_holds_head = y;
+    if (own->_holds_tail != P2_NIL) {
+        ilist_members_elem *t = ilist_members__array_elem(db, own->_holds_tail);
+        ilist_members__transient_will_write(db, &t->_holds_next, sizeof t->_holds_next);
+        t->_holds_next = y;
+    } else {
+        ilist_owners__transient_will_write(db, &own->_holds_head, sizeof own->_holds_head);
+        own->_holds_head = y;
+    }
+    ilist_owners__transient_will_write(db, &own->_holds_tail, sizeof own->_holds_tail);
+    ilist_owners__transient_will_write(db, &own->_holds_count, sizeof own->_holds_count);
     own->_holds_tail = y;
     own->_holds_count++;
     return P2_OK;
@@ -81,9 +116,13 @@ static inline void ilist_owners__holds_members_unlink(ilist_db *db, uint64_t x)
     while (y != P2_NIL) {
         ilist_members_elem *e = ilist_members__array_elem(db, y);
         uint64_t next = e->_holds_next;
+        ilist_members__holds_owner__will_write_links(db, e);
         e->_holds_owner = e->_holds_next = e->_holds_prev = P2_NIL;
         y = next;
     }
+    ilist_owners__transient_will_write(db, &own->_holds_head, sizeof own->_holds_head);
+    ilist_owners__transient_will_write(db, &own->_holds_tail, sizeof own->_holds_tail);
+    ilist_owners__transient_will_write(db, &own->_holds_count, sizeof own->_holds_count);
     own->_holds_head = own->_holds_tail = P2_NIL;
     own->_holds_count = 0;
 }

@@ -27,6 +27,7 @@ static inline uint64_t malloc_items__malloc_count(malloc_db *db)
 static inline int malloc_items__malloc_create(malloc_db *db)
 {
     malloc_items_root *r = malloc_items__transient_root(db);
+    malloc_items__transient_will_write(db, r, sizeof *r);
     r->malloc_head = r->malloc_tail = P2_NIL;
     r->malloc_count = 0;
     r->malloc_lo = UINT64_MAX;  /* empty range: no element yet */
@@ -63,17 +64,24 @@ static inline int malloc_items__malloc_insert(malloc_db *db, const malloc_item *
     malloc_items_root *r = malloc_items__transient_root(db);
     uint64_t ref = 0;
     malloc_items_elem *e;
+    uint64_t *to_ref;
     int rc = malloc_items__transient_alloc(db, sizeof(malloc_items_elem), &ref);  /* zero-filled */
     if (rc != P2_OK) return rc;
+    malloc_items__transient_will_write(db, &r->malloc_lo, sizeof r->malloc_lo);
+    malloc_items__transient_will_write(db, &r->malloc_hi, sizeof r->malloc_hi);
     if (ref < r->malloc_lo) r->malloc_lo = ref;
     if (ref > r->malloc_hi) r->malloc_hi = ref;
     e = malloc_items__malloc_elem(db, ref);
+    to_ref = r->malloc_tail != P2_NIL ? &malloc_items__malloc_elem(db, r->malloc_tail)->_malloc_next : &r->malloc_head;
+    malloc_items__transient_will_write(db, e, sizeof *e);
+    malloc_items__transient_will_write(db, to_ref, sizeof *to_ref);
+    malloc_items__transient_will_write(db, &r->malloc_tail, sizeof r->malloc_tail);
+    malloc_items__transient_will_write(db, &r->malloc_count, sizeof r->malloc_count);
     e->rec = *rec;
     e->_malloc_magic = malloc_items__malloc_LIVE;
     e->_malloc_next = P2_NIL;
     e->_malloc_prev = r->malloc_tail;
-    if (r->malloc_tail != P2_NIL) malloc_items__malloc_elem(db, r->malloc_tail)->_malloc_next = ref;
-    else r->malloc_head = ref;
+    *to_ref = ref;
     r->malloc_tail = ref;
     r->malloc_count++;
     *out = ref;
@@ -86,10 +94,14 @@ static inline void malloc_items__malloc_remove(malloc_db *db, uint64_t ref)
 {
     malloc_items_root *r = malloc_items__transient_root(db);
     malloc_items_elem *e = malloc_items__malloc_elem(db, ref);
-    if (e->_malloc_prev != P2_NIL) malloc_items__malloc_elem(db, e->_malloc_prev)->_malloc_next = e->_malloc_next;
-    else r->malloc_head = e->_malloc_next;
-    if (e->_malloc_next != P2_NIL) malloc_items__malloc_elem(db, e->_malloc_next)->_malloc_prev = e->_malloc_prev;
-    else r->malloc_tail = e->_malloc_prev;
+    uint64_t *to_next = e->_malloc_prev != P2_NIL ? &malloc_items__malloc_elem(db, e->_malloc_prev)->_malloc_next : &r->malloc_head;
+    uint64_t *back_to_prev = e->_malloc_next != P2_NIL ? &malloc_items__malloc_elem(db, e->_malloc_next)->_malloc_prev : &r->malloc_tail;
+    malloc_items__transient_will_write(db, to_next, sizeof *to_next);
+    malloc_items__transient_will_write(db, back_to_prev, sizeof *back_to_prev);
+    malloc_items__transient_will_write(db, &e->_malloc_magic, sizeof e->_malloc_magic);
+    malloc_items__transient_will_write(db, &r->malloc_count, sizeof r->malloc_count);
+    *to_next = e->_malloc_next;
+    *back_to_prev = e->_malloc_prev;
     e->_malloc_magic = 0;
     r->malloc_count--;
     malloc_items__transient_free(db, ref, sizeof(malloc_items_elem));
@@ -98,7 +110,9 @@ static inline void malloc_items__malloc_remove(malloc_db *db, uint64_t ref)
 /* Elements never move: updates happen in place. */
 static inline int malloc_items__malloc_update(malloc_db *db, uint64_t *ref, const malloc_item *rec)
 {
-    malloc_items__malloc_elem(db, *ref)->rec = *rec;
+    malloc_items_elem *e = malloc_items__malloc_elem(db, *ref);
+    malloc_items__transient_will_write(db, &e->rec, sizeof e->rec);
+    e->rec = *rec;
     return P2_OK;
 }
 

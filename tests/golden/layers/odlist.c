@@ -11,10 +11,16 @@ static inline void odlist_items__odlist_splice(odlist_db *db, uint64_t ref, uint
 {
     odlist_items_root *r = odlist_items__transient_root(db);
     odlist_items_elem *e = odlist_items__odlist_node(db, ref);
+    uint64_t *to_ref = prev == P2_NIL ? &r->odlist_head : &odlist_items__odlist_node(db, prev)->_odlist_next;
+    uint64_t *back_to_ref = next == P2_NIL ? &r->odlist_tail : &odlist_items__odlist_node(db, next)->_odlist_prev;
+    odlist_items__transient_will_write(db, &e->_odlist_prev, sizeof e->_odlist_prev);
+    odlist_items__transient_will_write(db, &e->_odlist_next, sizeof e->_odlist_next);
+    odlist_items__transient_will_write(db, to_ref, sizeof *to_ref);
+    odlist_items__transient_will_write(db, back_to_ref, sizeof *back_to_ref);
     e->_odlist_prev = prev;
     e->_odlist_next = next;
-    if (prev == P2_NIL) r->odlist_head = ref; else odlist_items__odlist_node(db, prev)->_odlist_next = ref;
-    if (next == P2_NIL) r->odlist_tail = ref; else odlist_items__odlist_node(db, next)->_odlist_prev = ref;
+    *to_ref = ref;
+    *back_to_ref = ref;
 }
 
 static inline void odlist_items__odlist_unlink(odlist_db *db, uint64_t ref)
@@ -22,8 +28,12 @@ static inline void odlist_items__odlist_unlink(odlist_db *db, uint64_t ref)
     odlist_items_root *r = odlist_items__transient_root(db);
     const odlist_items_elem *e = odlist_items__odlist_node(db, ref);
     uint64_t prev = e->_odlist_prev, next = e->_odlist_next;
-    if (prev == P2_NIL) r->odlist_head = next; else odlist_items__odlist_node(db, prev)->_odlist_next = next;
-    if (next == P2_NIL) r->odlist_tail = prev; else odlist_items__odlist_node(db, next)->_odlist_prev = prev;
+    uint64_t *to_next = prev == P2_NIL ? &r->odlist_head : &odlist_items__odlist_node(db, prev)->_odlist_next;
+    uint64_t *back_to_prev = next == P2_NIL ? &r->odlist_tail : &odlist_items__odlist_node(db, next)->_odlist_prev;
+    odlist_items__transient_will_write(db, to_next, sizeof *to_next);
+    odlist_items__transient_will_write(db, back_to_prev, sizeof *back_to_prev);
+    *to_next = next;
+    *back_to_prev = prev;
 }
 
 /* Would `ref` be in key order between `prev` and `next`, after equal keys? */
@@ -53,6 +63,8 @@ static inline int odlist_items__odlist_create(odlist_db *db)
 {
     int rc = odlist_items__array_create(db);
     if (rc != P2_OK) return rc;
+    odlist_items__transient_will_write(db, &odlist_items__transient_root(db)->odlist_head, sizeof odlist_items__transient_root(db)->odlist_head);
+    odlist_items__transient_will_write(db, &odlist_items__transient_root(db)->odlist_tail, sizeof odlist_items__transient_root(db)->odlist_tail);
     odlist_items__transient_root(db)->odlist_head = odlist_items__transient_root(db)->odlist_tail = P2_NIL;
     return P2_OK;
 }

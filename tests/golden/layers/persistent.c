@@ -28,6 +28,14 @@ static inline int persistent_items__persistent_realloc(persistent_db *db, uint64
     return P2_OK;
 }
 
+/* Write intent: a plain file needs no notice of a write, so this compiles to nothing,
+   except in an audit build (P2_WRITE_AUDIT), which checks that the notices cover every
+   change of the file. */
+static inline void persistent_items__persistent_will_write(persistent_db *db, const void *p, uint64_t n)
+{
+    P2_SEG_AUDIT_WRITE(&db->seg[0], p, n);
+}
+
 /* Integrity checks: does [ref, ref + len) lie inside the used part of the file? */
 static inline int persistent_items__persistent_contains(persistent_db *db, uint64_t ref, uint64_t len)
 {

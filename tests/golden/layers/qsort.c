@@ -21,6 +21,7 @@ static inline uint64_t qsort_items__qsort_count(qsort_db *db)
 static inline int qsort_items__qsort_create(qsort_db *db)
 {
     qsort_items_root *r = qsort_items__transient_root(db);
+    qsort_items__transient_will_write(db, r, sizeof *r);
     r->qsort_cap = 4u;
     return qsort_items__transient_alloc(db, (uint64_t)r->qsort_cap * sizeof(qsort_items_elem), &r->qsort_slots);
 }
@@ -53,6 +54,8 @@ static inline int qsort_items__qsort_reserve(qsort_db *db, uint64_t n)
     uint32_t ncap = n > qsort_items__qsort_MAX_SLOTS ? qsort_items__qsort_MAX_SLOTS : (uint32_t)n;
     int rc;
     if (ncap <= r->qsort_cap) return P2_OK;
+    qsort_items__transient_will_write(db, &r->qsort_slots, sizeof r->qsort_slots);
+    qsort_items__transient_will_write(db, &r->qsort_cap, sizeof r->qsort_cap);
     rc = qsort_items__transient_realloc(db, &r->qsort_slots, (uint64_t)r->qsort_cap * sizeof(qsort_items_elem), (uint64_t)ncap * sizeof(qsort_items_elem));
     if (rc != P2_OK) return rc;
     r->qsort_cap = ncap;
@@ -71,12 +74,16 @@ static inline int qsort_items__qsort_insert(qsort_db *db, const qsort_item *rec,
         int rc;
         if (cap == qsort_items__qsort_MAX_SLOTS)
             return p2_err_set(&db->err, P2_ENOMEM, "container items: sorted array is full (%u slots)", cap);
+        qsort_items__transient_will_write(db, &r->qsort_slots, sizeof r->qsort_slots);
+        qsort_items__transient_will_write(db, &r->qsort_cap, sizeof r->qsort_cap);
         rc = qsort_items__transient_realloc(db, &r->qsort_slots, (uint64_t)cap * sizeof(qsort_items_elem), (uint64_t)ncap * sizeof(qsort_items_elem));
         if (rc != P2_OK) return rc;
         r->qsort_cap = ncap;
     }
     pos = qsort_items__qsort_bound(db, nrec.grp, 1);  /* after the equal keys */
     a = qsort_items__qsort_elem(db, 0);
+    qsort_items__transient_will_write(db, a + pos, (uint64_t)(r->qsort_count - pos + 1) * sizeof(qsort_items_elem));
+    qsort_items__transient_will_write(db, &r->qsort_count, sizeof r->qsort_count);
     memmove(a + pos + 1, a + pos, (size_t)(r->qsort_count - pos) * sizeof(qsort_items_elem));
     memset(a + pos, 0, sizeof(qsort_items_elem));
     a[pos].rec = nrec;
@@ -90,6 +97,8 @@ static inline void qsort_items__qsort_remove(qsort_db *db, uint64_t ref)
     qsort_items_root *r = qsort_items__transient_root(db);
     qsort_items_elem *a = qsort_items__qsort_elem(db, 0);
     uint64_t last = r->qsort_count - 1;
+    qsort_items__transient_will_write(db, a + ref, (last - ref + 1) * sizeof(qsort_items_elem));
+    qsort_items__transient_will_write(db, &r->qsort_count, sizeof r->qsort_count);
     memmove(a + ref, a + ref + 1, (size_t)(last - ref) * sizeof(qsort_items_elem));
     memset(a + last, 0, sizeof(qsort_items_elem));
     r->qsort_count--;
@@ -112,6 +121,7 @@ static inline int qsort_items__qsort_update(qsort_db *db, uint64_t *ref, const q
     qsort_items_elem *a = qsort_items__qsort_elem(db, 0);
     qsort_items_elem tmp;
     if (!qsort_items__qsort_moves(db, from, &nrec)) {
+        qsort_items__transient_will_write(db, &a[from].rec, sizeof nrec);
         a[from].rec = nrec;
         return P2_OK;
     }
@@ -121,6 +131,7 @@ static inline int qsort_items__qsort_update(qsort_db *db, uint64_t *ref, const q
     if (from < to) to--;
     tmp = a[from];
     tmp.rec = nrec;
+    qsort_items__transient_will_write(db, a + (from < to ? from : to), ((from < to ? to - from : from - to) + 1) * sizeof(qsort_items_elem));
     if (to > from) memmove(a + from, a + from + 1, (size_t)(to - from) * sizeof(qsort_items_elem));
     else if (to < from) memmove(a + to + 1, a + to, (size_t)(from - to) * sizeof(qsort_items_elem));
     a[to] = tmp;

@@ -23,9 +23,13 @@ static inline int refarray_owners__holds_members__push(refarray_db *db, uint64_t
                    : refarray_owners__transient_alloc(db, (uint64_t)ncap * 8u, &block);
         if (rc != P2_OK) return rc;
         e = refarray_owners__array_elem(db, x);
+        refarray_owners__transient_will_write(db, &e->_holds_members_vec, sizeof e->_holds_members_vec);
+        refarray_owners__transient_will_write(db, &e->_holds_members_cap, sizeof e->_holds_members_cap);
         e->_holds_members_vec = block;
         e->_holds_members_cap = ncap;
     }
+    refarray_owners__transient_will_write(db, refarray_owners__holds_members__vec(db, e) + e->_holds_members_len, sizeof(uint64_t));
+    refarray_owners__transient_will_write(db, &e->_holds_members_len, sizeof e->_holds_members_len);
     refarray_owners__holds_members__vec(db, e)[e->_holds_members_len++] = y;
     return P2_OK;
 }
@@ -38,6 +42,8 @@ static inline int refarray_owners__holds_members__drop(refarray_db *db, uint64_t
     uint32_t i, len = e->_holds_members_len;
     for (i = 0; i < len; i++) {
         if (v[i] == y) {
+            refarray_owners__transient_will_write(db, v + i, (uint64_t)(len - i) * sizeof *v);
+            refarray_owners__transient_will_write(db, &e->_holds_members_len, sizeof e->_holds_members_len);
             memmove(v + i, v + i + 1, (size_t)(len - i - 1) * sizeof *v);
             e->_holds_members_len = len - 1;
             return P2_OK;
@@ -49,6 +55,9 @@ static inline int refarray_owners__holds_members__drop(refarray_db *db, uint64_t
 static inline void refarray_owners__holds_members_init(refarray_db *db, uint64_t x)
 {
     refarray_owners_elem *e = refarray_owners__array_elem(db, x);
+    refarray_owners__transient_will_write(db, &e->_holds_members_vec, sizeof e->_holds_members_vec);
+    refarray_owners__transient_will_write(db, &e->_holds_members_len, sizeof e->_holds_members_len);
+    refarray_owners__transient_will_write(db, &e->_holds_members_cap, sizeof e->_holds_members_cap);
     e->_holds_members_vec = 0;
     e->_holds_members_len = e->_holds_members_cap = 0;
 }
@@ -77,14 +86,25 @@ static inline void refarray_owners__holds_members_free(refarray_db *db, uint64_t
 {
     refarray_owners_elem *e = refarray_owners__array_elem(db, x);
     if (e->_holds_members_vec) refarray_owners__transient_free(db, e->_holds_members_vec, (uint64_t)e->_holds_members_cap * 8u);
+    refarray_owners__transient_will_write(db, &e->_holds_members_vec, sizeof e->_holds_members_vec);
+    refarray_owners__transient_will_write(db, &e->_holds_members_len, sizeof e->_holds_members_len);
+    refarray_owners__transient_will_write(db, &e->_holds_members_cap, sizeof e->_holds_members_cap);
     e->_holds_members_vec = 0;
     e->_holds_members_len = e->_holds_members_cap = 0;
 }
 
 /* --- members.owners: a single reference --- */
+/* x's owners = y (the reference alone, announced before it is written) */
+static inline void refarray_members__holds_owners__put(refarray_db *db, uint64_t x, uint64_t y)
+{
+    uint64_t *f = &refarray_members__array_elem(db, x)->_holds_owners;
+    refarray_members__transient_will_write(db, f, sizeof *f);
+    *f = y;
+}
+
 static inline void refarray_members__holds_owners_init(refarray_db *db, uint64_t x)
 {
-    refarray_members__array_elem(db, x)->_holds_owners = P2_NIL;
+    refarray_members__holds_owners__put(db, x, P2_NIL);
 }
 
 static inline uint64_t refarray_members__holds_owners_get(refarray_db *db, uint64_t x)
@@ -99,7 +119,7 @@ static inline int refarray_owners__holds_members_add(refarray_db *db, uint64_t x
     uint64_t old = refarray_members__array_elem(db, y)->_holds_owners;
     if ((rc = refarray_owners__holds_members__push(db, x, y)) != P2_OK) return rc;
     if (old != P2_NIL) refarray_owners__holds_members__drop(db, old, y);
-    refarray_members__array_elem(db, y)->_holds_owners = x;
+    refarray_members__holds_owners__put(db, y, x);
     return P2_OK;
 }
 
@@ -107,7 +127,7 @@ static inline int refarray_owners__holds_members_add(refarray_db *db, uint64_t x
 static inline int refarray_owners__holds_members_remove(refarray_db *db, uint64_t x, uint64_t y)
 {
     if (refarray_owners__holds_members__drop(db, x, y) != P2_OK) return P2_NOTFOUND;
-    refarray_members__array_elem(db, y)->_holds_owners = P2_NIL;
+    refarray_members__holds_owners__put(db, y, P2_NIL);
     return P2_OK;
 }
 
@@ -118,7 +138,7 @@ static inline void refarray_owners__holds_members_unlink(refarray_db *db, uint64
     const uint64_t *v = refarray_owners__holds_members__vec(db, e);
     uint32_t i, len = e->_holds_members_len;
     for (i = 0; i < len; i++) {
-        refarray_members__array_elem(db, v[i])->_holds_owners = P2_NIL;
+        refarray_members__holds_owners__put(db, v[i], P2_NIL);
     }
     refarray_owners__holds_members_free(db, x);
 }
@@ -216,9 +236,17 @@ static int refarray__rel_holds_verify(refarray_db *db, p2_verify *v)
  *   layer refarray (refarray: rel), 1:1
  * ------------------------------------------------------------------------ */
 /* --- owners.partner: a single reference --- */
+/* x's partner = y (the reference alone, announced before it is written) */
+static inline void refarray_owners__pair_partner__put(refarray_db *db, uint64_t x, uint64_t y)
+{
+    uint64_t *f = &refarray_owners__array_elem(db, x)->_pair_partner;
+    refarray_owners__transient_will_write(db, f, sizeof *f);
+    *f = y;
+}
+
 static inline void refarray_owners__pair_partner_init(refarray_db *db, uint64_t x)
 {
-    refarray_owners__array_elem(db, x)->_pair_partner = P2_NIL;
+    refarray_owners__pair_partner__put(db, x, P2_NIL);
 }
 
 static inline uint64_t refarray_owners__pair_partner_get(refarray_db *db, uint64_t x)
@@ -227,9 +255,17 @@ static inline uint64_t refarray_owners__pair_partner_get(refarray_db *db, uint64
 }
 
 /* --- members.partner: a single reference --- */
+/* x's partner = y (the reference alone, announced before it is written) */
+static inline void refarray_members__pair_partner__put(refarray_db *db, uint64_t x, uint64_t y)
+{
+    uint64_t *f = &refarray_members__array_elem(db, x)->_pair_partner;
+    refarray_members__transient_will_write(db, f, sizeof *f);
+    *f = y;
+}
+
 static inline void refarray_members__pair_partner_init(refarray_db *db, uint64_t x)
 {
-    refarray_members__array_elem(db, x)->_pair_partner = P2_NIL;
+    refarray_members__pair_partner__put(db, x, P2_NIL);
 }
 
 static inline uint64_t refarray_members__pair_partner_get(refarray_db *db, uint64_t x)
@@ -242,13 +278,13 @@ static inline int refarray_owners__pair_partner_set(refarray_db *db, uint64_t x,
 {
     uint64_t old = refarray_owners__array_elem(db, x)->_pair_partner;
     if (old == y) return P2_OK;
-    if (old != P2_NIL) refarray_members__array_elem(db, old)->_pair_partner = P2_NIL;
+    if (old != P2_NIL) refarray_members__pair_partner__put(db, old, P2_NIL);
     if (y != P2_NIL) {
         uint64_t prev = refarray_members__array_elem(db, y)->_pair_partner;
-        if (prev != P2_NIL) refarray_owners__array_elem(db, prev)->_pair_partner = P2_NIL;
-        refarray_members__array_elem(db, y)->_pair_partner = x;
+        if (prev != P2_NIL) refarray_owners__pair_partner__put(db, prev, P2_NIL);
+        refarray_members__pair_partner__put(db, y, x);
     }
-    refarray_owners__array_elem(db, x)->_pair_partner = y;
+    refarray_owners__pair_partner__put(db, x, y);
     return P2_OK;
 }
 
@@ -263,13 +299,13 @@ static inline int refarray_members__pair_partner_set(refarray_db *db, uint64_t x
 {
     uint64_t old = refarray_members__array_elem(db, x)->_pair_partner;
     if (old == y) return P2_OK;
-    if (old != P2_NIL) refarray_owners__array_elem(db, old)->_pair_partner = P2_NIL;
+    if (old != P2_NIL) refarray_owners__pair_partner__put(db, old, P2_NIL);
     if (y != P2_NIL) {
         uint64_t prev = refarray_owners__array_elem(db, y)->_pair_partner;
-        if (prev != P2_NIL) refarray_members__array_elem(db, prev)->_pair_partner = P2_NIL;
-        refarray_owners__array_elem(db, y)->_pair_partner = x;
+        if (prev != P2_NIL) refarray_members__pair_partner__put(db, prev, P2_NIL);
+        refarray_owners__pair_partner__put(db, y, x);
     }
-    refarray_members__array_elem(db, x)->_pair_partner = y;
+    refarray_members__pair_partner__put(db, x, y);
     return P2_OK;
 }
 

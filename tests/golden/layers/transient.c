@@ -36,6 +36,12 @@ static inline int transient_items__transient_realloc(transient_db *db, uint64_t 
     return P2_OK;
 }
 
+/* Write intent: heap memory needs no notice of a write. */
+static inline void transient_items__transient_will_write(transient_db *db, const void *p, uint64_t n)
+{
+    (void)db; (void)p; (void)n;
+}
+
 /* Integrity checks: nothing bounds a heap block; only a null reference is refused. */
 static inline int transient_items__transient_contains(transient_db *db, uint64_t ref, uint64_t len)
 {

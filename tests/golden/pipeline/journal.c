@@ -185,6 +185,7 @@ JOURNAL_API int journal_accts_set_balance(journal_db *db, journal_ref ref, int64
 {
     if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     if (P2_UNLIKELY(!journal_accts__top2ds_qualify_valid(db, ref))) return journal_accts__no_element(db, ref);
+    journal_accts__persistent_will_write(db, &journal_accts__top2ds_qualify_elem(db, ref)->rec.balance, sizeof value);
     journal_accts__top2ds_qualify_elem(db, ref)->rec.balance = value;
     return P2_OK;
 }
@@ -388,6 +389,7 @@ JOURNAL_API int journal_archive_set_id(journal_db *db, journal_ref ref, uint32_t
 {
     if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     if (P2_UNLIKELY(!journal_archive__top2ds_valid(db, ref))) return journal_archive__no_element(db, ref);
+    journal_archive__persistent_will_write(db, &journal_archive__top2ds_elem(db, ref)->rec.id, sizeof value);
     journal_archive__top2ds_elem(db, ref)->rec.id = value;
     return P2_OK;
 }
@@ -396,6 +398,7 @@ JOURNAL_API int journal_archive_set_balance(journal_db *db, journal_ref ref, int
 {
     if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     if (P2_UNLIKELY(!journal_archive__top2ds_valid(db, ref))) return journal_archive__no_element(db, ref);
+    journal_archive__persistent_will_write(db, &journal_archive__top2ds_elem(db, ref)->rec.balance, sizeof value);
     journal_archive__top2ds_elem(db, ref)->rec.balance = value;
     return P2_OK;
 }

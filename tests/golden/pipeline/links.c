@@ -303,11 +303,13 @@ LINKS_API int links_docs_set_title(links_db *db, links_ref ref, const void *data
     if (len >= (1ull << 40)) return p2_err_set(&db->err, P2_ERANGE, "docs.title: a text of %" PRIu64 " bytes is too long", len);
     if (len) {
         if ((rc = links_docs__transient_alloc(db, len + 1, &block)) != P2_OK) return rc;
+        links_docs__transient_will_write(db, links_docs__transient_ptr(db, block), len);
         memcpy(links_docs__transient_ptr(db, block), data, (size_t)len);
     }
     t = &links_docs__delflag_elem(db, ref)->rec.title;
     old = t->mref;
     if (old) links_docs__transient_free(db, old, t->len + 1);
+    links_docs__transient_will_write(db, t, sizeof *t);
     t->mref = block;
     t->len = len;
     return P2_OK;
@@ -330,6 +332,7 @@ LINKS_API int links_docs_set_home(links_db *db, links_ref ref, uint64_t value)
     if (P2_UNLIKELY(!links_docs__delflag_valid(db, ref))) return links_docs__no_element(db, ref);
     if (value != P2_NIL && !links_shelves__live(db, value))
         return p2_err_set(&db->err, P2_NOTFOUND, "docs.home: no element %" PRIu64 " in container shelves", value);
+    links_docs__transient_will_write(db, &links_docs__delflag_elem(db, ref)->rec.home, sizeof value);
     links_docs__delflag_elem(db, ref)->rec.home = value;
     return P2_OK;
 }
@@ -571,6 +574,7 @@ LINKS_API int links_shelves_set_id(links_db *db, links_ref ref, uint32_t value)
 {
     if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     if (P2_UNLIKELY(!links_shelves__top2ds_qualify_valid(db, ref))) return links_shelves__no_element(db, ref);
+    links_shelves__transient_will_write(db, &links_shelves__top2ds_qualify_elem(db, ref)->rec.id, sizeof value);
     links_shelves__top2ds_qualify_elem(db, ref)->rec.id = value;
     return P2_OK;
 }
@@ -749,6 +753,7 @@ static int links_docs__check_refs(links_db *db, const links_doc *rec, const link
 /* docs: a new element has no texts and no partners yet. */
 static void links_docs__on_insert(links_db *db, uint64_t ref)
 {
+    links_docs__transient_will_write(db, &links_docs__array_elem(db, ref)->rec.title, sizeof(p2_text));
     links_docs__array_elem(db, ref)->rec.title.mref = 0;
     links_docs__array_elem(db, ref)->rec.title.len = 0;
     links_docs__holds_shelf_init(db, ref);
@@ -765,6 +770,7 @@ static void links_docs__on_delete(links_db *db, uint64_t ref)
     {
         p2_text *t = &links_docs__array_elem(db, ref)->rec.title;
         if (t->mref) links_docs__transient_free(db, t->mref, t->len + 1);
+        links_docs__transient_will_write(db, t, sizeof *t);
         t->mref = 0;
         t->len = 0;
     }

@@ -427,5 +427,58 @@ def bench_python(**kwargs):
     sys.exit(rc)
 
 
+@bench.command("labflow", context_settings=CONTEXT)
+@click.option("--gen", "gen", is_flag=True, required=True,
+              help="Generate the benchmark log (the replay on generated data managers is "
+                   "not built yet, so this flag is required).")
+@click.option("--memory", default="8M", show_default=True, metavar="SIZE",
+              help="The memory budget X (e.g. 8M, 32M as in the paper, 256M, 1G): the "
+                   "intervals start where the database reaches 0.5X, 1X and 2X.")
+@click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=1996, show_default=True,
+              help="Seed of the simulation's splitmix64 generator.")
+@click.option("-o", "--out", "out", type=click.Path(dir_okay=False, allow_dash=True),
+              help="Where the log goes ('-': stdout; default "
+                   "bench/results/labflow1-<seed>-<X bytes>.log).")
+def bench_labflow(gen, memory, seed, out):
+    """LabFlow-1: a laboratory's workflow history (Bonner, Shrufi, Rozen 1996).
+
+    --gen runs the seeded simulation of two production lines and writes the benchmark
+    log: the update-only build phase, and at 0.5X, 1X and 2X of the memory budget an
+    interval of 10,000 requests plus two reports between measurement markers, with a
+    schema change of each kind (attribute added, step kind added, step kind split) in
+    every interval. The same seed and budget give the same bytes. The log format is
+    documented in p2gen/bench/labflow/gen.py.
+    """
+    from .bench.labflow import gen as lf
+    try:
+        x = lf.parse_size(memory)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--memory")
+    if out is None:
+        out = os.path.join("bench", "results", f"labflow1-{seed}-{x}.log")
+    t0 = time.monotonic()
+    try:
+        if out == "-":
+            s = lf.generate(sys.stdout.buffer, seed=seed, memory=x)
+            sys.stdout.buffer.flush()
+        else:
+            if os.path.dirname(out):
+                os.makedirs(os.path.dirname(out), exist_ok=True)
+            tmp = out + ".tmp"
+            with open(tmp, "wb") as f:
+                s = lf.generate(f, seed=seed, memory=x)
+            os.replace(tmp, out)
+    except OSError as e:
+        if out != "-" and os.path.exists(out + ".tmp"):
+            os.unlink(out + ".tmp")
+        _fail(EnvError(f"cannot write the log {out}: {os_reason(e, out)}"))
+    say = (lambda m: click.echo(m, err=True)) if out == "-" else click.echo
+    say(f"{out}: {s.lines:,} lines, {s.requests:,} requests, {s.materials:,} materials, "
+        f"{s.steps:,} steps, {s.involves:,} involves rows ({time.monotonic() - t0:.1f} s)")
+    for name, (line, est) in zip(lf.CUT_NAMES, s.cuts):
+        say(f"  interval at {name}: line {line:,}, estimated database {est / 2**20:.2f} MiB")
+    say(f"  sha256 {s.sha256}")
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

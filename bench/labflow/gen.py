@@ -31,7 +31,7 @@ at 1/10 the lines run at about 85 % load and the work lists stay short, as a lab
 Schema changes (through a run-time dictionary; steps carry typed payloads, as LabBase did):
 each of the three intervals holds one attribute added (measure.purity, pcr.cycles,
 qc.reviewer), one step kind added and then used by the workflow (rework on every failed
-qc, label on every spawned segment, review on every released segment) and one step kind
+qc, label on every pair of spawned segments, review on every released segment) and one step kind
 split into two that the station then records in turn (prep -> heat + salt,
 sequence -> seqrun + basecall, pcr -> pcrsetup + pcrrun), at positions drawn inside the
 interval. The initial schema is itself written as ADDKIND/ADDATTR requests at the start.
@@ -434,17 +434,22 @@ class _Sim:
 
     # -- the workflow -----------------------------------------------------------------------
     def arrival(self) -> None:
+        if self.live:       # the receiving desk looks at its work list first
+            self.read(f"QUEUE received {WORKLIST}\n")
         self.n_samples += 1
         m = self.material("sample", f"smp{self.n_samples:07d}")
         self.step("receive", [m], {"source": f"lab-{self.rng.below(40):02d}"})
 
     def spawn(self, parent: int) -> None:
+        self.latest(parent, "length")       # what the segments are cut from
+        pair = []
         for _ in range(2):
             self.n_segments += 1
             m = self.material("segment", f"seg{self.n_segments:07d}")
             self.step("receive", [m, parent], {"source": self.names[parent - 1]})
-            if "label" in self.kinds:
-                self.step("label", [m])
+            pair.append(m)
+        if "label" in self.kinds:           # one labelling step for the pair
+            self.step("label", pair)
 
     def qc(self, m: int, on_pass: str, on_fail: str, line_b: bool) -> None:
         self.look(m)
@@ -494,6 +499,7 @@ class _Sim:
         if name == "pcr":
             batch = [heapq.heappop(q) for _ in range(min(PCR_BATCH, len(q)))]
             for m in batch:
+                self.look(m)
                 self.latest(m, "source")
             sid = 0
             for kind in self.role_kinds["pcr"]:

@@ -360,7 +360,8 @@ class _Sim:
             if kind in ks:
                 i = ks.index(kind)
                 self.role_kinds[r] = ks[:i] + [first, second] + ks[i + 1:]
-        self.write(f"SPLIT {kind} {spec}\n", SIZE_DICT * 3)
+        # dictionary entries made: the two kinds and a copy of each attribute
+        self.write(f"SPLIT {kind} {spec}\n", SIZE_DICT * (2 + len(attrs)))
 
     # -- values -----------------------------------------------------------------------------
     def value(self, attr: str, typ: str, ctx: dict) -> tuple[str, int]:

@@ -29,7 +29,9 @@ Query output: one line per read request, in log order (markers and writes print 
                                               its steps with t0 <= when <= t1
     REPORT2         R2 <state>=<count>/<when> ..   every state in the fixed order: its
                                               materials and the oldest of their newest
-                                              steps' `when` ('-' when none)
+                                              steps' `when` ('-' when none; a material
+                                              whose MAT was the interval's last request
+                                              has no step yet: counted, no `when`)
 
 Values print as the log wrote them (f32 with four decimals, see gen.py). LATEST m a is the
 material view: the value of attribute a (any kind's attribute of that name) from the most
@@ -46,8 +48,8 @@ import struct
 import sys
 from dataclasses import dataclass, field
 
-from .gen import FORMAT, INITIAL_STATE, INTERVAL_REQUESTS, MATERIAL_KINDS, STATES, \
-    TERMINAL, VERSION, WHO
+from .gen import FORMAT, INITIAL_STATE, INTERVAL_REQUESTS, MATERIAL_KINDS, SIZE_DICT, \
+    SIZE_INVOLVES, SIZE_LATEST, SIZE_MATERIAL, SIZE_STEP, STATES, TERMINAL, VERSION, WHO
 
 TYPE_CODE = {"u8": 1, "i32": 2, "f32": 3, "str": 4, "var": 5}
 _TLV = struct.Struct("<HBH")
@@ -112,7 +114,7 @@ class Interval:
     k: int
     first_line: int                 # line of MARK k 4
     requests: int = 0
-    reads_outside: int = 0
+    size_at_cut: int = 0           # estimated_bytes() there
     ops: dict = field(default_factory=dict)         # opcode -> count inside the interval
     closed: bool = False
 
@@ -192,6 +194,14 @@ class Model:
         self._phase = "build"
         self._expect = 0
         self.seed = self.memory = None
+
+    def estimated_bytes(self) -> int:
+        """The generator's byte model of the reference variant's file (gen.SIZE_*), computed
+        from the model's contents: the generator's running estimate must agree with it at
+        every cut point."""
+        return (SIZE_MATERIAL * len(self.materials) + SIZE_STEP * len(self.steps)
+                + sum(len(st.payload) for st in self.steps) + SIZE_INVOLVES * self.n_involves
+                + SIZE_LATEST * len(self.latest) + SIZE_DICT * (len(self.kinds) + len(self.attrs)))
 
     # -- helpers ------------------------------------------------------------------------------
     def material(self, tok: str) -> Material:
@@ -309,7 +319,7 @@ class Model:
                 raise ValueError(f"expected MARK {len(self.intervals) + 1} {want[0]} {want[1]}")
             self._expect += 1
             if self._expect == len(INTERVAL_OPEN):
-                self.intervals.append(Interval(k, lineno))
+                self.intervals.append(Interval(k, lineno, size_at_cut=self.estimated_bytes()))
                 self._phase = "run"
             return
         if self._phase != "close" or k != cur.k or (q, action) != INTERVAL_CLOSE[self._expect]:

@@ -20,10 +20,13 @@ the third failed qc. A qc fails with probability 0.15.
 
 A station visit reads the station's work list (``QUEUE``: the materials in its input state,
 oid order), takes the first (pcr: up to 8), reads what the station needs about them (``LOOK``,
-``LATEST``, ``LASTSTEP``, ``HIST``, ``STEPMATS``), records one ``STEP`` and moves each input on
-(``STATE``). Which station is visited is drawn with weights equal to the length of its work
+``LATEST``, ``LASTSTEP``, ``HIST``, ``STEPMATS``), records its ``STEP`` (one per kind the
+station records: two once its kind is split) and moves each input on (``STATE``). An
+arrival reads the receiving desk's work list, then writes ``MAT`` and the receive step; a
+spawn reads the sample's length first. The read probabilities (P_* below) are tuned so that
+inside the intervals the request mix is within 5 points of the spec's target shares. Which station is visited is drawn with weights equal to the length of its work
 list, so the lines drain evenly. [choice] A sample arrives with probability 1/10 per
-visit, not 1 per 5 visits as the spec's first draft says: a sample needs about 8.5 visits
+visit, not 1 per 5 visits as the workload's specification has it: a sample needs about 8.5 visits
 (3 on line A plus 2 x 2.5 on line B, redone work included), so one arrival per 5 visits
 would grow the work lists without bound and the queues would hold most of the database;
 at 1/10 the lines run at about 85 % load and the work lists stay short, as a laboratory's do.
@@ -43,8 +46,9 @@ estimates the reference variant's file size (the segmented persistent one) from 
 model of its records (SIZE_* below: fixed record plus index entries per material, step,
 involves row, latest row and dictionary entry, plus the step's payload) [choice]: an
 estimate rather than a measured file, so that the log does not depend on a build of the
-variant; the replay checks the reference variant's size at the cut points against 0.5X/1X/2X
-(within 10 %) and these constants are the place to calibrate it. If one interval's
+variant; the replay on the reference variant is to check its size at the cut points against
+0.5X/1X/2X (within 10 %), and these constants are the place to calibrate it. The reference
+model (model.py) recomputes the estimate from what it holds. If one interval's
 10,000 requests carry the database past the next cut point, the next interval starts at once.
 
 Log format (version 1)
@@ -95,10 +99,13 @@ Random numbers
 ``random``: its output is defined by eight lines of integer arithmetic, so a C replayer or
 generator can reproduce it, and no Python release can change it (``random.Random``'s
 integer seeding and ``random()``/``getrandbits`` are stable, but ``randrange``, ``choice``
-and ``shuffle`` are defined by CPython's implementation and have changed before, e.g.
-``randrange`` in 3.12). Draws use only integers: ``below(n)`` is the high word of
-``next() * n`` (Lemire's multiply-shift without rejection; its bias below 2^-40 for the n
-used here does not matter to a workload), probabilities are per mille. Every draw is made
+and ``shuffle`` are defined by CPython's implementation and have changed before: their
+outputs for a seed changed in 3.2 when they moved to ``_randbelow``, ``shuffle`` lost its
+``random`` argument in 3.11, ``randrange`` its float arguments in 3.12). Draws use only
+integers: ``below(n)`` is the high word of ``next() * n`` (Lemire's multiply-shift without
+rejection; its relative bias, n / 2^64, is below 2^-37 for the n used here), probabilities
+are per mille. The only floats written are multiples of 1/16 formatted with four
+decimals, exact in any correctly rounding ``printf`` or Python. Every draw is made
 whether or not its request is written (reads outside intervals are dropped after drawing),
 so the simulation does not depend on where the intervals fall.
 """

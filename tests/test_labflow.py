@@ -51,6 +51,15 @@ def test_log_digest_is_pinned(small):
     assert small[1].sha256 == GOLDEN_SMALL
 
 
+def test_log_lines_are_plain_tokens(small):
+    """What a C replayer relies on: ASCII, single spaces, no empty token, short lines."""
+    import re
+    token = re.compile(rb"[A-Z][A-Z0-9]*( [A-Za-z0-9.,=_-]+)*\n")
+    lines = small[0].splitlines(keepends=True)
+    assert all(token.fullmatch(line) for line in lines)
+    assert max(map(len, lines)) <= gen.MAX_LINE
+
+
 def test_cli_writes_the_same_bytes(tmp_path, small):
     out = tmp_path / "lf.log"
     proc = subprocess.run([sys.executable, "-m", "p2gen.cli", "bench", "labflow", "--gen",

@@ -54,7 +54,8 @@ model (model.py) recomputes the estimate from what it holds. If one interval's
 Log format (version 1)
 ----------------------
 ASCII text, one request per line, tokens separated by single spaces, lines ending in
-``\\n``. No token holds a space; names and string values are ``[A-Za-z0-9._-]+``, sequences
+``\\n``, none longer than MAX_LINE (1,024) bytes with its newline, so that a C replayer can
+read it with one fixed buffer. No token holds a space; names and string values are ``[A-Za-z0-9._-]+``, sequences
 ``[ACGT]+``. Oids are implicit and dense: the n-th ``MAT`` creates material oid n, the n-th
 ``STEP`` creates step oid n (both from 1), so a replayer needs no id mapping::
 
@@ -121,6 +122,7 @@ VERSION = 1
 DEFAULT_SEED = 1996
 DEFAULT_MEMORY = 8 << 20        # X for CI; the paper's X was 32 MB
 INTERVAL_REQUESTS = 10_000
+MAX_LINE = 1024                 # the longest line is a sequence step, under 800 bytes
 CUT_FACTORS = ((1, 2), (1, 1), (2, 1))      # 0.5X, 1X, 2X as fractions
 CUT_NAMES = ("0.5X", "1X", "2X")
 

@@ -17,7 +17,7 @@ SMALL = 1 << 20         # X = 1 MiB: a log of ~40,000 lines, three full interval
 # The SHA-256 of the seed-1996, 1 MiB log. The log is a contract between the generator and
 # every replayer (C drivers, peers, the model): a change of this digest is a change of the
 # benchmark and must be deliberate (say so in the commit), never a Python upgrade.
-GOLDEN_SMALL = "acab3a40bc9371e81912ed895d23ace796a69856e02feb52f2ebea1aa0c2f34c"
+GOLDEN_SMALL = "58594e72a2f72ea88b3134f9ea74e6cfe5d57462b893b61b34b59ed23370cc2e"
 
 
 @pytest.fixture(scope="module")
@@ -286,10 +286,11 @@ def test_model_rejects_a_broken_log(small, mutate, message):
 
 
 def test_model_rejects_moves_out_of_terminal_states_and_time_going_back():
-    head = ("LABFLOW1 1 seed=1 memory=1\nMARK 0 1 BASELINE\nADDKIND receive\n"
+    head = ("LABFLOW1 1 seed=1 memory=1 interval=100\nMARK 0 1 BASELINE\nADDKIND receive\n"
             "ADDATTR receive source str16\nMAT smp1 sample\n"
             "STEP receive ada 10 1 source=lab-01\n")
-    lfmodel.Model().replay((head + "STATE 1 failed\nEND 1 1 1\n").splitlines())
+    with pytest.raises(lfmodel.LogError, match="0 intervals, not 3"):
+        lfmodel.Model().replay((head + "STATE 1 failed\nEND 1 1 1\n").splitlines())
     with pytest.raises(lfmodel.LogError, match="terminal"):
         lfmodel.Model().replay((head + "STATE 1 failed\nSTATE 1 received\n").splitlines())
     with pytest.raises(lfmodel.LogError, match="not a state of a sample"):
@@ -326,3 +327,13 @@ def test_a_budget_smaller_than_an_interval_runs_the_intervals_back_to_back():
     for i in m.intervals[1:]:       # line before MARK k 1 is the previous MARK k-1 11
         assert lines[i.first_line - 5] == f"MARK {i.k - 1} 11 DBSIZE"
     assert s.cuts[1][1] > 64 << 10
+
+
+def test_the_header_says_the_interval_length():
+    data, s = gen.generate_bytes(memory=256 << 10, interval=500)
+    assert data.startswith(b"LABFLOW1 1 seed=1996 memory=262144 interval=500\n")
+    m = lfmodel.Model()
+    m.replay(data.decode("ascii").splitlines())
+    assert [i.requests for i in m.intervals] == [500] * 3
+    with pytest.raises(lfmodel.LogError, match="line 1"):
+        lfmodel.Model().replay(data.decode("ascii").replace(" interval=500", "", 1).splitlines())

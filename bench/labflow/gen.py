@@ -19,17 +19,18 @@ qc(pass, score); states new -> amplified -> sequenced -> released | back to new 
 the third failed qc. A qc fails with probability 0.15.
 
 A station visit reads the station's work list (``QUEUE``: the materials in its input state,
-oid order), takes the first (pcr: up to 8), reads what the station needs about them (``LOOK``,
-``LATEST``, ``LASTSTEP``, ``HIST``, ``STEPMATS``), records its ``STEP`` (one per kind the
-station records: two once its kind is split) and moves each input on (``STATE``). An
-arrival reads the receiving desk's work list, then writes ``MAT`` and the receive step; a
+oid order), takes the first (pcr: up to 8), reads what the station needs about them
+(``LOOK``, ``LATEST``, ``LASTSTEP``, ``HIST``, ``STEPMATS``), records its ``STEP`` (one per
+kind the station records: two once its kind is split) and moves each input on (``STATE``).
+An arrival reads the receiving desk's work list, then writes ``MAT`` and the receive step; a
 spawn reads the sample's length first. The read probabilities (P_* below) are tuned so that
-inside the intervals the request mix is within 5 points of the spec's target shares. Which station is visited is drawn with weights equal to the length of its work
-list, so the lines drain evenly. [choice] A sample arrives with probability 1/10 per
-visit, not 1 per 5 visits as the workload's specification has it: a sample needs about 8.5 visits
-(3 on line A plus 2 x 2.5 on line B, redone work included), so one arrival per 5 visits
-would grow the work lists without bound and the queues would hold most of the database;
-at 1/10 the lines run at about 85 % load and the work lists stay short, as a laboratory's do.
+inside the intervals the request mix is within 5 points of the spec's target shares. Which
+station is visited is drawn with weights equal to the length of its work list, so the lines
+drain evenly. [choice] A sample arrives with probability 1/10 per visit, not 1 per 5 visits
+as the workload's specification has it: a sample needs about 8.5 visits (3 on line A plus 2
+x 2.5 on line B, redone work included), so one arrival per 5 visits would grow the work
+lists without bound and the queues would hold most of the database; at 1/10 the lines run at
+about 85 % load and the work lists stay short, as a laboratory's do.
 
 Schema changes (through a run-time dictionary; steps carry typed payloads, as LabBase did):
 each of the three intervals holds one attribute added (measure.purity, pcr.cycles,
@@ -55,11 +56,13 @@ Log format (version 1)
 ----------------------
 ASCII text, one request per line, tokens separated by single spaces, lines ending in
 ``\\n``, none longer than MAX_LINE (1,024) bytes with its newline, so that a C replayer can
-read it with one fixed buffer. No token holds a space; names and string values are ``[A-Za-z0-9._-]+``, sequences
-``[ACGT]+``. Oids are implicit and dense: the n-th ``MAT`` creates material oid n, the n-th
-``STEP`` creates step oid n (both from 1), so a replayer needs no id mapping::
+read it with one fixed buffer. No token holds a space; names and string values are
+``[A-Za-z0-9._-]+``, sequences ``[ACGT]+``. Oids are implicit and dense: the n-th ``MAT``
+creates material oid n, the n-th ``STEP`` creates step oid n (both from 1), so a replayer
+needs no id mapping::
 
-    LABFLOW1 1 seed=<seed> memory=<X bytes>          first line: format name and version
+    LABFLOW1 1 seed=<seed> memory=<X> interval=<n>   first line: format name and version, the
+                                                     seed, X in bytes, requests per interval
     MARK <interval> <query> <action> [<label>]       interval 0 (log start) or 1..3; query is the
                                                      paper's 1..11; action BASELINE, COMMIT,
                                                      MEASURE (label backlog|interval|commit), DBSIZE
@@ -88,11 +91,12 @@ unchanged; strings as they are.
 
 A benchmark interval is, as in the paper: ``MARK k 1 BASELINE``, ``MARK k 2 COMMIT``,
 ``MARK k 3 MEASURE backlog``, ``MARK k 4 BASELINE``, exactly 10,000 requests (writes, reads
-and schema changes), ``REPORT1`` and ``REPORT2``, ``MARK k 7 MEASURE interval``,
-``MARK k 8 BASELINE``, ``MARK k 9 COMMIT``, ``MARK k 10 MEASURE commit``, ``MARK k 11 DBSIZE``.
-Outside the intervals the log holds only writes and schema changes (the paper dropped every
-read-only request there); the log starts with ``MARK 0 1 BASELINE`` and ends after the third
-interval with the writes of the station visit it cut, then ``END``.
+and schema changes; the header's interval=, which only tests change), ``REPORT1`` and
+``REPORT2``, ``MARK k 7 MEASURE interval``, ``MARK k 8 BASELINE``, ``MARK k 9 COMMIT``,
+``MARK k 10 MEASURE commit``, ``MARK k 11 DBSIZE``. Outside the intervals the log holds only
+writes and schema changes (the paper dropped every read-only request there); the log starts
+with ``MARK 0 1 BASELINE`` and ends after the third interval with the writes of the station
+visit it cut, then ``END``.
 
 Random numbers
 --------------
@@ -551,7 +555,8 @@ class _Sim:
             self.qc(m, "released", "new", True)
 
     def run(self) -> Summary:
-        self._line(f"{FORMAT} {VERSION} seed={self.sum.seed} memory={self.memory}\n")
+        self._line(f"{FORMAT} {VERSION} seed={self.sum.seed} memory={self.memory} "
+                   f"interval={self.interval_len}\n")
         self._mark(1, "BASELINE")
         for kind, attrs in INITIAL_SCHEMA:
             self.add_kind(kind, attrs)

@@ -48,8 +48,9 @@ import struct
 import sys
 from dataclasses import dataclass, field
 
-from .gen import FORMAT, INITIAL_STATE, INTERVAL_REQUESTS, MATERIAL_KINDS, SIZE_DICT, \
-    SIZE_INVOLVES, SIZE_LATEST, SIZE_MATERIAL, SIZE_STEP, STATES, TERMINAL, VERSION, WHO
+from .gen import (CUT_FACTORS, FORMAT, INITIAL_STATE, INTERVAL_REQUESTS, MATERIAL_KINDS,
+                  SIZE_DICT, SIZE_INVOLVES, SIZE_LATEST, SIZE_MATERIAL, SIZE_STEP, STATES,
+                  TERMINAL, VERSION, WHO)
 
 TYPE_CODE = {"u8": 1, "i32": 2, "f32": 3, "str": 4, "var": 5}
 _TLV = struct.Struct("<HBH")
@@ -172,8 +173,8 @@ def decode(layout: list, payload: bytes) -> list:
 class Model:
     """The reference model. `replay(lines)` runs a log; `out` collects the query output."""
 
-    def __init__(self, interval_requests: int = INTERVAL_REQUESTS):
-        self.interval_len = interval_requests
+    def __init__(self):
+        self.interval_len = INTERVAL_REQUESTS       # the header's interval= sets it
         self.version = 0
         self.kinds: list[Kind] = []
         self.kind_by_name: dict[str, Kind] = {}
@@ -284,10 +285,10 @@ class Model:
         log (to look at the model's state at some point of it)."""
         it = iter(lines)
         first = next(it, "").rstrip("\n").split(" ")
-        if first[:2] != [FORMAT, str(VERSION)] or len(first) != 4:
+        if first[:2] != [FORMAT, str(VERSION)] or len(first) != 5 or \
+                [f.partition("=")[0] for f in first[2:]] != ["seed", "memory", "interval"]:
             raise LogError(1, f"not a {FORMAT} version {VERSION} log")
-        self.seed = int(first[2].removeprefix("seed="))
-        self.memory = int(first[3].removeprefix("memory="))
+        self.seed, self.memory, self.interval_len = (int(f.partition("=")[2]) for f in first[2:])
         for lineno, line in enumerate(it, 2):
             if self.ended:
                 raise LogError(lineno, "text after END")
@@ -349,6 +350,8 @@ class Model:
         if op == "END":
             if self._phase != "build":
                 raise ValueError("END inside an interval")
+            if len(self.intervals) != len(CUT_FACTORS):
+                raise ValueError(f"{len(self.intervals)} intervals, not {len(CUT_FACTORS)}")
             want = (len(self.materials), len(self.steps), self.n_involves)
             if tuple(map(int, t[1:4])) != want:
                 raise ValueError(f"END totals {t[1:4]} but the log made {want}")
@@ -518,8 +521,8 @@ class Model:
         self.out.append(" ".join(parts))
 
 
-def replay_file(path, interval_requests: int = INTERVAL_REQUESTS) -> Model:
-    model = Model(interval_requests)
+def replay_file(path) -> Model:
+    model = Model()
     with open(path, encoding="ascii") as f:
         model.replay(f)
     return model

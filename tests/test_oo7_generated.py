@@ -6,7 +6,7 @@ generator, HAND and the conformance checker (oo7_conform.cc) into one ASan/UBSan
 - every variant passes every check of the checker (spec section 5 of
   /work/shared/specs/oo7.md, plus every read-only result identical to HAND's) on tiny at
   fanouts 3 and 9;
-- the main variants (HASH/ILIST persistent and transient, HASH/REFARRAY) do on small at
+- the main variants (HASH/ILIST persistent, clustered and transient, HASH/REFARRAY) do on small at
   fanout 3, with the spec's exact numbers pinned here;
 - every persistent variant's file reopens whole in a fresh process (`--reopen-only`: a
   new process maps it wherever ASLR puts it, so the file may hold no absolute address);
@@ -44,7 +44,7 @@ CXXFLAGS = ("-std=c++17", "-Wall", "-Wextra", "-Werror") + SAN
 CACHE_KEEP = 48          # cached objects kept (about 2 MB each): two or three full builds
 EXE_KEEP = 2             # cached binaries kept (about 25 MB each)
 MAIN = ("hash_ilist_persistent", "hash_ilist_transient", "hash_refarray_persistent",
-        "hash_ilist_journal")
+        "hash_ilist_journal", "hash_ilist_clustered_persistent")
 
 VARIANTS = bo.default_variants() if (OO7 / bo.P2_DRIVER).exists() else []
 

@@ -126,9 +126,10 @@ int main(int argc, char **argv)
 """
 
 
-def _layout(stem: str, tmp_path: Path, cc: str, san_env) -> tuple[list[tuple[int, int]], int]:
+def _layout(stem: str, tmp_path: Path, cc: str, san_env) -> tuple[list[tuple[int, int]], tuple[int, int]]:
     """Build the driver against the equation `stem`, run it; per composite (span in bytes,
-    distinct pages) of its atomic parts and connections."""
+    distinct pages) of its atomic parts and connections, and the sizes of an atomic-part and
+    a connection element."""
     out = tmp_path / stem
     out.mkdir()
     prefix = "cl_" + stem

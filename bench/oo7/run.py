@@ -121,10 +121,13 @@ def lto_twin(v: Variant) -> Variant:
 
 
 def wants_lto_twin(v: Variant) -> bool:
-    """Which variants get an -lto row by default: the hash-indexed ones that are not
-    journalled (a twin for every variant would add half again to the run; the journalled
-    one's time is its commit)."""
-    return v.name.startswith("HASH") and not v.journal and not v.lto
+    """Which variants get an -lto row by default: the plain hash-indexed ones (HASH/ILIST,
+    HASH/REFARRAY: a twin for every variant would add half again to the run). A variant
+    named for a third choice (a journal, a layout, a link representation:
+    HASH/ILIST/CLUSTERED) measures that choice, not the build; the journalled one's time
+    is its commit."""
+    return (v.name.startswith("HASH") and len(v.name.split("/")) == 2 and not v.journal
+            and not v.lto)
 
 
 def driver_sources(source_dir: Optional[str] = None) -> Path:

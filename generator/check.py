@@ -729,6 +729,15 @@ class Checker:
                            f"'{info.name}' has {says(theirs.get(name))}; a memory layer over a "
                            f"file acts on the whole file", info.decl.pos)
                 continue
+            # one memory layer owns the file: its format (what a reference in it is) and
+            # its open are that layer's
+            if fi is not None and fi.mems[-1].name != info.mem.name:
+                first = fi.containers[0]
+                self.error(f"containers '{first.name}' and '{info.name}' share file \"{path}\" "
+                           f"but not its memory layer: '{first.name}' is in {fi.mems[-1].name}, "
+                           f"'{info.name}' in {info.mem.name}; one memory layer owns a file",
+                           info.mem.pos)
+                continue
             reserve = info.mem_param("reserve_param", 1 << 36)
             verify_open = info.mem_param("verify_open_param", True)
             if fi is None:

@@ -11,6 +11,7 @@ from .iarray import IArray
 from .journal import Journal
 from .ilist import IList
 from .malloc import Malloc
+from .mapped import Mapped
 from .odlist import ODList
 from .persistent import Persistent
 from .qsort import QSort
@@ -21,7 +22,7 @@ from .top2ds_qualify import Top2dsQualify
 from .transient import Transient
 
 LAYERS: dict[str, Layer] = {cls.name: cls() for cls in (
-    Transient, Persistent, Journal,
+    Transient, Persistent, Journal, Mapped,
     Array, IArray, QSort, Malloc,
     Hash, Avl, DList, ODList,
     Top2ds, Qualify, Top2dsQualify, DelFlag,

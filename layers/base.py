@@ -280,6 +280,11 @@ class MemLayer(Layer):
     # (malloc's _valid); otherwise nothing bounds a reference but what the layer above
     # remembers itself.
     seg_allocator: bool = False
+    # With seg_allocator: are the references offsets from the segment base, valid wherever
+    # the file is mapped (True), or addresses base + offset, valid only where the file was
+    # made (False: the memory's `_off(db, ref)` gives the offset, which is what a layer
+    # bounds by the segment)? A layer that maps the file itself (the journal) needs True.
+    maps_anywhere: bool = False
     # Does the layer give the files it is stacked on transactions: the spec's
     # <prefix>_begin, _commit and _abort (all files of the spec that have such a layer
     # commit together, each one atomically), and recovery of the last commit at open?

@@ -22,8 +22,10 @@ class Journal(MemLayer):
     transactions = True
     write_guard = "journal_guard"
     side_files = {"-journal": "journal"}       # <file>-journal: the redo journal
-    requires_below = ("file_param",)
-    requires_why = ("journals a file", "has nothing to recover")
+    # a file it maps itself, wherever the kernel puts it
+    requires_below = ("file_param", "maps_anywhere")
+    requires_why = ("journals a file it maps anywhere",
+                    "is not a file that may be mapped anywhere")
     params = (
         ParamSpec("sync", "bool", True,
                   doc="fdatasync the journal when a group of commits ends; false (nosync) "

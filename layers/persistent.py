@@ -9,6 +9,7 @@ class Persistent(MemLayer):
     verify_open_param = "verify_open"
     survives_restart = True     # references are offsets from the file's base
     seg_allocator = True
+    maps_anywhere = True        # ... from the segment base, wherever it is mapped
     # out of reserved address space or of mappable memory; the file cannot grow (disk full)
     errors = {"alloc": {"P2_ENOMEM", "P2_EIO"}}
     params = (

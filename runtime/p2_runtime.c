@@ -44,6 +44,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ==========================================================================
@@ -345,7 +346,8 @@ struct p2_seg_header {
                                           are in this file (written at every journal flush) */
     char     desc[P2_SEG_DESC_SIZE];   /* what made the file: spec and equations, NUL-padded,
                                           possibly cut short; all zero in older files */
-    uint8_t  reserved[104 - P2_SEG_DESC_SIZE];   /* zero; room for future fields */
+    uint64_t map_base;                 /* 0: references are offsets; else a fixed-address
+                                          file (p2_seg_open_fixed): the address it maps at */
     struct p2_seg_root_entry roots[P2_MAX_ROOTS];
 };
 
@@ -367,6 +369,7 @@ _Static_assert(offsetof(struct p2_seg_header, journal) == 128, "header layout");
 _Static_assert(offsetof(struct p2_seg_header, roots_crc) == 136, "header layout");
 _Static_assert(offsetof(struct p2_seg_header, data_seq) == 144, "header layout");
 _Static_assert(offsetof(struct p2_seg_header, desc) == 152, "header layout");
+_Static_assert(offsetof(struct p2_seg_header, map_base) == 248, "header layout");
 _Static_assert(offsetof(struct p2_seg_header, roots) == 256, "header layout");
 _Static_assert(sizeof(struct p2_seg_header) == P2_SEG_HEADER_SIZE, "header is one 4096-byte page");
 _Static_assert(sizeof(SEG_MAGIC) == 8, "magic is 8 bytes");
@@ -414,6 +417,7 @@ static void seg_reset(p2_seg *seg)
     seg->track_bytes = 0;
     seg->ckpt_failed = 0;
     seg->recovering = 0;
+    seg->fixed = 0;
     seg->rec_unclean = 0;
     seg->rec_lists_dropped = 0;
     seg->rec_journal = 0;
@@ -551,6 +555,88 @@ static int seg_reserve(p2_seg *seg, p2_err *err)
     }
     seg->base = (char *)p;
     return P2_OK;
+}
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000   /* Linux >= 4.17; older C libraries lack the name */
+#endif
+
+/* Fixed-address segments: reserve exactly [at, at + seg->reserved), never replacing a
+ * mapping already there (MAP_FIXED_NOREPLACE). Returns P2_OK, or -1 if the range is
+ * taken (errno EEXIST), with nothing reserved; other failures are errors. A kernel older
+ * than 4.17 takes the flag for a hint and may map elsewhere: that is refused too. */
+static int seg_reserve_at(p2_seg *seg, uint64_t at, p2_err *err)
+{
+    void *p = mmap((void *)(uintptr_t)at, (size_t)seg->reserved, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p == MAP_FAILED) {
+        int e = errno;
+        if (e == EEXIST)
+            return -1;
+        return seg_fail(seg, err, P2_ENOMEM, "cannot reserve %" PRIu64 " bytes of address space at 0x%"
+                        PRIx64 " (%s): %s", seg->reserved, at, SEG_RESERVE_HINT, strerror(e));
+    }
+    if ((uint64_t)(uintptr_t)p != at) {
+        munmap(p, (size_t)seg->reserved);
+        return seg_fail(seg, err, P2_ENOMEM, "the kernel does not support MAP_FIXED_NOREPLACE (Linux 4.17 "
+                        "or later is needed to map a file at a fixed address without replacing what "
+                        "is there): cannot open a mapped file");
+    }
+    seg->base = (char *)p;
+    return P2_OK;
+}
+
+/* A new fixed-address segment: the first free slot of the quiet range, slots being the
+ * reservation rounded up to 1 GiB, starting from one that differs per file and per
+ * creation (path, fingerprint, clock, process), so that files created apart rarely
+ * claim the same range and can be opened together. */
+static int seg_reserve_new_fixed(p2_seg *seg, uint64_t fingerprint, p2_err *err)
+{
+    const uint64_t gib = UINT64_C(1) << 30;
+    uint64_t slot = round_up(seg->reserved, gib);
+    uint64_t nslots = (P2_SEG_FIXED_HI - P2_SEG_FIXED_LO) / slot;
+    if (nslots == 0)
+        return seg_fail(seg, err, P2_ENOMEM, "a reservation of %" PRIu64 " bytes does not fit the %" PRIu64
+                        " bytes of address space mapped files share (%s)", seg->reserved,
+                        P2_SEG_FIXED_HI - P2_SEG_FIXED_LO, SEG_RESERVE_HINT);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    for (const char *c = seg->path; *c; c++)
+        h = (h ^ (unsigned char)*c) * UINT64_C(0x100000001b3);
+    h ^= fingerprint;
+    h = (h ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32)) * UINT64_C(0x9e3779b97f4a7c15);
+    h = (h ^ (uint64_t)getpid()) * UINT64_C(0x9e3779b97f4a7c15);
+    uint64_t start = (h >> 17) % nslots, tries = nslots < 256 ? nslots : 256;
+    for (uint64_t i = 0; i < tries; i++) {
+        int rc = seg_reserve_at(seg, P2_SEG_FIXED_LO + ((start + i) % nslots) * slot, err);
+        if (rc >= 0)
+            return rc;
+    }
+    return seg_fail(seg, err, P2_ENOMEM, "no free range of %" PRIu64 " bytes left for a mapped file in "
+                    "[0x%" PRIx64 ", 0x%" PRIx64 ") (%" PRIu64 " tried)", slot, P2_SEG_FIXED_LO,
+                    P2_SEG_FIXED_HI, tries);
+}
+
+/* An existing fixed-address segment: its recorded base, checked before anything is
+ * mapped (a base this runtime never chooses is a corrupt or crafted header), then
+ * reserved, or the open refused if the range is taken. */
+static int seg_reserve_recorded(p2_seg *seg, uint64_t at, uint64_t file_size, p2_err *err)
+{
+    if (at % P2_SEG_GRANULE != 0 || at < P2_SEG_FIXED_LO || at >= P2_SEG_FIXED_HI
+        || file_size > P2_SEG_FIXED_HI - at)
+        return seg_fail(seg, err, P2_EFORMAT, "recorded base address 0x%" PRIx64 " is not valid (mapped "
+                        "files lie at multiples of %u in [0x%" PRIx64 ", 0x%" PRIx64 ")): file is corrupt",
+                        at, (unsigned)P2_SEG_GRANULE, P2_SEG_FIXED_LO, P2_SEG_FIXED_HI);
+    if (seg->reserved > P2_SEG_FIXED_HI - at)
+        seg->reserved = P2_SEG_FIXED_HI - at;   /* the quiet range ends there; the file fits */
+    int rc = seg_reserve_at(seg, at, err);
+    if (rc < 0)
+        return seg_fail(seg, err, P2_ENOMEM, "the address range [0x%" PRIx64 ", 0x%" PRIx64 ") the file "
+                        "is mapped at is taken by another mapping in this process (another mapped "
+                        "file, or a library): its references are addresses there, so it cannot be "
+                        "opened elsewhere", at, at + seg->reserved);
+    return rc;
 }
 
 /* Extend the file from seg->mapped to want bytes with its disk blocks reserved
@@ -991,6 +1077,14 @@ static int seg_validate(const p2_seg *seg, const struct p2_seg_header *h, uint64
                         "header checksum mismatch (stored 0x%08" PRIx32 ", computed 0x%08" PRIx32
                         "): file is corrupt",
                         h->checksum, crc);
+    /* References in a fixed-address file are addresses, elsewhere offsets: neither open
+     * may follow the other's (the base itself is checked before it is mapped). */
+    if (h->map_base != 0 && !seg->fixed)
+        return seg_fail(seg, err, P2_EMISMATCH, "a file of the mapped memory layer (its references are "
+                        "addresses at 0x%" PRIx64 "): this open expects offsets", h->map_base);
+    if (h->map_base == 0 && seg->fixed)
+        return seg_fail(seg, err, P2_EMISMATCH, "its references are offsets (persistent memory), not "
+                        "addresses: not a file of the mapped memory layer");
     if (h->fingerprint != fingerprint) {
         char made[P2_SEG_DESC_SIZE];
         desc_printable(h->desc, made);
@@ -1113,13 +1207,15 @@ static int journal_close(p2_seg *seg, p2_err *err);
 static int seg_create(p2_seg *seg, uint64_t fingerprint, uint32_t nroots, const char *const *names,
                       const uint64_t *sizes, p2_err *err)
 {
-    int rc = seg_reserve(seg, err);
+    int rc = seg->fixed ? seg_reserve_new_fixed(seg, fingerprint, err) : seg_reserve(seg, err);
     if (rc == P2_OK)
         rc = seg_grow(seg, P2_SEG_HEADER_SIZE, err);
     if (rc != P2_OK)
         return rc;
     struct p2_seg_header *h = (struct p2_seg_header *)(void *)seg->base;
     memset(h, 0, sizeof *h);
+    if (seg->fixed)
+        h->map_base = (uint64_t)(uintptr_t)seg->base;
     memcpy(h->magic, SEG_MAGIC, sizeof h->magic);
     h->version = P2_SEG_VERSION;
     h->header_size = P2_SEG_HEADER_SIZE;
@@ -1172,7 +1268,7 @@ static int seg_attach(p2_seg *seg, uint64_t file_bytes, uint64_t fingerprint, ui
                         "file is %" PRIu64 " bytes, more than the address-space reservation of %" PRIu64
                         " bytes (" SEG_RESERVE_HINT ")",
                         h.file_size, seg->reserved);
-    rc = seg_reserve(seg, err);
+    rc = seg->fixed ? seg_reserve_recorded(seg, h.map_base, h.file_size, err) : seg_reserve(seg, err);
     if (rc != P2_OK)
         return rc;
     void *p = mmap(seg->base, (size_t)h.file_size, seg->journal ? PROT_READ : PROT_READ | PROT_WRITE,
@@ -1199,7 +1295,7 @@ static int seg_attach(p2_seg *seg, uint64_t file_bytes, uint64_t fingerprint, ui
 
 static int seg_open_any(p2_seg *seg, const char *path, uint64_t fingerprint,
                         uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
-                        uint64_t reserve, const p2_journal_opts *jopts, int recovering,
+                        uint64_t reserve, const p2_journal_opts *jopts, int recovering, int fixed,
                         int *created, p2_err *err);
 
 #ifdef P2_WRITE_AUDIT
@@ -1362,12 +1458,12 @@ int p2_seg_open(p2_seg *seg, const char *path, uint64_t fingerprint,
                 uint64_t reserve, int *created, p2_err *err)
 {
     return seg_open_any(seg, path, fingerprint, nroots, root_names, root_sizes, reserve,
-                        NULL, 0, created, err);
+                        NULL, 0, 0, created, err);
 }
 
 static int seg_open_any(p2_seg *seg, const char *path, uint64_t fingerprint,
                         uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
-                        uint64_t reserve, const p2_journal_opts *jopts, int recovering,
+                        uint64_t reserve, const p2_journal_opts *jopts, int recovering, int fixed,
                         int *created, p2_err *err)
 {
     if (created != NULL)
@@ -1376,6 +1472,7 @@ static int seg_open_any(p2_seg *seg, const char *path, uint64_t fingerprint,
         return p2_err_set(err, P2_EINVAL, "p2_seg_open: seg is NULL");
     seg_reset(seg);
     seg->recovering = recovering;   /* p2_seg_open_recover, p2_seg_open_journal_recover */
+    seg->fixed = fixed;             /* p2_seg_open_fixed */
     seg->path[0] = '\0';
     if (path == NULL || path[0] == '\0')
         return p2_err_set(err, P2_EINVAL, "p2_seg_open: no path given");
@@ -1559,9 +1656,10 @@ static int recover_list_ok(const p2_seg *seg, unsigned c)
     return 1;
 }
 
-int p2_seg_open_recover(p2_seg *seg, const char *path, uint64_t fingerprint,
-                        uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
-                        uint64_t reserve, int *created, p2_err *err)
+static int seg_open_recovering(p2_seg *seg, const char *path, uint64_t fingerprint,
+                               uint32_t nroots, const char *const *root_names,
+                               const uint64_t *root_sizes, uint64_t reserve, int fixed,
+                               int *created, p2_err *err)
 {
     if (seg == NULL)
         return p2_err_set(err, P2_EINVAL, "p2_seg_open_recover: seg is NULL");
@@ -1574,7 +1672,7 @@ int p2_seg_open_recover(p2_seg *seg, const char *path, uint64_t fingerprint,
         close(fd);
     }
     int rc = seg_open_any(seg, path, fingerprint, nroots, root_names, root_sizes, reserve,
-                          NULL, 1, created, err);
+                          NULL, 1, fixed, created, err);
     if (rc != P2_OK)
         return rc;
     seg->rec_unclean = state != SEG_STATE_CLEAN;
@@ -1588,6 +1686,25 @@ int p2_seg_open_recover(p2_seg *seg, const char *path, uint64_t fingerprint,
         }
     }
     return P2_OK;
+}
+
+int p2_seg_open_recover(p2_seg *seg, const char *path, uint64_t fingerprint,
+                        uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
+                        uint64_t reserve, int *created, p2_err *err)
+{
+    return seg_open_recovering(seg, path, fingerprint, nroots, root_names, root_sizes, reserve, 0,
+                               created, err);
+}
+
+int p2_seg_open_fixed(p2_seg *seg, const char *path, uint64_t fingerprint,
+                      uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
+                      uint64_t reserve, unsigned flags, int *created, p2_err *err)
+{
+    if (flags & P2_SEG_FIXED_RECOVER)
+        return seg_open_recovering(seg, path, fingerprint, nroots, root_names, root_sizes, reserve,
+                                   1, created, err);
+    return seg_open_any(seg, path, fingerprint, nroots, root_names, root_sizes, reserve,
+                        NULL, 0, 1, created, err);
 }
 
 int p2_seg_close_unclean(p2_seg *seg, p2_err *err)
@@ -2492,7 +2609,7 @@ int p2_seg_open_journal(p2_seg *seg, const char *path, uint64_t fingerprint,
     if (o.group == 0)
         o.group = 1;
     return seg_open_any(seg, path, fingerprint, nroots, root_names, root_sizes, reserve,
-                        &o, 0, created, err);
+                        &o, 0, 0, created, err);
 }
 
 int p2_seg_open_journal_recover(p2_seg *seg, const char *path, uint64_t fingerprint,
@@ -2504,7 +2621,7 @@ int p2_seg_open_journal_recover(p2_seg *seg, const char *path, uint64_t fingerpr
     if (o.group == 0)
         o.group = 1;
     return seg_open_any(seg, path, fingerprint, nroots, root_names, root_sizes, reserve,
-                        &o, 1, created, err);
+                        &o, 1, 0, created, err);
 }
 
 /* Close a journalled segment: what is not committed is dropped, the rest written

@@ -68,7 +68,10 @@
  *                                  ASCII, NUL-padded, cut short with "..."; zero in
  *                                  older files), named in the "created by a different
  *                                  spec" message
- *         248     8  reserved      zero; room for future fields
+ *         248     8  map_base      0: references in the file are offsets (the file maps
+ *                                  anywhere); else a file of p2_seg_open_fixed(), whose
+ *                                  references are addresses: the address it is mapped at
+ *                                  (see @ref fixed)
  *         256  3840  roots         root table: #P2_MAX_ROOTS entries of 64 bytes
  *        4096     .  -             allocated blocks, from offset 4096 up to brk
  *
@@ -90,6 +93,24 @@
  *  exclusive flock(2) on the file and fails with #P2_EBUSY if another open
  *  file description holds it (this includes a second open in the same
  *  process).
+ *
+ *  @section fixed Mapped at a fixed address
+ *
+ *  p2_seg_open_fixed() opens a segment whose users store raw addresses in it (the
+ *  `mapped` memory layer: a reference is base + offset, so resolving one costs nothing,
+ *  as on the heap).  The file must then always be mapped at the same address: a new
+ *  file gets a base in the quiet range [#P2_SEG_FIXED_LO, #P2_SEG_FIXED_HI) (far from
+ *  the heap, the libraries, the stack and the sanitizers' shadow memory; a slot of the
+ *  reservation's size, the first free one from a start that differs per file, so the
+ *  files of one spec, and files made by different processes, rarely collide), recorded
+ *  in the header (`map_base`).  Opening an existing file reserves exactly that range with
+ *  MAP_FIXED_NOREPLACE (Linux >= 4.17; never plain MAP_FIXED, which would replace
+ *  whatever is mapped there) and maps the file inside it.  The open is refused
+ *  (#P2_ENOMEM, as any reservation that fails) when something in the process already occupies the range, and
+ *  (#P2_EFORMAT) when the recorded base is not one this runtime could have chosen (not
+ *  aligned to #P2_SEG_GRANULE, outside the quiet range, or the file would reach past
+ *  it): nothing in such a file is followed.  Files of p2_seg_open() (map_base 0) and of
+ *  p2_seg_open_fixed() are not interchangeable; each open refuses the other's.
  *
  *  @section alloc Allocator
  *
@@ -251,6 +272,11 @@ typedef uint64_t p2_off;
 #define P2_SEG_GRANULE (64u * 1024u)
 /** Address space reserved when p2_seg_open() is passed reserve = 0: 64 GiB. */
 #define P2_SEG_DEFAULT_RESERVE (UINT64_C(64) << 30)
+/** The quiet address range segments of p2_seg_open_fixed() are mapped in: 32 TiB to
+ *  96 TiB, above AddressSanitizer's shadow (which ends below 16 TiB on x86-64) and below
+ *  where Linux places mmap'ed libraries and the stack (near 128 TiB). */
+#define P2_SEG_FIXED_LO (UINT64_C(32) << 40)
+#define P2_SEG_FIXED_HI (UINT64_C(96) << 40)
 
 struct p2_seg_header; /* the header at offset 0; layout in the comment above */
 
@@ -304,6 +330,8 @@ typedef struct p2_seg {
     uint64_t track_bytes;       /**< size of the bookkeeping mappings above */
     int      ckpt_failed;       /**< 1: a checkpoint failed after its commit; retried first */
     int      recovering;        /**< opened by p2_seg_open_recover() */
+    int      fixed;             /**< opened by p2_seg_open_fixed(): mapped at the base the
+                                     header records (references in it are addresses) */
     uint32_t rec_unclean;       /**< p2_seg_open_recover(): 1 if the file was not closed cleanly */
     uint32_t rec_lists_dropped; /**< p2_seg_open_recover(): allocator free lists found broken
                                      and emptied (their blocks stay unused) */
@@ -364,6 +392,25 @@ typedef struct p2_seg {
 int p2_seg_open(p2_seg *seg, const char *path, uint64_t fingerprint,
                 uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
                 uint64_t reserve, int *created, p2_err *err);
+
+/** p2_seg_open_fixed() flags: open for `p2gen recover` (as p2_seg_open_recover()). */
+#define P2_SEG_FIXED_RECOVER 1u
+
+/** Open a segment mapped at a fixed address (see @ref fixed): as p2_seg_open(), but a new
+ *  file gets a base address in [#P2_SEG_FIXED_LO, #P2_SEG_FIXED_HI), recorded in its
+ *  header, and an existing file is mapped at the base it records, or not at all.
+ *  `flags`: 0 or #P2_SEG_FIXED_RECOVER.
+ * @return as p2_seg_open(), and
+ *  - #P2_ENOMEM   "the address range ... is taken": something else is mapped there in
+ *                 this process (another file's segment, a library); "the kernel does not
+ *                 support MAP_FIXED_NOREPLACE"; or no free slot of the quiet range for a
+ *                 new file
+ *  - #P2_EFORMAT  "recorded base address ... is not valid": the header (checksummed) holds
+ *                 a base this runtime never chooses
+ *  - #P2_EMISMATCH a file of p2_seg_open() (its references are offsets) */
+int p2_seg_open_fixed(p2_seg *seg, const char *path, uint64_t fingerprint,
+                      uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
+                      uint64_t reserve, unsigned flags, int *created, p2_err *err);
 
 /** Open a plain segment for recovery (`p2gen recover`): as p2_seg_open(), but a file
  *  that was not closed cleanly is accepted (its header checksum, stale by design, is not

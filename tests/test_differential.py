@@ -105,12 +105,19 @@ STORAGE = {n: (n, layer_text(n)) for n in _registered(realm="ds", role="storage"
 INDEXES = {"none": [], **{n: [(n, layer_text(n))] for n in _registered(realm="ds", role="index")},
            "hash_avl": [("hash", layer_text("hash")), ("avl", layer_text("avl"))]}
 # memory, as the mem layers say what they are (layers/base.py, MemLayer): the bottom
-# layers, and each layer over a file stacked on the first file layer
+# layers, and each layer over a file stacked on the first file layer that has what it
+# requires below it (`requires_below`)
 BOTTOM_MEMS = _registered(realm="mem", below=None)
-_FILE_MEM = next(n for n in BOTTOM_MEMS if LAYERS[n].in_file)
 _HEAP_MEM = next(n for n in BOTTOM_MEMS if not LAYERS[n].in_file)
+
+
+def _file_mem_for(over: str) -> str:
+    return next(n for n in BOTTOM_MEMS if LAYERS[n].in_file
+                and all(getattr(LAYERS[n], a, None) for a in LAYERS[over].requires_below))
+
+
 MEMS = {**{n: (n, layer_text(n)) for n in _registered(realm="mem", below=None)},
-        **{n: (n, f'{layer_text(n)}[{_FILE_MEM}(file = "diff{n[0]}.db")]')
+        **{n: (n, f'{layer_text(n)}[{_file_mem_for(n)}(file = "diff{n[0]}.db")]')
            for n in _registered(realm="mem", below="mem")}}
 SEEDS = (1, 2, 3, 4)
 

@@ -73,7 +73,13 @@ TOPS = [list(above) + [base]
 HEAP = [n for n in _layers(realm="mem", below=None) if not LAYERS[n].in_file]
 FILE_MEM = [n for n in _layers(realm="mem", below=None) if LAYERS[n].in_file]
 OVER_FILE = [n for n in _layers(realm="mem", below="mem")
-             if all(getattr(LAYERS[f], a) for f in FILE_MEM for a in LAYERS[n].requires_below)]
+             if any(all(getattr(LAYERS[f], a) for a in LAYERS[n].requires_below) for f in FILE_MEM)]
+
+
+def file_mems_under(over) -> list:
+    """The file layers a mem layer over a file (or None) may be stacked on."""
+    return [f for f in FILE_MEM
+            if over is None or all(getattr(LAYERS[f], a) for a in LAYERS[over].requires_below)]
 # what a container's memory is drawn as: the heap, or one of the files
 ON_HEAP = "heap"
 RELS = _layers(realm="rel")
@@ -112,6 +118,7 @@ class _Gen:
         self.containers: list[_Cont] = []
         self.c_names: list[str] = []   # container names drawn so far (for ref fields)
         self.journals = {}             # file -> (mem layer over it, params), or None
+        self.file_layers = {}          # file -> its bottom mem layer
         # where the containers live: all in one memory (references may link them) or mixed
         self.memory = self.pick([ON_HEAP, self.files[0], "mixed"])
 
@@ -282,7 +289,11 @@ class _Gen:
             self.journals[mem] = ((over, self.params_for(over, None, None))
                                   if self.chance(40) else None)
         jl = self.journals[mem]
-        below = [self.pick(FILE_MEM)]
+        # a file has one bottom mem layer (the containers sharing it must agree), one
+        # that the layer over it, if any, can stand on
+        if mem not in self.file_layers or self.bad():
+            self.file_layers[mem] = self.pick(file_mems_under(jl[0] if jl is not None else None))
+        below = [self.file_layers[mem]]
         return chain + ([jl[0]] + below if jl is not None else below), mem, jl
 
 

@@ -1,0 +1,36 @@
+from .base import MemLayer
+from .persistent import Persistent
+
+
+class Mapped(MemLayer):
+    """mapped: mem. A file mapped at a fixed address (QuickStore, ObjectStore): the
+    references stored in it are raw virtual addresses, so resolving one is a cast and the
+    code the layers above generate is the `transient` layer's (no base to add). The file
+    records its base (runtime/p2_runtime.h, section fixed); opening maps it there with
+    MAP_FIXED_NOREPLACE, inside an address range the runtime keeps for such files, or
+    refuses: if that range is taken in the process, the references cannot be followed
+    anywhere else."""
+    name = "mapped"
+    below = None
+    file_param = "file"
+    reserve_param = "reserve"
+    verify_open_param = "verify_open"
+    survives_restart = True     # references are addresses the file is always mapped at
+    seg_allocator = True        # blocks come from the file segment; a reference is base + offset
+    maps_anywhere = False       # ... so the file must be mapped where it was made
+    # out of reserved address space or of mappable memory; the file cannot grow (disk full)
+    errors = {"alloc": {"P2_ENOMEM", "P2_EIO"}}
+    params = Persistent.params
+    doc = ("A file mapped with mmap(MAP_SHARED) at the fixed address recorded in its header. "
+           "References are raw virtual addresses (the generated code is the transient "
+           "layer's: no base to add), so the file can only be used where it was made: "
+           "open maps it there with MAP_FIXED_NOREPLACE inside an address range the runtime "
+           "keeps for mapped files (32 to 96 TiB) and refuses if that range is taken in the "
+           "process or the recorded base is not one the runtime chooses. Otherwise as "
+           "persistent: header checks, not-cleanly-closed files refused, and (unless "
+           "verify_open = false) the integrity check at open.")
+
+    def validate(self, inst, ctx):
+        if not inst.params["file"]:
+            ctx.error(f"parameter 'file' of layer '{self.name}' must not be empty",
+                      inst.param_pos("file"))

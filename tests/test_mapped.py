@@ -1,0 +1,190 @@
+"""The `mapped` memory layer: a file whose references are raw addresses, mapped at the
+base its header records. Through the generated harness (ASan/UBSan): a filled file
+reopens in a fresh process with every record and verifies; each file of a spec gets its
+own base in the runtime's quiet range; a reopen whose range something else occupies is
+refused with a message, as is a file whose recorded base is garbage (never mapped there,
+nothing in it followed), and the refused file is left as it was.
+"""
+from __future__ import annotations
+
+import random
+import struct
+import zlib
+from pathlib import Path
+
+import pytest
+
+from p2gen.harness import run_harness
+
+RECORD = "record item { id: u32; grp: i32; tag: char[8]; }\n"
+SPEC = RECORD + """container hs of item
+    = top2ds_qualify[hash(key = grp, buckets = 4)[malloc[mapped(file = "ma.db")]]];
+container ts of item
+    = top2ds_qualify[avl(key = id)[array(capacity = 4)[mapped(file = "mb.db", reserve = 1073741824)]]];
+cursor hs_g on hs where grp == $g;
+cursor ts_r on ts where id >= $lo and id < $hi;
+"""
+HEADER = 4096
+MAP_BASE = 248                     # the header's map_base field
+GRANULE = 64 * 1024
+FIXED_LO, FIXED_HI = 32 << 40, 96 << 40   # P2_SEG_FIXED_LO / _HI
+N = 150
+
+
+def run(exe, cmds, env, cwd):
+    proc = run_harness(exe, cmds, cwd=str(cwd), env=env)
+    assert "Sanitizer" not in proc.stderr and "runtime error" not in proc.stderr, proc.stderr
+    assert proc.returncode == 0, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
+    assert not any(line.startswith("bug") for line in proc.stdout.splitlines()), proc.stdout
+    return proc.stdout.splitlines()
+
+
+def records(out, *containers):
+    """The `rec` lines of each `all C` in out (they follow the command's echo)."""
+    got, cur = {}, None
+    for line in out:
+        if line.startswith("echo-"):
+            cur = line[5:]
+            got[cur] = []
+        elif line.startswith("rec ") and cur is not None:
+            got[cur].append(line)
+    return {c: sorted(got[c]) for c in containers}
+
+
+def listing():
+    return ["echo echo-hs", "all hs", "echo echo-ts", "all ts",
+            "echo echo-hs_g", "cursor hs_g 3", "echo echo-ts_r", "cursor ts_r 200000 900000"]
+
+
+def base_of(path: Path) -> int:
+    return struct.unpack_from("<Q", path.read_bytes(), MAP_BASE)[0]
+
+
+def reseal(path: Path) -> None:
+    """Recompute the header checksum, as a crafter would."""
+    data = bytearray(path.read_bytes())
+    struct.pack_into("<I", data, 124, 0)
+    struct.pack_into("<I", data, 124, zlib.crc32(bytes(data[:HEADER])))
+    path.write_bytes(bytes(data))
+
+
+@pytest.fixture(scope="module")
+def harness(harness_builder):
+    return harness_builder(SPEC, "mp").exe
+
+
+@pytest.fixture(scope="module")
+def filled(harness, san_env, tmp_path_factory):
+    """(directory of two filled, cleanly closed mapped files, what the listing printed in
+    the process that wrote them)."""
+    d = tmp_path_factory.mktemp("mapped")
+    rng = random.Random(11)
+    cmds = [f"open {d}"]
+    for i in range(N):
+        cmds.append(f'insert hs {i} {rng.randint(0, 6)} "h{i}"')
+        cmds.append(f'insert ts {rng.randint(0, 10**6)} {rng.randint(-9, 9)} "t{i}"')
+    cmds += [f"delete hs id {i}" for i in range(0, N, 5)]
+    cmds += [f"delete ts grp {g}" for g in (1, 2)]
+    cmds += listing() + ["verify", "close"]
+    out = run(harness, cmds, san_env, d)
+    assert "verify ok" in out, out[-5:]
+    return d, out[out.index("echo-hs"):out.index("verify ok")]
+
+
+def test_reopens_in_a_fresh_process_at_its_recorded_base(harness, san_env, filled):
+    d, before = filled
+    a, b = base_of(d / "ma.db"), base_of(d / "mb.db")
+    for base, size in ((a, 64 << 30), (b, 1 << 30)):
+        assert base % GRANULE == 0 and FIXED_LO <= base and base + size <= FIXED_HI, hex(base)
+    # the two files of the spec lie apart
+    assert a + (64 << 30) <= b or b + (1 << 30) <= a, (hex(a), hex(b))
+    out = run(harness, [f"open {d}", "verify"] + listing(), san_env, d)
+    assert out[:2] == ["ok", "verify ok"], out[:3]
+    after = out[2:]
+    assert records(after, "hs", "ts") == records(before, "hs", "ts")
+    assert sorted(after) == sorted(before)   # the cursors answer the same too
+    assert len(records(after, "hs")["hs"]) == N - len(range(0, N, 5))
+    # the files keep their bases
+    assert (base_of(d / "ma.db"), base_of(d / "mb.db")) == (a, b)
+
+
+def copy_files(src: Path, dst: Path) -> None:
+    for name in ("ma.db", "mb.db"):
+        (dst / name).write_bytes((src / name).read_bytes())
+
+
+def test_a_taken_range_is_refused(harness, san_env, filled, tmp_path):
+    d, _ = filled
+    copy_files(d, tmp_path)
+    base = base_of(tmp_path / "mb.db")
+    before = (tmp_path / "mb.db").read_bytes()
+    # something else in the process sits inside the file's range (its second page)
+    out = run(harness, [f"take {base + GRANULE} {GRANULE}", f"open {tmp_path}", "count ts",
+                        "all ts"], san_env, tmp_path)
+    assert out[0] == "ok", out
+    assert out[1].startswith("err ENOMEM ") and "mb.db" in out[1], out[1]
+    assert "is taken by another mapping" in out[1] and f"0x{base:x}" in out[1], out[1]
+    assert out[2] == "count 0" and out[3].startswith("err ECLOSED"), out
+    assert (tmp_path / "mb.db").read_bytes() == before, "a refused file was modified"
+    # the other file was not left open or locked: with the range free both open
+    out = run(harness, [f"open {tmp_path}", "verify", "count ts"], san_env, tmp_path)
+    assert out[:2] == ["ok", "verify ok"], out
+
+
+@pytest.mark.parametrize("bad, why", [
+    (lambda b, n: b + 8, "not aligned"),
+    (lambda b, n: b + 4096, "aligned to a page, not to the granule"),
+    (lambda b, n: 1 << 20, "below the quiet range"),
+    (lambda b, n: FIXED_HI, "at its end"),
+    (lambda b, n: FIXED_HI - ((n - 1) // GRANULE) * GRANULE, "the file would reach past it"),
+    (lambda b, n: (1 << 47) + (1 << 40), "beyond the user address space"),
+    (lambda b, n: (1 << 64) - GRANULE, "in the kernel's half"),
+])
+def test_a_garbage_base_is_refused(harness, san_env, filled, tmp_path, bad, why):
+    d, _ = filled
+    copy_files(d, tmp_path)
+    db = tmp_path / "ma.db"
+    data = bytearray(db.read_bytes())
+    struct.pack_into("<Q", data, MAP_BASE, bad(base_of(db), len(data)))
+    db.write_bytes(bytes(data))
+    reseal(db)          # a crafted header: the checksum agrees
+    damaged = db.read_bytes()
+    out = run(harness, [f"open {tmp_path}", "count hs"], san_env, tmp_path)
+    assert out[0].startswith("err EFORMAT ") and "ma.db" in out[0], (why, out[0])
+    assert "recorded base address" in out[0] and "corrupt" in out[0], (why, out[0])
+    assert out[1] == "count 0"
+    assert db.read_bytes() == damaged, "a refused file was modified"
+
+
+def test_a_moved_base_fails_the_integrity_check(harness, san_env, filled, tmp_path):
+    """A base the runtime could have chosen, but not the file's: it is mapped there, and
+    the integrity check at open finds the references (addresses at the old base) outside
+    the file, without following them."""
+    d, _ = filled
+    copy_files(d, tmp_path)
+    db = tmp_path / "ma.db"
+    base = base_of(db)
+    moved = base + (1 << 40) if base + (1 << 40) + (64 << 30) <= FIXED_HI else base - (1 << 40)
+    data = bytearray(db.read_bytes())
+    struct.pack_into("<Q", data, MAP_BASE, moved)
+    db.write_bytes(bytes(data))
+    reseal(db)
+    damaged = db.read_bytes()
+    out = run(harness, [f"open {tmp_path}", "count hs"], san_env, tmp_path)
+    assert out[0].startswith("err EFORMAT ") and "integrity check" in out[0], out[0]
+    assert "container hs" in out[0] and "not a live element" in out[0], out[0]
+    assert db.read_bytes() == damaged, "a refused file was modified"
+
+
+def test_a_file_of_offsets_is_not_a_mapped_file(harness, san_env, filled, tmp_path):
+    """map_base 0 says the references are offsets (persistent's format): refused, not
+    taken for addresses."""
+    d, _ = filled
+    copy_files(d, tmp_path)
+    db = tmp_path / "mb.db"
+    data = bytearray(db.read_bytes())
+    struct.pack_into("<Q", data, MAP_BASE, 0)
+    db.write_bytes(bytes(data))
+    reseal(db)
+    out = run(harness, [f"open {tmp_path}"], san_env, tmp_path)
+    assert out[0].startswith("err EMISMATCH ") and "references are offsets" in out[0], out[0]

@@ -8,6 +8,7 @@ nothing in it followed), and the refused file is left as it was.
 from __future__ import annotations
 
 import random
+import subprocess
 import struct
 import zlib
 from pathlib import Path
@@ -188,3 +189,39 @@ def test_a_file_of_offsets_is_not_a_mapped_file(harness, san_env, filled, tmp_pa
     reseal(db)
     out = run(harness, [f"open {tmp_path}"], san_env, tmp_path)
     assert out[0].startswith("err EMISMATCH ") and "references are offsets" in out[0], out[0]
+
+
+@pytest.fixture(scope="module")
+def tools(harness, cc, tmp_path_factory):
+    """The recovery program and the checker of SPEC (`p2gen recover`, `p2gen verify`)."""
+    from p2gen.recover import build_recoverer
+    from p2gen.verify import build_verifier
+    d = tmp_path_factory.mktemp("mapped-tools")
+    spec = d / "mp.p2"
+    spec.write_text(SPEC)
+    return (build_recoverer(str(spec), str(d), None, cc, True),
+            build_verifier(str(spec), str(d), None, cc, True))
+
+
+def test_a_crashed_file_is_refused_then_recovered_at_its_base(harness, tools, san_env, tmp_path):
+    """kill -9 leaves the files marked open: refused; `p2gen recover` opens them at their
+    recorded bases, rebuilds, and they reopen with every record and verify."""
+    recoverer, verifier = tools
+    cmds = [f"open {tmp_path}"] + [f'insert hs {i} {i % 4} "c{i}"' for i in range(40)] + \
+        [f'insert ts {i * 7} {i % 3} "d{i}"' for i in range(40)] + ["sync"]
+    out = run(harness, cmds + ["echo echo-hs", "all hs", "echo echo-ts", "all ts", "crash"],
+              san_env, tmp_path)
+    want = records(out, "hs", "ts")
+    bases = (base_of(tmp_path / "ma.db"), base_of(tmp_path / "mb.db"))
+    out = run(harness, [f"open {tmp_path}"], san_env, tmp_path)
+    assert out[0].startswith("err EFORMAT") and "not closed cleanly" in out[0], out
+    proc = subprocess.run([recoverer, str(tmp_path)], capture_output=True, text=True, env=san_env)
+    assert "Sanitizer" not in proc.stderr and "runtime error" not in proc.stderr, proc.stderr
+    assert proc.returncode == 0 and "was not closed cleanly" in proc.stdout, proc.stdout + proc.stderr
+    out = run(harness, [f"open {tmp_path}", "verify", "echo echo-hs", "all hs", "echo echo-ts",
+                        "all ts"], san_env, tmp_path)
+    assert out[:2] == ["ok", "verify ok"], out[:3]
+    assert records(out, "hs", "ts") == want
+    assert (base_of(tmp_path / "ma.db"), base_of(tmp_path / "mb.db")) == bases
+    proc = subprocess.run([verifier, str(tmp_path)], capture_output=True, text=True, env=san_env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

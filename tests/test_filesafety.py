@@ -121,7 +121,8 @@ def test_mismatch_names_the_spec_that_made_the_file(tools, dbs, harness_builder,
     assert "a program that did not record its spec" in line, line
     # a crafted description: control bytes are not printed
     data = bytearray((db / "v.db").read_bytes())
-    data[152:152 + 12] = b"\x1b[31mevil\x07\x00"
+    evil = b"\x1b[31mevil\x07\x00"
+    data[152:152 + len(evil)] = evil      # in place: the rest of the header stays where it is
     (db / "v.db").write_bytes(bytes(data))
     reseal(db / "v.db")
     line = harness({"harness": other.exe}, db, "open .").stdout.splitlines()[0]

@@ -175,6 +175,7 @@ class Checker:
             if all(p.name in li.params for p in li.layer.params):  # else already reported
                 li.layer.validate(li, self)
         self.check_mem_requirements(info)
+        self.check_link_width(info)
         # index layers need storage whose references stay put
         storage = info.storage
         if not storage.layer.stable_refs:
@@ -203,6 +204,39 @@ class Checker:
                        f"{' or '.join(repr(n) for n in would) or 'a memory layer that does not exist'} "
                        f"below it, got '{below.name}' ({below.name} memory {without})",
                        below.pos)
+
+    def check_link_width(self, info: ContainerInfo) -> None:
+        """A memory whose links are narrower than 64 bits (persistent(links = offset32))
+        holds only layers that store their references in that width (`narrow_links`), and
+        records whose fields it can hold as they are: a `ref` field or a text handle is
+        part of the record the API hands out and keeps its 64 bits, so it is refused
+        rather than stored wider than the memory's links promise."""
+        mem = info.mem
+        bits = mem.layer.link_bits(mem)
+        if bits >= 64:
+            return
+        param = mem.layer.links_param
+        said = f"{mem.name}({param} = {mem.params.get(param)})"
+        for li in info.chain:
+            if li.layer.realm != "mem" and not li.layer.narrow_links:
+                self.error(f"layer '{li.name}' of container '{info.name}' stores its links "
+                           f"in 64 bits and cannot sit over {said}, whose references are "
+                           f"{bits}-bit; use {mem.name}({param} = offset64) or layers that "
+                           f"store {bits}-bit links ({self._narrow_layers()})",
+                           li.pos)
+        for f in info.record.fields:
+            if f.type.kind == "text" or f.type.target is not None:
+                what = "a text handle" if f.type.kind == "text" else f"a ref {f.type.target}"
+                self.error(f"field '{f.name}' of record '{info.record.name}' is {what}, "
+                           f"stored in the record in 64 bits; container '{info.name}' is "
+                           f"over {said}, whose references are {bits}-bit: use "
+                           f"{mem.name}({param} = offset64)", f.pos)
+
+    @staticmethod
+    def _narrow_layers() -> str:
+        names = [n for n, l in layer_library.LAYERS.items()
+                 if l.realm in ("ds", "top", "rel") and l.narrow_links]
+        return ", ".join(names) if names else "none yet"
 
     def check_deferred_deletes(self, info: ContainerInfo) -> bool:
         """A layer that defers deletes (delflag: delete marks, purge removes through the
@@ -613,6 +647,18 @@ class Checker:
                        f"container '{ri.left.container.name}'; a relationship of a container "
                        f"with itself needs two roles (e.g. kids and parent)", decl.right.role_pos)
             ok = False
+        for info in dict.fromkeys(ends):
+            bits = info.mem.layer.link_bits(info.mem)
+            if bits < 64 and not layer.narrow_links:
+                param = info.mem.layer.links_param
+                self.error(f"relationship '{decl.name}': layer '{layer.name}' stores its "
+                           f"links in 64 bits and container '{info.name}' is over "
+                           f"{info.mem.name}({param} = {info.mem.params.get(param)}), whose "
+                           f"references are {bits}-bit; use layers that store {bits}-bit "
+                           f"links ({self._narrow_layers()}) or "
+                           f"{info.mem.name}({param} = offset64)", app.pos)
+                ok = False
+                break
         why = layer.unsupported(ri)
         if why:
             self.error(f"relationship '{decl.name}' is {ri.kind}: {why}", app.pos)
@@ -738,6 +784,18 @@ class Checker:
                            f"'{info.name}' in {info.mem.name}; one memory layer owns a file",
                            info.mem.pos)
                 continue
+            # one file, one link width: a reference stored by one container's layers may
+            # point at another container's elements (relationships, ref fields)
+            if fi is not None and fi.containers[0].mem.layer.link_bits(fi.containers[0].mem) \
+                    != info.mem.layer.link_bits(info.mem):
+                first = fi.containers[0]
+                param = info.mem.layer.links_param
+                self.error(f"containers '{first.name}' and '{info.name}' share file \"{path}\" "
+                           f"but not its link width: '{first.name}' has "
+                           f"{first.mem.name}({param} = {first.mem.params.get(param)}), "
+                           f"'{info.name}' has {info.mem.name}({param} = "
+                           f"{info.mem.params.get(param)})", info.mem.param_pos(param))
+                continue
             reserve = info.mem_param("reserve_param", 1 << 36)
             verify_open = info.mem_param("verify_open_param", True)
             if fi is None:
@@ -794,6 +852,11 @@ def fingerprint(fi: FileInfo, rels: list = ()) -> int:
         parts.append(f"{info.name} of {info.record.name}{{{fields}}} = {info.equation_text()}")
     # relationships add link fields to the elements of the file's containers
     parts += [ri.text() for ri in rels if ri.left.container in fi.containers]
+    # narrower links change every link field (64-bit files keep the fingerprint they had)
+    mem = fi.containers[0].mem
+    bits = mem.layer.link_bits(mem)
+    if bits != 64:
+        parts.append(f"links {bits}")
     digest = hashlib.sha256("\n".join(parts).encode()).digest()
     return int.from_bytes(digest[:8], "little")
 

@@ -52,7 +52,9 @@ class LayerInstance:
         return self.param_positions.get(name, self.app.pos)
 
     def params_text(self) -> str:
-        shown = {k: v for k, v in sorted(self.params.items()) if k != "reserve"}
+        quiet = {ps.name: ps.default for ps in self.layer.params if not ps.show_default}
+        shown = {k: v for k, v in sorted(self.params.items())
+                 if k != "reserve" and not (k in quiet and quiet[k] == v)}
         return ", ".join(f"{k}={show_value(v)}" for k, v in shown.items())
 
     def describe(self) -> str:

@@ -20,7 +20,7 @@ import jinja2.ext
 import jinja2.lexer
 
 from .ir import CheckedSpec, ContainerInfo, CursorInfo, LayerInstance
-from .layers.base import ALLOC
+from .layers.base import ALLOC, container_links
 from .runtime.codes import CODES
 from .model import (And, Compare, Const, Expr, FieldRef, FieldType, Not, ParamRef, chain_terms,
                     expr_text)
@@ -621,7 +621,8 @@ class Renderer:
                 L=li, B=li.below, C=info, S=self.checked, M=info.mem,
                 St=info.storage, D=info.ds[0],
                 cursors=self.views(info) if cursors is None else cursors,
-                key=li.key_field_obj, seg=self.seg_index(info), **names(self.checked, info),
+                key=li.key_field_obj, seg=self.seg_index(info), LK=container_links(info),
+                **names(self.checked, info),
                 arg_type=arg_type, c_const=c_const, recover=self.recover))
             self.modules[li] = module
         return module
@@ -692,8 +693,11 @@ class Renderer:
     def role_names(self, role) -> dict:
         """What a relationship template needs to reach one end's elements."""
         info = role.container
+        # LK: how a reference to an element of this role's container is stored (all
+        # containers of a relationship share one memory, so one link width)
         return {"E": names(self.checked, info)["E"], "elem": f"{info.storage.p}_elem",
-                "M": info.mem.p, "T": info.chain[0].p, "St": info.storage.p}
+                "M": info.mem.p, "T": info.chain[0].p, "St": info.storage.p,
+                "LK": container_links(info)}
 
     def rel_section(self, ri) -> str:
         tmpl = self.env.get_template(ri.layer.template)

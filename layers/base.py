@@ -39,6 +39,10 @@ class ParamSpec:
     # whole range [min, max] would make accepted specs impractical to build or open
     # (tests/fuzz/specgen.py); empty: [min, max]
     fuzz: tuple = ()
+    # Is the parameter named where the generated code and messages describe the layer
+    # when it has its default value? False for parameters added after files and code were
+    # made without them, so that their descriptions stay as they were.
+    show_default: bool = True
 
     @property
     def fuzz_range(self) -> tuple:
@@ -151,6 +155,13 @@ class Layer:
     # ds layers: does the layer hold at most one element per value of its key field (an
     # insert or update to a key already present is refused with P2_EDUP)?
     unique_key: bool = False
+    # ds, top and rel layers: does the layer store every reference it keeps in memory
+    # (element links, blocks of element references, memory references in elements) in
+    # the link width of the container's mem layer (`LK` in its template: layers/README.md,
+    # "Link width")? A layer that does not is refused over a memory whose links are
+    # narrower than 64 bits. Layers that keep no such reference per element (slot
+    # storage, whose links are 32-bit slot numbers already) say True too.
+    narrow_links: bool = False
     # The error codes (P2_* names of p2_runtime.h) this layer's own functions return, beside
     # P2_OK, per operation of the C contract below: "insert", "update", "remove",
     # "reserve"; for top layers also "cursor_update" and "cursor_delete" (what the cursor's
@@ -303,15 +314,87 @@ class MemLayer(Layer):
     # would do and giving `requires_why`: (what the layer does, what goes wrong without).
     requires_below: tuple = ()
     requires_why: tuple = ("", "")
+    # The parameter choosing how wide the references stored in this memory are (the link
+    # width: `link_bits`), or None: always 64 bits.
+    links_param: Optional[str] = None
 
     @property
     def in_file(self) -> bool:
         return self.file_param is not None
 
+    def link_bits(self, inst) -> int:
+        """How many bits each reference the layers above store in this memory takes: 64
+        (the reference as it is) or 32 (layers/README.md, "Link width")."""
+        return 64
+
+    def link_limit(self, inst) -> Optional[int]:
+        """The most bytes the memory may hold with the instance's link width (a memory
+        reference must fit its stored form), or None: no limit beyond the reserve."""
+        return None
+
     def explain_file(self, inst) -> Optional[str]:
         """A layer over a file: what `p2gen explain` says it does to the file (one line,
         after `file <path>: `), or None."""
         return None
+
+
+class Links:
+    """How the references a container's layers keep in its memory are stored: the `LK` of
+    their templates (layers/README.md, "Link width"). In registers and in the C API a
+    reference is a uint64_t; only its stored form narrows. With 64-bit links every
+    helper gives back the expression it is handed, so the generated C is what it was
+    before link widths were a choice.
+
+    Three kinds of reference, each with its own stored form at 32 bits:
+      element references of slot storage (slot numbers; `addressed = False`): as they
+        are, P2_NIL as UINT32_MAX (slot counts are below 2^32 - 1);
+      element references of addressed storage (memory references) and memory references
+        (blocks): the offset >> 3 (the file allocator aligns every block to 16 bytes),
+        P2_NIL as UINT32_MAX, 0 (none) as 0.
+    """
+
+    def __init__(self, mem, addressed: bool):
+        self.bits = mem.layer.link_bits(mem)
+        self.mp = mem.p
+        self.addressed = addressed
+
+    @property
+    def narrow(self) -> bool:
+        return self.bits < 64
+
+    @property
+    def t(self) -> str:
+        """The C type of a stored link."""
+        return "uint64_t" if not self.narrow else "uint32_t"
+
+    def _wrap(self, fn: str, expr: str) -> str:
+        return expr if not self.narrow else f"{self.mp}_{fn}({expr})"
+
+    def get(self, expr: str) -> str:
+        """The element reference stored in link `expr` (P2_NIL where it is none)."""
+        return self._wrap("addr_get" if self.addressed else "slot_get", expr)
+
+    def put(self, expr: str) -> str:
+        """The stored form of element reference `expr` (P2_NIL allowed)."""
+        return self._wrap("addr_put" if self.addressed else "slot_put", expr)
+
+    def mget(self, expr: str) -> str:
+        """The memory reference (a block; 0 = none) stored in link `expr`."""
+        return self._wrap("mref_get", expr)
+
+    def mput(self, expr: str) -> str:
+        """The stored form of memory reference `expr`."""
+        return self._wrap("mref_put", expr)
+
+
+def container_links(info) -> Links:
+    """The links of container `info`'s layers (element references of its storage)."""
+    return Links(info.mem, info.storage.layer.addressed_refs)
+
+
+def link_ctype(info) -> str:
+    """The C type of a link stored in container `info`'s memory."""
+    return container_links(info).t
 
 
 class RelLayer(Layer):

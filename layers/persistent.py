@@ -1,5 +1,9 @@
 from .base import MAX_RESERVE, MemLayer, ParamSpec
 
+# With 32-bit links a memory reference is stored as offset >> 3 in 32 bits, and UINT32_MAX
+# stands for none: a file of at most 32 GiB (its last 8 bytes' offset is never a block).
+LINK32_LIMIT = 1 << 35
+
 
 class Persistent(MemLayer):
     name = "persistent"
@@ -7,6 +11,7 @@ class Persistent(MemLayer):
     file_param = "file"
     reserve_param = "reserve"
     verify_open_param = "verify_open"
+    links_param = "links"
     survives_restart = True     # references are offsets from the file's base
     seg_allocator = True
     maps_anywhere = True        # ... from the segment base, wherever it is mapped
@@ -20,6 +25,14 @@ class Persistent(MemLayer):
                       "largest the file can grow (default 64 GiB; at most 64 TiB, and all "
                       "files of a spec together at most that, half of the 128 TiB a 64-bit "
                       "Linux process can map)"),
+        ParamSpec("links", "choice", "offset64", choices=("offset64", "offset32"), show_default=False,
+                  doc="how wide every reference stored in the file is (element links, "
+                      "bucket and reference blocks, relationship links): offset64, the "
+                      "64-bit offset from the base; offset32, 32 bits counting 8-byte "
+                      "units, so links take half the room and the file holds at most 32 "
+                      "GiB (reserve defaults to that, and no more may be given). Only "
+                      "equations whose layers store their links in the width their memory "
+                      "gives are accepted with offset32"),
         ParamSpec("verify_open", "bool", True,
                   doc="walk the whole database with <prefix>_verify when open reads it from "
                       "an existing file, and refuse it if damaged: a crafted or corrupt file "
@@ -39,3 +52,18 @@ class Persistent(MemLayer):
         if not inst.params["file"]:
             ctx.error(f"parameter 'file' of layer '{self.name}' must not be empty",
                       inst.param_pos("file"))
+        limit = self.link_limit(inst)
+        if limit is not None:
+            if "reserve" not in inst.param_positions:
+                inst.params["reserve"] = limit      # the default, as far as links reach
+            elif inst.params["reserve"] > limit:
+                ctx.error(f"{self.name}(reserve = {inst.params['reserve']}) is more than a "
+                          f"file with {self.name}(links = {inst.params['links']}) can hold: "
+                          f"its references reach {limit} bytes (32 GiB); lower reserve or "
+                          f"use links = offset64", inst.param_pos("reserve"))
+
+    def link_bits(self, inst):
+        return 32 if inst.params.get("links") == "offset32" else 64
+
+    def link_limit(self, inst):
+        return LINK32_LIMIT if self.link_bits(inst) == 32 else None

@@ -20,7 +20,7 @@ import jinja2.ext
 import jinja2.lexer
 
 from .ir import CheckedSpec, ContainerInfo, CursorInfo, LayerInstance
-from .layers.base import ALLOC, container_links
+from .layers.base import ALLOC, container_links as _container_links
 from .runtime.codes import CODES
 from .model import (And, Compare, Const, Expr, FieldRef, FieldType, Not, ParamRef, chain_terms,
                     expr_text)
@@ -584,6 +584,13 @@ def role_api_errors(role) -> dict:
 # sync and recovery program for that file.
 FILE_HOOKS = ("open_file", "after_create", "close_file", "sync_file", "recover_abandon",
               "recover_report")
+
+
+def container_links(info: ContainerInfo):
+    """The container's Links (layers/base.py), its helpers giving template-made C."""
+    lk = _container_links(info)
+    lk.code = CSource
+    return lk
 
 
 def names(checked: CheckedSpec, info: ContainerInfo) -> dict:

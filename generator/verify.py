@@ -21,7 +21,7 @@ from typing import Optional, Sequence
 from .build import RUNTIME_DIR, cc_command, generate, run_cc
 from .errors import EnvError, os_reason
 from .ir import CheckedSpec
-from .render import Renderer, jinja_env, c_string, names
+from .render import Renderer, jinja_env, c_string, container_links, names
 
 VERIFY_CFLAGS = ("-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror")
 SANITIZE_CFLAGS = ("-fsanitize=address,undefined", "-fno-omit-frame-pointer",
@@ -70,7 +70,7 @@ def _map_context(checked: CheckedSpec) -> list:
             vecs += role.rel.layer.role_reference_blocks(role)
         out.append({"info": info, "seg": r.seg_index(info), "root_fields": root_fields,
                     "elem_fields": elem_fields, "role_fields": role_fields, "vecs": vecs,
-                    "blocks": blocks, "slots": slots,
+                    "blocks": blocks, "slots": slots, "link": container_links(info),
                     "texts": [f.name for f in info.text_fields]})
     return out
 

@@ -3,6 +3,7 @@ from .base import ALLOC, ElemField, Layer, ParamSpec, PathOption, SlotMap
 
 class Array(Layer):
     name = "array"
+    narrow_links = True   # slot storage: its references are slot numbers, stored in 32 bits
     realm = "ds"
     below = "mem"
     role = "storage"

@@ -367,8 +367,12 @@ class Links:
         """The C type of a stored link."""
         return "uint64_t" if not self.narrow else "uint32_t"
 
+    # what the helpers return: the renderer makes it its type of template-made C (so
+    # `*link` prints, where text from a spec could not)
+    code = str
+
     def _wrap(self, fn: str, expr: str) -> str:
-        return expr if not self.narrow else f"{self.mp}_{fn}({expr})"
+        return self.code(expr if not self.narrow else f"{self.mp}_{fn}({expr})")
 
     def get(self, expr: str) -> str:
         """The element reference stored in link `expr` (P2_NIL where it is none)."""

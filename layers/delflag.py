@@ -3,6 +3,7 @@ from .base import ElemField, Layer
 
 class DelFlag(Layer):
     name = "delflag"
+    narrow_links = True   # keeps no reference in memory
     realm = "top"
     below = "top"
     role = "top"

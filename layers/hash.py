@@ -1,4 +1,4 @@
-from .base import ALLOC, ElemField, Layer, ParamSpec, PathOption
+from .base import ALLOC, ElemField, Layer, ParamSpec, PathOption, link_ctype
 
 
 class Hash(Layer):
@@ -9,6 +9,7 @@ class Hash(Layer):
     # only reserve grows the buckets on demand; the doubling after an insert is a hint
     # (out of memory there leaves chains longer)
     errors = {"reserve": {ALLOC}}
+    narrow_links = True   # chains and buckets in the memory's link width
     params = (
         ParamSpec("key", "field", doc="field hashed"),
         ParamSpec("buckets", "int", 1024, min=1, max=1 << 31,
@@ -29,7 +30,8 @@ class Hash(Layer):
                       f"is {key.type.spelled()}", inst.param_pos("fn"))
 
     def elem_fields(self, inst):
-        return [ElemField("uint64_t", f"_{inst.tag}_next", "next element in the same bucket")]
+        return [ElemField(link_ctype(inst.container), f"_{inst.tag}_next",
+                          "next element in the same bucket")]
 
     def root_fields(self, inst):
         t = inst.tag

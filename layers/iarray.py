@@ -9,6 +9,7 @@ GROWTH = 1024             # default max_key: the slot block grows to at most thi
 
 class IArray(Layer):
     name = "iarray"
+    narrow_links = True   # slot storage: its references are slot numbers, stored in 32 bits
     realm = "ds"
     below = "mem"
     role = "storage"

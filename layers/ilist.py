@@ -1,4 +1,4 @@
-from .base import ElemField, RelLayer
+from .base import ElemField, RelLayer, link_ctype
 
 
 class IList(RelLayer):
@@ -8,6 +8,7 @@ class IList(RelLayer):
     are O(1) with no allocation; a walk touches only the members themselves, in the order
     they were added."""
     name = "ilist"
+    narrow_links = True   # member and owner links in the memory's link width
     kinds = ("1:N",)
     # linking and unlinking only rewrite fields of the elements: nothing to allocate
     errors = {"remove": {"P2_NOTFOUND"}}
@@ -24,13 +25,16 @@ class IList(RelLayer):
     def role_fields(self, role):
         r = role.rel.name
         if role.many:   # the owner
-            return [ElemField("uint64_t", f"_{r}_head", f"first of {role.name}"),
-                    ElemField("uint64_t", f"_{r}_tail", f"last of {role.name}"),
+            # links to members, in the width of the memory (one for both ends)
+            lt = link_ctype(role.container)
+            return [ElemField(lt, f"_{r}_head", f"first of {role.name}"),
+                    ElemField(lt, f"_{r}_tail", f"last of {role.name}"),
                     ElemField("uint64_t", f"_{r}_count", f"size of {role.name}")]
-        return [ElemField("uint64_t", f"_{r}_owner", f"{role.name} (the owner)"),
-                ElemField("uint64_t", f"_{r}_next", f"next member of the owner's "
+        lt = link_ctype(role.container)
+        return [ElemField(lt, f"_{r}_owner", f"{role.name} (the owner)"),
+                ElemField(lt, f"_{r}_next", f"next member of the owner's "
                                                      f"{role.partner.name}"),
-                ElemField("uint64_t", f"_{r}_prev", f"previous member")]
+                ElemField(lt, f"_{r}_prev", f"previous member")]
 
     def role_cost(self, role):
         if role.many:

@@ -3,6 +3,7 @@ from .base import ALLOC, Layer, ParamSpec, SlotMap, log2n, ordered_paths, range_
 
 class QSort(Layer):
     name = "qsort"
+    narrow_links = True   # slot storage: its references are slot numbers, stored in 32 bits
     realm = "ds"
     below = "mem"
     role = "storage"

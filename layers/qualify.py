@@ -3,6 +3,7 @@ from .base import Layer
 
 class Qualify(Layer):
     name = "qualify"
+    narrow_links = True   # keeps no reference in memory
     realm = "top"
     below = "top"
     role = "top"

@@ -3,6 +3,7 @@ from .base import Layer
 
 class Top2ds(Layer):
     name = "top2ds"
+    narrow_links = True   # keeps no reference in memory
     realm = "top"
     below = "ds"
     role = "top"

@@ -3,6 +3,7 @@ from .top2ds import Top2ds
 
 class Top2dsQualify(Top2ds):
     name = "top2ds_qualify"
+    narrow_links = True   # keeps no reference in memory
     realm = "top"
     below = "ds"
     role = "top"

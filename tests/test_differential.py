@@ -119,12 +119,30 @@ def _file_mem_for(over: str) -> str:
 MEMS = {**{n: (n, layer_text(n)) for n in _registered(realm="mem", below=None)},
         **{n: (n, f'{layer_text(n)}[{_file_mem_for(n)}(file = "diff{n[0]}.db")]')
            for n in _registered(realm="mem", below="mem")}}
+# link widths: each other choice of a bottom mem layer's links parameter is a memory of
+# its own (persistent_offset32: the file's references stored in 32 bits)
+_LINK_MEMS = {f"{n}_{c}": (n, f"{layer_text(n)[:-1]}, {LAYERS[n].links_param} = {c})"
+                                 if layer_text(n).endswith(")")
+                                 else f"{n}({LAYERS[n].links_param} = {c})")
+              for n in BOTTOM_MEMS if LAYERS[n].links_param
+              for p in LAYERS[n].params if p.name == LAYERS[n].links_param
+              for c in p.choices if c != p.default}
+MEMS.update(_LINK_MEMS)
 SEEDS = (1, 2, 3, 4)
 
 
 def on_file(mem: str) -> bool:
     """Is the matrix's memory `mem` a file (a file layer, or a layer stacked on one)?"""
-    return LAYERS[mem].in_file or LAYERS[mem].below == "mem"
+    layer = LAYERS[MEMS[mem][0]]
+    return layer.in_file or layer.below == "mem"
+
+
+def wide_layers(layers: list, mem: str) -> list:
+    """The layers of `layers` that store 64-bit links, where memory `mem` stores narrower
+    ones: the checker refuses them there (naming the layer and the links parameter)."""
+    if mem not in _LINK_MEMS:
+        return []
+    return [n for n in layers if LAYERS[n].realm != "mem" and not LAYERS[n].narrow_links]
 
 OPS_PER_SEED = 600
 HARNESS_TIMEOUT = 60
@@ -298,7 +316,7 @@ def runnable(mem: str) -> list:
         if m != mem or (kind == "combo" and illegal(*key)):
             continue
         c = container_of(kind, key, mem)
-        if not missing_templates(c.layers):
+        if not missing_templates(c.layers) and not wide_layers(c.layers, mem):
             out.append(c)
     return out
 
@@ -310,7 +328,11 @@ def case_params():
         if kind == "combo" and illegal(*key):
             params.append(pytest.param(kind, key, mem, None, id=f"{label}-{mem}-illegal"))
             continue
-        miss = missing_templates(container_of(kind, key, mem).layers)
+        layers = container_of(kind, key, mem).layers
+        if wide_layers(layers, mem):
+            params.append(pytest.param(kind, key, mem, None, id=f"{label}-{mem}-refused"))
+            continue
+        miss = missing_templates(layers)
         marks = [pytest.mark.skip(reason=f"layer template(s) not written yet: "
                                          f"{', '.join(m + '.c.j2' for m in miss)}")] if miss else []
         for seed in SEEDS:
@@ -973,10 +995,15 @@ def run_ops(exe: str, models: list, ops: list, workdir: Path, env: dict,
 def test_differential(kind, key, mem, seed, spec_builds, san_env, tmp_path):
     container = container_of(kind, key, mem)
     if seed is None:
-        # an index over qsort: the checker must refuse it, naming qsort
+        # an index over qsort, or a layer storing 64-bit links over 32-bit memory: the
+        # checker must refuse it, naming qsort or the layer and the links parameter
         with pytest.raises((SpecError, SpecErrors)) as err:
             check(parse(spec_text([container]), "illegal.p2"), "illegal")
-        assert "qsort" in str(err.value)
+        wide = wide_layers(container.layers, mem)
+        if wide:
+            assert f"layer '{wide[0]}'" in str(err.value) and "links = " in str(err.value)
+        else:
+            assert "qsort" in str(err.value)
         pytest.skip(f"illegal combination, rejected by the checker: {str(err.value).splitlines()[0]}")
     build = spec_builds[mem]
     if container.name in build.errors:

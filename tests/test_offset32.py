@@ -46,3 +46,185 @@ def test_reserve_above_32_gib_refused():
                   f"reserve = {LINK32_LIMIT + 1})]];\n")
     msgs = [e.message for e in errors_of(text)]
     assert any("reserve" in m and "32 GiB" in m for m in msgs), msgs
+
+
+# ---------------------------------------------------------------------------
+# built: the same equation over both link widths, through the Python binding
+# ---------------------------------------------------------------------------
+import importlib
+import struct
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+SPEC = """
+record owner { id: i32; pad: i32; v: i64; }
+record item  { id: i32; grp: i32; v: i64; }
+container owners of owner = top2ds_qualify[hash(key = id, buckets = 16)[array[persistent(file = "o.db"LINKS)]]];
+container items  of item  = top2ds_qualify[hash(key = grp, buckets = 16)[hash(key = id, buckets = 16)[array(capacity = 4)[persistent(file = "o.db"LINKS)]]]];
+cursor by_grp on items where grp == $g;
+relationship holds one owners.items to many items.owner = ilist;
+"""
+BUILD = """
+import sys
+from p2gen.build import generate
+from p2gen.pybind import build_python
+build_python(generate(sys.argv[1], sys.argv[2]))
+"""
+WIDTHS = ("offset64", "offset32")
+N_OWNERS, N_ITEMS = 200, 6000
+BRK = 40          # the file header's end of the allocated area (runtime/p2_runtime.c)
+
+
+@pytest.fixture(scope="module")
+def mods(tmp_path_factory):
+    """width -> the compiled Python module of SPEC over that width."""
+    root = tmp_path_factory.mktemp("links32")
+    procs, out = {}, {}
+    for w in WIDTHS:
+        path = root / f"p2o32_{w}.p2"
+        path.write_text(SPEC.replace("LINKS", "" if w == "offset64" else f", links = {w}"))
+        out[w] = root / w
+        procs[w] = subprocess.Popen([sys.executable, "-c", BUILD, str(path), str(out[w])],
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    text=True, cwd=str(root))
+    mods = {}
+    for w, p in procs.items():
+        log, _ = p.communicate(timeout=600)
+        assert p.returncode == 0, f"building {w} failed:\n{log}"
+        sys.path.insert(0, str(out[w]))
+        try:
+            mods[w] = importlib.import_module(f"p2o32_{w}")
+        finally:
+            sys.path.remove(str(out[w]))
+    return mods
+
+
+def fill(mod, d):
+    """The same contents in any width: owners, items chained in hash buckets and listed
+    on their owners (ilist), some deleted, some moved."""
+    db = mod.open(d)
+    try:
+        owners = [db.owners.insert(id=i, pad=0, v=1000 + i) for i in range(N_OWNERS)]
+        items = [db.items.insert(id=i, grp=i % 37, v=(i * 7919) % 100003)
+                 for i in range(N_ITEMS)]
+        for i, it in enumerate(items):
+            db.owners.items.add(owners[(i * 31) % N_OWNERS], it)
+        for i in range(0, N_ITEMS, 5):
+            db.items.delete(items[i])
+        for i in range(1, N_ITEMS, 11):
+            if i % 5:
+                db.items.owner.set(items[i], owners[i % 3])
+        assert db.verify() == []
+    finally:
+        db.close()
+
+
+def contents(mod, d):
+    db = mod.open(d)
+    try:
+        assert db.verify() == []
+        out = {}
+        for o in range(N_OWNERS):
+            ow = db.owners.find(o)
+            out[o] = [r.id for r in db.owners.items(ow)]
+        out["g5"] = sorted(r.id for r in db.by_grp(g=5))
+        out["find"] = [db.items.find(id=i).v for i in range(1, N_ITEMS, 97) if i % 5]
+        return out
+    finally:
+        db.close()
+
+
+def test_offset32_same_answers_after_reopen_and_smaller_file(mods, tmp_path):
+    """The same operations in both widths give the same answers after a reopen in this
+    process, and the 32-bit file uses fewer bytes (its allocated area: links are half as
+    wide in every element and bucket block)."""
+    used, answers = {}, {}
+    for w in WIDTHS:
+        d = tmp_path / w
+        d.mkdir()
+        fill(mods[w], str(d))
+        answers[w] = contents(mods[w], str(d))
+        with open(d / "o.db", "rb") as f:
+            head = f.read(64)
+        used[w] = struct.unpack_from("<Q", head, BRK)[0]
+    assert answers["offset32"] == answers["offset64"]
+    assert sum(len(v) for k, v in answers["offset32"].items() if isinstance(k, int)) > 0
+    # elements of items: 64-bit 2 hash links + free link + 3 ilist links = 48 bytes of
+    # links and padding against 24 at 32 bits, beside 16 bytes of record
+    print(f"allocated bytes: offset64 {used['offset64']}, offset32 {used['offset32']}")
+    assert used["offset32"] < 0.75 * used["offset64"], used
+
+
+def test_offset64_file_refused_by_offset32_spec(mods, tmp_path):
+    fill(mods["offset64"], str(tmp_path))
+    with pytest.raises(mods["offset32"].P2Error) as err:
+        mods["offset32"].open(str(tmp_path))
+    assert "fingerprint" in str(err.value) or "spec" in str(err.value)
+
+
+def test_corrupt_32_bit_link_is_caught(mods, tmp_path):
+    """A hash chain link of an owner rewritten to a slot far beyond the file's slot block:
+    the integrity check at open refuses the file, naming the layer."""
+    mod = mods["offset32"]
+    fill(mod, str(tmp_path))
+    path = tmp_path / "o.db"
+    data = bytearray(path.read_bytes())
+    # owner 7's record (id, pad, v = 1007) follows its links: _hash_next, _array_next_free,
+    # then the ilist head, tail (32-bit each) and count (64-bit)
+    rec = struct.pack("<iiq", 7, 0, 1007)
+    at = data.find(rec)
+    assert at > 0 and data.find(rec, at + 1) < 0
+    elem = at - (4 + 4 + 4 + 4 + 8)
+    data[elem:elem + 4] = struct.pack("<I", 0x7FFFFFF0)
+    path.write_bytes(bytes(data))
+    with pytest.raises(mod.P2Error) as err:
+        mod.open(str(tmp_path))
+    assert "hash" in str(err.value) and "not live" in str(err.value), str(err.value)
+
+
+# ---------------------------------------------------------------------------
+# what the checker refuses or decides (no C)
+# ---------------------------------------------------------------------------
+def test_offset32_reserve_defaults_to_what_links_reach():
+    text = REC + 'container c of r = top2ds[array[persistent(file = "a.db", links = offset32)]];\n'
+    checked = check(parse(text, "t.p2"), "t")
+    assert checked.files[0].reserve == LINK32_LIMIT
+    text64 = text.replace(", links = offset32", "")
+    assert check(parse(text64, "t.p2"), "t").files[0].reserve == 1 << 36
+
+
+def test_link_width_is_part_of_the_fingerprint():
+    text = REC + 'container c of r = top2ds[array[persistent(file = "a.db", links = offset32)]];\n'
+    a = check(parse(text, "t.p2"), "t").files[0].fingerprint
+    b = check(parse(text.replace(", links = offset32", ""), "t.p2"), "t").files[0].fingerprint
+    c = check(parse(text.replace("offset32", "offset64"), "t.p2"), "t").files[0].fingerprint
+    assert a != b and b == c
+
+
+@pytest.mark.parametrize("field,what", [("ref c", "a ref c"), ("text", "a text handle")])
+def test_ref_and_text_fields_refused(field, what):
+    text = (f"record r {{ id: i32; x: {field}; }}\n"
+            'container c of r = top2ds[array[persistent(file = "a.db", links = offset32)]];\n')
+    msgs = [e.message for e in errors_of(text)]
+    assert any(f"field 'x' of record 'r' is {what}" in m and "links = offset64" in m
+               for m in msgs), msgs
+
+
+def test_one_file_one_link_width():
+    text = (REC + 'container c of r = top2ds[array[persistent(file = "a.db", links = offset32)]];\n'
+            'container d of r = top2ds[array[persistent(file = "a.db")]];\n')
+    msgs = [e.message for e in errors_of(text)]
+    assert any("share file" in m and "link width" in m for m in msgs), msgs
+
+
+def test_unconverted_rel_layer_refused():
+    names = unconverted("rel")
+    if not names:
+        pytest.skip("every rel layer stores narrow links")
+    text = (REC + 'container c of r = top2ds[array[persistent(file = "a.db", links = offset32)]];\n'
+            'container d of r = top2ds[array[persistent(file = "a.db", links = offset32)]];\n'
+            f"relationship x one c.ds to many d.cs = {names[0]};\n")
+    msgs = [e.message for e in errors_of(text)]
+    assert any(f"layer '{names[0]}'" in m and "32-bit" in m for m in msgs), msgs

@@ -1,4 +1,4 @@
-from .base import ALLOC, ElemField, ParamSpec, RelLayer
+from .base import ALLOC, ElemField, ParamSpec, RelLayer, link_ctype
 
 
 class RefArray(RelLayer):
@@ -9,6 +9,7 @@ class RefArray(RelLayer):
     A walk reads one contiguous array (no member is touched to find the next); removing
     one occurrence searches the array."""
     name = "refarray"
+    narrow_links = True   # blocks of references and single references in the memory's link width
     kinds = ("1:1", "1:N", "M:N")
     # adding grows a block of references (P2_ENOMEM also past 2^31 references in one);
     # setting a one role whose partner holds many adds to the partner's block (role_errors)
@@ -21,12 +22,13 @@ class RefArray(RelLayer):
     def role_fields(self, role):
         f = f"_{role.rel.name}_{role.name}"
         if role.many:
-            return [ElemField("uint64_t", f"{f}_vec", f"{role.name}: block of references",
+            return [ElemField(link_ctype(role.container), f"{f}_vec",
+                              f"{role.name}: block of references",
                               weak=True),
                     ElemField("uint32_t", f"{f}_len", f"{role.name}: how many"),
                     ElemField("uint32_t", f"{f}_cap", f"{role.name}: room in the block",
                               weak=True)]
-        return [ElemField("uint64_t", f, f"{role.name} (a single reference)")]
+        return [ElemField(link_ctype(role.container), f, f"{role.name} (a single reference)")]
 
     def role_errors(self, role, op):
         if op == "set" and not role.partner.many:

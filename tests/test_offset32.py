@@ -52,6 +52,7 @@ def test_reserve_above_32_gib_refused():
 # built: the same equation over both link widths, through the Python binding
 # ---------------------------------------------------------------------------
 import importlib
+import re
 import struct
 import subprocess
 import sys
@@ -65,6 +66,8 @@ container owners of owner = top2ds_qualify[hash(key = id, buckets = 16)[array[pe
 container items  of item  = top2ds_qualify[hash(key = grp, buckets = 16)[hash(key = id, buckets = 16)[array(capacity = 4)[persistent(file = "o.db"LINKS)]]]];
 cursor by_grp on items where grp == $g;
 relationship holds one owners.items to many items.owner = ilist;
+relationship tagging many owners.tags to many items.tagged = refarray(capacity = 1);
+relationship best one owners.best to one items.best_of = refarray;
 """
 BUILD = """
 import sys
@@ -116,6 +119,18 @@ def fill(mod, d):
         for i in range(1, N_ITEMS, 11):
             if i % 5:
                 db.items.owner.set(items[i], owners[i % 3])
+        for i in range(1, N_ITEMS, 3):
+            if i % 5:
+                db.owners.tags.add(owners[i % 17], items[i])
+                db.owners.tags.add(owners[i % 17], items[i])   # a bag: twice
+                db.items.tagged.add(items[i], owners[(i * 5) % N_OWNERS])
+        for i in range(1, N_ITEMS, 3 * 29):
+            if i % 5:
+                db.owners.tags.remove(owners[i % 17], items[i])
+        for o in range(0, N_OWNERS, 2):
+            db.owners.best.set(owners[o], items[o * 10 + 1])
+        db.items.delete(items[8])
+        db.items.delete(items[22])
         assert db.verify() == []
     finally:
         db.close()
@@ -128,7 +143,8 @@ def contents(mod, d):
         out = {}
         for o in range(N_OWNERS):
             ow = db.owners.find(o)
-            out[o] = [r.id for r in db.owners.items(ow)]
+            out[o] = ([r.id for r in db.owners.items(ow)], [r.id for r in db.owners.tags(ow)],
+                      db.owners.best.ref(ow) is not None and db.owners.best(ow).id)
         out["g5"] = sorted(r.id for r in db.by_grp(g=5))
         out["find"] = [db.items.find(id=i).v for i in range(1, N_ITEMS, 97) if i % 5]
         return out
@@ -150,7 +166,8 @@ def test_offset32_same_answers_after_reopen_and_smaller_file(mods, tmp_path):
             head = f.read(64)
         used[w] = struct.unpack_from("<Q", head, BRK)[0]
     assert answers["offset32"] == answers["offset64"]
-    assert sum(len(v) for k, v in answers["offset32"].items() if isinstance(k, int)) > 0
+    assert sum(len(v[0]) + len(v[1]) for k, v in answers["offset32"].items()
+               if isinstance(k, int)) > 0
     # elements of items: 64-bit 2 hash links + free link + 3 ilist links = 48 bytes of
     # links and padding against 24 at 32 bits, beside 16 bytes of record
     print(f"allocated bytes: offset64 {used['offset64']}, offset32 {used['offset32']}")
@@ -164,6 +181,22 @@ def test_offset64_file_refused_by_offset32_spec(mods, tmp_path):
     assert "fingerprint" in str(err.value) or "spec" in str(err.value)
 
 
+def elem_offsets(source: Path, struct_name: str) -> dict:
+    """Field offsets of a generated element struct (its fields are fixed-width integers
+    and the record, 8-byte aligned here), laid out as C does: each at its alignment."""
+    text = source.read_text()
+    body = text[text.index(f"typedef struct {struct_name} {{"):]
+    body = body[:body.index("}")]
+    size = {"uint8_t": 1, "uint32_t": 4, "int32_t": 4, "uint64_t": 8}
+    out, off = {}, 0
+    for ctype, name in re.findall(r"^\s+(\w+) (\w+);", body, re.M):
+        a = size.get(ctype, 8)
+        off = (off + a - 1) // a * a
+        out[name] = off
+        off += a
+    return out
+
+
 def test_corrupt_32_bit_link_is_caught(mods, tmp_path):
     """A hash chain link of an owner rewritten to a slot far beyond the file's slot block:
     the integrity check at open refuses the file, naming the layer."""
@@ -171,13 +204,14 @@ def test_corrupt_32_bit_link_is_caught(mods, tmp_path):
     fill(mod, str(tmp_path))
     path = tmp_path / "o.db"
     data = bytearray(path.read_bytes())
-    # owner 7's record (id, pad, v = 1007) follows its links: _hash_next, _array_next_free,
-    # then the ilist head, tail (32-bit each) and count (64-bit)
+    # owner 7's record (id, pad, v = 1007) follows its links (the generated struct says where)
     rec = struct.pack("<iiq", 7, 0, 1007)
     at = data.find(rec)
     assert at > 0 and data.find(rec, at + 1) < 0
-    elem = at - (4 + 4 + 4 + 4 + 8)
-    data[elem:elem + 4] = struct.pack("<I", 0x7FFFFFF0)
+    offs = elem_offsets(Path(mod.__file__).parent / "p2o32_offset32.c", "p2o32_offset32_owners_elem")
+    elem = at - offs["rec"]
+    at_link = elem + offs["_hash_next"]
+    data[at_link:at_link + 4] = struct.pack("<I", 0x7FFFFFF0)
     path.write_bytes(bytes(data))
     with pytest.raises(mod.P2Error) as err:
         mod.open(str(tmp_path))

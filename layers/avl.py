@@ -1,8 +1,9 @@
-from .base import ElemField, Layer, ParamSpec, log2n, ordered_paths, range_selectivity
+from .base import ElemField, Layer, ParamSpec, log2n, ordered_paths, range_selectivity, link_ctype
 
 
 class Avl(Layer):
     name = "avl"
+    narrow_links = True   # child links in the memory's link width
     realm = "ds"
     below = "ds"
     role = "index"
@@ -14,8 +15,9 @@ class Avl(Layer):
 
     def elem_fields(self, inst):
         t = inst.tag
-        return [ElemField("uint64_t", f"_{t}_left", "left child"),
-                ElemField("uint64_t", f"_{t}_right", "right child"),
+        lt = link_ctype(inst.container)
+        return [ElemField(lt, f"_{t}_left", "left child"),
+                ElemField(lt, f"_{t}_right", "right child"),
                 ElemField("int32_t", f"_{t}_height", "height of the subtree")]
 
     def root_fields(self, inst):

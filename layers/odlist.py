@@ -1,8 +1,9 @@
-from .base import ElemField, Layer, ParamSpec, ordered_paths
+from .base import ElemField, Layer, ParamSpec, ordered_paths, link_ctype
 
 
 class ODList(Layer):
     name = "odlist"
+    narrow_links = True   # element links and list ends in the memory's link width
     realm = "ds"
     below = "ds"
     role = "index"
@@ -13,13 +14,13 @@ class ODList(Layer):
 
     def elem_fields(self, inst):
         t = inst.tag
-        return [ElemField("uint64_t", f"_{t}_next", "next element in key order"),
-                ElemField("uint64_t", f"_{t}_prev", "previous element")]
+        return [ElemField(link_ctype(inst.container), f"_{t}_next", "next element in key order"),
+                ElemField(link_ctype(inst.container), f"_{t}_prev", "previous element")]
 
     def root_fields(self, inst):
         t = inst.tag
-        return [ElemField("uint64_t", f"{t}_head", "first element"),
-                ElemField("uint64_t", f"{t}_tail", "last element (appending in key order is O(1))")]
+        return [ElemField(link_ctype(inst.container), f"{t}_head", "first element"),
+                ElemField(link_ctype(inst.container), f"{t}_tail", "last element (appending in key order is O(1))")]
 
     def paths(self, inst, query):
         n = query.n

@@ -8,6 +8,7 @@ from p2gen.errors import SpecError, SpecErrors
 from p2gen.layers import LAYERS
 from p2gen.layers.persistent import LINK32_LIMIT
 from p2gen.parser import parse
+from p2gen.runtime import pyapi
 
 REC = "record r { id: i32; v: i64; }\n"
 
@@ -262,3 +263,42 @@ def test_unconverted_rel_layer_refused():
             f"relationship x one c.ds to many d.cs = {names[0]};\n")
     msgs = [e.message for e in errors_of(text)]
     assert any(f"layer '{names[0]}'" in m and "32-bit" in m for m in msgs), msgs
+
+
+SMALL = """
+record item { id: i32; v: i64; }
+container items of item = top2ds[hash(key = id, buckets = 16)[array[persistent(file = "s.db", links = offset32, reserve = 1048576)]]];
+"""
+
+
+def test_offset32_file_stops_at_its_reserve(tmp_path):
+    """The segment never grows past its reservation (the checker bounds it by what 32-bit
+    links reach): inserting into a full file fails with P2_ENOMEM and a message, and what
+    was inserted before stays and verifies after a reopen."""
+    path = tmp_path / "p2o32_small.p2"
+    path.write_text(SMALL)
+    out = tmp_path / "small"
+    proc = subprocess.run([sys.executable, "-c", BUILD, str(path), str(out)],
+                          capture_output=True, text=True, cwd=str(tmp_path), timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    sys.path.insert(0, str(out))
+    try:
+        mod = importlib.import_module("p2o32_small")
+    finally:
+        sys.path.remove(str(out))
+    d = tmp_path / "db"
+    d.mkdir()
+    db = mod.open(str(d))
+    n = 0
+    with pytest.raises(mod.P2Error) as err:
+        for n in range(1 << 20):
+            db.items.insert(id=n, v=n)
+    assert err.value.code == pyapi.P2_ENOMEM, err.value
+    assert "reserv" in str(err.value), str(err.value)
+    db.close()
+    db = mod.open(str(d))
+    try:
+        assert db.verify() == []
+        assert len(db.items) == n and db.items.find(n - 1).v == n - 1
+    finally:
+        db.close()

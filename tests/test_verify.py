@@ -68,9 +68,11 @@ container d_hash of item = delflag[top2ds_qualify[hash[array[persistent]]]]
 container t_hashavl of item = top2ds_qualify[hash(key = id)[avl(key = score)[malloc[transient]]]];
 container j_qualify of item = qualify[top2ds[dlist[array[journal[persistent]]]]]
     with persistent(file = "vj.db");
+container x_hash of item = top2ds_qualify[hash[malloc[mapped]]]
+    with hash(key = id), mapped(file = "vm.db");
 """
 CONTAINERS = ["a_hash", "a_avl", "a_hashavl", "i_hash", "i_odlist", "m_hash", "m_avl",
-              "m_dlist", "m_odlist", "q", "d_hash", "t_hashavl", "j_qualify"]
+              "m_dlist", "m_odlist", "q", "d_hash", "t_hashavl", "j_qualify", "x_hash"]
 
 
 def san_env() -> dict:
@@ -314,7 +316,7 @@ def test_cli_verify(tools, dbs, tmp_path):
     notdb = tmp_path / "notdb"
     notdb.mkdir()
     (notdb / "v.db").write_bytes(b"hello" * 2000)
-    for other in d.glob("vj.db*"):           # the other file of the spec is fine
+    for other in [*d.glob("vj.db*"), *d.glob("vm.db*")]:   # the other files of the spec are fine
         shutil.copy(other, notdb / other.name)
     proc = subprocess.run(cli + ["--dir", str(notdb)], capture_output=True, text=True, env=env)
     assert proc.returncode == 2 and "cannot open:" in proc.stderr and "p2gen" in proc.stderr

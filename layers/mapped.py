@@ -25,7 +25,7 @@ class Mapped(MemLayer):
            "References are raw virtual addresses (the generated code is the transient "
            "layer's: no base to add), so the file can only be used where it was made: "
            "open maps it there with MAP_FIXED_NOREPLACE inside an address range the runtime "
-           "keeps for mapped files (32 to 96 TiB) and refuses if that range is taken in the "
+           "keeps for mapped files (32 to 80 TiB) and refuses if that range is taken in the "
            "process or the recorded base is not one the runtime chooses. Otherwise as "
            "persistent: header checks, not-cleanly-closed files refused, and (unless "
            "verify_open = false) the integrity check at open.")

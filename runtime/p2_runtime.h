@@ -273,10 +273,12 @@ typedef uint64_t p2_off;
 /** Address space reserved when p2_seg_open() is passed reserve = 0: 64 GiB. */
 #define P2_SEG_DEFAULT_RESERVE (UINT64_C(64) << 30)
 /** The quiet address range segments of p2_seg_open_fixed() are mapped in: 32 TiB to
- *  96 TiB, above AddressSanitizer's shadow (which ends below 16 TiB on x86-64) and below
- *  where Linux places mmap'ed libraries and the stack (near 128 TiB). */
+ *  80 TiB, above AddressSanitizer's shadow (which ends below 16 TiB on x86-64) and below
+ *  where Linux loads position-independent executables and their heap under ASLR (from
+ *  0x555555554000, about 85 TiB: a base there was found taken by another process's
+ *  program), its mmap'ed libraries and the stack (near 128 TiB). */
 #define P2_SEG_FIXED_LO (UINT64_C(32) << 40)
-#define P2_SEG_FIXED_HI (UINT64_C(96) << 40)
+#define P2_SEG_FIXED_HI (UINT64_C(80) << 40)
 
 struct p2_seg_header; /* the header at offset 0; layout in the comment above */
 

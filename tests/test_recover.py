@@ -167,7 +167,7 @@ def test_recover_exit_codes(built, tmp_path, rcache):
     missing = CliRunner().invoke(main, ["recover", str(built["spec"]), "--dir", str(tmp_path),
                                         "--build-dir", str(rcache)])
     assert missing.exit_code == 2 and "no such database file" in missing.output
-    for name in ("v.db", "vj.db"):              # the spec's two files
+    for name in ("v.db", "vj.db", "vm.db"):     # the spec's three files
         (tmp_path / name).write_bytes(b"x" * 8192)
     foreign = recover(built["recover"], tmp_path)
     assert foreign.returncode == 2 and "not a p2gen database" in foreign.stderr

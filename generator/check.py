@@ -383,7 +383,9 @@ class Checker:
             else:
                 order = f.name
         return CursorInfo(k.name, info, k.where, order,
-                          [(n, t) for n, (t, _) in params.items()], k.pos)
+                          [(n, t) for n, (t, _) in params.items()], k.pos,
+                          descending=k.descending and order is not None,
+                          direction_pos=k.direction_pos)
 
     def check_expr(self, e: Expr, rec: Record, params: dict, cname: str) -> None:
         # the comparisons left to right, without recursion (however the tree is shaped)

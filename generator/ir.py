@@ -204,6 +204,10 @@ class CursorInfo:
     params: list          # [(name, FieldType)] in order of first appearance
     pos: Optional[Pos]
     synthetic: Optional[str] = None   # None (user cursor), 'find' or 'all'
+    # `order by ... desc`: the walk goes from the largest key down (the path's layer walks
+    # in reverse: `_range_last` / `_range_prev`). `direction_pos`: where `desc` was written.
+    descending: bool = False
+    direction_pos: Optional[Pos] = None
 
     @property
     def p(self) -> str:

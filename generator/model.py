@@ -240,6 +240,10 @@ class Cursor:
     where: Optional[Expr]
     order_by: Optional[FieldRef]
     pos: Pos
+    # `order by FIELD desc`: largest key first. `direction_pos`: where `asc` or `desc`
+    # was written (None: the direction was left out, so ascending).
+    descending: bool = False
+    direction_pos: Optional[Pos] = None
 
 
 # ---------------------------------------------------------------------------

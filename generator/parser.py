@@ -579,6 +579,11 @@ class _Builder:
     def cursor(self, ctx: P2SpecParser.CursorDeclContext) -> Cursor:
         where = ctx.orExpr()
         order = ctx.orderField
+        direction = ctx.direction
+        if direction is not None and direction.text not in ("asc", "desc"):
+            raise SpecError(f"syntax error: cursor '{ctx.name.text}': expected 'asc', 'desc' "
+                            f"or ';' after 'order by {order.text}', found '{direction.text}'",
+                            self.tok(direction), self.text)
         return Cursor(
             name=ctx.name.text,
             container=ctx.containerName.text,
@@ -586,6 +591,8 @@ class _Builder:
             where=self.or_expr(where) if where is not None else None,
             order_by=FieldRef(order.text, self.tok(order)) if order is not None else None,
             pos=self.tok(ctx.name),
+            descending=direction is not None and direction.text == "desc",
+            direction_pos=self.tok(direction) if direction is not None else None,
         )
 
     def or_expr(self, ctx: P2SpecParser.OrExprContext):

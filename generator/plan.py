@@ -86,6 +86,29 @@ def size_estimate(info: ContainerInfo) -> float:
     return float(max(cap or 0, DEFAULT_SIZE_ESTIMATE))
 
 
+def reverse_walk_layers() -> list:
+    """The registered layers that walk their key order backwards (`reverse_walk`)."""
+    from .layers import LAYERS
+    return [n for n, l in LAYERS.items() if l.realm == "ds" and l.reverse_walk]
+
+
+def _no_reverse_walk(cur: CursorInfo, candidates: list) -> str:
+    """Why no path of `cur`'s container serves its `order by f desc`, and what would."""
+    info, f = cur.container, cur.order_by
+    ordered = [c.layer for c in candidates
+               if c.option is not None and c.option.ordered_by == f]
+    why = "no layer keeps elements in that order"
+    if ordered:
+        names = ", ".join(dict.fromkeys(li.layer.name for li in ordered))
+        why = f"{names} keeps {f} order but cannot walk it backwards"
+    layers = reverse_walk_layers()
+    serve = (f"; add {', '.join(layers[:-1])}{' or ' if len(layers) > 1 else ''}{layers[-1]} "
+             f"with key = {f}" if layers else "")
+    return (f"cursor '{cur.name}' asks for order by '{f}' desc, but no layer of container "
+            f"'{info.name}' ({info.equation_text()}) walks {f} order backwards ({why})"
+            f"{serve}")
+
+
 def plan_cursor(cur: CursorInfo, source: str) -> Plan:
     info = cur.container
     all_conj = conjuncts_of(cur.where)
@@ -102,8 +125,20 @@ def plan_cursor(cur: CursorInfo, source: str) -> Plan:
             if cur.order_by and o.ordered_by != cur.order_by:
                 candidates.append(Candidate(o, li, f"not in {cur.order_by} order"))
                 continue
+            if cur.descending:
+                # an equality path yields equal keys only: in either order. A range
+                # (or ordered scan) must be walked backwards by its layer.
+                if o.kind == "range" and not li.layer.reverse_walk:
+                    candidates.append(Candidate(o, li, f"{li.layer.name} has no reverse walk "
+                                                       f"for order by {cur.order_by} desc"))
+                    continue
+                if o.kind == "range":
+                    o = dataclasses.replace(o, descending=True)
             options.append(o)
             candidates.append(Candidate(o, li, ""))
+    if not options and cur.descending:
+        raise SpecError(_no_reverse_walk(cur, candidates),
+                        cur.direction_pos or cur.pos, source)
     if not options:
         raise SpecError(
             f"cursor '{cur.name}' asks for order by '{cur.order_by}', but no layer of "
@@ -126,6 +161,11 @@ def plan(checked: CheckedSpec) -> CheckedSpec:
     return dataclasses.replace(checked, plans=plans)
 
 
+def path_kind_text(path: PathOption) -> str:
+    """`range`, `eq`, `scan`; `range, descending` for a range walked backwards."""
+    return f"{path.kind}, descending" if path.descending else path.kind
+
+
 def explain(checked: CheckedSpec, include_finds: bool = True) -> str:
     lines = []
     for fi in checked.files:
@@ -146,10 +186,12 @@ def explain(checked: CheckedSpec, include_finds: bool = True) -> str:
                     else f"  cursor {cur.name}")
             where = f" where {expr_text(cur.where)}" if cur.where is not None else ""
             order = f" order by {cur.order_by}" if cur.order_by else ""
+            if cur.descending:
+                order += " desc"
             lines.append(f"{head}{where}{order}")
             p = checked.plans[cur]
-            lines.append(f"    chosen: {p.path.layer.describe()} {p.path.kind}: {p.path.why} "
-                         f"(cost {p.path.cost:.1f})")
+            lines.append(f"    chosen: {p.path.layer.describe()} {path_kind_text(p.path)}: "
+                         f"{p.path.why} (cost {p.path.cost:.1f})")
             lines.append(f"    residual filter: {p.residual_text}")
             others = [c for c in p.candidates if c.option is not p.path]
             if others:
@@ -159,7 +201,7 @@ def explain(checked: CheckedSpec, include_finds: bool = True) -> str:
                         lines.append(f"      {c.layer.describe()}: {c.note}")
                     else:
                         note = f" — {c.note}" if c.note else ""
-                        lines.append(f"      {c.layer.describe()} {c.option.kind}: "
+                        lines.append(f"      {c.layer.describe()} {path_kind_text(c.option)}: "
                                      f"{c.option.why} (cost {c.option.cost:.1f}){note}")
         lines.append("")
     for ri in checked.relationships:

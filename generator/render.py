@@ -22,6 +22,7 @@ import jinja2.lexer
 from .ir import CheckedSpec, ContainerInfo, CursorInfo, LayerInstance
 from .layers.base import ALLOC, container_links as _container_links
 from .runtime.codes import CODES
+from .plan import path_kind_text
 from .model import (And, Compare, Const, Expr, FieldRef, FieldType, Not, ParamRef, chain_terms,
                     expr_text)
 
@@ -453,6 +454,21 @@ def cursor_view(cur: CursorInfo, checked: CheckedSpec) -> CursorView:
         v = _key_value_c(path.eq, kt)
         first = f"{P}_eq_first(k->_db, {v})"
         adv = f"{P}_eq_next(k->_db, ref, {v})"
+    elif path.descending:  # range, from the last in key order down
+        key = path.layer.key_field_obj
+        kt = key.type
+        if path.hi is not None:
+            hi = _key_value_c(path.hi, kt)
+            incl = "1" if path.hi.op in ("<=", "==") else "0"
+            first = f"{P}_range_last(k->_db, 1, {hi}, {incl})"
+        else:
+            zero = '""' if kt.kind == "char" else "0"
+            first = f"{P}_range_last(k->_db, 0, {zero}, 1)"
+        adv = f"{P}_range_prev(k->_db, ref)"
+        if path.lo is not None:
+            lo = _key_value_c(path.lo, kt)
+            cmp = f"{info.p}__cmp_{key.name}(e->rec.{key.name}, {lo})"
+            stop = f"{cmp} {'<' if path.lo.op in ('>=', '==') else '<='} 0"
     else:  # range, in key order
         key = path.layer.key_field_obj
         kt = key.type
@@ -469,7 +485,7 @@ def cursor_view(cur: CursorInfo, checked: CheckedSpec) -> CursorView:
             cmp = f"{info.p}__cmp_{key.name}(e->rec.{key.name}, {hi})"
             stop = f"{cmp} {'>' if path.hi.op in ('<=', '==') else '>='} 0"
     residual = pred.conjunction(planned.residual)
-    comment = f"path: {path.layer.describe()} {path.kind} ({path.why}); residual: " \
+    comment = f"path: {path.layer.describe()} {path_kind_text(path)} ({path.why}); residual: " \
               f"{planned.residual_text}"
     St = info.storage.p
     relink = [f"{St}_moves(k->_db, old, rec)"]
@@ -887,5 +903,7 @@ def metadata(checked: CheckedSpec) -> dict:
             "name": k.name, "container": k.container.name,
             "params": [{"name": n, **ftype(t)} for n, t in k.params],
             "order_by": k.order_by,
+            # only where it is so: the metadata of ascending cursors stays as it was
+            **({"descending": True} if k.descending else {}),
         } for k in checked.cursors],
     }

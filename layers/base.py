@@ -121,6 +121,9 @@ class PathOption:
     lo: Any = None             # Conjunct with op > or >= (or ==)
     hi: Any = None             # Conjunct with op < or <= (or ==)
     consumed: list = field(default_factory=list)
+    # set by the planner for a cursor ordered `desc`: the walk runs from the last element
+    # in key order down (`_range_last` / `_range_prev`; the cursor stops at `lo`)
+    descending: bool = False
 
 
 def log2n(n: float) -> float:
@@ -140,6 +143,10 @@ class Layer:
     # ds layers: does a walk through this layer come out in the order of its key field (so
     # a cursor served by it may `order by` that field)? As its `paths` offer: ordered_by.
     keeps_order: bool = False
+    # ds layers that keep order: does the layer offer the reverse walk of its ranges
+    # (`_range_last` / `_range_prev`, layers/README.md), so that a cursor may
+    # `order by` its key `desc`?
+    reverse_walk: bool = False
     # storage layers: can an update put the element at another reference (`_moves`)?
     relocates: bool = False
     # top layers: may cursors declared on the container carry a where-clause?

@@ -300,6 +300,30 @@ def test_predicate_positions():
     assert cur.container_pos == Pos("p.p2", 2, 13, 6)
 
 
+def test_order_direction_asc_desc_and_default():
+    text = RECORD + ("cursor up on things order by score;\n"
+                     "cursor up2 on things where id > 3 order by score asc;\n"
+                     "cursor down on things where id > 3 order by score desc;\n")
+    up, up2, down = parse(text, "p.p2").cursors
+    assert (up.descending, up.direction_pos) == (False, None)
+    assert (up2.descending, up2.direction_pos) == (False, Pos("p.p2", 3, 50, 3))
+    assert down.descending and down.direction_pos == Pos("p.p2", 4, 51, 4)
+    assert down.order_by == FieldRef("score", Pos("p.p2", 4, 45, 5))
+
+
+def test_asc_and_desc_stay_names():
+    """`asc` and `desc` are words of the order clause, not reserved: fields, records,
+    containers and cursors may be called so (and be ordered by, in either direction)."""
+    text = ("record desc { asc: u32; desc: i64; }\n"
+            "cursor asc on desc order by desc desc;\n"
+            "cursor desc on asc order by asc;\n")
+    spec = parse(text, "p.p2")
+    assert [f.name for f in spec.records[0].fields] == ["asc", "desc"]
+    a, d = spec.cursors
+    assert (a.name, a.container, a.order_by.name, a.descending) == ("asc", "desc", "desc", True)
+    assert (d.name, d.container, d.order_by.name, d.descending) == ("desc", "asc", "asc", False)
+
+
 # ---------------------------------------------------------------------------
 # Errors
 # ---------------------------------------------------------------------------
@@ -453,3 +477,15 @@ def test_200_line_spec_is_fast():
     spec = parse(text)
     assert time.perf_counter() - start < 0.5
     assert len(spec.records) == len(spec.containers) == len(spec.cursors) == 20
+
+
+def test_order_direction_must_be_asc_or_desc():
+    text = RECORD + "cursor c on things order by score descending;\n"
+    with pytest.raises(SpecError) as info:
+        parse(text, "t.p2")
+    check_error(info.value, "expected 'asc', 'desc' or ';' after 'order by score', found "
+                "'descending'", 2, 35, "cursor c on things order by score descending;")
+    # a second word after the direction is a plain syntax error at that word
+    with pytest.raises(SpecError) as info:
+        parse(RECORD + "cursor c on things order by score desc asc;\n", "t.p2")
+    assert (info.value.line, info.value.col) == (2, 40)

@@ -7,9 +7,10 @@
  *         = top2ds_qualify[hash[array[persistent]]]
  *         with hash(key = id, buckets = 1_048_576), persistent(file = "tpcb.db");
  *     cursor rich on accounts where balance > $min order by id;
+ *     cursor richest on accounts where balance > $min order by balance desc;
  *     relationship holds one branches.accounts to many accounts.branch = ilist;
  *
- * `ref`, `one`, `many` and `to` are not reserved: they are names checked where they
+ * `ref`, `one`, `many`, `to`, `asc` and `desc` are not reserved: they are names checked where they
  * appear (parser.py), so specs may keep using them as names.
  *
  * The grammar is LL(1) on purpose (fast in SLL mode with the Python runtime). Type names,
@@ -93,8 +94,11 @@ relEnd
     : mult=ID containerName=ID DOT role=ID
     ;
 
+// `order by FIELD` ascending, or `order by FIELD asc` / `order by FIELD desc`: the
+// direction is an ID (asc and desc stay usable as names), checked by parser.py.
 cursorDecl
-    : CURSOR name=ID ON containerName=ID (WHERE orExpr)? (ORDER BY orderField=ID)? SEMI
+    : CURSOR name=ID ON containerName=ID (WHERE orExpr)?
+      (ORDER BY orderField=ID (direction=ID)?)? SEMI
     ;
 
 orExpr

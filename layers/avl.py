@@ -8,6 +8,7 @@ class Avl(Layer):
     below = "ds"
     role = "index"
     keeps_order = True
+    reverse_walk = True   # _range_last / _range_prev: cursors ordered desc
     params = (ParamSpec("key", "field", doc="field the tree is ordered by"),)
     doc = ("A balanced (AVL) binary tree threaded through the elements, ordered by key "
            "(ties broken by reference): equality and range retrieval in O(log n + k), "

@@ -7,8 +7,9 @@ The model knows only what the public API promises:
   P2_ERANGE, and a failed insert or update changes nothing); every other layer accepts
   duplicates;
 - a cursor yields the elements satisfying its predicate (evaluated here over the
-  predicate AST of the spec), in its `order by` order if it has one, otherwise in an
-  order the model does not predict (results are compared as multisets);
+  predicate AST of the spec), in its `order by` order if it has one (largest key first
+  for `desc`), otherwise in an order the model does not predict (results are compared
+  as multisets);
 - `delflag` deletes logically: `purge` then removes, and reports, the marked elements
   (over iarray a marked element also makes room for a new one with its key);
 - a transient container is empty after a close; a persistent one keeps everything.
@@ -262,14 +263,20 @@ class ContainerModel:
         field = self.cursors[cursor].order_by
         return None if field is None else self.index[field]
 
+    def descending(self, cursor: str) -> bool:
+        """Is the cursor ordered `desc` (largest key first)?"""
+        return self.cursors[cursor].descending
+
     def check_order(self, cursor: str, recs: list) -> None:
         k = self.order_key(cursor)
         if k is None:
             return
+        desc = self.descending(cursor)
         keys = [r[k] for r in recs]
         for a, b in zip(keys, keys[1:]):
-            if b < a:
-                raise ModelError(f"cursor {cursor}: order by {self.fields[k]} violated: "
+            if (a < b) if desc else (b < a):
+                raise ModelError(f"cursor {cursor}: order by {self.fields[k]}"
+                                 f"{' desc' if desc else ''} violated: "
                                  f"{a!r} before {b!r} in {keys!r}")
 
     def same_multiset(self, got: list, want: list, what: str) -> None:

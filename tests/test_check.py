@@ -5,7 +5,7 @@ from p2gen.check import check
 from p2gen.errors import SpecError, SpecErrors
 from p2gen.layers import LAYERS
 from p2gen.parser import parse
-from p2gen.plan import explain, plan
+from p2gen.plan import explain, plan, reverse_walk_layers
 
 REC = "record item { id: u32; grp: i32; score: i64; name: char[8]; ratio: f64; }\n"
 
@@ -454,3 +454,64 @@ def test_keeps_order_agrees_with_the_paths(name):
         assert (path.layer.name, path.ordered_by) == (name, "id")
     else:
         assert "order by" in error_of(text).message
+
+
+# --- order by ... desc ------------------------------------------------------------
+def test_desc_over_hash_only_names_cursor_container_and_what_would_serve():
+    text = REC + ("container c of item = top2ds_qualify[hash(key = grp)[array[transient]]];\n"
+                  "cursor bids on c where grp > 0 order by score desc;\n")
+    err = assert_error(text, "cursor 'bids' asks for order by 'score' desc", "desc", line=3)
+    assert "container 'c' (top2ds_qualify[hash(" in err.message
+    assert "no layer keeps elements in that order" in err.message
+    serve = reverse_walk_layers()
+    assert serve and all(n in err.message.split("; add ")[1] for n in serve), err.message
+    assert err.message.endswith(" with key = score")
+    assert err.render().startswith("t.p2:3:")
+
+
+def test_desc_over_a_layer_without_reverse_walk_says_so():
+    """A layer keeps the order but cannot walk it backwards (iarray's slots): the error
+    names it, and the layers that would serve the order."""
+    no_reverse = [n for n, l in LAYERS.items() if l.realm == "ds" and l.keeps_order
+                  and not l.reverse_walk and l.below == "mem"]
+    if not no_reverse:
+        pytest.skip("every ordered storage layer walks backwards")
+    name = no_reverse[0]
+    text = REC + (f"container c of item = top2ds_qualify[{name}(key = id)[transient]];\n"
+                  "cursor k on c where grp > 0 order by id desc;\n")
+    err = assert_error(text, f"{name} keeps id order but cannot walk it backwards", "desc",
+                       line=3)
+    assert "walks id order backwards" in err.message
+
+
+def test_desc_equality_on_the_order_key_needs_no_reverse_walk():
+    """Every element of an equality path has the same key: any layer's order serves it."""
+    text = REC + ("container c of item = top2ds_qualify[iarray(key = id)[transient]];\n"
+                  "cursor k on c where id == $i order by id desc;\n")
+    spec = checked(text)
+    path = spec.plans[spec.container("c").cursors[0]].path
+    assert (path.layer.name, path.kind, path.descending) == ("iarray", "eq", False)
+
+
+@pytest.mark.parametrize("name", [n for n, l in LAYERS.items() if l.realm == "ds"])
+def test_reverse_walk_agrees_with_the_paths(name):
+    """A ds layer that says `reverse_walk` serves `order by its key desc` with a range
+    walked backwards; one that keeps order without it is refused."""
+    layer = LAYERS[name]
+    if not layer.keeps_order:
+        assert not layer.reverse_walk, f"layer '{name}' keeps no order to walk backwards"
+        return
+    below = "[transient]" if layer.below == "mem" else "[array[transient]]"
+    text = (REC + f"container c of item = top2ds_qualify[{name}(key = id){below}];\n"
+            "cursor k on c where grp > 0 order by id desc;\n"
+            "cursor r on c where id >= $lo and id < $hi order by id desc;\n")
+    if layer.reverse_walk:
+        spec = checked(text)
+        for cur in spec.container("c").cursors[:2]:
+            path = spec.plans[cur].path
+            assert (path.layer.name, path.ordered_by, path.kind, path.descending) == \
+                (name, "id", "range", True)
+        assert "order by id desc" in explain(spec)
+        assert "range, descending" in explain(spec)
+    else:
+        assert "desc" in error_of(text).message

@@ -880,7 +880,11 @@ class Checker:
             if old not in want:
                 raise Mismatch(f"cupdate {name} updated {cm.show(old)}, which does not match")
             ok_ = cm.order_key(name)
-            if ok_ is not None and old[ok_] != min(r[ok_] for r in want):
+            if ok_ is not None and cm.descending(name):
+                if old[ok_] != max(r[ok_] for r in want):
+                    raise Mismatch(f"cupdate {name}: the first element in descending order "
+                                   f"is not the largest")
+            elif ok_ is not None and old[ok_] != min(r[ok_] for r in want):
                 raise Mismatch(f"cupdate {name}: the first element in order is not the smallest")
             if t.kind == "char" and len(a["value"]) > t.length:
                 return self.expect(ans.next(), "err EINVAL")
@@ -1059,6 +1063,15 @@ def test_cursor_key_updates_meet_each_element_once(mem, spec_builds, san_env, tm
     if build.built is None:
         pytest.skip("no container of this spec builds")
     rng = random.Random(f"halloween/{mem}")
+    models, ops = halloween_ops(build, rng)
+    run_ops(build.built.exe, models, ops, tmp_path, san_env, 1, rng)
+
+
+def halloween_ops(build: SpecBuild, rng: random.Random, signs: tuple = (1,)) -> tuple:
+    """For every container of the spec: 24 inserts, then for every cursor and every field
+    its walk is ordered, hashed or stored by, two walks that change that field under the
+    cursor (cupdadd with delta `signs[i] * 7` (0.5 for floats) for the i-th walk, or
+    cupdall of a char key), each followed by a look at every element. (models, ops)."""
     models, ops = [], []
     for info in build.built.checked.containers:
         cm = ContainerModel(info, build.built.checked.plans)
@@ -1080,7 +1093,7 @@ def test_cursor_key_updates_meet_each_element_once(mem, spec_builds, san_env, tm
             hname = f"{cm.name}.all" if cur.synthetic == "all" else name
             pf = param_fields(cur.where)
             for f in sorted(keys):
-                for _ in range(2):
+                for j in range(2):
                     values = {p: gen.draw(pf[p]) for p, _t in cur.params}
                     toks = [encode(t, values[p]) for p, t in cur.params]
                     args = {"cursor": name, "params": values, "field": f}
@@ -1090,12 +1103,12 @@ def test_cursor_key_updates_meet_each_element_once(mem, spec_builds, san_env, tm
                         ops.append(Op(" ".join(["cupdall", hname] + toks + [f, gen.tok(f, v)]),
                                       "cupdall", args, cm))
                         continue
-                    d = 0.5 if gen.types[f].kind == "float" else 7
+                    d = signs[j % len(signs)] * (0.5 if gen.types[f].kind == "float" else 7)
                     args["delta"] = d
                     ops.append(Op(" ".join(["cupdadd", hname] + toks + [f, gen.tok(f, d)]),
                                   "cupdadd", args, cm))
                     ops.append(Op(f"all {cm.name}", "all", {}, cm))
-    run_ops(build.built.exe, models, ops, tmp_path, san_env, 1, rng)
+    return models, ops
 
 
 @pytest.mark.parametrize("mem", list(MEMS))
@@ -1230,6 +1243,111 @@ def test_harness_survives_garbage(spec_builds, san_env, tmp_path):
     for cmd, line in zip(answered, body):
         assert line.startswith("err EINVAL ") or line.startswith("err ERANGE ") or \
             line == "none", (cmd[:80], line)
+
+
+# ---------------------------------------------------------------------------
+# descending cursors: every layer that walks its order backwards (`reverse_walk`), over
+# every storage it may sit on (and under a hash, as the second index of a stack), on
+# every memory; its own spec per memory, so the matrix above is unchanged
+# ---------------------------------------------------------------------------
+DESC_LAYERS = _registered(realm="ds", reverse_walk=True)
+DESC_OPS = 500
+
+
+def _desc_cursors(name: str, key: str) -> list:
+    """Walks of the whole order and of ranges with each kind of bound, backwards (and one
+    ascending beside them, spelled `asc`)."""
+    return [
+        (f"{name}_d", f" where grp != $g order by {key} desc"),
+        (f"{name}_dr", f" where {key} >= $lo and {key} < $hi order by {key} desc"),
+        (f"{name}_dx", f" where {key} > $lo and {key} <= $hi order by {key} desc"),
+        (f"{name}_dl", f" where {key} > $lo order by {key} desc"),
+        (f"{name}_de", f" where {key} == $x and ratio != $r order by {key} desc"),
+        (f"{name}_a", f" where {key} <= $hi order by {key} asc"),
+    ]
+
+
+def desc_cases() -> list:
+    """(layer, below): `below` a storage layer, `hash` (a hash index above the layer, over
+    array), or None (the layer is the storage)."""
+    out = []
+    for n in DESC_LAYERS:
+        if LAYERS[n].role == "storage":
+            out.append((n, None))
+            continue
+        out += [(n, s) for s in STORAGE if LAYERS[s].stable_refs]
+        out.append((n, "hash"))
+    return out
+
+
+def desc_container(layer: str, below: Optional[str], mem: str) -> ContainerSpec:
+    mem_name, mem_text = MEMS[mem]
+    key = re.search(r"key = (\w+)", layer_text(layer)).group(1)
+    if below is None:
+        layers, eq = [layer], f"{layer_text(layer)}[{mem_text}]"
+    elif below == "hash":
+        layers = ["hash", layer, "array"]
+        eq = f"{layer_text('hash')}[{layer_text(layer)}[{layer_text('array')}[{mem_text}]]]"
+    else:
+        layers, eq = [layer, below], f"{layer_text(layer)}[{layer_text(below)}[{mem_text}]]"
+    name = f"v_{layer}_{below or 'own'}"
+    return ContainerSpec(name, ["top2ds_qualify", "top2ds"] + layers + [mem_name],
+                         f"top2ds_qualify[{eq}]", _desc_cursors(name, key))
+
+
+def desc_runnable(mem: str) -> list:
+    return [c for c in (desc_container(l, b, mem) for l, b in desc_cases())
+            if not missing_templates(c.layers) and not wide_layers(c.layers, mem)]
+
+
+@pytest.fixture(scope="session")
+def desc_builds(harness_builder):
+    """One spec per memory holding every descending container; built only for the memories
+    the selected tests ask for."""
+    cache: dict = {}
+
+    def get(mem: str) -> SpecBuild:
+        if mem not in cache:
+            cache[mem] = _build_isolating(harness_builder, mem + "_desc", desc_runnable(mem))
+        return cache[mem]
+    return get
+
+
+@pytest.mark.parametrize("layer,below,mem", [
+    pytest.param(l, b, m, id=f"{l}-{b or 'own'}-{m}") for l, b in desc_cases() for m in MEMS])
+def test_descending(layer, below, mem, desc_builds, san_env, tmp_path):
+    """Random operations through descending cursors (and every other operation) checked
+    against the model: each walk in descending key order, deletes and updates under it
+    (cdelete, cupdate, cupdall, cupdadd: every element met once), reopen in fresh
+    processes."""
+    container = desc_container(layer, below, mem)
+    build = desc_builds(mem)
+    if container.name in build.errors:
+        pytest.fail(f"container {container.name} does not build:\n"
+                    f"{build.errors[container.name]}", pytrace=False)
+    checked = build.built.checked
+    info = checked.container(container.name)
+    for cur in info.cursors:
+        if cur.descending:
+            path = checked.plans[cur].path
+            assert (path.layer.name, path.descending) == (layer, path.kind == "range"), cur.name
+    cm = ContainerModel(info, checked.plans)
+    rng = random.Random(f"{container.name}/{mem}/desc")
+    ops = OpGen(rng, cm, cm.persistent).ops(DESC_OPS)
+    run_ops(build.built.exe, [cm], ops, tmp_path, san_env, 3 if cm.persistent else 2, rng)
+
+
+@pytest.mark.parametrize("mem", BOTTOM_MEMS)
+def test_descending_key_updates_meet_each_element_once(mem, desc_builds, san_env, tmp_path):
+    """The Halloween problem walking backwards: a descending walk that lowers the key it is
+    ordered by (each element moves ahead of the cursor, into what is still to come), then
+    one that raises it, meets every element exactly once, in order."""
+    build = desc_builds(mem)
+    if build.built is None:
+        pytest.skip("no container of this spec builds")
+    rng = random.Random(f"halloween-desc/{mem}")
+    models, ops = halloween_ops(build, rng, signs=(-1, 1))
+    run_ops(build.built.exe, models, ops, tmp_path, san_env, 1, rng)
 
 
 EXAMPLE_SPECS = ["paper.p2", "inventory.p2", "qualify_split.p2", "tpcb_hash1.p2"]

@@ -8,6 +8,7 @@ class ODList(Layer):
     below = "ds"
     role = "index"
     keeps_order = True
+    reverse_walk = True   # _range_last / _range_prev: back links from the tail
     params = (ParamSpec("key", "field", doc="field the list is kept ordered by"),)
     doc = ("A doubly linked list threaded through the elements, kept ordered by key "
            "(inserts walk the list): ordered scans, ranges stop early.")

@@ -8,6 +8,7 @@ class QSort(Layer):
     below = "mem"
     role = "storage"
     keeps_order = True
+    reverse_walk = True   # _range_last / _range_prev: position by position down
     stable_refs = False
     relocates = True      # the reference is the position in key order
     # full at 2^32 - 2 slots (P2_ENOMEM), or the array cannot grow

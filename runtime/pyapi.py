@@ -668,7 +668,8 @@ def _cursor_method(name: str, k: dict):
         pass
     method.__doc__ = (f"cursor {name}({params}) on {k['container']}"
                       + (f" where {k['where']}" if k.get("where") else "")
-                      + (f" order by {k['order_by']}" if k.get("order_by") else ""))
+                      + (f" order by {k['order_by']}" if k.get("order_by") else "")
+                      + (" desc" if k.get("descending") else ""))
     return method
 
 

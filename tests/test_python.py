@@ -670,6 +670,9 @@ cursor qsort_price on by_qsort where price > $min order by price;
 cursor odlist_price on by_hash where price > $min order by price;
 cursor hash_cust on by_hash where cust == $c;
 cursor ids on by_id where id >= $lo;
+cursor avl_down on by_avl where price < $max order by price desc;
+cursor qsort_down on by_qsort where price < $max order by price desc;
+cursor odlist_down on by_hash where price < $max order by price desc;
 """
 
 
@@ -759,6 +762,67 @@ def test_batched_cursors_update_and_delete_mid_batch(orders, tmp_path):
         # every element of the full walks was met once
         met = [o.id for o in d.ids(lo=0)]
         assert met == sorted(r.id for r in d.by_id)
+
+
+def test_descending_cursors_walk_backwards_through_batches(orders, tmp_path):
+    """`order by price desc` cursors from Python (avl, qsort, odlist): the walk comes out
+    largest price first, across several batches; deleting rows and lowering prices under
+    it (which moves those elements ahead of a backward walk) meets every element once and
+    leaves exactly the changes made."""
+    n = 2 * pyapi.BATCH + 9
+    with orders.open(tmp_path) as d:
+        assert "order by price desc" in d.avl_down.__doc__
+        for c in (d.by_avl, d.by_qsort, d.by_hash):
+            for i in range(n):
+                c.insert(id=i, price=(i * 37) % n * 10, cust=i % 3)
+        walks = (("by_avl", d.avl_down), ("by_qsort", d.qsort_down),
+                 ("by_hash", d.odlist_down))
+        for cname, cursor in walks:
+            top = 10 * (n - 5)
+            prices = [o.price for o in cursor(max=top)]
+            assert prices == sorted((r.price for r in d.container(cname) if r.price < top),
+                                    reverse=True), cname
+            model = {r.id: r.price for r in d.container(cname)}
+            met, seen_prices = [], []
+            cur = cursor(max=top)
+            for k, o in enumerate(cur):
+                met.append(o.id)
+                seen_prices.append(o.price)
+                if k % 5 == 2:
+                    cur.delete()
+                    del model[o.id]
+                elif k % 3 == 1:
+                    model[o.id] = cur.update(price=o.price - 100000).price
+            want = [i for i in range(n) if (i * 37) % n * 10 < top]
+            assert sorted(met) == want, cname
+            assert seen_prices == sorted(seen_prices, reverse=True), cname
+            assert {r.id: r.price for r in d.container(cname)} == model, cname
+
+
+def test_descending_walk_is_the_ascending_one_reversed_ties_included(orders, tmp_path):
+    """`_range_prev` steps through equal keys in exactly the reverse of `_range_next`'s
+    order (avl: by reference, qsort: by position, odlist: by list order): with many
+    duplicate prices, after deletes and re-inserts, the descending walk is the ascending
+    walk backwards, element for element."""
+    with orders.open(tmp_path) as d:
+        for c, up in ((d.by_avl, d.avl_price), (d.by_qsort, d.qsort_price),
+                      (d.by_hash, d.odlist_price)):
+            for i in range(40):
+                c.insert(id=i, price=i % 4, cust=i % 3)
+            cur = up(min=-1)
+            for o in cur:
+                if o.id % 5 == 0:
+                    cur.delete()
+            for i in range(40, 50):
+                c.insert(id=i, price=i % 4, cust=0)
+        for up, down in ((d.avl_price, d.avl_down), (d.qsort_price, d.qsort_down),
+                         (d.odlist_price, d.odlist_down)):
+            asc = [o.id for o in up(min=-1)]
+            assert len(asc) == 42
+            assert [o.id for o in down(max=4)] == asc[::-1]
+            # a bounded walk is the matching slice, backwards
+            assert [o.id for o in down(max=2)] == \
+                [i for i in asc[::-1] if i % 4 < 2]
 
 
 def test_records_of_every_field_type_through_batches_and_find(bank, tmp_path):

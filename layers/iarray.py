@@ -14,6 +14,7 @@ class IArray(Layer):
     below = "mem"
     role = "storage"
     keeps_order = True
+    reverse_walk = True   # _range_last / _range_prev: occupied slots downwards
     relocates = True      # the reference is the key
     unique_key = True     # a slot holds one element
     # a key above max_key or below 0 (P2_ERANGE), a key already present (P2_EDUP), or the

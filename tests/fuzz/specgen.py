@@ -103,6 +103,7 @@ class _Cont:
         self.name, self.rec, self.qualifies, self.mem, self.stable, self.ordered = (
             name, rec, qualifies, mem, stable, ordered)
         self.roles = set()
+        self.backwards = []       # the keys of `ordered` whose layer walks backwards
 
 
 class _Gen:
@@ -312,6 +313,7 @@ class _Gen:
             del chain[self.draw(st.integers(0, len(chain) - 1))]
         counts = {c: chain.count(c) for c in chain}
         ordered = []                                    # keys some layer keeps in order
+        backwards = []                                  # ... and can walk backwards (desc)
         inline, with_args = [], []
         for layer in chain:
             if jl is not None and layer == jl[0]:
@@ -320,6 +322,8 @@ class _Gen:
                 ps = self.params_for(layer, rec, mem_file)
             if layer in LAYERS and LAYERS[layer].keeps_order:
                 ordered += [v for k, v in ps if k == "key"]
+                if LAYERS[layer].reverse_walk:
+                    backwards += [v for k, v in ps if k == "key"]
             if ps and counts[layer] == 1 and self.chance(40):
                 with_args.append((layer, ps))
                 inline.append([])
@@ -345,6 +349,7 @@ class _Gen:
             mem = mem_file if any(c in FILE_MEM for c in chain) else ON_HEAP
             stable = all(l.stable_refs for l in known)
             self.containers.append(_Cont(name, rec, qualifies, mem, stable, ordered))
+            self.containers[-1].backwards = backwards
         return text + ";"
 
     # -- cursors -------------------------------------------------------------------
@@ -414,9 +419,16 @@ class _Gen:
             text += " where " + self.predicate(rec, {})
         if rec is not None and rec.fields and self.chance(30):
             if cont.ordered and not self.bad():
-                text += f" order by {self.pick(cont.ordered)}"
+                key = self.pick(cont.ordered)
+                text += f" order by {key}"
+                if key in cont.backwards and self.chance(30):
+                    text += " desc"
+                elif self.chance(10):
+                    text += " asc"
             else:
                 text += f" order by {self.pick(rec.fields)[0]}"
+                if self.chance(30):   # desc over an order no layer walks backwards
+                    text += " desc"
         elif self.bad():
             text += " order by nofield"
         self.names.append(name)

@@ -49,14 +49,14 @@ def _sources_digest() -> str:
 
 def _map_context(checked: CheckedSpec) -> list:
     """Per persistent container: which bytes the check depends on (see --map), as each
-    layer declares them (layers/base.py: ElemField.weak, reference_blocks, slot_map,
+    layer declares them (layers/base.py: ElemField.weak, reference_blocks, column_blocks, slot_map,
     role_reference_blocks)."""
     r = Renderer(checked, "")
     out = []
     for info in checked.containers:
         if not info.persistent:
             continue
-        root_fields, elem_fields, role_fields, vecs, blocks = [], [], [], [], []
+        root_fields, elem_fields, role_fields, vecs, blocks, columns = [], [], [], [], [], []
         slots = info.storage.layer.slot_map(info.storage)
         for li in info.chain:
             root_fields += [("O" if f.weak else "L", f.name) for f in li.layer.root_fields(li)]
@@ -64,13 +64,14 @@ def _map_context(checked: CheckedSpec) -> list:
                 elem_fields += [("O" if f.weak else "L", f.name)
                                 for f in li.layer.elem_fields(li)]
             blocks += li.layer.reference_blocks(li)
+            columns += li.layer.column_blocks(li)
         for role in info.roles:
             role_fields += [("O" if f.weak else "L", f.name)
                             for f in role.rel.layer.role_fields(role)]
             vecs += role.rel.layer.role_reference_blocks(role)
         out.append({"info": info, "seg": r.seg_index(info), "root_fields": root_fields,
                     "elem_fields": elem_fields, "role_fields": role_fields, "vecs": vecs,
-                    "blocks": blocks, "slots": slots, "link": container_links(info),
+                    "blocks": blocks, "columns": columns, "slots": slots, "link": container_links(info),
                     "texts": [f.name for f in info.text_fields]})
     return out
 

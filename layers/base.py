@@ -203,6 +203,14 @@ class Layer:
         holding its length in references). For `p2gen verify --map`."""
         return []
 
+    def column_blocks(self, inst) -> list[tuple[str, str, str, str]]:
+        """Blocks of fixed-size entries the container root points at, every byte of which
+        the integrity check judges (entries of live elements against the elements, the
+        rest must be zero): (root field holding the block's memory reference, root field
+        holding its length in entries, C expression of one entry's size, what it is).
+        For `p2gen verify --map`."""
+        return []
+
     def slot_map(self, inst) -> Optional[SlotMap]:
         """Storage layers: what of the slot block the integrity check judges (SlotMap)."""
         return None

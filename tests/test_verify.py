@@ -354,6 +354,7 @@ TARGETS = [
     ("vall", "m_hash element _malloc_magic", "xor", "container m_hash, layer malloc"),
     ("vall", "m_avl element _malloc_next", "xor", "container m_avl, layer malloc"),
     ("vall", "q slot past the end", "xor", "container q, layer qsort"),
+    ("vall", "q key column", "xor", "container q, layer qsort"),
     ("vall", "d_hash element _delflag_deleted", "xor", "container d_hash, layer delflag"),
     ("vall", "a_hash hash_buckets", "xor", "container a_hash, layer hash"),
     ("links", "atoms references _outgoing_to_vec", "xor", "layer refarray (relationship outgoing)"),

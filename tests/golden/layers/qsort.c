@@ -3,9 +3,36 @@
  * ------------------------------------------------------------------------ */
 #define qsort_items__qsort_MAX_SLOTS 0xFFFFFFFEu
 
+/* The key column: entry i holds the bytes of element i's grp, entries count..kcap-1
+   are zero, and kcap >= cap (it grows first, so a failed growth of the slots leaves it
+   merely larger). A binary search reads these 4-byte entries instead of whole elements,
+   so its probes share cache lines and its last steps fall within one line, where a probe
+   into the elements costs a line (and often a page) of its own. It is kept in the file
+   with the elements, written with them, so an open does not rebuild it. */
+typedef int32_t qsort_items__qsort_key;
+
 static inline qsort_items_elem *qsort_items__qsort_elem(qsort_db *db, uint64_t ref)
 {
     return (qsort_items_elem *)qsort_items__transient_ptr(db, qsort_items__transient_root(db)->qsort_slots) + ref;
+}
+
+static inline qsort_items__qsort_key *qsort_items__qsort_keys(qsort_db *db)
+{
+    return (qsort_items__qsort_key *)qsort_items__transient_ptr(db, qsort_items__transient_root(db)->qsort_keys);
+}
+
+/* Make the key column hold at least n entries (the new ones zero). */
+static inline int qsort_items__qsort_keys_grow(qsort_db *db, uint32_t n)
+{
+    qsort_items_root *r = qsort_items__transient_root(db);
+    int rc;
+    if (n <= r->qsort_kcap) return P2_OK;
+    qsort_items__transient_will_write(db, &r->qsort_keys, sizeof r->qsort_keys);
+    qsort_items__transient_will_write(db, &r->qsort_kcap, sizeof r->qsort_kcap);
+    rc = qsort_items__transient_realloc(db, &r->qsort_keys, (uint64_t)r->qsort_kcap * sizeof(qsort_items__qsort_key), (uint64_t)n * sizeof(qsort_items__qsort_key));
+    if (rc != P2_OK) return rc;
+    r->qsort_kcap = n;
+    return P2_OK;
 }
 
 static inline int qsort_items__qsort_valid(qsort_db *db, uint64_t ref)
@@ -21,9 +48,15 @@ static inline uint64_t qsort_items__qsort_count(qsort_db *db)
 static inline int qsort_items__qsort_create(qsort_db *db)
 {
     qsort_items_root *r = qsort_items__transient_root(db);
+    int rc;
     qsort_items__transient_will_write(db, r, sizeof *r);
     r->qsort_cap = 4u;
-    return qsort_items__transient_alloc(db, (uint64_t)r->qsort_cap * sizeof(qsort_items_elem), &r->qsort_slots);
+    rc = qsort_items__transient_alloc(db, (uint64_t)r->qsort_cap * sizeof(qsort_items_elem), &r->qsort_slots);
+    if (rc != P2_OK) return rc;
+    rc = qsort_items__transient_alloc(db, (uint64_t)r->qsort_cap * sizeof(qsort_items__qsort_key), &r->qsort_keys);
+    if (rc != P2_OK) return rc;
+    r->qsort_kcap = r->qsort_cap;
+    return P2_OK;
 }
 
 static inline void qsort_items__qsort_destroy(qsort_db *db)
@@ -31,20 +64,25 @@ static inline void qsort_items__qsort_destroy(qsort_db *db)
     qsort_items_root *r = qsort_items__transient_root(db);
     qsort_items__transient_free(db, r->qsort_slots, (uint64_t)r->qsort_cap * sizeof(qsort_items_elem));
     r->qsort_slots = 0;
+    qsort_items__transient_free(db, r->qsort_keys, (uint64_t)r->qsort_kcap * sizeof(qsort_items__qsort_key));
+    r->qsort_keys = 0;
 }
 
-/* The first position whose key is >= key (lower bound) or > key (upper bound). */
+/* The first position whose key is >= key (lower bound) or > key (upper bound), searched
+   in the key column. Each step halves the n candidates from base on by one comparison
+   whose outcome selects the next base (a conditional move, not a branch to mispredict);
+   an entry is "before" when it compares below the key (lower) or not above it (upper). */
 static inline uint64_t qsort_items__qsort_bound(qsort_db *db, int32_t key, int upper)
 {
-    const qsort_items_elem *a = qsort_items__qsort_elem(db, 0);
-    uint64_t lo = 0, hi = qsort_items__transient_root(db)->qsort_count;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        int c = qsort_items__cmp_grp(a[mid].rec.grp, key);
-        if (c < 0 || (upper && c == 0)) lo = mid + 1;
-        else hi = mid;
+    const qsort_items__qsort_key *keys = qsort_items__qsort_keys(db), *base = keys;
+    uint64_t n = qsort_items__transient_root(db)->qsort_count;
+    if (n == 0) return 0;
+    while (n > 1) {
+        uint64_t half = n / 2;
+        base = qsort_items__cmp_grp(base[half], key) < upper ? base + half : base;
+        n -= half;
     }
-    return lo;
+    return (uint64_t)(base - keys) + (qsort_items__cmp_grp(base[0], key) < upper);
 }
 
 /* Make room for n elements in all, so that loading them does not regrow. */
@@ -54,6 +92,8 @@ static inline int qsort_items__qsort_reserve(qsort_db *db, uint64_t n)
     uint32_t ncap = n > qsort_items__qsort_MAX_SLOTS ? qsort_items__qsort_MAX_SLOTS : (uint32_t)n;
     int rc;
     if (ncap <= r->qsort_cap) return P2_OK;
+    rc = qsort_items__qsort_keys_grow(db, ncap);   /* first: a larger column than slots is harmless */
+    if (rc != P2_OK) return rc;
     qsort_items__transient_will_write(db, &r->qsort_slots, sizeof r->qsort_slots);
     qsort_items__transient_will_write(db, &r->qsort_cap, sizeof r->qsort_cap);
     rc = qsort_items__transient_realloc(db, &r->qsort_slots, (uint64_t)r->qsort_cap * sizeof(qsort_items_elem), (uint64_t)ncap * sizeof(qsort_items_elem));
@@ -68,12 +108,15 @@ static inline int qsort_items__qsort_insert(qsort_db *db, const qsort_item *rec,
     qsort_items_root *r = qsort_items__transient_root(db);
     uint64_t pos;
     qsort_items_elem *a;
+    qsort_items__qsort_key *keys;
     if (r->qsort_count == r->qsort_cap) {
         uint32_t cap = r->qsort_cap;
         uint32_t ncap = cap >= qsort_items__qsort_MAX_SLOTS / 2 ? qsort_items__qsort_MAX_SLOTS : cap * 2;
         int rc;
         if (cap == qsort_items__qsort_MAX_SLOTS)
             return p2_err_set(&db->err, P2_ENOMEM, "container items: sorted array is full (%u slots)", cap);
+        rc = qsort_items__qsort_keys_grow(db, ncap);
+        if (rc != P2_OK) return rc;
         qsort_items__transient_will_write(db, &r->qsort_slots, sizeof r->qsort_slots);
         qsort_items__transient_will_write(db, &r->qsort_cap, sizeof r->qsort_cap);
         rc = qsort_items__transient_realloc(db, &r->qsort_slots, (uint64_t)cap * sizeof(qsort_items_elem), (uint64_t)ncap * sizeof(qsort_items_elem));
@@ -82,11 +125,15 @@ static inline int qsort_items__qsort_insert(qsort_db *db, const qsort_item *rec,
     }
     pos = qsort_items__qsort_bound(db, nrec.grp, 1);  /* after the equal keys */
     a = qsort_items__qsort_elem(db, 0);
+    keys = qsort_items__qsort_keys(db);
     qsort_items__transient_will_write(db, a + pos, (uint64_t)(r->qsort_count - pos + 1) * sizeof(qsort_items_elem));
+    qsort_items__transient_will_write(db, keys + pos, (uint64_t)(r->qsort_count - pos + 1) * sizeof *keys);
     qsort_items__transient_will_write(db, &r->qsort_count, sizeof r->qsort_count);
     memmove(a + pos + 1, a + pos, (size_t)(r->qsort_count - pos) * sizeof(qsort_items_elem));
+    memmove(keys + pos + 1, keys + pos, (size_t)(r->qsort_count - pos) * sizeof *keys);
     memset(a + pos, 0, sizeof(qsort_items_elem));
     a[pos].rec = nrec;
+    memcpy(&keys[pos], &nrec.grp, sizeof keys[pos]);
     r->qsort_count++;
     *out = pos;
     return P2_OK;
@@ -96,11 +143,15 @@ static inline void qsort_items__qsort_remove(qsort_db *db, uint64_t ref)
 {
     qsort_items_root *r = qsort_items__transient_root(db);
     qsort_items_elem *a = qsort_items__qsort_elem(db, 0);
+    qsort_items__qsort_key *keys = qsort_items__qsort_keys(db);
     uint64_t last = r->qsort_count - 1;
     qsort_items__transient_will_write(db, a + ref, (last - ref + 1) * sizeof(qsort_items_elem));
+    qsort_items__transient_will_write(db, keys + ref, (last - ref + 1) * sizeof *keys);
     qsort_items__transient_will_write(db, &r->qsort_count, sizeof r->qsort_count);
     memmove(a + ref, a + ref + 1, (size_t)(last - ref) * sizeof(qsort_items_elem));
+    memmove(keys + ref, keys + ref + 1, (size_t)(last - ref) * sizeof *keys);
     memset(a + last, 0, sizeof(qsort_items_elem));
+    memset(keys + last, 0, sizeof *keys);
     r->qsort_count--;
 }
 
@@ -119,10 +170,17 @@ static inline int qsort_items__qsort_update(qsort_db *db, uint64_t *ref, const q
     qsort_item nrec = *rec;  /* rec may point into the block */
     uint64_t from = *ref, to;
     qsort_items_elem *a = qsort_items__qsort_elem(db, 0);
+    qsort_items__qsort_key *keys = qsort_items__qsort_keys(db);
     qsort_items_elem tmp;
     if (!qsort_items__qsort_moves(db, from, &nrec)) {
         qsort_items__transient_will_write(db, &a[from].rec, sizeof nrec);
         a[from].rec = nrec;
+        /* an equal key may differ in its bytes (-0.0 for 0.0, another NaN, bytes after
+           a string's end): the column keeps the element's bytes */
+        if (memcmp(&keys[from], &nrec.grp, sizeof keys[from]) != 0) {
+            qsort_items__transient_will_write(db, &keys[from], sizeof keys[from]);
+            memcpy(&keys[from], &nrec.grp, sizeof keys[from]);
+        }
         return P2_OK;
     }
     /* The upper bound over all elements counts the element itself when its old key is
@@ -132,9 +190,16 @@ static inline int qsort_items__qsort_update(qsort_db *db, uint64_t *ref, const q
     tmp = a[from];
     tmp.rec = nrec;
     qsort_items__transient_will_write(db, a + (from < to ? from : to), ((from < to ? to - from : from - to) + 1) * sizeof(qsort_items_elem));
-    if (to > from) memmove(a + from, a + from + 1, (size_t)(to - from) * sizeof(qsort_items_elem));
-    else if (to < from) memmove(a + to + 1, a + to, (size_t)(from - to) * sizeof(qsort_items_elem));
+    qsort_items__transient_will_write(db, keys + (from < to ? from : to), ((from < to ? to - from : from - to) + 1) * sizeof *keys);
+    if (to > from) {
+        memmove(a + from, a + from + 1, (size_t)(to - from) * sizeof(qsort_items_elem));
+        memmove(keys + from, keys + from + 1, (size_t)(to - from) * sizeof *keys);
+    } else if (to < from) {
+        memmove(a + to + 1, a + to, (size_t)(from - to) * sizeof(qsort_items_elem));
+        memmove(keys + to + 1, keys + to, (size_t)(from - to) * sizeof *keys);
+    }
     a[to] = tmp;
+    memcpy(&keys[to], &nrec.grp, sizeof keys[to]);
     *ref = to;
     return P2_OK;
 }
@@ -166,13 +231,14 @@ static inline uint64_t qsort_items__qsort_range_next(qsort_db *db, uint64_t ref)
 }
 
 /* Integrity check (<prefix>_verify): the block lies in memory, count <= cap, the elements
-   are in grp order, and the slots past the last element are all zero (removing clears
-   the vacated slot). Returns -1 if the slots cannot be read safely. */
+   are in grp order, the slots past the last element are all zero (removing clears
+   the vacated slot), and the key column agrees with the elements. Returns -1 if the slots cannot be read safely. */
 static int qsort_items__qsort_verify(qsort_db *db, p2_verify *v)
 {
     qsort_items_root *r = qsort_items__transient_root(db);
     uint64_t i;
     const qsort_items_elem *a;
+    const qsort_items__qsort_key *keys;
     if (r->qsort_cap == 0 || !qsort_items__transient_contains(db, r->qsort_slots, (uint64_t)r->qsort_cap * sizeof(qsort_items_elem))) {
         p2_verify_fail(v, "container items, layer qsort: slot block %" PRIu64 " of %u slots lies outside the used memory", r->qsort_slots, r->qsort_cap);
         return -1;
@@ -192,6 +258,24 @@ static int qsort_items__qsort_verify(qsort_db *db, p2_verify *v)
         for (j = 0; j < sizeof a[i] && b[j] == 0; j++) {}
         if (j < sizeof a[i])
             p2_verify_fail(v, "container items, layer qsort: slot %" PRIu64 " past the last element is not zero (byte %u)", i, (unsigned)j);
+    }
+    /* the key column: the bytes of every element's grp, in position order, zero past
+       the last element */
+    if (r->qsort_kcap < r->qsort_cap || !qsort_items__transient_contains(db, r->qsort_keys, (uint64_t)r->qsort_kcap * sizeof(qsort_items__qsort_key))) {
+        p2_verify_fail(v, "container items, layer qsort: key column %" PRIu64 " of %u entries lies outside the used memory or is short of the %u slots", r->qsort_keys, r->qsort_kcap, r->qsort_cap);
+        return -1;
+    }
+    qsort_items__transient_claim(db, v, r->qsort_keys, (uint64_t)r->qsort_kcap * sizeof(qsort_items__qsort_key), "container items, layer qsort: key column");
+    keys = qsort_items__qsort_keys(db);
+    for (i = 0; i < r->qsort_count; i++)
+        if (memcmp(&keys[i], &a[i].rec.grp, sizeof keys[i]) != 0)
+            p2_verify_fail(v, "container items, layer qsort: key column entry %" PRIu64 " differs from the element's grp", i);
+    for (i = r->qsort_count; i < r->qsort_kcap; i++) {
+        const unsigned char *b = (const unsigned char *)&keys[i];
+        size_t j;
+        for (j = 0; j < sizeof keys[i] && b[j] == 0; j++) {}
+        if (j < sizeof keys[i])
+            p2_verify_fail(v, "container items, layer qsort: key column entry %" PRIu64 " past the last element is not zero (byte %u)", i, (unsigned)j);
     }
     return 0;
 }

@@ -46,7 +46,13 @@ class QSort(Layer):
 
     def paths(self, inst, query):
         n = query.n
-        return ordered_paths(self, inst, query, what="qsort (binary search)",
-                             eq_cost=0.9 * log2n(n) + 1,
-                             range_cost=lambda nb: 0.9 * log2n(n) + n * range_selectivity(nb),
+        # In elements touched, as the other layers count: the binary search reads the key
+        # column, whose last log2(keys per 64-byte line) steps stay within one line, so it
+        # touches about log2(n / keys per line) lines of it, then the element found.
+        key = inst.key_field_obj
+        per_line = max(1, 64 // max(1, key.type.bits // 8)) if key is not None else 1
+        search = 0.9 * log2n(n / per_line)
+        return ordered_paths(self, inst, query, what="qsort (binary search of the key column)",
+                             eq_cost=search + 1,
+                             range_cost=lambda nb: search + n * range_selectivity(nb),
                              scan_cost=n)

@@ -79,6 +79,12 @@ static inline uint64_t qsort_items__qsort_bound(qsort_db *db, int32_t key, int u
     if (n == 0) return 0;
     while (n > 1) {
         uint64_t half = n / 2;
+#if defined(__GNUC__) || defined(__clang__)
+        /* the two entries the next step may probe, fetched while this one is compared:
+           the chain of dependent misses overlaps by one step */
+        __builtin_prefetch(base + half / 2);
+        __builtin_prefetch(base + half + half / 2);
+#endif
         base = qsort_items__cmp_grp(base[half], key) < upper ? base + half : base;
         n -= half;
     }

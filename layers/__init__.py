@@ -4,6 +4,7 @@ from __future__ import annotations
 from .array import Array
 from .avl import Avl
 from .base import Layer
+from .btree import BTree
 from .delflag import DelFlag
 from .dlist import DList
 from .hash import Hash
@@ -24,7 +25,7 @@ from .transient import Transient
 LAYERS: dict[str, Layer] = {cls.name: cls() for cls in (
     Transient, Persistent, Journal, Mapped,
     Array, IArray, QSort, Malloc,
-    Hash, Avl, DList, ODList,
+    Hash, Avl, BTree, DList, ODList,
     Top2ds, Qualify, Top2dsQualify, DelFlag,
     IList, RefArray,
 )}

@@ -126,6 +126,15 @@ class PathOption:
     descending: bool = False
 
 
+# The unit of every PathOption.cost: cache lines read (an estimate), the cost that dominates
+# a lookup in memory. An element read is one line; a hash probe a bucket and the element
+# (1.5 with chains of about half an element); a binary-tree or binary-search step one line
+# per level; a B-tree node the lines its binary search touches. `p2gen explain` prints
+# costs with this unit and the container sizes they assume.
+COST_UNIT = "cache-line reads"
+CACHE_LINE = 64
+
+
 def log2n(n: float) -> float:
     return math.log2(max(n, 2.0))
 
@@ -195,6 +204,11 @@ class Layer:
         return []
 
     def root_fields(self, inst) -> list[ElemField]:
+        return []
+
+    def handle_fields(self, inst) -> list[ElemField]:
+        """Fields the layer keeps in the database handle (`db-><container>__<name>`):
+        state of this open only, zeroed at open, never in a file (a cache, a hint)."""
         return []
 
     def reference_blocks(self, inst) -> list[tuple[str, str]]:

@@ -61,6 +61,8 @@ CHOSEN_PARAMS = {
     "qsort": "key = score, capacity = 4",
     "hash": "key = grp, buckets = 4",
     "avl": "key = score",
+    # small nodes: a few entries each, so splits, merges and refills happen constantly
+    "btree": "key = score, node = 112",
     "odlist": "key = name",
     "persistent": 'file = "diff.db"',
     # the journal below every layer above it: page tracking must catch every write the
@@ -228,6 +230,10 @@ EXTRAS = {
     "x_hash2": (["top2ds_qualify", "top2ds", "hash", "array"],
                 "top2ds_qualify[hash(key = grp, buckets = 2, grow = false)[hash(key = name, "
                 "buckets = 2)[array(capacity = 4)[{mem}]]]]", None),
+    # a hash over a btree of small nodes (splits and merges constantly)
+    "x_hash_btree": (["top2ds_qualify", "top2ds", "hash", "btree", "array"],
+                     "top2ds_qualify[hash(key = grp, buckets = 4)[btree(key = score, node = 112)"
+                     "[array(capacity = 4)[{mem}]]]]", None),
 }
 
 
@@ -250,6 +256,9 @@ PT_EXTRAS = {
     "y_hash_identity": (["top2ds_qualify", "top2ds", "hash", "array"],
                         "top2ds_qualify[hash(key = big, fn = identity, buckets = 1)[array[{mem}]]]",
                         []),
+    "y_btree_f_btree_tag": (["top2ds_qualify", "top2ds", "btree", "btree", "array"],
+                            "top2ds_qualify[btree(key = f, node = 96)[btree(key = tag, node = 80)"
+                            "[array(capacity = 1)[{mem}]]]]", ["f", "tag"]),
 }
 
 

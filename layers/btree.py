@@ -4,13 +4,17 @@ from dataclasses import dataclass
 from .base import (ALLOC, CACHE_LINE, ElemField, Layer, ParamSpec, ordered_paths,
                    range_selectivity)
 
-# The default node size, chosen by measurement (bench: 1,000,000 u32 keys inserted in
-# random order, then 1,000,000 random equality lookups, transient memory, one core):
-# 128 bytes: 0.56 s insert / 0.43 s lookup; 256: 0.47 / 0.33; 512: 0.47 / 0.32;
-# 1024: 0.55 / 0.35. 256 and 512 tie on lookups; 256 moves half the bytes per split
-# and per insert shift, and keeps a node within four 64-byte cache lines (a binary
-# search in it touches at most three of them), so it is the default.
-DEFAULT_NODE = 256
+# The default node size, chosen by measurement: 1,000,000 u32 keys inserted in random
+# order into btree(key = id, node = N)[array[transient]], then 1,000,000 equality finds in
+# another order (one core of a shared two-core machine, two runs each, seconds):
+#   node   128: insert 1.21-1.39, find 1.20-1.24     node  1024: 0.56-0.73, 0.57-0.70
+#   node   256: insert 0.83-0.87, find 0.87-0.89     node  2048: 0.60-0.69, 0.56-0.69
+#   node   512: insert 0.65-0.78, find 0.60-0.74     node  4096: 0.64-0.69, 0.66-0.76
+# Up to 1 KiB a bigger node saves levels (each a cache miss on a big tree) faster than its
+# binary search and its insert shifts grow; beyond, they cost what the levels save. So
+# 1024 bytes (16 cache lines, 62 i64 or 83 u32 keys per leaf with 64-bit links) is the
+# default; tests use nodes of about 100 bytes, which split and merge every few changes.
+DEFAULT_NODE = 1024
 # The fewest entries a node of either kind must hold, so that a node split in two, or
 # two nodes merged, still meets the fill rule (at least half full).
 MIN_CAPACITY = 3

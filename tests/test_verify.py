@@ -70,9 +70,14 @@ container j_qualify of item = qualify[top2ds[dlist[array[journal[persistent]]]]]
     with persistent(file = "vj.db");
 container x_hash of item = top2ds_qualify[hash[malloc[mapped]]]
     with hash(key = id), mapped(file = "vm.db");
+container a_btree of item = top2ds_qualify[hash(key = id)[btree(key = score, node = 96)[array[persistent]]]]
+    with persistent(file = "v.db");
+container m_btree of item = top2ds_qualify[btree(key = name, node = 128)[malloc[persistent]]]
+    with persistent(file = "v.db");
 """
 CONTAINERS = ["a_hash", "a_avl", "a_hashavl", "i_hash", "i_odlist", "m_hash", "m_avl",
-              "m_dlist", "m_odlist", "q", "d_hash", "t_hashavl", "j_qualify", "x_hash"]
+              "m_dlist", "m_odlist", "q", "d_hash", "t_hashavl", "j_qualify", "x_hash",
+              "a_btree", "m_btree"]
 
 
 def san_env() -> dict:
@@ -410,6 +415,65 @@ def test_targeted_corruption_is_reported(dbs, tmp_path, db, entry, how, expect):
         assert expect in proc.stdout, proc.stdout
     else:   # refused at open: only for root blocks (their checksum), which no target is
         pytest.fail(f"open refused: {proc.stderr}")
+
+
+# btree nodes are blocks of the memory, outside the elements and the map: the targets are
+# found from the root's reference to the root node (an inner node: small nodes make the
+# tree several levels deep), the first leaf below it, and the node layout
+# (layers/btree.py, Geometry.layout).
+BTREE_TARGETS = [
+    ("root level", "inner", "level", "zero"),
+    ("root separators", "inner", "n", "zero"),
+    ("root child link", "inner", "child", "xor"),
+    ("root separator key", "inner", "key", "xor"),
+    ("leaf next link", "leaf", "next", "xor"),
+    ("leaf back link", "leaf", "prev", "xor"),
+    ("leaf reference", "leaf", "ref", "xor"),
+    ("leaf key copy", "leaf", "key", "xor"),
+    ("leaf count", "leaf", "n", "big"),
+]
+
+
+@pytest.mark.parametrize("what,node,field,how", BTREE_TARGETS, ids=[t[0].replace(" ", "-") for t in BTREE_TARGETS])
+def test_btree_node_corruption_is_reported(dbs, tmp_path, what, node, field, how):
+    from p2gen.build import load
+    from p2gen.layers.btree import geometry
+    exe, d, fname = dbs["vall"]
+    info = next(c for c in load(_vall_spec(tmp_path)).containers if c.name == "a_btree")
+    g = geometry(next(li for li in info.ds if li.name == "btree"))
+    fields = {r[3]: (r[1], r[2]) for r in byte_map(exe, d) if r[3].startswith("a_btree root btree_")}
+    path = copy_db(d, tmp_path / "db") / fname
+    root = int.from_bytes(read(path, *fields["a_btree root btree_root"]), "little")
+    height = int.from_bytes(read(path, *fields["a_btree root btree_height"]), "little")
+    assert height >= 2, f"expected an inner root, not {height} levels"
+    lay = g.layout(inner=True)
+    assert int.from_bytes(read(path, root + lay["level"], 2), "little") == height - 1
+    at = root
+    if node == "leaf":    # the first leaf: down the first children
+        for _ in range(height - 1):
+            at = int.from_bytes(read(path, at + lay["child"], g.link), "little")
+        lay = g.layout(inner=False)
+        assert int.from_bytes(read(path, at + lay["level"], 2), "little") == 0
+    pos = at + lay[field]
+    size = {"level": 2, "n": 2, "key": g.key_size}.get(field, g.link)
+    if field == "prev":   # the second leaf's back link: the first leaf has none
+        at = int.from_bytes(read(path, at + lay["next"], g.link), "little")
+        pos = at + lay["prev"]
+    if how == "zero":
+        patch(path, pos, bytes(size))
+    elif how == "big":
+        patch(path, pos, (g.leaf_cap + 1).to_bytes(2, "little"))
+    else:
+        patch(path, pos, bytes([read(path, pos, 1)[0] ^ 0x5A]))
+    proc = check(exe, path.parent)
+    assert proc.returncode == 1, f"{what}: not reported\n{proc.stdout}{proc.stderr}"
+    assert "container a_btree, layer btree" in proc.stdout, proc.stdout
+
+
+def _vall_spec(tmp_path: Path) -> str:
+    p = tmp_path / "vall.p2"
+    p.write_text(SPEC)
+    return str(p)
 
 
 # ---------------------------------------------------------------------------

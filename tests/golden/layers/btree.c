@@ -1,32 +1,32 @@
 /* --------------------------------------------------------------------------
- * layer btree (btree: ds[ds]) of items: key=grp, node=256
+ * layer btree (btree: ds[ds]) of items: key=grp, node=1024
  * ------------------------------------------------------------------------ */
 /* A key as the nodes store it. */
 typedef int32_t btree_items__btree_key;
 
-/* A leaf: 19 entries in 256 bytes. prev / next: the neighbour leaves in key
+/* A leaf: 83 entries in 1024 bytes. prev / next: the neighbour leaves in key
    order (memory references, 0: none). */
 typedef struct {
     uint64_t prev, next;
     uint16_t n;                  /* entries in use */
     uint16_t level;              /* 0 */
-    btree_items__btree_key key[19];
-    uint64_t ref[19];  /* the storage's element references */
+    btree_items__btree_key key[83];
+    uint64_t ref[83];  /* the storage's element references */
 } btree_items__btree_leaf;
 
-/* An inner node: 11 separators and one more child in 256 bytes (prev and next
+/* An inner node: 49 separators and one more child in 1024 bytes (prev and next
    unused, so that the header reads alike in both kinds). */
 typedef struct {
     uint64_t prev, next;
     uint16_t n;                  /* separators in use; children: n + 1 */
     uint16_t level;              /* height above the leaves (>= 1) */
-    btree_items__btree_key key[11];
-    uint64_t ref[11];
-    uint64_t child[12];  /* memory references of the children */
+    btree_items__btree_key key[49];
+    uint64_t ref[49];
+    uint64_t child[50];  /* memory references of the children */
 } btree_items__btree_inner;
 
 /* Both kinds of node fit the block the memory layer gives them. */
-typedef char btree_items__btree_fits[sizeof(btree_items__btree_leaf) <= 256 && sizeof(btree_items__btree_inner) <= 256 ? 1 : -1];
+typedef char btree_items__btree_fits[sizeof(btree_items__btree_leaf) <= 1024 && sizeof(btree_items__btree_inner) <= 1024 ? 1 : -1];
 
 static inline btree_items__btree_leaf *btree_items__btree_lf(btree_db *db, uint64_t m)
 {
@@ -92,7 +92,7 @@ static inline int btree_items__btree_pool_fill(btree_db *db, uint64_t want)
 {
     while (btree_items__transient_root(db)->btree_nspare < want) {
         uint64_t m = 0;
-        int rc = btree_items__transient_alloc(db, 256, &m);
+        int rc = btree_items__transient_alloc(db, 1024, &m);
         if (rc != P2_OK) return rc;
         btree_items__btree_pool_push(db, m);
     }
@@ -109,8 +109,8 @@ static inline uint64_t btree_items__btree_take(btree_db *db)
     btree_items__transient_will_write(db, &r->btree_nspare, sizeof r->btree_nspare);
     r->btree_spare = l->next;
     r->btree_nspare--;
-    btree_items__transient_will_write(db, l, 256);
-    memset(l, 0, 256);
+    btree_items__transient_will_write(db, l, 1024);
+    memset(l, 0, 1024);
     return m;
 }
 
@@ -120,7 +120,7 @@ static inline void btree_items__btree_release(btree_db *db, uint64_t m)
 {
     btree_items_root *r = btree_items__transient_root(db);
     if (r->btree_nspare < r->btree_height + 2) btree_items__btree_pool_push(db, m);
-    else btree_items__transient_free(db, m, 256);
+    else btree_items__transient_free(db, m, 1024);
 }
 
 /* Insert the entry (k, ref) into the subtree at node m, `lev` levels above the leaves.
@@ -134,8 +134,8 @@ static int btree_items__btree_ins(btree_db *db, uint64_t m, unsigned lev, int32_
         uint64_t rm, nx;
         n = l->n;
         i = btree_items__btree_ebound(l->key, l->ref, n, k, ref, 1);
-        btree_items__transient_will_write(db, l, 256);
-        if (n < 19) {
+        btree_items__transient_will_write(db, l, 1024);
+        if (n < 83) {
             memmove(&l->key[i + 1], &l->key[i], (n - i) * sizeof l->key[0]);
             memmove(&l->ref[i + 1], &l->ref[i], (n - i) * sizeof l->ref[0]);
             btree_items__btree_kset(&l->key[i], k);
@@ -143,8 +143,8 @@ static int btree_items__btree_ins(btree_db *db, uint64_t m, unsigned lev, int32_
             l->n = (uint16_t)(n + 1);
             return 0;
         }
-        /* Split the 20 entries (the new one at i): the first h stay. */
-        h = (19 + 1) / 2;
+        /* Split the 84 entries (the new one at i): the first h stay. */
+        h = (83 + 1) / 2;
         rm = btree_items__btree_take(db);
         rl = btree_items__btree_lf(db, rm);
         if (i >= h) {         /* the new entry goes right */
@@ -165,7 +165,7 @@ static int btree_items__btree_ins(btree_db *db, uint64_t m, unsigned lev, int32_
             l->ref[i] = ref;
         }
         l->n = (uint16_t)h;
-        rl->n = (uint16_t)(19 + 1 - h);
+        rl->n = (uint16_t)(83 + 1 - h);
         nx = l->next;
         rl->prev = m;
         rl->next = l->next;
@@ -187,8 +187,8 @@ static int btree_items__btree_ins(btree_db *db, uint64_t m, unsigned lev, int32_
         i = btree_items__btree_ebound(in->key, in->ref, n, k, ref, 1);
         if (!btree_items__btree_ins(db, in->child[i], lev - 1, k, ref, &ck, &cr, &cright)) return 0;
         /* child i split: separator (ck, cr) goes in at i, the new child at i + 1 */
-        btree_items__transient_will_write(db, in, 256);
-        if (n < 11) {
+        btree_items__transient_will_write(db, in, 1024);
+        if (n < 49) {
             memmove(&in->key[i + 1], &in->key[i], (n - i) * sizeof in->key[0]);
             memmove(&in->ref[i + 1], &in->ref[i], (n - i) * sizeof in->ref[0]);
             memmove(&in->child[i + 2], &in->child[i + 1], (n - i) * sizeof in->child[0]);
@@ -198,9 +198,9 @@ static int btree_items__btree_ins(btree_db *db, uint64_t m, unsigned lev, int32_
             in->n = (uint16_t)(n + 1);
             return 0;
         }
-        /* Split the 12 separators and 13 children: the first h
+        /* Split the 50 separators and 51 children: the first h
            separators and h + 1 children stay, separator h goes up, the rest move right. */
-        h = (11 + 1) / 2;
+        h = (49 + 1) / 2;
         rm = btree_items__btree_take(db);
         rn = btree_items__btree_in(db, rm);
         if (i > h) {          /* separator h goes up, the new one right */
@@ -238,7 +238,7 @@ static int btree_items__btree_ins(btree_db *db, uint64_t m, unsigned lev, int32_
             in->child[i + 1] = cright;
         }
         in->n = (uint16_t)h;
-        rn->n = (uint16_t)(11 - h);
+        rn->n = (uint16_t)(49 - h);
         rn->level = in->level;
         memcpy(sk, &up, sizeof up);
         *sr = upr;
@@ -295,14 +295,14 @@ static void btree_items__btree_fix(btree_db *db, btree_items__btree_inner *in, u
     unsigned s = i > 0 ? i - 1 : i;   /* the separator between the two nodes: a = s, b = s + 1 */
     uint64_t am = in->child[s], bm = in->child[s + 1];
     unsigned an, bn;
-    btree_items__transient_will_write(db, in, 256);
+    btree_items__transient_will_write(db, in, 1024);
     if (lev == 0) {
         btree_items__btree_leaf *a = btree_items__btree_lf(db, am), *b = btree_items__btree_lf(db, bm);
-        btree_items__transient_will_write(db, a, 256);
-        btree_items__transient_will_write(db, b, 256);
+        btree_items__transient_will_write(db, a, 1024);
+        btree_items__transient_will_write(db, b, 1024);
         an = a->n;
         bn = b->n;
-        if (an + bn <= 19) {
+        if (an + bn <= 83) {
             uint64_t nx = b->next;
             memcpy(&a->key[an], &b->key[0], bn * sizeof a->key[0]);
             memcpy(&a->ref[an], &b->ref[0], bn * sizeof a->ref[0]);
@@ -335,11 +335,11 @@ static void btree_items__btree_fix(btree_db *db, btree_items__btree_inner *in, u
         return;
     } else {
         btree_items__btree_inner *a = btree_items__btree_in(db, am), *b = btree_items__btree_in(db, bm);
-        btree_items__transient_will_write(db, a, 256);
-        btree_items__transient_will_write(db, b, 256);
+        btree_items__transient_will_write(db, a, 1024);
+        btree_items__transient_will_write(db, b, 1024);
         an = a->n;
         bn = b->n;
-        if (an + 1 + bn <= 11) {
+        if (an + 1 + bn <= 49) {
             /* a, the separator between them, b */
             memcpy(&a->key[an], &in->key[s], sizeof a->key[0]);
             a->ref[an] = in->ref[s];
@@ -393,7 +393,7 @@ static unsigned btree_items__btree_del(btree_db *db, uint64_t m, unsigned lev, i
         n = l->n;
         i = btree_items__btree_ebound(l->key, l->ref, n, k, ref, 0);
         if (i >= n || l->ref[i] != ref) return n;   /* not in the tree: cannot happen */
-        btree_items__transient_will_write(db, l, 256);
+        btree_items__transient_will_write(db, l, 1024);
         memmove(&l->key[i], &l->key[i + 1], (n - i - 1) * sizeof l->key[0]);
         memmove(&l->ref[i], &l->ref[i + 1], (n - i - 1) * sizeof l->ref[0]);
         l->n = (uint16_t)(n - 1);
@@ -401,7 +401,7 @@ static unsigned btree_items__btree_del(btree_db *db, uint64_t m, unsigned lev, i
     } else {
         btree_items__btree_inner *in = btree_items__btree_in(db, m);
         i = btree_items__btree_ebound(in->key, in->ref, in->n, k, ref, 1);
-        if (btree_items__btree_del(db, in->child[i], lev - 1, k, ref) < (lev == 1 ? 9u : 5u))
+        if (btree_items__btree_del(db, in->child[i], lev - 1, k, ref) < (lev == 1 ? 41u : 24u))
             btree_items__btree_fix(db, in, i, lev - 1);
         return in->n;
     }
@@ -451,7 +451,7 @@ static void btree_items__btree_free_at(btree_db *db, uint64_t m, unsigned lev)
         btree_items__btree_inner *in = btree_items__btree_in(db, m);
         for (unsigned i = 0; i <= in->n; i++) btree_items__btree_free_at(db, in->child[i], lev - 1);
     }
-    btree_items__transient_free(db, m, 256);
+    btree_items__transient_free(db, m, 1024);
 }
 
 /* Transient close: every node and the pool go back to the memory. */
@@ -462,7 +462,7 @@ static inline void btree_items__btree_destroy(btree_db *db)
     if (r->btree_height > 0) btree_items__btree_free_at(db, r->btree_root, (unsigned)(r->btree_height - 1));
     while (m != 0) {
         uint64_t nx = btree_items__btree_lf(db, m)->next;
-        btree_items__transient_free(db, m, 256);
+        btree_items__transient_free(db, m, 1024);
         m = nx;
     }
     btree_items__array_destroy(db);
@@ -607,11 +607,11 @@ static int btree_items__btree_verify_at(btree_db *db, p2_verify *v, btree_items_
         p2_verify_fail(v, "container items, layer btree: more than %" PRIu64 " nodes for the stored elements (a node linked twice?)", st->limit);
         return -1;
     }
-    if (!btree_items__transient_contains(db, m, 256)) {
+    if (!btree_items__transient_contains(db, m, 1024)) {
         p2_verify_fail(v, "container items, layer btree: node %" PRIu64 " lies outside the used memory", m);
         return -1;
     }
-    btree_items__transient_claim(db, v, m, 256, "container items, layer btree: node");
+    btree_items__transient_claim(db, v, m, 1024, "container items, layer btree: node");
     hd = (const btree_items__btree_leaf *)btree_items__transient_ptr(db, m);
     n = hd->n;
     if (hd->level != lev) {
@@ -620,12 +620,12 @@ static int btree_items__btree_verify_at(btree_db *db, p2_verify *v, btree_items_
     }
     if (lev == 0) {
         const btree_items__btree_leaf *l = hd;
-        if (n > 19 || n == 0) {
-            p2_verify_fail(v, "container items, layer btree: leaf %" PRIu64 " holds %u entries (1 to 19)", m, n);
+        if (n > 83 || n == 0) {
+            p2_verify_fail(v, "container items, layer btree: leaf %" PRIu64 " holds %u entries (1 to 83)", m, n);
             return -1;
         }
-        if (!is_root && n < 9)
-            p2_verify_fail(v, "container items, layer btree: leaf %" PRIu64 " holds %u entries, less than half full (9)", m, n);
+        if (!is_root && n < 41)
+            p2_verify_fail(v, "container items, layer btree: leaf %" PRIu64 " holds %u entries, less than half full (41)", m, n);
         if (l->prev != st->last_leaf)
             p2_verify_fail(v, "container items, layer btree: leaf %" PRIu64 " links back to %" PRIu64 ", not to the leaf before it (%" PRIu64 ")", m, (uint64_t)l->prev, st->last_leaf);
         if (st->last_leaf != 0 && btree_items__btree_lf(db, st->last_leaf)->next != m)
@@ -651,12 +651,12 @@ static int btree_items__btree_verify_at(btree_db *db, p2_verify *v, btree_items_
         return 0;
     } else {
         const btree_items__btree_inner *in = (const btree_items__btree_inner *)hd;
-        if (n > 11 || n == 0) {
-            p2_verify_fail(v, "container items, layer btree: inner node %" PRIu64 " holds %u separators (1 to 11)", m, n);
+        if (n > 49 || n == 0) {
+            p2_verify_fail(v, "container items, layer btree: inner node %" PRIu64 " holds %u separators (1 to 49)", m, n);
             return -1;
         }
-        if (!is_root && n < 5)
-            p2_verify_fail(v, "container items, layer btree: inner node %" PRIu64 " holds %u separators, less than half full (5)", m, n);
+        if (!is_root && n < 24)
+            p2_verify_fail(v, "container items, layer btree: inner node %" PRIu64 " holds %u separators, less than half full (24)", m, n);
         for (i = 0; i < n; i++) {
             uint64_t sr = in->ref[i];
             if ((i > 0 && btree_items__btree_pair_cmp(in->key[i - 1], in->ref[i - 1], in->key[i], sr) >= 0)
@@ -708,11 +708,11 @@ static int btree_items__btree_verify(btree_db *db, p2_verify *v)
         return 0;
     }
     for (m = r->btree_spare, i = 0; i < r->btree_nspare; i++) {
-        if (!btree_items__transient_contains(db, m, 256)) {
+        if (!btree_items__transient_contains(db, m, 1024)) {
             p2_verify_fail(v, "container items, layer btree: pool node %" PRIu64 " (%" PRIu64 " of %" PRIu64 ") lies outside the used memory", m, i + 1, r->btree_nspare);
             return 0;
         }
-        btree_items__transient_claim(db, v, m, 256, "container items, layer btree: pool node");
+        btree_items__transient_claim(db, v, m, 1024, "container items, layer btree: pool node");
         m = btree_items__btree_lf(db, m)->next;
     }
     if (m != 0)

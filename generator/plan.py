@@ -12,7 +12,7 @@ from typing import Optional
 
 from .ir import CheckedSpec, ContainerInfo, CursorInfo
 from .errors import SpecError
-from .layers.base import PathOption
+from .layers.base import COST_UNIT, PathOption
 from .model import And, Compare, Const, Expr, FieldRef, ParamRef, chain_terms, expr_text, operand_text
 
 DEFAULT_SIZE_ESTIMATE = 10_000
@@ -179,6 +179,13 @@ def explain(checked: CheckedSpec, include_finds: bool = True) -> str:
         lines.append("")
     for info in checked.containers:
         lines.append(f"container {info.name} = {info.equation_text()}")
+        if any(not c.synthetic == "all" and (c.synthetic != "find" or include_finds)
+               for c in info.cursors):
+            cap = info.storage.params.get("capacity")
+            why = (f"its storage's capacity" if cap and cap >= DEFAULT_SIZE_ESTIMATE
+                   else f"the planner's default")
+            lines.append(f"  sizes assumed: {size_estimate(info):,.0f} elements ({why}); "
+                         f"costs in {COST_UNIT} (estimated)")
         for cur in info.cursors:
             if cur.synthetic == "all" or (cur.synthetic == "find" and not include_finds):
                 continue
@@ -191,7 +198,7 @@ def explain(checked: CheckedSpec, include_finds: bool = True) -> str:
             lines.append(f"{head}{where}{order}")
             p = checked.plans[cur]
             lines.append(f"    chosen: {p.path.layer.describe()} {path_kind_text(p.path)}: "
-                         f"{p.path.why} (cost {p.path.cost:.1f})")
+                         f"{p.path.why} (cost {p.path.cost:.1f} {COST_UNIT})")
             lines.append(f"    residual filter: {p.residual_text}")
             others = [c for c in p.candidates if c.option is not p.path]
             if others:
@@ -202,7 +209,7 @@ def explain(checked: CheckedSpec, include_finds: bool = True) -> str:
                     else:
                         note = f" — {c.note}" if c.note else ""
                         lines.append(f"      {c.layer.describe()} {path_kind_text(c.option)}: "
-                                     f"{c.option.why} (cost {c.option.cost:.1f}){note}")
+                                     f"{c.option.why} (cost {c.option.cost:.1f} {COST_UNIT}){note}")
         lines.append("")
     for ri in checked.relationships:
         lines.append(f"{ri.text()}  ({ri.kind})")

@@ -515,3 +515,69 @@ def test_reverse_walk_agrees_with_the_paths(name):
         assert "range, descending" in explain(spec)
     else:
         assert "desc" in error_of(text).message
+
+
+# --- the cost model: btree beside the other ordered layers ---------------------------
+# Costs are cache-line reads (layers/base.py, COST_UNIT); btree's come from its height and
+# fanout, which follow from the node size, the key's size and the container size assumed.
+BTREE_PLANS = REC + """container b of item
+    = top2ds_qualify[hash(key = grp)[btree(key = score)[avl(key = ratio)[array(capacity = 1000000)[transient]]]]];
+cursor b_score on b where score == $s;
+cursor b_grp on b where grp == $g and score == $s;
+cursor b_range on b where score >= $lo and score < $hi;
+container t of item
+    = top2ds_qualify[btree(key = id)[avl(key = id)[array(capacity = 1000000)[transient]]]];
+cursor t_id on t where id == $i;
+container q of item = top2ds_qualify[qsort(key = id, capacity = 1000000)[transient]];
+cursor q_id on q where id == $i;
+"""
+
+
+def test_btree_costs_follow_height_and_fanout():
+    from p2gen.layers.btree import geometry
+    ck = checked(BTREE_PLANS)
+    li = next(li for li in ck.containers[0].ds if li.name == "btree")
+    g = geometry(li)
+    # i64 keys, 64-bit links, 1024-byte nodes: 24-byte header, then keys and references
+    assert (g.node, g.leaf_cap, g.inner_cap) == (1024, 62, 41)
+    # a million entries, nodes 70% full: ~23,000 leaves under inner nodes of ~29 children
+    assert g.height(1_000_000) == 4 and g.height(5) == 1 and g.height(100) == 2
+    assert g.lines_per_node() == 3   # 16 lines: the first, then half a line per halving
+    plans_ = {k.name: ck.plans[k] for info in ck.containers for k in info.cursors}
+    eq = plans_["b_score"].path
+    assert (eq.layer.name, eq.kind) == ("btree", "range")
+    assert eq.cost == pytest.approx(4 * g.lines_per_node() + 1)
+    # the node size moves the cost: bigger nodes, fewer levels, more lines per node
+    big = checked(BTREE_PLANS.replace("btree(key = score)", "btree(key = score, node = 8192)"))
+    eq_big = next(big.plans[k] for k in big.containers[0].cursors if k.name == "b_score").path
+    gb = geometry(next(li for li in big.containers[0].ds if li.name == "btree"))
+    assert gb.height(1_000_000) < g.height(1_000_000)
+    assert eq_big.cost == pytest.approx(gb.height(1_000_000) * gb.lines_per_node() + 1)
+
+
+def test_planner_chooses_by_cost_between_btree_avl_qsort_and_hash():
+    ck = checked(BTREE_PLANS)
+    p = {k.name: ck.plans[k] for info in ck.containers for k in info.cursors}
+    # hash: one bucket beats any descent
+    assert p["b_grp"].path.layer.name == "hash" and p["b_grp"].residual_text == "score == $s"
+    # btree beats avl on the same key (4 levels of 3 lines against 21 elements)...
+    t = p["t_id"]
+    assert t.path.layer.name == "btree"
+    avl = next(c.option for c in t.candidates if c.option is not None
+               and c.layer.name == "avl" and "id == $i" in c.option.why)
+    assert t.path.cost < avl.cost
+    # ...and qsort's binary search over the elements
+    assert t.path.cost < p["q_id"].path.cost
+    # a range through the tree beats scanning the array
+    r = p["b_range"]
+    assert r.path.layer.name == "btree" and r.residual_text == "(none)"
+
+
+def test_explain_shows_costs_with_units_and_sizes():
+    text = explain(checked(BTREE_PLANS))
+    assert "sizes assumed: 1,000,000 elements (its storage's capacity); costs in cache-line reads" in text
+    assert "4 levels of 1024-byte nodes (62 entries per leaf, 42 children per inner node, 70% full)" in text
+    assert "cache-line reads)" in text
+    small = explain(checked(REC + "container s of item = top2ds_qualify[btree(key = id)[array[transient]]];\n"
+                                  "cursor s_id on s where id == $i;\n"))
+    assert "sizes assumed: 10,000 elements (the planner's default)" in small

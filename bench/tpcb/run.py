@@ -1,6 +1,6 @@
 """`p2gen bench tpcb`: the TPC-B head-to-head benchmark.
 
-Build: every spec of type_equations/tpcb/ (AVL, QSORT, HASH0, HASH1, IARRAY, each over
+Build: every spec of type_equations/tpcb/ (AVL, QSORT, HASH0, HASH1, IARRAY, BTREE, each over
 persistent and transient memory) is generated with its own prefix; the one driver source
 bench/tpcb/tpcb_driver.cc is compiled once per variant against the generated header, and
 linked with the reference systems (bench/tpcb/tpcb_refs.cc: BASELINE, hand-coded C, SQLite,
@@ -45,9 +45,9 @@ from .. import BENCH_DIR, spec_dir
 SOURCE_DIR = BENCH_DIR / "tpcb"
 SPEC_DIR = spec_dir("tpcb")
 
-# (benchmark name, spec file stem) in the order of the paper
+# (benchmark name, spec file stem) in the order of the paper, then the B+-tree index
 STRUCTURES = (("AVL", "avl"), ("QSORT", "qsort"), ("HASH0", "hash0"), ("HASH1", "hash1"),
-              ("IARRAY", "iarray"))
+              ("IARRAY", "iarray"), ("BTREE", "btree"))
 MEMS = ("persistent", "transient")
 P2_SYSTEMS = tuple(name for name, _ in STRUCTURES)
 REFERENCES = (("BASELINE", "none"), ("HANDC", "persistent"), ("HANDC", "transient"),
@@ -109,9 +109,9 @@ def lto_twin(v: Variant) -> Variant:
 
 
 def default_variants(lto: bool = True) -> list[Variant]:
-    """Every variant the binary holds: the ten of the paper built as the README tells users
-    to (`p2gen build`'s lib<prefix>.a, the driver compiled -O2 without LTO), then (lto) the
-    same ten built with -flto, then the journalled ones (the binary registers those only
+    """Every variant the binary holds: the ten of the paper and the two BTREE ones built as
+    the README tells users to (`p2gen build`'s lib<prefix>.a, the driver compiled -O2
+    without LTO), then (lto) the same twelve built with -flto, then the journalled ones (the binary registers those only
     with --tpcb_durable=1; fsync-bound, built the users' way only)."""
     plain = [Variant(name, mem, str(SPEC_DIR / f"{stem}_{mem}.p2"), f"tpcb_{stem}_{mem}")
              for name, stem in STRUCTURES for mem in MEMS]
@@ -591,7 +591,8 @@ def render_targets(summary: dict) -> str:
 PLOT_STYLE = {"BASELINE": ("k", ":"), "HANDC": ("0.4", "--"), "STD-UMAP": ("tab:pink", "--"),
               "BOOST-HASHED": ("tab:cyan", "--"), "BOOST-ORDERED": ("tab:gray", "-."), "SQLITE": ("tab:red", "-"),
               "LMDB": ("tab:brown", "-"), "AVL": ("tab:blue", "-"), "QSORT": ("tab:orange", "-"),
-              "HASH0": ("tab:green", "-"), "HASH1": ("tab:olive", "-"), "IARRAY": ("tab:purple", "-")}
+              "HASH0": ("tab:green", "-"), "HASH1": ("tab:olive", "-"), "IARRAY": ("tab:purple", "-"),
+              "BTREE": ("navy", "-")}
 MARKERS = {"persistent": "o", "transient": "s", "none": "x"}
 
 

@@ -29,12 +29,14 @@ cursor r on c where score >= $lo and score < $hi;
 """
 # the driver calls these static functions itself: keep them in the rendered source
 KEEP = ("tb_c__btree_range_first", "tb_c__btree_range_next", "tb_c__btree_range_last",
-        "tb_c__btree_range_prev")
+        "tb_c__btree_range_prev", "tb_c__btree_lf", "tb_c__btree_in",
+        "tb_c__persistent_mref_get")
 
+# (memory, node size, how the driver reads a stored link as a memory reference)
 MEMS = {
-    "transient": ("transient", 112),
+    "transient": ("transient", 112, "(x)"),
     # 32-bit links: more entries per node of the same size
-    "offset32": ('persistent(file = "tb.db", links = offset32)', 112),
+    "offset32": ('persistent(file = "tb.db", links = offset32)', 112, "tb_c__persistent_mref_get(x)"),
 }
 
 
@@ -43,7 +45,7 @@ class _Keeping(Renderer):
         return super().tool_source() + "\n" + " ".join(KEEP)
 
 
-def build_driver(tmp: Path, cc: str, mem: str, node: int) -> Path:
+def build_driver(tmp: Path, cc: str, mem: str, node: int, link: str) -> Path:
     spec = tmp / "tb.p2"
     spec.write_text(SPEC.format(mem=mem, node=node))
     checked = load(str(spec), "tb")
@@ -54,7 +56,7 @@ def build_driver(tmp: Path, cc: str, mem: str, node: int) -> Path:
         shutil.copy(RUNTIME / f, tmp / f)
     shutil.copy(DRIVER, tmp / "driver.c")
     exe = tmp / "driver"
-    cmd = [cc, *HARNESS_CFLAGS, *SANITIZE_CFLAGS, "-I", str(tmp), str(tmp / "driver.c"),
+    cmd = [cc, *HARNESS_CFLAGS, *SANITIZE_CFLAGS, f"-DLINK(x)={link}", "-I", str(tmp), str(tmp / "driver.c"),
            str(tmp / "p2_runtime.c"), "-o", str(exe), "-lm"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-4000:]
@@ -63,8 +65,8 @@ def build_driver(tmp: Path, cc: str, mem: str, node: int) -> Path:
 
 @pytest.mark.parametrize("mem", list(MEMS))
 def test_btree_random_walks(tmp_path, cc, san_env, mem):
-    text, node = MEMS[mem]
-    exe = build_driver(tmp_path, cc, text, node)
+    text, node, link = MEMS[mem]
+    exe = build_driver(tmp_path, cc, text, node, link)
     for seed in ("1", "2"):
         r = subprocess.run([str(exe), "2500", seed], cwd=tmp_path, env=san_env,
                            capture_output=True, text=True, timeout=300)

@@ -63,6 +63,16 @@ static void check(tb_db *db, const char *after)
     if (tb_c_count(db) != nmodel) FAIL("after %s: count", after);
 }
 
+/* The leaves of the tree, by the leaf links from the first (LINK: a stored link as a
+   memory reference, given by the test for the memory's link width). */
+static uint64_t tb_c__btree_leaves(tb_db *db)
+{
+    uint64_t m = db->c->btree_root, n = 0;
+    for (uint64_t lev = db->c->btree_height; lev > 1; lev--) m = LINK(tb_c__btree_in(db, m)->child[0]);
+    for (; m != 0; m = LINK(tb_c__btree_lf(db, m)->next)) n++;
+    return n;
+}
+
 int main(int argc, char **argv)
 {
     tb_db *db;
@@ -70,6 +80,21 @@ int main(int argc, char **argv)
     tb_item it;
     if (argc > 2) rng += (uint64_t)atol(argv[2]);
     if (tb_open(&db, ".") != P2_OK) FAIL("open");
+    /* a sorted run first: ascending keys fill the nodes (the last node of each level
+       splits unevenly), then the random mix deletes from them and splits them again */
+    for (s = 0; s < 600; s++) {
+        uint64_t ref;
+        memset(&it, 0, sizeof it);
+        it.score = (int64_t)(s / 3);   /* ascending, three of each */
+        if (tb_c_insert(db, &it, &ref) != P2_OK) FAIL("insert: %s", tb_errmsg(db));
+        model[nmodel].key = it.score;
+        model[nmodel++].ref = ref;
+        model_sort();
+        if (s % 37 == 0) check(db, "ascending insert");
+    }
+    check(db, "ascending inserts");
+    /* nodes left full: about a quarter of the leaves a random load would take */
+    if (db->c->btree_height > 0 && tb_c__btree_leaves(db) * 5 > nmodel) FAIL("ascending inserts left %llu leaves for %zu entries", (unsigned long long)tb_c__btree_leaves(db), nmodel);
     for (s = 0; s < steps; s++) {
         uint64_t op = rnd(100), ref;
         size_t target = (nmodel < 30 || rnd(3) == 0) ? 1200 : 400;   /* grow, then churn */

@@ -123,10 +123,14 @@ static inline void btree_items__btree_release(btree_db *db, uint64_t m)
     else btree_items__transient_free(db, m, 1024);
 }
 
-/* Insert the entry (k, ref) into the subtree at node m, `lev` levels above the leaves.
-   If the node splits, returns 1 with the new right node in *right and the separator
-   between the two (the right node's smallest entry) in *sk, *sr. */
-static int btree_items__btree_ins(btree_db *db, uint64_t m, unsigned lev, int32_t k, uint64_t ref, btree_items__btree_key *sk, uint64_t *sr, uint64_t *right)
+/* Insert the entry (k, ref) into the subtree at node m, `lev` levels above the leaves;
+   `last`: m is the last node of its level. If the node splits, returns 1 with the new
+   right node in *right and the separator between the two (the right node's smallest
+   entry) in *sk, *sr. A full node splits in halves, except where the entry goes at the
+   end of the last node of its level (keys arriving in ascending order, as a load of a
+   sorted run): that node stays full and the new right one starts with the new entry,
+   so such a load fills the nodes rather than leaving them half empty. */
+static int btree_items__btree_ins(btree_db *db, uint64_t m, unsigned lev, int last, int32_t k, uint64_t ref, btree_items__btree_key *sk, uint64_t *sr, uint64_t *right)
 {
     unsigned i, n, h;
     if (lev == 0) {
@@ -144,7 +148,7 @@ static int btree_items__btree_ins(btree_db *db, uint64_t m, unsigned lev, int32_
             return 0;
         }
         /* Split the 84 entries (the new one at i): the first h stay. */
-        h = (83 + 1) / 2;
+        h = last && i == n ? 83 : (83 + 1) / 2;
         rm = btree_items__btree_take(db);
         rl = btree_items__btree_lf(db, rm);
         if (i >= h) {         /* the new entry goes right */
@@ -185,7 +189,7 @@ static int btree_items__btree_ins(btree_db *db, uint64_t m, unsigned lev, int32_
         uint64_t cr, cright, upr, rm;
         n = in->n;
         i = btree_items__btree_ebound(in->key, in->ref, n, k, ref, 1);
-        if (!btree_items__btree_ins(db, in->child[i], lev - 1, k, ref, &ck, &cr, &cright)) return 0;
+        if (!btree_items__btree_ins(db, in->child[i], lev - 1, last && i == n, k, ref, &ck, &cr, &cright)) return 0;
         /* child i split: separator (ck, cr) goes in at i, the new child at i + 1 */
         btree_items__transient_will_write(db, in, 1024);
         if (n < 49) {
@@ -199,8 +203,9 @@ static int btree_items__btree_ins(btree_db *db, uint64_t m, unsigned lev, int32_
             return 0;
         }
         /* Split the 50 separators and 51 children: the first h
-           separators and h + 1 children stay, separator h goes up, the rest move right. */
-        h = (49 + 1) / 2;
+           separators and h + 1 children stay, separator h goes up, the rest move right
+           (at the end of the last node: one separator and two children move). */
+        h = last && i == n ? 49 - 1 : (49 + 1) / 2;
         rm = btree_items__btree_take(db);
         rn = btree_items__btree_in(db, rm);
         if (i > h) {          /* separator h goes up, the new one right */
@@ -272,7 +277,7 @@ static inline void btree_items__btree_link(btree_db *db, uint64_t ref)
         r->btree_height = 1;
         return;
     }
-    if (btree_items__btree_ins(db, r->btree_root, (unsigned)(r->btree_height - 1), e->rec.grp, ref, &sk, &sr, &right)) {
+    if (btree_items__btree_ins(db, r->btree_root, (unsigned)(r->btree_height - 1), 1, e->rec.grp, ref, &sk, &sr, &right)) {
         uint64_t m = btree_items__btree_take(db);   /* the root split: a new root above both halves */
         btree_items__btree_inner *in = btree_items__btree_in(db, m);
         memcpy(&in->key[0], &sk, sizeof sk);
@@ -595,10 +600,11 @@ static inline int btree_items__btree_pair_cmp(int32_t ka, uint64_t ra, int32_t k
 
 /* Integrity check (<prefix>_verify): the subtree at node m, which must be `lev` levels
    above the leaves and hold entries in [lo, hi) in (key, reference) order (a null key:
-   unbounded). Every node is bounded by the memory before it is read, its level and fill
+   unbounded); `last`: m is the last node of its level, which may be less than half full
+   (ascending inserts leave it so). Every node is bounded by the memory before it is read, its level and fill
    checked before its arrays are; the walk stops after more nodes than the entries could
    fill (a shared node). Returns -1 if the structure below m cannot be walked (reported). */
-static int btree_items__btree_verify_at(btree_db *db, p2_verify *v, btree_items__btree_vstate *st, uint64_t m, unsigned lev, int is_root,
+static int btree_items__btree_verify_at(btree_db *db, p2_verify *v, btree_items__btree_vstate *st, uint64_t m, unsigned lev, int is_root, int last,
                              const btree_items__btree_key *lok, uint64_t lor, const btree_items__btree_key *hik, uint64_t hir)
 {
     const btree_items__btree_leaf *hd;
@@ -624,7 +630,7 @@ static int btree_items__btree_verify_at(btree_db *db, p2_verify *v, btree_items_
             p2_verify_fail(v, "container items, layer btree: leaf %" PRIu64 " holds %u entries (1 to 83)", m, n);
             return -1;
         }
-        if (!is_root && n < 41)
+        if (!is_root && !last && n < 41)
             p2_verify_fail(v, "container items, layer btree: leaf %" PRIu64 " holds %u entries, less than half full (41)", m, n);
         if (l->prev != st->last_leaf)
             p2_verify_fail(v, "container items, layer btree: leaf %" PRIu64 " links back to %" PRIu64 ", not to the leaf before it (%" PRIu64 ")", m, (uint64_t)l->prev, st->last_leaf);
@@ -655,7 +661,7 @@ static int btree_items__btree_verify_at(btree_db *db, p2_verify *v, btree_items_
             p2_verify_fail(v, "container items, layer btree: inner node %" PRIu64 " holds %u separators (1 to 49)", m, n);
             return -1;
         }
-        if (!is_root && n < 24)
+        if (!is_root && !last && n < 24)
             p2_verify_fail(v, "container items, layer btree: inner node %" PRIu64 " holds %u separators, less than half full (24)", m, n);
         for (i = 0; i < n; i++) {
             uint64_t sr = in->ref[i];
@@ -665,7 +671,7 @@ static int btree_items__btree_verify_at(btree_db *db, p2_verify *v, btree_items_
                 p2_verify_fail(v, "container items, layer btree: inner node %" PRIu64 " separator %u out of (grp, reference) order", m, i);
         }
         for (i = 0; i <= n; i++) {
-            if (btree_items__btree_verify_at(db, v, st, in->child[i], lev - 1, 0,
+            if (btree_items__btree_verify_at(db, v, st, in->child[i], lev - 1, 0, last && i == n,
                                   i == 0 ? lok : &in->key[i - 1], i == 0 ? lor : in->ref[i - 1],
                                   i == n ? hik : &in->key[i], i == n ? hir : in->ref[i]) < 0)
                 return -1;
@@ -675,7 +681,8 @@ static int btree_items__btree_verify_at(btree_db *db, p2_verify *v, btree_items_
 }
 
 /* Integrity check (<prefix>_verify), after the layers below: every node in memory, at its
-   level (so every leaf at one depth), at least half full but the root, in (key, reference)
+   level (so every leaf at one depth), at least half full but the root and the last node
+   of each level, in (key, reference)
    order within and across nodes; the leaves linked both ways in order; every entry a live
    element carrying the key copied into the tree; as many entries as stored elements; the
    pool of free nodes in memory and as long as it says. */
@@ -688,7 +695,8 @@ static int btree_items__btree_verify(btree_db *db, p2_verify *v)
     if (rc < 0) return rc;
     stored = btree_items__array_count(db);
     memset(&st, 0, sizeof st);
-    st.limit = 2 * stored + 2;   /* leaves hold >= 1 entry each, inner nodes >= 2 children */
+    /* leaves hold >= 1 entry each, inner nodes >= 2 children */
+    st.limit = 2 * stored + 2;
     if (r->btree_count != stored)
         p2_verify_fail(v, "container items, layer btree: count says %" PRIu64 ", %" PRIu64 " stored", r->btree_count, stored);
     if (r->btree_height > 64 || (r->btree_height == 0) != (r->btree_root == 0)) {
@@ -696,7 +704,7 @@ static int btree_items__btree_verify(btree_db *db, p2_verify *v)
         return 0;
     }
     if (r->btree_height > 0) {
-        if (btree_items__btree_verify_at(db, v, &st, r->btree_root, (unsigned)(r->btree_height - 1), 1, NULL, 0, NULL, 0) < 0)
+        if (btree_items__btree_verify_at(db, v, &st, r->btree_root, (unsigned)(r->btree_height - 1), 1, 1, NULL, 0, NULL, 0) < 0)
             return 0;
         if (btree_items__btree_lf(db, st.last_leaf)->next != 0)
             p2_verify_fail(v, "container items, layer btree: the last leaf %" PRIu64 " links on to %" PRIu64, st.last_leaf, (uint64_t)btree_items__btree_lf(db, st.last_leaf)->next);

@@ -120,6 +120,7 @@ class BTree(Layer):
     below = "ds"
     role = "index"
     keeps_order = True
+    reverse_walk = True   # _range_last / _range_prev: one descent, then the back links
     # every change may need new nodes: taken from a pool topped up before anything changes
     errors = {"insert": {ALLOC}, "update": {ALLOC}, "reserve": {ALLOC}}
     params = (

@@ -2972,6 +2972,23 @@ void p2_refset_remap(p2_refset *s, uint64_t (*f)(uint64_t r, uint64_t a, uint64_
     s->slot = t;
 }
 
+/* The kernel's default transparent-huge-page mode is "madvise": a heap block gets huge
+   pages only when asked. Faults, not zeroing, are what a first touch of fresh memory
+   costs most (a 1,000,000-row bulk load spent most of its time in them). */
+void p2_heap_advise(void *p, uint64_t size)
+{
+#ifdef MADV_HUGEPAGE
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    uintptr_t lo, hi;
+    if (!p || size < 2 * (uint64_t)huge || size > (uint64_t)(UINTPTR_MAX - (uintptr_t)p)) return;
+    lo = ((uintptr_t)p + huge - 1) & ~(huge - 1);
+    hi = ((uintptr_t)p + (uintptr_t)size) & ~(huge - 1);
+    if (hi > lo) (void)madvise((void *)lo, (size_t)(hi - lo), MADV_HUGEPAGE);
+#else
+    (void)p; (void)size;
+#endif
+}
+
 void p2_refset_free(p2_refset *s)
 {
     free(s->slot);

@@ -743,6 +743,13 @@ void p2_refset_free(p2_refset *s);
 
 /** @} */
 
+/** Advice for a large heap block (the transient memory layer's slot and bucket arrays):
+ *  ask the kernel to back the whole 2 MiB pages inside [p, p+size) with transparent huge
+ *  pages, so that first touching a bulk load's memory costs one page fault per 2 MiB
+ *  instead of one per 4 KiB. Call it before the block is first written. Advice only:
+ *  blocks under 4 MiB, kernels without it, and refusals change nothing. */
+void p2_heap_advise(void *p, uint64_t size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -241,3 +241,25 @@ def test_a_damaged_last_transaction_is_dropped_and_earlier_damage_refused(exe, t
     assert isinstance(got, str) and got.startswith("err EFORMAT"), got
     assert "damaged at offset" in got and "refusing to open" in got, got
     assert (d / "w.db-wal").read_bytes() == damaged
+
+
+def test_a_tpcb_transaction_logs_at_most_256_bytes(harness_builder, tmp_path):
+    """Three balance updates and a history insert, committed: the bytes the record log
+    appends per transaction (the page journal appended ~16.7 KB)."""
+    spec = (Path(__file__).parent / "specs" / "tpcb_wal.p2").read_text()
+    exe = harness_builder(spec, "tw").exe
+    rnd = random.Random(7)
+    cmds = ["open"] + [f'insert branches {b} 0 "b"' for b in range(2)]
+    cmds += [f'insert tellers {t} {t // 10} 0 "t"' for t in range(20)]
+    cmds += [f'insert accounts {a} {a // 100} 0 "a"' for a in range(200)] + ["commit"]
+    for i in range(60):
+        a, t, d = rnd.randrange(200), rnd.randrange(20), rnd.randrange(-99, 100)
+        cmds += [f"set accounts id {a} balance {d}", f"set tellers id {t} balance {d}",
+                 f"set branches id {t // 10} balance {d}",
+                 f'insert histories {a} {t} {t // 10} {d} {i} "h"', "commit"]
+    proc, out = run(exe, cmds + ["crash"], tmp_path)
+    assert not any(line.startswith("err") for line in out), [x for x in out if x.startswith("err")]
+    txs = log_transactions(tmp_path / "tpcb_wal.db-wal")
+    assert len(txs) >= 61                  # the new file's, the load, the 60 transactions
+    sizes = sorted(e - s for s, e in txs[-60:])
+    assert sizes[len(sizes) // 2] <= 256, sizes

@@ -21,9 +21,10 @@ from .refarray import RefArray
 from .top2ds import Top2ds
 from .top2ds_qualify import Top2dsQualify
 from .transient import Transient
+from .wal import Wal
 
 LAYERS: dict[str, Layer] = {cls.name: cls() for cls in (
-    Transient, Persistent, Journal, Mapped,
+    Transient, Persistent, Journal, Wal, Mapped,
     Array, IArray, QSort, Malloc,
     Hash, Avl, BTree, DList, ODList,
     Top2ds, Qualify, Top2dsQualify, DelFlag,

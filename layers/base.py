@@ -333,6 +333,10 @@ class MemLayer(Layer):
     # through a path of its own (the fast Python path), or None. The journal's: put its
     # page-fault handler back on top of one the host installed later.
     write_guard: Optional[str] = None
+    # Must every write into the file be announced to the runtime (a record log, which logs
+    # exactly the announced bytes)? Then the file's own mem layer's `_will_write` forwards
+    # each announcement to the segment's write hook instead of compiling to nothing.
+    write_intent: bool = False
     # Files the layer keeps beside the data file F, as {suffix: what}: F + suffix is its
     # `what` (the journal's: {"-journal": "journal"}; runtime/p2_runtime.c names them).
     # The checker refuses a data file whose name ends in any registered layer's suffix.

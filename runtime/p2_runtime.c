@@ -424,7 +424,23 @@ static void seg_reset(p2_seg *seg)
     seg->rec_tx_dropped = 0;
     seg->will_write = NULL;
     seg->will_write_ctx = NULL;
+    seg->undo = seg->redo = NULL;
+    seg->undo_len = seg->undo_cap = seg->redo_cap = 0;
+    seg->undo_at = NULL;
+    seg->nundo = seg->undo_at_cap = 0;
+    seg->undo_lost = 0;
 }
+
+/* How a journalled segment's private mapping is protected: read-only under the page journal
+ * (the first write to each page faults: that is how it learns the page changed), writable
+ * under the record log (every write is announced through the write hook instead). */
+static int journal_prot(const p2_seg *seg)
+{
+    return seg->journal && !seg->jopts.record ? PROT_READ : PROT_READ | PROT_WRITE;
+}
+
+/* The side file of a journalled segment: `<path>-journal` (pages) or `<path>-wal` (records). */
+#define LOG_SUFFIX(seg) ((seg)->jopts.record ? "-wal" : "-journal")
 
 static uint64_t page_size(void)
 {
@@ -691,7 +707,7 @@ static int seg_grow(p2_seg *seg, uint64_t need, p2_err *err)
         return rc;
     /* A journalled segment maps private and read-only: writes fault and are tracked. */
     void *p = mmap(seg->base + seg->mapped, (size_t)(want - seg->mapped),
-                   seg->journal ? PROT_READ : PROT_READ | PROT_WRITE,
+                   journal_prot(seg),
                    (seg->journal ? MAP_PRIVATE : MAP_SHARED) | MAP_FIXED, seg->fd, (off_t)seg->mapped);
     if (p == MAP_FAILED) {
         int e = errno;
@@ -1271,7 +1287,7 @@ static int seg_attach(p2_seg *seg, uint64_t file_bytes, uint64_t fingerprint, ui
     rc = seg->fixed ? seg_reserve_recorded(seg, h.map_base, h.file_size, err) : seg_reserve(seg, err);
     if (rc != P2_OK)
         return rc;
-    void *p = mmap(seg->base, (size_t)h.file_size, seg->journal ? PROT_READ : PROT_READ | PROT_WRITE,
+    void *p = mmap(seg->base, (size_t)h.file_size, journal_prot(seg),
                    (seg->journal ? MAP_PRIVATE : MAP_SHARED) | MAP_FIXED, seg->fd, 0);
     if (p == MAP_FAILED) {
         int e = errno;
@@ -1740,6 +1756,9 @@ int p2_seg_close_unclean(p2_seg *seg, p2_err *err)
 #define LOG_HDR_SIZE 64u
 #define REC_PAGE     0x50414745u   /* "PAGE": one page image */
 #define REC_COMMIT   0x434f4d54u   /* "COMT": the end of a transaction */
+#define REC_RANGE    0x52414e47u   /* "RANG": bytes written at an offset (record log) */
+#define RANGE_OFF_BITS 46          /* a range record's offset: below MAX_RESERVE's 2^46 */
+#define RANGE_MAX    (UINT32_C(1) << (64 - RANGE_OFF_BITS))   /* its length: 1 .. 256 KiB */
 #define MAX_JSEGS    64            /* journalled segments open at once in a process */
 #define IOV_BATCH    512
 
@@ -1768,11 +1787,19 @@ struct log_commit {
     uint32_t pages_crc;            /* CRC-32 of their crc fields, in order */
     uint32_t zero;
 };
+/* A record log's unit: what a transaction wrote at one place. 16 bytes of header for a
+ * TPC-B balance's 8 (a page record is 24 for 4096): offset and length share a word. */
+struct log_range {                 /* followed by the bytes, zero-padded to a multiple of 8 */
+    uint32_t magic;                /* REC_RANGE */
+    uint32_t crc;                  /* CRC-32 of the transaction's seq, `where` and the bytes */
+    uint64_t where;                /* offset | (length - 1) << RANGE_OFF_BITS */
+};
+_Static_assert(sizeof(struct log_range) == 16, "range record header is 16 bytes");
 _Static_assert(sizeof(struct log_header) == LOG_HDR_SIZE, "journal header is 64 bytes");
 _Static_assert(sizeof(struct log_page) == 24, "page record header is 24 bytes");
 _Static_assert(sizeof(struct log_commit) == 32, "commit record is 32 bytes");
 
-static const p2_journal_opts journal_defaults = {1, 1, UINT64_C(4) << 20};
+static const p2_journal_opts journal_defaults = {1, 1, UINT64_C(4) << 20, 0};
 
 static p2_seg *volatile jsegs[MAX_JSEGS];
 static struct sigaction jprev;          /* the SIGSEGV action before ours */
@@ -1865,8 +1892,15 @@ int p2_journal_guard(p2_err *err)
     return journal_install(err, "the journal's SIGSEGV handler was replaced by another");
 }
 
+static void wal_note(void *ctx, p2_seg *seg, uint64_t off, uint64_t n);
+
 static int journal_register(p2_seg *seg, p2_err *err)
 {
+    if (seg->jopts.record) {      /* told of every write by the hook: no faults to catch */
+        seg->will_write = wal_note;
+        seg->will_write_ctx = NULL;
+        return P2_OK;
+    }
     if (!jinstalled || p2_journal_guard(NULL) != P2_OK) {
         int rc = journal_install(NULL, "open");
         if (rc != P2_OK) {
@@ -1917,6 +1951,12 @@ static int journal_track(p2_seg *seg, p2_err *err)
 
 static void journal_untrack(p2_seg *seg)
 {
+    free(seg->undo);
+    free(seg->undo_at);
+    free(seg->redo);
+    seg->undo = seg->redo = NULL;
+    seg->undo_at = NULL;
+    seg->undo_len = seg->undo_cap = seg->redo_cap = seg->nundo = seg->undo_at_cap = 0;
     if (seg->dirty_bits != NULL)
         munmap(seg->dirty_bits, (size_t)seg->track_bytes);
     seg->dirty_bits = seg->unflushed_bits = NULL;
@@ -1966,6 +2006,12 @@ static uint32_t log_header_crc(const struct log_header *h)
 static uint32_t page_crc(uint64_t seq, uint64_t pgno, const void *data, uint64_t len)
 {
     uint64_t k[2] = {seq, pgno};
+    return p2_crc32(p2_crc32(0, k, sizeof k), data, (size_t)len);
+}
+
+static uint32_t range_crc(uint64_t seq, uint64_t where, const void *data, uint64_t len)
+{
+    uint64_t k[2] = {seq, where};
     return p2_crc32(p2_crc32(0, k, sizeof k), data, (size_t)len);
 }
 
@@ -2026,9 +2072,9 @@ static int journal_room(p2_seg *seg, uint64_t need, p2_err *err)
     if (e == EOPNOTSUPP || e == EINVAL || e == ENOSYS)
         return P2_OK;     /* the file system cannot reserve: the appends extend the file */
     return seg_fail(seg, err, P2_EIO,
-                    "journal: cannot reserve %" PRIu64 " bytes for the transaction in %s-journal "
+                    "journal: cannot reserve %" PRIu64 " bytes for the transaction in %s%s "
                     "(%s); the transaction was not committed and is still open: free some space "
-                    "and commit again, or abort it", need - seg->log_alloc, seg->path, strerror(e));
+                    "and commit again, or abort it", need - seg->log_alloc, seg->path, LOG_SUFFIX(seg), strerror(e));
 }
 
 /* Record in the data file's header that it holds every transaction up to seg->seq (the
@@ -2082,8 +2128,11 @@ static int journal_scan(p2_seg *seg, const struct log_header *lh, uint64_t size,
                         int apply, uint64_t upto, uint64_t *last_out, uint64_t *bad_out,
                         uint64_t *applied_out, p2_err *err)
 {
-    char *page = (char *)malloc((size_t)seg->pgsize);
-    uint64_t *pend = NULL, npend = 0, cap = 0;   /* (pgno, data offset) of the open transaction */
+    /* a page journal's records are pages; a record log's, ranges of up to RANGE_MAX bytes */
+    uint64_t unit = seg->jopts.record ? RANGE_MAX : seg->pgsize;
+    char *page = (char *)malloc((size_t)unit);
+    uint64_t *pend = NULL, npend = 0, cap = 0;   /* (pgno or `where`, data offset) of the open
+                                                    transaction */
     uint64_t off = LOG_HDR_SIZE, applied = 0, last = lh->base_seq, bad = 0;
     uint32_t pages_crc = 0;
     int rc = P2_OK;
@@ -2097,7 +2146,45 @@ static int journal_scan(p2_seg *seg, const struct log_header *lh, uint64_t size,
         }
         if ((r.magic == REC_PAGE || r.magic == REC_COMMIT) && r.seq <= lh->base_seq)
             break;        /* an older generation's record: the journal is reused in place */
-        if (r.magic == REC_PAGE) {
+        if (r.magic == REC_RANGE && seg->jopts.record) {
+            struct log_range g;
+            memcpy(&g, &r, sizeof g);
+            uint64_t len = (g.where >> RANGE_OFF_BITS) + 1;
+            uint64_t at = g.where & ((UINT64_C(1) << RANGE_OFF_BITS) - 1);
+            if (off + sizeof g + round_up(len, 8) > size)
+                break;                                   /* torn tail */
+            if (full_pread(seg->log_fd, page, (size_t)len, off + sizeof g) != 0) {
+                rc = log_fail(seg, err, P2_EIO, "cannot read it");
+                break;
+            }
+            if (g.crc != range_crc(last + 1, g.where, page, len)) {
+                bad = off;      /* damaged, or left behind by an earlier generation of the log */
+                break;
+            }
+            if (at > seg->reserved || len > seg->reserved - at) {
+                bad = off;
+                break;
+            }
+            if (data_bytes == 0) {
+                rc = seg_fail(seg, err, P2_EFORMAT, "journal: holds committed records but the data "
+                              "file is empty (was it deleted or truncated?); refusing to open");
+                break;
+            }
+            if (npend == cap) {
+                cap = cap ? cap * 2 : 64;
+                uint64_t *np = (uint64_t *)realloc(pend, (size_t)cap * 2 * sizeof *pend);
+                if (np == NULL) {
+                    rc = seg_fail(seg, err, P2_ENOMEM, "journal: out of memory");
+                    break;
+                }
+                pend = np;
+            }
+            pend[2 * npend] = g.where;
+            pend[2 * npend + 1] = off + sizeof g;
+            npend++;
+            pages_crc = p2_crc32(pages_crc, &g.crc, sizeof g.crc);
+            off += sizeof g + round_up(len, 8);
+        } else if (r.magic == REC_PAGE && !seg->jopts.record) {
             if (off + sizeof r + seg->pgsize > size)
                 break;                                   /* torn tail */
             if (full_pread(seg->log_fd, page, (size_t)seg->pgsize, off + sizeof r) != 0) {
@@ -2144,8 +2231,13 @@ static int journal_scan(p2_seg *seg, const struct log_header *lh, uint64_t size,
                 break;
             }
             for (uint64_t i = 0; apply && i < npend && rc == P2_OK; i++) {
-                if (full_pread(seg->log_fd, page, (size_t)seg->pgsize, pend[2 * i + 1]) != 0 ||
-                    full_pwrite(seg->fd, page, (size_t)seg->pgsize, pend[2 * i] * seg->pgsize) != 0)
+                uint64_t len = seg->pgsize, at = pend[2 * i] * seg->pgsize;
+                if (seg->jopts.record) {
+                    len = (pend[2 * i] >> RANGE_OFF_BITS) + 1;
+                    at = pend[2 * i] & ((UINT64_C(1) << RANGE_OFF_BITS) - 1);
+                }
+                if (full_pread(seg->log_fd, page, (size_t)len, pend[2 * i + 1]) != 0 ||
+                    full_pwrite(seg->fd, page, (size_t)len, at) != 0)
                     rc = log_fail(seg, err, P2_EIO, "cannot replay it into the data file");
             }
             applied++;
@@ -2197,7 +2289,7 @@ static int journal_recover(p2_seg *seg, uint64_t fingerprint, uint64_t data_byte
         }
     }
     char lpath[4096 + 16];
-    snprintf(lpath, sizeof lpath, "%s-journal", seg->path);
+    snprintf(lpath, sizeof lpath, "%s%s", seg->path, LOG_SUFFIX(seg));
     seg->log_fd = open(lpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (seg->log_fd < 0)
         return log_fail(seg, err, P2_EIO, "cannot open it");
@@ -2209,10 +2301,10 @@ static int journal_recover(p2_seg *seg, uint64_t fingerprint, uint64_t data_byte
         /* A data file is made only after its journal has a header (synced): a data file
          * without one lost its journal, and with it every transaction not checkpointed. */
         if ((dopen || dnever) && !seg->recovering)
-            return seg_fail(seg, err, P2_EFORMAT, "journal: %s-journal is missing or empty but the "
+            return seg_fail(seg, err, P2_EFORMAT, "journal: %s%s is missing or empty but the "
                             "data file was not closed cleanly and depends on it (%s); refusing to "
                             "open without the journal that makes it consistent (`p2gen recover` "
-                            "offers the data file as it is)", seg->path,
+                            "offers the data file as it is)", seg->path, LOG_SUFFIX(seg),
                             dopen ? "its last transactions are only in the journal"
                                   : "it was never checkpointed: every committed transaction is "
                                     "only in the journal");
@@ -2225,8 +2317,8 @@ static int journal_recover(p2_seg *seg, uint64_t fingerprint, uint64_t data_byte
     if (full_pread(seg->log_fd, &lh, sizeof lh, 0) != 0)
         return log_fail(seg, err, P2_EIO, "cannot read its header");
     if (memcmp(lh.magic, LOG_MAGIC, sizeof lh.magic) != 0)
-        return seg_fail(seg, err, P2_EFORMAT, "journal: %s-journal is not a p2gen journal (bad magic)",
-                        seg->path);
+        return seg_fail(seg, err, P2_EFORMAT, "journal: %s%s is not a p2gen journal (bad magic)",
+                        seg->path, LOG_SUFFIX(seg));
     if (lh.crc != log_header_crc(&lh))
         return seg_fail(seg, err, P2_EFORMAT, "journal: header checksum mismatch: the journal is "
                         "corrupt; refusing to open (committed transactions may be in it)");
@@ -2302,7 +2394,7 @@ static void journal_protect(p2_seg *seg)
 {
     uint64_t n = seg->ndirty;
     qsort(seg->dirty, (size_t)n, sizeof *seg->dirty, cmp_u32);
-    for (uint64_t i = 0; i < n;) {
+    for (uint64_t i = 0; i < n && !seg->jopts.record;) {
         uint64_t j = i + 1;
         while (j < n && seg->dirty[j] == seg->dirty[j - 1] + 1)
             j++;
@@ -2364,9 +2456,9 @@ static int checkpoint_failed(p2_seg *seg, int rc, p2_err *err)
     if (err != NULL) {
         size_t n = strnlen(err->msg, sizeof err->msg);
         snprintf(err->msg + n, sizeof err->msg - n,
-                 " (checkpoint failed: the committed transactions are safe in %s-journal; the "
+                 " (checkpoint failed: the committed transactions are safe in %s%s; the "
                  "checkpoint is retried at the next commit, sync or close, and the next open "
-                 "replays the journal)", seg->path);
+                 "replays the journal)", seg->path, LOG_SUFFIX(seg));
     }
     return rc;
 }
@@ -2397,6 +2489,220 @@ static void commit_record_void(p2_seg *seg, uint64_t at)
         (void)fdatasync(seg->log_fd);
 }
 
+/* ------------------------------------------------------------------------
+ * 5.5a Record log: the write hook, commit and abort of record-logged segments
+ * ------------------------------------------------------------------------ */
+
+/* Room for `need` more bytes in a growable buffer (never shrinks while open). */
+static int grow_buf(void *pp, uint64_t *cap, uint64_t need)
+{
+    if (need <= *cap)
+        return 0;
+    uint64_t want = *cap ? *cap : 4096;
+    while (want < need)
+        want *= 2;
+    void *np = want <= SIZE_MAX ? realloc(*(void **)pp, (size_t)want) : NULL;
+    if (np == NULL)
+        return -1;
+    *(void **)pp = np;
+    *cap = want;
+    return 0;
+}
+
+/* The write hook of a record-logged segment: [off, off + n) is about to be written. Keep
+ * its bytes (an abort copies them back) and note its pages as changed (they go into the
+ * data file at the next checkpoint after the commit). A range outside the mapping cannot
+ * be kept: like a failed allocation, it loses the transaction (undo_lost). */
+static void wal_note(void *ctx, p2_seg *seg, uint64_t off, uint64_t n)
+{
+    (void)ctx;
+    if (n == 0 || seg->undo_lost)
+        return;
+    uint64_t need = seg->undo_len + 16 + round_up(n, 8);
+    if (off > seg->mapped || n > seg->mapped - off ||
+        grow_buf(&seg->undo, &seg->undo_cap, need) != 0 ||
+        grow_buf(&seg->undo_at, &seg->undo_at_cap, (seg->nundo + 1) * sizeof(uint64_t)) != 0) {
+        seg->undo_lost = 1;
+        return;
+    }
+    uint8_t *e = seg->undo + seg->undo_len;
+    memcpy(e, &off, 8);
+    memcpy(e + 8, &n, 8);
+    memcpy(e + 16, seg->base + off, (size_t)n);
+    seg->undo_at[seg->nundo++] = seg->undo_len;
+    seg->undo_len = need;
+    for (uint64_t pg = off / seg->pgsize; pg <= (off + n - 1) / seg->pgsize; pg++) {
+        if (!bit_get(seg->dirty_bits, pg)) {
+            bit_set(seg->dirty_bits, pg);
+            seg->dirty[seg->ndirty++] = (uint32_t)pg;
+        }
+    }
+}
+
+struct wal_span { uint64_t off, end; };
+
+static int cmp_span(const void *a, const void *b)
+{
+    const struct wal_span *x = (const struct wal_span *)a, *y = (const struct wal_span *)b;
+    return (x->off > y->off) - (x->off < y->off);
+}
+
+/* The undo entries' ranges, sorted and merged: overlapping ones, and those a few bytes
+ * apart (a gap shorter than a record header costs less logged than a second header). */
+static uint64_t wal_spans(p2_seg *seg, struct wal_span *sp)
+{
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < seg->nundo; i++) {
+        uint64_t off, len;
+        memcpy(&off, seg->undo + seg->undo_at[i], 8);
+        memcpy(&len, seg->undo + seg->undo_at[i] + 8, 8);
+        sp[n].off = off;
+        sp[n].end = off + len;
+        n++;
+    }
+    qsort(sp, (size_t)n, sizeof *sp, cmp_span);
+    uint64_t m = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        if (m > 0 && sp[i].off <= sp[m - 1].end + sizeof(struct log_range)) {
+            if (sp[i].end > sp[m - 1].end)
+                sp[m - 1].end = sp[i].end;
+        } else {
+            sp[m++] = sp[i];
+        }
+    }
+    return m;
+}
+
+/* Commit of a record-logged segment (the page journal's rules: see p2_seg_commit). The
+ * records -- each merged range with the bytes it holds now -- and the commit record are
+ * built in memory and written with one pwrite. */
+static int wal_commit(p2_seg *seg, p2_err *err)
+{
+    if (seg->undo_lost)
+        return seg_fail(seg, err, P2_ENOMEM, "record log: a write of this transaction could not "
+                        "be recorded (out of memory); it cannot be committed: abort it, or close "
+                        "the database (the next open replays the committed transactions)");
+    struct p2_seg_header *h = seg->hdr;
+    if (!h->journal) {                        /* initialised: a reopen will not re-create it */
+        wal_note(NULL, seg, offsetof(struct p2_seg_header, journal), sizeof h->journal);
+        h->journal = 1;
+    }
+    if (h->state != SEG_STATE_OPEN) {         /* once a session: a crash leaves it OPEN */
+        wal_note(NULL, seg, offsetof(struct p2_seg_header, state), sizeof h->state);
+        h->state = SEG_STATE_OPEN;
+    }
+    if (bit_get(seg->dirty_bits, 0)) {        /* the header changed: its checksum with it */
+        wal_note(NULL, seg, offsetof(struct p2_seg_header, checksum), sizeof h->checksum);
+        h->checksum = header_crc(h);
+    }
+    if (seg->undo_lost)       /* the notes just above could not be kept */
+        return seg_fail(seg, err, P2_ENOMEM, "record log: out of memory recording the commit; "
+                        "the transaction was not committed: abort it, or close the database");
+    struct wal_span *sp = (struct wal_span *)malloc((size_t)seg->nundo * sizeof *sp);
+    if (sp == NULL)
+        return seg_fail(seg, err, P2_ENOMEM, "record log: out of memory building the commit; "
+                        "the transaction was not committed and is still open");
+    uint64_t nsp = wal_spans(seg, sp), bytes = 0, nrec = 0;
+    for (uint64_t i = 0; i < nsp; i++) {
+        uint64_t len = sp[i].end - sp[i].off;
+        uint64_t recs = (len + RANGE_MAX - 1) / RANGE_MAX;
+        nrec += recs;
+        bytes += recs * sizeof(struct log_range) + round_up(len, 8);
+    }
+    bytes += sizeof(struct log_commit);
+    uint64_t seq = seg->seq + 1, at = seg->log_end;
+    int rc = journal_room(seg, at + bytes, err);
+    if (rc == P2_OK && grow_buf(&seg->redo, &seg->redo_cap, bytes) != 0)
+        rc = seg_fail(seg, err, P2_ENOMEM, "record log: out of memory building the commit; "
+                      "the transaction was not committed and is still open");
+    if (rc != P2_OK) {
+        free(sp);
+        return rc;
+    }
+    uint8_t *b = seg->redo;
+    uint32_t recs_crc = 0;
+    for (uint64_t i = 0; i < nsp; i++) {
+        for (uint64_t off = sp[i].off; off < sp[i].end;) {
+            uint64_t len = sp[i].end - off < RANGE_MAX ? sp[i].end - off : RANGE_MAX;
+            struct log_range r;
+            r.magic = REC_RANGE;
+            r.where = off | (len - 1) << RANGE_OFF_BITS;
+            r.crc = range_crc(seq, r.where, seg->base + off, len);
+            recs_crc = p2_crc32(recs_crc, &r.crc, sizeof r.crc);
+            memcpy(b, &r, sizeof r);
+            memcpy(b + sizeof r, seg->base + off, (size_t)len);
+            memset(b + sizeof r + len, 0, (size_t)(round_up(len, 8) - len));
+            b += sizeof r + round_up(len, 8);
+            off += len;
+        }
+    }
+    free(sp);
+    struct log_commit c;
+    memset(&c, 0, sizeof c);
+    c.magic = REC_COMMIT;
+    c.seq = seq;
+    c.npages = nrec;
+    c.pages_crc = recs_crc;
+    c.crc = commit_crc(&c);
+    memcpy(b, &c, sizeof c);
+    if (full_pwrite(seg->log_fd, seg->redo, (size_t)bytes, at) != 0) {
+        int e = errno;      /* a torn tail without its commit record: never replayed */
+        return seg_fail(seg, err, P2_EIO,
+                        "journal: cannot append the transaction to %s%s: %s; it was not "
+                        "committed and is still open (commit again, or abort it)",
+                        seg->path, LOG_SUFFIX(seg), strerror(e));
+    }
+    if (seg->unsynced + 1 >= seg->jopts.group && seg->jopts.sync && fdatasync(seg->log_fd) != 0) {
+        int e = errno;
+        commit_record_void(seg, at + bytes - sizeof c);
+        return seg_fail(seg, err, P2_EIO,
+                        "journal: cannot sync %s%s: %s; the transaction was not committed "
+                        "and is still open (commit again, or abort it)", seg->path, LOG_SUFFIX(seg),
+                        strerror(e));
+    }
+    /* ---- the commit point: the transaction is durable (as far as sync and group say) ---- */
+    seg->log_end = at + bytes;
+    seg->seq = seq;
+    for (uint64_t i = 0; i < seg->ndirty; i++) {
+        uint64_t pg = seg->dirty[i];
+        if (!bit_get(seg->unflushed_bits, pg)) {
+            bit_set(seg->unflushed_bits, pg);
+            seg->unflushed[seg->nunflushed++] = (uint32_t)pg;
+        }
+    }
+    journal_protect(seg);
+    seg->undo_len = seg->nundo = 0;
+    if (++seg->unsynced >= seg->jopts.group) {
+        seg->unsynced = 0;   /* synced above */
+        if (seg->log_end >= seg->jopts.checkpoint && journal_checkpoint(seg, err) != P2_OK) {
+            seg->ckpt_failed = 1;   /* committed all the same, as in p2_seg_commit */
+            p2_err_clear(err);
+        }
+    }
+    return P2_OK;
+}
+
+/* Abort of a record-logged segment: every announced range gets its old bytes back, the
+ * newest first (a range written twice ends as it was before the first write). */
+static int wal_abort(p2_seg *seg, p2_err *err)
+{
+    for (uint64_t i = seg->nundo; i-- > 0;) {
+        const uint8_t *e = seg->undo + seg->undo_at[i];
+        uint64_t off, len;
+        memcpy(&off, e, 8);
+        memcpy(&len, e + 8, 8);
+        if (off <= seg->mapped && len <= seg->mapped - off)
+            memcpy(seg->base + off, e + 16, (size_t)len);
+    }
+    seg->undo_len = seg->nundo = 0;
+    if (seg->undo_lost)
+        return seg_fail(seg, err, P2_EIO, "record log: a write of the aborted transaction could "
+                        "not be recorded (out of memory), so memory may still hold some of it; "
+                        "close the database: its file and log are as of the last commit, and the "
+                        "next open replays them");
+    return P2_OK;
+}
+
 /* Commit. The commit point is the commit record in the journal: written (and synced,
  * when this commit ends a group and sync is on). Whatever fails before it leaves the
  * transaction open and untouched (nothing of the bookkeeping changes), so that a retry
@@ -2424,8 +2730,10 @@ int p2_seg_commit(p2_seg *seg, p2_err *err)
         }
         seg->ckpt_failed = 0;
     }
-    if (seg->ndirty == 0)
+    if (seg->ndirty == 0 && !seg->undo_lost)
         return P2_OK;
+    if (seg->jopts.record)
+        return wal_commit(seg, err);
     struct p2_seg_header *h = seg->hdr;
     if (!h->journal)
         h->journal = 1;                      /* initialised: a reopen will not re-create it */
@@ -2478,17 +2786,18 @@ int p2_seg_commit(p2_seg *seg, p2_err *err)
         if (n != (ssize_t)len) {   /* a torn tail without its commit record: never replayed */
             int e = n < 0 ? errno : ENOSPC;
             return seg_fail(seg, err, P2_EIO,
-                            "journal: cannot append the transaction to %s-journal: %s; it was not "
+                            "journal: cannot append the transaction to %s%s: %s; it was not "
                             "committed and is still open (commit again, or abort it)",
-                            seg->path, strerror(e));
+                            seg->path, LOG_SUFFIX(seg), strerror(e));
         }
     }
     if (seg->unsynced + 1 >= seg->jopts.group && seg->jopts.sync && fdatasync(seg->log_fd) != 0) {
         int e = errno;
         commit_record_void(seg, off);
         return seg_fail(seg, err, P2_EIO,
-                        "journal: cannot sync %s-journal: %s; the transaction was not committed "
-                        "and is still open (commit again, or abort it)", seg->path, strerror(e));
+                        "journal: cannot sync %s%s: %s; the transaction was not committed "
+                        "and is still open (commit again, or abort it)", seg->path, LOG_SUFFIX(seg),
+                        strerror(e));
     }
     /* ---- the commit point: the transaction is durable (as far as sync and group say) ---- */
     seg->log_end = off + sizeof c;
@@ -2520,8 +2829,8 @@ int p2_seg_abort(p2_seg *seg, p2_err *err)
         return p2_err_set(err, P2_ECLOSED, "p2_seg_abort: segment is not open");
     if (!seg->journal)
         return seg_fail(seg, err, P2_EINVAL, "abort: the segment has no journal");
-    int rc = P2_OK;
-    for (uint64_t i = 0; i < seg->ndirty; i++) {
+    int rc = seg->jopts.record ? wal_abort(seg, err) : P2_OK;
+    for (uint64_t i = 0; i < seg->ndirty && !seg->jopts.record; i++) {
         uint64_t pg = seg->dirty[i];
         char *a = seg->base + pg * seg->pgsize;
         if (bit_get(seg->unflushed_bits, pg)) {
@@ -2594,10 +2903,10 @@ static int seg_open_journalled(p2_seg *seg, uint64_t file_bytes, uint64_t finger
     rc = seg_create(seg, fingerprint, nroots, names, sizes, err);
     if (rc != P2_OK)
         return rc;
-    void *p = mmap(seg->base, (size_t)seg->mapped, PROT_READ, MAP_PRIVATE | MAP_FIXED, seg->fd, 0);
+    seg->journal = 1;
+    void *p = mmap(seg->base, (size_t)seg->mapped, journal_prot(seg), MAP_PRIVATE | MAP_FIXED, seg->fd, 0);
     if (p == MAP_FAILED)
         return log_fail(seg, err, P2_ENOMEM, "cannot map the new file privately");
-    seg->journal = 1;
     return journal_register(seg, err);
 }
 
@@ -2644,7 +2953,7 @@ static int journal_close(p2_seg *seg, p2_err *err)
     }
     if (rc == P2_OK) {
         char lpath[4096 + 16];
-        snprintf(lpath, sizeof lpath, "%s-journal", seg->path);
+        snprintf(lpath, sizeof lpath, "%s%s", seg->path, LOG_SUFFIX(seg));
         unlink(lpath);
     }
     journal_unregister(seg);

@@ -290,6 +290,10 @@ typedef struct p2_journal_opts {
     uint32_t group;       /**< commits per journal flush (group commit); 1 = every commit */
     uint64_t checkpoint;  /**< journal bytes after which a flush also checkpoints: syncs the
                                data file and empties the journal */
+    int      record;      /**< 0: page journal `<path>-journal` (learns the pages a transaction
+                               writes from their write faults, logs whole pages); 1: record log
+                               `<path>-wal` (told every write through the write hook, logs
+                               exactly the bytes written; see @ref journal) */
 } p2_journal_opts;
 
 struct p2_seg;
@@ -344,6 +348,18 @@ typedef struct p2_seg {
     uint64_t rec_tx_dropped;    /**< committed transactions lost with it (2, 3; at least) */
     p2_write_hook will_write;   /**< told each range before it is written; NULL: nobody */
     void    *will_write_ctx;    /**< its first argument */
+    /* record-logged segments only (p2_journal_opts.record; see @ref journal) */
+    uint8_t *undo;              /**< the open transaction's writes: (offset, length, the
+                                     bytes before) each, in the order they were announced */
+    uint64_t undo_len, undo_cap;
+    uint64_t *undo_at;          /**< where each of them starts in undo (an abort goes back) */
+    uint64_t nundo, undo_at_cap;
+    uint8_t *redo;              /**< the commit's records, built here and written in one call */
+    uint64_t redo_cap;
+    int      undo_lost;         /**< a write could not be recorded (no memory): the open
+                                     transaction can be neither committed nor undone in
+                                     memory; the segment refuses commits and, at close,
+                                     leaves the data file to the log's replay */
 } p2_seg;
 
 /** Open a segment file, creating it if it does not exist.  A file that exists but is
@@ -472,6 +488,20 @@ int p2_seg_close_unclean(p2_seg *seg, p2_err *err);
  *  (restoring a page of a commit not yet written to the data file from the
  *  journal).  Closing aborts what is not committed, checkpoints, and marks the
  *  file CLEAN.
+ *
+ *  Record log (p2_journal_opts.record, the `wal` memory layer): the same
+ *  private mapping, writable, and the same commit, checkpoint and replay, but
+ *  the segment learns what a transaction writes from the write hook (every
+ *  write the generated code and the allocator make is announced first, see
+ *  p2_seg_will_write), not from faults.  Each announcement keeps the bytes it
+ *  is about to overwrite in memory (undo: an abort copies them back, newest
+ *  first); a commit logs the announced ranges, merged, with the bytes they
+ *  hold then (redo: checksummed range records and the commit record, built in
+ *  memory and written with one call) into `<path>-wal`.  Only redo reaches
+ *  the disk: the data file is written at checkpoints, from committed memory,
+ *  so a crash never leaves uncommitted bytes in it.  A write the generator
+ *  cannot see (a program writing through a pointer it was given) is not
+ *  logged: the page journal covers those, the record log does not.
  *
  *  Limits: one thread; the journal covers the segment's memory only; a spec
  *  with several journalled files commits each file atomically, not all together.

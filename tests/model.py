@@ -249,6 +249,16 @@ class ContainerModel:
             self.recs = []
             self.marked = []
 
+    # -- transactions (containers over a journal or record log) ---------------------------
+    def committed(self) -> None:
+        """A commit (or what commits: sync, close): an abort comes back to this state."""
+        self._saved = (list(self.recs), list(self.marked))
+
+    def aborted(self) -> None:
+        """An abort: every change since the last commit is undone."""
+        recs, marked = getattr(self, "_saved", ([], []))
+        self.recs, self.marked = list(recs), list(marked)
+
     # -- queries -------------------------------------------------------------------------
     def where(self, field: str, value) -> list:
         i = self.index[field]

@@ -43,6 +43,8 @@ VARIANTS = {                 # spec stem: kills per run
     "tpcb_journal": SOAK or 20,
     "tpcb_journal_group": SOAK or 16,
     "tpcb_journal_nosync": SOAK or 16,
+    "tpcb_wal": SOAK or 20,          # the record log (wal): bytes, not pages
+    "tpcb_wal_group": SOAK or 16,
 }
 LOAD_KILLS = max(SOAK // 4, 8)
 OO7_KILLS = max(SOAK // 4, 12)

@@ -10,7 +10,8 @@ its command-line harness p2gen.harness, under ASan and UBSan). Each test case ru
 own seeded random operation sequence (profiles: growth, balanced, churn, bulk) on its
 container, in several harness processes (for persistent containers, fresh processes on
 the same directory), with close/open in between, and checks every answer against the
-model. Further tests run every container at once (interleaved, one file), sweep
+model; over a journalled or record-logged memory the operations include commits and
+aborts (an abort must bring back exactly what the last commit, sync or close left). Further tests run every container at once (interleaved, one file), sweep
 references, feed the harness garbage, and look at the planner's choices.
 
 Combinations whose layer templates do not exist yet (layers/<name>.c.j2) are skipped, so
@@ -568,6 +569,9 @@ class OpGen:
             kinds.pop("purge")
         if not persistent:
             kinds.pop("sync")
+        if any(li.layer.transactions for li in cm.info.mems):
+            # a journalled or record-logged memory: commits and aborts among the changes
+            kinds.update(commit=3.0, abort=2.0)
         if not self.keys:
             kinds.pop("find")
         self.kinds = list(kinds)
@@ -671,6 +675,8 @@ class OpGen:
                        "junk")]
         if kind == "sync":
             return [Op("sync", "ok")]
+        if kind in ("commit", "abort"):
+            return [Op(kind, kind)]
         if kind == "open2":
             return [Op("open2 {dir}", "open2", {"busy": self.persistent})]
         # reopen: close, a few calls on the closed database, open again
@@ -813,7 +819,7 @@ class Checker:
             return self.expect(ans.next(), "err EINVAL")
         if k == "get":
             return self.expect(ans.next(), "err NOTFOUND")
-        if k == "ok":
+        if k in ("ok", "commit", "abort"):     # run_ops tells every model of a commit or abort
             return self.expect(ans.next(), "ok")
         if k == "close":   # run_ops tells every model
             return self.expect(ans.next(), "ok")
@@ -984,6 +990,14 @@ def run_ops(exe: str, models: list, ops: list, workdir: Path, env: dict,
             Checker.expect(ans.next(), "ok")          # the segment's open
             for i in range(lo, hi):
                 op = ops[i]
+                # over a journal or record log: commit, sync and close (the harness commits
+                # first) are commits; an abort comes back to the last one
+                if op.kind in ("commit", "close") or (op.kind == "ok" and op.cmd == "sync"):
+                    for cm in models:
+                        cm.committed()
+                elif op.kind == "abort":
+                    for cm in models:
+                        cm.aborted()
                 if op.kind == "close":
                     for cm in models:
                         cm.closed()
@@ -1001,7 +1015,8 @@ def run_ops(exe: str, models: list, ops: list, workdir: Path, env: dict,
         if crashed:
             raise AssertionError(f"process {seg + 1} exited {rc}:\n{stderr[-4000:]}")
         for cm in models:
-            cm.closed()   # the harness closes at end of input
+            cm.committed()   # the harness closes at end of input, committing first
+            cm.closed()
 
 
 @pytest.mark.parametrize("kind,key,mem,seed", case_params())

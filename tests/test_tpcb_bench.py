@@ -197,10 +197,12 @@ def test_list_parsing():
 def test_durable_specs_are_journalled():
     for v in bt.durable_variants():
         text = "\n".join(l for l in Path(v.spec).read_text().splitlines() if not l.startswith("//"))
-        assert text.count("journal[persistent]") == 4, v.spec
-        group = "group = 100" if v.name.endswith("J100") else "group = 1"
+        kind = v.name.split("+")[1]      # J...: the page journal; W...: the record log (wal)
+        layer = {"J": "journal", "W": "wal"}[kind[0]]
+        assert text.count(f"{layer}[persistent]") == 4, v.spec
+        group = "group = 100" if kind.endswith("100") else "group = 1"
         assert text.count(group + ")") == 4, v.spec
-        assert ("sync = false" in text) == v.name.endswith("JNS")
+        assert ("sync = false" in text) == kind.endswith("NS")
     assert r"HASH1\+J100" in bt.durable_filter()
 
 

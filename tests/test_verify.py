@@ -266,13 +266,15 @@ def read(path: Path, off: int, n: int) -> bytes:
 
 
 def test_specs_cover_every_layer():
-    """Every registered layer stands in SPEC or in the links schema, so its integrity check
+    """Every registered layer stands in SPEC, the links schema or test_wal's spec, so its integrity check
     (or, for a memory layer, the check over its memory) runs on clean and corrupted files."""
     from p2gen.check import check as check_spec
     from p2gen.layers import LAYERS
     from p2gen.parser import parse
-    used = set()
-    for text, name in ((SPEC, "vall"), (LINKS_SPEC.read_text(), "links_persistent")):
+    from test_wal import SPEC as WAL_SPEC   # the record log's check runs in test_wal.py
+    used = set()                             # (a spec's transactions come from one layer)
+    for text, name in ((SPEC, "vall"), (LINKS_SPEC.read_text(), "links_persistent"),
+                       (WAL_SPEC, "wl")):
         checked = check_spec(parse(text, f"{name}.p2"), name)
         used |= {li.name for info in checked.containers for li in info.chain}
         used |= {ri.layer.name for ri in checked.relationships}

@@ -66,6 +66,11 @@ DURABLE_VARIANTS = (
     ("IARRAY+J100", "iarray_journal100", "IARRAY, journal(group = 100): commit per txn, journal fsync'd every 100"),
     ("HASH1+J", "hash1_journal", "HASH1, journal(group = 1): commit and fsync per txn"),
     ("IARRAY+J", "iarray_journal", "IARRAY, journal(group = 1): commit and fsync per txn"),
+    ("HASH1+WNS", "hash1_wal_nosync", "HASH1, wal(sync = false): record log, commit per txn, never fsync'd (nosync)"),
+    ("HASH1+W100", "hash1_wal100", "HASH1, wal(group = 100): record log, commit per txn, log fsync'd every 100"),
+    ("IARRAY+W100", "iarray_wal100", "IARRAY, wal(group = 100): record log, commit per txn, log fsync'd every 100"),
+    ("HASH1+W", "hash1_wal", "HASH1, wal(group = 1): record log, commit and fsync per txn"),
+    ("IARRAY+W", "iarray_wal", "IARRAY, wal(group = 1): record log, commit and fsync per txn"),
 )
 DURABLE_REFERENCES = (
     ("SQLITE-WAL100", "SQLite file, WAL, synchronous=FULL: one transaction (and WAL fsync) per 100 txns"),
@@ -751,7 +756,9 @@ def _durable_rows() -> list:
     out = [(n, what, None, None) for n, what in DURABLE_PLAIN]
     for n, _, what in DURABLE_VARIANTS:
         base = n.split("+")[0]
-        sq = "SQLITE-WAL100" if n.endswith("J100") else ("SQLITE-WAL" if n.endswith("+J") else None)
+        grouping = n.split("+")[1]          # J / W (page journal / record log), then 100, NS
+        sq = ("SQLITE-WAL100" if grouping.endswith("100") else
+              "SQLITE-WAL" if grouping in ("J", "W") else None)
         out.append((n, what, base, sq))
     for n, what in DURABLE_REFERENCES:
         out.append((n, what, None, "SQLITE-WAL100" if n.endswith("100") else "SQLITE-WAL"))
@@ -836,6 +843,20 @@ def durable_targets(summary: dict, metric: str = "wall") -> list:
         r = _ratio(t(f"{s}+J100"), t(s))
         out.append((f"{s}+J100 / {s} without a journal, group commit of 100, SF {top} (≤ 3×)",
                     r, r is not None and r <= 3))
+    # the record log's (wal): the bytes a transaction writes, not pages
+    for s in ("HASH1", "IARRAY"):
+        r = _ratio(t(f"{s}+W"), t("SQLITE-WAL"))
+        out.append((f"{s}+W / SQLITE-WAL, one transaction per commit, fsync on, SF {top} (≤ 0.8×)",
+                    r, r is not None and r <= 0.8))
+        r = _ratio(t("SQLITE-WAL100"), t(f"{s}+W100"))
+        out.append((f"SQLITE-WAL100 / {s}+W100, group commit of 100, SF {top} (≥ 5×: faster)",
+                    r, r is not None and r >= 5))
+        r = _ratio(t("LMDB-SYNC100"), t(f"{s}+W100"))
+        out.append((f"LMDB-SYNC100 / {s}+W100, group commit of 100, SF {top} (≥ 2×: faster)",
+                    r, r is not None and r >= 2))
+    r = _ratio(t("HASH1+WNS"), t("HASH1"))
+    out.append((f"HASH1+WNS / HASH1 without a journal, nosync, SF {top} (≤ 10×)",
+                r, r is not None and r <= 10))
     return out
 
 

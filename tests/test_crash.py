@@ -20,8 +20,9 @@ built or with SM1's parts, as the last reported commit (or the pending one) says
 inverse relationships verify, and the sum of x over the built atomic parts tells the parity
 of T2b commits (a half-applied T2b would give another sum).
 
-Bounded for CI: 88 TPC-B kills (36 over the record log) + 12 OO7 kills by default. P2GEN_CRASH_KILLS=N runs N
-kills per TPC-B variant (and N/4 for the load and for OO7) for a longer soak.
+Bounded for CI: 88 TPC-B kills (36 over the record log) + 12 OO7 kills by default.
+P2GEN_CRASH_KILLS=N runs N kills per TPC-B variant (and N/4 for the load and for OO7) for a
+longer soak.
 """
 from __future__ import annotations
 

@@ -2120,6 +2120,33 @@ static uint64_t commit_follows(int fd, uint64_t from, uint64_t size, uint64_t la
     return found;
 }
 
+/* The open transaction's records during a scan: (page number or `where`, offset of the
+ * bytes in the journal) pairs, in a growing array. */
+static int pend_push(p2_seg *seg, uint64_t **pend, uint64_t *npend, uint64_t *cap,
+                     uint64_t key, uint64_t data_off, p2_err *err)
+{
+    if (*npend == *cap) {
+        uint64_t ncap = *cap ? *cap * 2 : 64;
+        uint64_t *np = (uint64_t *)realloc(*pend, (size_t)ncap * 2 * sizeof **pend);
+        if (np == NULL)
+            return seg_fail(seg, err, P2_ENOMEM, "journal: out of memory");
+        *pend = np;
+        *cap = ncap;
+    }
+    (*pend)[2 * *npend] = key;
+    (*pend)[2 * *npend + 1] = data_off;
+    (*npend)++;
+    return P2_OK;
+}
+
+/* The data file is missing or empty but the journal holds committed changes: replaying
+ * them alone would make a file of holes. */
+static int journal_without_data(p2_seg *seg, p2_err *err)
+{
+    return seg_fail(seg, err, P2_EFORMAT, "journal: holds committed pages but the data "
+                    "file is empty (was it deleted or truncated?); refusing to open");
+}
+
 /* One pass over the journal from its header: the complete, checksummed transactions that
  * continue from base_seq, in order. Pass 0 only reads (to decide); pass 1 writes their
  * pages into the data file, up to transaction `upto`. *last: the last complete one;
@@ -2166,22 +2193,11 @@ static int journal_scan(p2_seg *seg, const struct log_header *lh, uint64_t size,
                 break;
             }
             if (data_bytes == 0) {
-                rc = seg_fail(seg, err, P2_EFORMAT, "journal: holds committed records but the data "
-                              "file is empty (was it deleted or truncated?); refusing to open");
+                rc = journal_without_data(seg, err);
                 break;
             }
-            if (npend == cap) {
-                cap = cap ? cap * 2 : 64;
-                uint64_t *np = (uint64_t *)realloc(pend, (size_t)cap * 2 * sizeof *pend);
-                if (np == NULL) {
-                    rc = seg_fail(seg, err, P2_ENOMEM, "journal: out of memory");
-                    break;
-                }
-                pend = np;
-            }
-            pend[2 * npend] = g.where;
-            pend[2 * npend + 1] = off + sizeof g;
-            npend++;
+            if ((rc = pend_push(seg, &pend, &npend, &cap, g.where, off + sizeof g, err)) != P2_OK)
+                break;
             pages_crc = p2_crc32(pages_crc, &g.crc, sizeof g.crc);
             off += sizeof g + round_up(len, 8);
         } else if (r.magic == REC_PAGE && !seg->jopts.record) {
@@ -2197,24 +2213,11 @@ static int journal_scan(p2_seg *seg, const struct log_header *lh, uint64_t size,
                 break;
             }
             if (data_bytes == 0) {
-                /* the data file is missing or empty but the journal holds pages: replaying
-                 * them alone would make a file of holes */
-                rc = seg_fail(seg, err, P2_EFORMAT, "journal: holds committed pages but the data "
-                              "file is empty (was it deleted or truncated?); refusing to open");
+                rc = journal_without_data(seg, err);
                 break;
             }
-            if (npend == cap) {
-                cap = cap ? cap * 2 : 64;
-                uint64_t *np = (uint64_t *)realloc(pend, (size_t)cap * 2 * sizeof *pend);
-                if (np == NULL) {
-                    rc = seg_fail(seg, err, P2_ENOMEM, "journal: out of memory");
-                    break;
-                }
-                pend = np;
-            }
-            pend[2 * npend] = r.pgno;
-            pend[2 * npend + 1] = off + sizeof r;
-            npend++;
+            if ((rc = pend_push(seg, &pend, &npend, &cap, r.pgno, off + sizeof r, err)) != P2_OK)
+                break;
             pages_crc = p2_crc32(pages_crc, &r.crc, sizeof r.crc);
             off += sizeof r + seg->pgsize;
         } else if (r.magic == REC_COMMIT) {
@@ -3289,7 +3292,7 @@ void p2_heap_advise(void *p, uint64_t size)
 #ifdef MADV_HUGEPAGE
     const uintptr_t huge = (uintptr_t)2 << 20;
     uintptr_t lo, hi;
-    if (!p || size < 2 * (uint64_t)huge || size > (uint64_t)(UINTPTR_MAX - (uintptr_t)p)) return;
+    if (!p || size < P2_HEAP_HUGE_MIN || size > (uint64_t)(UINTPTR_MAX - (uintptr_t)p)) return;
     lo = ((uintptr_t)p + huge - 1) & ~(huge - 1);
     hi = ((uintptr_t)p + (uintptr_t)size) & ~(huge - 1);
     if (hi > lo) (void)madvise((void *)lo, (size_t)(hi - lo), MADV_HUGEPAGE);

@@ -779,6 +779,9 @@ void p2_refset_free(p2_refset *s);
  *  instead of one per 4 KiB. Call it before the block is first written. Advice only:
  *  blocks under 4 MiB, kernels without it, and refusals change nothing. */
 void p2_heap_advise(void *p, uint64_t size);
+/** The block size from which p2_heap_advise may do anything: callers test it first, so a
+ *  small allocation (an element of `malloc` storage) pays no call. */
+#define P2_HEAP_HUGE_MIN (UINT64_C(4) << 20)
 
 #ifdef __cplusplus
 }

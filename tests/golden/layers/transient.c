@@ -16,7 +16,7 @@ static inline int transient_items__transient_alloc(transient_db *db, uint64_t si
 {
     void *p = size <= SIZE_MAX ? calloc(1, (size_t)size) : NULL;
     if (!p) return p2_err_set(&db->err, P2_ENOMEM, "container items: out of memory allocating %" PRIu64 " bytes", size);
-    p2_heap_advise(p, size);  /* before its first touch: huge pages for a large block */
+    if (size >= P2_HEAP_HUGE_MIN) p2_heap_advise(p, size);  /* before its first touch */
     *ref = (uint64_t)(uintptr_t)p;
     return P2_OK;
 }
@@ -31,7 +31,7 @@ static inline void transient_items__transient_free(transient_db *db, uint64_t re
 static inline int transient_items__transient_realloc(transient_db *db, uint64_t *ref, uint64_t old_size, uint64_t new_size)
 {
     char *p;
-    if (new_size >= ((uint64_t)4 << 20) && old_size <= new_size / 4 && new_size <= SIZE_MAX) {
+    if (new_size >= P2_HEAP_HUGE_MIN && old_size <= new_size / 4 && new_size <= SIZE_MAX) {
         /* A jump to a large block (a reserve for a bulk load): a fresh zeroed block and a
            copy of the small old one, so that the growth is not written twice (calloc's
            fresh pages are zero already). Growth by doubling keeps realloc, which can move
@@ -45,7 +45,7 @@ static inline int transient_items__transient_realloc(transient_db *db, uint64_t 
     } else {
         p = new_size <= SIZE_MAX ? (char *)realloc((void *)(uintptr_t)*ref, (size_t)new_size) : NULL;
         if (p && new_size > old_size) {
-            p2_heap_advise(p, new_size);  /* before the growth is first touched */
+            if (new_size >= P2_HEAP_HUGE_MIN) p2_heap_advise(p, new_size);  /* before the growth is touched */
             memset(p + old_size, 0, (size_t)(new_size - old_size));
         }
     }

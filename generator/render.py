@@ -600,6 +600,10 @@ def role_api_errors(role) -> dict:
 # sync and recovery program for that file.
 FILE_HOOKS = ("open_file", "after_create", "close_file", "sync_file", "recover_abandon",
               "recover_report")
+# The spec-level hooks of the mem layer giving transactions, each a macro of one argument,
+# the files it journals: the API's declarations and definitions, and the code `__open`
+# runs before any file opens.
+TXN_HOOKS = ("transactions_api", "transactions", "before_open")
 
 
 def container_links(info: ContainerInfo):
@@ -666,8 +670,13 @@ class Renderer:
                  "fingerprint": f"0x{fi.fingerprint:016x}u",
                  "containers": fi.containers, "mems": fi.mems, "txn": fi.transactions,
                  "desc": self.file_desc(fi), "verify_open": fi.verify_open}
-            f["code"] = {hook: self.mem_hook(fi.mems, hook, f) for hook in FILE_HOOKS}
             out.append(f)
+        # the files one transaction layer commits together (its hooks read their number)
+        tfiles = [f for f in out if f["txn"] is not None]
+        for rank, f in enumerate(tfiles):
+            f["txn_rank"], f["txn_files"] = rank, len(tfiles)
+        for f, fi in zip(out, self.checked.files):
+            f["code"] = {hook: self.mem_hook(fi.mems, hook, f) for hook in FILE_HOOKS}
         return out
 
     def mem_hook(self, mems: list, hook: str, *args) -> CSource:
@@ -690,14 +699,15 @@ class Renderer:
         {"api": declarations for the header, "source": definitions}, empty without."""
         tfiles = [f for f in files if f["txn"] is not None]
         if not tfiles:
-            return {"files": [], "api": CSource(""), "source": CSource("")}
+            return {"files": [], "api": CSource(""), "source": CSource(""),
+                    "before_open": CSource("")}
         kinds = {f["txn"].name for f in tfiles}
         if len(kinds) > 1:
             raise RenderError(f"internal error: transactions by more than one mem layer "
                               f"({', '.join(sorted(kinds))}); the checker refuses that")
         mems = [tfiles[0]["txn"]]
-        return {"files": tfiles, "api": self.mem_hook(mems, "transactions_api", tfiles),
-                "source": self.mem_hook(mems, "transactions", tfiles)}
+        api, source, before_open = (self.mem_hook(mems, hook, tfiles) for hook in TXN_HOOKS)
+        return {"files": tfiles, "api": api, "source": source, "before_open": before_open}
 
     def file_desc(self, fi) -> str:
         """What made a file, stored in its header and named when another spec opens it."""

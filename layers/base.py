@@ -329,6 +329,10 @@ class MemLayer(Layer):
     # <prefix>_begin, _commit and _abort (all files of the spec that have such a layer
     # commit together, each one atomically), and recovery of the last commit at open?
     transactions: bool = False
+    # With transactions: is a transaction over several of the spec's files atomic across
+    # them (their commits write every file or none; the layer's open then drops what
+    # another file lacks), or only per file?
+    spans_files: bool = False
     # A public function <prefix>_<write_guard>(db) a binding calls before it writes
     # through a path of its own (the fast Python path), or None. The journal's: put its
     # page-fault handler back on top of one the host installed later.

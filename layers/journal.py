@@ -47,5 +47,8 @@ class Journal(MemLayer):
         how = ("fdatasync every commit" if j["group"] == 1 else
                f"group commit: fdatasync every {j['group']} commits") if j["sync"] else \
             "nosync: never fdatasync (survives a process crash, not an OS crash)"
+        across = ("a transaction over several of the spec's files commits in all of them or "
+                  "none" if self.spans_files else
+                  "atomic per file: a transaction over several files commits each by itself")
         return (f"{self.name}(sync={'true' if j['sync'] else 'false'}, group={j['group']}, "
-                f"checkpoint={j['checkpoint']}) -- {how}")
+                f"checkpoint={j['checkpoint']}) -- {how}; {across}")

@@ -23,6 +23,7 @@ class Wal(Journal):
     name = "wal"
     write_guard = None                 # no page-fault handler to keep on top
     write_intent = True
+    spans_files = True                 # p2_seg_commit_all: all the spec's logged files or none
     side_files = {"-wal": "record log"}
     params = Journal.params
     doc = ("Atomic, durable transactions on the persistent file below: a redo log of the "

@@ -429,6 +429,9 @@ static void seg_reset(p2_seg *seg)
     seg->undo_at = NULL;
     seg->nundo = seg->undo_at_cap = 0;
     seg->undo_lost = 0;
+    seg->peers = NULL;
+    seg->peer_idx = NULL;
+    seg->npeers = 0;
 }
 
 /* How a journalled segment's private mapping is protected: read-only under the page journal
@@ -1757,6 +1760,7 @@ int p2_seg_close_unclean(p2_seg *seg, p2_err *err)
 #define REC_PAGE     0x50414745u   /* "PAGE": one page image */
 #define REC_COMMIT   0x434f4d54u   /* "COMT": the end of a transaction */
 #define REC_RANGE    0x52414e47u   /* "RANG": bytes written at an offset (record log) */
+#define REC_XACT     0x58414354u   /* "XACT": the files a transaction spans (record log) */
 #define RANGE_OFF_BITS 46          /* a range record's offset: below MAX_RESERVE's 2^46 */
 #define RANGE_MAX    (UINT32_C(1) << (64 - RANGE_OFF_BITS))   /* its length: 1 .. 256 KiB */
 #define MAX_JSEGS    64            /* journalled segments open at once in a process */
@@ -1794,12 +1798,30 @@ struct log_range {                 /* followed by the bytes, zero-padded to a mu
     uint32_t crc;                  /* CRC-32 of the transaction's seq, `where` and the bytes */
     uint64_t where;                /* offset | (length - 1) << RANGE_OFF_BITS */
 };
+/* A transaction over several files (p2_seg_commit_all) opens its records in each of them
+ * with this: every file taking part and the transaction number it has there, so that
+ * replay can tell whether each of them holds it (p2_wal_resolve). */
+struct log_xact {                  /* followed by nparts struct log_xpart */
+    uint32_t magic;                /* REC_XACT */
+    uint32_t crc;                  /* CRC-32 of the transaction's seq, this record (crc 0)
+                                      and its parts */
+    uint64_t gtid;                 /* drawn for the transaction: the same in every file */
+    uint32_t self;                 /* this file's number among the spec's logged files */
+    uint32_t nparts;               /* 2 .. MAX_JSEGS */
+};
+struct log_xpart {
+    uint32_t file;                 /* a file's number among the spec's logged files */
+    uint32_t zero;
+    uint64_t seq;                  /* the transaction's number in that file */
+};
 _Static_assert(sizeof(struct log_range) == 16, "range record header is 16 bytes");
+_Static_assert(sizeof(struct log_xact) == 24 && sizeof(struct log_xpart) == 16,
+               "transaction record layout");
 _Static_assert(sizeof(struct log_header) == LOG_HDR_SIZE, "journal header is 64 bytes");
 _Static_assert(sizeof(struct log_page) == 24, "page record header is 24 bytes");
 _Static_assert(sizeof(struct log_commit) == 32, "commit record is 32 bytes");
 
-static const p2_journal_opts journal_defaults = {1, 1, UINT64_C(4) << 20, 0};
+static const p2_journal_opts journal_defaults = {1, 1, UINT64_C(4) << 20, 0, 0, 0};
 
 static p2_seg *volatile jsegs[MAX_JSEGS];
 static struct sigaction jprev;          /* the SIGSEGV action before ours */
@@ -2015,6 +2037,15 @@ static uint32_t range_crc(uint64_t seq, uint64_t where, const void *data, uint64
     return p2_crc32(p2_crc32(0, k, sizeof k), data, (size_t)len);
 }
 
+static uint32_t xact_crc(uint64_t seq, const struct log_xact *x, const struct log_xpart *parts)
+{
+    struct log_xact h = *x;
+    h.crc = 0;
+    uint32_t c = p2_crc32(0, &seq, sizeof seq);
+    c = p2_crc32(c, &h, sizeof h);
+    return p2_crc32(c, parts, (size_t)h.nparts * sizeof *parts);
+}
+
 static uint32_t commit_crc(const struct log_commit *c)
 {
     struct log_commit x = *c;
@@ -2120,6 +2151,16 @@ static uint64_t commit_follows(int fd, uint64_t from, uint64_t size, uint64_t la
     return found;
 }
 
+/* The complete transactions over several files a scan found (p2_wal_resolve): in
+ * transaction order, each with its parts (struct log_xpart) in `parts`. */
+struct wal_txn { uint64_t seq, gtid, first; uint32_t nparts, self; };
+struct wal_txns {
+    struct wal_txn *tx;
+    uint64_t ntx, txcap;
+    struct log_xpart *parts;
+    uint64_t nparts, partcap;
+};
+
 /* The open transaction's records during a scan: (page number or `where`, offset of the
  * bytes in the journal) pairs, in a growing array. */
 static int pend_push(p2_seg *seg, uint64_t **pend, uint64_t *npend, uint64_t *cap,
@@ -2151,9 +2192,11 @@ static int journal_without_data(p2_seg *seg, p2_err *err)
  * continue from base_seq, in order. Pass 0 only reads (to decide); pass 1 writes their
  * pages into the data file, up to transaction `upto`. *last: the last complete one;
  * *bad: where a damaged record stopped the walk (0: it ended at a torn tail or the end). */
+static int grow_buf(void *pp, uint64_t *cap, uint64_t need);
+
 static int journal_scan(p2_seg *seg, const struct log_header *lh, uint64_t size, uint64_t data_bytes,
                         int apply, uint64_t upto, uint64_t *last_out, uint64_t *bad_out,
-                        uint64_t *applied_out, p2_err *err)
+                        uint64_t *applied_out, struct wal_txns *txns, p2_err *err)
 {
     /* a page journal's records are pages; a record log's, ranges of up to RANGE_MAX bytes */
     uint64_t unit = seg->jopts.record ? RANGE_MAX : seg->pgsize;
@@ -2163,6 +2206,10 @@ static int journal_scan(p2_seg *seg, const struct log_header *lh, uint64_t size,
     uint64_t off = LOG_HDR_SIZE, applied = 0, last = lh->base_seq, bad = 0;
     uint32_t pages_crc = 0;
     int rc = P2_OK;
+    int have_x = 0;                  /* the open transaction spans files (REC_XACT) */
+    struct log_xact xh;
+    struct log_xpart xp[MAX_JSEGS];
+    memset(&xh, 0, sizeof xh);
     if (page == NULL)
         return seg_fail(seg, err, P2_ENOMEM, "journal: out of memory");
     while (rc == P2_OK && off + sizeof(struct log_page) <= size && !(apply && last >= upto)) {
@@ -2173,7 +2220,29 @@ static int journal_scan(p2_seg *seg, const struct log_header *lh, uint64_t size,
         }
         if ((r.magic == REC_PAGE || r.magic == REC_COMMIT) && r.seq <= lh->base_seq)
             break;        /* an older generation's record: the journal is reused in place */
-        if (r.magic == REC_RANGE && seg->jopts.record) {
+        if (r.magic == REC_XACT && seg->jopts.record) {
+            struct log_xact x;
+            memcpy(&x, &r, sizeof x);
+            if (x.nparts < 2 || x.nparts > MAX_JSEGS || have_x || npend != 0) {
+                bad = off;     /* only first in a transaction, and only once */
+                break;
+            }
+            uint64_t plen = (uint64_t)x.nparts * sizeof(struct log_xpart);
+            if (off + sizeof x + plen > size)
+                break;                                   /* torn tail */
+            if (full_pread(seg->log_fd, xp, (size_t)plen, off + sizeof x) != 0) {
+                rc = log_fail(seg, err, P2_EIO, "cannot read it");
+                break;
+            }
+            if (x.crc != xact_crc(last + 1, &x, xp)) {
+                bad = off;
+                break;
+            }
+            have_x = 1;
+            xh = x;
+            pages_crc = p2_crc32(pages_crc, &x.crc, sizeof x.crc);
+            off += sizeof x + plen;
+        } else if (r.magic == REC_RANGE && seg->jopts.record) {
             struct log_range g;
             memcpy(&g, &r, sizeof g);
             uint64_t len = (g.where >> RANGE_OFF_BITS) + 1;
@@ -2228,11 +2297,28 @@ static int journal_scan(p2_seg *seg, const struct log_header *lh, uint64_t size,
                 rc = log_fail(seg, err, P2_EIO, "cannot read it");
                 break;
             }
-            if (c.crc != commit_crc(&c) || c.npages != npend || c.pages_crc != pages_crc ||
-                c.seq != last + 1) {
+            if (c.crc != commit_crc(&c) || c.npages != npend + (uint64_t)have_x ||
+                c.pages_crc != pages_crc || c.seq != last + 1) {
                 bad = off;
                 break;
             }
+            if (have_x && txns != NULL) {
+                if (grow_buf(&txns->tx, &txns->txcap, (txns->ntx + 1) * sizeof *txns->tx) != 0 ||
+                    grow_buf(&txns->parts, &txns->partcap,
+                             (txns->nparts + xh.nparts) * sizeof *txns->parts) != 0) {
+                    rc = seg_fail(seg, err, P2_ENOMEM, "journal: out of memory");
+                    break;
+                }
+                struct wal_txn *t = &txns->tx[txns->ntx++];
+                t->seq = c.seq;
+                t->gtid = xh.gtid;
+                t->first = txns->nparts;
+                t->nparts = xh.nparts;
+                t->self = xh.self;
+                memcpy(txns->parts + txns->nparts, xp, xh.nparts * sizeof *xp);
+                txns->nparts += xh.nparts;
+            }
+            have_x = 0;
             for (uint64_t i = 0; apply && i < npend && rc == P2_OK; i++) {
                 uint64_t len = seg->pgsize, at = pend[2 * i] * seg->pgsize;
                 if (seg->jopts.record) {
@@ -2335,7 +2421,7 @@ static int journal_recover(p2_seg *seg, uint64_t fingerprint, uint64_t data_byte
                         lh.fingerprint, fingerprint);
 
     uint64_t last = 0, bad = 0, applied = 0;
-    int rc = journal_scan(seg, &lh, size, data_bytes, 0, 0, &last, &bad, &applied, err);
+    int rc = journal_scan(seg, &lh, size, data_bytes, 0, 0, &last, &bad, &applied, NULL, err);
     if (rc != P2_OK)
         return rc;
     uint64_t later = bad != 0 ? commit_follows(seg->log_fd, bad + 8, size, last + 1) : 0;
@@ -2360,13 +2446,25 @@ static int journal_recover(p2_seg *seg, uint64_t fingerprint, uint64_t data_byte
         seg->rec_journal = 2;
         seg->rec_tx_dropped = later == UINT64_MAX ? 1 : later - last;
     }
-    if (applied > 0) {
-        rc = journal_scan(seg, &lh, size, data_bytes, 1, last, &last, &bad, &applied, err);
+    if (seg->jopts.limited && seg->jopts.upto < last) {
+        /* a transaction over several files that one of them lacks (p2_wal_resolve), and
+         * every later one: the crash came between the files' writes of its commit */
+        uint64_t held = dseq > lh.base_seq ? dseq : lh.base_seq;
+        if (seg->jopts.upto < held && !seg->recovering)
+            return seg_fail(seg, err, P2_EFORMAT,
+                            "record log: the data file already holds transaction %" PRIu64
+                            ", which spans several files, and another of them lacks it; "
+                            "refusing to open a mixture of the files", seg->jopts.upto + 1);
+        if (seg->jopts.upto >= held)
+            last = seg->jopts.upto;
+    }
+    if (last > lh.base_seq) {
+        rc = journal_scan(seg, &lh, size, data_bytes, 1, last, &last, &bad, &applied, NULL, err);
         if (rc != P2_OK)
             return rc;
     }
     seg->seq = last;
-    if (applied > 0) {
+    if (last > lh.base_seq) {
         struct p2_seg_header dh;   /* the replayed header: now holds everything up to last */
         if (full_pread(seg->fd, &dh, sizeof dh, 0) != 0)
             return log_fail(seg, err, P2_EIO, "cannot read the replayed header");
@@ -2416,8 +2514,13 @@ static void journal_protect(p2_seg *seg)
  * journal.  Runs when the journal passes its checkpoint size, at the end of a group, and
  * at close; only then is the data file written, and always after the journal records of
  * what it receives were synced. */
+static int peers_sync(p2_seg *seg, p2_err *err);
+
 static int journal_checkpoint(p2_seg *seg, p2_err *err)
 {
+    int prc = peers_sync(seg, err);
+    if (prc != P2_OK)
+        return prc;
     if (seg->nunflushed > 0) {
         /* The header claims the new data_seq before the pages go out: the journal holds
          * them, so a crash in between only makes recovery stricter.  Page 0 itself is
@@ -2576,10 +2679,20 @@ static uint64_t wal_spans(p2_seg *seg, struct wal_span *sp)
     return m;
 }
 
-/* Commit of a record-logged segment (the page journal's rules: see p2_seg_commit). The
- * records -- each merged range with the bytes it holds now -- and the commit record are
- * built in memory and written with one pwrite. */
-static int wal_commit(p2_seg *seg, p2_err *err)
+/* The commit record of a transaction whose records were appended at `at`, `bytes` long. */
+static uint64_t commit_record_at(uint64_t at, uint64_t bytes)
+{
+    return at + bytes - sizeof(struct log_commit);
+}
+
+/* Append the open transaction of a record-logged segment to its log -- the records (each
+ * merged range with the bytes it holds now; first, for a transaction over several files,
+ * the transaction record `x` with its parts) and the commit record, built in memory and
+ * written with one pwrite -- without syncing it or counting it as committed (wal_done).
+ * Fails with nothing of the transaction counted: a torn or unsynced append is never
+ * replayed on its own (no commit record, or one a later append overwrites). */
+static int wal_append(p2_seg *seg, const struct log_xact *x, const struct log_xpart *xparts,
+                      uint64_t *at_out, uint64_t *bytes_out, p2_err *err)
 {
     if (seg->undo_lost)
         return seg_fail(seg, err, P2_ENOMEM, "record log: a write of this transaction could not "
@@ -2601,7 +2714,7 @@ static int wal_commit(p2_seg *seg, p2_err *err)
     if (seg->undo_lost)       /* the notes just above could not be kept */
         return seg_fail(seg, err, P2_ENOMEM, "record log: out of memory recording the commit; "
                         "the transaction was not committed: abort it, or close the database");
-    struct wal_span *sp = (struct wal_span *)malloc((size_t)seg->nundo * sizeof *sp);
+    struct wal_span *sp = (struct wal_span *)malloc((size_t)(seg->nundo + 1) * sizeof *sp);
     if (sp == NULL)
         return seg_fail(seg, err, P2_ENOMEM, "record log: out of memory building the commit; "
                         "the transaction was not committed and is still open");
@@ -2612,7 +2725,8 @@ static int wal_commit(p2_seg *seg, p2_err *err)
         nrec += recs;
         bytes += recs * sizeof(struct log_range) + round_up(len, 8);
     }
-    bytes += sizeof(struct log_commit);
+    uint64_t xbytes = x != NULL ? sizeof *x + (uint64_t)x->nparts * sizeof *xparts : 0;
+    bytes += xbytes + sizeof(struct log_commit);
     uint64_t seq = seg->seq + 1, at = seg->log_end;
     int rc = journal_room(seg, at + bytes, err);
     if (rc == P2_OK && grow_buf(&seg->redo, &seg->redo_cap, bytes) != 0)
@@ -2624,6 +2738,16 @@ static int wal_commit(p2_seg *seg, p2_err *err)
     }
     uint8_t *b = seg->redo;
     uint32_t recs_crc = 0;
+    if (x != NULL) {
+        struct log_xact xr = *x;
+        xr.magic = REC_XACT;
+        xr.crc = xact_crc(seq, &xr, xparts);
+        recs_crc = p2_crc32(recs_crc, &xr.crc, sizeof xr.crc);
+        memcpy(b, &xr, sizeof xr);
+        memcpy(b + sizeof xr, xparts, (size_t)(xbytes - sizeof xr));
+        b += xbytes;
+        nrec++;
+    }
     for (uint64_t i = 0; i < nsp; i++) {
         for (uint64_t off = sp[i].off; off < sp[i].end;) {
             uint64_t len = sp[i].end - off < RANGE_MAX ? sp[i].end - off : RANGE_MAX;
@@ -2655,17 +2779,31 @@ static int wal_commit(p2_seg *seg, p2_err *err)
                         "committed and is still open (commit again, or abort it)",
                         seg->path, LOG_SUFFIX(seg), strerror(e));
     }
-    if (seg->unsynced + 1 >= seg->jopts.group && seg->jopts.sync && fdatasync(seg->log_fd) != 0) {
-        int e = errno;
-        commit_record_void(seg, at + bytes - sizeof c);
-        return seg_fail(seg, err, P2_EIO,
-                        "journal: cannot sync %s%s: %s; the transaction was not committed "
-                        "and is still open (commit again, or abort it)", seg->path, LOG_SUFFIX(seg),
-                        strerror(e));
-    }
-    /* ---- the commit point: the transaction is durable (as far as sync and group say) ---- */
+    *at_out = at;
+    *bytes_out = bytes;
+    return P2_OK;
+}
+
+/* Sync a segment's log for a commit appended at `at`: on failure the commit record is
+ * voided and the transaction stays open. */
+static int wal_sync(p2_seg *seg, uint64_t at, uint64_t bytes, p2_err *err)
+{
+    if (fdatasync(seg->log_fd) == 0)
+        return P2_OK;
+    int e = errno;
+    commit_record_void(seg, commit_record_at(at, bytes));
+    return seg_fail(seg, err, P2_EIO,
+                    "journal: cannot sync %s%s: %s; the transaction was not committed "
+                    "and is still open (commit again, or abort it)", seg->path, LOG_SUFFIX(seg),
+                    strerror(e));
+}
+
+/* After the commit point: the appended transaction is committed; its pages go into the
+ * data file at the next checkpoint. */
+static void wal_done(p2_seg *seg, uint64_t at, uint64_t bytes)
+{
     seg->log_end = at + bytes;
-    seg->seq = seq;
+    seg->seq++;
     for (uint64_t i = 0; i < seg->ndirty; i++) {
         uint64_t pg = seg->dirty[i];
         if (!bit_get(seg->unflushed_bits, pg)) {
@@ -2675,11 +2813,153 @@ static int wal_commit(p2_seg *seg, p2_err *err)
     }
     journal_protect(seg);
     seg->undo_len = seg->nundo = 0;
-    if (++seg->unsynced >= seg->jopts.group) {
-        seg->unsynced = 0;   /* synced above */
-        if (seg->log_end >= seg->jopts.checkpoint && journal_checkpoint(seg, err) != P2_OK) {
-            seg->ckpt_failed = 1;   /* committed all the same, as in p2_seg_commit */
-            p2_err_clear(err);
+}
+
+/* A group of commits ended (its log synced, sync permitting): checkpoint when the log has
+ * grown past its size; a failure is not the commit's (see p2_seg_commit). */
+static void wal_group_end(p2_seg *seg, p2_err *err)
+{
+    seg->unsynced = 0;
+    if (seg->log_end >= seg->jopts.checkpoint && journal_checkpoint(seg, err) != P2_OK) {
+        seg->ckpt_failed = 1;   /* committed all the same, as in p2_seg_commit */
+        p2_err_clear(err);
+    }
+}
+
+/* Commit of a record-logged segment by itself (the page journal's rules: see p2_seg_commit). */
+static int wal_commit(p2_seg *seg, p2_err *err)
+{
+    uint64_t at = 0, bytes = 0;
+    int rc = wal_append(seg, NULL, NULL, &at, &bytes, err);
+    if (rc == P2_OK && seg->unsynced + 1 >= seg->jopts.group && seg->jopts.sync)
+        rc = wal_sync(seg, at, bytes, err);
+    if (rc != P2_OK)
+        return rc;
+    /* ---- the commit point: the transaction is durable (as far as sync and group say) ---- */
+    wal_done(seg, at, bytes);
+    if (++seg->unsynced >= seg->jopts.group)
+        wal_group_end(seg, err);
+    return P2_OK;
+}
+
+/* The segments committed together with `seg` (p2_seg_commit_all) sync their logs before
+ * its data file takes a checkpoint's pages: else an OS crash could leave this file holding
+ * a transaction over several files that another file's log has lost. */
+static int peers_sync(p2_seg *seg, p2_err *err)
+{
+    for (uint32_t i = 0; seg->peers != NULL && i < seg->npeers; i++) {
+        p2_seg *o = &seg->peers[seg->peer_idx[i]];
+        if (o == seg || o->base == NULL || !o->journal || o->unsynced == 0)
+            continue;
+        if (o->jopts.sync && fdatasync(o->log_fd) != 0)
+            return log_fail(o, err, P2_EIO, "cannot sync it before a checkpoint of a file "
+                            "it commits with");
+        o->unsynced = 0;
+    }
+    return P2_OK;
+}
+
+/* A transaction's identifier, the same in each file it spans: told apart from the
+ * identifiers of transactions that reused its numbers after a crash dropped it. */
+static uint64_t xact_id(void)
+{
+    static uint64_t counter;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t z = (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
+    z ^= (uint64_t)getpid() << 40 ^ ++counter * UINT64_C(0x9e3779b97f4a7c15);
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);     /* splitmix64's finaliser */
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+int p2_seg_commit_all(p2_seg *segs, const uint32_t *idx, uint32_t n, p2_err *err)
+{
+    if (segs == NULL || idx == NULL || n == 0 || n > MAX_JSEGS)
+        return p2_err_set(err, P2_EINVAL, "p2_seg_commit_all: between 1 and %d segments",
+                          MAX_JSEGS);
+    uint32_t part[MAX_JSEGS], np = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        p2_seg *seg = &segs[idx[i]];
+        if (seg->base == NULL)
+            return p2_err_set(err, P2_ECLOSED, "p2_seg_commit_all: segment is not open");
+        if (!seg->journal || !seg->jopts.record)
+            return seg_fail(seg, err, P2_EINVAL, "p2_seg_commit_all: not a record-logged segment");
+        seg->peers = segs;
+        seg->peer_idx = idx;
+        seg->npeers = n;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        p2_seg *seg = &segs[idx[i]];
+        if (seg->ckpt_failed) {      /* as in p2_seg_commit: before anything is written */
+            int rc = journal_checkpoint(seg, err);
+            if (rc != P2_OK) {
+                checkpoint_failed(seg, rc, err);
+                if (err != NULL) {
+                    size_t m = strnlen(err->msg, sizeof err->msg);
+                    snprintf(err->msg + m, sizeof err->msg - m,
+                             "; the current transaction was not committed and is still open");
+                }
+                return rc;
+            }
+            seg->ckpt_failed = 0;
+        }
+        if (seg->ndirty > 0 || seg->undo_lost)
+            part[np++] = i;
+    }
+    if (np == 0)
+        return P2_OK;
+    struct log_xact x;
+    struct log_xpart xp[MAX_JSEGS];
+    memset(&x, 0, sizeof x);
+    memset(xp, 0, sizeof xp);
+    x.gtid = xact_id();
+    x.nparts = np;
+    for (uint32_t k = 0; k < np; k++) {
+        xp[k].file = part[k];
+        xp[k].seq = segs[idx[part[k]]].seq + 1;
+    }
+    uint64_t at[MAX_JSEGS], bytes[MAX_JSEGS];
+    int group_end = 0, rc = P2_OK;
+    uint32_t written = 0;
+    for (; written < np && rc == P2_OK; written++) {
+        p2_seg *seg = &segs[idx[part[written]]];
+        x.self = part[written];
+        rc = wal_append(seg, np > 1 ? &x : NULL, xp, &at[written], &bytes[written], err);
+        if (rc != P2_OK)
+            break;
+        if (seg->unsynced + 1 >= seg->jopts.group)
+            group_end = 1;
+    }
+    /* a group ends for all of them together: each part's log synced before any counts */
+    for (uint32_t k = 0; k < np && rc == P2_OK && group_end; k++) {
+        p2_seg *seg = &segs[idx[part[k]]];
+        if (seg->jopts.sync)
+            rc = wal_sync(seg, at[k], bytes[k], err);
+    }
+    if (rc != P2_OK) {
+        /* not committed: no file may replay its part alone (wal_sync voided its own) */
+        for (uint32_t k = 0; k < written && k < np; k++)
+            commit_record_void(&segs[idx[part[k]]], commit_record_at(at[k], bytes[k]));
+        return rc;
+    }
+    /* ---- the commit point: every part is in its log (synced, as sync and group say) ---- */
+    for (uint32_t k = 0; k < np; k++) {
+        p2_seg *seg = &segs[idx[part[k]]];
+        wal_done(seg, at[k], bytes[k]);
+        seg->unsynced++;
+    }
+    if (group_end) {
+        /* the other files' logs too, before any checkpoint (peers_sync); one that cannot
+         * sync keeps its commits counted, and its checkpoint waits for a sync that works */
+        uint32_t k = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            p2_seg *seg = &segs[idx[i]];
+            int synced = k < np && part[k] == i;
+            k += synced ? 1u : 0u;
+            if (!synced && seg->unsynced > 0 && seg->jopts.sync && fdatasync(seg->log_fd) != 0)
+                continue;
+            wal_group_end(seg, err);
         }
     }
     return P2_OK;
@@ -2864,6 +3144,130 @@ int p2_seg_abort(p2_seg *seg, p2_err *err)
 uint64_t p2_seg_pending(const p2_seg *seg)
 {
     return seg != NULL && seg->base != NULL && seg->journal ? seg->ndirty : 0;
+}
+
+/* ------------------------------------------------------------------------
+ * 5.5b Record log: which transactions over several files every file holds
+ * ------------------------------------------------------------------------ */
+
+/* What p2_wal_resolve knows of one file: `known` 0 if its log could not be read or judged
+ * (its own open says why); `held` the last transaction its data file holds; `cut` the last
+ * one it may replay (its log's last complete transaction, lowered by the resolution). */
+struct wal_view {
+    int known;
+    uint64_t held, cut;
+    struct wal_txns txns;
+};
+
+static void wal_view_read(struct wal_view *v, const char *path)
+{
+    memset(v, 0, sizeof *v);
+    p2_seg *seg = (p2_seg *)calloc(1, sizeof *seg);
+    if (seg == NULL)
+        return;
+    uint64_t dseq = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        struct p2_seg_header dh;
+        if (full_pread(fd, &dh, sizeof dh, 0) == 0 &&
+            memcmp(dh.magic, SEG_MAGIC, sizeof dh.magic) == 0 && dh.checksum == header_crc(&dh))
+            dseq = dh.data_seq;
+        close(fd);
+    }
+    snprintf(seg->path, sizeof seg->path, "%s", path);
+    seg->jopts.record = 1;
+    seg->reserved = SEG_MAX_RESERVE;
+    char lpath[4096 + 16];
+    snprintf(lpath, sizeof lpath, "%s%s", path, LOG_SUFFIX(seg));
+    seg->log_fd = open(lpath, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    struct log_header lh;
+    if (seg->log_fd < 0 || fstat(seg->log_fd, &st) != 0 || (uint64_t)st.st_size < LOG_HDR_SIZE) {
+        v->known = seg->log_fd >= 0 || errno == ENOENT;    /* no log: nothing to replay */
+        v->held = v->cut = dseq;
+    } else if (full_pread(seg->log_fd, &lh, sizeof lh, 0) == 0 &&
+               memcmp(lh.magic, LOG_MAGIC, sizeof lh.magic) == 0 &&
+               lh.crc == log_header_crc(&lh) && lh.version == LOG_VERSION &&
+               lh.page_size >= 512 && (lh.page_size & (lh.page_size - 1)) == 0) {
+        uint64_t last = 0, bad = 0, applied = 0;
+        p2_err err;
+        p2_err_clear(&err);
+        seg->pgsize = lh.page_size;
+        if (journal_scan(seg, &lh, (uint64_t)st.st_size, 1, 0, 0, &last, &bad, &applied,
+                         &v->txns, &err) == P2_OK) {
+            v->known = 1;
+            v->held = dseq > lh.base_seq ? dseq : lh.base_seq;
+            v->cut = last;
+        }
+    }
+    if (seg->log_fd >= 0)
+        close(seg->log_fd);
+    free(seg);
+}
+
+/* Does file v hold transaction `seq` of the transaction drawn `gtid`: in its data file
+ * already (whose transactions cannot be told apart any more), or complete in its log up
+ * to the cut, as the same transaction. A file that cannot be judged is taken to hold it:
+ * its own open refuses it. */
+static int wal_view_holds(const struct wal_view *v, uint64_t seq, uint64_t gtid)
+{
+    if (!v->known || seq <= v->held)
+        return 1;
+    if (seq > v->cut)
+        return 0;
+    uint64_t lo = 0, hi = v->txns.ntx;          /* the transactions are in seq order */
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (v->txns.tx[mid].seq < seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < v->txns.ntx && v->txns.tx[lo].seq == seq && v->txns.tx[lo].gtid == gtid;
+}
+
+int p2_wal_resolve(const char *const *paths, uint32_t n, uint64_t *upto, p2_err *err)
+{
+    if (paths == NULL || upto == NULL || n > MAX_JSEGS)
+        return p2_err_set(err, P2_EINVAL, "p2_wal_resolve: between 0 and %d files", MAX_JSEGS);
+    struct wal_view *v = (struct wal_view *)calloc(n ? n : 1, sizeof *v);
+    if (v == NULL)
+        return p2_err_set(err, P2_ENOMEM, "record log: out of memory reading the logs");
+    for (uint32_t i = 0; i < n; i++)
+        wal_view_read(&v[i], paths[i]);
+    /* Cut each file before the first transaction that another file taking part in it
+     * lacks; a cut can make another file lack one of its own: again until none moves. */
+    for (int moved = 1; moved;) {
+        moved = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            for (uint64_t t = 0; v[i].known && t < v[i].txns.ntx; t++) {
+                const struct wal_txn *tx = &v[i].txns.tx[t];
+                if (tx->seq > v[i].cut)
+                    break;
+                if (tx->seq <= v[i].held)
+                    continue;
+                int whole = tx->self == i;
+                for (uint32_t k = 0; whole && k < tx->nparts; k++) {
+                    const struct log_xpart *pt = &v[i].txns.parts[tx->first + k];
+                    whole = pt->file < n &&
+                            (pt->file == i ? pt->seq == tx->seq
+                                           : wal_view_holds(&v[pt->file], pt->seq, tx->gtid));
+                }
+                if (!whole) {
+                    v[i].cut = tx->seq - 1;
+                    moved = 1;
+                    break;
+                }
+            }
+        }
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        upto[i] = v[i].known ? v[i].cut : UINT64_MAX;
+        free(v[i].txns.tx);
+        free(v[i].txns.parts);
+    }
+    free(v);
+    return P2_OK;
 }
 
 /* ------------------------------------------------------------------------

@@ -294,6 +294,10 @@ typedef struct p2_journal_opts {
                                writes from their write faults, logs whole pages); 1: record log
                                `<path>-wal` (told every write through the write hook, logs
                                exactly the bytes written; see @ref journal) */
+    int      limited;     /**< 1: at open, replay no transaction after `upto` (set from
+                               p2_wal_resolve() for the files of a transaction over several
+                               files; 0: every complete transaction) */
+    uint64_t upto;        /**< with limited: the last transaction to replay */
 } p2_journal_opts;
 
 struct p2_seg;
@@ -360,6 +364,11 @@ typedef struct p2_seg {
                                      transaction can be neither committed nor undone in
                                      memory; the segment refuses commits and, at close,
                                      leaves the data file to the log's replay */
+    /* the record-logged files it commits together with (p2_seg_commit_all), or NULL:
+     * their logs are synced before this file's checkpoint writes its data file */
+    struct p2_seg *peers;       /**< the spec's segment array */
+    const uint32_t *peer_idx;   /**< the indexes of the files committed together */
+    uint32_t npeers;
 } p2_seg;
 
 /** Open a segment file, creating it if it does not exist.  A file that exists but is
@@ -503,8 +512,22 @@ int p2_seg_close_unclean(p2_seg *seg, p2_err *err);
  *  cannot see (a program writing through a pointer it was given) is not
  *  logged: the page journal covers those, the record log does not.
  *
- *  Limits: one thread; the journal covers the segment's memory only; a spec
- *  with several journalled files commits each file atomically, not all together.
+ *  Several files, one transaction (record log only): p2_seg_commit_all() commits
+ *  the files of a spec together.  When more than one of them changed, each
+ *  one's records begin with a transaction record naming every file that takes
+ *  part and the transaction number it gets there (and an identifier drawn for
+ *  the transaction); all are written, then synced (group permitting), and only
+ *  then does any of them count as committed.  A crash between the files' writes
+ *  leaves the transaction complete in some logs only: p2_wal_resolve(), run by
+ *  the generated open over the spec's files before any is opened, finds for
+ *  each file the last transaction every file taking part in it holds (in its
+ *  log, or already in its data file), following the cut from file to file
+ *  until nothing changes, and each file then replays only up to there.  A file
+ *  checkpoints only after the logs of the files it commits with are synced, so
+ *  no data file ever holds a transaction another file could lose.
+ *
+ *  Limits: one thread; the journal covers the segment's memory only; the page
+ *  journal commits each file of a spec atomically by itself, not all together.
  *  @{
  */
 
@@ -533,6 +556,23 @@ int p2_seg_open_journal(p2_seg *seg, const char *path, uint64_t fingerprint,
  * @return #P2_OK, #P2_ECLOSED, or #P2_EIO (not committed; message says why: e.g. no
  *         space for the journal, a failed append or sync, a failed checkpoint retry). */
 int p2_seg_commit(p2_seg *seg, p2_err *err);
+
+/** Commit the current transaction of several record-logged segments together
+ *  (segs[idx[0]], ..., segs[idx[n - 1]]: the spec's files with a record log, in
+ *  the spec's order, the same at every open): all or none of the files' changes
+ *  survive a crash (see @ref journal).  The same result codes and rules as
+ *  p2_seg_commit(); on #P2_EIO none of the files' transactions is committed and
+ *  all stay open. */
+int p2_seg_commit_all(p2_seg *segs, const uint32_t *idx, uint32_t n, p2_err *err);
+
+/** Before opening record-logged files committed together by p2_seg_commit_all()
+ *  (paths[i] is the data file of the file committed as number i): read their
+ *  logs, without changing anything, and set upto[i] to the last transaction
+ *  file i may replay -- the transactions after it took part in a transaction
+ *  that another file does not hold.  A file whose log cannot be read or judged
+ *  gets UINT64_MAX (no limit): its own open then says what is wrong with it.
+ * @return #P2_OK, #P2_ENOMEM. */
+int p2_wal_resolve(const char *const *paths, uint32_t n, uint64_t *upto, p2_err *err);
 
 /** Undo every change since the last commit or abort.
  * @return #P2_OK, #P2_ECLOSED, #P2_EINVAL on a plain segment, #P2_EIO. */

@@ -46,6 +46,7 @@ VARIANTS = {                 # spec stem: kills per run
     "tpcb_journal_nosync": SOAK or 16,
     "tpcb_wal": SOAK or 20,          # the record log (wal): bytes, not pages
     "tpcb_wal_group": SOAK or 16,
+    "tpcb_wal_files": SOAK or 16,    # every transaction spans two files: all or none
 }
 LOAD_KILLS = max(SOAK // 4, 8)
 OO7_KILLS = max(SOAK // 4, 12)

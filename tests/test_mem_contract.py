@@ -20,7 +20,7 @@ from p2gen.layers.journal import Journal
 from p2gen.layers.persistent import Persistent
 from p2gen.parser import parse
 from p2gen.plan import explain, plan
-from p2gen.render import FILE_HOOKS, Renderer, render
+from p2gen.render import FILE_HOOKS, TXN_HOOKS, Renderer, render
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERATOR = ROOT / "generator"
@@ -146,8 +146,8 @@ def test_memory_layer_signature(name):
     if layer.requires_below:
         assert layer.below == "mem" and all(layer.requires_why)
     macros = macros_of(layer.template)
-    assert macros <= set(FILE_HOOKS) | {"transactions", "transactions_api"}, \
-        f"{name}: macros the renderer never calls: {macros - set(FILE_HOOKS)}"
+    assert macros <= set(FILE_HOOKS) | set(TXN_HOOKS), \
+        f"{name}: macros the renderer never calls: {macros - set(FILE_HOOKS) - set(TXN_HOOKS)}"
     if layer.in_file:
         assert {"open_file", "close_file", "sync_file"} <= macros, \
             f"{name}: a file's layer writes how the file opens, closes and syncs"

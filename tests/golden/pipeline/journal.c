@@ -556,7 +556,7 @@ static int journal__open(journal_db **out, const char *dir, int check)
             snprintf(path, sizeof path, "%s", file);
         }
         {
-            static const p2_journal_opts jopts = { 1, 2u, 4194304u, 0 };
+            static const p2_journal_opts jopts = { 1, 2u, 4194304u, 0, 0, 0 };
             rc = p2_seg_open_journal(&db->seg[0], path, 0xc96d6659cb308b47u, 1, names, sizes,
                                      68719476736u, &jopts, &created, &db->err);
         }

@@ -188,3 +188,31 @@ def run_benchmarks(args: Sequence[str], json_out: str, family: str, line_re: "re
     rc = proc.wait()
     th.join(timeout=5)
     return rc
+
+
+def users_build_steps(gen_dir: Path, obj_dir: Path, variants: Sequence[tuple], *, cc: str,
+                      cxx: str, cxxflags: Sequence[str], driver: Path, driver_deps: Sequence[Path],
+                      include_dirs: Sequence[Path]) -> tuple[list, list]:
+    """The compile steps that build generated variants as the README tells users to: the
+    runtime and each variant's generated .c compiled as `p2gen build` compiles them into
+    lib<prefix>.a, and the one driver source (the user's program) compiled once per variant
+    with cxxflags, <PREFIX>_INLINE and the variant's own -D definitions.
+
+    variants: (prefix, generated (build.generate's result), driver defines) per variant.
+    Returns (tasks for Builder.compile_all, archives for Builder.archive_all)."""
+    user_cflags = users_cflags()
+    runtime_c, runtime_o = gen_dir / "p2_runtime.c", obj_dir / "p2_runtime.o"
+    tasks = [(shlex.split(cc) + user_cflags + ["-c", str(runtime_c), "-o", str(runtime_o)],
+              runtime_o, [runtime_c, gen_dir / "p2_runtime.h"], "p2_runtime.c")]
+    archives = []
+    incs = [f"-I{d}" for d in include_dirs] + [f"-I{gen_dir}"]
+    for prefix, g, defs in variants:
+        c_src, obj = Path(g.source), obj_dir / f"{prefix}.o"
+        tasks.append((shlex.split(cc) + user_cflags + ["-c", str(c_src), "-o", str(obj)],
+                      obj, [c_src, Path(g.header)], c_src.name))
+        archives.append((obj_dir / f"lib{prefix}.a", [obj, runtime_o]))
+        out = obj_dir / f"driver_{prefix}.o"
+        tasks.append((shlex.split(cxx) + list(cxxflags) + list(defs) + [inline_define(prefix)] + incs +
+                      ["-c", str(driver), "-o", str(out)],
+                      out, [driver, *driver_deps, Path(g.header)], f"driver for {prefix}"))
+    return tasks, archives

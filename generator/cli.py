@@ -329,6 +329,52 @@ def bench_tpcb(**kwargs):
     sys.exit(rc)
 
 
+@bench.command("range", context_settings=CONTEXT)
+@click.option("--rows", type=click.IntRange(2, 2**32 - 1), metavar="N",
+              help="Rows in the relation (default 200000; the measurement in bench/RESULTS.md: "
+                   "1000000).")
+@click.option("--lengths", metavar="LIST", help="Rows per cursor (default 10,1000,100000; "
+              "lengths above --rows are not run).")
+@click.option("--seed", type=click.IntRange(0), default=1, show_default=True,
+              help="Seed of the load order and of the walks' starts.")
+@click.option("--min-time", type=click.FloatRange(0.001), default=0.2, show_default=True,
+              help="Seconds each benchmark runs at least.")
+@click.option("-o", "--out", "out", default="bench/results", show_default=True,
+              type=click.Path(file_okay=False), help="Where range.json, range.md and range.png go.")
+@click.option("--build-dir", default="bench/build/range", show_default=True,
+              type=click.Path(file_okay=False), help="Generated code, objects, the binary.")
+@click.option("--filter", metavar="REGEX", help="Only benchmarks matching (Google Benchmark's "
+              "--benchmark_filter), e.g. 'BTREE|AVL'.")
+@click.option("--db-dir", type=click.Path(file_okay=False),
+              help="Where database files go (default: a fresh directory in $TMPDIR).")
+@click.option("--cc", default=lambda: os.environ.get("CC", "cc"), show_default="$CC or cc")
+@click.option("--cxx", default=lambda: os.environ.get("CXX", "c++"), show_default="$CXX or c++")
+@click.option("-j", "--jobs", type=click.IntRange(1), help="Parallel compilations (default: CPUs).")
+@click.option("--render", metavar="JSON", type=click.Path(exists=True, dir_okay=False),
+              help="Only render the table (and plot) from a stored Google Benchmark JSON.")
+@click.option("--plots/--no-plots", default=False, show_default=True,
+              help="Render a PNG plot (needs matplotlib: pip install 'p2gen[bench]').")
+def bench_range(**kwargs):
+    """Range scans: rows per second of cursors of 10, 1,000 and 100,000 rows through every
+    ordered layer (btree, avl, qsort, odlist, iarray; transient and persistent) against
+    SQLite (a file and :memory:) and LMDB (Google Benchmark).
+
+    Builds type_equations/range/*.p2 as the README tells users to and bench/range/ into one
+    binary, checks that every walk returns the rows asked in key order, writes the JSON
+    and a Markdown table with the ratios to AVL and SQLite. Exit status 1 if a run failed.
+    """
+    from .build import cc_command
+    from .bench.range.run import command
+    try:
+        if not kwargs["render"]:
+            cc_command(kwargs["cc"])
+            cc_command(kwargs["cxx"], "C++ compiler", "--cxx or $CXX")
+        rc = command(**kwargs, say=click.echo)
+    except P2Error as e:
+        _fail(e)
+    sys.exit(rc)
+
+
 @bench.command("oo7", context_settings=CONTEXT)
 @click.option("--size", type=click.Choice(["tiny", "small", "medium", "large"]),
               help="Database size (default small; --reference: medium).")

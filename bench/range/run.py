@@ -1,0 +1,373 @@
+"""`p2gen bench range`: rows per second of range scans through every ordered layer.
+
+Build: every spec of type_equations/range/ (BTREE, AVL, QSORT, ODLIST, IARRAY, each over
+persistent and transient memory: one relation, `record row { k: u32; v: u64; pad: char[88]; }`,
+and `cursor walk on rows where k >= $lo and k < $hi order by k`) is generated with its own
+prefix and built as the README tells users to (common.users_build_steps: `p2gen build`'s
+lib<prefix>.a, the driver bench/range/range_driver.cc compiled -O2 with <PREFIX>_INLINE, no
+LTO); the references (bench/range/range_refs.cc: SQLite in a file with journal_mode=OFF and in
+:memory:, LMDB) and bench/range/range_main.cc are linked with them into one Google Benchmark
+binary, so that every ratio comes from one run on one machine.
+Run: each system loads the relation once (keys 0 .. rows-1 in a seeded random order), then
+per cursor length walks from random starts; the binary checks every walk's row count,
+payload sum and key order. Report: rows per second per system and length, the ratio to AVL
+and to SQLite on the same memory, and the target (BTREE ≥ 5× AVL at 100,000-row cursors).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+from ..common import Builder, ints, run_benchmarks, users_build_steps
+from ...errors import BuildError
+from .. import BENCH_DIR, spec_dir
+
+SOURCE_DIR = BENCH_DIR / "range"
+SPEC_DIR = spec_dir("range")
+
+# (benchmark name, spec file stem, how the driver loads the relation: range.h's Load)
+STRUCTURES = (("BTREE", "btree", "Random"), ("AVL", "avl", "Random"),
+              # a sorted array is the same however filled; random inserts would memmove half of it
+              ("QSORT", "qsort", "Sorted"),
+              # key order into slots freed at random: the layout random inserts give, without
+              # the O(n) walk per insert
+              ("ODLIST", "odlist", "Scattered"),
+              ("IARRAY", "iarray", "Random"))
+MEMS = ("persistent", "transient")
+REFERENCES = (("SQLITE", "persistent"), ("SQLITE", "transient"), ("LMDB", "persistent"))
+LIBS = ("-lbenchmark", "-lpthread", "-lsqlite3", "-llmdb")
+DRIVER_SOURCES = ("range.h", "range_driver.cc", "range_refs.cc", "range_main.cc")
+
+# about a minute on two cores, build included
+DEFAULT = dict(rows=200000, lengths=(10, 1000, 100000), min_time=0.2)
+TARGET_LENGTH = 100000
+TARGET_RATIO = 5.0
+
+
+@dataclass
+class Variant:
+    name: str
+    mem: str
+    spec: str
+    prefix: str
+    load: str
+
+
+def default_variants() -> list[Variant]:
+    return [Variant(name, mem, str(SPEC_DIR / f"{stem}_{mem}.p2"), f"range_{stem}_{mem}", load)
+            for name, stem, load in STRUCTURES for mem in MEMS]
+
+
+def systems() -> list[tuple]:
+    """(name, mem) of every benchmarked system, in table order."""
+    return [(name, mem) for mem in MEMS for name, _, _ in STRUCTURES] + list(REFERENCES)
+
+
+def driver_sources(source_dir: Optional[str] = None) -> Path:
+    src = Path(source_dir) if source_dir else SOURCE_DIR
+    for f in DRIVER_SOURCES + ("../flags.h",):
+        if not (src / f).exists():
+            raise BuildError(f"benchmark source {(src / f).resolve()} not found: the p2gen package "
+                             "ships bench/range/ as p2gen.bench.range; reinstall p2gen")
+    return src
+
+
+def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
+          jobs: Optional[int] = None, variants: Optional[list] = None,
+          say: Callable[[str], None] = lambda m: None) -> Path:
+    """Generate every variant, build it as users do, compile the references and main, link
+    build_dir/range_bench; return its path."""
+    from ...build import generate
+    src = driver_sources()
+    variants = variants if variants is not None else default_variants()
+    bdir = Path(build_dir).resolve()
+    gen_dir, obj_dir = bdir / "gen", bdir / "obj"
+    gen_dir.mkdir(parents=True, exist_ok=True)
+    obj_dir.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    gens = [(v, generate(v.spec, str(gen_dir), v.prefix)) for v in variants]
+    say(f"generated {len(gens)} data managers in {time.perf_counter() - t0:.1f} s")
+    cxxflags = ["-std=c++17", opt, "-Wall", "-Wextra"]      # the user's program: -O2, no LTO
+    steps = [(v.prefix, g, [f"-DP2_VARIANT={v.prefix}", f'-DP2_HEADER="{v.prefix}.h"',
+                            f'-DP2_NAME="{v.name}"', f'-DP2_MEM="{v.mem}"', f"-DP2_LOAD={v.load}",
+                            f"-DP2_RANK={10 + rank}"])
+             for rank, (v, g) in enumerate(gens)]
+    tasks, archives = users_build_steps(gen_dir, obj_dir, steps, cc=cc, cxx=cxx, cxxflags=cxxflags,
+                                        driver=src / "range_driver.cc", driver_deps=[src / "range.h"],
+                                        include_dirs=[src])
+    for name in ("range_refs", "range_main"):
+        out = obj_dir / f"{name}.o"
+        tasks.append((shlex.split(cxx) + cxxflags + [f"-I{src}", "-c", str(src / f"{name}.cc"),
+                      "-o", str(out)], out, [src / f"{name}.cc", src / "range.h", src.parent / "flags.h"],
+                      f"{name}.cc"))
+    b = Builder(bdir, say)
+    t1 = time.perf_counter()
+    objs = b.compile_all(tasks, jobs)
+    link_objs = b.archive_all(archives, objs, jobs)
+    exe = b.link(bdir / "range_bench", link_objs, LIBS, cxx=cxx, opt=opt, lto=False,
+                 hint="install the libraries: apt-get install libbenchmark-dev libsqlite3-dev liblmdb-dev")
+    say(f"built {exe} ({b.built} steps, {len(tasks) + len(archives) - b.built + 1} up to date) in "
+        f"{time.perf_counter() - t1:.1f} s")
+    return exe
+
+
+# ---------------------------------------------------------------------------------------
+# run
+
+@dataclass
+class Options:
+    rows: int = DEFAULT["rows"]
+    lengths: tuple = DEFAULT["lengths"]
+    seed: int = 1
+    min_time: float = DEFAULT["min_time"]
+    filter: Optional[str] = None
+    dir: Optional[str] = None
+    extra: tuple = ()          # more flags for the binary (e.g. --range_inject_fault=1)
+
+    def args(self) -> list:
+        a = [f"--range_rows={self.rows}", f"--range_lengths={','.join(map(str, self.lengths))}",
+             f"--range_seed={self.seed}", f"--range_min_time={self.min_time}"]
+        if self.dir:
+            a.append(f"--range_dir={self.dir}")
+        if self.filter:
+            a.append(f"--benchmark_filter={self.filter}")
+        return a + list(self.extra)
+
+
+RUN_LINE = re.compile(r"^range/(\S+?)/(\S+?)/rows:(\d+)\S*\s+(.*)$")
+
+
+def run(exe: str, opts: Options, json_out: str, say: Callable[[str], None] = lambda m: None) -> int:
+    """Run the binary, Google Benchmark JSON to json_out, a progress line per benchmark.
+    Returns its exit status (3: a walk failed its check or a system errored)."""
+    def describe(m, vals, error):
+        name, mem, length, _ = m.groups()
+        info = error if vals is None else f"{vals.get('rows_per_s', '?')} rows/s"
+        return f"{name:<7} {mem:<10} rows={length:<7} {info}"
+
+    return run_benchmarks([str(exe)] + opts.args(), json_out, "range", RUN_LINE, describe, say)
+
+
+# ---------------------------------------------------------------------------------------
+# report
+
+@dataclass
+class Row:
+    system: str
+    mem: str
+    length: int
+    rows_per_s: Optional[float]
+    rows: Optional[float]
+    load_ms: Optional[float]
+    error: Optional[str]
+
+
+NAME = re.compile(r"^range/([^/]+)/([^/]+)/rows:(\d+)")
+
+
+def load_rows(json_path: str) -> tuple[dict, list]:
+    """(context, rows): one Row per iteration run (aggregates of repetitions are skipped)."""
+    with open(json_path, encoding="utf-8") as f:
+        data = json.load(f)
+    out = []
+    for b in data.get("benchmarks", []):
+        if b.get("run_type", "iteration") != "iteration":
+            continue
+        m = NAME.match(b.get("run_name", b["name"]))
+        if not m:
+            continue
+        err = b.get("error_message") if b.get("error_occurred") else None
+        out.append(Row(m.group(1), m.group(2), int(m.group(3)), b.get("rows_per_s"), b.get("rows"),
+                       b.get("load_ms"), err))
+    return data.get("context", {}), out
+
+
+def problems(context: dict, rows: list) -> list:
+    """Failed runs, walks that did not return the rows asked, systems or lengths missing."""
+    out = []
+    for r in rows:
+        if r.error:
+            out.append(f"{r.system}/{r.mem} rows={r.length}: {r.error}")
+        elif r.rows is None or round(r.rows) != r.length or abs(r.rows - r.length) > 1e-9:
+            out.append(f"{r.system}/{r.mem} rows={r.length}: walked {r.rows} rows per cursor, "
+                       f"asked for {r.length}")
+        elif not r.rows_per_s or r.rows_per_s <= 0:
+            out.append(f"{r.system}/{r.mem} rows={r.length}: no rate measured")
+    return out
+
+
+def summarize(rows: list) -> dict:
+    """(system, mem, length) -> median rows/s over repetitions (runs that failed excluded)."""
+    acc: dict = {}
+    for r in rows:
+        if r.error or not r.rows_per_s:
+            continue
+        acc.setdefault((r.system, r.mem, r.length), []).append(r.rows_per_s)
+    return {k: statistics.median(v) for k, v in acc.items()}
+
+
+def _lengths(summary: dict) -> list:
+    return sorted({k[2] for k in summary})
+
+
+def _rate(x: Optional[float]) -> str:
+    if x is None:
+        return "—"
+    if x >= 1e9:
+        return f"{x / 1e9:.2f} G"
+    if x >= 1e6:
+        return f"{x / 1e6:.1f} M"
+    if x >= 1e3:
+        return f"{x / 1e3:.1f} k"
+    return f"{x:.0f}"
+
+
+def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
+    return a / b if a and b else None
+
+
+def _x(r: Optional[float]) -> str:
+    return "—" if r is None else f"{r:,.2f}×"
+
+
+def render_table(summary: dict) -> str:
+    """Markdown: per memory, a row per system, per cursor length rows/s, × AVL and × SQLite
+    on the same memory (LMDB's and SQLite's rows: against SQLite persistent)."""
+    lens = _lengths(summary)
+    if not lens:
+        return "(no results)\n"
+    head = "| system | memory | " + " | ".join(f"{n:,} rows: rows/s | × AVL | × SQLite" for n in lens) + " |"
+    sep = "|---|---|" + "---:|---:|---:|" * len(lens)
+    lines = ["Rows per second of wall time walking one cursor from a random start (M = 10^6); "
+             "× AVL and × SQLite: that rate over theirs on the same memory (higher is faster).", "",
+             head, sep]
+    for name, mem in systems():
+        if not any((name, mem, n) in summary for n in lens):
+            continue
+        cells = [name, mem]
+        for n in lens:
+            v = summary.get((name, mem, n))
+            cells += [_rate(v), _x(_ratio(v, summary.get(("AVL", mem, n)))),
+                      _x(_ratio(v, summary.get(("SQLITE", mem, n))))]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def targets(summary: dict) -> list:
+    """[(target, ratio or None, met)]: BTREE over AVL at 100,000-row cursors, per memory."""
+    out = []
+    for mem in MEMS:
+        r = _ratio(summary.get(("BTREE", mem, TARGET_LENGTH)), summary.get(("AVL", mem, TARGET_LENGTH)))
+        out.append((f"BTREE / AVL rows per second, {mem}, {TARGET_LENGTH:,}-row cursors "
+                    f"(≥ {TARGET_RATIO:g}×)", r, r is not None and r >= TARGET_RATIO))
+    return out
+
+
+def render_targets(summary: dict) -> str:
+    out = ["Target (ratio of rows per second, measured side by side in one run):", "",
+           "| target | measured | met |", "|---|---:|:-:|"]
+    for name, r, ok in targets(summary):
+        out.append(f"| {name} | {_x(r)} | {'—' if r is None else ('yes' if ok else 'no')} |")
+    out.append("")
+    return "\n".join(out)
+
+
+def render_plot(summary: dict, out_dir: str) -> str:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
+    lens = _lengths(summary)
+    for ax, mem in zip(axes, MEMS):
+        for name, m in systems():
+            pts = [(n, summary[(name, m, n)]) for n in lens if (name, m, n) in summary]
+            if m != mem and not (name == "LMDB" and mem == "persistent"):
+                continue
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("rows per cursor")
+        ax.set_title(mem)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    axes[0].set_ylabel("rows per second")
+    fig.suptitle("Range scans: rows per second by cursor length", fontsize=10)
+    fig.tight_layout()
+    p = os.path.join(out_dir, "range.png")
+    fig.savefig(p, dpi=110)
+    plt.close(fig)
+    return p
+
+
+def report(json_path: str, out_dir: str, *, plots: bool = False,
+           command: Optional[str] = None) -> tuple[str, list]:
+    """Read the JSON, write out_dir/range.md (and range.png). Returns (markdown, problems)."""
+    context, rows = load_rows(json_path)
+    probs = problems(context, rows)
+    summary = summarize(rows)
+    md = ["# Range scans: ordered layers vs SQLite and LMDB", ""]
+    if command:
+        md += [f"Command: `{command}`", ""]
+    load = context.get("load_avg") or []
+    md += [f"Configuration: {context.get('range_rows', '?')} rows (~100 bytes each, keys inserted "
+           f"in a random order), cursors of {context.get('range_lengths', '?')} rows, seed "
+           f"{context.get('range_seed', '?')}; host {context.get('host_name', '?')}, "
+           f"{context.get('num_cpus', '?')} CPUs; load average at start "
+           f"{', '.join(f'{x:.2f}' for x in load) or '?'}.", ""]
+    md.append(render_table(summary))
+    md.append(render_targets(summary))
+    if probs:
+        md += ["**Problems:**", ""] + [f"- {p}" for p in probs] + [""]
+    os.makedirs(out_dir, exist_ok=True)
+    if plots:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise BuildError("plots need matplotlib: pip install 'p2gen[bench]' (or leave out --plots)")
+        p = render_plot(summary, out_dir)
+        md += [f"![range]({Path(p).name})", ""]
+    text = "\n".join(md)
+    with open(os.path.join(out_dir, "range.md"), "w", encoding="utf-8") as f:
+        f.write(text)
+    return text, probs
+
+
+# ---------------------------------------------------------------------------------------
+# the command (cli.py holds only the click declaration)
+
+def command(*, rows, lengths, seed, min_time, out, build_dir, filter, db_dir, cc, cxx, jobs,
+            render, plots, say=print) -> int:
+    """`p2gen bench range`: build, run, report. Returns the exit status."""
+    out = out or "bench/results"
+    json_path = os.path.join(out, "range.json")
+    cmdline = "p2gen " + shlex.join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("p2gen") else None
+    if render:
+        text, probs = report(render, out, plots=plots, command=cmdline)
+        say(text)
+        for p in probs:
+            say(f"PROBLEM: {p}")
+        return 1 if probs else 0
+    opts = Options(rows=rows or DEFAULT["rows"], lengths=ints(lengths, "--lengths") or DEFAULT["lengths"],
+                   seed=seed, min_time=min_time, filter=filter, dir=db_dir)
+    exe = build(build_dir or os.path.join("bench", "build", "range"), cc=cc, cxx=cxx, jobs=jobs, say=say)
+    rc = run(str(exe), opts, json_path, say=say)
+    if not os.path.exists(json_path):
+        say(f"no results written ({exe} exited with {rc})")
+        return 1
+    text, probs = report(json_path, out, plots=plots, command=cmdline)
+    say("")
+    say(text)
+    say(f"wrote {json_path}, {os.path.join(out, 'range.md')}" + (f", {os.path.join(out, 'range.png')}" if plots else ""))
+    for p in probs:
+        say(f"PROBLEM: {p}")
+    return 1 if (rc != 0 or probs) else 0

@@ -339,6 +339,10 @@ def bench_tpcb(**kwargs):
               help="Seed of the load order and of the walks' starts.")
 @click.option("--min-time", type=click.FloatRange(0.001), default=0.2, show_default=True,
               help="Seconds each benchmark runs at least.")
+@click.option("--load-order", type=click.Choice(["random", "sorted"]), default="random",
+              show_default=True, help="Keys inserted in a random order (realistic tree shapes; "
+              "elements stored in insertion order), or every system loading in key order "
+              "(elements stored in key order: the walks' best case).")
 @click.option("-o", "--out", "out", default="bench/results", show_default=True,
               type=click.Path(file_okay=False), help="Where range.json, range.md and range.png go.")
 @click.option("--build-dir", default="bench/build/range", show_default=True,

@@ -6,6 +6,9 @@
 //   --range_seed=1               the load order's and the walks' random seed
 //   --range_min_time=0.2         seconds each benchmark runs at least
 //   --range_dir=PATH             where database files go (default: a new directory in $TMPDIR)
+//   --range_load_order=random    random: keys inserted in a random order (how each system
+//                                loads: range.h's Load); sorted: every system inserts in key
+//                                order (elements stored in key order: the layout's best case)
 //   --range_list                 print the registered systems and exit
 //   --range_inject_fault=1       (tests) every walk one row longer than asked: every run must fail
 // Benchmarks are named range/<SYSTEM>/<mem>/rows:<length>. Every system loads the relation
@@ -108,8 +111,9 @@ struct Loaded {
         }
         eng = s->make();
         auto order = load_order(config().rows, config().seed);
+        if (config().sorted_load) std::sort(order.begin(), order.end());
         auto t0 = std::chrono::steady_clock::now();
-        if (!eng->open(dir, err) || !eng->load(order, s->load, err)) {
+        if (!eng->open(dir, err) || !eng->load(order, config().sorted_load ? Load::Sorted : s->load, err)) {
             std::string e;
             eng->close(e);
             eng.reset();
@@ -184,6 +188,13 @@ int main(int argc, char **argv) {
         else if (k == "range_min_time") cfg.min_time = std::atof(v.c_str());
         else if (k == "range_dir") cfg.dir = v;
         else if (k == "range_list") cfg.list = true;
+        else if (k == "range_load_order") {
+            if (v != "random" && v != "sorted") {
+                std::cerr << "range_bench: --range_load_order: random or sorted, not '" << v << "'\n";
+                std::exit(2);
+            }
+            cfg.sorted_load = v == "sorted";
+        }
         else if (k == "range_inject_fault") cfg.inject_fault = v != "0";
         else return false;
         return true;
@@ -219,6 +230,7 @@ int main(int argc, char **argv) {
     benchmark::AddCustomContext("range_lengths", lens.str());
     benchmark::AddCustomContext("range_seed", std::to_string(cfg.seed));
     benchmark::AddCustomContext("range_dir", cfg.dir);
+    benchmark::AddCustomContext("range_load_order", cfg.sorted_load ? "sorted" : "random");
     for (const System &s : reg)
         for (uint64_t len : cfg.lengths) {
             // a walk of len rows (len + 1 with the fault) must fit in the relation

@@ -128,13 +128,15 @@ class Options:
     lengths: tuple = DEFAULT["lengths"]
     seed: int = 1
     min_time: float = DEFAULT["min_time"]
+    load_order: str = "random"
     filter: Optional[str] = None
     dir: Optional[str] = None
     extra: tuple = ()          # more flags for the binary (e.g. --range_inject_fault=1)
 
     def args(self) -> list:
         a = [f"--range_rows={self.rows}", f"--range_lengths={','.join(map(str, self.lengths))}",
-             f"--range_seed={self.seed}", f"--range_min_time={self.min_time}"]
+             f"--range_seed={self.seed}", f"--range_min_time={self.min_time}",
+             f"--range_load_order={self.load_order}"]
         if self.dir:
             a.append(f"--range_dir={self.dir}")
         if self.filter:
@@ -319,11 +321,18 @@ def report(json_path: str, out_dir: str, *, plots: bool = False,
     if command:
         md += [f"Command: `{command}`", ""]
     load = context.get("load_avg") or []
+    order = ("in a random order" if context.get("range_load_order", "random") == "random" else
+             "in key order (--load-order sorted)")
     md += [f"Configuration: {context.get('range_rows', '?')} rows (~100 bytes each, keys inserted "
-           f"in a random order), cursors of {context.get('range_lengths', '?')} rows, seed "
+           f"{order}), cursors of {context.get('range_lengths', '?')} rows, seed "
            f"{context.get('range_seed', '?')}; host {context.get('host_name', '?')}, "
            f"{context.get('num_cpus', '?')} CPUs; load average at start "
            f"{', '.join(f'{x:.2f}' for x in load) or '?'}.", ""]
+    if context.get("range_load_order", "random") == "random":
+        md += ["QSORT loads in key order (a sorted array is the same however it is filled), ODLIST "
+               "in key order into storage slots freed in a random order (the layout random inserts "
+               "give it, without walking half the list per insert); SQLite, LMDB and the other "
+               "layers insert in the random order.", ""]
     md.append(render_table(summary))
     md.append(render_targets(summary))
     if probs:
@@ -345,7 +354,7 @@ def report(json_path: str, out_dir: str, *, plots: bool = False,
 # ---------------------------------------------------------------------------------------
 # the command (cli.py holds only the click declaration)
 
-def command(*, rows, lengths, seed, min_time, out, build_dir, filter, db_dir, cc, cxx, jobs,
+def command(*, rows, lengths, seed, min_time, load_order, out, build_dir, filter, db_dir, cc, cxx, jobs,
             render, plots, say=print) -> int:
     """`p2gen bench range`: build, run, report. Returns the exit status."""
     out = out or "bench/results"
@@ -358,7 +367,7 @@ def command(*, rows, lengths, seed, min_time, out, build_dir, filter, db_dir, cc
             say(f"PROBLEM: {p}")
         return 1 if probs else 0
     opts = Options(rows=rows or DEFAULT["rows"], lengths=ints(lengths, "--lengths") or DEFAULT["lengths"],
-                   seed=seed, min_time=min_time, filter=filter, dir=db_dir)
+                   seed=seed, min_time=min_time, load_order=load_order, filter=filter, dir=db_dir)
     exe = build(build_dir or os.path.join("bench", "build", "range"), cc=cc, cxx=cxx, jobs=jobs, say=say)
     rc = run(str(exe), opts, json_path, say=say)
     if not os.path.exists(json_path):

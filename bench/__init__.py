@@ -2,12 +2,13 @@
 
 Each benchmark lives in one directory with its drivers beside the code that runs it:
 `tpcb/` (TPC-B: C/C++ drivers under Google Benchmark, `run.py` behind `p2gen bench tpcb`),
-`oo7/` (OO7: `p2gen bench oo7`) and `python/` (the generated Python module against sqlite3,
+`oo7/` (OO7: `p2gen bench oo7`), `range/` (range scans through the ordered layers:
+`p2gen bench range`) and `python/` (the generated Python module against sqlite3,
 dict and lmdb: `p2gen bench python`), `labflow/` (LabFlow-1: the workflow-history log
 generator behind `p2gen bench labflow --gen` and the Python reference model that replays
 it); `common.py` holds what they share (incremental
 builds, compiler flags as users build, running Google Benchmark). The variants benchmarked
-are the specs of `type_equations/tpcb/` and `type_equations/oo7/`. Drivers and specs ship as
+are the specs of `type_equations/tpcb/`, `type_equations/oo7/` and `type_equations/range/`. Drivers and specs ship as
 package data, so `p2gen bench ...` runs from an installed package as from a checkout.
 """
 from pathlib import Path

@@ -339,6 +339,10 @@ def bench_tpcb(**kwargs):
               help="Seed of the load order and of the walks' starts.")
 @click.option("--min-time", type=click.FloatRange(0.001), default=0.2, show_default=True,
               help="Seconds each benchmark runs at least.")
+@click.option("--repetitions", type=click.IntRange(1), default=1, show_default=True,
+              help="Runs of every benchmark, interleaved at random with every system kept "
+                   "loaded (the table takes the median): load on a shared machine then weighs "
+                   "on every system alike.")
 @click.option("--load-order", type=click.Choice(["random", "sorted"]), default="random",
               show_default=True, help="Keys inserted in a random order (realistic tree shapes; "
               "elements stored in insertion order), or every system loading in key order "

@@ -128,21 +128,25 @@ def test_report_flags_a_benchmark_that_walked_nothing(tmp_path):
 
 def test_cli_builds_runs_and_reports(exe, tmp_path):
     """`p2gen bench range` end to end on the fixture's build directory (up to date: no
-    recompilation), a filter, a tiny size and every system loading in key order."""
+    recompilation), a filter, a tiny size, every system loading in key order, two runs of
+    each benchmark interleaved."""
     r = CliRunner().invoke(main, ["bench", "range", "--rows", "2000", "--lengths", "10,100",
-                                  "--min-time", "0.01", "--load-order", "sorted", "-o", str(tmp_path / "out"),
+                                  "--min-time", "0.01", "--load-order", "sorted", "--repetitions", "2", "-o", str(tmp_path / "out"),
                                   "--build-dir", str(exe.parent), "--filter", "BTREE|AVL|SQLITE/persistent",
                                   "--db-dir", str(tmp_path / "db")])
     assert r.exit_code == 0, r.output
     doc = json.loads((tmp_path / "out" / "range.json").read_text())
-    names = {b["run_name"].split("/min_time")[0] for b in doc["benchmarks"]}
+    runs = [b for b in doc["benchmarks"] if b["run_type"] == "iteration"]
+    names = {b["run_name"].split("/min_time")[0] for b in runs}
+    assert len(runs) == 2 * len(names)
     assert names == {f"range/{s}/{m}/rows:{n}" for s in ("BTREE", "AVL") for m in br.MEMS
                      for n in (10, 100)} | {"range/SQLITE/persistent/rows:10", "range/SQLITE/persistent/rows:100"}
     assert "0 steps" in r.output                     # the build was up to date
     assert doc["context"]["range_load_order"] == "sorted"
-    assert all(b["rows"] == int(b["run_name"].split("rows:")[1].split("/")[0]) for b in doc["benchmarks"])
+    assert all(b["rows"] == int(b["run_name"].split("rows:")[1].split("/")[0]) for b in runs)
     md = (tmp_path / "out" / "range.md").read_text()
     assert md.startswith("# Range scans") and "keys inserted in key order (--load-order sorted)" in md
+    assert "the median of 2 runs of each, interleaved at random" in md
 
 
 def test_specs_declare_the_range_cursor():

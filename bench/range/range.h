@@ -24,6 +24,7 @@ struct Config {
     uint64_t seed = 1;
     double min_time = 0.2;                          // seconds per benchmark (Google Benchmark's MinTime)
     std::string dir;                                // where database files go
+    bool keep_loaded = false;                       // every system stays loaded (interleaved runs)
     bool sorted_load = false;                       // every system loads in key order instead
     bool inject_fault = false;                      // (tests) every walk one row too long
     bool list = false;

@@ -9,6 +9,8 @@
 //   --range_load_order=random    random: keys inserted in a random order (how each system
 //                                loads: range.h's Load); sorted: every system inserts in key
 //                                order (elements stored in key order: the layout's best case)
+//   --range_keep_loaded=1        keep every system loaded to the end (for
+//                                --benchmark_repetitions with --benchmark_enable_random_interleaving)
 //   --range_list                 print the registered systems and exit
 //   --range_inject_fault=1       (tests) every walk one row longer than asked: every run must fail
 // Benchmarks are named range/<SYSTEM>/<mem>/rows:<length>. Every system loads the relation
@@ -27,6 +29,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include <benchmark/benchmark.h>
@@ -80,34 +83,30 @@ void remove_files(const std::string &dir) {
     ::rmdir(dir.c_str());
 }
 
-// The system whose relation is loaded: one at a time (benchmarks run in registration order,
-// grouped by system), so each loads once and its files are gone before the next loads.
+// A system's loaded relation. Benchmarks run in registration order, grouped by system, so
+// by default one system is loaded at a time (each loads once, and its files are gone before
+// the next loads); with --range_keep_loaded=1 (repetitions run interleaved at random) every
+// system stays loaded from its first benchmark to the end.
 struct Loaded {
-    const System *sys = nullptr;
     std::unique_ptr<Engine> eng;
     std::string dir, err;
     double load_ms = 0;
 
-    void drop() {
+    ~Loaded() {
         if (eng) {
             std::string e;
             if (!eng->close(e)) std::cerr << "range: " << e << "\n";
             eng.reset();
         }
         if (!dir.empty()) remove_files(dir);
-        dir.clear();
-        sys = nullptr;
     }
 
-    Engine *get(const System *s) {
-        if (sys == s) return eng ? eng.get() : nullptr;
-        drop();
-        sys = s;
-        err.clear();
+    bool load(const System *s) {
         dir = config().dir + "/" + s->name + "_" + s->mem;
         if (::mkdir(dir.c_str(), 0755) != 0) {
             err = "cannot create " + dir + ": " + std::strerror(errno);
-            return nullptr;
+            dir.clear();
+            return false;
         }
         eng = s->make();
         auto order = load_order(config().rows, config().seed);
@@ -117,12 +116,24 @@ struct Loaded {
             std::string e;
             eng->close(e);
             eng.reset();
-            return nullptr;
+            return false;
         }
         load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        return eng.get();
+        return true;
     }
-} g_loaded;
+};
+
+std::map<const System *, std::unique_ptr<Loaded>> g_loaded;
+
+// the system's loaded relation (loading it, and dropping the others unless they are kept)
+Loaded &loaded(const System *s) {
+    auto it = g_loaded.find(s);
+    if (it != g_loaded.end()) return *it->second;
+    if (!config().keep_loaded) g_loaded.clear();
+    Loaded &l = *(g_loaded[s] = std::unique_ptr<Loaded>(new Loaded()));
+    l.load(s);
+    return l;
+}
 
 void fail(benchmark::State &st, const std::string &what) {
     g_failures++;
@@ -132,9 +143,10 @@ void fail(benchmark::State &st, const std::string &what) {
 
 void bench_walk(benchmark::State &st, const System *sys, uint64_t len) {
     const Config &cfg = config();
-    Engine *eng = g_loaded.get(sys);
+    Loaded &ld = loaded(sys);
+    Engine *eng = ld.eng.get();
     if (!eng) {
-        fail(st, sys->name + " " + sys->mem + ": load: " + g_loaded.err);
+        fail(st, sys->name + " " + sys->mem + ": load: " + ld.err);
         for (auto _ : st) {}
         return;
     }
@@ -169,7 +181,7 @@ void bench_walk(benchmark::State &st, const System *sys, uint64_t len) {
     st.counters["rows_per_s"] = benchmark::Counter((double)walked, benchmark::Counter::kIsRate);
     st.counters["rows"] = benchmark::Counter(walks ? (double)walked / (double)walks : 0.0);
     st.counters["walks"] = benchmark::Counter((double)walks);
-    st.counters["load_ms"] = benchmark::Counter(g_loaded.load_ms);
+    st.counters["load_ms"] = benchmark::Counter(ld.load_ms);
     st.counters["relation_rows"] = benchmark::Counter((double)n);
 }
 
@@ -188,6 +200,7 @@ int main(int argc, char **argv) {
         else if (k == "range_min_time") cfg.min_time = std::atof(v.c_str());
         else if (k == "range_dir") cfg.dir = v;
         else if (k == "range_list") cfg.list = true;
+        else if (k == "range_keep_loaded") cfg.keep_loaded = v != "0";
         else if (k == "range_load_order") {
             if (v != "random" && v != "sorted") {
                 std::cerr << "range_bench: --range_load_order: random or sorted, not '" << v << "'\n";
@@ -243,7 +256,7 @@ int main(int argc, char **argv) {
                 ->Unit(benchmark::kMicrosecond);
         }
     benchmark::RunSpecifiedBenchmarks();
-    g_loaded.drop();
+    g_loaded.clear();
     benchmark::Shutdown();
     if (!g_tmp_root.empty()) ::rmdir(g_tmp_root.c_str());
     return g_failures ? 3 : 0;

@@ -129,6 +129,7 @@ class Options:
     seed: int = 1
     min_time: float = DEFAULT["min_time"]
     load_order: str = "random"
+    repetitions: int = 1       # > 1: run interleaved at random, every system kept loaded
     filter: Optional[str] = None
     dir: Optional[str] = None
     extra: tuple = ()          # more flags for the binary (e.g. --range_inject_fault=1)
@@ -137,6 +138,9 @@ class Options:
         a = [f"--range_rows={self.rows}", f"--range_lengths={','.join(map(str, self.lengths))}",
              f"--range_seed={self.seed}", f"--range_min_time={self.min_time}",
              f"--range_load_order={self.load_order}"]
+        if self.repetitions > 1:
+            a += [f"--benchmark_repetitions={self.repetitions}",
+                  "--benchmark_enable_random_interleaving=true", "--range_keep_loaded=1"]
         if self.dir:
             a.append(f"--range_dir={self.dir}")
         if self.filter:
@@ -321,11 +325,16 @@ def report(json_path: str, out_dir: str, *, plots: bool = False,
     if command:
         md += [f"Command: `{command}`", ""]
     load = context.get("load_avg") or []
+    counts: dict = {}
+    for r in rows:
+        counts[(r.system, r.mem, r.length)] = counts.get((r.system, r.mem, r.length), 0) + 1
+    reps = max(counts.values(), default=1)
+    reps_text = f"; the median of {reps} runs of each, interleaved at random" if reps > 1 else ""
     order = ("in a random order" if context.get("range_load_order", "random") == "random" else
              "in key order (--load-order sorted)")
     md += [f"Configuration: {context.get('range_rows', '?')} rows (~100 bytes each, keys inserted "
            f"{order}), cursors of {context.get('range_lengths', '?')} rows, seed "
-           f"{context.get('range_seed', '?')}; host {context.get('host_name', '?')}, "
+           f"{context.get('range_seed', '?')}{reps_text}; host {context.get('host_name', '?')}, "
            f"{context.get('num_cpus', '?')} CPUs; load average at start "
            f"{', '.join(f'{x:.2f}' for x in load) or '?'}.", ""]
     if context.get("range_load_order", "random") == "random":
@@ -354,7 +363,7 @@ def report(json_path: str, out_dir: str, *, plots: bool = False,
 # ---------------------------------------------------------------------------------------
 # the command (cli.py holds only the click declaration)
 
-def command(*, rows, lengths, seed, min_time, load_order, out, build_dir, filter, db_dir, cc, cxx, jobs,
+def command(*, rows, lengths, seed, min_time, load_order, repetitions, out, build_dir, filter, db_dir, cc, cxx, jobs,
             render, plots, say=print) -> int:
     """`p2gen bench range`: build, run, report. Returns the exit status."""
     out = out or "bench/results"
@@ -367,7 +376,7 @@ def command(*, rows, lengths, seed, min_time, load_order, out, build_dir, filter
             say(f"PROBLEM: {p}")
         return 1 if probs else 0
     opts = Options(rows=rows or DEFAULT["rows"], lengths=ints(lengths, "--lengths") or DEFAULT["lengths"],
-                   seed=seed, min_time=min_time, load_order=load_order, filter=filter, dir=db_dir)
+                   seed=seed, min_time=min_time, load_order=load_order, repetitions=repetitions, filter=filter, dir=db_dir)
     exe = build(build_dir or os.path.join("bench", "build", "range"), cc=cc, cxx=cxx, jobs=jobs, say=say)
     rc = run(str(exe), opts, json_path, say=say)
     if not os.path.exists(json_path):

@@ -146,17 +146,18 @@ def fmt_ms(x: Optional[float]) -> str:
 
 def run_benchmarks(args: Sequence[str], json_out: str, family: str, line_re: "re.Pattern",
                    describe: Callable[["re.Match", Optional[dict], str], str],
-                   say: Callable[[str], None] = lambda m: None) -> int:
+                   say: Callable[[str], None] = lambda m: None, runs_each: int = 1) -> int:
     """Run a Google Benchmark binary (`args`: it and its flags) with JSON to json_out,
     saying one progress line per finished benchmark: `line_re` picks the console lines of
     benchmarks (names starting `family/`), `describe(match, counters, error)` says what one
     finished with (counters None and error set when it errored). Lines on stderr that
-    report a failure are passed on. Returns the binary's exit status."""
+    report a failure are passed on; runs_each: the runs of every listed benchmark
+    (--benchmark_repetitions). Returns the binary's exit status."""
     listed = subprocess.run(list(args) + ["--benchmark_list_tests=true"], capture_output=True,
                             text=True)
     if listed.returncode != 0:
         raise BuildError(f"{args[0]} --benchmark_list_tests failed:\n{listed.stderr.strip()}")
-    total = sum(1 for line in listed.stdout.splitlines() if line.startswith(family + "/"))
+    total = runs_each * sum(1 for line in listed.stdout.splitlines() if line.startswith(family + "/"))
     os.makedirs(os.path.dirname(os.path.abspath(json_out)), exist_ok=True)
     cmd = list(args) + [f"--benchmark_out={json_out}", "--benchmark_out_format=json",
                         "--benchmark_format=console", "--benchmark_color=false"]

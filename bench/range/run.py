@@ -148,7 +148,8 @@ class Options:
         return a + list(self.extra)
 
 
-RUN_LINE = re.compile(r"^range/(\S+?)/(\S+?)/rows:(\d+)\S*\s+(.*)$")
+# a run's console line (not the aggregates of repetitions: their names end _mean, _median, ...)
+RUN_LINE = re.compile(r"^range/(\S+?)/(\S+?)/rows:(\d+)(?:/min_time:[\d.]+)?(?:/real_time)?\s+(.*)$")
 
 
 def run(exe: str, opts: Options, json_out: str, say: Callable[[str], None] = lambda m: None) -> int:
@@ -159,7 +160,8 @@ def run(exe: str, opts: Options, json_out: str, say: Callable[[str], None] = lam
         info = error if vals is None else f"{vals.get('rows_per_s', '?')} rows/s"
         return f"{name:<7} {mem:<10} rows={length:<7} {info}"
 
-    return run_benchmarks([str(exe)] + opts.args(), json_out, "range", RUN_LINE, describe, say)
+    return run_benchmarks([str(exe)] + opts.args(), json_out, "range", RUN_LINE, describe, say,
+                          runs_each=opts.repetitions)
 
 
 # ---------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ dict and lmdb: `p2gen bench python`), `labflow/` (LabFlow-1: the workflow-histor
 generator behind `p2gen bench labflow --gen` and the Python reference model that replays
 it); `common.py` holds what they share (incremental
 builds, compiler flags as users build, running Google Benchmark). The variants benchmarked
-are the specs of `type_equations/tpcb/`, `type_equations/oo7/` and `type_equations/range/`. Drivers and specs ship as
+are the specs of `type_equations/tpcb/` and `type_equations/oo7/` (range scans: `range/*.p2`). Drivers and specs ship as
 package data, so `p2gen bench ...` runs from an installed package as from a checkout.
 """
 from pathlib import Path

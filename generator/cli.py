@@ -367,7 +367,7 @@ def bench_range(**kwargs):
     ordered layer (btree, avl, qsort, odlist, iarray; transient and persistent) against
     SQLite (a file and :memory:) and LMDB (Google Benchmark).
 
-    Builds type_equations/range/*.p2 as the README tells users to and bench/range/ into one
+    Builds bench/range/*.p2 as the README tells users to and bench/range/ into one
     binary, checks that every walk returns the rows asked in key order, writes the JSON
     and a Markdown table with the ratios to AVL and SQLite. Exit status 1 if a run failed.
     """

@@ -8,7 +8,7 @@
 // (-D<PREFIX>_INLINE: the API compiled into this file, as the README tells users to.)
 // The spec must declare `record row { k: u32; v: u64; pad: char[88]; }` in a container
 // `rows` and `cursor walk on rows where k >= $lo and k < $hi order by k`, as
-// type_equations/range/*.p2 do.
+// bench/range/*.p2 do.
 #include <cstring>
 #include <string>
 

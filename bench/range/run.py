@@ -1,6 +1,6 @@
 """`p2gen bench range`: rows per second of range scans through every ordered layer.
 
-Build: every spec of type_equations/range/ (BTREE, AVL, QSORT, ODLIST, IARRAY, each over
+Build: every spec of bench/range/ (BTREE, AVL, QSORT, ODLIST, IARRAY, each over
 persistent and transient memory: one relation, `record row { k: u32; v: u64; pad: char[88]; }`,
 and `cursor walk on rows where k >= $lo and k < $hi order by k`) is generated with its own
 prefix and built as the README tells users to (common.users_build_steps: `p2gen build`'s
@@ -28,10 +28,10 @@ from typing import Callable, Optional
 
 from ..common import Builder, ints, run_benchmarks, users_build_steps
 from ...errors import BuildError
-from .. import BENCH_DIR, spec_dir
+from .. import BENCH_DIR
 
 SOURCE_DIR = BENCH_DIR / "range"
-SPEC_DIR = spec_dir("range")
+SPEC_DIR = SOURCE_DIR       # the specs beside the driver, shipped with it
 
 # (benchmark name, spec file stem, how the driver loads the relation: range.h's Load)
 STRUCTURES = (("BTREE", "btree", "Random"), ("AVL", "avl", "Random"),

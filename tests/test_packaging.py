@@ -54,6 +54,8 @@ def test_bench_runs_from_an_installed_package(tmp_path):
              "from p2gen.bench.oo7 import run as o; "
              "assert str(p2gen.__file__).startswith(sys.prefix), p2gen.__file__; "
              "t.driver_sources(); o.driver_sources(); "
+             "from p2gen.bench.range import run as r; r.driver_sources(); "
+             "assert all(__import__('os').path.exists(v.spec) for v in r.default_variants()); "
              "print(len(t.default_variants(False)), len(o.default_variants()))")
     proc = subprocess.run([py, "-c", probe], cwd=elsewhere, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr

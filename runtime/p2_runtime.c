@@ -44,6 +44,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <stdatomic.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -432,6 +433,8 @@ static void seg_reset(p2_seg *seg)
     seg->peers = NULL;
     seg->peer_idx = NULL;
     seg->npeers = 0;
+    seg->log_map = NULL;
+    seg->log_mapped = 0;
 }
 
 /* How a journalled segment's private mapping is protected: read-only under the page journal
@@ -2685,6 +2688,34 @@ static uint64_t commit_record_at(uint64_t at, uint64_t bytes)
     return at + bytes - sizeof(struct log_commit);
 }
 
+/* The record log's bytes [0, end) mapped shared, to append into with stores instead of a
+ * system call (the page cache holds them as soon as they are stored: a process crash keeps
+ * them, fdatasync of the file makes them durable), or NULL where that is not safe: past
+ * the blocks the log has reserved (journal_room), a store would extend nothing (SIGBUS). */
+static uint8_t *log_window(p2_seg *seg, uint64_t end)
+{
+    if (end > seg->log_alloc)
+        return NULL;
+    if (end <= seg->log_mapped)
+        return (uint8_t *)seg->log_map;
+    void *p = seg->log_map != NULL
+        ? mremap(seg->log_map, (size_t)seg->log_mapped, (size_t)seg->log_alloc, MREMAP_MAYMOVE)
+        : mmap(NULL, (size_t)seg->log_alloc, PROT_READ | PROT_WRITE, MAP_SHARED, seg->log_fd, 0);
+    if (p == MAP_FAILED)
+        return NULL;            /* the caller writes with pwrite instead */
+    seg->log_map = (char *)p;
+    seg->log_mapped = seg->log_alloc;
+    return (uint8_t *)p;
+}
+
+static void log_unmap(p2_seg *seg)
+{
+    if (seg->log_map != NULL)
+        munmap(seg->log_map, (size_t)seg->log_mapped);
+    seg->log_map = NULL;
+    seg->log_mapped = 0;
+}
+
 /* Append the open transaction of a record-logged segment to its log -- the records (each
  * merged range with the bytes it holds now; first, for a transaction over several files,
  * the transaction record `x` with its parts) and the commit record, built in memory and
@@ -2729,14 +2760,17 @@ static int wal_append(p2_seg *seg, const struct log_xact *x, const struct log_xp
     bytes += xbytes + sizeof(struct log_commit);
     uint64_t seq = seg->seq + 1, at = seg->log_end;
     int rc = journal_room(seg, at + bytes, err);
-    if (rc == P2_OK && grow_buf(&seg->redo, &seg->redo_cap, bytes) != 0)
+    /* built in place in the mapped log where it can be (no copy, no system call), else
+     * in memory and written with one pwrite */
+    uint8_t *win = rc == P2_OK ? log_window(seg, at + bytes) : NULL;
+    if (rc == P2_OK && win == NULL && grow_buf(&seg->redo, &seg->redo_cap, bytes) != 0)
         rc = seg_fail(seg, err, P2_ENOMEM, "record log: out of memory building the commit; "
                       "the transaction was not committed and is still open");
     if (rc != P2_OK) {
         free(sp);
         return rc;
     }
-    uint8_t *b = seg->redo;
+    uint8_t *b = win != NULL ? win + at : seg->redo;
     uint32_t recs_crc = 0;
     if (x != NULL) {
         struct log_xact xr = *x;
@@ -2771,8 +2805,10 @@ static int wal_append(p2_seg *seg, const struct log_xact *x, const struct log_xp
     c.npages = nrec;
     c.pages_crc = recs_crc;
     c.crc = commit_crc(&c);
+    /* the commit record is stored last: a process killed before it leaves a torn tail */
+    atomic_signal_fence(memory_order_seq_cst);
     memcpy(b, &c, sizeof c);
-    if (full_pwrite(seg->log_fd, seg->redo, (size_t)bytes, at) != 0) {
+    if (win == NULL && full_pwrite(seg->log_fd, seg->redo, (size_t)bytes, at) != 0) {
         int e = errno;      /* a torn tail without its commit record: never replayed */
         return seg_fail(seg, err, P2_EIO,
                         "journal: cannot append the transaction to %s%s: %s; it was not "
@@ -3365,6 +3401,7 @@ static int journal_close(p2_seg *seg, p2_err *err)
     }
     journal_unregister(seg);
     journal_untrack(seg);
+    log_unmap(seg);
     close(seg->log_fd);
     munmap(seg->base, (size_t)seg->reserved);
     flock(seg->fd, LOCK_UN);

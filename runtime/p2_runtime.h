@@ -358,7 +358,10 @@ typedef struct p2_seg {
     uint64_t undo_len, undo_cap;
     uint64_t *undo_at;          /**< where each of them starts in undo (an abort goes back) */
     uint64_t nundo, undo_at_cap;
-    uint8_t *redo;              /**< the commit's records, built here and written in one call */
+    uint8_t *redo;              /**< the commit's records, built here and written in one call
+                                     where the log cannot be mapped */
+    char    *log_map;           /**< the log, mapped shared: commits are stored into it */
+    uint64_t log_mapped;        /**< its bytes mapped */
     uint64_t redo_cap;
     int      undo_lost;         /**< a write could not be recorded (no memory): the open
                                      transaction can be neither committed nor undone in

@@ -218,10 +218,11 @@ class Layer:
         return []
 
     def column_blocks(self, inst) -> list[tuple[str, str, str, str]]:
-        """Blocks of fixed-size entries the container root points at, every byte of which
+        """Blocks of fixed-size entries the container root reaches, every byte of which
         the integrity check judges (entries of live elements against the elements, the
-        rest must be zero): (root field holding the block's memory reference, root field
-        holding its length in entries, C expression of one entry's size, what it is).
+        rest must be zero): (C expression of the first entry's address, C expression of
+        the number of entries, C expression of one entry's size, what it is), with `db`
+        and the container's root `r` in scope, evaluated after the check passed.
         For `p2gen verify --map`."""
         return []
 

@@ -25,19 +25,15 @@ class QSort(Layer):
     def root_fields(self, inst):
         from .base import ElemField
         t = inst.tag
-        return [ElemField("uint64_t", f"{t}_slots", "memory reference of the sorted array",
-                           weak=True),
+        return [ElemField("uint64_t", f"{t}_slots", "memory reference of the sorted array "
+                           "(cap slots, then the key column)", weak=True),
                 ElemField("uint32_t", f"{t}_cap", "slots allocated", weak=True),
-                ElemField("uint32_t", f"{t}_count", "elements, in slots 0..count-1"),
-                ElemField("uint64_t", f"{t}_keys",
-                          "memory reference of the key column (each element's key, in order)",
-                          weak=True),
-                ElemField("uint32_t", f"{t}_kcap", "entries allocated in the key column",
-                          weak=True)]
+                ElemField("uint32_t", f"{t}_count", "elements, in slots 0..count-1")]
 
     def column_blocks(self, inst):
+        # the key column lies in the slot block, after the cap slots
         t = inst.tag
-        return [(f"{t}_keys", f"{t}_kcap", f"sizeof({inst.p}_key)", "key column")]
+        return [(f"{inst.p}_keys(db)", f"r->{t}_cap", f"sizeof({inst.p}_key)", "key column")]
 
     def slot_map(self, inst):
         # the slots past the last element are all zero

@@ -32,8 +32,9 @@
  *  inside the reservation, so the base address never moves while the segment
  *  is open: a pointer obtained from p2_seg_ptr() stays valid across any
  *  number of allocations until the block is freed or the segment closed.
- *  The file grows geometrically (at least doubling, in multiples of
- *  #P2_SEG_GRANULE = 64 KiB), so growth costs amortised O(1) per byte.
+ *  The file grows geometrically (by 1/32 of its size past what an allocation
+ *  needs, in multiples of #P2_SEG_GRANULE = 64 KiB), so growth costs amortised
+ *  O(1) per byte and the file's size stays within a few percent of what is in use.
  *  A segment can never exceed its reservation; allocations that would are
  *  refused with #P2_ENOMEM and a message naming the limit.
  *

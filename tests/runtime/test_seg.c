@@ -371,14 +371,14 @@ static void test_growth(void)
         fill(&s, offs[i], sizes[i], (uint64_t)i);
         if (s.mapped != mapped) {
             remaps++;
-            CHECK(s.mapped >= 2 * mapped);   /* geometric growth */
+            CHECK(s.mapped >= mapped + mapped / 32);   /* geometric growth */
             mapped = s.mapped;
         }
         CHECK(s.base == base);
         CHECK(firstp[0] == pat(7, 0) && firstp[63] == pat(7, 63));
     }
     CHECK(remaps >= 5);
-    CHECK(remaps <= 20);
+    CHECK(remaps <= 200);
     for (int i = 0; i < N; i++)
         CHECK(holds(&s, offs[i], sizes[i], (uint64_t)i));
     CHECK(holds(&s, first, 64, 7));
@@ -389,6 +389,40 @@ static void test_growth(void)
     for (int i = 0; i < N; i++)
         CHECK(holds(&s, offs[i], sizes[i], (uint64_t)i));
     CHECK(p2_seg_close(&s, &err) == P2_OK);
+}
+
+/* A growing file's size tracks what is in use: each growth extends it past what the
+ * allocation needs by 1/32 of its size (a 64 KiB granule at least), so the file stays
+ * within that step of the allocated area (where doubling left up to half of it unused),
+ * while the growths stay few: one per granule up to 2 MiB, then geometric. */
+static void test_growth_tracks_use(void)
+{
+    p2_err err = {0};
+    p2_seg s;
+    const char *path = file_in_dir("track.p2");
+    const uint64_t g = 65536;
+    REQUIRE(open_std(&s, path, FP, NULL, &err) == P2_OK);
+    uint64_t mapped = s.mapped;
+    int remaps = 0;
+    while (p2_seg_used(&s) < (UINT64_C(48) << 20)) {
+        uint64_t step = mapped / 32 > g ? mapped / 32 : g;
+        REQUIRE(p2_seg_alloc(&s, 5000 + (rnd() % 3) * 4096, &err) != 0);
+        if (s.mapped != mapped) {
+            remaps++;
+            CHECK(s.mapped % g == 0);
+            CHECK(s.mapped >= mapped + step);                 /* at least the step */
+            CHECK(s.mapped <= p2_seg_used(&s) + step + g);    /* and not much more */
+            mapped = s.mapped;
+        }
+        CHECK(p2_seg_used(&s) <= s.mapped);
+    }
+    /* 48 MiB: about 32 granule steps to 2 MiB, then 1/32 each (log(24) / log(1 + 1/32)) */
+    CHECK(remaps >= 60);
+    CHECK(remaps <= 32 + 105);
+    CHECK(s.mapped <= p2_seg_used(&s) + s.mapped / 32 + g);
+    CHECK(p2_seg_close(&s, &err) == P2_OK);
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && (uint64_t)st.st_size == mapped);
 }
 
 /* The reservation caps the segment; failure leaves the segment usable. */
@@ -664,6 +698,7 @@ static int run_all(void)
     test_bad_arguments();
     test_create_alloc_reopen();
     test_growth();
+    test_growth_tracks_use();
     test_reservation_limit();
     test_realloc();
     test_reuse();

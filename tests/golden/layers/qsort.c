@@ -3,35 +3,57 @@
  * ------------------------------------------------------------------------ */
 #define qsort_items__qsort_MAX_SLOTS 0xFFFFFFFEu
 
-/* The key column: entry i holds the bytes of element i's grp, entries count..kcap-1
-   are zero, and kcap >= cap (it grows first, so a failed growth of the slots leaves it
-   merely larger). A binary search reads these 4-byte entries instead of whole elements,
+/* The key column: entry i holds the bytes of element i's grp, entries count..cap-1
+   are zero. A binary search reads these 4-byte entries instead of whole elements,
    so its probes share cache lines and its last steps fall within one line, where a probe
    into the elements costs a line (and often a page) of its own. It is kept in the file
-   with the elements, written with them, so an open does not rebuild it. */
+   with the elements, written with them, so an open does not rebuild it.
+   It lies in the slot block, after the cap slots: one block of cap * qsort_items__qsort_SLOT_BYTES
+   bytes, which grows in place when the memory after it is free (the last block of a file
+   grows with the file) and leaves no block behind; a growth moves the column up past the
+   new slots. Where the column starts follows from cap, which the integrity check bounds
+   by the block's size. */
 typedef int32_t qsort_items__qsort_key;
+
+/* bytes per slot: the element and its key's entry in the column */
+#define qsort_items__qsort_SLOT_BYTES ((uint64_t)sizeof(qsort_items_elem) + sizeof(qsort_items__qsort_key))
 
 static inline qsort_items_elem *qsort_items__qsort_elem(qsort_db *db, uint64_t ref)
 {
     return (qsort_items_elem *)qsort_items__transient_ptr(db, qsort_items__transient_root(db)->qsort_slots) + ref;
 }
 
+/* The key column: right after the last slot (an element's alignment is at least its
+   key's, so the entries are aligned) */
 static inline qsort_items__qsort_key *qsort_items__qsort_keys(qsort_db *db)
 {
-    return (qsort_items__qsort_key *)qsort_items__transient_ptr(db, qsort_items__transient_root(db)->qsort_keys);
+    qsort_items_root *r = qsort_items__transient_root(db);
+    return (qsort_items__qsort_key *)((qsort_items_elem *)qsort_items__transient_ptr(db, r->qsort_slots) + r->qsort_cap);
 }
 
-/* Make the key column hold at least n entries (the new ones zero). */
-static inline int qsort_items__qsort_keys_grow(qsort_db *db, uint32_t n)
+/* Grow the block to ncap > cap slots: one realloc (in place where the memory allows),
+   then the column's entries of the elements moved up past the new slots, and the bytes
+   the old column leaves behind zeroed (new slots, entries past the last element); what
+   lies past the old block the realloc zero-filled. On failure nothing has changed. */
+static inline int qsort_items__qsort_grow(qsort_db *db, uint32_t ncap)
 {
     qsort_items_root *r = qsort_items__transient_root(db);
+    uint64_t from = (uint64_t)r->qsort_cap * sizeof(qsort_items_elem);    /* the old column */
+    uint64_t to = (uint64_t)ncap * sizeof(qsort_items_elem);                /* the new column */
+    uint64_t kb = (uint64_t)r->qsort_count * sizeof(qsort_items__qsort_key);   /* its entries in use */
+    uint64_t old_end = (uint64_t)r->qsort_cap * qsort_items__qsort_SLOT_BYTES;
+    char *b;
     int rc;
-    if (n <= r->qsort_kcap) return P2_OK;
-    qsort_items__transient_will_write(db, &r->qsort_keys, sizeof r->qsort_keys);
-    qsort_items__transient_will_write(db, &r->qsort_kcap, sizeof r->qsort_kcap);
-    rc = qsort_items__transient_realloc(db, &r->qsort_keys, (uint64_t)r->qsort_kcap * sizeof(qsort_items__qsort_key), (uint64_t)n * sizeof(qsort_items__qsort_key));
+    qsort_items__transient_will_write(db, &r->qsort_slots, sizeof r->qsort_slots);
+    qsort_items__transient_will_write(db, &r->qsort_cap, sizeof r->qsort_cap);
+    rc = qsort_items__transient_realloc(db, &r->qsort_slots, old_end, (uint64_t)ncap * qsort_items__qsort_SLOT_BYTES);
     if (rc != P2_OK) return rc;
-    r->qsort_kcap = n;
+    b = (char *)qsort_items__transient_ptr(db, r->qsort_slots);
+    qsort_items__transient_will_write(db, b + from, (to + kb > old_end ? to + kb : old_end) - from);
+    memmove(b + to, b + from, (size_t)kb);
+    memset(b + from, 0, (size_t)((to < old_end ? to : old_end) - from));
+    if (to + kb < old_end) memset(b + to + kb, 0, (size_t)(old_end - (to + kb)));
+    r->qsort_cap = ncap;
     return P2_OK;
 }
 
@@ -50,22 +72,17 @@ static inline int qsort_items__qsort_create(qsort_db *db)
     qsort_items_root *r = qsort_items__transient_root(db);
     int rc;
     qsort_items__transient_will_write(db, r, sizeof *r);
+    rc = qsort_items__transient_alloc(db, (uint64_t)4u * qsort_items__qsort_SLOT_BYTES, &r->qsort_slots);
+    if (rc != P2_OK) return rc;
     r->qsort_cap = 4u;
-    rc = qsort_items__transient_alloc(db, (uint64_t)r->qsort_cap * sizeof(qsort_items_elem), &r->qsort_slots);
-    if (rc != P2_OK) return rc;
-    rc = qsort_items__transient_alloc(db, (uint64_t)r->qsort_cap * sizeof(qsort_items__qsort_key), &r->qsort_keys);
-    if (rc != P2_OK) return rc;
-    r->qsort_kcap = r->qsort_cap;
     return P2_OK;
 }
 
 static inline void qsort_items__qsort_destroy(qsort_db *db)
 {
     qsort_items_root *r = qsort_items__transient_root(db);
-    qsort_items__transient_free(db, r->qsort_slots, (uint64_t)r->qsort_cap * sizeof(qsort_items_elem));
+    qsort_items__transient_free(db, r->qsort_slots, (uint64_t)r->qsort_cap * qsort_items__qsort_SLOT_BYTES);
     r->qsort_slots = 0;
-    qsort_items__transient_free(db, r->qsort_keys, (uint64_t)r->qsort_kcap * sizeof(qsort_items__qsort_key));
-    r->qsort_keys = 0;
 }
 
 /* The first position whose key is >= key (lower bound) or > key (upper bound), searched
@@ -96,16 +113,8 @@ static inline int qsort_items__qsort_reserve(qsort_db *db, uint64_t n)
 {
     qsort_items_root *r = qsort_items__transient_root(db);
     uint32_t ncap = n > qsort_items__qsort_MAX_SLOTS ? qsort_items__qsort_MAX_SLOTS : (uint32_t)n;
-    int rc;
     if (ncap <= r->qsort_cap) return P2_OK;
-    rc = qsort_items__qsort_keys_grow(db, ncap);   /* first: a larger column than slots is harmless */
-    if (rc != P2_OK) return rc;
-    qsort_items__transient_will_write(db, &r->qsort_slots, sizeof r->qsort_slots);
-    qsort_items__transient_will_write(db, &r->qsort_cap, sizeof r->qsort_cap);
-    rc = qsort_items__transient_realloc(db, &r->qsort_slots, (uint64_t)r->qsort_cap * sizeof(qsort_items_elem), (uint64_t)ncap * sizeof(qsort_items_elem));
-    if (rc != P2_OK) return rc;
-    r->qsort_cap = ncap;
-    return P2_OK;
+    return qsort_items__qsort_grow(db, ncap);
 }
 
 static inline int qsort_items__qsort_insert(qsort_db *db, const qsort_item *rec, uint64_t *out)
@@ -121,13 +130,8 @@ static inline int qsort_items__qsort_insert(qsort_db *db, const qsort_item *rec,
         int rc;
         if (cap == qsort_items__qsort_MAX_SLOTS)
             return p2_err_set(&db->err, P2_ENOMEM, "container items: sorted array is full (%u slots)", cap);
-        rc = qsort_items__qsort_keys_grow(db, ncap);
+        rc = qsort_items__qsort_grow(db, ncap);
         if (rc != P2_OK) return rc;
-        qsort_items__transient_will_write(db, &r->qsort_slots, sizeof r->qsort_slots);
-        qsort_items__transient_will_write(db, &r->qsort_cap, sizeof r->qsort_cap);
-        rc = qsort_items__transient_realloc(db, &r->qsort_slots, (uint64_t)cap * sizeof(qsort_items_elem), (uint64_t)ncap * sizeof(qsort_items_elem));
-        if (rc != P2_OK) return rc;
-        r->qsort_cap = ncap;
     }
     pos = qsort_items__qsort_bound(db, nrec.grp, 1);  /* after the equal keys */
     a = qsort_items__qsort_elem(db, 0);
@@ -236,20 +240,21 @@ static inline uint64_t qsort_items__qsort_range_next(qsort_db *db, uint64_t ref)
     return ref + 1 < qsort_items__transient_root(db)->qsort_count ? ref + 1 : P2_NIL;
 }
 
-/* Integrity check (<prefix>_verify): the block lies in memory, count <= cap, the elements
-   are in grp order, the slots past the last element are all zero (removing clears
-   the vacated slot), and the key column agrees with the elements. Returns -1 if the slots cannot be read safely. */
+/* Integrity check (<prefix>_verify): the block (cap slots, then cap key entries) lies in
+   memory, count <= cap, the elements are in grp order, the slots past the last element
+   are all zero (removing clears the vacated slot), and the key column agrees with the
+   elements and is zero past them. Returns -1 if the block cannot be read safely. */
 static int qsort_items__qsort_verify(qsort_db *db, p2_verify *v)
 {
     qsort_items_root *r = qsort_items__transient_root(db);
     uint64_t i;
     const qsort_items_elem *a;
     const qsort_items__qsort_key *keys;
-    if (r->qsort_cap == 0 || !qsort_items__transient_contains(db, r->qsort_slots, (uint64_t)r->qsort_cap * sizeof(qsort_items_elem))) {
-        p2_verify_fail(v, "container items, layer qsort: slot block %" PRIu64 " of %u slots lies outside the used memory", r->qsort_slots, r->qsort_cap);
+    if (r->qsort_cap == 0 || !qsort_items__transient_contains(db, r->qsort_slots, (uint64_t)r->qsort_cap * qsort_items__qsort_SLOT_BYTES)) {
+        p2_verify_fail(v, "container items, layer qsort: slot block %" PRIu64 " of %u slots and their key column lies outside the used memory", r->qsort_slots, r->qsort_cap);
         return -1;
     }
-    qsort_items__transient_claim(db, v, r->qsort_slots, (uint64_t)r->qsort_cap * sizeof(qsort_items_elem), "container items, layer qsort: slot block");
+    qsort_items__transient_claim(db, v, r->qsort_slots, (uint64_t)r->qsort_cap * qsort_items__qsort_SLOT_BYTES, "container items, layer qsort: slot block");
     if (r->qsort_count > r->qsort_cap) {
         p2_verify_fail(v, "container items, layer qsort: count %u above capacity %u", r->qsort_count, r->qsort_cap);
         return -1;
@@ -267,16 +272,11 @@ static int qsort_items__qsort_verify(qsort_db *db, p2_verify *v)
     }
     /* the key column: the bytes of every element's grp, in position order, zero past
        the last element */
-    if (r->qsort_kcap < r->qsort_cap || !qsort_items__transient_contains(db, r->qsort_keys, (uint64_t)r->qsort_kcap * sizeof(qsort_items__qsort_key))) {
-        p2_verify_fail(v, "container items, layer qsort: key column %" PRIu64 " of %u entries lies outside the used memory or is short of the %u slots", r->qsort_keys, r->qsort_kcap, r->qsort_cap);
-        return -1;
-    }
-    qsort_items__transient_claim(db, v, r->qsort_keys, (uint64_t)r->qsort_kcap * sizeof(qsort_items__qsort_key), "container items, layer qsort: key column");
     keys = qsort_items__qsort_keys(db);
     for (i = 0; i < r->qsort_count; i++)
         if (memcmp(&keys[i], &a[i].rec.grp, sizeof keys[i]) != 0)
             p2_verify_fail(v, "container items, layer qsort: key column entry %" PRIu64 " differs from the element's grp", i);
-    for (i = r->qsort_count; i < r->qsort_kcap; i++) {
+    for (i = r->qsort_count; i < r->qsort_cap; i++) {
         const unsigned char *b = (const unsigned char *)&keys[i];
         size_t j;
         for (j = 0; j < sizeof keys[i] && b[j] == 0; j++) {}

@@ -6,15 +6,22 @@ belongs in that file.
 - `harness_builder`: build(spec_text, prefix, sanitize=True, extra_cflags=()) -> Built(exe,
   gen), a sanitized harness of a spec (p2gen.harness), cached across runs in .pytest_cache by the spec text and every
   source the generated code depends on (set P2GEN_TEST_NO_CACHE=1 to rebuild).
+- `cache_lock(path)`: what builds into a cache shared by pytest-xdist's workers holds it.
+
+scripts/test.sh runs the suite on every core (pytest-xdist, `--dist loadgroup`): the worker
+processes share the build caches in .pytest_cache, so an entry is built under a lock by one
+of them and reused by the others, and the caches are pruned once, before any worker starts.
+Each test file runs on one worker (its module fixtures build once), except SPREAD_FILES.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 import sys
-import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +32,11 @@ if str(Path(__file__).resolve().parent) not in sys.path:  # lets tests import mo
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 CACHE_KEEP = 24   # harness builds kept in .pytest_cache
+
+# Files whose tests pytest-xdist hands out one by one: many tests sharing session fixtures
+# whose builds are cached across processes (a second worker waits for the first one's build
+# and reuses it). Every other file's tests stay together on one worker.
+SPREAD_FILES = {"test_differential.py"}
 
 # Everything the generated C (and the harness) is made from.
 SOURCE_GLOBS = ("generator/**/*.py", "generator/templates/*.j2", "layers/*.py",
@@ -48,6 +60,56 @@ def sources_digest() -> str:
         for path in sorted(ROOT.glob(pattern)):
             h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
     return h.hexdigest()
+
+
+@contextmanager
+def cache_lock(path):
+    """Hold an exclusive lock on the directory `path` (its file .lock) against other threads
+    and processes: pytest-xdist's workers build into the same caches in .pytest_cache."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    with open(path / ".lock", "a") as f:     # flock: one open file per holder, so threads too
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def harness_cache_root(config):
+    """.pytest_cache/d/p2gen-harness, or None (no cache plugin, or P2GEN_TEST_NO_CACHE=1)."""
+    cache = getattr(config, "cache", None)
+    if cache is None or os.environ.get("P2GEN_TEST_NO_CACHE") == "1":
+        return None
+    return Path(cache.mkdir("p2gen-harness"))
+
+
+def pytest_sessionstart(session):
+    """Keep the harness cache small (the most recently used entries only), once per run and
+    before any test: in the only process, or in pytest-xdist's controller before it starts
+    its workers. A run uses more entries than are kept, so a worker pruning would delete
+    builds another worker of the same run still runs."""
+    if hasattr(session.config, "workerinput"):
+        return
+    root = harness_cache_root(session.config)
+    if root is None:
+        return
+    entries = sorted((d for d in root.iterdir() if d.is_dir()),
+                     key=lambda d: d.stat().st_mtime, reverse=True)
+    for old in entries[CACHE_KEEP:]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def pytest_configure(config):
+    # pytest-xdist registers it too; here for runs without it (-p no:xdist)
+    config.addinivalue_line("markers", "xdist_group(name): tests pytest-xdist runs on one worker")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under `--dist loadgroup` a file's tests share one worker, but for SPREAD_FILES."""
+    for item in items:
+        if item.path.name not in SPREAD_FILES:
+            item.add_marker(pytest.mark.xdist_group(item.path.name))
 
 
 @pytest.fixture(scope="session")
@@ -76,21 +138,13 @@ class Built:
 
 @pytest.fixture(scope="session")
 def harness_builder(request, tmp_path_factory, cc):
-    """build(spec_text, prefix, sanitize=True) -> Built. Thread-safe; the same spec text
-    is built once per session (and reused across sessions while no source changes)."""
-    from p2gen.build import generate
+    """build(spec_text, prefix, sanitize=True) -> Built. Safe across threads and processes;
+    the same spec text is built once per run (and reused across runs while no source
+    changes)."""
+    from p2gen.build import generate, write_if_changed
     from p2gen.harness import build_harness
 
-    no_cache = os.environ.get("P2GEN_TEST_NO_CACHE") == "1"
-    cache_root = (Path(tmp_path_factory.mktemp("harness")) if no_cache
-                  else Path(request.config.cache.mkdir("p2gen-harness")))
-    if not no_cache:  # keep the cache small: the most recently built entries only
-        entries = sorted((d for d in cache_root.iterdir() if d.is_dir()),
-                         key=lambda d: d.stat().st_mtime, reverse=True)
-        for old in entries[CACHE_KEEP:]:
-            shutil.rmtree(old, ignore_errors=True)
-    lock = threading.Lock()
-    locks: dict = {}
+    cache_root = harness_cache_root(request.config) or Path(tmp_path_factory.mktemp("harness"))
 
     def build(spec_text: str, prefix: str, sanitize: bool = True,
               extra_cflags: tuple = ()) -> Built:
@@ -98,19 +152,16 @@ def harness_builder(request, tmp_path_factory, cc):
         key = hashlib.sha256(f"{digest}\0{cc}\0{prefix}\0{sanitize}\0{extra_cflags}\0"
                              f"{spec_text}".encode())
         out = cache_root / key.hexdigest()[:24]
-        with lock:
-            one = locks.setdefault(str(out), threading.Lock())
-        with one:
-            out.mkdir(parents=True, exist_ok=True)
+        with cache_lock(out):
             spec = out / f"{prefix}.p2"
-            spec.write_text(spec_text)
+            write_if_changed(str(spec), spec_text)   # others may be reading it
             gen = generate(str(spec), str(out), prefix)
             done = out / ".built"
             exe = str(out / f"{prefix}_harness")
             if not (done.exists() and os.path.exists(exe)):
                 exe = build_harness(gen, cc=cc, sanitize=sanitize, extra_cflags=extra_cflags)
                 done.write_text("ok\n")
-            os.utime(out)   # recently used: kept by the pruning above
+            os.utime(out)   # recently used: kept by the pruning at the next run's start
             return Built(exe, gen)
 
     return build

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import sources_digest
+from conftest import cache_lock, sources_digest
 from test_verify import (CONTAINERS, LINKS_SPEC, DRIVER, SAN_MARKERS, byte_map, check,  # noqa: F401
                          copy_db, dbs, patch, read, tools)
 
@@ -432,7 +432,9 @@ def _fuzz_one(job) -> tuple:
 def test_fuzz_mutated_files_through_the_api(tools, dbs, cc, tmp_path, capsys):
     """FUZZ_FILES mutated copies of both databases, each opened and used through the
     ordinary API in a fresh sanitized process."""
-    driver = _links_driver_san(Path(tools["cache"]), cc)
+    with cache_lock(tools["cache"]):     # shared with other pytest-xdist workers
+        driver = _links_driver_san(Path(tools["cache"]), cc)
+        os.utime(Path(driver).parent)    # recently used: kept by the tools fixture's pruning
     jobs = []
     for i in range(FUZZ_FILES):
         name = "vall" if i % 2 == 0 else "links"

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import sources_digest
+from conftest import cache_lock, sources_digest
 from p2gen.layers import LAYERS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -286,13 +286,16 @@ def drivers(request, tmp_path_factory, cc):
     cache_root = (Path(cache.mkdir("p2gen-links")) if cache is not None
                   and os.environ.get("P2GEN_TEST_NO_CACHE") != "1"
                   else tmp_path_factory.mktemp("links"))
-    entries = sorted((d for d in cache_root.iterdir() if d.is_dir()),
-                     key=lambda d: d.stat().st_mtime, reverse=True)
-    for old in entries[CACHE_KEEP:]:
-        subprocess.run(["rm", "-rf", str(old)])
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        futs = {mem: pool.submit(_build_one, mem, cache_root, cc) for mem in MEMS}
-        return {mem: f.result() for mem, f in futs.items()}
+    # one pytest-xdist worker prunes and builds at a time; a run's entries (one per memory,
+    # fewer than CACHE_KEEP) are the newest, so pruning never removes one in use
+    with cache_lock(cache_root):
+        entries = sorted((d for d in cache_root.iterdir() if d.is_dir()),
+                         key=lambda d: d.stat().st_mtime, reverse=True)
+        for old in entries[CACHE_KEEP:]:
+            subprocess.run(["rm", "-rf", str(old)])
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            futs = {mem: pool.submit(_build_one, mem, cache_root, cc) for mem in MEMS}
+            return {mem: f.result() for mem, f in futs.items()}
 
 
 SAN_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",

@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 
 import crashkit as ck
+from conftest import cache_lock
 from p2gen.harness import run_harness
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,7 +43,8 @@ PERSISTENT = [c for c in tv.CONTAINERS if not c.startswith("t_")]
 def rcache(request, tmp_path_factory) -> Path:
     """Where the sanitized recovery programs and checkers are built: .pytest_cache (they
     are keyed by spec text and p2gen's sources), or a temporary directory with
-    P2GEN_TEST_NO_CACHE=1."""
+    P2GEN_TEST_NO_CACHE=1. What builds into it holds cache_lock(rcache): pytest-xdist's
+    workers share it."""
     cache = getattr(request.config, "cache", None)
     if cache is None or os.environ.get("P2GEN_TEST_NO_CACHE") == "1":
         return Path(tmp_path_factory.mktemp("p2gen-recover"))
@@ -56,9 +58,10 @@ def built(tmp_path_factory, harness_builder, cc, rcache):
     d = tmp_path_factory.mktemp("recover")
     spec = d / "vall.p2"
     spec.write_text(tv.SPEC)
-    return {"spec": spec, "harness": harness_builder(tv.SPEC, "vall").exe,
-            "recover": build_recoverer(str(spec), str(rcache), None, cc, True),
-            "verify": build_verifier(str(spec), str(rcache), None, cc, True)}
+    with cache_lock(rcache):
+        return {"spec": spec, "harness": harness_builder(tv.SPEC, "vall").exe,
+                "recover": build_recoverer(str(spec), str(rcache), None, cc, True),
+                "verify": build_verifier(str(spec), str(rcache), None, cc, True)}
 
 
 @pytest.fixture(scope="module")
@@ -66,9 +69,10 @@ def links(cc, rcache):
     """The links driver, recovery program and checker of tests/specs/links_persistent.p2."""
     from p2gen.recover import build_recoverer
     from p2gen.verify import build_verifier
-    return (tv._links_driver(rcache, cc),
-            build_recoverer(str(tv.LINKS_SPEC), str(rcache), None, cc, True),
-            build_verifier(str(tv.LINKS_SPEC), str(rcache), None, cc, True))
+    with cache_lock(rcache):
+        return (tv._links_driver(rcache, cc),
+                build_recoverer(str(tv.LINKS_SPEC), str(rcache), None, cc, True),
+                build_verifier(str(tv.LINKS_SPEC), str(rcache), None, cc, True))
 
 
 def harness(exe, d, cmds):
@@ -181,8 +185,9 @@ def tpcb(request, tmp_path_factory, cc, rcache):
     from p2gen.recover import build_recoverer
     cache = ck.cache_dir(request, tmp_path_factory)
     spec = ck.SPECS / "tpcb_plain.p2"
-    return {"exe": ck.tpcb_exe(cache, spec),
-            "recover": build_recoverer(str(spec), str(rcache), None, cc, True)}
+    with cache_lock(rcache):
+        return {"exe": ck.tpcb_exe(cache, spec),
+                "recover": build_recoverer(str(spec), str(rcache), None, cc, True)}
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -251,8 +256,9 @@ def jbuilt(tmp_path_factory, harness_builder, cc, rcache):
     d = tmp_path_factory.mktemp("jrecover")
     spec = d / "dur.p2"
     spec.write_text(journal_spec(1 << 30))      # no checkpoint before close
-    return {"harness": harness_builder(journal_spec(1 << 30), "dur", extra_cflags=FI).exe,
-            "recover": build_recoverer(str(spec), str(rcache), None, cc, True)}
+    with cache_lock(rcache):
+        return {"harness": harness_builder(journal_spec(1 << 30), "dur", extra_cflags=FI).exe,
+                "recover": build_recoverer(str(spec), str(rcache), None, cc, True)}
 
 
 def journal_txs(j: bytes, pgsize: int = 4096):

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import sources_digest
+from conftest import cache_lock, sources_digest
 
 ROOT = Path(__file__).resolve().parent.parent
 LINKS_SPEC = ROOT / "tests" / "specs" / "links_persistent.p2"
@@ -120,22 +120,29 @@ def tools(request, tmp_path_factory, cc, harness_builder):
     cache = getattr(request.config, "cache", None)
     root = (Path(cache.mkdir("p2gen-verify")) if cache is not None
             and os.environ.get("P2GEN_TEST_NO_CACHE") != "1" else tmp_path_factory.mktemp("verify"))
-    entries = sorted((d for d in root.iterdir() if d.is_dir() and d.name != "specs"),
-                     key=lambda d: d.stat().st_mtime, reverse=True)
-    for old in entries[8:]:
-        shutil.rmtree(old, ignore_errors=True)
-    specs = root / "specs"
-    specs.mkdir(exist_ok=True)
-    vspec = specs / "vall.p2"
-    vspec.write_text(SPEC)
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        harness = pool.submit(harness_builder, SPEC, "vall")
-        driver = pool.submit(_links_driver, root, cc)
-        vcheck = pool.submit(build_verifier, str(vspec), str(root), None, cc, True)
-        lcheck = pool.submit(build_verifier, str(LINKS_SPEC), str(root), None, cc, True)
-        return {"harness": harness.result().exe, "driver": driver.result(),
-                "vall": vcheck.result(), "links": lcheck.result(), "spec": str(vspec),
-                "cache": str(root)}
+    # one pytest-xdist worker prunes and builds at a time; a run's entries (four) are the
+    # newest, so pruning never removes one in use
+    with cache_lock(root):
+        entries = sorted((d for d in root.iterdir() if d.is_dir() and d.name != "specs"),
+                         key=lambda d: d.stat().st_mtime, reverse=True)
+        for old in entries[8:]:
+            shutil.rmtree(old, ignore_errors=True)
+        specs = root / "specs"
+        specs.mkdir(exist_ok=True)
+        vspec = specs / "vall.p2"
+        if not vspec.exists() or vspec.read_text() != SPEC:   # other workers may be reading it
+            vspec.write_text(SPEC)
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            harness = pool.submit(harness_builder, SPEC, "vall")
+            driver = pool.submit(_links_driver, root, cc)
+            vcheck = pool.submit(build_verifier, str(vspec), str(root), None, cc, True)
+            lcheck = pool.submit(build_verifier, str(LINKS_SPEC), str(root), None, cc, True)
+            out = {"harness": harness.result().exe, "driver": driver.result(),
+                   "vall": vcheck.result(), "links": lcheck.result(), "spec": str(vspec),
+                   "cache": str(root)}
+        for built in (out["driver"], out["vall"], out["links"]):
+            os.utime(Path(built).parent)    # recently used: what the pruning above keeps
+        return out
 
 
 # ---------------------------------------------------------------------------

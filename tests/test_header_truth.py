@@ -35,6 +35,21 @@ def documented(header: str, container: str) -> dict:
     return out
 
 
+def case_id(value) -> str:
+    """A parameter's test id, the same in every process: a set's repr follows string
+    hashing, which differs between processes, and pytest-xdist's workers must collect the
+    same tests. Written as repr writes it, the members sorted."""
+    def show(v):
+        if isinstance(v, (set, frozenset)):
+            return "{" + ", ".join(sorted(map(show, v))) + "}"
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{show(k)}: {show(x)}" for k, x in v.items()) + "}"
+        if isinstance(v, tuple):
+            return repr(tuple(v))
+        return repr(v)
+    return (value if isinstance(value, str) else show(value))[:40]
+
+
 CASES = [
     # equation, insert, update, delete
     ("top2ds[avl[array[transient]]] with avl(key = id)",
@@ -50,7 +65,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("equation,insert,update,delete", CASES, ids=lambda c: str(c)[:40])
+@pytest.mark.parametrize("equation,insert,update,delete", CASES, ids=case_id)
 def test_error_lists_are_what_the_layers_declare(equation, insert, update, delete):
     errs = documented(header_of(REC + f"container c of item = {equation};\n"), "c")
     assert errs["insert"] == insert
@@ -124,7 +139,7 @@ REL_CASES = [
 
 
 @pytest.mark.parametrize("mem", sorted(MEMS))
-@pytest.mark.parametrize("rel,expected", REL_CASES, ids=lambda c: str(c)[:40])
+@pytest.mark.parametrize("rel,expected", REL_CASES, ids=case_id)
 def test_role_error_lists_are_what_the_layer_declares(rel, expected, mem):
     header = header_of(relrec(mem) + f"relationship r {rel};\n")
     for (container, fn), codes in expected.items():

@@ -11,8 +11,7 @@ belongs in that file.
 scripts/test.sh runs the suite on every core (pytest-xdist, `--dist loadgroup`): the worker
 processes share the build caches in .pytest_cache, so an entry is built under a lock by one
 of them and reused by the others, and the caches are pruned once, before any worker starts.
-Each test file is meant to run on one worker (its module fixtures build once), except
-SPREAD_FILES: pytest-xdist 3.8 was seen ignoring the groups; the suite passes either way.
+Each test file runs on one worker (its module fixtures build once), except SPREAD_FILES.
 """
 from __future__ import annotations
 
@@ -101,17 +100,21 @@ def pytest_sessionstart(session):
         shutil.rmtree(old, ignore_errors=True)
 
 
-def pytest_configure(config):
-    # pytest-xdist registers it too; here for runs without it (-p no:xdist)
-    config.addinivalue_line("markers", "xdist_group(name): tests pytest-xdist runs on one worker")
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadgroup`: a file's tests on one worker, SPREAD_FILES' test by test.
+    (pytest-xdist's own xdist_group markers are lost under pytest 9: it renames node ids
+    through an attribute pytest no longer reads.)"""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
 
+    class FileScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return nodeid if Path(path).name in SPREAD_FILES else path
 
-@pytest.hookimpl(tryfirst=True)   # before pytest-xdist's worker reads the groups
-def pytest_collection_modifyitems(config, items):
-    """Under `--dist loadgroup` a file's tests share one worker, but for SPREAD_FILES."""
-    for item in items:
-        if item.path.name not in SPREAD_FILES:
-            item.add_marker(pytest.mark.xdist_group(item.path.name))
+    return FileScheduling(config, log)
 
 
 @pytest.fixture(scope="session")

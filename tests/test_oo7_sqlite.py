@@ -61,11 +61,11 @@ def conform(tmp_path_factory) -> str:
 
 
 def check_sqlite(conform: str, env: dict, dbdir: Path, size: str, fanout: int,
-                 mem: str = "persistent") -> dict:
+                 mem: str = "persistent", system: str = "SQLITE") -> dict:
     proc, results = run(conform, env, "--size", size, "--fanout", str(fanout),
-                        "--system", "SQLITE", "--mem", mem, "--dir", str(dbdir))
+                        "--system", system, "--mem", mem, "--dir", str(dbdir))
     assert_all_passed(proc)
-    assert proc.stdout.startswith(f"# SQLITE {size} fanout {fanout}")
+    assert proc.stdout.startswith(f"# {system} {size} fanout {fanout}")
     # the checks that compare with HAND ran
     assert any(k.startswith("same_as_hand.") for k in results)
     if mem == "persistent":
@@ -85,6 +85,22 @@ def test_sqlite_conforms_on_tiny(conform, san_env, tmp_path, fanout):
         f"connections={500 * fanout} private=243 shared=243")
     assert results["t1"] == str(243 * 10)
     assert results["t1.connections"] == str(243 * 10 * fanout)
+
+
+def test_sqlite_wal_conforms_on_tiny_and_leaves_a_closed_file(conform, san_env, tmp_path):
+    """SQLITE-WAL, the journalled variants' durable peer (journal_mode=WAL,
+    synchronous=FULL): the same answers, and the file it leaves is in WAL mode, whole."""
+    import sqlite3
+    dbdir = tmp_path / "db"
+    results = check_sqlite(conform, san_env, dbdir, "tiny", 3, system="SQLITE-WAL")
+    assert results["t1"] == str(243 * 10)
+    con = sqlite3.connect(dbdir / DB_FILE)
+    try:
+        assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert con.execute("SELECT count(*) FROM atomic_part").fetchone()[0] == 500
+    finally:
+        con.close()
 
 
 def test_sqlite_transient_conforms_on_tiny(conform, san_env, tmp_path):

@@ -68,7 +68,7 @@ SIZES = ("tiny", "small", "medium", "large")
 # users' way (the reference systems are not generated: no row of their own)
 HOT10 = ("T6", "T7", "Q1", "Q2")
 TARGET10 = 1.5
-REFERENCE_SYSTEMS = ("HAND", "SQLITE")
+REFERENCE_SYSTEMS = ("HAND", "SQLITE", "SQLITE-WAL")
 
 # quick default: small, fanout 3 (a minute or two on two cores, build included)
 DEFAULT = dict(size="small", fanouts=(3,))

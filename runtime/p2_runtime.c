@@ -435,6 +435,7 @@ static void seg_reset(p2_seg *seg)
     seg->npeers = 0;
     seg->log_map = NULL;
     seg->log_mapped = 0;
+    seg->log_hot = 0;
 }
 
 /* How a journalled segment's private mapping is protected: read-only under the page journal
@@ -2769,8 +2770,11 @@ static int wal_append(p2_seg *seg, const struct log_xact *x, const struct log_xp
     uint64_t seq = seg->seq + 1, at = seg->log_end;
     int rc = journal_room(seg, at + bytes, err);
     /* built in place in the mapped log where it can be (no copy, no system call), else
-     * in memory and written with one pwrite */
-    uint8_t *win = rc == P2_OK ? log_window(seg, at + bytes) : NULL;
+     * in memory and written with one pwrite. Stores only go to log pages a pwrite of this
+     * open already brought into the page cache (log_hot): a store to one that is not there
+     * would fault it in from the file (a major fault, a read for blocks just reserved),
+     * where a pwrite fills it without reading; a commit reaching a new page writes. */
+    uint8_t *win = rc == P2_OK && at + bytes <= seg->log_hot ? log_window(seg, at + bytes) : NULL;
     if (rc == P2_OK && win == NULL && grow_buf(&seg->redo, &seg->redo_cap, bytes) != 0)
         rc = seg_fail(seg, err, P2_ENOMEM, "record log: out of memory building the commit; "
                       "the transaction was not committed and is still open");
@@ -2816,12 +2820,16 @@ static int wal_append(p2_seg *seg, const struct log_xact *x, const struct log_xp
     /* the commit record is stored last: a process killed before it leaves a torn tail */
     atomic_signal_fence(memory_order_seq_cst);
     memcpy(b, &c, sizeof c);
-    if (win == NULL && full_pwrite(seg->log_fd, seg->redo, (size_t)bytes, at) != 0) {
-        int e = errno;      /* a torn tail without its commit record: never replayed */
-        return seg_fail(seg, err, P2_EIO,
-                        "journal: cannot append the transaction to %s%s: %s; it was not "
-                        "committed and is still open (commit again, or abort it)",
-                        seg->path, LOG_SUFFIX(seg), strerror(e));
+    if (win == NULL) {
+        if (full_pwrite(seg->log_fd, seg->redo, (size_t)bytes, at) != 0) {
+            int e = errno;      /* a torn tail without its commit record: never replayed */
+            return seg_fail(seg, err, P2_EIO,
+                            "journal: cannot append the transaction to %s%s: %s; it was not "
+                            "committed and is still open (commit again, or abort it)",
+                            seg->path, LOG_SUFFIX(seg), strerror(e));
+        }
+        if (round_up(at + bytes, seg->pgsize) > seg->log_hot)
+            seg->log_hot = round_up(at + bytes, seg->pgsize);
     }
     *at_out = at;
     *bytes_out = bytes;

@@ -363,6 +363,8 @@ typedef struct p2_seg {
                                      where the log cannot be mapped */
     char    *log_map;           /**< the log, mapped shared: commits are stored into it */
     uint64_t log_mapped;        /**< its bytes mapped */
+    uint64_t log_hot;           /**< the log's bytes [0, log_hot) a pwrite of this open
+                                     brought into the page cache: stores go there only */
     uint64_t redo_cap;
     int      undo_lost;         /**< a write could not be recorded (no memory): the open
                                      transaction can be neither committed nor undone in

@@ -51,6 +51,16 @@ def inline_define(prefix: str) -> str:
     return f"-D{prefix.upper()}_INLINE"
 
 
+def checked_sources(src: Path, files: Sequence[str], bench: str) -> Path:
+    """The directory of benchmark `bench`'s C/C++ drivers (package data beside its run.py:
+    bench/tpcb/ ships as p2gen.bench.tpcb), checked to hold `files` and ../flags.h."""
+    for f in tuple(files) + ("../flags.h",):
+        if not (src / f).exists():
+            raise BuildError(f"benchmark source {(src / f).resolve()} not found: the p2gen package "
+                             f"ships bench/{bench}/ as p2gen.bench.{bench}; reinstall p2gen")
+    return src
+
+
 class Builder:
     """Runs compile steps, skipping those whose command and inputs are unchanged since the
     last run (a .stamp file beside each output); counts the steps it really ran."""

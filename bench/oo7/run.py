@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..common import (LTO_SUFFIX, Builder, inline_define, ints, lto_cflags, run_benchmarks,
-                           users_cflags)
+from ..common import (LTO_SUFFIX, Builder, checked_sources, inline_define, ints, lto_cflags,
+                      run_benchmarks, users_cflags)
 from ...errors import BuildError
 from .. import BENCH_DIR, spec_dir
 
@@ -132,12 +132,7 @@ def wants_lto_twin(v: Variant) -> bool:
 
 def driver_sources(source_dir: Optional[str] = None) -> Path:
     """The directory of the C++ drivers (package data beside this module), checked."""
-    src = Path(source_dir) if source_dir else SOURCE_DIR
-    for f in REQUIRED + ("../flags.h",):
-        if not (src / f).exists():
-            raise BuildError(f"benchmark source {(src / f).resolve()} not found: the p2gen package "
-                             "ships bench/oo7/ as p2gen.bench.oo7; reinstall p2gen")
-    return src
+    return checked_sources(Path(source_dir) if source_dir else SOURCE_DIR, REQUIRED, "oo7")
 
 
 def default_variants(spec_dir: Optional[Path] = None, lto_rows: bool = False) -> list[Variant]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..common import Builder, ints, run_benchmarks, users_build_steps
+from ..common import Builder, checked_sources, ints, run_benchmarks, users_build_steps
 from ...errors import BuildError
 from .. import BENCH_DIR
 
@@ -72,12 +72,7 @@ def systems() -> list[tuple]:
 
 
 def driver_sources(source_dir: Optional[str] = None) -> Path:
-    src = Path(source_dir) if source_dir else SOURCE_DIR
-    for f in DRIVER_SOURCES + ("../flags.h",):
-        if not (src / f).exists():
-            raise BuildError(f"benchmark source {(src / f).resolve()} not found: the p2gen package "
-                             "ships bench/range/ as p2gen.bench.range; reinstall p2gen")
-    return src
+    return checked_sources(Path(source_dir) if source_dir else SOURCE_DIR, DRIVER_SOURCES, "range")
 
 
 def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",

@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..common import (LTO_SUFFIX, Builder as _Builder, fmt_ms as _fmt_ms, inline_define,
-                           ints as _ints, lto_cflags, run_benchmarks, users_cflags)
+from ..common import (LTO_SUFFIX, Builder as _Builder, checked_sources, fmt_ms as _fmt_ms,
+                      inline_define, ints as _ints, lto_cflags, run_benchmarks, users_cflags)
 from ...errors import BuildError
 from .. import BENCH_DIR, spec_dir
 
@@ -153,12 +153,7 @@ DRIVER_SOURCES = ("tpcb.h", "tpcb_driver.cc", "tpcb_refs.cc", "tpcb_peers.cc", "
 
 def driver_sources(source_dir: Optional[str] = None) -> Path:
     """The directory of the C/C++ drivers (package data beside this module), checked."""
-    src = Path(source_dir) if source_dir else SOURCE_DIR
-    for f in DRIVER_SOURCES + ("../flags.h",):
-        if not (src / f).exists():
-            raise BuildError(f"benchmark source {(src / f).resolve()} not found: the p2gen package "
-                             "ships bench/tpcb/ as p2gen.bench.tpcb; reinstall p2gen")
-    return src
+    return checked_sources(Path(source_dir) if source_dir else SOURCE_DIR, DRIVER_SOURCES, "tpcb")
 
 
 def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",

@@ -179,8 +179,6 @@ def helpers_c(checked: CheckedSpec, declare: bool = False) -> str:
         snapshot before updating or deleting that row, then drops the rows after it).
     p2py__<role>_fetch: up to max partners of a many-role walk, references and records.
     p2py__<c>_copy: up to max elements of a container, in its walk's order (to_numpy).
-    p2py__<c>_insert_many: insert count records, stopping at the first error (*done:
-        how many went in; insert_many).
     p2py__<c>_check_chars: the first of count records (*row) whose char field number
         *field (in record order among the char fields) holds a byte after its first NUL:
         a value with a NUL inside, which a C string cannot spell (insert_many checks a
@@ -213,15 +211,6 @@ def helpers_c(checked: CheckedSpec, declare: bool = False) -> str:
             f"    {allc.p}_close(&cur);",
             "    *n = i;",
             "    return rc == P2_END || i == max ? P2_OK : rc;"])
-        fn(f"int p2py__{info.p}_insert_many({p}_db *db, const {R} *recs, uint64_t count, "
-           f"uint64_t *done)",
-           ["    uint64_t i = 0;",
-            "    int rc = P2_OK;",
-            f"    {p}_ref ref;",
-            f"    for (; i < count && (rc = {info.p}_insert(db, &recs[i], &ref)) == P2_OK; i++)",
-            "        ;",
-            "    *done = i;",
-            "    return rc;"])
         cfields = [f for f in info.record.fields if f.type.kind == "char"]
         if cfields:
             body = ["    uint64_t i;", "    const char *s, *z, *end;", "    for (i = 0; i < count; i++) {"]

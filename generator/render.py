@@ -606,6 +606,12 @@ FILE_HOOKS = ("open_file", "after_create", "close_file", "sync_file", "recover_a
 TXN_HOOKS = ("transactions_api", "transactions", "before_open")
 
 
+def _macro_text(text: str) -> str:
+    """A template macro's output without its last line end. (Rendered with line marks,
+    the text ends in the marks of the empty line after that line end: they go with it.)"""
+    return re.sub("\n(?:\x01[^\x02]*\x02)*\\Z", "", text, count=1)
+
+
 def container_links(info: ContainerInfo):
     """The container's Links (layers/base.py), its helpers giving template-made C."""
     lk = _container_links(info)
@@ -687,11 +693,23 @@ class Renderer:
         for li in mems:
             macro = getattr(self.layer_module(li), hook, None)
             if macro is not None:
-                # (rendered with line marks, the text ends in the marks of the empty line
-                # after its last line end: they go with it)
-                text = re.sub("\n(?:\x01[^\x02]*\x02)*\\Z", "", macro(*args), count=1)
+                text = _macro_text(macro(*args))
                 return CSource(text if _MARK.sub("", text) else "")
         return CSource("")
+
+    def prefetch_insert(self, info: ContainerInfo, rec: str) -> CSource:
+        """The statements that fetch into the cache what inserting *rec (a `const R *`
+        named `rec`) will read, from every ds layer of the container that says (its
+        template's macro `prefetch_insert(rec)`, layers/README.md): what `_insert_many`
+        runs a few records ahead. Empty if no layer says."""
+        parts = []
+        for li in info.ds:
+            macro = getattr(self.layer_module(li), "prefetch_insert", None)
+            if macro is not None:
+                text = _macro_text(macro(rec))
+                if _MARK.sub("", text).strip():
+                    parts.append(text)
+        return CSource("\n".join(parts))
 
     def transactions(self, files: list) -> dict:
         """The spec's transaction API (<prefix>_begin, _commit, _abort, and the layer's
@@ -749,7 +767,8 @@ class Renderer:
             for li in reversed(info.chain):
                 sections.append((li, self.layer_section(li, info, views)))
             containers.append({"info": info, "views": views, "sections": sections,
-                               "seg": self.seg_index(info)})
+                               "seg": self.seg_index(info),
+                               "prefetch": self.prefetch_insert(info, "ahead")})
         rels = [{"info": ri, "text": self.rel_section(ri)} for ri in checked.relationships]
         files = self.files()
         ctx = dict(S=checked, spec_file=self.spec_file, containers=containers, rels=rels,

@@ -909,7 +909,7 @@ class Container:
         self._out = ffi.new(self._rtype)          # update_by's result, reused
         self._out_buf = ffi.buffer(self._out)
         self._masks = {}                          # field names -> byte mask of the record
-        self._insert_many_c = getattr(lib, f"p2py__{cp}_insert_many", None)
+        self._insert_many_c = getattr(lib, f"{cp}_insert_many")
         self._check_chars_c = getattr(lib, f"p2py__{cp}_check_chars", None)
         self._find = {k: getattr(lib, f"{cp}_find_{k}") for k in self.keys}
         if meta["purges"]:
@@ -1451,11 +1451,8 @@ class Container:
                     f = [f for f in self._fields.values() if f.kind == "char"][field[0]]
                     raise RangeError(f"insert_many: row {row[0]}: {f.what} is {f.spelled}: "
                                      f"it contains a NUL byte")
-            # room for them all first: the C loop then never regrows or rehashes the
-            # storage (1M TPC-B accounts: the loop 130 -> 11 ns per row; first touching
-            # the reserved memory stays). A reserve that fails (no memory) changes
-            # nothing: the inserts then report their own errors by index.
-            self._c["reserve"](h, min(int(self._c["count"](h)) + n, NOREF))
+            # one call: the C function reserves room for all rows first (the loop then
+            # never regrows or rehashes) and fetches what each insert reads ahead of it
             done = self._ffi.new("uint64_t *")
             rc = self._insert_many_c(h, recs, n, done)
             k = int(done[0])

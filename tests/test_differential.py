@@ -556,7 +556,7 @@ class OpGen:
 
     WEIGHTS = {"insert": 30, "find": 6, "count": 4, "cursor": 14, "all": 4, "cdelete": 4,
                "cupdate": 5, "cupdall": 2, "cupdadd": 3, "update": 8, "set": 6, "delete": 7, "get": 1,
-               "purge": 1, "junk": 1, "sync": 1, "reopen": 1.5, "open2": 0.5}
+               "purge": 1, "junk": 1, "sync": 1, "reopen": 1.5, "open2": 0.5, "insert_many": 3}
 
     def __init__(self, rng: random.Random, cm: ContainerModel, persistent: bool,
                  profile: Optional[dict] = None):
@@ -620,6 +620,14 @@ class OpGen:
             vals = self.record(allow_long=True)
             toks = " ".join(self.tok(f, v) for f, v in zip(self.fields, vals))
             return [Op(f"insert {c} {toks}", "insert", {"values": vals})]
+        if kind == "insert_many":
+            # a batch, now and then repeating a row (a unique key's duplicate stops it there)
+            rows = [self.record() for _ in range(rng.randint(0, 6))]
+            if rows and rng.random() < 0.3:
+                rows.insert(rng.randrange(len(rows) + 1), rng.choice(rows))
+            toks = " ".join(self.tok(f, v) for r in rows for f, v in zip(self.fields, r))
+            return [Op(f"insert_many {c} {len(rows)} {toks}".rstrip(), "insert_many",
+                       {"rows": rows})]
         if kind == "find":
             key = rng.choice(self.keys)
             v = self.draw(key, allow_long=True)
@@ -817,6 +825,16 @@ class Checker:
             if not t_ok:
                 return self.expect(line, "err EINVAL")
             return self.expect_code(line, cm.insert(cm.make(a["values"])))
+        if k == "insert_many":
+            # the rows go in as insert puts them, in order, up to the first that fails
+            done, code = 0, None
+            for row in a["rows"]:
+                code = cm.insert(cm.make(row))
+                if code is not None:
+                    break
+                done += 1
+            self.expect(ans.next(), f"many {done}")
+            return self.expect_code(ans.next(), code)
         if k == "count":
             return self.expect(ans.next(), f"count {len(cm.recs)}")
         if k == "reserve":

@@ -24,6 +24,16 @@
 #define P2_UNLIKELY(x) (x)
 #endif
 #endif
+#ifndef P2_PREFETCH  /* a hint to the cache: never faults, never changes what a program does */
+#if defined(__GNUC__) || defined(__clang__)
+#define P2_PREFETCH(p) __builtin_prefetch((p))
+#else
+#define P2_PREFETCH(p) ((void)(p))
+#endif
+#endif
+/* insert_many asks the layers to fetch what inserting a record reads this many records
+ * ahead: far enough to hide a miss to memory behind the inserts between. */
+#define P2_INSERT_AHEAD 16
 /* The states of a cursor (its _state field): opened, before the first element; on an
  * element (_cur); off the element just deleted through it, the walk going on from
  * _pending; past the last element, or closed. */
@@ -126,6 +136,25 @@ JOURNAL_API int journal_accts_insert(journal_db *db, const journal_acct *rec, jo
     if (rc != P2_OK) return rc;
     if (out) *out = ref;
     return P2_OK;
+}
+
+JOURNAL_API int journal_accts_insert_many(journal_db *db, const journal_acct *recs, uint64_t count, uint64_t *done)
+{
+    uint64_t i = 0, have;
+    int rc = P2_OK;
+    if (done) *done = 0;
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    if (!recs && count) return p2_err_set(&db->err, P2_EINVAL, "journal_accts_insert_many: recs is NULL");
+    /* room for them all first, so that the loop never regrows; only a hint: if there is
+       no memory for all of them, each insert reports its own error */
+    have = journal_accts__top2ds_qualify_count(db);
+    if (journal_accts__top2ds_qualify_reserve(db, count > P2_NIL - 1 - have ? P2_NIL - 1 : have + count) != P2_OK)
+        p2_err_clear(&db->err);
+    for (; i < count; i++) {
+        if ((rc = journal_accts_insert(db, &recs[i], NULL)) != P2_OK) break;
+    }
+    if (done) *done = i;
+    return rc;
 }
 
 JOURNAL_API int journal_accts_get(journal_db *db, journal_ref ref, journal_acct *out)
@@ -341,6 +370,25 @@ JOURNAL_API int journal_archive_insert(journal_db *db, const journal_acct *rec, 
     if (rc != P2_OK) return rc;
     if (out) *out = ref;
     return P2_OK;
+}
+
+JOURNAL_API int journal_archive_insert_many(journal_db *db, const journal_acct *recs, uint64_t count, uint64_t *done)
+{
+    uint64_t i = 0, have;
+    int rc = P2_OK;
+    if (done) *done = 0;
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    if (!recs && count) return p2_err_set(&db->err, P2_EINVAL, "journal_archive_insert_many: recs is NULL");
+    /* room for them all first, so that the loop never regrows; only a hint: if there is
+       no memory for all of them, each insert reports its own error */
+    have = journal_archive__top2ds_count(db);
+    if (journal_archive__top2ds_reserve(db, count > P2_NIL - 1 - have ? P2_NIL - 1 : have + count) != P2_OK)
+        p2_err_clear(&db->err);
+    for (; i < count; i++) {
+        if ((rc = journal_archive_insert(db, &recs[i], NULL)) != P2_OK) break;
+    }
+    if (done) *done = i;
+    return rc;
 }
 
 JOURNAL_API int journal_archive_get(journal_db *db, journal_ref ref, journal_acct *out)

@@ -135,6 +135,11 @@ typedef struct journal_acct {
 /* Insert a copy of *rec; *out (may be NULL) receives its reference.
  * Errors: P2_EDUP, P2_ERANGE, P2_ENOMEM, P2_EIO. */
 JOURNAL_API int journal_accts_insert(journal_db *db, const journal_acct *rec, journal_ref *out);
+/* Insert copies of recs[0 .. count-1], in order, as insert does one by one, after making
+ * room for them all; stops at the first error and returns it. *done (may be NULL)
+ * receives how many went in: the rows before the failing one stay inserted.
+ * Errors: P2_EDUP, P2_ERANGE, P2_ENOMEM, P2_EIO. */
+JOURNAL_API int journal_accts_insert_many(journal_db *db, const journal_acct *recs, uint64_t count, uint64_t *done);
 /* Copy the element `ref` to *out. Errors: P2_NOTFOUND (no such element). */
 JOURNAL_API int journal_accts_get(journal_db *db, journal_ref ref, journal_acct *out);
 /* The element `ref` in place (read only), or NULL if there is none. */
@@ -226,6 +231,11 @@ JOURNAL_API void journal_accts_all_close(journal_accts_all_cursor *cur);
 /* Insert a copy of *rec; *out (may be NULL) receives its reference.
  * Errors: P2_ENOMEM, P2_EIO. */
 JOURNAL_API int journal_archive_insert(journal_db *db, const journal_acct *rec, journal_ref *out);
+/* Insert copies of recs[0 .. count-1], in order, as insert does one by one, after making
+ * room for them all; stops at the first error and returns it. *done (may be NULL)
+ * receives how many went in: the rows before the failing one stay inserted.
+ * Errors: P2_ENOMEM, P2_EIO. */
+JOURNAL_API int journal_archive_insert_many(journal_db *db, const journal_acct *recs, uint64_t count, uint64_t *done);
 /* Copy the element `ref` to *out. Errors: P2_NOTFOUND (no such element). */
 JOURNAL_API int journal_archive_get(journal_db *db, journal_ref ref, journal_acct *out);
 /* The element `ref` in place (read only), or NULL if there is none. */

@@ -24,6 +24,16 @@
 #define P2_UNLIKELY(x) (x)
 #endif
 #endif
+#ifndef P2_PREFETCH  /* a hint to the cache: never faults, never changes what a program does */
+#if defined(__GNUC__) || defined(__clang__)
+#define P2_PREFETCH(p) __builtin_prefetch((p))
+#else
+#define P2_PREFETCH(p) ((void)(p))
+#endif
+#endif
+/* insert_many asks the layers to fetch what inserting a record reads this many records
+ * ahead: far enough to hide a miss to memory behind the inserts between. */
+#define P2_INSERT_AHEAD 16
 /* The states of a cursor (its _state field): opened, before the first element; on an
  * element (_cur); off the element just deleted through it, the walk going on from
  * _pending; past the last element, or closed. */
@@ -235,6 +245,29 @@ LINKS_API int links_docs_insert(links_db *db, const links_doc *rec, links_ref *o
     links_docs__on_insert(db, ref);
     if (out) *out = ref;
     return P2_OK;
+}
+
+LINKS_API int links_docs_insert_many(links_db *db, const links_doc *recs, uint64_t count, uint64_t *done)
+{
+    uint64_t i = 0, have;
+    int rc = P2_OK;
+    if (done) *done = 0;
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    if (!recs && count) return p2_err_set(&db->err, P2_EINVAL, "links_docs_insert_many: recs is NULL");
+    /* room for them all first, so that the loop never regrows; only a hint: if there is
+       no memory for all of them, each insert reports its own error */
+    have = links_docs__delflag_count(db);
+    if (links_docs__delflag_reserve(db, count > P2_NIL - 1 - have ? P2_NIL - 1 : have + count) != P2_OK)
+        p2_err_clear(&db->err);
+    for (; i < count; i++) {
+        if (i + P2_INSERT_AHEAD < count) {
+            const links_doc *ahead = &recs[i + P2_INSERT_AHEAD];
+            P2_PREFETCH(links_docs__hash_bucket(db, ahead->id));
+        }
+        if ((rc = links_docs_insert(db, &recs[i], NULL)) != P2_OK) break;
+    }
+    if (done) *done = i;
+    return rc;
 }
 
 LINKS_API int links_docs_get(links_db *db, links_ref ref, links_doc *out)
@@ -525,6 +558,25 @@ LINKS_API int links_shelves_insert(links_db *db, const links_shelf *rec, links_r
     links_shelves__on_insert(db, ref);
     if (out) *out = ref;
     return P2_OK;
+}
+
+LINKS_API int links_shelves_insert_many(links_db *db, const links_shelf *recs, uint64_t count, uint64_t *done)
+{
+    uint64_t i = 0, have;
+    int rc = P2_OK;
+    if (done) *done = 0;
+    if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    if (!recs && count) return p2_err_set(&db->err, P2_EINVAL, "links_shelves_insert_many: recs is NULL");
+    /* room for them all first, so that the loop never regrows; only a hint: if there is
+       no memory for all of them, each insert reports its own error */
+    have = links_shelves__top2ds_qualify_count(db);
+    if (links_shelves__top2ds_qualify_reserve(db, count > P2_NIL - 1 - have ? P2_NIL - 1 : have + count) != P2_OK)
+        p2_err_clear(&db->err);
+    for (; i < count; i++) {
+        if ((rc = links_shelves_insert(db, &recs[i], NULL)) != P2_OK) break;
+    }
+    if (done) *done = i;
+    return rc;
 }
 
 LINKS_API int links_shelves_get(links_db *db, links_ref ref, links_shelf *out)

@@ -122,6 +122,11 @@ typedef struct links_shelf {
 /* Insert a copy of *rec; *out (may be NULL) receives its reference.
  * Errors: P2_NOTFOUND, P2_ENOMEM. */
 LINKS_API int links_docs_insert(links_db *db, const links_doc *rec, links_ref *out);
+/* Insert copies of recs[0 .. count-1], in order, as insert does one by one, after making
+ * room for them all; stops at the first error and returns it. *done (may be NULL)
+ * receives how many went in: the rows before the failing one stay inserted.
+ * Errors: P2_NOTFOUND, P2_ENOMEM. */
+LINKS_API int links_docs_insert_many(links_db *db, const links_doc *recs, uint64_t count, uint64_t *done);
 /* Copy the element `ref` to *out. Errors: P2_NOTFOUND (no such element). */
 LINKS_API int links_docs_get(links_db *db, links_ref ref, links_doc *out);
 /* The element `ref` in place (read only), or NULL if there is none. */
@@ -223,6 +228,11 @@ LINKS_API void links_docs_all_close(links_docs_all_cursor *cur);
 /* Insert a copy of *rec; *out (may be NULL) receives its reference.
  * Errors: P2_ENOMEM. */
 LINKS_API int links_shelves_insert(links_db *db, const links_shelf *rec, links_ref *out);
+/* Insert copies of recs[0 .. count-1], in order, as insert does one by one, after making
+ * room for them all; stops at the first error and returns it. *done (may be NULL)
+ * receives how many went in: the rows before the failing one stay inserted.
+ * Errors: P2_ENOMEM. */
+LINKS_API int links_shelves_insert_many(links_db *db, const links_shelf *recs, uint64_t count, uint64_t *done);
 /* Copy the element `ref` to *out. Errors: P2_NOTFOUND (no such element). */
 LINKS_API int links_shelves_get(links_db *db, links_ref ref, links_shelf *out);
 /* The element `ref` in place (read only), or NULL if there is none. */

@@ -21,6 +21,16 @@ MIN_CAPACITY = 3
 # How full the cost model takes a node to be (random inserts into nodes split in halves
 # leave them ln 2 full on average).
 FILL = 0.7
+# How many entries ahead of a walk step `_range_next` / `_range_prev` prefetch the element
+# (the elements lie where the storage put them, in insertion order: one cache and TLB miss
+# per step of a walk in key order). The distance ramps up by two entries a step, so that a
+# lookup prefetches nothing and a short walk little; an even number. Measured on a shared
+# two-core machine (AMD EPYC, a VM), 1,000,000 104-byte rows inserted in random order into
+# btree[array], 100,000-row walks, CPU ns per row, transient / persistent: none 42-50 /
+# 50-65, 8 ahead 23-25 / 25-27, 12 ahead 22 / 23, 16 ahead 21 / 23, 24 ahead 20-21 / 25,
+# 32 ahead 27-39 (transient), 48 ahead 30-31 (transient). Fewer leave misses unoverlapped;
+# more fetch rows a short walk never reads and let fetched lines age out before their step.
+PREFETCH_AHEAD = 16
 # The deepest tree verify and the ordinary functions accept (each level at least halves
 # the entries below the root, so 64 levels would hold more than 2^64 entries).
 MAX_HEIGHT = 64
@@ -162,6 +172,7 @@ class BTree(Layer):
                 ElemField("uint64_t", f"{t}_nspare", "nodes in the pool")]
 
     max_height = MAX_HEIGHT
+    prefetch_ahead = PREFETCH_AHEAD
 
     def handle_fields(self, inst):
         # Where the last walk step ended, so the next step goes on from there rather than
@@ -174,7 +185,9 @@ class BTree(Layer):
                 ElemField("uint64_t", f"{t}_hint_gen", "btree walk hint: the tree's _gen then"),
                 ElemField("uint64_t", f"{t}_hint_changes", "btree walk hint: _changes then"),
                 ElemField("uint64_t", f"{t}_changes", "btree: changes made through this handle"),
-                ElemField("unsigned", f"{t}_hint_pos", "btree walk hint: the entry's position")]
+                ElemField("unsigned", f"{t}_hint_pos", "btree walk hint: the entry's position"),
+                ElemField("unsigned", f"{t}_hint_run", "btree walk hint: the walk's steps so far "
+                                                       f"(up to {PREFETCH_AHEAD}: how far ahead it prefetches)")]
 
     def geometry(self, inst) -> Geometry:
         return geometry(inst)

@@ -418,7 +418,7 @@ def bench_range(**kwargs):
 @click.option("--plots/--no-plots", default=True, show_default=True,
               help="Render PNG plots (needs matplotlib: pip install 'p2gen[bench]').")
 def bench_oo7(**kwargs):
-    """OO7: every generated variant of type_equations/oo7/ vs hand-written C++ and SQLite.
+    """OO7: every generated variant of type_equations/oo7/ vs hand-written C++, SQLite and LMDB.
 
     Builds the variants and bench/oo7/ into one Google Benchmark binary, builds each
     system's database once, runs every operation cold and warm (each in a fresh process:

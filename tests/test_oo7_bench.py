@@ -28,9 +28,9 @@ def _have_libs() -> str | None:
     if not shutil.which("c++") or not shutil.which("cc"):
         return "no C/C++ compiler"
     dirs = ["/usr/include", "/usr/local/include"]
-    for h in ("benchmark/benchmark.h", "sqlite3.h"):
+    for h in ("benchmark/benchmark.h", "sqlite3.h", "lmdb.h"):
         if not any(os.path.exists(os.path.join(d, h)) for d in dirs):
-            return f"{h} not installed (apt-get install libbenchmark-dev libsqlite3-dev)"
+            return f"{h} not installed (apt-get install libbenchmark-dev libsqlite3-dev liblmdb-dev)"
     for f in bo.REQUIRED + bo.REFERENCE_SOURCES:
         if not (bo.SOURCE_DIR / f).exists():
             return f"bench/oo7/{f} missing"

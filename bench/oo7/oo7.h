@@ -213,7 +213,8 @@ uint64_t raw_object_bytes(const Params &p);
 // ---------------------------------------------------------------------------------------
 // the registry of implementations linked into a binary. Each implementation's source
 // registers itself with a static `Register` (oo7_hand.cc: HAND; oo7_sqlite.cc: SQLITE,
-// persistent and transient; oo7_p2.cc: one per generated variant, compiled once per
+// persistent and transient, SQLITE-WAL, SQLITE-WAL100; oo7_lmdb.cc: LMDB, LMDB-SYNC,
+// LMDB-SYNC100; oo7_p2.cc: one per generated variant, compiled once per
 // variant with -DP2_VARIANT=...). Names may contain '/' (HASH/ILIST); a name and a mem
 // together identify a system.
 struct System {
@@ -228,6 +229,10 @@ struct System {
     // persistent systems: the files the database occupies inside dir, so that cold runs
     // can drop them from the page cache (posix_fadvise DONTNEED after closing)
     std::vector<std::string> files;
+    // measured only in the durable comparison (--oo7_durable=1): a system that groups
+    // commits (LMDB-SYNC100, SQLITE-WAL100, a journal with group = 100), whose grouping
+    // means something only when the update operations run 100 times in a row
+    bool durable_only = false;
 };
 std::vector<System> &systems();
 struct Register {

@@ -48,6 +48,8 @@
 //   --oo7_hot_runs=3         hot runs per read-only operation (an update operation: 1)
 //   --oo7_verify=1           re-check counts and Db::verify() after every update operation
 //   --oo7_list               print the registered systems and exit
+//   --oo7_durable=0          1: also the systems measured only in the durable comparison
+//                            (System::durable_only: those that group commits by 100)
 //   --oo7_inject_fault=NAME[/OP]   (tests) add 1 to every count of system NAME (of OP
 //                            only): the run must turn into an error row
 //   --oo7_readahead=default  default: the kernel's readahead as the data managers leave it;
@@ -102,6 +104,7 @@ struct Config {
     std::string fault_system, fault_op;   // --oo7_inject_fault
     std::string one, one_system;          // --oo7_one, --oo7_system: the fresh process
     bool readahead_random = false;        // --oo7_readahead=random
+    bool durable = false;                 // --oo7_durable=1: the durable_only systems too
 };
 
 Config &cfg() {
@@ -1130,6 +1133,8 @@ bool apply(const std::string &key, const std::string &val, bool *list) {
         c.one = val;
     } else if (key == "oo7_system") {
         c.one_system = val;
+    } else if (key == "oo7_durable") {
+        c.durable = benchflags::to_u64("oo7", key, val) != 0;
     } else if (key == "oo7_list") {
         *list = val.empty() || val != "0";
     } else {
@@ -1158,10 +1163,14 @@ int main(int argc, char **argv) {
         return a.mem < b.mem;
     });
     if (list) {
-        for (auto &s : reg) std::cout << s.name << " " << s.mem << "\n";
+        for (auto &s : reg)
+            if (c.durable || !s.durable_only) std::cout << s.name << " " << s.mem << "\n";
         return 0;
     }
-    if (!c.one.empty()) return one_main();
+    if (!c.one.empty()) return one_main();   // any system: the driver picked it
+    if (!c.durable)
+        reg.erase(std::remove_if(reg.begin(), reg.end(), [](const oo7::System &s) { return s.durable_only; }),
+                  reg.end());
     {
         char buf[4096];
         ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);

@@ -5,7 +5,8 @@ Build: every spec of type_equations/oo7/ (the manifest: each *.p2 there is one v
 generated with its own prefix; bench/oo7/oo7_p2.cc is compiled once per variant against
 the generated header (when both exist), and linked with the shared generator
 (oo7_common.cc), the hand-written pointer implementation (oo7_hand.cc: HAND), the SQLite
-mapping (oo7_sqlite.cc: SQLITE persistent and transient) and oo7_main.cc into one Google
+mapping (oo7_sqlite.cc: SQLITE persistent and transient, SQLITE-WAL), the LMDB mapping
+(oo7_lmdb.cc: LMDB without sync, LMDB-SYNC) and oo7_main.cc into one Google
 Benchmark binary. Every variant is built as the README tells users to (the default rows:
 p2gen build's lib<prefix>.a, the driver compiled -O2 with <PREFIX>_INLINE, no LTO) and
 the hash variants also with -flto (rows <NAME>-lto): see build().
@@ -44,12 +45,12 @@ from .. import BENCH_DIR, spec_dir
 SOURCE_DIR = BENCH_DIR / "oo7"
 SPEC_DIR = spec_dir("oo7")
 
-# the sources every binary links (oo7_hand.cc and oo7_sqlite.cc are the reference systems)
+# the sources every binary links (oo7_hand.cc, oo7_sqlite.cc and oo7_lmdb.cc are the reference systems)
 REQUIRED = ("oo7.h", "oo7_common.cc", "oo7_main.cc")
-REFERENCE_SOURCES = ("oo7_hand.cc", "oo7_sqlite.cc")
+REFERENCE_SOURCES = ("oo7_hand.cc", "oo7_sqlite.cc", "oo7_lmdb.cc")
 P2_DRIVER = "oo7_p2.cc"
-LIBS = ("-lbenchmark", "-lpthread", "-lsqlite3")
-LIB_HINT = "install the libraries: apt-get install libbenchmark-dev libsqlite3-dev"
+LIBS = ("-lbenchmark", "-lpthread", "-lsqlite3", "-llmdb")
+LIB_HINT = "install the libraries: apt-get install libbenchmark-dev libsqlite3-dev liblmdb-dev"
 
 # operations in the order of the spec's tables (oo7_main.cc runs them in this order)
 OPS = ("T1", "T2a", "T2b", "T2c", "T3a", "T3b", "T3c", "T4", "T5do", "T5undo", "T6", "T7",
@@ -68,7 +69,7 @@ SIZES = ("tiny", "small", "medium", "large")
 # users' way (the reference systems are not generated: no row of their own)
 HOT10 = ("T6", "T7", "Q1", "Q2")
 TARGET10 = 1.5
-REFERENCE_SYSTEMS = ("HAND", "SQLITE", "SQLITE-WAL")
+REFERENCE_SYSTEMS = ("HAND", "SQLITE", "SQLITE-WAL", "SQLITE-WAL100", "LMDB", "LMDB-SYNC", "LMDB-SYNC100")
 
 # quick default: small, fanout 3 (a minute or two on two cores, build included)
 DEFAULT = dict(size="small", fanouts=(3,))

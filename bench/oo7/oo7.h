@@ -200,10 +200,11 @@ uint64_t t7(Db &db, const Params &p, Rng &rng);
 // SM1: kNumNewCompParts new composite parts (ids right after the build's TotalCompParts,
 // atomic ids after TotalAtomicParts: SM1 twice without SM2 in between would repeat ids),
 // each linked privately from two of kNumSM1Bases drawn base assemblies; returns the parts
-// made
-uint64_t sm1(Db &db, const Params &p, Rng &rng);
-// SM2: delete what SM1 made; returns the parts deleted
-uint64_t sm2(Db &db, const Params &p);
+// made. `round` k > 0 numbers them after k rounds of such parts (so that the durable
+// comparison can run SM1 many times in a row, then SM2 as often).
+uint64_t sm1(Db &db, const Params &p, Rng &rng, int round = 0);
+// SM2: delete what SM1 of the same round made; returns the parts deleted
+uint64_t sm2(Db &db, const Params &p, int round = 0);
 
 // raw object bytes (for "database size vs raw"): per object its declared attributes
 // (int32 = 4, char[N] = N), 8 bytes per reference and per member of a set or bag, plus

@@ -417,8 +417,16 @@ def bench_range(**kwargs):
               help="Only render the tables and plots from a stored Google Benchmark JSON.")
 @click.option("--plots/--no-plots", default=True, show_default=True,
               help="Render PNG plots (needs matplotlib: pip install 'p2gen[bench]').")
+@click.option("--update-runs", type=click.IntRange(1),
+              help="Hot runs of each update operation, in a row, each its own transaction "
+                   "(default 1; --durable: 100).")
+@click.option("--durable", is_flag=True,
+              help="The durability comparison: the update operations (T2a-T3c, SM1, SM2) run "
+                   "100 times in a row, hot, on the journalled variants (page journal, record "
+                   "log), SQLite WAL and LMDB with sync on, each committing per run and per 100 "
+                   "runs, and without durability; writes oo7_durable.{json,md}.")
 def bench_oo7(**kwargs):
-    """OO7: every generated variant of type_equations/oo7/ vs hand-written C++ and SQLite.
+    """OO7: every generated variant of type_equations/oo7/ vs hand-written C++, SQLite and LMDB.
 
     Builds the variants and bench/oo7/ into one Google Benchmark binary, builds each
     system's database once, runs every operation cold and warm (each in a fresh process:

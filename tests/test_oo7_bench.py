@@ -28,9 +28,9 @@ def _have_libs() -> str | None:
     if not shutil.which("c++") or not shutil.which("cc"):
         return "no C/C++ compiler"
     dirs = ["/usr/include", "/usr/local/include"]
-    for h in ("benchmark/benchmark.h", "sqlite3.h"):
+    for h in ("benchmark/benchmark.h", "sqlite3.h", "lmdb.h"):
         if not any(os.path.exists(os.path.join(d, h)) for d in dirs):
-            return f"{h} not installed (apt-get install libbenchmark-dev libsqlite3-dev)"
+            return f"{h} not installed (apt-get install libbenchmark-dev libsqlite3-dev liblmdb-dev)"
     for f in bo.REQUIRED + bo.REFERENCE_SOURCES:
         if not (bo.SOURCE_DIR / f).exists():
             return f"bench/oo7/{f} missing"
@@ -408,3 +408,53 @@ def test_transient_is_na_and_not_cold_is_flagged():
     assert "| T1 | HAND transient | n/a | n/a | 1.00 | n/a | n/a | n/a / n/a / 0 | n/a / n/a / 5 | n/a | n/a / n/a |" in md
     assert "| T1 | P persistent | 9.00† | 3.00 | 2.00 | 100% | 100% | 0 / 0 / 0 | 5 / 5 / 5 | 0 | 0 / 0 |" in md
     assert "| HAND transient | " in md and "| n/a | n/a |" in md   # no files: no file sizes
+
+
+def test_durable_systems_run_updates_in_a_row(exe, tmp_path):
+    """The durable comparison's driver side: the systems that group commits by 100 are
+    registered only with --oo7_durable=1; --oo7_update_runs=N runs each update operation N
+    times in a row (SM1 in rounds of new ids, SM2 after a row of SM1s), every count right,
+    the database as built after each row (the driver's verify), and the report's tables."""
+    listed = subprocess.run([exe, "--oo7_list"], capture_output=True, text=True, check=True).stdout
+    durable = subprocess.run([exe, "--oo7_list", "--oo7_durable=1"], capture_output=True, text=True,
+                             check=True).stdout
+    for name in ("LMDB-SYNC100", "SQLITE-WAL100"):
+        assert f"{name} persistent" not in listed and f"{name} persistent" in durable
+    for name in ("LMDB", "LMDB-SYNC", "SQLITE-WAL"):
+        assert f"{name} persistent" in listed
+    out = tmp_path / "oo7_durable.json"
+    opts = bo.Options(size="tiny", fanouts=(3,), dir=str(tmp_path / "db"), update_runs=5, durable=True,
+                      ops="T2a,T3b,SM1,SM2",
+                      filter="^OO7/(HASH/ILIST/JOURNAL|SQLITE-WAL100|LMDB-SYNC|LMDB-SYNC100)/persistent/.*/hot")
+    assert "--oo7_update_runs=5" in opts.args() and "--oo7_durable=1" in opts.args()
+    lines = []
+    assert bo.run(exe, opts, str(out), say=lines.append) == 0, "\n".join(lines)
+    context, rows = bo.load_rows(str(out))
+    assert context["oo7_update_runs"] == "5" and context["oo7_durable"] == "1"
+    systems = {r.system for r in rows}
+    assert {"SQLITE-WAL100", "LMDB-SYNC", "LMDB-SYNC100"} <= systems
+    assert bo.failures(rows) == [] and bo.consistency(rows) == [] and bo.missing_hot(rows) == []
+    assert all(r.phase == "hot" and r.get("runs") == 5 for r in rows)
+    counts = {(r.system, r.op): r.get("count") for r in rows}
+    for s in systems:
+        assert counts[(s, "T2a")] == TINY_PRIV and counts[(s, "T3b")] == TINY_PARTS
+        assert counts[(s, "SM1")] == 5 and counts[(s, "SM2")] == 5
+    text, problems = bo.report_durable(str(out), str(tmp_path))
+    assert problems == []
+    assert "| op | " in text and "| SM1 |" in text and "LMDB-SYNC100" in text
+    assert "LMDB sync / record log, per 100" not in text   # no record log in this run
+    assert (tmp_path / "oo7_durable.md").read_text() == text
+
+
+def test_durable_manifest_and_filter():
+    import re
+    vs = bo.durable_variants()
+    assert {(v.name, v.mem, v.journal, v.durable_only) for v in vs} == {
+        ("HASH/ILIST/JOURNAL100", "persistent", True, True), ("HASH/ILIST/WAL100", "persistent", True, True)}
+    assert not any(v.durable_only for v in bo.default_variants())
+    f = re.compile(bo.durable_filter())
+    for name in ("HASH/ILIST", "HASH/ILIST/WAL100", "SQLITE-WAL100", "LMDB-SYNC", "LMDB"):
+        assert f.search(f"OO7/{name}/persistent/small_f3/T2a/hot")
+    assert not f.search("OO7/HASH/ILIST/WAL/persistent/small_f3/T2a/cold")
+    assert not f.search("OO7/HASH/ILIST-lto/persistent/small_f3/T2a/hot")
+    assert not f.search("OO7/HAND/transient/small_f3/T2a/hot")

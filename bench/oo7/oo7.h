@@ -200,10 +200,11 @@ uint64_t t7(Db &db, const Params &p, Rng &rng);
 // SM1: kNumNewCompParts new composite parts (ids right after the build's TotalCompParts,
 // atomic ids after TotalAtomicParts: SM1 twice without SM2 in between would repeat ids),
 // each linked privately from two of kNumSM1Bases drawn base assemblies; returns the parts
-// made
-uint64_t sm1(Db &db, const Params &p, Rng &rng);
-// SM2: delete what SM1 made; returns the parts deleted
-uint64_t sm2(Db &db, const Params &p);
+// made. `round` k > 0 numbers them after k rounds of such parts (so that the durable
+// comparison can run SM1 many times in a row, then SM2 as often).
+uint64_t sm1(Db &db, const Params &p, Rng &rng, int round = 0);
+// SM2: delete what SM1 of the same round made; returns the parts deleted
+uint64_t sm2(Db &db, const Params &p, int round = 0);
 
 // raw object bytes (for "database size vs raw"): per object its declared attributes
 // (int32 = 4, char[N] = N), 8 bytes per reference and per member of a set or bag, plus
@@ -213,7 +214,8 @@ uint64_t raw_object_bytes(const Params &p);
 // ---------------------------------------------------------------------------------------
 // the registry of implementations linked into a binary. Each implementation's source
 // registers itself with a static `Register` (oo7_hand.cc: HAND; oo7_sqlite.cc: SQLITE,
-// persistent and transient; oo7_p2.cc: one per generated variant, compiled once per
+// persistent and transient, SQLITE-WAL, SQLITE-WAL100; oo7_lmdb.cc: LMDB, LMDB-SYNC,
+// LMDB-SYNC100; oo7_p2.cc: one per generated variant, compiled once per
 // variant with -DP2_VARIANT=...). Names may contain '/' (HASH/ILIST); a name and a mem
 // together identify a system.
 struct System {
@@ -228,6 +230,10 @@ struct System {
     // persistent systems: the files the database occupies inside dir, so that cold runs
     // can drop them from the page cache (posix_fadvise DONTNEED after closing)
     std::vector<std::string> files;
+    // measured only in the durable comparison (--oo7_durable=1): a system that groups
+    // commits (LMDB-SYNC100, SQLITE-WAL100, a journal with group = 100), whose grouping
+    // means something only when the update operations run 100 times in a row
+    bool durable_only = false;
 };
 std::vector<System> &systems();
 struct Register {

@@ -403,11 +403,12 @@ uint64_t t7(Db &db, const Params &p, Rng &rng) {
 
 // SM1/SM2 number the new parts after the database as built (the Params totals), so SM2
 // finds them without asking the implementation, and SM1 after SM2 reuses the same ids.
-uint64_t sm1(Db &db, const Params &p, Rng &rng) {
+uint64_t sm1(Db &db, const Params &p, Rng &rng, int round) {
     std::vector<Handle> made;
     for (int i = 0; i < kNumNewCompParts; i++) {
-        int32_t id = p.total_comp() + 1 + i;
-        int32_t first_atomic = p.total_atomic() + i * p.atomic_per_comp + 1;
+        int32_t n = round * kNumNewCompParts + i;   // new parts before this one
+        int32_t id = p.total_comp() + 1 + n;
+        int32_t first_atomic = p.total_atomic() + n * p.atomic_per_comp + 1;
         made.push_back(build_composite(db, p, id, first_atomic, rng));
     }
     static_assert(kNumSM1Bases == 2 * kNumNewCompParts, "two base assemblies per new part");
@@ -421,10 +422,10 @@ uint64_t sm1(Db &db, const Params &p, Rng &rng) {
     return made.size();
 }
 
-uint64_t sm2(Db &db, const Params &p) {
+uint64_t sm2(Db &db, const Params &p, int round) {
     uint64_t deleted = 0;
     for (int i = 0; i < kNumNewCompParts; i++)
-        if (db.delete_composite(p.total_comp() + 1 + i)) deleted++;
+        if (db.delete_composite(p.total_comp() + 1 + round * kNumNewCompParts + i)) deleted++;
     return deleted;
 }
 

@@ -10,7 +10,8 @@
 //                                                   process, the files in the page cache
 //   OO7/<system>/<mem>/<size>_f<fanout>/<op>/hot    every system: --oo7_hot_runs runs in the
 //                                                   driver's open, after one untimed run (their
-//                                                   mean); one run for an update operation
+//                                                   mean); --oo7_update_runs runs in a row
+//                                                   for an update operation
 //
 // (a system name may hold a '/', e.g. HASH/ILIST: parse the name from the right.)
 // Cold and warm (one_main below says how each is made and why a fresh process): the
@@ -45,9 +46,20 @@
 //   --oo7_dir=PATH           where database files go (default: a new directory in $TMPDIR);
 //                            each system builds into its own subdirectory, removed after it
 //   --oo7_ops=T1,Q1          only these operations (default: all)
-//   --oo7_hot_runs=3         hot runs per read-only operation (an update operation: 1)
+//   --oo7_hot_runs=3         hot runs per read-only operation
+//   --oo7_update_runs=1      hot runs per update operation, each its own transaction, in a
+//                            row: the durable comparison runs 100, so that a system that
+//                            commits (or syncs) once per 100 transactions pays it once per
+//                            100 runs. T2a/T2b/T3a/T3b restore each other, T2c/T3c are
+//                            identities; SM1 runs that often with new ids each time (rounds,
+//                            oo7.h) and the SM2s that restore follow after, untimed, as the
+//                            SM1s an SM2 run needs come before it: so the timed runs are
+//                            consecutive commits. T5do/T5undo and CU interleave their
+//                            untimed restores, which are commits too.
 //   --oo7_verify=1           re-check counts and Db::verify() after every update operation
 //   --oo7_list               print the registered systems and exit
+//   --oo7_durable=0          1: also the systems measured only in the durable comparison
+//                            (System::durable_only: those that group commits by 100)
 //   --oo7_inject_fault=NAME[/OP]   (tests) add 1 to every count of system NAME (of OP
 //                            only): the run must turn into an error row
 //   --oo7_readahead=default  default: the kernel's readahead as the data managers leave it;
@@ -98,10 +110,12 @@ struct Config {
     std::string dir;
     std::set<std::string> ops;   // empty: all
     int hot_runs = 3;
+    int update_runs = 1;
     bool verify = true;
     std::string fault_system, fault_op;   // --oo7_inject_fault
     std::string one, one_system;          // --oo7_one, --oo7_system: the fresh process
     bool readahead_random = false;        // --oo7_readahead=random
+    bool durable = false;                 // --oo7_durable=1: the durable_only systems too
 };
 
 Config &cfg() {
@@ -152,6 +166,10 @@ const std::vector<Op> &all_ops() {
     return ops;
 }
 
+// The round of new composite parts SM1 makes and SM2 deletes (oo7.h): 0 but in a row of
+// hot SM1 or SM2 runs (bench_hot).
+int g_sm_round = 0;
+
 // One run of an operation's body (no transaction, no timing). `extra` receives T1's
 // connections examined and Q5's (assembly, part) pairs.
 uint64_t body(const std::string &op, oo7::Db &db, const oo7::Params &p, oo7::Rng &rng,
@@ -176,8 +194,8 @@ uint64_t body(const std::string &op, oo7::Db &db, const oo7::Params &p, oo7::Rng
     if (op == "Q6") return db.q6();
     if (op == "Q7") return db.q7();
     if (op == "Q8") return db.q8();
-    if (op == "SM1") return oo7::sm1(db, p, rng);
-    if (op == "SM2") return oo7::sm2(db, p);
+    if (op == "SM1") return oo7::sm1(db, p, rng, g_sm_round);
+    if (op == "SM2") return oo7::sm2(db, p, g_sm_round);
     throw std::logic_error("unknown operation " + op);
 }
 
@@ -992,22 +1010,50 @@ void bench_hot(benchmark::State &st, const oo7::System *sys, int fanout, const O
     // T2a, T2b, T3a, T3b: two runs are the identity, so each run restores the one before
     // (the same work: swapping back, toggling back) and only an odd count needs one more
     const bool pairs = op->kind == Kind::UpdateTwice;
+    // SM1, SM2 timed in rounds (--oo7_update_runs): run k of SM1 makes round k's parts
+    // and the SM2s that delete them all follow the row; the SM1s of SM2's row come before
+    // it. Every timed run is then one of a row of consecutive commits.
+    const bool rounds = op->kind == Kind::SM1 || op->kind == Kind::SM2;
+    const int64_t row = (int64_t)st.max_iterations;
+    auto account = [&](const RunResult &x) {
+        st.SetIterationTime(x.seconds);
+        total += x.seconds;
+        majflt += (double)x.use.majflt;
+        minflt += (double)x.use.minflt;
+        read += (double)x.use.read_bytes;
+        written += (double)x.use.write_bytes;
+        io = io && x.use.io;
+        runs++;
+    };
+    // one timed run of a row of SM1 or SM2, in round `runs`
+    auto in_round = [&]() {
+        g_sm_round = runs;
+        r = run_op(open_db(l), l.p, *op, rng);
+        g_sm_round = 0;
+        if (faulty(*sys, name)) r.count += 1;
+        account(r);
+        done++;
+        return check_count(l, name, r.count);
+    };
+    // untimed SM1 or SM2 runs of rounds [from, to): the preparation or the restore of a row
+    auto untimed_rounds = [&](const char *what, int64_t from, int64_t to) {
+        std::string e;
+        for (int64_t k = from; k < to && e.empty(); k++) {
+            g_sm_round = (int)k;
+            uint64_t n = untimed(open_db(l), l.p, what, rng);
+            g_sm_round = 0;
+            if (n != (uint64_t)oo7::kNumNewCompParts)
+                e = std::string(what) + " of round " + std::to_string(k) + " returned " + std::to_string(n);
+        }
+        return e;
+    };
     // one run (untimed unless `timing`): preparation, the run, its checks, the restore
     auto one = [&](bool timing) {
         oo7::Db &db = open_db(l);
         prepare(db, l.p, *op, rng);
         r = run_op(db, l.p, *op, rng);
         if (faulty(*sys, name)) r.count += 1;
-        if (timing) {
-            st.SetIterationTime(r.seconds);
-            total += r.seconds;
-            majflt += (double)r.use.majflt;
-            minflt += (double)r.use.minflt;
-            read += (double)r.use.read_bytes;
-            written += (double)r.use.write_bytes;
-            io = io && r.use.io;
-            runs++;
-        }
+        if (timing) account(r);
         done++;
         std::string e = check_count(l, name, r.count);
         if (pairs) return e;
@@ -1020,6 +1066,7 @@ void bench_hot(benchmark::State &st, const oo7::System *sys, int fanout, const O
     };
     try {
         err = one(false);
+        if (err.empty() && rounds && op->kind == Kind::SM2) err = untimed_rounds("SM1", 0, row);
     } catch (const std::exception &e) {
         err = std::string("exception: ") + e.what();
     }
@@ -1029,13 +1076,26 @@ void bench_hot(benchmark::State &st, const oo7::System *sys, int fanout, const O
     }
     for (auto _ : st) {
         try {
-            err = one(true);
+            err = rounds ? in_round() : one(true);
         } catch (const std::exception &e) {
             err = std::string("exception: ") + e.what();
         }
         if (!err.empty()) {
             fail(st, where + ": " + err);
             break;
+        }
+    }
+    if (rounds) {   // the database as built again: SM2 for every round an SM1 made
+        g_sm_round = 0;   // (a run that threw left its round set)
+        std::string e;
+        try {
+            e = op->kind == Kind::SM1 ? untimed_rounds("SM2", 0, runs) : untimed_rounds("SM2", runs, row);
+        } catch (const std::exception &x) {
+            e = std::string("exception: ") + x.what();
+        }
+        if (err.empty() && !e.empty()) {
+            err = "restoring after " + name + ": " + e;
+            fail(st, where + ": " + err);
         }
     }
     if (err.empty() && pairs && done % 2) {
@@ -1105,6 +1165,8 @@ bool apply(const std::string &key, const std::string &val, bool *list) {
         }
     } else if (key == "oo7_hot_runs") {
         c.hot_runs = (int)std::max<uint64_t>(1, benchflags::to_u64("oo7", key, val));
+    } else if (key == "oo7_update_runs") {
+        c.update_runs = (int)std::max<uint64_t>(1, benchflags::to_u64("oo7", key, val));
     } else if (key == "oo7_verify") {
         c.verify = benchflags::to_u64("oo7", key, val) != 0;
     } else if (key == "oo7_inject_fault") {
@@ -1130,6 +1192,8 @@ bool apply(const std::string &key, const std::string &val, bool *list) {
         c.one = val;
     } else if (key == "oo7_system") {
         c.one_system = val;
+    } else if (key == "oo7_durable") {
+        c.durable = benchflags::to_u64("oo7", key, val) != 0;
     } else if (key == "oo7_list") {
         *list = val.empty() || val != "0";
     } else {
@@ -1158,10 +1222,14 @@ int main(int argc, char **argv) {
         return a.mem < b.mem;
     });
     if (list) {
-        for (auto &s : reg) std::cout << s.name << " " << s.mem << "\n";
+        for (auto &s : reg)
+            if (c.durable || !s.durable_only) std::cout << s.name << " " << s.mem << "\n";
         return 0;
     }
-    if (!c.one.empty()) return one_main();
+    if (!c.one.empty()) return one_main();   // any system: the driver picked it
+    if (!c.durable)
+        reg.erase(std::remove_if(reg.begin(), reg.end(), [](const oo7::System &s) { return s.durable_only; }),
+                  reg.end());
     {
         char buf[4096];
         ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
@@ -1192,6 +1260,8 @@ int main(int argc, char **argv) {
     benchmark::AddCustomContext("oo7_fanout", fan.str());
     benchmark::AddCustomContext("oo7_seed", std::to_string(c.seed));
     benchmark::AddCustomContext("oo7_hot_runs", std::to_string(c.hot_runs));
+    benchmark::AddCustomContext("oo7_update_runs", std::to_string(c.update_runs));
+    benchmark::AddCustomContext("oo7_durable", c.durable ? "1" : "0");
     benchmark::AddCustomContext("oo7_dir", c.dir);
     benchmark::AddCustomContext("oo7_systems", sys.str());
     benchmark::AddCustomContext("oo7_llc_bytes", std::to_string(llc_bytes()));
@@ -1216,12 +1286,13 @@ int main(int argc, char **argv) {
                             ->UseManualTime()
                             ->Unit(benchmark::kMillisecond);
                 // an update's hot run costs a restore besides (and an untimed run before
-                // it), and its cost is dominated by the writes, not by what is cached: one
+                // it), and its cost is dominated by the writes, not by what is cached: one,
+                // unless a durable comparison asks for a row of them (--oo7_update_runs)
                 benchmark::RegisterBenchmark((base + "hot").c_str(),
                                              [sp, fanout, opp](benchmark::State &st) {
                                                  bench_hot(st, sp, fanout, opp);
                                              })
-                    ->Iterations(op.update() ? 1 : c.hot_runs)
+                    ->Iterations(op.update() ? c.update_runs : c.hot_runs)
                     ->UseManualTime()
                     ->Unit(benchmark::kMillisecond);
             }

@@ -33,6 +33,9 @@
 #ifndef P2_RANK
 #define P2_RANK 50
 #endif
+#ifndef P2_DURABLE_ONLY   // 1: registered for the durable comparison only (oo7.h)
+#define P2_DURABLE_ONLY 0
+#endif
 #ifndef P2_JOURNAL
 #define P2_JOURNAL 0
 #endif
@@ -729,6 +732,6 @@ std::string P2Db::verify() {
 oo7::Register register_variant(oo7::System{
     P2_NAME, P2_MEM, P2_RANK,
     [](const std::string &dir) { return std::unique_ptr<oo7::Db>(new P2Db(dir)); },
-    P2_PERSISTENT ? kFiles : std::vector<std::string>{}});
+    P2_PERSISTENT ? kFiles : std::vector<std::string>{}, P2_DURABLE_ONLY != 0});
 
 }  // namespace

@@ -5,7 +5,8 @@ Build: every spec of type_equations/oo7/ (the manifest: each *.p2 there is one v
 generated with its own prefix; bench/oo7/oo7_p2.cc is compiled once per variant against
 the generated header (when both exist), and linked with the shared generator
 (oo7_common.cc), the hand-written pointer implementation (oo7_hand.cc: HAND), the SQLite
-mapping (oo7_sqlite.cc: SQLITE persistent and transient) and oo7_main.cc into one Google
+mapping (oo7_sqlite.cc: SQLITE persistent and transient, SQLITE-WAL), the LMDB mapping
+(oo7_lmdb.cc: LMDB without sync, LMDB-SYNC) and oo7_main.cc into one Google
 Benchmark binary. Every variant is built as the README tells users to (the default rows:
 p2gen build's lib<prefix>.a, the driver compiled -O2 with <PREFIX>_INLINE, no LTO) and
 the hash variants also with -flto (rows <NAME>-lto): see build().
@@ -22,6 +23,12 @@ layering table of the hot pointer-chasing
 operations (T6, T7, Q1, Q2) against HAND and as built vs -flto, the build time / database
 and file size table, and PNG
 plots (matplotlib, optional dependency `p2gen[bench]`).
+Durability (`--durable`): the update operations T2a-T3c, SM1 and SM2, each run 100 times
+in a row (hot, every run one transaction, so a system grouping commits by 100 pays one
+commit per 100 runs), on DURABLE_SYSTEMS: the page journal and the record log syncing
+every commit or every 100 (type_equations/oo7/durable/, built by --durable only and, like
+SQLITE-WAL100 and LMDB-SYNC100, registered by the binary only with --oo7_durable=1), SQLite
+WAL and LMDB with sync on, and the same data without durability; oo7_durable.{json,md}.
 """
 from __future__ import annotations
 
@@ -43,13 +50,16 @@ from .. import BENCH_DIR, spec_dir
 
 SOURCE_DIR = BENCH_DIR / "oo7"
 SPEC_DIR = spec_dir("oo7")
+# the durable comparison's own variants (a journal grouping commits by 100): built by
+# --durable only, registered by the binary only with --oo7_durable=1
+DURABLE_SPEC_DIR = SPEC_DIR / "durable"
 
-# the sources every binary links (oo7_hand.cc and oo7_sqlite.cc are the reference systems)
+# the sources every binary links (oo7_hand.cc, oo7_sqlite.cc and oo7_lmdb.cc are the reference systems)
 REQUIRED = ("oo7.h", "oo7_common.cc", "oo7_main.cc")
-REFERENCE_SOURCES = ("oo7_hand.cc", "oo7_sqlite.cc")
+REFERENCE_SOURCES = ("oo7_hand.cc", "oo7_sqlite.cc", "oo7_lmdb.cc")
 P2_DRIVER = "oo7_p2.cc"
-LIBS = ("-lbenchmark", "-lpthread", "-lsqlite3")
-LIB_HINT = "install the libraries: apt-get install libbenchmark-dev libsqlite3-dev"
+LIBS = ("-lbenchmark", "-lpthread", "-lsqlite3", "-llmdb")
+LIB_HINT = "install the libraries: apt-get install libbenchmark-dev libsqlite3-dev liblmdb-dev"
 
 # operations in the order of the spec's tables (oo7_main.cc runs them in this order)
 OPS = ("T1", "T2a", "T2b", "T2c", "T3a", "T3b", "T3c", "T4", "T5do", "T5undo", "T6", "T7",
@@ -68,12 +78,40 @@ SIZES = ("tiny", "small", "medium", "large")
 # users' way (the reference systems are not generated: no row of their own)
 HOT10 = ("T6", "T7", "Q1", "Q2")
 TARGET10 = 1.5
-REFERENCE_SYSTEMS = ("HAND", "SQLITE", "SQLITE-WAL")
+REFERENCE_SYSTEMS = ("HAND", "SQLITE", "SQLITE-WAL", "SQLITE-WAL100", "LMDB", "LMDB-SYNC", "LMDB-SYNC100")
 
 # quick default: small, fanout 3 (a minute or two on two cores, build included)
 DEFAULT = dict(size="small", fanouts=(3,))
 # the reference experiment: the report's medium database at every fanout
 REFERENCE = dict(size="medium", fanouts=(3, 6, 9))
+
+# The durable comparison (`--durable`): the update operations, each run DURABLE_UPDATE_RUNS
+# times in a row (hot, each run one transaction), on the journalled variants, the durable
+# references committing per run and per 100 runs, and the same data without durability.
+DURABLE_OPS = ("T2a", "T2b", "T2c", "T3a", "T3b", "T3c", "SM1", "SM2")
+DURABLE_UPDATE_RUNS = 100
+DURABLE_SYSTEMS = (
+    ("HASH/ILIST", "generated, no journal: no atomicity, no durability"),
+    ("HASH/ILIST/JOURNAL", "page journal, journal(group = 1): a commit and fsync per run"),
+    ("HASH/ILIST/JOURNAL100", "page journal(group = 100): a commit per run, fsync'd every 100"),
+    ("HASH/ILIST/WAL", "record log, wal(group = 1): a commit and fsync per run"),
+    ("HASH/ILIST/WAL100", "record log, wal(group = 100): a commit per run, fsync'd every 100"),
+    ("SQLITE-WAL", "SQLite, journal_mode=WAL, synchronous=FULL: a transaction (and WAL fsync) per run"),
+    ("SQLITE-WAL100", "the same, a transaction per 100 runs"),
+    ("LMDB-SYNC", "LMDB, sync on: a write transaction (and its syncs) per run"),
+    ("LMDB-SYNC100", "the same, a write transaction per 100 runs"),
+    ("SQLITE", "SQLite, journal_mode=OFF, synchronous=OFF: no durability"),
+    ("LMDB", "LMDB, MDB_WRITEMAP | MDB_NOSYNC: no durability"),
+)
+# (slower, faster, what): the ratio slower / faster of hot times (above 1: `faster` wins)
+DURABLE_RATIOS = (
+    ("SQLITE-WAL", "HASH/ILIST/WAL", "SQLite WAL / record log, per run"),
+    ("LMDB-SYNC", "HASH/ILIST/WAL", "LMDB sync / record log, per run"),
+    ("HASH/ILIST/JOURNAL", "HASH/ILIST/WAL", "page journal / record log, per run"),
+    ("SQLITE-WAL100", "HASH/ILIST/WAL100", "SQLite WAL / record log, per 100"),
+    ("LMDB-SYNC100", "HASH/ILIST/WAL100", "LMDB sync / record log, per 100"),
+    ("HASH/ILIST/JOURNAL100", "HASH/ILIST/WAL100", "page journal / record log, per 100"),
+)
 
 
 # ---------------------------------------------------------------------------------------
@@ -90,13 +128,14 @@ class Variant:
     lto: bool = False       # built with -flto (a second row) instead of as the README says
     files: tuple = ()       # the files its database occupies (the spec's, and their
                             # journals): what cold runs drop from the page cache
+    durable_only: bool = False   # measured in the durable comparison only (--durable)
 
     @property
     def persistent(self) -> bool:
         return self.mem == "persistent"
 
 
-def variant_from_spec(spec: Path) -> Variant:
+def variant_from_spec(spec: Path, durable_only: bool = False) -> Variant:
     """One manifest entry: type_equations/oo7/hash_ilist_persistent.p2 -> HASH/ILIST,
     persistent (the memory comes from the spec's containers), prefix oo7_hash_ilist_persistent."""
     from ...build import load
@@ -110,14 +149,14 @@ def variant_from_spec(spec: Path) -> Variant:
     files = tuple(n for f in checked.files
                   for n in (f.path, *(f.path + x for li in f.mems for x in li.layer.side_files)))
     return Variant(base.upper().replace("_", "/"), mem, str(spec), prefix, journal,
-                   files=files if mem == "persistent" else ())
+                   files=files if mem == "persistent" else (), durable_only=durable_only)
 
 
 def lto_twin(v: Variant) -> Variant:
     """The same spec built with -flto across generated code and driver: its own prefix
     (both builds are linked into one binary) and name <NAME>-lto."""
     return Variant(v.name + LTO_SUFFIX, v.mem, v.spec, v.prefix + "_lto", v.journal, lto=True,
-                   files=v.files)
+                   files=v.files, durable_only=v.durable_only)
 
 
 def wants_lto_twin(v: Variant) -> bool:
@@ -128,6 +167,14 @@ def wants_lto_twin(v: Variant) -> bool:
     is its commit."""
     return (v.name.startswith("HASH") and len(v.name.split("/")) == 2 and not v.journal
             and not v.lto)
+
+
+def durable_variants(spec_dir: Optional[Path] = None) -> list[Variant]:
+    """The durable comparison's own variants: every *.p2 of type_equations/oo7/durable/
+    (HASH/ILIST/JOURNAL100, HASH/ILIST/WAL100: commits grouped by 100), built the users'
+    way; the binary registers them only with --oo7_durable=1."""
+    d = Path(spec_dir) if spec_dir else DURABLE_SPEC_DIR
+    return [variant_from_spec(p, durable_only=True) for p in sorted(d.glob("*.p2"))] if d.is_dir() else []
 
 
 def driver_sources(source_dir: Optional[str] = None) -> Path:
@@ -181,8 +228,8 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
     if gens:
         say(f"generated {len(gens)} data managers in {time.perf_counter() - t0:.1f} s")
     (bdir / "oo7_variants.json").write_text(json.dumps(
-        [dict(name=v.name, mem=v.mem, spec=v.spec, prefix=v.prefix, lto=v.lto, files=list(v.files))
-         for v in variants],
+        [dict(name=v.name, mem=v.mem, spec=v.spec, prefix=v.prefix, lto=v.lto, files=list(v.files),
+              durable_only=v.durable_only) for v in variants],
         indent=1))
 
     user_cflags = users_cflags()                            # p2gen build's compile_objects
@@ -207,6 +254,7 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
         defs = [f"-DP2_VARIANT={v.prefix}", f'-DP2_HEADER="{v.prefix}.h"', f'-DP2_NAME="{v.name}"',
                 f'-DP2_MEM="{v.mem}"', f"-DP2_PERSISTENT={1 if v.persistent else 0}",
                 f"-DP2_RANK={20 + rank}", f"-DP2_JOURNAL={1 if v.journal else 0}",
+                f"-DP2_DURABLE_ONLY={1 if v.durable_only else 0}",
                 # the files cold runs drop from the page cache and sizes count
                 "-DP2_FILES=" + ",".join(json.dumps(f) for f in (v.files or ("oo7.db",))),
                 # Q1 and T7 find an atomic part by id in one call where the spec keys
@@ -248,6 +296,8 @@ class Options:
     fanouts: tuple = DEFAULT["fanouts"]
     seed: int = 1
     hot_runs: int = 3
+    update_runs: int = 1            # hot runs of an update operation, in a row (durable: 100)
+    durable: bool = False           # also the durable-only systems (--oo7_durable=1)
     ops: Optional[str] = None       # "T1,Q1": only these
     filter: Optional[str] = None    # Google Benchmark's --benchmark_filter
     dir: Optional[str] = None
@@ -257,6 +307,10 @@ class Options:
     def args(self) -> list:
         a = [f"--oo7_size={self.size}", f"--oo7_fanout={','.join(map(str, self.fanouts))}",
              f"--oo7_seed={self.seed}", f"--oo7_hot_runs={self.hot_runs}"]
+        if self.update_runs != 1:
+            a.append(f"--oo7_update_runs={self.update_runs}")
+        if self.durable:
+            a.append("--oo7_durable=1")
         if self.ops:
             a.append(f"--oo7_ops={self.ops}")
         if self.dir:
@@ -848,11 +902,154 @@ def report(json_path: str, out_dir: str, *, plots: bool = True,
 
 
 # ---------------------------------------------------------------------------------------
+# the durable comparison
+
+def durable_filter() -> str:
+    """--benchmark_filter of the durable comparison: DURABLE_SYSTEMS' hot runs (the names
+    hold only letters, digits, '/' and '-': no escaping)."""
+    return "^OO7/(" + "|".join(n for n, _ in DURABLE_SYSTEMS) + ")/persistent/.*/hot"
+
+
+def missing_hot(rows: list) -> list:
+    """A durable run has hot rows only: every system that ran at a size and fanout must
+    have one for every operation run there."""
+    seen = {(r.system, r.mem, r.size, r.fanout, r.op) for r in rows if r.phase == "hot"}
+    ops, systems = {}, {}
+    for (s, m, size, f, op) in seen:
+        ops.setdefault((size, f), set()).add(op)
+        systems.setdefault((size, f), set()).add((s, m))
+    return sorted(f"{s}/{m} {cfg[0]}_f{cfg[1]} {op}: no hot run"
+                  for cfg, sms in systems.items() for s, m in sms for op in ops[cfg]
+                  if (s, m) + cfg + (op,) not in seen)
+
+
+def render_durable(summary: dict, context: Optional[dict] = None) -> str:
+    """Per size/fanout: hot ms per run of every durable system and operation, KB written
+    per run, and the ratios of DURABLE_RATIOS."""
+    context = context or {}
+    runs = context.get("oo7_update_runs", "?")
+    lines = []
+    for size, fanout in _configs(summary):
+        here = {k[0] for k in summary if k[1] == "persistent" and k[2:4] == (size, fanout)}
+        names = [n for n, _ in DURABLE_SYSTEMS if n in here] + \
+                sorted(n for n in here if n not in {d for d, _ in DURABLE_SYSTEMS})
+        ops = sorted({k[4] for k in summary if k[2:4] == (size, fanout) and k[4]}, key=_op_index)
+        if not names or not ops:
+            continue
+
+        def v(n, op):
+            return summary.get((n, "persistent", size, fanout, op), {})
+
+        lines += [f"## {size}, fanout {fanout}", "",
+                  f"Hot ms per run: the mean of {runs} runs in a row, each run one transaction "
+                  "(the operation and its commit); the systems committing per 100 make one "
+                  "commit (and fsync) per 100 runs.", "",
+                  "| op | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
+        for op in ops:
+            lines.append(f"| {op} | " + " | ".join(fmt_ms(v(n, op).get("hot")) for n in names) + " |")
+        lines += ["", "KB written per run: write_bytes of /proc/self/io over the runs, divided by "
+                  "the runs (the pages a run makes dirty in the page cache, journal and log "
+                  "included; a page dirtied again before it was written back is not counted "
+                  "again, so a group of 100 shares its pages).", "",
+                  "| op | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
+        for op in ops:
+            cells = []
+            for n in names:
+                w = v(n, op).get("written", {}).get("hot")
+                cells.append("—" if w is None else _sig(w / 1024))
+            lines.append(f"| {op} | " + " | ".join(cells) + " |")
+        ratios = [(a, b, what) for a, b, what in DURABLE_RATIOS if a in here and b in here]
+        if ratios:
+            lines += ["", "Ratios of hot times (above 1: the second system is faster):", "",
+                      "| op | " + " | ".join(what for _, _, what in ratios) + " |",
+                      "|---|" + "---:|" * len(ratios)]
+            for op in ops:
+                lines.append(f"| {op} | " + " | ".join(
+                    _fmt_ratio(_ratio(v(a, op).get("hot"), v(b, op).get("hot"))) for a, b, _ in ratios) + " |")
+        lines.append("")
+    described = [f"- `{n}`: {what}" for n, what in DURABLE_SYSTEMS]
+    return "\n".join(["Systems:", ""] + described + [""] + lines)
+
+
+def report_durable(json_path: str, out_dir: str, *, command: Optional[str] = None) -> tuple[str, list]:
+    """Read the JSON of a --durable run, write out_dir/oo7_durable.md. Returns (markdown,
+    problems): failed runs, counts that differ, missing hot rows."""
+    context, rows = load_rows(json_path)
+    problems = failures(rows) + consistency(rows) + missing_hot(rows)
+    summary = summarize(rows)
+    md = ["# OO7 durable updates: record log, page journal, SQLite WAL, LMDB", ""]
+    if command:
+        md += [f"Command: `{command}`", ""]
+    load = context.get("load_avg")
+    load = ", ".join(f"{x:.1f}" for x in load) if isinstance(load, list) else "?"
+    md += [f"Configuration: size {context.get('oo7_size', '?')}, fanout {context.get('oo7_fanout', '?')}, "
+           f"seed {context.get('oo7_seed', '?')}, {context.get('oo7_update_runs', '?')} runs in a row per "
+           f"operation; host {context.get('host_name', '?')}, {context.get('num_cpus', '?')} CPUs, "
+           f"load average {load}. SM1 runs make new parts each (rounds), the "
+           "SM2s that restore follow the row untimed; SM2's row deletes what a row of untimed SM1s "
+           "made before it.", ""]
+    md.append(render_durable(summary, context))
+    if problems:
+        md += ["**Problems:**", ""] + [f"- {p}" for p in problems] + [""]
+    text = "\n".join(md)
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "oo7_durable.md"), "w", encoding="utf-8") as f:
+        f.write(text)
+    return text, problems
+
+
+def durable_command(*, size, fanout, seed, out, build_dir, filter, ops, update_runs, db_dir,
+                    cc, cxx, jobs, render, say=print) -> int:
+    """`p2gen bench oo7 --durable`: the variants and references of DURABLE_SYSTEMS, the
+    update operations run `update_runs` (100) times in a row, hot; writes
+    oo7_durable.{json,md}."""
+    out = out or "bench/results"
+    json_path = os.path.join(out, "oo7_durable.json")
+    cmdline = "p2gen " + shlex.join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("p2gen") else None
+    if render:
+        text, problems = report_durable(render, out, command=cmdline)
+        say(text)
+        for p in problems:
+            say(f"PROBLEM: {p}")
+        return 1 if problems else 0
+    if size is not None and size not in SIZES:
+        raise BuildError(f"--size: one of {', '.join(SIZES)}, not {size!r}")
+    names = {n for n, _ in DURABLE_SYSTEMS}
+    variants = [v for v in default_variants() if v.name in names and v.persistent] + durable_variants()
+    opts = Options(size=size or DEFAULT["size"], fanouts=ints(fanout, "--fanout") or DEFAULT["fanouts"],
+                   seed=seed, hot_runs=1, update_runs=update_runs or DURABLE_UPDATE_RUNS, durable=True,
+                   ops=ops or ",".join(DURABLE_OPS), filter=filter or durable_filter(), dir=db_dir)
+    exe = build(build_dir or os.path.join("bench", "build", "oo7"), cc=cc, cxx=cxx, jobs=jobs,
+                variants=variants, say=say)
+    t0 = time.perf_counter()
+    rc = run(str(exe), opts, json_path, say=say)
+    say(f"benchmark ran {time.perf_counter() - t0:.1f} s (exit status {rc})")
+    if not os.path.exists(json_path):
+        say(f"no results written ({exe} exited with {rc})")
+        return 1
+    text, problems = report_durable(json_path, out, command=cmdline)
+    say("")
+    say(text)
+    say(f"wrote {json_path}, {os.path.join(out, 'oo7_durable.md')}")
+    for p in problems:
+        say(f"PROBLEM: {p}")
+    return 1 if (rc != 0 or problems) else 0
+
+
+# ---------------------------------------------------------------------------------------
 # the command (cli.py holds only the click declaration)
 
 def command(*, size, fanout, seed, reference, out, build_dir, filter, ops, hot_runs, db_dir,
-            lto_rows, cc, cxx, jobs, render, plots, readahead="default", say=print) -> int:
-    """`p2gen bench oo7`: build, run, report. Returns the exit status."""
+            lto_rows, cc, cxx, jobs, render, plots, readahead="default", durable=False,
+            update_runs=None, say=print) -> int:
+    """`p2gen bench oo7`: build, run, report (`durable`: the durable comparison,
+    durable_command). Returns the exit status."""
+    if durable:
+        if reference:
+            raise BuildError("--durable runs at its own size (small unless --size): not with --reference")
+        return durable_command(size=size, fanout=fanout, seed=seed, out=out, build_dir=build_dir,
+                               filter=filter, ops=ops, update_runs=update_runs, db_dir=db_dir,
+                               cc=cc, cxx=cxx, jobs=jobs, render=render, say=say)
     out = out or "bench/results"
     json_path = os.path.join(out, "oo7.json")
     cmdline = "p2gen " + shlex.join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("p2gen") else None
@@ -867,6 +1064,7 @@ def command(*, size, fanout, seed, reference, out, build_dir, filter, ops, hot_r
         raise BuildError(f"--size: one of {', '.join(SIZES)}, not {size!r}")
     opts = Options(size=size or base["size"], fanouts=ints(fanout, "--fanout") or base["fanouts"],
                    seed=seed, hot_runs=hot_runs, ops=ops, filter=filter, dir=db_dir,
+                   update_runs=update_runs or 1,
                    readahead=None if readahead == "default" else readahead)
     exe = build(build_dir or os.path.join("bench", "build", "oo7"), cc=cc, cxx=cxx, jobs=jobs,
                 variants=default_variants(lto_rows=lto_rows), say=say)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -52,6 +53,45 @@ def has_lto_sections(obj) -> bool:
     default rows must be built without (as users build), their -lto rows with. Needs readelf."""
     out = subprocess.run(["readelf", "-S", "-W", str(obj)], capture_output=True, text=True).stdout
     return ".gnu.lto_" in out
+
+
+# what a compiler writes for __builtin_prefetch, by architecture
+PREFETCH_INSN = {"x86_64": r"\bprefetch\w*\s", "amd64": r"\bprefetch\w*\s",
+                 "aarch64": r"\bprfm\s", "arm64": r"\bprfm\s"}
+
+
+def compile_to_asm(tmp_path: Path, cc: str, spec: Path, fn: str = "") -> tuple:
+    """(generated source, assembly) of a spec's C compiled as users compile it (-O2), or
+    only function `fn`'s part of the assembly. Skips where no prefetch instruction is
+    known: what these checks look for (an optimiser can drop a prefetch the code shapes
+    wrongly, and nothing else would notice: the results stay the same, only slower)."""
+    import platform
+    if PREFETCH_INSN.get(platform.machine().lower()) is None:
+        pytest.skip(f"no prefetch instruction known for {platform.machine()}")
+    from p2gen.build import load
+    from p2gen.render import Renderer
+    checked = load(str(spec), spec.stem)
+    header, source = Renderer(checked, spec.name).render()
+    (tmp_path / f"{spec.stem}.h").write_text(header)
+    (tmp_path / f"{spec.stem}.c").write_text(source)
+    shutil.copy(ROOT / "runtime" / "p2_runtime.h", tmp_path / "p2_runtime.h")
+    out = tmp_path / f"{spec.stem}.s"
+    r = subprocess.run([cc, "-std=c11", "-O2", "-S", "-I", str(tmp_path),
+                        str(tmp_path / f"{spec.stem}.c"), "-o", str(out)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-4000:]
+    asm = out.read_text()
+    if fn:
+        m = re.search(rf"^{re.escape(fn)}:\n(.*?)^\s*\.size\s+{re.escape(fn)},", asm,
+                      re.S | re.M)
+        assert m, f"{fn} not in the assembly"
+        asm = m.group(1)
+    return source, asm
+
+
+def has_prefetch(asm: str) -> bool:
+    import platform
+    return re.search(PREFETCH_INSN[platform.machine().lower()], asm) is not None
 
 
 def sources_digest() -> str:

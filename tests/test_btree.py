@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import compile_to_asm, has_prefetch
 from p2gen.build import load
 from p2gen.harness import HARNESS_CFLAGS, SANITIZE_CFLAGS
 from p2gen.render import Renderer
@@ -77,33 +78,15 @@ PREFETCH_SPEC = """record item {{ id: u32; score: i64; pad: char[40]; }}
 container c of item = top2ds_qualify[btree(key = score)[array[transient]]];
 cursor walk on c where score >= $lo and score <= $hi order by score {order};
 """
-# what a compiler writes for __builtin_prefetch, by architecture
-PREFETCH_INSN = {"x86_64": r"\bprefetch\w*\s", "amd64": r"\bprefetch\w*\s",
-                 "aarch64": r"\bprfm\s", "arm64": r"\bprfm\s"}
-
-
 @pytest.mark.parametrize("order", ["asc", "desc"])
 def test_btree_walk_prefetch_survives_compilation(tmp_path, cc, order):
     """A walk step asks for the elements ahead of it (layers/btree.c.j2, walk prefetch):
     compiled as users compile (-O2), a cursor's step in either direction still holds the
     prefetch instruction. An optimiser can remove a prefetch the code shapes wrongly, and
     nothing else would notice: the walk gives the same rows at one memory latency each."""
-    import platform
-    import re
-    insn = PREFETCH_INSN.get(platform.machine().lower())
-    if insn is None:
-        pytest.skip(f"no prefetch instruction known for {platform.machine()}")
     spec = tmp_path / "pf.p2"
     spec.write_text(PREFETCH_SPEC.format(order=order))
-    checked = load(str(spec), "pf")
-    header, source = Renderer(checked, spec.name).render()
-    (tmp_path / "pf.h").write_text(header)
-    (tmp_path / "pf.c").write_text(source)
-    shutil.copy(RUNTIME / "p2_runtime.h", tmp_path / "p2_runtime.h")
-    r = subprocess.run([cc, "-std=c11", "-O2", "-S", "-I", str(tmp_path), str(tmp_path / "pf.c"),
-                        "-o", str(tmp_path / "pf.s")], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr[-4000:]
+    source, asm = compile_to_asm(tmp_path, cc, spec)
     fn = "_range_prev" if order == "desc" else "_range_next"
     assert fn in source and "__builtin_prefetch" in source
-    asm = (tmp_path / "pf.s").read_text()
-    assert re.search(insn, asm), f"no prefetch instruction in the -O2 code of {fn} ({cc})"
+    assert has_prefetch(asm), f"no prefetch instruction in the -O2 code of {fn} ({cc})"

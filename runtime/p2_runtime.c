@@ -429,6 +429,9 @@ static void seg_reset(p2_seg *seg)
     seg->undo_len = seg->undo_cap = seg->redo_cap = 0;
     seg->undo_at = NULL;
     seg->nundo = seg->undo_at_cap = 0;
+    seg->cov = NULL;
+    seg->cov_cap = 0;
+    seg->cov_slot = NULL;
     seg->undo_lost = 0;
     seg->peers = NULL;
     seg->peer_idx = NULL;
@@ -1965,7 +1968,7 @@ static int journal_track(p2_seg *seg, p2_err *err)
 {
     uint64_t n = seg->reserved / seg->pgsize;
     uint64_t bits = round_up((n + 7) / 8, 8);
-    uint64_t bytes = 2 * bits + 2 * round_up(n * 4, 8) + n * 8;
+    uint64_t bytes = 2 * bits + 3 * round_up(n * 4, 8) + n * 8;
     void *p = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
@@ -1980,6 +1983,7 @@ static int journal_track(p2_seg *seg, p2_err *err)
     seg->dirty = (uint32_t *)(void *)(c + 2 * bits);
     seg->unflushed = (uint32_t *)(void *)(c + 2 * bits + round_up(n * 4, 8));
     seg->img_off = (uint64_t *)(void *)(c + 2 * bits + 2 * round_up(n * 4, 8));
+    seg->cov_slot = (uint32_t *)(void *)(c + 2 * bits + 2 * round_up(n * 4, 8) + n * 8);
     return P2_OK;
 }
 
@@ -1988,14 +1992,18 @@ static void journal_untrack(p2_seg *seg)
     free(seg->undo);
     free(seg->undo_at);
     free(seg->redo);
+    free(seg->cov);
     seg->undo = seg->redo = NULL;
     seg->undo_at = NULL;
+    seg->cov = NULL;
     seg->undo_len = seg->undo_cap = seg->redo_cap = seg->nundo = seg->undo_at_cap = 0;
+    seg->cov_cap = 0;
     if (seg->dirty_bits != NULL)
         munmap(seg->dirty_bits, (size_t)seg->track_bytes);
     seg->dirty_bits = seg->unflushed_bits = NULL;
     seg->dirty = seg->unflushed = NULL;
     seg->img_off = NULL;
+    seg->cov_slot = NULL;
 }
 
 /* ------------------------------------------------------------------------
@@ -2627,32 +2635,109 @@ static int grow_buf(void *pp, uint64_t *cap, uint64_t need)
     return 0;
 }
 
-/* The write hook of a record-logged segment: [off, off + n) is about to be written. Keep
- * its bytes (an abort copies them back) and note its pages as changed (they go into the
- * data file at the next checkpoint after the commit). A range outside the mapping cannot
- * be kept: like a failed allocation, it loses the transaction (undo_lost). */
-static void wal_note(void *ctx, p2_seg *seg, uint64_t off, uint64_t n)
+/* The first index in [i, end) of a bitmap whose bit is `val`, or end. */
+static uint64_t bits_find(const uint64_t *w, uint64_t i, uint64_t end, int val)
 {
-    (void)ctx;
-    if (n == 0 || seg->undo_lost)
-        return;
-    uint64_t need = seg->undo_len + 16 + round_up(n, 8);
-    if (off > seg->mapped || n > seg->mapped - off ||
-        grow_buf(&seg->undo, &seg->undo_cap, need) != 0 ||
-        grow_buf(&seg->undo_at, &seg->undo_at_cap, (seg->nundo + 1) * sizeof(uint64_t)) != 0) {
-        seg->undo_lost = 1;
-        return;
+    while (i < end) {
+        uint64_t word = w[i >> 6] ^ (val ? 0 : ~UINT64_C(0));   /* the sought bits as 1s */
+        word &= ~UINT64_C(0) << (i & 63);
+        if (word != 0) {
+            uint64_t at = (i & ~UINT64_C(63)) + (uint64_t)__builtin_ctzll(word);
+            return at < end ? at : end;
+        }
+        i = (i | 63) + 1;
     }
+    return end;
+}
+
+/* Set bits [i, end) of a bitmap. */
+static void bits_fill(uint64_t *w, uint64_t i, uint64_t end)
+{
+    while (i < end) {
+        uint64_t top = (i | 63) + 1 < end ? (i | 63) + 1 : end;   /* within this word */
+        uint64_t nb = top - i;
+        uint64_t mask = nb == 64 ? ~UINT64_C(0) : ((UINT64_C(1) << nb) - 1) << (i & 63);
+        w[i >> 6] |= mask;
+        i = top;
+    }
+}
+
+/* Keep the bytes [off, off + n) hold now as an undo entry: appended to the last entry
+ * when it ends at off (adjacent writes, such as a record filled field by field, make one
+ * entry), else a new one. 0, or -1 out of memory. */
+static int undo_keep(p2_seg *seg, uint64_t off, uint64_t n)
+{
+    if (seg->nundo > 0) {
+        uint8_t *e = seg->undo + seg->undo_at[seg->nundo - 1];
+        uint64_t eoff, elen;
+        memcpy(&eoff, e, 8);
+        memcpy(&elen, e + 8, 8);
+        if (eoff + elen == off) {
+            uint64_t at = seg->undo_at[seg->nundo - 1];
+            uint64_t need = at + 16 + round_up(elen + n, 8);
+            if (grow_buf(&seg->undo, &seg->undo_cap, need) != 0)
+                return -1;
+            e = seg->undo + at;
+            memcpy(e + 16 + elen, seg->base + off, (size_t)n);
+            elen += n;
+            memcpy(e + 8, &elen, 8);
+            seg->undo_len = need;
+            return 0;
+        }
+    }
+    uint64_t need = seg->undo_len + 16 + round_up(n, 8);
+    if (grow_buf(&seg->undo, &seg->undo_cap, need) != 0 ||
+        grow_buf(&seg->undo_at, &seg->undo_at_cap, (seg->nundo + 1) * sizeof(uint64_t)) != 0)
+        return -1;
     uint8_t *e = seg->undo + seg->undo_len;
     memcpy(e, &off, 8);
     memcpy(e + 8, &n, 8);
     memcpy(e + 16, seg->base + off, (size_t)n);
     seg->undo_at[seg->nundo++] = seg->undo_len;
     seg->undo_len = need;
-    for (uint64_t pg = off / seg->pgsize; pg <= (off + n - 1) / seg->pgsize; pg++) {
+    return 0;
+}
+
+/* The write hook of a record-logged segment: [off, off + n) is about to be written. Keep
+ * the old bytes of what this transaction has not announced before (an abort copies them
+ * back; a byte announced again already has its bytes from before the transaction kept,
+ * so a field set ten thousand times keeps eight bytes, not eighty thousand) and note its
+ * pages as changed (they go into the data file at the next checkpoint after the commit).
+ * Which bytes are kept: a bitmap per changed page, a bit per byte (cov). A range outside
+ * the mapping cannot be kept: like a failed allocation, it loses the transaction
+ * (undo_lost). */
+static void wal_note(void *ctx, p2_seg *seg, uint64_t off, uint64_t n)
+{
+    (void)ctx;
+    if (n == 0 || seg->undo_lost)
+        return;
+    if (off > seg->mapped || n > seg->mapped - off) {
+        seg->undo_lost = 1;
+        return;
+    }
+    uint64_t ps = seg->pgsize, words = ps / 64, end = off + n;
+    for (uint64_t pg = off / ps; pg <= (end - 1) / ps; pg++) {
         if (!bit_get(seg->dirty_bits, pg)) {
+            if (grow_buf(&seg->cov, &seg->cov_cap, (seg->ndirty + 1) * words * 8) != 0) {
+                seg->undo_lost = 1;
+                return;
+            }
+            memset(seg->cov + seg->ndirty * words, 0, (size_t)(words * 8));
+            seg->cov_slot[pg] = (uint32_t)seg->ndirty;
             bit_set(seg->dirty_bits, pg);
             seg->dirty[seg->ndirty++] = (uint32_t)pg;
+        }
+        uint64_t *cov = seg->cov + (uint64_t)seg->cov_slot[pg] * words;
+        uint64_t first = pg * ps, from = off > first ? off - first : 0;
+        uint64_t to = end - first < ps ? end - first : ps;
+        for (uint64_t i = bits_find(cov, from, to, 0); i < to; i = bits_find(cov, i, to, 0)) {
+            uint64_t j = bits_find(cov, i, to, 1);       /* [i, j): not kept yet */
+            if (undo_keep(seg, first + i, j - i) != 0) {
+                seg->undo_lost = 1;
+                return;
+            }
+            bits_fill(cov, i, j);
+            i = j;
         }
     }
 }
@@ -3017,8 +3102,8 @@ int p2_seg_commit_all(p2_seg *segs, const uint32_t *idx, uint32_t n, p2_err *err
     return P2_OK;
 }
 
-/* Abort of a record-logged segment: every announced range gets its old bytes back, the
- * newest first (a range written twice ends as it was before the first write). */
+/* Abort of a record-logged segment: every announced byte gets back the value it had
+ * before the transaction (undo keeps each byte once, from its first announcement). */
 static int wal_abort(p2_seg *seg, p2_err *err)
 {
     for (uint64_t i = seg->nundo; i-- > 0;) {

@@ -359,6 +359,12 @@ typedef struct p2_seg {
     uint64_t undo_len, undo_cap;
     uint64_t *undo_at;          /**< where each of them starts in undo (an abort goes back) */
     uint64_t nundo, undo_at_cap;
+    uint64_t *cov;              /**< per page the open transaction wrote (dirty[i]'s at
+                                     cov_slot): a bit per byte already announced, whose old
+                                     bytes undo holds; a later announcement keeps only the
+                                     bytes not yet covered, so each byte is kept once */
+    uint64_t cov_cap;
+    uint32_t *cov_slot;         /**< per page: its bitmap's index in cov while it is dirty */
     uint8_t *redo;              /**< the commit's records, built here and written in one call
                                      where the log cannot be mapped */
     char    *log_map;           /**< the log, mapped shared: commits are stored into it */
@@ -509,8 +515,9 @@ int p2_seg_close_unclean(p2_seg *seg, p2_err *err);
  *  the segment learns what a transaction writes from the write hook (every
  *  write the generated code and the allocator make is announced first, see
  *  p2_seg_will_write), not from faults.  Each announcement keeps the bytes it
- *  is about to overwrite in memory (undo: an abort copies them back, newest
- *  first); a commit logs the announced ranges, merged, with the bytes they
+ *  is about to overwrite in memory, those the transaction has not announced
+ *  before (undo: an abort copies them back; a byte written many times is kept
+ *  once, so undo grows with the bytes changed, not with the writes); a commit logs the announced ranges, merged, with the bytes they
  *  hold then (redo: checksummed range records and the commit record, built in
  *  memory and written with one call) into `<path>-wal`.  Only redo reaches
  *  the disk: the data file is written at checkpoints, from committed memory,

@@ -2514,7 +2514,10 @@ static int cmp_u32(const void *a, const void *b)
 static void journal_protect(p2_seg *seg)
 {
     uint64_t n = seg->ndirty;
-    qsort(seg->dirty, (size_t)n, sizeof *seg->dirty, cmp_u32);
+    /* in page order, so that neighbours share one mprotect; the record log protects
+     * nothing and only clears their bits */
+    if (!seg->jopts.record)
+        qsort(seg->dirty, (size_t)n, sizeof *seg->dirty, cmp_u32);
     for (uint64_t i = 0; i < n && !seg->jopts.record;) {
         uint64_t j = i + 1;
         while (j < n && seg->dirty[j] == seg->dirty[j - 1] + 1)
@@ -2744,6 +2747,10 @@ static void wal_note(void *ctx, p2_seg *seg, uint64_t off, uint64_t n)
 
 struct wal_span { uint64_t off, end; };
 
+/* Up to this many entries are sorted by insertion, in place: qsort's calls through its
+ * comparison function cost more than the few moves a handful of entries need. */
+#define SMALL_SORT 32
+
 static int cmp_span(const void *a, const void *b)
 {
     const struct wal_span *x = (const struct wal_span *)a, *y = (const struct wal_span *)b;
@@ -2763,7 +2770,17 @@ static uint64_t wal_spans(p2_seg *seg, struct wal_span *sp)
         sp[n].end = off + len;
         n++;
     }
-    qsort(sp, (size_t)n, sizeof *sp, cmp_span);
+    if (n <= SMALL_SORT) {          /* a typical transaction: a handful of ranges */
+        for (uint64_t i = 1; i < n; i++) {
+            struct wal_span v = sp[i];
+            uint64_t j = i;
+            for (; j > 0 && sp[j - 1].off > v.off; j--)
+                sp[j] = sp[j - 1];
+            sp[j] = v;
+        }
+    } else {
+        qsort(sp, (size_t)n, sizeof *sp, cmp_span);
+    }
     uint64_t m = 0;
     for (uint64_t i = 0; i < n; i++) {
         if (m > 0 && sp[i].off <= sp[m - 1].end + sizeof(struct log_range)) {

@@ -1,5 +1,5 @@
 /** @file p2_runtime.h
- *  @brief p2gen runtime: error reporting, CRC-32, the persistent segment and its
+ *  @brief p2gen runtime: error reporting, CRC-32 and CRC-32C, the persistent segment and its
  *         allocator, journalled segments, integrity checks and reference sets.
  *
  *  Every C data manager that p2gen generates links this small, hand-written
@@ -250,6 +250,22 @@ void p2_err_clear(p2_err *e);
  * @return the updated CRC; p2_crc32(0, "123456789", 9) == 0xCBF43926.
  */
 uint32_t p2_crc32(uint32_t crc, const void *data, size_t len);
+
+/** CRC-32C (Castagnoli, polynomial 0x82F63B78 reflected, as in iSCSI and ext4): the
+ *  record log's record checksums.  Computed with the CPU's CRC-32C instruction where
+ *  there is one (x86-64 with SSE4.2, detected at run time; ARMv8 when built for its CRC
+ *  extension), else with tables; both give the same values.  The environment variable
+ *  P2_CRC32C_SOFTWARE=1, read once per process, forces the tables.
+ *
+ * @param[in] crc   0 to start, or the result of a previous call to continue.
+ * @param[in] data  bytes to add; may be NULL if len is 0.
+ * @param[in] len   number of bytes.
+ * @return the updated CRC; p2_crc32c(0, "123456789", 9) == 0xE3069283.
+ */
+uint32_t p2_crc32c(uint32_t crc, const void *data, size_t len);
+
+/** Which code computes p2_crc32c() in this process: "sse4.2", "armv8-crc" or "software". */
+const char *p2_crc32c_impl(void);
 
 /** @defgroup segment Persistent segment
  *  @{
@@ -517,9 +533,11 @@ int p2_seg_close_unclean(p2_seg *seg, p2_err *err);
  *  p2_seg_will_write), not from faults.  Each announcement keeps the bytes it
  *  is about to overwrite in memory, those the transaction has not announced
  *  before (undo: an abort copies them back; a byte written many times is kept
- *  once, so undo grows with the bytes changed, not with the writes); a commit logs the announced ranges, merged, with the bytes they
- *  hold then (redo: checksummed range records and the commit record, built in
- *  memory and written with one call) into `<path>-wal`.  Only redo reaches
+ *  once, so undo grows with the bytes changed, not with the writes); a commit
+ *  logs the announced ranges, merged, with the bytes they hold then (redo:
+ *  range records checksummed with CRC-32C, p2_crc32c(), and the commit record,
+ *  built in memory and written with one call) into `<path>-wal`, a log of
+ *  version 2 (a version 1 log, CRC-32, of an earlier build is replayed too).  Only redo reaches
  *  the disk: the data file is written at checkpoints, from committed memory,
  *  so a crash never leaves uncommitted bytes in it.  A write the generator
  *  cannot see (a program writing through a pointer it was given) is not

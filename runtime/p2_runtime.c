@@ -273,33 +273,44 @@ static void crc_slice_init(void)
     crc_slice_ready = 1;
 }
 
+/* Slicing-by-8 over the tables t (t[k][b]: the CRC of byte b followed by k zero bytes)
+ * of a reflected CRC, on the register value crc (no pre- or post-inversion): CRC-32 and
+ * CRC-32C's software path share it. */
+static uint32_t crc_slice8(const uint32_t t[8][256], uint32_t crc, const unsigned char *p,
+                           size_t len)
+{
+    for (; ((uintptr_t)p & 7u) != 0 && len > 0; len--)
+        crc = t[0][(crc ^ *p++) & 0xffu] ^ (crc >> 8);
+    for (; len >= 8; len -= 8, p += 8) {
+        uint32_t lo, hi;
+        memcpy(&lo, p, 4);
+        memcpy(&hi, p + 4, 4);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        lo = __builtin_bswap32(lo);
+        hi = __builtin_bswap32(hi);
+#endif
+        lo ^= crc;
+        crc = t[7][lo & 0xffu] ^ t[6][(lo >> 8) & 0xffu] ^ t[5][(lo >> 16) & 0xffu] ^
+              t[4][lo >> 24] ^ t[3][hi & 0xffu] ^ t[2][(hi >> 8) & 0xffu] ^
+              t[1][(hi >> 16) & 0xffu] ^ t[0][hi >> 24];
+    }
+    while (len--)
+        crc = t[0][(crc ^ *p++) & 0xffu] ^ (crc >> 8);
+    return crc;
+}
+
 uint32_t p2_crc32(uint32_t crc, const void *data, size_t len)
 {
     const unsigned char *p = (const unsigned char *)data;
-    crc = ~crc;
-    if (len >= 16) {
-        if (!crc_slice_ready)
-            crc_slice_init();
-        for (; ((uintptr_t)p & 7u) != 0 && len > 0; len--)
+    if (len < 16) {          /* a few bytes: the tables' set-up and alignment cost more */
+        crc = ~crc;
+        while (len--)
             crc = crc_table[(crc ^ *p++) & 0xffu] ^ (crc >> 8);
-        for (; len >= 8; len -= 8, p += 8) {
-            uint32_t lo, hi;
-            memcpy(&lo, p, 4);
-            memcpy(&hi, p + 4, 4);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-            lo = __builtin_bswap32(lo);
-            hi = __builtin_bswap32(hi);
-#endif
-            lo ^= crc;
-            crc = crc_slice[7][lo & 0xffu] ^ crc_slice[6][(lo >> 8) & 0xffu] ^
-                  crc_slice[5][(lo >> 16) & 0xffu] ^ crc_slice[4][lo >> 24] ^
-                  crc_slice[3][hi & 0xffu] ^ crc_slice[2][(hi >> 8) & 0xffu] ^
-                  crc_slice[1][(hi >> 16) & 0xffu] ^ crc_slice[0][hi >> 24];
-        }
+        return ~crc;
     }
-    while (len--)
-        crc = crc_table[(crc ^ *p++) & 0xffu] ^ (crc >> 8);
-    return ~crc;
+    if (!crc_slice_ready)
+        crc_slice_init();
+    return ~crc_slice8((const uint32_t (*)[256])crc_slice, ~crc, p, len);
 }
 
 /* ==========================================================================
@@ -388,25 +399,7 @@ static void crc32c_init(void) { crc32c_choose(); }
 
 static uint32_t crc32c_sw(uint32_t crc, const unsigned char *p, size_t len)
 {
-    for (; ((uintptr_t)p & 7u) != 0 && len > 0; len--)
-        crc = crc32c_slice[0][(crc ^ *p++) & 0xffu] ^ (crc >> 8);
-    for (; len >= 8; len -= 8, p += 8) {
-        uint32_t lo, hi;
-        memcpy(&lo, p, 4);
-        memcpy(&hi, p + 4, 4);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-        lo = __builtin_bswap32(lo);
-        hi = __builtin_bswap32(hi);
-#endif
-        lo ^= crc;
-        crc = crc32c_slice[7][lo & 0xffu] ^ crc32c_slice[6][(lo >> 8) & 0xffu] ^
-              crc32c_slice[5][(lo >> 16) & 0xffu] ^ crc32c_slice[4][lo >> 24] ^
-              crc32c_slice[3][hi & 0xffu] ^ crc32c_slice[2][(hi >> 8) & 0xffu] ^
-              crc32c_slice[1][(hi >> 16) & 0xffu] ^ crc32c_slice[0][hi >> 24];
-    }
-    while (len--)
-        crc = crc32c_slice[0][(crc ^ *p++) & 0xffu] ^ (crc >> 8);
-    return crc;
+    return crc_slice8((const uint32_t (*)[256])crc32c_slice, crc, p, len);
 }
 
 uint32_t p2_crc32c(uint32_t crc, const void *data, size_t len)

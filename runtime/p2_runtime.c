@@ -2295,6 +2295,28 @@ static int data_seq_write(p2_seg *seg, p2_err *err)
     return P2_OK;
 }
 
+/* Does a data file's header, as found at open, check out?  As it is; or, for a record log,
+ * with data_seq read as the log's base_seq.  The record log logs the header's changed
+ * fields and its checksum as they were in memory, where data_seq is always the log's
+ * base_seq (a checkpoint writes the new data_seq and drops the cached header page before
+ * the log restarts from it); data_seq itself is not logged.  So replaying a log over a
+ * header whose data_seq was already advanced (by the replay's own last step, or by a
+ * checkpoint that wrote the header and then died before restarting the log) leaves the
+ * header's checksum computed for base_seq.  Such a header still says truly that the file
+ * holds every transaction up to its data_seq: replay only writes newer values. */
+static int data_header_ok(const struct p2_seg_header *h, const struct log_header *lh)
+{
+    if (memcmp(h->magic, SEG_MAGIC, sizeof h->magic) != 0)
+        return 0;
+    if (h->checksum == header_crc(h))
+        return 1;
+    if (lh == NULL || h->data_seq == lh->base_seq)
+        return 0;
+    struct p2_seg_header at_base = *h;
+    at_base.data_seq = lh->base_seq;
+    return h->checksum == header_crc(&at_base);
+}
+
 /* ------------------------------------------------------------------------
  * 5.4 Journalled segments: replay at open
  * ------------------------------------------------------------------------ */
@@ -2545,10 +2567,11 @@ static int journal_recover(p2_seg *seg, uint64_t fingerprint, uint64_t data_byte
     uint64_t dseq = 0;          /* 0: unknown (no file yet, or its header is damaged) */
     int dopen = 0;              /* the data file was committed to and not closed cleanly */
     int dnever = 0;             /* it was made and never checkpointed: it needs its journal */
-    if (data_bytes >= P2_SEG_HEADER_SIZE) {
-        struct p2_seg_header dh;
-        if (full_pread(seg->fd, &dh, sizeof dh, 0) == 0 &&
-            memcmp(dh.magic, SEG_MAGIC, sizeof dh.magic) == 0 && dh.checksum == header_crc(&dh)) {
+    int dread = 0;              /* dh holds the data file's header as found */
+    struct p2_seg_header dh;
+    if (data_bytes >= P2_SEG_HEADER_SIZE && full_pread(seg->fd, &dh, sizeof dh, 0) == 0) {
+        dread = 1;
+        if (data_header_ok(&dh, NULL)) {
             dseq = dh.data_seq;
             dopen = dh.state == SEG_STATE_OPEN && dh.journal;
             dnever = dh.state == SEG_STATE_OPEN && !dh.journal;
@@ -2599,6 +2622,8 @@ static int journal_recover(p2_seg *seg, uint64_t fingerprint, uint64_t data_byte
         return seg_fail(seg, err, P2_EMISMATCH, "journal: written by a different spec or equation "
                         "(fingerprint 0x%016" PRIx64 ", expected 0x%016" PRIx64 ")",
                         lh.fingerprint, fingerprint);
+    if (seg->jopts.record && dseq == 0 && dread && data_header_ok(&dh, &lh))
+        dseq = dh.data_seq;       /* a header replayed over an advanced data_seq (see there) */
 
     uint64_t last = 0, bad = 0, applied = 0;
     int rc = journal_scan(seg, &lh, size, data_bytes, 0, 0, &last, &bad, &applied, NULL, err);
@@ -2645,10 +2670,10 @@ static int journal_recover(p2_seg *seg, uint64_t fingerprint, uint64_t data_byte
     }
     seg->seq = last;
     if (last > lh.base_seq) {
-        struct p2_seg_header dh;   /* the replayed header: now holds everything up to last */
+        /* the replayed header: now holds everything up to last */
         if (full_pread(seg->fd, &dh, sizeof dh, 0) != 0)
             return log_fail(seg, err, P2_EIO, "cannot read the replayed header");
-        if (memcmp(dh.magic, SEG_MAGIC, sizeof dh.magic) == 0 && dh.checksum == header_crc(&dh)) {
+        if (data_header_ok(&dh, seg->jopts.record ? &lh : NULL)) {
             dh.data_seq = last;
             dh.checksum = header_crc(&dh);
             if (full_pwrite(seg->fd, &dh, sizeof dh, 0) != 0)
@@ -3480,11 +3505,12 @@ static void wal_view_read(struct wal_view *v, const char *path)
     if (seg == NULL)
         return;
     uint64_t dseq = 0;
+    int dread = 0;
+    struct p2_seg_header dh;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
-        struct p2_seg_header dh;
-        if (full_pread(fd, &dh, sizeof dh, 0) == 0 &&
-            memcmp(dh.magic, SEG_MAGIC, sizeof dh.magic) == 0 && dh.checksum == header_crc(&dh))
+        dread = full_pread(fd, &dh, sizeof dh, 0) == 0;
+        if (dread && data_header_ok(&dh, NULL))
             dseq = dh.data_seq;
         close(fd);
     }
@@ -3507,6 +3533,8 @@ static void wal_view_read(struct wal_view *v, const char *path)
         p2_err err;
         p2_err_clear(&err);
         seg->pgsize = lh.page_size;
+        if (dseq == 0 && dread && data_header_ok(&dh, &lh))
+            dseq = dh.data_seq;   /* replayed over an advanced data_seq (data_header_ok) */
         if (journal_scan(seg, &lh, (uint64_t)st.st_size, 1, 0, 0, &last, &bad, &applied,
                          &v->txns, &err) == P2_OK) {
             v->known = 1;

@@ -70,6 +70,8 @@ struct Run {
     uint64_t txns;
     uint64_t seed;
     uint64_t commit_every;
+    bool reopen_loaded = false;     // persistent systems: close and reopen after the load, so
+                                    // that the timed region starts from the file (durable runs)
     uint32_t tellers() const { return 10 * sf; }
     uint64_t naccounts() const { return (uint64_t)accounts * sf; }
 };

@@ -257,6 +257,7 @@ int main(int argc, char **argv) {
         for (uint64_t seed : cfg.seeds)
             for (const tpcb::System &sys : reg) {
                 tpcb::Run run{(uint32_t)sf, cfg.accounts, cfg.txns, seed, cfg.commit_every};
+                run.reopen_loaded = cfg.durable;
                 std::string name = "tpcb/" + sys.name + "/" + sys.mem + "/sf:" + std::to_string(sf) +
                                    "/seed:" + std::to_string(seed);
                 const tpcb::System *sp = &sys;

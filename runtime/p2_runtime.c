@@ -535,9 +535,9 @@ static void seg_reset(p2_seg *seg)
     seg->log_alloc = 0;
     seg->seq = 0;
     seg->unsynced = 0;
-    seg->dirty_bits = seg->unflushed_bits = NULL;
-    seg->dirty = seg->unflushed = NULL;
-    seg->ndirty = seg->nunflushed = 0;
+    seg->dirty_bits = seg->unflushed_bits = seg->kept_bits = NULL;
+    seg->dirty = seg->unflushed = seg->kept = NULL;
+    seg->ndirty = seg->nunflushed = seg->nkept = 0;
     seg->img_off = NULL;
     seg->track_bytes = 0;
     seg->ckpt_failed = 0;
@@ -2094,7 +2094,7 @@ static int journal_track(p2_seg *seg, p2_err *err)
 {
     uint64_t n = seg->reserved / seg->pgsize;
     uint64_t bits = round_up((n + 7) / 8, 8);
-    uint64_t bytes = 2 * bits + 3 * round_up(n * 4, 8) + n * 8;
+    uint64_t bytes = 3 * bits + 4 * round_up(n * 4, 8) + n * 8;
     void *p = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
@@ -2110,6 +2110,9 @@ static int journal_track(p2_seg *seg, p2_err *err)
     seg->unflushed = (uint32_t *)(void *)(c + 2 * bits + round_up(n * 4, 8));
     seg->img_off = (uint64_t *)(void *)(c + 2 * bits + 2 * round_up(n * 4, 8));
     seg->cov_slot = (uint32_t *)(void *)(c + 2 * bits + 2 * round_up(n * 4, 8) + n * 8);
+    seg->kept_bits = (uint8_t *)(c + 2 * bits + 3 * round_up(n * 4, 8) + n * 8);
+    seg->kept = (uint32_t *)(void *)(c + 3 * bits + 3 * round_up(n * 4, 8) + n * 8);
+    seg->nkept = 0;
     return P2_OK;
 }
 
@@ -2126,8 +2129,9 @@ static void journal_untrack(p2_seg *seg)
     seg->cov_cap = 0;
     if (seg->dirty_bits != NULL)
         munmap(seg->dirty_bits, (size_t)seg->track_bytes);
-    seg->dirty_bits = seg->unflushed_bits = NULL;
-    seg->dirty = seg->unflushed = NULL;
+    seg->dirty_bits = seg->unflushed_bits = seg->kept_bits = NULL;
+    seg->dirty = seg->unflushed = seg->kept = NULL;
+    seg->nkept = 0;
     seg->img_off = NULL;
     seg->cov_slot = NULL;
 }
@@ -2724,6 +2728,40 @@ static void journal_protect(p2_seg *seg)
  * what it receives were synced. */
 static int peers_sync(p2_seg *seg, p2_err *err);
 
+/* Record log, at a checkpoint (the data file now holds every committed page): which
+ * private copies to keep. Dropping one makes the next write to its page fault and copy
+ * it again, and under a working set larger than an interval's writes (TPC-B's accounts)
+ * that fault is most of what a commit costs. So the pages written in this interval keep
+ * their copies for one more; the ones kept from the interval before and not written
+ * again are dropped (the page cache serves them). Private memory stays within the pages
+ * written in two intervals; a page the page journal tracks is always dropped (its write
+ * faults are how it learns of writes), and so is the header's, whose data_seq the
+ * checkpoint has just advanced in the file (the logged header checksums assume the
+ * in-memory data_seq is the log's base: data_header_ok). Leaves in unflushed only the
+ * pages to drop. */
+static void wal_keep_pages(p2_seg *seg)
+{
+    for (uint64_t i = 0; i < seg->nkept; i++) {
+        uint64_t pg = seg->kept[i];
+        bit_clear(seg->kept_bits, pg);
+        if (!bit_get(seg->unflushed_bits, pg))
+            (void)madvise(seg->base + pg * seg->pgsize, (size_t)seg->pgsize, MADV_DONTNEED);
+    }
+    seg->nkept = 0;
+    uint64_t drop = 0;
+    for (uint64_t i = 0; i < seg->nunflushed; i++) {
+        uint32_t pg = seg->unflushed[i];
+        if (pg == 0) {
+            seg->unflushed[drop++] = pg;
+            continue;
+        }
+        bit_clear(seg->unflushed_bits, pg);
+        bit_set(seg->kept_bits, pg);
+        seg->kept[seg->nkept++] = pg;
+    }
+    seg->nunflushed = drop;
+}
+
 static int journal_checkpoint(p2_seg *seg, p2_err *err)
 {
     int prc = peers_sync(seg, err);
@@ -2752,6 +2790,8 @@ static int journal_checkpoint(p2_seg *seg, p2_err *err)
     }
     if (seg->jopts.sync && fdatasync(seg->fd) != 0)
         return log_fail(seg, err, P2_EIO, "cannot sync the data file at a checkpoint");
+    if (seg->jopts.record)
+        wal_keep_pages(seg);
     for (uint64_t i = 0; i < seg->nunflushed; i++) {
         uint64_t pg = seg->unflushed[i];
         (void)madvise(seg->base + pg * seg->pgsize, (size_t)seg->pgsize, MADV_DONTNEED);

@@ -354,6 +354,10 @@ typedef struct p2_seg {
     uint32_t *unflushed;        /**< those pages */
     uint64_t nunflushed;
     uint64_t *img_off;          /**< per unflushed page: journal offset of its last image */
+    uint8_t *kept_bits;         /**< record log, per page: its private copy was kept at the
+                                     last checkpoint (written in the interval before it) */
+    uint32_t *kept;             /**< those pages */
+    uint64_t nkept;
     uint64_t track_bytes;       /**< size of the bookkeeping mappings above */
     int      ckpt_failed;       /**< 1: a checkpoint failed after its commit; retried first */
     int      recovering;        /**< opened by p2_seg_open_recover() */

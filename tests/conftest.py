@@ -60,6 +60,17 @@ PREFETCH_INSN = {"x86_64": r"\bprefetch\w*\s", "amd64": r"\bprefetch\w*\s",
                  "aarch64": r"\bprfm\s", "arm64": r"\bprfm\s"}
 
 
+def run_clean(exe, cmds, cwd):
+    """Run the harness on cmds in cwd: (the process, its output lines), failing the test on
+    any sanitizer report or a line the harness marks as its own bug."""
+    from p2gen.harness import run_harness
+    proc = run_harness(exe, cmds, cwd=str(cwd))
+    assert "Sanitizer" not in proc.stderr and "runtime error" not in proc.stderr, proc.stderr
+    out = proc.stdout.splitlines()
+    assert not any(line.startswith("bug") for line in out), out
+    return proc, out
+
+
 def compile_to_asm(tmp_path: Path, cc: str, spec: Path, fn: str = "") -> tuple:
     """(generated source, assembly) of a spec's C compiled as users compile it (-O2), or
     only function `fn`'s part of the assembly. Skips where no prefetch instruction is

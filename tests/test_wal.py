@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from p2gen.harness import run_harness
+from conftest import run_clean
 
 SPEC = """
 record item { id: u32; v: i64; name: char[12]; }
@@ -37,12 +37,7 @@ def exe(harness_builder):
     return harness_builder(SPEC, "wl").exe
 
 
-def run(exe, cmds, cwd):
-    proc = run_harness(exe, cmds, cwd=str(cwd))
-    assert "Sanitizer" not in proc.stderr and "runtime error" not in proc.stderr, proc.stderr
-    out = proc.stdout.splitlines()
-    assert not any(line.startswith("bug") for line in out), out
-    return proc, out
+run = run_clean
 
 
 def rows(out, start):

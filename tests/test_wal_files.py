@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from p2gen.harness import run_harness
+from conftest import run_clean
 
 SPEC = """
 record acct { id: u32; bal: i64; }
@@ -40,11 +40,7 @@ def exe(harness_builder):
 
 
 def run(exe, cmds, cwd):
-    proc = run_harness(exe, cmds, cwd=str(cwd))
-    assert "Sanitizer" not in proc.stderr and "runtime error" not in proc.stderr, proc.stderr
-    out = proc.stdout.splitlines()
-    assert not any(line.startswith("bug") for line in out), out
-    return out
+    return run_clean(exe, cmds, cwd)[1]
 
 
 def state(exe, d):

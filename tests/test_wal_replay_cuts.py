@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from p2gen.harness import run_harness
+from conftest import run_clean
 
 # records of 1.5 KB, each its own block of the allocator (malloc: the header's brk or free
 # lists change in every insert and delete), and the smallest checkpoint (64 KiB): the log
@@ -43,11 +43,7 @@ def exe(harness_builder):
 
 
 def run(exe, cmds, cwd):
-    proc = run_harness(exe, cmds, cwd=str(cwd))
-    assert "Sanitizer" not in proc.stderr and "runtime error" not in proc.stderr, proc.stderr
-    out = proc.stdout.splitlines()
-    assert not any(line.startswith("bug") for line in out), out
-    return out
+    return run_clean(exe, cmds, cwd)[1]
 
 
 def rows(out):

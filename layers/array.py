@@ -21,7 +21,7 @@ class Array(Layer):
     def root_fields(self, inst):
         t = inst.tag
         return [ElemField("uint64_t", f"{t}_slots", "memory reference of the slot array",
-                           weak=True),
+                           weak=True, ref="mem"),
                 ElemField("uint32_t", f"{t}_cap", "slots allocated", weak=True),
                 ElemField("uint32_t", f"{t}_hwm", "slots ever used (high-water mark)"),
                 ElemField("uint32_t", f"{t}_count", "live elements"),

@@ -22,7 +22,7 @@ class Avl(Layer):
                 ElemField("int32_t", f"_{t}_height", "height of the subtree")]
 
     def root_fields(self, inst):
-        return [ElemField("uint64_t", f"{inst.tag}_root", "root node")]
+        return [ElemField("uint64_t", f"{inst.tag}_root", "root node", ref="elem")]
 
     def paths(self, inst, query):
         n = query.n

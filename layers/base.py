@@ -84,6 +84,23 @@ class ElemField:
     name: str
     why: str
     weak: bool = False
+    # Does the field hold a reference, and to what: "elem" (an element reference of the
+    # container's storage; for a relationship's role field, of the partner's), "mem" (a
+    # memory reference: a block of the memory layer), or None (no reference: a count, a
+    # flag, a key). A field whose type comes from `link_ctype` is an element link unless it
+    # says otherwise, so a link a layer declares the usual way needs nothing more; a
+    # 64-bit root field holding a reference, and a block reference, say so here. A memory
+    # whose references are addresses (`mapped`) relocates exactly these fields
+    # (`pointer_map`), so an undeclared reference would be left pointing at the old place
+    # (which the integrity check at open then reports).
+    ref: Optional[str] = None
+
+    @property
+    def refers(self) -> Optional[str]:
+        """What the field references ("elem", "mem") or None (see `ref`)."""
+        if self.ref is not None:
+            return self.ref or None
+        return "elem" if isinstance(self.ctype, LinkCType) else None
 
 
 @dataclass
@@ -164,6 +181,11 @@ class Layer:
     # until a purge removes it through the layer below? Such a layer counts on the layers
     # below it to remove for real, so the checker allows at most one per equation.
     defers_delete: bool = False
+    # Why the references this layer stores cannot all be found from its declarations
+    # (`ElemField.refers`, `reference_blocks`, `role_reference_blocks`), or "": they can.
+    # A memory that relocates its references by those declarations (`mapped(relocate =
+    # true)`, `pointer_map`) refuses a container with such a layer, giving this reason.
+    unmapped_refs: str = ""
     # storage layers: is an element's reference its memory reference (a pointer or a file
     # offset, so references of live elements are spread over the address range) rather
     # than a slot number (0, 1, 2, ... up to the capacity)?
@@ -434,9 +456,15 @@ def container_links(info) -> Links:
     return Links(info.mem, info.storage.layer.addressed_refs)
 
 
+class LinkCType(str):
+    """The C type of a stored link, as `link_ctype` gives it: prints as the type itself, and
+    tells `ElemField.refers` that a field of this type is an element link."""
+
+
 def link_ctype(info) -> str:
-    """The C type of a link stored in container `info`'s memory."""
-    return container_links(info).t
+    """The C type of a link stored in container `info`'s memory (an `ElemField` of this
+    type is an element link: `ElemField.refers`)."""
+    return LinkCType(container_links(info).t)
 
 
 class RelLayer(Layer):
@@ -495,3 +523,80 @@ class RelLayer(Layer):
     def role_cost(self, role) -> str:
         """What reaching and changing this role costs, for `explain`."""
         return ""
+
+
+@dataclass
+class PointerMap:
+    """Where the addresses stored for one container lie, for a memory whose references are
+    addresses (`mapped`), derived from what the container's layers declare for the
+    integrity check and the link width (`ElemField.refers`, `reference_blocks`,
+    `role_reference_blocks`) and from the record (`ref` fields, `text` handles): never a
+    list kept by hand, so a link a layer adds is mapped as soon as it is declared.
+      root:   root fields holding an address;
+      elem:   members of the element (as `e->...` spells them) holding an address;
+      blocks: (root field of a block, root field of its length) -- blocks of element
+              references that are addresses (a hash's buckets over addressed storage);
+      vecs:   (element field of a block, element field of its length) -- per element
+              blocks of addresses (a relationship's references to addressed elements);
+      addressed: the container's own element references are addresses (its elements are
+              blocks of the memory, reached by following them).
+    `unmapped` names a layer whose references are not all declared (and why), else ""."""
+    info: Any
+    root: list
+    elem: list
+    blocks: list
+    vecs: list
+    addressed: bool
+    unmapped: str = ""
+
+    @property
+    def empty(self) -> bool:
+        return not (self.root or self.elem or self.blocks or self.vecs)
+
+
+def _addressed(info) -> bool:
+    """Are the element references of container `info` memory references (addresses, in a
+    memory of addresses), rather than slot numbers?"""
+    return bool(info.storage.layer.addressed_refs)
+
+
+def pointer_map(info, containers) -> PointerMap:
+    """The PointerMap of container `info` in a memory whose memory references are
+    addresses; `containers` are the spec's containers (a `ref` field names its target)."""
+    by_name = {c.name: c for c in containers}
+
+    def is_addr(kind, target) -> bool:
+        return kind == "mem" or (kind == "elem" and _addressed(target))
+
+    root, elem, blocks, vecs, why = [], [], [], [], ""
+    for li in info.chain:
+        if li.layer.unmapped_refs and not why:
+            why = f"layer '{li.name}' of container '{info.name}': {li.layer.unmapped_refs}"
+        block_fields = {b for b, _n in li.layer.reference_blocks(li)}
+        for f in li.layer.root_fields(li):
+            kind = "mem" if f.name in block_fields else f.refers
+            if is_addr(kind, info):
+                root.append(f.name)
+        for f in li.layer.elem_fields(li):
+            if is_addr(f.refers, info):
+                elem.append(f.name)
+        if _addressed(info):
+            blocks += list(li.layer.reference_blocks(li))
+    for role in info.roles:
+        partner = role.partner.container
+        vec_fields = {b for b, _n in role.rel.layer.role_reference_blocks(role)}
+        for f in role.rel.layer.role_fields(role):
+            kind = "mem" if f.name in vec_fields else f.refers
+            # a role's element link names the partner's elements or, along a list of
+            # members (ilist), its own container's: either may be addressed (a word that
+            # holds a slot number is never in the range p2_reloc_word moves)
+            if is_addr(kind, partner) or is_addr(kind, info):
+                elem.append(f.name)
+        if _addressed(partner):
+            vecs += list(role.rel.layer.role_reference_blocks(role))
+    for f in info.record.fields:
+        if f.type.kind == "text":
+            elem.append(f"rec.{f.name}.mref")
+        elif f.type.target in by_name and _addressed(by_name[f.type.target]):
+            elem.append(f"rec.{f.name}")
+    return PointerMap(info, root, elem, blocks, vecs, _addressed(info), why)

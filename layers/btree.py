@@ -171,6 +171,10 @@ class BTree(Layer):
                 ElemField("uint64_t", f"{t}_spare", "first node of the pool of free nodes"),
                 ElemField("uint64_t", f"{t}_nspare", "nodes in the pool")]
 
+    # its nodes are blocks holding child, sibling and element links at positions that
+    # depend on each node's level and fill: not declared as a pointer map
+    unmapped_refs = "its nodes' links are not declared as a pointer map"
+
     max_height = MAX_HEIGHT
     prefetch_ahead = PREFETCH_AHEAD
 

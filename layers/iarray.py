@@ -51,7 +51,7 @@ class IArray(Layer):
     def root_fields(self, inst):
         t = inst.tag
         return [ElemField("uint64_t", f"{t}_slots", "memory reference of the slot array",
-                           weak=True),
+                           weak=True, ref="mem"),
                 ElemField("uint32_t", f"{t}_cap", "slots allocated", weak=True),
                 ElemField("uint32_t", f"{t}_count", "valid elements")]
 

@@ -15,14 +15,15 @@ class Malloc(Layer):
 
     def elem_fields(self, inst):
         t = inst.tag
-        return [ElemField("uint64_t", f"_{t}_next", "next element in the all-elements list"),
-                ElemField("uint64_t", f"_{t}_prev", "previous element"),
+        return [ElemField("uint64_t", f"_{t}_next", "next element in the all-elements list",
+                          ref="elem"),
+                ElemField("uint64_t", f"_{t}_prev", "previous element", ref="elem"),
                 ElemField("uint32_t", f"_{t}_magic", "<prefix>_LIVE while allocated")]
 
     def root_fields(self, inst):
         t = inst.tag
-        out = [ElemField("uint64_t", f"{t}_head", "first element (oldest)"),
-               ElemField("uint64_t", f"{t}_tail", "last element (newest)"),
+        out = [ElemField("uint64_t", f"{t}_head", "first element (oldest)", ref="elem"),
+               ElemField("uint64_t", f"{t}_tail", "last element (newest)", ref="elem"),
                ElemField("uint64_t", f"{t}_count", "live elements")]
         if not inst.container.mem.layer.seg_allocator:
             # on the heap nothing bounds a pointer: remember where elements ever were, so

@@ -1,4 +1,4 @@
-from .base import MemLayer
+from .base import MemLayer, ParamSpec, pointer_map
 from .persistent import Persistent
 
 
@@ -20,7 +20,17 @@ class Mapped(MemLayer):
     maps_anywhere = False       # ... so the file must be mapped where it was made
     # out of reserved address space or of mappable memory; the file cannot grow (disk full)
     errors = {"alloc": {"P2_ENOMEM", "P2_EIO"}}
-    params = Persistent.params
+    params = Persistent.params + (
+        ParamSpec("relocate", "bool", False, show_default=False,
+                  doc="when the address range the file records is taken in the process: "
+                      "true maps the file elsewhere, privately, and moves every address "
+                      "stored in it by one delta in memory, by the pointer maps the "
+                      "generator derives from the layers' declared links (never written "
+                      "back: an open that only reads leaves the file unchanged; one that "
+                      "writes rewrites the file at close, recording the new base); false "
+                      "refuses to open. With true, P2_MAPPED_RELOCATE=P (1 to 100) forces "
+                      "relocating P % of the file, for measurements"),
+    )
     doc = ("A file mapped with mmap(MAP_SHARED) at the fixed address recorded in its header. "
            "References are raw virtual addresses (the generated code is the transient "
            "layer's: no base to add), so the file can only be used where it was made: "
@@ -34,3 +44,15 @@ class Mapped(MemLayer):
         if not inst.params["file"]:
             ctx.error(f"parameter 'file' of layer '{self.name}' must not be empty",
                       inst.param_pos("file"))
+        if inst.params.get("relocate"):
+            for li in inst.container.chain:
+                if li.layer.unmapped_refs:
+                    ctx.error(f"mapped(relocate = true) moves every address stored in the "
+                              f"file by the links its layers declare, but layer '{li.name}' "
+                              f"of container '{inst.container.name}' cannot be relocated: "
+                              f"{li.layer.unmapped_refs}; use relocate = false",
+                              inst.param_pos("relocate"))
+
+    def pointer_maps(self, containers, spec_containers) -> list:
+        """The PointerMap of each of `containers` (one file), for relocating it."""
+        return [pointer_map(c, spec_containers) for c in containers]

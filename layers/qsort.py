@@ -26,7 +26,7 @@ class QSort(Layer):
         from .base import ElemField
         t = inst.tag
         return [ElemField("uint64_t", f"{t}_slots", "memory reference of the sorted array "
-                           "(cap slots, then the key column)", weak=True),
+                           "(cap slots, then the key column)", weak=True, ref="mem"),
                 ElemField("uint32_t", f"{t}_cap", "slots allocated", weak=True),
                 ElemField("uint32_t", f"{t}_count", "elements, in slots 0..count-1")]
 

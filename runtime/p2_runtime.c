@@ -543,6 +543,12 @@ static void seg_reset(p2_seg *seg)
     seg->ckpt_failed = 0;
     seg->recovering = 0;
     seg->fixed = 0;
+    seg->reloc_allowed = 0;
+    seg->relocated = 0;
+    seg->reloc_from = 0;
+    seg->reloc_pct = 0;
+    seg->reloc_written = 0;
+    seg->reloc_disk_hdr = NULL;
     seg->rec_unclean = 0;
     seg->rec_lists_dropped = 0;
     seg->rec_journal = 0;
@@ -768,25 +774,101 @@ static int seg_reserve_new_fixed(p2_seg *seg, uint64_t fingerprint, p2_err *err)
                     P2_SEG_FIXED_HI, tries);
 }
 
+/* Forced relocation for measurements (see @ref fixed): P2_MAPPED_RELOCATE=P, 1..100;
+ * 0 when unset or not a number in that range. */
+static unsigned forced_relocation(void)
+{
+    const char *s = getenv("P2_MAPPED_RELOCATE");
+    char *end;
+    if (s == NULL || *s == '\0')
+        return 0;
+    unsigned long v = strtoul(s, &end, 10);
+    return *end == '\0' && v >= 1 && v <= 100 ? (unsigned)v : 0;
+}
+
 /* An existing fixed-address segment: its recorded base, checked before anything is
  * mapped (a base this runtime never chooses is a corrupt or crafted header), then
- * reserved, or the open refused if the range is taken. */
-static int seg_reserve_recorded(p2_seg *seg, uint64_t at, uint64_t file_size, p2_err *err)
+ * reserved; if the range is taken, the open is refused, or with relocation allowed the
+ * file goes to a free slot of the quiet range (seg->relocated: the caller relocates). */
+static int seg_reserve_recorded(p2_seg *seg, uint64_t at, uint64_t file_size, uint64_t fingerprint,
+                                p2_err *err)
 {
     if (at % P2_SEG_GRANULE != 0 || at < P2_SEG_FIXED_LO || at >= P2_SEG_FIXED_HI
         || file_size > P2_SEG_FIXED_HI - at)
         return seg_fail(seg, err, P2_EFORMAT, "recorded base address 0x%" PRIx64 " is not valid (mapped "
                         "files lie at multiples of %u in [0x%" PRIx64 ", 0x%" PRIx64 ")): file is corrupt",
                         at, (unsigned)P2_SEG_GRANULE, P2_SEG_FIXED_LO, P2_SEG_FIXED_HI);
+    uint64_t want = seg->reserved;
     if (seg->reserved > P2_SEG_FIXED_HI - at)
         seg->reserved = P2_SEG_FIXED_HI - at;   /* the quiet range ends there; the file fits */
+    unsigned forced = seg->reloc_allowed ? forced_relocation() : 0;
     int rc = seg_reserve_at(seg, at, err);
-    if (rc < 0)
+    if (rc > 0)
+        return rc;
+    if (rc == 0 && forced > 0 && forced < 100) {
+        /* a share of the file relocated in place (delta 0): mapped privately at its base */
+        seg->relocated = 1;
+        seg->reloc_from = at;
+        seg->reloc_pct = forced;
+        return P2_OK;
+    }
+    if (rc == 0 && forced == 0)
+        return P2_OK;
+    if (!seg->reloc_allowed)
         return seg_fail(seg, err, P2_ENOMEM, "the address range [0x%" PRIx64 ", 0x%" PRIx64 ") the file "
                         "is mapped at is taken by another mapping in this process (another mapped "
                         "file, or a library): its references are addresses there, so it cannot be "
-                        "opened elsewhere", at, at + seg->reserved);
-    return rc;
+                        "opened elsewhere (mapped(relocate = true) would relocate it in memory)",
+                        at, at + seg->reserved);
+    /* Taken (or forced whole: the recorded range, reserved just now, stays taken while the
+     * new slot is chosen, so that it cannot be chosen again). */
+    char *held = rc == 0 ? seg->base : NULL;
+    uint64_t held_len = seg->reserved;
+    seg->base = NULL;
+    seg->reserved = want;
+    rc = seg_reserve_new_fixed(seg, fingerprint, err);
+    if (held != NULL)
+        munmap(held, (size_t)held_len);
+    if (rc != P2_OK)
+        return rc;
+    if (seg->reserved < file_size) {
+        munmap(seg->base, (size_t)seg->reserved);
+        seg->base = NULL;
+        return seg_fail(seg, err, P2_ENOMEM, "file is %" PRIu64 " bytes, more than the address-space "
+                        "reservation of %" PRIu64 " bytes (" SEG_RESERVE_HINT ")", file_size, seg->reserved);
+    }
+    seg->relocated = 1;
+    seg->reloc_from = at;
+    seg->reloc_pct = 100;
+    return P2_OK;
+}
+
+/* A relocated segment's write hook: the first write marks the open as written (its close
+ * writes the image back); then the hook is not needed any more. */
+static void reloc_note_write(void *ctx, p2_seg *seg, uint64_t off, uint64_t n)
+{
+    (void)ctx;
+    (void)off;
+    (void)n;
+    seg->reloc_written = 1;
+    seg->will_write = NULL;
+    seg->will_write_ctx = NULL;
+}
+
+void p2_seg_reloc_begin(p2_seg *seg, p2_reloc *rl)
+{
+    rl->lo = seg->reloc_from + P2_SEG_HEADER_SIZE;
+    rl->span = seg->hdr->brk - P2_SEG_HEADER_SIZE;
+    rl->delta = (uint64_t)(uintptr_t)seg->base - seg->reloc_from;
+    rl->base = seg->base;
+    rl->pct = seg->reloc_pct;
+    rl->moved = 0;
+}
+
+void p2_seg_reloc_end(p2_seg *seg, const p2_reloc *rl)
+{
+    (void)rl;
+    seg->hdr->map_base = (uint64_t)(uintptr_t)seg->base;   /* this copy only */
 }
 
 /* Extend the file from seg->mapped to want bytes with its disk blocks reserved
@@ -850,7 +932,8 @@ static int seg_grow(p2_seg *seg, uint64_t need, p2_err *err)
     /* A journalled segment maps private and read-only: writes fault and are tracked. */
     void *p = mmap(seg->base + seg->mapped, (size_t)(want - seg->mapped),
                    journal_prot(seg),
-                   (seg->journal ? MAP_PRIVATE : MAP_SHARED) | MAP_FIXED, seg->fd, (off_t)seg->mapped);
+                   (seg->journal || seg->relocated ? MAP_PRIVATE : MAP_SHARED) | MAP_FIXED, seg->fd,
+                   (off_t)seg->mapped);
     if (p == MAP_FAILED) {
         int e = errno;
         /* Undo: shrink the file back and make sure the tail is reserved again. */
@@ -1426,11 +1509,13 @@ static int seg_attach(p2_seg *seg, uint64_t file_bytes, uint64_t fingerprint, ui
                         "file is %" PRIu64 " bytes, more than the address-space reservation of %" PRIu64
                         " bytes (" SEG_RESERVE_HINT ")",
                         h.file_size, seg->reserved);
-    rc = seg->fixed ? seg_reserve_recorded(seg, h.map_base, h.file_size, err) : seg_reserve(seg, err);
+    rc = seg->fixed ? seg_reserve_recorded(seg, h.map_base, h.file_size, fingerprint, err)
+                    : seg_reserve(seg, err);
     if (rc != P2_OK)
         return rc;
+    /* A relocated file is mapped privately: its relocated references are this process's. */
     void *p = mmap(seg->base, (size_t)h.file_size, journal_prot(seg),
-                   (seg->journal ? MAP_PRIVATE : MAP_SHARED) | MAP_FIXED, seg->fd, 0);
+                   (seg->journal || seg->relocated ? MAP_PRIVATE : MAP_SHARED) | MAP_FIXED, seg->fd, 0);
     if (p == MAP_FAILED) {
         int e = errno;
         return seg_fail(seg, err, P2_ENOMEM, "cannot map the file: %s", strerror(e));
@@ -1439,6 +1524,27 @@ static int seg_attach(p2_seg *seg, uint64_t file_bytes, uint64_t fingerprint, ui
     seg->hdr = (struct p2_seg_header *)(void *)seg->base;
     if (seg->journal)
         return P2_OK;   /* nothing is written outside a transaction */
+    if (seg->relocated) {
+        /* Mark the file OPEN on disk (written through the file: the mapping is private),
+         * keeping the header as the file has it for a close that wrote nothing. */
+        seg->reloc_disk_hdr = (struct p2_seg_header *)malloc(sizeof h);
+        if (seg->reloc_disk_hdr == NULL)
+            return seg_fail(seg, err, P2_ENOMEM, "out of memory relocating the file");
+        memcpy(seg->reloc_disk_hdr, &h, sizeof h);
+        seg->reloc_disk_hdr->state = SEG_STATE_OPEN;
+        seg->reloc_disk_hdr->checksum = header_crc(seg->reloc_disk_hdr);
+        if (pwrite(seg->fd, seg->reloc_disk_hdr, sizeof h, 0) != (ssize_t)sizeof h || fdatasync(seg->fd) != 0) {
+            int e = errno;
+            if (pwrite(seg->fd, &h, sizeof h, 0) != (ssize_t)sizeof h) {
+                /* best effort: leave the file as it was */
+            }
+            return seg_fail(seg, err, P2_EIO, "cannot write the header: %s", strerror(e));
+        }
+        memcpy(seg->hdr, seg->reloc_disk_hdr, sizeof h);
+        seg->will_write = reloc_note_write;   /* the first write makes the close write back */
+        seg->will_write_ctx = NULL;
+        return P2_OK;
+    }
 
     /* Mark the file OPEN on disk before anyone modifies it. */
     seg->hdr->state = SEG_STATE_OPEN;
@@ -1630,7 +1736,8 @@ static int seg_open_any(p2_seg *seg, const char *path, uint64_t fingerprint,
         return p2_err_set(err, P2_EINVAL, "p2_seg_open: seg is NULL");
     seg_reset(seg);
     seg->recovering = recovering;   /* p2_seg_open_recover, p2_seg_open_journal_recover */
-    seg->fixed = fixed;             /* p2_seg_open_fixed */
+    seg->fixed = fixed != 0;        /* p2_seg_open_fixed */
+    seg->reloc_allowed = fixed == 2;   /* ... with P2_SEG_FIXED_RELOCATE */
     seg->path[0] = '\0';
     if (path == NULL || path[0] == '\0')
         return p2_err_set(err, P2_EINVAL, "p2_seg_open: no path given");
@@ -1711,6 +1818,7 @@ static int seg_open_any(p2_seg *seg, const char *path, uint64_t fingerprint,
             close(seg->log_fd);
         if (seg->base != NULL)
             munmap(seg->base, (size_t)seg->reserved);
+        free(seg->reloc_disk_hdr);
         if (made) {
             unlink(path);
         } else if (st.st_size == 0) {
@@ -1726,10 +1834,58 @@ static int seg_open_any(p2_seg *seg, const char *path, uint64_t fingerprint,
     if (created != NULL)
         *created = st.st_size == 0;
 #ifdef P2_WRITE_AUDIT
-    if (!seg->journal && !recovering)
+    if (!seg->journal && !recovering && !seg->relocated)
         write_audit_attach(seg);
 #endif
     return P2_OK;
+}
+
+/* A relocated open that wrote: the whole image, as relocated, goes to the file, which
+ * records its new base from now on (state as given: OPEN for a sync, then CLEAN at close). */
+static int reloc_write_back(p2_seg *seg, p2_err *err)
+{
+    struct p2_seg_header *h = seg->hdr;
+    h->map_base = (uint64_t)(uintptr_t)seg->base;
+    h->state = SEG_STATE_OPEN;
+    roots_seal(seg);
+    h->checksum = header_crc(h);
+    for (uint64_t done = 0; done < seg->mapped;) {
+        ssize_t n = pwrite(seg->fd, seg->base + done, (size_t)(seg->mapped - done), (off_t)done);
+        if (n <= 0) {
+            int e = errno;
+            return seg_fail(seg, err, P2_EIO, "cannot write the relocated file back: %s",
+                            n < 0 ? strerror(e) : "short write");
+        }
+        done += (uint64_t)n;
+    }
+    if (fdatasync(seg->fd) != 0) {
+        int e = errno;
+        return seg_fail(seg, err, P2_EIO, "cannot flush to disk: %s", strerror(e));
+    }
+    return P2_OK;
+}
+
+/* Close a relocated segment's file: write the image back if the open wrote (then CLEAN),
+ * else only mark the header the file has CLEAN again. */
+static int reloc_close(p2_seg *seg, p2_err *err)
+{
+    struct p2_seg_header *h = seg->reloc_disk_hdr;
+    int rc = P2_OK;
+    if (seg->reloc_written) {
+        rc = reloc_write_back(seg, err);
+        h = seg->hdr;
+    }
+    if (rc == P2_OK) {
+        h->state = SEG_STATE_CLEAN;
+        h->checksum = header_crc(h);
+        if (pwrite(seg->fd, h, P2_SEG_HEADER_SIZE, 0) != (ssize_t)P2_SEG_HEADER_SIZE || fdatasync(seg->fd) != 0) {
+            int e = errno;
+            rc = seg_fail(seg, err, P2_EIO, "cannot write the header: %s", strerror(e));
+        }
+    }
+    free(seg->reloc_disk_hdr);
+    seg->reloc_disk_hdr = NULL;
+    return rc;
 }
 
 int p2_seg_sync(p2_seg *seg, p2_err *err)
@@ -1742,6 +1898,8 @@ int p2_seg_sync(p2_seg *seg, p2_err *err)
             rc = journal_flush(seg, 0, err);   /* and an incomplete group is synced too */
         return rc;
     }
+    if (seg->relocated)   /* the file changes only if this open wrote */
+        return seg->reloc_written ? reloc_write_back(seg, err) : P2_OK;
     p2_seg_will_write(seg, seg->hdr, sizeof *seg->hdr);   /* roots' seal, checksum */
     roots_seal(seg);
     seg->hdr->checksum = header_crc(seg->hdr);
@@ -1763,6 +1921,10 @@ int p2_seg_close(p2_seg *seg, p2_err *err)
 #ifdef P2_WRITE_AUDIT
     write_audit_detach(seg);
 #endif
+    if (seg->relocated) {
+        rc = reloc_close(seg, err);
+        goto unmap;
+    }
     p2_seg_will_write(seg, h, sizeof *h);
     /* Data first, then the CLEAN mark: a crash in between leaves OPEN. */
     roots_seal(seg);
@@ -1780,6 +1942,7 @@ int p2_seg_close(p2_seg *seg, p2_err *err)
             rc = seg_fail(seg, err, P2_EIO, "cannot write the header: %s", strerror(e));
         }
     }
+unmap:
     munmap(seg->base, (size_t)seg->reserved);
     flock(seg->fd, LOCK_UN);
     if (close(seg->fd) != 0 && rc == P2_OK) {
@@ -1862,7 +2025,7 @@ int p2_seg_open_fixed(p2_seg *seg, const char *path, uint64_t fingerprint,
         return seg_open_recovering(seg, path, fingerprint, nroots, root_names, root_sizes, reserve,
                                    1, created, err);
     return seg_open_any(seg, path, fingerprint, nroots, root_names, root_sizes, reserve,
-                        NULL, 0, 1, created, err);
+                        NULL, 0, flags & P2_SEG_FIXED_RELOCATE ? 2 : 1, created, err);
 }
 
 int p2_seg_close_unclean(p2_seg *seg, p2_err *err)

@@ -113,6 +113,28 @@
  *  it): nothing in such a file is followed.  Files of p2_seg_open() (map_base 0) and of
  *  p2_seg_open_fixed() are not interchangeable; each open refuses the other's.
  *
+ *  Relocation (#P2_SEG_FIXED_RELOCATE, the layer's `mapped(relocate = true)`): when the
+ *  recorded range is taken, the open reserves a free slot of the quiet range instead and
+ *  maps the file there privately (MAP_PRIVATE), so that rewriting its references
+ *  changes the process's copy of the pages and never the file.  The segment is then
+ *  `relocated`: its caller moves every address the file stores by one delta
+ *  (p2_seg_reloc_begin(), p2_reloc_word(), p2_seg_reloc_end(): the generated code knows
+ *  where the addresses lie, from the pointer maps of its layers) before anything follows
+ *  one.  A relocated open that writes nothing leaves the file as it was (the close only
+ *  marks it CLEAN again): readers stay readers.  Writes are allowed: the first one
+ *  (announced through p2_seg_will_write(), by the allocator and by the generated code)
+ *  marks the open as written, and then p2_seg_sync() and p2_seg_close() write the whole
+ *  image back, as relocated, recording the new base: the file has moved.  A recorded base
+ *  that is not valid is refused as without relocation; it is never mapped or followed.
+ *
+ *  Forced relocation, for measurements: with #P2_SEG_FIXED_RELOCATE, the environment
+ *  variable `P2_MAPPED_RELOCATE=P` (1 to 100) relocates an open although its range is
+ *  free: P = 100 moves the file to another slot (every address is rewritten, as when the
+ *  range is taken); P < 100 leaves it at its base, mapped privately, and rewrites (by a
+ *  delta of 0) the addresses lying in P % of its pages, chosen by a hash of the page
+ *  number: the reads, checks, stores and copy-on-write faults of relocating that share
+ *  of the file, which one delta for the whole file cannot otherwise produce.
+ *
  *  @section alloc Allocator
  *
  *  p2_seg_alloc() returns 16-byte aligned, zero-filled blocks.  In-use blocks
@@ -363,6 +385,15 @@ typedef struct p2_seg {
     int      recovering;        /**< opened by p2_seg_open_recover() */
     int      fixed;             /**< opened by p2_seg_open_fixed(): mapped at the base the
                                      header records (references in it are addresses) */
+    int      reloc_allowed;     /**< opened with #P2_SEG_FIXED_RELOCATE */
+    int      relocated;         /**< mapped privately, its references to be moved by
+                                     p2_seg_reloc_begin() .. p2_seg_reloc_end() (see @ref fixed) */
+    uint64_t reloc_from;        /**< relocated: the base the file records (old addresses) */
+    unsigned reloc_pct;         /**< relocated: share of the pages whose addresses are
+                                     rewritten (100, or less when forced by P2_MAPPED_RELOCATE) */
+    int      reloc_written;     /**< relocated: something was written; sync and close write
+                                     the image back with its new base */
+    struct p2_seg_header *reloc_disk_hdr;   /**< relocated: the header as the file has it */
     uint32_t rec_unclean;       /**< p2_seg_open_recover(): 1 if the file was not closed cleanly */
     uint32_t rec_lists_dropped; /**< p2_seg_open_recover(): allocator free lists found broken
                                      and emptied (their blocks stay unused) */
@@ -454,6 +485,9 @@ int p2_seg_open(p2_seg *seg, const char *path, uint64_t fingerprint,
 
 /** p2_seg_open_fixed() flags: open for `p2gen recover` (as p2_seg_open_recover()). */
 #define P2_SEG_FIXED_RECOVER 1u
+/** p2_seg_open_fixed() flags: if the recorded range is taken, map the file elsewhere and
+ *  leave it to the caller to relocate (see @ref fixed); seg->relocated says so. */
+#define P2_SEG_FIXED_RELOCATE 2u
 
 /** Open a segment mapped at a fixed address (see @ref fixed): as p2_seg_open(), but a new
  *  file gets a base address in [#P2_SEG_FIXED_LO, #P2_SEG_FIXED_HI), recorded in its
@@ -466,7 +500,9 @@ int p2_seg_open(p2_seg *seg, const char *path, uint64_t fingerprint,
  *                 new file
  *  - #P2_EFORMAT  "recorded base address ... is not valid": the header (checksummed) holds
  *                 a base this runtime never chooses
- *  - #P2_EMISMATCH a file of p2_seg_open() (its references are offsets) */
+ *  - #P2_EMISMATCH a file of p2_seg_open() (its references are offsets)
+ *  With #P2_SEG_FIXED_RELOCATE a taken range is not refused: seg->relocated is set, and
+ *  the caller must relocate (p2_seg_reloc_begin()) before it follows any reference. */
 int p2_seg_open_fixed(p2_seg *seg, const char *path, uint64_t fingerprint,
                       uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
                       uint64_t reserve, unsigned flags, int *created, p2_err *err);
@@ -723,6 +759,40 @@ static inline void p2_seg_will_write(p2_seg *seg, const void *p, uint64_t n)
 {
     if (seg->will_write != NULL)
         seg->will_write(seg->will_write_ctx, seg, (uint64_t)((const char *)p - seg->base), n);
+}
+
+/** Relocation of a fixed-address segment (see @ref fixed): the addresses stored in it
+ *  lie in [lo, lo + span) -- the used part of the file at the base it records -- and move
+ *  by delta.  Set up by p2_seg_reloc_begin(). */
+typedef struct p2_reloc {
+    uint64_t lo, span, delta;   /**< old used range; new address = old + delta (mod 2^64) */
+    const char *base;           /**< the mapping (to find a word's page) */
+    unsigned pct;               /**< 100: every address; else those in pages chosen by hash */
+    uint64_t moved;             /**< addresses rewritten */
+} p2_reloc;
+
+/** Start relocating an open segment with seg->relocated set. */
+void p2_seg_reloc_begin(p2_seg *seg, p2_reloc *rl);
+
+/** Finish: the header (in memory only) records the base the file is now mapped at. */
+void p2_seg_reloc_end(p2_seg *seg, const p2_reloc *rl);
+
+/** Is the page holding *w one whose addresses a forced partial relocation rewrites? */
+static inline int p2_reloc_page_chosen(const p2_reloc *rl, const void *w)
+{
+    uint64_t pg = (uint64_t)((const char *)w - rl->base) >> 12;
+    return (pg * UINT64_C(0x9e3779b97f4a7c15) >> 32) % 100 < rl->pct;
+}
+
+/** Relocate the word at w if it holds an address of the old used range; anything else
+ *  (0, P2_NIL, a number a damaged file holds) is left as it is, for the integrity check. */
+static inline void p2_reloc_word(p2_reloc *rl, uint64_t *w)
+{
+    uint64_t v = *w;
+    if (v - rl->lo < rl->span && (rl->pct >= 100 || p2_reloc_page_chosen(rl, w))) {
+        *w = v + rl->delta;
+        rl->moved++;
+    }
 }
 
 /** The write-intent hook of a plain persistent file (the `persistent` layer's

@@ -225,3 +225,124 @@ def test_a_crashed_file_is_refused_then_recovered_at_its_base(harness, tools, sa
     assert (base_of(tmp_path / "ma.db"), base_of(tmp_path / "mb.db")) == bases
     proc = subprocess.run([verifier, str(tmp_path)], capture_output=True, text=True, env=san_env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# ---------------------------------------------------------------------------
+# mapped(relocate = true): a taken range is not refused; the file is mapped elsewhere,
+# privately, and every address in it moved by one delta (the pointer maps the generator
+# derives from the layers' declared links); an open that only reads leaves the file as
+# it was, one that writes moves the file to its new base at close.
+# ---------------------------------------------------------------------------
+RSPEC = SPEC.replace('mapped(file = "ma.db")', 'mapped(file = "ma.db", relocate = true)').replace(
+    'mapped(file = "mb.db", reserve = 1073741824)',
+    'mapped(file = "mb.db", reserve = 1073741824, relocate = true)')
+assert RSPEC.count("relocate = true") == 2
+
+
+@pytest.fixture(scope="module")
+def rharness(harness_builder):
+    return harness_builder(RSPEC, "mr").exe
+
+
+@pytest.fixture(scope="module")
+def rfilled(rharness, san_env, tmp_path_factory):
+    d = tmp_path_factory.mktemp("mapped-reloc")
+    rng = random.Random(12)
+    cmds = [f"open {d}"]
+    for i in range(N):
+        cmds.append(f'insert hs {i} {rng.randint(0, 6)} "h{i}"')
+        cmds.append(f'insert ts {rng.randint(0, 10**6)} {rng.randint(-9, 9)} "t{i}"')
+    cmds += [f"delete hs id {i}" for i in range(0, N, 5)]
+    cmds += [f"delete ts grp {g}" for g in (1, 2)]
+    cmds += listing() + ["verify", "close"]
+    out = run(rharness, cmds, san_env, d)
+    assert "verify ok" in out, out[-5:]
+    return d, out[out.index("echo-hs"):out.index("verify ok")]
+
+
+def take_both(d: Path) -> list:
+    """Commands occupying a page inside each file's recorded range."""
+    return [f"take {base_of(d / n) + GRANULE} {GRANULE}" for n in ("ma.db", "mb.db")]
+
+
+def test_a_taken_range_relocates_in_memory_and_leaves_the_file(rharness, san_env, rfilled, tmp_path):
+    """Both files' ranges taken: each is mapped elsewhere and relocated (malloc elements
+    and hash buckets are addresses; array slots and the AVL tree's links are slot
+    numbers, its slot block an address); it verifies and answers every query as before,
+    and a close after reading only leaves both files byte for byte as they were."""
+    d, before = rfilled
+    copy_files(d, tmp_path)
+    files = {n: (tmp_path / n).read_bytes() for n in ("ma.db", "mb.db")}
+    out = run(rharness, take_both(tmp_path) + [f"open {tmp_path}", "verify"] + listing() + ["close"],
+              san_env, tmp_path)
+    assert out[:4] == ["ok", "ok", "ok", "verify ok"], out[:5]
+    assert sorted(out[4:-1]) == sorted(before)
+    for n, data in files.items():
+        assert (tmp_path / n).read_bytes() == data, f"a relocated open that only read changed {n}"
+
+
+@pytest.mark.parametrize("pct", [100, 20])
+def test_forced_relocation_answers_the_same(rharness, san_env, rfilled, tmp_path, pct):
+    """P2_MAPPED_RELOCATE=P relocates although the range is free (P = 100: to another
+    slot; less: a share of the pages in place)."""
+    d, before = rfilled
+    copy_files(d, tmp_path)
+    files = {n: (tmp_path / n).read_bytes() for n in ("ma.db", "mb.db")}
+    env = dict(san_env, P2_MAPPED_RELOCATE=str(pct))
+    out = run(rharness, [f"open {tmp_path}", "verify"] + listing(), env, tmp_path)
+    assert out[:2] == ["ok", "verify ok"], out[:3]
+    assert sorted(out[2:]) == sorted(before)
+    for n, data in files.items():
+        assert (tmp_path / n).read_bytes() == data, n
+
+
+def test_writes_after_relocation_move_the_file(rharness, san_env, rfilled, tmp_path):
+    """Writes on a relocated open go through; its close writes the file back with the new
+    base, so a fresh process opens it there (no relocation) with every change."""
+    d, before = rfilled
+    copy_files(d, tmp_path)
+    old = (base_of(tmp_path / "ma.db"), base_of(tmp_path / "mb.db"))
+    cmds = take_both(tmp_path) + [f"open {tmp_path}", 'insert hs 9001 3 "new"',
+                                  'insert ts 424242 5 "new"', "delete hs id 1", "verify"]
+    out = run(rharness, cmds + ["echo echo-hs", "all hs", "echo echo-ts", "all ts", "close"],
+              san_env, tmp_path)
+    assert out[:5] == ["ok"] * 5 and out[5:8] == ['del 1 5 "h1"', "ok", "verify ok"], out[:8]
+    want = records(out, "hs", "ts")
+    new = (base_of(tmp_path / "ma.db"), base_of(tmp_path / "mb.db"))
+    for o, n, size in zip(old, new, (64 << 30, 1 << 30)):
+        assert n != o and n % GRANULE == 0 and FIXED_LO <= n and n + size <= FIXED_HI, (hex(o), hex(n))
+    out = run(rharness, [f"open {tmp_path}", "verify", "echo echo-hs", "all hs", "echo echo-ts",
+                         "all ts"], san_env, tmp_path)
+    assert out[:2] == ["ok", "verify ok"], out[:3]
+    assert records(out, "hs", "ts") == want
+    assert len(want["hs"]) == len(records(before, "hs")["hs"])   # one added, one deleted
+
+
+def test_a_garbage_base_is_refused_with_relocation_too(rharness, san_env, rfilled, tmp_path):
+    """relocate = true does not relocate from a base the runtime never chooses: refused,
+    the file left as it was, nothing in it followed."""
+    d, _ = rfilled
+    copy_files(d, tmp_path)
+    db = tmp_path / "ma.db"
+    data = bytearray(db.read_bytes())
+    struct.pack_into("<Q", data, MAP_BASE, base_of(db) + 8)
+    db.write_bytes(bytes(data))
+    reseal(db)
+    damaged = db.read_bytes()
+    out = run(rharness, [f"open {tmp_path}", "count hs"], dict(san_env, P2_MAPPED_RELOCATE="100"),
+              tmp_path)
+    assert out[0].startswith("err EFORMAT ") and "recorded base address" in out[0], out[0]
+    assert db.read_bytes() == damaged
+
+
+def test_without_relocation_the_refusal_names_the_option(harness, san_env, filled, tmp_path):
+    d, _ = filled
+    copy_files(d, tmp_path)
+    base = base_of(tmp_path / "mb.db")
+    out = run(harness, [f"take {base + GRANULE} {GRANULE}", f"open {tmp_path}"], san_env, tmp_path)
+    assert out[1].startswith("err ENOMEM ") and "mapped(relocate = true)" in out[1], out[1]
+    # forcing relocation does nothing to a spec that does not relocate
+    out = run(harness, [f"open {tmp_path}", "verify"], dict(san_env, P2_MAPPED_RELOCATE="100"),
+              tmp_path)
+    assert out[:2] == ["ok", "verify ok"], out
+    assert base_of(tmp_path / "mb.db") == base

@@ -377,6 +377,12 @@ class MemLayer(Layer):
     # The parameter choosing how wide the references stored in this memory are (the link
     # width: `link_bits`), or None: always 64 bits.
     links_param: Optional[str] = None
+    # The bool parameter that makes an open relocate the file in memory when the address
+    # range it records is taken (`mapped`'s `relocate`), or None; and the environment
+    # variable that forces relocating P % of the file (1 to 100) in an open with it on, for
+    # measurements and tests (the differential matrix runs such a memory with it at 100).
+    relocate_param: Optional[str] = None
+    relocate_env: Optional[str] = None
 
     @property
     def in_file(self) -> bool:

@@ -132,6 +132,13 @@ _LINK_MEMS = {f"{n}_{c}": (n, f"{layer_text(n)[:-1]}, {LAYERS[n].links_param} = 
               for p in LAYERS[n].params if p.name == LAYERS[n].links_param
               for c in p.choices if c != p.default}
 MEMS.update(_LINK_MEMS)
+# relocation: each bottom mem layer that can relocate its file in memory (its
+# `relocate_param`) gets a memory with it on, run with its `relocate_env` forcing it, so
+# that every open -- in each fresh process and at every reopen -- maps the file away from
+# its recorded base and moves every address in it (test_differential_relocated)
+RELOC_MEMS = {f"{n}_relocate": (n, f"{layer_text(n)[:-1]}, {LAYERS[n].relocate_param} = true)")
+              for n in BOTTOM_MEMS if LAYERS[n].relocate_param}
+ALL_MEMS = {**MEMS, **RELOC_MEMS}
 SEEDS = (1, 2, 3, 4)
 # Every seed over the heap and over the plain file; the other memories (a layer over the
 # file, another link width, fixed addresses) run the same layers above them, so they take
@@ -146,7 +153,7 @@ def seeds_for(mem: str) -> tuple:
 
 def on_file(mem: str) -> bool:
     """Is the matrix's memory `mem` a file (a file layer, or a layer stacked on one)?"""
-    layer = LAYERS[MEMS[mem][0]]
+    layer = LAYERS[ALL_MEMS[mem][0]]
     return layer.in_file or layer.below == "mem"
 
 
@@ -210,7 +217,7 @@ def ordered_keys(layers: list, storage_key: Optional[str]) -> set:
 
 def combo_container(storage: str, index: str, mem: str) -> ContainerSpec:
     st_name, st_text = STORAGE[storage]
-    mem_name, mem_text = MEMS[mem]
+    mem_name, mem_text = ALL_MEMS[mem]
     eq = f"{st_text}[{mem_text}]"
     for _, text in reversed(INDEXES[index]):
         eq = f"{text}[{eq}]"
@@ -286,7 +293,7 @@ def _pt_cursors(name: str, ordered: list) -> list:
 
 
 def extra_container(name: str, mem: str) -> ContainerSpec:
-    mem_name, mem_text = MEMS[mem]
+    mem_name, mem_text = ALL_MEMS[mem]
     if name in PT_EXTRAS:
         layers, eq, ordered = PT_EXTRAS[name]
         return ContainerSpec(name, layers + [mem_name], eq.format(mem=mem_text),
@@ -1045,6 +1052,74 @@ def run_ops(exe: str, models: list, ops: list, workdir: Path, env: dict,
         for cm in models:
             cm.committed()   # the harness closes at end of input, committing first
             cm.closed()
+
+
+def unrelocatable(layers: list) -> list:
+    """The layers of `layers` whose stored references are not all declared (a pointer
+    map cannot move them): the checker refuses them under relocation."""
+    return [n for n in layers if n in LAYERS and LAYERS[n].unmapped_refs]
+
+
+def reloc_containers(mem: str) -> list:
+    """The matrix's containers run under relocation: every one whose storage's references
+    are addresses (so the pointer maps of every layer above it are in use), and each
+    storage alone (its slot block); those the checker refuses (`unrelocatable`) apart."""
+    out = []
+    for kind, key, _m in all_cases():
+        if _m != next(iter(MEMS)) or (kind == "combo" and illegal(*key)):
+            continue
+        c = container_of(kind, key, mem)
+        storage = next(n for n in c.layers if n in LAYERS and LAYERS[n].role == "storage")
+        if missing_templates(c.layers):
+            continue
+        if LAYERS[storage].addressed_refs or (kind == "combo" and key[1] == "none") or \
+                unrelocatable(c.layers):
+            out.append((kind, key, c))
+    return out
+
+
+def reloc_params():
+    params = []
+    for mem in RELOC_MEMS:
+        for kind, key, c in reloc_containers(mem):
+            label = "-".join(key) if kind == "combo" else key
+            params.append(pytest.param(kind, key, mem, id=f"{label}-{mem}"
+                                       + ("-refused" if unrelocatable(c.layers) else "")))
+    return params
+
+
+@pytest.fixture(scope="session")
+def reloc_builds(harness_builder):
+    return {mem: _build_isolating(harness_builder, mem,
+                                  [c for _k, _key, c in reloc_containers(mem)
+                                   if not unrelocatable(c.layers)])
+            for mem in RELOC_MEMS}
+
+
+@pytest.mark.parametrize("kind,key,mem", reloc_params())
+def test_differential_relocated(kind, key, mem, reloc_builds, san_env, tmp_path):
+    """The random operations of test_differential (one seed: three processes, reopens
+    within them), every open relocating the file (forced through the layer's
+    `relocate_env`): the answers match the model, and the integrity check passes at each
+    process's end and at every open (verify_open), so every address was moved."""
+    container = container_of(kind, key, mem)
+    layer = LAYERS[ALL_MEMS[mem][0]]
+    bad = unrelocatable(container.layers)
+    if bad:
+        with pytest.raises((SpecError, SpecErrors)) as err:
+            check(parse(spec_text([container]), "refused.p2"), "refused")
+        assert f"layer '{bad[0]}'" in str(err.value) and f"{layer.relocate_param} = " in str(err.value)
+        pytest.skip(f"refused by the checker: {str(err.value).splitlines()[0]}")
+    build = reloc_builds[mem]
+    if container.name in build.errors:
+        pytest.fail(f"container {container.name} does not build:\n{build.errors[container.name]}",
+                    pytrace=False)
+    info = build.built.checked.container(container.name)
+    cm = ContainerModel(info, build.built.checked.plans)
+    rng = random.Random(f"{container.name}/{mem}/relocated")
+    ops = OpGen(rng, cm, cm.persistent, PROFILES.get(1)).ops(OPS.get(1, OPS_PER_SEED))
+    env = dict(san_env, **{layer.relocate_env: "100"})
+    run_ops(build.built.exe, [cm], ops, tmp_path, env, 3, rng)
 
 
 @pytest.mark.parametrize("kind,key,mem,seed", case_params())

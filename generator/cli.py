@@ -425,6 +425,12 @@ def bench_range(**kwargs):
                    "100 times in a row, hot, on the journalled variants (page journal, record "
                    "log), SQLite WAL and LMDB with sync on, each committing per run and per 100 "
                    "runs, and without durability; writes oo7_durable.{json,md}.")
+@click.option("--pointers", is_flag=True,
+              help="Hardware vs software pointers: the HASH/ILIST equation over every memory "
+                   "of type_equations/oo7/ (offsets, raw addresses of a mapped file) and HAND, "
+                   "and each mapped variant with 5, 20, 50 and 100% of its file relocated by "
+                   "force at every open (P2_MAPPED_RELOCATE); T1 unless --ops; the open timed "
+                   "apart; writes oo7_pointers.{json,md}.")
 def bench_oo7(**kwargs):
     """OO7: every generated variant of type_equations/oo7/ vs hand-written C++, SQLite and LMDB.
 

@@ -7,9 +7,12 @@ class Mapped(MemLayer):
     references stored in it are raw virtual addresses, so resolving one is a cast and the
     code the layers above generate is the `transient` layer's (no base to add). The file
     records its base (runtime/p2_runtime.h, section fixed); opening maps it there with
-    MAP_FIXED_NOREPLACE, inside an address range the runtime keeps for such files, or
-    refuses: if that range is taken in the process, the references cannot be followed
-    anywhere else."""
+    MAP_FIXED_NOREPLACE, inside an address range the runtime keeps for such files. If that
+    range is taken in the process, the open refuses (relocate = false) or relocates the
+    image in memory (relocate = true; layers/README.md, "The memory layers": a private
+    mapping elsewhere, every address moved by one delta by the pointer maps of
+    layers/base.py, `pointer_map`; never written back unless the open writes, and then
+    the file is rewritten at its new base at close)."""
     name = "mapped"
     below = None
     file_param = "file"
@@ -37,10 +40,14 @@ class Mapped(MemLayer):
            "References are raw virtual addresses (the generated code is the transient "
            "layer's: no base to add), so the file can only be used where it was made: "
            "open maps it there with MAP_FIXED_NOREPLACE inside an address range the runtime "
-           "keeps for mapped files (32 to 80 TiB) and refuses if that range is taken in the "
-           "process or the recorded base is not one the runtime chooses. Otherwise as "
-           "persistent: header checks, not-cleanly-closed files refused, and (unless "
-           "verify_open = false) the integrity check at open.")
+           "keeps for mapped files (32 to 80 TiB); if that range is taken in the process it "
+           "refuses, or with relocate = true maps the file elsewhere privately and moves "
+           "every stored address by one delta in memory (pointer maps derived from the "
+           "layers' declared links; an open that only reads leaves the file as it was, one "
+           "that writes rewrites it at its new base at close). A recorded base the runtime "
+           "never chooses is refused either way. Otherwise as persistent: header checks, "
+           "not-cleanly-closed files refused, and (unless verify_open = false) the "
+           "integrity check at open.")
 
     def validate(self, inst, ctx):
         if not inst.params["file"]:

@@ -36,6 +36,10 @@
 #ifndef P2_DURABLE_ONLY   // 1: registered for the durable comparison only (oo7.h)
 #define P2_DURABLE_ONLY 0
 #endif
+// -DP2_OPEN_ENV='"NAME"' -DP2_OPEN_ENV_VALUE='"V"': every open of this variant runs with
+// the environment variable NAME set to V (the relocation rows of `p2gen bench oo7
+// --pointers`: a mapped file's forced relocation, P2_MAPPED_RELOCATE=P), which is unset
+// again after the open, so that other variants in the process do not see it
 #ifndef P2_JOURNAL
 #define P2_JOURNAL 0
 #endif
@@ -81,7 +85,13 @@ class P2Db final : public oo7::Db {
 public:
     explicit P2Db(const std::string &dir) : dir_(dir) {
         heap0_ = heap_in_use();
+#ifdef P2_OPEN_ENV
+        setenv(P2_OPEN_ENV, P2_OPEN_ENV_VALUE, 1);
+#endif
         int rc = P2(open)(&db_, dir.empty() ? nullptr : dir.c_str());
+#ifdef P2_OPEN_ENV
+        unsetenv(P2_OPEN_ENV);
+#endif
         if (rc != P2_OK) {
             std::string msg = std::string(P2_NAME) + " open: " + P2(errmsg)(db_);
             P2(close)(db_);

@@ -129,6 +129,8 @@ class Variant:
     files: tuple = ()       # the files its database occupies (the spec's, and their
                             # journals): what cold runs drop from the page cache
     durable_only: bool = False   # measured in the durable comparison only (--durable)
+    open_env: tuple = ()    # (NAME, VALUE): set in the environment around every open of
+                            # this variant (forced relocation of a mapped file: --pointers)
 
     @property
     def persistent(self) -> bool:
@@ -229,7 +231,7 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
         say(f"generated {len(gens)} data managers in {time.perf_counter() - t0:.1f} s")
     (bdir / "oo7_variants.json").write_text(json.dumps(
         [dict(name=v.name, mem=v.mem, spec=v.spec, prefix=v.prefix, lto=v.lto, files=list(v.files),
-              durable_only=v.durable_only) for v in variants],
+              durable_only=v.durable_only, open_env=list(v.open_env)) for v in variants],
         indent=1))
 
     user_cflags = users_cflags()                            # p2gen build's compile_objects
@@ -261,6 +263,9 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
                 # atomic_parts by id (lookup_id), else through the atom_by_id cursor
                 f"-DP2_LOOKUP_ATOM_ID={int(f'{v.prefix}_atomic_parts_lookup_id(' in header)}",
                 inline_define(v.prefix)]   # as the README's C example does
+        if v.open_env:
+            defs += [f"-DP2_OPEN_ENV={json.dumps(v.open_env[0])}",
+                     f"-DP2_OPEN_ENV_VALUE={json.dumps(v.open_env[1])}"]
         out = obj_dir / f"driver_{v.prefix}.o"
         tasks.append((shlex.split(cxx) + cxxflags + (["-flto"] if v.lto else []) + defs +
                       [f"-I{src}", f"-I{gen_dir}", "-c", str(src / P2_DRIVER), "-o", str(out)],
@@ -303,6 +308,7 @@ class Options:
     dir: Optional[str] = None
     extra: tuple = ()               # more flags for the binary (e.g. --oo7_inject_fault=SQLITE)
     readahead: Optional[str] = None  # "random": cold and warm runs advise readahead off
+    repetitions: int = 1            # Google Benchmark's repetitions (tables take medians)
 
     def args(self) -> list:
         a = [f"--oo7_size={self.size}", f"--oo7_fanout={','.join(map(str, self.fanouts))}",
@@ -319,6 +325,8 @@ class Options:
             a.append(f"--benchmark_filter={self.filter}")
         if self.readahead:
             a.append(f"--oo7_readahead={self.readahead}")
+        if self.repetitions > 1:
+            a.append(f"--benchmark_repetitions={self.repetitions}")
         return a + list(self.extra)
 
 
@@ -1037,13 +1045,199 @@ def durable_command(*, size, fanout, seed, out, build_dir, filter, ops, update_r
 
 
 # ---------------------------------------------------------------------------------------
+# hardware vs software pointers (`--pointers`): the same equation over each memory and
+# link representation of the manifest (HASH/ILIST: offsets; HASH/ILIST/MAPPED: raw
+# addresses at the file's recorded base) and HAND, and the mapped variants with the
+# relocation of a share of the file forced at every open, as QuickStore measured it (its
+# in-memory relocation, QS-CR: +38% on small cold T1 with every page relocated)
+
+RELOC_PCTS = (5, 20, 50, 100)
+POINTER_OPS = ("T1",)
+POINTER_PREFIX = "HASH/ILIST"   # the variants compared: this equation, every memory
+RELOC_TARGET = 1.40             # forced relocation of 100%: cold open + T1 at most +40%
+POINTER_REPETITIONS = 5         # each cold run is one process: medians of this many
+
+
+def relocating_twins(v: Variant, work: Path) -> list[Variant]:
+    """A variant whose file layer can relocate (its signature's `relocate_param`): its
+    spec with that parameter on (a copy in `work`), once per share of RELOC_PCTS, each
+    opened with the layer's `relocate_env` set to the share (rows <NAME>/RELOC<P>).
+    None for a variant whose files' layers cannot relocate."""
+    from ...build import load
+    checked = load(v.spec, None)
+    layers = {c.mem.layer for c in checked.containers if c.persistent and c.mem.layer.relocate_param}
+    if not layers:
+        return []
+    text = Path(v.spec).read_text()
+    for layer in layers:
+        text = re.sub(rf"\b{layer.name}\((?!\s*\))", f"{layer.name}({layer.relocate_param} = true, ", text)
+    work.mkdir(parents=True, exist_ok=True)
+    spec = work / (Path(v.spec).stem + "_relocate.p2")
+    if not spec.exists() or spec.read_text() != text:
+        spec.write_text(text)
+    env = next(iter(layers)).relocate_env
+    return [Variant(f"{v.name}/RELOC{p}", v.mem, str(spec), f"{v.prefix}_reloc{p}", v.journal,
+                    files=v.files, open_env=(env, str(p))) for p in RELOC_PCTS]
+
+
+def mapped_twin(v: Variant, work: Path) -> Optional[Variant]:
+    """A variant over a file layer whose references are offsets (`maps_anywhere`), over the
+    registry's layer that maps its file at a fixed address and can relocate it instead
+    (<NAME>/MAPPED: the same equation with raw addresses; a copy of the spec in `work`),
+    or None."""
+    from ...build import load
+    from ...layers import LAYERS
+    fixed = next((l for l in LAYERS.values() if l.realm == "mem" and l.relocate_param), None)
+    checked = load(v.spec, None)
+    mems = {c.mem.layer for c in checked.containers if c.persistent}
+    if fixed is None or len(mems) != 1 or not next(iter(mems)).maps_anywhere:
+        return None
+    name = next(iter(mems)).name
+    text = "".join(line if line.lstrip().startswith("//") else re.sub(rf"\b{name}\b", fixed.name, line)
+                   for line in Path(v.spec).read_text().splitlines(keepends=True))
+    work.mkdir(parents=True, exist_ok=True)
+    stem = Path(v.spec).stem
+    spec = work / ((stem.replace(name, fixed.name) if name in stem else f"{stem}_{fixed.name}") + ".p2")
+    if not spec.exists() or spec.read_text() != text:
+        spec.write_text(text)
+    return Variant(f"{v.name}/MAPPED", v.mem, str(spec), f"{v.prefix}_{fixed.name}", v.journal,
+                   files=v.files)
+
+
+def pointer_variants(build_dir: Path) -> list[Variant]:
+    """The manifest's persistent, unjournalled POINTER_PREFIX variants; each mapped one
+    followed by its relocation rows (relocating_twins); each over offsets that the
+    manifest has no <NAME>/MAPPED of followed by that twin (mapped_twin: the clustered
+    layout, whose links between elements are addresses when mapped) and its rows."""
+    work = build_dir / "pointer_specs"
+    manifest = [v for v in default_variants()
+                if v.persistent and not v.journal and (v.name == POINTER_PREFIX or v.name.startswith(POINTER_PREFIX + "/"))]
+    names = {v.name for v in manifest}
+    out = []
+    for v in manifest:
+        out.append(v)
+        twins = relocating_twins(v, work)
+        if not twins and v.name + "/MAPPED" not in names:
+            m = mapped_twin(v, work)
+            if m is not None:
+                out.append(m)
+                twins = relocating_twins(m, work)
+        out += twins
+    return out
+
+
+def report_pointers(json_path: str, out_dir: str, *, command: Optional[str] = None) -> tuple[str, list]:
+    """The --pointers tables (oo7_pointers.md): per operation and system the cold run, the
+    cold open (where a relocation happens), their sum and its ratio to the system the
+    relocation rows come from, major faults of both, and the hot run. Returns (markdown,
+    problems)."""
+    context, rows = load_rows(json_path)
+    problems = failures(rows) + consistency(rows)
+    md = ["# OO7: hardware vs software pointers, and relocation", ""]
+    if command:
+        md += [f"Command: `{command}`", ""]
+    load = context.get("load_avg")
+    load = ", ".join(f"{x:.1f}" for x in load) if isinstance(load, list) else "?"
+    md += [f"Host {context.get('host_name', '?')}, {context.get('num_cpus', '?')} CPUs, load average {load}. "
+           "Cold: one run in a fresh process with the files dropped from the page cache; the open "
+           "is timed apart from the run (a relocated mapped file is relocated at open: the pages "
+           "holding addresses are read, their addresses moved, in a private copy). "
+           "`/RELOC<P>`: P % of the file relocated by force at every open "
+           "(`P2_MAPPED_RELOCATE`; 100: the file mapped at another base, every address moved; "
+           "less: the addresses in P % of the pages rewritten in place).", ""]
+
+    def med(rs, k):
+        vals = [r.get(k) for r in rs if r.get(k) is not None]
+        return statistics.median(vals) if vals else None
+
+    by = {}
+    for r in rows:
+        if not r.error:
+            by.setdefault((r.size, r.fanout, r.op), {}).setdefault(r.system, []).append(r)
+    for (size, fanout, op), systems in sorted(by.items(), key=lambda kv: (kv[0][0], kv[0][1], _op_index(kv[0][2]))):
+        md += [f"## {op}, {size}, fanout {fanout}", "",
+               "| system | cold open ms | cold run ms | open + run ms | vs base | open major faults | "
+               "run major faults | hot ms |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        total, notes = {}, []
+        for name, rs in systems.items():
+            cold = [r for r in rs if r.phase == "cold"]
+            o, c = med(cold, "cold_open_ms"), med(cold, "cold_ms")
+            total[name] = (o or 0) + c if c is not None else None
+        for name, rs in systems.items():
+            cold = [r for r in rs if r.phase == "cold"]
+            hot = [r for r in rs if r.phase == "hot"]
+            base = re.sub(r"/RELOC\d+$", "", name)
+            ratio = _ratio(total.get(name), total.get(base)) if base != name else None
+            if name.endswith("/RELOC100") and ratio is not None:
+                notes.append(f"{name}: cold open + {op} {ratio:.2f}× {base} (target ≤ {RELOC_TARGET:.2f}×: "
+                             f"{'met' if ratio <= RELOC_TARGET else 'missed'})")
+            md.append(f"| {name} | {fmt_ms(med(cold, 'cold_open_ms'))} | {fmt_ms(med(cold, 'cold_ms'))} | "
+                      f"{fmt_ms(total.get(name))} | {_fmt_ratio(ratio)} | "
+                      f"{_sig(med(cold, 'open_major_faults') or 0)} | {_sig(med(cold, 'major_faults') or 0)} | "
+                      f"{fmt_ms(med(hot, 'hot_ms'))} |")
+        md += [""] + [f"- {n}" for n in notes] + ([""] if notes else [])
+    if problems:
+        md += ["**Problems:**", ""] + [f"- {p}" for p in problems] + [""]
+    text = "\n".join(md)
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "oo7_pointers.md"), "w", encoding="utf-8") as f:
+        f.write(text)
+    return text, problems
+
+
+def pointers_command(*, size, fanout, seed, out, build_dir, filter, ops, hot_runs, db_dir,
+                     cc, cxx, jobs, render, readahead, say=print) -> int:
+    """`p2gen bench oo7 --pointers`: pointer_variants and HAND, POINTER_OPS (cold, warm,
+    hot); writes oo7_pointers.{json,md}."""
+    out = out or "bench/results"
+    json_path = os.path.join(out, "oo7_pointers.json")
+    cmdline = "p2gen " + shlex.join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("p2gen") else None
+    if render:
+        text, problems = report_pointers(render, out, command=cmdline)
+        say(text)
+        return 1 if problems else 0
+    if size is not None and size not in SIZES:
+        raise BuildError(f"--size: one of {', '.join(SIZES)}, not {size!r}")
+    bdir = Path(build_dir or os.path.join("bench", "build", "oo7"))
+    variants = pointer_variants(bdir)
+    names = [v.name for v in variants]
+    opts = Options(size=size or DEFAULT["size"], fanouts=ints(fanout, "--fanout") or DEFAULT["fanouts"],
+                   seed=seed, hot_runs=hot_runs, ops=ops or ",".join(POINTER_OPS), dir=db_dir,
+                   filter=filter or "^OO7/(HAND/transient|(" + "|".join(names) + ")/persistent)/",
+                   readahead=None if readahead == "default" else readahead,
+                   repetitions=POINTER_REPETITIONS)
+    exe = build(str(bdir), cc=cc, cxx=cxx, jobs=jobs, variants=variants, say=say)
+    t0 = time.perf_counter()
+    rc = run(str(exe), opts, json_path, say=say)
+    say(f"benchmark ran {time.perf_counter() - t0:.1f} s (exit status {rc})")
+    if not os.path.exists(json_path):
+        say(f"no results written ({exe} exited with {rc})")
+        return 1
+    text, problems = report_pointers(json_path, out, command=cmdline)
+    say("")
+    say(text)
+    say(f"wrote {json_path}, {os.path.join(out, 'oo7_pointers.md')}")
+    for p in problems:
+        say(f"PROBLEM: {p}")
+    return 1 if (rc != 0 or problems) else 0
+
+
+# ---------------------------------------------------------------------------------------
 # the command (cli.py holds only the click declaration)
 
 def command(*, size, fanout, seed, reference, out, build_dir, filter, ops, hot_runs, db_dir,
             lto_rows, cc, cxx, jobs, render, plots, readahead="default", durable=False,
-            update_runs=None, say=print) -> int:
+            update_runs=None, pointers=False, say=print) -> int:
     """`p2gen bench oo7`: build, run, report (`durable`: the durable comparison,
-    durable_command). Returns the exit status."""
+    durable_command; `pointers`: the pointer comparison, pointers_command). Returns the
+    exit status."""
+    if pointers:
+        if reference or durable:
+            raise BuildError("--pointers runs at its own size (small unless --size): not with "
+                             "--reference or --durable")
+        return pointers_command(size=size, fanout=fanout, seed=seed, out=out, build_dir=build_dir,
+                                filter=filter, ops=ops, hot_runs=hot_runs, db_dir=db_dir, cc=cc,
+                                cxx=cxx, jobs=jobs, render=render, readahead=readahead, say=say)
     if durable:
         if reference:
             raise BuildError("--durable runs at its own size (small unless --size): not with --reference")

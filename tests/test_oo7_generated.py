@@ -47,6 +47,13 @@ MAIN = ("hash_ilist_persistent", "hash_ilist_transient", "hash_refarray_persiste
         "hash_ilist_journal", "hash_ilist_clustered_persistent")
 
 VARIANTS = bo.default_variants() if (OO7 / bo.P2_DRIVER).exists() else []
+# `p2gen bench oo7 --pointers`' relocation rows: each mapped variant's twin whose file is
+# relocated by force at every open of an existing file (the build makes the file; the
+# reopen relocates all of it); their specs are copies written to a scratch directory
+if VARIANTS:
+    import tempfile
+    VARIANTS += [v for v in bo.pointer_variants(Path(tempfile.gettempdir()) / f"p2gen-oo7-pointers-{os.getuid()}")
+                 if v.open_env and v.open_env[1] == "100"]
 
 
 def _stem(v: bo.Variant) -> str:
@@ -111,6 +118,8 @@ def conform(request, tmp_path_factory) -> str:
         defs = [f"-DP2_VARIANT={v.prefix}", f'-DP2_HEADER="{v.prefix}.h"', f'-DP2_NAME="{v.name}"',
                 f'-DP2_MEM="{v.mem}"', f"-DP2_PERSISTENT={1 if v.persistent else 0}",
                 f"-DP2_RANK={20 + rank}", f"-DP2_JOURNAL={1 if v.journal else 0}"]
+        if v.open_env:
+            defs += [f'-DP2_OPEN_ENV="{v.open_env[0]}"', f'-DP2_OPEN_ENV_VALUE="{v.open_env[1]}"']
         tasks.append((f"{bo.P2_DRIVER} for {v.prefix}",
                       cxx + list(CXXFLAGS) + defs + [f"-I{OO7}", f"-I{gen_dir}", "-c",
                                                      str(OO7 / bo.P2_DRIVER)],

@@ -121,6 +121,25 @@ class SlotMap:
 
 
 @dataclass
+class BlockGraph:
+    """Blocks of the memory that a layer links among themselves, reached from its root (a
+    tree's nodes, a pool of free nodes): where the references in each block lie, for the
+    relocation of a memory of addresses (`pointer_map`), which walks them from `starts`.
+    C expressions, with `db` in scope and `m` the memory reference of the block at hand
+    (already moved):
+      starts: root fields holding the memory references the walk starts from;
+      size:   bytes of a block (the walk reads no block `_contains` does not accept);
+      words:  (address of the first word, number of words, kind, follow): a run of
+              references inside the block, of kind "mem" (memory references) or "elem"
+              (element references of the container's storage); `follow`: they are memory
+              references of more blocks of this graph. A run that would reach past the
+              block (a damaged count) is left alone."""
+    starts: tuple
+    size: str
+    words: tuple
+
+
+@dataclass
 class PathOption:
     """One way a ds layer can retrieve the elements satisfying a cursor's predicate.
 
@@ -251,6 +270,11 @@ class Layer:
     def slot_map(self, inst) -> Optional[SlotMap]:
         """Storage layers: what of the slot block the integrity check judges (SlotMap)."""
         return None
+
+    def block_graphs(self, inst) -> list:
+        """Blocks the layer links among themselves (BlockGraph), whose references a memory
+        of addresses relocates by walking them from the root."""
+        return []
 
     def key_field(self, inst) -> Optional[str]:
         """The element field this layer organises elements by, if any."""
@@ -545,7 +569,9 @@ class PointerMap:
       vecs:   (element field of a block, element field of its length) -- per element
               blocks of addresses (a relationship's references to addressed elements);
       addressed: the container's own element references are addresses (its elements are
-              blocks of the memory, reached by following them).
+              blocks of the memory, reached by following them);
+      graphs: (BlockGraph, words that are addresses) -- blocks a layer links among
+              themselves (a tree's nodes), walked from root fields.
     `unmapped` names a layer whose references are not all declared (and why), else ""."""
     info: Any
     root: list
@@ -554,10 +580,11 @@ class PointerMap:
     vecs: list
     addressed: bool
     unmapped: str = ""
+    graphs: list = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
-        return not (self.root or self.elem or self.blocks or self.vecs)
+        return not (self.root or self.elem or self.blocks or self.vecs or self.graphs)
 
 
 def _addressed(info) -> bool:
@@ -574,7 +601,7 @@ def pointer_map(info, containers) -> PointerMap:
     def is_addr(kind, target) -> bool:
         return kind == "mem" or (kind == "elem" and _addressed(target))
 
-    root, elem, blocks, vecs, why = [], [], [], [], ""
+    root, elem, blocks, vecs, graphs, why = [], [], [], [], [], ""
     for li in info.chain:
         if li.layer.unmapped_refs and not why:
             why = f"layer '{li.name}' of container '{info.name}': {li.layer.unmapped_refs}"
@@ -588,6 +615,8 @@ def pointer_map(info, containers) -> PointerMap:
                 elem.append(f.name)
         if _addressed(info):
             blocks += list(li.layer.reference_blocks(li))
+        for g in li.layer.block_graphs(li):
+            graphs.append((g, [w for w in g.words if is_addr(w[2], info)]))
     for role in info.roles:
         partner = role.partner.container
         vec_fields = {b for b, _n in role.rel.layer.role_reference_blocks(role)}
@@ -605,4 +634,4 @@ def pointer_map(info, containers) -> PointerMap:
             elem.append(f"rec.{f.name}.mref")
         elif f.type.target in by_name and _addressed(by_name[f.type.target]):
             elem.append(f"rec.{f.name}")
-    return PointerMap(info, root, elem, blocks, vecs, _addressed(info), why)
+    return PointerMap(info, root, elem, blocks, vecs, _addressed(info), why, graphs)

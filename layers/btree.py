@@ -164,16 +164,14 @@ class BTree(Layer):
 
     def root_fields(self, inst):
         t = inst.tag
-        return [ElemField("uint64_t", f"{t}_root", "memory reference of the root node (0: empty)"),
+        return [ElemField("uint64_t", f"{t}_root", "memory reference of the root node (0: empty)",
+                          ref="mem"),
                 ElemField("uint64_t", f"{t}_height", "levels of nodes (0: empty, 1: a root leaf)"),
                 ElemField("uint64_t", f"{t}_count", "entries in the leaves"),
                 ElemField("uint64_t", f"{t}_gen", "changes made to the tree (for the walk hint)"),
-                ElemField("uint64_t", f"{t}_spare", "first node of the pool of free nodes"),
+                ElemField("uint64_t", f"{t}_spare", "first node of the pool of free nodes",
+                          ref="mem"),
                 ElemField("uint64_t", f"{t}_nspare", "nodes in the pool")]
-
-    # its nodes are blocks holding child, sibling and element links at positions that
-    # depend on each node's level and fill: not declared as a pointer map
-    unmapped_refs = "its nodes' links are not declared as a pointer map"
 
     max_height = MAX_HEIGHT
     prefetch_ahead = PREFETCH_AHEAD
@@ -195,6 +193,22 @@ class BTree(Layer):
 
     def geometry(self, inst) -> Geometry:
         return geometry(inst)
+
+    def block_graphs(self, inst):
+        # the tree from its root: every node's sibling links and entries' element
+        # references, an inner node's children (followed); the pool from its first node:
+        # each free node's `next` (followed; the rest of a free node is never read)
+        from .base import BlockGraph
+        p, node = inst.p, str(inst.params["node"])
+        lf, inn = f"{p}_lf(db, m)", f"{p}_in(db, m)"
+        inner = f"{lf}->level != 0"
+        return [BlockGraph((f"{inst.tag}_root",), node, (
+                    (f"&{lf}->prev", "1", "mem", False),
+                    (f"&{lf}->next", "1", "mem", False),
+                    (f"({inner} ? {inn}->ref : {lf}->ref)", f"{lf}->n", "elem", False),
+                    (f"{inn}->child", f"({inner} ? {lf}->n + 1u : 0u)", "mem", True))),
+                BlockGraph((f"{inst.tag}_spare",), node, (
+                    (f"&{lf}->next", "1", "mem", True),))]
 
     def paths(self, inst, query):
         """Costs in cache-line reads (layers/base.py, COST_UNIT): a descent reads `height`

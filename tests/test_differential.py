@@ -1060,10 +1060,19 @@ def unrelocatable(layers: list) -> list:
     return [n for n in layers if n in LAYERS and LAYERS[n].unmapped_refs]
 
 
+def links_blocks(layers: list) -> bool:
+    """Does a layer of `layers` link blocks of the memory among themselves (a tree's nodes:
+    its signature overrides `block_graphs`), so that their references are addresses
+    whatever the storage?"""
+    from p2gen.layers.base import Layer
+    return any(n in LAYERS and type(LAYERS[n]).block_graphs is not Layer.block_graphs for n in layers)
+
+
 def reloc_containers(mem: str) -> list:
     """The matrix's containers run under relocation: every one whose storage's references
-    are addresses (so the pointer maps of every layer above it are in use), and each
-    storage alone (its slot block); those the checker refuses (`unrelocatable`) apart."""
+    are addresses (so the pointer maps of every layer above it are in use), every one with
+    a layer linking blocks among themselves (`links_blocks`), and each storage alone (its
+    slot block); those the checker refuses (`unrelocatable`) apart."""
     out = []
     for kind, key, _m in all_cases():
         if _m != next(iter(MEMS)) or (kind == "combo" and illegal(*key)):
@@ -1073,7 +1082,7 @@ def reloc_containers(mem: str) -> list:
         if missing_templates(c.layers):
             continue
         if LAYERS[storage].addressed_refs or (kind == "combo" and key[1] == "none") or \
-                unrelocatable(c.layers):
+                links_blocks(c.layers) or unrelocatable(c.layers):
             out.append((kind, key, c))
     return out
 

@@ -381,3 +381,22 @@ def test_relocating_a_damaged_file_reads_nothing_outside_it(rharness, san_env, r
         db.write_bytes(bytes(data))
     out = run(rharness, [f"open {tmp_path}", "verify"], dict(san_env, P2_MAPPED_RELOCATE="100"), tmp_path)
     assert out[0].startswith("err EFORMAT ") and "integrity check" in out[0], out[:2]
+
+
+def test_a_layer_whose_links_are_not_declared_is_refused(monkeypatch):
+    """A layer saying its references cannot all be found from its declarations
+    (`unmapped_refs`) is refused under relocate = true, naming it and why; relocate = false
+    takes it."""
+    from p2gen.layers import LAYERS
+    from p2gen.parser import parse
+    from p2gen.check import check
+    from p2gen.errors import SpecError, SpecErrors
+    monkeypatch.setattr(type(LAYERS["avl"]), "unmapped_refs", "its links are kept elsewhere")
+    def text(extra):
+        return RECORD + f'container c of item = top2ds[avl(key = id)[array[mapped(file = "c.db"{extra})]]];\n'
+    check(parse(text(""), "ok.p2"), "ok")
+    with pytest.raises((SpecError, SpecErrors)) as err:
+        check(parse(text(", relocate = true"), "bad.p2"), "bad")
+    msg = str(err.value)
+    assert "layer 'avl' of container 'c' cannot be relocated: its links are kept elsewhere" in msg
+    assert "relocate = false" in msg

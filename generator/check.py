@@ -854,6 +854,13 @@ def fingerprint(fi: FileInfo, rels: list = ()) -> int:
         parts.append(f"{info.name} of {info.record.name}{{{fields}}} = {info.equation_text()}")
     # relationships add link fields to the elements of the file's containers
     parts += [ri.text() for ri in rels if ri.left.container in fi.containers]
+    # a layer whose element or root fields changed since its first layout (Layer.layout);
+    # files without such a layer keep the fingerprint they had
+    layouts = sorted({(li.layer.name, li.layer.layout) for info in fi.containers
+                      for li in info.chain if li.layer.layout != 1})
+    layouts += sorted({(ri.layer.name, ri.layer.layout) for ri in rels
+                       if ri.left.container in fi.containers and ri.layer.layout != 1})
+    parts += [f"layout {name} {v}" for name, v in layouts]
     # narrower links change every link field (64-bit files keep the fingerprint they had)
     mem = fi.containers[0].mem
     bits = mem.layer.link_bits(mem)

@@ -10,6 +10,7 @@ class Avl(Layer):
     keeps_order = True
     reverse_walk = True   # _range_last / _range_prev: cursors ordered desc
     params = (ParamSpec("key", "field", doc="field the tree is ordered by"),)
+    layout = 2   # 2: parent links (the in-order walk climbs them instead of re-descending)
     doc = ("A balanced (AVL) binary tree threaded through the elements, ordered by key "
            "(ties broken by reference): equality and range retrieval in O(log n + k), "
            "scans in key order.")
@@ -19,6 +20,7 @@ class Avl(Layer):
         lt = link_ctype(inst.container)
         return [ElemField(lt, f"_{t}_left", "left child"),
                 ElemField(lt, f"_{t}_right", "right child"),
+                ElemField(lt, f"_{t}_parent", "parent (P2_NIL at the root)"),
                 ElemField("int32_t", f"_{t}_height", "height of the subtree")]
 
     def root_fields(self, inst):

@@ -228,6 +228,12 @@ class Layer:
     # over the layers of its equation (generator/render.py, api_errors). Override
     # `op_errors` when the codes depend on the layer's parameters or neighbours.
     errors: dict = {}
+    # The version of the layout of the fields this layer adds to elements and roots, and of
+    # what they mean. 1 is the first; a layer whose fields change (a new link, a field that
+    # means something else) counts up, and every file with the layer in one of its
+    # equations then gets another fingerprint (generator/check.py, fingerprint), so a file
+    # written with the older layout is refused at open rather than misread.
+    layout: int = 1
 
     @property
     def template(self) -> str:

@@ -302,3 +302,17 @@ def test_offset32_file_stops_at_its_reserve(tmp_path):
         assert len(db.items) == n and db.items.find(n - 1).v == n - 1
     finally:
         db.close()
+
+
+def test_layer_layout_is_part_of_the_fingerprint(monkeypatch):
+    # a layer whose element fields changed (avl's parent links) gives every file with it in
+    # an equation another fingerprint, so a file written with the old fields is refused at
+    # open; files without such a layer keep theirs
+    from p2gen.layers.avl import Avl
+    avl = REC + 'container c of r = top2ds[avl(key = id)[array[persistent(file = "a.db")]]];\n'
+    plain = REC + 'container c of r = top2ds[array[persistent(file = "a.db")]];\n'
+    now = check(parse(avl, "t.p2"), "t").files[0].fingerprint
+    plain_now = check(parse(plain, "t.p2"), "t").files[0].fingerprint
+    monkeypatch.setattr(Avl, "layout", 1)
+    assert check(parse(avl, "t.p2"), "t").files[0].fingerprint != now
+    assert check(parse(plain, "t.p2"), "t").files[0].fingerprint == plain_now

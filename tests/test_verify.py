@@ -357,6 +357,8 @@ TARGETS = [
     ("vall", "a_avl element _avl_left", "xor", "container a_avl, layer avl"),
     ("vall", "a_hashavl element _avl_right", "nil", "container a_hashavl, layer avl"),
     ("vall", "m_avl element _avl_height", "xor", "container m_avl, layer avl"),
+    ("vall", "a_avl element _avl_parent", "xor", "container a_avl, layer avl"),
+    ("vall", "m_avl element _avl_parent", "nil", "container m_avl, layer avl"),
     ("vall", "a_avl slot _array_next_free", "unlive", "container a_avl, layer array"),
     ("vall", "i_hash slot _iarray_valid", "zero", "container i_hash, layer iarray"),
     ("vall", "i_hash slot key", "xor", "container i_hash, layer iarray"),

@@ -19,6 +19,19 @@ static inline int avl_items__avl_order(avl_db *db, uint64_t a, uint64_t b)
     return (a > b) - (a < b);
 }
 
+/* Node `child` (none if P2_NIL) now hangs under `parent` (P2_NIL: it is the root). Every
+   store of a subtree root into a child link or the root is followed by this; it writes only
+   a link that changes, so a rebalancing that keeps a node where it was dirties nothing. */
+static inline void avl_items__avl_set_parent(avl_db *db, uint64_t child, uint64_t parent)
+{
+    avl_items_elem *c;
+    if (child == P2_NIL) return;
+    c = avl_items__avl_node(db, child);
+    if (c->_avl_parent == parent) return;
+    avl_items__transient_will_write(db, &c->_avl_parent, sizeof c->_avl_parent);
+    c->_avl_parent = parent;
+}
+
 static inline void avl_items__avl_fix_height(avl_db *db, uint64_t ref)
 {
     avl_items_elem *n = avl_items__avl_node(db, ref);
@@ -27,7 +40,8 @@ static inline void avl_items__avl_fix_height(avl_db *db, uint64_t ref)
     n->_avl_height = (hl > hr ? hl : hr) + 1;
 }
 
-/* The left child of `ref` becomes the root of the subtree; returns it. */
+/* The left child of `ref` becomes the root of the subtree; returns it (the caller stores it
+   and sets its parent link). */
 static inline uint64_t avl_items__avl_rotate_right(avl_db *db, uint64_t ref)
 {
     avl_items_elem *n = avl_items__avl_node(db, ref);
@@ -37,12 +51,15 @@ static inline uint64_t avl_items__avl_rotate_right(avl_db *db, uint64_t ref)
     avl_items__transient_will_write(db, &ln->_avl_right, sizeof ln->_avl_right);
     n->_avl_left = ln->_avl_right;
     ln->_avl_right = ref;
+    avl_items__avl_set_parent(db, n->_avl_left, ref);
+    avl_items__avl_set_parent(db, ref, l);
     avl_items__avl_fix_height(db, ref);
     avl_items__avl_fix_height(db, l);
     return l;
 }
 
-/* The right child of `ref` becomes the root of the subtree; returns it. */
+/* The right child of `ref` becomes the root of the subtree; returns it (the caller stores it
+   and sets its parent link). */
 static inline uint64_t avl_items__avl_rotate_left(avl_db *db, uint64_t ref)
 {
     avl_items_elem *n = avl_items__avl_node(db, ref);
@@ -52,6 +69,8 @@ static inline uint64_t avl_items__avl_rotate_left(avl_db *db, uint64_t ref)
     avl_items__transient_will_write(db, &rn->_avl_left, sizeof rn->_avl_left);
     n->_avl_right = rn->_avl_left;
     rn->_avl_left = ref;
+    avl_items__avl_set_parent(db, n->_avl_right, ref);
+    avl_items__avl_set_parent(db, ref, r);
     avl_items__avl_fix_height(db, ref);
     avl_items__avl_fix_height(db, r);
     return r;
@@ -68,6 +87,7 @@ static inline uint64_t avl_items__avl_rebalance(avl_db *db, uint64_t ref)
         if (avl_items__avl_height(db, l->_avl_left) < avl_items__avl_height(db, l->_avl_right)) {
             avl_items__transient_will_write(db, &n->_avl_left, sizeof n->_avl_left);
             n->_avl_left = avl_items__avl_rotate_left(db, n->_avl_left);   /* left-right case */
+            avl_items__avl_set_parent(db, n->_avl_left, ref);
         }
         return avl_items__avl_rotate_right(db, ref);
     }
@@ -76,6 +96,7 @@ static inline uint64_t avl_items__avl_rebalance(avl_db *db, uint64_t ref)
         if (avl_items__avl_height(db, r->_avl_right) < avl_items__avl_height(db, r->_avl_left)) {
             avl_items__transient_will_write(db, &n->_avl_right, sizeof n->_avl_right);
             n->_avl_right = avl_items__avl_rotate_right(db, n->_avl_right);  /* right-left case */
+            avl_items__avl_set_parent(db, n->_avl_right, ref);
         }
         return avl_items__avl_rotate_left(db, ref);
     }
@@ -91,7 +112,8 @@ static inline uint64_t avl_items__avl_after(avl_db *db, uint64_t node, uint64_t 
     return avl_items__avl_height(db, now) == was ? node : avl_items__avl_rebalance(db, node);
 }
 
-/* Insert the leaf `ref` into the subtree rooted at `node`; returns the new subtree root. */
+/* Insert the leaf `ref` into the subtree rooted at `node`; returns the new subtree root
+   (the caller stores it and sets its parent link). */
 static inline uint64_t avl_items__avl_insert_at(avl_db *db, uint64_t node, uint64_t ref)
 {
     avl_items_elem *n;
@@ -103,6 +125,7 @@ static inline uint64_t avl_items__avl_insert_at(avl_db *db, uint64_t node, uint6
     was = avl_items__avl_height(db, *child);
     avl_items__transient_will_write(db, child, sizeof *child);
     *child = avl_items__avl_insert_at(db, *child, ref);
+    avl_items__avl_set_parent(db, *child, node);
     return avl_items__avl_after(db, node, *child, was);
 }
 
@@ -119,6 +142,7 @@ static inline uint64_t avl_items__avl_remove_min(avl_db *db, uint64_t node, uint
     was = avl_items__avl_height(db, n->_avl_left);
     avl_items__transient_will_write(db, &n->_avl_left, sizeof n->_avl_left);
     n->_avl_left = avl_items__avl_remove_min(db, n->_avl_left, min);
+    avl_items__avl_set_parent(db, n->_avl_left, node);
     return avl_items__avl_after(db, node, n->_avl_left, was);
 }
 
@@ -142,12 +166,15 @@ static inline uint64_t avl_items__avl_remove_at(avl_db *db, uint64_t node, uint6
         avl_items__transient_will_write(db, &s->_avl_right, sizeof s->_avl_right);
         s->_avl_left = n->_avl_left;
         s->_avl_right = right;
+        avl_items__avl_set_parent(db, s->_avl_left, succ);
+        avl_items__avl_set_parent(db, right, succ);
         return avl_items__avl_rebalance(db, succ);
     }
     child = avl_items__avl_order(db, ref, node) < 0 ? &n->_avl_left : &n->_avl_right;
     was = avl_items__avl_height(db, *child);
     avl_items__transient_will_write(db, child, sizeof *child);
     *child = avl_items__avl_remove_at(db, *child, ref);
+    avl_items__avl_set_parent(db, *child, node);
     return avl_items__avl_after(db, node, *child, was);
 }
 
@@ -156,11 +183,13 @@ static inline void avl_items__avl_link(avl_db *db, uint64_t ref)
     avl_items_elem *e = avl_items__avl_node(db, ref);
     avl_items__transient_will_write(db, &e->_avl_left, sizeof e->_avl_left);
     avl_items__transient_will_write(db, &e->_avl_right, sizeof e->_avl_right);
+    avl_items__transient_will_write(db, &e->_avl_parent, sizeof e->_avl_parent);
     avl_items__transient_will_write(db, &e->_avl_height, sizeof e->_avl_height);
     avl_items__transient_will_write(db, &avl_items__transient_root(db)->avl_root, sizeof avl_items__transient_root(db)->avl_root);
-    e->_avl_left = e->_avl_right = P2_NIL;
+    e->_avl_left = e->_avl_right = e->_avl_parent = P2_NIL;
     e->_avl_height = 1;
     avl_items__transient_root(db)->avl_root = avl_items__avl_insert_at(db, avl_items__transient_root(db)->avl_root, ref);
+    avl_items__avl_set_parent(db, avl_items__transient_root(db)->avl_root, P2_NIL);
 }
 
 /* The element must still carry the key it was linked with. */
@@ -168,6 +197,7 @@ static inline void avl_items__avl_unlink(avl_db *db, uint64_t ref)
 {
     avl_items__transient_will_write(db, &avl_items__transient_root(db)->avl_root, sizeof avl_items__transient_root(db)->avl_root);
     avl_items__transient_root(db)->avl_root = avl_items__avl_remove_at(db, avl_items__transient_root(db)->avl_root, ref);
+    avl_items__avl_set_parent(db, avl_items__transient_root(db)->avl_root, P2_NIL);
 }
 
 static inline int avl_items__avl_create(avl_db *db)
@@ -234,26 +264,24 @@ static inline uint64_t avl_items__avl_range_first(avl_db *db, int has_lo, int32_
 }
 
 /* The in-order successor of node `ref`: the leftmost node of its right subtree if it has
-   one, else the nearest ancestor it lies left of, found by descending from the root in
-   (key, reference) order. */
+   one, else the nearest ancestor it lies left of, found by climbing the parent links (each
+   link of the tree is crossed at most twice in a whole walk). */
 static inline uint64_t avl_items__avl_range_next(avl_db *db, uint64_t ref)
 {
-    uint64_t node = avl_items__avl_node(db, ref)->_avl_right, found = P2_NIL;
+    const avl_items_elem *n = avl_items__avl_node(db, ref);
+    uint64_t node = n->_avl_right, up;
     if (node != P2_NIL) {
         uint64_t left;
         while ((left = avl_items__avl_node(db, node)->_avl_left) != P2_NIL) node = left;
         return node;
     }
-    node = avl_items__transient_root(db)->avl_root;
-    while (node != P2_NIL) {
-        if (avl_items__avl_order(db, ref, node) < 0) {
-            found = node;
-            node = avl_items__avl_node(db, node)->_avl_left;
-        } else {
-            node = avl_items__avl_node(db, node)->_avl_right;
-        }
+    node = ref;
+    while ((up = n->_avl_parent) != P2_NIL) {
+        n = avl_items__avl_node(db, up);
+        if (n->_avl_left == node) return up;
+        node = up;
     }
-    return found;
+    return P2_NIL;
 }
 
 /* Integrity check (<prefix>_verify): the subtree at `node`, whose nodes must lie strictly
@@ -262,7 +290,7 @@ static inline uint64_t avl_items__avl_range_next(avl_db *db, uint64_t ref)
    checked; the walk stops after as many nodes as are stored (a cycle) and below depth 96
    (an AVL tree that deep would hold more than 2^64 nodes). Returns the subtree's height,
    or -1 if it is broken (reported). */
-static int32_t avl_items__avl_verify_at(avl_db *db, p2_verify *v, uint64_t node, uint64_t lo, uint64_t hi, uint64_t *seen, int depth)
+static int32_t avl_items__avl_verify_at(avl_db *db, p2_verify *v, uint64_t node, uint64_t parent, uint64_t lo, uint64_t hi, uint64_t *seen, int depth)
 {
     const avl_items_elem *n;
     int32_t hl, hr, h;
@@ -278,9 +306,11 @@ static int32_t avl_items__avl_verify_at(avl_db *db, p2_verify *v, uint64_t node,
     if ((lo != P2_NIL && avl_items__avl_order(db, lo, node) >= 0) || (hi != P2_NIL && avl_items__avl_order(db, node, hi) >= 0))
         p2_verify_fail(v, "container items, layer avl: node %" PRIu64 " out of (grp, reference) order", node);
     n = avl_items__avl_node(db, node);
-    hl = avl_items__avl_verify_at(db, v, n->_avl_left, lo, node, seen, depth + 1);
+    if (n->_avl_parent != parent)
+        p2_verify_fail(v, "container items, layer avl: node %" PRIu64 " names %" PRIu64 " its parent, hangs under %" PRIu64, node, (uint64_t)n->_avl_parent, parent);
+    hl = avl_items__avl_verify_at(db, v, n->_avl_left, node, lo, node, seen, depth + 1);
     if (hl == -2) return -2;
-    hr = avl_items__avl_verify_at(db, v, n->_avl_right, node, hi, seen, depth + 1);
+    hr = avl_items__avl_verify_at(db, v, n->_avl_right, node, node, hi, seen, depth + 1);
     if (hr == -2) return -2;
     if (hl < 0 || hr < 0) return -1;
     if (hl - hr > 1 || hr - hl > 1)
@@ -292,14 +322,14 @@ static int32_t avl_items__avl_verify_at(avl_db *db, p2_verify *v, uint64_t node,
 }
 
 /* Integrity check (<prefix>_verify), after the layers below: the tree is ordered,
-   balanced, its heights right, and it holds every stored element once. */
+   balanced, its heights and parent links right, and it holds every stored element once. */
 static int avl_items__avl_verify(avl_db *db, p2_verify *v)
 {
     uint64_t seen = 0;
     int32_t h;
     int rc = avl_items__array_verify(db, v);
     if (rc < 0) return rc;
-    h = avl_items__avl_verify_at(db, v, avl_items__transient_root(db)->avl_root, P2_NIL, P2_NIL, &seen, 0);
+    h = avl_items__avl_verify_at(db, v, avl_items__transient_root(db)->avl_root, P2_NIL, P2_NIL, P2_NIL, &seen, 0);
     if (h >= 0 && seen != avl_items__array_count(db))
         p2_verify_fail(v, "container items, layer avl: %" PRIu64 " nodes in the tree, %" PRIu64 " stored", seen, (uint64_t)avl_items__array_count(db));
     return 0;
@@ -309,7 +339,7 @@ static int avl_items__avl_verify(avl_db *db, p2_verify *v)
 /* Debug aid (compiled with -DP2_DEBUG): check the subtree rooted at `node`, whose nodes
    must lie strictly between `lo` and `hi` in tree order (P2_NIL: unbounded). Returns its
    height, or -1 with db->err set. */
-static inline int32_t avl_items__avl_check_at(avl_db *db, uint64_t node, uint64_t lo, uint64_t hi, uint64_t *seen)
+static inline int32_t avl_items__avl_check_at(avl_db *db, uint64_t node, uint64_t parent, uint64_t lo, uint64_t hi, uint64_t *seen)
 {
     avl_items_elem *n;
     int32_t hl, hr;
@@ -321,8 +351,10 @@ static inline int32_t avl_items__avl_check_at(avl_db *db, uint64_t node, uint64_
     if ((lo != P2_NIL && avl_items__avl_order(db, lo, node) >= 0) || (hi != P2_NIL && avl_items__avl_order(db, node, hi) >= 0))
         return p2_err_set(&db->err, P2_EFORMAT, "items avl: node %" PRIu64 " out of (key, reference) order", node), -1;
     n = avl_items__avl_node(db, node);
-    if ((hl = avl_items__avl_check_at(db, n->_avl_left, lo, node, seen)) < 0) return -1;
-    if ((hr = avl_items__avl_check_at(db, n->_avl_right, node, hi, seen)) < 0) return -1;
+    if (n->_avl_parent != parent)
+        return p2_err_set(&db->err, P2_EFORMAT, "items avl: node %" PRIu64 " has the wrong parent link", node), -1;
+    if ((hl = avl_items__avl_check_at(db, n->_avl_left, node, lo, node, seen)) < 0) return -1;
+    if ((hr = avl_items__avl_check_at(db, n->_avl_right, node, node, hi, seen)) < 0) return -1;
     if (hl - hr > 1 || hr - hl > 1)
         return p2_err_set(&db->err, P2_EFORMAT, "items avl: node %" PRIu64 " unbalanced (%d vs %d)", node, (int)hl, (int)hr), -1;
     if (n->_avl_height != (hl > hr ? hl : hr) + 1)
@@ -337,7 +369,7 @@ AVL_API int avl_items__avl_check(avl_db *db)
 {
     uint64_t seen = 0;
     if (!db || !db->open) return P2_ECLOSED;
-    if (avl_items__avl_check_at(db, avl_items__transient_root(db)->avl_root, P2_NIL, P2_NIL, &seen) < 0) return P2_EFORMAT;
+    if (avl_items__avl_check_at(db, avl_items__transient_root(db)->avl_root, P2_NIL, P2_NIL, P2_NIL, &seen) < 0) return P2_EFORMAT;
     if (seen != avl_items__array_count(db))
         return p2_err_set(&db->err, P2_EFORMAT, "items avl: %" PRIu64 " nodes for %" PRIu64 " elements", seen, (uint64_t)avl_items__array_count(db));
     return P2_OK;

@@ -127,6 +127,7 @@ typedef struct links_docs__find_id_cursor {
 typedef struct links_shelves_elem {
     uint64_t _avl_left; /* avl: left child */
     uint64_t _avl_right; /* avl: right child */
+    uint64_t _avl_parent; /* avl: parent (P2_NIL at the root) */
     int32_t _avl_height; /* avl: height of the subtree */
     uint64_t _malloc_next; /* malloc: next element in the all-elements list */
     uint64_t _malloc_prev; /* malloc: previous element */

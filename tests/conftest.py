@@ -4,7 +4,7 @@ belongs in that file.
 - `cc`: the C compiler (tests needing one are skipped without it).
 - `san_env`: environment for running sanitizer-instrumented programs.
 - `harness_builder`: build(spec_text, prefix, sanitize=True, extra_cflags=()) -> Built(exe,
-  gen), a sanitized harness of a spec (p2gen.harness), cached across runs in .pytest_cache by the spec text and every
+  gen), a sanitized harness of a spec (p2gen.harness; DEBUG_FLAG after its flags), cached across runs in .pytest_cache by the spec text and every
   source the generated code depends on (set P2GEN_TEST_NO_CACHE=1 to rebuild).
 - `cache_lock(path)`: what builds into a cache shared by pytest-xdist's workers holds it.
 
@@ -33,6 +33,11 @@ if str(Path(__file__).resolve().parent) not in sys.path:  # lets tests import mo
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 CACHE_KEEP = 24   # harness builds kept in .pytest_cache
+
+# The sanitized programs the tests build carry no debug information (-g0, after any -g):
+# under ASan a third less compile time, and a sanitizer report still names the functions
+# on its stack. P2GEN_TEST_DEBUG=1 builds them with -g (files and lines in reports).
+DEBUG_FLAG = "-g" if os.environ.get("P2GEN_TEST_DEBUG") == "1" else "-g0"
 
 # Files whose tests pytest-xdist hands out one by one: many tests sharing session fixtures
 # whose builds are cached across processes (a second worker waits for the first one's build
@@ -205,6 +210,7 @@ def harness_builder(request, tmp_path_factory, cc):
     def build(spec_text: str, prefix: str, sanitize: bool = True,
               extra_cflags: tuple = ()) -> Built:
         digest = sources_digest()   # per build: other work may change sources meanwhile
+        extra_cflags = tuple(extra_cflags) + (DEBUG_FLAG,)
         key = hashlib.sha256(f"{digest}\0{cc}\0{prefix}\0{sanitize}\0{extra_cflags}\0"
                              f"{spec_text}".encode())
         out = cache_root / key.hexdigest()[:24]

@@ -24,11 +24,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from conftest import DEBUG_FLAG
+
 ROOT = Path(__file__).resolve().parent.parent
 C_DIR = ROOT / "tests" / "c"
 SPECS = ROOT / "tests" / "specs"
 OO7 = ROOT / "bench" / "oo7"
-SAN = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g", "-O1"]
+SAN = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", DEBUG_FLAG, "-O1"]
 CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror"] + SAN
 CXXFLAGS = ["-std=c++17", "-Wall", "-Wextra"] + SAN
 KEEP = 40                       # cached objects / executables kept

@@ -33,7 +33,7 @@ from typing import Optional
 
 import pytest
 
-from conftest import cache_lock, sources_digest
+from conftest import DEBUG_FLAG, cache_lock, sources_digest
 from p2gen.layers import LAYERS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,7 +49,7 @@ FILE = next(n for n in MEMS if LAYERS[n].survives_restart)   # the file-only che
 def survives(mem: str) -> bool:
     """Does a database in this memory outlive its process (reopened from its file)?"""
     return LAYERS[mem].survives_restart
-CFLAGS = ["-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror",
+CFLAGS = ["-std=c11", "-O1", DEBUG_FLAG, "-Wall", "-Wextra", "-Werror",
           "-fsanitize=address,undefined", "-fno-omit-frame-pointer",
           "-fno-sanitize-recover=undefined"]
 CACHE_KEEP = 6

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import DEBUG_FLAG
 from oo7kit import assert_all_passed, run
 
 from p2gen.bench.oo7 import run as bo
@@ -36,7 +37,7 @@ from p2gen.bench.oo7 import run as bo
 ROOT = Path(__file__).resolve().parent.parent
 OO7 = ROOT / "bench" / "oo7"
 SHARED = ("oo7_common.cc", "oo7_hand.cc", "oo7_conform.cc")
-SAN = ("-fsanitize=address,undefined", "-g")
+SAN = ("-fsanitize=address,undefined", DEBUG_FLAG)
 # no -O: the sanitized build compiles several times faster, and the checks still run in
 # about a second (tiny) or three (small) per variant
 CFLAGS = ("-std=c11", "-Wall", "-Wextra", "-Werror") + SAN

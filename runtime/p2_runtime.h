@@ -579,7 +579,11 @@ int p2_seg_close_unclean(p2_seg *seg, p2_err *err);
  *  built in memory and written with one call) into `<path>-wal`, a log of
  *  version 2 (a version 1 log, CRC-32, of an earlier build is replayed too).  Only redo reaches
  *  the disk: the data file is written at checkpoints, from committed memory,
- *  so a crash never leaves uncommitted bytes in it.  A write the generator
+ *  so a crash never leaves uncommitted bytes in it.  A checkpoint keeps the
+ *  private copies of the pages written since the one before (dropping them
+ *  would make the next write to each fault and copy it again) and drops those
+ *  it kept then and that were not written since, so private memory stays
+ *  within two checkpoint intervals' writes.  A write the generator
  *  cannot see (a program writing through a pointer it was given) is not
  *  logged: the page journal covers those, the record log does not.
  *

@@ -1029,19 +1029,10 @@ def durable_command(*, size, fanout, seed, out, build_dir, filter, ops, update_r
                    ops=ops or ",".join(DURABLE_OPS), filter=filter or durable_filter(), dir=db_dir)
     exe = build(build_dir or os.path.join("bench", "build", "oo7"), cc=cc, cxx=cxx, jobs=jobs,
                 variants=variants, say=say)
-    t0 = time.perf_counter()
-    rc = run(str(exe), opts, json_path, say=say)
-    say(f"benchmark ran {time.perf_counter() - t0:.1f} s (exit status {rc})")
-    if not os.path.exists(json_path):
-        say(f"no results written ({exe} exited with {rc})")
-        return 1
-    text, problems = report_durable(json_path, out, command=cmdline)
-    say("")
-    say(text)
-    say(f"wrote {json_path}, {os.path.join(out, 'oo7_durable.md')}")
-    for p in problems:
-        say(f"PROBLEM: {p}")
-    return 1 if (rc != 0 or problems) else 0
+    def write(j):
+        text, problems = report_durable(j, out, command=cmdline)
+        return text, [os.path.join(out, "oo7_durable.md")], problems
+    return _run_and_report(exe, opts, json_path, write, say)
 
 
 # ---------------------------------------------------------------------------------------
@@ -1207,16 +1198,25 @@ def pointers_command(*, size, fanout, seed, out, build_dir, filter, ops, hot_run
                    readahead=None if readahead == "default" else readahead,
                    repetitions=POINTER_REPETITIONS)
     exe = build(str(bdir), cc=cc, cxx=cxx, jobs=jobs, variants=variants, say=say)
+    def write(j):
+        text, problems = report_pointers(j, out, command=cmdline)
+        return text, [os.path.join(out, "oo7_pointers.md")], problems
+    return _run_and_report(exe, opts, json_path, write, say)
+
+
+def _run_and_report(exe, opts, json_path, write, say) -> int:
+    """Run the benchmark binary into json_path, then write(json_path) -> (text, files
+    written besides the JSON, problems); 1 if the run or the report found a problem."""
     t0 = time.perf_counter()
     rc = run(str(exe), opts, json_path, say=say)
     say(f"benchmark ran {time.perf_counter() - t0:.1f} s (exit status {rc})")
     if not os.path.exists(json_path):
         say(f"no results written ({exe} exited with {rc})")
         return 1
-    text, problems = report_pointers(json_path, out, command=cmdline)
+    text, written, problems = write(json_path)
     say("")
     say(text)
-    say(f"wrote {json_path}, {os.path.join(out, 'oo7_pointers.md')}")
+    say("wrote " + ", ".join([json_path, *written]))
     for p in problems:
         say(f"PROBLEM: {p}")
     return 1 if (rc != 0 or problems) else 0
@@ -1262,16 +1262,7 @@ def command(*, size, fanout, seed, reference, out, build_dir, filter, ops, hot_r
                    readahead=None if readahead == "default" else readahead)
     exe = build(build_dir or os.path.join("bench", "build", "oo7"), cc=cc, cxx=cxx, jobs=jobs,
                 variants=default_variants(lto_rows=lto_rows), say=say)
-    t0 = time.perf_counter()
-    rc = run(str(exe), opts, json_path, say=say)
-    say(f"benchmark ran {time.perf_counter() - t0:.1f} s (exit status {rc})")
-    if not os.path.exists(json_path):
-        say(f"no results written ({exe} exited with {rc})")
-        return 1
-    text, pngs, problems = report(json_path, out, plots=plots, command=cmdline)
-    say("")
-    say(text)
-    say(f"wrote {json_path}, {os.path.join(out, 'oo7.md')}" + "".join(f", {p}" for p in pngs))
-    for p in problems:
-        say(f"PROBLEM: {p}")
-    return 1 if (rc != 0 or problems) else 0
+    def write(j):
+        text, pngs, problems = report(j, out, plots=plots, command=cmdline)
+        return text, [os.path.join(out, "oo7.md"), *pngs], problems
+    return _run_and_report(exe, opts, json_path, write, say)

@@ -81,8 +81,13 @@ def harness(harness_builder):
 def filled(harness, san_env, tmp_path_factory):
     """(directory of two filled, cleanly closed mapped files, what the listing printed in
     the process that wrote them)."""
-    d = tmp_path_factory.mktemp("mapped")
-    rng = random.Random(11)
+    return fill(harness, san_env, tmp_path_factory.mktemp("mapped"), 11)
+
+
+def fill(exe, san_env, d: Path, seed: int):
+    """Fill both containers in d (inserts and deletes drawn with seed), list, verify and
+    close cleanly: (d, what the listing printed)."""
+    rng = random.Random(seed)
     cmds = [f"open {d}"]
     for i in range(N):
         cmds.append(f'insert hs {i} {rng.randint(0, 6)} "h{i}"')
@@ -90,7 +95,7 @@ def filled(harness, san_env, tmp_path_factory):
     cmds += [f"delete hs id {i}" for i in range(0, N, 5)]
     cmds += [f"delete ts grp {g}" for g in (1, 2)]
     cmds += listing() + ["verify", "close"]
-    out = run(harness, cmds, san_env, d)
+    out = run(exe, cmds, san_env, d)
     assert "verify ok" in out, out[-5:]
     return d, out[out.index("echo-hs"):out.index("verify ok")]
 
@@ -252,18 +257,7 @@ def rharness(harness_builder):
 
 @pytest.fixture(scope="module")
 def rfilled(rharness, san_env, tmp_path_factory):
-    d = tmp_path_factory.mktemp("mapped-reloc")
-    rng = random.Random(12)
-    cmds = [f"open {d}"]
-    for i in range(N):
-        cmds.append(f'insert hs {i} {rng.randint(0, 6)} "h{i}"')
-        cmds.append(f'insert ts {rng.randint(0, 10**6)} {rng.randint(-9, 9)} "t{i}"')
-    cmds += [f"delete hs id {i}" for i in range(0, N, 5)]
-    cmds += [f"delete ts grp {g}" for g in (1, 2)]
-    cmds += listing() + ["verify", "close"]
-    out = run(rharness, cmds, san_env, d)
-    assert "verify ok" in out, out[-5:]
-    return d, out[out.index("echo-hs"):out.index("verify ok")]
+    return fill(rharness, san_env, tmp_path_factory.mktemp("mapped-reloc"), 12)
 
 
 def take_both(d: Path) -> list:

@@ -151,16 +151,22 @@ GARBAGE = [
 ]
 
 
-@pytest.mark.parametrize("bad, why", GARBAGE)
-def test_a_garbage_base_is_refused(harness, san_env, filled, tmp_path, bad, why):
-    d, _ = filled
+def with_garbage_base(d: Path, tmp_path: Path, bad):
+    """Copy the files of d to tmp_path with the recorded base of ma.db replaced by
+    bad(base, length) and the header resealed (a crafted header: the checksum agrees):
+    (its path, its bytes)."""
     copy_files(d, tmp_path)
     db = tmp_path / "ma.db"
     data = bytearray(db.read_bytes())
     struct.pack_into("<Q", data, MAP_BASE, bad(base_of(db), len(data)))
     db.write_bytes(bytes(data))
-    reseal(db)          # a crafted header: the checksum agrees
-    damaged = db.read_bytes()
+    reseal(db)
+    return db, db.read_bytes()
+
+
+@pytest.mark.parametrize("bad, why", GARBAGE)
+def test_a_garbage_base_is_refused(harness, san_env, filled, tmp_path, bad, why):
+    db, damaged = with_garbage_base(filled[0], tmp_path, bad)
     out = run(harness, [f"open {tmp_path}", "count hs"], san_env, tmp_path)
     assert out[0].startswith("err EFORMAT ") and "ma.db" in out[0], (why, out[0])
     assert "recorded base address" in out[0] and "corrupt" in out[0], (why, out[0])
@@ -322,14 +328,7 @@ def test_writes_after_relocation_move_the_file(rharness, san_env, rfilled, tmp_p
 def test_a_garbage_base_is_refused_with_relocation_too(rharness, san_env, rfilled, tmp_path, bad, why):
     """relocate = true does not relocate from a base the runtime never chooses, even with
     relocation forced: refused, the file left as it was, nothing in it followed."""
-    d, _ = rfilled
-    copy_files(d, tmp_path)
-    db = tmp_path / "ma.db"
-    data = bytearray(db.read_bytes())
-    struct.pack_into("<Q", data, MAP_BASE, bad(base_of(db), len(data)))
-    db.write_bytes(bytes(data))
-    reseal(db)
-    damaged = db.read_bytes()
+    db, damaged = with_garbage_base(rfilled[0], tmp_path, bad)
     out = run(rharness, [f"open {tmp_path}", "count hs"], dict(san_env, P2_MAPPED_RELOCATE="100"),
               tmp_path)
     assert out[0].startswith("err EFORMAT ") and "recorded base address" in out[0], (why, out[0])

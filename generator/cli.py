@@ -496,32 +496,67 @@ def bench_python(**kwargs):
 
 
 @bench.command("labflow", context_settings=CONTEXT)
-@click.option("--gen", "gen", is_flag=True, required=True,
-              help="Generate the benchmark log (the replay on generated data managers is "
-                   "not built yet, so this flag is required).")
-@click.option("--memory", default="8M", show_default=True, metavar="SIZE",
+@click.option("--gen", "gen", is_flag=True,
+              help="Only generate the benchmark log (to -o FILE, '-' for stdout).")
+@click.option("--memory", metavar="SIZE",
               help="The memory budget X (e.g. 8M, 32M as in the paper, 256M, 1G): the "
-                   "intervals start where the database reaches 0.5X, 1X and 2X.")
+                   "intervals start where the database reaches 0.5X, 1X and 2X, and each "
+                   "replay runs under a memory limit of X. [default: 32M; --gen: 8M; "
+                   "--reference: 256M]")
+@click.option("--reference", is_flag=True, help="The reference size: X = 256M.")
 @click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=1996, show_default=True,
               help="Seed of the simulation's splitmix64 generator.")
-@click.option("-o", "--out", "out", type=click.Path(dir_okay=False, allow_dash=True),
-              help="Where the log goes ('-': stdout; default "
-                   "bench/results/labflow1-<seed>-<X bytes>.log).")
-def bench_labflow(gen, memory, seed, out):
+@click.option("-o", "--out", "out", type=click.Path(allow_dash=True),
+              help="--gen: where the log goes ('-': stdout; default "
+                   "bench/results/labflow1-<seed>-<X bytes>.log). Otherwise the directory "
+                   "for labflow.json, labflow.md, labflow.png and each system's query "
+                   "output (default bench/results).")
+@click.option("--build-dir", default="bench/build/labflow", show_default=True,
+              type=click.Path(file_okay=False), help="The log, generated code, the binary.")
+@click.option("--system", "systems", multiple=True, metavar="NAME",
+              help="Only this system (repeatable), e.g. SEGMENTED, SQLITE.")
+@click.option("--cap/--no-cap", default=True, show_default=True,
+              help="Run each replay under a cgroup memory limit of X (when the machine "
+                   "allows one; otherwise the run says so and goes uncapped).")
+@click.option("--cc", default=lambda: os.environ.get("CC", "cc"), show_default="$CC or cc")
+@click.option("--cxx", default=lambda: os.environ.get("CXX", "c++"), show_default="$CXX or c++")
+@click.option("--plots/--no-plots", default=True, show_default=True,
+              help="Render a PNG plot (needs matplotlib: pip install 'p2gen[bench]').")
+def bench_labflow(gen, memory, reference, seed, out, build_dir, systems, cap, cc, cxx, plots):
     """LabFlow-1: a laboratory's workflow history (Bonner, Shrufi, Rozen 1996).
 
-    --gen runs the seeded simulation of two production lines and writes the benchmark
-    log: the update-only build phase, and at 0.5X, 1X and 2X of the memory budget an
-    interval of 10,000 requests plus two reports between measurement markers, with a
-    schema change of each kind (attribute added, step kind added, step kind split) in
-    every interval. The same seed and budget give the same bytes. The log format is
-    documented in p2gen/bench/labflow/gen.py.
+    Generates the benchmark log (the seeded simulation of two production lines: the
+    update-only build phase, and at 0.5X, 1X and 2X of the memory budget an interval of
+    10,000 requests plus two reports between measurement markers, with a schema change of
+    each kind in every interval; the same seed and budget give the same bytes; format in
+    p2gen/bench/labflow/gen.py), builds every variant of type_equations/labflow/ the way
+    the README tells users to with the peers (hand-written C++ in the heap, SQLite with
+    the journal off, LMDB with WRITEMAP|NOSYNC) into one Google Benchmark binary, replays
+    the log on each in a fresh process under a memory limit of X, checks that every system
+    wrote the same query output (and the reference model's, for logs it can replay), and
+    writes per interval elapsed, user and system CPU, major faults, file sizes and commit
+    times as labflow.json, labflow.md and labflow.png. Exit status 1 if a replay failed
+    (other than by the memory limit) or outputs differ.
     """
+    if memory is None:
+        memory = "256M" if reference else ("8M" if gen else "32M")
     from .bench.labflow import gen as lf
     try:
         x = lf.parse_size(memory)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--memory")
+    if not gen:
+        from .build import cc_command
+        from .bench.labflow.run import command
+        try:
+            cc_command(cc)
+            cc_command(cxx, "C++ compiler", "--cxx or $CXX")
+            rc = command(memory=memory, seed=seed, out=out or "bench/results",
+                         build_dir=build_dir, cc=cc, cxx=cxx, systems=systems, cap=cap,
+                         plots=plots, say=click.echo)
+        except P2Error as e:
+            _fail(e)
+        sys.exit(rc)
     if out is None:
         out = os.path.join("bench", "results", f"labflow1-{seed}-{x}.log")
     t0 = time.monotonic()

@@ -38,6 +38,8 @@ enum MatKind : uint8_t { SAMPLE, SEGMENT, NMATKINDS };
 enum AttrType : uint8_t { T_U8 = 1, T_I32 = 2, T_F32 = 3, T_STR = 4, T_VAR = 5 };
 
 constexpr size_t kNameMax = 24;     // material names (gen.py: <= 24 characters)
+constexpr size_t kDictNameMax = 32; // step kind and attribute names: the driver refuses a
+                                    // longer one, so a store may keep them in fixed fields
 constexpr size_t kWhoCount = 16;    // gen.WHO, index = the step's `who`
 
 extern const char *const kStateNames[NSTATES];
@@ -78,6 +80,11 @@ public:
     // files the database occupies, relative to its directory (sizes, cold runs); empty
     // for a transient system
     virtual std::vector<std::string> files() const = 0;
+    // the log's memory budget X (its header's memory=), given once right after a fresh
+    // database is made, before any other call: a system that must size its file or map
+    // up front (LMDB's map) sizes it from this; the database ends near 2X plus the writes
+    // after the third interval. Others ignore it.
+    virtual void size_hint(uint64_t memory_budget) { (void)memory_budget; }
 
     // make the work so far durable as the system commits (p2gen: <prefix>_sync or the
     // journal's commit; SQLite: COMMIT of the open transaction; LMDB: txn commit)
@@ -111,6 +118,9 @@ public:
 
     // the first n materials in `state`, in oid order; returns how many were written
     virtual size_t queue(uint8_t state, size_t n, uint32_t *out) = 0;
+    // The visitors below are never re-entered: the driver makes no other call on the
+    // Store from inside `visit` (it collects the oids first), so a store may keep a cursor
+    // open across the visits.
     // the steps involving `mat`, oldest first (`when` order)
     virtual void hist(uint32_t mat, const std::function<void(uint32_t step)> &visit) = 0;
     // the materials involved in step `step`, in oid order

@@ -27,6 +27,7 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>

@@ -35,6 +35,8 @@
 //                           is then closed, reopened (its dictionary from dict_load) and
 //                           the digest recomputed: it must be the same
 //   --labflow_list          print the registered systems and exit
+//   --labflow_inject_fault=queue|reopen   (tests) a Store wrapper gets one answer wrong
+//                           (FaultyStore): the verify mode must fail
 // Exit status: 0; 1 a malformed log or a Store error; 2 usage; 3 a failed check.
 #include <dirent.h>
 #include <fcntl.h>
@@ -159,7 +161,53 @@ double seconds(const timeval &tv) { return double(tv.tv_sec) + double(tv.tv_usec
 
 struct Options {
     std::string log, out, dir, system;
+    std::string fault;   // --labflow_inject_fault
     bool verify = false, list = false;
+};
+
+// --labflow_inject_fault (tests): a Store that passes every call on to the system's but
+// gets one thing wrong, so that the verify mode's checks are seen to fail.
+//   queue   every queue() answer lacks its last material (a queue check fails)
+//   reopen  after a reopen, material 1 claims one step more (the digests differ)
+class FaultyStore final : public lf::Store {
+public:
+    FaultyStore(std::unique_ptr<lf::Store> s, std::string fault, bool reopened)
+        : s_(std::move(s)), fault_(std::move(fault)), reopened_(reopened) {}
+    const char *name() const override { return s_->name(); }
+    std::vector<std::string> files() const override { return s_->files(); }
+    void size_hint(uint64_t m) override { s_->size_hint(m); }
+    void commit() override { s_->commit(); }
+    void close() override { s_->close(); }
+    void dict_kind(const lf::KindEntry &k) override { s_->dict_kind(k); }
+    void dict_attr(const lf::AttrEntry &a) override { s_->dict_attr(a); }
+    void dict_load(std::vector<lf::KindEntry> &k, std::vector<lf::AttrEntry> &a) override { s_->dict_load(k, a); }
+    uint32_t dict_version() override { return s_->dict_version(); }
+    void mat_insert(const lf::MatRec &m) override { s_->mat_insert(m); }
+    void mat_set_state(uint32_t oid, uint8_t st) override { s_->mat_set_state(oid, st); }
+    bool mat_get(uint32_t oid, lf::MatRec &out) override {
+        bool ok = s_->mat_get(oid, out);
+        if (ok && oid == 1 && reopened_ && fault_ == "reopen") out.nsteps++;
+        return ok;
+    }
+    uint32_t mat_by_name(const char *n) override { return s_->mat_by_name(n); }
+    uint32_t mat_count() override { return s_->mat_count(); }
+    void step_insert(const lf::StepRec &st) override { s_->step_insert(st); }
+    bool step_get(uint32_t oid, lf::StepRec &out) override { return s_->step_get(oid, out); }
+    uint32_t step_count() override { return s_->step_count(); }
+    uint32_t latest(uint32_t m, uint16_t k) override { return s_->latest(m, k); }
+    size_t queue(uint8_t st, size_t n, uint32_t *out) override {
+        size_t k = s_->queue(st, n, out);
+        return fault_ == "queue" && k ? k - 1 : k;
+    }
+    void hist(uint32_t m, const std::function<void(uint32_t)> &v) override { s_->hist(m, v); }
+    void step_mats(uint32_t st, const std::function<void(uint32_t)> &v) override { s_->step_mats(st, v); }
+    void report1(uint64_t t0, uint64_t t1, uint64_t *c) override { s_->report1(t0, t1, c); }
+    void report2(uint64_t c[lf::NSTATES], uint64_t o[lf::NSTATES]) override { s_->report2(c, o); }
+
+private:
+    std::unique_ptr<lf::Store> s_;
+    std::string fault_;
+    bool reopened_;
 };
 
 // -- the replayer -------------------------------------------------------------------------
@@ -325,6 +373,7 @@ bool Replayer::start() {
     try {
         store_ = sys_.make(opt_.dir, true);
         if (!store_) throw std::runtime_error("the factory made no database");
+        if (!opt_.fault.empty()) store_.reset(new FaultyStore(std::move(store_), opt_.fault, false));
         store_->size_hint(memory_);
     } catch (const std::exception &e) {
         fail(sys_.name + ": cannot make the database in " + opt_.dir + ": " + e.what());
@@ -1258,6 +1307,7 @@ int Replayer::verify() {
             store_.reset();
             store_ = sys_.make(opt_.dir, false);
             if (!store_) throw std::runtime_error("the factory did not reopen the database");
+            if (!opt_.fault.empty()) store_.reset(new FaultyStore(std::move(store_), opt_.fault, true));
             std::vector<lf::KindEntry> ks;
             std::vector<lf::AttrEntry> as;
             store_->dict_load(ks, as);
@@ -1367,6 +1417,7 @@ int main(int argc, char **argv) {
         else if (k == "labflow_system") o.system = v;
         else if (k == "labflow_verify") o.verify = v.empty() || v == "1" || v == "true";
         else if (k == "labflow_list") o.list = true;
+        else if (k == "labflow_inject_fault" && (v == "queue" || v == "reopen")) o.fault = v;
         else return false;
         return true;
     });

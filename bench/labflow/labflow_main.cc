@@ -81,7 +81,11 @@ struct LogError : std::runtime_error {
 struct Tok {
     const char *p = nullptr;
     size_t n = 0;
-    bool is(const char *s) const { return std::strlen(s) == n && std::memcmp(p, s, n) == 0; }
+    // a literal: its length is known at compile time (the request dispatch compares many)
+    template <size_t N>
+    bool is(const char (&s)[N]) const { return N - 1 == n && std::memcmp(p, s, n) == 0; }
+    bool is(const std::string &s) const { return s.size() == n && std::memcmp(p, s.data(), n) == 0; }
+    bool is_c(const char *s) const { return std::strncmp(p, s, n) == 0 && s[n] == 0; }
     std::string str() const { return std::string(p, n); }
 };
 
@@ -102,7 +106,7 @@ uint64_t num(const Tok &t, const char *what, uint64_t max = UINT64_MAX) {
 
 int state_of(const Tok &t) {
     for (int s = 0; s < lf::NSTATES; s++)
-        if (t.is(lf::kStateNames[s])) return s;
+        if (t.is_c(lf::kStateNames[s])) return s;
     bad("no state " + t.str());
 }
 
@@ -289,6 +293,8 @@ private:
     std::string error_;
 
     char line_[kMaxLine + 1];   // the one line buffer: a line, its newline dropped, NUL after
+    char inbuf_[1 << 16];       // the file, a block at a time
+    size_t bpos_ = 0, bend_ = 0;
     size_t len_ = 0;
     uint64_t lineno_ = 0;
     Tok tok_[kMaxTokens];
@@ -341,8 +347,7 @@ bool Replayer::start() {
         fail(opt_.log + ": cannot open: " + std::strerror(errno));
         return false;
     }
-    static char inbuf[1 << 20];
-    setvbuf(in_, inbuf, _IOFBF, sizeof inbuf);
+    setvbuf(in_, nullptr, _IONBF, 0);   // next_line reads blocks of its own
     if (!opt_.out.empty()) {
         out_ = std::fopen(opt_.out.c_str(), "wb");
         if (!out_) {
@@ -382,29 +387,44 @@ bool Replayer::start() {
     return true;
 }
 
-// The next line into line_ (without its newline); false at the end of the file.
+// The next line into line_ (without its newline); false at the end of the file. The file
+// is read in blocks (inbuf_); a line is checked and copied into the one line buffer.
 bool Replayer::next_line() {
     len_ = 0;
-    int c;
     for (;;) {
-        c = getc_unlocked(in_);
-        if (c == EOF) {
-            if (std::ferror(in_)) bad(std::string("read error: ") + std::strerror(errno));
-            if (len_ == 0) return false;
-            lineno_++;
-            bad("the last line has no newline (a truncated log?)");
+        if (bpos_ == bend_) {
+            bpos_ = 0;
+            bend_ = std::fread(inbuf_, 1, sizeof inbuf_, in_);
+            if (bend_ == 0) {
+                if (std::ferror(in_)) bad(std::string("read error: ") + std::strerror(errno));
+                if (len_ == 0) return false;
+                lineno_++;
+                bad("the last line has no newline (a truncated log?)");
+            }
         }
-        if (c == '\n') break;
-        if (len_ + 1 >= kMaxLine) {   // the newline would not fit either
+        const char *start = inbuf_ + bpos_;
+        size_t avail = bend_ - bpos_;
+        const char *nl = static_cast<const char *>(std::memchr(start, '\n', avail));
+        size_t take = nl ? size_t(nl - start) : avail;
+        if (len_ + take >= kMaxLine) {   // with its newline, longer than kMaxLine
             lineno_++;
             bad("longer than " + std::to_string(kMaxLine) + " bytes");
         }
-        if (c < 0x20 || c > 0x7e) {
-            lineno_++;
-            bad("byte " + std::to_string(c) + " at column " + std::to_string(len_ + 1) +
-                " is not printable ASCII");
+        for (size_t i = 0; i < take; i++) {
+            unsigned char c = static_cast<unsigned char>(start[i]);
+            if (c < 0x20 || c > 0x7e) {
+                lineno_++;
+                bad("byte " + std::to_string(c) + " at column " + std::to_string(len_ + i + 1) +
+                    " is not printable ASCII");
+            }
         }
-        line_[len_++] = char(c);
+        std::memcpy(line_ + len_, start, take);
+        len_ += take;
+        bpos_ += take;
+        if (nl) {
+            bpos_++;
+            break;
+        }
     }
     line_[len_] = 0;
     lineno_++;
@@ -562,7 +582,7 @@ void Replayer::marker() {
         return;
     }
     if (phase_ == OPEN) {
-        if (k != uint64_t(nintervals_ + 1) || q != uint64_t(kOpen[expect_].q) || !action.is(kOpen[expect_].a))
+        if (k != uint64_t(nintervals_ + 1) || q != uint64_t(kOpen[expect_].q) || !action.is_c(kOpen[expect_].a))
             bad("expected MARK " + std::to_string(nintervals_ + 1) + " " + std::to_string(kOpen[expect_].q) + " " +
                 kOpen[expect_].a);
         IntervalStats &st = stats_[nintervals_];
@@ -581,7 +601,7 @@ void Replayer::marker() {
         return;
     }
     if (phase_ != CLOSE || k != uint64_t(nintervals_) || q != uint64_t(kClose[expect_].q) ||
-        !action.is(kClose[expect_].a))
+        !action.is_c(kClose[expect_].a))
         bad("marker out of place (an interval is 4 markers, its requests, REPORT1, REPORT2, then markers 7..11)");
     IntervalStats &st = stats_[nintervals_ - 1];
     if (q == 7) {
@@ -645,7 +665,7 @@ void Replayer::new_attr(uint16_t kind, const Tok &name, uint8_t type, uint8_t ma
     check_dict_name(name, "attribute");
     DKind &k = kinds_[kind];
     for (uint16_t a : k.attrs)
-        if (name.is(attrs_[a].name.c_str())) bad(k.name + " already has attribute " + name.str());
+        if (name.is(attrs_[a].name)) bad(k.name + " already has attribute " + name.str());
     if (attrs_.size() >= kMaxId) bad("too many attributes");
     DAttr a{uint16_t(attrs_.size()), kind, type, max_len, uint16_t(version_), name.str()};
     attrs_.push_back(a);
@@ -712,7 +732,7 @@ void Replayer::op_split() {
             Tok name{p, size_t((c ? c : end) - p)};
             const DAttr *src = nullptr;
             for (uint16_t a : kinds_[old].attrs)
-                if (name.is(attrs_[a].name.c_str())) src = &attrs_[a];
+                if (name.is(attrs_[a].name)) src = &attrs_[a];
             if (!src) bad(kinds_[old].name + " has no attribute " + name.str());
             uint8_t type = src->type, max_len = src->max_len;
             taken.push_back(src->id);
@@ -761,7 +781,7 @@ void Replayer::op_step() {
     s.schema_ver = uint16_t(version_);
     int who = -1;
     for (size_t i = 0; i < lf::kWhoCount; i++)
-        if (tok_[2].is(lf::kWhoNames[i])) who = int(i);
+        if (tok_[2].is_c(lf::kWhoNames[i])) who = int(i);
     if (who < 0) bad("unknown who " + tok_[2].str());
     s.who = uint8_t(who);
     s.when = num(tok_[3], "when");
@@ -793,7 +813,7 @@ void Replayer::op_step() {
         const DAttr &a = attrs_[k.attrs[i]];
         const Tok &t = tok_[5 + i];
         const char *eq = static_cast<const char *>(std::memchr(t.p, '=', t.n));
-        if (!eq || !Tok{t.p, size_t(eq - t.p)}.is(a.name.c_str()))
+        if (!eq || !Tok{t.p, size_t(eq - t.p)}.is(a.name))
             bad("attribute " + std::to_string(i + 1) + " is not " + a.name + "=<value> (" + k.name +
                 "'s attributes, in order)");
         Tok v{eq + 1, size_t(t.p + t.n - eq - 1)};

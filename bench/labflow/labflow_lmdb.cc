@@ -139,6 +139,10 @@ public:
             if (!fresh) {
                 nkind_entries_ = entries(kDictKind);
                 nattr_entries_ = entries(kDictAttr);
+                std::vector<KindEntry> ks;
+                std::vector<AttrEntry> as;
+                dict_load(ks, as);
+                for (const KindEntry &k : ks) nkinds_ = std::max<uint32_t>(nkinds_, uint32_t(k.id) + 1);
                 end_txn();
             }
         } catch (...) {
@@ -162,6 +166,7 @@ public:
     void close() override { shut(); }
 
     void dict_kind(const KindEntry &k) override {
+        nkinds_ = std::max<uint32_t>(nkinds_, uint32_t(k.id) + 1);
         KindV v{k.id, k.since, k.retired};
         buf_.assign(reinterpret_cast<const char *>(&v), sizeof v);
         buf_ += k.name;
@@ -360,6 +365,7 @@ public:
             if (get_be64(static_cast<const uint8_t *>(k.mv_data)) > t1) break;
             AtV at;
             std::memcpy(&at, v.mv_data, sizeof at);
+            if (at.kind >= nkinds_) throw std::runtime_error("LMDB: a step of no kind");   // a slot per kind
             counts[at.kind]++;
         }
     }
@@ -469,6 +475,7 @@ private:
     MDB_dbi dbi_[kNumDbi] = {};
     uint64_t nkind_entries_ = 0, nattr_entries_ = 0;
     bool sized_ = false;
+    uint32_t nkinds_ = 0;   // kinds in the dictionary: REPORT1's counts have a slot each
     std::string buf_;
     std::vector<uint8_t> payload_;
     std::vector<uint32_t> mats_;

@@ -33,7 +33,8 @@
 //   --labflow_verify        after END: commit, check the workload's invariants through the
 //                           Store and compute a digest of every record; a persistent system
 //                           is then closed, reopened (its dictionary from dict_load) and
-//                           the digest recomputed: it must be the same
+//                           the digest recomputed: it must be the same (the digests and
+//                           what failed go to stderr, so a JSON report on stdout stays whole)
 //   --labflow_list          print the registered systems and exit
 //   --labflow_inject_fault=queue|reopen   (tests) a Store wrapper gets one answer wrong
 //                           (FaultyStore): the verify mode must fail
@@ -1320,7 +1321,7 @@ int Replayer::verify() {
         }
         d[0] = digest(problems);
         std::snprintf(hex[0], sizeof hex[0], "%016" PRIx64, d[0]);
-        std::printf("labflow verify: %s digest %s (%u materials, %u steps, %" PRIu64 " involves, %zu kinds)\n",
+        std::fprintf(stderr, "labflow verify: %s digest %s (%u materials, %u steps, %" PRIu64 " involves, %zu kinds)\n",
                     sys_.name.c_str(), hex[0], n_mat_, n_step_, n_involves_, kinds_.size());
         if (sys_.persistent) {
             store_->close();
@@ -1336,18 +1337,18 @@ int Replayer::verify() {
             d[1] = digest(again);
             for (auto &p : again) problems.push_back("reopened: " + p);
             std::snprintf(hex[1], sizeof hex[1], "%016" PRIx64, d[1]);
-            std::printf("labflow verify: %s reopened digest %s\n", sys_.name.c_str(), hex[1]);
+            std::fprintf(stderr, "labflow verify: %s reopened digest %s\n", sys_.name.c_str(), hex[1]);
             if (d[1] != d[0])
                 problems.push_back(std::string("the reopened database's digest ") + hex[1] + " differs from " + hex[0]);
         } else {
-            std::printf("labflow verify: %s is transient: no reopen\n", sys_.name.c_str());
+            std::fprintf(stderr, "labflow verify: %s is transient: no reopen\n", sys_.name.c_str());
         }
     } catch (const std::exception &e) {
         problems.push_back(std::string(sys_.name) + ": " + e.what());
     }
     std::fflush(stdout);
     for (const std::string &p : problems) std::cerr << "labflow verify FAILED: " << p << "\n";
-    if (problems.empty()) std::printf("labflow verify: %s ok\n", sys_.name.c_str());
+    if (problems.empty()) std::fprintf(stderr, "labflow verify: %s ok\n", sys_.name.c_str());
     return problems.empty() ? 0 : 3;
 }
 

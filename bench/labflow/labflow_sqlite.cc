@@ -164,6 +164,7 @@ public:
             prepare();
             exec("BEGIN");
             in_txn_ = true;
+            nkinds_ = count(nkinds_stmt_);
         } catch (...) {
             shut();
             throw;
@@ -188,6 +189,7 @@ public:
     }
 
     void dict_kind(const KindEntry &k) override {
+        nkinds_ = std::max<uint32_t>(nkinds_, uint32_t(k.id) + 1);
         Use(ins_kind_).i(1, k.id).i(2, k.since).i(3, k.retired).t(4, k.name.data(), k.name.size()).exec();
     }
     void dict_attr(const AttrEntry &a) override {
@@ -297,7 +299,11 @@ public:
     void report1(uint64_t t0, uint64_t t1, uint64_t *counts) override {
         Use u(report1_);
         u.i(1, int64_t(t0)).i(2, int64_t(t1));
-        while (u.step()) counts[u.col(0)] += uint64_t(u.col(1));
+        while (u.step()) {
+            int64_t k = u.col(0);   // `counts` has a slot per kind of the dictionary
+            if (k < 0 || k >= int64_t(nkinds_)) throw std::runtime_error("SQLite: a step of no kind");
+            counts[k] += uint64_t(u.col(1));
+        }
     }
     void report2(uint64_t count[NSTATES], uint64_t oldest[NSTATES]) override {
         for (int s = 0; s < NSTATES; s++) count[s] = 0, oldest[s] = UINT64_MAX;
@@ -338,6 +344,7 @@ private:
         get_mat_.prepare(db_, "SELECT kind, state, nsteps, name FROM material WHERE oid = ?");
         mat_by_name_.prepare(db_, "SELECT oid FROM material WHERE name = ?");
         count_mat_.prepare(db_, "SELECT count(*) FROM material");
+        nkinds_stmt_.prepare(db_, "SELECT coalesce(max(id) + 1, 0) FROM dict_kind");
         ins_step_.prepare(db_, "INSERT INTO step(oid, kind, schema_ver, who, at, payload) VALUES(?, ?, ?, ?, ?, ?)");
         bump_mat_.prepare(db_, "UPDATE material SET nsteps = nsteps + 1, last_at = ? WHERE oid = ?");
         ins_inv_.prepare(db_, "INSERT INTO involves(mat, at, step) VALUES(?, ?, ?)");
@@ -354,7 +361,7 @@ private:
     }
     void shut() {
         for (Stmt *s : {&ins_kind_, &ins_attr_, &sel_kinds_, &sel_attrs_, &ins_mat_, &set_state_, &get_mat_,
-                        &mat_by_name_, &count_mat_, &ins_step_, &bump_mat_, &ins_inv_, &up_latest_, &get_step_,
+                        &mat_by_name_, &count_mat_, &nkinds_stmt_, &ins_step_, &bump_mat_, &ins_inv_, &up_latest_, &get_step_,
                         &count_step_, &get_latest_, &queue_, &hist_, &step_mats_, &report1_, &report2_})
             s->finalize();
         if (db_) {
@@ -368,8 +375,9 @@ private:
 
     sqlite3 *db_ = nullptr;
     bool in_txn_ = false;
+    uint32_t nkinds_ = 0;   // kinds in the dictionary: REPORT1's counts have a slot each
     std::vector<uint8_t> payload_;
-    Stmt ins_kind_, ins_attr_, sel_kinds_, sel_attrs_, ins_mat_, set_state_, get_mat_, mat_by_name_, count_mat_,
+    Stmt nkinds_stmt_, ins_kind_, ins_attr_, sel_kinds_, sel_attrs_, ins_mat_, set_state_, get_mat_, mat_by_name_, count_mat_,
         ins_step_, bump_mat_, ins_inv_, up_latest_, get_step_, count_step_, get_latest_, queue_, hist_, step_mats_,
         report1_, report2_;
 };

@@ -407,6 +407,15 @@ def test_usage_errors(exe, short_log, tmp_path):
     proc = subprocess.run([str(exe), "--labflow_list"], capture_output=True, text=True)
     assert proc.returncode == 0
     assert {line.split()[0] for line in proc.stdout.splitlines()} >= set(SYSTEMS)
+    # the benchmarks' names without a log (a runner asks which systems a binary holds)
+    proc = subprocess.run([str(exe), "--benchmark_list_tests=true"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    names = [n.split("/iterations")[0] for n in proc.stdout.split()]
+    assert all(f"labflow/{s}/{c}" in names for s in SYSTEMS for c in gen.CUT_NAMES)
+    proc = subprocess.run([str(exe), "--labflow_system=LMDB", "--benchmark_list_tests"],
+                          capture_output=True, text=True)
+    assert [n.split("/iterations")[0] for n in proc.stdout.split()] == \
+        [f"labflow/LMDB/{c}" for c in gen.CUT_NAMES]
     proc = subprocess.run([str(exe), f"--labflow_log={log}", "--labflow_system=NOPE"],
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "HAND" in proc.stderr

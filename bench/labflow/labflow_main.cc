@@ -36,6 +36,8 @@
 //                           the digest recomputed: it must be the same (the digests and
 //                           what failed go to stderr, so a JSON report on stdout stays whole)
 //   --labflow_list          print the registered systems and exit
+//   --benchmark_list_tests  the benchmarks' names (of --labflow_system's, or of every
+//                           system), without a log or a replay
 //   --labflow_inject_fault=queue|reopen   (tests) a Store wrapper gets one answer wrong
 //                           (FaultyStore): the verify mode must fail
 // Exit status: 0; 1 a malformed log or a Store error; 2 usage; 3 a failed check.
@@ -1443,6 +1445,33 @@ int main(int argc, char **argv) {
         return true;
     });
     auto &reg = lf::systems();
+    // --benchmark_list_tests: the names only, of the system chosen or of every system, and
+    // no replay (a runner asks the binary which systems it holds)
+    bool list_tests = false;
+    for (int i = 1; i < argc; i++) {
+        std::string a = argv[i];
+        if (a == "--benchmark_list_tests" ||
+            (a.rfind("--benchmark_list_tests=", 0) == 0 && a != "--benchmark_list_tests=false" &&
+             a != "--benchmark_list_tests=0"))
+            list_tests = true;
+    }
+    if (list_tests) {
+        benchmark::Initialize(&argc, argv);
+        if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+        for (const lf::SystemInfo &s : reg)
+            if (o.system.empty() || s.name == o.system)
+                for (const char *cut : kCutNames)
+                    benchmark::RegisterBenchmark(("labflow/" + s.name + "/" + cut).c_str(),
+                                                 [](benchmark::State &st) {
+                                                     for (auto _ : st) st.SkipWithError("listed only");
+                                                 })
+                        ->Iterations(1)
+                        ->UseManualTime()
+                        ->Unit(benchmark::kMillisecond);
+        benchmark::RunSpecifiedBenchmarks();
+        benchmark::Shutdown();
+        return 0;
+    }
     if (o.list) {
         for (const lf::SystemInfo &s : reg) std::cout << s.name << (s.persistent ? " persistent" : " transient") << "\n";
         return 0;

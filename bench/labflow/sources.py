@@ -19,6 +19,8 @@ PEER_HEADERS = {"HAND": None, "SQLITE": "sqlite3.h", "LMDB": "lmdb.h"}
 PEER_LIBS = {"HAND": (), "SQLITE": ("-lsqlite3",), "LMDB": ("-llmdb",)}
 DRIVER_HEADERS = ("benchmark/benchmark.h",)
 DRIVER_LIBS = ("-lbenchmark", "-lpthread")
+# everything a binary with every peer links (libraries last)
+LIBS = tuple(lib for p in PEER_SOURCES for lib in PEER_LIBS[p]) + DRIVER_LIBS
 CXXFLAGS = ("-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror")
 SANITIZE = ("-fsanitize=address,undefined", "-fno-omit-frame-pointer")
 

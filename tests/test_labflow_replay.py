@@ -351,6 +351,12 @@ CORRUPTIONS = {
     "END totals": (lambda d: _replace_line(d, "END ", lambda s: "END 1 2 3"), "END totals"),
     "marker out of place": (lambda d: _replace_line(d, "MARK 1 7 ", lambda s: "MARK 1 8 BASELINE"),
                             "marker out of place"),
+    "kind name over the dictionary's field": (
+        lambda d: _replace_line(d, "ADDKIND ", lambda s: "ADDKIND " + "k" * 25, 2),
+        "name longer than 24 characters"),
+    "material name over 24 characters": (
+        lambda d: _replace_line(d, "MAT ", lambda s: "MAT " + "m" * 25 + " sample", 5),
+        "a material name longer than 24 characters"),
     "not a log": (lambda d: (b"LABFLOW2 1 seed=1\n" + d, 1), "not a LABFLOW1 version 1 log"),
 }
 

@@ -38,7 +38,7 @@ enum MatKind : uint8_t { SAMPLE, SEGMENT, NMATKINDS };
 enum AttrType : uint8_t { T_U8 = 1, T_I32 = 2, T_F32 = 3, T_STR = 4, T_VAR = 5 };
 
 constexpr size_t kNameMax = 24;     // material names (gen.py: <= 24 characters)
-constexpr size_t kDictNameMax = 32; // step kind and attribute names: the driver refuses a
+constexpr size_t kDictNameMax = 24; // step kind and attribute names: the driver refuses a
                                     // longer one, so a store may keep them in fixed fields
 constexpr size_t kWhoCount = 16;    // gen.WHO, index = the step's `who`
 

@@ -11,7 +11,10 @@
 // [choice] The driver is stricter than model.py on tokens the generator never writes: an
 // empty token, a non-printable byte, a '+' sign, a float not written as [-]digits[.digits],
 // a material name over 24 characters or a kind/attribute name over kDictNameMax, and extra
-// tokens after a request's arguments are errors here.
+// tokens after a request's arguments are errors here. Besides each request's own calls, the
+// driver checks through the Store what the log cannot be trusted with: MAT looks its name
+// up first (mat_by_name: names are unique), STATE reads the material (mat_get: its line's
+// states, and whether it is in a terminal one); every system pays the same.
 //
 // Benchmarks: labflow/<system>/<0.5X|1X|2X>, one per interval in log order, Iterations(1),
 // manual time. Each body continues the replay where the previous one stopped: the build
@@ -1148,7 +1151,15 @@ void Replayer::rebuild_dict(const std::vector<lf::KindEntry> &ks, const std::vec
 }
 
 // A digest of everything the Store holds, read through its primitives, and the workload's
-// invariants (spec section 6) checked on the way; what fails goes to `problems`.
+// invariants (spec section 6) checked on the way; what fails goes to `problems`. FNV-1a/64,
+// integers as 8 little-endian bytes, a dictionary name as its length then its bytes, in
+// this order: the counts and the dictionary version;
+// each kind (id, since, retired, name) with its attributes (id, kind, type, max_len, since,
+// name); each step (oid, kind, schema_ver, who, when, payload length and bytes, its
+// materials, their number); each material (oid, kind, state, nsteps, name bytes, name
+// length, its history, then latest(m, k) for every kind k); each queue (length, oids).
+// Read through the primitives only, it is the same for every system holding the same
+// records (tests/test_labflow_replay.py computes it from the reference model too).
 uint64_t Replayer::digest(std::vector<std::string> &problems) {
     lf::Store &st = *store_;
     Fnv h;
@@ -1180,7 +1191,6 @@ uint64_t Replayer::digest(std::vector<std::string> &problems) {
     }
     // steps: record, payload (decoded exactly with its version), materials
     uint64_t involves = 0, prev_when = 0;
-    std::vector<uint8_t> kind_of(size_t(ns) + 1, 0xff);
     std::vector<uint64_t> when_of(size_t(ns) + 1, 0);
     std::vector<uint16_t> kind16(size_t(ns) + 1, 0);
     for (uint32_t s = 1; s <= ns; s++) {

@@ -9,7 +9,7 @@
 // material's history is one range in `when` order (HIST, the history's newest step) -- with
 // an index on (step, mat) for STEPMATS; latest on (mat, kind), written with an upsert (INSERT
 // .. ON CONFLICT DO UPDATE). material carries nsteps and the `when` of its newest step
-// (updated with each step, REPORT2 reads them in one scan); its state index (state, rowid)
+// (updated with each step; REPORT2 is one scan of the table); its state index (state, rowid)
 // is the queue: QUEUE is `WHERE state = ? ORDER BY oid LIMIT n`, and SQLite maintains it on
 // every STATE update. step has an index on (at, kind) for REPORT1's range. The payload is a
 // BLOB column. `at` is the step's `when` (a keyword in SQL). The dictionary is two tables
@@ -299,20 +299,24 @@ public:
     void report1(uint64_t t0, uint64_t t1, uint64_t *counts) override {
         Use u(report1_);
         u.i(1, int64_t(t0)).i(2, int64_t(t1));
+        // the range of the covering index (at, kind), counted here: a GROUP BY would sort
+        // the range in a temporary B-tree first
         while (u.step()) {
             int64_t k = u.col(0);   // `counts` has a slot per kind of the dictionary
             if (k < 0 || k >= int64_t(nkinds_)) throw std::runtime_error("SQLite: a step of no kind");
-            counts[k] += uint64_t(u.col(1));
+            counts[k]++;
         }
     }
     void report2(uint64_t count[NSTATES], uint64_t oldest[NSTATES]) override {
         for (int s = 0; s < NSTATES; s++) count[s] = 0, oldest[s] = UINT64_MAX;
+        // one scan of the table, summed here: a GROUP BY would walk the state index and
+        // look every row up by its rowid for last_at
         Use u(report2_);
         while (u.step()) {
             int64_t s = u.col(0);
             if (s < 0 || s >= NSTATES) throw std::runtime_error("SQLite: a material in no state");
-            count[s] = uint64_t(u.col(1));
-            if (!u.null(2)) oldest[s] = uint64_t(u.col(2));
+            count[s]++;
+            if (!u.null(1)) oldest[s] = std::min(oldest[s], uint64_t(u.col(1)));
         }
     }
 
@@ -356,8 +360,8 @@ private:
         queue_.prepare(db_, "SELECT oid FROM material WHERE state = ? ORDER BY oid LIMIT ?");
         hist_.prepare(db_, "SELECT step FROM involves WHERE mat = ? ORDER BY at, step");
         step_mats_.prepare(db_, "SELECT mat FROM involves WHERE step = ? ORDER BY mat");
-        report1_.prepare(db_, "SELECT kind, count(*) FROM step WHERE at BETWEEN ? AND ? GROUP BY kind");
-        report2_.prepare(db_, "SELECT state, count(*), min(last_at) FROM material GROUP BY state");
+        report1_.prepare(db_, "SELECT kind FROM step WHERE at BETWEEN ? AND ?");
+        report2_.prepare(db_, "SELECT state, last_at FROM material");
     }
     void shut() {
         for (Stmt *s : {&ins_kind_, &ins_attr_, &sel_kinds_, &sel_attrs_, &ins_mat_, &set_state_, &get_mat_,

@@ -130,7 +130,8 @@ public:
     // slot per kind ever defined, zeroed by the caller)
     virtual void report1(uint64_t t0, uint64_t t1, uint64_t *counts) = 0;
     // REPORT2: for every state, its number of materials and the oldest `when` among their
-    // newest steps (UINT64_MAX when no material in it has a step)
+    // newest steps (UINT64_MAX when no material in it has a step); the caller fills count
+    // with 0 and oldest with UINT64_MAX first, so a store may just add and take minima
     virtual void report2(uint64_t count[NSTATES], uint64_t oldest[NSTATES]) = 0;
 };
 

@@ -1107,6 +1107,8 @@ void Replayer::op_report1() {
 void Replayer::op_report2() {
     if (ntok_ != 1) bad("REPORT2 takes no argument");
     uint64_t count[lf::NSTATES], oldest[lf::NSTATES];
+    std::fill(count, count + lf::NSTATES, 0);   // as labflow.h says the caller does
+    std::fill(oldest, oldest + lf::NSTATES, UINT64_MAX);
     store_->report2(count, oldest);
     o_ = "R2";
     for (int s = 0; s < lf::NSTATES; s++) {

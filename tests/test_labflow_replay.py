@@ -408,6 +408,41 @@ def test_a_huge_queue_request_is_bounded(san_exe, short_log, san_env, tmp_path):
     assert out.read_text() == "".join(line + "\n" for line in m.out)
 
 
+F32_VALUES = ("-0.0000", "0.1", "-12.3456", "123456789.5", "5.", ".5", "16777215.9375",
+              "0.00001", "-7.0625", "99999999999", "1.00000001", "0")
+
+
+def test_f32_values_round_trip_as_the_model_prints_them(san_exe, short_log, san_env, tmp_path):
+    """Every f32 attribute of every step rewritten to values the generator never writes
+    (negative zero, inexact decimals, beyond 2^24, more than nine digits): the driver's
+    parse and print (a fast path for multiples of 1/16, strtof/printf otherwise) answer what
+    the model answers."""
+    log, data, _ = short_log
+    f32 = {a for _, attrs in gen.INITIAL_SCHEMA for a, t in attrs if t == "f32"} | {"purity"}
+    out_lines, i = [], 0
+    for line in data.decode("ascii").split("\n"):
+        if line.startswith("STEP "):
+            t = line.split(" ")
+            for j in range(5, len(t)):
+                name = t[j].split("=", 1)[0]
+                if name in f32:
+                    t[j] = f"{name}={F32_VALUES[i % len(F32_VALUES)]}"
+                    i += 1
+            line = " ".join(t)
+        out_lines.append(line)
+    bad = "\n".join(out_lines)
+    path = tmp_path / "f32.log"
+    path.write_text(bad)
+    m = model.Model()
+    m.replay(bad.splitlines())
+    want = "".join(line + "\n" for line in m.out)
+    assert "A -0.0000" in want or "=-0.0000" in want
+    proc, out, _ = _replay(san_exe, path, tmp_path, "HAND", env=san_env)
+    assert not SANITIZER_REPORT.search(proc.stderr), proc.stderr
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text() == want
+
+
 def test_usage_errors(exe, short_log, tmp_path):
     log = short_log[0]
     proc = subprocess.run([str(exe), "--labflow_list"], capture_output=True, text=True)

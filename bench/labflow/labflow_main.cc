@@ -55,6 +55,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -120,6 +121,76 @@ bool terminal(int s) { return s == lf::PASSED || s == lf::RELEASED || s == lf::F
 bool state_of_line(int kind, int s) {
     if (s == lf::FAILED) return true;
     return kind == lf::SAMPLE ? s <= lf::PASSED : (s >= lf::NEW && s <= lf::RELEASED);
+}
+
+// -- formatting and parsing of values (the query output's hot path) ----------------------
+
+void app_u(std::string &o, uint64_t v) {
+    char b[24];
+    char *e = b + sizeof b, *p = e;
+    do {
+        *--p = char('0' + v % 10);
+        v /= 10;
+    } while (v);
+    o.append(p, size_t(e - p));
+}
+
+void app_i(std::string &o, int64_t v) {
+    if (v < 0) {
+        o += '-';
+        app_u(o, uint64_t(0) - uint64_t(v));
+    } else {
+        app_u(o, uint64_t(v));
+    }
+}
+
+// printf("%.4f") of a float: directly for a multiple of 1/16 below 2^24 in magnitude (all
+// gen.py writes; exact: 1/16 = 0.0625), through snprintf for any other value.
+void app_f32(std::string &o, float f) {
+    if (std::isfinite(f) && std::fabs(f) < 16777216.0f) {
+        double x = std::fabs(double(f)) * 16.0;   // exact
+        if (x == std::floor(x)) {
+            uint64_t n = uint64_t(x);
+            if (std::signbit(f)) o += '-';   // -0.0 too: "-0.0000", as printf and Python
+            app_u(o, n / 16);
+            unsigned frac = unsigned(n % 16) * 625;   // the four decimals
+            char d[5] = {'.', char('0' + frac / 1000), char('0' + frac / 100 % 10), char('0' + frac / 10 % 10),
+                         char('0' + frac % 10)};
+            o.append(d, 5);
+            return;
+        }
+    }
+    char buf[64];
+    int k = std::snprintf(buf, sizeof buf, "%.4f", double(f));
+    if (k < 0 || size_t(k) >= sizeof buf)   // only a value no log can hold (>= 1e58)
+        throw std::runtime_error("an f32 value too large to print");
+    o.append(buf, size_t(k));
+}
+
+// strtof of [-]digits[.digits] (checked by the caller): directly when the value is a
+// multiple of 1/16 below 2^24 with at most 9 digits (exact both ways), else strtof.
+float parse_f32(const char *p, size_t n) {
+    bool neg = n && p[0] == '-';
+    uint64_t m = 0, pow10 = 1;
+    int digits = 0;
+    bool frac = false;
+    for (size_t i = neg ? 1 : 0; i < n; i++) {
+        if (p[i] == '.') {
+            frac = true;
+            continue;
+        }
+        if (++digits > 9) break;
+        m = m * 10 + uint64_t(p[i] - '0');
+        if (frac) pow10 *= 10;
+    }
+    if (digits <= 9 && (m * 16) % pow10 == 0 && m * 16 / pow10 < (uint64_t(1) << 24)) {
+        float f = float(m * 16 / pow10) / 16.0f;   // exact
+        return neg ? -f : f;
+    }
+    char tmp[48];
+    std::memcpy(tmp, p, n);   // n <= 40, checked by the caller
+    tmp[n] = 0;
+    return std::strtof(tmp, nullptr);
 }
 
 // -- the run-time dictionary --------------------------------------------------------------
@@ -845,10 +916,7 @@ void Replayer::op_step() {
                 else break;
             }
             if (j != v.n || digits == 0 || v.n > 40) bad("not an f32 value for " + a.name + ": '" + v.str() + "'");
-            char tmp[48];
-            std::memcpy(tmp, v.p, v.n);
-            tmp[v.n] = 0;
-            float f = std::strtof(tmp, nullptr);
+            float f = parse_f32(v.p, v.n);
             std::memcpy(b, &f, 4);
             n = 4;
         } else {
@@ -898,24 +966,20 @@ void Replayer::emit() {
 }
 
 void Replayer::value_text(const DAttr &a, const uint8_t *v, uint16_t n, std::string &out) {
-    char buf[64];
     switch (a.type) {
     case lf::T_U8:
-        out += std::to_string(unsigned(v[0]));
+        app_u(out, v[0]);
         return;
     case lf::T_I32: {
         int32_t x;
         std::memcpy(&x, v, 4);
-        out += std::to_string(x);
+        app_i(out, x);
         return;
     }
     case lf::T_F32: {
         float f;
         std::memcpy(&f, v, 4);
-        int k = std::snprintf(buf, sizeof buf, "%.4f", double(f));
-        if (k < 0 || size_t(k) >= sizeof buf)   // only a value no log can hold (>= 1e58)
-            throw std::runtime_error("an f32 value too large to print");
-        out.append(buf, size_t(k));
+        app_f32(out, f);
         return;
     }
     default:
@@ -961,7 +1025,7 @@ void Replayer::op_queue() {
     o_ = "Q";
     for (size_t i = 0; i < got; i++) {
         o_ += ' ';
-        o_ += std::to_string(ids_[i]);
+        app_u(o_, ids_[i]);
     }
     emit();
 }
@@ -983,7 +1047,12 @@ void Replayer::op_look() {
         if (m > n_mat_ || !store_->mat_get(m, r) || r.kind >= lf::NMATKINDS || r.state >= lf::NSTATES)
             throw std::runtime_error(std::string(sys_.name) + ": the name index gives material " +
                                      std::to_string(m) + ", which it cannot give back");
-        o_ = "L " + std::to_string(m) + " " + lf::kMatKindNames[r.kind] + " " + lf::kStateNames[r.state];
+        o_ = "L ";
+        app_u(o_, m);
+        o_ += ' ';
+        o_ += lf::kMatKindNames[r.kind];
+        o_ += ' ';
+        o_ += lf::kStateNames[r.state];
     }
     emit();
 }
@@ -1040,7 +1109,12 @@ void Replayer::op_laststep() {
         if (s > n_step_ || !store_->step_get(s, r) || r.who >= lf::kWhoCount)
             throw std::runtime_error(std::string(sys_.name) + ": latest gives step " + std::to_string(s) +
                                      ", which it cannot give back");
-        o_ = "S " + std::to_string(s) + " " + std::to_string(r.when) + " " + lf::kWhoNames[r.who];
+        o_ = "S ";
+        app_u(o_, s);
+        o_ += ' ';
+        app_u(o_, r.when);
+        o_ += ' ';
+        o_ += lf::kWhoNames[r.who];
         decode(s, r.kind, r.schema_ver, r.payload, r.payload_len, [&](const DAttr &a, const uint8_t *v, uint16_t n) {
             o_ += ' ';
             o_ += a.name;
@@ -1056,7 +1130,8 @@ void Replayer::op_hist() {
     uint32_t m = mat_tok(tok_[1]);
     ids_.clear();
     store_->hist(m, [&](uint32_t s) { ids_.push_back(s); });
-    o_ = "H " + std::to_string(ids_.size());
+    o_ = "H ";
+    app_u(o_, ids_.size());
     for (uint32_t s : ids_) {
         lf::StepRec r;
         if (s == 0 || s > n_step_ || !store_->step_get(s, r) || r.kind >= kinds_.size() || r.who >= lf::kWhoCount)
@@ -1065,7 +1140,7 @@ void Replayer::op_hist() {
         o_ += ' ';
         o_ += kinds_[r.kind].name;
         o_ += ':';
-        o_ += std::to_string(r.when);
+        app_u(o_, r.when);
         o_ += ':';
         o_ += lf::kWhoNames[r.who];
     }
@@ -1083,7 +1158,7 @@ void Replayer::op_stepmats() {
         ordered = ordered && m > prev;
         prev = m;
         o_ += ' ';
-        o_ += std::to_string(m);
+        app_u(o_, m);
     });
     if (!ordered) throw std::runtime_error(std::string(sys_.name) + ": step_mats not in oid order");
     emit();
@@ -1099,7 +1174,7 @@ void Replayer::op_report1() {
         o_ += ' ';
         o_ += kinds_[k].name;
         o_ += '=';
-        o_ += std::to_string(counts_[k]);
+        app_u(o_, counts_[k]);
     }
     emit();
 }
@@ -1115,9 +1190,10 @@ void Replayer::op_report2() {
         o_ += ' ';
         o_ += lf::kStateNames[s];
         o_ += '=';
-        o_ += std::to_string(count[s]);
+        app_u(o_, count[s]);
         o_ += '/';
-        o_ += oldest[s] == UINT64_MAX ? std::string("-") : std::to_string(oldest[s]);
+        if (oldest[s] == UINT64_MAX) o_ += '-';
+        else app_u(o_, oldest[s]);
     }
     emit();
 }

@@ -513,8 +513,8 @@ void Replayer::split() {
     size_t i = 0;
     if (len_ == 0) bad("an empty line");
     while (i <= len_) {
-        size_t j = i;
-        while (j < len_ && line_[j] != ' ') j++;
+        const char *sp = static_cast<const char *>(std::memchr(line_ + i, ' ', len_ - i));
+        size_t j = sp ? size_t(sp - line_) : len_;
         if (j == i) bad("an empty token (two spaces, or a space at either end)");
         if (ntok_ == kMaxTokens) bad("too many tokens");
         tok_[ntok_++] = Tok{line_ + i, j - i};

@@ -6,7 +6,9 @@ persistent ones, and a malformed log stops the replay with the line it is on -- 
 ASan/UBSan, never a crash."""
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
 import shutil
 import struct
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import cache_lock, harness_cache_root
 from p2gen.bench.labflow import gen, model, sources
 
 SYSTEMS = tuple(sources.PEER_SOURCES)           # HAND, SQLITE, LMDB
@@ -28,7 +31,9 @@ COUNTERS = ("user_s", "sys_s", "majflt", "minflt", "backlog_commit_s", "interval
 SANITIZER_REPORT = re.compile(r"AddressSanitizer|runtime error:|LeakSanitizer|Segmentation fault")
 
 
-def _build(out: Path, flags: tuple, name: str) -> Path:
+def _build(request, tmp_path_factory, flags: tuple, name: str) -> Path:
+    """The driver with every peer, compiled with `flags`; cached in the harness cache while
+    no source changes (as conftest's harness_builder caches the generated harnesses)."""
     cxx = shutil.which("c++") or shutil.which("g++")
     if cxx is None:
         pytest.skip("no C++ compiler")
@@ -36,35 +41,45 @@ def _build(out: Path, flags: tuple, name: str) -> Path:
     if missing:
         pytest.skip(f"{', '.join(missing)} not installed "
                     "(apt-get install libbenchmark-dev libsqlite3-dev liblmdb-dev)")
-    # one process per source: the compiles overlap on a multi-core machine
-    objs = []
-    jobs = []
-    for src in sources.sources():
-        obj = out / (src.name + ".o")
-        objs.append(obj)
-        jobs.append((src, subprocess.Popen([cxx, *flags, "-c", str(src), "-o", str(obj)],
-                                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                           text=True)))
-    for src, job in jobs:
-        log, _ = job.communicate(timeout=600)
-        assert job.returncode == 0, f"{src.name} does not compile cleanly:\n{log}"
+    srcs = sources.sources()
+    key = hashlib.sha256(f"{cxx}\0{flags}\0{name}".encode())
+    for f in sorted(srcs + [sources.HERE / "labflow.h", sources.HERE.parent / "flags.h"]):
+        key.update(f.name.encode() + b"\0" + f.read_bytes())
+    root = harness_cache_root(request.config) or Path(tmp_path_factory.mktemp("labflow_build"))
+    out = root / f"labflow-{key.hexdigest()[:20]}"
     exe = out / name
-    link = [f for f in flags if f.startswith("-fsanitize")]
-    subprocess.run([cxx, *link, *map(str, objs), *sources.libs(), "-o", str(exe)], check=True,
-                   timeout=300)
+    with cache_lock(out):
+        if not ((out / ".built").exists() and exe.exists()):
+            # one process per source: the compiles overlap on a multi-core machine
+            objs = []
+            jobs = []
+            for src in srcs:
+                obj = out / (src.name + ".o")
+                objs.append(obj)
+                jobs.append((src, subprocess.Popen([cxx, *flags, "-c", str(src), "-o", str(obj)],
+                                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                                   text=True)))
+            for src, job in jobs:
+                log, _ = job.communicate(timeout=600)
+                assert job.returncode == 0, f"{src.name} does not compile cleanly:\n{log}"
+            link = [f for f in flags if f.startswith("-fsanitize")]
+            subprocess.run([cxx, *link, *map(str, objs), *sources.libs(), "-o", str(exe)],
+                           check=True, timeout=300)
+            (out / ".built").write_text("ok\n")
+        os.utime(out)   # recently used: kept by the pruning at the next run's start
     return exe
 
 
 @pytest.fixture(scope="module")
-def exe(tmp_path_factory) -> Path:
-    return _build(tmp_path_factory.mktemp("labflow_build"), sources.CXXFLAGS, "labflow")
+def exe(request, tmp_path_factory) -> Path:
+    return _build(request, tmp_path_factory, sources.CXXFLAGS, "labflow")
 
 
 @pytest.fixture(scope="module")
-def san_exe(tmp_path_factory) -> Path:
+def san_exe(request, tmp_path_factory) -> Path:
     # no -O: the sanitized build compiles several times faster
     flags = tuple(f for f in sources.CXXFLAGS if not f.startswith("-O")) + sources.SANITIZE
-    return _build(tmp_path_factory.mktemp("labflow_san"), flags, "labflow_san")
+    return _build(request, tmp_path_factory, flags, "labflow_san")
 
 
 def _log(tmp_path_factory, name: str, **kw) -> tuple[Path, bytes, str]:
@@ -471,14 +486,13 @@ def test_usage_errors(exe, short_log, tmp_path):
     assert proc.returncode == 1 and "cannot open" in proc.stderr
 
 
-@pytest.mark.skipif(not __import__("os").environ.get("P2GEN_SOAK"),
+@pytest.mark.skipif(not os.environ.get("P2GEN_SOAK"),
                     reason="a soak: set P2GEN_SOAK=1 (P2GEN_SOAK_N mutations, default 200)")
 def test_soak_random_mutations_against_the_model(san_exe, short_log, san_env, tmp_path):
     """Random damage to the log (a byte changed, a line dropped, duplicated or cut): the
     sanitized driver never crashes; when it accepts a log the model accepts it and the
     outputs are equal, and a log the model refuses the driver refuses too (the driver may
     refuse more: it is stricter on tokens the generator never writes)."""
-    import os
     import random
     log, data, _ = short_log
     rng = random.Random(1996)

@@ -518,11 +518,16 @@ def bench_python(**kwargs):
 @click.option("--cap/--no-cap", default=True, show_default=True,
               help="Run each replay under a cgroup memory limit of X (when the machine "
                    "allows one; otherwise the run says so and goes uncapped).")
+@click.option("--deadline", type=click.FloatRange(1), default=300, show_default=True,
+              metavar="SECONDS", help="A replay still running after this long is not "
+              "continued (a run that thrashes, as the paper did not continue its): the "
+              "intervals it measured are reported, the rest 'n/a (not continued)'.")
 @click.option("--cc", default=lambda: os.environ.get("CC", "cc"), show_default="$CC or cc")
 @click.option("--cxx", default=lambda: os.environ.get("CXX", "c++"), show_default="$CXX or c++")
 @click.option("--plots/--no-plots", default=True, show_default=True,
               help="Render a PNG plot (needs matplotlib: pip install 'p2gen[bench]').")
-def bench_labflow(gen, memory, reference, seed, out, build_dir, systems, cap, cc, cxx, plots):
+def bench_labflow(gen, memory, reference, seed, out, build_dir, systems, cap, deadline, cc, cxx,
+                  plots):
     """LabFlow-1: a laboratory's workflow history (Bonner, Shrufi, Rozen 1996).
 
     Generates the benchmark log (the seeded simulation of two production lines: the
@@ -553,7 +558,7 @@ def bench_labflow(gen, memory, reference, seed, out, build_dir, systems, cap, cc
             cc_command(cxx, "C++ compiler", "--cxx or $CXX")
             rc = command(memory=memory, seed=seed, out=out or "bench/results",
                          build_dir=build_dir, cc=cc, cxx=cxx, systems=systems, cap=cap,
-                         plots=plots, say=click.echo)
+                         plots=plots, deadline=deadline, say=click.echo)
         except P2Error as e:
             _fail(e)
         sys.exit(rc)

@@ -38,12 +38,16 @@
 //                           is then closed, reopened (its dictionary from dict_load) and
 //                           the digest recomputed: it must be the same (the digests and
 //                           what failed go to stderr, so a JSON report on stdout stays whole)
+//   --labflow_deadline=S    stop a replay still running S seconds after the start (a run
+//                           that thrashes), cleanly: the intervals measured so far are
+//                           reported, the one under way fails "not continued"; exit status 4
 //   --labflow_list          print the registered systems and exit
 //   --benchmark_list_tests  the benchmarks' names (of --labflow_system's, or of every
 //                           system), without a log or a replay
 //   --labflow_inject_fault=queue|reopen   (tests) a Store wrapper gets one answer wrong
 //                           (FaultyStore): the verify mode must fail
-// Exit status: 0; 1 a malformed log or a Store error; 2 usage; 3 a failed check.
+// Exit status: 0; 1 a malformed log or a Store error; 2 usage; 3 a failed check; 4 past
+// the deadline.
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -244,6 +248,7 @@ struct Options {
     std::string log, out, dir, system;
     std::string fault;   // --labflow_inject_fault
     bool verify = false, list = false;
+    double deadline_s = 0;   // --labflow_deadline: 0 = none
 };
 
 // --labflow_inject_fault (tests): a Store that passes every call on to the system's but
@@ -314,6 +319,7 @@ public:
 
     const IntervalStats &stats(int k) const { return stats_[k - 1]; }
     bool failed() const { return !error_.empty(); }
+    bool past_deadline() const { return past_deadline_; }
     const std::string &error() const { return error_; }
 
 private:
@@ -368,6 +374,8 @@ private:
     FILE *in_ = nullptr;
     FILE *out_ = nullptr;
     std::string error_;
+    bool past_deadline_ = false;
+    std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 
     char line_[kMaxLine + 1];   // the one line buffer: a line, its newline dropped, NUL after
     char inbuf_[1 << 16];       // the file, a block at a time
@@ -526,7 +534,18 @@ template <class Stop>
 bool Replayer::run(Stop stop) {
     if (failed()) return false;
     try {
-        while (!stop()) {
+        for (uint32_t n = 0; !stop(); n++) {
+            // a run that thrashes is not continued, as the paper did not continue its runs
+            // that thrashed: checked every 1,024 lines, it stops cleanly so that the
+            // intervals already measured are reported
+            if (opt_.deadline_s > 0 && (n & 1023) == 0 &&
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count() >
+                    opt_.deadline_s) {
+                past_deadline_ = true;
+                fail("not continued: past the deadline of " + std::to_string(int(opt_.deadline_s)) +
+                     " s (--labflow_deadline) at line " + std::to_string(lineno_));
+                return false;
+            }
             if (!next_line()) {
                 if (!ended_) {
                     lineno_++;
@@ -1527,6 +1546,11 @@ int main(int argc, char **argv) {
         else if (k == "labflow_dir") o.dir = v;
         else if (k == "labflow_system") o.system = v;
         else if (k == "labflow_verify") o.verify = v.empty() || v == "1" || v == "true";
+        else if (k == "labflow_deadline") {
+            char *end = nullptr;
+            o.deadline_s = std::strtod(v.c_str(), &end);
+            if (v.empty() || *end || !(o.deadline_s >= 0)) return false;   // usage: exit 2
+        }
         else if (k == "labflow_list") o.list = true;
         else if (k == "labflow_inject_fault" && (v == "queue" || v == "reopen")) o.fault = v;
         else return false;
@@ -1619,7 +1643,7 @@ int main(int argc, char **argv) {
             if (!rep.failed()) rep.run_to_end();
             if (rep.failed()) {
                 report_failure();
-                rc = 1;
+                rc = rep.past_deadline() ? 4 : 1;
             } else if (o.verify) {
                 rc = rep.verify();
             }

@@ -201,12 +201,8 @@ public:
     uint32_t step_count() override { return (uint32_t)P2(steps_count)(db_); }
 
     uint32_t latest(uint32_t mat, uint16_t kind) override {
-        P2(latest_of_cursor) c;
-        ok(P2(latest_of_open)(db_, &c, mat, kind), "latest cursor");
-        uint32_t step = 0;
-        if (P2(latest_of_next)(&c) == P2_OK) step = P2(latest_of_get)(&c)->step;
-        P2(latest_of_close)(&c);
-        return step;
+        const P2(latest) *r = P2(latests_lookup_mat_kind)(db_, mat, kind, nullptr);
+        return r ? r->step : 0;
     }
 
     // -- queries --------------------------------------------------------------------------
@@ -267,20 +263,13 @@ private:
         if (!r) throw std::runtime_error(std::string(P2_NAME) + ": no material " + std::to_string(oid));
         return r;
     }
-    // the newest step of a kind per material: replace the row's step, or add the row
+    // the newest step of a kind per material: one upsert on the unique key (mat, kind)
     void upsert_latest(uint32_t mat, uint16_t kind, uint32_t step) {
-        P2(latest_of_cursor) c;
-        ok(P2(latest_of_open)(db_, &c, mat, kind), "latest cursor");
-        if (P2(latest_of_next)(&c) == P2_OK) {
-            ok(P2(latests_set_step)(db_, P2(latest_of_ref)(&c), step), "latest step");
-            P2(latest_of_close)(&c);
-            return;
-        }
         P2(latest) r{};
         r.mat = mat;
         r.kind = kind;
         r.step = step;
-        ok(P2(latests_insert)(db_, &r, nullptr), "insert latest");
+        ok(P2(latests_upsert)(db_, &r, nullptr, nullptr), "upsert latest");
     }
 
     P2(db) *db_ = nullptr;

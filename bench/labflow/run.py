@@ -34,11 +34,12 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from ...errors import BuildError
+from .. import spec_dir
 from ..common import Builder, checked_sources, users_build_steps
 from . import gen as lfgen
 
 SOURCE_DIR = Path(__file__).resolve().parent
-SPEC_DIR = Path(__file__).resolve().parents[2] / "type_equations" / "labflow"
+SPEC_DIR = spec_dir("labflow")
 P2_DRIVER = "labflow_p2.cc"
 LIB_HINT = ("install Google Benchmark, SQLite and LMDB: apt-get install libbenchmark-dev "
             "libsqlite3-dev liblmdb-dev")
@@ -46,8 +47,9 @@ LIB_HINT = ("install Google Benchmark, SQLite and LMDB: apt-get install libbench
 # the variants' names in tables: the spec's stem, upper case, '_' -> '-'
 # (segmented.p2: SEGMENTED, all_transient.p2: ALL-TRANSIENT)
 REFERENCE_VARIANT = "SEGMENTED"   # the one whose file the cut points are estimated for
-# the model's Python replay is the oracle up to this many log bytes (about a minute)
-MODEL_MAX_BYTES = 64 << 20
+# the model's Python replay is the oracle up to this many log bytes (about a minute: it
+# replays some 10 MB of log a second)
+MODEL_MAX_BYTES = 512 << 20
 MODEL_TIMEOUT = 900
 
 
@@ -68,14 +70,20 @@ def variant_from_spec(spec: Path) -> Variant:
     files = tuple(n for f in checked.files
                   for n in (f.path, *(f.path + x for li in f.mems for x in li.layer.side_files)))
     hist_ilist = any(r.name == "history" for r in checked.relationships)
-    return Variant(spec.stem.upper().replace("_", "-"), str(spec),
+    return Variant(variant_name(spec), str(spec),
                    "labflow_" + re.sub(r"[^A-Za-z0-9_]", "_", spec.stem).lower(),
                    persistent, files if persistent else (), hist_ilist)
 
 
-def default_variants(spec_dir: Optional[Path] = None) -> list[Variant]:
+def variant_name(spec: Path) -> str:
+    return spec.stem.upper().replace("_", "-")
+
+
+def default_variants(spec_dir: Optional[Path] = None, names: tuple = ()) -> list[Variant]:
+    """Every *.p2 of type_equations/labflow/ (or only those named)."""
     d = Path(spec_dir) if spec_dir else SPEC_DIR
-    return [variant_from_spec(p) for p in sorted(d.glob("*.p2"))] if d.is_dir() else []
+    specs = sorted(d.glob("*.p2")) if d.is_dir() else []
+    return [variant_from_spec(p) for p in specs if not names or variant_name(p) in names]
 
 
 def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
@@ -100,7 +108,7 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
               files=list(v.files)) for v in variants], indent=1))
     cxxflags = ["-std=c++17", opt, "-Wall", "-Wextra"]
     header = src / "labflow.h"
-    tasks, archives = users_build_steps(
+    tasks, archives = ([], []) if not gens else users_build_steps(
         gen_dir, obj_dir,
         [(v.prefix, g,
           [f"-DP2_VARIANT={v.prefix}", f'-DP2_HEADER="{v.prefix}.h"', f'-DP2_NAME="{v.name}"',
@@ -185,6 +193,35 @@ class MemoryCap:
         say(f"no memory cap: {why}; the replays run uncapped")
         return None
 
+    def set_limit(self, limit: int) -> None:
+        knob = "memory.max" if self.version == 2 else "memory.limit_in_bytes"
+        if self.version == 1:   # memsw must stay >= the limit: raise it first, lower it last
+            try:
+                (self.path / "memory.memsw.limit_in_bytes").write_text(str(max(limit, self.limit)))
+            except OSError:
+                pass
+        (self.path / knob).write_text(str(limit))
+        if self.version == 1:
+            try:
+                (self.path / "memory.memsw.limit_in_bytes").write_text(str(limit))
+            except OSError:
+                pass
+        self.limit = limit
+
+    def reset_peak(self) -> None:
+        knob = "memory.peak" if self.version == 2 else "memory.max_usage_in_bytes"
+        try:
+            (self.path / knob).write_text("0")
+        except OSError:
+            pass
+
+    def baseline(self, cmd: list) -> int:
+        """The memory the cgroup is charged while `cmd` runs to its end (the binary started,
+        its libraries loaded, nothing replayed): the allowance on top of X."""
+        self.reset_peak()
+        subprocess.run(cmd, capture_output=True, preexec_fn=self.enter)
+        return self.peak() or 0
+
     def enter(self) -> None:
         """Move the calling process into the cgroup (a child's preexec_fn)."""
         (self.path / "cgroup.procs").write_text(str(os.getpid()))
@@ -226,6 +263,9 @@ class Replay:
     peak: Optional[int] = None
     error: str = ""
     wall_s: float = 0.0
+    not_continued: bool = False     # stopped at the deadline (a run that thrashes)
+    digest: str = ""            # --labflow_verify's digest of every record after END
+    reopened: str = ""          # the same after a close and reopen (persistent systems)
 
 
 def log_path(build_dir: str, seed: int, memory: int) -> Path:
@@ -254,19 +294,23 @@ def systems_of(exe: Path) -> list[str]:
         raise BuildError(f"{exe} --benchmark_list_tests failed:\n{proc.stderr.strip()}")
     out = []
     for line in proc.stdout.splitlines():
-        m = re.match(r"labflow/(.+)/(0\.5X|1X|2X)$", line.strip())
+        m = re.match(r"labflow/(.+)/(0\.5X|1X|2X)(/|$)", line.strip())
         if m and m.group(1) not in out:
             out.append(m.group(1))
     return out
 
 
 def replay(exe: Path, system: str, log: Path, out_dir: Path, cap: Optional[MemoryCap],
-           say) -> Replay:
+           deadline: float, say) -> Replay:
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", system)
     json_path, out_path = out_dir / f"{safe}.json", out_dir / f"{safe}.out"
     db_dir = Path(tempfile.mkdtemp(prefix=f"labflow-{safe}-", dir=out_dir))
     cmd = [str(exe), f"--labflow_system={system}", f"--labflow_log={log}",
            f"--labflow_out={out_path}", f"--labflow_dir={db_dir}",
+           # after END: the workload's invariants, a digest of every record, and for a
+           # persistent system the same digest after a close and reopen
+           "--labflow_verify",
+           f"--labflow_deadline={deadline:g}",
            f"--benchmark_filter=^labflow/{re.escape(system)}/",
            f"--benchmark_out={json_path}", "--benchmark_out_format=json",
            "--benchmark_format=console", "--benchmark_color=false"]
@@ -278,6 +322,11 @@ def replay(exe: Path, system: str, log: Path, out_dir: Path, cap: Optional[Memor
     if cap:
         r.oom = proc.returncode == -signal.SIGKILL and cap.oom_killed()
         r.peak = cap.peak()
+    m = re.search(r"labflow verify: .* digest ([0-9a-f]+)", proc.stderr)
+    r.digest = m.group(1) if m else ""
+    m = re.search(r"labflow verify: .* reopened digest ([0-9a-f]+)", proc.stderr)
+    r.reopened = m.group(1) if m else ""
+    r.not_continued = proc.returncode == 4     # the driver's exit status past the deadline
     if proc.returncode != 0:
         r.error = "killed by the memory limit (OOM)" if r.oom else \
             (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
@@ -318,6 +367,14 @@ def compare_outputs(replays: list, reference: Optional[Path]) -> list[str]:
     ref_path, ref_name = (reference, "the reference model") if reference else \
         (Path(done[0].out_path), done[0].system)
     want = ref_path.read_bytes()
+    digests = {r.digest for r in done}
+    if len(digests) > 1:
+        problems.append("the digests of every record after END differ: " +
+                        ", ".join(f"{r.system} {r.digest or '(none)'}" for r in done))
+    for r in done:
+        if r.reopened and r.reopened != r.digest:
+            problems.append(f"{r.system}: the digest after a reopen differs ({r.reopened} "
+                            f"vs {r.digest})")
     for r in done:
         got = Path(r.out_path).read_bytes()
         if got != want:
@@ -342,12 +399,12 @@ def load_rows(replays: list) -> list[dict]:
             if not m:
                 continue
             row = dict(system=m.group(1), cut=m.group(2), error=b.get("error_message", ""))
-            if "real_time" in b:
+            if "real_time" in b and not b.get("error_occurred"):
                 unit = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b.get("time_unit", "ns")]
                 row["elapsed_s"] = b["real_time"] * unit
             for k in ("user_s", "sys_s", "majflt", "minflt", "backlog_commit_s",
                       "interval_commit_s", "file_bytes", "alloc_bytes", "requests"):
-                if k in b:
+                if k in b and "elapsed_s" in row:
                     row[k] = b[k]
             rows.append(row)
     return rows
@@ -384,7 +441,9 @@ def render_table(rows: list, replays: list, context: dict) -> str:
         for c in cuts:
             row = by.get((s, c))
             if row is None or "elapsed_s" not in row:
-                cells.append("n/a (OOM)" if rep.oom else ("n/a" if rep.rc else "—"))
+                cells.append("n/a (OOM)" if rep.oom else
+                             "n/a (not continued)" if rep.not_continued else
+                             "n/a" if rep.rc else "—")
                 continue
             cell = (f"{_s(row['elapsed_s'])} / {_s(row.get('user_s'))} / {_s(row.get('sys_s'))}, "
                     f"{int(row.get('majflt', 0)):,} flt")
@@ -440,33 +499,44 @@ def render_plot(rows: list, replays: list, png: str) -> Optional[str]:
 
 
 def command(*, memory: str, seed: int, out: str, build_dir: str, cc: str, cxx: str,
-            systems: tuple = (), cap: bool = True, plots: bool = True,
+            systems: tuple = (), cap: bool = True, plots: bool = True, deadline: float = 300,
             say: Callable[[str], None] = print) -> int:
     x = lfgen.parse_size(memory)
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
     log = ensure_log(build_dir, seed, x, say)
-    exe = build(build_dir, cc=cc, cxx=cxx, say=say)
+    # only the generated variants asked for (the peers are cheap to build)
+    variants = default_variants(names=tuple(systems))
+    exe = build(build_dir, cc=cc, cxx=cxx, variants=variants, say=say)
     available = systems_of(exe)
     chosen = [s for s in available if not systems or s in systems]
     unknown = [s for s in systems if s not in available]
     if unknown:
         raise BuildError(f"no system {', '.join(unknown)}; the binary has {', '.join(available)}")
     mc = MemoryCap.make(x, say) if cap else None
-    cap_text = (f"capped at X by a cgroup v{mc.version} memory limit" if mc else "uncapped")
+    cap_text = "uncapped"
+    if mc:
+        base = mc.baseline([str(exe), "--labflow_list"])
+        mc.set_limit(x + base)
+        cap_text = (f"capped by a cgroup v{mc.version} memory limit of X + {base / 2**20:.1f} MiB, "
+                    f"what the binary takes at its start")
+        say(f"memory limit: {cap_text}")
     reference = model_output(log, build_dir, say)
     replays = []
     try:
         for s in chosen:
-            r = replay(exe, s, log, out_dir, mc, say)
+            if mc:
+                mc.reset_peak()
+            r = replay(exe, s, log, out_dir, mc, deadline, say)
             replays.append(r)
             say(f"{s}: " + (f"done in {r.wall_s:.1f} s" if r.rc == 0 else f"failed: {r.error}") +
-                (f" (peak memory {r.peak / 2**20:.0f} MiB)" if r.peak else ""))
+                (f" (peak memory {r.peak / 2**20:.1f} MiB)" if r.peak else ""))
     finally:
         if mc:
             mc.remove()
     problems = compare_outputs(replays, reference)
-    problems += [f"{r.system}: {r.error}" for r in replays if r.rc != 0 and not r.oom]
+    problems += [f"{r.system}: {r.error}" for r in replays
+                 if r.rc != 0 and not r.oom and not r.not_continued]
     rows = load_rows(replays)
     context = dict(seed=seed, memory=x, cap=cap_text, log=str(log),
                    oracle="model" if reference else "first system")

@@ -440,6 +440,8 @@ const char *p2_crc32c_impl(void)
 #define SMALL_MIN       16u         /* smallest size class */
 #define SMALL_MAX       2048u       /* largest size class */
 #define NCLASSES        8           /* 16, 32, 64, ..., 2048 */
+#define NEXACT          (SMALL_MAX / SEG_ALIGN)   /* exact size classes: 16, 32, 48, ..., 2048 */
+#define EXACT_TABLE     (NEXACT * sizeof(p2_off)) /* their free-list heads (the class table) */
 #define LARGE_UNIT      4096u       /* large blocks are multiples of this */
 #define SEG_MAX_RESERVE (UINT64_C(1) << 60)  /* keeps offset arithmetic overflow-free */
 
@@ -500,6 +502,8 @@ _Static_assert(sizeof(struct p2_seg_header) == P2_SEG_HEADER_SIZE, "header is on
 _Static_assert(sizeof(SEG_MAGIC) == 8, "magic is 8 bytes");
 _Static_assert((SMALL_MIN << (NCLASSES - 1)) == SMALL_MAX, "size classes");
 _Static_assert(P2_SEG_HEADER_SIZE % SEG_ALIGN == 0, "first block is aligned");
+_Static_assert(EXACT_TABLE == P2_SEG_EXACT_TABLE_SIZE, "class table size");
+_Static_assert(sizeof(P2_SEG_EXACT_ROOT) <= P2_ROOT_NAME_SIZE, "class table root name fits");
 
 /* Bookkeeping stored inside free blocks (in-use blocks have none). */
 struct small_free { p2_off next; };
@@ -552,6 +556,8 @@ static void seg_reset(p2_seg *seg)
     seg->rec_unclean = 0;
     seg->rec_lists_dropped = 0;
     seg->rec_journal = 0;
+    seg->alloc_exact = 0;
+    seg->class_table = 0;
     seg->rec_tx_dropped = 0;
     seg->will_write = NULL;
     seg->will_write_ctx = NULL;
@@ -631,11 +637,14 @@ static void roots_seal(p2_seg *seg)
     }
 }
 
-/* Size of the block actually used for a request of size bytes:
- * a power of two from 16 to 2048, or a multiple of 4096; 0 if too large. */
-static uint64_t block_size(uint64_t size)
+/* Size of the block actually used for a request of size bytes under the segment's size
+ * classes: up to 2048 bytes a power of two from 16 (pow2) or a multiple of 16 (exact),
+ * else a multiple of 4096; 0 if too large. */
+static uint64_t block_size_for(int exact, uint64_t size)
 {
     if (size <= SMALL_MAX) {
+        if (exact)
+            return size == 0 ? SMALL_MIN : round_up(size, SEG_ALIGN);
         uint64_t b = SMALL_MIN;
         while (b < size)
             b <<= 1;
@@ -646,13 +655,57 @@ static uint64_t block_size(uint64_t size)
     return round_up(size, LARGE_UNIT);
 }
 
-/* Free-list index of a small block size (16 -> 0, ..., 2048 -> 7). */
-static unsigned small_class(uint64_t bs)
+static uint64_t block_size(const p2_seg *seg, uint64_t size)
 {
+    return block_size_for(seg->alloc_exact, size);
+}
+
+/* Number of small size classes of the segment: 8 (pow2) or 128 (exact). */
+static unsigned nclasses(const p2_seg *seg)
+{
+    return seg->alloc_exact ? NEXACT : NCLASSES;
+}
+
+/* Block size of small class c (pow2: 16 << c; exact: 16 * (c + 1)). */
+static uint64_t class_size(const p2_seg *seg, unsigned c)
+{
+    return seg->alloc_exact ? (uint64_t)SEG_ALIGN * (c + 1) : (uint64_t)SMALL_MIN << c;
+}
+
+/* Free-list index of a small block size (pow2: 16 -> 0, ..., 2048 -> 7; exact: 16 -> 0,
+ * 32 -> 1, ..., 2048 -> 127). */
+static unsigned small_class(const p2_seg *seg, uint64_t bs)
+{
+    if (seg->alloc_exact)
+        return (unsigned)(bs / SEG_ALIGN - 1);
     unsigned c = 0;
     while (((uint64_t)SMALL_MIN << c) < bs)
         c++;
     return c;
+}
+
+/* The head of small free list c: in the header (pow2), or in the class table, a block of
+ * the file named by the root table (exact: 128 heads do not fit in the header). */
+static p2_off *small_head(const p2_seg *seg, unsigned c)
+{
+    if (seg->alloc_exact)
+        return (p2_off *)(void *)(seg->base + seg->class_table) + c;
+    return &seg->hdr->free_small[c];
+}
+
+/* Does a root list end with the class table of exact size classes? */
+static int roots_exact(uint32_t nroots, const char *const *names)
+{
+    return nroots > 0 && names[nroots - 1] != NULL && strcmp(names[nroots - 1], P2_SEG_EXACT_ROOT) == 0;
+}
+
+/* ... and the root table of a header? */
+static int header_exact(const struct p2_seg_header *h)
+{
+    if (h->nroots == 0 || h->nroots > P2_MAX_ROOTS)
+        return 0;
+    const struct p2_seg_root_entry *r = &h->roots[h->nroots - 1];
+    return memcmp(r->name, P2_SEG_EXACT_ROOT, sizeof P2_SEG_EXACT_ROOT) == 0;
 }
 
 /* Does [off, off + bs) lie inside the allocated area [header, brk)? */
@@ -1065,26 +1118,28 @@ static void large_release(p2_seg *seg, p2_off off, uint64_t bs)
 
 static void small_push(p2_seg *seg, unsigned cls, p2_off off)
 {
+    p2_off *head = small_head(seg, cls);
     p2_seg_will_write(seg, small_at(seg, off), sizeof(struct small_free));
-    p2_seg_will_write(seg, &seg->hdr->free_small[cls], sizeof(p2_off));
-    small_at(seg, off)->next = seg->hdr->free_small[cls];
-    seg->hdr->free_small[cls] = off;
+    p2_seg_will_write(seg, head, sizeof(p2_off));
+    small_at(seg, off)->next = *head;
+    *head = off;
 }
 
 /* Pop a block of size class cls; refill the class from a free large block
  * if possible, else take it at brk. */
 static int small_take(p2_seg *seg, uint64_t bs, p2_off *out, p2_err *err)
 {
-    unsigned cls = small_class(bs);
-    p2_off off = seg->hdr->free_small[cls];
+    unsigned cls = small_class(seg, bs);
+    p2_off *head = small_head(seg, cls);
+    p2_off off = *head;
     if (off != 0) {
         if (!block_ok(seg, off, bs))
             return corrupt_list(seg, err, bs, off);
         p2_off next = small_at(seg, off)->next;
         if (next != 0 && !block_ok(seg, next, bs))
             return corrupt_list(seg, err, bs, next);
-        p2_seg_will_write(seg, &seg->hdr->free_small[cls], sizeof(p2_off));
-        seg->hdr->free_small[cls] = next;
+        p2_seg_will_write(seg, head, sizeof(p2_off));
+        *head = next;
         *out = off;
         return P2_OK;
     }
@@ -1094,8 +1149,12 @@ static int small_take(p2_seg *seg, uint64_t bs, p2_off *out, p2_err *err)
         return rc;
     if (chunk != 0) {
         /* Cut the 4 KiB piece into blocks of this class; push from the top
-         * so that the list hands them out in address order. */
-        for (uint64_t o = LARGE_UNIT - bs; o >= bs; o -= bs)
+         * so that the list hands them out in address order.  An exact class need not
+         * divide 4096: the rest at the top (a multiple of 16) goes to its own class. */
+        uint64_t fit = LARGE_UNIT / bs * bs;
+        if (fit < LARGE_UNIT)
+            small_push(seg, small_class(seg, LARGE_UNIT - fit), chunk + fit);
+        for (uint64_t o = fit - bs; o >= bs; o -= bs)
             small_push(seg, cls, chunk + o);
         *out = chunk;
         return P2_OK;
@@ -1106,7 +1165,7 @@ static int small_take(p2_seg *seg, uint64_t bs, p2_off *out, p2_err *err)
 /* Allocate a block for size bytes (contents undefined). */
 static int seg_alloc_block(p2_seg *seg, uint64_t size, p2_off *out, p2_err *err)
 {
-    uint64_t bs = block_size(size);
+    uint64_t bs = block_size(seg, size);
     if (bs == 0 || bs > seg->reserved)
         return seg_fail(seg, err, P2_ENOMEM,
                         "cannot allocate %" PRIu64 " bytes: more than the segment's address-space "
@@ -1138,11 +1197,11 @@ void p2_seg_free(p2_seg *seg, p2_off off, uint64_t size)
 {
     if (seg == NULL || seg->base == NULL || off == 0)
         return;
-    uint64_t bs = block_size(size);
+    uint64_t bs = block_size(seg, size);
     if (bs == 0 || !block_ok(seg, off, bs))
         return;
     if (bs <= SMALL_MAX)
-        small_push(seg, small_class(bs), off);
+        small_push(seg, small_class(seg, bs), off);
     else
         large_release(seg, off, bs);
 }
@@ -1155,7 +1214,7 @@ p2_off p2_seg_realloc(p2_seg *seg, p2_off off, uint64_t old_size, uint64_t new_s
     }
     if (off == 0)
         return p2_seg_alloc(seg, new_size, err);
-    uint64_t ob = block_size(old_size), nb = block_size(new_size);
+    uint64_t ob = block_size(seg, old_size), nb = block_size(seg, new_size);
     if (ob == 0 || !block_ok(seg, off, ob)) {
         seg_fail(seg, err, P2_EINVAL,
                  "p2_seg_realloc: block at offset %" PRIu64 " of %" PRIu64
@@ -1245,6 +1304,9 @@ static int check_roots(const p2_seg *seg, uint32_t nroots, const char *const *na
         for (uint32_t j = 0; j < i; j++)
             if (strcmp(names[i], names[j]) == 0)
                 return seg_fail(seg, err, P2_EINVAL, "root name \"%s\" is given twice", names[i]);
+        if (strcmp(names[i], P2_SEG_EXACT_ROOT) == 0 && (i != nroots - 1 || sizes[i] != EXACT_TABLE))
+            return seg_fail(seg, err, P2_EINVAL, "root \"%s\" (exact size classes) must be the last "
+                            "root, of %u bytes", P2_SEG_EXACT_ROOT, (unsigned)EXACT_TABLE);
     }
     return P2_OK;
 }
@@ -1326,6 +1388,17 @@ static int seg_validate(const p2_seg *seg, const struct p2_seg_header *h, uint64
     if (h->map_base == 0 && seg->fixed)
         return seg_fail(seg, err, P2_EMISMATCH, "its references are offsets (persistent memory), not "
                         "addresses: not a file of the mapped memory layer");
+    /* The size classes are the file's from its creation (the last root is the class table
+     * of exact ones): blocks of the other policy's sizes would not fit its free lists. */
+    if (header_exact(h) != seg->alloc_exact)
+        return seg_fail(seg, err, P2_EMISMATCH,
+                        "refused: the file's allocator uses %s size classes (alloc = %s), this "
+                        "program's %s (alloc = %s); a file keeps the allocator policy it was "
+                        "created with",
+                        header_exact(h) ? "exact 16-byte" : "power-of-two",
+                        header_exact(h) ? "exact" : "pow2",
+                        seg->alloc_exact ? "exact 16-byte" : "power-of-two",
+                        seg->alloc_exact ? "exact" : "pow2");
     if (h->fingerprint != fingerprint) {
         char made[P2_SEG_DESC_SIZE];
         desc_printable(h->desc, made);
@@ -1385,7 +1458,7 @@ static int seg_validate(const p2_seg *seg, const struct p2_seg_header *h, uint64
                         brk, P2_SEG_HEADER_SIZE, h->file_size);
     for (uint32_t i = 0; i < h->nroots; i++) {
         const struct p2_seg_root_entry *r = &h->roots[i];
-        uint64_t bs = block_size(r->size);
+        uint64_t bs = block_size(seg, r->size);
         if (bs == 0 || r->off < P2_SEG_HEADER_SIZE || r->off % SEG_ALIGN != 0 || r->off > brk ||
             bs > brk - r->off)
             return seg_fail(seg, err, P2_EFORMAT,
@@ -1413,6 +1486,11 @@ static int seg_validate(const p2_seg *seg, const struct p2_seg_header *h, uint64
     }
     for (unsigned c = 0; c <= NCLASSES; c++) {
         p2_off f = c < NCLASSES ? h->free_small[c] : h->free_large;
+        /* exact size classes keep their lists in the class table: these heads stay 0 */
+        if (seg->alloc_exact && c < NCLASSES && f != 0)
+            return seg_fail(seg, err, P2_EFORMAT,
+                            "corrupt header: a power-of-two free list (%" PRIu64 "-byte blocks) in a "
+                            "file of exact size classes", (uint64_t)SMALL_MIN << c);
         uint64_t bs = c < NCLASSES ? (uint64_t)SMALL_MIN << c : LARGE_UNIT;
         if (f != 0 && (f < P2_SEG_HEADER_SIZE || f % SEG_ALIGN != 0 || f > brk || bs > brk - f))
             return seg_fail(seg, err, P2_EFORMAT,
@@ -1467,9 +1545,14 @@ static int seg_create(p2_seg *seg, uint64_t fingerprint, uint32_t nroots, const 
     h->brk = P2_SEG_HEADER_SIZE;
     h->nroots = nroots;
     seg->hdr = h;
+    /* exact size classes: the class table (the last root) comes first, at the start of the
+     * allocated area, so that every other block is allocated through it */
+    if (seg->alloc_exact && (rc = brk_take(seg, EXACT_TABLE, &seg->class_table, err)) != P2_OK)
+        return rc;
     for (uint32_t i = 0; i < nroots; i++) {
-        p2_off off = 0;
-        rc = seg_alloc_block(seg, sizes[i], &off, err);
+        p2_off off = seg->class_table;
+        if (!seg->alloc_exact || i != nroots - 1)
+            rc = seg_alloc_block(seg, sizes[i], &off, err);
         if (rc != P2_OK)
             return rc;
         memset(seg->base + off, 0, (size_t)sizes[i]);
@@ -1736,6 +1819,8 @@ static int seg_open_any(p2_seg *seg, const char *path, uint64_t fingerprint,
         return p2_err_set(err, P2_EINVAL, "p2_seg_open: seg is NULL");
     seg_reset(seg);
     seg->recovering = recovering;   /* p2_seg_open_recover, p2_seg_open_journal_recover */
+    /* the allocator's size classes: exact if the caller's roots end with their class table */
+    seg->alloc_exact = root_names != NULL && roots_exact(nroots, root_names);
     seg->fixed = fixed != 0;        /* p2_seg_open_fixed */
     seg->reloc_allowed = fixed == 2;   /* ... with P2_SEG_FIXED_RELOCATE */
     seg->path[0] = '\0';
@@ -1831,6 +1916,8 @@ static int seg_open_any(p2_seg *seg, const char *path, uint64_t fingerprint,
         seg_reset(seg);
         return rc;
     }
+    if (seg->alloc_exact)
+        seg->class_table = seg->hdr->roots[nroots - 1].off;
     if (created != NULL)
         *created = st.st_size == 0;
 #ifdef P2_WRITE_AUDIT
@@ -1958,15 +2045,15 @@ unmap:
  * p2_seg_close_unclean): `p2gen recover`
  * ------------------------------------------------------------------------ */
 
-/* Is free list c (0..NCLASSES-1 small, NCLASSES large) sound: every block in the
+/* Is free list c (0..nclasses-1 small, nclasses large) sound: every block in the
  * allocated area, the walk ends within the number of blocks that fit (no cycle), the
  * large list address-ordered? */
 static int recover_list_ok(const p2_seg *seg, unsigned c)
 {
     uint64_t brk = seg->hdr->brk, steps = 0;
-    if (c < NCLASSES) {
-        uint64_t bs = (uint64_t)SMALL_MIN << c;
-        for (p2_off off = seg->hdr->free_small[c]; off != 0; off = small_at(seg, off)->next)
+    if (c < nclasses(seg)) {
+        uint64_t bs = class_size(seg, c);
+        for (p2_off off = *small_head(seg, c); off != 0; off = small_at(seg, off)->next)
             if (!block_ok(seg, off, bs) || ++steps > brk / bs)
                 return 0;
         return 1;
@@ -1997,10 +2084,10 @@ static int seg_open_recovering(p2_seg *seg, const char *path, uint64_t fingerpri
     if (rc != P2_OK)
         return rc;
     seg->rec_unclean = state != SEG_STATE_CLEAN;
-    for (unsigned c = 0; c <= NCLASSES; c++) {
+    for (unsigned c = 0; c <= nclasses(seg); c++) {
         if (!recover_list_ok(seg, c)) {
-            if (c < NCLASSES)
-                seg->hdr->free_small[c] = 0;
+            if (c < nclasses(seg))
+                *small_head(seg, c) = 0;
             else
                 seg->hdr->free_large = 0;
             seg->rec_lists_dropped++;
@@ -3967,8 +4054,10 @@ static void claim_add(p2_verify *v, const p2_seg *seg, p2_off off, uint64_t end,
 
 void p2_verify_claim(p2_verify *v, const p2_seg *seg, p2_off off, uint64_t len, const char *what)
 {
-    uint64_t bs = block_size(len);
-    if (v == NULL || seg == NULL || seg->base == NULL || bs == 0 || !p2_seg_contains(seg, off, bs))
+    if (v == NULL || seg == NULL || seg->base == NULL)
+        return;
+    uint64_t bs = block_size(seg, len);
+    if (bs == 0 || !p2_seg_contains(seg, off, bs))
         return;
     claim_add(v, seg, off, off + bs, what, 0);
 }
@@ -4001,13 +4090,19 @@ void p2_seg_verify(const p2_seg *seg, p2_verify *v, const char *file)
         return;
     }
     for (uint32_t i = 0; i < h->nroots && i < P2_MAX_ROOTS; i++)
-        if (p2_seg_contains(seg, h->roots[i].off, block_size(h->roots[i].size)))
-            claim_add(v, seg, h->roots[i].off, h->roots[i].off + block_size(h->roots[i].size),
-                      "a container root block", 0);
+        if (p2_seg_contains(seg, h->roots[i].off, block_size(seg, h->roots[i].size)))
+            claim_add(v, seg, h->roots[i].off, h->roots[i].off + block_size(seg, h->roots[i].size),
+                      seg->alloc_exact && i == h->nroots - 1 ? "the allocator's class table"
+                                                             : "a container root block", 0);
+    if (seg->alloc_exact)
+        for (unsigned c = 0; c < NCLASSES; c++)
+            if (h->free_small[c] != 0)
+                p2_verify_fail(v, "file %s: allocator: a power-of-two free list (%" PRIu64 "-byte blocks) "
+                               "in a file of exact size classes", file, (uint64_t)SMALL_MIN << c);
     /* small free lists: each a chain of blocks of one class, at most as many as fit */
-    for (unsigned c = 0; c < NCLASSES; c++) {
-        uint64_t bs = (uint64_t)SMALL_MIN << c, n = 0, limit = (brk - P2_SEG_HEADER_SIZE) / bs;
-        for (p2_off off = h->free_small[c]; off != 0; off = small_at(seg, off)->next) {
+    for (unsigned c = 0; c < nclasses(seg); c++) {
+        uint64_t bs = class_size(seg, c), n = 0, limit = (brk - P2_SEG_HEADER_SIZE) / bs;
+        for (p2_off off = *small_head(seg, c); off != 0; off = small_at(seg, off)->next) {
             if (!block_ok(seg, off, bs)) {
                 p2_verify_fail(v, "file %s: allocator: free list for %" PRIu64 "-byte blocks: block at offset %"
                                PRIu64 " lies outside the allocated area", file, bs, off);

@@ -53,6 +53,7 @@
  *          32     8  file_size     the file is at least this long
  *          40     8  brk           allocator high-water mark (end of used space)
  *          48    64  free_small    8 free-list heads for block sizes 16, 32, ..., 2048
+ *                                  (power-of-two size classes; 0 in a file of exact ones)
  *         112     8  free_large    free-list head for large blocks (multiples of 4096)
  *         120     4  nroots        number of roots in use
  *         124     4  checksum      CRC-32 of bytes 0..4095, this field taken as 0
@@ -75,6 +76,9 @@
  *                                  (see @ref fixed)
  *         256  3840  roots         root table: #P2_MAX_ROOTS entries of 64 bytes
  *        4096     .  -             allocated blocks, from offset 4096 up to brk
+ *
+ *  A file of exact size classes (see @ref alloc) has one more root than its caller's
+ *  containers, the last: #P2_SEG_EXACT_ROOT, its allocator's class table.
  *
  *  A root table entry (`struct p2_seg_root_entry`):
  *
@@ -139,14 +143,33 @@
  *
  *  p2_seg_alloc() returns 16-byte aligned, zero-filled blocks.  In-use blocks
  *  carry no header: the caller remembers each block's size and passes it back
- *  to p2_seg_free() and p2_seg_realloc().  Sizes up to 2048 bytes are rounded
- *  up to a power of two (at least 16) and kept on one free list per size;
- *  larger sizes are rounded up to a multiple of 4096 and kept on one
+ *  to p2_seg_free() and p2_seg_realloc().  Sizes up to 2048 bytes are small:
+ *  rounded up to a size class and kept on one free list per class.  Which
+ *  classes is the file's allocator policy, fixed when the file is created:
+ *
+ *  - power-of-two size classes (the default; the `alloc = pow2` of the memory
+ *    layers): 16, 32, 64, ..., 2048, as the segregated allocator of Texas
+ *    did: a 40-byte block takes 64 bytes, a 300-byte one 512.  Their 8
+ *    free-list heads are in the header (`free_small`).
+ *  - exact size classes (`alloc = exact`): every multiple of 16 up to 2048,
+ *    so a 40-byte block takes 48 bytes and a 300-byte one 304.  Their 128
+ *    heads do not fit in the header: they are the class table, a 1024-byte
+ *    block at the start of the allocated area, recorded in the root table as
+ *    its last root, named #P2_SEG_EXACT_ROOT.  A caller asks for exact
+ *    classes by passing that root last (name and #P2_SEG_EXACT_TABLE_SIZE)
+ *    to any of the open functions; files of the other policy are refused
+ *    (#P2_EMISMATCH, "... a file keeps the allocator policy it was created
+ *    with").  Files made before the policy existed have power-of-two
+ *    classes and open as they did: the format did not change.
+ *
+ *  Larger sizes are rounded up to a multiple of 4096 and kept on one
  *  address-ordered free list, allocated first-fit with splitting; freed
  *  neighbours are merged.  When a small size class is empty, a 4096-byte
  *  piece of a free large block is cut into blocks of that class before the
- *  segment is extended.  Free-list links live inside the free blocks
- *  themselves; memory is never returned to the file system (brk only rises).
+ *  segment is extended (an exact class that does not divide 4096 leaves a
+ *  rest, which goes to the rest's own class).  Free-list links live inside
+ *  the free blocks themselves; memory is never returned to the file system
+ *  (brk only rises).
  *
  *  @section threads Threads
  *
@@ -296,6 +319,13 @@ const char *p2_crc32c_impl(void);
 /** Offset of a block from the start of a segment; 0 is the null offset. */
 typedef uint64_t p2_off;
 
+/** The name of the last root of a file of exact size classes (see @ref alloc): its
+ *  allocator's class table, of #P2_SEG_EXACT_TABLE_SIZE bytes.  A caller passes it, last,
+ *  to open (and create) a file of exact size classes. */
+#define P2_SEG_EXACT_ROOT ".alloc=exact"
+/** Size of the class table: 128 free-list heads of 8 bytes. */
+#define P2_SEG_EXACT_TABLE_SIZE 1024
+
 /** Format version written to and accepted from the header. */
 #define P2_SEG_VERSION 1
 /** Size of the header at offset 0; the first block starts right after it. */
@@ -394,6 +424,8 @@ typedef struct p2_seg {
     int      reloc_written;     /**< relocated: something was written; sync and close write
                                      the image back with its new base */
     struct p2_seg_header *reloc_disk_hdr;   /**< relocated: the header as the file has it */
+    int      alloc_exact;       /**< 1: exact size classes (see @ref alloc), else powers of two */
+    p2_off   class_table;       /**< exact size classes: offset of the class table */
     uint32_t rec_unclean;       /**< p2_seg_open_recover(): 1 if the file was not closed cleanly */
     uint32_t rec_lists_dropped; /**< p2_seg_open_recover(): allocator free lists found broken
                                      and emptied (their blocks stay unused) */

@@ -756,10 +756,13 @@ class Checker:
                 self.error(f"container '{info.name}' is stored in file \"{path}\", whose "
                            f"header keeps names of at most 47 characters", info.decl.pos)
             fi = files.get(path)
-            if fi is not None and len(fi.containers) == 60:
-                self.error(f"file \"{path}\" already holds 60 containers, the most one "
-                           f"file header has room for; put '{info.name}' in another file",
-                           info.decl.pos)
+            alloc = info.mem_param("alloc_param", "pow2")
+            if fi is not None and fi.nroots == 60:
+                also = (" beside the allocator's class table (alloc = exact)"
+                        if fi.alloc == "exact" else "")
+                self.error(f"file \"{path}\" already holds {len(fi.containers)} containers"
+                           f"{also}, the most one file header has room for; put "
+                           f"'{info.name}' in another file", info.decl.pos)
                 continue
             # the mem layers over the file act on the whole file, opened once: every
             # container of the file must have the same ones, with the same parameters
@@ -798,11 +801,21 @@ class Checker:
                            f"'{info.name}' has {info.mem.name}({param} = "
                            f"{info.mem.params.get(param)})", info.mem.param_pos(param))
                 continue
+            # one file, one allocator: every block of it comes from the same free lists
+            if fi is not None and fi.alloc != alloc:
+                first = fi.containers[0]
+                param = info.mem.layer.alloc_param
+                self.error(f"containers '{first.name}' and '{info.name}' share file \"{path}\" "
+                           f"but not its allocator: '{first.name}' has "
+                           f"{first.mem.name}({param} = {fi.alloc}), '{info.name}' has "
+                           f"{info.mem.name}({param} = {alloc}); one file, one set of size "
+                           f"classes", info.mem.param_pos(param))
+                continue
             reserve = info.mem_param("reserve_param", 1 << 36)
             verify_open = info.mem_param("verify_open_param", True)
             if fi is None:
                 files[path] = FileInfo(path, [info], reserve, mems=list(info.mems),
-                                       verify_open=verify_open)
+                                       verify_open=verify_open, alloc=alloc)
             else:
                 fi.containers.append(info)
                 fi.reserve = max(fi.reserve, reserve)
@@ -866,6 +879,9 @@ def fingerprint(fi: FileInfo, rels: list = ()) -> int:
     bits = mem.layer.link_bits(mem)
     if bits != 64:
         parts.append(f"links {bits}")
+    # exact size classes add the allocator's class table as a root (pow2 files keep theirs)
+    if fi.alloc != "pow2":
+        parts.append(f"alloc {fi.alloc}")
     digest = hashlib.sha256("\n".join(parts).encode()).digest()
     return int.from_bytes(digest[:8], "little")
 

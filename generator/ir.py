@@ -295,6 +295,13 @@ class FileInfo:
     # file's own layer): the same in every container of the file (the checker sees to it)
     mems: list = field(default_factory=list)
     verify_open: bool = True         # walk it with verify at open (its layer's verify_open_param)
+    alloc: str = "pow2"              # the allocator's size classes (its layer's alloc_param)
+
+    @property
+    def nroots(self) -> int:
+        """Roots of the file's header: one per container, and with exact size classes the
+        allocator's class table (runtime/p2_runtime.h, section alloc)."""
+        return len(self.containers) + (self.alloc == "exact")
 
     @property
     def transactions(self) -> Optional[LayerInstance]:

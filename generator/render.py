@@ -675,7 +675,8 @@ class Renderer:
             f = {"index": idx, "path": fi.path, "reserve": fi.reserve,
                  "fingerprint": f"0x{fi.fingerprint:016x}u",
                  "containers": fi.containers, "mems": fi.mems, "txn": fi.transactions,
-                 "desc": self.file_desc(fi), "verify_open": fi.verify_open}
+                 "desc": self.file_desc(fi), "verify_open": fi.verify_open,
+                 "nroots": fi.nroots, "alloc": fi.alloc}
             out.append(f)
         # the files one transaction layer commits together (its hooks read their number)
         tfiles = [f for f in out if f["txn"] is not None]
@@ -732,6 +733,8 @@ class Renderer:
         spec = self.spec_file.replace("\\", "/").rsplit("/", 1)[-1]
         eqs = "; ".join(f"{ci.name} = {ci.equation_text()}" for ci in fi.containers)
         desc = f"spec {spec}: {eqs}"
+        if fi.alloc != "pow2":     # a file of the default size classes says nothing
+            desc = f"spec {spec} (alloc = {fi.alloc}): {eqs}"
         # the header keeps 95 bytes and a message has room for a few hundred
         return desc if len(desc) <= 300 else desc[:297] + "..."
 

@@ -407,6 +407,10 @@ class MemLayer(Layer):
     # The parameter choosing how wide the references stored in this memory are (the link
     # width: `link_bits`), or None: always 64 bits.
     links_param: Optional[str] = None
+    # The choice parameter of the file allocator's size classes (`alloc`: pow2 or exact,
+    # runtime/p2_runtime.h section alloc), or None: the layer's blocks do not come from
+    # the file segment allocator.
+    alloc_param: Optional[str] = None
     # The bool parameter that makes an open relocate the file in memory when the address
     # range it records is taken (`mapped`'s `relocate`), or None; and the environment
     # variable that forces relocating P % of the file (1 to 100) in an open with it on, for

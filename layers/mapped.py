@@ -1,5 +1,5 @@
 from .base import MemLayer, ParamSpec, pointer_map
-from .persistent import Persistent
+from .persistent import Persistent, explain_alloc
 
 
 class Mapped(MemLayer):
@@ -18,6 +18,7 @@ class Mapped(MemLayer):
     file_param = "file"
     reserve_param = "reserve"
     verify_open_param = "verify_open"
+    alloc_param = "alloc"
     survives_restart = True     # references are addresses the file is always mapped at
     seg_allocator = True        # blocks come from the file segment; a reference is base + offset
     maps_anywhere = False       # ... so the file must be mapped where it was made
@@ -61,6 +62,9 @@ class Mapped(MemLayer):
                               f"of container '{inst.container.name}' cannot be relocated: "
                               f"{li.layer.unmapped_refs}; use relocate = false",
                               inst.param_pos("relocate"))
+
+    def explain_file(self, inst):
+        return explain_alloc(inst)
 
     def pointer_maps(self, containers, spec_containers) -> list:
         """The PointerMap of each of `containers` (one file), for relocating it."""

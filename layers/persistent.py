@@ -4,6 +4,30 @@ from .base import MAX_RESERVE, MemLayer, ParamSpec
 # stands for none: a file of at most 32 GiB (its last 8 bytes' offset is never a block).
 LINK32_LIMIT = 1 << 35
 
+# The file allocator's size classes (runtime/p2_runtime.h, section alloc), a parameter of
+# every memory layer whose blocks come from the file segment (persistent, mapped).
+ALLOC_PARAM = ParamSpec(
+    "alloc", "choice", "pow2", choices=("pow2", "exact"), show_default=False,
+    doc="the size classes of the file's allocator, which every block of the file comes "
+        "from (element storage, array slot vectors, hash bucket tables, btree nodes, "
+        "malloc elements, texts, relationship vectors, container roots): pow2 rounds a "
+        "block of up to 2048 bytes up to a power of two (a 40-byte element takes 64 "
+        "bytes, a 300-byte text 512), as the segregated allocator of Texas did; exact "
+        "rounds it only to the 16-byte granule (48 and 304 bytes), one free list per "
+        "multiple of 16, so the file is smaller. Larger blocks are 4 KiB pages either "
+        "way. Fixed when the file is created: a file is refused by a program of the "
+        "other policy")
+
+ALLOC_SAYS = {"pow2": "power-of-two size classes (16, 32, 64, ..., 2048 bytes)",
+              "exact": "exact size classes (every multiple of 16 bytes up to 2048)"}
+
+
+def explain_alloc(inst) -> str:
+    """What `p2gen explain` says of a file's allocator."""
+    policy = inst.params.get("alloc", "pow2")
+    return (f"allocator (alloc = {policy}): blocks up to 2048 bytes in {ALLOC_SAYS[policy]}, "
+            f"larger ones in 4 KiB pages")
+
 
 class Persistent(MemLayer):
     name = "persistent"
@@ -12,6 +36,7 @@ class Persistent(MemLayer):
     reserve_param = "reserve"
     verify_open_param = "verify_open"
     links_param = "links"
+    alloc_param = "alloc"
     survives_restart = True     # references are offsets from the file's base
     seg_allocator = True
     maps_anywhere = True        # ... from the segment base, wherever it is mapped
@@ -33,6 +58,7 @@ class Persistent(MemLayer):
                       "GiB (reserve defaults to that, and no more may be given). Only "
                       "equations whose layers store their links in the width their memory "
                       "gives are accepted with offset32"),
+        ALLOC_PARAM,
         ParamSpec("verify_open", "bool", True,
                   doc="walk the whole database with <prefix>_verify when open reads it from "
                       "an existing file, and refuse it if damaged: a crafted or corrupt file "
@@ -61,6 +87,9 @@ class Persistent(MemLayer):
                           f"file with {self.name}(links = {inst.params['links']}) can hold: "
                           f"its references reach {limit} bytes (32 GiB); lower reserve or "
                           f"use links = offset64", inst.param_pos("reserve"))
+
+    def explain_file(self, inst):
+        return explain_alloc(inst)
 
     def link_bits(self, inst):
         return 32 if inst.params.get("links") == "offset32" else 64

@@ -662,6 +662,103 @@ static void test_stress(void)
     CHECK(p2_seg_close(&s, &err) == P2_OK);
 }
 
+/* Exact size classes (the class-table root passed last): blocks rounded to 16 bytes,
+ * freed blocks reused by their class, the class table in the file; the other policy's
+ * open is refused and recovery drops a broken exact list. */
+static void test_exact_classes(void)
+{
+    p2_err err = {0};
+    p2_seg s;
+    static const char *const names[] = { "alpha", "beta", P2_SEG_EXACT_ROOT };
+    static const uint64_t sizes[] = { 100, 40, P2_SEG_EXACT_TABLE_SIZE };
+    char path[2048], path2[2048];         /* file_in_dir's buffer is reused */
+    snprintf(path, sizeof path, "%s", file_in_dir("exact.p2"));
+    snprintf(path2, sizeof path2, "%s", file_in_dir("pow2.p2"));
+    REQUIRE(p2_seg_open(&s, path, FP, 3, names, sizes, 0, NULL, &err) == P2_OK);
+    CHECK(s.alloc_exact == 1);
+    /* the table first, at the start of the allocated area; then the roots, 112 and 48 */
+    CHECK(s.class_table == P2_SEG_HEADER_SIZE);
+    CHECK(p2_seg_root(&s, 0) == P2_SEG_HEADER_SIZE + P2_SEG_EXACT_TABLE_SIZE);
+    CHECK(p2_seg_root(&s, 1) == p2_seg_root(&s, 0) + 112);
+    CHECK(p2_seg_root(&s, 2) == s.class_table);
+    uint64_t used = p2_seg_used(&s);
+    p2_off a = p2_seg_alloc(&s, 40, &err), b = p2_seg_alloc(&s, 300, &err), c = p2_seg_alloc(&s, 33, &err);
+    CHECK(b == a + 48 && c == b + 304 && p2_seg_used(&s) == used + 48 + 304 + 48);
+    fill(&s, b, 300, 7);
+    /* realloc within the class stays; to another class moves and keeps the bytes */
+    CHECK(p2_seg_realloc(&s, b, 300, 290, &err) == b);
+    p2_off b2 = p2_seg_realloc(&s, b, 290, 320, &err);
+    CHECK(b2 != 0 && b2 != b && holds(&s, b2, 290, 7) && is_zero(&s, b2 + 290, 30));
+    /* the freed 304-byte block serves the next request of its class, not one of 288 bytes */
+    CHECK(p2_seg_alloc(&s, 288, &err) != b);
+    CHECK(p2_seg_alloc(&s, 301, &err) == b);
+    p2_seg_free(&s, a, 40);
+    p2_seg_free(&s, c, 33);
+    CHECK(p2_seg_alloc(&s, 47, &err) == c);      /* LIFO within the 48-byte class */
+    CHECK(p2_seg_alloc(&s, 41, &err) == a);
+    /* a random mix, verified */
+    enum { N = 300 };
+    static p2_off off[N];
+    static uint64_t sz[N];
+    rng_state = 4242;
+    for (int round = 0; round < 20; round++)
+        for (int i = 0; i < N; i++) {
+            if (off[i])
+                p2_seg_free(&s, off[i], sz[i]);
+            sz[i] = (rnd() % 8) ? 1 + rnd() % 2048 : 2049 + rnd() % 9000;
+            off[i] = p2_seg_alloc(&s, sz[i], &err);
+            REQUIRE(off[i] != 0);
+            fill(&s, off[i], sz[i], (uint64_t)(round * N + i));
+        }
+    p2_verify v;
+    char rep[2048];
+    p2_verify_init(&v, rep, sizeof rep, 10);
+    for (int i = 0; i < N; i++)
+        p2_verify_claim(&v, &s, off[i], sz[i], "a test block");
+    p2_verify_claim(&v, &s, b2, 320, "a test block");
+    p2_seg_verify(&s, &v, "exact.p2");
+    CHECK(v.errors == 0);
+    if (v.errors)
+        fprintf(stderr, "%s\n", rep);
+    p2_verify_done(&v);
+    CHECK(p2_seg_close(&s, &err) == P2_OK);
+
+    /* the other policy: refused, the file unchanged */
+    uint64_t size0, size1;
+    uint32_t crc0 = file_crc(path, &size0);
+    CHECK(p2_seg_open(&s, path, FP, 2, names, sizes, 0, NULL, &err) == P2_EMISMATCH);
+    CHECK(strstr(err.msg, "(alloc = exact)") != NULL && strstr(err.msg, "(alloc = pow2)") != NULL);
+    CHECK(file_crc(path, &size1) == crc0 && size1 == size0);
+    REQUIRE(p2_seg_open(&s, path2, FP, 2, names, sizes, 0, NULL, &err) == P2_OK);
+    CHECK(p2_seg_close(&s, &err) == P2_OK);
+    CHECK(p2_seg_open(&s, path2, FP, 3, names, sizes, 0, NULL, &err) == P2_EMISMATCH);
+    CHECK(strstr(err.msg, "power-of-two") != NULL);
+    /* the class table only as the last root */
+    static const char *const bad[] = { P2_SEG_EXACT_ROOT, "alpha" };
+    static const uint64_t bad_sizes[] = { P2_SEG_EXACT_TABLE_SIZE, 100 };
+    CHECK(p2_seg_open(&s, file_in_dir("bad.p2"), FP, 2, bad, bad_sizes, 0, NULL, &err) == P2_EINVAL);
+
+    /* the contents after reopen; then a broken exact list, dropped by recovery */
+    REQUIRE(p2_seg_open(&s, path, FP, 3, names, sizes, 0, NULL, &err) == P2_OK);
+    for (int i = 0; i < N; i++)
+        CHECK(holds(&s, off[i], sz[i], (uint64_t)(19 * N + i)));
+    p2_off f = p2_seg_alloc(&s, 200, &err);      /* 208-byte class: index 12 */
+    p2_seg_free(&s, f, 200);
+    p2_off *heads = (p2_off *)p2_seg_ptr(&s, s.class_table);
+    CHECK(heads[12] == f);
+    heads[12] = 8;                                /* not a block */
+    CHECK(p2_seg_close_unclean(&s, &err) == P2_OK);
+    REQUIRE(p2_seg_open_recover(&s, path, FP, 3, names, sizes, 0, NULL, &err) == P2_OK);
+    CHECK(s.rec_unclean == 1 && s.rec_lists_dropped == 1);
+    heads = (p2_off *)p2_seg_ptr(&s, s.class_table);
+    CHECK(heads[12] == 0);
+    p2_verify_init(&v, rep, sizeof rep, 10);
+    p2_seg_verify(&s, &v, "exact.p2");
+    CHECK(v.errors == 0);
+    p2_verify_done(&v);
+    CHECK(p2_seg_close(&s, &err) == P2_OK);
+}
+
 /* An empty existing file is refused, not made a database (it may be another
  * program's, or truncated), and left empty; a failed creation leaves no trace.
  * (Refusing damaged files is checked from Python, tests/test_runtime.py.) */
@@ -703,6 +800,7 @@ static int run_all(void)
     test_realloc();
     test_reuse();
     test_stress();
+    test_exact_classes();
     test_empty_file();
     if (failures) {
         printf("%d check(s) failed\n", failures);

@@ -10,6 +10,7 @@
  *   del ID               delete note ID (its body and tag vector are freed)
  *   tag ID N | untag ID N  add (inserting tag N if absent) or remove a tag of note ID
  *   dump                 "note ID K LEN BODY TAGS..." for every note, then "end"
+ *   sync | crash         sync the files; exit at once, nothing closed (as kill -9)
  * With TXN defined (a journalled file) open begins a transaction and close commits it.
  * With P2_WRITE_AUDIT (an audit build, p2_runtime.h) every byte a command changed in the
  * file must have been announced: the driver stops with status 3 where one was not. */
@@ -169,6 +170,11 @@ int main(void)
                 continue;
             if ((rc = tag_ref((uint32_t)b, &t, add)) == P2_OK)
                 rc = add ? F(notes_tags_add)(db, ref, t) : F(notes_tags_remove)(db, ref, t);
+        } else if (!strcmp(cmd, "sync")) {
+            rc = F(sync)(db);
+        } else if (!strcmp(cmd, "crash")) {
+            fflush(stdout);
+            _Exit(0);
         } else if (!strcmp(cmd, "dump")) {
             dump();
             continue;

@@ -98,6 +98,20 @@ def test_policy_is_part_of_the_fingerprint_and_explained():
     assert fp["default"] == fp["pow2"] != fp["exact"]
 
 
+def test_generated_header_and_file_description_say_exact(tmp_path):
+    """The header of a spec with an exact file says so; the description recorded in the
+    file (named when another program opens it) too. A pow2 spec's output says nothing."""
+    for kind in ("pow2", "exact"):
+        spec = tmp_path / f"h_{kind}.p2"
+        spec.write_text(spec_text(kind))
+        gen = generate(str(spec), str(tmp_path / kind), f"h_{kind}")
+        header, source = Path(gen.header).read_text(), Path(gen.source).read_text()
+        says = "Allocator of file a.db: exact size classes (alloc = exact)" in header
+        recorded = f'"spec h_{kind}.p2 (alloc = exact): notes = ' in source
+        assert says == recorded == (kind == "exact"), kind
+        assert ("P2_SEG_EXACT_ROOT" in source) == (kind == "exact")
+
+
 def test_exact_file_holds_one_container_fewer():
     # the class table takes a root of the header's 60
     decls = "".join(f'container c{i} of r = top2ds[array[persistent(file = "a.db"ALLOC)]];\n'

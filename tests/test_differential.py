@@ -144,6 +144,16 @@ SEEDS = (1, 2, 3, 4)
 # file, another link width, fixed addresses) run the same layers above them, so they take
 # half the seeds unless P2GEN_SOAK=1 (the suite's time budget).
 SOAK = os.environ.get("P2GEN_SOAK", "") not in ("", "0")
+# allocator size classes: each other choice of a bottom mem layer's alloc parameter is a
+# memory of its own (persistent_exact: blocks rounded to 16 bytes, not powers of two), in
+# the soak only (the layers above run the same code; tests/test_alloc_policy.py drives
+# the policy through a spec of texts, malloc and refarray vectors in the suite)
+_ALLOC_MEMS = {f"{n}_{c}": (n, f"{layer_text(n)[:-1]}, {LAYERS[n].alloc_param} = {c})")
+               for n in BOTTOM_MEMS if LAYERS[n].alloc_param and LAYERS[n].maps_anywhere
+               for p in LAYERS[n].params if p.name == LAYERS[n].alloc_param
+               for c in p.choices if c != p.default} if SOAK else {}
+MEMS.update(_ALLOC_MEMS)
+ALL_MEMS.update(_ALLOC_MEMS)
 FULL_SEED_MEMS = (_HEAP_MEM, next(n for n in BOTTOM_MEMS if LAYERS[n].in_file))
 
 

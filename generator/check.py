@@ -19,7 +19,7 @@ from .errors import SpecError, SpecErrors
 from .ir import (CheckedSpec, ContainerInfo, CursorInfo, FileInfo, LayerInstance, RelInfo,
                  RoleInfo, show_value)
 from .layers.base import MAX_RESERVE, Layer, MemLayer
-from .model import (And, Compare, Const, Container, Cursor, Expr, Field, FieldRef,
+from .model import (And, Compare, CompositeKey, CompositeType, Const, Container, Cursor, Expr, Field, FieldRef,
                     FieldType, LayerApp, Not, Or, ParamRef, Pos, Record, Relationship, Spec)
 
 # The longest file name a mem layer in a file accepts, in bytes: the runtime keeps paths in
@@ -303,12 +303,16 @@ class Checker:
                            f"parameter '{ps.name}' ({ps.doc})", li.pos)
             else:
                 li.params[ps.name] = ps.default
-        k = li.layer.key_field(li)
-        if k is not None:
-            li.key_field_obj = rec.field(k)
+        k = li.params.get("key")
+        if isinstance(k, tuple):
+            li.key_field_obj = composite_key(li.container, rec, k, li.param_pos("key"))
+        elif li.layer.key_field(li) is not None:
+            li.key_field_obj = rec.field(li.layer.key_field(li))
 
     def convert_param(self, li: LayerInstance, ps, value, rec: Record):
         where = f"parameter '{ps.name}' of layer '{li.name}'"
+        if ps.kind == "field" and value.kind == "names":
+            return self.convert_composite_key(li, ps, value, rec)
         if ps.kind == "field":
             if value.kind != "name":
                 self.error(f"{where} must be a field name of record '{rec.name}'", value.pos)
@@ -352,6 +356,45 @@ class Checker:
                 return None
             return value.value
         raise AssertionError(ps.kind)
+
+    def convert_composite_key(self, li: LayerInstance, ps, value, rec: Record):
+        """`key = (a, b)`: two or more distinct integer or char[N] fields of the record, on
+        a layer whose key may be composite; the names as a tuple, else None (reported)."""
+        where = f"parameter '{ps.name}' of layer '{li.name}'"
+        if not ps.composite:
+            takes = [n for n, l in layer_library.LAYERS.items()
+                     if any(p.composite for p in l.params)]
+            self.error(f"{where} must be one field name of record '{rec.name}': layer "
+                       f"'{li.name}' takes no composite key (layers that do: "
+                       f"{', '.join(takes)})", value.pos)
+            return None
+        names = value.value
+        if len(names) < 2:
+            self.error(f"{where}: a composite key needs two or more fields; write "
+                       f"{ps.name} = {names[0]} for one", value.pos)
+            return None
+        ok = True
+        for i, (n, pos) in enumerate(zip(names, value.parts)):
+            f = rec.field(n)
+            if f is None:
+                self.error(f"{where}: '{n}' is not a field of record '{rec.name}'"
+                           f"{_suggest(n, [x.name for x in rec.fields])}", pos)
+                ok = False
+            elif n in names[:i]:
+                self.error(f"{where}: field '{n}' appears twice in the composite key "
+                           f"({', '.join(names)})", pos)
+                ok = False
+            elif f.type.kind not in ("int", "char"):
+                self.error(f"{where}: field '{n}' is {f.type.spelled()}; a composite key "
+                           f"is made of integer and char[N] fields", pos)
+                ok = False
+        joined = "_".join(names)
+        if ok and rec.field(joined) is not None:
+            self.error(f"{where}: the composite key ({', '.join(names)}) is named "
+                       f"'{joined}' (its find function is find_{joined}), which is already a "
+                       f"field of record '{rec.name}'", value.pos)
+            ok = False
+        return tuple(names) if ok else None
 
     # -- cursors -----------------------------------------------------------------
     def check_cursor(self, k: Cursor, containers: dict) -> Optional[CursorInfo]:
@@ -846,17 +889,28 @@ def _mem_stack(mems: list) -> list:
 def add_synthetic_cursors(info: ContainerInfo) -> None:
     """Finds are cursors too: `find_<key>` is a cursor `key == $key`, planned like any other;
     `all` visits every element (used by bindings and purge)."""
-    rec = info.record
-    for key in info.key_fields():
-        f = rec.field(key)
+    for k in info.keys():
+        key = k.name
         pos = Pos("<find>", 0, 0)
-        where = Compare("==", FieldRef(key, pos), ParamRef(key, pos), pos)
-        ci = CursorInfo(f"find_{key}", info, where, None, [(key, f.type)], None,
-                        synthetic="find")
+        # a composite key: every field equal to its own parameter (a and b == $a and $b)
+        fields = k.fields if isinstance(k, CompositeKey) else (k,)
+        where = None
+        for f in fields:
+            c = Compare("==", FieldRef(f.name, pos), ParamRef(f.name, pos), pos)
+            where = c if where is None else And(where, c, pos)
+        ci = CursorInfo(f"find_{key}", info, where, None, [(f.name, f.type) for f in fields],
+                        None, synthetic="find")
         info.finds[key] = ci
         info.cursors.append(ci)
     info.all_cursor = CursorInfo("all", info, None, None, [], None, synthetic="all")
     info.cursors.append(info.all_cursor)
+
+
+def composite_key(info: ContainerInfo, rec: Record, names: tuple, pos: Pos) -> CompositeKey:
+    """The key object of `key = (a, b)` in container `info` (checked fields)."""
+    name = "_".join(names)
+    t = CompositeType(f"{info.p}__key_{name}", tuple(rec.field(n) for n in names))
+    return CompositeKey(name, t, pos)
 
 
 def fingerprint(fi: FileInfo, rels: list = ()) -> int:

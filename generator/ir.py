@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from .layers.base import Layer
-from .model import Container, Expr, Field, LayerApp, Pos, Record, Relationship, Spec
+from .model import CompositeKey, Container, Expr, Field, LayerApp, Pos, Record, Relationship, Spec
 
 
 # ---------------------------------------------------------------------------
@@ -68,6 +68,8 @@ def show_value(v: Any) -> str:
         return "true" if v else "false"
     if isinstance(v, str):
         return v
+    if isinstance(v, tuple):   # a composite key
+        return "(" + ", ".join(v) + ")"
     return repr(v)
 
 
@@ -184,6 +186,26 @@ class ContainerInfo:
         """Does a transient close have to free per-element blocks (texts, vectors)?"""
         return not self.persistent and (bool(self.text_fields)
                                          or any(r.heap for r in self.roles))
+
+    def keys(self) -> list:
+        """The keys some layer organises elements by (a `Field`, or a `CompositeKey`), in
+        equation order, without repeats (by name): each has a find function."""
+        out = {}
+        for li in self.ds:
+            k = li.key_field_obj
+            if k is not None and k.name not in out:
+                out[k.name] = k
+        return list(out.values())
+
+    def key_columns(self) -> list[str]:
+        """The record fields that are part of some layer's key (alone or in a composite
+        key): setting one goes through update, which relinks."""
+        out = []
+        for k in self.keys():
+            for n in (k.names if isinstance(k, CompositeKey) else (k.name,)):
+                if n not in out:
+                    out.append(n)
+        return out
 
     def key_fields(self) -> list[str]:
         """Fields some layer organises elements by, in equation order, without repeats."""

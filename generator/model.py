@@ -98,6 +98,45 @@ class Field:
     pos: Pos
 
 
+@dataclass(frozen=True)
+class CompositeType:
+    """The type of a composite key `key = (a, b)`: passed between the layers of a container
+    as one C struct (`ctype`, `<container prefix>__key_<name>`) holding a copy of each
+    field, compared field after field (lexicographic order). Only integer and char[N]
+    fields make up a composite key (the checker)."""
+    ctype: str
+    fields: tuple            # Field, in key order
+    kind: str = "composite"
+    name: str = "composite"
+    length: int = 0
+    target: Optional[str] = None
+    signed: bool = False
+
+    def spelled(self) -> str:
+        return "(" + ", ".join(f.type.spelled() for f in self.fields) + ")"
+
+
+@dataclass
+class CompositeKey:
+    """A key made of several fields of the record, `key = (mat, kind)`: it stands where a
+    key `Field` stands (a layer's `key_field_obj`), named by its fields joined with '_'
+    (`mat_kind`: the find function is `<container>_find_mat_kind`)."""
+    name: str
+    type: CompositeType
+    pos: Pos
+
+    @property
+    def fields(self) -> tuple:
+        return self.type.fields
+
+    @property
+    def names(self) -> tuple:
+        return tuple(f.name for f in self.type.fields)
+
+    def text(self) -> str:
+        return "(" + ", ".join(self.names) + ")"
+
+
 @dataclass
 class Record:
     name: str
@@ -117,10 +156,13 @@ class Record:
 @dataclass
 class Value:
     """A literal in a layer parameter: kind is 'int', 'float', 'string' or 'name'
-    (a bare identifier such as a field name or `identity`), or 'bool'."""
+    (a bare identifier such as a field name or `identity`), or 'bool', or 'names' (a
+    parenthesised list of identifiers, a composite key: value is the tuple of names and
+    `parts` their places)."""
     kind: str
-    value: Union[int, float, str, bool]
+    value: Union[int, float, str, bool, tuple]
     pos: Pos
+    parts: tuple = ()
 
 
 @dataclass

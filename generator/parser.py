@@ -555,6 +555,9 @@ class _Builder:
             return Value("string", _decode_string(self.path, tok), pos)
         if t in (P.TRUE, P.FALSE):
             return Value("bool", t == P.TRUE, pos)
+        if t == P.LPAREN:   # (a, b): the names of a composite key, each with its place
+            return Value("names", tuple(n.text for n in ctx.names), pos,
+                         tuple(self.tok(n) for n in ctx.names))
         return Value("name", tok.text, pos)
 
     # relationships ------------------------------------------------------

@@ -122,7 +122,8 @@ def plan_cursor(cur: CursorInfo, source: str) -> Plan:
             candidates.append(Candidate(None, li, li.layer.not_applicable(li, query)
                                         or "offers no access path"))
         for o in opts:
-            if cur.order_by and o.ordered_by != cur.order_by:
+            # a field an equality prefix of a composite key fixes is in order too
+            if cur.order_by and o.ordered_by != cur.order_by and cur.order_by not in o.fixed:
                 candidates.append(Candidate(o, li, f"not in {cur.order_by} order"))
                 continue
             if cur.descending:

@@ -438,6 +438,87 @@ def _key_value_c(conj, t: FieldType) -> str:
     return c_const(conj.value, t)
 
 
+def key_of(key, elem: str) -> str:
+    """The key of the element `elem` points at (a C expression): its key field, or for a
+    composite key the key struct built from its fields."""
+    if key.type.kind == "composite":
+        return f"{key.type.ctype}_of(&{elem}->rec)"
+    return f"{elem}->rec.{key.name}"
+
+
+def key_of_rec(key, rec: str) -> str:
+    """The key of the record `rec` points at (a C expression)."""
+    if key.type.kind == "composite":
+        return f"{key.type.ctype}_of({rec})"
+    return f"{rec}->{key.name}"
+
+
+def _key_min_max(t: FieldType, high: bool) -> str:
+    """The smallest (largest, if `high`) value of a field of a composite key: what a bound
+    on a prefix of the key takes for the fields after it."""
+    if t.kind == "char":
+        return '"' + "\\xff" * t.length + '"' if high else '""'
+    return c_int(t.max_value if high else t.min_value, t)
+
+
+def composite_value(key, values: list, pad_high: bool = False) -> str:
+    """The key struct (`<key>_make(...)`) of the C values of its leading fields, the rest
+    padded with their smallest values (or largest, if `pad_high`)."""
+    args = list(values) + [_key_min_max(f.type, pad_high) for f in key.fields[len(values):]]
+    return f"{key.type.ctype}_make({', '.join(args)})"
+
+
+def composite_bounds(key, path) -> tuple:
+    """The lower and upper bound of a range path on a composite key, each (C value,
+    inclusive) or None: the equality prefix, then the bound on the next field (or none:
+    the whole stretch of the prefix), the fields after it padded so that the bound takes
+    in (or leaves out) every value they may have."""
+    fixed = [_key_value_c(c, f.type) for c, f in zip(path.prefix, key.fields)]
+    if len(fixed) == len(key.fields):   # every field equal: [key, key]
+        v = composite_value(key, fixed)
+        return (v, True), (v, True)
+    t = key.fields[len(fixed)].type
+    lo = hi = None
+    if path.lo is not None:
+        incl = path.lo.op == ">="
+        # a >= v: from (v, smallest...); a > v: after (v, largest...)
+        lo = (composite_value(key, fixed + [_key_value_c(path.lo, t)], not incl), incl)
+    elif fixed:
+        lo = (composite_value(key, fixed), True)
+    if path.hi is not None:
+        incl = path.hi.op == "<="
+        # a <= v: up to (v, largest...); a < v: before (v, smallest...)
+        hi = (composite_value(key, fixed + [_key_value_c(path.hi, t)], incl), incl)
+    elif fixed:
+        hi = (composite_value(key, fixed, True), True)
+    return lo, hi
+
+
+def composite_cursor_walk(info: ContainerInfo, path, P: str) -> tuple:
+    """(first, advance, stop) C expressions of a cursor whose path is a layer with a
+    composite key: an equality on the whole key (hash), or a range of its order."""
+    key = path.layer.key_field_obj
+    cmp = f"{info.p}__cmp_{key.name}({key.type.ctype}_of(&e->rec), "
+    if path.kind == "eq":
+        v = composite_value(key, [_key_value_c(c, f.type)
+                                  for c, f in zip(path.prefix, key.fields)])
+        return f"{P}_eq_first(k->_db, {v})", f"{P}_eq_next(k->_db, ref, {v})", None
+    lo, hi = composite_bounds(key, path)
+    dummy = composite_value(key, [])
+    stop = None
+    if path.descending:
+        first = (f"{P}_range_last(k->_db, 1, {hi[0]}, {int(hi[1])})" if hi
+                 else f"{P}_range_last(k->_db, 0, {dummy}, 1)")
+        if lo:
+            stop = f"{cmp}{lo[0]}) {'<' if lo[1] else '<='} 0"
+        return first, f"{P}_range_prev(k->_db, ref)", stop
+    first = (f"{P}_range_first(k->_db, 1, {lo[0]}, {int(lo[1])})" if lo
+             else f"{P}_range_first(k->_db, 0, {dummy}, 1)")
+    if hi:
+        stop = f"{cmp}{hi[0]}) {'>' if hi[1] else '>='} 0"
+    return first, f"{P}_range_next(k->_db, ref)", stop
+
+
 def cursor_view(cur: CursorInfo, checked: CheckedSpec) -> CursorView:
     info = cur.container
     pred = PredicateC(checked.prefix, info.record)
@@ -449,6 +530,9 @@ def cursor_view(cur: CursorInfo, checked: CheckedSpec) -> CursorView:
     if path.kind == "scan":
         first = f"{P}_scan_first(k->_db)"
         adv = f"{P}_scan_next(k->_db, ref)"
+    elif path.layer.key_field_obj is not None and \
+            path.layer.key_field_obj.type.kind == "composite":
+        first, adv, stop = composite_cursor_walk(info, path, P)
     elif path.kind == "eq":
         kt = path.layer.key_field_obj.type
         v = _key_value_c(path.eq, kt)
@@ -491,8 +575,8 @@ def cursor_view(cur: CursorInfo, checked: CheckedSpec) -> CursorView:
     relink = [f"{St}_moves(k->_db, old, rec)"]
     okey = path.layer.key_field_obj
     if okey is not None and path.layer is not info.storage:
-        relink.append(f"{info.p}__cmp_{okey.name}({St}_elem(k->_db, old)->rec.{okey.name}, "
-                      f"rec->{okey.name}) != 0")
+        relink.append(f"{info.p}__cmp_{okey.name}({key_of(okey, f'{St}_elem(k->_db, old)')}, "
+                      f"{key_of_rec(okey, 'rec')}) != 0")
     why = f"{info.storage.name} storage moves it"
     if len(relink) > 1:
         why += f", or its {okey.name} ({path.layer.name}'s key) changes"
@@ -557,7 +641,7 @@ def api_errors(info: ContainerInfo) -> dict:
                          | layer_errors(info, "cursor_update"),
         "cursor_delete": layer_errors(info, "remove") | layer_errors(info, "cursor_delete"),
     }
-    keys = info.key_fields()
+    keys = info.key_columns()
     for f in info.record.fields:
         if f.type.kind == "text":
             out[f"set_{f.name}"] = nf | {"P2_ERANGE", "P2_EINVAL"} | mem_errors(info)
@@ -619,6 +703,16 @@ def container_links(info: ContainerInfo):
     return lk
 
 
+def _key_of_c(key, elem: str) -> CSource:
+    """`kv(elem)` in a layer template: the key of the element `elem` points at."""
+    return CSource(key_of(key, elem))
+
+
+def _key_of_rec_c(key, rec: str) -> CSource:
+    """`kr(rec)` in a layer template: the key of the record `rec` points at."""
+    return CSource(key_of_rec(key, rec))
+
+
 def names(checked: CheckedSpec, info: ContainerInfo) -> dict:
     """C type names every template of a container uses."""
     return {"DB": f"{checked.prefix}_db", "E": f"{info.p}_elem", "ROOT": f"{info.p}_root",
@@ -655,6 +749,8 @@ class Renderer:
                 St=info.storage, D=info.ds[0],
                 cursors=self.views(info) if cursors is None else cursors,
                 key=li.key_field_obj, seg=self.seg_index(info), LK=container_links(info),
+                kv=functools.partial(_key_of_c, li.key_field_obj),
+                kr=functools.partial(_key_of_rec_c, li.key_field_obj),
                 **names(self.checked, info),
                 arg_type=arg_type, c_const=c_const, recover=self.recover))
             self.modules[li] = module

@@ -9,7 +9,8 @@ class Avl(Layer):
     role = "index"
     keeps_order = True
     reverse_walk = True   # _range_last / _range_prev: cursors ordered desc
-    params = (ParamSpec("key", "field", doc="field the tree is ordered by"),)
+    params = (ParamSpec("key", "field", doc="field the tree is ordered by, or (a, b, ...): a composite "
+                                       "key in lexicographic order", composite=True),)
     layout = 2   # 2: parent links (the in-order walk climbs them instead of re-descending)
     doc = ("A balanced (AVL) binary tree threaded through the elements, ordered by key "
            "(ties broken by reference): equality and range retrieval in O(log n + k), "

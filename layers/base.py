@@ -43,6 +43,10 @@ class ParamSpec:
     # when it has its default value? False for parameters added after files and code were
     # made without them, so that their descriptions stay as they were.
     show_default: bool = True
+    # kind 'field': may the value be a composite key, `key = (a, b)` (two or more integer
+    # or char[N] fields, ordered lexicographically)? The layer's template then handles a
+    # key whose type is a `CompositeType` (layers/README.md, "Composite keys").
+    composite: bool = False
 
     @property
     def fuzz_range(self) -> tuple:
@@ -160,6 +164,12 @@ class PathOption:
     # set by the planner for a cursor ordered `desc`: the walk runs from the last element
     # in key order down (`_range_last` / `_range_prev`; the cursor stops at `lo`)
     descending: bool = False
+    # A composite key (a, b, c): `prefix` holds the equality conjuncts on its leading
+    # fields, in key order (all of them for an equality on the whole key: then `eq` is
+    # None and, for a range, `lo` and `hi` too); `lo` and `hi` are then on the next field.
+    # `fixed`: the fields the prefix fixes, so a walk is also in their order (trivially).
+    prefix: list = field(default_factory=list)
+    fixed: tuple = ()
 
 
 # The unit of every PathOption.cost: cache lines read (an estimate), the cost that dominates
@@ -283,8 +293,11 @@ class Layer:
         return []
 
     def key_field(self, inst) -> Optional[str]:
-        """The element field this layer organises elements by, if any."""
+        """The element field this layer organises elements by, if any; for a composite key
+        `key = (a, b)`, its name (`a_b`: the fields joined by '_')."""
         k = inst.params.get("key")
+        if isinstance(k, tuple):
+            return "_".join(k)
         return k if isinstance(k, str) else None
 
     def key_bound(self, inst) -> Optional[int]:
@@ -305,10 +318,78 @@ class Layer:
         return frozenset(self.errors.get(op, ()))
 
 
+def key_prefix(inst, query) -> tuple:
+    """For a layer with a composite key (a, b, c): the equality conjuncts on its leading
+    fields (a == x and b == y: the longest run from the first field), and the fields of
+    the key in order."""
+    names = inst.key_field_obj.names
+    prefix = []
+    for n in names:
+        eqs = [c for c in query.conjuncts_on(n) if c.op == "=="]
+        if not eqs:
+            break
+        prefix.append(eqs[0])
+    return prefix, names
+
+
+def composite_eq_path(inst, query, cost: float, what: str) -> list[PathOption]:
+    """An equality path on a whole composite key (every field fixed by an equality), as a
+    hash table serves it; none if a field is not fixed."""
+    prefix, names = key_prefix(inst, query)
+    if len(prefix) < len(names):
+        return []
+    text = " and ".join(c.text for c in prefix)
+    return [PathOption(inst, "eq", cost, f"{what}: {text} picks one bucket "
+                                         f"(key ({', '.join(names)}))",
+                       consumed=list(prefix), prefix=list(prefix), fixed=names)]
+
+
+def composite_ordered_paths(inst, query, *, eq_cost, range_cost, scan_cost,
+                            what: str) -> list[PathOption]:
+    """Paths of an ordered layer whose key is composite (a, b, c), kept in lexicographic
+    order: equalities on a prefix of the fields (a == x, or a == x and b == y), with a
+    range or nothing on the next field, walk one stretch of the order (the next field's
+    order within it); a range on the first field alone a longer one; and the full scan
+    in (a, b, c) order."""
+    prefix, names = key_prefix(inst, query)
+    key = inst.key_field_obj.text()
+    out = []
+    fixed = tuple(c.field for c in prefix)
+    if len(prefix) == len(names):
+        text = " and ".join(c.text for c in prefix)
+        out.append(PathOption(inst, "range", eq_cost, f"{what}: {text} (key {key})",
+                              ordered_by=names[-1], consumed=list(prefix),
+                              prefix=list(prefix), fixed=fixed))
+    else:
+        nxt = names[len(prefix)]
+        los = [c for c in query.conjuncts_on(nxt) if c.op in (">", ">=")]
+        his = [c for c in query.conjuncts_on(nxt) if c.op in ("<", "<=")]
+        lo = los[0] if los else None
+        hi = his[0] if his else None
+        bounds = [b for b in (lo, hi) if b is not None]
+        if prefix or bounds:
+            parts = [c.text for c in prefix] + [b.text for b in bounds]
+            # an equality prefix narrows as an equality on a key does; a range on the
+            # first field alone as a range does
+            cost = eq_cost if prefix else range_cost(len(bounds))
+            walk = f", in {nxt} order" if prefix else ""
+            out.append(PathOption(inst, "range", cost,
+                                  f"{what}: {' and '.join(parts)} (key {key}{walk})",
+                                  ordered_by=nxt, lo=lo, hi=hi,
+                                  consumed=list(prefix) + bounds, prefix=list(prefix),
+                                  fixed=fixed))
+    out.append(PathOption(inst, "range", scan_cost, f"{what}: full scan in {key} order",
+                          ordered_by=names[0]))
+    return out
+
+
 def ordered_paths(layer: Layer, inst, query, *, eq_cost, range_cost, scan_cost,
                   what: str) -> list[PathOption]:
     """Paths of a layer that keeps its elements ordered by its key field: equality and
     ranges on the key, and an ordered full scan (which also serves `order by key`)."""
+    if inst.key_field_obj is not None and inst.key_field_obj.type.kind == "composite":
+        return composite_ordered_paths(inst, query, eq_cost=eq_cost, range_cost=range_cost,
+                                       scan_cost=scan_cost, what=what)
     key = layer.key_field(inst)
     out = []
     eqs = [c for c in query.conjuncts_on(key) if c.op == "=="]

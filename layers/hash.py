@@ -1,4 +1,4 @@
-from .base import ALLOC, ElemField, Layer, ParamSpec, PathOption, link_ctype
+from .base import ALLOC, ElemField, Layer, ParamSpec, PathOption, composite_eq_path, link_ctype
 
 
 class Hash(Layer):
@@ -11,7 +11,8 @@ class Hash(Layer):
     errors = {"reserve": {ALLOC}}
     narrow_links = True   # chains and buckets in the memory's link width
     params = (
-        ParamSpec("key", "field", doc="field hashed"),
+        ParamSpec("key", "field", doc="field hashed, or (a, b, ...): a composite key",
+                  composite=True),
         ParamSpec("buckets", "int", 1024, min=1, max=1 << 31,
                   doc="initial bucket count (rounded up to a power of two)"),
         ParamSpec("fn", "choice", "default", choices=("default", "identity"),
@@ -44,6 +45,8 @@ class Hash(Layer):
         return [(f"{inst.tag}_buckets", f"{inst.tag}_nbuckets")]
 
     def paths(self, inst, query):
+        if inst.key_field_obj is not None and inst.key_field_obj.type.kind == "composite":
+            return composite_eq_path(inst, query, 1.5, "hash")
         key = self.key_field(inst)
         eqs = [c for c in query.conjuncts_on(key) if c.op == "=="]
         if not eqs:
@@ -53,4 +56,7 @@ class Hash(Layer):
                            eq=c, consumed=[c])]
 
     def not_applicable(self, inst, query):
+        k = inst.key_field_obj
+        if k is not None and k.type.kind == "composite":
+            return f"no equality on every field of its key {k.text()}"
         return f"no equality on its key '{self.key_field(inst)}'"

@@ -73,6 +73,7 @@ param
     : name=ID ASSIGN value
     ;
 
+// A parenthesised list of names is a composite key: key = (mat, kind).
 value
     : INT
     | FLOAT
@@ -80,6 +81,7 @@ value
     | TRUE
     | FALSE
     | ID
+    | LPAREN names+=ID (COMMA names+=ID)* RPAREN
     ;
 
 // relationship parts one composites.parts to many atoms.part_of = ilist;

@@ -10,7 +10,7 @@ else:
 
 def serializedATN():
     return [
-        4,1,43,195,2,0,7,0,2,1,7,1,2,2,7,2,2,3,7,3,2,4,7,4,2,5,7,5,2,6,7,
+        4,1,43,211,2,0,7,0,2,1,7,1,2,2,7,2,2,3,7,3,2,4,7,4,2,5,7,5,2,6,7,
         6,2,7,7,7,2,8,7,8,2,9,7,9,2,10,7,10,2,11,7,11,2,12,7,12,2,13,7,13,
         2,14,7,14,2,15,7,15,2,16,7,16,2,17,7,17,2,18,7,18,1,0,5,0,40,8,0,
         10,0,12,0,43,9,0,1,0,1,0,1,1,1,1,1,1,1,1,3,1,51,8,1,1,2,1,2,1,2,
@@ -19,32 +19,33 @@ def serializedATN():
         5,1,5,1,5,1,5,5,5,88,8,5,10,5,12,5,91,9,5,3,5,93,8,5,1,5,1,5,1,6,
         1,6,1,6,3,6,100,8,6,1,6,3,6,103,8,6,1,6,1,6,1,6,1,6,3,6,109,8,6,
         1,7,1,7,1,7,3,7,114,8,7,1,7,1,7,1,8,1,8,1,8,5,8,121,8,8,10,8,12,
-        8,124,9,8,1,9,1,9,1,9,1,9,1,10,1,10,1,11,1,11,1,11,1,11,1,11,1,11,
-        1,11,1,11,1,11,1,12,1,12,1,12,1,12,1,12,1,13,1,13,1,13,1,13,1,13,
-        1,13,3,13,152,8,13,1,13,1,13,1,13,1,13,3,13,158,8,13,3,13,160,8,
-        13,1,13,1,13,1,14,1,14,1,14,5,14,167,8,14,10,14,12,14,170,9,14,1,
-        15,1,15,1,15,5,15,175,8,15,10,15,12,15,178,9,15,1,16,1,16,1,16,1,
-        16,1,16,1,16,1,16,3,16,187,8,16,1,17,1,17,1,17,1,17,1,18,1,18,1,
-        18,0,0,19,0,2,4,6,8,10,12,14,16,18,20,22,24,26,28,30,32,34,36,0,
-        3,3,0,14,15,33,33,35,37,1,0,26,31,1,0,33,37,196,0,41,1,0,0,0,2,50,
-        1,0,0,0,4,52,1,0,0,0,6,63,1,0,0,0,8,68,1,0,0,0,10,77,1,0,0,0,12,
-        96,1,0,0,0,14,110,1,0,0,0,16,117,1,0,0,0,18,125,1,0,0,0,20,129,1,
-        0,0,0,22,131,1,0,0,0,24,140,1,0,0,0,26,145,1,0,0,0,28,163,1,0,0,
-        0,30,171,1,0,0,0,32,186,1,0,0,0,34,188,1,0,0,0,36,192,1,0,0,0,38,
-        40,3,2,1,0,39,38,1,0,0,0,40,43,1,0,0,0,41,39,1,0,0,0,41,42,1,0,0,
-        0,42,44,1,0,0,0,43,41,1,0,0,0,44,45,5,0,0,1,45,1,1,0,0,0,46,51,3,
-        4,2,0,47,51,3,10,5,0,48,51,3,26,13,0,49,51,3,22,11,0,50,46,1,0,0,
-        0,50,47,1,0,0,0,50,48,1,0,0,0,50,49,1,0,0,0,51,3,1,0,0,0,52,53,5,
-        1,0,0,53,54,5,33,0,0,54,58,5,16,0,0,55,57,3,6,3,0,56,55,1,0,0,0,
-        57,60,1,0,0,0,58,56,1,0,0,0,58,59,1,0,0,0,59,61,1,0,0,0,60,58,1,
-        0,0,0,61,62,5,17,0,0,62,5,1,0,0,0,63,64,5,33,0,0,64,65,5,22,0,0,
-        65,66,3,8,4,0,66,67,5,23,0,0,67,7,1,0,0,0,68,70,5,33,0,0,69,71,5,
-        33,0,0,70,69,1,0,0,0,70,71,1,0,0,0,71,75,1,0,0,0,72,73,5,18,0,0,
-        73,74,5,35,0,0,74,76,5,19,0,0,75,72,1,0,0,0,75,76,1,0,0,0,76,9,1,
-        0,0,0,77,78,5,2,0,0,78,79,5,33,0,0,79,80,5,3,0,0,80,81,5,33,0,0,
-        81,82,5,32,0,0,82,92,3,12,6,0,83,84,5,4,0,0,84,89,3,14,7,0,85,86,
-        5,24,0,0,86,88,3,14,7,0,87,85,1,0,0,0,88,91,1,0,0,0,89,87,1,0,0,
-        0,89,90,1,0,0,0,90,93,1,0,0,0,91,89,1,0,0,0,92,83,1,0,0,0,92,93,
+        8,124,9,8,1,9,1,9,1,9,1,9,1,10,1,10,1,10,1,10,1,10,1,10,1,10,1,10,
+        1,10,1,10,5,10,140,8,10,10,10,12,10,143,9,10,1,10,3,10,146,8,10,
+        1,11,1,11,1,11,1,11,1,11,1,11,1,11,1,11,1,11,1,12,1,12,1,12,1,12,
+        1,12,1,13,1,13,1,13,1,13,1,13,1,13,3,13,168,8,13,1,13,1,13,1,13,
+        1,13,3,13,174,8,13,3,13,176,8,13,1,13,1,13,1,14,1,14,1,14,5,14,183,
+        8,14,10,14,12,14,186,9,14,1,15,1,15,1,15,5,15,191,8,15,10,15,12,
+        15,194,9,15,1,16,1,16,1,16,1,16,1,16,1,16,1,16,3,16,203,8,16,1,17,
+        1,17,1,17,1,17,1,18,1,18,1,18,0,0,19,0,2,4,6,8,10,12,14,16,18,20,
+        22,24,26,28,30,32,34,36,0,2,1,0,26,31,1,0,33,37,219,0,41,1,0,0,0,
+        2,50,1,0,0,0,4,52,1,0,0,0,6,63,1,0,0,0,8,68,1,0,0,0,10,77,1,0,0,
+        0,12,96,1,0,0,0,14,110,1,0,0,0,16,117,1,0,0,0,18,125,1,0,0,0,20,
+        145,1,0,0,0,22,147,1,0,0,0,24,156,1,0,0,0,26,161,1,0,0,0,28,179,
+        1,0,0,0,30,187,1,0,0,0,32,202,1,0,0,0,34,204,1,0,0,0,36,208,1,0,
+        0,0,38,40,3,2,1,0,39,38,1,0,0,0,40,43,1,0,0,0,41,39,1,0,0,0,41,42,
+        1,0,0,0,42,44,1,0,0,0,43,41,1,0,0,0,44,45,5,0,0,1,45,1,1,0,0,0,46,
+        51,3,4,2,0,47,51,3,10,5,0,48,51,3,26,13,0,49,51,3,22,11,0,50,46,
+        1,0,0,0,50,47,1,0,0,0,50,48,1,0,0,0,50,49,1,0,0,0,51,3,1,0,0,0,52,
+        53,5,1,0,0,53,54,5,33,0,0,54,58,5,16,0,0,55,57,3,6,3,0,56,55,1,0,
+        0,0,57,60,1,0,0,0,58,56,1,0,0,0,58,59,1,0,0,0,59,61,1,0,0,0,60,58,
+        1,0,0,0,61,62,5,17,0,0,62,5,1,0,0,0,63,64,5,33,0,0,64,65,5,22,0,
+        0,65,66,3,8,4,0,66,67,5,23,0,0,67,7,1,0,0,0,68,70,5,33,0,0,69,71,
+        5,33,0,0,70,69,1,0,0,0,70,71,1,0,0,0,71,75,1,0,0,0,72,73,5,18,0,
+        0,73,74,5,35,0,0,74,76,5,19,0,0,75,72,1,0,0,0,75,76,1,0,0,0,76,9,
+        1,0,0,0,77,78,5,2,0,0,78,79,5,33,0,0,79,80,5,3,0,0,80,81,5,33,0,
+        0,81,82,5,32,0,0,82,92,3,12,6,0,83,84,5,4,0,0,84,89,3,14,7,0,85,
+        86,5,24,0,0,86,88,3,14,7,0,87,85,1,0,0,0,88,91,1,0,0,0,89,87,1,0,
+        0,0,89,90,1,0,0,0,90,93,1,0,0,0,91,89,1,0,0,0,92,83,1,0,0,0,92,93,
         1,0,0,0,93,94,1,0,0,0,94,95,5,23,0,0,95,11,1,0,0,0,96,102,5,33,0,
         0,97,99,5,20,0,0,98,100,3,16,8,0,99,98,1,0,0,0,99,100,1,0,0,0,100,
         101,1,0,0,0,101,103,5,21,0,0,102,97,1,0,0,0,102,103,1,0,0,0,103,
@@ -55,26 +56,32 @@ def serializedATN():
         3,18,9,0,118,119,5,24,0,0,119,121,3,18,9,0,120,118,1,0,0,0,121,124,
         1,0,0,0,122,120,1,0,0,0,122,123,1,0,0,0,123,17,1,0,0,0,124,122,1,
         0,0,0,125,126,5,33,0,0,126,127,5,32,0,0,127,128,3,20,10,0,128,19,
-        1,0,0,0,129,130,7,0,0,0,130,21,1,0,0,0,131,132,5,6,0,0,132,133,5,
-        33,0,0,133,134,3,24,12,0,134,135,5,33,0,0,135,136,3,24,12,0,136,
-        137,5,32,0,0,137,138,3,12,6,0,138,139,5,23,0,0,139,23,1,0,0,0,140,
-        141,5,33,0,0,141,142,5,33,0,0,142,143,5,25,0,0,143,144,5,33,0,0,
-        144,25,1,0,0,0,145,146,5,5,0,0,146,147,5,33,0,0,147,148,5,7,0,0,
-        148,151,5,33,0,0,149,150,5,8,0,0,150,152,3,28,14,0,151,149,1,0,0,
-        0,151,152,1,0,0,0,152,159,1,0,0,0,153,154,5,9,0,0,154,155,5,10,0,
-        0,155,157,5,33,0,0,156,158,5,33,0,0,157,156,1,0,0,0,157,158,1,0,
-        0,0,158,160,1,0,0,0,159,153,1,0,0,0,159,160,1,0,0,0,160,161,1,0,
-        0,0,161,162,5,23,0,0,162,27,1,0,0,0,163,168,3,30,15,0,164,165,5,
-        12,0,0,165,167,3,30,15,0,166,164,1,0,0,0,167,170,1,0,0,0,168,166,
-        1,0,0,0,168,169,1,0,0,0,169,29,1,0,0,0,170,168,1,0,0,0,171,176,3,
-        32,16,0,172,173,5,11,0,0,173,175,3,32,16,0,174,172,1,0,0,0,175,178,
-        1,0,0,0,176,174,1,0,0,0,176,177,1,0,0,0,177,31,1,0,0,0,178,176,1,
-        0,0,0,179,180,5,13,0,0,180,187,3,32,16,0,181,182,5,20,0,0,182,183,
-        3,28,14,0,183,184,5,21,0,0,184,187,1,0,0,0,185,187,3,34,17,0,186,
-        179,1,0,0,0,186,181,1,0,0,0,186,185,1,0,0,0,187,33,1,0,0,0,188,189,
-        3,36,18,0,189,190,7,1,0,0,190,191,3,36,18,0,191,35,1,0,0,0,192,193,
-        7,2,0,0,193,37,1,0,0,0,18,41,50,58,70,75,89,92,99,102,108,113,122,
-        151,157,159,168,176,186
+        1,0,0,0,129,146,5,35,0,0,130,146,5,36,0,0,131,146,5,37,0,0,132,146,
+        5,14,0,0,133,146,5,15,0,0,134,146,5,33,0,0,135,136,5,20,0,0,136,
+        141,5,33,0,0,137,138,5,24,0,0,138,140,5,33,0,0,139,137,1,0,0,0,140,
+        143,1,0,0,0,141,139,1,0,0,0,141,142,1,0,0,0,142,144,1,0,0,0,143,
+        141,1,0,0,0,144,146,5,21,0,0,145,129,1,0,0,0,145,130,1,0,0,0,145,
+        131,1,0,0,0,145,132,1,0,0,0,145,133,1,0,0,0,145,134,1,0,0,0,145,
+        135,1,0,0,0,146,21,1,0,0,0,147,148,5,6,0,0,148,149,5,33,0,0,149,
+        150,3,24,12,0,150,151,5,33,0,0,151,152,3,24,12,0,152,153,5,32,0,
+        0,153,154,3,12,6,0,154,155,5,23,0,0,155,23,1,0,0,0,156,157,5,33,
+        0,0,157,158,5,33,0,0,158,159,5,25,0,0,159,160,5,33,0,0,160,25,1,
+        0,0,0,161,162,5,5,0,0,162,163,5,33,0,0,163,164,5,7,0,0,164,167,5,
+        33,0,0,165,166,5,8,0,0,166,168,3,28,14,0,167,165,1,0,0,0,167,168,
+        1,0,0,0,168,175,1,0,0,0,169,170,5,9,0,0,170,171,5,10,0,0,171,173,
+        5,33,0,0,172,174,5,33,0,0,173,172,1,0,0,0,173,174,1,0,0,0,174,176,
+        1,0,0,0,175,169,1,0,0,0,175,176,1,0,0,0,176,177,1,0,0,0,177,178,
+        5,23,0,0,178,27,1,0,0,0,179,184,3,30,15,0,180,181,5,12,0,0,181,183,
+        3,30,15,0,182,180,1,0,0,0,183,186,1,0,0,0,184,182,1,0,0,0,184,185,
+        1,0,0,0,185,29,1,0,0,0,186,184,1,0,0,0,187,192,3,32,16,0,188,189,
+        5,11,0,0,189,191,3,32,16,0,190,188,1,0,0,0,191,194,1,0,0,0,192,190,
+        1,0,0,0,192,193,1,0,0,0,193,31,1,0,0,0,194,192,1,0,0,0,195,196,5,
+        13,0,0,196,203,3,32,16,0,197,198,5,20,0,0,198,199,3,28,14,0,199,
+        200,5,21,0,0,200,203,1,0,0,0,201,203,3,34,17,0,202,195,1,0,0,0,202,
+        197,1,0,0,0,202,201,1,0,0,0,203,33,1,0,0,0,204,205,3,36,18,0,205,
+        206,7,0,0,0,206,207,3,36,18,0,207,35,1,0,0,0,208,209,7,1,0,0,209,
+        37,1,0,0,0,20,41,50,58,70,75,89,92,99,102,108,113,122,141,145,167,
+        173,175,184,192,202
     ]
 
 class P2SpecParser ( Parser ):
@@ -903,6 +910,8 @@ class P2SpecParser ( Parser ):
         def __init__(self, parser, parent:ParserRuleContext=None, invokingState:int=-1):
             super().__init__(parent, invokingState)
             self.parser = parser
+            self._ID = None # Token
+            self.names = list() # of Tokens
 
         def INT(self):
             return self.getToken(P2SpecParser.INT, 0)
@@ -919,8 +928,23 @@ class P2SpecParser ( Parser ):
         def FALSE(self):
             return self.getToken(P2SpecParser.FALSE, 0)
 
-        def ID(self):
-            return self.getToken(P2SpecParser.ID, 0)
+        def ID(self, i:int=None):
+            if i is None:
+                return self.getTokens(P2SpecParser.ID)
+            else:
+                return self.getToken(P2SpecParser.ID, i)
+
+        def LPAREN(self):
+            return self.getToken(P2SpecParser.LPAREN, 0)
+
+        def RPAREN(self):
+            return self.getToken(P2SpecParser.RPAREN, 0)
+
+        def COMMA(self, i:int=None):
+            if i is None:
+                return self.getTokens(P2SpecParser.COMMA)
+            else:
+                return self.getToken(P2SpecParser.COMMA, i)
 
         def getRuleIndex(self):
             return P2SpecParser.RULE_value
@@ -940,14 +964,65 @@ class P2SpecParser ( Parser ):
         self.enterRule(localctx, 20, self.RULE_value)
         self._la = 0 # Token type
         try:
-            self.enterOuterAlt(localctx, 1)
-            self.state = 129
-            _la = self._input.LA(1)
-            if not((((_la) & ~0x3f) == 0 and ((1 << _la) & 249108152320) != 0)):
-                self._errHandler.recoverInline(self)
+            self.state = 145
+            self._errHandler.sync(self)
+            token = self._input.LA(1)
+            if token in [35]:
+                self.enterOuterAlt(localctx, 1)
+                self.state = 129
+                self.match(P2SpecParser.INT)
+                pass
+            elif token in [36]:
+                self.enterOuterAlt(localctx, 2)
+                self.state = 130
+                self.match(P2SpecParser.FLOAT)
+                pass
+            elif token in [37]:
+                self.enterOuterAlt(localctx, 3)
+                self.state = 131
+                self.match(P2SpecParser.STRING)
+                pass
+            elif token in [14]:
+                self.enterOuterAlt(localctx, 4)
+                self.state = 132
+                self.match(P2SpecParser.TRUE)
+                pass
+            elif token in [15]:
+                self.enterOuterAlt(localctx, 5)
+                self.state = 133
+                self.match(P2SpecParser.FALSE)
+                pass
+            elif token in [33]:
+                self.enterOuterAlt(localctx, 6)
+                self.state = 134
+                self.match(P2SpecParser.ID)
+                pass
+            elif token in [20]:
+                self.enterOuterAlt(localctx, 7)
+                self.state = 135
+                self.match(P2SpecParser.LPAREN)
+                self.state = 136
+                localctx._ID = self.match(P2SpecParser.ID)
+                localctx.names.append(localctx._ID)
+                self.state = 141
+                self._errHandler.sync(self)
+                _la = self._input.LA(1)
+                while _la==24:
+                    self.state = 137
+                    self.match(P2SpecParser.COMMA)
+                    self.state = 138
+                    localctx._ID = self.match(P2SpecParser.ID)
+                    localctx.names.append(localctx._ID)
+                    self.state = 143
+                    self._errHandler.sync(self)
+                    _la = self._input.LA(1)
+
+                self.state = 144
+                self.match(P2SpecParser.RPAREN)
+                pass
             else:
-                self._errHandler.reportMatch(self)
-                self.consume()
+                raise NoViableAltException(self)
+
         except RecognitionException as re:
             localctx.exception = re
             self._errHandler.reportError(self, re)
@@ -1012,21 +1087,21 @@ class P2SpecParser ( Parser ):
         self.enterRule(localctx, 22, self.RULE_relationshipDecl)
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 131
+            self.state = 147
             self.match(P2SpecParser.RELATIONSHIP)
-            self.state = 132
+            self.state = 148
             localctx.name = self.match(P2SpecParser.ID)
-            self.state = 133
+            self.state = 149
             localctx.left = self.relEnd()
-            self.state = 134
+            self.state = 150
             localctx.toWord = self.match(P2SpecParser.ID)
-            self.state = 135
+            self.state = 151
             localctx.right = self.relEnd()
-            self.state = 136
+            self.state = 152
             self.match(P2SpecParser.ASSIGN)
-            self.state = 137
+            self.state = 153
             self.equation()
-            self.state = 138
+            self.state = 154
             self.match(P2SpecParser.SEMI)
         except RecognitionException as re:
             localctx.exception = re
@@ -1074,13 +1149,13 @@ class P2SpecParser ( Parser ):
         self.enterRule(localctx, 24, self.RULE_relEnd)
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 140
+            self.state = 156
             localctx.mult = self.match(P2SpecParser.ID)
-            self.state = 141
+            self.state = 157
             localctx.containerName = self.match(P2SpecParser.ID)
-            self.state = 142
+            self.state = 158
             self.match(P2SpecParser.DOT)
-            self.state = 143
+            self.state = 159
             localctx.role = self.match(P2SpecParser.ID)
         except RecognitionException as re:
             localctx.exception = re
@@ -1149,45 +1224,45 @@ class P2SpecParser ( Parser ):
         self._la = 0 # Token type
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 145
+            self.state = 161
             self.match(P2SpecParser.CURSOR)
-            self.state = 146
+            self.state = 162
             localctx.name = self.match(P2SpecParser.ID)
-            self.state = 147
+            self.state = 163
             self.match(P2SpecParser.ON)
-            self.state = 148
+            self.state = 164
             localctx.containerName = self.match(P2SpecParser.ID)
-            self.state = 151
+            self.state = 167
             self._errHandler.sync(self)
             _la = self._input.LA(1)
             if _la==8:
-                self.state = 149
+                self.state = 165
                 self.match(P2SpecParser.WHERE)
-                self.state = 150
+                self.state = 166
                 self.orExpr()
 
 
-            self.state = 159
+            self.state = 175
             self._errHandler.sync(self)
             _la = self._input.LA(1)
             if _la==9:
-                self.state = 153
+                self.state = 169
                 self.match(P2SpecParser.ORDER)
-                self.state = 154
+                self.state = 170
                 self.match(P2SpecParser.BY)
-                self.state = 155
+                self.state = 171
                 localctx.orderField = self.match(P2SpecParser.ID)
-                self.state = 157
+                self.state = 173
                 self._errHandler.sync(self)
                 _la = self._input.LA(1)
                 if _la==33:
-                    self.state = 156
+                    self.state = 172
                     localctx.direction = self.match(P2SpecParser.ID)
 
 
 
 
-            self.state = 161
+            self.state = 177
             self.match(P2SpecParser.SEMI)
         except RecognitionException as re:
             localctx.exception = re
@@ -1237,17 +1312,17 @@ class P2SpecParser ( Parser ):
         self._la = 0 # Token type
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 163
+            self.state = 179
             self.andExpr()
-            self.state = 168
+            self.state = 184
             self._errHandler.sync(self)
             _la = self._input.LA(1)
             while _la==12:
-                self.state = 164
+                self.state = 180
                 self.match(P2SpecParser.OR)
-                self.state = 165
+                self.state = 181
                 self.andExpr()
-                self.state = 170
+                self.state = 186
                 self._errHandler.sync(self)
                 _la = self._input.LA(1)
 
@@ -1299,17 +1374,17 @@ class P2SpecParser ( Parser ):
         self._la = 0 # Token type
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 171
+            self.state = 187
             self.notExpr()
-            self.state = 176
+            self.state = 192
             self._errHandler.sync(self)
             _la = self._input.LA(1)
             while _la==11:
-                self.state = 172
+                self.state = 188
                 self.match(P2SpecParser.AND)
-                self.state = 173
+                self.state = 189
                 self.notExpr()
-                self.state = 178
+                self.state = 194
                 self._errHandler.sync(self)
                 _la = self._input.LA(1)
 
@@ -1367,28 +1442,28 @@ class P2SpecParser ( Parser ):
         localctx = P2SpecParser.NotExprContext(self, self._ctx, self.state)
         self.enterRule(localctx, 32, self.RULE_notExpr)
         try:
-            self.state = 186
+            self.state = 202
             self._errHandler.sync(self)
             token = self._input.LA(1)
             if token in [13]:
                 self.enterOuterAlt(localctx, 1)
-                self.state = 179
+                self.state = 195
                 self.match(P2SpecParser.NOT)
-                self.state = 180
+                self.state = 196
                 self.notExpr()
                 pass
             elif token in [20]:
                 self.enterOuterAlt(localctx, 2)
-                self.state = 181
+                self.state = 197
                 self.match(P2SpecParser.LPAREN)
-                self.state = 182
+                self.state = 198
                 self.orExpr()
-                self.state = 183
+                self.state = 199
                 self.match(P2SpecParser.RPAREN)
                 pass
             elif token in [33, 34, 35, 36, 37]:
                 self.enterOuterAlt(localctx, 3)
-                self.state = 185
+                self.state = 201
                 self.comparison()
                 pass
             else:
@@ -1457,9 +1532,9 @@ class P2SpecParser ( Parser ):
         self._la = 0 # Token type
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 188
+            self.state = 204
             localctx.left = self.operand()
-            self.state = 189
+            self.state = 205
             localctx.op = self._input.LT(1)
             _la = self._input.LA(1)
             if not((((_la) & ~0x3f) == 0 and ((1 << _la) & 4227858432) != 0)):
@@ -1467,7 +1542,7 @@ class P2SpecParser ( Parser ):
             else:
                 self._errHandler.reportMatch(self)
                 self.consume()
-            self.state = 190
+            self.state = 206
             localctx.right = self.operand()
         except RecognitionException as re:
             localctx.exception = re
@@ -1519,7 +1594,7 @@ class P2SpecParser ( Parser ):
         self._la = 0 # Token type
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 192
+            self.state = 208
             _la = self._input.LA(1)
             if not((((_la) & ~0x3f) == 0 and ((1 << _la) & 266287972352) != 0)):
                 self._errHandler.recoverInline(self)

@@ -187,6 +187,12 @@ class ContainerInfo:
         return not self.persistent and (bool(self.text_fields)
                                          or any(r.heap for r in self.roles))
 
+    @property
+    def unique_index(self) -> Optional[LayerInstance]:
+        """The outermost index layer with `unique = true`, whose key <container>_upsert
+        looks elements up by, or None (no upsert)."""
+        return next((li for li in self.ds if li.params.get("unique")), None)
+
     def keys(self) -> list:
         """The keys some layer organises elements by (a `Field`, or a `CompositeKey`), in
         equation order, without repeats (by name): each has a find function."""

@@ -641,6 +641,9 @@ def api_errors(info: ContainerInfo) -> dict:
                          | layer_errors(info, "cursor_update"),
         "cursor_delete": layer_errors(info, "remove") | layer_errors(info, "cursor_delete"),
     }
+    if info.unique_index is not None:
+        out["upsert"] = out["insert"] | update
+
     keys = info.key_columns()
     for f in info.record.fields:
         if f.type.kind == "text":
@@ -874,7 +877,7 @@ class Renderer:
                    files=files, txn=self.transactions(files), arg_type=arg_type, param_field_decl=param_field_decl,
                    c_string=c_string, where_text=expr_text, names=names,
                    rn=self.role_names, recover=self.recover, api_errors=api_errors,
-                   role_api_errors=role_api_errors,
+                   role_api_errors=role_api_errors, key_of_rec=_key_of_rec_c,
                    hooked=[c for c in containers
                                            if c["info"].has_hooks or c["info"].referenced])
         header = self.env.get_template("spec.h.j2").render(**ctx)

@@ -1,4 +1,4 @@
-from .base import ElemField, Layer, ParamSpec, log2n, ordered_paths, range_selectivity, link_ctype
+from .base import UNIQUE, ElemField, unique_errors, unique_validate, Layer, ParamSpec, log2n, ordered_paths, range_selectivity, link_ctype
 
 
 class Avl(Layer):
@@ -9,12 +9,18 @@ class Avl(Layer):
     role = "index"
     keeps_order = True
     reverse_walk = True   # _range_last / _range_prev: cursors ordered desc
-    params = (ParamSpec("key", "field", doc="field the tree is ordered by, or (a, b, ...): a composite "
-                                       "key in lexicographic order", composite=True),)
+    params = (ParamSpec("key", "field", doc="field the tree is ordered by", composite=True),
+              UNIQUE)
     layout = 2   # 2: parent links (the in-order walk climbs them instead of re-descending)
     doc = ("A balanced (AVL) binary tree threaded through the elements, ordered by key "
            "(ties broken by reference): equality and range retrieval in O(log n + k), "
            "scans in key order.")
+
+    def op_errors(self, inst, op):
+        return unique_errors(self, inst, op)
+
+    def validate(self, inst, ctx):
+        unique_validate(inst, ctx)
 
     def elem_fields(self, inst):
         t = inst.tag

@@ -318,6 +318,36 @@ class Layer:
         return frozenset(self.errors.get(op, ()))
 
 
+# `unique = true` on an index layer: at most one element per key value. An insert, or an
+# update to a key another element has, is refused with P2_EDUP before anything changes;
+# the container then has <container>_upsert (insert or replace by that key). Not shown
+# where it is false, so descriptions and fingerprints of existing equations stay.
+UNIQUE = ParamSpec("unique", "bool", False, show_default=False,
+                   doc="at most one element per key (insert and update refuse a "
+                       "duplicate with P2_EDUP); gives the container an upsert")
+
+
+def unique_errors(layer, inst, op: str) -> frozenset:
+    """A layer with `unique`: its errors, and P2_EDUP for insert and update when on."""
+    codes = frozenset(layer.errors.get(op, ()))
+    if inst.params.get("unique") and op in ("insert", "update"):
+        codes |= {"P2_EDUP"}
+    return codes
+
+
+def unique_validate(inst, ctx) -> None:
+    """`unique = true` under a layer that defers deletes (delflag) would keep a deleted
+    element's key taken until the purge: refused."""
+    if not inst.params.get("unique"):
+        return
+    purger = inst.container.purger
+    if purger is not None:
+        ctx.error(f"layer '{inst.name}' of container '{inst.container.name}' has unique = true "
+                  f"under '{purger.name}', which only marks deleted elements until a purge: "
+                  f"their keys would stay taken; drop one of the two",
+                  inst.param_pos("unique"))
+
+
 def key_prefix(inst, query) -> tuple:
     """For a layer with a composite key (a, b, c): the equality conjuncts on its leading
     fields (a == x and b == y: the longest run from the first field), and the fields of

@@ -1,4 +1,4 @@
-from .base import ALLOC, ElemField, Layer, ParamSpec, PathOption, composite_eq_path, link_ctype
+from .base import UNIQUE, unique_errors, unique_validate, ALLOC, ElemField, Layer, ParamSpec, PathOption, composite_eq_path, link_ctype
 
 
 class Hash(Layer):
@@ -11,8 +11,7 @@ class Hash(Layer):
     errors = {"reserve": {ALLOC}}
     narrow_links = True   # chains and buckets in the memory's link width
     params = (
-        ParamSpec("key", "field", doc="field hashed, or (a, b, ...): a composite key",
-                  composite=True),
+        ParamSpec("key", "field", doc="field hashed", composite=True),
         ParamSpec("buckets", "int", 1024, min=1, max=1 << 31,
                   doc="initial bucket count (rounded up to a power of two)"),
         ParamSpec("fn", "choice", "default", choices=("default", "identity"),
@@ -20,11 +19,16 @@ class Hash(Layer):
                       "(integer keys; no collisions for dense ids)"),
         ParamSpec("grow", "bool", True,
                   doc="double the buckets when elements outnumber them"),
+        UNIQUE,
     )
     doc = ("A chained hash table over the layer below: an array of buckets, each a singly "
            "linked list threaded through the elements. O(1) equality retrieval on its key.")
 
+    def op_errors(self, inst, op):
+        return unique_errors(self, inst, op)
+
     def validate(self, inst, ctx):
+        unique_validate(inst, ctx)
         key = inst.key_field_obj
         if inst.params["fn"] == "identity" and key is not None and key.type.kind != "int":
             ctx.error(f"hash function 'identity' needs an integer key; field '{key.name}' "

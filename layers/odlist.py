@@ -9,8 +9,8 @@ class ODList(Layer):
     role = "index"
     keeps_order = True
     reverse_walk = True   # _range_last / _range_prev: back links from the tail
-    params = (ParamSpec("key", "field", doc="field the list is kept ordered by, or (a, b, ...): a composite "
-                                       "key in lexicographic order", composite=True),)
+    params = (ParamSpec("key", "field", doc="field the list is kept ordered by",
+                        composite=True),)
     doc = ("A doubly linked list threaded through the elements, kept ordered by key "
            "(inserts walk the list): ordered scans, ranges stop early.")
 

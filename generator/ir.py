@@ -203,6 +203,14 @@ class ContainerInfo:
                 out[k.name] = k
         return list(out.values())
 
+    def field_keys(self) -> list[str]:
+        """The keys of one field each (`key_fields` without the composite keys)."""
+        return [k.name for k in self.keys() if not isinstance(k, CompositeKey)]
+
+    def composite_keys(self) -> list:
+        """The composite keys (`CompositeKey`), in equation order."""
+        return [k for k in self.keys() if isinstance(k, CompositeKey)]
+
     def key_columns(self) -> list[str]:
         """The record fields that are part of some layer's key (alone or in a composite
         key): setting one goes through update, which relinks."""

@@ -225,7 +225,7 @@ def helpers_c(checked: CheckedSpec, declare: bool = False) -> str:
         body += ["    *row = 0;", "    *field = -1;", "    return P2_OK;"]
         fn(f"int p2py__{info.p}_check_chars(const {R} *recs, uint64_t count, uint64_t *row, "
            f"int *field)", body)
-        for key in info.key_fields():
+        for key in info.field_keys():   # a composite key's find: called from Python itself
             f = info.record.field(key)
             fn(f"int p2py__{info.p}_findrec_{key}({p}_db *db, {_arg(f.type, 'key', p)}, "
                f"{R} *out, {p}_ref *ref)",

@@ -2029,7 +2029,7 @@ def fast_c(checked: CheckedSpec) -> str:
                 f"{{ return {cp}_insert(db, rec, ref); }}",
                 f"static int p2f__{cp}_get(void *db, uint64_t ref, void *out)",
                 f"{{ return {cp}_get(db, ref, out); }}"]
-        keys = info.key_fields()
+        keys = info.field_keys()
         key = -1
         fns = ["NULL", "NULL", "NULL"]
         if len(keys) == 1:

@@ -1027,8 +1027,12 @@ def metadata(checked: CheckedSpec) -> dict:
                     for r in checked.records},
         "containers": [{
             "name": c.name, "record": c.record.name, "equation": c.equation_text(),
-            "keys": c.key_fields(), "persistent": c.persistent, "file": c.file,
+            "keys": c.field_keys(), "persistent": c.persistent, "file": c.file,
             "purges": c.purges,
+            # only where there are some: the metadata of other specs stays as it was
+            **({"composite_keys": {k.name: list(k.names) for k in c.composite_keys()}}
+               if c.composite_keys() else {}),
+            **({"upsert": True} if c.unique_index is not None else {}),
         } for c in checked.containers],
         "cursors": [{
             "name": k.name, "container": k.container.name,

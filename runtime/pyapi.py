@@ -912,6 +912,11 @@ class Container:
         self._insert_many_c = getattr(lib, f"{cp}_insert_many")
         self._check_chars_c = getattr(lib, f"p2py__{cp}_check_chars", None)
         self._find = {k: getattr(lib, f"{cp}_find_{k}") for k in self.keys}
+        # composite keys, `key = (a, b)`: name -> its fields; find(a=..., b=...) uses them
+        self.composite_keys: dict = {n: tuple(fs)
+                                     for n, fs in meta.get("composite_keys", {}).items()}
+        self._cfind = {n: getattr(lib, f"{cp}_find_{n}") for n in self.composite_keys}
+        self._upsert = getattr(lib, f"{cp}_upsert") if meta.get("upsert") else None
         if meta["purges"]:
             self._c["purge"] = getattr(lib, f"{cp}_purge")
         self._all = (meta["c"]["all"], meta["c"]["all_cursor"])
@@ -1129,6 +1134,57 @@ class Container:
                     raise
             return self._record(crec, ref)
 
+    def upsert(self, _from=None, /, **fields) -> tuple:
+        """Insert an element or, if one with the same unique key exists (the key of the
+        container's index with `unique = true`), replace it by these fields, in one call
+        into C; returns (Record, inserted: bool). Fields as insert takes them."""
+        if self._upsert is None:
+            raise TypeError(f"container {self.name} has no unique key ({self.equation}): "
+                            f"upsert needs an index with unique = true")
+        with self._db._lock:   # one call into C at a time (see _serialised)
+            self._db._guard()
+            if _from is not None:
+                if isinstance(_from, Record):
+                    base = _from._asdict()
+                elif isinstance(_from, Mapping):
+                    base = dict(_from)
+                else:
+                    raise TypeError(f"upsert() takes a Record or a mapping, got "
+                                    f"{type(_from).__name__}")
+                fields = {**base, **fields}
+            h = self._db._handle()
+            crec = self._ffi.new(self._rtype)
+            for n in self._reffields:
+                setattr(crec, n, NOREF)     # not given: no element
+            texts = self._fill(crec, fields)
+            out = self._ffi.new("uint64_t *")
+            inserted = self._ffi.new("int *")
+            rc = self._upsert(h, crec, out, inserted)
+            if rc != P2_OK:
+                raise self._fail(rc)
+            self._changed()
+            ref = int(out[0])
+            if texts:
+                self._set_texts(h, ref, texts)
+            return self._record(crec, ref), bool(inserted[0])
+
+    def _find_composite(self, h, name: str, kw: dict) -> Optional[Record]:
+        """find(a=..., b=...) on the composite key `name` (a, b): one argument per field."""
+        vals = []
+        for n in self.composite_keys[name]:
+            f, value = self._fields[n], kw[n]
+            cval = f.convert(value) if f.kind != "char" else _find_str(f, value)
+            if cval is None:
+                return None
+            vals.append(cval)
+        out = self._ffi.new("uint64_t *")
+        rc = self._cfind[name](h, *vals, out)
+        if rc == P2_NOTFOUND:
+            return None
+        if rc != P2_OK:
+            raise self._fail(rc)
+        return self._record(self._read(h, out[0]), out[0])
+
     def _read(self, h, ref: int):
         crec = self._ffi.new(self._rtype)
         rc = self._c["get"](h, ref, crec)
@@ -1185,6 +1241,12 @@ class Container:
         with self._db._lock:   # one call into C at a time (see _serialised)
             h = self._db._handle()
             keys = self.keys
+            if _key is _MISSING and len(kw) > 1:
+                # every field of a composite key, by name
+                name = next((n for n, fs in self.composite_keys.items()
+                             if set(fs) == set(kw)), None)
+                if name is not None:
+                    return self._find_composite(h, name, kw)
             if not keys:
                 raise TypeError(f"container {self.name} has no key fields ({self.equation}): "
                                 f"iterate over it or use a cursor")

@@ -21,6 +21,7 @@ from p2gen.errors import SpecError
 from p2gen.harness import HARNESS_CFLAGS, SANITIZE_CFLAGS
 from p2gen.plan import explain
 from p2gen.render import Renderer
+from p2gen.runtime.pyapi import DuplicateError
 
 ROOT = Path(__file__).resolve().parent.parent
 DRIVER = ROOT / "tests" / "c" / "composite_driver.c"
@@ -390,3 +391,49 @@ def test_single_key_specs_describe_themselves_as_before(tmp_path):
                  "one")
     assert ck.containers[0].equation_text() == \
         "top2ds[hash(buckets=1024, fn=default, grow=true, key=a)[array(capacity=16)[transient]]]"
+
+
+# -- the Python binding --------------------------------------------------------------
+def test_python_binding_finds_by_composite_key_and_upserts(tmp_path_factory):
+    import importlib
+    import sys
+
+    from p2gen.build import generate
+    from p2gen.pybind import build_python
+    root = tmp_path_factory.mktemp("pyck")
+    spec = root / "p2t_ck.p2"
+    spec.write_text(SPEC.format(mem='persistent(file = "ck.db")'))
+    gen = generate(str(spec), str(root / "out"))
+    build_python(gen)
+    sys.path.insert(0, gen.out_dir)
+    try:
+        mod = importlib.import_module("p2t_ck")
+    finally:
+        sys.path.remove(gen.out_dir)
+    data = root / "data"
+    data.mkdir()
+    db = mod.open(data)
+    try:
+        lats = db.lats
+        assert lats.composite_keys == {"mat_kind": ("mat", "kind"), "tag_step": ("tag", "step")}
+        r, inserted = lats.upsert(mat=1, kind=2, step=5, tag="ab")
+        assert inserted and (r.mat, r.kind, r.step, r.tag) == (1, 2, 5, "ab")
+        r, inserted = lats.upsert({"mat": 1, "kind": 2, "step": 6, "tag": "b"})
+        assert not inserted and len(lats) == 1
+        assert lats.find(mat=1, kind=2).step == 6
+        assert lats.find(kind=2, mat=1).tag == "b"          # fields by name, any order
+        assert lats.find(mat=1, kind=3) is None
+        assert lats.find(tag="b", step=6).mat == 1          # the other index relinked
+        assert lats.find(tag="ab", step=5) is None
+        assert lats.find(tag="toolong", step=6) is None     # longer than the field
+        with pytest.raises(DuplicateError, match=r"an element with this \(mat, kind\) exists"):
+            lats.insert(mat=1, kind=2)                      # the unique key is taken
+        with pytest.raises(TypeError, match="no unique key"):
+            db.invs.upsert(mat=1, when=2)
+    finally:
+        db.close()
+    db = mod.open(data)
+    try:
+        assert db.lats.find(mat=1, kind=2).step == 6        # from the file
+    finally:
+        db.close()

@@ -1,8 +1,8 @@
 import math
 from dataclasses import dataclass
 
-from .base import (ALLOC, CACHE_LINE, ElemField, Layer, ParamSpec, ordered_paths,
-                   range_selectivity)
+from .base import (UNIQUE, ALLOC, CACHE_LINE, ElemField, Layer, ParamSpec, ordered_paths,
+                   range_selectivity, unique_errors, unique_validate)
 
 # The default node size, chosen by measurement: 1,000,000 u32 keys inserted in random
 # order into btree(key = id, node = N)[array[transient]], then 1,000,000 equality finds in
@@ -91,6 +91,13 @@ def key_layout(ftype) -> tuple:
     """(size, alignment) of a key copy of field type `ftype`."""
     if ftype.kind == "char":
         return ftype.length, 1
+    if ftype.kind == "composite":   # the key struct: its fields in order, C's padding
+        off, align = 0, 1
+        for f in ftype.fields:
+            s, a = key_layout(f.type)
+            off = _align(off, a) + s
+            align = max(align, a)
+        return _align(off, align), align
     size = ftype.bits // 8
     return size, size
 
@@ -134,10 +141,11 @@ class BTree(Layer):
     # every change may need new nodes: taken from a pool topped up before anything changes
     errors = {"insert": {ALLOC}, "update": {ALLOC}, "reserve": {ALLOC}}
     params = (
-        ParamSpec("key", "field", doc="field the tree is ordered by"),
+        ParamSpec("key", "field", doc="field the tree is ordered by", composite=True),
         ParamSpec("node", "int", DEFAULT_NODE, min=48, max=1 << 16, fuzz=(48, 4096),
                   doc="bytes per node (inner and leaf), from the memory layer; must hold "
                       f"at least {MIN_CAPACITY} entries of the key"),
+        UNIQUE,
     )
     doc = ("A B+-tree over the layer below, its nodes blocks of the memory layer: inner nodes "
            "hold (key, reference) separators and child links, leaves hold (key, reference) "
@@ -145,7 +153,11 @@ class BTree(Layer):
            "search reads few cache lines and no elements; ties are ordered by reference. "
            "Equality and range retrieval in O(log n + k), scans in key order.")
 
+    def op_errors(self, inst, op):
+        return unique_errors(self, inst, op)
+
     def validate(self, inst, ctx):
+        unique_validate(inst, ctx)
         if inst.key_field_obj is None:
             return
         g = geometry(inst)

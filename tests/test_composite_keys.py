@@ -33,10 +33,10 @@ TAGLEN = 4
 SPEC = """record lat {{ mat: u32; kind: u16; step: u32; tag: char[4]; }}
 record inv {{ mat: u32; when: u64; step: u32; state: u16; }}
 container lats of lat
-    = top2ds_qualify[hash(key = (mat, kind), unique = true, buckets = 4)
-                     [avl(key = (tag, step))[array(capacity = 4)[{mem}]]]];
+    = top2ds_qualify[{uniq}(key = (mat, kind), unique = true{uargs})
+                     [{ordered}(key = (tag, step){oargs})[array(capacity = 4)[{mem}]]]];
 container invs of inv
-    = top2ds_qualify[avl(key = (mat, when))[odlist(key = (state, step))
+    = top2ds_qualify[{ordered}(key = (mat, when){oargs})[odlist(key = (state, step))
                      [array(capacity = 4)[{mem}]]]];
 cursor bytag on lats where tag == $t and step >= $lo and step <= $hi order by step;
 cursor tagafter on lats where tag > $t;
@@ -45,7 +45,22 @@ cursor histr on invs where mat == $m and when >= $lo and when < $hi order by whe
 cursor queue on invs where state == $s order by step;
 cursor queueafter on invs where state == $s and step > $x;
 """
-MEMS = {"transient": "transient", "persistent": 'persistent(file = "ck.db")'}
+# the variants: (memory, the unique index of lats, the ordered layer of the other keys)
+HASH = ("hash", ", buckets = 4")
+AVL = ("avl", "")
+BTREE = ("btree", ", node = 128")      # a few entries per node: splits and merges
+VARIANTS = {
+    "transient": ("transient", HASH, AVL),
+    "persistent": ('persistent(file = "ck.db")', HASH, AVL),
+    "btree": ('persistent(file = "ck.db")', BTREE, BTREE),
+    "avl-unique": ("transient", AVL, BTREE),
+}
+
+
+def spec_text(variant: str) -> str:
+    mem, (uniq, uargs), (ordered, oargs) = VARIANTS[variant]
+    return SPEC.format(mem=mem, uniq=uniq, uargs=uargs, ordered=ordered, oargs=oargs)
+
 
 _built: dict = {}
 
@@ -57,7 +72,7 @@ def build(tmp: Path, cc: str, mem: str) -> Path:
     d = tmp / mem
     d.mkdir()
     spec = d / "ck.p2"
-    spec.write_text(SPEC.format(mem=MEMS[mem]))
+    spec.write_text(spec_text(mem))
     header, source = Renderer(load(str(spec), "ck"), spec.name).render()
     (d / "ck.h").write_text(header)
     (d / "ck.c").write_text(source)
@@ -245,14 +260,14 @@ def run_driver(exe: Path, cwd: Path, cmds: list, san_env) -> list:
     return r.stdout.split("\n")
 
 
-@pytest.mark.parametrize("mem", list(MEMS))
+@pytest.mark.parametrize("mem", list(VARIANTS))
 def test_random_operations_match_the_model(mem, drivers, san_env, tmp_path_factory):
     exe = drivers(mem)
 
-    @settings(max_examples=25, deadline=None, derandomize=True,
+    @settings(max_examples=15, deadline=None, derandomize=True,
               suppress_health_check=[HealthCheck.function_scoped_fixture,
                                      HealthCheck.too_slow])
-    @given(commands(reopen=mem == "persistent"))
+    @given(commands(reopen=VARIANTS[mem][0] != "transient"))
     def check(cmds):
         cmds = normalise(cmds)
         cwd = tmp_path_factory.mktemp("run")
@@ -298,7 +313,7 @@ def checked(tmp_path, text, prefix="ck"):
 
 
 def test_explain_names_the_composite_access_paths(tmp_path):
-    text = explain(checked(tmp_path, SPEC.format(mem="transient")))
+    text = explain(checked(tmp_path, spec_text("transient")))
     assert ("find ck_lats_find_mat_kind where mat == $mat and kind == $kind\n"
             "    chosen: hash(buckets=4, fn=default, grow=true, key=(mat, kind), unique=true) "
             "eq: hash: mat == $mat and kind == $kind picks one bucket (key (mat, kind))") in text
@@ -369,7 +384,7 @@ def test_checker_refuses_bad_composite_keys(tmp_path, key, message, col):
 def test_checker_refuses_composite_key_where_the_layer_takes_one_field(tmp_path):
     text = PLAN_REC + "container t of r = top2ds[qsort(key = (a, b))[transient]];\n"
     with pytest.raises(SpecError, match=r"layer 'qsort' takes no composite key \(layers that "
-                                        r"do: hash, avl, odlist\)") as e:
+                                        r"do: hash, avl, btree, odlist\)") as e:
         checked(tmp_path, text, "bad")
     assert "bad.p2:2:39:" in str(e.value)
 
@@ -402,7 +417,7 @@ def test_python_binding_finds_by_composite_key_and_upserts(tmp_path_factory):
     from p2gen.pybind import build_python
     root = tmp_path_factory.mktemp("pyck")
     spec = root / "p2t_ck.p2"
-    spec.write_text(SPEC.format(mem='persistent(file = "ck.db")'))
+    spec.write_text(spec_text("persistent"))
     gen = generate(str(spec), str(root / "out"))
     build_python(gen)
     sys.path.insert(0, gen.out_dir)

@@ -34,12 +34,15 @@ SPEC = """record lat {{ mat: u32; kind: u16; step: u32; tag: char[4]; }}
 record inv {{ mat: u32; when: u64; step: u32; state: u16; }}
 container lats of lat
     = top2ds_qualify[{uniq}(key = (mat, kind), unique = true{uargs})
-                     [{ordered}(key = (tag, step){oargs})[array(capacity = 4)[{mem}]]]];
+                     [{ordered}(key = (tag, step){oargs})[{ordered}(key = (step, tag){oargs})
+                     [array(capacity = 4)[{mem}]]]]];
 container invs of inv
     = top2ds_qualify[{ordered}(key = (mat, when){oargs})[odlist(key = (state, step))
                      [array(capacity = 4)[{mem}]]]];
 cursor bytag on lats where tag == $t and step >= $lo and step <= $hi order by step;
 cursor tagafter on lats where tag > $t;
+cursor bystep on lats where step == $s and tag > $t order by tag;
+cursor stepdesc on lats where step >= $lo order by step desc;
 cursor hist on invs where mat == $m order by when;
 cursor histr on invs where mat == $m and when >= $lo and when < $hi order by when desc;
 cursor queue on invs where state == $s order by step;
@@ -154,6 +157,19 @@ class Model:
                            [(b, s) for b, s, _, _, _ in rows],
                            lambda item: (tagbytes(item.split(",")[0].replace("-", "")),
                                          int(item.split(",")[1])))
+        if op == "B":
+            step, tag = a
+            rows = sorted((tagbytes(t), m, k, t) for (m, k), (s, t) in L.items()
+                          if s == step and tagbytes(t) > tagbytes(tag))
+            return ordered([f"{m},{k},{tagcode(t)}" for _, m, k, t in rows],
+                           [b for b, _, _, _ in rows],
+                           lambda item: tagbytes(item.split(",")[2].replace("-", "")))
+        if op == "D":
+            lo, = a
+            rows = sorted(((s, tagbytes(t), m, k) for (m, k), (s, t) in L.items() if s >= lo),
+                          reverse=True)
+            return ordered([f"{m},{k},{s}" for s, _, m, k in rows], [s for s, _, _, _ in rows],
+                           lambda item: int(item.split(",")[2]))
         if op == "I":
             self.invs.append(list(a))
             return f"{OK}"
@@ -207,7 +223,7 @@ def matches(expected, line: str) -> bool:
 # -- random commands -----------------------------------------------------------------
 MATS = st.integers(0, 5)
 KINDS = st.integers(0, 3)
-STEPS = st.integers(0, 9)
+STEPS = st.integers(0, 5)
 TAGS = st.sampled_from(["", "a", "ab", "b", "ba", "abab", "bbbb", "z"])
 STATES = st.integers(0, 2)
 
@@ -224,16 +240,18 @@ def commands(reopen: bool):
         st.tuples(st.just("k"), MATS, KINDS, KINDS),
         st.tuples(st.just("b"), TAGS, STEPS, STEPS),
         st.tuples(st.just("t"), TAGS),
-        st.tuples(st.just("I"), MATS, st.integers(0, 40), STATES),
+        st.tuples(st.just("B"), STEPS, TAGS),
+        st.tuples(st.just("D"), STEPS),
+        st.tuples(st.just("I"), MATS, st.integers(0, 2), STATES),
         st.tuples(st.just("H"), MATS),
-        st.tuples(st.just("R"), MATS, st.integers(0, 40), st.integers(0, 40)),
+        st.tuples(st.just("R"), MATS, st.integers(0, 16), st.integers(0, 16)),
         st.tuples(st.just("Q"), STATES),
-        st.tuples(st.just("A"), STATES, st.integers(0, 30)),
-        st.tuples(st.just("s"), MATS, st.integers(0, 40), STATES),
+        st.tuples(st.just("A"), STATES, st.integers(0, 6)),
+        st.tuples(st.just("s"), MATS, st.integers(0, 16), STATES),
     ]
     if reopen:
         ops.append(st.tuples(st.just("O")))
-    return st.lists(st.one_of(ops), min_size=5, max_size=120)
+    return st.lists(st.one_of(ops), min_size=40, max_size=160)
 
 
 def normalise(cmds: list) -> list:
@@ -294,6 +312,20 @@ def test_upsert_replaces_and_relinks_the_other_index(drivers, san_env, tmp_path)
     lines = run_driver(exe, tmp_path, cmds, san_env)
     assert lines[:13] == ["0 1", "0 0", "none", "1 2", "1,2,7 ", "0 1", "1,2,7 1,3,7 ",
                           f"{EDUP}", f"{EDUP}", "0 7 b", "0", "0 1", "abab,1,1,2 b,7,1,3 "]
+
+
+def test_bounds_on_a_prefix_take_in_every_value_of_the_fields_after_it(drivers, san_env,
+                                                                      tmp_path):
+    """step == s and tag > t on the key (step, tag): the walk stops after (s, the largest
+    tag: 0xff bytes filling the field), so every tag of step s is in, the full-length one
+    too; a descending walk from no upper bound stops below (lo, the smallest tag: "")."""
+    exe = drivers("transient")
+    cmds = [["u", 1, 1, 3, "a"], ["u", 1, 2, 3, "bbbb"], ["u", 2, 1, 3, ""],
+            ["u", 2, 2, 4, "a"], ["u", 3, 1, 2, "zz"],
+            ["B", 3, ""], ["B", 3, "a"], ["B", 3, "bbbb"], ["D", 3], ["D", 0]]
+    lines = run_driver(exe, tmp_path, cmds, san_env)
+    assert lines[5:10] == ["1,1,a 1,2,bbbb ", "1,2,bbbb ", "", "2,2,4 1,2,3 1,1,3 2,1,3 ",
+                           "2,2,4 1,2,3 1,1,3 2,1,3 3,1,2 "]
 
 
 def test_persistent_file_keeps_composite_indexes(drivers, san_env, tmp_path):
@@ -430,7 +462,8 @@ def test_python_binding_finds_by_composite_key_and_upserts(tmp_path_factory):
     db = mod.open(data)
     try:
         lats = db.lats
-        assert lats.composite_keys == {"mat_kind": ("mat", "kind"), "tag_step": ("tag", "step")}
+        assert lats.composite_keys == {"mat_kind": ("mat", "kind"), "tag_step": ("tag", "step"),
+                                       "step_tag": ("step", "tag")}
         r, inserted = lats.upsert(mat=1, kind=2, step=5, tag="ab")
         assert inserted and (r.mat, r.kind, r.step, r.tag) == (1, 2, 5, "ab")
         r, inserted = lats.upsert({"mat": 1, "kind": 2, "step": 6, "tag": "b"})

@@ -12,6 +12,8 @@
      k MAT KIND NEWKIND    set_kind (a key change)    -> "rc"
      b TAG LO HI           cursor bytag (tag == t, lo <= step <= hi, by step)
      t TAG                 cursor tagafter (tag > t, in (tag, step) order)
+     B STEP TAG            cursor bystep (step == s, tag > t, by tag)
+     D LO                  cursor stepdesc (step >= lo, by step desc)
      I MAT WHEN STEP STATE insert into invs           -> "rc"
      H MAT                 cursor hist (mat == m, by when)
      R MAT LO HI           cursor histr (mat == m, lo <= when < hi, by when desc)
@@ -144,6 +146,30 @@ int main(void)
                 const ck_lat *e = ck_tagafter_get(&c);
                 put_tag(e->tag, sizeof e->tag);
                 printf(",%u,%u,%u ", e->step, e->mat, e->kind);
+            }
+            putchar('\n');
+            break;
+        }
+        case 'B': {
+            ck_bystep_cursor c;
+            if (sscanf(line + 1, "%u %63s", &x, a) != 2) FAIL("bad: %s", line);
+            if (ck_bystep_open(db, &c, x, tagarg(a)) != P2_OK) FAIL("open bystep");
+            while (ck_bystep_next(&c) == P2_OK) {
+                const ck_lat *e = ck_bystep_get(&c);
+                printf("%u,%u,", e->mat, e->kind);
+                put_tag(e->tag, sizeof e->tag);
+                putchar(' ');
+            }
+            putchar('\n');
+            break;
+        }
+        case 'D': {
+            ck_stepdesc_cursor c;
+            if (sscanf(line + 1, "%u", &x) != 1) FAIL("bad: %s", line);
+            if (ck_stepdesc_open(db, &c, x) != P2_OK) FAIL("open stepdesc");
+            while (ck_stepdesc_next(&c) == P2_OK) {
+                const ck_lat *e = ck_stepdesc_get(&c);
+                printf("%u,%u,%u ", e->mat, e->kind, e->step);
             }
             putchar('\n');
             break;

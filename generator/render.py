@@ -642,7 +642,8 @@ def api_errors(info: ContainerInfo) -> dict:
         "cursor_delete": layer_errors(info, "remove") | layer_errors(info, "cursor_delete"),
     }
     if info.unique_index is not None:
-        out["upsert"] = out["insert"] | update
+        # an update of the element its lookup found: never "no such element"
+        out["upsert"] = out["insert"] | (update - nf) | checks_refs
 
     keys = info.key_columns()
     for f in info.record.fields:

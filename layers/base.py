@@ -60,7 +60,7 @@ class ParamSpec:
         if self.kind == "choice":
             t = "|".join(self.choices)
         elif self.kind == "field":
-            t = "field"
+            t = "field|(field, field, ...)" if self.composite else "field"
         else:
             t = self.kind
         if self.required:

@@ -171,6 +171,7 @@ class Checker:
         self.attach_params(info)
         for li in info.chain:
             self.resolve_params(li, rec)
+        self.check_key_names(info)
         for li in info.chain:
             if all(p.name in li.params for p in li.layer.params):  # else already reported
                 li.layer.validate(li, self)
@@ -356,6 +357,20 @@ class Checker:
                 return None
             return value.value
         raise AssertionError(ps.kind)
+
+    def check_key_names(self, info: ContainerInfo) -> None:
+        """Two keys of one container with one name must be one key: (a, b_c) and (a_b, c)
+        would both be `a_b_c` (one find, one key struct)."""
+        seen: dict = {}
+        for li in info.ds:
+            k = li.key_field_obj
+            if not isinstance(k, CompositeKey):
+                continue
+            other = seen.setdefault(k.name, k)
+            if other.names != k.names:
+                self.error(f"composite keys {other.text()} and {k.text()} of container "
+                           f"'{info.name}' are both named '{k.name}' (the fields joined by "
+                           f"'_'): rename a field", li.param_pos("key"))
 
     def convert_composite_key(self, li: LayerInstance, ps, value, rec: Record):
         """`key = (a, b)`: two or more distinct integer or char[N] fields of the record, on

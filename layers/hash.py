@@ -30,7 +30,10 @@ class Hash(Layer):
     def validate(self, inst, ctx):
         unique_validate(inst, ctx)
         key = inst.key_field_obj
-        if inst.params["fn"] == "identity" and key is not None and key.type.kind != "int":
+        if inst.params["fn"] == "identity" and key is not None and key.type.kind == "composite":
+            ctx.error(f"hash function 'identity' needs an integer key; the key "
+                      f"{key.text()} is composite", inst.param_pos("fn"))
+        elif inst.params["fn"] == "identity" and key is not None and key.type.kind != "int":
             ctx.error(f"hash function 'identity' needs an integer key; field '{key.name}' "
                       f"is {key.type.spelled()}", inst.param_pos("fn"))
 

@@ -431,6 +431,18 @@ def test_checker_refuses_a_name_clash_and_unique_under_delflag(tmp_path):
                 "unique = true)[array[transient]]]];\n", "bad")
 
 
+def test_checker_refuses_two_composite_keys_of_one_name_and_identity_hash(tmp_path):
+    rec = "record r { a: u32; b_c: u16; a_b: u16; c: u8; }\n"
+    with pytest.raises(SpecError, match=r"composite keys \(a, b_c\) and \(a_b, c\) of "
+                                        r"container 't' are both named 'a_b_c'"):
+        checked(tmp_path, rec + "container t of r = top2ds[hash(key = (a, b_c))"
+                "[avl(key = (a_b, c))[array[transient]]]];\n", "bad")
+    with pytest.raises(SpecError, match=r"'identity' needs an integer key; the key \(a, c\) "
+                                        r"is composite"):
+        checked(tmp_path, rec + "container t of r = top2ds[hash(key = (a, c), fn = identity)"
+                "[array[transient]]];\n", "bad")
+
+
 def test_single_key_specs_describe_themselves_as_before(tmp_path):
     """`unique` is shown only where it is on: the descriptions (and so the fingerprints)
     of existing equations stay as they were."""

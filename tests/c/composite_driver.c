@@ -21,6 +21,7 @@
      A STATE X             cursor queueafter (state == s, step > x)
      s MAT WHEN NEWSTATE   set_state of invs (mat, when) -> "rc"
      O                     close and open again (a file: reopened from disk)
+     X                     stop at once without closing (a crash, for recovery)
    A cursor prints its elements on one line, "a,b,c" per element, space separated. TAG
    "-" stands for the empty string. */
 #include "ck.h"
@@ -232,6 +233,9 @@ int main(void)
             check();
             printf("reopened\n");
             break;
+        case 'X':
+            fflush(stdout);
+            _Exit(0);   /* no close: the file stays marked open, as after a crash */
         default:
             FAIL("unknown command: %s", line);
         }

@@ -311,7 +311,6 @@ def replay(exe: Path, system: str, log: Path, out_dir: Path, cap: Optional[Memor
            # persistent system the same digest after a close and reopen
            "--labflow_verify",
            f"--labflow_deadline={deadline:g}",
-           f"--benchmark_filter=^labflow/{re.escape(system)}/",
            f"--benchmark_out={json_path}", "--benchmark_out_format=json",
            "--benchmark_format=console", "--benchmark_color=false"]
     t0 = time.perf_counter()
@@ -319,6 +318,9 @@ def replay(exe: Path, system: str, log: Path, out_dir: Path, cap: Optional[Memor
                           preexec_fn=cap.enter if cap else None)
     r = Replay(system, proc.returncode, str(json_path), str(out_path),
                wall_s=time.perf_counter() - t0)
+    if proc.returncode == 0 and not load_rows([r]):
+        proc.returncode = r.rc = 1      # a replay that measured nothing is a failure
+        proc.stderr += "\nno interval was measured (the benchmark JSON has none)"
     if cap:
         r.oom = proc.returncode == -signal.SIGKILL and cap.oom_killed()
         r.peak = cap.peak()

@@ -880,6 +880,20 @@ class Database:
 _MISSING = object()   # find() called without a positional value (None is a ref key's none)
 
 
+def _merged_fields(op: str, _from, fields: dict) -> dict:
+    """insert's and upsert's fields: those of the optional record or mapping, then the
+    keyword arguments over them."""
+    if _from is None:
+        return fields
+    if isinstance(_from, Record):
+        base = _from._asdict()
+    elif isinstance(_from, Mapping):
+        base = dict(_from)
+    else:
+        raise TypeError(f"{op}() takes a Record or a mapping, got {type(_from).__name__}")
+    return {**base, **fields}
+
+
 class Container:
     """One container of an open database. See the module docstring."""
 
@@ -1093,15 +1107,7 @@ class Container:
         the optional record or mapping, then from keyword arguments; others are 0 / ""."""
         with self._db._lock:   # one call into C at a time (see _serialised)
             self._db._guard()
-            if _from is not None:
-                if isinstance(_from, Record):
-                    base = _from._asdict()
-                elif isinstance(_from, Mapping):
-                    base = dict(_from)
-                else:
-                    raise TypeError(f"insert() takes a Record or a mapping, got "
-                                    f"{type(_from).__name__}")
-                fields = {**base, **fields}
+            fields = _merged_fields("insert", _from, fields)
             h = self._db._handle()
             if self._fill_fast is not None:
                 try:
@@ -1143,15 +1149,7 @@ class Container:
                             f"upsert needs an index with unique = true")
         with self._db._lock:   # one call into C at a time (see _serialised)
             self._db._guard()
-            if _from is not None:
-                if isinstance(_from, Record):
-                    base = _from._asdict()
-                elif isinstance(_from, Mapping):
-                    base = dict(_from)
-                else:
-                    raise TypeError(f"upsert() takes a Record or a mapping, got "
-                                    f"{type(_from).__name__}")
-                fields = {**base, **fields}
+            fields = _merged_fields("upsert", _from, fields)
             h = self._db._handle()
             crec = self._ffi.new(self._rtype)
             for n in self._reffields:

@@ -208,10 +208,10 @@ class Checker:
 
     def check_link_width(self, info: ContainerInfo) -> None:
         """A memory whose links are narrower than 64 bits (persistent(links = offset32))
-        holds only layers that store their references in that width (`narrow_links`), and
-        records whose fields it can hold as they are: a `ref` field or a text handle is
-        part of the record the API hands out and keeps its 64 bits, so it is refused
-        rather than stored wider than the memory's links promise."""
+        holds only layers that store their references in that width (`narrow_links`).
+        The record's own fields keep their width: a `ref` field or a text handle is part
+        of the record the API hands out, so it stays 64-bit (it holds any reference into a
+        file the narrow links can address, so it is wider than needed, never too narrow)."""
         mem = info.mem
         bits = mem.layer.link_bits(mem)
         if bits >= 64:
@@ -225,13 +225,6 @@ class Checker:
                            f"{bits}-bit; use {mem.name}({param} = offset64) or layers that "
                            f"store {bits}-bit links ({self._narrow_layers()})",
                            li.pos)
-        for f in info.record.fields:
-            if f.type.kind == "text" or f.type.target is not None:
-                what = "a text handle" if f.type.kind == "text" else f"a ref {f.type.target}"
-                self.error(f"field '{f.name}' of record '{info.record.name}' is {what}, "
-                           f"stored in the record in 64 bits; container '{info.name}' is "
-                           f"over {said}, whose references are {bits}-bit: use "
-                           f"{mem.name}({param} = offset64)", f.pos)
 
     @staticmethod
     def _narrow_layers() -> str:

@@ -1,6 +1,7 @@
 """persistent(links = offset32): references stored in 32 bits (layers/README.md, "Link
 width"). The checker refuses what 32-bit links cannot hold; the generated code of a
-64-bit file does not change."""
+64-bit file does not change; a record's ref fields and text handles keep their 64 bits in
+either width."""
 import pytest
 
 from p2gen.check import check, fingerprint
@@ -61,7 +62,7 @@ import textwrap
 from pathlib import Path
 
 SPEC = """
-record owner { id: i32; pad: i32; v: i64; }
+record owner { id: i32; pad: i32; v: i64; fav: ref items; note: text; }
 record item  { id: i32; grp: i32; v: i64; }
 container owners of owner = top2ds_qualify[hash(key = id, buckets = 16)[array[persistent(file = "o.db"LINKS)]]];
 container items  of item  = top2ds_qualify[hash(key = grp, buckets = 16)[hash(key = id, buckets = 16)[array(capacity = 4)[persistent(file = "o.db"LINKS)]]]];
@@ -137,6 +138,20 @@ def fill(mod, d):
         db.close()
 
 
+def annotate(mod, d):
+    """A ref field and a text in the owners' records (64-bit in both widths), set on some
+    owners and cleared again on some of those."""
+    db = mod.open(d)
+    try:
+        for o in range(0, N_OWNERS, 3):
+            db.owners.update(db.owners.find(o), fav=db.items.find(id=o * 25 + 1), note=f"owner {o}")
+        for o in range(0, N_OWNERS, 9):
+            db.owners.update(db.owners.find(o), fav=None, note="")
+        assert db.verify() == []
+    finally:
+        db.close()
+
+
 def contents(mod, d):
     db = mod.open(d)
     try:
@@ -144,8 +159,10 @@ def contents(mod, d):
         out = {}
         for o in range(N_OWNERS):
             ow = db.owners.find(o)
+            rec = db.owners.get(ow)
             out[o] = ([r.id for r in db.owners.items(ow)], [r.id for r in db.owners.tags(ow)],
-                      db.owners.best.ref(ow) is not None and db.owners.best(ow).id)
+                      db.owners.best.ref(ow) is not None and db.owners.best(ow).id,
+                      rec.fav is not None and db.items.get(rec.fav).id, rec.note)
         out["g5"] = sorted(r.id for r in db.by_grp(g=5))
         out["find"] = [db.items.find(id=i).v for i in range(1, N_ITEMS, 97) if i % 5]
         return out
@@ -162,17 +179,23 @@ def test_offset32_same_answers_after_reopen_and_smaller_file(mods, tmp_path):
         d = tmp_path / w
         d.mkdir()
         fill(mods[w], str(d))
-        answers[w] = contents(mods[w], str(d))
         with open(d / "o.db", "rb") as f:
             head = f.read(64)
         used[w] = struct.unpack_from("<Q", head, BRK)[0]
+        annotate(mods[w], str(d))
+        answers[w] = contents(mods[w], str(d))
     assert answers["offset32"] == answers["offset64"]
     assert sum(len(v[0]) + len(v[1]) for k, v in answers["offset32"].items()
                if isinstance(k, int)) > 0
+    assert sum(1 for k, v in answers["offset32"].items() if isinstance(k, int) and v[3]) > 10
+    assert sum(1 for k, v in answers["offset32"].items() if isinstance(k, int) and v[4]) > 10
     # elements of items: 64-bit 2 hash links + free link + 3 ilist links = 48 bytes of
-    # links and padding against 24 at 32 bits, beside 16 bytes of record
+    # links and padding against 24 at 32 bits, beside 16 bytes of record (0.625x); the
+    # allocated area also holds the holes that doubling the slot blocks leaves behind,
+    # which depend on the order of allocations (0.53x before the owners had their two
+    # 64-bit fields, 0.76x with them)
     print(f"allocated bytes: offset64 {used['offset64']}, offset32 {used['offset32']}")
-    assert used["offset32"] < 0.75 * used["offset64"], used
+    assert used["offset32"] < 0.8 * used["offset64"], used
 
 
 def test_offset64_file_refused_by_offset32_spec(mods, tmp_path):
@@ -238,13 +261,13 @@ def test_link_width_is_part_of_the_fingerprint():
     assert a != b and b == c
 
 
-@pytest.mark.parametrize("field,what", [("ref c", "a ref c"), ("text", "a text handle")])
-def test_ref_and_text_fields_refused(field, what):
-    text = (f"record r {{ id: i32; x: {field}; }}\n"
+def test_ref_and_text_fields_accepted_at_64_bits():
+    """A ref field and a text handle are part of the record the API hands out: over 32-bit
+    links they keep their 64 bits (wider than the file needs, never too narrow)."""
+    text = ("record r { id: i32; x: ref c; t: text; }\n"
             'container c of r = top2ds[array[persistent(file = "a.db", links = offset32)]];\n')
-    msgs = [e.message for e in errors_of(text)]
-    assert any(f"field 'x' of record 'r' is {what}" in m and "links = offset64" in m
-               for m in msgs), msgs
+    checked = check(parse(text, "t.p2"), "t")
+    assert checked.files[0].reserve == LINK32_LIMIT
 
 
 def test_one_file_one_link_width():

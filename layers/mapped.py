@@ -26,7 +26,8 @@ class Mapped(MemLayer):
     relocate_env = "P2_MAPPED_RELOCATE"     # read by runtime/p2_runtime.c (forced_relocation)
     # out of reserved address space or of mappable memory; the file cannot grow (disk full)
     errors = {"alloc": {"P2_ENOMEM", "P2_EIO"}}
-    params = Persistent.params + (
+    # persistent's parameters but `links`: a raw address is as wide as a pointer
+    params = tuple(p for p in Persistent.params if p.name != Persistent.links_param) + (
         ParamSpec("relocate", "bool", False, show_default=False,
                   doc="when the address range the file records is taken in the process: "
                       "true maps the file elsewhere, privately, and moves every address "

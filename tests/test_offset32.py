@@ -270,6 +270,18 @@ def test_ref_and_text_fields_accepted_at_64_bits():
     assert checked.files[0].reserve == LINK32_LIMIT
 
 
+def test_mapped_has_no_link_width():
+    """mapped stores raw addresses, as wide as a pointer: `links` is not one of its
+    parameters (it was accepted and ignored once), and the --pointers run makes no
+    raw-address twin of a 32-bit file (it would be the 64-bit variant's)."""
+    text = REC + 'container c of r = top2ds[array[mapped(file = "a.db", links = offset32)]];\n'
+    msgs = [e.message for e in errors_of(text)]
+    assert any("layer 'mapped' has no parameter 'links'" in m for m in msgs), msgs
+    from p2gen.bench.oo7 import run as bo
+    v32 = [v for v in bo.default_variants() if v.spec.endswith("hash_ilist_offset32.p2")]
+    assert v32 and bo.mapped_twin(v32[0], Path("/nonexistent")) is None
+
+
 def test_one_file_one_link_width():
     text = (REC + 'container c of r = top2ds[array[persistent(file = "a.db", links = offset32)]];\n'
             'container d of r = top2ds[array[persistent(file = "a.db")]];\n')

@@ -1083,6 +1083,10 @@ def mapped_twin(v: Variant, work: Path) -> Optional[Variant]:
     mems = {c.mem.layer for c in checked.containers if c.persistent}
     if fixed is None or len(mems) != 1 or not next(iter(mems)).maps_anywhere:
         return None
+    # a file of narrower links has no raw-address twin: an address is 64 bits, so its
+    # twin would be the 64-bit variant's
+    if any(c.mem.layer.link_bits(c.mem) < 64 for c in checked.containers if c.persistent):
+        return None
     name = next(iter(mems)).name
     text = "".join(line if line.lstrip().startswith("//") else re.sub(rf"\b{name}\b", fixed.name, line)
                    for line in Path(v.spec).read_text().splitlines(keepends=True))

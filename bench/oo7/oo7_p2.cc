@@ -256,7 +256,7 @@ public:
     // -- traversals -----------------------------------------------------------------------
     uint64_t t1(uint64_t *conns) override {
         uint64_t n = 0, c = 0;
-        each_private_visit([&](Ref comp) { n += dfs(comp, &c, Update::none, 0); });
+        each_private_visit([&](Ref comp, const P2(composite_part) *) { n += dfs(comp, &c, Update::none, 0); });
         if (conns) *conns = c;
         return n;
     }
@@ -266,7 +266,7 @@ public:
 
     uint64_t t4() override {
         uint64_t n = 0;
-        each_private_visit([&](Ref comp) {
+        each_private_visit([&](Ref comp, const P2(composite_part) *) {
             const char *text = nullptr;
             uint64_t len = 0;
             ok(P2(documents_get_text)(db_, P2(composite_parts_documentation)(db_, comp), &text, &len),
@@ -281,7 +281,7 @@ public:
         const std::string &from = undo ? to_do : from_do, &to = undo ? from_do : to_do;
         uint64_t n = 0;
         std::string buf;
-        each_private_visit([&](Ref comp) {
+        each_private_visit([&](Ref comp, const P2(composite_part) *) {
             Ref doc = P2(composite_parts_documentation)(db_, comp);
             const char *text = nullptr;
             uint64_t len = 0;
@@ -297,8 +297,8 @@ public:
 
     uint64_t t6() override {
         uint64_t n = 0;
-        each_private_visit([&](Ref comp) {
-            const P2(atomic_part) *a = P2(atomic_parts_at)(db_, P2(composite_parts_at)(db_, comp)->root_part);
+        each_private_visit([&](Ref, const P2(composite_part) *comp) {
+            const P2(atomic_part) *a = P2(atomic_parts_at)(db_, comp->root_part);
             oo7::do_nothing_part(a->x, a->y, a->type);
             n++;
         });
@@ -559,8 +559,11 @@ private:
         Ref sub;
         FOR_EACH(complex_assemblies_sub_complex, cplx, sub) walk_complex(sub, visit);
         FOR_EACH(complex_assemblies_sub_base, cplx, sub) {
+            // each member with its record in one step (_next_rec: no _at per visit)
+            auto it = open_iter<P2(base_assemblies_components_priv_iter)>(P2(base_assemblies_components_priv_open), db_, sub);
             Ref comp;
-            FOR_EACH(base_assemblies_components_priv, sub, comp) visit(comp);
+            for (const P2(composite_part) *c; (c = P2(base_assemblies_components_priv_next_rec)(&it, &comp));)
+                visit(comp, c);
         }
     }
 
@@ -611,7 +614,7 @@ private:
     uint64_t update_traversal(Update upd, char mode) {
         uint64_t n = 0, c = 0;
         int reps = mode == 'c' ? oo7::kUpdateRepeatCnt : 1;
-        each_private_visit([&](Ref comp) {
+        each_private_visit([&](Ref comp, const P2(composite_part) *) {
             uint64_t parts = dfs(comp, &c, upd, reps, mode == 'a');
             n += mode == 'a' ? 1 : (uint64_t)reps * parts;
         });

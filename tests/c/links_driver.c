@@ -58,6 +58,10 @@
 #define P(name) CAT(PREFIX, _##name)
 
 typedef P(db) db_t;
+/* each container's record (a role's _next_rec hands its partner's out) */
+typedef P(comp) comps_rec_t;
+typedef P(atom) atoms_rec_t;
+typedef P(conn) conns_rec_t;
 #define REF_NONE UINT64_MAX
 
 static db_t *db;
@@ -157,6 +161,14 @@ typedef struct {
         while ((n = P(C##_##R##_next)(&it, &r)) == P2_OK) refs_push(out, r);          \
         if (n != P2_END) return 100 + n;                                              \
         if (P(C##_##R##_next)(&it, &r) != P2_END) return 200;                         \
+        /* _next_rec: the same members, each with the record _at gives for it */      \
+        if ((rc = P(C##_##R##_open)(db, &it, owner)) != P2_OK) return 500 + rc;       \
+        for (size_t i = 0;; i++) {                                                    \
+            const PC##_rec_t *x = P(C##_##R##_next_rec)(&it, &r);                      \
+            if (!x) { if (i != out->n) return 400; break; }                           \
+            if (i >= out->n || r != out->v[i] || x != P(PC##_at)(db, r)) return 401;  \
+        }                                                                             \
+        if (P(C##_##R##_next_rec)(&it, &r) != NULL) return 402;                       \
         return P2_OK;                                                                 \
     }                                                                                 \
     static int walkdel_##C##_##R(uint64_t owner, refs_t *out)                         \

@@ -883,6 +883,18 @@ LINKS_API int links_shelves_docs_next(links_shelves_docs_iter *it, links_ref *ou
     return P2_OK;
 }
 
+LINKS_API const links_doc *links_shelves_docs_next_rec(links_shelves_docs_iter *it, links_ref *out)
+{
+    uint64_t y;
+    if (P2_UNLIKELY(!it || !it->_db || !it->_db->open)) return NULL;
+    y = links_shelves__holds_docs_iter_next(it->_db, &it->_a, &it->_b);
+    /* a member is live (deleting an element takes it out of its relationships); checked
+       all the same, as _at does, against a damaged file */
+    if (y == P2_NIL || P2_UNLIKELY(!links_docs__delflag_valid(it->_db, y))) return NULL;
+    if (out) *out = y;
+    return &links_docs__delflag_elem(it->_db, y)->rec;
+}
+
 LINKS_API uint64_t links_shelves_docs_count(links_db *db, links_ref owner)
 {
     if (P2_UNLIKELY(!db || !db->open || !links_shelves__top2ds_qualify_valid(db, owner))) return 0;
@@ -947,6 +959,18 @@ LINKS_API int links_docs_cites_next(links_docs_cites_iter *it, links_ref *out)
     return P2_OK;
 }
 
+LINKS_API const links_doc *links_docs_cites_next_rec(links_docs_cites_iter *it, links_ref *out)
+{
+    uint64_t y;
+    if (P2_UNLIKELY(!it || !it->_db || !it->_db->open)) return NULL;
+    y = links_docs__cites_cites_iter_next(it->_db, &it->_a, &it->_b);
+    /* a member is live (deleting an element takes it out of its relationships); checked
+       all the same, as _at does, against a damaged file */
+    if (y == P2_NIL || P2_UNLIKELY(!links_docs__delflag_valid(it->_db, y))) return NULL;
+    if (out) *out = y;
+    return &links_docs__delflag_elem(it->_db, y)->rec;
+}
+
 LINKS_API uint64_t links_docs_cites_count(links_db *db, links_ref owner)
 {
     if (P2_UNLIKELY(!db || !db->open || !links_docs__delflag_valid(db, owner))) return 0;
@@ -992,6 +1016,18 @@ LINKS_API int links_docs_cited_by_next(links_docs_cited_by_iter *it, links_ref *
     if (y == P2_NIL) return P2_END;
     if (out) *out = y;
     return P2_OK;
+}
+
+LINKS_API const links_doc *links_docs_cited_by_next_rec(links_docs_cited_by_iter *it, links_ref *out)
+{
+    uint64_t y;
+    if (P2_UNLIKELY(!it || !it->_db || !it->_db->open)) return NULL;
+    y = links_docs__cites_cited_by_iter_next(it->_db, &it->_a, &it->_b);
+    /* a member is live (deleting an element takes it out of its relationships); checked
+       all the same, as _at does, against a damaged file */
+    if (y == P2_NIL || P2_UNLIKELY(!links_docs__delflag_valid(it->_db, y))) return NULL;
+    if (out) *out = y;
+    return &links_docs__delflag_elem(it->_db, y)->rec;
 }
 
 LINKS_API uint64_t links_docs_cited_by_count(links_db *db, links_ref owner)

@@ -331,6 +331,9 @@ typedef struct links_shelves_docs_iter {
 LINKS_API int links_shelves_docs_open(links_db *db, links_shelves_docs_iter *it, links_ref owner);
 /* The next member: P2_OK with *out set, or P2_END. */
 LINKS_API int links_shelves_docs_next(links_shelves_docs_iter *it, links_ref *out);
+/* The next member's record (its reference in *out, if out is not NULL), or NULL at the
+ * end (and on a closed handle): _next and the partner's _at in one step. */
+LINKS_API const links_doc *links_shelves_docs_next_rec(links_shelves_docs_iter *it, links_ref *out);
 /* How many members (0 if owner does not exist). */
 LINKS_API uint64_t links_shelves_docs_count(links_db *db, links_ref owner);
 /* Add member to owner's docs, setting its shelf (it leaves its previous owner's docs).
@@ -360,6 +363,9 @@ typedef struct links_docs_cites_iter {
 LINKS_API int links_docs_cites_open(links_db *db, links_docs_cites_iter *it, links_ref owner);
 /* The next member: P2_OK with *out set, or P2_END. */
 LINKS_API int links_docs_cites_next(links_docs_cites_iter *it, links_ref *out);
+/* The next member's record (its reference in *out, if out is not NULL), or NULL at the
+ * end (and on a closed handle): _next and the partner's _at in one step. */
+LINKS_API const links_doc *links_docs_cites_next_rec(links_docs_cites_iter *it, links_ref *out);
 /* How many members (0 if owner does not exist). */
 LINKS_API uint64_t links_docs_cites_count(links_db *db, links_ref owner);
 /* Add member to owner's cites and owner to member's cited_by.
@@ -377,6 +383,9 @@ typedef struct links_docs_cited_by_iter {
 LINKS_API int links_docs_cited_by_open(links_db *db, links_docs_cited_by_iter *it, links_ref owner);
 /* The next member: P2_OK with *out set, or P2_END. */
 LINKS_API int links_docs_cited_by_next(links_docs_cited_by_iter *it, links_ref *out);
+/* The next member's record (its reference in *out, if out is not NULL), or NULL at the
+ * end (and on a closed handle): _next and the partner's _at in one step. */
+LINKS_API const links_doc *links_docs_cited_by_next_rec(links_docs_cited_by_iter *it, links_ref *out);
 /* How many members (0 if owner does not exist). */
 LINKS_API uint64_t links_docs_cited_by_count(links_db *db, links_ref owner);
 /* Add member to owner's cited_by and owner to member's cites.

@@ -458,3 +458,23 @@ def test_durable_manifest_and_filter():
     assert not f.search("OO7/HASH/ILIST/WAL/persistent/small_f3/T2a/cold")
     assert not f.search("OO7/HASH/ILIST-lto/persistent/small_f3/T2a/hot")
     assert not f.search("OO7/HAND/transient/small_f3/T2a/hot")
+
+
+def test_pointers_report_states_the_narrow_links_target(tmp_path):
+    """`--pointers` report: a <NAME>/OFFSET32 row's cold T1 pages and file against <NAME>'s,
+    with the targets (≤ 0.75× the pages, ≤ 0.8× the file) and whether they are met."""
+    def bench(system, phase, faults, alloc):
+        return {"name": f"OO7/{system}/persistent/medium_f3/T1/{phase}/iterations:1/manual_time",
+                "run_type": "iteration", "count": 437400, "cold_ms": 100.0, "cold_open_ms": 1.0,
+                "hot_ms": 20.0, "major_faults": faults, "open_major_faults": 0, "alloc_MB": alloc}
+    for pages, size, verdict in ((5763, 37.0, "met"), (8000, 37.0, "missed"), (5763, 45.0, "missed")):
+        data = {"context": {}, "benchmarks": [
+            bench("HASH/ILIST", "cold", 8785, 49.5), bench("HASH/ILIST", "hot", 0, 49.5),
+            bench("HASH/ILIST/OFFSET32", "cold", pages, size), bench("HASH/ILIST/OFFSET32", "hot", 0, size)]}
+        path = tmp_path / "p.json"
+        path.write_text(json.dumps(data))
+        text, problems = bo.report_pointers(str(path), str(tmp_path))
+        assert problems == []
+        note = next(l for l in text.splitlines() if l.startswith("- HASH/ILIST/OFFSET32: cold T1"))
+        assert f"major faults {pages / 8785:.2f}× HASH/ILIST, file {size / 49.5:.2f}×" in note, note
+        assert note.rstrip(")").split(": ")[-1].startswith(verdict), note

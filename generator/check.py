@@ -208,10 +208,8 @@ class Checker:
 
     def check_link_width(self, info: ContainerInfo) -> None:
         """A memory whose links are narrower than 64 bits (persistent(links = offset32))
-        holds only layers that store their references in that width (`narrow_links`).
-        The record's own fields keep their width: a `ref` field or a text handle is part
-        of the record the API hands out, so it stays 64-bit (it holds any reference into a
-        file the narrow links can address, so it is wider than needed, never too narrow)."""
+        holds only layers that store their references in that width (`narrow_links`); the
+        record's ref fields and text handles narrow with it (narrow_records)."""
         mem = info.mem
         bits = mem.layer.link_bits(mem)
         if bits >= 64:
@@ -225,6 +223,28 @@ class Checker:
                            f"{bits}-bit; use {mem.name}({param} = offset64) or layers that "
                            f"store {bits}-bit links ({self._narrow_layers()})",
                            li.pos)
+
+    def narrow_records(self, infos: list) -> None:
+        """Over 32-bit links a record's ref fields and text handles are stored in 32 bits
+        too (model.FieldType.narrowed: a ref is its slot number, a text handle the block's
+        offset >> 3 and a 32-bit length). A record is one C struct, so the containers that
+        hold it must agree on the width when it has such fields. Done before cursors and
+        relationships are checked, so that everything sees the stored type."""
+        for rec in self.spec.records:
+            users = [i for i in infos if i.record.name == rec.name]
+            widths = {i.mem.layer.link_bits(i.mem) for i in users}
+            fields = [f for f in rec.fields if f.type.target is not None or f.type.kind == "text"]
+            if not fields or not widths or min(widths) >= 64:
+                continue
+            if len(widths) > 1:
+                names = ", ".join(f"'{i.name}' ({i.mem.layer.link_bits(i.mem)}-bit)" for i in users)
+                self.error(f"record '{rec.name}' has {'a ref field' if fields[0].type.target else 'a text field'} "
+                           f"('{fields[0].name}'), stored as wide as its memory's links, and is held "
+                           f"by containers over links of different widths: {names}; use one record "
+                           f"per width or one link width", rec.pos)
+                continue
+            for f in fields:
+                f.type = f.type.narrowed()
 
     @staticmethod
     def _narrow_layers() -> str:
@@ -530,6 +550,7 @@ class Checker:
             info = self.check_container(decl)
             if info is not None:
                 containers[decl.name] = info
+        self.narrow_records(list(containers.values()))
         cursors = []
         seen = set()
         for k in self.spec.cursors:

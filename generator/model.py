@@ -47,7 +47,11 @@ class FieldType:
     `ref <container>` is an 'int' of name 'u64' with `target` set: a reference to an
     element of that container (the storage layer's reference, UINT64_MAX for none), so it
     can be a key or appear in predicates like any u64. 'text' is a variable-length byte
-    string kept in the container's memory layer; the record holds its handle."""
+    string kept in the container's memory layer; the record holds its handle.
+
+    Over 32-bit links (persistent(links = offset32)) the checker narrows both (`narrowed`):
+    a ref is a 'u32' (the slot number, UINT32_MAX for none) and a text handle a
+    `p2_text32` (name 'text32': the block's offset >> 3 and a 32-bit length)."""
     kind: str
     name: str
     length: int = 0
@@ -60,7 +64,7 @@ class FieldType:
         if self.kind == "float":
             return FLOAT_TYPES[self.name]
         if self.kind == "text":
-            return "p2_text"
+            return "p2_text32" if self.name == "text32" else "p2_text"
         return "char"
 
     @property
@@ -70,7 +74,7 @@ class FieldType:
         if self.kind == "float":
             return 32 if self.name == "f32" else 64
         if self.kind == "text":
-            return 128
+            return 64 if self.name == "text32" else 128
         return 8 * self.length
 
     @property
@@ -88,7 +92,23 @@ class FieldType:
     def spelled(self) -> str:
         if self.target is not None:
             return f"ref {self.target}"
+        if self.kind == "text":
+            return "text"
         return f"char[{self.length}]" if self.kind == "char" else self.name
+
+    @property
+    def narrow(self) -> bool:
+        """A ref or text handle stored in 32 bits (over 32-bit links)."""
+        return (self.target is not None and self.name == "u32") or self.name == "text32"
+
+    def narrowed(self) -> "FieldType":
+        """This type as a record over 32-bit links stores it (refs and text handles
+        narrow; every other type is what it is)."""
+        if self.target is not None:
+            return FieldType("int", "u32", target=self.target)
+        if self.kind == "text":
+            return FieldType("text", "text32")
+        return self
 
 
 @dataclass

@@ -302,8 +302,7 @@ static int p2f_put(const p2f_field *f, unsigned char *rec, PyObject *v)
     }
     case P2F_REF:
         if (v == Py_None) {
-            uint64_t y = UINT64_MAX;
-            memcpy(p, &y, 8);
+            memset(p, 0xff, f->size);   /* none: all ones (a ref over 32-bit links is 4 bytes) */
             return 1;
         }
         /* fall through - an int reference (0 .. 2**64-1) */
@@ -389,7 +388,13 @@ static PyObject *p2f_get(const p2f_field *f, const unsigned char *rec)
         }
     case P2F_REF: {
         uint64_t y;
-        memcpy(&y, p, 8);
+        if (f->size == 4) {   /* over 32-bit links */
+            uint32_t z;
+            memcpy(&z, p, 4);
+            y = z == UINT32_MAX ? UINT64_MAX : z;
+        } else {
+            memcpy(&y, p, 8);
+        }
         if (y == UINT64_MAX)
             Py_RETURN_NONE;
         return PyLong_FromUnsignedLongLong(y);
@@ -1871,7 +1876,7 @@ static PyObject *p2f_new(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     }
     for (int i = 0; i < t->nfields; i++)
         if (t->fields[i].kind == P2F_REF)
-            memset(o->zero + t->fields[i].off, 0xff, 8);
+            memset(o->zero + t->fields[i].off, 0xff, t->fields[i].size);
     PyObject_GC_Track(o);
     return (PyObject *)o;
 }

@@ -257,6 +257,12 @@ typedef struct p2_text {
     uint64_t mref;   /**< memory reference of len + 1 bytes (text, then NUL); 0 if empty */
     uint64_t len;    /**< bytes of text */
 } p2_text;
+/** The same handle in a memory of 32-bit links (persistent(links = offset32)): the block's
+ *  memory reference stored as offset >> 3, and the length. */
+typedef struct p2_text32 {
+    uint32_t mref;   /**< stored memory reference of len + 1 bytes; 0 if empty */
+    uint32_t len;    /**< bytes of text */
+} p2_text32;
 /* p2gen: public API end */
 
 /** Size of the message buffer in #p2_err. */

@@ -179,6 +179,7 @@ __all__ = ["P2Error", "NotFoundError", "DuplicateError", "RangeError", "ClosedEr
 # p2_runtime.h, read by p2gen.runtime.codes): P2_OK = 0, P2_END = 1, ..., P2_EBUSY = 11.
 globals().update((c.name, c.value) for c in CODES)
 NOREF = (1 << 64) - 1    # <prefix>_NOREF: a ref field or one-role naming no element
+NOREF32 = (1 << 32) - 1  # <prefix>_NOREF32: the same in a ref field over 32-bit links
 FAST_API = 4              # the C paths' module this layer drives (generator/pyfast.API)
 TEXT_MAX = 1 << 40        # the generated set_<text> refuses texts this long (P2_ERANGE)
 
@@ -266,7 +267,7 @@ def _encode(value: Any, what: str = "the value") -> bytes:
 
 class _Field:
     """How one typed value (a record field or a cursor parameter) crosses to C."""
-    __slots__ = ("name", "kind", "tname", "length", "lo", "hi", "what", "target")
+    __slots__ = ("name", "kind", "tname", "length", "lo", "hi", "what", "target", "noref")
 
     def __init__(self, desc: dict, what: str):
         self.name = desc["name"]
@@ -275,6 +276,8 @@ class _Field:
         self.length = desc.get("length") or 0
         self.what = what     # "field 'x' of account" / "parameter $b of cursor c"
         self.target = desc.get("target")   # ref <container>: the container's name
+        # what stands for no element: a ref field over 32-bit links is a u32
+        self.noref = NOREF32 if self.target is not None and self.tname == "u32" else NOREF
         if self.kind == "int":
             bits = _INT_BITS[self.tname]
             signed = self.tname.startswith("i")
@@ -333,7 +336,7 @@ class _Field:
 
     def _convert_ref(self, value: Any) -> int:
         if value is None:
-            return NOREF
+            return self.noref
         if isinstance(value, Record):
             if value._origin != self.target:
                 raise TypeError(f"{self.what} is ref {self.target}: got a {value._name} "
@@ -343,9 +346,9 @@ class _Field:
             raise TypeError(f"{self.what} is ref {self.target}: expected a Record of "
                             f"{self.target}, an int reference or None, got "
                             f"{type(value).__name__} {value!r}")
-        if not 0 <= value <= NOREF:
+        if not 0 <= value <= self.noref:
             raise RangeError(f"{self.what} is ref {self.target}: {value} is not a reference "
-                             f"(0 .. 2**64-1)")
+                             f"(0 .. 2**{self.noref.bit_length()}-1)")
         return int(value)
 
 
@@ -446,14 +449,15 @@ class _Layout:
             if off > at:
                 fmt.append(f"{off - at}x")
             if f.kind == "text":
-                size = ffi.sizeof("p2_text")
+                size = ffi.sizeof("p2_text32" if f.tname == "text32" else "p2_text")
                 fmt.append(f"{size}x")
                 self.texts.append((pos, f.name))
                 src.append("None")
                 at = off + size
                 continue
             if f.target is not None:
-                code, expr = "Q", f"(None if t[{index}] == NOREF else t[{index}])"
+                code = "I" if f.noref == NOREF32 else "Q"
+                expr = f"(None if t[{index}] == {f.noref} else t[{index}])"
             elif f.kind == "char":
                 code = f"{f.length}s"
                 expr = f"t[{index}].split(b'\\0', 1)[0].decode('utf-8', 'surrogateescape')"
@@ -501,9 +505,9 @@ def _packer(layout: "_Layout", buf):
                   f"    if {v} is _K:", f"        {v} = t[{j}]", "    else:", "        n += 1"]
         if f.target is not None:
             ns[f"conv{j}"] = f._convert_ref
-            lines += [f"        if {v} is None:", f"            {v} = NOREF",
+            lines += [f"        if {v} is None:", f"            {v} = {f.noref}",
                       f"        elif {v}.__class__ is not int:", f"            {v} = conv{j}({v})"]
-            zero.append(NOREF)
+            zero.append(f.noref)
         elif f.kind == "char":
             lines += [f"        if {v}.__class__ is str:",
                       f"            {v} = {v}.encode('utf-8', 'surrogateescape')",
@@ -941,6 +945,8 @@ class Container:
                        for n, d in meta["c"].get("text", {}).items()}
         self._roles = {}    # role name -> Role, filled by Database
         self._reffields = [f.name for f in self._fields.values() if f.target is not None]
+        # what each ref field holds for no element (NOREF, or NOREF32 over 32-bit links)
+        self._refnone = {f.name: f.noref for f in self._fields.values() if f.target is not None}
         layout = spec.layouts[meta["record"]]
         self._unpack = layout.struct.unpack
         self._iter_unpack = layout.struct.iter_unpack
@@ -1124,7 +1130,7 @@ class Container:
                     return self._one_of(self._unpack(self._scratch_buf), ref[0])
             crec = self._ffi.new(self._rtype)
             for n in self._reffields:
-                setattr(crec, n, NOREF)     # not given: no element
+                setattr(crec, n, self._refnone[n])     # not given: no element
             texts = self._fill(crec, fields)
             out = self._ffi.new("uint64_t *")
             rc = self._c["insert"](h, crec, out)
@@ -1153,7 +1159,7 @@ class Container:
             h = self._db._handle()
             crec = self._ffi.new(self._rtype)
             for n in self._reffields:
-                setattr(crec, n, NOREF)     # not given: no element
+                setattr(crec, n, self._refnone[n])     # not given: no element
             texts = self._fill(crec, fields)
             out = self._ffi.new("uint64_t *")
             inserted = self._ffi.new("int *")
@@ -1456,7 +1462,7 @@ class Container:
         formats = []
         for f in fs:
             if f.target is not None:
-                formats.append("=u8")
+                formats.append("=u4" if f.noref == NOREF32 else "=u8")
             elif f.kind == "char":
                 formats.append(f"S{f.length}")
             else:
@@ -1545,7 +1551,7 @@ class Container:
             except Exception:
                 crec = self._ffi.new(self._rtype)
                 for n in self._reffields:
-                    setattr(crec, n, NOREF)
+                    setattr(crec, n, self._refnone[n])
                 try:
                     self._fill(crec, dict(row))
                 except Exception as e:
@@ -1571,7 +1577,7 @@ class Container:
         out = np.zeros(len(arr), dtype=dt)
         for n in self._reffields:
             if n not in names:
-                out[n] = NOREF
+                out[n] = self._refnone[n]
         for n in names:
             f = self._fields[n]
             col = arr[n]
@@ -1601,7 +1607,7 @@ class Container:
                                      f"{col[bad[0]]!r} is longer than {f.length} bytes or "
                                      f"contains a NUL byte")
             elif f.kind == "int" or f.target is not None:
-                lo, hi = (0, NOREF) if f.target is not None else (f.lo, f.hi)
+                lo, hi = (0, f.noref) if f.target is not None else (f.lo, f.hi)
                 if k not in "iub":
                     raise TypeError(f"insert_many: {f.what} is {f.spelled}: expected an "
                                     f"integer column, got {col.dtype}")

@@ -242,6 +242,32 @@ def test_corrupt_32_bit_link_is_caught(mods, tmp_path):
     assert "hash" in str(err.value) and "not live" in str(err.value), str(err.value)
 
 
+def test_corrupt_32_bit_text_handle_is_caught(mods, tmp_path):
+    """A 32-bit text handle (p2_text32: the block's offset >> 3, then the length) whose
+    length runs past the used memory: the integrity check at open refuses the file,
+    naming the text."""
+    mod = mods["offset32"]
+    fill(mod, str(tmp_path))
+    annotate(mod, str(tmp_path))
+    db = mod.open(str(tmp_path))
+    try:
+        assert db.owners.find(3).note == "owner 3" and db.owners.find(3).fav is not None
+    finally:
+        db.close()
+    path = tmp_path / "o.db"
+    data = bytearray(path.read_bytes())
+    rec = struct.pack("<iiq", 3, 0, 1003)      # owner 3: id, pad, v; then fav (u32), note
+    at = data.find(rec)
+    assert at > 0 and data.find(rec, at + 1) < 0
+    mref, length = struct.unpack_from("<II", data, at + 20)
+    assert mref != 0 and length == len("owner 3"), (mref, length)
+    struct.pack_into("<I", data, at + 24, 0x7FFFFFF0)
+    path.write_bytes(bytes(data))
+    with pytest.raises(mod.P2Error) as err:
+        mod.open(str(tmp_path))
+    assert "text note" in str(err.value), str(err.value)
+
+
 # ---------------------------------------------------------------------------
 # what the checker refuses or decides (no C)
 # ---------------------------------------------------------------------------
@@ -261,13 +287,24 @@ def test_link_width_is_part_of_the_fingerprint():
     assert a != b and b == c
 
 
-def test_ref_and_text_fields_accepted_at_64_bits():
-    """A ref field and a text handle are part of the record the API hands out: over 32-bit
-    links they keep their 64 bits (wider than the file needs, never too narrow)."""
-    text = ("record r { id: i32; x: ref c; t: text; }\n"
-            'container c of r = top2ds[array[persistent(file = "a.db", links = offset32)]];\n')
-    checked = check(parse(text, "t.p2"), "t")
-    assert checked.files[0].reserve == LINK32_LIMIT
+def test_ref_and_text_fields_narrow_with_the_links():
+    """Over 32-bit links a record's ref field is stored as a u32 (the slot number,
+    UINT32_MAX for none) and its text handle as a p2_text32; over 64-bit links both keep
+    their width. A record held by containers of both widths cannot be both: refused,
+    naming the record and the containers."""
+    base = ("record r { id: i32; x: ref c; t: text; }\n"
+            'container c of r = top2ds[array[persistent(file = "a.db"LINKS)]];\n')
+    narrow = check(parse(base.replace("LINKS", ", links = offset32"), "t.p2"), "t")
+    types = {f.name: f.type for f in narrow.records[0].fields}
+    assert (types["x"].ctype, types["x"].target, types["t"].ctype) == ("uint32_t", "c", "p2_text32")
+    assert types["x"].narrow and types["t"].narrow and types["x"].spelled() == "ref c"
+    wide = check(parse(base.replace("LINKS", ""), "t.p2"), "t")
+    types = {f.name: f.type for f in wide.records[0].fields}
+    assert (types["x"].ctype, types["t"].ctype) == ("uint64_t", "p2_text")
+    mixed = (base.replace("LINKS", ", links = offset32") +
+             'container d of r = top2ds[array[persistent(file = "b.db")]];\n')
+    msgs = [e.message for e in errors_of(mixed)]
+    assert any("record 'r'" in m and "'c' (32-bit)" in m and "'d' (64-bit)" in m for m in msgs), msgs
 
 
 def test_mapped_has_no_link_width():

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -65,6 +66,10 @@ namespace {   // internal linkage: every variant's object defines its own classe
 
 using Ref = uint64_t;
 constexpr Ref kNoRef = UINT64_MAX;
+// A ref field's "no element" in the width the spec stores it (32 bits over 32-bit links:
+// <PREFIX>_NOREF32): all ones either way.
+template <class T> constexpr T no_ref(const T &) { return std::numeric_limits<T>::max(); }
+template <class T> constexpr bool is_no_ref(T v) { return v == std::numeric_limits<T>::max(); }
 constexpr Ref kComplexTag = Ref(1) << 63;   // T7: complex and base references in one set
 const std::vector<std::string> kFiles{P2_FILES};   // the persistent variants' files
 
@@ -122,7 +127,7 @@ public:
         m.id = id;
         copy_fixed(m.type, type);
         m.build_date = date;
-        m.design_root = kNoRef;
+        m.design_root = no_ref(m.design_root);
         Ref r = kNoRef;
         ok(P2(modules_insert)(db_, &m, &r), "insert module");
         return r;
@@ -174,7 +179,7 @@ public:
         c.id = id;
         copy_fixed(c.type, type);
         c.build_date = date;
-        c.root_part = kNoRef;
+        c.root_part = no_ref(c.root_part);
         Ref r = kNoRef;
         ok(P2(composite_parts_insert)(db_, &c, &r), "insert composite part");
         dirty_ = true;
@@ -204,7 +209,7 @@ public:
         Ref r = kNoRef;
         ok(P2(atomic_parts_insert)(db_, &a, &r), "insert atomic part");
         ok(P2(atomic_parts_set_part_of)(db_, r, comp), "atomic.partOf");
-        if (P2(composite_parts_at)(db_, comp)->root_part == kNoRef)
+        if (is_no_ref(P2(composite_parts_at)(db_, comp)->root_part))
             ok(P2(composite_parts_set_root_part)(db_, comp, r), "composite.rootPart");
         return r;
     }

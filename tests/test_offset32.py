@@ -388,3 +388,56 @@ def test_layer_layout_is_part_of_the_fingerprint(monkeypatch):
     monkeypatch.setattr(Avl, "layout", 1)
     assert check(parse(avl, "t.p2"), "t").files[0].fingerprint != now
     assert check(parse(plain, "t.p2"), "t").files[0].fingerprint == plain_now
+
+
+NARROW_REFS = """
+record a { id: i32; r: ref bs; }
+record b { id: i32; }
+container as_ of a = top2ds_qualify[hash(key = id, buckets = 16)[array[persistent(file = "n.db", links = offset32)]]];
+container bs of b = top2ds_qualify[hash(key = id, buckets = 16)[array[persistent(file = "n.db", links = offset32)]]];
+"""
+
+
+def test_narrow_ref_field_from_python(tmp_path):
+    """A ref field over 32-bit links from Python: None for none in records, numpy (a u4
+    column, 2**32-1 for none) both ways, 2**32 and more refused as no reference, and a
+    reopen keeps every value."""
+    np = pytest.importorskip("numpy")
+    path = tmp_path / "p2o32_refs.p2"
+    path.write_text(NARROW_REFS)
+    out = tmp_path / "refs"
+    proc = subprocess.run([sys.executable, "-c", BUILD, str(path), str(out)],
+                          capture_output=True, text=True, cwd=str(tmp_path), timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    sys.path.insert(0, str(out))
+    try:
+        mod = importlib.import_module("p2o32_refs")
+    finally:
+        sys.path.remove(str(out))
+    d = tmp_path / "db"
+    d.mkdir()
+    db = mod.open(str(d))
+    try:
+        b = [db.bs.insert(id=i) for i in range(5)]
+        x = db.as_.insert(id=1, r=b[2])
+        db.as_.insert(id=2)
+        assert (db.as_.find(1).r, db.as_.find(2).r) == (b[2].ref, None)
+        arr = db.as_.to_numpy()
+        assert arr.dtype["r"] == np.dtype("<u4") and list(arr["r"]) == [b[2].ref, 2 ** 32 - 1]
+        rows = np.zeros(3, dtype=arr.dtype)
+        rows["id"], rows["r"] = [10, 11, 12], [b[0].ref, 2 ** 32 - 1, b[4].ref]
+        db.as_.insert_many(rows)
+        db.as_.update(x, r=None)
+        with pytest.raises(pyapi.RangeError, match=r"not a reference \(0 \.\. 2\*\*32-1\)"):
+            db.as_.insert(id=99, r=2 ** 33)
+        with pytest.raises(mod.P2Error, match="no element 77"):
+            db.as_.insert(id=98, r=77)
+    finally:
+        db.close()
+    db = mod.open(str(d))
+    try:
+        assert db.verify() == []
+        assert sorted((r.id, r.r) for r in db.as_) == sorted(
+            [(1, None), (2, None), (10, b[0].ref), (11, None), (12, b[4].ref)])
+    finally:
+        db.close()

@@ -343,23 +343,30 @@ container items of item = top2ds[hash(key = id, buckets = 16)[array[persistent(f
 """
 
 
-def test_offset32_file_stops_at_its_reserve(tmp_path):
-    """The segment never grows past its reservation (the checker bounds it by what 32-bit
-    links reach): inserting into a full file fails with P2_ENOMEM and a message, and what
-    was inserted before stays and verifies after a reopen."""
-    path = tmp_path / "p2o32_small.p2"
-    path.write_text(SMALL)
-    out = tmp_path / "small"
+def built_module(tmp_path, name: str, spec: str):
+    """The Python module of `spec` (built in tmp_path as `name`), and an empty directory
+    for its database."""
+    path = tmp_path / f"{name}.p2"
+    path.write_text(spec)
+    out = tmp_path / name
     proc = subprocess.run([sys.executable, "-c", BUILD, str(path), str(out)],
                           capture_output=True, text=True, cwd=str(tmp_path), timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     sys.path.insert(0, str(out))
     try:
-        mod = importlib.import_module("p2o32_small")
+        mod = importlib.import_module(name)
     finally:
         sys.path.remove(str(out))
     d = tmp_path / "db"
     d.mkdir()
+    return mod, d
+
+
+def test_offset32_file_stops_at_its_reserve(tmp_path):
+    """The segment never grows past its reservation (the checker bounds it by what 32-bit
+    links reach): inserting into a full file fails with P2_ENOMEM and a message, and what
+    was inserted before stays and verifies after a reopen."""
+    mod, d = built_module(tmp_path, "p2o32_small", SMALL)
     db = mod.open(str(d))
     n = 0
     with pytest.raises(mod.P2Error) as err:
@@ -403,19 +410,7 @@ def test_narrow_ref_field_from_python(tmp_path):
     column, 2**32-1 for none) both ways, 2**32 and more refused as no reference, and a
     reopen keeps every value."""
     np = pytest.importorskip("numpy")
-    path = tmp_path / "p2o32_refs.p2"
-    path.write_text(NARROW_REFS)
-    out = tmp_path / "refs"
-    proc = subprocess.run([sys.executable, "-c", BUILD, str(path), str(out)],
-                          capture_output=True, text=True, cwd=str(tmp_path), timeout=600)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    sys.path.insert(0, str(out))
-    try:
-        mod = importlib.import_module("p2o32_refs")
-    finally:
-        sys.path.remove(str(out))
-    d = tmp_path / "db"
-    d.mkdir()
+    mod, d = built_module(tmp_path, "p2o32_refs", NARROW_REFS)
     db = mod.open(str(d))
     try:
         b = [db.bs.insert(id=i) for i in range(5)]

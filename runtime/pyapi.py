@@ -944,8 +944,7 @@ class Container:
         self._texts = {n: (getattr(lib, d["get"]), getattr(lib, d["set"]))
                        for n, d in meta["c"].get("text", {}).items()}
         self._roles = {}    # role name -> Role, filled by Database
-        self._reffields = [f.name for f in self._fields.values() if f.target is not None]
-        # what each ref field holds for no element (NOREF, or NOREF32 over 32-bit links)
+        # each ref field and what it holds for no element (NOREF, or NOREF32 over 32-bit links)
         self._refnone = {f.name: f.noref for f in self._fields.values() if f.target is not None}
         layout = spec.layouts[meta["record"]]
         self._unpack = layout.struct.unpack
@@ -1129,8 +1128,8 @@ class Container:
                     self._links += 1
                     return self._one_of(self._unpack(self._scratch_buf), ref[0])
             crec = self._ffi.new(self._rtype)
-            for n in self._reffields:
-                setattr(crec, n, self._refnone[n])     # not given: no element
+            for n, none in self._refnone.items():
+                setattr(crec, n, none)     # not given: no element
             texts = self._fill(crec, fields)
             out = self._ffi.new("uint64_t *")
             rc = self._c["insert"](h, crec, out)
@@ -1158,8 +1157,8 @@ class Container:
             fields = _merged_fields("upsert", _from, fields)
             h = self._db._handle()
             crec = self._ffi.new(self._rtype)
-            for n in self._reffields:
-                setattr(crec, n, self._refnone[n])     # not given: no element
+            for n, none in self._refnone.items():
+                setattr(crec, n, none)     # not given: no element
             texts = self._fill(crec, fields)
             out = self._ffi.new("uint64_t *")
             inserted = self._ffi.new("int *")
@@ -1550,8 +1549,8 @@ class Container:
                 fill(zero, row)
             except Exception:
                 crec = self._ffi.new(self._rtype)
-                for n in self._reffields:
-                    setattr(crec, n, self._refnone[n])
+                for n, none in self._refnone.items():
+                    setattr(crec, n, none)
                 try:
                     self._fill(crec, dict(row))
                 except Exception as e:
@@ -1575,9 +1574,9 @@ class Container:
         if arr.dtype == dt:     # the C layout already: every value fits its C type
             return np.ascontiguousarray(arr), len(arr)
         out = np.zeros(len(arr), dtype=dt)
-        for n in self._reffields:
+        for n, none in self._refnone.items():
             if n not in names:
-                out[n] = self._refnone[n]
+                out[n] = none
         for n in names:
             f = self._fields[n]
             col = arr[n]

@@ -9,7 +9,7 @@ static inline void *transient_items__transient_ptr(transient_db *db, uint64_t re
 
 static inline transient_items_root *transient_items__transient_root(transient_db *db)
 {
-    return db->items;
+    return &db->items__heap_root;   /* in the handle, not behind a pointer */
 }
 
 static inline int transient_items__transient_alloc(transient_db *db, uint64_t size, uint64_t *ref)

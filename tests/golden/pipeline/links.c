@@ -160,9 +160,11 @@ typedef struct links_shelves__find_label_cursor {
 struct links_db {
     p2_err err;
     int open;                /* 1 between a successful open and close */
-    links_docs_root *docs; /* root of docs: on the heap */
+    links_docs_root *docs; /* root of docs: the next field */
+    links_docs_root docs__heap_root;   /* in the handle: its slots are one load from db */
     int docs_ready;
-    links_shelves_root *shelves; /* root of shelves: on the heap */
+    links_shelves_root *shelves; /* root of shelves: the next field */
+    links_shelves_root shelves__heap_root;   /* in the handle: its slots are one load from db */
     int shelves_ready;
 };
 
@@ -1135,11 +1137,11 @@ static void links__teardown(links_db *db)
 {
     if (db->docs_ready) links_docs__free_heap(db);
     if (db->docs_ready) links_docs__delflag_destroy(db);
-    free(db->docs);
+    memset(&db->docs__heap_root, 0, sizeof db->docs__heap_root);
     db->docs = NULL;
     db->docs_ready = 0;
     if (db->shelves_ready) links_shelves__top2ds_qualify_destroy(db);
-    free(db->shelves);
+    memset(&db->shelves__heap_root, 0, sizeof db->shelves__heap_root);
     db->shelves = NULL;
     db->shelves_ready = 0;
     db->open = 0;
@@ -1156,12 +1158,10 @@ static int links__open(links_db **out, const char *dir, int check)
     *out = db = (links_db *)calloc(1, sizeof *db);
     if (!db) return P2_ENOMEM;
     p2_err_clear(&db->err);
-    db->docs = (links_docs_root *)calloc(1, sizeof *db->docs);
-    if (!db->docs) { rc = p2_err_set(&db->err, P2_ENOMEM, "out of memory opening docs"); goto fail; }
+    db->docs = &db->docs__heap_root;   /* zero: db was calloc'd */
     if ((rc = links_docs__delflag_create(db)) != P2_OK) goto fail;
     db->docs_ready = 1;
-    db->shelves = (links_shelves_root *)calloc(1, sizeof *db->shelves);
-    if (!db->shelves) { rc = p2_err_set(&db->err, P2_ENOMEM, "out of memory opening shelves"); goto fail; }
+    db->shelves = &db->shelves__heap_root;   /* zero: db was calloc'd */
     if ((rc = links_shelves__top2ds_qualify_create(db)) != P2_OK) goto fail;
     db->shelves_ready = 1;
     db->open = 1;

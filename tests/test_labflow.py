@@ -17,7 +17,7 @@ SMALL = 1 << 20         # X = 1 MiB: a log of ~40,000 lines, three full interval
 # The SHA-256 of the seed-1996, 1 MiB log. The log is a contract between the generator and
 # every replayer (C drivers, peers, the model): a change of this digest is a change of the
 # benchmark and must be deliberate (say so in the commit), never a Python upgrade.
-GOLDEN_SMALL = "58594e72a2f72ea88b3134f9ea74e6cfe5d57462b893b61b34b59ed23370cc2e"
+GOLDEN_SMALL = "9f392676ca10fab2ee7cadd8783475c5cb4e6b52cbc264aece73d4e44cc37538"
 
 
 @pytest.fixture(scope="module")
@@ -122,10 +122,18 @@ def test_intervals_are_well_formed(small, replayed):
         assert i.ops.get("ADDATTR", 0) >= 1 and i.ops.get("ADDKIND", 0) >= 1
         assert i.ops.get("SPLIT", 0) == 1
     # cut points where the estimated size passes 0.5X, 1X and 2X: the generator's running
-    # estimate is the byte model of what the log holds so far, recomputed by the model
-    for (_, est), (a, b), i in zip(s.cuts, gen.CUT_FACTORS, m.intervals):
-        assert SMALL * a // b <= est < SMALL * a // b + 4096
+    # estimate is the byte model of what the log holds so far, recomputed by the model; the
+    # interval opens on whichever side of the request that passed the cut point is nearer
+    assert len(s.crossings) == 3
+    for (_, est), (a, b), i, (before, after) in zip(s.cuts, gen.CUT_FACTORS, m.intervals,
+                                                     s.crossings):
+        cut = SMALL * a // b
         assert i.size_at_cut == est
+        if before is None:      # passed inside the interval before: opened at its end
+            assert est == after >= cut
+        else:
+            assert before < cut <= after
+            assert est == (before if cut - before < after - cut else after)
     # reads only inside intervals (the model raises otherwise), and the replay counted them
     inside = sum(sum(v for k, v in i.ops.items() if k in lfmodel.READS) for i in m.intervals)
     reads = sum(1 for line in lines if line.split(" ", 1)[0] in lfmodel.READS)

@@ -6,6 +6,7 @@ its deadline as "n/a (not continued)", neither as a failure; the generator's byt
 checked against the reference variant's file."""
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from click.testing import CliRunner
 from p2gen.bench.labflow import gen, run as lr, sources
 from p2gen.cli import main
 
-SMALL = "256K"          # three intervals in about 12,000 lines
+SMALL = "256K"          # three intervals back to back (the empty database is past 2X)
 
 
 def _why_not() -> str | None:
@@ -108,3 +109,25 @@ def test_a_replay_the_memory_limit_kills_is_reported_as_oom(built, tmp_path):
     assert r.rc != 0 and r.oom and "OOM" in r.error
     md = lr.render_table(lr.load_rows([r]), [r], dict(seed=1, memory=1 << 20, cap="capped"))
     assert "| HAND | n/a (OOM) |" in md
+
+
+def test_the_reference_variants_files_are_the_byte_models(built, tmp_path):
+    """labflow1.md §6: the reference variant's size at the cut points within 10 % of 0.5X,
+    1X and 2X. The generator places the cut points with its byte model of that variant's
+    files (bench/labflow/filesize.py), which follows the persistent runtime's allocator:
+    the replayed files measure what it estimated, to the byte."""
+    d, exe = built
+    memory = gen.parse_size("4M")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["bench", "labflow", "--memory", "4M", "--no-cap",
+                                       "--no-plots", "--system", "SEGMENTED",
+                                       "--build-dir", str(d), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    data = json.loads((out / "labflow.json").read_text())
+    rows = {r["cut"]: r for r in data["rows"] if r["system"] == "SEGMENTED"}
+    summary = gen.generate(io.BytesIO(), gen.DEFAULT_SEED, memory)
+    for (name, (a, b)), (_, estimate) in zip(zip(gen.CUT_NAMES, gen.CUT_FACTORS), summary.cuts):
+        measured = rows[name]["cut_file_bytes"]
+        assert measured == estimate, (name, measured, estimate)
+        assert abs(measured / (memory * a / b) - 1) <= 0.10, (name, measured)
+    assert "within the spec's 10 %" in (out / "labflow.md").read_text()

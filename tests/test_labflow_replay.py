@@ -27,7 +27,7 @@ PERSISTENT = ("SQLITE", "LMDB")
 FULL = dict(memory=1 << 20)
 SHORT = dict(memory=256 << 10, interval=500)
 COUNTERS = ("user_s", "sys_s", "majflt", "minflt", "backlog_commit_s", "interval_commit_s",
-            "file_bytes", "alloc_bytes", "requests")
+            "file_bytes", "alloc_bytes", "cut_file_bytes", "requests")
 SANITIZER_REPORT = re.compile(r"AddressSanitizer|runtime error:|LeakSanitizer|Segmentation fault")
 
 
@@ -162,6 +162,9 @@ def test_three_intervals_are_benchmarks_with_their_counters(full_runs, system):
     if system in PERSISTENT:
         # the files grow across the cut points (spec section 6) and are really allocated
         assert all(s > 0 for s in sizes) and sizes == sorted(sizes)
+        # at each cut point (marker 3) no larger than at the interval's end (marker 11)
+        cut = [r["cut_file_bytes"] for r in rows]
+        assert all(0 < c <= s for c, s in zip(cut, sizes)), (cut, sizes)
         allocated = [r["alloc_bytes"] for r in rows]
         assert all(a > 0 for a in allocated) and allocated == sorted(allocated)
         assert sorted(p.name for p in dbdir.iterdir() if not p.name.endswith("-lock"))
@@ -358,7 +361,8 @@ CORRUPTIONS = {
     "two spaces": (lambda d: _replace_line(d, "STATE ", lambda s: s.replace(" ", "  ", 1)), "empty token"),
     "bad state": (lambda d: _replace_line(d, "STATE ", lambda s: s.rsplit(" ", 1)[0] + " lost"), "no state lost"),
     "read outside the intervals": (
-        lambda d: _replace_line(d, "STATE ", lambda s: "HIST 1"), "outside the intervals"),
+        # between two intervals (the short log's first opens with the database's files)
+        lambda d: _replace_line(d, "MARK 2 1 ", lambda s: "HIST 1\n" + s), "outside the intervals"),
     "bad type": (lambda d: _replace_line(d, "ADDATTR ", lambda s: s.rsplit(" ", 1)[0] + " str300"),
                  "out of range"),
     "split of an unknown attribute": (

@@ -43,14 +43,17 @@ interval. The initial schema is itself written as ADDKIND/ADDATTR requests at th
 Database size and cut points
 ----------------------------
 The cut points are log positions where the database reaches 0.5X, 1X and 2X. The generator
-estimates the reference variant's file size (the segmented persistent one) from a byte
-model of its records (SIZE_* below: fixed record plus index entries per material, step,
-involves row, latest row and dictionary entry, plus the step's payload) [choice]: an
+follows the reference variant's files (the segmented persistent one) as the log's writes
+make them grow, with a byte model of its allocator and layers (filesize.py) [choice]: an
 estimate rather than a measured file, so that the log does not depend on a build of the
-variant; the replay on the reference variant is to check its size at the cut points against
-0.5X/1X/2X (within 10 %), and these constants are the place to calibrate it. The reference
-model (model.py) recomputes the estimate from what it holds. If one interval's
-10,000 requests carry the database past the next cut point, the next interval starts at once.
+variant. The files grow in steps (a block that doubles), so an interval opens before or
+after the write that carries the estimate past its cut point, whichever side is nearer.
+The replay of the reference variant reports its files at each cut point (`cut_file_bytes`);
+the byte model gives them to the byte, and they lie within the spec's 10 % of 0.5X/1X/2X
+for budgets of 4 MiB and more (below that, the empty database's initial blocks are more
+than 0.5X). The reference model (model.py) feeds the byte model the same writes. If one
+interval's 10,000 requests carry the database past the next cut point, the next interval
+starts at once.
 
 Log format (version 1)
 ----------------------
@@ -121,6 +124,8 @@ import heapq
 import io
 from dataclasses import dataclass, field
 
+from .filesize import ReferenceFiles
+
 FORMAT = "LABFLOW1"
 VERSION = 1
 DEFAULT_SEED = 1996
@@ -162,16 +167,7 @@ SCHEMA_CHANGES = (
 REASONS = ("contamination", "low-yield", "smear", "no-signal", "mislabel")
 NOTES = ("ok", "recheck", "borderline", "clean", "faint")
 
-# Byte model of the reference (segmented persistent) variant, see the module docstring:
-# fixed record + index entries. [choice] round figures from the record layouts of the
-# spec's mapping (material 40 B + name hash + state/oid tree + oid array; step 32 B + oid
-# array; involves 24 B + (mat, when) tree + step hash; latest 12 B + hash), to be calibrated
-# against the replayed file size.
-SIZE_MATERIAL = 96
-SIZE_STEP = 48
-SIZE_INVOLVES = 64
-SIZE_LATEST = 32
-SIZE_DICT = 64
+# The byte model of the reference variant's files is filesize.py's.
 SIZE_TLV = 5                    # payload entry header: attr id u16, type u8, length u16
 TYPE_BYTES = {"u8": 1, "i32": 4, "f32": 4}
 
@@ -251,6 +247,9 @@ class Summary:
     steps: int = 0
     involves: int = 0
     cuts: list = field(default_factory=list)        # (line, estimated bytes)
+    # per cut point, the estimates before and after the write request that carried the
+    # estimate past it (None before: it was past already when the interval before closed)
+    crossings: list = field(default_factory=list)
     sha256: str = ""
 
 
@@ -264,7 +263,8 @@ class _Sim:
         self.sha = hashlib.sha256()
         self.sum = Summary(seed, memory)
         self.buf: list[str] = []
-        self.est = 0
+        self.files = ReferenceFiles()   # the byte model, fed every write before it is written
+        self.est = self.files.size()    # the empty database's files
         self.clock = 820_454_400        # 1996-01-01T00:00:00Z
         self.clock0 = self.clock
         self.n_mat = self.n_step = self.n_inv = 0
@@ -311,11 +311,29 @@ class _Sim:
         to spare the formatting)."""
         self._request(s)
 
-    def write(self, s: str, grow: int) -> None:
-        self._request(s)
-        self.est += grow
+    def write(self, s: str) -> None:
+        """A write request; the caller has counted what it adds. The next interval opens
+        where the estimate reaches its cut point: after this request, or before it when the
+        request carries the estimate further past the cut point than it was below it (a
+        block that doubles makes the file grow in steps)."""
+        est = self.files.size()
         if not self.live and not self.done and self.est >= self.cut_bytes[self.k]:
+            self.sum.crossings.append((None, self.est))     # the empty database is past it
             self._open()
+        elif not self.live and not self.done and est >= self.cut_bytes[self.k]:
+            cut = self.cut_bytes[self.k]
+            self.sum.crossings.append((self.est, est))
+            if cut - self.est < est - cut:
+                self._open()            # at the estimate before this request
+                self.est = est
+                self._request(s)
+                return
+            self.est = est
+            self._request(s)
+            self._open()
+            return
+        self.est = est
+        self._request(s)
 
     # -- intervals --------------------------------------------------------------------------
     def _mark(self, q: int, action: str, label: str = "") -> None:
@@ -351,18 +369,21 @@ class _Sim:
         if self.k == len(CUT_FACTORS):
             self.done = True
         elif self.est >= self.cut_bytes[self.k]:
+            self.sum.crossings.append((None, self.est))
             self._open()
 
     # -- schema -----------------------------------------------------------------------------
     def add_kind(self, kind: str, attrs=()) -> None:
         self.kinds[kind] = []
-        self.write(f"ADDKIND {kind}\n", SIZE_DICT)
+        self.files.dictionary(1, 0)
+        self.write(f"ADDKIND {kind}\n")
         for a, t in attrs:
             self.add_attr(kind, a, t)
 
     def add_attr(self, kind: str, attr: str, typ: str) -> None:
         self.kinds[kind].append((attr, typ))
-        self.write(f"ADDATTR {kind} {attr} {typ}\n", SIZE_DICT)
+        self.files.dictionary(0, 1)
+        self.write(f"ADDATTR {kind} {attr} {typ}\n")
 
     def split(self, kind: str, parts) -> None:
         attrs = self.kinds.pop(kind)
@@ -373,8 +394,10 @@ class _Sim:
             if kind in ks:
                 i = ks.index(kind)
                 self.role_kinds[r] = ks[:i] + [first, second] + ks[i + 1:]
-        # dictionary entries made: the two kinds and a copy of each attribute
-        self.write(f"SPLIT {kind} {spec}\n", SIZE_DICT * (2 + len(attrs)))
+        # dictionary entries made: each new kind and a copy of each of its attributes
+        self.files.dictionary(1, n)
+        self.files.dictionary(1, len(attrs) - n)
+        self.write(f"SPLIT {kind} {spec}\n")
 
     # -- values -----------------------------------------------------------------------------
     def value(self, attr: str, typ: str, ctx: dict) -> tuple[str, int]:
@@ -410,31 +433,31 @@ class _Sim:
         self.clock += 1 + rng.below(120)
         who = WHO[rng.below(16)]
         parts = [f"STEP {kind} {who} {self.clock} {','.join(map(str, mats))}"]
-        grow = SIZE_STEP + SIZE_INVOLVES * len(mats)
+        payload = 0
         ctx = ctx or {}
         for a, t in self.kinds[kind]:
             v, b = self.value(a, t, ctx)
             parts.append(f"{a}={v}")
-            grow += b
-        for m in mats:
-            if (m, kind) not in self.latest_pairs:
-                self.latest_pairs.add((m, kind))
-                grow += SIZE_LATEST
+            payload += b
+        new_latest = [(m, kind) not in self.latest_pairs for m in mats]
+        self.latest_pairs.update((m, kind) for m in mats)
         self.n_step += 1
         self.n_inv += len(mats)
-        self.write(" ".join(parts) + "\n", grow)
+        self.files.step(self.n_step, payload, new_latest)
+        self.write(" ".join(parts) + "\n")
         return self.n_step
 
     def material(self, kind: str, name: str) -> int:
         self.n_mat += 1
+        self.files.material(self.n_mat)
         self.names.append(name)
         self.fails.append(0)
-        self.write(f"MAT {name} {kind}\n", SIZE_MATERIAL)
+        self.write(f"MAT {name} {kind}\n")
         heapq.heappush(self.work[INITIAL_STATE[kind]], self.n_mat)
         return self.n_mat
 
     def state(self, m: int, s: str) -> None:
-        self.write(f"STATE {m} {s}\n", 0)
+        self.write(f"STATE {m} {s}\n")
         if s not in TERMINAL:
             heapq.heappush(self.work[s], m)
 

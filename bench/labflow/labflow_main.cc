@@ -240,6 +240,7 @@ struct IntervalStats {
     double elapsed_s = 0, user_s = 0, sys_s = 0, backlog_commit_s = 0, interval_commit_s = 0;
     double majflt = 0, minflt = 0;
     uint64_t file_bytes = 0, alloc_bytes = 0, requests = 0;
+    uint64_t cut_file_bytes = 0;   // st_size at the cut point (marker 3, the backlog committed)
 };
 
 double seconds(const timeval &tv) { return double(tv.tv_sec) + double(tv.tv_usec) * 1e-6; }
@@ -332,6 +333,7 @@ private:
     bool run(Stop stop);
     void request();
     void marker();
+    void file_sizes(uint64_t *apparent, uint64_t *allocated) const;
     void fail(const std::string &msg);
 
     // requests
@@ -659,6 +661,19 @@ void Replayer::request() {
     else bad("unknown request " + op.str());
 }
 
+// The store's files: apparent bytes (st_size) and allocated bytes (st_blocks * 512), summed.
+void Replayer::file_sizes(uint64_t *apparent, uint64_t *allocated) const {
+    *apparent = *allocated = 0;
+    for (const std::string &f : store_->files()) {
+        struct stat sb;
+        std::string path = opt_.dir + "/" + f;
+        if (::stat(path.c_str(), &sb) != 0)
+            throw std::runtime_error(std::string(sys_.name) + " names a file it does not have: " + path);
+        *apparent += uint64_t(sb.st_size);
+        *allocated += uint64_t(sb.st_blocks) * 512;
+    }
+}
+
 // The interval markers (model.py's _interval_marker) and what the driver measures at them.
 void Replayer::marker() {
     if (ntok_ != 4 && ntok_ != 5) bad("MARK takes interval, query, action [label]");
@@ -686,6 +701,9 @@ void Replayer::marker() {
             auto t = Clock::now();
             store_->commit();
             st.backlog_commit_s = std::chrono::duration<double>(Clock::now() - t).count();
+        } else if (q == 3) {   // the database at the cut point: what the log's byte model estimated
+            uint64_t alloc = 0;
+            file_sizes(&st.cut_file_bytes, &alloc);
         }
         if (++expect_ == 4) {
             nintervals_++;
@@ -714,15 +732,7 @@ void Replayer::marker() {
         store_->commit();
         st.interval_commit_s = std::chrono::duration<double>(Clock::now() - t).count();
     } else if (q == 11) {
-        st.file_bytes = st.alloc_bytes = 0;
-        for (const std::string &f : store_->files()) {
-            struct stat sb;
-            std::string path = opt_.dir + "/" + f;
-            if (::stat(path.c_str(), &sb) != 0)
-                throw std::runtime_error(std::string(sys_.name) + " names a file it does not have: " + path);
-            st.file_bytes += uint64_t(sb.st_size);
-            st.alloc_bytes += uint64_t(sb.st_blocks) * 512;
-        }
+        file_sizes(&st.file_bytes, &st.alloc_bytes);
     }
     if (++expect_ == 5) {
         st.done = true;
@@ -1508,6 +1518,7 @@ void bench_interval(benchmark::State &state, int k) {
         state.counters["interval_commit_s"] = s.interval_commit_s;
         state.counters["file_bytes"] = double(s.file_bytes);
         state.counters["alloc_bytes"] = double(s.alloc_bytes);
+        state.counters["cut_file_bytes"] = double(s.cut_file_bytes);
         state.counters["requests"] = double(s.requests);
     }
 }

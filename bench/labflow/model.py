@@ -49,8 +49,8 @@ import sys
 from dataclasses import dataclass, field
 
 from .gen import (CUT_FACTORS, FORMAT, INITIAL_STATE, INTERVAL_REQUESTS, MATERIAL_KINDS,
-                  SIZE_DICT, SIZE_INVOLVES, SIZE_LATEST, SIZE_MATERIAL, SIZE_STEP, STATES,
-                  TERMINAL, VERSION, WHO)
+                  STATES, TERMINAL, VERSION, WHO)
+from .filesize import ReferenceFiles
 
 TYPE_CODE = {"u8": 1, "i32": 2, "f32": 3, "str": 4, "var": 5}
 _TLV = struct.Struct("<HBH")
@@ -187,6 +187,7 @@ class Model:
         self.latest: dict[tuple, int] = {}              # (m, kind id) -> step oid
         self.queues: dict[str, set] = {s: set() for s in STATES}
         self.n_involves = 0
+        self.files = ReferenceFiles()                   # the generator's byte model, fed the same writes
         self.out: list[str] = []
         self.intervals: list[Interval] = []
         self.ended = False
@@ -197,12 +198,10 @@ class Model:
         self.seed = self.memory = None
 
     def estimated_bytes(self) -> int:
-        """The generator's byte model of the reference variant's file (gen.SIZE_*), computed
-        from the model's contents: the generator's running estimate must agree with it at
-        every cut point."""
-        return (SIZE_MATERIAL * len(self.materials) + SIZE_STEP * len(self.steps)
-                + sum(len(st.payload) for st in self.steps) + SIZE_INVOLVES * self.n_involves
-                + SIZE_LATEST * len(self.latest) + SIZE_DICT * (len(self.kinds) + len(self.attrs)))
+        """The generator's byte model of the reference variant's files (filesize.py),
+        fed the same writes: the generator's running estimate must agree with it at every
+        cut point."""
+        return self.files.size()
 
     # -- helpers ------------------------------------------------------------------------------
     def material(self, tok: str) -> Material:
@@ -258,6 +257,7 @@ class Model:
             raise ValueError(f"step kind {name} exists")
         k = Kind(len(self.kinds), name, self.version)
         self.kinds.append(k)
+        self.files.dictionary(1, 0)
         self.kind_by_name[name] = k
         return k
 
@@ -269,6 +269,7 @@ class Model:
             raise ValueError(f"unknown type {typ}")
         a = Attr(len(self.attrs), k.id, name, typ, self.version)
         self.attrs.append(a)
+        self.files.dictionary(0, 1)
         k.attrs.append(a)
         self.attrs_named.setdefault(name, []).append(a)
 
@@ -423,6 +424,7 @@ class Model:
         oid = len(self.materials) + 1
         state = INITIAL_STATE[kind]
         self.materials.append(Material(oid, name, kind, state))
+        self.files.material(oid)
         self.by_name[name] = oid
         self.queues[state].add(oid)
 
@@ -451,6 +453,7 @@ class Model:
                                encode(layout, [v for _, _, v in pairs])))
         self.whens.append(when)
         self.n_involves += len(mats)
+        self.files.step(oid, len(self.steps[-1].payload), [(m, k.id) not in self.latest for m in mats])
         for m in mats:
             self.materials[m - 1].hist.append(oid)
             self.latest[(m, k.id)] = oid

@@ -405,7 +405,8 @@ def load_rows(replays: list) -> list[dict]:
                 unit = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b.get("time_unit", "ns")]
                 row["elapsed_s"] = b["real_time"] * unit
             for k in ("user_s", "sys_s", "majflt", "minflt", "backlog_commit_s",
-                      "interval_commit_s", "file_bytes", "alloc_bytes", "requests"):
+                      "interval_commit_s", "file_bytes", "alloc_bytes", "cut_file_bytes",
+                      "requests"):
                 if k in b and "elapsed_s" in row:
                     row[k] = b[k]
             rows.append(row)
@@ -464,6 +465,17 @@ def render_table(rows: list, replays: list, context: dict) -> str:
         e = by.get((s, "0.5X"), {}).get("elapsed_s")
         if e and sq["0.5X"]:
             lines.append(f"- {s} at 0.5X: SQLite / {s} = {sq['0.5X'] / e:.1f}×")
+    # the spec's check of the log's byte model: the reference variant's files at the cut
+    # points within 10 % of 0.5X, 1X and 2X
+    sizes = [by.get((REFERENCE_VARIANT, c), {}).get("cut_file_bytes") for c in cuts]
+    if all(sizes):
+        wanted = [context["memory"] * a / b for a, b in lfgen.CUT_FACTORS]
+        ratios = [x / w for x, w in zip(sizes, wanted)]
+        lines.append(f"- {REFERENCE_VARIANT}'s files at the cut points (marker 3): "
+                     + " / ".join(_mb(x) for x in sizes) + " MiB = "
+                     + " / ".join(f"{r:.2f}" for r in ratios) + " × 0.5X / 1X / 2X ("
+                     + ("within" if all(abs(r - 1) <= 0.1 for r in ratios) else "not all within")
+                     + " the spec's 10 %)")
     seg = by.get((REFERENCE_VARIANT, "2X"), {}).get("majflt")
     one = by.get(("ONE-FILE", "2X"), {}).get("majflt")
     if seg is not None and one is not None:

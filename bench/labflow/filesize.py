@@ -32,12 +32,12 @@ CLASS_TABLE = 128 * 8       # the exact classes' free-list heads, first block of
 
 INITIAL_SLOTS = 4096        # capacity = 4096 in the equations
 INITIAL_BUCKETS = 4096      # buckets = 4096
-BUCKET = 8
+BUCKET = 4                  # a 32-bit link (links = offset32)
 DICT_SLOTS = 64
-ELEM_MATERIAL = 88          # record 40 B + name hash link + (state, oid) AVL links + slot flag
-ELEM_STEP = 48              # record 32 B (the payload is a text handle) + slot flag
-ELEM_INVOLVES = 64          # record 16 B + (mat, when) AVL links + step hash link + slot flag
-ELEM_LATEST = 24            # record 12 B + (mat, kind) hash link + slot flag
+ELEM_MATERIAL = 72          # record 40 B + name hash link + (state, oid) AVL links + slot flag
+ELEM_STEP = 40              # record 32 B (the payload a 32-bit text handle) + slot flag
+ELEM_INVOLVES = 40          # record 16 B + (mat, when) AVL links + step hash link + slot flag
+ELEM_LATEST = 20            # record 12 B + (mat, kind) hash link + slot flag
 ELEM_DICT = 36              # dict_kind, dict_attr
 # roots in the order of the spec's containers in each file
 ROOTS_HOT = (48, 56, 48, 24, 24)   # materials, involves_rows, latests, dict_kinds, dict_attrs

@@ -537,6 +537,7 @@ static void seg_reset(p2_seg *seg)
     seg->pgsize = 0;
     seg->log_end = 0;
     seg->log_alloc = 0;
+    seg->log_fresh = 0;
     seg->seq = 0;
     seg->unsynced = 0;
     seg->dirty_bits = seg->unflushed_bits = seg->kept_bits = NULL;
@@ -1364,6 +1365,13 @@ static int seg_validate(const p2_seg *seg, const struct p2_seg_header *h, uint64
                         uint64_t fingerprint, uint32_t nroots, const char *const *names,
                         const uint64_t *sizes, p2_err *err)
 {
+    static const char no_magic[sizeof h->magic];
+    if (memcmp(h->magic, no_magic, sizeof h->magic) == 0)
+        /* creation stores the magic last: a header without one is what a file whose
+         * creation was cut short has (a journalled one with nothing committed starts
+         * again, see seg_open_journalled) */
+        return seg_fail(seg, err, P2_EFORMAT, "not a p2gen database (bad magic): its header has "
+                        "no magic, as a file whose creation was cut short (truncated) has");
     if (memcmp(h->magic, SEG_MAGIC, sizeof h->magic) != 0)
         return seg_fail(seg, err, P2_EFORMAT, "not a p2gen database (bad magic)");
     if (h->version != P2_SEG_VERSION)
@@ -1535,7 +1543,8 @@ static int seg_create(p2_seg *seg, uint64_t fingerprint, uint32_t nroots, const 
     memset(h, 0, sizeof *h);
     if (seg->fixed)
         h->map_base = (uint64_t)(uintptr_t)seg->base;
-    memcpy(h->magic, SEG_MAGIC, sizeof h->magic);
+    /* the magic is stored last (below): a process killed while creating the file leaves
+     * no magic in it, which a journalled open recognises as a creation never finished */
     h->version = P2_SEG_VERSION;
     h->header_size = P2_SEG_HEADER_SIZE;
     h->page_size = (uint32_t)page_size();
@@ -1561,7 +1570,11 @@ static int seg_create(p2_seg *seg, uint64_t fingerprint, uint32_t nroots, const 
         h->roots[i].size = sizes[i];
     }
     roots_seal(seg);
-    h->checksum = header_crc(h);
+    struct p2_seg_header whole = *h;
+    memcpy(whole.magic, SEG_MAGIC, sizeof whole.magic);
+    h->checksum = header_crc(&whole);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);   /* every other byte is in the mapping first */
+    memcpy(h->magic, SEG_MAGIC, sizeof h->magic);
     if (msync(seg->base, (size_t)seg->mapped, MS_SYNC) != 0) {
         int e = errno;
         return seg_fail(seg, err, P2_EIO, "cannot write the new file: %s", strerror(e));
@@ -2015,7 +2028,11 @@ int p2_seg_close(p2_seg *seg, p2_err *err)
     p2_seg_will_write(seg, h, sizeof *h);
     /* Data first, then the CLEAN mark: a crash in between leaves OPEN. */
     roots_seal(seg);
-    h->checksum = header_crc(h);
+    struct p2_seg_header whole = *h;
+    memcpy(whole.magic, SEG_MAGIC, sizeof whole.magic);
+    h->checksum = header_crc(&whole);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);   /* every other byte is in the mapping first */
+    memcpy(h->magic, SEG_MAGIC, sizeof h->magic);
     if (msync(seg->base, (size_t)seg->mapped, MS_SYNC) != 0) {
         int e = errno;
         rc = seg_fail(seg, err, P2_EIO,
@@ -2883,6 +2900,7 @@ static int journal_recover(p2_seg *seg, uint64_t fingerprint, uint64_t data_byte
     int rc = journal_scan(seg, &lh, size, data_bytes, 0, 0, &last, &bad, &applied, NULL, err);
     if (rc != P2_OK)
         return rc;
+    seg->log_fresh = lh.base_seq == 0 && last == 0 && bad == 0;   /* nothing ever committed */
     uint64_t later = bad != 0 ? commit_follows(seg->log_fd, log_c32c(lh.version), bad + 8, size, last + 1) : 0;
     if (later != 0 && !seg->recovering)
         return seg_fail(seg, err, P2_EFORMAT,
@@ -3921,6 +3939,18 @@ static int seg_open_journalled(p2_seg *seg, uint64_t file_bytes, uint64_t finger
     if (fstat(seg->fd, &st) != 0)
         return log_fail(seg, err, P2_EIO, "cannot stat the data file after recovery");
     file_bytes = (uint64_t)st.st_size;
+    if (file_bytes > 0 && file_bytes <= 2 * (uint64_t)seg_granule() && seg->log_fresh) {
+        /* A process killed while creating the file (seg_create stores the magic last)
+         * leaves a file no larger than its first growth without a magic, beside a journal
+         * that never committed anything: nothing was ever stored in it, start again. */
+        char magic[sizeof ((struct p2_seg_header *)0)->magic];
+        static const char none[sizeof magic];
+        if (full_pread(seg->fd, magic, sizeof magic, 0) == 0 && memcmp(magic, none, sizeof magic) == 0) {
+            if (ftruncate(seg->fd, 0) != 0)
+                return log_fail(seg, err, P2_EIO, "cannot reinitialise a file whose creation was cut short");
+            file_bytes = 0;
+        }
+    }
     *made_new = file_bytes == 0;
     if (file_bytes > 0) {
         seg->journal = 1;

@@ -440,6 +440,8 @@ typedef struct p2_seg {
                                      2 damaged: transactions after the damage dropped; 3 it
                                      ended before the data file: not replayed */
     uint64_t rec_tx_dropped;    /**< committed transactions lost with it (2, 3; at least) */
+    int      log_fresh;         /**< journalled: the open found its journal with a header and
+                                     nothing ever committed in it (see seg_open_journalled) */
     p2_write_hook will_write;   /**< told each range before it is written; NULL: nobody */
     void    *will_write_ctx;    /**< its first argument */
     /* record-logged segments only (p2_journal_opts.record; see @ref journal) */

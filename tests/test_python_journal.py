@@ -82,6 +82,62 @@ os._exit(0)                                        # no close, no flush: as if k
         assert len(db.p2tj_accounts) == 1
 
 
+def _imported(gen):
+    sys.path.insert(0, gen.out_dir)
+    try:
+        return importlib.import_module("p2tj")
+    finally:
+        sys.path.remove(gen.out_dir)
+
+
+def _cut_creation_short(path, journal):
+    """The files as a process killed while creating the data file leaves them: the
+    journal's header and nothing after it (it is made, and synced, first), the data file
+    no larger than its first growth (128 KiB) and without the magic, which creation stores
+    last."""
+    if journal is not None:
+        with open(journal, "r+b") as f:
+            f.truncate(64)                          # LOG_HDR_SIZE
+    with open(path, "r+b") as f:
+        f.truncate(128 << 10)
+        f.seek(0)
+        f.write(bytes(8))
+
+
+@pytest.mark.parametrize("commit", [False, True])
+def test_a_creation_cut_short_starts_again_unless_something_was_committed(gen, tmp_path, commit):
+    """A journalled file whose creating process died before the file had its magic (seen
+    in the crash suite: a kill during the load) opens as a new database when its journal
+    never committed anything; with a committed transaction in the journal the journal's
+    replay brings the file back, the committed record in it."""
+    child = f"""
+import os, sys
+sys.path.insert(0, {gen.out_dir!r})
+import p2tj
+db = p2tj.open({str(tmp_path)!r})
+if {commit!r}:
+    db.p2tj_accounts.insert(id=10, balance=1, note="committed")
+    db.commit()
+os._exit(0)                                        # no close: the journal stays
+"""
+    subprocess.run([sys.executable, "-c", child], check=True, timeout=120)
+    mod = _imported(gen)
+    if commit:
+        # the journal holds the committed pages, the header's among them: replayed
+        _cut_creation_short(tmp_path / "p2tj.db", None)
+        with mod.open(str(tmp_path)) as db:
+            assert db.p2tj_accounts.find(10).note == "committed"
+            assert len(db.p2tj_accounts) == 1 and db.verify() == []
+        return
+    _cut_creation_short(tmp_path / "p2tj.db", tmp_path / "p2tj.db-journal")
+    with mod.open(str(tmp_path)) as db:
+        assert len(db.p2tj_accounts) == 0
+        db.p2tj_accounts.insert(id=1, balance=2, note="after")
+        db.commit()
+    with mod.open(str(tmp_path)) as db:
+        assert db.p2tj_accounts.find(1).note == "after" and db.verify() == []
+
+
 def test_transactions_need_a_journal(tmp_path):
     spec = tmp_path / "p2tn.p2"
     spec.write_text("record r { a: u32; }\ncontainer p2tn_c of r = top2ds[array[transient]];\n")

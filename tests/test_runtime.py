@@ -225,6 +225,20 @@ def test_bad_magic(test_seg, san_env, tmp_path):
     _refused(test_seg, san_env, path, f"P2_EFORMAT {path}: not a p2gen database (bad magic)")
 
 
+def test_no_magic_says_the_creation_was_cut_short(test_seg, san_env, tmp_path):
+    """Creation stores the magic last, so a file whose creator died while making it has
+    none: refused, saying so (a journalled one with nothing committed starts again:
+    test_python_journal.py)."""
+    path = tmp_path / "db.p2"
+    make_db(test_seg, san_env, path)
+    data = bytearray(path.read_bytes())
+    data[0:8] = bytes(8)
+    path.write_bytes(bytes(data))
+    _refused(test_seg, san_env, path,
+             f"P2_EFORMAT {path}: not a p2gen database (bad magic): its header has no magic, "
+             "as a file whose creation was cut short (truncated) has")
+
+
 def test_foreign_file(test_seg, san_env, tmp_path):
     path = tmp_path / "notes.txt"
     path.write_text("hello\n" * 1000)

@@ -82,14 +82,6 @@ os._exit(0)                                        # no close, no flush: as if k
         assert len(db.p2tj_accounts) == 1
 
 
-def _imported(gen):
-    sys.path.insert(0, gen.out_dir)
-    try:
-        return importlib.import_module("p2tj")
-    finally:
-        sys.path.remove(gen.out_dir)
-
-
 def _cut_creation_short(path, journal):
     """The files as a process killed while creating the data file leaves them: the
     journal's header and nothing after it (it is made, and synced, first), the data file
@@ -105,7 +97,8 @@ def _cut_creation_short(path, journal):
 
 
 @pytest.mark.parametrize("commit", [False, True])
-def test_a_creation_cut_short_starts_again_unless_something_was_committed(gen, tmp_path, commit):
+def test_a_creation_cut_short_starts_again_unless_something_was_committed(gen, mod, tmp_path,
+                                                                          commit):
     """A journalled file whose creating process died before the file had its magic (seen
     in the crash suite: a kill during the load) opens as a new database when its journal
     never committed anything; with a committed transaction in the journal the journal's
@@ -121,7 +114,6 @@ if {commit!r}:
 os._exit(0)                                        # no close: the journal stays
 """
     subprocess.run([sys.executable, "-c", child], check=True, timeout=120)
-    mod = _imported(gen)
     if commit:
         # the journal holds the committed pages, the header's among them: replayed
         _cut_creation_short(tmp_path / "p2tj.db", None)

@@ -2028,11 +2028,7 @@ int p2_seg_close(p2_seg *seg, p2_err *err)
     p2_seg_will_write(seg, h, sizeof *h);
     /* Data first, then the CLEAN mark: a crash in between leaves OPEN. */
     roots_seal(seg);
-    struct p2_seg_header whole = *h;
-    memcpy(whole.magic, SEG_MAGIC, sizeof whole.magic);
-    h->checksum = header_crc(&whole);
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);   /* every other byte is in the mapping first */
-    memcpy(h->magic, SEG_MAGIC, sizeof h->magic);
+    h->checksum = header_crc(h);
     if (msync(seg->base, (size_t)seg->mapped, MS_SYNC) != 0) {
         int e = errno;
         rc = seg_fail(seg, err, P2_EIO,

@@ -2,7 +2,9 @@
 
 For a spec with prefix P, `build_python` writes into the output directory
 
-    _P_cffi.c, _P_cffi.*.so   the compiled extension: the generated P.c and p2_runtime.c
+    _P_cffi.c, _P_cffi.*.so   the compiled extension: the generated P.c (included by P.h
+                              with P_INLINE, as C users build it, so the binding's
+                              helpers and fast paths inline the layers) and p2_runtime.c,
                               linked with CFFI glue (`from _P_cffi import ffi, lib`)
     P.py                      `import P`: binds the extension to the generic Pythonic
                               layer of p2gen.runtime.pyapi and holds the spec's metadata
@@ -418,9 +420,12 @@ def build_python(gen: Generated, cc: Optional[str] = None, extra_cflags=()) -> s
     # next to them rather than under a copy of the absolute path.
     # Built against CPython's full API (not the limited one CFFI picks by default): the fast
     # module's calls and record slots need it; the extension is per machine anyway.
-    ffi.set_source(mod, f'#include "{p}.h"\n\n' + helpers_c(gen.checked) + "\n\n"
-                   + fast_c(gen.checked) + "\n",
-                   sources=[os.path.basename(gen.source), "p2_runtime.c"],
+    # The generated code is compiled into the module's own file with <PREFIX>_INLINE, as
+    # the README tells C users to build it: the helpers' find + copy, the fast paths'
+    # adapters and the generated layers flatten into one another (no call per layer).
+    ffi.set_source(mod, f'#define {p.upper()}_INLINE\n#include "{p}.h"\n\n'
+                   + helpers_c(gen.checked) + "\n\n" + fast_c(gen.checked) + "\n",
+                   sources=["p2_runtime.c"],
                    include_dirs=[out_dir],
                    define_macros=[("_CFFI_NO_LIMITED_API", None)],
                    extra_compile_args=["-std=c11", *extra_cflags])

@@ -39,13 +39,17 @@ def built(tmp_path_factory):
 
 def test_the_variants_are_the_spec_directory():
     names = [v.name for v in lr.default_variants()]
-    assert names == ["ALL-TRANSIENT", "HIST-ILIST", "ONE-FILE", "QUEUE-ODLIST", "SEGMENTED",
-                     "SIZECLASS"]
+    assert names == ["ALL-TRANSIENT", "HIST-ILIST", "ONE-FILE", "ONE-FILE-ILIST",
+                     "QUEUE-ODLIST", "SEGMENTED", "SIZECLASS"]
     by = {v.name: v for v in lr.default_variants()}
     assert not by["ALL-TRANSIENT"].persistent and by["ALL-TRANSIENT"].files == ()
     assert by["SEGMENTED"].files == ("labflow_hot.db", "labflow_cold.db")
     assert by["ONE-FILE"].files == ("labflow.db",)
     assert by["HIST-ILIST"].hist_ilist and not by["SEGMENTED"].hist_ilist
+    # each segmented variant has a one-file twin with the same indexes (the 2X target)
+    for seg, one in lr.SEGMENT_TWINS:
+        assert by[seg].files == ("labflow_hot.db", "labflow_cold.db") and by[one].files == ("labflow.db",)
+        assert by[seg].hist_ilist == by[one].hist_ilist
 
 
 def test_every_system_answers_as_the_model(built, tmp_path):
@@ -83,6 +87,8 @@ def test_every_system_answers_as_the_model(built, tmp_path):
     assert seg == sorted(seg)
     md = (out / "labflow.md").read_text()
     assert "| SEGMENTED |" in md and "SQLite / SEGMENTED" in md
+    twins = next(l for l in md.splitlines() if "against one file with the same indexes" in l)
+    assert "SEGMENTED" in twins and "ONE-FILE-ILIST" in twins
 
 
 def test_a_replay_past_its_deadline_is_not_continued(built, tmp_path):

@@ -201,8 +201,10 @@ extern "C" {
 
 #if defined(__GNUC__) || defined(__clang__)
 #define P2_PRINTF_LIKE(fmt_idx, args_idx) __attribute__((format(printf, fmt_idx, args_idx)))
+#define P2_COLD __attribute__((cold))
 #else
 #define P2_PRINTF_LIKE(fmt_idx, args_idx)
+#define P2_COLD
 #endif
 
 /** @defgroup errors Error codes and messages
@@ -282,7 +284,13 @@ typedef struct p2_err {
  * @param[in]  fmt   printf-style format of the message; NULL stores p2_strerror(code).
  * @return code, so that callers can write `return p2_err_set(e, P2_EINVAL, ...);`.
  */
-int p2_err_set(p2_err *e, int code, const char *fmt, ...) P2_PRINTF_LIKE(3, 4);
+int p2_err_set(p2_err *e, int code, const char *fmt, ...) P2_PRINTF_LIKE(3, 4) P2_COLD;
+/* Every caller passes a constant code: the macro makes the call's value that constant in
+   the caller's eyes, so that an error path never rejoins the path that succeeded (the
+   compiler would otherwise keep a "p2_err_set returned P2_OK" path alive and re-check, on
+   the hot path, what the path before it had already checked). `cold` moves the formatting
+   out of the hot code. */
+#define p2_err_set(e, code, ...) (p2_err_set((e), (code), __VA_ARGS__), (code))
 
 /** Reset an error to #P2_OK with an empty message.
  *

@@ -195,9 +195,9 @@ static inline uint64_t iarray_items__iarray_range_next(iarray_db *db, uint64_t r
 /* eq path: the slot of the key itself (keys are unique, so at most one element) */
 static inline uint64_t iarray_items__iarray_eq_first(iarray_db *db, uint32_t key)
 {
-    uint64_t slot;
-    if (!iarray_items__iarray_in_range(key)) return P2_NIL;
-    slot = (uint64_t)key;
+    /* no _in_range test: a key past max_key, or a negative one (a huge slot once cast),
+       is at or past the capacity, which never exceeds max_key + 1, and _valid says no */
+    uint64_t slot = (uint64_t)key;
     return iarray_items__iarray_valid(db, slot) ? slot : P2_NIL;
 }
 

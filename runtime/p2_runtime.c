@@ -4372,6 +4372,63 @@ void p2_heap_advise(void *p, uint64_t size)
 #endif
 }
 
+/* A big block's mapping: whole pages. 0 if size cannot be mapped. */
+static size_t heap_big_len(uint64_t size)
+{
+    uint64_t pg = page_size();
+    if (size == 0 || size > (uint64_t)SIZE_MAX - pg)
+        return 0;
+    return (size_t)((size + pg - 1) / pg * pg);
+}
+
+/* Huge pages for the whole mapping (p2_heap_advise's 2 MiB-aligned part of it would split
+   it in three, and mremap cannot move a range that spans more than one mapping). */
+static void heap_big_advise(void *p, size_t len)
+{
+#ifdef MADV_HUGEPAGE
+    (void)madvise(p, len, MADV_HUGEPAGE);
+#else
+    (void)p; (void)len;
+#endif
+}
+
+void *p2_heap_big_alloc(uint64_t size)
+{
+    size_t len = heap_big_len(size);
+    void *p = len ? mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                  : MAP_FAILED;
+    if (p == MAP_FAILED)
+        return NULL;
+    heap_big_advise(p, len);
+    return p;
+}
+
+void *p2_heap_big_realloc(void *p, uint64_t old_size, uint64_t new_size)
+{
+    size_t ol = heap_big_len(old_size), nl = heap_big_len(new_size);
+    if (p == NULL || ol == 0 || nl == 0)
+        return NULL;
+    void *q = ol == nl ? p : mremap(p, ol, nl, MREMAP_MAYMOVE);
+    if (q == MAP_FAILED)
+        return NULL;
+    if (new_size > old_size) {
+        /* the rest of the old last page may hold what a shrink left behind; the pages
+           after it are new, and zero */
+        uint64_t end = (uint64_t)ol < new_size ? (uint64_t)ol : new_size;
+        if (end > old_size)
+            memset((char *)q + old_size, 0, (size_t)(end - old_size));
+        heap_big_advise(q, nl);
+    }
+    return q;
+}
+
+void p2_heap_big_free(void *p, uint64_t size)
+{
+    size_t len = heap_big_len(size);
+    if (p != NULL && len)
+        (void)munmap(p, len);
+}
+
 void p2_refset_free(p2_refset *s)
 {
     free(s->slot);

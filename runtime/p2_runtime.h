@@ -980,6 +980,20 @@ void p2_heap_advise(void *p, uint64_t size);
  *  small allocation (an element of `malloc` storage) pays no call. */
 #define P2_HEAP_HUGE_MIN (UINT64_C(4) << 20)
 
+/** Large heap blocks (P2_HEAP_HUGE_MIN bytes and up: the transient memory layer's slot,
+ *  bucket and text blocks) are anonymous mappings of their own rather than malloc's. The
+ *  kernel hands them out zeroed and faults a page in only when it is first touched, and a
+ *  growth moves the block's pages (mremap) instead of copying them: a doubling slot array
+ *  costs no touch of its new half until slots there are used (realloc and a memset of the
+ *  growth touched all of it at once). Each asks for transparent huge pages over the whole
+ *  mapping (advice for part of it would split it, and mremap moves one mapping). The size given
+ *  to p2_heap_big_realloc and p2_heap_big_free must be the block's (the memory layers'
+ *  contract: p2_seg_free's too). NULL: out of memory; p2_heap_big_realloc then leaves the
+ *  block as it was. */
+void *p2_heap_big_alloc(uint64_t size);
+void *p2_heap_big_realloc(void *p, uint64_t old_size, uint64_t new_size);
+void p2_heap_big_free(void *p, uint64_t size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,21 +1,22 @@
 """Large blocks of the transient memory layer (the generated harness, under ASan/UBSan).
 
-A block of 4 MiB or more grows by a fresh zeroed block and a copy rather than realloc and
-memset, and asks for transparent huge pages (p2_heap_advise); these tests drive both
-growths -- one reserve that jumps past 4 MiB (a bulk load's) and growth by insertion --
-and check that every element stored before, during and after them is still there, with
-its fields, through find, get and a full cursor.
+A block of 4 MiB or more is a mapping of its own (p2_heap_big_alloc): made zeroed, grown by
+moving its pages (mremap) with the growth zero, and crossing the 4 MiB line in either
+direction by a copy into a block of the other kind. These tests drive a reserve that jumps
+past 4 MiB (a bulk load's) and growth by insertion across the line and then twice past it
+(the slot block 3.8 -> 7.6 -> 15.2 MB), and check that every element stored before, during
+and after them is still there, with its fields, through find, get and a full cursor.
 """
 from __future__ import annotations
 
 from p2gen.harness import run_harness
 
-# ~230-byte elements: 20,000 of them (32,768 slots) are ~7 MB
+# ~232-byte elements: 40,000 of them (65,536 slots) are ~15 MB
 SPEC = """
 record item { id: u32; grp: i32; pad: char[200]; }
 container items of item = top2ds_qualify[hash(key = id, buckets = 64)[array(capacity = 4)[transient]]];
 """
-N = 20000
+N = 40000
 
 
 def run(exe, cmds):
@@ -44,7 +45,7 @@ def test_a_reserve_past_4_mib_keeps_what_was_stored(harness_builder):
     exe = harness_builder(SPEC, "tl").exe
     cmds = ["open"]
     cmds += [f"insert items {i} {-i} {pad(i)}" for i in range(100)]
-    cmds.append(f"reserve items {N}")            # one jump from 128 slots to ~4.6 MB
+    cmds.append(f"reserve items {N}")            # one jump from 128 slots to ~9 MB
     cmds += [f"insert items {i} {-i} {pad(i)}" for i in range(100, N)]
     cmds += ["count items", "find items id 0", f"find items id {N - 1}", "all items"]
     out = run(exe, cmds)

@@ -789,6 +789,57 @@ static void test_empty_file(void)
     CHECK(p2_seg_close(&s, &err) == P2_OK);
 }
 
+/* Big heap blocks (the transient layer's, P2_HEAP_HUGE_MIN bytes and up): zeroed when
+   made, contents kept and growth zeroed across mremap, what a shrink leaves in the last
+   page zeroed again when the block grows, and sizes that are not whole pages. */
+static void test_heap_big(void)
+{
+    const uint64_t mb = UINT64_C(1) << 20;
+    p2_err err = {0, ""};   /* REQUIRE reports it */
+    uint64_t size = 4 * mb + 100;
+    unsigned char *p = p2_heap_big_alloc(size);
+    REQUIRE(p != NULL);
+    uint64_t nz = 0;
+    for (uint64_t i = 0; i < size; i++)
+        nz += p[i] != 0;
+    CHECK(nz == 0);
+    for (uint64_t i = 0; i < size; i++)
+        p[i] = (unsigned char)(i * 7 + 1);
+    /* grow: the pages move, the contents stay, the growth is zero */
+    unsigned char *q = p2_heap_big_realloc(p, size, 9 * mb + 5);
+    REQUIRE(q != NULL);
+    nz = 0;
+    for (uint64_t i = 0; i < size; i++)
+        nz += q[i] != (unsigned char)(i * 7 + 1);
+    CHECK(nz == 0);
+    nz = 0;
+    for (uint64_t i = size; i < 9 * mb + 5; i++)
+        nz += q[i] != 0;
+    CHECK(nz == 0);
+    /* shrink into the middle of a page, fill to the new end, grow again: the bytes the
+       shrink left past the end must read zero */
+    memset(q, 0xab, 9 * mb + 5);
+    unsigned char *r = p2_heap_big_realloc(q, 9 * mb + 5, 5 * mb + 10);
+    REQUIRE(r != NULL);
+    unsigned char *t = p2_heap_big_realloc(r, 5 * mb + 10, 8 * mb);
+    REQUIRE(t != NULL);
+    nz = 0;
+    for (uint64_t i = 0; i < 5 * mb + 10; i++)
+        nz += t[i] != 0xab;
+    CHECK(nz == 0);
+    nz = 0;
+    for (uint64_t i = 5 * mb + 10; i < 8 * mb; i++)
+        nz += t[i] != 0;
+    CHECK(nz == 0);
+    /* the same size: the same block */
+    CHECK(p2_heap_big_realloc(t, 8 * mb, 8 * mb) == t);
+    p2_heap_big_free(t, 8 * mb);
+    /* sizes that cannot be mapped are refused, not wrapped */
+    CHECK(p2_heap_big_alloc(UINT64_MAX) == NULL);
+    CHECK(p2_heap_big_realloc(NULL, 4 * mb, 8 * mb) == NULL);
+    p2_heap_big_free(NULL, 4 * mb);   /* nothing */
+}
+
 static int run_all(void)
 {
     test_errors_and_crc();
@@ -802,6 +853,7 @@ static int run_all(void)
     test_stress();
     test_exact_classes();
     test_empty_file();
+    test_heap_big();
     if (failures) {
         printf("%d check(s) failed\n", failures);
         return 1;

@@ -12,42 +12,43 @@ static inline transient_items_root *transient_items__transient_root(transient_db
     return &db->items__heap_root;   /* in the handle, not behind a pointer */
 }
 
+/* Blocks of P2_HEAP_HUGE_MIN bytes and up are mappings of their own (p2_heap_big_alloc:
+   zeroed, faulted in as they are touched, grown by moving pages); the others are malloc's.
+   A block's size says which, so every call below is given it. */
 static inline int transient_items__transient_alloc(transient_db *db, uint64_t size, uint64_t *ref)
 {
-    void *p = size <= SIZE_MAX ? calloc(1, (size_t)size) : NULL;
+    void *p = size >= P2_HEAP_HUGE_MIN ? p2_heap_big_alloc(size)
+            : size <= SIZE_MAX ? calloc(1, (size_t)size) : NULL;
     if (!p) return p2_err_set(&db->err, P2_ENOMEM, "container items: out of memory allocating %" PRIu64 " bytes", size);
-    if (size >= P2_HEAP_HUGE_MIN) p2_heap_advise(p, size);  /* before its first touch */
     *ref = (uint64_t)(uintptr_t)p;
     return P2_OK;
 }
 
 static inline void transient_items__transient_free(transient_db *db, uint64_t ref, uint64_t size)
 {
-    (void)db; (void)size;
-    free((void *)(uintptr_t)ref);
+    (void)db;
+    if (size >= P2_HEAP_HUGE_MIN) p2_heap_big_free((void *)(uintptr_t)ref, size);
+    else free((void *)(uintptr_t)ref);
 }
 
 /* Resize a block, keeping its contents and zero-filling the growth. */
 static inline int transient_items__transient_realloc(transient_db *db, uint64_t *ref, uint64_t old_size, uint64_t new_size)
 {
-    char *p;
-    if (new_size >= P2_HEAP_HUGE_MIN && old_size <= new_size / 4 && new_size <= SIZE_MAX) {
-        /* A jump to a large block (a reserve for a bulk load): a fresh zeroed block and a
-           copy of the small old one, so that the growth is not written twice (calloc's
-           fresh pages are zero already). Growth by doubling keeps realloc, which can move
-           pages without copying and never holds both blocks. */
-        p = (char *)calloc(1, (size_t)new_size);
+    void *old = (void *)(uintptr_t)*ref, *p;
+    if (old_size >= P2_HEAP_HUGE_MIN && new_size >= P2_HEAP_HUGE_MIN) {
+        p = p2_heap_big_realloc(old, old_size, new_size);
+    } else if (old_size >= P2_HEAP_HUGE_MIN || new_size >= P2_HEAP_HUGE_MIN) {
+        /* across the line: a block of the other kind, the contents copied */
+        uint64_t keep = old_size < new_size ? old_size : new_size;
+        p = new_size >= P2_HEAP_HUGE_MIN ? p2_heap_big_alloc(new_size)
+          : new_size <= SIZE_MAX ? calloc(1, (size_t)new_size) : NULL;
         if (p) {
-            p2_heap_advise(p, new_size);
-            if (old_size) memcpy(p, (void *)(uintptr_t)*ref, (size_t)old_size);
-            free((void *)(uintptr_t)*ref);
+            if (keep) memcpy(p, old, (size_t)keep);
+            transient_items__transient_free(db, *ref, old_size);
         }
     } else {
-        p = new_size <= SIZE_MAX ? (char *)realloc((void *)(uintptr_t)*ref, (size_t)new_size) : NULL;
-        if (p && new_size > old_size) {
-            if (new_size >= P2_HEAP_HUGE_MIN) p2_heap_advise(p, new_size);  /* before the growth is touched */
-            memset(p + old_size, 0, (size_t)(new_size - old_size));
-        }
+        p = new_size <= SIZE_MAX ? realloc(old, (size_t)new_size) : NULL;
+        if (p && new_size > old_size) memset((char *)p + old_size, 0, (size_t)(new_size - old_size));
     }
     if (!p) return p2_err_set(&db->err, P2_ENOMEM, "container items: out of memory growing to %" PRIu64 " bytes", new_size);
     *ref = (uint64_t)(uintptr_t)p;

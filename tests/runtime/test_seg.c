@@ -789,6 +789,54 @@ static void test_empty_file(void)
     CHECK(p2_seg_close(&s, &err) == P2_OK);
 }
 
+/* The file past the allocated area may hold bytes (a file rebuilt after a crash, whose
+   data reached the disk before its header, or one from someone else): blocks taken there,
+   large and small, at brk and grown there in place, are still handed out zeroed. */
+static void test_tail_past_brk(void)
+{
+    p2_err err = {0, ""};
+    p2_seg s;
+    int created = -1;
+    const char *path = file_in_dir("tail.p2");
+    REQUIRE(open_std(&s, path, FP, &created, &err) == P2_OK);
+    p2_off a = p2_seg_alloc(&s, 1u << 20, &err);          /* large, at brk: fresh */
+    REQUIRE(a != 0);
+    CHECK(is_zero(&s, a, 1u << 20));
+    fill(&s, a, 1u << 20, 7);
+    uint64_t brk = p2_seg_used(&s), size = s.mapped;
+    CHECK(p2_seg_close(&s, &err) == P2_OK);
+    /* bytes past brk, as a crash or a hostile file leaves them */
+    int fd = open(path, O_RDWR);
+    REQUIRE(fd >= 0);
+    static unsigned char junk[65536];
+    memset(junk, 0x5a, sizeof junk);
+    for (uint64_t o = brk; o < size; o += sizeof junk)
+        CHECK(pwrite(fd, junk, (size_t)(size - o < sizeof junk ? size - o : sizeof junk), (off_t)o) > 0);
+    close(fd);
+    REQUIRE(open_std(&s, path, FP, &created, &err) == P2_OK);
+    CHECK(created == 0);
+    p2_off b = p2_seg_alloc(&s, 100000, &err);            /* large, at brk */
+    REQUIRE(b != 0);
+    CHECK(b >= brk);
+    CHECK(is_zero(&s, b, 100000));
+    p2_off c = p2_seg_alloc(&s, 40, &err);                /* small, from a new piece */
+    REQUIRE(c != 0);
+    CHECK(is_zero(&s, c, 40));
+    fill(&s, b, 100000, 9);
+    p2_off d = p2_seg_realloc(&s, b, 100000, 300000, &err);   /* grown in place at brk? */
+    REQUIRE(d != 0);
+    CHECK(is_zero(&s, d + 100000, 200000));
+    p2_off e = p2_seg_alloc(&s, 3u << 20, &err);          /* past the old file end */
+    REQUIRE(e != 0);
+    CHECK(is_zero(&s, e, 3u << 20));
+    CHECK(p2_seg_close(&s, &err) == P2_OK);
+    /* what was stored before is intact */
+    REQUIRE(open_std(&s, path, FP, &created, &err) == P2_OK);
+    CHECK(holds(&s, a, 1u << 20, 7));
+    CHECK(holds(&s, d, 100000, 9));
+    CHECK(p2_seg_close(&s, &err) == P2_OK);
+}
+
 /* Big heap blocks (the transient layer's, P2_HEAP_HUGE_MIN bytes and up): zeroed when
    made, contents kept and growth zeroed across mremap, what a shrink leaves in the last
    page zeroed again when the block grows, and sizes that are not whole pages. */
@@ -854,6 +902,7 @@ static int run_all(void)
     test_exact_classes();
     test_empty_file();
     test_heap_big();
+    test_tail_past_brk();
     if (failures) {
         printf("%d check(s) failed\n", failures);
         return 1;

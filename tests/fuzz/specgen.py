@@ -234,7 +234,8 @@ class _Gen:
             if self.bad() or not rec or not rec.fields:
                 return self.pick(["nokey", "identity", "7", '"id"'])
             return self.pick(rec.fields)[0]
-        names = [f[0] for f in ok if f[1].startswith(("int:", "char:"))]
+        # distinct: a record of a bad spec may declare a name twice
+        names = list(dict.fromkeys(f[0] for f in ok if f[1].startswith(("int:", "char:"))))
         if PARAMS[layer][param].composite and len(names) > 1 and self.chance(20):
             # a composite key: two distinct integer or char fields
             first = self.pick(names)

@@ -1183,7 +1183,7 @@ static int seg_alloc_block(p2_seg *seg, uint64_t size, p2_off *out, p2_err *err)
 p2_off p2_seg_alloc(p2_seg *seg, uint64_t size, p2_err *err)
 {
     if (seg == NULL || seg->base == NULL) {
-        (void)p2_err_set(err, P2_ECLOSED, "p2_seg_alloc: segment is not open");
+        p2_err_set(err, P2_ECLOSED, "p2_seg_alloc: segment is not open");
         return 0;
     }
     p2_off off = 0;
@@ -1210,7 +1210,7 @@ void p2_seg_free(p2_seg *seg, p2_off off, uint64_t size)
 p2_off p2_seg_realloc(p2_seg *seg, p2_off off, uint64_t old_size, uint64_t new_size, p2_err *err)
 {
     if (seg == NULL || seg->base == NULL) {
-        (void)p2_err_set(err, P2_ECLOSED, "p2_seg_realloc: segment is not open");
+        p2_err_set(err, P2_ECLOSED, "p2_seg_realloc: segment is not open");
         return 0;
     }
     if (off == 0)

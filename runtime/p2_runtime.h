@@ -285,12 +285,16 @@ typedef struct p2_err {
  * @return code, so that callers can write `return p2_err_set(e, P2_EINVAL, ...);`.
  */
 int p2_err_set(p2_err *e, int code, const char *fmt, ...) P2_PRINTF_LIKE(3, 4) P2_COLD;
+#if defined(__GNUC__) || defined(__clang__)
 /* Every caller passes a constant code: the macro makes the call's value that constant in
    the caller's eyes, so that an error path never rejoins the path that succeeded (the
    compiler would otherwise keep a "p2_err_set returned P2_OK" path alive and re-check, on
    the hot path, what the path before it had already checked). `cold` moves the formatting
-   out of the hot code. */
-#define p2_err_set(e, code, ...) (p2_err_set((e), (code), __VA_ARGS__), (code))
+   out of the hot code. A statement expression, so that a call whose value is not used
+   draws no warning. */
+#define p2_err_set(e, code, ...) \
+    __extension__({ (void)p2_err_set((e), (code), __VA_ARGS__); (int)(code); })
+#endif
 
 /** Reset an error to #P2_OK with an empty message.
  *

@@ -4355,23 +4355,6 @@ void p2_refset_remap(p2_refset *s, uint64_t (*f)(uint64_t r, uint64_t a, uint64_
     s->slot = t;
 }
 
-/* The kernel's default transparent-huge-page mode is "madvise": a heap block gets huge
-   pages only when asked. Faults, not zeroing, are what a first touch of fresh memory
-   costs most (a 1,000,000-row bulk load spent most of its time in them). */
-void p2_heap_advise(void *p, uint64_t size)
-{
-#ifdef MADV_HUGEPAGE
-    const uintptr_t huge = (uintptr_t)2 << 20;
-    uintptr_t lo, hi;
-    if (!p || size < P2_HEAP_HUGE_MIN || size > (uint64_t)(UINTPTR_MAX - (uintptr_t)p)) return;
-    lo = ((uintptr_t)p + huge - 1) & ~(huge - 1);
-    hi = ((uintptr_t)p + (uintptr_t)size) & ~(huge - 1);
-    if (hi > lo) (void)madvise((void *)lo, (size_t)(hi - lo), MADV_HUGEPAGE);
-#else
-    (void)p; (void)size;
-#endif
-}
-
 /* A big block's mapping: whole pages. 0 if size cannot be mapped. */
 static size_t heap_big_len(uint64_t size)
 {
@@ -4381,8 +4364,10 @@ static size_t heap_big_len(uint64_t size)
     return (size_t)((size + pg - 1) / pg * pg);
 }
 
-/* Huge pages for the whole mapping (p2_heap_advise's 2 MiB-aligned part of it would split
-   it in three, and mremap cannot move a range that spans more than one mapping). */
+/* Huge pages for the whole mapping: faults, not zeroing, are what a first touch of fresh
+   memory costs most (a 1,000,000-row bulk load spent most of its time in them). Advice for
+   a 2 MiB-aligned part of it only would split the mapping in three, and mremap cannot move
+   a range that spans more than one. Advice only: a refusal changes nothing. */
 static void heap_big_advise(void *p, size_t len)
 {
 #ifdef MADV_HUGEPAGE

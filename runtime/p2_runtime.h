@@ -974,14 +974,8 @@ void p2_refset_free(p2_refset *s);
 
 /** @} */
 
-/** Advice for a large heap block (the transient memory layer's slot and bucket arrays):
- *  ask the kernel to back the whole 2 MiB pages inside [p, p+size) with transparent huge
- *  pages, so that first touching a bulk load's memory costs one page fault per 2 MiB
- *  instead of one per 4 KiB. Call it before the block is first written. Advice only:
- *  blocks under 4 MiB, kernels without it, and refusals change nothing. */
-void p2_heap_advise(void *p, uint64_t size);
-/** The block size from which p2_heap_advise may do anything: callers test it first, so a
- *  small allocation (an element of `malloc` storage) pays no call. */
+/** The block size from which the transient memory layer's blocks are the mappings below
+ *  (smaller ones are malloc's: an element of `malloc` storage pays no system call). */
 #define P2_HEAP_HUGE_MIN (UINT64_C(4) << 20)
 
 /** Large heap blocks (P2_HEAP_HUGE_MIN bytes and up: the transient memory layer's slot,
@@ -989,8 +983,9 @@ void p2_heap_advise(void *p, uint64_t size);
  *  kernel hands them out zeroed and faults a page in only when it is first touched, and a
  *  growth moves the block's pages (mremap) instead of copying them: a doubling slot array
  *  costs no touch of its new half until slots there are used (realloc and a memset of the
- *  growth touched all of it at once). Each asks for transparent huge pages over the whole
- *  mapping (advice for part of it would split it, and mremap moves one mapping). The size given
+ *  growth touched all of it at once). Each asks for transparent huge pages (the kernel's
+ *  default mode, "madvise", gives them only when asked), so that first touching a bulk
+ *  load's memory costs one fault per 2 MiB instead of one per 4 KiB. The size given
  *  to p2_heap_big_realloc and p2_heap_big_free must be the block's (the memory layers'
  *  contract: p2_seg_free's too). NULL: out of memory; p2_heap_big_realloc then leaves the
  *  block as it was. */

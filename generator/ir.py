@@ -131,6 +131,12 @@ class ContainerInfo:
         return self.mem.params.get(name, default) if name else default
 
     @property
+    def mirrors(self) -> list:
+        """The layers that copy root fields into the handle (`Layer.mirrors_root`): the
+        pipeline calls `<container>__refresh` wherever the memory changed behind them."""
+        return [li for li in self.chain if li.layer.mirrors_root(li)]
+
+    @property
     def persistent(self) -> bool:
         """Do the container's references survive a restart (its memory is a file)?"""
         return self.mem.layer.survives_restart

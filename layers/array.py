@@ -27,6 +27,19 @@ class Array(Layer):
                 ElemField("uint32_t", f"{t}_count", "live elements"),
                 ElemField("uint32_t", f"{t}_free", "head of the free-slot list")]
 
+    def handle_fields(self, inst):
+        # A root in a file is one load further from db than a root in the handle, and the
+        # slot block one more: the block's address, kept in the handle, makes an element
+        # one load from db, as on the heap (where the root is in the handle). Not the
+        # bound: _valid's is the high-water mark, which every insert moves.
+        if not inst.container.persistent:
+            return []
+        t = inst.tag
+        return [ElemField("p2_addr", f"{t}_blk", "copy of the root's slot block, resolved (NULL: none)")]
+
+    def mirrors_root(self, inst):
+        return inst.container.persistent
+
     def slot_map(self, inst):
         # every slot ever used: the free-list link is LIVE or a link the check follows
         f = f"_{inst.tag}_next_free"

@@ -268,6 +268,14 @@ class Layer:
         state of this open only, zeroed at open, never in a file (a cache, a hint)."""
         return []
 
+    def mirrors_root(self, inst) -> bool:
+        """Does the layer keep copies of root fields in the handle (its `handle_fields`),
+        which its template's `<L.p>_refresh(db)` reloads from the root? The layer calls it
+        itself after each change of those root fields; the pipeline calls every one of a
+        container's (`<container>__refresh`) wherever the memory changed behind the layers:
+        at open, after an abort, after a relocation moved the root's words."""
+        return False
+
     def reference_blocks(self, inst) -> list[tuple[str, str]]:
         """Blocks of 8-byte references the container root points at, every one of which the
         integrity check reads: (root field holding the block's memory reference, root field

@@ -55,6 +55,19 @@ class IArray(Layer):
                 ElemField("uint32_t", f"{t}_cap", "slots allocated", weak=True),
                 ElemField("uint32_t", f"{t}_count", "valid elements")]
 
+    def handle_fields(self, inst):
+        # A root in a file is one load further from db than a root in the handle, and the
+        # slot block one more: the block's address and bound, kept in the handle, make an
+        # element one load from db, as on the heap (where the root is in the handle).
+        if not inst.container.persistent:
+            return []
+        t = inst.tag
+        return [ElemField("p2_addr", f"{t}_blk", "copy of the root's slot block, resolved (NULL: none)"),
+                ElemField("uint32_t", f"{t}_cap", "copy of the root's cap (0: no slot block)")]
+
+    def mirrors_root(self, inst):
+        return inst.container.persistent
+
     def slot_map(self, inst):
         # every slot: a valid one's flag and key (its slot number), an empty one all zero
         t = inst.tag

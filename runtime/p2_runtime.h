@@ -337,6 +337,11 @@ const char *p2_crc32c_impl(void);
 /** Offset of a block from the start of a segment; 0 is the null offset. */
 typedef uint64_t p2_off;
 
+/** A block resolved to its address: what a layer keeps in the database handle when it
+ *  copies a root field there (a slot block's address, so that an element is one load from
+ *  the handle). Valid while the segment is open and the block is neither freed nor moved. */
+typedef void *p2_addr;
+
 /** The name of the last root of a file of exact size classes (see @ref alloc): its
  *  allocator's class table, of #P2_SEG_EXACT_TABLE_SIZE bytes.  A caller passes it, last,
  *  to open (and create) a file of exact size classes. */

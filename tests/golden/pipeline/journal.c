@@ -100,6 +100,8 @@ struct journal_db {
     int seg_open[2];
     journal_accts_root *accts; /* root of accts: in file "bank.db" */
     int accts_ready;
+    p2_addr accts__iarray_blk;   /* copy of the root's slot block, resolved (NULL: none) */
+    uint32_t accts__iarray_cap;   /* copy of the root's cap (0: no slot block) */
     journal_archive_root *archive; /* root of archive: in file "archive.db" */
     int archive_ready;
 };
@@ -121,6 +123,13 @@ struct journal_db {
 /* --------------------------------------------------------------------------
  * public API of container accts
  * ------------------------------------------------------------------------ */
+/* The handle's copies of root fields (iarray), reloaded from the file wherever it
+ * changed behind the layers: at open, after an abort, after a relocation. */
+static void journal_accts__refresh(journal_db *db)
+{
+    journal_accts__iarray_refresh(db);
+}
+
 static int journal_accts__no_element(journal_db *db, uint64_t ref)
 {
     return p2_err_set(&db->err, P2_NOTFOUND, "container accts: no element with reference %" PRIu64, ref);
@@ -616,6 +625,7 @@ static int journal__open(journal_db **out, const char *dir, int check)
         if (rc != P2_OK) goto fail;
         db->seg_open[0] = 1;
         db->accts = (journal_accts_root *)p2_seg_ptr(&db->seg[0], p2_seg_root(&db->seg[0], 0));
+        journal_accts__refresh(db);   /* the handle's copies of its root (a new file's: none yet) */
         if (created) {
             p2_seg_set_desc(&db->seg[0], desc);
             if ((rc = journal_accts__top2ds_qualify_create(db)) != P2_OK) goto fail;
@@ -732,10 +742,11 @@ JOURNAL_API int journal_commit(journal_db *db)
 
 JOURNAL_API int journal_abort(journal_db *db)
 {
-    int rc;
+    int rc = P2_OK;
     if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
-    if ((rc = p2_seg_abort(&db->seg[0], &db->err)) != P2_OK) return rc;
-    return P2_OK;
+    if (rc == P2_OK) rc = p2_seg_abort(&db->seg[0], &db->err);
+    journal_accts__refresh(db);   /* its root is back as of the last commit: so are the handle's copies */
+    return rc;
 }
 
 JOURNAL_API int journal_close(journal_db *db)

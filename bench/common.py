@@ -225,5 +225,7 @@ def users_build_steps(gen_dir: Path, obj_dir: Path, variants: Sequence[tuple], *
         out = obj_dir / f"driver_{prefix}.o"
         tasks.append((shlex.split(cxx) + list(cxxflags) + list(defs) + [inline_define(prefix)] + incs +
                       ["-c", str(driver), "-o", str(out)],
-                      out, [driver, *driver_deps, Path(g.header)], f"driver for {prefix}"))
+                      # <PREFIX>_INLINE: the header includes the generated .c (and the runtime's header)
+                      out, [driver, *driver_deps, Path(g.header), c_src, gen_dir / "p2_runtime.h"],
+                      f"driver for {prefix}"))
     return tasks, archives

@@ -75,14 +75,15 @@ const std::vector<std::string> kFiles{P2_FILES};   // the persistent variants' f
 
 // Walk a many-role: P2ROLE(atomic_parts_to) names <prefix>_atomic_parts_to_{open,next}.
 #define FOR_EACH(role, owner, var)                                                        \
-    for (P2(role##_iter) it_##var##_ = open_iter<P2(role##_iter)>(                        \
-             P2(role##_open), db_, owner);                                                \
+    for (P2(role##_iter) it_##var##_ = open_iter<P2(role##_iter), P2(role##_open)>(db_, owner); \
          P2(role##_next)(&it_##var##_, &var) == P2_OK;)
 
-template <class It, class Open>
-It open_iter(Open open, P2(db) *db, Ref owner) {
+// The open function is a template argument, not a pointer: a direct call, which the
+// compiler inlines as it would the user's own `<role>_open(db, &it, owner)`.
+template <class It, int (*Open)(P2(db) *, It *, Ref)>
+inline It open_iter(P2(db) *db, Ref owner) {
     It it;
-    if (open(db, &it, owner) != P2_OK) std::memset(&it, 0, sizeof it);   // next -> ECLOSED
+    if (Open(db, &it, owner) != P2_OK) std::memset(&it, 0, sizeof it);   // next -> ECLOSED
     return it;
 }
 
@@ -565,7 +566,7 @@ private:
         FOR_EACH(complex_assemblies_sub_complex, cplx, sub) walk_complex(sub, visit);
         FOR_EACH(complex_assemblies_sub_base, cplx, sub) {
             // each member with its record in one step (_next_rec: no _at per visit)
-            auto it = open_iter<P2(base_assemblies_components_priv_iter)>(P2(base_assemblies_components_priv_open), db_, sub);
+            auto it = open_iter<P2(base_assemblies_components_priv_iter), P2(base_assemblies_components_priv_open)>(db_, sub);
             Ref comp;
             for (const P2(composite_part) *c; (c = P2(base_assemblies_components_priv_next_rec)(&it, &comp));)
                 visit(comp, c);

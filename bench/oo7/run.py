@@ -269,7 +269,9 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
         out = obj_dir / f"driver_{v.prefix}.o"
         tasks.append((shlex.split(cxx) + cxxflags + (["-flto"] if v.lto else []) + defs +
                       [f"-I{src}", f"-I{gen_dir}", "-c", str(src / P2_DRIVER), "-o", str(out)],
-                      out, [src / P2_DRIVER, oo7_h, Path(g.header)], f"{P2_DRIVER} for {v.prefix}"))
+                      # <PREFIX>_INLINE: the header includes the generated .c and the runtime's header
+                      out, [src / P2_DRIVER, oo7_h, Path(g.header), Path(g.source), gen_dir / "p2_runtime.h"],
+                      f"{P2_DRIVER} for {v.prefix}"))
     sources = ["oo7_common.cc", "oo7_main.cc"]
     for f in REFERENCE_SOURCES:
         if (src / f).exists():

@@ -210,7 +210,9 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
         out = obj_dir / f"driver_{v.prefix}.o"
         tasks.append((shlex.split(cxx) + cxxflags + (["-flto"] if v.lto else []) + defs +
                       [f"-I{src}", f"-I{gen_dir}", "-c", str(src / "tpcb_driver.cc"), "-o", str(out)],
-                      out, [src / "tpcb_driver.cc", tpcb_h, Path(g.header)], f"driver for {v.prefix}"))
+                      # <PREFIX>_INLINE: the header includes the generated .c and the runtime's header
+                      out, [src / "tpcb_driver.cc", tpcb_h, Path(g.header), c_src, gen_dir / "p2_runtime.h"],
+                      f"driver for {v.prefix}"))
     for name in ("tpcb_refs", "tpcb_peers", "tpcb_main"):
         out = obj_dir / f"{name}.o"
         tasks.append((shlex.split(cxx) + cxxflags + [f"-I{src}", "-c", str(src / f"{name}.cc"),

@@ -875,10 +875,12 @@ LINKS_API int links_shelves_docs_open(links_db *db, links_shelves_docs_iter *it,
     return P2_OK;
 }
 
+/* The handle was open when the iterator was (_open checks it, and zeroes the iterator when
+   it fails: _db NULL); a closed handle is freed, so there is no open flag to test per step. */
 LINKS_API int links_shelves_docs_next(links_shelves_docs_iter *it, links_ref *out)
 {
     uint64_t y;
-    if (P2_UNLIKELY(!it || !it->_db || !it->_db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!it || !it->_db)) return P2_ECLOSED;
     y = links_shelves__holds_docs_iter_next(it->_db, &it->_a, &it->_b);
     if (y == P2_NIL) return P2_END;
     if (out) *out = y;
@@ -888,11 +890,12 @@ LINKS_API int links_shelves_docs_next(links_shelves_docs_iter *it, links_ref *ou
 LINKS_API const links_doc *links_shelves_docs_next_rec(links_shelves_docs_iter *it, links_ref *out)
 {
     uint64_t y;
-    if (P2_UNLIKELY(!it || !it->_db || !it->_db->open)) return NULL;
+    if (P2_UNLIKELY(!it || !it->_db)) return NULL;
     y = links_shelves__holds_docs_iter_next(it->_db, &it->_a, &it->_b);
     /* a member is live (deleting an element takes it out of its relationships); checked
-       all the same, as _at does, against a damaged file */
-    if (y == P2_NIL || P2_UNLIKELY(!links_docs__delflag_valid(it->_db, y))) return NULL;
+       all the same, as _at does, against a damaged file. The end (P2_NIL) is no valid
+       reference of any storage, so the one test covers both. */
+    if (!links_docs__delflag_valid(it->_db, y)) return NULL;
     if (out) *out = y;
     return &links_docs__delflag_elem(it->_db, y)->rec;
 }
@@ -951,10 +954,12 @@ LINKS_API int links_docs_cites_open(links_db *db, links_docs_cites_iter *it, lin
     return P2_OK;
 }
 
+/* The handle was open when the iterator was (_open checks it, and zeroes the iterator when
+   it fails: _db NULL); a closed handle is freed, so there is no open flag to test per step. */
 LINKS_API int links_docs_cites_next(links_docs_cites_iter *it, links_ref *out)
 {
     uint64_t y;
-    if (P2_UNLIKELY(!it || !it->_db || !it->_db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!it || !it->_db)) return P2_ECLOSED;
     y = links_docs__cites_cites_iter_next(it->_db, &it->_a, &it->_b);
     if (y == P2_NIL) return P2_END;
     if (out) *out = y;
@@ -964,11 +969,12 @@ LINKS_API int links_docs_cites_next(links_docs_cites_iter *it, links_ref *out)
 LINKS_API const links_doc *links_docs_cites_next_rec(links_docs_cites_iter *it, links_ref *out)
 {
     uint64_t y;
-    if (P2_UNLIKELY(!it || !it->_db || !it->_db->open)) return NULL;
+    if (P2_UNLIKELY(!it || !it->_db)) return NULL;
     y = links_docs__cites_cites_iter_next(it->_db, &it->_a, &it->_b);
     /* a member is live (deleting an element takes it out of its relationships); checked
-       all the same, as _at does, against a damaged file */
-    if (y == P2_NIL || P2_UNLIKELY(!links_docs__delflag_valid(it->_db, y))) return NULL;
+       all the same, as _at does, against a damaged file. The end (P2_NIL) is no valid
+       reference of any storage, so the one test covers both. */
+    if (!links_docs__delflag_valid(it->_db, y)) return NULL;
     if (out) *out = y;
     return &links_docs__delflag_elem(it->_db, y)->rec;
 }
@@ -1010,10 +1016,12 @@ LINKS_API int links_docs_cited_by_open(links_db *db, links_docs_cited_by_iter *i
     return P2_OK;
 }
 
+/* The handle was open when the iterator was (_open checks it, and zeroes the iterator when
+   it fails: _db NULL); a closed handle is freed, so there is no open flag to test per step. */
 LINKS_API int links_docs_cited_by_next(links_docs_cited_by_iter *it, links_ref *out)
 {
     uint64_t y;
-    if (P2_UNLIKELY(!it || !it->_db || !it->_db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!it || !it->_db)) return P2_ECLOSED;
     y = links_docs__cites_cited_by_iter_next(it->_db, &it->_a, &it->_b);
     if (y == P2_NIL) return P2_END;
     if (out) *out = y;
@@ -1023,11 +1031,12 @@ LINKS_API int links_docs_cited_by_next(links_docs_cited_by_iter *it, links_ref *
 LINKS_API const links_doc *links_docs_cited_by_next_rec(links_docs_cited_by_iter *it, links_ref *out)
 {
     uint64_t y;
-    if (P2_UNLIKELY(!it || !it->_db || !it->_db->open)) return NULL;
+    if (P2_UNLIKELY(!it || !it->_db)) return NULL;
     y = links_docs__cites_cited_by_iter_next(it->_db, &it->_a, &it->_b);
     /* a member is live (deleting an element takes it out of its relationships); checked
-       all the same, as _at does, against a damaged file */
-    if (y == P2_NIL || P2_UNLIKELY(!links_docs__delflag_valid(it->_db, y))) return NULL;
+       all the same, as _at does, against a damaged file. The end (P2_NIL) is no valid
+       reference of any storage, so the one test covers both. */
+    if (!links_docs__delflag_valid(it->_db, y)) return NULL;
     if (out) *out = y;
     return &links_docs__delflag_elem(it->_db, y)->rec;
 }

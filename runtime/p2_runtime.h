@@ -202,9 +202,14 @@ extern "C" {
 #if defined(__GNUC__) || defined(__clang__)
 #define P2_PRINTF_LIKE(fmt_idx, args_idx) __attribute__((format(printf, fmt_idx, args_idx)))
 #define P2_COLD __attribute__((cold))
+/* A rare path of a hot operation (a slot block's growth): kept out of line, so that the
+   operation inlined into a caller's loop stays small enough for the caller to be inlined
+   in turn. */
+#define P2_SLOW_PATH __attribute__((noinline, cold))
 #else
 #define P2_PRINTF_LIKE(fmt_idx, args_idx)
 #define P2_COLD
+#define P2_SLOW_PATH
 #endif
 
 /** @defgroup errors Error codes and messages

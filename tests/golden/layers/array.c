@@ -51,6 +51,24 @@ static inline int array_items__array_reserve(array_db *db, uint64_t n)
     return P2_OK;
 }
 
+/* The array is full: double it. Out of line (rare, and large once the memory layer's
+   realloc is in it), so that an insert inlined into a caller's loop stays small. */
+static P2_SLOW_PATH int array_items__array_grow(array_db *db)
+{
+    array_items_root *r = array_items__transient_root(db);
+    uint32_t cap = r->array_cap;
+    uint32_t ncap = cap >= array_items__array_MAX_SLOTS / 2 ? array_items__array_MAX_SLOTS : cap * 2;
+    int rc;
+    if (cap == array_items__array_MAX_SLOTS)
+        return p2_err_set(&db->err, P2_ENOMEM, "container items: array is full (%u slots)", cap);
+    array_items__transient_will_write(db, &r->array_slots, sizeof r->array_slots);
+    array_items__transient_will_write(db, &r->array_cap, sizeof r->array_cap);
+    rc = array_items__transient_realloc(db, &r->array_slots, (uint64_t)cap * sizeof(array_items_elem), (uint64_t)ncap * sizeof(array_items_elem));
+    if (rc != P2_OK) return rc;
+    r->array_cap = ncap;
+    return P2_OK;
+}
+
 static inline int array_items__array_insert(array_db *db, const array_item *rec, uint64_t *out)
 {
     array_items_root *r = array_items__transient_root(db);
@@ -62,17 +80,9 @@ static inline int array_items__array_insert(array_db *db, const array_item *rec,
         array_items__transient_will_write(db, &r->array_free, sizeof r->array_free);
         r->array_free = array_items__array_elem(db, slot)->_array_next_free;
     } else {
-        if (r->array_hwm == r->array_cap) {
-            uint32_t cap = r->array_cap;
-            uint32_t ncap = cap >= array_items__array_MAX_SLOTS / 2 ? array_items__array_MAX_SLOTS : cap * 2;
-            int rc;
-            if (cap == array_items__array_MAX_SLOTS)
-                return p2_err_set(&db->err, P2_ENOMEM, "container items: array is full (%u slots)", cap);
-            array_items__transient_will_write(db, &r->array_slots, sizeof r->array_slots);
-            array_items__transient_will_write(db, &r->array_cap, sizeof r->array_cap);
-            rc = array_items__transient_realloc(db, &r->array_slots, (uint64_t)cap * sizeof(array_items_elem), (uint64_t)ncap * sizeof(array_items_elem));
+        if (P2_UNLIKELY(r->array_hwm == r->array_cap)) {
+            int rc = array_items__array_grow(db);
             if (rc != P2_OK) return rc;
-            r->array_cap = ncap;
         }
         array_items__transient_will_write(db, &r->array_hwm, sizeof r->array_hwm);
         slot = r->array_hwm++;

@@ -51,8 +51,10 @@ static inline void iarray_items__iarray_destroy(iarray_db *db)
 }
 
 /* Make slot `slot` (< iarray_items__iarray_SLOTS) exist: double the block, or more if the slot needs
-   it. The new slots are zero-filled, i.e. empty. Pointers to elements go stale. */
-static inline int iarray_items__iarray_grow(iarray_db *db, uint64_t slot)
+   it. The new slots are zero-filled, i.e. empty. Pointers to elements go stale. Out of
+   line (rare, and large once the memory layer's realloc is in it), so that an insert
+   inlined into a caller's loop stays small. */
+static P2_SLOW_PATH int iarray_items__iarray_grow(iarray_db *db, uint64_t slot)
 {
     iarray_items_root *r = iarray_items__transient_root(db);
     uint64_t cap = r->iarray_cap, ncap = cap * 2;

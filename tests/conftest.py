@@ -173,6 +173,25 @@ def pytest_xdist_make_scheduler(config, log):
     return FileScheduling(config, log)
 
 
+def python_module(tmp_path_factory, name: str, spec_text: str):
+    """Generate a spec's data manager (`<name>.p2`, prefix `name`) in a fresh directory,
+    build its Python module (`p2gen build --python`) and import it."""
+    import importlib
+    import textwrap
+    from p2gen.build import generate
+    from p2gen.pybind import build_python
+    root = tmp_path_factory.mktemp(name)
+    spec = root / f"{name}.p2"
+    spec.write_text(textwrap.dedent(spec_text))
+    gen = generate(str(spec), str(root / "out"))
+    build_python(gen)
+    sys.path.insert(0, gen.out_dir)
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(gen.out_dir)
+
+
 @pytest.fixture(scope="session")
 def cc():
     compiler = find_cc()

@@ -6,15 +6,10 @@ in the block the file's root names: a stale copy would lose the writes made afte
 stale (they would go to a block the file no longer uses)."""
 from __future__ import annotations
 
-import importlib
 import random
-import sys
-import textwrap
 
 import pytest
-
-from p2gen.build import generate
-from p2gen.pybind import build_python
+from conftest import python_module
 
 SPEC = """
 record item { id: u32; v: i64; }
@@ -27,16 +22,7 @@ container mirr_log of item = top2ds_qualify[array[journal[persistent]]]
 
 @pytest.fixture(scope="module")
 def mod(tmp_path_factory):
-    root = tmp_path_factory.mktemp("mirror")
-    spec = root / "mirr.p2"
-    spec.write_text(textwrap.dedent(SPEC))
-    g = generate(str(spec), str(root / "out"))
-    build_python(g)
-    sys.path.insert(0, g.out_dir)
-    try:
-        yield importlib.import_module("mirr")
-    finally:
-        sys.path.remove(g.out_dir)
+    return python_module(tmp_path_factory, "mirr", SPEC)
 
 
 def _state(db):

@@ -4,15 +4,12 @@ spec's extension. They must give what the Python paths give (the same Records, t
 exceptions), keep the database's lock and closed state, and a module without them (an
 extension built before, PyPy) must keep working on the Python paths.
 """
-import importlib
 import sys
-import textwrap
 import threading
 
 import pytest
+from conftest import python_module
 
-from p2gen.build import generate
-from p2gen.pybind import build_python
 from p2gen.runtime import pyapi
 
 SPEC = """
@@ -37,16 +34,7 @@ relationship chain one tags.up to many tags.down = ilist;
 
 @pytest.fixture(scope="module")
 def mod(tmp_path_factory):
-    root = tmp_path_factory.mktemp("p2t_fast")
-    spec = root / "p2t_fast.p2"
-    spec.write_text(textwrap.dedent(SPEC))
-    gen = generate(str(spec), str(root / "out"))
-    build_python(gen)
-    sys.path.insert(0, gen.out_dir)
-    try:
-        return importlib.import_module("p2t_fast")
-    finally:
-        sys.path.remove(gen.out_dir)
+    return python_module(tmp_path_factory, "p2t_fast", SPEC)
 
 
 @pytest.fixture

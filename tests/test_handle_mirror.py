@@ -20,9 +20,12 @@ container mirr_log of item = top2ds_qualify[array[journal[persistent]]]
 """
 
 
-@pytest.fixture(scope="module")
-def mod(tmp_path_factory):
-    return python_module(tmp_path_factory, "mirr", SPEC)
+@pytest.fixture(scope="module", params=["journal", "wal"])
+def mod(request, tmp_path_factory):
+    """The page journal's abort restores pages, the record log's its logged bytes: both
+    put the roots back behind the handle's copies."""
+    return python_module(tmp_path_factory, f"mirr_{request.param}",
+                         SPEC.replace("journal", request.param))
 
 
 def _state(db):

@@ -32,22 +32,6 @@ def is_gcc(cc: str) -> bool:
 # the name of a variant's second row, built with -flto across generated code and driver
 LTO_SUFFIX = "-lto"
 
-# Every benchmark program -- the drivers the generated variants are compiled into, the
-# hand-written references and the peers alike -- starts each loop on a 64-byte boundary.
-# Without it, where the compiler and the linker happen to put a system's hot loop decides
-# up to a fifth of its time: on this project's VM (AMD EPYC) TPC-B's IARRAY persistent loop
-# took 87-89 ns at one placement and 72-74 ns at another, with the same instructions
-# (bench/RESULTS.md, "Where a loop lands"). The same control for every system leaves the
-# data managers' code as the README builds it and measures it without that lottery.
-LOOP_ALIGN = ("-falign-loops=64",)
-
-
-def program_cxxflags(opt: str) -> list:
-    """How a benchmark program (the user's program: a driver, a reference, a peer) is
-    compiled: C++17 at `opt` (-O2: no LTO unless a -lto row adds it), warnings on, its
-    loops aligned (LOOP_ALIGN)."""
-    return ["-std=c++17", opt, *LOOP_ALIGN, "-Wall", "-Wextra"]
-
 
 def users_cflags() -> list:
     """The generated .c and the runtime compiled exactly as `p2gen build` compiles them
@@ -126,8 +110,7 @@ class Builder:
              lto: bool, hint: str = "") -> Path:
         """Link objs into exe (LTO across every object when lto), unless up to date;
         the stamp is exe's name + .stamp beside it."""
-        # with LTO the code is generated here: the programs' loop alignment too
-        cmd = shlex.split(cxx) + [opt] + (["-flto=auto" if is_gcc(cxx) else "-flto", *LOOP_ALIGN] if lto else []) \
+        cmd = shlex.split(cxx) + [opt] + (["-flto=auto" if is_gcc(cxx) else "-flto"] if lto else []) \
             + ["-o", str(exe)] + [str(o) for o in objs] + list(libs)
         st = self.stamp(cmd, objs)
         stamp_file = exe.parent / (exe.name + ".stamp")

@@ -35,7 +35,7 @@ from typing import Callable, Optional
 
 from ...errors import BuildError
 from .. import spec_dir
-from ..common import Builder, checked_sources, program_cxxflags, users_build_steps
+from ..common import Builder, checked_sources, users_build_steps
 from . import gen as lfgen
 
 SOURCE_DIR = Path(__file__).resolve().parent
@@ -109,7 +109,7 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
     (bdir / "labflow_variants.json").write_text(json.dumps(
         [dict(name=v.name, spec=v.spec, prefix=v.prefix, persistent=v.persistent,
               files=list(v.files)) for v in variants], indent=1))
-    cxxflags = program_cxxflags(opt)
+    cxxflags = ["-std=c++17", opt, "-Wall", "-Wextra"]
     header = src / "labflow.h"
     tasks, archives = ([], []) if not gens else users_build_steps(
         gen_dir, obj_dir,

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from ..common import (LTO_SUFFIX, Builder, checked_sources, inline_define, ints, lto_cflags,
-                      program_cxxflags, run_benchmarks, users_cflags)
+                      run_benchmarks, users_cflags)
 from ...errors import BuildError
 from .. import BENCH_DIR, spec_dir
 
@@ -235,7 +235,7 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
         indent=1))
 
     user_cflags = users_cflags()                            # p2gen build's compile_objects
-    cxxflags = program_cxxflags(opt)      # the user's program: no LTO
+    cxxflags = ["-std=c++17", opt, "-Wall", "-Wextra"]      # the user's program: no LTO
     b = Builder(bdir, say)
     tasks = []
     oo7_h = src / "oo7.h"

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..common import Builder, checked_sources, ints, program_cxxflags, run_benchmarks, users_build_steps
+from ..common import Builder, checked_sources, ints, run_benchmarks, users_build_steps
 from ...errors import BuildError
 from .. import BENCH_DIR
 
@@ -90,7 +90,7 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
     t0 = time.perf_counter()
     gens = [(v, generate(v.spec, str(gen_dir), v.prefix)) for v in variants]
     say(f"generated {len(gens)} data managers in {time.perf_counter() - t0:.1f} s")
-    cxxflags = program_cxxflags(opt)      # the user's program: -O2, no LTO
+    cxxflags = ["-std=c++17", opt, "-Wall", "-Wextra"]      # the user's program: -O2, no LTO
     steps = [(v.prefix, g, [f"-DP2_VARIANT={v.prefix}", f'-DP2_HEADER="{v.prefix}.h"',
                             f'-DP2_NAME="{v.name}"', f'-DP2_MEM="{v.mem}"', f"-DP2_LOAD={v.load}",
                             f"-DP2_RANK={10 + rank}"])

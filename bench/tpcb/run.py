@@ -38,8 +38,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from ..common import (LTO_SUFFIX, Builder as _Builder, checked_sources, fmt_ms as _fmt_ms,
-                      inline_define, ints as _ints, lto_cflags, program_cxxflags, run_benchmarks,
-                      users_cflags)
+                      inline_define, ints as _ints, lto_cflags, run_benchmarks, users_cflags)
 from ...errors import BuildError
 from .. import BENCH_DIR, spec_dir
 
@@ -187,7 +186,7 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
     say(f"generated {len(gens)} data managers in {time.perf_counter() - t0:.1f} s")
 
     user_cflags = users_cflags()                            # p2gen build's compile_objects
-    cxxflags = program_cxxflags(opt)      # the user's program: -O2, no LTO
+    cxxflags = ["-std=c++17", opt, "-Wall", "-Wextra"]      # the user's program: -O2, no LTO
     b = _Builder(bdir, say)
     tasks = []
     tpcb_h = src / "tpcb.h"

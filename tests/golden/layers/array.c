@@ -72,17 +72,22 @@ static P2_SLOW_PATH int array_items__array_grow(array_db *db)
 static inline int array_items__array_insert(array_db *db, const array_item *rec, uint64_t *out)
 {
     array_items_root *r = array_items__transient_root(db);
-    array_item nrec = *rec;  /* rec may point into the slots, which growing moves */
+    array_item saved;  /* a copy of *rec when growing: rec may point into the slots, which move */
     uint32_t slot;
     array_items_elem *e;
-    if (r->array_free != array_items__array_NONE) {
+    /* appending is the common case (every slot is appended once, reused at most once per
+       delete): it is the straight path, the free list's reuse the branch */
+    if (P2_UNLIKELY(r->array_free != array_items__array_NONE)) {
         slot = r->array_free;
         array_items__transient_will_write(db, &r->array_free, sizeof r->array_free);
         r->array_free = array_items__array_elem(db, slot)->_array_next_free;
     } else {
         if (P2_UNLIKELY(r->array_hwm == r->array_cap)) {
-            int rc = array_items__array_grow(db);
-            if (rc != P2_OK) return rc;
+            int rc;
+            saved = *rec;
+            rec = &saved;
+            if ((rc = array_items__array_grow(db)) != P2_OK) return rc;
+            r = array_items__transient_root(db);
         }
         array_items__transient_will_write(db, &r->array_hwm, sizeof r->array_hwm);
         slot = r->array_hwm++;
@@ -90,7 +95,7 @@ static inline int array_items__array_insert(array_db *db, const array_item *rec,
     e = array_items__array_elem(db, slot);
     array_items__transient_will_write(db, e, sizeof *e);
     array_items__transient_will_write(db, &r->array_count, sizeof r->array_count);
-    e->rec = nrec;
+    e->rec = *rec;
     e->_array_next_free = array_items__array_LIVE;
     r->array_count++;
     *out = slot;

@@ -69,29 +69,51 @@ static P2_SLOW_PATH int array_items__array_grow(array_db *db)
     return P2_OK;
 }
 
-static inline int array_items__array_insert(array_db *db, const array_item *rec, uint64_t *out)
+/* _insert's rare paths, out of line and whole: reusing a freed slot, growing the block.
+   The slot, or minus the error code. The result is returned, not stored through a
+   pointer: a caller's local whose address went to this call would live on the stack,
+   and be stored to at every insert, on the straight path too. */
+static P2_SLOW_PATH int64_t array_items__array_insert_slow(array_db *db, const array_item *rec)
 {
     array_items_root *r = array_items__transient_root(db);
-    array_item saved;  /* a copy of *rec when growing: rec may point into the slots, which move */
+    array_item saved = *rec;  /* rec may point into the slots, which growing moves */
     uint32_t slot;
     array_items_elem *e;
-    /* appending is the common case (every slot is appended once, reused at most once per
-       delete): it is the straight path, the free list's reuse the branch */
-    if (P2_UNLIKELY(r->array_free != array_items__array_NONE)) {
+    if (r->array_free != array_items__array_NONE) {
         slot = r->array_free;
         array_items__transient_will_write(db, &r->array_free, sizeof r->array_free);
         r->array_free = array_items__array_elem(db, slot)->_array_next_free;
     } else {
-        if (P2_UNLIKELY(r->array_hwm == r->array_cap)) {
-            int rc;
-            saved = *rec;
-            rec = &saved;
-            if ((rc = array_items__array_grow(db)) != P2_OK) return rc;
-            r = array_items__transient_root(db);
-        }
+        int rc = array_items__array_grow(db);
+        if (rc != P2_OK) return -(int64_t)rc;
+        r = array_items__transient_root(db);
         array_items__transient_will_write(db, &r->array_hwm, sizeof r->array_hwm);
         slot = r->array_hwm++;
     }
+    e = array_items__array_elem(db, slot);
+    array_items__transient_will_write(db, e, sizeof *e);
+    array_items__transient_will_write(db, &r->array_count, sizeof r->array_count);
+    e->rec = saved;
+    e->_array_next_free = array_items__array_LIVE;
+    r->array_count++;
+    return (int64_t)slot;
+}
+
+/* Appending past the high-water mark is the common case (every slot is appended once,
+   reused at most once per delete): in line; the rest, out of line. */
+static inline int array_items__array_insert(array_db *db, const array_item *rec, uint64_t *out)
+{
+    array_items_root *r = array_items__transient_root(db);
+    uint32_t slot;
+    array_items_elem *e;
+    if (P2_UNLIKELY(r->array_free != array_items__array_NONE || r->array_hwm == r->array_cap)) {
+        int64_t got = array_items__array_insert_slow(db, rec);
+        if (got < 0) return (int)-got;
+        *out = (uint64_t)got;
+        return P2_OK;
+    }
+    array_items__transient_will_write(db, &r->array_hwm, sizeof r->array_hwm);
+    slot = r->array_hwm++;
     e = array_items__array_elem(db, slot);
     array_items__transient_will_write(db, e, sizeof *e);
     array_items__transient_will_write(db, &r->array_count, sizeof r->array_count);

@@ -2,9 +2,9 @@
 
 `<c>_at` returns a pointer into the slot block, and a user may pass it straight back to
 `<c>_insert` (copying an element). When that insert grows the block, the block moves (the
-heap's realloc, a file's remap): array storage must copy the record before it grows, and
-only then (its straight path copies the record once, from where it is, into the new
-slot). Checked through the generated C API, under AddressSanitizer, over the heap and a
+heap's realloc, a file's remap): array storage must copy the record before it grows (its
+straight path, which does not grow, copies it once, from where it is, into the new slot).
+Checked through the generated C API, under AddressSanitizer, over the heap and a
 file, along the append path (growing), and the free list's (a slot reused after a
 delete), against the records a plain model expects.
 """

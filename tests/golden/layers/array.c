@@ -83,7 +83,7 @@ static P2_SLOW_PATH int64_t array_items__array_insert_slow(array_db *db, const a
         slot = r->array_free;
         array_items__transient_will_write(db, &r->array_free, sizeof r->array_free);
         r->array_free = array_items__array_elem(db, slot)->_array_next_free;
-    } else {
+    } else {   /* no free slot: the block is full, or _insert would not have called */
         int rc = array_items__array_grow(db);
         if (rc != P2_OK) return -(int64_t)rc;
         r = array_items__transient_root(db);

@@ -288,6 +288,10 @@ def bench() -> None:
               help="SQLite/LMDB: commit every K transactions (0: one write transaction per run).")
 @click.option("--iterations", type=click.IntRange(1), default=1, show_default=True,
               help="Benchmark iterations per system, SF and seed.")
+@click.option("--repetitions", type=click.IntRange(1), default=3, show_default=True,
+              help="Runs of every system, SF and seed, all in a random order (the report takes "
+                   "the median over seeds and runs): load on a shared machine then weighs on "
+                   "every system alike.")
 @click.option("--lto-rows/--no-lto-rows", default=True, show_default=True,
               help="Besides every variant built as the README tells users to (p2gen build's "
                    "library, cc -O2, no LTO), the same variant built with -flto across generated "

@@ -79,6 +79,27 @@ def test_every_variant_and_reference_keeps_the_invariant(exe, tmp_path):
     assert not any((tmp_path / "db").iterdir())   # every run's files were removed
 
 
+def test_repetitions_run_every_benchmark_that_often_and_the_report_says_so(exe, tmp_path):
+    """--repetitions 2: every benchmark runs twice (in a random order), each run one row;
+    progress counts runs, not the aggregates; the medians take both runs; the report says so."""
+    out = tmp_path / "tpcb.json"
+    opts = bt.Options(sfs=(1,), accounts=50, txns=300, seeds=(3,), dir=str(tmp_path / "db"),
+                      filter="HANDC|IARRAY/", repetitions=2)
+    assert "--benchmark_enable_random_interleaving=true" in opts.args()
+    lines = []
+    assert bt.run(str(exe), opts, str(out), say=lines.append) == 0, "\n".join(lines)
+    _, rows = bt.load_rows(str(out))
+    keys = [(r.system, r.mem) for r in rows]
+    assert sorted(set(keys)) == sorted({("HANDC", m) for m in bt.MEMS} | {("IARRAY", m) for m in bt.MEMS})
+    assert all(keys.count(k) == 2 for k in set(keys))
+    assert sum(1 for l in lines if l.startswith("[")) == len(rows)
+    summary = bt.summarize(rows)
+    assert summary[("IARRAY", "persistent", 1)]["seeds"] == 2
+    md, _, problems = bt.report(str(out), str(tmp_path / "report"), plots=False)
+    assert problems == []
+    assert "each run 2 times in a random order" in md
+
+
 def test_durable_set_keeps_the_invariant_and_reports_every_system(exe, tmp_path):
     """`--durable`: the journalled variants commit every transaction, SQLite WAL
     and LMDB sync commit every transaction or every 100; the invariant holds after the run

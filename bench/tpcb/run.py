@@ -245,12 +245,19 @@ class Options:
     dir: Optional[str] = None
     commit_every: int = 0
     iterations: int = 1
+    # > 1: every benchmark run that many times, all runs in a random order (Google
+    # Benchmark's random interleaving), so that a shared machine's load drifting over the
+    # run weighs on every system alike; the report takes the median over seeds and runs
+    repetitions: int = 1
     extra: tuple = ()          # more flags for the binary (e.g. --tpcb_inject_fault=1)
 
     def args(self) -> list:
         a = [f"--tpcb_sf={','.join(map(str, self.sfs))}", f"--tpcb_accounts={self.accounts}",
              f"--tpcb_txns={self.txns}", f"--tpcb_seeds={','.join(map(str, self.seeds))}",
              f"--tpcb_commit_every={self.commit_every}", f"--tpcb_iterations={self.iterations}"]
+        if self.repetitions > 1:
+            a += [f"--benchmark_repetitions={self.repetitions}",
+                  "--benchmark_enable_random_interleaving=true"]
         if self.dir:
             a.append(f"--tpcb_dir={self.dir}")
         if self.filter:
@@ -269,10 +276,12 @@ def run(exe: str, opts: Options, json_out: str,
             f"txn {vals.get('txn_ms', '?')} ms, load {vals.get('load_ms', '?')} ms"
         return f"{name:<8} {mem:<10} sf={sf:<3} seed={seed:<3} {info}"
 
-    return run_benchmarks([str(exe)] + opts.args(), json_out, "tpcb", RUN_LINE, describe, say)
+    return run_benchmarks([str(exe)] + opts.args(), json_out, "tpcb", RUN_LINE, describe, say,
+                          runs_each=opts.repetitions)
 
 
-RUN_LINE = re.compile(r"^tpcb/(\S+?)/(\S+?)/sf:(\d+)/seed:(\d+)\S*\s+(.*)$")
+# a run's console line (not the aggregates of repetitions: their names end _mean, _median, ...)
+RUN_LINE = re.compile(r"^tpcb/(\S+?)/(\S+?)/sf:(\d+)/seed:(\d+)(?:/iterations:\d+)?(?:/manual_time)?\s+(.*)$")
 
 
 # ---------------------------------------------------------------------------------------
@@ -688,6 +697,16 @@ def render_plots(summary: dict, out_dir: str, context: Optional[dict] = None,
     return paths
 
 
+def _runs_note(rows: list) -> str:
+    """", each run N times in a random order" when the benchmarks were repeated
+    (--repetitions): the medians are then over seeds and runs."""
+    per = {}
+    for r in rows:
+        per[(r.system, r.mem, r.sf, r.seed)] = per.get((r.system, r.mem, r.sf, r.seed), 0) + 1
+    n = max(per.values(), default=1)
+    return f", each run {n} times in a random order (medians over seeds and runs)" if n > 1 else ""
+
+
 def report(json_path: str, out_dir: str, *, plots: bool = True, metric: str = "wall",
            command: Optional[str] = None) -> tuple[str, list, list]:
     """Read the JSON, write out_dir/tpcb.md (and the PNGs). Returns (markdown, pngs,
@@ -703,7 +722,7 @@ def report(json_path: str, out_dir: str, *, plots: bool = True, metric: str = "w
         md.append("")
     md.append(f"Configuration: SF {context.get('tpcb_sf', '?')}, {context.get('tpcb_accounts', '?')} "
               f"accounts per branch, {context.get('tpcb_txns', '?')} transactions per run, seeds "
-              f"{context.get('tpcb_seeds', '?')}; host {context.get('host_name', '?')}, "
+              f"{context.get('tpcb_seeds', '?')}{_runs_note(rows)}; host {context.get('host_name', '?')}, "
               f"{context.get('num_cpus', '?')} CPUs at {context.get('mhz_per_cpu', '?')} MHz.")
     md.append("")
     md.append(render_table(summary, context, metric))
@@ -900,7 +919,7 @@ def report_durable(json_path: str, out_dir: str, *, metric: str = "wall",
 # the command (cli.py holds only the click declaration)
 
 def command(*, sf, accounts, txns, seeds, reference, out, build_dir, filter, db_dir,
-            commit_every, iterations, lto_rows, cc, cxx, jobs, render, plots, metric, variants,
+            commit_every, iterations, lto_rows, repetitions=1, cc, cxx, jobs, render, plots, metric, variants,
             durable=False, say=print) -> int:
     """`p2gen bench tpcb`: build, run, report. Returns the exit status."""
     out = out or "bench/results"
@@ -909,7 +928,8 @@ def command(*, sf, accounts, txns, seeds, reference, out, build_dir, filter, db_
     if durable:
         return durable_command(sf=sf, accounts=accounts, txns=txns, seeds=seeds,
                                reference=reference, out=out, build_dir=build_dir, filter=filter,
-                               db_dir=db_dir, iterations=iterations, lto_rows=lto_rows, cc=cc, cxx=cxx,
+                               db_dir=db_dir, iterations=iterations, repetitions=repetitions,
+                               lto_rows=lto_rows, cc=cc, cxx=cxx,
                                jobs=jobs, render=render, metric=metric, variants=variants,
                                cmdline=cmdline, say=say)
     if render:
@@ -921,7 +941,8 @@ def command(*, sf, accounts, txns, seeds, reference, out, build_dir, filter, db_
     base = REFERENCE if reference else DEFAULT
     opts = Options(sfs=_ints(sf, "--sf") or base["sfs"], accounts=accounts or base["accounts"],
                    txns=txns or base["txns"], seeds=_ints(seeds, "--seeds") or base["seeds"],
-                   filter=filter, dir=db_dir, commit_every=commit_every, iterations=iterations)
+                   filter=filter, dir=db_dir, commit_every=commit_every, iterations=iterations,
+                   repetitions=repetitions)
     exe = build(build_dir or os.path.join("bench", "build"), cc=cc, cxx=cxx, jobs=jobs,
                 variants=all_variants(lto_rows, variants), say=say)
     rc = run(str(exe), opts, json_path, say=say)
@@ -938,7 +959,7 @@ def command(*, sf, accounts, txns, seeds, reference, out, build_dir, filter, db_
 
 
 def durable_command(*, sf, accounts, txns, seeds, reference, out, build_dir, filter, db_dir,
-                    iterations, lto_rows, cc, cxx, jobs, render, metric, variants, cmdline,
+                    iterations, lto_rows, repetitions=1, cc, cxx, jobs, render, metric, variants, cmdline,
                     say=print) -> int:
     """`p2gen bench tpcb --durable`: the same binary, only the durable systems and the
     no-durability HASH1 / IARRAY persistent variants, at DURABLE_DEFAULT's fsync-bound
@@ -957,7 +978,7 @@ def durable_command(*, sf, accounts, txns, seeds, reference, out, build_dir, fil
     opts = Options(sfs=_ints(sf, "--sf") or base["sfs"], accounts=accounts or base["accounts"],
                    txns=txns or base["txns"], seeds=_ints(seeds, "--seeds") or base["seeds"],
                    filter=filter or durable_filter(), dir=db_dir, iterations=iterations,
-                   extra=("--tpcb_durable=1",))
+                   repetitions=repetitions, extra=("--tpcb_durable=1",))
     exe = build(build_dir or os.path.join("bench", "build"), cc=cc, cxx=cxx, jobs=jobs,
                 variants=all_variants(lto_rows, variants), say=say)
     rc = run(str(exe), opts, json_path, say=say)

@@ -34,6 +34,14 @@ class IArray(Layer):
                       f"{GROWTH} times its initial capacity (keys up to 1,048,575 with the "
                       "default capacity) rather than let one insert of a large key allocate "
                       f"gigabytes; give max_key (up to {MAX_KEY}) for larger keys"),
+        ParamSpec("slots", "choice", "packed", choices=("packed", "line"), show_default=False,
+                  doc="packed: slot after slot, each the element's size; line: each slot "
+                      "padded to whole 64-byte cache lines, so that a slot's valid flag and "
+                      "the first bytes of its record share a line (packed, some slots put "
+                      "them on two, and a keyed access then waits on two cache misses), at "
+                      "the cost of the padding. Lines are lines of memory where the block "
+                      "starts on one: a file's slot blocks over 2 KiB and the heap's of "
+                      "4 MiB and up do"),
     )
     doc = ("Elements in an array indexed by their key (slot = key) with a valid flag per "
            "slot: O(1) keyed access, keys unique, scans come out in key order.")

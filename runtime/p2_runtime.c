@@ -443,6 +443,7 @@ const char *p2_crc32c_impl(void)
 #define NEXACT          (SMALL_MAX / SEG_ALIGN)   /* exact size classes: 16, 32, 48, ..., 2048 */
 #define EXACT_TABLE     (NEXACT * sizeof(p2_off)) /* their free-list heads (the class table) */
 #define LARGE_UNIT      4096u       /* large blocks are multiples of this */
+#define SEG_LINE        64u         /* a large block taken at brk starts on a line */
 #define SEG_MAX_RESERVE (UINT64_C(1) << 60)  /* keeps offset arithmetic overflow-free */
 
 struct p2_seg_root_entry {
@@ -1163,6 +1164,23 @@ static int small_take(p2_seg *seg, uint64_t bs, p2_off *out, p2_err *err)
     return brk_take(seg, bs, out, err);
 }
 
+/* Take a large block at brk, starting on a 64-byte line whatever small blocks came
+ * before it. A large block handed out again from the free list keeps its start, so large
+ * blocks start on lines (those of files made before this rule need not); iarray(slots =
+ * line) relies on it for speed, never for correctness. The 16 to 48 bytes skipped go to
+ * the 16-byte class's free list. */
+static int brk_take_line(p2_seg *seg, uint64_t bs, p2_off *out, p2_err *err)
+{
+    p2_off gap = seg->hdr->brk, at = round_up(gap, SEG_LINE);
+    int rc = brk_take(seg, at - gap + bs, out, err);
+    if (rc != P2_OK)
+        return rc;
+    for (; gap < at; gap += SEG_ALIGN)
+        small_push(seg, small_class(seg, SEG_ALIGN), gap);
+    *out = at;
+    return P2_OK;
+}
+
 /* Allocate a block for size bytes (contents undefined). */
 static int seg_alloc_block(p2_seg *seg, uint64_t size, p2_off *out, p2_err *err)
 {
@@ -1177,7 +1195,7 @@ static int seg_alloc_block(p2_seg *seg, uint64_t size, p2_off *out, p2_err *err)
     int rc = large_take(seg, bs, out, err);
     if (rc != P2_OK || *out != 0)
         return rc;
-    return brk_take(seg, bs, out, err);
+    return brk_take_line(seg, bs, out, err);
 }
 
 p2_off p2_seg_alloc(p2_seg *seg, uint64_t size, p2_err *err)

@@ -141,7 +141,10 @@
  *
  *  @section alloc Allocator
  *
- *  p2_seg_alloc() returns 16-byte aligned, zero-filled blocks.  In-use blocks
+ *  p2_seg_alloc() returns 16-byte aligned, zero-filled blocks; a large block
+ *  (over 2048 bytes) taken from the end of the allocated area starts on a 64-byte
+ *  line, the 16 to 48 bytes before it going to the 16-byte class (a slot block
+ *  then lies on lines the same way in every file).  In-use blocks
  *  carry no header: the caller remembers each block's size and passes it back
  *  to p2_seg_free() and p2_seg_realloc().  Sizes up to 2048 bytes are small:
  *  rounded up to a size class and kept on one free list per class.  Which

@@ -13,12 +13,26 @@ static inline transient_items_root *transient_items__transient_root(transient_db
 }
 
 /* Blocks of P2_HEAP_HUGE_MIN bytes and up are mappings of their own (p2_heap_big_alloc:
-   zeroed, faulted in as they are touched, grown by moving pages); the others are malloc's.
-   A block's size says which, so every call below is given it. */
+   zeroed, faulted in as they are touched, grown by moving pages); blocks over
+   transient_items__transient_LINE_MIN bytes start on a 64-byte line, as a file's large blocks do
+   (iarray(slots = line) counts on it for its slots to lie on lines), and grow by a copy;
+   the others are malloc's. A block's size says which, so every call below is given it. */
+#define transient_items__transient_LINE_MIN 2048u
+
+static inline void *transient_items__transient_block(transient_db *db, uint64_t size)
+{
+    void *p;
+    (void)db;
+    if (size >= P2_HEAP_HUGE_MIN) return p2_heap_big_alloc(size);
+    if (size <= transient_items__transient_LINE_MIN) return calloc(1, (size_t)size);
+    p = aligned_alloc(64, (size_t)((size + 63u) / 64u * 64u));   /* C11: a multiple of 64 */
+    if (p) memset(p, 0, (size_t)size);
+    return p;
+}
+
 static inline int transient_items__transient_alloc(transient_db *db, uint64_t size, uint64_t *ref)
 {
-    void *p = size >= P2_HEAP_HUGE_MIN ? p2_heap_big_alloc(size)
-            : size <= SIZE_MAX ? calloc(1, (size_t)size) : NULL;
+    void *p = transient_items__transient_block(db, size);
     if (!p) return p2_err_set(&db->err, P2_ENOMEM, "container items: out of memory allocating %" PRIu64 " bytes", size);
     *ref = (uint64_t)(uintptr_t)p;
     return P2_OK;
@@ -37,18 +51,18 @@ static inline int transient_items__transient_realloc(transient_db *db, uint64_t 
     void *old = (void *)(uintptr_t)*ref, *p;
     if (old_size >= P2_HEAP_HUGE_MIN && new_size >= P2_HEAP_HUGE_MIN) {
         p = p2_heap_big_realloc(old, old_size, new_size);
-    } else if (old_size >= P2_HEAP_HUGE_MIN || new_size >= P2_HEAP_HUGE_MIN) {
-        /* across the line: a block of the other kind, the contents copied */
+    } else if (old_size <= transient_items__transient_LINE_MIN && new_size <= transient_items__transient_LINE_MIN) {
+        p = realloc(old, (size_t)new_size);
+        if (p && new_size > old_size) memset((char *)p + old_size, 0, (size_t)(new_size - old_size));
+    } else {
+        /* a line-aligned block, or across a kind's bounds: a new block, the contents
+           copied (realloc would not keep the alignment) */
         uint64_t keep = old_size < new_size ? old_size : new_size;
-        p = new_size >= P2_HEAP_HUGE_MIN ? p2_heap_big_alloc(new_size)
-          : new_size <= SIZE_MAX ? calloc(1, (size_t)new_size) : NULL;
+        p = new_size <= SIZE_MAX - 63u ? transient_items__transient_block(db, new_size) : NULL;
         if (p) {
             if (keep) memcpy(p, old, (size_t)keep);
             transient_items__transient_free(db, *ref, old_size);
         }
-    } else {
-        p = new_size <= SIZE_MAX ? realloc(old, (size_t)new_size) : NULL;
-        if (p && new_size > old_size) memset((char *)p + old_size, 0, (size_t)(new_size - old_size));
     }
     if (!p) return p2_err_set(&db->err, P2_ENOMEM, "container items: out of memory growing to %" PRIu64 " bytes", new_size);
     *ref = (uint64_t)(uintptr_t)p;

@@ -136,6 +136,15 @@ def build(cc, tmp_path, mem, slots, prefix, cap=4):
     return str(exe)
 
 
+def database_dir(tmp_path, mem):
+    """The directory the driver opens: a fresh one for a file, None for the heap."""
+    if mem != "persistent":
+        return None
+    d = tmp_path / "db"
+    d.mkdir()
+    return d
+
+
 def run(exe, db_dir, cmds):
     proc = subprocess.run([exe] + ([str(db_dir)] if db_dir else []), input="\n".join(cmds) + "\n",
                           capture_output=True, text=True, timeout=300,
@@ -190,10 +199,7 @@ def dump_matches(out, model):
 @pytest.mark.parametrize("mem", ["transient", "persistent"])
 def test_line_slots_lie_on_lines_and_keep_what_the_model_expects(cc, tmp_path, mem):
     exe = build(cc, tmp_path, mem, "line", f"ls_{mem}")
-    db_dir = None
-    if mem == "persistent":
-        db_dir = tmp_path / "db"
-        db_dir.mkdir()
+    db_dir = database_dir(tmp_path, mem)
     rng = random.Random(7)
     model: dict = {}
     cmds, want = session(rng, model, 600, 300)     # grows the block from 4 slots to 512
@@ -223,10 +229,7 @@ def test_line_slots_lie_on_lines_and_keep_what_the_model_expects(cc, tmp_path, m
 def test_packed_slots_are_the_elements_size_apart(cc, tmp_path, mem):
     """The default: no padding (112-byte slots), so some slots straddle lines."""
     exe = build(cc, tmp_path, mem, "packed", f"lp_{mem}")
-    db_dir = None
-    if mem == "persistent":
-        db_dir = tmp_path / "db"
-        db_dir.mkdir()
+    db_dir = database_dir(tmp_path, mem)
     out = run(exe, db_dir, [f"ins {k} 1 {k}" for k in range(8)] + [f"geom {k}" for k in range(4)])
     geoms = [tuple(map(int, line.split()[1:])) for line in out if line.startswith("geom ")]
     assert {s for _, s in geoms} == {112}

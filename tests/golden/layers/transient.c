@@ -58,7 +58,7 @@ static inline int transient_items__transient_realloc(transient_db *db, uint64_t 
         /* a line-aligned block, or across a kind's bounds: a new block, the contents
            copied (realloc would not keep the alignment) */
         uint64_t keep = old_size < new_size ? old_size : new_size;
-        p = new_size <= SIZE_MAX - 63u ? transient_items__transient_block(db, new_size) : NULL;
+        p = transient_items__transient_block(db, new_size);
         if (p) {
             if (keep) memcpy(p, old, (size_t)keep);
             transient_items__transient_free(db, *ref, old_size);

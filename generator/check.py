@@ -944,12 +944,26 @@ def composite_key(info: ContainerInfo, rec: Record, names: tuple, pos: Pos) -> C
 
 def fingerprint(fi: FileInfo, rels: list = ()) -> int:
     """64 bits of SHA-256 over everything that fixes the layout of the file's contents."""
+    digest = hashlib.sha256(fingerprint_text(fi, rels).encode()).digest()
+    return int.from_bytes(digest[:8], "little")
+
+
+def fingerprint_text(fi: FileInfo, rels: list = ()) -> str:
+    """What the fingerprint hashes: one line per thing that fixes the file's layout."""
     parts = [f"p2gen-format {FORMAT_VERSION}"]
     for info in fi.containers:
         fields = ",".join(f"{f.name}:{f.type.spelled()}" for f in info.record.fields)
         parts.append(f"{info.name} of {info.record.name}{{{fields}}} = {info.equation_text()}")
     # relationships add link fields to the elements of the file's containers
     parts += [ri.text() for ri in rels if ri.left.container in fi.containers]
+    # a storage that leads its elements (slots = line) puts the record before the other
+    # layers' and the relationships' fields; without such fields the order is the usual one
+    # (and so is the fingerprint)
+    for info in fi.containers:
+        st = info.storage
+        others = info.roles or any(li.layer.elem_fields(li) for li in info.chain if li is not st)
+        if st.layer.leads_element(st) and others:
+            parts.append(f"{info.name}: storage fields and record first")
     # a layer whose element or root fields changed since its first layout (Layer.layout);
     # files without such a layer keep the fingerprint they had
     layouts = sorted({(li.layer.name, li.layer.layout) for info in fi.containers
@@ -965,8 +979,7 @@ def fingerprint(fi: FileInfo, rels: list = ()) -> int:
     # exact size classes add the allocator's class table as a root (pow2 files keep theirs)
     if fi.alloc != "pow2":
         parts.append(f"alloc {fi.alloc}")
-    digest = hashlib.sha256("\n".join(parts).encode()).digest()
-    return int.from_bytes(digest[:8], "little")
+    return "\n".join(parts)
 
 
 def _spec_bytes(text: str) -> bytes:

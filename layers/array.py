@@ -10,7 +10,16 @@ class Array(Layer):
     # full at 2^32 - 2 slots (P2_ENOMEM), or the slot block cannot grow
     errors = {"insert": {ALLOC, "P2_ENOMEM"}, "reserve": {ALLOC}}
     params = (ParamSpec("capacity", "int", 16, min=1, max=(1 << 32) - 2, fuzz=(1, 1 << 16),
-                        doc="initial number of slots (the array doubles when full)"),)
+                        doc="initial number of slots (the array doubles when full)"),
+              ParamSpec("slots", "choice", "packed", choices=("packed", "line"), show_default=False,
+                        doc="packed: slot after slot, each the element's size, the other "
+                            "layers' links first; line: each slot padded to whole 64-byte "
+                            "cache lines, and the slot's free-list word and the record first, "
+                            "the other layers' links after the record, so that `_at` and the "
+                            "record's first fields read one line (packed, they often take "
+                            "two), at the cost of the padding. Lines are lines of memory where "
+                            "the block starts on one: a file's slot blocks over 2 KiB and the "
+                            "heap's of 4 MiB and up do"),)
     doc = ("Elements in a growable array of slots; deleted slots go on a free list and are "
            "reused. An element's reference is its slot number, stable for its lifetime.")
 
@@ -39,6 +48,9 @@ class Array(Layer):
 
     def mirrors_root(self, inst):
         return inst.container.persistent
+
+    def leads_element(self, inst):
+        return inst.params["slots"] == "line"
 
     def slot_map(self, inst):
         # every slot ever used: the free-list link is LIVE or a link the check follows

@@ -291,6 +291,15 @@ class Layer:
         For `p2gen verify --map`."""
         return []
 
+    def leads_element(self, inst) -> bool:
+        """Storage layers: do the layer's own element fields and the record come first in the
+        element, ahead of the other layers' and the relationships' fields (which then follow
+        the record)? The default order puts links first, so that an index reaching an
+        element reads its link and the record's first fields together; a storage that pads
+        its slots to cache lines (`slots = line`) puts its liveness flag and the record at
+        the start of a line instead, so that `_at` and the fields it returns share one."""
+        return False
+
     def slot_map(self, inst) -> Optional[SlotMap]:
         """Storage layers: what of the slot block the integrity check judges (SlotMap)."""
         return None

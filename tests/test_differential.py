@@ -255,10 +255,14 @@ EXTRAS = {
     "x_delflag_top_iarray": (["delflag", "top2ds_qualify", "top2ds", "iarray"],
                              "delflag[top2ds_qualify[iarray(key = id, capacity = 8, "
                              f"max_key = {MAX_KEY})[{{mem}}]]]", "id"),
-    # slots padded to cache lines: every slot at a multiple of 64 bytes, not of the element
+    # slots padded to cache lines: every slot at a multiple of 64 bytes, not of the element,
+    # the storage's word and the record first, the index links after the record
     "x_iarray_line": (["top2ds_qualify", "top2ds", "avl", "iarray"],
                       "top2ds_qualify[avl(key = score)[iarray(key = id, capacity = 8, "
                       f"max_key = {MAX_KEY}, slots = line)[{{mem}}]]]", "id"),
+    "x_array_line": (["top2ds_qualify", "top2ds", "hash", "avl", "array"],
+                     "top2ds_qualify[hash(key = grp, buckets = 4)[avl(key = score)"
+                     "[array(capacity = 4, slots = line)[{mem}]]]]", None),
     "x_hash2": (["top2ds_qualify", "top2ds", "hash", "array"],
                 "top2ds_qualify[hash(key = grp, buckets = 2, grow = false)[hash(key = name, "
                 "buckets = 2)[array(capacity = 4)[{mem}]]]]", None),

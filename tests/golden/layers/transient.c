@@ -14,9 +14,9 @@ static inline transient_items_root *transient_items__transient_root(transient_db
 
 /* Blocks of P2_HEAP_HUGE_MIN bytes and up are mappings of their own (p2_heap_big_alloc:
    zeroed, faulted in as they are touched, grown by moving pages); blocks over
-   transient_items__transient_LINE_MIN bytes start on a 64-byte line, as a file's large blocks do
-   (iarray(slots = line) counts on it for its slots to lie on lines), and grow by a copy;
-   the others are malloc's. A block's size says which, so every call below is given it. */
+   transient_items__transient_LINE_MIN bytes start on a 64-byte line, as a file's large blocks do (array
+   and iarray with slots = line count on it for their slots to lie on lines), and grow by
+   a copy; the others are malloc's. A block's size says which, so every call below is given it. */
 #define transient_items__transient_LINE_MIN 2048u
 
 static inline void *transient_items__transient_block(transient_db *db, uint64_t size)

@@ -55,7 +55,9 @@
 
 /* ==========================================================================
  * Element and root layouts: the fields each layer adds, then the user's record (links and
- * flags first, so that reaching an element and its first fields touches one cache line).
+ * flags first, so that reaching an element and its first fields touches one cache line),
+ * or, where the storage pads its slots to cache lines (slots = line), the storage's flag
+ * and the record first, then the other layers' links (so that _at reads one line).
  * ========================================================================== */
 /* container accts = top2ds_qualify[iarray(capacity=8, key=id, max_key=8191)[journal[persistent]]] */
 typedef struct journal_accts_elem {

@@ -83,7 +83,9 @@ static inline int p2_fixstr_set(char *dst, size_t n, const char *s)
 
 /* ==========================================================================
  * Element and root layouts: the fields each layer adds, then the user's record (links and
- * flags first, so that reaching an element and its first fields touches one cache line).
+ * flags first, so that reaching an element and its first fields touches one cache line),
+ * or, where the storage pads its slots to cache lines (slots = line), the storage's flag
+ * and the record first, then the other layers' links (so that _at reads one line).
  * ========================================================================== */
 /* container docs = delflag[top2ds_qualify[hash(buckets=1024, fn=default, grow=true, key=id)[array(capacity=16)[transient]]]] */
 typedef struct links_docs_elem {

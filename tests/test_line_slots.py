@@ -1,21 +1,27 @@
-"""`array(slots = line)`: each slot padded to whole 64-byte lines, the free-list word and the
-record first in it, the other layers' links after the record.
+"""`iarray(slots = line)` and `array(slots = line)`: each slot padded to whole 64-byte cache
+lines, the storage's own word (iarray's valid flag, array's free-list word) and the record
+first in it, the other layers' links after the record.
 
-With packed slots (the default) an element is the hash link, the free-list word, then the
-record, 120 bytes here: slots start at eight different offsets into a line, and for most
-of them `_at` reads the free-list word (is the slot live?) and the record's later fields
-on two lines. That is what OO7's T6 pays on every part it reaches (bench/RESULTS.md,
-"OO7 T6 taken apart on the AMD host"). With `slots = line` every slot starts on a line of
-a line-aligned block, with the free-list word and the record at its start.
+With packed slots (the default) some slots straddle lines, and `_at` reads the storage's
+word and the record's fields on two lines:
+- an iarray account of TPC-B (112 bytes) starts 48 bytes into a line for one slot in four,
+  and a keyed access then waits on two cache misses (bench/RESULTS.md, "On an AMD EPYC
+  host");
+- an array element under a hash index has the hash link first, then the free-list word,
+  then the record (120 bytes here, at eight offsets into a line): what OO7's T6 pays on
+  every part it reaches (bench/RESULTS.md, "OO7 T6 taken apart on the AMD host").
+With `slots = line` every slot starts on a line of a line-aligned block.
 
-Checked through the generated C API under ASan/UBSan, over the heap and a file, with a hash
-index over the array (so that the record is not the element's only field):
-- `_at` of consecutive slots lie a whole number of lines apart, the record 8 bytes into
-  its line (right after the free-list word), in a block large enough to be line-aligned;
-- inserts, key-changing updates, deletes (freed slots reused), growth and, for the file, a
-  close and reopen and `_verify`, leave exactly what a model expects;
-- a file made with packed slots is refused by a program with line slots (the order is part
-  of the spec's fingerprint), and left as it was;
+Checked through the generated C API under ASan/UBSan, over the heap and a file, for both
+storages (the array with a hash index over it, so that the record is not its only field):
+- `_at` of consecutive slots lie a whole number of lines apart, each record at the same
+  offset into its line (right after the storage's word), in a block large enough to be
+  line-aligned (a file's large block; a heap block of 4 MiB and up);
+- inserts, updates that change the key (an iarray element moves to another slot), deletes,
+  growth and, for the file, a close and reopen and `_verify`, leave exactly what a model
+  expects;
+- a file made with packed slots is refused by a program with line slots (the layout is
+  part of the spec's fingerprint), and left as it was;
 - the fingerprint says "record first" only where the order differs from the usual one.
 """
 from __future__ import annotations
@@ -25,19 +31,20 @@ import shlex
 import subprocess
 
 import pytest
-from test_iarray_line_slots import check_answers, database_dir, dump_matches, run, session
 
 from p2gen.build import generate
 from p2gen.check import check, fingerprint_text
 from p2gen.harness import HARNESS_CFLAGS, SANITIZE_CFLAGS
 from p2gen.parser import parse
 
-SPEC = """
-record item {{ id: u32; grp: u32; balance: i64; filler: char[84]; }}
-container items of item = top2ds_qualify[hash(key = id, buckets = 64)[array(capacity = {cap}{slots})[{mem}]]]{with_};
-"""
+RECORD = "record item {{ id: u32; grp: u32; balance: i64; filler: char[84]; }}\n"
+SPECS = {
+    "iarray": RECORD + "container items of item = top2ds_qualify[iarray(key = id, capacity = {cap}, "
+                       "max_key = 65535{slots})[{mem}]]{with_};\n",
+    "array": RECORD + "container items of item = top2ds_qualify[hash(key = id, buckets = 64)"
+                      "[array(capacity = {cap}{slots})[{mem}]]]{with_};\n",
+}
 
-# the iarray driver's commands, found by key through the hash index; "geom" takes a slot
 DRIVER = r"""
 #include <stdint.h>
 #include <stdio.h>
@@ -48,6 +55,9 @@ DRIVER = r"""
 #define CAT(a, b) CAT_(a, b)
 #define P(name) CAT(PFX, _##name)
 
+/* stdin: "ins id grp bal" | "upd id newid bal" | "del id" | "geom slot" | "reopen" | "dump"
+   | "verify"; stdout: one line per command. Elements are found by key (items_lookup_id:
+   the container is keyed by id), so the driver serves either storage. */
 int main(int argc, char **argv)
 {
     P(db) *db = NULL;
@@ -55,7 +65,7 @@ int main(int argc, char **argv)
     const char *dir = argc > 1 ? argv[1] : NULL;
     if (P(open)(&db, dir) != P2_OK) {
         printf("err open %s\n", P(errmsg)(db));
-        P(close)(db);
+        P(close)(db);              /* a refused open still frees its handle */
         return 1;
     }
     while (scanf("%15s", op) == 1) {
@@ -83,7 +93,7 @@ int main(int argc, char **argv)
             if (!P(items_lookup_id)(db, id, &ref)) { printf("rc missing\n"); continue; }
             printf("rc %d\n", P(items_delete)(db, ref));
         } else if (!strcmp(op, "geom")) {   /* the line offset of _at(slot), _at(slot + 1) - _at(slot) */
-            unsigned slot;
+            unsigned slot;                   /* (an iarray's slot is its key) */
             if (scanf("%u", &slot) != 1) return 2;
             const P(item) *a = P(items_at)(db, (P(ref))slot), *b = P(items_at)(db, (P(ref))slot + 1);
             if (!a || !b) { printf("geom missing\n"); continue; }
@@ -105,11 +115,13 @@ int main(int argc, char **argv)
             printf("verify %d %llu\n", rc, (unsigned long long)problems);
         } else if (!strcmp(op, "dump")) {
             const P(item) *e;
+            P(ref) ref;
             P(items_all_cursor) c;
             unsigned n = 0;
             if (P(items_all_open)(db, &c) != P2_OK) return 4;
             while (P(items_all_next)(&c) == P2_OK) {
-                e = P(items_at)(db, P(items_all_ref)(&c));
+                ref = P(items_all_ref)(&c);
+                e = P(items_at)(db, ref);
                 printf("rec %u %u %lld %s\n", e->id, e->grp, (long long)e->balance, e->filler);
                 n++;
             }
@@ -123,19 +135,16 @@ int main(int argc, char **argv)
 """
 
 
-def spec_text(mem, slots, cap=4):
-    with_ = ' with persistent(file = "items.db")' if mem == "persistent" else ""
-    return SPEC.format(cap=cap, slots=", slots = line" if slots == "line" else "", mem=mem,
-                       with_=with_)
-
-
-def build(cc, tmp_path, mem, slots, prefix):
+def build(cc, tmp_path, storage, mem, slots, prefix, cap=4):
+    """Generate SPECS[storage] and compile DRIVER with it."""
     spec = tmp_path / f"{prefix}.p2"
-    spec.write_text(spec_text(mem, slots))
+    with_ = ' with persistent(file = "items.db")' if mem == "persistent" else ""
+    spec.write_text(SPECS[storage].format(cap=cap, slots=", slots = line" if slots == "line" else "",
+                                         mem=mem, with_=with_))
     out = tmp_path / prefix
     out.mkdir()
     gen = generate(str(spec), str(out), prefix)
-    src = tmp_path / "array_driver.c"
+    src = tmp_path / f"{prefix}_driver.c"
     src.write_text(DRIVER)
     exe = out / "driver"
     proc = subprocess.run([*shlex.split(cc), *HARNESS_CFLAGS, *SANITIZE_CFLAGS, f"-DPFX={prefix}",
@@ -146,13 +155,77 @@ def build(cc, tmp_path, mem, slots, prefix):
     return str(exe)
 
 
+def database_dir(tmp_path, mem):
+    """The directory the driver opens: a fresh one for a file, None for the heap."""
+    if mem != "persistent":
+        return None
+    d = tmp_path / "db"
+    d.mkdir()
+    return d
+
+
+def run(exe, db_dir, cmds):
+    proc = subprocess.run([exe] + ([str(db_dir)] if db_dir else []), input="\n".join(cmds) + "\n",
+                          capture_output=True, text=True, timeout=300,
+                          env={"ASAN_OPTIONS": "detect_leaks=1", "UBSAN_OPTIONS": "halt_on_error=1"})
+    assert "Sanitizer" not in proc.stderr and "runtime error" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.returncode == 0, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
+    return proc.stdout.splitlines()
+
+
+def session(rng, model, n, keys):
+    """Random inserts, key-moving updates and deletes, with the model's expected answers."""
+    cmds, want = [], []
+    for _ in range(n):
+        r = rng.random()
+        k = rng.randrange(keys)
+        if r < 0.5:
+            cmds.append(f"ins {k} {k % 7} {rng.randint(-9, 9)}")
+            want.append("rc 0" if k not in model else "rc -dup")
+            model.setdefault(k, (k % 7, int(cmds[-1].split()[3])))
+        elif r < 0.75 and model:
+            old = rng.choice(sorted(model))
+            new, bal = rng.randrange(keys), rng.randint(-9, 9)
+            cmds.append(f"upd {old} {new} {bal}")
+            if new != old and new in model:
+                want.append("rc -dup")
+            else:
+                grp, _ = model.pop(old)
+                model[new] = (grp, bal)
+                want.append("rc 0")
+        else:
+            cmds.append(f"del {k}")
+            want.append("rc 0" if model.pop(k, None) is not None else "rc -notfound")
+    return cmds, want
+
+
+def check_answers(out, want):
+    for got, exp in zip(out, want):
+        if exp == "rc 0":
+            assert got == "rc 0", (got, exp)
+        else:
+            assert got.startswith("rc ") and got != "rc 0", (got, exp)
+
+
+def dump_matches(out, model):
+    """The first dump in out (its rec lines up to its end line) holds exactly the model."""
+    i = out.index(next(line for line in out if line.startswith("end ")))
+    recs = sorted(tuple(line.split()[1:]) for line in out[:i] if line.startswith("rec "))
+    assert recs == sorted((str(k), str(g), str(b), f"f{k}") for k, (g, b) in model.items())
+    assert out[i] == f"end {len(model)}"
+
+
+STORAGES = ["iarray", "array"]
+
+
+@pytest.mark.parametrize("storage", STORAGES)
 @pytest.mark.parametrize("mem", ["transient", "persistent"])
-def test_line_slots_lie_on_lines_and_keep_what_the_model_expects(cc, tmp_path, mem):
-    exe = build(cc, tmp_path, mem, "line", f"als_{mem}")
+def test_line_slots_lie_on_lines_and_keep_what_the_model_expects(cc, tmp_path, storage, mem):
+    exe = build(cc, tmp_path, storage, mem, "line", f"ls_{storage}_{mem}")
     db_dir = database_dir(tmp_path, mem)
-    rng = random.Random(11)
+    rng = random.Random(7)
     model: dict = {}
-    cmds, want = session(rng, model, 600, 300)     # grows the block from 4 slots to 256
+    cmds, want = session(rng, model, 600, 300)     # grows the block from 4 slots to 256-512
     out = run(exe, db_dir, cmds + ["dump"] + (["verify", "reopen", "dump", "verify"] if db_dir else []))
     check_answers(out, want)
     dump_matches(out[len(cmds):], model)
@@ -162,7 +235,8 @@ def test_line_slots_lie_on_lines_and_keep_what_the_model_expects(cc, tmp_path, m
 
     # geometry: a block large enough to be line-aligned (file: over 2048 bytes; heap: 4 MiB
     # and up, 40,000 slots of 128 bytes), consecutive slots a line multiple apart, every
-    # record at the same offset into its line
+    # record at the same offset into its line (inserted in key order, an array's slot is
+    # its key too)
     n = 40000 if mem == "transient" else 64
     cmds = [f"ins {k} 1 {k}" for k in range(n)] + ["geom 0", f"geom {n // 2}", f"geom {n - 2}"]
     if db_dir:
@@ -171,24 +245,26 @@ def test_line_slots_lie_on_lines_and_keep_what_the_model_expects(cc, tmp_path, m
     geoms = [line for line in out if line.startswith("geom ")]
     assert len(geoms) == 3 and len(set(geoms)) == 1, geoms
     offset, stride = map(int, geoms[0].split()[1:])
-    assert stride == 128, geoms     # free-list word, record, hash link: 120 bytes, two lines
-    assert offset == 8, geoms       # the record right after the free-list word
+    assert stride == 128, geoms     # 112 (iarray) or 120 bytes (array, hash link) in two lines
+    assert offset == 8, geoms       # the record right after the storage's 8-byte-aligned word
 
 
+@pytest.mark.parametrize("storage, size, offsets", [("iarray", 112, 4), ("array", 120, 8)])
 @pytest.mark.parametrize("mem", ["transient", "persistent"])
-def test_packed_slots_put_the_links_first(cc, tmp_path, mem):
-    """The default: the hash link first, no padding (120-byte slots at eight offsets)."""
-    exe = build(cc, tmp_path, mem, "packed", f"alp_{mem}")
+def test_packed_slots_are_the_elements_size_apart(cc, tmp_path, storage, size, offsets, mem):
+    """The default: no padding, so slots start at several offsets into a line."""
+    exe = build(cc, tmp_path, storage, mem, "packed", f"lp_{storage}_{mem}")
     db_dir = database_dir(tmp_path, mem)
     out = run(exe, db_dir, [f"ins {k} 1 {k}" for k in range(10)] + [f"geom {k}" for k in range(8)])
     geoms = [tuple(map(int, line.split()[1:])) for line in out if line.startswith("geom ")]
-    assert {s for _, s in geoms} == {120}
-    assert len({o for o, _ in geoms}) == 8
+    assert {s for _, s in geoms} == {size}
+    assert len({o for o, _ in geoms}) == offsets
 
 
-def test_a_packed_file_is_refused_by_a_line_program(cc, tmp_path):
-    packed = build(cc, tmp_path, "persistent", "packed", "arp_packed")
-    line = build(cc, tmp_path, "persistent", "line", "arp_line")
+@pytest.mark.parametrize("storage", STORAGES)
+def test_a_packed_file_is_refused_by_a_line_program(cc, tmp_path, storage):
+    packed = build(cc, tmp_path, storage, "persistent", "packed", f"rp_{storage}_packed")
+    line = build(cc, tmp_path, storage, "persistent", "line", f"rp_{storage}_line")
     db_dir = tmp_path / "db"
     db_dir.mkdir()
     run(packed, db_dir, [f"ins {k} 2 {k}" for k in range(20)])

@@ -1,4 +1,5 @@
-from .base import ALLOC, ElemField, Layer, ParamSpec, PathOption, SlotMap
+from .base import (ALLOC, ElemField, Layer, ParamSpec, PathOption, SlotMap, leads_line_slots,
+                   line_slots_param)
 
 
 class Array(Layer):
@@ -11,15 +12,7 @@ class Array(Layer):
     errors = {"insert": {ALLOC, "P2_ENOMEM"}, "reserve": {ALLOC}}
     params = (ParamSpec("capacity", "int", 16, min=1, max=(1 << 32) - 2, fuzz=(1, 1 << 16),
                         doc="initial number of slots (the array doubles when full)"),
-              ParamSpec("slots", "choice", "packed", choices=("packed", "line"), show_default=False,
-                        doc="packed: slot after slot, each the element's size, the other "
-                            "layers' links first; line: each slot padded to whole 64-byte "
-                            "cache lines, and the slot's free-list word and the record first, "
-                            "the other layers' links after the record, so that `_at` and the "
-                            "record's first fields read one line (packed, they often take "
-                            "two), at the cost of the padding. Lines are lines of memory where "
-                            "the block starts on one: a file's slot blocks over 2 KiB and the "
-                            "heap's of 4 MiB and up do"),)
+              line_slots_param("free-list word"),)
     doc = ("Elements in a growable array of slots; deleted slots go on a free list and are "
            "reused. An element's reference is its slot number, stable for its lifetime.")
 
@@ -50,7 +43,7 @@ class Array(Layer):
         return inst.container.persistent
 
     def leads_element(self, inst):
-        return inst.params["slots"] == "line"
+        return leads_line_slots(inst)
 
     def slot_map(self, inst):
         # every slot ever used: the free-list link is LIVE or a link the check follows

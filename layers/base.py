@@ -181,6 +181,26 @@ COST_UNIT = "cache-line reads"
 CACHE_LINE = 64
 
 
+def line_slots_param(word: str) -> ParamSpec:
+    """`slots = packed | line` of a slot storage (array, iarray), whose per-slot word (its
+    free-list word, its valid flag) `word` names. With `line` the storage leads its
+    elements (Layer.leads_element: `leads_line_slots`)."""
+    return ParamSpec("slots", "choice", "packed", choices=("packed", "line"), show_default=False,
+                     doc="packed: slot after slot, each the element's size, the other layers' "
+                         f"links first; line: each slot padded to whole 64-byte cache lines, the "
+                         f"slot's {word} and the record first, the other layers' links after the "
+                         f"record, so that `_at` reads the {word} and the record's first fields on "
+                         "one line (packed, some slots put them on two, and an access then waits "
+                         "on two cache misses), at the cost of the padding. Lines are lines of "
+                         "memory where the block starts on one: a file's slot blocks over 2 KiB "
+                         "and the heap's of 4 MiB and up do")
+
+
+def leads_line_slots(inst) -> bool:
+    """Layer.leads_element of a storage with line_slots_param: line slots lead."""
+    return inst.params["slots"] == "line"
+
+
 def log2n(n: float) -> float:
     return math.log2(max(n, 2.0))
 

@@ -1,5 +1,5 @@
-from .base import (ALLOC, ElemField, Layer, ParamSpec, PathOption, SlotMap, ordered_paths,
-                   range_selectivity)
+from .base import (ALLOC, ElemField, Layer, ParamSpec, PathOption, SlotMap, leads_line_slots,
+                   line_slots_param, ordered_paths, range_selectivity)
 
 
 MAX_KEY = (1 << 32) - 2   # slots are counted in 32 bits
@@ -34,15 +34,7 @@ class IArray(Layer):
                       f"{GROWTH} times its initial capacity (keys up to 1,048,575 with the "
                       "default capacity) rather than let one insert of a large key allocate "
                       f"gigabytes; give max_key (up to {MAX_KEY}) for larger keys"),
-        ParamSpec("slots", "choice", "packed", choices=("packed", "line"), show_default=False,
-                  doc="packed: slot after slot, each the element's size, the other "
-                      "layers' links first; line: each slot padded to whole 64-byte cache "
-                      "lines, and the slot's valid flag and the record first (the other "
-                      "layers' links after the record), so that a slot's valid flag and the "
-                      "first bytes of its record share a line (packed, some slots put them on "
-                      "two, and a keyed access then waits on two cache misses), at the cost "
-                      "of the padding. Lines are lines of memory where the block starts on "
-                      "one: a file's slot blocks over 2 KiB and the heap's of 4 MiB and up do"),
+        line_slots_param("valid flag"),
     )
     doc = ("Elements in an array indexed by their key (slot = key) with a valid flag per "
            "slot: O(1) keyed access, keys unique, scans come out in key order.")
@@ -78,7 +70,7 @@ class IArray(Layer):
         return inst.container.persistent
 
     def leads_element(self, inst):
-        return inst.params["slots"] == "line"
+        return leads_line_slots(inst)
 
     def slot_map(self, inst):
         # every slot: a valid one's flag and key (its slot number), an empty one all zero

@@ -404,6 +404,10 @@ def bench_range(**kwargs):
 @click.option("--ops", metavar="LIST", help="Only these operations, e.g. T1,T6,Q1 (default: all).")
 @click.option("--hot-runs", type=click.IntRange(1), default=3, show_default=True,
               help="Hot runs after each cold run (their mean is the hot time).")
+@click.option("--hot-batch-us", type=click.IntRange(0), default=200, show_default=True,
+              help="A read-only operation's hot run repeats it back to back for about this "
+                   "many microseconds, timed as one span and reported per repetition (0: "
+                   "once): a microsecond operation timed alone measures the clock.")
 @click.option("--db-dir", type=click.Path(file_okay=False),
               help="Where database files go (default: a fresh directory in $TMPDIR).")
 @click.option("--lto-rows/--no-lto-rows", default=True, show_default=True,

@@ -47,6 +47,11 @@
 //                            each system builds into its own subdirectory, removed after it
 //   --oo7_ops=T1,Q1          only these operations (default: all)
 //   --oo7_hot_runs=3         hot runs per read-only operation
+//   --oo7_hot_batch_us=200   a read-only operation's hot run repeats it back to back until
+//                            the run lasts about this long (0: once), timed as one span and
+//                            reported per repetition: a microsecond operation timed alone
+//                            measures the clock and the counters read around it (whose
+//                            system calls also evict the caches the next run would use)
 //   --oo7_update_runs=1      hot runs per update operation, each its own transaction, in a
 //                            row: the durable comparison runs 100, so that a system that
 //                            commits (or syncs) once per 100 transactions pays it once per
@@ -86,6 +91,7 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -110,6 +116,7 @@ struct Config {
     std::string dir;
     std::set<std::string> ops;   // empty: all
     int hot_runs = 3;
+    double hot_batch_us = 200;   // --oo7_hot_batch_us
     int update_runs = 1;
     bool verify = true;
     std::string fault_system, fault_op;   // --oo7_inject_fault
@@ -534,6 +541,28 @@ RunResult timed(oo7::Db &db, const oo7::Params &p, const std::string &op, oo7::R
     db.begin();
     r.count = body(op, db, p, rng, &r.extra);
     db.commit();
+    r.seconds = since(t0);
+    r.use = usage_now() - u0;
+    return r;
+}
+
+// `reps` runs back to back in one timed span (a read-only operation's hot run, see
+// --oo7_hot_batch_us): each reseeded and in its own transaction, so each does the same
+// work as a timed() run. count is the first run's; *differs is set if another's was not.
+RunResult timed_batch(oo7::Db &db, const oo7::Params &p, const std::string &op, oo7::Rng &rng,
+                      int reps, bool *differs) {
+    RunResult r;
+    *differs = false;
+    Usage u0 = usage_now();
+    auto t0 = Clock::now();
+    for (int i = 0; i < reps; i++) {
+        rng.seed(cfg().seed);
+        db.begin();
+        uint64_t n = body(op, db, p, rng, &r.extra);
+        db.commit();
+        if (i == 0) r.count = n;
+        else if (n != r.count) *differs = true;
+    }
     r.seconds = since(t0);
     r.use = usage_now() - u0;
     return r;
@@ -1000,7 +1029,10 @@ void bench_fresh(benchmark::State &st, const oo7::System *sys, int fanout, const
 
 // hot benchmarks: in the driver's open, one untimed run (the first touch of every page),
 // then `hot_runs` runs; the benchmark's time per iteration is their mean, and so are the
-// counters. Update operations: each run between its preparation and its restore, both
+// counters. A read-only operation's run is a batch (--oo7_hot_batch_us): the operation
+// repeated back to back, as often as a calibrating run says fills the batch's time, the
+// batch timed as one span and its time and counters divided by the repetitions. Update
+// operations: each run between its preparation and its restore, both
 // untimed, so every run starts from the database as built (T2a/T2b/T3a/T3b: each run
 // undoes the one before); the counts and Db::verify() are checked after the last.
 void bench_hot(benchmark::State &st, const oo7::System *sys, int fanout, const Op *op) {
@@ -1017,6 +1049,7 @@ void bench_hot(benchmark::State &st, const oo7::System *sys, int fanout, const O
     double total = 0, majflt = 0, minflt = 0, read = 0, written = 0;
     bool io = true;
     int runs = 0, done = 0;
+    int reps = 1;   // repetitions per timed run (a read-only operation's batch)
     RunResult r;
     std::string err;
     // T2a, T2b, T3a, T3b: two runs are the identity, so each run restores the one before
@@ -1027,15 +1060,15 @@ void bench_hot(benchmark::State &st, const oo7::System *sys, int fanout, const O
     // it. Every timed run is then one of a row of consecutive commits.
     const bool rounds = op->kind == Kind::SM1 || op->kind == Kind::SM2;
     const int64_t row = (int64_t)st.max_iterations;
-    auto account = [&](const RunResult &x) {
-        st.SetIterationTime(x.seconds);
+    auto account = [&](const RunResult &x, int n) {   // x: n runs in one span
+        st.SetIterationTime(x.seconds / n);
         total += x.seconds;
         majflt += (double)x.use.majflt;
         minflt += (double)x.use.minflt;
         read += (double)x.use.read_bytes;
         written += (double)x.use.write_bytes;
         io = io && x.use.io;
-        runs++;
+        runs += n;
     };
     // one timed run of a row of SM1 or SM2, in round `runs`
     auto in_round = [&]() {
@@ -1043,7 +1076,7 @@ void bench_hot(benchmark::State &st, const oo7::System *sys, int fanout, const O
         r = run_op(open_db(l), l.p, *op, rng);
         g_sm_round = 0;
         if (faulty(*sys, name)) r.count += 1;
-        account(r);
+        account(r, 1);
         done++;
         return check_count(l, name, r.count);
     };
@@ -1062,10 +1095,21 @@ void bench_hot(benchmark::State &st, const oo7::System *sys, int fanout, const O
     // one run (untimed unless `timing`): preparation, the run, its checks, the restore
     auto one = [&](bool timing) {
         oo7::Db &db = open_db(l);
+        if (timing && op->kind == Kind::Read) {   // a batch: nothing to prepare or restore
+            bool differs = false;
+            r = timed_batch(db, l.p, name, rng, reps, &differs);
+            if (faulty(*sys, name)) r.count += 1;
+            account(r, reps);
+            done += reps;
+            std::string e = check_count(l, name, r.count);
+            if (e.empty() && differs)
+                e = "a batch's repetitions returned different counts (the first " + std::to_string(r.count) + ")";
+            return e;
+        }
         prepare(db, l.p, *op, rng);
         r = run_op(db, l.p, *op, rng);
         if (faulty(*sys, name)) r.count += 1;
-        if (timing) account(r);
+        if (timing) account(r, 1);
         done++;
         std::string e = check_count(l, name, r.count);
         if (pairs) return e;
@@ -1079,6 +1123,12 @@ void bench_hot(benchmark::State &st, const oo7::System *sys, int fanout, const O
     try {
         err = one(false);
         if (err.empty() && rounds && op->kind == Kind::SM2) err = untimed_rounds("SM1", 0, row);
+        if (err.empty() && op->kind == Kind::Read && cfg().hot_batch_us > 0) {
+            // calibrate on a run whose pages the untimed one touched
+            RunResult c = run_op(open_db(l), l.p, *op, rng);
+            double per = std::max(c.seconds, 1e-8), want = cfg().hot_batch_us * 1e-6;
+            reps = (int)std::min(1e6, std::max(1.0, std::ceil(want / per)));
+        }
     } catch (const std::exception &e) {
         err = std::string("exception: ") + e.what();
     }
@@ -1123,6 +1173,7 @@ void bench_hot(benchmark::State &st, const oo7::System *sys, int fanout, const O
     }
     st.counters["count"] = (double)r.count;
     st.counters["hot_ms"] = runs ? total / runs * 1e3 : 0.0;
+    st.counters["hot_reps"] = reps;
     if (runs) set_usage(st, majflt / runs, minflt / runs, io ? read / runs : -1, io ? written / runs : -1);
     for (const char *t : {"cold", "warm"}) {
         auto f = l.fresh_ms.find(std::string(t) + "/" + name);
@@ -1177,6 +1228,8 @@ bool apply(const std::string &key, const std::string &val, bool *list) {
         }
     } else if (key == "oo7_hot_runs") {
         c.hot_runs = (int)std::max<uint64_t>(1, benchflags::to_u64("oo7", key, val));
+    } else if (key == "oo7_hot_batch_us") {
+        c.hot_batch_us = (double)benchflags::to_u64("oo7", key, val);
     } else if (key == "oo7_update_runs") {
         c.update_runs = (int)std::max<uint64_t>(1, benchflags::to_u64("oo7", key, val));
     } else if (key == "oo7_verify") {
@@ -1272,6 +1325,7 @@ int main(int argc, char **argv) {
     benchmark::AddCustomContext("oo7_fanout", fan.str());
     benchmark::AddCustomContext("oo7_seed", std::to_string(c.seed));
     benchmark::AddCustomContext("oo7_hot_runs", std::to_string(c.hot_runs));
+    benchmark::AddCustomContext("oo7_hot_batch_us", std::to_string((uint64_t)c.hot_batch_us));
     benchmark::AddCustomContext("oo7_update_runs", std::to_string(c.update_runs));
     benchmark::AddCustomContext("oo7_durable", c.durable ? "1" : "0");
     benchmark::AddCustomContext("oo7_dir", c.dir);

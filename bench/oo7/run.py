@@ -294,6 +294,15 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
     return exe
 
 
+def _batch_note(context: dict) -> str:
+    """The configuration line's words on batched hot runs (--oo7_hot_batch_us), if any."""
+    us = context.get("oo7_hot_batch_us")
+    if us in (None, "0"):
+        return ""
+    return (f", each a read-only operation repeated back to back for about {us} µs "
+            "(timed as one span, reported per repetition)")
+
+
 # ---------------------------------------------------------------------------------------
 # run
 
@@ -303,6 +312,7 @@ class Options:
     fanouts: tuple = DEFAULT["fanouts"]
     seed: int = 1
     hot_runs: int = 3
+    hot_batch_us: int = 200         # a read-only hot run repeats its operation for about this long
     update_runs: int = 1            # hot runs of an update operation, in a row (durable: 100)
     durable: bool = False           # also the durable-only systems (--oo7_durable=1)
     ops: Optional[str] = None       # "T1,Q1": only these
@@ -314,7 +324,8 @@ class Options:
 
     def args(self) -> list:
         a = [f"--oo7_size={self.size}", f"--oo7_fanout={','.join(map(str, self.fanouts))}",
-             f"--oo7_seed={self.seed}", f"--oo7_hot_runs={self.hot_runs}"]
+             f"--oo7_seed={self.seed}", f"--oo7_hot_runs={self.hot_runs}",
+             f"--oo7_hot_batch_us={self.hot_batch_us}"]
         if self.update_runs != 1:
             a.append(f"--oo7_update_runs={self.update_runs}")
         if self.durable:
@@ -877,7 +888,7 @@ def report(json_path: str, out_dir: str, *, plots: bool = True,
         md += [f"Command: `{command}`", ""]
     md.append(f"Configuration: size {context.get('oo7_size', '?')}, fanout "
               f"{context.get('oo7_fanout', '?')}, seed {context.get('oo7_seed', '?')}, "
-              f"{context.get('oo7_hot_runs', '?')} hot runs; host {context.get('host_name', '?')}, "
+              f"{context.get('oo7_hot_runs', '?')} hot runs{_batch_note(context)}; host {context.get('host_name', '?')}, "
               f"{context.get('num_cpus', '?')} CPUs at {context.get('mhz_per_cpu', '?')} MHz. "
               "Cold and warm (persistent systems): the driver closes the database and runs the "
               "operation once in a fresh process of the benchmark binary, which first drops the "
@@ -1196,7 +1207,8 @@ def report_pointers(json_path: str, out_dir: str, *, command: Optional[str] = No
 
 
 def pointers_command(*, size, fanout, seed, out, build_dir, filter, ops, hot_runs, db_dir,
-                     cc, cxx, jobs, render, readahead, say=print) -> int:
+                     cc, cxx, jobs, render, readahead, hot_batch_us=Options.hot_batch_us,
+                     say=print) -> int:
     """`p2gen bench oo7 --pointers`: pointer_variants and HAND, POINTER_OPS (cold, warm,
     hot); writes oo7_pointers.{json,md}."""
     out = out or "bench/results"
@@ -1212,7 +1224,8 @@ def pointers_command(*, size, fanout, seed, out, build_dir, filter, ops, hot_run
     variants = pointer_variants(bdir)
     names = [v.name for v in variants]
     opts = Options(size=size or DEFAULT["size"], fanouts=ints(fanout, "--fanout") or DEFAULT["fanouts"],
-                   seed=seed, hot_runs=hot_runs, ops=ops or ",".join(POINTER_OPS), dir=db_dir,
+                   seed=seed, hot_runs=hot_runs, hot_batch_us=hot_batch_us,
+                   ops=ops or ",".join(POINTER_OPS), dir=db_dir,
                    filter=filter or "^OO7/(HAND/transient|(" + "|".join(names) + ")/persistent)/",
                    readahead=None if readahead == "default" else readahead,
                    repetitions=POINTER_REPETITIONS)
@@ -1246,7 +1259,8 @@ def _run_and_report(exe, opts, json_path, write, say) -> int:
 
 def command(*, size, fanout, seed, reference, out, build_dir, filter, ops, hot_runs, db_dir,
             lto_rows, cc, cxx, jobs, render, plots, readahead="default", durable=False,
-            update_runs=None, pointers=False, say=print) -> int:
+            update_runs=None, pointers=False, hot_batch_us=Options.hot_batch_us,
+            say=print) -> int:
     """`p2gen bench oo7`: build, run, report (`durable`: the durable comparison,
     durable_command; `pointers`: the pointer comparison, pointers_command). Returns the
     exit status."""
@@ -1256,7 +1270,8 @@ def command(*, size, fanout, seed, reference, out, build_dir, filter, ops, hot_r
                              "--reference or --durable")
         return pointers_command(size=size, fanout=fanout, seed=seed, out=out, build_dir=build_dir,
                                 filter=filter, ops=ops, hot_runs=hot_runs, db_dir=db_dir, cc=cc,
-                                cxx=cxx, jobs=jobs, render=render, readahead=readahead, say=say)
+                                cxx=cxx, jobs=jobs, render=render, readahead=readahead,
+                                hot_batch_us=hot_batch_us, say=say)
     if durable:
         if reference:
             raise BuildError("--durable runs at its own size (small unless --size): not with --reference")
@@ -1276,8 +1291,8 @@ def command(*, size, fanout, seed, reference, out, build_dir, filter, ops, hot_r
     if size is not None and size not in SIZES:
         raise BuildError(f"--size: one of {', '.join(SIZES)}, not {size!r}")
     opts = Options(size=size or base["size"], fanouts=ints(fanout, "--fanout") or base["fanouts"],
-                   seed=seed, hot_runs=hot_runs, ops=ops, filter=filter, dir=db_dir,
-                   update_runs=update_runs or 1,
+                   seed=seed, hot_runs=hot_runs, hot_batch_us=hot_batch_us, ops=ops,
+                   filter=filter, dir=db_dir, update_runs=update_runs or 1,
                    readahead=None if readahead == "default" else readahead)
     exe = build(build_dir or os.path.join("bench", "build", "oo7"), cc=cc, cxx=cxx, jobs=jobs,
                 variants=default_variants(lto_rows=lto_rows), say=say)

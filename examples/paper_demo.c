@@ -62,6 +62,15 @@ int main(int argc, char **argv)
     }
     printf("rich_in_branch(b=3, min=2900): %d seen, %d deleted, %llu left\n", seen, deleted,
            (unsigned long long)paper_hash_accounts_count(db));
+
+    /* reading only: _next_rec moves the cursor and hands out the record in one call */
+    int again = 0, odd = 0;
+    CHECK(paper_rich_in_branch_open(db, &k, 3, 2900));
+    for (const paper_account *x; (x = paper_rich_in_branch_next_rec(&k));) {
+        again++;
+        odd += x->id % 2;
+    }
+    printf("rich_in_branch(b=3, min=2900) again: %d seen, %d odd\n", again, odd);
     int rc = paper_close(db);
     printf("closed: %s\n", rc == P2_OK ? "ok" : p2_strerror(rc));
     return rc == P2_OK ? 0 : 1;

@@ -324,6 +324,11 @@ def test_c_demo_runs_twice_on_one_file(tmp_path):
     assert "hash_accounts: 1000 elements (had 0 when opened)" in first.stdout
     assert "hash_accounts: 1000 elements (had 997 when opened)" in second.stdout
     assert "avl_accounts ids in [100, 105): 100 101 102 103 104" in second.stdout
+    # the _next_rec walk after the deleting walk meets what that walk left: no odd id
+    for run in (first.stdout, second.stdout):
+        seen, deleted = map(int, re.search(r"min=2900\): (\d+) seen, (\d+) deleted", run).groups())
+        assert deleted > 0
+        assert f"min=2900) again: {seen - deleted} seen, 0 odd" in run, run
 
 
 # --- issue 10: the API inline in the user's translation unit --------------------------

@@ -362,8 +362,8 @@ public:
         P2(atoms_by_date_cursor) k;
         ok(P2(atoms_by_date_open)(db_, &k, lo, hi), "atoms_by_date");
         uint64_t n = 0;
-        while (P2(atoms_by_date_next)(&k) == P2_OK) {
-            const P2(atomic_part) *a = P2(atoms_by_date_get)(&k);
+        // each element with its record in one step (_next_rec: no _get per element)
+        for (const P2(atomic_part) *a; (a = P2(atoms_by_date_next_rec)(&k));) {
             oo7::do_nothing_part(a->x, a->y, a->type);
             n++;
         }
@@ -413,8 +413,8 @@ public:
         uint64_t n = 0;
         P2(modules_all_cursor) k;
         ok(P2(modules_all_open)(db_, &k), "modules_all");
-        while (P2(modules_all_next)(&k) == P2_OK)
-            q6_complex(P2(modules_all_get)(&k)->design_root, &n);
+        for (const P2(module) *m; (m = P2(modules_all_next_rec)(&k));)
+            q6_complex(m->design_root, &n);
         return n;
     }
 
@@ -422,8 +422,7 @@ public:
         uint64_t n = 0;
         P2(atomic_parts_all_cursor) k;
         ok(P2(atomic_parts_all_open)(db_, &k), "atomic_parts_all");
-        while (P2(atomic_parts_all_next)(&k) == P2_OK) {
-            const P2(atomic_part) *a = P2(atomic_parts_all_get)(&k);
+        for (const P2(atomic_part) *a; (a = P2(atomic_parts_all_next_rec)(&k));) {
             oo7::do_nothing_part(a->x, a->y, a->type);
             n++;
         }
@@ -434,8 +433,7 @@ public:
         uint64_t n = 0;
         P2(atomic_parts_all_cursor) k;
         ok(P2(atomic_parts_all_open)(db_, &k), "atomic_parts_all");
-        while (P2(atomic_parts_all_next)(&k) == P2_OK) {
-            const P2(atomic_part) *a = P2(atomic_parts_all_get)(&k);
+        for (const P2(atomic_part) *a; (a = P2(atomic_parts_all_next_rec)(&k));) {
             P2(doc_by_id_cursor) d;
             ok(P2(doc_by_id_open)(db_, &d, a->doc_id), "doc_by_id");
             if (P2(doc_by_id_next)(&d) == P2_OK) {

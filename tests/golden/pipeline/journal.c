@@ -268,6 +268,14 @@ JOURNAL_API int journal_rich_next(journal_rich_cursor *cur)
     return journal_accts__top2ds_qualify_rich_next(cur);
 }
 
+/* _next and _get in one step: the cursor's checks once per element, not once per call */
+JOURNAL_API const journal_acct *journal_rich_next_rec(journal_rich_cursor *cur)
+{
+    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open)) return NULL;
+    if (journal_accts__top2ds_qualify_rich_next(cur) != P2_OK) return NULL;
+    return &journal_accts__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
+}
+
 JOURNAL_API const journal_acct *journal_rich_get(const journal_rich_cursor *cur)
 {
     if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON)) return NULL;
@@ -315,6 +323,14 @@ JOURNAL_API int journal_accts_all_next(journal_accts_all_cursor *cur)
 {
     if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open)) return P2_ECLOSED;
     return journal_accts__top2ds_qualify_all_next(cur);
+}
+
+/* _next and _get in one step: the cursor's checks once per element, not once per call */
+JOURNAL_API const journal_acct *journal_accts_all_next_rec(journal_accts_all_cursor *cur)
+{
+    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open)) return NULL;
+    if (journal_accts__top2ds_qualify_all_next(cur) != P2_OK) return NULL;
+    return &journal_accts__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
 JOURNAL_API const journal_acct *journal_accts_all_get(const journal_accts_all_cursor *cur)
@@ -475,6 +491,14 @@ JOURNAL_API int journal_archive_all_next(journal_archive_all_cursor *cur)
 {
     if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open)) return P2_ECLOSED;
     return journal_archive__top2ds_all_next(cur);
+}
+
+/* _next and _get in one step: the cursor's checks once per element, not once per call */
+JOURNAL_API const journal_acct *journal_archive_all_next_rec(journal_archive_all_cursor *cur)
+{
+    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open)) return NULL;
+    if (journal_archive__top2ds_all_next(cur) != P2_OK) return NULL;
+    return &journal_archive__top2ds_elem(cur->_db, cur->_cur)->rec;
 }
 
 JOURNAL_API const journal_acct *journal_archive_all_get(const journal_archive_all_cursor *cur)

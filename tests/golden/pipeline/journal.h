@@ -184,6 +184,10 @@ JOURNAL_API int journal_rich_open(journal_db *db, journal_rich_cursor *cur, int6
 JOURNAL_API int journal_rich_next(journal_rich_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
 JOURNAL_API const journal_acct *journal_rich_get(const journal_rich_cursor *cur);
+/* Move to the next element and return it (read only): _next and _get in one step. NULL
+ * where _next would not return P2_OK: at the end (the cursor is then at its end, as after
+ * P2_END), on a closed handle, or on an error (in <prefix>_errmsg). */
+JOURNAL_API const journal_acct *journal_rich_next_rec(journal_rich_cursor *cur);
 /* Its reference, or JOURNAL_NOREF. */
 JOURNAL_API journal_ref journal_rich_ref(const journal_rich_cursor *cur);
 /* Replace the element under the cursor (as update).
@@ -210,6 +214,10 @@ JOURNAL_API int journal_accts_all_open(journal_db *db, journal_accts_all_cursor 
 JOURNAL_API int journal_accts_all_next(journal_accts_all_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
 JOURNAL_API const journal_acct *journal_accts_all_get(const journal_accts_all_cursor *cur);
+/* Move to the next element and return it (read only): _next and _get in one step. NULL
+ * where _next would not return P2_OK: at the end (the cursor is then at its end, as after
+ * P2_END), on a closed handle, or on an error (in <prefix>_errmsg). */
+JOURNAL_API const journal_acct *journal_accts_all_next_rec(journal_accts_all_cursor *cur);
 /* Its reference, or JOURNAL_NOREF. */
 JOURNAL_API journal_ref journal_accts_all_ref(const journal_accts_all_cursor *cur);
 /* Replace the element under the cursor (as update).
@@ -271,6 +279,10 @@ JOURNAL_API int journal_archive_all_open(journal_db *db, journal_archive_all_cur
 JOURNAL_API int journal_archive_all_next(journal_archive_all_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
 JOURNAL_API const journal_acct *journal_archive_all_get(const journal_archive_all_cursor *cur);
+/* Move to the next element and return it (read only): _next and _get in one step. NULL
+ * where _next would not return P2_OK: at the end (the cursor is then at its end, as after
+ * P2_END), on a closed handle, or on an error (in <prefix>_errmsg). */
+JOURNAL_API const journal_acct *journal_archive_all_next_rec(journal_archive_all_cursor *cur);
 /* Its reference, or JOURNAL_NOREF. */
 JOURNAL_API journal_ref journal_archive_all_ref(const journal_archive_all_cursor *cur);
 /* Replace the element under the cursor (as update).

@@ -418,6 +418,14 @@ LINKS_API int links_docs_by_id_next(links_docs_by_id_cursor *cur)
     return links_docs__delflag_docs_by_id_next(cur);
 }
 
+/* _next and _get in one step: the cursor's checks once per element, not once per call */
+LINKS_API const links_doc *links_docs_by_id_next_rec(links_docs_by_id_cursor *cur)
+{
+    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open)) return NULL;
+    if (links_docs__delflag_docs_by_id_next(cur) != P2_OK) return NULL;
+    return &links_docs__delflag_elem(cur->_db, cur->_cur)->rec;
+}
+
 LINKS_API const links_doc *links_docs_by_id_get(const links_docs_by_id_cursor *cur)
 {
     if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON)) return NULL;
@@ -470,6 +478,14 @@ LINKS_API int links_docs_all_next(links_docs_all_cursor *cur)
 {
     if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open)) return P2_ECLOSED;
     return links_docs__delflag_all_next(cur);
+}
+
+/* _next and _get in one step: the cursor's checks once per element, not once per call */
+LINKS_API const links_doc *links_docs_all_next_rec(links_docs_all_cursor *cur)
+{
+    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open)) return NULL;
+    if (links_docs__delflag_all_next(cur) != P2_OK) return NULL;
+    return &links_docs__delflag_elem(cur->_db, cur->_cur)->rec;
 }
 
 LINKS_API const links_doc *links_docs_all_get(const links_docs_all_cursor *cur)
@@ -688,6 +704,14 @@ LINKS_API int links_shelves_by_label_next(links_shelves_by_label_cursor *cur)
     return links_shelves__top2ds_qualify_shelves_by_label_next(cur);
 }
 
+/* _next and _get in one step: the cursor's checks once per element, not once per call */
+LINKS_API const links_shelf *links_shelves_by_label_next_rec(links_shelves_by_label_cursor *cur)
+{
+    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open)) return NULL;
+    if (links_shelves__top2ds_qualify_shelves_by_label_next(cur) != P2_OK) return NULL;
+    return &links_shelves__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
+}
+
 LINKS_API const links_shelf *links_shelves_by_label_get(const links_shelves_by_label_cursor *cur)
 {
     if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON)) return NULL;
@@ -740,6 +764,14 @@ LINKS_API int links_shelves_all_next(links_shelves_all_cursor *cur)
 {
     if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open)) return P2_ECLOSED;
     return links_shelves__top2ds_qualify_all_next(cur);
+}
+
+/* _next and _get in one step: the cursor's checks once per element, not once per call */
+LINKS_API const links_shelf *links_shelves_all_next_rec(links_shelves_all_cursor *cur)
+{
+    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open)) return NULL;
+    if (links_shelves__top2ds_qualify_all_next(cur) != P2_OK) return NULL;
+    return &links_shelves__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
 LINKS_API const links_shelf *links_shelves_all_get(const links_shelves_all_cursor *cur)

@@ -181,6 +181,10 @@ LINKS_API int links_docs_by_id_open(links_db *db, links_docs_by_id_cursor *cur, 
 LINKS_API int links_docs_by_id_next(links_docs_by_id_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
 LINKS_API const links_doc *links_docs_by_id_get(const links_docs_by_id_cursor *cur);
+/* Move to the next element and return it (read only): _next and _get in one step. NULL
+ * where _next would not return P2_OK: at the end (the cursor is then at its end, as after
+ * P2_END), on a closed handle, or on an error (in <prefix>_errmsg). */
+LINKS_API const links_doc *links_docs_by_id_next_rec(links_docs_by_id_cursor *cur);
 /* Its reference, or LINKS_NOREF. */
 LINKS_API links_ref links_docs_by_id_ref(const links_docs_by_id_cursor *cur);
 /* Replace the element under the cursor (as update).
@@ -207,6 +211,10 @@ LINKS_API int links_docs_all_open(links_db *db, links_docs_all_cursor *cur);
 LINKS_API int links_docs_all_next(links_docs_all_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
 LINKS_API const links_doc *links_docs_all_get(const links_docs_all_cursor *cur);
+/* Move to the next element and return it (read only): _next and _get in one step. NULL
+ * where _next would not return P2_OK: at the end (the cursor is then at its end, as after
+ * P2_END), on a closed handle, or on an error (in <prefix>_errmsg). */
+LINKS_API const links_doc *links_docs_all_next_rec(links_docs_all_cursor *cur);
 /* Its reference, or LINKS_NOREF. */
 LINKS_API links_ref links_docs_all_ref(const links_docs_all_cursor *cur);
 /* Replace the element under the cursor (as update).
@@ -276,6 +284,10 @@ LINKS_API int links_shelves_by_label_open(links_db *db, links_shelves_by_label_c
 LINKS_API int links_shelves_by_label_next(links_shelves_by_label_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
 LINKS_API const links_shelf *links_shelves_by_label_get(const links_shelves_by_label_cursor *cur);
+/* Move to the next element and return it (read only): _next and _get in one step. NULL
+ * where _next would not return P2_OK: at the end (the cursor is then at its end, as after
+ * P2_END), on a closed handle, or on an error (in <prefix>_errmsg). */
+LINKS_API const links_shelf *links_shelves_by_label_next_rec(links_shelves_by_label_cursor *cur);
 /* Its reference, or LINKS_NOREF. */
 LINKS_API links_ref links_shelves_by_label_ref(const links_shelves_by_label_cursor *cur);
 /* Replace the element under the cursor (as update).
@@ -302,6 +314,10 @@ LINKS_API int links_shelves_all_open(links_db *db, links_shelves_all_cursor *cur
 LINKS_API int links_shelves_all_next(links_shelves_all_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
 LINKS_API const links_shelf *links_shelves_all_get(const links_shelves_all_cursor *cur);
+/* Move to the next element and return it (read only): _next and _get in one step. NULL
+ * where _next would not return P2_OK: at the end (the cursor is then at its end, as after
+ * P2_END), on a closed handle, or on an error (in <prefix>_errmsg). */
+LINKS_API const links_shelf *links_shelves_all_next_rec(links_shelves_all_cursor *cur);
 /* Its reference, or LINKS_NOREF. */
 LINKS_API links_ref links_shelves_all_ref(const links_shelves_all_cursor *cur);
 /* Replace the element under the cursor (as update).

@@ -32,12 +32,14 @@ class Array(Layer):
     def handle_fields(self, inst):
         # A root in a file is one load further from db than a root in the handle, and the
         # slot block one more: the block's address, kept in the handle, makes an element
-        # one load from db, as on the heap (where the root is in the handle). Not the
-        # bound: _valid's is the high-water mark, which every insert moves.
+        # one load from db, as on the heap (where the root is in the handle); so does the
+        # high-water mark for _valid (every _at, every call given a reference), at the
+        # price of one store to the handle per insert that moves it.
         if not inst.container.persistent:
             return []
         t = inst.tag
-        return [ElemField("p2_addr", f"{t}_blk", "copy of the root's slot block, resolved (NULL: none)")]
+        return [ElemField("p2_addr", f"{t}_blk", "copy of the root's slot block, resolved (NULL: none)"),
+                ElemField("uint32_t", f"{t}_hwm", "copy of the root's high-water mark, at most its capacity (_valid's bound)")]
 
     def mirrors_root(self, inst):
         return inst.container.persistent

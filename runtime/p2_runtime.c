@@ -3807,6 +3807,13 @@ uint64_t p2_seg_pending(const p2_seg *seg)
     return seg != NULL && seg->base != NULL && seg->journal ? seg->ndirty : 0;
 }
 
+int p2_seg_commit_idle(const p2_seg *seg)
+{
+    /* what p2_seg_commit returns P2_OK for before it touches anything */
+    return seg != NULL && seg->base != NULL && seg->journal && !seg->ckpt_failed &&
+           seg->ndirty == 0 && !seg->undo_lost;
+}
+
 /* ------------------------------------------------------------------------
  * 5.5b Record log: which transactions over several files every file holds
  * ------------------------------------------------------------------------ */

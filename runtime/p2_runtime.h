@@ -733,6 +733,12 @@ int p2_journal_guard(p2_err *err);
 /** Pages changed in the current transaction (0 on a plain segment). */
 uint64_t p2_seg_pending(const p2_seg *seg);
 
+/** 1 if committing the open journalled segment now would do nothing and write nothing (no
+ *  page changed, no write lost its undo, no checkpoint to retry): the generated commit then
+ *  returns at once, without p2_journal_guard's system call -- a read-only transaction
+ *  costs no system call at its commit. */
+int p2_seg_commit_idle(const p2_seg *seg);
+
 /** @} */
 
 /** Record in the header what made the file (the generated open passes "spec <file>:

@@ -246,3 +246,63 @@ def test_threads_sharing_one_database_are_serialised(gen, tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     n, total, problems = r.stdout.split(" ", 2)
     assert int(n) == int(total) == 1600 and problems.strip() == "[]", r.stdout
+
+
+READ_ONLY_COMMIT_C = r"""
+#define _POSIX_C_SOURCE 200809L   /* struct sigaction under -std=c11 */
+#include "p2tj.h"
+#include <signal.h>
+#include <stdio.h>
+
+static void foreign(int sig) { (void)sig; }
+
+/* is the installed SIGSEGV handler the foreign one? */
+static int foreign_on_top(void)
+{
+    struct sigaction a;
+    sigaction(SIGSEGV, NULL, &a);
+    return !(a.sa_flags & SA_SIGINFO) && a.sa_handler == foreign;
+}
+
+int main(int argc, char **argv)
+{
+    p2tj_db *db;
+    p2tj_account a = { .id = 1, .balance = 5 };
+    p2tj_ref ref;
+    (void)argc;
+    if (p2tj_open(&db, argv[1]) != P2_OK) return 10;
+    if (p2tj_begin(db) != P2_OK) return 11;
+    signal(SIGSEGV, foreign);
+    if (!foreign_on_top()) return 12;
+    /* a transaction that changed nothing: its commit writes nothing, so it leaves the
+       handlers alone (no system call) */
+    if (p2tj_commit(db) != P2_OK) return 13;
+    if (!foreign_on_top()) return 14;
+    if (p2tj_begin(db) != P2_OK) return 15;   /* begin puts the journal's back on top */
+    if (foreign_on_top()) return 16;
+    if (p2tj_p2tj_accounts_insert(db, &a, &ref) != P2_OK) return 17;
+    signal(SIGSEGV, foreign);
+    if (p2tj_commit(db) != P2_OK) return 18;  /* pages changed: commit checks, and restores */
+    if (foreign_on_top()) return 19;
+    if (p2tj_close(db) != P2_OK) return 20;
+    puts("ok");
+    return 0;
+}
+"""
+
+
+def test_a_read_only_commit_skips_the_handler_check_and_a_writing_one_does_not(gen, tmp_path):
+    """The generated commit of a transaction that changed no page returns at once: no
+    sigaction to check the journal's SIGSEGV handler (what made a read-only transaction
+    cost two system calls). One that changed pages still checks, and puts the journal's
+    handler back on top of one installed since."""
+    from p2gen.build import compile_objects
+    lib = compile_objects(gen)
+    src, exe = tmp_path / "ro.c", tmp_path / "ro"
+    src.write_text(READ_ONLY_COMMIT_C)
+    subprocess.run(["cc", "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{gen.out_dir}",
+                    str(src), lib, "-o", str(exe)], check=True)
+    data = tmp_path / "db"
+    data.mkdir()
+    r = subprocess.run([str(exe), str(data)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stderr)

@@ -761,6 +761,10 @@ JOURNAL_API int journal_commit(journal_db *db)
 {
     int rc;
     if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    /* A transaction that changed no page commits nothing and writes nothing, so no fault
+       can follow: no need to check the SIGSEGV handler (a system call; begin checked it). */
+    if (p2_seg_commit_idle(&db->seg[0]))
+        return P2_OK;
     if ((rc = p2_journal_guard(&db->err)) != P2_OK) return rc;
     if ((rc = p2_seg_commit(&db->seg[0], &db->err)) != P2_OK) return rc;
     return P2_OK;

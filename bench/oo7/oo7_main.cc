@@ -531,24 +531,11 @@ struct RunResult {
     Usage use;
 };
 
-// One timed run: reseeded stream, begin, the operation, commit; the counters around the
-// same span as the clock (the counters are read outside it).
-RunResult timed(oo7::Db &db, const oo7::Params &p, const std::string &op, oo7::Rng &rng) {
-    RunResult r;
-    rng.seed(cfg().seed);
-    Usage u0 = usage_now();
-    auto t0 = Clock::now();
-    db.begin();
-    r.count = body(op, db, p, rng, &r.extra);
-    db.commit();
-    r.seconds = since(t0);
-    r.use = usage_now() - u0;
-    return r;
-}
-
-// `reps` runs back to back in one timed span (a read-only operation's hot run, see
-// --oo7_hot_batch_us): each reseeded and in its own transaction, so each does the same
-// work as a timed() run. count is the first run's; *differs is set if another's was not.
+// `reps` runs back to back in one timed span: each reseeded and in its own transaction
+// (begin, the operation, commit), so each does the same work; the counters around the
+// same span as the clock (they are read outside it). One is a timed run; more, a
+// read-only operation's hot batch (--oo7_hot_batch_us). count is the first run's;
+// *differs is set if another's was not.
 RunResult timed_batch(oo7::Db &db, const oo7::Params &p, const std::string &op, oo7::Rng &rng,
                       int reps, bool *differs) {
     RunResult r;
@@ -566,6 +553,11 @@ RunResult timed_batch(oo7::Db &db, const oo7::Params &p, const std::string &op, 
     r.seconds = since(t0);
     r.use = usage_now() - u0;
     return r;
+}
+
+RunResult timed(oo7::Db &db, const oo7::Params &p, const std::string &op, oo7::Rng &rng) {
+    bool differs;
+    return timed_batch(db, p, op, rng, 1, &differs);
 }
 
 // One untimed run in its own transaction (restores, preparations).

@@ -205,3 +205,28 @@ def test_layers_lists_the_iarray_default(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "p2gen.cli", "layers"], capture_output=True,
                           text=True, timeout=60)
     assert "param max_key: int = 1024 * capacity - 1" in proc.stdout
+
+
+# ---------------------------------------------------------------------------
+# A cursor whose open refused a parameter is not open: it never walks
+# ---------------------------------------------------------------------------
+NAMED_SPEC = """record r { id: u32; name: char[8]; }
+container c of r = top2ds_qualify[hash(key = name)[array[transient]]];
+cursor by_name on c where name == $n;
+"""
+
+
+def test_a_cursor_whose_open_refused_its_parameter_never_walks(harness_builder, san_env,
+                                                                tmp_path):
+    """A string parameter longer than its field is refused (P2_ERANGE). The cursor must not
+    then walk with a parameter it was not given: before, its handle was set before the
+    check, so _next walked for "" (the zeroed parameter) and found the element named "".
+    The harness checks, after every failed open, that _next answers P2_ECLOSED and _next_rec
+    and _get NULL (a `bug` line otherwise, which `run` refuses)."""
+    exe = harness_builder(NAMED_SPEC, "named").exe
+    out = run(exe, [f"open {tmp_path}", 'insert c 1 ""', 'insert c 2 "abcdefgh"',
+                    'cursor by_name "abcdefghi"', 'cursor by_name ""', 'cursor by_name "abcdefgh"'],
+              san_env, tmp_path)
+    assert out[:3] == ["ok", "ok", "ok"], out
+    assert out[3].startswith("err ERANGE ") and "longer than 8 bytes" in out[3], out
+    assert out[4:] == ['rec 1 ""', "end 1", 'rec 2 "abcdefgh"', "end 1"], out

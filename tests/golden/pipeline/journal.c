@@ -257,8 +257,8 @@ JOURNAL_API int journal_rich_open(journal_db *db, journal_rich_cursor *cur, int6
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
     if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
-    cur->_db = db;
     cur->_p_min = min;
+    cur->_db = db;
     return P2_OK;
 }
 

@@ -178,7 +178,8 @@ typedef struct journal_rich_cursor {
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     int64_t _p_min;
 } journal_rich_cursor;
-/* Start the cursor (before the first element). Errors: P2_ECLOSED. */
+/* Start the cursor (before the first element). Errors: P2_ECLOSED.
+ * A cursor whose open failed is not open: _next answers P2_ECLOSED, _next_rec and _get NULL. */
 JOURNAL_API int journal_rich_open(journal_db *db, journal_rich_cursor *cur, int64_t min);
 /* Move to the next element: P2_OK, or P2_END when there is none. */
 JOURNAL_API int journal_rich_next(journal_rich_cursor *cur);
@@ -208,7 +209,8 @@ typedef struct journal_accts_all_cursor {
     int _state, _has_pending;   /* _state: P2_CURSOR_BEFORE, _ON, _OFF or _END (journal.c) */
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
 } journal_accts_all_cursor;
-/* Start the cursor (before the first element). Errors: P2_ECLOSED. */
+/* Start the cursor (before the first element). Errors: P2_ECLOSED.
+ * A cursor whose open failed is not open: _next answers P2_ECLOSED, _next_rec and _get NULL. */
 JOURNAL_API int journal_accts_all_open(journal_db *db, journal_accts_all_cursor *cur);
 /* Move to the next element: P2_OK, or P2_END when there is none. */
 JOURNAL_API int journal_accts_all_next(journal_accts_all_cursor *cur);
@@ -273,7 +275,8 @@ typedef struct journal_archive_all_cursor {
     int _state, _has_pending;   /* _state: P2_CURSOR_BEFORE, _ON, _OFF or _END (journal.c) */
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
 } journal_archive_all_cursor;
-/* Start the cursor (before the first element). Errors: P2_ECLOSED. */
+/* Start the cursor (before the first element). Errors: P2_ECLOSED.
+ * A cursor whose open failed is not open: _next answers P2_ECLOSED, _next_rec and _get NULL. */
 JOURNAL_API int journal_archive_all_open(journal_db *db, journal_archive_all_cursor *cur);
 /* Move to the next element: P2_OK, or P2_END when there is none. */
 JOURNAL_API int journal_archive_all_next(journal_archive_all_cursor *cur);

@@ -407,8 +407,8 @@ LINKS_API int links_docs_by_id_open(links_db *db, links_docs_by_id_cursor *cur, 
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
     if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
-    cur->_db = db;
     cur->_p_lo = lo;
+    cur->_db = db;
     return P2_OK;
 }
 

@@ -175,7 +175,8 @@ typedef struct links_docs_by_id_cursor {
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     uint32_t _p_lo;
 } links_docs_by_id_cursor;
-/* Start the cursor (before the first element). Errors: P2_ECLOSED. */
+/* Start the cursor (before the first element). Errors: P2_ECLOSED.
+ * A cursor whose open failed is not open: _next answers P2_ECLOSED, _next_rec and _get NULL. */
 LINKS_API int links_docs_by_id_open(links_db *db, links_docs_by_id_cursor *cur, uint32_t lo);
 /* Move to the next element: P2_OK, or P2_END when there is none. */
 LINKS_API int links_docs_by_id_next(links_docs_by_id_cursor *cur);
@@ -205,7 +206,8 @@ typedef struct links_docs_all_cursor {
     int _state, _has_pending;   /* _state: P2_CURSOR_BEFORE, _ON, _OFF or _END (links.c) */
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
 } links_docs_all_cursor;
-/* Start the cursor (before the first element). Errors: P2_ECLOSED. */
+/* Start the cursor (before the first element). Errors: P2_ECLOSED.
+ * A cursor whose open failed is not open: _next answers P2_ECLOSED, _next_rec and _get NULL. */
 LINKS_API int links_docs_all_open(links_db *db, links_docs_all_cursor *cur);
 /* Move to the next element: P2_OK, or P2_END when there is none. */
 LINKS_API int links_docs_all_next(links_docs_all_cursor *cur);
@@ -278,7 +280,8 @@ typedef struct links_shelves_by_label_cursor {
     int _state, _has_pending;   /* _state: P2_CURSOR_BEFORE, _ON, _OFF or _END (links.c) */
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
 } links_shelves_by_label_cursor;
-/* Start the cursor (before the first element). Errors: P2_ECLOSED. */
+/* Start the cursor (before the first element). Errors: P2_ECLOSED.
+ * A cursor whose open failed is not open: _next answers P2_ECLOSED, _next_rec and _get NULL. */
 LINKS_API int links_shelves_by_label_open(links_db *db, links_shelves_by_label_cursor *cur);
 /* Move to the next element: P2_OK, or P2_END when there is none. */
 LINKS_API int links_shelves_by_label_next(links_shelves_by_label_cursor *cur);
@@ -308,7 +311,8 @@ typedef struct links_shelves_all_cursor {
     int _state, _has_pending;   /* _state: P2_CURSOR_BEFORE, _ON, _OFF or _END (links.c) */
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
 } links_shelves_all_cursor;
-/* Start the cursor (before the first element). Errors: P2_ECLOSED. */
+/* Start the cursor (before the first element). Errors: P2_ECLOSED.
+ * A cursor whose open failed is not open: _next answers P2_ECLOSED, _next_rec and _get NULL. */
 LINKS_API int links_shelves_all_open(links_db *db, links_shelves_all_cursor *cur);
 /* Move to the next element: P2_OK, or P2_END when there is none. */
 LINKS_API int links_shelves_all_next(links_shelves_all_cursor *cur);

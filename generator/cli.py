@@ -408,6 +408,10 @@ def bench_range(**kwargs):
               help="A read-only operation's hot run repeats it back to back for about this "
                    "many microseconds, timed as one span and reported per repetition (0: "
                    "once): a microsecond operation timed alone measures the clock.")
+@click.option("--hot-rounds", type=click.IntRange(0), default=4, show_default=True,
+              help="After the main run, this many more processes run T6, T7, Q1 and Q2 hot "
+                   "once more for every generated variant and HAND; their hot time is the "
+                   "median over all of them (one process alone moved ratios by 1.3-1.7x).")
 @click.option("--db-dir", type=click.Path(file_okay=False),
               help="Where database files go (default: a fresh directory in $TMPDIR).")
 @click.option("--lto-rows/--no-lto-rows", default=True, show_default=True,

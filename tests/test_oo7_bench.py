@@ -338,6 +338,55 @@ def test_hot10_ratios_to_hand_and_lto():
     assert "| HASH/ILIST-lto transient | T6 |" not in md and "| SQLITE persistent | T6 |" not in md
 
 
+def test_hot_rounds_filter_names_the_zero_cost_rows_only():
+    """A round runs the zero-cost table's operations hot for HAND and every generated variant
+    that ran them, named exactly (a system name is matched literally), and nothing else."""
+    def row(system, mem, op, phase="hot", error=None):
+        return bo.Row(system, mem, "tiny", 3, op, phase, {"hot_ms": 1.0}, error)
+    rows = [row("HAND", "transient", "T6"), row("HASH/ILIST-lto", "transient", "T6"),
+            row("HASH/ILIST", "persistent", "Q1"), row("HASH/ILIST", "persistent", "Q1", "cold"),
+            row("SQLITE", "persistent", "T6"), row("LMDB", "persistent", "Q1"),
+            row("NOINDEX/ILIST", "persistent", "T1"), row("A.B", "transient", "T6", error="x")]
+    flt = bo.hot_rounds_filter(rows)
+    assert flt == ("^OO7/(HAND/transient/tiny_f3|HASH/ILIST-lto/transient/tiny_f3|"
+                   "HASH/ILIST/persistent/tiny_f3)/(T6|Q1)/hot(/|$)")
+    assert bo._gb_escape("A.B(c)|d*+?[x]{2}^$\\") == "A\\.B\\(c\\)\\|d\\*\\+\\?\\[x\\]\\{2\\}\\^\\$\\\\"
+    assert bo.hot_rounds_filter([row("HAND", "transient", "T1"), row("SQLITE", "persistent", "Q1")]) is None
+
+
+def test_hot_rounds_add_processes_and_the_tables_take_their_median(exe, tmp_path):
+    """`rounds` more processes run T6, T7, Q1, Q2 hot; their rows join the main run's, the
+    context says how many, and the tables' hot time of those operations is the median over
+    the main run and the rounds (other operations and systems keep their one row)."""
+    out = tmp_path / "oo7.json"
+    opts = bo.Options(size="tiny", fanouts=(3,), dir=str(tmp_path / "db"), ops="T1,T6,Q1",
+                      filter="HAND|HASH/ILIST/transient|SQLITE/transient", hot_runs=1)
+    assert bo.run(str(exe), opts, str(out)) == 0
+    lines = []
+    assert bo.run_hot_rounds(str(exe), opts, str(out), 2, say=lines.append) == 0
+    assert sum(l.startswith("round ") for l in lines) == 2
+    context, rows = bo.load_rows(str(out))
+    assert context["p2gen_hot_rounds"] == 2
+    hot = {}
+    for r in rows:
+        if r.phase == "hot":
+            hot.setdefault((r.system, r.mem, r.op), []).append(r.ms)
+    for key in (("HAND", "transient", "T6"), ("HAND", "transient", "Q1"),
+                ("HASH/ILIST", "transient", "T6"), ("HASH/ILIST", "transient", "Q1")):
+        assert len(hot[key]) == 3, key
+    assert len(hot[("HAND", "transient", "T1")]) == 1
+    assert len(hot[("SQLITE", "transient", "T6")]) == 1
+    summary = bo.summarize(rows)
+    t6 = hot[("HASH/ILIST", "transient", "T6")]
+    assert summary[("HASH/ILIST", "transient", "tiny", 3, "T6")]["hot"] == sorted(t6)[1]
+    text, _, problems = bo.report(str(out), str(tmp_path / "o"), plots=False)
+    assert problems == []
+    assert "T6, T7, Q1 and Q2 hot also in 2 more processes" in text
+    assert "(hot, the median over 3 processes: the main run and 2 rounds)" in text
+    assert bo.run_hot_rounds(str(exe), opts, str(out), 0) == 0   # none asked: nothing changes
+    assert len(bo.load_rows(str(out))[1]) == len(rows)
+
+
 COLD_SYSTEM = "HASH/ILIST/persistent"   # a persistent variant without a journal
 
 

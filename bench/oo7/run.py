@@ -15,7 +15,8 @@ counts, and runs every operation at three temperatures: cold and warm once each 
 process of the binary (persistent systems: the files dropped from the page cache, proved
 by mincore, or cached but not mapped), hot the mean of the next runs in its own open; with
 page faults, bytes written and file sizes as counters; it compares every count across
-systems; Google Benchmark JSON.
+systems; Google Benchmark JSON. Then HOT_ROUNDS more processes of the binary run the
+zero-cost table's operations hot again (run_hot_rounds), their rows added to the JSON.
 Report: a Markdown table per size/fanout (one row per operation: cold / warm / hot median
 ms per system, hot time relative to HAND), the cold / warm / hot table of PROTOCOL_OPS
 (times, major and minor faults, resident fraction, KB read and written), the zero-cost
@@ -39,7 +40,7 @@ import shlex
 import statistics
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -78,6 +79,11 @@ SIZES = ("tiny", "small", "medium", "large")
 # users' way (the reference systems are not generated: no row of their own)
 HOT10 = ("T6", "T7", "Q1", "Q2")
 TARGET10 = 1.5
+# Their hot runs last microseconds, so one process decides a ratio: a slow spell of the host
+# or a process whose memory happened to lay out badly moved a ratio by 1.3-1.7x from one run
+# to the next. After the main run, HOT_ROUNDS more processes of the binary run them hot once
+# more, each for every generated variant and HAND; the hot time is the median over all.
+HOT_ROUNDS = 4
 REFERENCE_SYSTEMS = ("HAND", "SQLITE", "SQLITE-WAL", "SQLITE-WAL100", "LMDB", "LMDB-SYNC", "LMDB-SYNC100")
 
 # quick default: small, fanout 3 (a minute or two on two cores, build included)
@@ -303,6 +309,15 @@ def _batch_note(context: dict) -> str:
             "(timed as one span, reported per repetition)")
 
 
+def _rounds_note(context: dict) -> str:
+    """The configuration line's words for the rounds (run_hot_rounds), "" if none ran."""
+    n = context.get("p2gen_hot_rounds")
+    if not n:
+        return ""
+    return (f"; {', '.join(HOT10[:-1])} and {HOT10[-1]} hot also in {n} more processes, one "
+            f"after the other (rounds), their hot time the median over the {n + 1}")
+
+
 # ---------------------------------------------------------------------------------------
 # run
 
@@ -364,6 +379,53 @@ def run(exe: str, opts: Options, json_out: str,
         return f"{system + '/' + mem:<22} {size}_f{fanout:<3} {op:<6} {phase:<4} {info}"
 
     return run_benchmarks([str(exe)] + opts.args(), json_out, "OO7", NAME, describe, say)
+
+
+def _gb_escape(text: str) -> str:
+    """text matched literally by a Google Benchmark filter (an ECMAScript regex)."""
+    return re.sub(r"([.^$|()\[\]{}*+?\\])", r"\\\1", text)
+
+
+def hot_rounds_filter(rows: list) -> Optional[str]:
+    """The filter of a round: the hot rows of HOT10 of every system and configuration whose
+    row the main run wrote, but the reference systems other than HAND (they are in no ratio
+    of the zero-cost table); None when no such row ran."""
+    names = sorted({f"{r.system}/{r.mem}/{r.size}_f{r.fanout}" for r in rows
+                    if r.op in HOT10 and r.phase == "hot" and not r.error
+                    and (r.system == "HAND" or r.system not in REFERENCE_SYSTEMS)})
+    ops = [op for op in HOT10 if any(r.op == op and r.phase == "hot" for r in rows)]
+    if not names or not ops:
+        return None
+    return ("^OO7/(" + "|".join(_gb_escape(n) for n in names) + ")/(" + "|".join(ops) + ")/hot(/|$)")
+
+
+def run_hot_rounds(exe: str, opts: Options, json_path: str, rounds: int,
+                   say: Callable[[str], None] = lambda m: None) -> int:
+    """`rounds` more processes of the binary, each running the zero-cost table's operations
+    hot (hot_rounds_filter) once more; their rows join json_path's, so that the tables
+    take the median over the main run and the rounds, and its context records how many
+    rounds ran (p2gen_hot_rounds). Returns the first nonzero exit status of a round."""
+    context, rows = load_rows(json_path)
+    flt = hot_rounds_filter(rows)
+    if rounds <= 0 or flt is None:
+        return 0
+    with open(json_path, encoding="utf-8") as f:
+        data = json.load(f)
+    ops = ",".join(op for op in HOT10 if any(r.op == op and r.phase == "hot" for r in rows))
+    rc = 0
+    for k in range(1, rounds + 1):
+        say(f"round {k} of {rounds}: {ops} hot, in a fresh process")
+        part = f"{json_path}.round{k}"
+        rk = run(exe, replace(opts, filter=flt, ops=ops), part, say=say)
+        rc = rc or rk
+        if os.path.exists(part):
+            with open(part, encoding="utf-8") as f:
+                data["benchmarks"].extend(json.load(f).get("benchmarks", []))
+            os.remove(part)
+    data.setdefault("context", {})["p2gen_hot_rounds"] = rounds
+    with open(json_path, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1)
+    return rc
 
 
 # ---------------------------------------------------------------------------------------
@@ -690,7 +752,8 @@ def render_table(summary: dict, context: Optional[dict] = None) -> str:
                 lines.append(f"| {op} | " + " | ".join(cells) + " |")
             lines.append("")
         lines.append(render_protocol(summary, size, fanout, systems, context))
-        lines.append(render_hot10(summary, size, fanout, systems, ref))
+        lines.append(render_hot10(summary, size, fanout, systems, ref,
+                                  rounds=int(context.get("p2gen_hot_rounds") or 0)))
         lines.append("Build and size: build = generating and loading the whole database (s); "
                      "DB = the files of a persistent system (allocated), the heap in use of a transient one; "
                      "raw = what the objects hold (attributes, 8 bytes per reference, texts); "
@@ -782,9 +845,11 @@ def hot10(summary: dict, size: str, fanout: int, ref: tuple) -> list:
     return out
 
 
-def render_hot10(summary: dict, size: str, fanout: int, systems: list, ref: Optional[tuple]) -> str:
+def render_hot10(summary: dict, size: str, fanout: int, systems: list, ref: Optional[tuple],
+                 rounds: int = 0) -> str:
     """The zero-cost layering table: T6, T7, Q1, Q2 hot per generated variant, built as the README
-    tells users to, against HAND (target ≤ 1.5×), and the same variant built with -flto."""
+    tells users to, against HAND (target ≤ 1.5×), and the same variant built with -flto;
+    `rounds`: how many more processes ran them (run_hot_rounds)."""
     if not ref:
         return ""
     rows = hot10(summary, size, fanout, ref)
@@ -792,7 +857,9 @@ def render_hot10(summary: dict, size: str, fanout: int, systems: list, ref: Opti
         return ""
     order = {k: i for i, k in enumerate(systems)}
     rows.sort(key=lambda r: (order.get((r[0], r[1]), 1000), HOT10.index(r[2])))
-    lines = [f"Zero-cost layering, the hot pointer-chasing operations: µs per run (hot) of every generated "
+    per = (f"hot, the median over {rounds + 1} processes: the main run and {rounds} rounds"
+           if rounds else "hot")
+    lines = [f"Zero-cost layering, the hot pointer-chasing operations: µs per run ({per}) of every generated "
              f"variant built as the README tells users to (`p2gen build`'s library, the program "
              f"compiled -O2 with `<PREFIX>_INLINE`, no LTO), its ratio to {ref[0]} {ref[1]} "
              f"(target ≤ {TARGET10:g}×), and the same variant built with `-flto` (hash variants).", "",
@@ -888,7 +955,7 @@ def report(json_path: str, out_dir: str, *, plots: bool = True,
         md += [f"Command: `{command}`", ""]
     md.append(f"Configuration: size {context.get('oo7_size', '?')}, fanout "
               f"{context.get('oo7_fanout', '?')}, seed {context.get('oo7_seed', '?')}, "
-              f"{context.get('oo7_hot_runs', '?')} hot runs{_batch_note(context)}; host {context.get('host_name', '?')}, "
+              f"{context.get('oo7_hot_runs', '?')} hot runs{_batch_note(context)}{_rounds_note(context)}; host {context.get('host_name', '?')}, "
               f"{context.get('num_cpus', '?')} CPUs at {context.get('mhz_per_cpu', '?')} MHz. "
               "Cold and warm (persistent systems): the driver closes the database and runs the "
               "operation once in a fresh process of the benchmark binary, which first drops the "
@@ -1236,15 +1303,21 @@ def pointers_command(*, size, fanout, seed, out, build_dir, filter, ops, hot_run
     return _run_and_report(exe, opts, json_path, write, say)
 
 
-def _run_and_report(exe, opts, json_path, write, say) -> int:
-    """Run the benchmark binary into json_path, then write(json_path) -> (text, files
-    written besides the JSON, problems); 1 if the run or the report found a problem."""
+def _run_and_report(exe, opts, json_path, write, say, hot_rounds: int = 0) -> int:
+    """Run the benchmark binary into json_path (and `hot_rounds` rounds of the zero-cost
+    table's operations: run_hot_rounds), then write(json_path) -> (text, files written
+    besides the JSON, problems); 1 if the run or the report found a problem."""
     t0 = time.perf_counter()
     rc = run(str(exe), opts, json_path, say=say)
     say(f"benchmark ran {time.perf_counter() - t0:.1f} s (exit status {rc})")
     if not os.path.exists(json_path):
         say(f"no results written ({exe} exited with {rc})")
         return 1
+    if hot_rounds:
+        t0 = time.perf_counter()
+        rr = run_hot_rounds(str(exe), opts, json_path, hot_rounds, say=say)
+        say(f"{hot_rounds} rounds ran {time.perf_counter() - t0:.1f} s (exit status {rr})")
+        rc = rc or rr
     text, written, problems = write(json_path)
     say("")
     say(text)
@@ -1260,7 +1333,7 @@ def _run_and_report(exe, opts, json_path, write, say) -> int:
 def command(*, size, fanout, seed, reference, out, build_dir, filter, ops, hot_runs, db_dir,
             lto_rows, cc, cxx, jobs, render, plots, readahead="default", durable=False,
             update_runs=None, pointers=False, hot_batch_us=Options.hot_batch_us,
-            say=print) -> int:
+            hot_rounds=HOT_ROUNDS, say=print) -> int:
     """`p2gen bench oo7`: build, run, report (`durable`: the durable comparison,
     durable_command; `pointers`: the pointer comparison, pointers_command). Returns the
     exit status."""
@@ -1299,4 +1372,4 @@ def command(*, size, fanout, seed, reference, out, build_dir, filter, ops, hot_r
     def write(j):
         text, pngs, problems = report(j, out, plots=plots, command=cmdline)
         return text, [os.path.join(out, "oo7.md"), *pngs], problems
-    return _run_and_report(exe, opts, json_path, write, say)
+    return _run_and_report(exe, opts, json_path, write, say, hot_rounds=hot_rounds)

@@ -347,9 +347,9 @@ def test_hot_rounds_filter_names_the_zero_cost_rows_only():
             row("HASH/ILIST", "persistent", "Q1"), row("HASH/ILIST", "persistent", "Q1", "cold"),
             row("SQLITE", "persistent", "T6"), row("LMDB", "persistent", "Q1"),
             row("NOINDEX/ILIST", "persistent", "T1"), row("A.B", "transient", "T6", error="x")]
-    flt = bo.hot_rounds_filter(rows)
-    assert flt == ("^OO7/(HAND/transient/tiny_f3|HASH/ILIST-lto/transient/tiny_f3|"
-                   "HASH/ILIST/persistent/tiny_f3)/(T6|Q1)/hot(/|$)")
+    assert bo.hot_rounds_filter(rows) == (
+        "^OO7/(HAND/transient/tiny_f3|HASH/ILIST-lto/transient/tiny_f3|"
+        "HASH/ILIST/persistent/tiny_f3)/(T6|Q1)/hot(/|$)", "T6,Q1")
     assert bo._gb_escape("A.B(c)|d*+?[x]{2}^$\\") == "A\\.B\\(c\\)\\|d\\*\\+\\?\\[x\\]\\{2\\}\\^\\$\\\\"
     assert bo.hot_rounds_filter([row("HAND", "transient", "T1"), row("SQLITE", "persistent", "Q1")]) is None
 

@@ -386,17 +386,18 @@ def _gb_escape(text: str) -> str:
     return re.sub(r"([.^$|()\[\]{}*+?\\])", r"\\\1", text)
 
 
-def hot_rounds_filter(rows: list) -> Optional[str]:
-    """The filter of a round: the hot rows of HOT10 of every system and configuration whose
-    row the main run wrote, but the reference systems other than HAND (they are in no ratio
-    of the zero-cost table); None when no such row ran."""
-    names = sorted({f"{r.system}/{r.mem}/{r.size}_f{r.fanout}" for r in rows
-                    if r.op in HOT10 and r.phase == "hot" and not r.error
-                    and (r.system == "HAND" or r.system not in REFERENCE_SYSTEMS)})
-    ops = [op for op in HOT10 if any(r.op == op and r.phase == "hot" for r in rows)]
-    if not names or not ops:
+def hot_rounds_filter(rows: list) -> Optional[tuple[str, str]]:
+    """What a round runs: (its filter, its --oo7_ops) -- the hot rows of HOT10 of every
+    system and configuration whose row the main run wrote, but the reference systems other
+    than HAND (they are in no ratio of the zero-cost table); None when no such row ran."""
+    hot = [r for r in rows if r.op in HOT10 and r.phase == "hot" and not r.error
+           and (r.system == "HAND" or r.system not in REFERENCE_SYSTEMS)]
+    names = sorted({f"{r.system}/{r.mem}/{r.size}_f{r.fanout}" for r in hot})
+    ops = [op for op in HOT10 if any(r.op == op for r in hot)]
+    if not hot:
         return None
-    return ("^OO7/(" + "|".join(_gb_escape(n) for n in names) + ")/(" + "|".join(ops) + ")/hot(/|$)")
+    return ("^OO7/(" + "|".join(_gb_escape(n) for n in names) + ")/(" + "|".join(ops) + ")/hot(/|$)",
+            ",".join(ops))
 
 
 def run_hot_rounds(exe: str, opts: Options, json_path: str, rounds: int,
@@ -405,13 +406,12 @@ def run_hot_rounds(exe: str, opts: Options, json_path: str, rounds: int,
     hot (hot_rounds_filter) once more; their rows join json_path's, so that the tables
     take the median over the main run and the rounds, and its context records how many
     rounds ran (p2gen_hot_rounds). Returns the first nonzero exit status of a round."""
-    context, rows = load_rows(json_path)
-    flt = hot_rounds_filter(rows)
-    if rounds <= 0 or flt is None:
+    what = hot_rounds_filter(load_rows(json_path)[1])
+    if rounds <= 0 or what is None:
         return 0
+    flt, ops = what
     with open(json_path, encoding="utf-8") as f:
         data = json.load(f)
-    ops = ",".join(op for op in HOT10 if any(r.op == op and r.phase == "hot" for r in rows))
     rc = 0
     for k in range(1, rounds + 1):
         say(f"round {k} of {rounds}: {ops} hot, in a fresh process")

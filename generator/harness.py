@@ -19,7 +19,8 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable, Optional, Sequence, Union
 
-from .build import Generated, cc_command, run_cc
+from .build import Generated
+from .toolchain import cc_command, run_cc, runtime_object
 from .ir import CheckedSpec
 from .errors import BuildError, EnvError, os_reason
 from .model import FieldType
@@ -114,7 +115,8 @@ def write_harness(gen: Generated) -> str:
 
 def build_harness(gen: Generated, cc: str = "cc", sanitize: bool = True,
                   extra_cflags: Sequence[str] = (), jobs: int = 0) -> str:
-    """Compile the harness with the spec's .c and p2_runtime.c into
+    """Compile the harness with the spec's .c and p2_runtime.c (its object cached across
+    builds: toolchain.runtime_object) into
     <out_dir>/<prefix>_harness (AddressSanitizer and UBSan unless sanitize=False).
     The three translation units compile in parallel (`jobs`, default: the CPU count).
     Raises BuildError with the compiler's output on failure. Returns the executable."""
@@ -123,18 +125,21 @@ def build_harness(gen: Generated, cc: str = "cc", sanitize: bool = True,
     flags = list(HARNESS_CFLAGS) + (list(SANITIZE_CFLAGS) if sanitize else []) + list(extra_cflags)
     cc_cmd = cc_command(cc)
     tag = "san" if sanitize else "plain"
-    units = [src, gen.source, os.path.join(gen.out_dir, "p2_runtime.c")]
+    units = [src, gen.source]
     objs = [os.path.splitext(u)[0] + f".h{tag}.o" for u in units]
 
     def compile_one(pair):
         unit, obj = pair
+        if unit is None:     # the runtime: the same for every spec, compiled once (cached)
+            return runtime_object(cc_cmd, flags)
         run_cc(cc_cmd + flags + ["-I", gen.out_dir, "-c", unit, "-o", obj],
                f"compiling {os.path.basename(unit)}")
+        return obj
 
-    workers = jobs or min(len(units), os.cpu_count() or 1)
+    workers = jobs or min(len(units) + 1, os.cpu_count() or 1)
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        for fut in [pool.submit(compile_one, pair) for pair in zip(units, objs)]:
-            fut.result()
+        futs = [pool.submit(compile_one, pair) for pair in zip(units + [None], objs + [None])]
+        objs = [fut.result() for fut in futs]
     tmp = exe + ".tmp"
     run_cc(cc_cmd + flags + objs + ["-o", tmp], "linking the harness")
     os.replace(tmp, exe)

@@ -19,10 +19,11 @@ import os
 import subprocess
 from typing import Optional, Sequence
 
-from .build import RUNTIME_DIR, RUNTIME_FILES, cc_command, load, run_cc, write_if_changed
+from .build import load
+from .toolchain import cache_dir as user_cache_dir, cc_command, copy_runtime, run_cc, runtime_object, write_if_changed
 from .errors import EnvError, os_reason
 from .render import Renderer
-from .verify import SANITIZE_CFLAGS, VERIFY_CFLAGS, _sources_digest, default_cache_dir
+from .verify import SANITIZE_CFLAGS, VERIFY_CFLAGS, _sources_digest
 
 
 def build_recoverer(spec: str, cache_dir: Optional[str] = None, prefix: Optional[str] = None,
@@ -36,8 +37,7 @@ def build_recoverer(spec: str, cache_dir: Optional[str] = None, prefix: Optional
     key = hashlib.sha256(b"\0".join([
         b"recover", text, os.path.basename(spec).encode(), (prefix or "").encode(),
         cc.encode(), " ".join(flags).encode(), _sources_digest().encode()])).hexdigest()[:20]
-    base = cache_dir or os.path.join(os.path.dirname(default_cache_dir()), "recover")
-    out = os.path.join(base, key)
+    out = os.path.join(cache_dir or user_cache_dir("recover"), key)
     exe = os.path.join(out, "recoverer")
     if os.path.exists(exe):
         return exe
@@ -51,12 +51,11 @@ def build_recoverer(spec: str, cache_dir: Optional[str] = None, prefix: Optional
         os.makedirs(out, exist_ok=True)
         write_if_changed(os.path.join(out, f"{p}.h"), header)
         write_if_changed(os.path.join(out, f"{p}.c"), source)
-        for name in RUNTIME_FILES:
-            with open(os.path.join(RUNTIME_DIR, name), encoding="utf-8") as f:
-                write_if_changed(os.path.join(out, name), f.read())
+        copy_runtime(out)
         write_if_changed(src, r.recover_main())
-        run_cc(cc_command(cc) + flags + ["-I", out, src, os.path.join(out, "p2_runtime.c"),
-                                         "-o", tmp], f"compiling the recovery program of {p}")
+        cc_cmd = cc_command(cc)
+        run_cc(cc_cmd + flags + ["-I", out, src, runtime_object(cc_cmd, flags), "-o", tmp],
+               f"compiling the recovery program of {p}")
         os.replace(tmp, exe)
     except OSError as e:
         raise EnvError(f"error: cannot write the recovery program into '{out}': "

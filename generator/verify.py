@@ -18,7 +18,8 @@ import subprocess
 from pathlib import Path
 from typing import Optional, Sequence
 
-from .build import RUNTIME_DIR, cc_command, generate, run_cc
+from .build import generate
+from .toolchain import RUNTIME_DIR, cache_dir, cc_command, run_cc, runtime_object
 from .errors import EnvError, os_reason
 from .ir import CheckedSpec
 from .render import Renderer, jinja_env, c_string, container_links, names
@@ -30,9 +31,7 @@ _PKG = Path(__file__).resolve().parent
 
 
 def default_cache_dir() -> str:
-    base = os.environ.get("P2GEN_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "p2gen")
-    return os.path.join(base, "verify")
+    return cache_dir("verify")
 
 
 def _sources_digest() -> str:
@@ -107,7 +106,7 @@ def build_verifier(spec: str, cache_dir: Optional[str] = None, prefix: Optional[
     try:
         with open(src, "w", encoding="utf-8") as f:
             f.write(render_verifier(gen.checked, os.path.basename(spec)))
-        run_cc(cc_cmd + flags + ["-I", out, src, os.path.join(out, "p2_runtime.c"),
+        run_cc(cc_cmd + flags + ["-I", out, src, runtime_object(cc_cmd, flags),
                                  "-o", tmp], f"compiling the checker of {stem}")
         os.replace(tmp, exe)
     except OSError as e:

@@ -577,6 +577,10 @@ static void seg_reset(p2_seg *seg)
     seg->log_map = NULL;
     seg->log_mapped = 0;
     seg->log_hot = 0;
+    seg->open_keep = seg->open_log_made = 0;
+    seg->open_data_bytes = seg->open_log_bytes = seg->open_seq = 0;
+    seg->open_undo = NULL;
+    seg->open_undo_len = seg->open_undo_cap = 0;
 }
 
 /* How a journalled segment's private mapping is protected: read-only under the page journal
@@ -1547,6 +1551,7 @@ static void journal_unregister(p2_seg *seg);
 static void journal_untrack(p2_seg *seg);
 static int journal_flush(p2_seg *seg, int force_checkpoint, p2_err *err);
 static int journal_close(p2_seg *seg, p2_err *err);
+static int open_undo_apply(p2_seg *seg, p2_err *err);
 
 /* Initialise an empty file: header, zeroed root blocks, state OPEN. */
 static int seg_create(p2_seg *seg, uint64_t fingerprint, uint32_t nroots, const char *const *names,
@@ -1929,11 +1934,17 @@ static int seg_open_any(p2_seg *seg, const char *path, uint64_t fingerprint,
     }
     if (rc != P2_OK) {
         journal_unregister(seg);
+        if (seg->base != NULL)
+            munmap(seg->base, (size_t)seg->reserved);
+        if (seg->open_keep) {
+            /* refused after the replay (the replayed header, say): put back what it wrote */
+            p2_err e;
+            p2_err_clear(&e);
+            (void)open_undo_apply(seg, &e);
+        }
         journal_untrack(seg);
         if (seg->log_fd >= 0)
             close(seg->log_fd);
-        if (seg->base != NULL)
-            munmap(seg->base, (size_t)seg->reserved);
         free(seg->reloc_disk_hdr);
         if (made) {
             unlink(path);
@@ -1951,6 +1962,7 @@ static int seg_open_any(p2_seg *seg, const char *path, uint64_t fingerprint,
         seg->class_table = seg->hdr->roots[nroots - 1].off;
     if (created != NULL)
         *created = st.st_size == 0;
+    seg->open_seq = seg->seq;       /* p2_seg_close_refused: nothing committed since */
 #ifdef P2_WRITE_AUDIT
     if (!seg->journal && !recovering && !seg->relocated)
         write_audit_attach(seg);
@@ -2399,6 +2411,10 @@ static int journal_track(p2_seg *seg, p2_err *err)
 
 static void journal_untrack(p2_seg *seg)
 {
+    free(seg->open_undo);
+    seg->open_undo = NULL;
+    seg->open_undo_len = seg->open_undo_cap = 0;
+    seg->open_keep = 0;
     free(seg->undo);
     free(seg->undo_at);
     free(seg->redo);
@@ -2671,19 +2687,108 @@ static int journal_without_data(p2_seg *seg, p2_err *err)
                     "file is empty (was it deleted or truncated?); refusing to open");
 }
 
+/* A record that lies outside the data file as its own transaction committed it (a
+ * crafted or corrupt log whose checksums hold): where, and what it would write. */
+struct scan_beyond { uint64_t rec, seq, at, end, size; };
+
+/* Keep the data file's bytes [at, at + len) that exist before the open (below
+ * open_data_bytes), before the replay overwrites them: an entry of the bytes, then their
+ * offset and length, so that open_undo_apply walks them back from the end. */
+static int grow_buf(void *pp, uint64_t *cap, uint64_t need);
+static int open_undo_keep(p2_seg *seg, uint64_t at, uint64_t len, p2_err *err)
+{
+    if (!seg->open_keep)
+        return P2_OK;
+    uint64_t n = at >= seg->open_data_bytes ? 0
+               : (len < seg->open_data_bytes - at ? len : seg->open_data_bytes - at);
+    uint64_t need = seg->open_undo_len + n + 16;
+    if (grow_buf(&seg->open_undo, &seg->open_undo_cap, need) != 0)
+        return seg_fail(seg, err, P2_ENOMEM, "journal: out of memory keeping what the replay "
+                        "overwrites");
+    uint8_t *e = seg->open_undo + seg->open_undo_len;
+    if (n > 0 && full_pread(seg->fd, e, (size_t)n, at) != 0)
+        return log_fail(seg, err, P2_EIO, "cannot read the data file before replaying into it");
+    memcpy(e + n, &at, 8);
+    memcpy(e + n + 8, &n, 8);
+    seg->open_undo_len = need;
+    return P2_OK;
+}
+
+/* Put back what the open wrote, for an open refused after its replay: the data file's
+ * bytes, newest first, and its size; the log's first bytes and size, or no log if the
+ * open made it. Synced. Every file is then byte for byte as before the open, and holds
+ * the same committed transactions (the log still has those the replay had written). */
+static int open_undo_apply(p2_seg *seg, p2_err *err)
+{
+    if (!seg->open_keep)
+        return P2_OK;
+    int bad = 0;
+    for (uint64_t end = seg->open_undo_len; end >= 16;) {
+        uint64_t at, n;
+        memcpy(&at, seg->open_undo + end - 16, 8);
+        memcpy(&n, seg->open_undo + end - 8, 8);
+        end -= 16 + n;
+        if (n > 0 && full_pwrite(seg->fd, seg->open_undo + end, (size_t)n, at) != 0)
+            bad = 1;
+    }
+    struct stat st;
+    if (fstat(seg->fd, &st) != 0 ||
+        ((uint64_t)st.st_size != seg->open_data_bytes && ftruncate(seg->fd, (off_t)seg->open_data_bytes) != 0) ||
+        fdatasync(seg->fd) != 0)
+        bad = 1;
+    char lpath[4096 + 16];
+    snprintf(lpath, sizeof lpath, "%s%s", seg->path, LOG_SUFFIX(seg));
+    if (seg->open_log_made) {
+        if (unlink(lpath) != 0)
+            bad = 1;
+    } else if (seg->log_fd >= 0) {
+        uint64_t n = seg->open_log_bytes < sizeof seg->open_log_hdr ? seg->open_log_bytes
+                                                                     : sizeof seg->open_log_hdr;
+        if ((n > 0 && full_pwrite(seg->log_fd, seg->open_log_hdr, (size_t)n, 0) != 0) ||
+            fstat(seg->log_fd, &st) != 0 ||
+            ((uint64_t)st.st_size != seg->open_log_bytes &&
+             ftruncate(seg->log_fd, (off_t)seg->open_log_bytes) != 0) ||
+            fdatasync(seg->log_fd) != 0)
+            bad = 1;
+    }
+    seg->open_keep = 0;
+    if (bad)
+        return log_fail(seg, err, P2_EIO, "the open was refused after its replay and what the "
+                        "replay wrote could not all be put back (the files hold the same "
+                        "committed transactions; the next open replays the log again)");
+    return P2_OK;
+}
+
 /* One pass over the journal from its header: the complete, checksummed transactions that
  * continue from base_seq, in order. Pass 0 only reads (to decide); pass 1 writes their
  * pages into the data file, up to transaction `upto`. *last: the last complete one;
  * *bad: where a damaged record stopped the walk (0: it ended at a torn tail or the end). */
-static int grow_buf(void *pp, uint64_t *cap, uint64_t need);
-
 static int journal_scan(p2_seg *seg, const struct log_header *lh, uint64_t size, uint64_t data_bytes,
                         int apply, uint64_t upto, uint64_t *last_out, uint64_t *bad_out,
-                        uint64_t *applied_out, struct wal_txns *txns, p2_err *err)
+                        uint64_t *applied_out, struct wal_txns *txns, struct scan_beyond *beyond,
+                        p2_err *err)
 {
     /* a page journal's records are pages; a record log's, ranges of up to RANGE_MAX bytes */
     uint64_t unit = seg->jopts.record ? RANGE_MAX : seg->pgsize;
     char *page = (char *)malloc((size_t)unit);
+    /* the data file's header as the log leaves it after each transaction: the file's size
+     * each commit committed (its file_size), which every record of it must lie inside */
+    uint8_t *himg = (uint8_t *)calloc(1, P2_SEG_HEADER_SIZE);
+    for (uint64_t got = 0; himg != NULL && seg->fd >= 0 && data_bytes > 0 && got < P2_SEG_HEADER_SIZE;) {
+        ssize_t n = pread(seg->fd, himg + got, (size_t)(P2_SEG_HEADER_SIZE - got), (off_t)got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            free(himg);
+            free(page);
+            return log_fail(seg, err, P2_EIO, "cannot read the data file's header");
+        }
+        if (n == 0)
+            break;                  /* a shorter file: the rest of the header reads as 0 */
+        got += (uint64_t)n;
+    }
+    if (beyond != NULL)
+        memset(beyond, 0, sizeof *beyond);
     uint64_t *pend = NULL, npend = 0, cap = 0;   /* (pgno or `where`, data offset) of the open
                                                     transaction */
     uint64_t off = LOG_HDR_SIZE, applied = 0, last = lh->base_seq, bad = 0;
@@ -2694,8 +2799,11 @@ static int journal_scan(p2_seg *seg, const struct log_header *lh, uint64_t size,
     struct log_xact xh;
     struct log_xpart xp[MAX_JSEGS];
     memset(&xh, 0, sizeof xh);
-    if (page == NULL)
+    if (page == NULL || himg == NULL) {
+        free(page);
+        free(himg);
         return seg_fail(seg, err, P2_ENOMEM, "journal: out of memory");
+    }
     while (rc == P2_OK && off + sizeof(struct log_page) <= size && !(apply && last >= upto)) {
         struct log_page r;
         if (full_pread(seg->log_fd, &r, sizeof r, off) != 0) {
@@ -2786,6 +2894,54 @@ static int journal_scan(p2_seg *seg, const struct log_header *lh, uint64_t size,
                 bad = off;
                 break;
             }
+            /* What the transaction committed as the data file's size: its header as the
+             * log leaves it (the records' bytes that fall in the header, in order, over
+             * the header before).  Every record of it must lie inside that size, and the
+             * size inside the reservation: checked before any of it is written. */
+            uint64_t fsize = 0, beyond_at = 0;
+            for (uint64_t i = 0; i < npend && rc == P2_OK; i++) {
+                uint64_t len = seg->pgsize, at = pend[2 * i] * seg->pgsize;
+                if (seg->jopts.record) {
+                    len = (pend[2 * i] >> RANGE_OFF_BITS) + 1;
+                    at = pend[2 * i] & ((UINT64_C(1) << RANGE_OFF_BITS) - 1);
+                } else if (pend[2 * i] >= seg->reserved / seg->pgsize) {
+                    continue;               /* refused below (no overflow in at) */
+                }
+                if (at < P2_SEG_HEADER_SIZE &&
+                    full_pread(seg->log_fd, himg + at,
+                               (size_t)(len < P2_SEG_HEADER_SIZE - at ? len : P2_SEG_HEADER_SIZE - at),
+                               pend[2 * i + 1]) != 0)
+                    rc = log_fail(seg, err, P2_EIO, "cannot read it");
+            }
+            if (rc != P2_OK)
+                break;
+            memcpy(&fsize, himg + offsetof(struct p2_seg_header, file_size), sizeof fsize);
+            for (uint64_t i = 0; i < npend; i++) {
+                uint64_t len = seg->pgsize, at;
+                if (seg->jopts.record) {
+                    len = (pend[2 * i] >> RANGE_OFF_BITS) + 1;
+                    at = pend[2 * i] & ((UINT64_C(1) << RANGE_OFF_BITS) - 1);
+                } else {
+                    at = pend[2 * i] < seg->reserved / seg->pgsize ? pend[2 * i] * seg->pgsize
+                                                                  : seg->reserved;
+                }
+                if (fsize > seg->reserved || at > fsize || len > fsize - at) {
+                    beyond_at = pend[2 * i + 1] - (seg->jopts.record ? sizeof(struct log_range)
+                                                                     : sizeof(struct log_page));
+                    if (beyond != NULL) {
+                        beyond->rec = beyond_at;
+                        beyond->seq = c.seq;
+                        beyond->at = at;
+                        beyond->end = at + len;
+                        beyond->size = fsize;
+                    }
+                    break;
+                }
+            }
+            if (beyond_at != 0) {
+                bad = beyond_at;
+                break;
+            }
             if (have_x && txns != NULL) {
                 if (grow_buf(&txns->tx, &txns->txcap, (txns->ntx + 1) * sizeof *txns->tx) != 0 ||
                     grow_buf(&txns->parts, &txns->partcap,
@@ -2809,6 +2965,8 @@ static int journal_scan(p2_seg *seg, const struct log_header *lh, uint64_t size,
                     len = (pend[2 * i] >> RANGE_OFF_BITS) + 1;
                     at = pend[2 * i] & ((UINT64_C(1) << RANGE_OFF_BITS) - 1);
                 }
+                if ((rc = open_undo_keep(seg, at, len, err)) != P2_OK)
+                    break;
                 if (full_pread(seg->log_fd, page, (size_t)len, pend[2 * i + 1]) != 0 ||
                     full_pwrite(seg->fd, page, (size_t)len, at) != 0)
                     rc = log_fail(seg, err, P2_EIO, "cannot replay it into the data file");
@@ -2825,6 +2983,7 @@ static int journal_scan(p2_seg *seg, const struct log_header *lh, uint64_t size,
     }
     free(page);
     free(pend);
+    free(himg);
     *last_out = last;
     *bad_out = bad;
     *applied_out = applied;
@@ -2864,13 +3023,25 @@ static int journal_recover(p2_seg *seg, uint64_t fingerprint, uint64_t data_byte
     }
     char lpath[4096 + 16];
     snprintf(lpath, sizeof lpath, "%s%s", seg->path, LOG_SUFFIX(seg));
-    seg->log_fd = open(lpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    seg->log_fd = open(lpath, O_RDWR | O_CLOEXEC);
+    if (seg->log_fd < 0 && errno == ENOENT) {
+        seg->log_fd = open(lpath, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        seg->open_log_made = seg->log_fd >= 0;
+    }
     if (seg->log_fd < 0)
         return log_fail(seg, err, P2_EIO, "cannot open it");
     struct stat st;
     if (fstat(seg->log_fd, &st) != 0)
         return log_fail(seg, err, P2_EIO, "cannot stat it");
     uint64_t size = (uint64_t)st.st_size;
+    /* what the open may write, kept so that a refusal after it puts every byte back */
+    seg->open_data_bytes = data_bytes;
+    seg->open_log_bytes = size;
+    memset(seg->open_log_hdr, 0, sizeof seg->open_log_hdr);
+    if (size > 0 && full_pread(seg->log_fd, seg->open_log_hdr,
+                               (size_t)(size < sizeof seg->open_log_hdr ? size : sizeof seg->open_log_hdr), 0) != 0)
+        return log_fail(seg, err, P2_EIO, "cannot read its header");
+    seg->open_keep = 1;
     if (size < LOG_HDR_SIZE) {    /* new, or torn while being created: nothing to replay */
         /* A data file is made only after its journal has a header (synced): a data file
          * without one lost its journal, and with it every transaction not checkpointed. */
@@ -2911,11 +3082,23 @@ static int journal_recover(p2_seg *seg, uint64_t fingerprint, uint64_t data_byte
         dseq = dh.data_seq;       /* a header replayed over an advanced data_seq (see there) */
 
     uint64_t last = 0, bad = 0, applied = 0;
-    int rc = journal_scan(seg, &lh, size, data_bytes, 0, 0, &last, &bad, &applied, NULL, err);
+    struct scan_beyond beyond;
+    int rc = journal_scan(seg, &lh, size, data_bytes, 0, 0, &last, &bad, &applied, NULL, &beyond, err);
     if (rc != P2_OK)
         return rc;
     seg->log_fresh = lh.base_seq == 0 && last == 0 && bad == 0;   /* nothing ever committed */
+    if (beyond.rec != 0 && !seg->recovering)
+        return seg_fail(seg, err, P2_EFORMAT,
+                        "journal: the record at offset %" PRIu64 " (transaction %" PRIu64 ") writes "
+                        "bytes %" PRIu64 "..%" PRIu64 " of the data file, beyond the %" PRIu64
+                        " bytes its transaction commits as the file's size (reservation %" PRIu64
+                        "): a crafted or corrupt journal; refusing to open, nothing was written "
+                        "(%" PRIu64 " transactions before it are intact; `p2gen recover` keeps "
+                        "those and drops the rest)", beyond.rec, beyond.seq, beyond.at, beyond.end,
+                        beyond.size, seg->reserved, applied);
     uint64_t later = bad != 0 ? commit_follows(seg->log_fd, log_c32c(lh.version), bad + 8, size, last + 1) : 0;
+    if (beyond.rec != 0 && later == 0)
+        later = last + 1;         /* recovery: the transaction is dropped, not taken as torn */
     if (later != 0 && !seg->recovering)
         return seg_fail(seg, err, P2_EFORMAT,
                         "journal: damaged at offset %" PRIu64 " with committed transactions after it; "
@@ -2950,7 +3133,7 @@ static int journal_recover(p2_seg *seg, uint64_t fingerprint, uint64_t data_byte
             last = seg->jopts.upto;
     }
     if (last > lh.base_seq) {
-        rc = journal_scan(seg, &lh, size, data_bytes, 1, last, &last, &bad, &applied, NULL, err);
+        rc = journal_scan(seg, &lh, size, data_bytes, 1, last, &last, &bad, &applied, NULL, NULL, err);
         if (rc != P2_OK)
             return rc;
     }
@@ -2962,6 +3145,8 @@ static int journal_recover(p2_seg *seg, uint64_t fingerprint, uint64_t data_byte
         if (data_header_ok(&dh, seg->jopts.record ? &lh : NULL)) {
             dh.data_seq = last;
             dh.checksum = header_crc(&dh);
+            if ((rc = open_undo_keep(seg, 0, sizeof dh, err)) != P2_OK)
+                return rc;
             if (full_pwrite(seg->fd, &dh, sizeof dh, 0) != 0)
                 return log_fail(seg, err, P2_EIO, "cannot write the replayed header");
         }
@@ -3049,6 +3234,13 @@ static int journal_checkpoint(p2_seg *seg, p2_err *err)
     int prc = peers_sync(seg, err);
     if (prc != P2_OK)
         return prc;
+    if (seg->open_keep) {
+        /* the files move on from what the open found: nothing of it is put back any more */
+        free(seg->open_undo);
+        seg->open_undo = NULL;
+        seg->open_undo_len = seg->open_undo_cap = 0;
+        seg->open_keep = 0;
+    }
     if (seg->nunflushed > 0) {
         /* The header claims the new data_seq before the pages go out: the journal holds
          * them, so a crash in between only makes recovery stricter.  Page 0 itself is
@@ -3841,8 +4033,8 @@ static void wal_view_read(struct wal_view *v, const char *path)
         dread = full_pread(fd, &dh, sizeof dh, 0) == 0;
         if (dread && data_header_ok(&dh, NULL))
             dseq = dh.data_seq;
-        close(fd);
     }
+    seg->fd = fd;                   /* the scan reads its header (the sizes committed) */
     snprintf(seg->path, sizeof seg->path, "%s", path);
     seg->jopts.record = 1;
     seg->reserved = SEG_MAX_RESERVE;
@@ -3865,7 +4057,7 @@ static void wal_view_read(struct wal_view *v, const char *path)
         if (dseq == 0 && dread && data_header_ok(&dh, &lh))
             dseq = dh.data_seq;   /* replayed over an advanced data_seq (data_header_ok) */
         if (journal_scan(seg, &lh, (uint64_t)st.st_size, 1, 0, 0, &last, &bad, &applied,
-                         &v->txns, &err) == P2_OK) {
+                         &v->txns, NULL, &err) == P2_OK) {
             v->known = 1;
             v->held = dseq > lh.base_seq ? dseq : lh.base_seq;
             v->cut = last;
@@ -3873,6 +4065,8 @@ static void wal_view_read(struct wal_view *v, const char *path)
     }
     if (seg->log_fd >= 0)
         close(seg->log_fd);
+    if (fd >= 0)
+        close(fd);
     free(seg);
 }
 
@@ -3973,6 +4167,8 @@ static int seg_open_journalled(p2_seg *seg, uint64_t file_bytes, uint64_t finger
         }
     }
     *made_new = file_bytes == 0;
+    if (*made_new)
+        seg->open_keep = 0;       /* a file made anew: nothing of it to put back */
     if (file_bytes > 0) {
         seg->journal = 1;
         rc = seg_attach(seg, file_bytes, fingerprint, nroots, names, sizes, err);
@@ -3985,6 +4181,7 @@ static int seg_open_journalled(p2_seg *seg, uint64_t file_bytes, uint64_t finger
         seg->base = NULL;
         seg->hdr = NULL;
         seg->mapped = 0;
+        seg->open_keep = 0;
         if (ftruncate(seg->fd, 0) != 0)
             return log_fail(seg, err, P2_EIO, "cannot reinitialise a never-committed file");
         *made_new = 1;
@@ -4054,6 +4251,26 @@ static int journal_close(p2_seg *seg, p2_err *err)
     flock(seg->fd, LOCK_UN);
     if (close(seg->fd) != 0 && rc == P2_OK)
         rc = log_fail(seg, err, P2_EIO, "cannot close the data file");
+    seg_reset(seg);
+    return rc;
+}
+
+int p2_seg_close_refused(p2_seg *seg, p2_err *err)
+{
+    if (seg == NULL || seg->base == NULL)
+        return P2_OK;
+    if (!seg->journal || !seg->open_keep || seg->seq != seg->open_seq)
+        return p2_seg_close(seg, err);
+    /* nothing committed since the open: drop what is pending (it is only in memory) and
+     * put back what the open's replay wrote; the log still holds what it replayed */
+    journal_unregister(seg);
+    log_unmap(seg);
+    munmap(seg->base, (size_t)seg->reserved);
+    int rc = open_undo_apply(seg, err);
+    journal_untrack(seg);
+    close(seg->log_fd);
+    flock(seg->fd, LOCK_UN);
+    close(seg->fd);
     seg_reset(seg);
     return rc;
 }

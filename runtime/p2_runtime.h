@@ -492,6 +492,17 @@ typedef struct p2_seg {
                                      transaction can be neither committed nor undone in
                                      memory; the segment refuses commits and, at close,
                                      leaves the data file to the log's replay */
+    /* journalled segments: what the open wrote (the replay, the restarted log), so that an
+     * open refused after it (p2_seg_close_refused) leaves every file as it was */
+    int      open_keep;         /**< 1: the fields below describe the files before the open */
+    int      open_log_made;     /**< the open created the log file */
+    uint64_t open_data_bytes;   /**< the data file's size before the open */
+    uint64_t open_log_bytes;    /**< the log's size before the open */
+    uint64_t open_seq;          /**< seq when the open returned: a commit since ends the undo */
+    uint8_t *open_undo;         /**< the data file's bytes each replayed record overwrote, as
+                                     (bytes, offset, length) entries, in replay order */
+    uint64_t open_undo_len, open_undo_cap;
+    uint8_t  open_log_hdr[64];  /**< the log's first bytes before the open */
     /* the record-logged files it commits together with (p2_seg_commit_all), or NULL:
      * their logs are synced before this file's checkpoint writes its data file */
     struct p2_seg *peers;       /**< the spec's segment array */
@@ -601,6 +612,17 @@ int p2_seg_open_journal_recover(p2_seg *seg, const char *path, uint64_t fingerpr
  *  (so that an ordinary open still refuses it).  For recovery that could not finish. */
 int p2_seg_close_unclean(p2_seg *seg, p2_err *err);
 
+/** Close a journalled segment whose open the caller refuses after all (the generated
+ *  open's integrity check, another file of the spec refused): if nothing was committed
+ *  or checkpointed since p2_seg_open_journal() returned, what the open wrote -- the
+ *  replay's bytes in the data file, its size, the restarted journal's header, a journal
+ *  the open created -- is put back, so that every file is byte for byte as it was (the
+ *  journal still holds every transaction the replay had written: the files hold the
+ *  same committed state, which the next open replays again); what is pending is dropped.
+ *  Otherwise, and for a plain segment, as p2_seg_close().  #P2_EIO if something could
+ *  not be put back. */
+int p2_seg_close_refused(p2_seg *seg, p2_err *err);
+
 /** @defgroup journal Journalled segments
  *
  *  p2_seg_open_journal() opens a segment whose changes are atomic and durable,
@@ -626,7 +648,19 @@ int p2_seg_close_unclean(p2_seg *seg, p2_err *err);
  *  dropped); a journal damaged before a later valid commit record, missing while
  *  the data file depends on it, or belonging to another spec, is refused with a
  *  message, and leaves both files unchanged (p2_seg_open_journal_recover() takes
- *  what can be had instead).  An abort drops the private copies
+ *  what can be had instead).  A checksum is not an authentication: before anything is
+ *  written, the scan also checks every record against what the journal itself
+ *  committed -- the data file's size at each commit, which is the header's file_size as
+ *  the journal's records leave it at that commit (over the data file's header as found):
+ *  every page or range of a transaction must lie inside the size its own commit
+ *  committed, and that size inside the reservation.  A journal with a record outside
+ *  (a crafted one, its checksums recomputed) is refused, wherever the record is, and
+ *  nothing is written (recovery keeps the transactions before it).  A refusal after the
+ *  replay -- of the replayed header at open, or by the caller (the generated open's
+ *  integrity check, which closes with p2_seg_close_refused()) -- puts back what the
+ *  replay wrote: every refused open leaves every file byte for byte as it was.  The
+ *  format is unchanged (no version bump): the size each commit committed was always in
+ *  the journal, as the header's logged bytes.  An abort drops the private copies
  *  (restoring a page of a commit not yet written to the data file from the
  *  journal).  Closing aborts what is not committed, checkpoints, and marks the
  *  file CLEAN.

@@ -598,7 +598,9 @@ static void journal__teardown(journal_db *db)
     if (db->seg_open[0]) {
         p2_err e;
         p2_err_clear(&e);
-        if (p2_seg_close(&db->seg[0], &e) != P2_OK && db->err.code == P2_OK)
+        int crc = db->err.code != P2_OK ? p2_seg_close_refused(&db->seg[0], &e)
+                                        : p2_seg_close(&db->seg[0], &e);
+        if (crc != P2_OK && db->err.code == P2_OK)
             db->err = e;
         db->seg_open[0] = 0;
     }

@@ -161,6 +161,7 @@ from __future__ import annotations
 import functools
 import inspect
 import keyword
+import operator
 import os
 import struct
 import sys
@@ -306,13 +307,12 @@ class _Field:
                                  f"(at most {TEXT_MAX - 1})")
             return data
         if self.kind == "int":
-            if not isinstance(value, int):
-                raise TypeError(f"{self.what} is {self.spelled}: expected an int, got "
-                                f"{type(value).__name__} {value!r}")
+            if value.__class__ is not int:
+                value = _index(value, f"{self.what} is {self.spelled}: expected an int")
             if not self.lo <= value <= self.hi:
                 raise RangeError(f"{self.what} is {self.spelled}: {value} is out of range "
                                  f"({self.lo} .. {self.hi})")
-            return int(value)
+            return value
         if self.kind == "float":
             if not isinstance(value, (int, float)):
                 raise TypeError(f"{self.what} is {self.spelled}: expected a float, got "
@@ -342,22 +342,47 @@ class _Field:
                 raise TypeError(f"{self.what} is ref {self.target}: got a {value._name} "
                                 f"record of container {value._origin}")
             return value._ref
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise TypeError(f"{self.what} is ref {self.target}: expected a Record of "
-                            f"{self.target}, an int reference or None, got "
-                            f"{type(value).__name__} {value!r}")
+        if value.__class__ is not int:
+            what = (f"{self.what} is ref {self.target}: expected a Record of {self.target}, "
+                    f"an int reference or None")
+            if isinstance(value, bool):       # True is not a reference
+                raise TypeError(f"{what}, got bool {value!r}")
+            value = _index(value, what)
         if not 0 <= value <= self.noref:
             raise RangeError(f"{self.what} is ref {self.target}: {value} is not a reference "
                              f"(0 .. 2**{self.noref.bit_length()}-1)")
-        return int(value)
+        return value
+
+
+def _index(value: Any, what: str) -> int:
+    """The one conversion of an integer argument (a field's value, a key, a reference, a
+    cursor parameter, reserve's n): operator.index, so an int subclass is its int value
+    (never its __int__) and any object with __index__ (numpy's integers) is taken; a float
+    or a str is a TypeError saying `what`. User code (an __index__) runs here, before the
+    call into C, with the database's lock held (close / abort from it are refused)."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what}, got {type(value).__name__} {value!r:.80}") from None
 
 
 def _int_ref(ref: Any) -> int:
     if isinstance(ref, Record):
         return ref._ref
-    if isinstance(ref, int) and not isinstance(ref, bool):
+    if ref.__class__ is int:
         return ref
-    raise TypeError(f"expected a Record or a reference (int), got {type(ref).__name__} {ref!r}")
+    what = "expected a Record or a reference (int)"
+    if isinstance(ref, bool):       # True is not a reference
+        raise TypeError(f"{what}, got bool {ref!r}")
+    return _index(ref, what)
+
+
+def _arg(x: Any) -> Any:
+    """An element argument (a Record or a reference) converted before any element is
+    located: what user code (an __index__) does then cannot change what was located."""
+    if x.__class__ is int or isinstance(x, Record):
+        return x
+    return _int_ref(x)
 
 
 # ---------------------------------------------------------------------------
@@ -750,9 +775,29 @@ class Database:
             raise ClosedError(f"database {self._spec_.prefix} is closed")
         return h
 
+    def _in_use(self, what: str) -> "BusyError":
+        return BusyError(f"database {self._spec_.prefix} is in use by a call in progress: "
+                         f"{what}() from inside a call on it (user code run while the call "
+                         f"converts its arguments: an __index__, encode, __eq__, ...) is "
+                         f"refused; {what} after the call returns")
+
     def close(self) -> None:
-        """Close the files cleanly and free the handle. Closing twice does nothing."""
-        h = self._handle_
+        """Close the files cleanly and free the handle. Closing twice does nothing.
+        Refused (BusyError) from inside a call on the database (user code run while it
+        converts its arguments): the call still uses the handle."""
+        if self._handle_ is None:
+            return
+        lock = self._lock
+        if lock._is_owned():      # this thread is inside a call on the database
+            raise self._in_use("close")
+        with lock:
+            h = self._handle_
+            guard = self._spec_.c_guard
+            if guard is not None and h is not None:
+                guard(h)          # the journal's handler on top (closing writes)
+            self._close(h)
+
+    def _close(self, h) -> None:
         if h is None:
             return
         self._handle_ = None
@@ -808,8 +853,19 @@ class Database:
         self._txn(self._spec_.c_commit, "commit")
 
     def abort(self) -> None:
-        """Undo every change since the last commit or abort."""
-        self._txn(self._spec_.c_abort, "abort")
+        """Undo every change since the last commit or abort. Open cursors and role walks
+        end (their next step raises RuntimeError, as after an insert). Refused
+        (BusyError) from inside a call on the database, as close() is."""
+        lock = self._lock
+        if self._handle_ is not None and lock._is_owned():
+            raise self._in_use("abort")
+        with lock:
+            try:
+                self._txn(self._spec_.c_abort, "abort")
+            finally:
+                if self._spec_.c_abort is not None:
+                    for c in self._containers.values():
+                        c._changed()      # every walk over them ends at its next step
 
     def __enter__(self):
         self._handle()
@@ -1074,13 +1130,22 @@ class Container:
     def _fill(self, crec, fields: dict) -> dict:
         """Write the fields into the C record; returns the text fields' values (bytes),
         which are written after the element by _set_texts."""
+        return self._write(crec, self._convert(fields))
+
+    def _convert(self, fields: dict) -> dict:
+        """The fields' values as C takes them, every one checked (TypeError, RangeError):
+        where user code (an __index__, an encode) runs, before anything is located."""
         known = self._fields
         for n in fields:
             if n not in known:
                 raise TypeError(f"{self.record._name} has no field '{n}' (fields: "
                                 f"{', '.join(known)})")
+        return {n: known[n].convert(v) for n, v in fields.items()}
+
+    def _write(self, crec, conv: dict) -> dict:
+        """Write converted fields into the C record; returns the text fields' values."""
+        known = self._fields
         ffi = self._ffi
-        conv = {n: known[n].convert(v) for n, v in fields.items()}  # check all, then write
         texts = {}
         for n, v in conv.items():
             f = known[n]
@@ -1307,11 +1372,13 @@ class Container:
                 db._handle()     # raises ClosedError
             if self._fill_fast is not None:
                 ref, t = self._locate_t(h, rec_or_ref)
+                was = self._version
                 try:
                     self._fill_fast(t, fields)
                 except Exception:
-                    pass            # the checked path below says what is wrong
-                else:
+                    was = None      # the checked path below says what is wrong
+                # (and takes it when user code run by a value changed the container)
+                if was == self._version:
                     refp = self._scratch_ref
                     refp[0] = ref
                     rc = self._c["update"](h, refp, self._scratch)
@@ -1320,10 +1387,12 @@ class Container:
                     self._version += 1     # _changed(), inline
                     self._links += 1
                     return self._one_of(self._unpack(self._scratch_buf), refp[0])
+            # every value converted first (user code runs there), then the element located
+            conv = self._convert(fields)
             ref, crec = self._locate(h, rec_or_ref)
             old = self._ffi.new(self._rtype)
             old[0] = crec[0]
-            texts = self._fill(crec, fields)
+            texts = self._write(crec, conv)
             old_texts = {n: self._text(h, ref, n) for n in texts}
             refp = self._ffi.new("uint64_t *", ref)
             rc = self._c["update"](h, refp, crec)
@@ -1402,12 +1471,15 @@ class Container:
             upd = self._updkey.get(field)
             if upd is not None and self._fill_fast is not None:
                 try:
+                    # the mask first: the fill writes the scratch record last (user code
+                    # run by a name's hash or a value may insert, which uses it too)
+                    mask = self._mask(fields)
                     self._fill_fast(self._zero, fields)
                 except Exception:
                     upd = None       # the path below raises the precise error
                 if upd is not None:
                     ref = self._scratch_ref
-                    rc = upd(h, cval, self._scratch, self._mask(fields), self._out, ref)
+                    rc = upd(h, cval, self._scratch, mask, self._out, ref)
                     if rc == P2_NOTFOUND:
                         return None
                     if rc != P2_OK:
@@ -1636,8 +1708,12 @@ class Container:
 
     def reserve(self, n: int) -> None:
         """Make room for n elements in all, so that loading them does not regrow."""
-        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-            raise TypeError(f"reserve: n must be a non-negative int, got {n!r}")
+        what = "reserve: n must be a non-negative int"
+        if isinstance(n, bool):
+            raise TypeError(f"{what}, got {n!r}")
+        n = _index(n, what)
+        if n < 0:
+            raise TypeError(f"{what}, got {n!r}")
         rc = self._c["reserve"](self._db._handle(), min(n, (1 << 64) - 1))
         if rc != P2_OK:
             raise self._fail(rc)
@@ -1804,13 +1880,14 @@ def _install_fast_paths(c: Container) -> None:
                 if guard is not None:
                     db._guard()
                 try:
+                    # the mask first: the fill writes the scratch record last
+                    names = tuple(fields)
+                    mask = masks.get(names)
+                    if mask is None:
+                        mask = masks[names] = c._mask(fields)
                     fill(zero, fields)
                 except Exception:
                     return slow_update_by(_key, **fields)
-                names = tuple(fields)
-                mask = masks.get(names)
-                if mask is None:
-                    mask = masks[names] = c._mask(fields)
                 rc = upd(h, _key, scratch, mask, out, ref)
                 if rc == P2_OK:
                     c._version += 1
@@ -2064,15 +2141,17 @@ class Cursor:
         walk (a new key of the cursor's order, a new iarray key)."""
         self._check()
         self._on_element("update")
+        c = self._container
+        conv = c._convert(fields)
+        self._check()      # user code run by a value may have changed the container
         self._on_row()
         self._batch = 1    # the C cursor now remembers what it moved: no copies of it
-        c = self._container
         crec = c._ffi.new(c._rtype)
         p = self._get_c(self._cur)
         if p == c._ffi.NULL:
             raise P2Error(f"cursor {self._name} is not on an element", P2_EINVAL)
         crec[0] = p[0]
-        texts = c._fill(crec, fields)
+        texts = c._write(crec, conv)
         rc = self._update_c(self._cur, crec)
         if rc != P2_OK:
             raise c._fail(rc)
@@ -2173,11 +2252,13 @@ class ManyRole(Role):
 
     def count(self, owner) -> int:
         """How many partners owner has (a partner held twice counts twice)."""
+        owner = _arg(owner)
         h = self.container._db._handle()
         return int(self._c["count"](h, self._owner(h, owner)))
 
     def add(self, owner, member) -> None:
         """Add member to owner's collection (and owner to member's end)."""
+        owner, member = _arg(owner), _arg(member)
         h = self.container._db._handle()
         o, m = self._owner(h, owner), self._member(h, member)
         self._done(self._c["add"](h, o, m), "add")
@@ -2185,6 +2266,7 @@ class ManyRole(Role):
     def remove(self, owner, member) -> None:
         """Remove one occurrence of member from owner's collection; NotFoundError if
         member is not in it."""
+        owner, member = _arg(owner), _arg(member)
         h = self.container._db._handle()
         o, m = self._owner(h, owner), self._member(h, member)
         self._done(self._c["remove"](h, o, m), "remove")
@@ -2195,6 +2277,7 @@ class OneRole(Role):
 
     def ref(self, x) -> Optional[int]:
         """The partner's reference, or None."""
+        x = _arg(x)
         h = self.container._db._handle()
         r = int(self._c["get"](h, self._owner(h, x)))
         return None if r == NOREF else r
@@ -2211,6 +2294,8 @@ class OneRole(Role):
 
     def set(self, x, partner) -> None:
         """Make partner (a Record, a reference, or None to clear) x's partner."""
+        x = _arg(x)
+        partner = None if partner is None else _arg(partner)
         h = self.container._db._handle()
         o = self._owner(h, x)
         m = NOREF if partner is None else self._member(h, partner)
@@ -2223,6 +2308,7 @@ class Links:
     def __init__(self, role: ManyRole, owner, records: bool = True):
         c = role.container
         ffi = c._ffi
+        owner = _arg(owner)
         h = c._db._handle()
         self._role = role
         self._records = records
@@ -2370,7 +2456,7 @@ def _serialised(fn, writes: bool):
 
 
 for _cls, _reads, _writes in (
-        (Database, ("verify", "cursor"), ("close", "sync", "_txn")),
+        (Database, ("verify", "cursor"), ("sync", "_txn")),
         # insert, get, find, update and delete take the lock themselves (hot paths)
         (Container, ("__len__", "__iter__", "__contains__"), ("reserve",)),
         (_PurgeableContainer, (), ("purge",)),

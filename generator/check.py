@@ -20,7 +20,8 @@ from .ir import (CheckedSpec, ContainerInfo, CursorInfo, FileInfo, LayerInstance
                  RoleInfo, show_value)
 from .layers.base import MAX_RESERVE, Layer, MemLayer
 from .model import (And, Compare, CompositeKey, CompositeType, Const, Container, Cursor, Expr, Field, FieldRef,
-                    FieldType, LayerApp, Not, Or, ParamRef, Pos, Record, Relationship, Spec)
+                    FieldType, LayerApp, Not, Or, ParamRef, Pos, Record, Relationship, Spec,
+                    expr_text)
 
 # The longest file name a mem layer in a file accepts, in bytes: the runtime keeps paths in
 # PATH_MAX (4096) byte buffers, with the NUL.
@@ -434,6 +435,7 @@ class Checker:
             return None
         rec = info.record
         params: dict[str, tuple[FieldType, Pos]] = {}
+        errors_before = len(self.errors)
         if k.where is not None:
             self.check_expr(k.where, rec, params, k.name)
             if not info.qualifies:
@@ -453,10 +455,78 @@ class Checker:
                            f"(variable-length)", k.order_by.pos)
             else:
                 order = f.name
-        return CursorInfo(k.name, info, k.where, order,
-                          [(n, t) for n, (t, _) in params.items()], k.pos,
-                          descending=k.descending and order is not None,
-                          direction_pos=k.direction_pos)
+        ci = CursorInfo(k.name, info, k.where, order,
+                        [(n, t) for n, (t, _) in params.items()], k.pos,
+                        descending=k.descending and order is not None,
+                        direction_pos=k.direction_pos)
+        if k.where is not None and len(self.errors) == errors_before:
+            self.fold_cursor(ci, rec)
+        return ci
+
+    def fold_cursor(self, ci: CursorInfo, rec: Record) -> None:
+        """Decide the comparisons of one integer field against constants that meet in one
+        conjunction (or disjunction) of the cursor's where-clause, as C compilers do (gcc
+        refuses `d == 1 && d == 2`, "and of mutually exclusive equal-tests is always 0",
+        and `d != 1 || d != 2` under -Werror): comparisons that can never hold together
+        are an error, and so are comparisons one of which always holds; a comparison the
+        others already imply (cover) is folded away (`ci.folded`). Comparisons whose field's
+        type alone decides them (`u8 >= 0`) stay as the renderer folds them."""
+        for kind, members, root in _where_chains(ci.where):
+            groups: dict = {}
+            for leaf, neg in members:
+                term = _int_term(leaf, rec)
+                if term is not None:
+                    groups.setdefault(term[0].name, []).append((leaf, neg, term))
+            for name, group in groups.items():
+                if len(group) > 1:
+                    self._fold_group(ci, kind, group, root)
+        if ci.folded:
+            drop = {id(c) for c, _why in ci.folded}
+            ci.folded_where = _without(ci.where, drop)
+
+    def _fold_group(self, ci: CursorInfo, kind: type, group: list, root: bool) -> None:
+        f = group[0][2][0]
+        t = f.type
+        full = [(t.min_value, t.max_value)]
+        sets = [_term_set(term, neg, t) for _leaf, neg, term in group]
+        texts = [_member_text(leaf, neg) for leaf, neg, _term in group]
+        conj = kind is And
+        # the comparisons the type alone does not decide
+        live = [i for i, s in enumerate(sets) if (s if conj else s != full)]
+        combine = _intersect if conj else _unite
+        acc = None
+        for n, i in enumerate(live):
+            acc = sets[i] if acc is None else combine(acc, sets[i])
+            if (not acc) if conj else acc == full:
+                core = _core(live[:n + 1], i, sets, combine, conj, full)
+                joined = (" and " if conj else " or ").join(texts[j] for j in core)
+                if conj:
+                    what = ("so the cursor never yields an element" if root
+                            else "so this part of the where-clause is always false")
+                    self.error(f"cursor '{ci.name}': {joined} can never hold together: no "
+                               f"{t.spelled()} value of field '{f.name}' satisfies all of "
+                               f"them, {what}; drop or correct one", group[i][0].pos)
+                else:
+                    what = ("so the where-clause always holds" if root
+                            else "so this part of the where-clause always holds")
+                    self.error(f"cursor '{ci.name}': {joined}: every {t.spelled()} value of "
+                               f"field '{f.name}' satisfies one of them, {what}; drop or "
+                               f"correct one", group[i][0].pos)
+                return
+        # implied (conjunction) or covered (disjunction) by the others: folded away, the
+        # later of two alike first
+        kept = list(range(len(group)))
+        for i in reversed(range(len(group))):
+            others = [j for j in kept if j != i]
+            if not others:
+                continue
+            rest = _combine_all([sets[j] for j in others], combine)
+            if _subset(rest, sets[i]) if conj else _subset(sets[i], rest):
+                need = _core_for(others, i, sets, combine, conj)
+                by = (" and " if conj else " or ").join(texts[j] for j in need)
+                why = f"implied by {by}" if conj else f"covered by {by}"
+                ci.folded.append((group[i][0], why))
+                kept.remove(i)
 
     def check_expr(self, e: Expr, rec: Record, params: dict, cname: str) -> None:
         # the comparisons left to right, without recursion (however the tree is shaped)
@@ -908,6 +978,152 @@ class Checker:
                            f"abort) come from one kind of memory layer", t.pos)
                 break
         return list(files.values())
+
+
+# ---------------------------------------------------------------------------
+# Comparisons of a field against constants, decided together (Checker.fold_cursor)
+# ---------------------------------------------------------------------------
+# A value set of an integer field is a sorted list of disjoint closed intervals (lo, hi).
+NEGATE = {"==": "!=", "!=": "==", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
+
+
+def _where_chains(where: Expr):
+    """(kind, members, root) per chain of the where-clause: a run of `and`s (kind And) or
+    `or`s (kind Or) read through `not`s as C compilers fold it (`not (a or b)` is
+    `not a and not b`); members are its comparisons as (Compare, negated). `root`: the
+    chain is the whole where-clause."""
+    out = []
+
+    def walk(e, neg: bool, chain: Optional[list], kind: Optional[type]) -> None:
+        if isinstance(e, Not):
+            walk(e.operand, not neg, chain, kind)
+            return
+        if isinstance(e, Compare):
+            chain.append((e, neg))
+            return
+        own = And if isinstance(e, And) != neg else Or
+        if own is not kind:
+            chain = []
+            out.append((own, chain, kind is None))
+        for side in (e.left, e.right):
+            walk(side, neg, chain, own)
+
+    top: list = []
+    walk(where, False, top, None)
+    if top:   # the where-clause is one comparison (under `not`s): a chain of one
+        out.append((And, top, True))
+    return out
+
+
+def _int_term(c: Compare, rec: Record):
+    """(field, op, value) of `field op constant` on an integer field (field on the left),
+    else None."""
+    l, r, op = c.left, c.right, c.op
+    if isinstance(l, Const):
+        l, r, op = r, l, {"<": ">", "<=": ">=", ">": "<", ">=": "<="}.get(op, op)
+    if not (isinstance(l, FieldRef) and isinstance(r, Const)) or r.kind != "int" \
+            or isinstance(r.value, bool):
+        return None
+    f = rec.field(l.name)
+    if f is None or f.type.kind != "int" or not f.type.min_value <= r.value <= f.type.max_value:
+        return None
+    return f, op, int(r.value)
+
+
+def _term_set(term, neg: bool, t: FieldType) -> list:
+    """The values of the field's type that satisfy `field op value` (negated if `neg`)."""
+    _f, op, v = term
+    if neg:
+        op = NEGATE[op]
+    lo, hi = t.min_value, t.max_value
+    spans = {"==": [(v, v)], "!=": [(lo, v - 1), (v + 1, hi)], "<": [(lo, v - 1)],
+             "<=": [(lo, v)], ">": [(v + 1, hi)], ">=": [(v, hi)]}[op]
+    return [(a, b) for a, b in spans if a <= b]
+
+
+def _intersect(a: list, b: list) -> list:
+    out, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if lo <= hi:
+            out.append((lo, hi))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def _unite(a: list, b: list) -> list:
+    out: list = []
+    for lo, hi in sorted(a + b):
+        if out and lo <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def _subset(a: list, b: list) -> bool:
+    return _intersect(a, b) == _unite(a, [])
+
+
+def _combine_all(sets: list, combine) -> list:
+    acc = sets[0]
+    for s in sets[1:]:
+        acc = combine(acc, s)
+    return acc
+
+
+def _core(members: list, last: int, sets: list, combine, conj: bool, full: list) -> list:
+    """A smallest-by-deletion part of `members` (indexes into sets, `last` among them,
+    kept) that is still empty (conj) or still everything (not conj)."""
+    core = list(members)
+    for j in list(core):
+        if j == last:
+            continue
+        trial = [x for x in core if x != j]
+        acc = _combine_all([sets[x] for x in trial], combine)
+        if (not acc) if conj else acc == full:
+            core = trial
+    return core
+
+
+def _core_for(others: list, i: int, sets: list, combine, conj: bool) -> list:
+    """A smallest-by-deletion part of `others` that still implies (conj) or covers (not
+    conj) member i."""
+    core = list(others)
+    for j in list(core):
+        trial = [x for x in core if x != j]
+        if not trial:
+            continue
+        acc = _combine_all([sets[x] for x in trial], combine)
+        if _subset(acc, sets[i]) if conj else _subset(sets[i], acc):
+            core = trial
+    return core
+
+
+def _member_text(c: Compare, neg: bool) -> str:
+    text = expr_text(c)
+    return f"not ({text})" if neg else text
+
+
+def _without(e: Expr, drop: set) -> Optional[Expr]:
+    """`e` without the comparisons whose ids are in `drop` (each taken out of the chain
+    it is a member of); None when nothing is left."""
+    if isinstance(e, Compare):
+        return None if id(e) in drop else e
+    if isinstance(e, Not):
+        inner = _without(e.operand, drop)
+        if inner is e.operand or inner is None:
+            return e if inner is not None else None
+        return Not(inner, e.pos)
+    left, right = _without(e.left, drop), _without(e.right, drop)
+    if left is None or right is None:
+        return right if left is None else left
+    if left is e.left and right is e.right:
+        return e
+    return type(e)(left, right, e.pos)
 
 
 def _mem_stack(mems: list) -> list:

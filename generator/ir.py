@@ -250,6 +250,17 @@ class CursorInfo:
     # in reverse: `_range_last` / `_range_prev`). `direction_pos`: where `desc` was written.
     descending: bool = False
     direction_pos: Optional[Pos] = None
+    # The where-clause with the comparisons of a field against constants that others in
+    # the same conjunction (disjunction) already imply (cover) left out, as the checker
+    # folded them (check.fold_where); None when nothing was folded. `folded` lists what
+    # was left out: [(the Compare as written, why, in words)].
+    folded_where: Optional[Expr] = None
+    folded: list = field(default_factory=list)
+
+    @property
+    def predicate(self) -> Optional[Expr]:
+        """The predicate the generated code tests: the where-clause, folded."""
+        return self.folded_where if self.folded else self.where
 
     @property
     def p(self) -> str:

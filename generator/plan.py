@@ -111,7 +111,7 @@ def _no_reverse_walk(cur: CursorInfo, candidates: list) -> str:
 
 def plan_cursor(cur: CursorInfo, source: str) -> Plan:
     info = cur.container
-    all_conj = conjuncts_of(cur.where)
+    all_conj = conjuncts_of(cur.predicate)
     simple = [c for c in (simple_conjunct(e) for e in all_conj) if c is not None]
     query = Query(size_estimate(info), simple, cur.order_by)
     options: list[PathOption] = []
@@ -200,6 +200,8 @@ def explain(checked: CheckedSpec, include_finds: bool = True) -> str:
             p = checked.plans[cur]
             lines.append(f"    chosen: {p.path.layer.describe()} {path_kind_text(p.path)}: "
                          f"{p.path.why} (cost {p.path.cost:.1f} {COST_UNIT})")
+            for c, why in cur.folded:
+                lines.append(f"    folded: {expr_text(c)} ({why})")
             lines.append(f"    residual filter: {p.residual_text}")
             others = [c for c in p.candidates if c.option is not p.path]
             if others:

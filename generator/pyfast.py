@@ -23,6 +23,12 @@ Safety, as the Python paths have it:
   which waits. Every call into the generated C happens with the lock held.
 - Close: the lock holds the database handle; Database.close() (holding the lock) clears
   it first, and a C path that finds no handle goes the Python way (ClosedError).
+- Re-entry: a C path converts its arguments before it takes the lock and runs no Python
+  code of the user's while it holds it (exact types only: a subclass, whose __index__ or
+  encode is user code, goes the Python way, which converts with operator.index). User
+  code the collector runs meanwhile (a __del__) finds the lock held by its own thread:
+  Database.close() and abort() then refuse (BusyError), so the handle a C path holds is
+  never freed under it.
 - Values: only exact ints in the field's range, exact floats and ints for float fields,
   str (UTF-8) or bytes within char[N] without NUL, None or an int for ref fields are
   taken in C; anything else (a bool, a Record for a ref field, a value out of range, an

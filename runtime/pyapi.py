@@ -30,7 +30,10 @@ Database
     `container(name)`, `cursor(name, *args, **params)`, `containers` (name -> Container).
     Containers and cursors are also attributes named after them (`db.accounts`,
     `db.rich_in_branch(...)`) unless the name clashes with one of these methods.
-    Any use after close() raises ClosedError.
+    Any use after close() raises ClosedError. close() and abort() from inside a call on
+    the database (user code run while it converts an argument: Re-entry, below) raise
+    BusyError; abort() ends every open cursor and role walk (their next step raises
+    RuntimeError, as after an insert: the rows they would give may be gone).
 Container
     `insert([record_or_mapping], **fields) -> Record`: fields not given are 0 / "" (ref
     fields: None).
@@ -103,8 +106,10 @@ Record
     insert and delete; over iarray the reference is the key). Bare int references are
     taken as they are.
 Values written
-    int fields take int (not float; bool counts as int) within the C type's range, else
-    TypeError / RangeError (also an OverflowError). Float fields take int or float. char[N]
+    int fields take what operator.index takes (an int, an int subclass as its int value,
+    never its __int__; an object with __index__; not float or str; bool counts as int)
+    within the C type's range, else TypeError / RangeError (also an OverflowError); so do
+    keys, references and integer cursor parameters (a reference: not bool). Float fields take int or float. char[N]
     fields take str (encoded UTF-8) or bytes of at most N bytes without NUL, else
     TypeError / RangeError (also a ValueError) naming the field and N; a str with no
     UTF-8 spelling (a lone surrogate) raises RangeError too. Text fields take
@@ -130,6 +135,17 @@ Threads
     time, never interleaved inside C. A cursor walked by several threads still raises
     RuntimeError if another change came in between (as for one thread). Databases of
     different opens are independent.
+Re-entry
+    Converting an argument may run user code: an __index__, a str subclass's encode, a
+    field name's __eq__ / __hash__, a mapping's __getitem__, an array's dtype. It runs
+    inside the call, the database's lock held: close() and abort() from it raise
+    BusyError ("in use by a call in progress") and do nothing, since the call goes on
+    with the handle; other calls from it go through (the lock is reentrant) and the call
+    then acts on what they left: update converts its values before locating the element,
+    a role its element arguments before locating any, a cursor's update re-checks that
+    its container did not change (RuntimeError). The C paths run no user code while they
+    hold the lock (they take exact types and leave the rest to the Python paths; a
+    __del__ the collector runs meanwhile gets the same refusal).
 C paths
     The extension built by p2gen carries a small CPython module, `_<prefix>_fast`
     (generator/pyfast.py). With it, for a record without text fields, insert(**fields),
@@ -233,7 +249,8 @@ class MismatchError(P2Error):
 
 
 class BusyError(P2Error):
-    """P2_EBUSY: the file is locked by another open database."""
+    """P2_EBUSY: the file is locked by another open database; or close() / abort() from
+    inside a call on the database (user code run by an argument), which is refused."""
     code = P2_EBUSY
 
 

@@ -20,7 +20,6 @@ scenarios over the module built in OUT_DIR and prints a JSON summary.
 from __future__ import annotations
 
 import json
-import operator
 import os
 import shutil
 import subprocess

@@ -2732,23 +2732,29 @@ static int open_undo_apply(p2_seg *seg, p2_err *err)
             bad = 1;
     }
     struct stat st;
-    if (fstat(seg->fd, &st) != 0 ||
-        ((uint64_t)st.st_size != seg->open_data_bytes && ftruncate(seg->fd, (off_t)seg->open_data_bytes) != 0) ||
-        fdatasync(seg->fd) != 0)
+    if (fstat(seg->fd, &st) != 0)
         bad = 1;
+    else if (seg->open_undo_len > 0 || (uint64_t)st.st_size != seg->open_data_bytes) {
+        if (((uint64_t)st.st_size != seg->open_data_bytes &&
+             ftruncate(seg->fd, (off_t)seg->open_data_bytes) != 0) || fdatasync(seg->fd) != 0)
+            bad = 1;
+    }
     char lpath[4096 + 16];
     snprintf(lpath, sizeof lpath, "%s%s", seg->path, LOG_SUFFIX(seg));
     if (seg->open_log_made) {
         if (unlink(lpath) != 0)
             bad = 1;
     } else if (seg->log_fd >= 0) {
-        uint64_t n = seg->open_log_bytes < sizeof seg->open_log_hdr ? seg->open_log_bytes
-                                                                     : sizeof seg->open_log_hdr;
-        if ((n > 0 && full_pwrite(seg->log_fd, seg->open_log_hdr, (size_t)n, 0) != 0) ||
-            fstat(seg->log_fd, &st) != 0 ||
-            ((uint64_t)st.st_size != seg->open_log_bytes &&
-             ftruncate(seg->log_fd, (off_t)seg->open_log_bytes) != 0) ||
-            fdatasync(seg->log_fd) != 0)
+        /* written only if the open restarted it (a refusal before that wrote nothing) */
+        uint8_t now[sizeof seg->open_log_hdr];
+        uint64_t n = seg->open_log_bytes < sizeof now ? seg->open_log_bytes : sizeof now;
+        int same = fstat(seg->log_fd, &st) == 0 && (uint64_t)st.st_size == seg->open_log_bytes &&
+                   (n == 0 || (full_pread(seg->log_fd, now, (size_t)n, 0) == 0 &&
+                               memcmp(now, seg->open_log_hdr, (size_t)n) == 0));
+        if (!same &&
+            ((n > 0 && full_pwrite(seg->log_fd, seg->open_log_hdr, (size_t)n, 0) != 0) ||
+             ftruncate(seg->log_fd, (off_t)seg->open_log_bytes) != 0 ||
+             fdatasync(seg->log_fd) != 0))
             bad = 1;
     }
     seg->open_keep = 0;
@@ -2991,9 +2997,12 @@ static int journal_scan(p2_seg *seg, const struct log_header *lh, uint64_t size,
 }
 
 /* Open the journal and replay every complete transaction into the data file
- * (data_bytes long before recovery).  The journal is read once to decide, and written
- * into the data file only when it will be opened: a refusal leaves both files as they
- * were.  The data file's header says up to which transaction its pages were written
+ * (data_bytes long before recovery).  The journal is read once to decide -- checksums,
+ * order, and every record inside the data file's size its own transaction committed
+ * (journal_scan) -- and written into the data file only when it will be opened: a refusal
+ * leaves both files as they were.  What the replay overwrites is kept (open_undo_keep),
+ * so that a refusal after it (the replayed header, the caller's integrity check:
+ * p2_seg_close_refused) puts every byte back (open_undo_apply).  The data file's header says up to which transaction its pages were written
  * (data_seq); the journal must reach at least that far, else committed transactions
  * were lost from it and replaying the rest over newer pages would make a mixture:
  * refused.  Damage in the journal's last transaction (its commit record intact, a page

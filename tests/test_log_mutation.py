@@ -351,3 +351,37 @@ def test_mutated_logs_through_the_api(exes, sources, tmp_path, kind):
         shutil.rmtree(d)
     assert len(base.txs) >= 3
     assert any(k.startswith("err") for k in seen) and "ok" in seen, seen
+
+
+def test_verify_and_recover_apply_the_same_check(exes, sources, tmp_path, cc):
+    """`p2gen verify` opens through the same replay: it refuses the crafted log with the
+    files left byte-identical; `p2gen recover` keeps the transactions before the crafted
+    record and drops it with those after it."""
+    import subprocess
+    from p2gen.harness import sanitizer_env
+    from p2gen.recover import build_recoverer
+    from p2gen.verify import build_verifier
+    spec = tmp_path / "lm.p2"
+    spec.write_text(SPEC)
+    cache = tmp_path / "cache"
+    vexe = build_verifier(str(spec), str(cache), "lm", cc, True)
+    rexe = build_recoverer(str(spec), str(cache), "lm", cc, True)
+    kind = "wal"
+    src = sources[kind]
+    log = Log((src / log_name(kind)).read_bytes(), False)
+    n = len(log.txs)
+    log.txs[n - 3]["recs"][0][1] = 1 << 35
+    d = tmp_path / "db"
+    place(src, d, kind, log.bytes())
+    before = digests(d)
+    proc = subprocess.run([vexe, str(d)], capture_output=True, text=True, env=sanitizer_env())
+    assert "Sanitizer" not in proc.stderr and "runtime error" not in proc.stderr, proc.stderr
+    assert proc.returncode != 0 and "beyond" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    assert digests(d) == before
+    proc = subprocess.run([rexe, str(d)], capture_output=True, text=True, env=sanitizer_env())
+    assert "Sanitizer" not in proc.stderr and "runtime error" not in proc.stderr, proc.stderr
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "3 committed from the damage on are dropped" in proc.stdout, proc.stdout
+    assert (d / "w.db").stat().st_size < (1 << 30)
+    _, out = run_clean(exes[kind], ["open", "find items id 3", "close"], d)
+    assert out[0] == "ok", out

@@ -471,18 +471,24 @@ class Checker:
         are an error, and so are comparisons one of which always holds; a comparison the
         others already imply (cover) is folded away (`ci.folded`). Comparisons whose field's
         type alone decides them (`u8 >= 0`) stay as the renderer folds them."""
-        for kind, members, root in _where_chains(ci.where):
-            groups: dict = {}
-            for leaf, neg in members:
-                term = _int_term(leaf, rec)
-                if term is not None:
-                    groups.setdefault(term[0].name, []).append((leaf, neg, term))
-            for name, group in groups.items():
-                if len(group) > 1:
-                    self._fold_group(ci, kind, group, root)
-        if ci.folded:
-            drop = {id(c) for c, _why in ci.folded}
-            ci.folded_where = _without(ci.where, drop)
+        where = ci.where
+        while True:
+            # folding away a comparison may leave one alone in its chain, which then
+            # joins the chain around it: fold again until nothing changes
+            before, errors = len(ci.folded), len(self.errors)
+            for kind, members, root in _where_chains(where):
+                groups: dict = {}
+                for leaf, neg in members:
+                    term = _int_term(leaf, rec)
+                    if term is not None:
+                        groups.setdefault(term[0].name, []).append((leaf, neg, term))
+                for group in groups.values():
+                    if len(group) > 1:
+                        self._fold_group(ci, kind, group, root)
+            if len(ci.folded) == before or len(self.errors) > errors:
+                break
+            where = _without(ci.where, {id(c) for c, _why in ci.folded})
+        ci.folded_where = where if ci.folded else None
 
     def _fold_group(self, ci: CursorInfo, kind: type, group: list, root: bool) -> None:
         f = group[0][2][0]

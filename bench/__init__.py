@@ -6,8 +6,12 @@ Each benchmark lives in one directory with its drivers beside the code that runs
 `p2gen bench range`) and `python/` (the generated Python module against sqlite3,
 dict and lmdb: `p2gen bench python`), `labflow/` (LabFlow-1: the workflow-history log
 generator behind `p2gen bench labflow --gen` and the Python reference model that replays
-it); `common.py` holds what they share (incremental
-builds, compiler flags as users build, running Google Benchmark). The variants benchmarked
+it); `common.py` holds what their runners share (building variants as users build them,
+incremental builds, running Google Benchmark and loading its JSON, medians and ratios,
+number formats, the Markdown reports' pieces and plots), and the C++ headers beside it
+what their drivers share (`flags.h` the drivers' flags, `bench_main.h` main()'s
+scaffolding, `sqlite_util.h` and `lmdb_util.h` the SQLite and LMDB helpers of the
+reference systems, `p2_variant.h` the head of a generated variant's driver). The variants benchmarked
 are the specs of `type_equations/tpcb/` and `type_equations/oo7/` (range scans: `range/*.p2`). Drivers and specs ship as
 package data, so `p2gen bench ...` runs from an installed package as from a checkout.
 """

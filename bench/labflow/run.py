@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 import shutil
 import signal
 import subprocess
@@ -35,7 +34,8 @@ from typing import Callable, Optional
 
 from ...errors import BuildError
 from .. import spec_dir
-from ..common import Builder, checked_sources, users_build_steps
+from ..common import (checked_sources, compile_and_link, driver_cxxflags, generate_variants,
+                      present_sources, source_steps, users_build_steps)
 from . import gen as lfgen
 
 SOURCE_DIR = Path(__file__).resolve().parent
@@ -94,24 +94,17 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
           say: Callable[[str], None] = lambda m: None) -> Path:
     """Generate every variant, compile it the users' way with its labflow_p2.cc object,
     the driver and the peers; link build_dir/labflow_bench."""
-    from ...build import generate
     from . import sources
     src = checked_sources(SOURCE_DIR, sources.DRIVER_SOURCES + (P2_DRIVER, "labflow.h"),
                           "labflow")
     variants = list(variants) if variants is not None else default_variants()
-    bdir = Path(build_dir).resolve()
-    gen_dir, obj_dir = bdir / "gen", bdir / "obj"
-    gen_dir.mkdir(parents=True, exist_ok=True)
-    obj_dir.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-    gens = [(v, generate(v.spec, str(gen_dir), v.prefix)) for v in variants]
-    say(f"generated {len(gens)} data managers in {time.perf_counter() - t0:.1f} s")
-    (bdir / "labflow_variants.json").write_text(json.dumps(
+    bdir, gen_dir, obj_dir, gens = generate_variants(build_dir, variants, say, (
+        "labflow_variants.json",
         [dict(name=v.name, spec=v.spec, prefix=v.prefix, persistent=v.persistent,
-              files=list(v.files)) for v in variants], indent=1))
-    cxxflags = ["-std=c++17", opt, "-Wall", "-Wextra"]
+              files=list(v.files)) for v in variants]))
+    cxxflags = driver_cxxflags(opt)
     header = src / "labflow.h"
-    tasks, archives = ([], []) if not gens else users_build_steps(
+    tasks, archives = users_build_steps(
         gen_dir, obj_dir,
         [(v.prefix, g,
           [f"-DP2_VARIANT={v.prefix}", f'-DP2_HEADER="{v.prefix}.h"', f'-DP2_NAME="{v.name}"',
@@ -120,26 +113,12 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
          for v, g in gens],
         cc=cc, cxx=cxx, cxxflags=cxxflags, driver=src / P2_DRIVER, driver_deps=[header],
         include_dirs=[src])
-    peers = []
-    for name, f in sources.PEER_SOURCES.items():
-        if (src / f).exists():
-            peers.append(f)
-        else:
-            say(f"{src / f} not found: {name} is left out")
-    for f in sources.DRIVER_SOURCES + tuple(peers):
-        if not f.endswith(".cc"):
-            continue
-        out = obj_dir / (Path(f).stem + ".o")
-        tasks.append((shlex.split(cxx) + cxxflags + [f"-I{src}", "-c", str(src / f), "-o", str(out)],
-                      out, [src / f, header], f))
-    b = Builder(bdir, say)
-    t1 = time.perf_counter()
-    objs = b.compile_all(tasks, jobs)
-    link_objs = b.archive_all(archives, objs, jobs)
-    exe = b.link(bdir / "labflow_bench", link_objs, list(sources.LIBS), cxx=cxx, opt=opt,
-                 lto=False, hint=LIB_HINT)
-    say(f"built {exe} ({b.built} steps) in {time.perf_counter() - t1:.1f} s")
-    return exe
+    peers = present_sources(src, list(sources.PEER_SOURCES.values()), say,
+                            "its system is left out")
+    tasks += source_steps(src, [f for f in sources.DRIVER_SOURCES + tuple(peers) if f.endswith(".cc")],
+                          obj_dir, cxx=cxx, cxxflags=cxxflags, deps=[header])
+    return compile_and_link(bdir, "labflow_bench", tasks, archives, sources.LIBS, cxx=cxx, opt=opt,
+                            lto=False, hint=LIB_HINT, jobs=jobs, say=say)
 
 
 # ---------------------------------------------------------------------------------------

@@ -36,16 +36,17 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 import statistics
-import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..common import (LTO_SUFFIX, Builder, checked_sources, inline_define, ints, lto_cflags,
-                      run_benchmarks, users_cflags)
+from ..common import (bullets, checked_sources, command_lines, command_outputs, compile_and_link,
+                      driver_cxxflags, fmt_steps, generate_variants, host_text, image_lines, ints,
+                      load_benchmarks, load_text, LTO_SUFFIX, median_of, numbers, plot_files,
+                      present_sources, problems_lines, ratio as _ratio, results_written,
+                      run_benchmarks, say_report, source_steps, users_build_steps, write_report)
 from ...errors import BuildError
 from .. import BENCH_DIR, spec_dir
 
@@ -220,44 +221,19 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
       compiled into the program), linked against the archive;
     - Variant.lto: the generated .c and the driver compiled with -flto, LTO at link.
     The runtime is compiled once, the users' way, and serves both."""
-    from ...build import generate
     src = driver_sources(source_dir)
     variants = list(variants) if variants is not None else default_variants()
-    have_driver = (src / P2_DRIVER).exists()
-    if variants and not have_driver:
+    if variants and not (src / P2_DRIVER).exists():
         say(f"{src / P2_DRIVER} not found: the {len(variants)} generated variants are left out")
         variants = []
-    bdir = Path(build_dir).resolve()
-    gen_dir, obj_dir = bdir / "gen", bdir / "obj"
-    gen_dir.mkdir(parents=True, exist_ok=True)
-    obj_dir.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-    gens = [(v, generate(v.spec, str(gen_dir), v.prefix)) for v in variants]
-    if gens:
-        say(f"generated {len(gens)} data managers in {time.perf_counter() - t0:.1f} s")
-    (bdir / "oo7_variants.json").write_text(json.dumps(
+    bdir, gen_dir, obj_dir, gens = generate_variants(build_dir, variants, say, (
+        "oo7_variants.json",
         [dict(name=v.name, mem=v.mem, spec=v.spec, prefix=v.prefix, lto=v.lto, files=list(v.files),
-              durable_only=v.durable_only, open_env=list(v.open_env)) for v in variants],
-        indent=1))
-
-    user_cflags = users_cflags()                            # p2gen build's compile_objects
-    cxxflags = ["-std=c++17", opt, "-Wall", "-Wextra"]      # the user's program: no LTO
-    b = Builder(bdir, say)
-    tasks = []
+              durable_only=v.durable_only, open_env=list(v.open_env)) for v in variants]))
+    cxxflags = driver_cxxflags(opt)                         # the user's program: no LTO
     oo7_h = src / "oo7.h"
-    runtime_o = obj_dir / "p2_runtime.o"
-    if gens:
-        runtime_c = gen_dir / "p2_runtime.c"
-        tasks.append((shlex.split(cc) + user_cflags + ["-c", str(runtime_c), "-o", str(runtime_o)],
-                      runtime_o, [runtime_c, gen_dir / "p2_runtime.h"], "p2_runtime.c"))
-    archives = []      # (archive, its members): lib<prefix>.a as p2gen build makes it
+    steps = []
     for rank, (v, g) in enumerate(gens):
-        c_src = Path(g.source)
-        obj = obj_dir / f"{v.prefix}.o"
-        tasks.append((shlex.split(cc) + (lto_cflags(opt) if v.lto else user_cflags) +
-                      ["-c", str(c_src), "-o", str(obj)], obj, [c_src, Path(g.header)], c_src.name))
-        if not v.lto:
-            archives.append((obj_dir / f"lib{v.prefix}.a", [obj, runtime_o]))
         header = Path(g.header).read_text()
         defs = [f"-DP2_VARIANT={v.prefix}", f'-DP2_HEADER="{v.prefix}.h"', f'-DP2_NAME="{v.name}"',
                 f'-DP2_MEM="{v.mem}"', f"-DP2_PERSISTENT={1 if v.persistent else 0}",
@@ -267,37 +243,19 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
                 "-DP2_FILES=" + ",".join(json.dumps(f) for f in (v.files or ("oo7.db",))),
                 # Q1 and T7 find an atomic part by id in one call where the spec keys
                 # atomic_parts by id (lookup_id), else through the atom_by_id cursor
-                f"-DP2_LOOKUP_ATOM_ID={int(f'{v.prefix}_atomic_parts_lookup_id(' in header)}",
-                inline_define(v.prefix)]   # as the README's C example does
+                f"-DP2_LOOKUP_ATOM_ID={int(f'{v.prefix}_atomic_parts_lookup_id(' in header)}"]
         if v.open_env:
             defs += [f"-DP2_OPEN_ENV={json.dumps(v.open_env[0])}",
                      f"-DP2_OPEN_ENV_VALUE={json.dumps(v.open_env[1])}"]
-        out = obj_dir / f"driver_{v.prefix}.o"
-        tasks.append((shlex.split(cxx) + cxxflags + (["-flto"] if v.lto else []) + defs +
-                      [f"-I{src}", f"-I{gen_dir}", "-c", str(src / P2_DRIVER), "-o", str(out)],
-                      # <PREFIX>_INLINE: the header includes the generated .c and the runtime's header
-                      out, [src / P2_DRIVER, oo7_h, Path(g.header), Path(g.source), gen_dir / "p2_runtime.h"],
-                      f"{P2_DRIVER} for {v.prefix}"))
-    sources = ["oo7_common.cc", "oo7_main.cc"]
-    for f in REFERENCE_SOURCES:
-        if (src / f).exists():
-            sources.append(f)
-        else:
-            say(f"{src / f} not found: its system is left out")
-    for f in sources:
-        out = obj_dir / (Path(f).stem + ".o")
-        tasks.append((shlex.split(cxx) + cxxflags + [f"-I{src}", "-c", str(src / f), "-o", str(out)],
-                      out, [src / f, oo7_h, src.parent / "flags.h"], f))
-    t1 = time.perf_counter()
-    objs = b.compile_all(tasks, jobs)
-    # objects first, then the archives; the LTO variants' objects take part in link-time
-    # optimisation, the rest is linked as is
-    link_objs = b.archive_all(archives, objs, jobs)
-    exe = b.link(bdir / "oo7_bench", link_objs, LIBS, cxx=cxx, opt=opt,
-                 lto=any(v.lto for v in variants), hint=LIB_HINT)
-    say(f"built {exe} ({b.built} steps, {len(tasks) + len(archives) - b.built + 1} up to date) in "
-        f"{time.perf_counter() - t1:.1f} s")
-    return exe
+        steps.append((v.prefix, g, defs, v.lto))
+    tasks, archives = users_build_steps(gen_dir, obj_dir, steps, cc=cc, cxx=cxx, cxxflags=cxxflags,
+                                        driver=src / P2_DRIVER, driver_deps=[oo7_h],
+                                        include_dirs=[src], opt=opt)
+    sources = ["oo7_common.cc", "oo7_main.cc"] + present_sources(src, REFERENCE_SOURCES, say)
+    tasks += source_steps(src, sources, obj_dir, cxx=cxx, cxxflags=cxxflags,
+                          deps=[oo7_h])
+    return compile_and_link(bdir, "oo7_bench", tasks, archives, LIBS, cxx=cxx, opt=opt,
+                            lto=any(v.lto for v in variants), hint=LIB_HINT, jobs=jobs, say=say)
 
 
 def _batch_note(context: dict) -> str:
@@ -461,18 +419,12 @@ class Row:
 
 
 def load_rows(json_path: str) -> tuple[dict, list]:
-    with open(json_path, encoding="utf-8") as f:
-        data = json.load(f)
+    context, runs = load_benchmarks(json_path, NAME)
     rows = []
-    for b in data.get("benchmarks", []):
-        m = NAME.match(b.get("name", ""))
-        if not m or b.get("run_type", "iteration") != "iteration":
-            continue
+    for m, b, err in runs:
         system, mem, size, fanout, op, phase = m.groups()
-        counters = {k: v for k, v in b.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-        err = b.get("error_message") if b.get("error_occurred") else None
-        rows.append(Row(system, mem, size, int(fanout), op, phase, counters, err))
-    return data.get("context", {}), rows
+        rows.append(Row(system, mem, size, int(fanout), op, phase, numbers(b), err))
+    return context, rows
 
 
 def failures(rows: list) -> list:
@@ -545,10 +497,7 @@ def summarize(rows: list) -> dict:
             continue
         groups.setdefault((r.system, r.mem, r.size, r.fanout, r.op), []).append(r)
     out = {}
-
-    def med(rs, k):
-        vals = [r.get(k) for r in rs if r.get(k) is not None]
-        return statistics.median(vals) if vals else None
+    med = median_of
 
     for key, rs in groups.items():
         v = {"persistent": any(r.persistent for r in rs)}
@@ -610,46 +559,17 @@ def _configs(summary: dict) -> list:
 
 def fmt_ms(x: Optional[float]) -> str:
     """Milliseconds with three significant digits (OO7's operations span 1 µs to seconds)."""
-    if x is None:
-        return "—"
-    if x >= 1000:
-        return f"{x:,.0f}"
-    if x >= 100:
-        return f"{x:.0f}"
-    if x >= 10:
-        return f"{x:.1f}"
-    if x >= 1:
-        return f"{x:.2f}"
-    if x >= 0.01:
-        return f"{x:.3f}"
-    return f"{x:.2g}"
+    return fmt_steps(x, ((1000, "{:,.0f}"), (100, "{:.0f}"), (10, "{:.1f}"), (1, "{:.2f}"),
+                         (0.01, "{:.3f}"), (None, "{:.2g}")))
 
 
 def _sig(x: float) -> str:
     """Three significant digits, thousands separated."""
-    if x >= 100:
-        return f"{x:,.0f}"
-    if x >= 10:
-        return f"{x:.1f}"
-    if x >= 1:
-        return f"{x:.2f}"
-    return f"{x:.3g}"
-
-
-def _ratio(a, b) -> Optional[float]:
-    if a is None or b is None or b == 0:
-        return None
-    return a / b
+    return fmt_steps(x, ((100, "{:,.0f}"), (10, "{:.1f}"), (1, "{:.2f}"), (None, "{:.3g}")))
 
 
 def _fmt_ratio(r: Optional[float]) -> str:
-    if r is None:
-        return "—"
-    if r >= 100:
-        return f"{r:,.0f}×"
-    if r >= 10:
-        return f"{r:.1f}×"
-    return f"{r:.2f}×"
+    return fmt_steps(r, ((100, "{:,.0f}×"), (10, "{:.1f}×"), (None, "{:.2f}×")))
 
 
 NA = "n/a"   # a transient system's cold and warm: there are no files to be cold or warm
@@ -950,13 +870,11 @@ def report(json_path: str, out_dir: str, *, plots: bool = True,
     problems = failures(rows) + consistency(rows) + missing(rows)
     notes = not_cold(rows)
     summary = summarize(rows)
-    md = ["# OO7: generated data managers vs hand-written pointers and SQLite", ""]
-    if command:
-        md += [f"Command: `{command}`", ""]
+    md = ["# OO7: generated data managers vs hand-written pointers and SQLite", ""] + command_lines(command)
     md.append(f"Configuration: size {context.get('oo7_size', '?')}, fanout "
               f"{context.get('oo7_fanout', '?')}, seed {context.get('oo7_seed', '?')}, "
-              f"{context.get('oo7_hot_runs', '?')} hot runs{_batch_note(context)}{_rounds_note(context)}; host {context.get('host_name', '?')}, "
-              f"{context.get('num_cpus', '?')} CPUs at {context.get('mhz_per_cpu', '?')} MHz. "
+              f"{context.get('oo7_hot_runs', '?')} hot runs{_batch_note(context)}{_rounds_note(context)}; "
+              f"{host_text(context, mhz=True)}. "
               "Cold and warm (persistent systems): the driver closes the database and runs the "
               "operation once in a fresh process of the benchmark binary, which first drops the "
               "files from the page cache (fdatasync, posix_fadvise DONTNEED; mincore proves it) "
@@ -967,26 +885,12 @@ def report(json_path: str, out_dir: str, *, plots: bool = True,
               "to compare. Every run is one transaction, commit included; median over repeated rows.")
     md.append("")
     md.append(render_table(summary, context))
-    if notes:
-        md += ["**Not cold** (flagged †; the file system kept the files cached):", ""] + \
-              [f"- {n}" for n in notes] + [""]
-    if problems:
-        md += ["**Problems:**", ""] + [f"- {p}" for p in problems] + [""]
-    pngs = []
-    os.makedirs(out_dir, exist_ok=True)
+    md += bullets("**Not cold** (flagged †; the file system kept the files cached):", notes)
+    md += problems_lines(problems)
+    pngs = plot_files(out_dir, lambda: render_plots(summary, out_dir, context)) if plots else []
     if plots:
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            raise BuildError("plots need matplotlib: pip install 'p2gen[bench]' (or pass --no-plots)")
-        pngs = render_plots(summary, out_dir, context)
-        md.append("")
-        md.extend(f"![{Path(p).stem}]({Path(p).name})" for p in pngs)
-        md.append("")
-    text = "\n".join(md)
-    with open(os.path.join(out_dir, "oo7.md"), "w", encoding="utf-8") as f:
-        f.write(text)
-    return text, pngs, problems
+        md += image_lines(pngs)
+    return write_report(out_dir, "oo7.md", md), pngs, problems
 
 
 # ---------------------------------------------------------------------------------------
@@ -1065,25 +969,20 @@ def report_durable(json_path: str, out_dir: str, *, command: Optional[str] = Non
     context, rows = load_rows(json_path)
     problems = failures(rows) + consistency(rows) + missing_hot(rows)
     summary = summarize(rows)
-    md = ["# OO7 durable updates: record log, page journal, SQLite WAL, LMDB", ""]
-    if command:
-        md += [f"Command: `{command}`", ""]
-    load = context.get("load_avg")
-    load = ", ".join(f"{x:.1f}" for x in load) if isinstance(load, list) else "?"
+    md = ["# OO7 durable updates: record log, page journal, SQLite WAL, LMDB", ""] + command_lines(command)
     md += [f"Configuration: size {context.get('oo7_size', '?')}, fanout {context.get('oo7_fanout', '?')}, "
            f"seed {context.get('oo7_seed', '?')}, {context.get('oo7_update_runs', '?')} runs in a row per "
-           f"operation; host {context.get('host_name', '?')}, {context.get('num_cpus', '?')} CPUs, "
-           f"load average {load}. SM1 runs make new parts each (rounds), the "
+           f"operation; {host_text(context)}, load average {load_text(context, '.1f')}. SM1 runs make new parts each (rounds), the "
            "SM2s that restore follow the row untimed; SM2's row deletes what a row of untimed SM1s "
            "made before it.", ""]
     md.append(render_durable(summary, context))
-    if problems:
-        md += ["**Problems:**", ""] + [f"- {p}" for p in problems] + [""]
-    text = "\n".join(md)
-    os.makedirs(out_dir, exist_ok=True)
-    with open(os.path.join(out_dir, "oo7_durable.md"), "w", encoding="utf-8") as f:
-        f.write(text)
-    return text, problems
+    md += problems_lines(problems)
+    return write_report(out_dir, "oo7_durable.md", md), problems
+
+
+def _check_size(size: Optional[str]) -> None:
+    if size is not None and size not in SIZES:
+        raise BuildError(f"--size: one of {', '.join(SIZES)}, not {size!r}")
 
 
 def durable_command(*, size, fanout, seed, out, build_dir, filter, ops, update_runs, db_dir,
@@ -1091,17 +990,10 @@ def durable_command(*, size, fanout, seed, out, build_dir, filter, ops, update_r
     """`p2gen bench oo7 --durable`: the variants and references of DURABLE_SYSTEMS, the
     update operations run `update_runs` (100) times in a row, hot; writes
     oo7_durable.{json,md}."""
-    out = out or "bench/results"
-    json_path = os.path.join(out, "oo7_durable.json")
-    cmdline = "p2gen " + shlex.join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("p2gen") else None
+    _check_size(size)
+    out, json_path, cmdline = command_outputs(out, "oo7_durable.json")
     if render:
-        text, problems = report_durable(render, out, command=cmdline)
-        say(text)
-        for p in problems:
-            say(f"PROBLEM: {p}")
-        return 1 if problems else 0
-    if size is not None and size not in SIZES:
-        raise BuildError(f"--size: one of {', '.join(SIZES)}, not {size!r}")
+        return say_report(say, *report_durable(render, out, command=cmdline))
     names = {n for n, _ in DURABLE_SYSTEMS}
     variants = [v for v in default_variants() if v.name in names and v.persistent] + durable_variants()
     opts = Options(size=size or DEFAULT["size"], fanouts=ints(fanout, "--fanout") or DEFAULT["fanouts"],
@@ -1211,12 +1103,8 @@ def report_pointers(json_path: str, out_dir: str, *, command: Optional[str] = No
     problems)."""
     context, rows = load_rows(json_path)
     problems = failures(rows) + consistency(rows)
-    md = ["# OO7: hardware vs software pointers, and relocation", ""]
-    if command:
-        md += [f"Command: `{command}`", ""]
-    load = context.get("load_avg")
-    load = ", ".join(f"{x:.1f}" for x in load) if isinstance(load, list) else "?"
-    md += [f"Host {context.get('host_name', '?')}, {context.get('num_cpus', '?')} CPUs, load average {load}. "
+    md = ["# OO7: hardware vs software pointers, and relocation", ""] + command_lines(command)
+    md += [f"H{host_text(context)[1:]}, load average {load_text(context, '.1f')}. "
            "Cold: one run in a fresh process with the files dropped from the page cache; the open "
            "is timed apart from the run (a relocated mapped file is relocated at open: the pages "
            "holding addresses are read, their addresses moved, in a private copy). "
@@ -1224,10 +1112,7 @@ def report_pointers(json_path: str, out_dir: str, *, command: Optional[str] = No
            "(`P2_MAPPED_RELOCATE`; 100: the file mapped at another base, every address moved; "
            "less: the addresses in P % of the pages rewritten in place).", ""]
 
-    def med(rs, k):
-        vals = [r.get(k) for r in rs if r.get(k) is not None]
-        return statistics.median(vals) if vals else None
-
+    med = median_of
     by = {}
     for r in rows:
         if not r.error:
@@ -1264,13 +1149,8 @@ def report_pointers(json_path: str, out_dir: str, *, command: Optional[str] = No
                       f"{_sig(med(cold, 'open_major_faults') or 0)} | {_sig(med(cold, 'major_faults') or 0)} | "
                       f"{fmt_ms(med(hot, 'hot_ms'))} |")
         md += [""] + [f"- {n}" for n in notes] + ([""] if notes else [])
-    if problems:
-        md += ["**Problems:**", ""] + [f"- {p}" for p in problems] + [""]
-    text = "\n".join(md)
-    os.makedirs(out_dir, exist_ok=True)
-    with open(os.path.join(out_dir, "oo7_pointers.md"), "w", encoding="utf-8") as f:
-        f.write(text)
-    return text, problems
+    md += problems_lines(problems)
+    return write_report(out_dir, "oo7_pointers.md", md), problems
 
 
 def pointers_command(*, size, fanout, seed, out, build_dir, filter, ops, hot_runs, db_dir,
@@ -1278,15 +1158,10 @@ def pointers_command(*, size, fanout, seed, out, build_dir, filter, ops, hot_run
                      say=print) -> int:
     """`p2gen bench oo7 --pointers`: pointer_variants and HAND, POINTER_OPS (cold, warm,
     hot); writes oo7_pointers.{json,md}."""
-    out = out or "bench/results"
-    json_path = os.path.join(out, "oo7_pointers.json")
-    cmdline = "p2gen " + shlex.join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("p2gen") else None
+    _check_size(size)
+    out, json_path, cmdline = command_outputs(out, "oo7_pointers.json")
     if render:
-        text, problems = report_pointers(render, out, command=cmdline)
-        say(text)
-        return 1 if problems else 0
-    if size is not None and size not in SIZES:
-        raise BuildError(f"--size: one of {', '.join(SIZES)}, not {size!r}")
+        return say_report(say, *report_pointers(render, out, command=cmdline))
     bdir = Path(build_dir or os.path.join("bench", "build", "oo7"))
     variants = pointer_variants(bdir)
     names = [v.name for v in variants]
@@ -1310,8 +1185,7 @@ def _run_and_report(exe, opts, json_path, write, say, hot_rounds: int = 0) -> in
     t0 = time.perf_counter()
     rc = run(str(exe), opts, json_path, say=say)
     say(f"benchmark ran {time.perf_counter() - t0:.1f} s (exit status {rc})")
-    if not os.path.exists(json_path):
-        say(f"no results written ({exe} exited with {rc})")
+    if not results_written(exe, rc, json_path, say):
         return 1
     if hot_rounds:
         t0 = time.perf_counter()
@@ -1319,12 +1193,7 @@ def _run_and_report(exe, opts, json_path, write, say, hot_rounds: int = 0) -> in
         say(f"{hot_rounds} rounds ran {time.perf_counter() - t0:.1f} s (exit status {rr})")
         rc = rc or rr
     text, written, problems = write(json_path)
-    say("")
-    say(text)
-    say("wrote " + ", ".join([json_path, *written]))
-    for p in problems:
-        say(f"PROBLEM: {p}")
-    return 1 if (rc != 0 or problems) else 0
+    return say_report(say, text, problems, [json_path, *written], rc)
 
 
 # ---------------------------------------------------------------------------------------
@@ -1351,18 +1220,11 @@ def command(*, size, fanout, seed, reference, out, build_dir, filter, ops, hot_r
         return durable_command(size=size, fanout=fanout, seed=seed, out=out, build_dir=build_dir,
                                filter=filter, ops=ops, update_runs=update_runs, db_dir=db_dir,
                                cc=cc, cxx=cxx, jobs=jobs, render=render, say=say)
-    out = out or "bench/results"
-    json_path = os.path.join(out, "oo7.json")
-    cmdline = "p2gen " + shlex.join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("p2gen") else None
+    out, json_path, cmdline = command_outputs(out, "oo7.json")
     if render:
-        text, pngs, problems = report(render, out, plots=plots, command=cmdline)
-        say(text)
-        for p in problems:
-            say(f"PROBLEM: {p}")
-        return 1 if problems else 0
+        return say_report(say, *report(render, out, plots=plots, command=cmdline)[::2])
     base = REFERENCE if reference else DEFAULT
-    if size is not None and size not in SIZES:
-        raise BuildError(f"--size: one of {', '.join(SIZES)}, not {size!r}")
+    _check_size(size)
     opts = Options(size=size or base["size"], fanouts=ints(fanout, "--fanout") or base["fanouts"],
                    seed=seed, hot_runs=hot_runs, hot_batch_us=hot_batch_us, ops=ops,
                    filter=filter, dir=db_dir, update_runs=update_runs or 1,

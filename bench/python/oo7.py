@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import os
 import random
-import sqlite3
 from pathlib import Path
+
+from .base import SqliteBase
 
 SPEC = Path(__file__).resolve().parent / "oo7_py.p2"
 PREFIX = "p2bench_oo7"
@@ -101,7 +102,34 @@ def _check(n: int, ok: bool) -> int:
     return n if ok else -1
 
 
-class P2OO7:
+class OO7System:
+    """T1 and T2 over a system's _walk(update) -> (parts, edges, sum of x), Q1 over a
+    lookup; no link phase."""
+
+    def link(self, w):
+        pass
+
+    def oo7_t1(self, w):
+        n, edges, s = self._walk(False)
+        return n, _check(n, edges == w.edges and s == w.sum_x)
+
+    def oo7_t2(self, w):
+        n, edges, s = self._walk(True)
+        return n, _check(n, edges == w.edges and s == w.sum_x)
+
+    @staticmethod
+    def _q1(lookup, w):
+        """Q1 over lookup(id) -> an atomic part with .x, or None."""
+        n = s = 0
+        for k in w.q1_keys:
+            a = lookup(k)
+            if a is not None:
+                n += 1
+                s += a.x
+        return len(w.q1_keys), _check(n, s == w.q1_sum)
+
+
+class P2OO7(OO7System):
     name = "P2"
 
     def __init__(self, module, tmp: str):
@@ -114,9 +142,6 @@ class P2OO7:
 
     def close(self):
         self.db.close()
-
-    def link(self, w):
-        pass
 
     def oo7_build(self, w):
         db = self.db
@@ -174,23 +199,8 @@ class P2OO7:
                         stack.append(b)
         return n, edges, s
 
-    def oo7_t1(self, w):
-        n, edges, s = self._walk(False)
-        return n, _check(n, edges == w.edges and s == w.sum_x)
-
-    def oo7_t2(self, w):
-        n, edges, s = self._walk(True)
-        return n, _check(n, edges == w.edges and s == w.sum_x)
-
     def oo7_q1(self, w):
-        f = self.db.atomic_parts.find
-        n = s = 0
-        for k in w.q1_keys:
-            a = f(k)
-            if a is not None:
-                n += 1
-                s += a.x
-        return len(w.q1_keys), _check(n, s == w.q1_sum)
+        return self._q1(self.db.atomic_parts.find, w)
 
 
 class AtomicPart:
@@ -219,7 +229,7 @@ class CompositePart:
         self.parts = []
 
 
-class DictOO7:
+class DictOO7(OO7System):
     """Plain Python objects with lists of references, a dict id -> atomic part, a list
     of composite parts: what a Python programmer would write."""
     name = "dict"
@@ -229,9 +239,6 @@ class DictOO7:
 
     def close(self):
         self.comps = self.atoms = None
-
-    def link(self, w):
-        pass
 
     def oo7_build(self, w):
         atoms, comps = self.atoms, self.comps
@@ -283,39 +290,17 @@ class DictOO7:
                         stack.append(b)
         return n, edges, s
 
-    def oo7_t1(self, w):
-        n, edges, s = self._walk(False)
-        return n, _check(n, edges == w.edges and s == w.sum_x)
-
-    def oo7_t2(self, w):
-        n, edges, s = self._walk(True)
-        return n, _check(n, edges == w.edges and s == w.sum_x)
-
     def oo7_q1(self, w):
-        get = self.atoms.get
-        n = s = 0
-        for k in w.q1_keys:
-            a = get(k)
-            if a is not None:
-                n += 1
-                s += a.x
-        return len(w.q1_keys), _check(n, s == w.q1_sum)
+        return self._q1(self.atoms.get, w)
 
 
-class SqliteOO7:
+class SqliteOO7(SqliteBase, OO7System):
     """stdlib sqlite3: a table per class with indexes on the relationships' foreign keys;
     the traversals query per part, each statement one SQL text (prepared once by the
     connection's cache). The build and T2 are one transaction each."""
 
-    def __init__(self, path: str):
-        self.path = path
-        self.name = "sqlite-mem" if path == ":memory:" else "sqlite-file"
-
     def open(self, w):
-        if self.path != ":memory:" and os.path.exists(self.path):
-            os.remove(self.path)
-        self.conn = sqlite3.connect(self.path)
-        ex = self.conn.execute
+        ex = self.connect().execute
         ex("CREATE TABLE composite_part (id INTEGER PRIMARY KEY, build_date INTEGER, "
            "root_part INTEGER)")
         ex("CREATE TABLE atomic_part (id INTEGER PRIMARY KEY, part_of INTEGER, "
@@ -327,12 +312,6 @@ class SqliteOO7:
         ex("CREATE INDEX connection_dst ON connection(dst)")
         self.conn.commit()
         self.cur = self.conn.cursor()
-
-    def close(self):
-        self.conn.close()
-
-    def link(self, w):
-        pass
 
     def _count(self, table):
         return self.cur.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
@@ -382,14 +361,6 @@ class SqliteOO7:
         if update:
             self.conn.commit()
         return n, edges, s
-
-    def oo7_t1(self, w):
-        n, edges, s = self._walk(False)
-        return n, _check(n, edges == w.edges and s == w.sum_x)
-
-    def oo7_t2(self, w):
-        n, edges, s = self._walk(True)
-        return n, _check(n, edges == w.edges and s == w.sum_x)
 
     def oo7_q1(self, w):
         ex = self.cur.execute

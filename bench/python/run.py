@@ -49,6 +49,8 @@ from typing import Callable, Optional
 
 from ...errors import BuildError
 from . import oo7
+from ..common import (fmt_steps, fmt_x, ratio)
+from .base import SqliteBase, count_found
 
 SPEC = Path(__file__).resolve().parent / "tpcb_py.p2"
 PREFIX = "p2bench_py"
@@ -148,12 +150,7 @@ class P2System:
             add(br[i // ACCOUNTS_PER_BRANCH], find(i))
 
     def find(self, w):
-        f = self.db.accounts.find
-        n = 0
-        for k in w.find_keys:
-            if f(k) is not None:
-                n += 1
-        return w.rows, n
+        return w.rows, count_found(self.db.accounts.find, w.find_keys)
 
     def update(self, w):
         upd, nb = self.db.accounts.update_by, w.new_balance
@@ -219,12 +216,7 @@ class DictSystem:
             self.by_branch[i // ACCOUNTS_PER_BRANCH].append(i)
 
     def find(self, w):
-        get = self.d.get
-        n = 0
-        for k in w.find_keys:
-            if get(k) is not None:
-                n += 1
-        return w.rows, n
+        return w.rows, count_found(self.d.get, w.find_keys)
 
     def update(self, w):
         d, nb = self.d, w.new_balance
@@ -272,26 +264,16 @@ class DictSystem:
         return n, n
 
 
-class SqliteSystem:
+class SqliteSystem(SqliteBase):
     """stdlib sqlite3; every statement is one SQL text, so the connection's statement cache
     prepares it once. Write phases are one transaction each."""
 
-    def __init__(self, path: str):
-        self.path = path
-        self.name = "sqlite-mem" if path == ":memory:" else "sqlite-file"
-
     def open(self, w):
-        if self.path != ":memory:" and os.path.exists(self.path):
-            os.remove(self.path)
-        self.conn = sqlite3.connect(self.path)
-        self.conn.execute("CREATE TABLE account (id INTEGER PRIMARY KEY, branch_id INTEGER, "
+        self.connect().execute("CREATE TABLE account (id INTEGER PRIMARY KEY, branch_id INTEGER, "
                           "balance INTEGER, filler TEXT)")
         self.conn.execute("CREATE INDEX account_branch ON account(branch_id)")
         self.conn.commit()
         self.cur = self.conn.cursor()
-
-    def close(self):
-        self.conn.close()
 
     def _count(self):
         return self.cur.execute("SELECT count(*) FROM account").fetchone()[0]
@@ -563,19 +545,12 @@ def medians(doc: dict) -> dict:
 
 
 def _fmt_ns(x: Optional[float]) -> str:
-    if x is None:
-        return "—"
-    if x >= 10000:
-        return f"{x / 1000:,.1f} µs"
-    if x >= 1000:
-        return f"{x / 1000:.2f} µs"
-    return f"{x:.0f} ns"
+    return fmt_steps(x, ((10000, lambda x: f"{x / 1000:,.1f} µs"), (1000, lambda x: f"{x / 1000:.2f} µs"),
+                         (None, "{:.0f} ns")))
 
 
 def _ratio(a: Optional[float], b: Optional[float]) -> str:
-    if a is None or b is None or b == 0:
-        return "—"
-    return f"{a / b:.2f}×"
+    return fmt_x(ratio(a, b))
 
 
 def targets(med: dict, rowbytes: int = 0) -> list:
@@ -602,6 +577,18 @@ def targets(med: dict, rowbytes: int = 0) -> list:
     return out
 
 
+def _ops_table(med: dict, systems: list, ops) -> list:
+    """A row per operation: ns per operation per system, sqlite-mem / P2 and P2 / dict."""
+    lines = ["| operation | " + " | ".join(systems) + " | sqlite-mem / P2 | P2 / dict |",
+             "|---|" + "---:|" * (len(systems) + 2)]
+    for op in ops:
+        cells = [_fmt_ns(med.get((s, op))) for s in systems]
+        lines.append(f"| {op} | " + " | ".join(cells) + " | "
+                     f"{_ratio(med.get(('sqlite-mem', op)), med.get(('P2', op)))} | "
+                     f"{_ratio(med.get(('P2', op)), med.get(('dict', op)))} |")
+    return lines
+
+
 def _oo7_markdown(med: dict, ctx: dict) -> list:
     """The OO7 workload's table (its operations are named oo7_*)."""
     systems = [s for s in oo7.SYSTEMS if any(k[0] == s and k[1] in oo7.OPERATIONS
@@ -613,14 +600,7 @@ def _oo7_markdown(med: dict, ctx: dict) -> list:
              f"{p['atomic_parts']:,} atomic parts, {p['connections']:,} connections, "
              f"{p['q1_lookups']:,} Q1 lookups; median of {ctx['repetitions']} repetitions, "
              f"ns per object built, part reached or lookup. Spec: `{oo7_spec_name()}`.",
-             "",
-             "| operation | " + " | ".join(systems) + " | sqlite-mem / P2 | P2 / dict |",
-             "|---|" + "---:|" * (len(systems) + 2)]
-    for op in oo7.OPERATIONS:
-        cells = [_fmt_ns(med.get((s, op))) for s in systems]
-        lines.append(f"| {op} | " + " | ".join(cells) + " | "
-                     f"{_ratio(med.get(('sqlite-mem', op)), med.get(('P2', op)))} | "
-                     f"{_ratio(med.get(('P2', op)), med.get(('dict', op)))} |")
+             ""] + _ops_table(med, systems, oo7.OPERATIONS)
     lines += ["", "Operations: " + "; ".join(f"**{k}** {v}" for k, v in oo7.OP_DOC.items())
               + "."]
     return lines
@@ -650,14 +630,7 @@ def _tpcb_markdown(med: dict, ctx: dict) -> list:
              f"ns per operation (per row for scans and traversal); Python "
              f"{ctx['python']}, SQLite {ctx['sqlite']}, load average {ctx['load_avg']}. "
              f"Spec: `{ctx['spec']}`.",
-             "",
-             "| operation | " + " | ".join(systems) + " | sqlite-mem / P2 | P2 / dict |",
-             "|---|" + "---:|" * (len(systems) + 2)]
-    for op in OPERATIONS:
-        cells = [_fmt_ns(med.get((s, op))) for s in systems]
-        lines.append(f"| {op} | " + " | ".join(cells) + " | "
-                     f"{_ratio(med.get(('sqlite-mem', op)), med.get(('P2', op)))} | "
-                     f"{_ratio(med.get(('P2', op)), med.get(('dict', op)))} |")
+             ""] + _ops_table(med, systems, OPERATIONS)
     lines += ["", "Operations: " + "; ".join(f"**{k}** {v}" for k, v in OP_DOC.items()) + ".",
               "", "## Targets", "", "| target | value | met |", "|---|---:|:---:|"]
     for what, value, met in targets(med, ctx.get("record_bytes", 0)):

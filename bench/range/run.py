@@ -15,19 +15,18 @@ and to SQLite on the same memory, and the target (BTREE ≥ 5× AVL at 100,000-r
 """
 from __future__ import annotations
 
-import json
 import os
 import re
-import shlex
 import statistics
-import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..common import Builder, checked_sources, ints, run_benchmarks, users_build_steps
-from ...errors import BuildError
+from ..common import (checked_sources, command_lines, command_outputs, compile_and_link,
+                      driver_cxxflags, fmt_steps, fmt_x, generate_variants, host_text, image_lines,
+                      ints, load_benchmarks, load_text, plot_files, problems_lines, ratio as _ratio,
+                      results_written, run_benchmarks, say_report, source_steps, targets_table,
+                      users_build_steps, write_report)
 from .. import BENCH_DIR
 
 SOURCE_DIR = BENCH_DIR / "range"
@@ -80,17 +79,10 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
           say: Callable[[str], None] = lambda m: None) -> Path:
     """Generate every variant, build it as users do, compile the references and main, link
     build_dir/range_bench; return its path."""
-    from ...build import generate
     src = driver_sources()
     variants = variants if variants is not None else default_variants()
-    bdir = Path(build_dir).resolve()
-    gen_dir, obj_dir = bdir / "gen", bdir / "obj"
-    gen_dir.mkdir(parents=True, exist_ok=True)
-    obj_dir.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-    gens = [(v, generate(v.spec, str(gen_dir), v.prefix)) for v in variants]
-    say(f"generated {len(gens)} data managers in {time.perf_counter() - t0:.1f} s")
-    cxxflags = ["-std=c++17", opt, "-Wall", "-Wextra"]      # the user's program: -O2, no LTO
+    bdir, gen_dir, obj_dir, gens = generate_variants(build_dir, variants, say)
+    cxxflags = driver_cxxflags(opt)                         # the user's program: -O2, no LTO
     steps = [(v.prefix, g, [f"-DP2_VARIANT={v.prefix}", f'-DP2_HEADER="{v.prefix}.h"',
                             f'-DP2_NAME="{v.name}"', f'-DP2_MEM="{v.mem}"', f"-DP2_LOAD={v.load}",
                             f"-DP2_RANK={10 + rank}"])
@@ -98,20 +90,11 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
     tasks, archives = users_build_steps(gen_dir, obj_dir, steps, cc=cc, cxx=cxx, cxxflags=cxxflags,
                                         driver=src / "range_driver.cc", driver_deps=[src / "range.h"],
                                         include_dirs=[src])
-    for name in ("range_refs", "range_main"):
-        out = obj_dir / f"{name}.o"
-        tasks.append((shlex.split(cxx) + cxxflags + [f"-I{src}", "-c", str(src / f"{name}.cc"),
-                      "-o", str(out)], out, [src / f"{name}.cc", src / "range.h", src.parent / "flags.h"],
-                      f"{name}.cc"))
-    b = Builder(bdir, say)
-    t1 = time.perf_counter()
-    objs = b.compile_all(tasks, jobs)
-    link_objs = b.archive_all(archives, objs, jobs)
-    exe = b.link(bdir / "range_bench", link_objs, LIBS, cxx=cxx, opt=opt, lto=False,
-                 hint="install the libraries: apt-get install libbenchmark-dev libsqlite3-dev liblmdb-dev")
-    say(f"built {exe} ({b.built} steps, {len(tasks) + len(archives) - b.built + 1} up to date) in "
-        f"{time.perf_counter() - t1:.1f} s")
-    return exe
+    tasks += source_steps(src, ("range_refs.cc", "range_main.cc"), obj_dir, cxx=cxx, cxxflags=cxxflags,
+                          deps=[src / "range.h"])
+    return compile_and_link(bdir, "range_bench", tasks, archives, LIBS, cxx=cxx, opt=opt, lto=False,
+                            hint="install the libraries: apt-get install libbenchmark-dev "
+                                 "libsqlite3-dev liblmdb-dev", jobs=jobs, say=say)
 
 
 # ---------------------------------------------------------------------------------------
@@ -178,19 +161,9 @@ NAME = re.compile(r"^range/([^/]+)/([^/]+)/rows:(\d+)")
 
 def load_rows(json_path: str) -> tuple[dict, list]:
     """(context, rows): one Row per iteration run (aggregates of repetitions are skipped)."""
-    with open(json_path, encoding="utf-8") as f:
-        data = json.load(f)
-    out = []
-    for b in data.get("benchmarks", []):
-        if b.get("run_type", "iteration") != "iteration":
-            continue
-        m = NAME.match(b.get("run_name", b["name"]))
-        if not m:
-            continue
-        err = b.get("error_message") if b.get("error_occurred") else None
-        out.append(Row(m.group(1), m.group(2), int(m.group(3)), b.get("rows_per_s"), b.get("rows"),
-                       b.get("load_ms"), err))
-    return data.get("context", {}), out
+    context, runs = load_benchmarks(json_path, NAME, key="run_name")
+    return context, [Row(m.group(1), m.group(2), int(m.group(3)), b.get("rows_per_s"), b.get("rows"),
+                         b.get("load_ms"), err) for m, b, err in runs]
 
 
 def problems(context: dict, rows: list) -> list:
@@ -222,23 +195,12 @@ def _lengths(summary: dict) -> list:
 
 
 def _rate(x: Optional[float]) -> str:
-    if x is None:
-        return "—"
-    if x >= 1e9:
-        return f"{x / 1e9:.2f} G"
-    if x >= 1e6:
-        return f"{x / 1e6:.1f} M"
-    if x >= 1e3:
-        return f"{x / 1e3:.1f} k"
-    return f"{x:.0f}"
-
-
-def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
-    return a / b if a and b else None
+    return fmt_steps(x, ((1e9, lambda x: f"{x / 1e9:.2f} G"), (1e6, lambda x: f"{x / 1e6:.1f} M"),
+                         (1e3, lambda x: f"{x / 1e3:.1f} k"), (None, "{:.0f}")))
 
 
 def _x(r: Optional[float]) -> str:
-    return "—" if r is None else f"{r:,.2f}×"
+    return fmt_x(r, ",.2f")
 
 
 def render_table(summary: dict) -> str:
@@ -276,12 +238,8 @@ def targets(summary: dict) -> list:
 
 
 def render_targets(summary: dict) -> str:
-    out = ["Target (ratio of rows per second, measured side by side in one run):", "",
-           "| target | measured | met |", "|---|---:|:-:|"]
-    for name, r, ok in targets(summary):
-        out.append(f"| {name} | {_x(r)} | {'—' if r is None else ('yes' if ok else 'no')} |")
-    out.append("")
-    return "\n".join(out)
+    return targets_table("Target (ratio of rows per second, measured side by side in one run):",
+                         targets(summary), _x)
 
 
 def render_plot(summary: dict, out_dir: str) -> str:
@@ -318,10 +276,7 @@ def report(json_path: str, out_dir: str, *, plots: bool = False,
     context, rows = load_rows(json_path)
     probs = problems(context, rows)
     summary = summarize(rows)
-    md = ["# Range scans: ordered layers vs SQLite and LMDB", ""]
-    if command:
-        md += [f"Command: `{command}`", ""]
-    load = context.get("load_avg") or []
+    md = ["# Range scans: ordered layers vs SQLite and LMDB", ""] + command_lines(command)
     counts: dict = {}
     for r in rows:
         counts[(r.system, r.mem, r.length)] = counts.get((r.system, r.mem, r.length), 0) + 1
@@ -331,9 +286,8 @@ def report(json_path: str, out_dir: str, *, plots: bool = False,
              "in key order (--load-order sorted)")
     md += [f"Configuration: {context.get('range_rows', '?')} rows (~100 bytes each, keys inserted "
            f"{order}), cursors of {context.get('range_lengths', '?')} rows, seed "
-           f"{context.get('range_seed', '?')}{reps_text}; host {context.get('host_name', '?')}, "
-           f"{context.get('num_cpus', '?')} CPUs; load average at start "
-           f"{', '.join(f'{x:.2f}' for x in load) or '?'}.", ""]
+           f"{context.get('range_seed', '?')}{reps_text}; {host_text(context)}; load average at start "
+           f"{load_text(context)}.", ""]
     if context.get("range_load_order", "random") == "random":
         md += ["QSORT loads in key order (a sorted array is the same however it is filled), ODLIST "
                "in key order into storage slots freed in a random order (the layout random inserts "
@@ -341,20 +295,11 @@ def report(json_path: str, out_dir: str, *, plots: bool = False,
                "layers insert in the random order.", ""]
     md.append(render_table(summary))
     md.append(render_targets(summary))
-    if probs:
-        md += ["**Problems:**", ""] + [f"- {p}" for p in probs] + [""]
-    os.makedirs(out_dir, exist_ok=True)
+    md += problems_lines(probs)
     if plots:
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            raise BuildError("plots need matplotlib: pip install 'p2gen[bench]' (or leave out --plots)")
-        p = render_plot(summary, out_dir)
-        md += [f"![range]({Path(p).name})", ""]
-    text = "\n".join(md)
-    with open(os.path.join(out_dir, "range.md"), "w", encoding="utf-8") as f:
-        f.write(text)
-    return text, probs
+        md += image_lines(plot_files(out_dir, lambda: [render_plot(summary, out_dir)],
+                                     "(or leave out --plots)"))[1:]
+    return write_report(out_dir, "range.md", md), probs
 
 
 # ---------------------------------------------------------------------------------------
@@ -363,26 +308,15 @@ def report(json_path: str, out_dir: str, *, plots: bool = False,
 def command(*, rows, lengths, seed, min_time, load_order, repetitions, out, build_dir, filter, db_dir, cc, cxx, jobs,
             render, plots, say=print) -> int:
     """`p2gen bench range`: build, run, report. Returns the exit status."""
-    out = out or "bench/results"
-    json_path = os.path.join(out, "range.json")
-    cmdline = "p2gen " + shlex.join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("p2gen") else None
+    out, json_path, cmdline = command_outputs(out, "range.json")
     if render:
-        text, probs = report(render, out, plots=plots, command=cmdline)
-        say(text)
-        for p in probs:
-            say(f"PROBLEM: {p}")
-        return 1 if probs else 0
+        return say_report(say, *report(render, out, plots=plots, command=cmdline))
     opts = Options(rows=rows or DEFAULT["rows"], lengths=ints(lengths, "--lengths") or DEFAULT["lengths"],
                    seed=seed, min_time=min_time, load_order=load_order, repetitions=repetitions, filter=filter, dir=db_dir)
     exe = build(build_dir or os.path.join("bench", "build", "range"), cc=cc, cxx=cxx, jobs=jobs, say=say)
     rc = run(str(exe), opts, json_path, say=say)
-    if not os.path.exists(json_path):
-        say(f"no results written ({exe} exited with {rc})")
+    if not results_written(exe, rc, json_path, say):
         return 1
     text, probs = report(json_path, out, plots=plots, command=cmdline)
-    say("")
-    say(text)
-    say(f"wrote {json_path}, {os.path.join(out, 'range.md')}" + (f", {os.path.join(out, 'range.png')}" if plots else ""))
-    for p in probs:
-        say(f"PROBLEM: {p}")
-    return 1 if (rc != 0 or probs) else 0
+    return say_report(say, text, probs, [json_path, os.path.join(out, "range.md")] +
+                      ([os.path.join(out, "range.png")] if plots else []), rc)

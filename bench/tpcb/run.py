@@ -26,19 +26,18 @@ issue's two durability targets.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
-import shlex
 import statistics
-import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..common import (LTO_SUFFIX, Builder as _Builder, checked_sources, fmt_ms as _fmt_ms,
-                      inline_define, ints as _ints, lto_cflags, run_benchmarks, users_cflags)
+from ..common import (checked_sources, command_lines, command_outputs, compile_and_link,
+                      driver_cxxflags, fmt_ms as _fmt_ms, fmt_x, generate_variants, host_text,
+                      image_lines, ints as _ints, load_benchmarks, load_text, LTO_SUFFIX, numbers,
+                      plot_files, problems_lines, ratio as _ratio, results_written, run_benchmarks,
+                      say_report, source_steps, targets_table, users_build_steps, write_report)
 from ...errors import BuildError
 from .. import BENCH_DIR, spec_dir
 
@@ -172,64 +171,25 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
     - Variant.lto: the generated .c and the driver compiled with -flto, LTO at link.
     The runtime is compiled once, the users' way, and serves both (its symbols are not
     prefixed; it is off the transactions' hot paths)."""
-    from ...build import generate
     src = driver_sources(source_dir)
     variants = variants if variants is not None else default_variants()
-    bdir = Path(build_dir).resolve()
-    gen_dir, obj_dir = bdir / "gen", bdir / "obj"
-    gen_dir.mkdir(parents=True, exist_ok=True)
-    obj_dir.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-    gens = []
-    for v in variants:
-        gens.append((v, generate(v.spec, str(gen_dir), v.prefix)))
-    say(f"generated {len(gens)} data managers in {time.perf_counter() - t0:.1f} s")
-
-    user_cflags = users_cflags()                            # p2gen build's compile_objects
-    cxxflags = ["-std=c++17", opt, "-Wall", "-Wextra"]      # the user's program: -O2, no LTO
-    b = _Builder(bdir, say)
-    tasks = []
+    bdir, gen_dir, obj_dir, gens = generate_variants(build_dir, variants, say)
+    cxxflags = driver_cxxflags(opt)                         # the user's program: -O2, no LTO
     tpcb_h = src / "tpcb.h"
-    runtime_c = gen_dir / "p2_runtime.c"
-    runtime_o = obj_dir / "p2_runtime.o"
-    tasks.append((shlex.split(cc) + user_cflags + ["-c", str(runtime_c), "-o", str(runtime_o)],
-                  runtime_o, [runtime_c, gen_dir / "p2_runtime.h"], "p2_runtime.c"))
-    archives = []      # (archive, its members): lib<prefix>.a as p2gen build makes it
-    for rank, (v, g) in enumerate(gens):
-        c_src = Path(g.source)
-        obj = obj_dir / f"{v.prefix}.o"
-        tasks.append((shlex.split(cc) + (lto_cflags(opt) if v.lto else user_cflags) +
-                      ["-c", str(c_src), "-o", str(obj)],
-                      obj, [c_src, Path(g.header)], c_src.name))
-        if not v.lto:
-            archives.append((obj_dir / f"lib{v.prefix}.a", [obj, runtime_o]))
-        defs = [f"-DP2_VARIANT={v.prefix}", f'-DP2_HEADER="{v.prefix}.h"', f'-DP2_NAME="{v.name}"',
-                f'-DP2_MEM="{v.mem}"', f"-DP2_PERSISTENT={1 if v.persistent else 0}",
-                f"-DP2_UPPER={v.prefix.upper()}", f"-DP2_RANK={10 + rank}",
-                inline_define(v.prefix)]   # as the README's C example does
-        out = obj_dir / f"driver_{v.prefix}.o"
-        tasks.append((shlex.split(cxx) + cxxflags + (["-flto"] if v.lto else []) + defs +
-                      [f"-I{src}", f"-I{gen_dir}", "-c", str(src / "tpcb_driver.cc"), "-o", str(out)],
-                      # <PREFIX>_INLINE: the header includes the generated .c and the runtime's header
-                      out, [src / "tpcb_driver.cc", tpcb_h, Path(g.header), c_src, gen_dir / "p2_runtime.h"],
-                      f"driver for {v.prefix}"))
-    for name in ("tpcb_refs", "tpcb_peers", "tpcb_main"):
-        out = obj_dir / f"{name}.o"
-        tasks.append((shlex.split(cxx) + cxxflags + [f"-I{src}", "-c", str(src / f"{name}.cc"),
-                      "-o", str(out)], out, [src / f"{name}.cc", tpcb_h, src.parent / "flags.h"],
-                      f"{name}.cc"))
-    t1 = time.perf_counter()
-    objs = b.compile_all(tasks, jobs)
-    # objects first, then the archives (the users' link line: app.o libX.a); the LTO
-    # variants' objects take part in link-time optimisation, the rest is linked as is
-    link_objs = b.archive_all(archives, objs, jobs)
-    exe = b.link(bdir / "tpcb_bench", link_objs, LIBS, cxx=cxx, opt=opt,
-                 lto=any(v.lto for v in variants),
-                 hint="install the libraries: apt-get install libbenchmark-dev libsqlite3-dev "
-                      "liblmdb-dev libboost-dev")
-    say(f"built {exe} ({b.built} steps, {len(tasks) + len(archives) - b.built + 1} up to date) in "
-        f"{time.perf_counter() - t1:.1f} s")
-    return exe
+    tasks, archives = users_build_steps(
+        gen_dir, obj_dir,
+        [(v.prefix, g, [f"-DP2_VARIANT={v.prefix}", f'-DP2_HEADER="{v.prefix}.h"', f'-DP2_NAME="{v.name}"',
+                        f'-DP2_MEM="{v.mem}"', f"-DP2_PERSISTENT={1 if v.persistent else 0}",
+                        f"-DP2_UPPER={v.prefix.upper()}", f"-DP2_RANK={10 + rank}"], v.lto)
+         for rank, (v, g) in enumerate(gens)],
+        cc=cc, cxx=cxx, cxxflags=cxxflags, driver=src / "tpcb_driver.cc", driver_deps=[tpcb_h],
+        include_dirs=[src], opt=opt)
+    tasks += source_steps(src, ("tpcb_refs.cc", "tpcb_peers.cc", "tpcb_main.cc"), obj_dir, cxx=cxx,
+                          cxxflags=cxxflags, deps=[tpcb_h])
+    return compile_and_link(bdir, "tpcb_bench", tasks, archives, LIBS, cxx=cxx, opt=opt,
+                            lto=any(v.lto for v in variants), jobs=jobs, say=say,
+                            hint="install the libraries: apt-get install libbenchmark-dev "
+                                 "libsqlite3-dev liblmdb-dev libboost-dev")
 
 
 # ---------------------------------------------------------------------------------------
@@ -300,20 +260,13 @@ class Row:
         return self.counters.get(k, default)
 
 
+NAME = re.compile(r"^tpcb/([^/]+)/([^/]+)/sf:(\d+)/seed:(\d+)")
+
+
 def load_rows(json_path: str) -> tuple[dict, list]:
-    with open(json_path, encoding="utf-8") as f:
-        data = json.load(f)
-    rows = []
-    pat = re.compile(r"^tpcb/([^/]+)/([^/]+)/sf:(\d+)/seed:(\d+)")
-    for b in data.get("benchmarks", []):
-        m = pat.match(b.get("name", ""))
-        if not m or b.get("run_type", "iteration") != "iteration":
-            continue
-        system, mem, sf, seed = m.group(1), m.group(2), int(m.group(3)), int(m.group(4))
-        counters = {k: v for k, v in b.items() if isinstance(v, (int, float))}
-        err = b.get("error_message") if b.get("error_occurred") else None
-        rows.append(Row(system, mem, sf, seed, counters, err))
-    return data.get("context", {}), rows
+    context, runs = load_benchmarks(json_path, NAME)
+    return context, [Row(m.group(1), m.group(2), int(m.group(3)), int(m.group(4)), numbers(b, bools=True), err)
+                     for m, b, err in runs]
 
 
 def failures(rows: list) -> list:
@@ -385,12 +338,6 @@ def _sfs(summary: dict) -> list:
     return sorted({sf for _, _, sf in summary})
 
 
-def _ratio(a, b) -> Optional[float]:
-    if a is None or b is None or b == 0:
-        return None
-    return a / b
-
-
 def _t(summary, system, mem, sf) -> Optional[float]:
     v = summary.get((system, mem, sf))
     return v.get("time") if v else None
@@ -458,8 +405,7 @@ def _ns(summary, system, mem, sf) -> Optional[float]:
 
 
 def _x(a, b) -> str:
-    r = _ratio(a, b)
-    return "—" if r is None else f"{r:.2f}×"
+    return fmt_x(_ratio(a, b))
 
 
 def render_peers(summary: dict, metric: str = "wall") -> str:
@@ -526,13 +472,8 @@ def render_targets10(summary: dict) -> str:
     rows = targets10(summary)
     if not rows:
         return ""
-    out = ["Targets of zero-cost layering as users build it (ratios of medians, measured side by side in one run; the "
-           "variants built as the README says):", "", "| target | measured | met |", "|---|---:|:-:|"]
-    for name, r, ok in rows:
-        out.append(f"| {name} | {'—' if r is None else f'{r:.2f}×'} | "
-                   f"{'—' if r is None else ('yes' if ok else 'no')} |")
-    out.append("")
-    return "\n".join(out)
+    return targets_table("Targets of zero-cost layering as users build it (ratios of medians, measured side "
+                         "by side in one run; the variants built as the README says):", rows)
 
 
 def render_memory(summary: dict) -> str:
@@ -566,15 +507,10 @@ def render_targets(summary: dict) -> str:
     if not sfs:
         return ""
     top = sfs[-1]
-    out = [f"Targets of the TPC-B reproduction (ratios of medians; largest scale factor run: SF {top}):", ""]
-    out.append("| target | measured | met |")
-    out.append("|---|---|:-:|")
+    out = []
 
-    def row(name, val, ok, fmt="{:.2f}×"):
-        if val is None:
-            out.append(f"| {name} | — | — |")
-        else:
-            out.append(f"| {name} | {fmt.format(val)} | {'yes' if ok(val) else 'no'} |")
+    def row(name, val, ok):
+        out.append((name, val, val is not None and ok(val)))
 
     for sf in sfs:
         r = _ratio(_t(summary, "IARRAY", "transient", sf), _t(summary, "HANDC", "transient", sf))
@@ -595,8 +531,8 @@ def render_targets(summary: dict) -> str:
             continue
         ratio = max(v.get("rss_ratio", 0.0), v.get("file_ratio", 0.0), v.get("heap_ratio", 0.0))
         row(f"{s} {mem}: memory / raw record bytes, SF {top} (≤ 1.5×)", ratio, lambda x: x <= 1.5)
-    out.append("")
-    return "\n".join(out)
+    return targets_table(f"Targets of the TPC-B reproduction (ratios of medians; largest scale factor run: "
+                         f"SF {top}):", out, align="---")
 
 
 PLOT_STYLE = {"BASELINE": ("k", ":"), "HANDC": ("0.4", "--"), "STD-UMAP": ("tab:pink", "--"),
@@ -714,38 +650,16 @@ def report(json_path: str, out_dir: str, *, plots: bool = True, metric: str = "w
     context, rows = load_rows(json_path)
     problems = failures(rows) + consistency(rows)
     summary = summarize(rows, metric)
-    md = []
-    md.append("# TPC-B: generated data managers vs hand-coded C, SQLite and LMDB")
-    md.append("")
-    if command:
-        md.append(f"Command: `{command}`")
-        md.append("")
-    md.append(f"Configuration: SF {context.get('tpcb_sf', '?')}, {context.get('tpcb_accounts', '?')} "
-              f"accounts per branch, {context.get('tpcb_txns', '?')} transactions per run, seeds "
-              f"{context.get('tpcb_seeds', '?')}{_runs_note(rows)}; host {context.get('host_name', '?')}, "
-              f"{context.get('num_cpus', '?')} CPUs at {context.get('mhz_per_cpu', '?')} MHz.")
-    md.append("")
+    md = ["# TPC-B: generated data managers vs hand-coded C, SQLite and LMDB", ""] + command_lines(command)
+    md += [f"Configuration: SF {context.get('tpcb_sf', '?')}, {context.get('tpcb_accounts', '?')} "
+           f"accounts per branch, {context.get('tpcb_txns', '?')} transactions per run, seeds "
+           f"{context.get('tpcb_seeds', '?')}{_runs_note(rows)}; {host_text(context, mhz=True)}.", ""]
     md.append(render_table(summary, context, metric))
-    if problems:
-        md.append("**Problems:**")
-        md.append("")
-        md.extend(f"- {p}" for p in problems)
-        md.append("")
-    pngs = []
-    os.makedirs(out_dir, exist_ok=True)
+    md += problems_lines(problems)
+    pngs = plot_files(out_dir, lambda: render_plots(summary, out_dir, context, metric)) if plots else []
     if plots:
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            raise BuildError("plots need matplotlib: pip install 'p2gen[bench]' (or pass --no-plots)")
-        pngs = render_plots(summary, out_dir, context, metric)
-        md.append("")
-        md.extend(f"![{Path(p).stem}]({Path(p).name})" for p in pngs)
-        md.append("")
-    text = "\n".join(md)
-    with open(os.path.join(out_dir, "tpcb.md"), "w", encoding="utf-8") as f:
-        f.write(text)
-    return text, pngs, problems
+        md += image_lines(pngs)
+    return write_report(out_dir, "tpcb.md", md), pngs, problems
 
 
 # ---------------------------------------------------------------------------------------
@@ -880,13 +794,8 @@ def render_durable_targets(summary: dict, metric: str = "wall") -> str:
     rows = durable_targets(summary, metric)
     if not rows:
         return ""
-    out = ["Targets of durability (ratios of medians, measured side by side in one run):", "",
-           "| target | measured | met |", "|---|---:|:-:|"]
-    for name, r, ok in rows:
-        out.append(f"| {name} | {'—' if r is None else f'{r:,.2f}×'} | "
-                   f"{'—' if r is None else ('yes' if ok else 'no')} |")
-    out.append("")
-    return "\n".join(out)
+    return targets_table("Targets of durability (ratios of medians, measured side by side in one run):",
+                         rows, lambda r: fmt_x(r, ",.2f"))
 
 
 def report_durable(json_path: str, out_dir: str, *, metric: str = "wall",
@@ -897,22 +806,14 @@ def report_durable(json_path: str, out_dir: str, *, metric: str = "wall",
     problems = failures(rows) + consistency(rows)
     summary = summarize(rows, metric)
     md = ["# TPC-B with durability: journalled data managers vs SQLite WAL and LMDB sync", ""]
-    if command:
-        md += [f"Command: `{command}`", ""]
-    md.append(f"Configuration: SF {context.get('tpcb_sf', '?')}, {context.get('tpcb_accounts', '?')} "
-              f"accounts per branch, {context.get('tpcb_txns', '?')} transactions per run, seeds "
-              f"{context.get('tpcb_seeds', '?')}; database files in {context.get('tpcb_dir', '?')}; "
-              f"host {context.get('host_name', '?')}, {context.get('num_cpus', '?')} CPUs; load "
-              f"average at start {', '.join(f'{x:.2f}' for x in context.get('load_avg', [])) or '?'}.")
-    md.append("")
+    md += command_lines(command)
+    md += [f"Configuration: SF {context.get('tpcb_sf', '?')}, {context.get('tpcb_accounts', '?')} "
+           f"accounts per branch, {context.get('tpcb_txns', '?')} transactions per run, seeds "
+           f"{context.get('tpcb_seeds', '?')}; database files in {context.get('tpcb_dir', '?')}; "
+           f"{host_text(context)}; load average at start {load_text(context)}.", ""]
     md.append(render_durable(summary, context, metric))
-    if problems:
-        md += ["**Problems:**", ""] + [f"- {p}" for p in problems] + [""]
-    text = "\n".join(md)
-    os.makedirs(out_dir, exist_ok=True)
-    with open(os.path.join(out_dir, "tpcb_durable.md"), "w", encoding="utf-8") as f:
-        f.write(text)
-    return text, problems
+    md += problems_lines(problems)
+    return write_report(out_dir, "tpcb_durable.md", md), problems
 
 
 # ---------------------------------------------------------------------------------------
@@ -922,9 +823,7 @@ def command(*, sf, accounts, txns, seeds, reference, out, build_dir, filter, db_
             commit_every, iterations, lto_rows, repetitions=1, cc, cxx, jobs, render, plots, metric, variants,
             durable=False, say=print) -> int:
     """`p2gen bench tpcb`: build, run, report. Returns the exit status."""
-    out = out or "bench/results"
-    json_path = os.path.join(out, "tpcb.json")
-    cmdline = "p2gen " + shlex.join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("p2gen") else None
+    out, json_path, cmdline = command_outputs(out, "tpcb.json")
     if durable:
         return durable_command(sf=sf, accounts=accounts, txns=txns, seeds=seeds,
                                reference=reference, out=out, build_dir=build_dir, filter=filter,
@@ -933,11 +832,7 @@ def command(*, sf, accounts, txns, seeds, reference, out, build_dir, filter, db_
                                jobs=jobs, render=render, metric=metric, variants=variants,
                                cmdline=cmdline, say=say)
     if render:
-        text, pngs, problems = report(render, out, plots=plots, metric=metric, command=cmdline)
-        say(text)
-        for p in problems:
-            say(f"PROBLEM: {p}")
-        return 1 if problems else 0
+        return say_report(say, *report(render, out, plots=plots, metric=metric, command=cmdline)[::2])
     base = REFERENCE if reference else DEFAULT
     opts = Options(sfs=_ints(sf, "--sf") or base["sfs"], accounts=accounts or base["accounts"],
                    txns=txns or base["txns"], seeds=_ints(seeds, "--seeds") or base["seeds"],
@@ -946,16 +841,10 @@ def command(*, sf, accounts, txns, seeds, reference, out, build_dir, filter, db_
     exe = build(build_dir or os.path.join("bench", "build"), cc=cc, cxx=cxx, jobs=jobs,
                 variants=all_variants(lto_rows, variants), say=say)
     rc = run(str(exe), opts, json_path, say=say)
-    if not os.path.exists(json_path):
-        say(f"no results written ({exe} exited with {rc})")
+    if not results_written(exe, rc, json_path, say):
         return 1
     text, pngs, problems = report(json_path, out, plots=plots, metric=metric, command=cmdline)
-    say("")
-    say(text)
-    say(f"wrote {json_path}, {os.path.join(out, 'tpcb.md')}" + "".join(f", {p}" for p in pngs))
-    for p in problems:
-        say(f"PROBLEM: {p}")
-    return 1 if (rc != 0 or problems) else 0
+    return say_report(say, text, problems, [json_path, os.path.join(out, "tpcb.md"), *pngs], rc)
 
 
 def durable_command(*, sf, accounts, txns, seeds, reference, out, build_dir, filter, db_dir,
@@ -969,11 +858,7 @@ def durable_command(*, sf, accounts, txns, seeds, reference, out, build_dir, fil
                          "give --sf/--accounts/--txns/--seeds instead of --reference")
     json_path = os.path.join(out, "tpcb_durable.json")
     if render:
-        text, problems = report_durable(render, out, metric=metric, command=cmdline)
-        say(text)
-        for p in problems:
-            say(f"PROBLEM: {p}")
-        return 1 if problems else 0
+        return say_report(say, *report_durable(render, out, metric=metric, command=cmdline))
     base = DURABLE_DEFAULT
     opts = Options(sfs=_ints(sf, "--sf") or base["sfs"], accounts=accounts or base["accounts"],
                    txns=txns or base["txns"], seeds=_ints(seeds, "--seeds") or base["seeds"],
@@ -982,13 +867,7 @@ def durable_command(*, sf, accounts, txns, seeds, reference, out, build_dir, fil
     exe = build(build_dir or os.path.join("bench", "build"), cc=cc, cxx=cxx, jobs=jobs,
                 variants=all_variants(lto_rows, variants), say=say)
     rc = run(str(exe), opts, json_path, say=say)
-    if not os.path.exists(json_path):
-        say(f"no results written ({exe} exited with {rc})")
+    if not results_written(exe, rc, json_path, say):
         return 1
     text, problems = report_durable(json_path, out, metric=metric, command=cmdline)
-    say("")
-    say(text)
-    say(f"wrote {json_path}, {os.path.join(out, 'tpcb_durable.md')}")
-    for p in problems:
-        say(f"PROBLEM: {p}")
-    return 1 if (rc != 0 or problems) else 0
+    return say_report(say, text, problems, [json_path, os.path.join(out, "tpcb_durable.md")], rc)

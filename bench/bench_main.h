@@ -1,0 +1,61 @@
+// bench_main.h -- what the benchmark binaries' main() functions share (bench/tpcb/tpcb_main.cc,
+// bench/oo7/oo7_main.cc, bench/range/range_main.cc, bench/labflow/labflow_main.cc): handing
+// argv to Google Benchmark, a scratch directory for the database files, comma lists for the
+// JSON context.
+#pragma once
+
+#include <benchmark/benchmark.h>
+#include <stdlib.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "flags.h"
+
+namespace benchmain {
+
+// Google Benchmark takes what is left of argv (the drivers' own flags taken out first):
+// false if an argument is unknown to it (main exits 2).
+inline bool init(int &argc, char **argv) {
+    benchmark::Initialize(&argc, argv);
+    return !benchmark::ReportUnrecognizedArguments(argc, argv);
+}
+
+// A fresh directory $TMPDIR/<stem>.XXXXXX (TMPDIR unset or empty: /tmp); "" after saying
+// why on stderr (`<prog>: cannot create a directory from ...`; main exits 2).
+inline std::string temp_dir(const char *prog, const char *stem) {
+    const char *t = std::getenv("TMPDIR");
+    std::string tmpl = std::string(t && *t ? t : "/tmp") + "/" + stem + ".XXXXXX";
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back(0);
+    if (!mkdtemp(buf.data())) {
+        std::cerr << prog << ": cannot create a directory from " << tmpl << "\n";
+        return "";
+    }
+    return buf.data();
+}
+
+// The one T of the binary (its configuration, its registry of systems), made on first use
+// (also by a static initialiser of another object file)
+template <class T>
+T &the() {
+    static T t;
+    return t;
+}
+
+// "a,b,c": the items (anything a stream writes) joined by commas
+template <class C>
+std::string join(const C &items) {
+    std::ostringstream out;
+    const char *sep = "";
+    for (const auto &x : items) {
+        out << sep << x;
+        sep = ",";
+    }
+    return out.str();
+}
+
+}  // namespace benchmain

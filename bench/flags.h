@@ -1,6 +1,6 @@
-// flags.h -- the benchmark drivers' own command-line flags (--tpcb_*, --oo7_*), taken out
-// of argv before Google Benchmark sees the rest. Shared by bench/tpcb/tpcb_main.cc and
-// bench/oo7/oo7_main.cc.
+// flags.h -- the benchmark drivers' own command-line flags (--tpcb_*, --oo7_*, --range_*,
+// --labflow_*), taken out of argv before Google Benchmark sees the rest. Shared by the
+// benchmark binaries' main() (through bench_main.h).
 #pragma once
 
 #include <cerrno>
@@ -41,8 +41,11 @@ inline uint64_t to_u64(const char *prog, const std::string &flag, const std::str
 
 // Hand every --<prefix>KEY[=VALUE] of argv to apply(KEY, VALUE) (which returns false for
 // an unknown key: exit 2) and keep the other arguments, in order, for Google Benchmark.
+// With list: --<prefix>list[=V] sets *list (V other than 0: list the registered systems
+// and exit) instead.
 template <class Apply>
-void take(int &argc, char **argv, const char *prog, const std::string &prefix, Apply apply) {
+void take(int &argc, char **argv, const char *prog, const std::string &prefix, Apply apply,
+          bool *list = nullptr) {
     int out = 1;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
@@ -50,7 +53,9 @@ void take(int &argc, char **argv, const char *prog, const std::string &prefix, A
             size_t eq = a.find('=');
             std::string key = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
             std::string val = eq == std::string::npos ? "" : a.substr(eq + 1);
-            if (!apply(key, val)) {
+            if (list && key == prefix + "list") {
+                *list = val.empty() || val != "0";
+            } else if (!apply(key, val)) {
                 std::cerr << prog << ": unknown option " << a << "\n";
                 std::exit(2);
             }

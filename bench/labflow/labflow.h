@@ -67,6 +67,26 @@ struct MatRec {
     char name[kNameMax + 1] = {};
 };
 
+// A store's answer to mat_get / step_get from any row holding the fields (its name, its
+// payload: the caller's): oid set; a step's materials are not returned (none, nmat 0)
+template <class Row>
+void mat_fields(MatRec &out, uint32_t oid, const Row &r) {
+    out.oid = oid;
+    out.kind = r.kind;
+    out.state = r.state;
+    out.nsteps = r.nsteps;
+}
+template <class Row>
+void step_fields(StepRec &out, uint32_t oid, const Row &r) {
+    out.oid = oid;
+    out.kind = r.kind;
+    out.schema_ver = r.schema_ver;
+    out.who = r.who;
+    out.when = r.when;
+    out.mats = nullptr;
+    out.nmat = 0;
+}
+
 // dictionary entries as the Store persists them
 struct KindEntry { uint16_t id; uint16_t since; uint16_t retired; /* 0: live */ std::string name; };
 struct AttrEntry { uint16_t id; uint16_t kind; uint8_t type; uint8_t max_len; uint16_t since; std::string name; };

@@ -73,10 +73,7 @@ public:
     bool mat_get(uint32_t oid, MatRec &out) override {
         if (oid == 0 || oid > mats_.size()) return false;
         const Mat &m = mats_[oid - 1];
-        out.oid = oid;
-        out.kind = m.kind;
-        out.state = m.state;
-        out.nsteps = m.nsteps;
+        mat_fields(out, oid, m);
         std::memset(out.name, 0, sizeof out.name);
         std::memcpy(out.name, m.name.data(), std::min(m.name.size(), kNameMax));
         return true;
@@ -108,13 +105,7 @@ public:
     bool step_get(uint32_t oid, StepRec &out) override {
         if (oid == 0 || oid > steps_.size()) return false;
         const Step &s = steps_[oid - 1];
-        out.oid = oid;
-        out.kind = s.kind;
-        out.schema_ver = s.schema_ver;
-        out.who = s.who;
-        out.when = s.when;
-        out.mats = nullptr;
-        out.nmat = 0;
+        step_fields(out, oid, s);
         out.payload = s.payload.data();
         out.payload_len = uint32_t(s.payload.size());
         return true;

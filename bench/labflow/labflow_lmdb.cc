@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "../lmdb_util.h"
 #include "labflow.h"
 
 namespace lf {
@@ -42,10 +43,7 @@ constexpr size_t kDefaultMap = size_t(1) << 30;   // without a size_hint
 constexpr size_t kMinMap = size_t(64) << 20;
 
 void check(int rc, const char *what) {
-    if (rc == MDB_MAP_FULL)
-        throw std::runtime_error(std::string("LMDB ") + what + ": the map is full (the memory budget in the log's "
-                                 "header sizes it: 16 X + 64 MiB)");
-    if (rc != 0) throw std::runtime_error(std::string("LMDB ") + what + ": " + mdb_strerror(rc));
+    benchlmdb::check(rc, what, "the map is full (the memory budget in the log's header sizes it: 16 X + 64 MiB)");
 }
 
 void be32(uint8_t *p, uint32_t v) {
@@ -93,22 +91,7 @@ enum Dbi { kMaterial, kMatName, kQueue, kStep, kInvolves, kLatest, kStepAt, kDic
 const char *const kDbiName[kNumDbi] = {"material", "mat_name", "queue",     "step",     "involves",
                                        "latest",   "step_at",  "dict_kind", "dict_attr"};
 
-class Cursor {
-public:
-    Cursor(MDB_txn *t, MDB_dbi d) { check(mdb_cursor_open(t, d, &c_), "mdb_cursor_open"); }
-    ~Cursor() { mdb_cursor_close(c_); }
-    Cursor(const Cursor &) = delete;
-    Cursor &operator=(const Cursor &) = delete;
-    bool get(MDB_val *k, MDB_val *v, MDB_cursor_op op) {
-        int rc = mdb_cursor_get(c_, k, v, op);
-        if (rc == MDB_NOTFOUND) return false;
-        check(rc, "mdb_cursor_get");
-        return true;
-    }
-
-private:
-    MDB_cursor *c_ = nullptr;
-};
+using benchlmdb::Cursor;
 
 class LmdbStore final : public Store {
 public:
@@ -233,10 +216,7 @@ public:
     bool mat_get(uint32_t oid, MatRec &out) override {
         MatV v;
         if (!mat_find(oid, v)) return false;
-        out.oid = oid;
-        out.kind = v.kind;
-        out.state = v.state;
-        out.nsteps = v.nsteps;
+        mat_fields(out, oid, v);
         std::memset(out.name, 0, sizeof out.name);
         std::memcpy(out.name, v.name, kNameMax);
         return true;
@@ -293,13 +273,7 @@ public:
         if (!step_find(oid, v)) return false;
         StepV h;
         std::memcpy(&h, v.mv_data, sizeof h);
-        out.oid = oid;
-        out.kind = h.kind;
-        out.schema_ver = h.schema_ver;
-        out.who = h.who;
-        out.when = h.when;
-        out.mats = nullptr;
-        out.nmat = 0;
+        step_fields(out, oid, h);
         const uint8_t *p = static_cast<const uint8_t *>(v.mv_data) + sizeof h + size_t(h.nmat) * 4;
         payload_.assign(p, static_cast<const uint8_t *>(v.mv_data) + v.mv_size);
         out.payload = payload_.data();

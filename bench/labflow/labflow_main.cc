@@ -71,7 +71,7 @@
 #include <vector>
 
 #include "labflow.h"
-#include "../flags.h"
+#include "../bench_main.h"
 
 namespace {
 
@@ -1562,11 +1562,10 @@ int main(int argc, char **argv) {
             o.deadline_s = std::strtod(v.c_str(), &end);
             if (v.empty() || *end || !(o.deadline_s >= 0)) return false;   // usage: exit 2
         }
-        else if (k == "labflow_list") o.list = true;
         else if (k == "labflow_inject_fault" && (v == "queue" || v == "reopen")) o.fault = v;
         else return false;
         return true;
-    });
+    }, &o.list);
     auto &reg = lf::systems();
     // --benchmark_list_tests: the names only, of the system chosen or of every system, and
     // no replay (a runner asks the binary which systems it holds)
@@ -1579,8 +1578,7 @@ int main(int argc, char **argv) {
             list_tests = true;
     }
     if (list_tests) {
-        benchmark::Initialize(&argc, argv);
-        if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+        if (!benchmain::init(argc, argv)) return 2;
         for (const lf::SystemInfo &s : reg)
             if (o.system.empty() || s.name == o.system)
                 for (const char *cut : kCutNames)
@@ -1612,20 +1610,12 @@ int main(int argc, char **argv) {
         std::cerr << "labflow: --labflow_log=PATH is required\n";
         return 2;
     }
-    benchmark::Initialize(&argc, argv);
-    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+    if (!benchmain::init(argc, argv)) return 2;
 
     std::string tmp_root;
     if (o.dir.empty()) {
-        const char *t = std::getenv("TMPDIR");
-        std::string tmpl = std::string(t && *t ? t : "/tmp") + "/labflow.XXXXXX";
-        std::vector<char> buf(tmpl.begin(), tmpl.end());
-        buf.push_back(0);
-        if (!mkdtemp(buf.data())) {
-            std::cerr << "labflow: cannot create a directory from " << tmpl << "\n";
-            return 2;
-        }
-        o.dir = tmp_root = buf.data();
+        o.dir = tmp_root = benchmain::temp_dir("labflow", "labflow");
+        if (o.dir.empty()) return 2;
     } else if (::mkdir(o.dir.c_str(), 0755) != 0 && !(errno == EEXIST && dir_is_empty(o.dir))) {
         std::cerr << "labflow: --labflow_dir=" << o.dir << ": "
                   << (errno == EEXIST ? "exists and is not an empty directory" : std::strerror(errno)) << "\n";

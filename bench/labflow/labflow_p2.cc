@@ -21,12 +21,6 @@
 
 #include "labflow.h"
 
-#ifndef P2_VARIANT
-#error "compile with -DP2_VARIANT=<prefix> -DP2_HEADER='\"<prefix>.h\"' -DP2_NAME=..."
-#endif
-#ifndef P2_PERSISTENT
-#define P2_PERSISTENT 0
-#endif
 #ifndef P2_HIST_ILIST
 #define P2_HIST_ILIST 0
 #endif
@@ -34,11 +28,7 @@
 #define P2_FILES
 #endif
 
-#include P2_HEADER
-
-#define P2_CAT_(a, b) a##b
-#define P2_CAT(a, b) P2_CAT_(a, b)
-#define P2(name) P2_CAT(P2_VARIANT, _##name)
+#include "../p2_variant.h"
 
 namespace {   // internal linkage: every variant's object defines its own classes
 
@@ -60,13 +50,7 @@ std::string from_fixed(const char (&src)[N]) {
 class P2Store final : public lf::Store {
 public:
     explicit P2Store(const std::string &dir) {
-        int rc = P2(open)(&db_, P2_PERSISTENT ? dir.c_str() : nullptr);
-        if (rc != P2_OK) {
-            std::string msg = std::string(P2_NAME) + " open: " + P2(errmsg)(db_);
-            P2(close)(db_);
-            db_ = nullptr;
-            throw std::runtime_error(msg);
-        }
+        p2_open_or_throw(&db_, P2_PERSISTENT ? dir.c_str() : nullptr);
     }
     ~P2Store() override {
         if (db_) P2(close)(db_);
@@ -134,10 +118,7 @@ public:
     bool mat_get(uint32_t oid, lf::MatRec &out) override {
         const P2(material) *r = P2(materials_lookup_oid)(db_, oid, nullptr);
         if (!r) return false;
-        out.oid = r->oid;
-        out.kind = r->kind;
-        out.state = r->state;
-        out.nsteps = r->nsteps;
+        lf::mat_fields(out, r->oid, *r);
         std::string n = from_fixed(r->name);
         std::memcpy(out.name, n.c_str(), n.size() + 1);
         return true;
@@ -184,12 +165,7 @@ public:
         Ref ref = 0;
         const P2(step) *r = P2(steps_lookup_oid)(db_, oid, &ref);
         if (!r) return false;
-        out.oid = r->oid;
-        out.kind = r->kind;
-        out.schema_ver = r->schema_ver;
-        out.who = r->who;
-        out.when = r->when;
-        out.mats = nullptr;
+        lf::step_fields(out, r->oid, *r);
         out.nmat = r->nmat;
         const char *data = nullptr;
         uint64_t len = 0;

@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "../sqlite_util.h"
 #include "labflow.h"
 
 namespace lf {
@@ -65,77 +66,12 @@ CREATE TABLE latest(
     PRIMARY KEY(mat, kind)) WITHOUT ROWID;
 )SQL";
 
-[[noreturn]] void fail(sqlite3 *db, const std::string &what) {
-    throw std::runtime_error("SQLite " + what + ": " + sqlite3_errmsg(db));
-}
+using benchsql::fail;
+using benchsql::Use;
 
-// One prepared statement, prepared once and reused.
-class Stmt {
-public:
-    Stmt() = default;
-    Stmt(const Stmt &) = delete;
-    Stmt &operator=(const Stmt &) = delete;
-    ~Stmt() { sqlite3_finalize(st_); }
-    void prepare(sqlite3 *db, const char *sql) {
-        db_ = db;
-        if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st_, nullptr) != SQLITE_OK)
-            fail(db, std::string("prepare \"") + sql + "\"");
-    }
-    void finalize() {
-        sqlite3_finalize(st_);
-        st_ = nullptr;
-    }
-    sqlite3_stmt *get() const { return st_; }
-    sqlite3 *db() const { return db_; }
-
-private:
-    sqlite3 *db_ = nullptr;
-    sqlite3_stmt *st_ = nullptr;
-};
-
-// One use of a statement: binds, steps, reads; resets it when it goes out of scope (also
-// on an exception), ready for the next use.
-class Use {
-public:
-    explicit Use(Stmt &s) : s_(s), st_(s.get()) {}
-    ~Use() {
-        sqlite3_reset(st_);
-        sqlite3_clear_bindings(st_);
-    }
-    Use(const Use &) = delete;
-    Use &operator=(const Use &) = delete;
-    Use &i(int idx, int64_t v) {
-        if (sqlite3_bind_int64(st_, idx, v) != SQLITE_OK) fail(s_.db(), "bind");
-        return *this;
-    }
-    Use &t(int idx, const char *text, size_t len) {
-        if (sqlite3_bind_text(st_, idx, text, int(len), SQLITE_STATIC) != SQLITE_OK) fail(s_.db(), "bind");
-        return *this;
-    }
-    Use &b(int idx, const void *p, size_t len) {
-        // a zero-length blob must still be a blob, not NULL (NOT NULL column)
-        if (sqlite3_bind_blob(st_, idx, len ? p : "", int(len), SQLITE_STATIC) != SQLITE_OK) fail(s_.db(), "bind");
-        return *this;
-    }
-    bool step() {
-        int rc = sqlite3_step(st_);
-        if (rc == SQLITE_ROW) return true;
-        if (rc == SQLITE_DONE) return false;
-        fail(s_.db(), std::string("step \"") + sqlite3_sql(st_) + "\"");
-    }
-    void exec() {
-        while (step()) {
-        }
-    }
-    int64_t col(int c) const { return sqlite3_column_int64(st_, c); }
-    bool null(int c) const { return sqlite3_column_type(st_, c) == SQLITE_NULL; }
-    const char *text(int c) const { return reinterpret_cast<const char *>(sqlite3_column_text(st_, c)); }
-    const void *blob(int c) const { return sqlite3_column_blob(st_, c); }
-    int bytes(int c) const { return sqlite3_column_bytes(st_, c); }
-
-private:
-    Stmt &s_;
-    sqlite3_stmt *st_;
+// A statement each use of which sets its parameters back to NULL when it ends.
+struct Stmt : benchsql::Stmt {
+    Stmt() { clear_bindings = true; }
 };
 
 class SqliteStore final : public Store {

@@ -211,6 +211,9 @@ uint64_t sm2(Db &db, const Params &p, int round = 0);
 // text bytes -- what the objects hold, before any index or allocator overhead
 uint64_t raw_object_bytes(const Params &p);
 
+// a file's size in bytes (0 if it is not there): what the reference systems' files take
+uint64_t file_size(const std::string &path);
+
 // ---------------------------------------------------------------------------------------
 // the registry of implementations linked into a binary. Each implementation's source
 // registers itself with a static `Register` (oo7_hand.cc: HAND; oo7_sqlite.cc: SQLITE,

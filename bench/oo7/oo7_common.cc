@@ -9,6 +9,8 @@
 // change for all of them together.
 #include "oo7.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
@@ -227,29 +229,26 @@ static std::string repeat_to(const std::string &pattern, int chars) {
     return text;
 }
 
+// before, the object's id in (at least) 8 digits, after; at most max characters
+static std::string numbered(const char *before, int32_t id, const char *after, size_t max) {
+    char digits[16];
+    std::snprintf(digits, sizeof digits, "%08d", id);
+    return (before + std::string(digits) + after).substr(0, max);
+}
+
 std::string document_title(int32_t comp_id) {
-    char buf[kTitleSize];
-    std::snprintf(buf, sizeof buf, "Composite Part %08d", comp_id);
-    return buf;
+    return numbered("Composite Part ", comp_id, "", kTitleSize - 1);
 }
 
 std::string document_text(int32_t comp_id, int document_size) {
-    char pattern[96];
-    std::snprintf(pattern, sizeof pattern, "I am the documentation for composite part #%08d.\n",
-                  comp_id);
-    return repeat_to(pattern, document_size - 1);
+    return repeat_to(numbered("I am the documentation for composite part #", comp_id, ".\n", 95),
+                     document_size - 1);
 }
 
-std::string manual_title(int32_t module_id) {
-    char buf[kTitleSize];
-    std::snprintf(buf, sizeof buf, "Manual %08d", module_id);
-    return buf;
-}
+std::string manual_title(int32_t module_id) { return numbered("Manual ", module_id, "", kTitleSize - 1); }
 
 std::string manual_text(int32_t module_id, int manual_size) {
-    char pattern[64];
-    std::snprintf(pattern, sizeof pattern, "I am the manual for module #%08d.\n", module_id);
-    return repeat_to(pattern, manual_size - 1);
+    return repeat_to(numbered("I am the manual for module #", module_id, ".\n", 63), manual_size - 1);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -446,6 +445,11 @@ uint64_t sm2(Db &db, const Params &p, int round) {
 //   BaseAssembly        Assembly + 8 per member of componentsPriv, componentsShar
 //   Module              DesignObj + man, designRoot (16)               = 34, plus 8 per
 //                       member of `assemblies`
+uint64_t file_size(const std::string &path) {
+    struct stat st;
+    return stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+}
+
 uint64_t raw_object_bytes(const Params &p) {
     const uint64_t ref = 8, design = 4 + kTypeSize + 4;
     uint64_t atomic = p.total_atomic(), comps = p.total_comp();

@@ -140,6 +140,25 @@ void copy_fixed(char *dst, size_t size, const char *src) {
     std::strncpy(dst, src, size - 1);
 }
 
+// a design object (module, assembly, composite or atomic part) with its common
+// attributes set: id, type, build date
+template <class T>
+T *design(T *o, int32_t id, const char *type, int32_t date) {
+    o->id = id;
+    copy_fixed(o->type, kTypeSize, type);
+    o->date = date;
+    return o;
+}
+
+// a manual or document with its id, title and text set
+template <class T>
+T *texted(T *o, int32_t id, const char *title, const char *text, int32_t len) {
+    copy_fixed(o->title, kTitleSize, title);
+    o->id = id;
+    o->text.assign(text, static_cast<size_t>(len));
+    return o;
+}
+
 class HandDb final : public Db {
 public:
     HandDb() : heap0_(heap_in_use()) {}
@@ -170,10 +189,7 @@ public:
     }
 
     Handle add_module(int32_t id, const char *type, int32_t date) override {
-        Module *m = new Module;
-        m->id = id;
-        copy_fixed(m->type, kTypeSize, type);
-        m->date = date;
+        Module *m = design(new Module, id, type, date);
         put_by_id(module_by_id_, id, m, "module");
         return handle_of(m);
     }
@@ -181,10 +197,7 @@ public:
     void add_manual(Handle module, int32_t id, const char *title, const char *text,
                     int32_t len) override {
         Module *m = object_of<Module>(module);
-        Manual *man = new Manual;
-        copy_fixed(man->title, kTitleSize, title);
-        man->id = id;
-        man->text.assign(text, static_cast<size_t>(len));
+        Manual *man = texted(new Manual, id, title, text, len);
         man->text_len = len;
         man->mod = m;
         delete m->man;
@@ -207,10 +220,7 @@ public:
     }
 
     Handle add_composite(int32_t id, const char *type, int32_t date) override {
-        CompositePart *c = new CompositePart;
-        c->id = id;
-        copy_fixed(c->type, kTypeSize, type);
-        c->date = date;
+        CompositePart *c = design(new CompositePart, id, type, date);
         c->parts.reserve(static_cast<size_t>(params_.atomic_per_comp));
         put_by_id(comp_by_id_, id, c, "composite part");
         return handle_of(c);
@@ -219,10 +229,7 @@ public:
     void add_document(Handle comp, int32_t id, const char *title, const char *text,
                       int32_t len) override {
         CompositePart *c = object_of<CompositePart>(comp);
-        Document *d = new Document;
-        copy_fixed(d->title, kTitleSize, title);
-        d->id = id;
-        d->text.assign(text, static_cast<size_t>(len));
+        Document *d = texted(new Document, id, title, text, len);
         d->part = c;
         if (!doc_by_title_.emplace(std::string_view(d->title), d).second) {
             delete d;
@@ -235,10 +242,7 @@ public:
     Handle add_atomic(Handle comp, int32_t id, const char *type, int32_t date, int32_t x,
                       int32_t y, int32_t doc_id) override {
         CompositePart *c = object_of<CompositePart>(comp);
-        AtomicPart *ap = new AtomicPart;
-        ap->id = id;
-        copy_fixed(ap->type, kTypeSize, type);
-        ap->date = date;
+        AtomicPart *ap = design(new AtomicPart, id, type, date);
         ap->x = x;
         ap->y = y;
         ap->doc_id = doc_id;
@@ -292,36 +296,33 @@ public:
         return parts;
     }
 
-    uint64_t t2(char mode) override {
+    // T2 and T3: T1's traversal, updating (mode a) each root part or (b, c) every part
+    // (update_repeat(mode) times); the updates made
+    template <class Update>
+    uint64_t update_traversal(char mode, Update update) {
         int repeat = update_repeat(mode);
-        uint64_t swaps = 0, examined = 0;
+        uint64_t updates = 0, examined = 0;
         each_private_visit([&](CompositePart *c) {
             dfs(c, examined, [&](AtomicPart *ap, bool is_root) {
                 do_nothing_part(ap->x, ap->y, ap->type);
                 if (mode == 'a' && !is_root) return;
                 for (int r = 0; r < repeat; r++) {
-                    std::swap(ap->x, ap->y);
-                    swaps++;
+                    update(ap);
+                    updates++;
                 }
             });
         });
-        return swaps;
+        return updates;
+    }
+
+    uint64_t t2(char mode) override {
+        return update_traversal(mode, [](AtomicPart *ap) { std::swap(ap->x, ap->y); });
     }
 
     uint64_t t3(char mode) override {
-        int repeat = update_repeat(mode);
-        uint64_t toggles = 0, examined = 0;
-        each_private_visit([&](CompositePart *c) {
-            dfs(c, examined, [&](AtomicPart *ap, bool is_root) {
-                do_nothing_part(ap->x, ap->y, ap->type);
-                if (mode == 'a' && !is_root) return;
-                for (int r = 0; r < repeat; r++) {
-                    set_date(ap, ap->date % 2 != 0 ? ap->date + 1 : ap->date - 1);
-                    toggles++;
-                }
-            });
+        return update_traversal(mode, [this](AtomicPart *ap) {
+            set_date(ap, ap->date % 2 != 0 ? ap->date + 1 : ap->date - 1);
         });
-        return toggles;
     }
 
     uint64_t t4() override {
@@ -535,9 +536,7 @@ private:
     void init_assembly(Assembly *a, Handle module, Handle super, int32_t id, const char *type,
                        int32_t date, bool is_base) {
         Module *m = object_of<Module>(module);
-        a->id = id;
-        copy_fixed(a->type, kTypeSize, type);
-        a->date = date;
+        design(a, id, type, date);
         a->module = m;
         a->is_base = is_base;
         m->assemblies.push_back(a);

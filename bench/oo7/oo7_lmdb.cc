@@ -46,6 +46,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "../lmdb_util.h"
 #include "oo7.h"
 
 namespace oo7 {
@@ -117,6 +118,15 @@ H header(const MDB_val &v) {
 void put_fixed(char *dst, size_t size, const char *src, size_t max) {
     std::memset(dst, 0, size);
     std::memcpy(dst, src, strnlen(src, max));
+}
+
+// a design object's header (module, assembly, composite or atomic part) with its common
+// attributes set: id, type, build date
+template <class H>
+void design(H &h, int32_t id, const char *type, int32_t date) {
+    h.id = id;
+    h.date = date;
+    put_fixed(h.type, kType, type, kTypeSize);
 }
 
 // A record with id arrays after its header: decoded, edited, encoded again (builds, SM1,
@@ -195,46 +205,8 @@ uint64_t count_char(const char *s, size_t n, char c) {
     return k;
 }
 
-uint64_t file_size(const std::string &path) {
-    struct stat st;
-    return stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
-}
-
-void check(int rc, const std::string &what) {
-    if (rc != 0) throw std::runtime_error("LMDB " + what + ": " + mdb_strerror(rc));
-}
-
-// One cursor for the length of one operation.
-class Cursor {
-public:
-    Cursor(MDB_txn *t, MDB_dbi d) { check(mdb_cursor_open(t, d, &c_), "mdb_cursor_open"); }
-    ~Cursor() { mdb_cursor_close(c_); }
-    Cursor(const Cursor &) = delete;
-    Cursor &operator=(const Cursor &) = delete;
-    // positioned at `key`: false if absent
-    bool find(uint32_t key, MDB_val *v) {
-        MDB_val k{sizeof key, &key};
-        int rc = mdb_cursor_get(c_, &k, v, MDB_SET_KEY);
-        if (rc == MDB_NOTFOUND) return false;
-        check(rc, "mdb_cursor_get");
-        return true;
-    }
-    // the next entry in key order (op MDB_FIRST / MDB_NEXT / ...): false at the end
-    bool get(MDB_val *k, MDB_val *v, MDB_cursor_op op) {
-        int rc = mdb_cursor_get(c_, k, v, op);
-        if (rc == MDB_NOTFOUND) return false;
-        check(rc, "mdb_cursor_get");
-        return true;
-    }
-    // overwrite the value at the cursor (same key)
-    void replace(uint32_t key, const std::string &val) {
-        MDB_val k{sizeof key, &key}, v{val.size(), const_cast<char *>(val.data())};
-        check(mdb_cursor_put(c_, &k, &v, MDB_CURRENT), "mdb_cursor_put");
-    }
-
-private:
-    MDB_cursor *c_ = nullptr;
-};
+using benchlmdb::check;
+using benchlmdb::Cursor;
 
 // the named databases
 enum Dbi { kMeta, kModule, kManual, kComplex, kBase, kComp, kDoc, kTitle, kAtomic, kDate, kNumDbi };
@@ -317,32 +289,24 @@ public:
 
     Handle add_module(int32_t id, const char *type, int32_t date) override {
         ModuleH h{};
-        h.id = id;
-        h.date = date;
-        put_fixed(h.type, kType, type, kTypeSize);
+        design(h, id, type, date);
         put_raw(kModule, static_cast<uint32_t>(id), &h, sizeof h, MDB_NOOVERWRITE);
         return static_cast<Handle>(id);
     }
     void add_manual(Handle module, int32_t id, const char *title, const char *text, int32_t len) override {
         ManualH h{};
-        h.id = id;
         h.text_len = len;
         h.module = static_cast<uint32_t>(module);
-        put_fixed(h.title, kTitleSize, title, kTitleSize - 1);
-        std::string v(reinterpret_cast<const char *>(&h), sizeof h);
-        v.append(text, static_cast<size_t>(len));
-        put_raw(kManual, static_cast<uint32_t>(id), v.data(), v.size(), MDB_NOOVERWRITE);
+        put_texted(kManual, id, h, title, text, len);
         ModuleH m = get_header<ModuleH>(kModule, static_cast<uint32_t>(module), "manual's module");
         m.manual = static_cast<uint32_t>(id);
         put_raw(kModule, static_cast<uint32_t>(module), &m, sizeof m, 0);
     }
     Handle add_complex(Handle module, Handle super, int32_t id, const char *type, int32_t date) override {
         Rec<ComplexH> r;
-        r.h.id = id;
-        r.h.date = date;
+        design(r.h, id, type, date);
         r.h.super = super == kNone ? 0 : static_cast<uint32_t>(super);
         r.h.module = static_cast<uint32_t>(module);
-        put_fixed(r.h.type, kType, type, kTypeSize);
         put_rec(kComplex, static_cast<uint32_t>(id), r, MDB_NOOVERWRITE);
         if (super == kNone) {
             ModuleH m = get_header<ModuleH>(kModule, static_cast<uint32_t>(module), "complex assembly's module");
@@ -355,11 +319,9 @@ public:
     }
     Handle add_base(Handle module, Handle super, int32_t id, const char *type, int32_t date) override {
         Rec<BaseH> r;
-        r.h.id = id;
-        r.h.date = date;
+        design(r.h, id, type, date);
         r.h.super = static_cast<uint32_t>(super);
         r.h.module = static_cast<uint32_t>(module);
-        put_fixed(r.h.type, kType, type, kTypeSize);
         put_rec(kBase, static_cast<uint32_t>(id), r, MDB_NOOVERWRITE);
         add_kid(static_cast<uint32_t>(super), static_cast<uint32_t>(id), true);
         return static_cast<Handle>(id);
@@ -369,21 +331,15 @@ public:
         // pages stay bounded (what a user loading a large database does)
         if (building_ && ++built_ % kBuildBatch == 0) commit_now();
         Rec<CompH> r;
-        r.h.id = id;
-        r.h.date = date;
-        put_fixed(r.h.type, kType, type, kTypeSize);
+        design(r.h, id, type, date);
         put_rec(kComp, static_cast<uint32_t>(id), r, MDB_NOOVERWRITE);
         return static_cast<Handle>(id);
     }
     void add_document(Handle comp, int32_t id, const char *title, const char *text, int32_t len) override {
         DocH h{};
-        h.id = id;
         h.len = len;
         h.part = static_cast<uint32_t>(comp);
-        put_fixed(h.title, kTitleSize, title, kTitleSize - 1);
-        std::string v(reinterpret_cast<const char *>(&h), sizeof h);
-        v.append(text, static_cast<size_t>(len));
-        put_raw(kDoc, static_cast<uint32_t>(id), v.data(), v.size(), MDB_NOOVERWRITE);
+        put_texted(kDoc, id, h, title, text, len);
         uint32_t doc = static_cast<uint32_t>(id);
         MDB_val k{strnlen(h.title, kTitleSize), h.title}, dv{sizeof doc, &doc};
         check(mdb_put(w(), dbi_[kTitle], &k, &dv, MDB_NOOVERWRITE), "mdb_put document title (a duplicate?)");
@@ -395,13 +351,11 @@ public:
     Handle add_atomic(Handle comp, int32_t id, const char *type, int32_t date, int32_t x, int32_t y,
                       int32_t doc_id) override {
         Atom a;
-        a.h.id = id;
-        a.h.date = date;
+        design(a.h, id, type, date);
         a.h.x = x;
         a.h.y = y;
         a.h.doc_id = doc_id;
         a.h.part_of = static_cast<uint32_t>(comp);
-        put_fixed(a.h.type, kType, type, kTypeSize);
         a.encode(buf_);
         put_raw(kAtomic, static_cast<uint32_t>(id), buf_.data(), buf_.size(), MDB_NOOVERWRITE);
         date_add(date, static_cast<uint32_t>(id));
@@ -767,6 +721,15 @@ private:
         MDB_val v;
         if (!get(kAtomic, id, &v)) throw std::runtime_error("LMDB: connection to a missing atomic part");
         a.decode(v);
+    }
+    // a new manual's or document's record: its header (id and title set here), then the text
+    template <class H>
+    void put_texted(Dbi d, int32_t id, H &h, const char *title, const char *text, int32_t len) {
+        h.id = id;
+        put_fixed(h.title, kTitleSize, title, kTitleSize - 1);
+        std::string v(reinterpret_cast<const char *>(&h), sizeof h);
+        v.append(text, static_cast<size_t>(len));
+        put_raw(d, static_cast<uint32_t>(id), v.data(), v.size(), MDB_NOOVERWRITE);
     }
     void put_raw(Dbi d, uint32_t key, const void *data, size_t size, unsigned flags) {
         MDB_val k{sizeof key, &key}, v{size, const_cast<void *>(data)};

@@ -103,7 +103,7 @@
 #include <stdexcept>
 
 #include "oo7.h"
-#include "../flags.h"
+#include "../bench_main.h"
 
 namespace {
 
@@ -962,18 +962,30 @@ void fail(benchmark::State &st, const std::string &what) {
 // cache before the open (a file system that ignores DONTNEED, tmpfs, keeps them all).
 constexpr double kColdResidentMaxPct = 1.0;
 
-// cold and warm benchmarks (persistent systems): one run in a fresh process
-void bench_fresh(benchmark::State &st, const oo7::System *sys, int fanout, const Op *op,
-                 const std::string &temp) {
+// The database of sys at fanout for one benchmark of op in phase temp (its label and
+// common counters set; *where names the benchmark in failures), or nullptr (the benchmark
+// skipped with the error) if it could not be made
+Live *live_for(benchmark::State &st, const oo7::System *sys, int fanout, const Op *op,
+               const std::string &temp, std::string *where) {
     Live &l = acquire(*sys, fanout);
     set_common(st, l);
     st.SetLabel(sys_label(*sys));
     if (!l.error.empty()) {
         st.SkipWithError(l.error.c_str());
-        return;
+        return nullptr;
     }
+    *where = sys_label(*sys) + " " + config_name(fanout) + " " + op->name + " " + temp;
+    return &l;
+}
+
+// cold and warm benchmarks (persistent systems): one run in a fresh process
+void bench_fresh(benchmark::State &st, const oo7::System *sys, int fanout, const Op *op,
+                 const std::string &temp) {
+    std::string where;
+    Live *live = live_for(st, sys, fanout, op, temp, &where);
+    if (!live) return;
+    Live &l = *live;
     const std::string name = op->name;
-    const std::string where = sys_label(*sys) + " " + config_name(fanout) + " " + name + " " + temp;
     oo7::Rng rng(cfg().seed);
     std::map<std::string, double> v;
     uint64_t count = 0;
@@ -1028,15 +1040,11 @@ void bench_fresh(benchmark::State &st, const oo7::System *sys, int fanout, const
 // untimed, so every run starts from the database as built (T2a/T2b/T3a/T3b: each run
 // undoes the one before); the counts and Db::verify() are checked after the last.
 void bench_hot(benchmark::State &st, const oo7::System *sys, int fanout, const Op *op) {
-    Live &l = acquire(*sys, fanout);
-    set_common(st, l);
-    st.SetLabel(sys_label(*sys));
-    if (!l.error.empty()) {
-        st.SkipWithError(l.error.c_str());
-        return;
-    }
+    std::string where;
+    Live *live = live_for(st, sys, fanout, op, "hot", &where);
+    if (!live) return;
+    Live &l = *live;
     const std::string name = op->name;
-    const std::string where = sys_label(*sys) + " " + config_name(fanout) + " " + name + " hot";
     oo7::Rng rng(cfg().seed);
     double total = 0, majflt = 0, minflt = 0, read = 0, written = 0;
     bool io = true;
@@ -1184,7 +1192,7 @@ void bench_hot(benchmark::State &st, const oo7::System *sys, int fanout, const O
 // ---------------------------------------------------------------------------------------
 // options
 
-bool apply(const std::string &key, const std::string &val, bool *list) {
+bool apply(const std::string &key, const std::string &val) {
     Config &c = cfg();
     if (key == "oo7_size") {
         oo7::Params p;
@@ -1251,8 +1259,6 @@ bool apply(const std::string &key, const std::string &val, bool *list) {
         c.one_system = val;
     } else if (key == "oo7_durable") {
         c.durable = benchflags::to_u64("oo7", key, val) != 0;
-    } else if (key == "oo7_list") {
-        *list = val.empty() || val != "0";
     } else {
         return false;
     }
@@ -1266,8 +1272,7 @@ int main(int argc, char **argv) {
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
     bool list = false;
     Config &c = cfg();
-    benchflags::take(argc, argv, "oo7", "oo7_",
-                     [&](const std::string &k, const std::string &v) { return apply(k, v, &list); });
+    benchflags::take(argc, argv, "oo7", "oo7_", apply, &list);
 
     auto &reg = oo7::systems();
     // HAND first (the reference every count is compared with), then by rank
@@ -1293,35 +1298,26 @@ int main(int argc, char **argv) {
         g_self = n > 0 ? std::string(buf, (size_t)n) : std::string(argv[0]);
     }
 
-    benchmark::Initialize(&argc, argv);
-    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+    if (!benchmain::init(argc, argv)) return 2;
 
     if (c.dir.empty()) {
-        const char *t = std::getenv("TMPDIR");
-        std::string tmpl = std::string(t && *t ? t : "/tmp") + "/oo7.XXXXXX";
-        std::vector<char> buf(tmpl.begin(), tmpl.end());
-        buf.push_back(0);
-        if (!mkdtemp(buf.data())) {
-            std::cerr << "oo7: cannot create a directory from " << tmpl << "\n";
-            return 2;
-        }
-        c.dir = g_tmp_root = buf.data();
+        c.dir = g_tmp_root = benchmain::temp_dir("oo7", "oo7");
+        if (c.dir.empty()) return 2;
     } else {
         ::mkdir(c.dir.c_str(), 0755);
     }
 
-    std::ostringstream fan, sys;
-    for (size_t i = 0; i < c.fanouts.size(); i++) fan << (i ? "," : "") << c.fanouts[i];
-    for (size_t i = 0; i < reg.size(); i++) sys << (i ? "," : "") << sys_label(reg[i]);
+    std::vector<std::string> labels;
+    for (const oo7::System &s : reg) labels.push_back(sys_label(s));
     benchmark::AddCustomContext("oo7_size", c.size);
-    benchmark::AddCustomContext("oo7_fanout", fan.str());
+    benchmark::AddCustomContext("oo7_fanout", benchmain::join(c.fanouts));
     benchmark::AddCustomContext("oo7_seed", std::to_string(c.seed));
     benchmark::AddCustomContext("oo7_hot_runs", std::to_string(c.hot_runs));
     benchmark::AddCustomContext("oo7_hot_batch_us", std::to_string((uint64_t)c.hot_batch_us));
     benchmark::AddCustomContext("oo7_update_runs", std::to_string(c.update_runs));
     benchmark::AddCustomContext("oo7_durable", c.durable ? "1" : "0");
     benchmark::AddCustomContext("oo7_dir", c.dir);
-    benchmark::AddCustomContext("oo7_systems", sys.str());
+    benchmark::AddCustomContext("oo7_systems", benchmain::join(labels));
     benchmark::AddCustomContext("oo7_llc_bytes", std::to_string(llc_bytes()));
     benchmark::AddCustomContext("oo7_read_ahead_kb", std::to_string(read_ahead_kb(c.dir)));
     benchmark::AddCustomContext("oo7_readahead", c.readahead_random ? "random" : "default");

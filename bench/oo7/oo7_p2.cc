@@ -25,12 +25,6 @@
 
 #include "oo7.h"
 
-#ifndef P2_VARIANT
-#error "compile with -DP2_VARIANT=<prefix> -DP2_HEADER='\"<prefix>.h\"' -DP2_NAME=... -DP2_MEM=..."
-#endif
-#ifndef P2_PERSISTENT
-#define P2_PERSISTENT 0
-#endif
 #ifndef P2_RANK
 #define P2_RANK 50
 #endif
@@ -56,11 +50,7 @@
 #define P2_FILES "oo7.db"
 #endif
 
-#include P2_HEADER
-
-#define P2_CAT_(a, b) a##b
-#define P2_CAT(a, b) P2_CAT_(a, b)
-#define P2(name) P2_CAT(P2_VARIANT, _##name)
+#include "../p2_variant.h"
 
 namespace {   // internal linkage: every variant's object defines its own classes
 
@@ -92,17 +82,12 @@ public:
     explicit P2Db(const std::string &dir) : dir_(dir) {
         heap0_ = heap_in_use();
 #ifdef P2_OPEN_ENV
-        setenv(P2_OPEN_ENV, P2_OPEN_ENV_VALUE, 1);
+        struct OpenEnv {   // set for the open, unset after it (also when it throws)
+            OpenEnv() { setenv(P2_OPEN_ENV, P2_OPEN_ENV_VALUE, 1); }
+            ~OpenEnv() { unsetenv(P2_OPEN_ENV); }
+        } env;
 #endif
-        int rc = P2(open)(&db_, dir.empty() ? nullptr : dir.c_str());
-#ifdef P2_OPEN_ENV
-        unsetenv(P2_OPEN_ENV);
-#endif
-        if (rc != P2_OK) {
-            std::string msg = std::string(P2_NAME) + " open: " + P2(errmsg)(db_);
-            P2(close)(db_);
-            throw std::runtime_error(msg);
-        }
+        p2_open_or_throw(&db_, dir.empty() ? nullptr : dir.c_str());
     }
     ~P2Db() override { P2(close)(db_); }
 
@@ -124,14 +109,9 @@ public:
     }
 
     oo7::Handle add_module(int32_t id, const char *type, int32_t date) override {
-        P2(module) m{};
-        m.id = id;
-        copy_fixed(m.type, type);
-        m.build_date = date;
+        P2(module) m = design<P2(module)>(id, type, date);
         m.design_root = no_ref(m.design_root);
-        Ref r = kNoRef;
-        ok(P2(modules_insert)(db_, &m, &r), "insert module");
-        return r;
+        return insert(P2(modules_insert), m, "insert module");
     }
 
     void add_manual(oo7::Handle module, int32_t id, const char *title, const char *text,
@@ -140,20 +120,15 @@ public:
         m.id = id;
         copy_fixed(m.title, title);
         m.text_len = len;
-        Ref r = kNoRef;
-        ok(P2(manuals_insert)(db_, &m, &r), "insert manual");
+        const Ref r = insert(P2(manuals_insert), m, "insert manual");
         ok(P2(manuals_set_text)(db_, r, text, (uint64_t)len), "manual text");
         ok(P2(modules_set_man)(db_, module, r), "module.man");
     }
 
     oo7::Handle add_complex(oo7::Handle module, oo7::Handle super, int32_t id, const char *type,
                             int32_t date) override {
-        P2(complex_assembly) a{};
-        a.id = id;
-        copy_fixed(a.type, type);
-        a.build_date = date;
-        Ref r = kNoRef;
-        ok(P2(complex_assemblies_insert)(db_, &a, &r), "insert complex assembly");
+        P2(complex_assembly) a = design<P2(complex_assembly)>(id, type, date);
+        const Ref r = insert(P2(complex_assemblies_insert), a, "insert complex assembly");
         ok(P2(complex_assemblies_set_module)(db_, r, module), "complex.module");
         if (super == oo7::kNone)
             ok(P2(modules_set_design_root)(db_, module, r), "module.designRoot");
@@ -164,25 +139,17 @@ public:
 
     oo7::Handle add_base(oo7::Handle module, oo7::Handle super, int32_t id, const char *type,
                          int32_t date) override {
-        P2(base_assembly) a{};
-        a.id = id;
-        copy_fixed(a.type, type);
-        a.build_date = date;
-        Ref r = kNoRef;
-        ok(P2(base_assemblies_insert)(db_, &a, &r), "insert base assembly");
+        P2(base_assembly) a = design<P2(base_assembly)>(id, type, date);
+        const Ref r = insert(P2(base_assemblies_insert), a, "insert base assembly");
         ok(P2(base_assemblies_set_module)(db_, r, module), "base.module");
         ok(P2(base_assemblies_set_super)(db_, r, super), "base.super");
         return r;
     }
 
     oo7::Handle add_composite(int32_t id, const char *type, int32_t date) override {
-        P2(composite_part) c{};
-        c.id = id;
-        copy_fixed(c.type, type);
-        c.build_date = date;
+        P2(composite_part) c = design<P2(composite_part)>(id, type, date);
         c.root_part = no_ref(c.root_part);
-        Ref r = kNoRef;
-        ok(P2(composite_parts_insert)(db_, &c, &r), "insert composite part");
+        const Ref r = insert(P2(composite_parts_insert), c, "insert composite part");
         dirty_ = true;
         return r;
     }
@@ -192,23 +159,18 @@ public:
         P2(document) d{};
         d.id = id;
         copy_fixed(d.title, title);
-        Ref r = kNoRef;
-        ok(P2(documents_insert)(db_, &d, &r), "insert document");
+        const Ref r = insert(P2(documents_insert), d, "insert document");
         ok(P2(documents_set_text)(db_, r, text, (uint64_t)len), "document text");
         ok(P2(composite_parts_set_documentation)(db_, comp, r), "composite.documentation");
     }
 
     oo7::Handle add_atomic(oo7::Handle comp, int32_t id, const char *type, int32_t date,
                            int32_t x, int32_t y, int32_t doc_id) override {
-        P2(atomic_part) a{};
-        a.id = id;
-        copy_fixed(a.type, type);
-        a.build_date = date;
+        P2(atomic_part) a = design<P2(atomic_part)>(id, type, date);
         a.x = x;
         a.y = y;
         a.doc_id = doc_id;
-        Ref r = kNoRef;
-        ok(P2(atomic_parts_insert)(db_, &a, &r), "insert atomic part");
+        const Ref r = insert(P2(atomic_parts_insert), a, "insert atomic part");
         ok(P2(atomic_parts_set_part_of)(db_, r, comp), "atomic.partOf");
         if (is_no_ref(P2(composite_parts_at)(db_, comp)->root_part))
             ok(P2(composite_parts_set_root_part)(db_, comp, r), "composite.rootPart");
@@ -220,8 +182,7 @@ public:
         P2(connection) c{};
         copy_fixed(c.type, type);
         c.length = length;
-        Ref r = kNoRef;
-        ok(P2(connections_insert)(db_, &c, &r), "insert connection");
+        const Ref r = insert(P2(connections_insert), c, "insert connection");
         ok(P2(connections_set_from)(db_, r, from), "connection.from");
         ok(P2(connections_set_to)(db_, r, to), "connection.to");
     }
@@ -516,6 +477,25 @@ private:
     void ok(int rc, const char *what) {
         if (rc != P2_OK)
             throw std::runtime_error(std::string(P2_NAME) + " " + what + ": " + P2(errmsg)(db_));
+    }
+
+    // rec inserted with the API's insert function fn: its reference
+    template <class Insert, class Rec>
+    Ref insert(Insert fn, Rec &rec, const char *what) {
+        Ref r = kNoRef;
+        ok(fn(db_, &rec, &r), what);
+        return r;
+    }
+
+    // a design object's record (module, assembly, composite or atomic part) with its
+    // common attributes set: id, type, build date; the rest zero
+    template <class Rec>
+    static Rec design(int32_t id, const char *type, int32_t date) {
+        Rec r{};
+        r.id = id;
+        copy_fixed(r.type, type);
+        r.build_date = date;
+        return r;
     }
 
     // char[N] fields: NUL-padded, no terminator when full

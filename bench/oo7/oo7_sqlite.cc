@@ -44,6 +44,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "../sqlite_util.h"
 #include "oo7.h"
 
 namespace oo7 {
@@ -114,81 +115,14 @@ const char *const kCountSql =
 
 size_t type_len(const char *type) { return strnlen(type, kTypeSize); }
 
-// One prepared statement, prepared once and reused: bind, step, read, reset.
-class Stmt {
-public:
-    Stmt() = default;
-    Stmt(const Stmt &) = delete;
-    Stmt &operator=(const Stmt &) = delete;
-    ~Stmt() { sqlite3_finalize(st_); }
-
-    void prepare(sqlite3 *db, const char *sql) {
-        db_ = db;
-        if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st_, nullptr) != SQLITE_OK)
-            throw std::runtime_error(std::string("SQLite prepare \"") + sql + "\": " + sqlite3_errmsg(db));
-    }
-    sqlite3_stmt *get() const { return st_; }
-    const char *sql() const { return sqlite3_sql(st_); }
-    sqlite3 *db() const { return db_; }
-
-private:
-    sqlite3 *db_ = nullptr;
-    sqlite3_stmt *st_ = nullptr;
-};
-
-[[noreturn]] void fail(sqlite3 *db, const char *what) {
-    throw std::runtime_error(std::string("SQLite ") + what + ": " + sqlite3_errmsg(db));
-}
-
-// One use of a statement: binds, steps, reads columns; resets the statement when it goes
-// out of scope (also on an exception), so the statement is ready for the next use.
-class Use {
-public:
-    explicit Use(Stmt &s) : s_(s), st_(s.get()) {}
-    ~Use() { sqlite3_reset(st_); }
-    Use(const Use &) = delete;
-    Use &operator=(const Use &) = delete;
-
-    Use &i(int idx, int64_t v) {
-        if (sqlite3_bind_int64(st_, idx, v) != SQLITE_OK) fail(s_.db(), "bind");
-        return *this;
-    }
-    Use &t(int idx, const char *text, size_t len) {
-        if (sqlite3_bind_text(st_, idx, text, (int)len, SQLITE_STATIC) != SQLITE_OK) fail(s_.db(), "bind");
-        return *this;
-    }
-    // true: a row is ready; false: done
-    bool step() {
-        int rc = sqlite3_step(st_);
-        if (rc == SQLITE_ROW) return true;
-        if (rc == SQLITE_DONE) return false;
-        throw std::runtime_error(std::string("SQLite step \"") + s_.sql() + "\": " + sqlite3_errmsg(s_.db()));
-    }
-    // run a statement that returns no rows
-    void exec() {
-        while (step()) {
-        }
-    }
-    int64_t col(int c) const { return sqlite3_column_int64(st_, c); }
-    int32_t col32(int c) const { return sqlite3_column_int(st_, c); }
-    bool null(int c) const { return sqlite3_column_type(st_, c) == SQLITE_NULL; }
-    const char *text(int c) const { return reinterpret_cast<const char *>(sqlite3_column_text(st_, c)); }
-    int bytes(int c) const { return sqlite3_column_bytes(st_, c); }
-
-private:
-    Stmt &s_;
-    sqlite3_stmt *st_;
-};
+using benchsql::fail;
+using benchsql::Stmt;
+using benchsql::Use;
 
 uint64_t count_char(const char *s, int n, char c) {
     uint64_t k = 0;
     for (int i = 0; i < n; i++) k += s[i] == c;
     return k;
-}
-
-uint64_t file_size(const std::string &path) {
-    struct stat st;
-    return stat(path.c_str(), &st) == 0 ? (uint64_t)st.st_size : 0;
 }
 
 class SqliteDb final : public Db {

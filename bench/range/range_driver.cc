@@ -14,18 +14,11 @@
 
 #include "range.h"
 
-#ifndef P2_VARIANT
-#error "compile with -DP2_VARIANT=<prefix> -DP2_HEADER='\"<prefix>.h\"' -DP2_NAME=... -DP2_MEM=..."
-#endif
 #ifndef P2_RANK
 #define P2_RANK 100
 #endif
 
-#include P2_HEADER
-
-#define P2_CAT_(a, b) a##b
-#define P2_CAT(a, b) P2_CAT_(a, b)
-#define P2(name) P2_CAT(P2_VARIANT, _##name)
+#include "../p2_variant.h"
 
 namespace {   // internal linkage: every variant's object defines its own Engine
 
@@ -50,14 +43,7 @@ class Generated : public range::Engine {
 
 public:
     bool open(const std::string &dir, std::string &e) override {
-        int rc = P2(open)(&db, dir.c_str());
-        if (rc != P2_OK) {
-            bad(rc, "open", e);
-            P2(close)(db);
-            db = nullptr;
-            return false;
-        }
-        return true;
+        return p2_open(&db, dir.c_str(), [&](int rc) { bad(rc, "open", e); }) == P2_OK;
     }
 
     bool load(const std::vector<uint32_t> &order, range::Load how, std::string &e) override {

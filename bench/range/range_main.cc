@@ -35,19 +35,12 @@
 #include <benchmark/benchmark.h>
 
 #include "range.h"
-#include "../flags.h"
+#include "../bench_main.h"
 
 namespace range {
 
-Config &config() {
-    static Config c;
-    return c;
-}
-
-std::vector<System> &registry() {
-    static std::vector<System> r;
-    return r;
-}
+Config &config() { return benchmain::the<Config>(); }
+std::vector<System> &registry() { return benchmain::the<std::vector<System>>(); }
 
 namespace {
 
@@ -199,7 +192,6 @@ int main(int argc, char **argv) {
         } else if (k == "range_seed") cfg.seed = benchflags::to_u64("range_bench", k, v);
         else if (k == "range_min_time") cfg.min_time = std::atof(v.c_str());
         else if (k == "range_dir") cfg.dir = v;
-        else if (k == "range_list") cfg.list = true;
         else if (k == "range_keep_loaded") cfg.keep_loaded = v != "0";
         else if (k == "range_load_order") {
             if (v != "random" && v != "sorted") {
@@ -211,7 +203,7 @@ int main(int argc, char **argv) {
         else if (k == "range_inject_fault") cfg.inject_fault = v != "0";
         else return false;
         return true;
-    });
+    }, &cfg.list);
     auto &reg = registry();
     std::stable_sort(reg.begin(), reg.end(), [](const System &a, const System &b) { return a.rank < b.rank; });
     if (cfg.list) {
@@ -222,25 +214,15 @@ int main(int argc, char **argv) {
         std::cerr << "range_bench: --range_rows must be 1 .. 2^32-1\n";
         return 2;
     }
-    benchmark::Initialize(&argc, argv);
-    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+    if (!benchmain::init(argc, argv)) return 2;
     if (cfg.dir.empty()) {
-        const char *t = std::getenv("TMPDIR");
-        std::string tmpl = std::string(t && *t ? t : "/tmp") + "/range.XXXXXX";
-        std::vector<char> buf(tmpl.begin(), tmpl.end());
-        buf.push_back(0);
-        if (!mkdtemp(buf.data())) {
-            std::cerr << "range_bench: cannot create a directory from " << tmpl << "\n";
-            return 2;
-        }
-        cfg.dir = g_tmp_root = buf.data();
+        cfg.dir = g_tmp_root = benchmain::temp_dir("range_bench", "range");
+        if (cfg.dir.empty()) return 2;
     } else {
         ::mkdir(cfg.dir.c_str(), 0755);
     }
-    std::ostringstream lens;
-    for (size_t i = 0; i < cfg.lengths.size(); i++) lens << (i ? "," : "") << cfg.lengths[i];
     benchmark::AddCustomContext("range_rows", std::to_string(cfg.rows));
-    benchmark::AddCustomContext("range_lengths", lens.str());
+    benchmark::AddCustomContext("range_lengths", benchmain::join(cfg.lengths));
     benchmark::AddCustomContext("range_seed", std::to_string(cfg.seed));
     benchmark::AddCustomContext("range_dir", cfg.dir);
     benchmark::AddCustomContext("range_load_order", cfg.sorted_load ? "sorted" : "random");

@@ -23,21 +23,11 @@
 
 #include "tpcb.h"
 
-#ifndef P2_VARIANT
-#error "compile with -DP2_VARIANT=<prefix> -DP2_HEADER='\"<prefix>.h\"' -DP2_NAME=... -DP2_MEM=..."
-#endif
-#ifndef P2_PERSISTENT
-#define P2_PERSISTENT 0
-#endif
 #ifndef P2_RANK
 #define P2_RANK 100
 #endif
 
-#include P2_HEADER
-
-#define P2_CAT_(a, b) a##b
-#define P2_CAT(a, b) P2_CAT_(a, b)
-#define P2(name) P2_CAT(P2_VARIANT, _##name)
+#include "../p2_variant.h"
 
 // P2_JOURNAL: 1 if the generated header defines <PREFIX>_JOURNALLED (expands to 0 in #if
 // when it does not)
@@ -70,14 +60,7 @@ struct Engine {
 
     bool open(const std::string &d, const tpcb::Run &, bool, std::string &e) {
         dir = d;
-        int rc = P2(open)(&db, dir.c_str());
-        if (rc != P2_OK) {
-            bad(rc, "open", e);
-            P2(close)(db);
-            db = nullptr;
-            return false;
-        }
-        return true;
+        return p2_open(&db, dir.c_str(), [&](int rc) { bad(rc, "open", e); }) == P2_OK;
     }
 
     bool load(const tpcb::Run &r, std::string &e) {

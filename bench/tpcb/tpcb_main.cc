@@ -34,19 +34,12 @@
 #include <sstream>
 
 #include "tpcb.h"
-#include "../flags.h"
+#include "../bench_main.h"
 
 namespace tpcb {
 
-Config &config() {
-    static Config c;
-    return c;
-}
-
-std::vector<System> &registry() {
-    static std::vector<System> r;
-    return r;
-}
+Config &config() { return benchmain::the<Config>(); }
+std::vector<System> &registry() { return benchmain::the<std::vector<System>>(); }
 
 static std::atomic<int> g_failures{0};
 static std::string g_tmp_root;   // created by us: removed at exit
@@ -150,7 +143,7 @@ std::string make_run_dir(const std::string &name) {
 
 namespace {
 
-bool apply(const std::string &key, const std::string &val, bool *list) {
+bool apply(const std::string &key, const std::string &val) {
     tpcb::Config &c = tpcb::config();
     if (key == "tpcb_sf") {
         c.sfs.clear();
@@ -181,8 +174,6 @@ bool apply(const std::string &key, const std::string &val, bool *list) {
         c.durable = benchflags::to_u64("tpcb", key, val) != 0;
     } else if (key == "tpcb_inject_fault") {
         c.inject_fault = benchflags::to_u64("tpcb", key, val) != 0;
-    } else if (key == "tpcb_list") {
-        *list = val.empty() || val != "0";
     } else {
         return false;
     }
@@ -203,10 +194,9 @@ int main(int argc, char **argv) {
                           "tpcb_commit_every", "tpcb_iterations", "tpcb_reopen", "tpcb_durable"}) {
         std::string env(k);
         std::transform(env.begin(), env.end(), env.begin(), ::toupper);
-        if (const char *v = std::getenv(env.c_str())) apply(k, v, &list);
+        if (const char *v = std::getenv(env.c_str())) apply(k, v);
     }
-    benchflags::take(argc, argv, "tpcb", "tpcb_",
-                     [&](const std::string &k, const std::string &v) { return apply(k, v, &list); });
+    benchflags::take(argc, argv, "tpcb", "tpcb_", apply, &list);
 
     auto &reg = tpcb::registry();
     if (!cfg.durable)   // the durable systems are a separate comparison (fsync-bound)
@@ -220,38 +210,25 @@ int main(int argc, char **argv) {
         return 0;
     }
 
-    benchmark::Initialize(&argc, argv);
-    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+    if (!benchmain::init(argc, argv)) return 2;
 
     if (cfg.dir.empty()) {
-        const char *t = std::getenv("TMPDIR");
-        std::string tmpl = std::string(t && *t ? t : "/tmp") + "/tpcb.XXXXXX";
-        std::vector<char> buf(tmpl.begin(), tmpl.end());
-        buf.push_back(0);
-        if (!mkdtemp(buf.data())) {
-            std::cerr << "tpcb: cannot create a directory from " << tmpl << "\n";
-            return 2;
-        }
-        cfg.dir = tpcb::g_tmp_root = buf.data();
+        cfg.dir = tpcb::g_tmp_root = benchmain::temp_dir("tpcb", "tpcb");
+        if (cfg.dir.empty()) return 2;
     } else {
         ::mkdir(cfg.dir.c_str(), 0755);
     }
 
-    std::ostringstream sfs, seeds;
-    for (size_t i = 0; i < cfg.sfs.size(); i++) sfs << (i ? "," : "") << cfg.sfs[i];
-    for (size_t i = 0; i < cfg.seeds.size(); i++) seeds << (i ? "," : "") << cfg.seeds[i];
-    benchmark::AddCustomContext("tpcb_sf", sfs.str());
+    benchmark::AddCustomContext("tpcb_sf", benchmain::join(cfg.sfs));
     benchmark::AddCustomContext("tpcb_accounts", std::to_string(cfg.accounts));
     benchmark::AddCustomContext("tpcb_txns", std::to_string(cfg.txns));
-    benchmark::AddCustomContext("tpcb_seeds", seeds.str());
+    benchmark::AddCustomContext("tpcb_seeds", benchmain::join(cfg.seeds));
     benchmark::AddCustomContext("tpcb_commit_every", std::to_string(cfg.commit_every));
     benchmark::AddCustomContext("tpcb_durable", cfg.durable ? "1" : "0");
     benchmark::AddCustomContext("tpcb_dir", cfg.dir);
-    {
-        std::ostringstream systems;
-        for (size_t i = 0; i < reg.size(); i++) systems << (i ? "," : "") << reg[i].name << "/" << reg[i].mem;
-        benchmark::AddCustomContext("tpcb_systems", systems.str());
-    }
+    std::vector<std::string> systems;
+    for (const tpcb::System &s : reg) systems.push_back(s.name + "/" + s.mem);
+    benchmark::AddCustomContext("tpcb_systems", benchmain::join(systems));
 
     for (int sf : cfg.sfs)
         for (uint64_t seed : cfg.seeds)

@@ -464,7 +464,7 @@ class Checker:
         return ci
 
     def fold_cursor(self, ci: CursorInfo, rec: Record) -> None:
-        """Decide the comparisons of one integer field against constants that meet in one
+        """Decide the comparisons of one number field against constants that meet in one
         conjunction (or disjunction) of the cursor's where-clause, as C compilers do (gcc
         refuses `d == 1 && d == 2`, "and of mutually exclusive equal-tests is always 0",
         and `d != 1 || d != 2` under -Werror): comparisons that can never hold together
@@ -479,7 +479,7 @@ class Checker:
             for kind, members, root in _where_chains(where):
                 groups: dict = {}
                 for leaf, neg in members:
-                    term = _int_term(leaf, rec)
+                    term = _const_term(leaf, rec)
                     if term is not None:
                         groups.setdefault(term[0].name, []).append((leaf, neg, term))
                 for group in groups.values():
@@ -493,7 +493,7 @@ class Checker:
     def _fold_group(self, ci: CursorInfo, kind: type, group: list, root: bool) -> None:
         f = group[0][2][0]
         t = f.type
-        full = [(t.min_value, t.max_value)]
+        full = [_domain(t)]
         sets = [_term_set(term, neg, t) for _leaf, neg, term in group]
         texts = [_member_text(leaf, neg) for leaf, neg, _term in group]
         conj = kind is And
@@ -989,8 +989,8 @@ class Checker:
 # ---------------------------------------------------------------------------
 # Comparisons of a field against constants, decided together (Checker.fold_cursor)
 # ---------------------------------------------------------------------------
-# A value set of an integer field is a sorted list of disjoint closed intervals (lo, hi).
-NEGATE = {"==": "!=", "!=": "==", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
+# A value set of a field is a sorted list of disjoint closed intervals (lo, hi) of keys:
+# an integer's values, or a float's places in its order (_float_key, _domain).
 
 
 def _where_chains(where: Expr):
@@ -1021,30 +1021,78 @@ def _where_chains(where: Expr):
     return out
 
 
-def _int_term(c: Compare, rec: Record):
-    """(field, op, value) of `field op constant` on an integer field (field on the left),
+def _const_term(c: Compare, rec: Record):
+    """(field, op, key) of `field op constant` on an integer or floating-point field
+    (field on the left; key: the constant's place in the field's order, _float_key),
     else None."""
     l, r, op = c.left, c.right, c.op
     if isinstance(l, Const):
         l, r, op = r, l, {"<": ">", "<=": ">=", ">": "<", ">=": "<="}.get(op, op)
-    if not (isinstance(l, FieldRef) and isinstance(r, Const)) or r.kind != "int" \
+    if not (isinstance(l, FieldRef) and isinstance(r, Const)) or r.kind == "string" \
             or isinstance(r.value, bool):
         return None
     f = rec.field(l.name)
-    if f is None or f.type.kind != "int" or not f.type.min_value <= r.value <= f.type.max_value:
+    if f is None:
         return None
-    return f, op, int(r.value)
+    t = f.type
+    if t.kind == "int":
+        if r.kind != "int" or not t.min_value <= r.value <= t.max_value:
+            return None
+        return f, op, int(r.value)
+    if t.kind == "float":
+        key = _float_key(float(r.value), t.bits)
+        return None if key is None else (f, op, key)
+    return None
+
+
+def _float_key(x: float, bits: int) -> Optional[int]:
+    """An integer that orders the values of a `bits`-wide float as C compares them (both
+    zeros alike), the value rounded to that width as the generated C casts it; None for
+    NaN or a value the width cannot hold."""
+    import struct
+    if math.isnan(x):
+        return None
+    try:
+        raw = struct.unpack("<i" if bits == 32 else "<q",
+                            struct.pack("<f" if bits == 32 else "<d", x))[0]
+    except OverflowError:
+        return None
+    mask = (1 << (bits - 1)) - 1
+    return raw if raw >= 0 else -(raw & mask)
+
+
+def _domain(t: FieldType) -> tuple:
+    """The values of a field's type as keys: an integer's values; for a float every
+    value from -inf to +inf, then NaN (one key past +inf)."""
+    if t.kind == "int":
+        return t.min_value, t.max_value
+    inf = _float_key(math.inf, t.bits)
+    return -inf, inf + 1
 
 
 def _term_set(term, neg: bool, t: FieldType) -> list:
-    """The values of the field's type that satisfy `field op value` (negated if `neg`)."""
+    """The values of the field's type (as keys) that satisfy `field op value`, or (`neg`)
+    do not: a NaN satisfies only `!=` (and the negation of the others)."""
     _f, op, v = term
-    if neg:
-        op = NEGATE[op]
-    lo, hi = t.min_value, t.max_value
+    lo, hi = _domain(t)
+    top = hi if t.kind == "int" else hi - 1     # the largest ordered value (not NaN)
     spans = {"==": [(v, v)], "!=": [(lo, v - 1), (v + 1, hi)], "<": [(lo, v - 1)],
-             "<=": [(lo, v)], ">": [(v + 1, hi)], ">=": [(v, hi)]}[op]
-    return [(a, b) for a, b in spans if a <= b]
+             "<=": [(lo, v)], ">": [(v + 1, top)], ">=": [(v, top)]}[op]
+    spans = [(a, b) for a, b in spans if a <= b]
+    if neg:
+        spans = _complement(spans, lo, hi)
+    return spans
+
+
+def _complement(spans: list, lo: int, hi: int) -> list:
+    out, at = [], lo
+    for a, b in spans:
+        if a > at:
+            out.append((at, a - 1))
+        at = b + 1
+    if at <= hi:
+        out.append((at, hi))
+    return out
 
 
 def _intersect(a: list, b: list) -> list:

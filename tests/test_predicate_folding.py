@@ -16,6 +16,7 @@ cursors in the one spec compiled) and P2GEN_FOLD_SEED (its where-clauses' seed).
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import random
 import subprocess
@@ -37,8 +38,9 @@ COMPILED = int(os.environ.get("P2GEN_FOLD_CURSORS", "40"))   # cursors of the co
 FIELDS = {
     "d": ("i32", -2**31, 2**31 - 1, [-2**31, -1, 0, 1, 2, 3, 2**31 - 1], "p"),
     "e": ("u8", 0, 255, [0, 1, 2, 3, 254, 255], "q"),
+    "g": ("f64", -math.inf, math.inf, [-1.5, -0.0, 0.0, 1, 2.5, 1e308], "r"),
 }
-RECORD = "record r { id: u32; d: i32; e: u8; }\n"
+RECORD = "record r { id: u32; d: i32; e: u8; g: f64; }\n"
 CONTAINERS = ("container c of r = top2ds_qualify[array[transient]];\n"
               "container x of r = top2ds_qualify[avl(key = d)[array[transient]]];\n")
 OPS = ["==", "!=", "<", "<=", ">", ">="]
@@ -49,12 +51,15 @@ PY_OP = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b:
 def samples(name: str) -> list:
     """The values of field `name` on which every comparison of it against a constant
     drawn here changes its outcome: each constant, its neighbours and the type's ends."""
-    _t, lo, hi, consts, _p = FIELDS[name]
+    t, lo, hi, consts, _p = FIELDS[name]
+    if t == "f64":   # and NaN, which only != holds for
+        return sorted({math.nextafter(v, to) for v in consts + [lo, hi] for to in (lo, v, hi)}
+                      ) + [math.nan]
     return sorted({v + k for v in consts + [lo, hi] for k in (-1, 0, 1) if lo <= v + k <= hi})
 
 
 # parameter values: a few of the samples
-PARAMS = {"p": [-1, 1, 2, 2**31 - 1], "q": [0, 1, 3, 255]}
+PARAMS = {"p": [-1, 1, 2, 2**31 - 1], "q": [0, 1, 3, 255], "r": [-1.5, 0.0, 2.5]}
 
 
 # ---------------------------------------------------------------------------
@@ -202,11 +207,22 @@ def verdict(where) -> bool:
         where = without(where, drop)
 
 
-def envs(params: list):
-    names = [n for n, _t in params]
-    for d, e in itertools.product(samples("d"), samples("e")):
+def fields_of(e) -> list:
+    if isinstance(e, Not):
+        return fields_of(e.operand)
+    if isinstance(e, (And, Or)):
+        return sorted(set(fields_of(e.left)) | set(fields_of(e.right)))
+    return sorted({o.name for o in (e.left, e.right) if isinstance(o, FieldRef)})
+
+
+def envs(cur):
+    """Every combination of the samples of the fields the where-clause names and of its
+    parameters' values."""
+    names = [n for n, _t in cur.params]
+    fields = fields_of(cur.where)
+    for fv in itertools.product(*(samples(f) for f in fields)):
         for pv in itertools.product(*(PARAMS[n] for n in names)):
-            env = {"d": d, "e": e}
+            env = dict(zip(fields, fv))
             env.update({"$" + n: v for n, v in zip(names, pv)})
             yield env
 
@@ -215,13 +231,13 @@ def check_accepted(cur) -> None:
     """The folded predicate means the where-clause and keeps nothing the others in its
     chain imply (cover)."""
     pred = cur.predicate
-    for env in envs(cur.params):
+    for env in envs(cur):
         assert evaluate(pred, env) == evaluate(cur.where, env), (expr_text(cur.where),
                                                                  expr_text(pred), env)
     for conj, f, g in groups(pred):
         for i, (c, neg) in enumerate(g):
-            assert not implied(c, neg, g[:i] + g[i + 1:], conj, f), (expr_text(cur.where), expr_text(pred), expr_text(c),
-                                 "left in although implied/covered")
+            assert not implied(c, neg, g[:i] + g[i + 1:], conj, f), (
+                expr_text(cur.where), expr_text(pred), expr_text(c), "implied/covered")
 
 
 def check_text(text: str):
@@ -265,6 +281,10 @@ def test_the_issues_contradictions_are_errors_at_the_comparison(equation, where)
                                                    "always false"),
     # `d == 1 or d == 1` folds to `d == 1`, which then meets `d == 2`
     ("(d == 1 or d == 1) and d == 2", "d == 1 and d == 2 can never"),
+    # floats: NaN satisfies `!=` and the negation of the others, nothing else
+    ("g < 1 and g > 2.5", "g < 1 and g > 2.5 can never hold together: no f64 value"),
+    ("g != 1 or g != 2.5", "every f64 value of field 'g' satisfies one"),
+    ("not (g < 1) and g < 0", "not (g < 1) and g < 0 can never"),
 ])
 def test_other_contradictions_and_tautologies(where, fragment):
     _checked, errors = check_text(RECORD + CONTAINERS + f"cursor q on c where {where};\n")
@@ -302,6 +322,23 @@ def test_folding_goes_on_until_nothing_changes():
     assert [why for _c, why in cur.folded] == ["covered by d == 2", "implied by d == 2"]
 
 
+def test_floats_as_c_compares_them():
+    """NaN is in no order (`g < 1 or g >= 1` is not always true); both zeros are one
+    value; an f32 constant is the float the generated C casts it to."""
+    text = (RECORD.replace("g: f64;", "g: f64; h: f32;") + CONTAINERS +
+            "cursor a on c where g < 1 or g >= 1;\n"
+            "cursor b on c where g == 0.0 and g == -0.0;\n"
+            "cursor z on c where h == 0.1 and h == 0.10000000000001 and h <= 0.1;\n"
+            "cursor y on c where g < 1 and not (g >= 1);\n")
+    a, b, z, y = check(parse(text, "t.p2")).cursors
+    assert not a.folded
+    assert [why for _c, why in b.folded] == ["implied by g == 0.0"]
+    assert [why for _c, why in z.folded] == ["implied by h == 0.10000000000001",
+                                             "implied by h == 0.1"]
+    # not (g >= 1) also holds for NaN: it implies nothing here, g < 1 implies it
+    assert [expr_text(c) for c, _why in y.folded] == ["g >= 1"]
+
+
 def test_comparisons_the_type_alone_decides_stay_accepted():
     """`e < 0` (u8) is false by its type: the renderer folds it, as before; with it in a
     conjunction the others are implied, never a contradiction."""
@@ -316,7 +353,8 @@ def test_comparisons_the_type_alone_decides_stay_accepted():
 # ---------------------------------------------------------------------------
 @settings(max_examples=EXAMPLES, deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
-@given(st.randoms(use_true_random=False), st.sampled_from([("d",), ("d", "e")]))
+@given(st.randoms(use_true_random=False),
+       st.sampled_from([("d",), ("d", "e"), ("g",), ("d", "g")]))
 def test_verdicts_match_brute_force(rng, fields):
     where = random_where(rng, 3, fields)
     text = RECORD + CONTAINERS + f"cursor q on c where {where};\n"
@@ -337,14 +375,18 @@ def test_verdicts_match_brute_force(rng, fields):
 FIXED = ["d == $p and d == 1 and d == 1", "d < $p and d == 1 and d <= 1",
          "e < 1 and e == 0", "e != 1 or e != 1", "not (d != 2 or d != 2) and e == $q",
          "d == 1 and (e == 2 or d == $p)", "(d == 1 or e == 4) and (d <= 1 or e == 4)",
-         "d >= 1 and d <= 3 and d != 2 and d != 1", "e >= 0 and e != 0 and e < 2"]
+         "d >= 1 and d <= 3 and d != 2 and d != 1", "e >= 0 and e != 0 and e < 2",
+         "g == 0.0 and g == -0.0", "g < 1 and not (g >= 1)", "g < 1 or g >= 1",
+         "not (g != 2.5 and g != 2.5) or d == $p"]
+# the rows' g, by turns (d and e: every pair of their samples)
+GS = ["-1.5", "-0.0", "0.0", "1.0", "2.5", "INFINITY", "-INFINITY", "NAN"]
 
 
 def test_accepted_where_clauses_compile_and_yield_what_they_say(cc, tmp_path):
     rng = random.Random(int(os.environ.get("P2GEN_FOLD_SEED", "34")))
     wheres = list(FIXED)
     while len(wheres) < COMPILED:
-        w = random_where(rng, 3)
+        w = random_where(rng, 3, ("d", "e", "g"))
         checked, errors = check_text(RECORD + CONTAINERS + f"cursor q on c where {w};\n")
         # those where a field meets constants in one chain: what gcc could refuse
         if not errors and groups(checked.cursors[0].where):
@@ -356,11 +398,15 @@ def test_accepted_where_clauses_compile_and_yield_what_they_say(cc, tmp_path):
     lib = compile_objects(gen, cc)          # -Wall -Wextra -Werror
     ds, es = samples("d"), samples("e")
     rows = [(i, d, e) for i, (d, e) in enumerate(itertools.product(ds, es))]
-    driver = ["#include <stdio.h>", '#include "fold.h"', "int main(void) {",
+    gval = {"INFINITY": math.inf, "-INFINITY": -math.inf, "NAN": math.nan}
+
+    def g_of(i):
+        return gval.get(GS[i % len(GS)]) or float(GS[i % len(GS)])
+    driver = ["#include <math.h>", "#include <stdio.h>", '#include "fold.h"', "int main(void) {",
               "    fold_db *db; fold_r rec;", "    if (fold_open(&db, NULL)) return 2;"]
     for i, d, e in rows:
         for c in ("c", "x"):
-            driver.append(f"    rec.id = {i}u; rec.d = (int32_t){d}LL; rec.e = {e}u; "
+            driver.append(f"    rec.id = {i}u; rec.d = (int32_t){d}LL; rec.e = {e}u; rec.g = {GS[i % len(GS)]}; "
                           f"if (fold_{c}_insert(db, &rec, NULL)) return 3;")
     expected = []
     for n, cur in enumerate(gen.checked.cursors):
@@ -368,10 +414,11 @@ def test_accepted_where_clauses_compile_and_yield_what_they_say(cc, tmp_path):
         for pv in itertools.product(*(PARAMS[p] for p in names)):
             env = {"$" + p: v for p, v in zip(names, pv)}
             hits = sorted(i for i, d, e in rows
-                          if evaluate(cur.where, dict(env, d=d, e=e)))
+                          if evaluate(cur.where, dict(env, d=d, e=e, g=g_of(i))))
             expected.append(f"{cur.name} {list(pv)} {hits}")
-            args = "".join(f", {'(int32_t)' if p == 'p' else ''}{v}{'LL' if p == 'p' else 'u'}"
-                           for p, v in zip(names, pv))
+            spell = {"p": lambda v: f"(int32_t){v}LL", "q": lambda v: f"{v}u",
+                     "r": lambda v: repr(float(v))}
+            args = "".join(f", {spell[p](v)}" for p, v in zip(names, pv))
             driver += [
                 "    {", f"        fold_{cur.name}_cursor k; const fold_r *r;",
                 f"        int ids[{len(rows)}] = {{0}}, n = 0;",

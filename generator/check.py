@@ -505,7 +505,7 @@ class Checker:
             acc = sets[i] if acc is None else combine(acc, sets[i])
             if (not acc) if conj else acc == full:
                 core = _core(live[:n + 1], i, sets, combine, conj, full)
-                joined = (" and " if conj else " or ").join(texts[j] for j in core)
+                joined = _joined([texts[j] for j in core], " and " if conj else " or ")
                 if conj:
                     what = ("so the cursor never yields an element" if root
                             else "so this part of the where-clause is always false")
@@ -520,19 +520,26 @@ class Checker:
                                f"correct one", group[i][0].pos)
                 return
         # implied (conjunction) or covered (disjunction) by the others: folded away, the
-        # later of two alike first
-        kept = list(range(len(group)))
-        for i in reversed(range(len(group))):
-            others = [j for j in kept if j != i]
-            if not others:
-                continue
-            rest = _combine_all([sets[j] for j in others], combine)
-            if _subset(rest, sets[i]) if conj else _subset(sets[i], rest):
-                need = _core_for(others, i, sets, combine, conj)
-                by = (" and " if conj else " or ").join(texts[j] for j in need)
+        # later of two alike first. The others of member i: every member before it (none
+        # folded yet: `before`) and those after it that stay (`after`), so each member
+        # costs one combination however long the chain.
+        n = len(group)
+        before = [None] * n
+        for i in range(1, n):
+            before[i] = sets[0] if i == 1 else combine(before[i - 1], sets[i - 1])
+        after, kept = None, set(range(n))
+        for i in reversed(range(n)):
+            parts = [x for x in (before[i], after) if x is not None]
+            rest = _combine_all(parts, combine) if parts else None
+            if rest is not None and (_subset(rest, sets[i]) if conj
+                                     else _subset(sets[i], rest)):
+                need = _core_for(sorted(kept - {i}), i, sets, combine, conj)
+                by = _joined([texts[j] for j in need], " and " if conj else " or ")
                 why = f"implied by {by}" if conj else f"covered by {by}"
                 ci.folded.append((group[i][0], why))
-                kept.remove(i)
+                kept.discard(i)
+            else:
+                after = sets[i] if after is None else combine(after, sets[i])
 
     def check_expr(self, e: Expr, rec: Record, params: dict, cname: str) -> None:
         # the comparisons left to right, without recursion (however the tree is shaped)
@@ -1129,10 +1136,22 @@ def _combine_all(sets: list, combine) -> list:
     return acc
 
 
+# Naming the comparisons that make a verdict: a pair when one does, else a part of them
+# none of which can be left out (found by leaving each out in turn, for a few), else all.
+CORE_SEARCH = 24
+
+
 def _core(members: list, last: int, sets: list, combine, conj: bool, full: list) -> list:
     """A smallest-by-deletion part of `members` (indexes into sets, `last` among them,
     kept) that is still empty (conj) or still everything (not conj)."""
+    for j in members:
+        if j != last:
+            acc = combine(sets[j], sets[last])
+            if (not acc) if conj else acc == full:
+                return [j, last]
     core = list(members)
+    if len(core) > CORE_SEARCH:
+        return core
     for j in list(core):
         if j == last:
             continue
@@ -1146,7 +1165,12 @@ def _core(members: list, last: int, sets: list, combine, conj: bool, full: list)
 def _core_for(others: list, i: int, sets: list, combine, conj: bool) -> list:
     """A smallest-by-deletion part of `others` that still implies (conj) or covers (not
     conj) member i."""
+    for j in others:
+        if _subset(sets[j], sets[i]) if conj else _subset(sets[i], sets[j]):
+            return [j]
     core = list(others)
+    if len(core) > CORE_SEARCH:
+        return core
     for j in list(core):
         trial = [x for x in core if x != j]
         if not trial:
@@ -1155,6 +1179,13 @@ def _core_for(others: list, i: int, sets: list, combine, conj: bool) -> list:
         if _subset(acc, sets[i]) if conj else _subset(sets[i], acc):
             core = trial
     return core
+
+
+def _joined(texts: list, sep: str) -> str:
+    """The comparisons' texts joined by `sep`; a long list shortened in the middle."""
+    if len(texts) > 8:
+        texts = texts[:3] + [f"... ({len(texts) - 5} more) ..."] + texts[-2:]
+    return sep.join(texts)
 
 
 def _member_text(c: Compare, neg: bool) -> str:

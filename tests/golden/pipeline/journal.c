@@ -98,6 +98,9 @@ typedef struct journal_archive_root {
 struct journal_db {
     p2_err err;
     int open;                /* 1 between a successful open and close */
+    /* bumped by every abort (and at close): a cursor or role iterator keeps the value of its
+       open, and one that no longer matches is closed (P2_ECLOSED, see journal.h) */
+    uint64_t epoch;
     p2_seg seg[2];       /* one mapped file per distinct file name */
     int seg_open[2];
     journal_accts_root *accts; /* root of accts: in file "bank.db" */
@@ -107,6 +110,15 @@ struct journal_db {
     journal_archive_root *archive; /* root of archive: in file "archive.db" */
     int archive_ready;
 };
+
+/* The answer of a cursor or role iterator whose handle's epoch moved on since its open
+   (struct journal_db, epoch): an abort closed it (a closed handle is freed: no later call
+   reaches it). Off the hot path: a step tests the epoch with one compare. */
+static int journal__closed_by_abort(journal_db *db, const char *what)
+{
+    if (!db->open) return P2_ECLOSED;
+    return p2_err_set(&db->err, P2_ECLOSED, "%s: closed by an abort since its open (an abort closes every open cursor and role iterator)", what);
+}
 
 
 /* ##########################################################################
@@ -258,39 +270,54 @@ JOURNAL_API int journal_rich_open(journal_db *db, journal_rich_cursor *cur, int6
     memset(cur, 0, sizeof *cur);
     if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     cur->_p_min = min;
+    cur->_epoch = db->epoch;
     cur->_db = db;
     return P2_OK;
 }
 
+/* A cursor that cannot step: opened on no handle (its open failed), or closed by an abort
+   since its open (the handle's epoch moved on). It lets go of what it remembers and
+   answers P2_ECLOSED. */
+static int journal_rich__closed(journal_rich_cursor *cur)
+{
+    if (!cur) return P2_ECLOSED;
+    p2_refset_free(&cur->_seen);
+    if (!cur->_db) return P2_ECLOSED;
+    cur->_state = P2_CURSOR_END;
+    return journal__closed_by_abort(cur->_db, "cursor rich");
+}
+
+/* One test per step covers a failed open (no handle), an abort since the open and a
+   closed handle (close moves the epoch on as an abort does). */
 JOURNAL_API int journal_rich_next(journal_rich_cursor *cur)
 {
-    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!cur || !cur->_db || cur->_epoch != cur->_db->epoch)) return journal_rich__closed(cur);
     return journal_accts__top2ds_qualify_rich_next(cur);
 }
 
 /* _next and _get in one step: the cursor's checks once per element, not once per call */
 JOURNAL_API const journal_acct *journal_rich_next_rec(journal_rich_cursor *cur)
 {
-    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open)) return NULL;
+    if (P2_UNLIKELY(!cur || !cur->_db || cur->_epoch != cur->_db->epoch)) { journal_rich__closed(cur); return NULL; }
     if (journal_accts__top2ds_qualify_rich_next(cur) != P2_OK) return NULL;
     return &journal_accts__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
 JOURNAL_API const journal_acct *journal_rich_get(const journal_rich_cursor *cur)
 {
-    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON)) return NULL;
+    if (P2_UNLIKELY(!cur || !cur->_db || cur->_epoch != cur->_db->epoch || cur->_state != P2_CURSOR_ON)) return NULL;
     return &journal_accts__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
 JOURNAL_API journal_ref journal_rich_ref(const journal_rich_cursor *cur)
 {
-    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON)) return JOURNAL_NOREF;
+    if (P2_UNLIKELY(!cur || !cur->_db || cur->_epoch != cur->_db->epoch || cur->_state != P2_CURSOR_ON)) return JOURNAL_NOREF;
     return cur->_cur;
 }
 
 JOURNAL_API int journal_rich_update(journal_rich_cursor *cur, const journal_acct *rec)
 {
-    if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
+    if (!cur || !cur->_db || cur->_epoch != cur->_db->epoch) return journal_rich__closed(cur);
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "journal_rich_update: rec is NULL");
     if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor rich is not on an element");
     return journal_accts__top2ds_qualify_rich_update(cur, rec);
@@ -305,7 +332,7 @@ JOURNAL_API void journal_rich_close(journal_rich_cursor *cur)
 
 JOURNAL_API int journal_rich_delete(journal_rich_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
+    if (!cur || !cur->_db || cur->_epoch != cur->_db->epoch) return journal_rich__closed(cur);
     if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor rich is not on an element");
     return journal_accts__top2ds_qualify_rich_delete(cur);
 }
@@ -315,39 +342,54 @@ JOURNAL_API int journal_accts_all_open(journal_db *db, journal_accts_all_cursor 
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
     if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    cur->_epoch = db->epoch;
     cur->_db = db;
     return P2_OK;
 }
 
+/* A cursor that cannot step: opened on no handle (its open failed), or closed by an abort
+   since its open (the handle's epoch moved on). It lets go of what it remembers and
+   answers P2_ECLOSED. */
+static int journal_accts_all__closed(journal_accts_all_cursor *cur)
+{
+    if (!cur) return P2_ECLOSED;
+    p2_refset_free(&cur->_seen);
+    if (!cur->_db) return P2_ECLOSED;
+    cur->_state = P2_CURSOR_END;
+    return journal__closed_by_abort(cur->_db, "cursor all");
+}
+
+/* One test per step covers a failed open (no handle), an abort since the open and a
+   closed handle (close moves the epoch on as an abort does). */
 JOURNAL_API int journal_accts_all_next(journal_accts_all_cursor *cur)
 {
-    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!cur || !cur->_db || cur->_epoch != cur->_db->epoch)) return journal_accts_all__closed(cur);
     return journal_accts__top2ds_qualify_all_next(cur);
 }
 
 /* _next and _get in one step: the cursor's checks once per element, not once per call */
 JOURNAL_API const journal_acct *journal_accts_all_next_rec(journal_accts_all_cursor *cur)
 {
-    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open)) return NULL;
+    if (P2_UNLIKELY(!cur || !cur->_db || cur->_epoch != cur->_db->epoch)) { journal_accts_all__closed(cur); return NULL; }
     if (journal_accts__top2ds_qualify_all_next(cur) != P2_OK) return NULL;
     return &journal_accts__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
 JOURNAL_API const journal_acct *journal_accts_all_get(const journal_accts_all_cursor *cur)
 {
-    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON)) return NULL;
+    if (P2_UNLIKELY(!cur || !cur->_db || cur->_epoch != cur->_db->epoch || cur->_state != P2_CURSOR_ON)) return NULL;
     return &journal_accts__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
 JOURNAL_API journal_ref journal_accts_all_ref(const journal_accts_all_cursor *cur)
 {
-    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON)) return JOURNAL_NOREF;
+    if (P2_UNLIKELY(!cur || !cur->_db || cur->_epoch != cur->_db->epoch || cur->_state != P2_CURSOR_ON)) return JOURNAL_NOREF;
     return cur->_cur;
 }
 
 JOURNAL_API int journal_accts_all_update(journal_accts_all_cursor *cur, const journal_acct *rec)
 {
-    if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
+    if (!cur || !cur->_db || cur->_epoch != cur->_db->epoch) return journal_accts_all__closed(cur);
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "journal_accts_all_update: rec is NULL");
     if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return journal_accts__top2ds_qualify_all_update(cur, rec);
@@ -362,7 +404,7 @@ JOURNAL_API void journal_accts_all_close(journal_accts_all_cursor *cur)
 
 JOURNAL_API int journal_accts_all_delete(journal_accts_all_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
+    if (!cur || !cur->_db || cur->_epoch != cur->_db->epoch) return journal_accts_all__closed(cur);
     if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return journal_accts__top2ds_qualify_all_delete(cur);
 }
@@ -483,39 +525,54 @@ JOURNAL_API int journal_archive_all_open(journal_db *db, journal_archive_all_cur
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
     if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    cur->_epoch = db->epoch;
     cur->_db = db;
     return P2_OK;
 }
 
+/* A cursor that cannot step: opened on no handle (its open failed), or closed by an abort
+   since its open (the handle's epoch moved on). It lets go of what it remembers and
+   answers P2_ECLOSED. */
+static int journal_archive_all__closed(journal_archive_all_cursor *cur)
+{
+    if (!cur) return P2_ECLOSED;
+    p2_refset_free(&cur->_seen);
+    if (!cur->_db) return P2_ECLOSED;
+    cur->_state = P2_CURSOR_END;
+    return journal__closed_by_abort(cur->_db, "cursor all");
+}
+
+/* One test per step covers a failed open (no handle), an abort since the open and a
+   closed handle (close moves the epoch on as an abort does). */
 JOURNAL_API int journal_archive_all_next(journal_archive_all_cursor *cur)
 {
-    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!cur || !cur->_db || cur->_epoch != cur->_db->epoch)) return journal_archive_all__closed(cur);
     return journal_archive__top2ds_all_next(cur);
 }
 
 /* _next and _get in one step: the cursor's checks once per element, not once per call */
 JOURNAL_API const journal_acct *journal_archive_all_next_rec(journal_archive_all_cursor *cur)
 {
-    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open)) return NULL;
+    if (P2_UNLIKELY(!cur || !cur->_db || cur->_epoch != cur->_db->epoch)) { journal_archive_all__closed(cur); return NULL; }
     if (journal_archive__top2ds_all_next(cur) != P2_OK) return NULL;
     return &journal_archive__top2ds_elem(cur->_db, cur->_cur)->rec;
 }
 
 JOURNAL_API const journal_acct *journal_archive_all_get(const journal_archive_all_cursor *cur)
 {
-    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON)) return NULL;
+    if (P2_UNLIKELY(!cur || !cur->_db || cur->_epoch != cur->_db->epoch || cur->_state != P2_CURSOR_ON)) return NULL;
     return &journal_archive__top2ds_elem(cur->_db, cur->_cur)->rec;
 }
 
 JOURNAL_API journal_ref journal_archive_all_ref(const journal_archive_all_cursor *cur)
 {
-    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON)) return JOURNAL_NOREF;
+    if (P2_UNLIKELY(!cur || !cur->_db || cur->_epoch != cur->_db->epoch || cur->_state != P2_CURSOR_ON)) return JOURNAL_NOREF;
     return cur->_cur;
 }
 
 JOURNAL_API int journal_archive_all_update(journal_archive_all_cursor *cur, const journal_acct *rec)
 {
-    if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
+    if (!cur || !cur->_db || cur->_epoch != cur->_db->epoch) return journal_archive_all__closed(cur);
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "journal_archive_all_update: rec is NULL");
     if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return journal_archive__top2ds_all_update(cur, rec);
@@ -530,7 +587,7 @@ JOURNAL_API void journal_archive_all_close(journal_archive_all_cursor *cur)
 
 JOURNAL_API int journal_archive_all_delete(journal_archive_all_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
+    if (!cur || !cur->_db || cur->_epoch != cur->_db->epoch) return journal_archive_all__closed(cur);
     if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     return journal_archive__top2ds_all_delete(cur);
 }
@@ -612,6 +669,7 @@ static void journal__teardown(journal_db *db)
         db->seg_open[1] = 0;
     }
     db->open = 0;
+    db->epoch++;   /* every cursor and role iterator still open is closed with the handle */
 }
 
 /* Open; with check set, a database read from existing files is walked by journal_verify
@@ -776,6 +834,7 @@ JOURNAL_API int journal_abort(journal_db *db)
 {
     int rc = P2_OK;
     if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    db->epoch++;   /* every open cursor and role iterator is closed (their next step says so) */
     if (rc == P2_OK) rc = p2_seg_abort(&db->seg[0], &db->err);
     journal_accts__refresh(db);   /* its root is back as of the last commit: so are the handle's copies */
     return rc;

@@ -40,6 +40,16 @@
  *     call the cursor's _close, and reopening a cursor struct without _close leaks it.
  *     Changing the container other than through the cursor during a walk is not
  *     supported (over qsort storage every reference shifts).
+ *   - Cursors and transactions. An abort (journal_abort) closes every open cursor and
+ *     role iterator of the handle, over every container (also a transient one, which the
+ *     abort leaves as it is): the elements ahead of it, or under it, may be ones the abort
+ *     took back. Each then answers P2_ECLOSED from _next, _update and _delete, and NULL
+ *     from _next_rec and _get (JOURNAL_NOREF from _ref); journal_errmsg says an abort
+ *     closed it. Its _close may still be called (it does nothing more); open it again to walk
+ *     what the abort left. Begin and commit leave open cursors and iterators as they are
+ *     (a commit changes no element: a walk goes on). Close ends every cursor and
+ *     iterator with the handle: after journal_close only their _close may be called (it
+ *     does not read the handle).
  */
 #ifndef P2GEN_JOURNAL_H
 #define P2GEN_JOURNAL_H
@@ -111,7 +121,9 @@ JOURNAL_API int journal_verify(journal_db *db, char *report, size_t report_size,
 JOURNAL_API int journal_begin(journal_db *db);
 /* Make the transaction durable ("bank.db": group commit of 2: an OS crash can lose the commits of an unflushed group). Errors: P2_EIO: not committed (no room for the journal, a failed write or sync): the transaction stays open, to commit again or abort. A checkpoint into the data file that fails after the commit is not a failure of this commit (the journal holds it): it is retried before the next commit, at sync and at close, whose P2_EIO then says the committed data is safe in the journal (the next open replays it). */
 JOURNAL_API int journal_commit(journal_db *db);
-/* Undo every change since the last commit or abort. Errors: P2_EIO. */
+/* Undo every change since the last commit or abort, and close every open cursor and role
+ * iterator (their _next then answers P2_ECLOSED: see "Cursors and transactions" above).
+ * Errors: P2_EIO. */
 JOURNAL_API int journal_abort(journal_db *db);
 /* The journal finds changed pages with a SIGSEGV handler, installed at open. A SIGSEGV
  * handler installed later by the host (Python's faulthandler.enable(), signal.signal, a
@@ -174,6 +186,7 @@ JOURNAL_API const journal_acct *journal_accts_lookup_id(journal_db *db, uint32_t
 typedef struct journal_rich_cursor {
     journal_db *_db;
     uint64_t _cur, _pending;
+    uint64_t _epoch;   /* the handle's epoch at open: an abort since then closed the cursor */
     int _state, _has_pending;   /* _state: P2_CURSOR_BEFORE, _ON, _OFF or _END (journal.c) */
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     int64_t _p_min;
@@ -181,9 +194,10 @@ typedef struct journal_rich_cursor {
 /* Start the cursor (before the first element). Errors: P2_ECLOSED.
  * A cursor whose open failed is not open: _next answers P2_ECLOSED, _next_rec and _get NULL. */
 JOURNAL_API int journal_rich_open(journal_db *db, journal_rich_cursor *cur, int64_t min);
-/* Move to the next element: P2_OK, or P2_END when there is none. */
+/* Move to the next element: P2_OK, or P2_END when there is none. Errors: P2_ECLOSED (the
+ * open failed, or an abort since the open closed the cursor: see "Cursors and transactions"). */
 JOURNAL_API int journal_rich_next(journal_rich_cursor *cur);
-/* The element under the cursor (read only), or NULL. */
+/* The element under the cursor (read only), or NULL (also once an abort closed it). */
 JOURNAL_API const journal_acct *journal_rich_get(const journal_rich_cursor *cur);
 /* Move to the next element and return it (read only): _next and _get in one step. NULL
  * where _next would not return P2_OK: at the end (the cursor is then at its end, as after
@@ -192,10 +206,10 @@ JOURNAL_API const journal_acct *journal_rich_next_rec(journal_rich_cursor *cur);
 /* Its reference, or JOURNAL_NOREF. */
 JOURNAL_API journal_ref journal_rich_ref(const journal_rich_cursor *cur);
 /* Replace the element under the cursor (as update).
- * Errors: P2_EINVAL (not on an element), P2_EDUP, P2_ERANGE, P2_ENOMEM, P2_EIO. */
+ * Errors: P2_ECLOSED (closed by an abort), P2_EINVAL (not on an element), P2_EDUP, P2_ERANGE, P2_ENOMEM, P2_EIO. */
 JOURNAL_API int journal_rich_update(journal_rich_cursor *cur, const journal_acct *rec);
 /* Delete the element under the cursor; next() continues after it.
- * Errors: P2_EINVAL (not on an element). */
+ * Errors: P2_ECLOSED (closed by an abort), P2_EINVAL (not on an element). */
 JOURNAL_API int journal_rich_delete(journal_rich_cursor *cur);
 /* Stop the walk early: frees what the cursor remembers of the elements its updates moved
  * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
@@ -206,15 +220,17 @@ JOURNAL_API void journal_rich_close(journal_rich_cursor *cur);
 typedef struct journal_accts_all_cursor {
     journal_db *_db;
     uint64_t _cur, _pending;
+    uint64_t _epoch;   /* the handle's epoch at open: an abort since then closed the cursor */
     int _state, _has_pending;   /* _state: P2_CURSOR_BEFORE, _ON, _OFF or _END (journal.c) */
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
 } journal_accts_all_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED.
  * A cursor whose open failed is not open: _next answers P2_ECLOSED, _next_rec and _get NULL. */
 JOURNAL_API int journal_accts_all_open(journal_db *db, journal_accts_all_cursor *cur);
-/* Move to the next element: P2_OK, or P2_END when there is none. */
+/* Move to the next element: P2_OK, or P2_END when there is none. Errors: P2_ECLOSED (the
+ * open failed, or an abort since the open closed the cursor: see "Cursors and transactions"). */
 JOURNAL_API int journal_accts_all_next(journal_accts_all_cursor *cur);
-/* The element under the cursor (read only), or NULL. */
+/* The element under the cursor (read only), or NULL (also once an abort closed it). */
 JOURNAL_API const journal_acct *journal_accts_all_get(const journal_accts_all_cursor *cur);
 /* Move to the next element and return it (read only): _next and _get in one step. NULL
  * where _next would not return P2_OK: at the end (the cursor is then at its end, as after
@@ -223,10 +239,10 @@ JOURNAL_API const journal_acct *journal_accts_all_next_rec(journal_accts_all_cur
 /* Its reference, or JOURNAL_NOREF. */
 JOURNAL_API journal_ref journal_accts_all_ref(const journal_accts_all_cursor *cur);
 /* Replace the element under the cursor (as update).
- * Errors: P2_EINVAL (not on an element), P2_EDUP, P2_ERANGE, P2_ENOMEM, P2_EIO. */
+ * Errors: P2_ECLOSED (closed by an abort), P2_EINVAL (not on an element), P2_EDUP, P2_ERANGE, P2_ENOMEM, P2_EIO. */
 JOURNAL_API int journal_accts_all_update(journal_accts_all_cursor *cur, const journal_acct *rec);
 /* Delete the element under the cursor; next() continues after it.
- * Errors: P2_EINVAL (not on an element). */
+ * Errors: P2_ECLOSED (closed by an abort), P2_EINVAL (not on an element). */
 JOURNAL_API int journal_accts_all_delete(journal_accts_all_cursor *cur);
 /* Stop the walk early: frees what the cursor remembers of the elements its updates moved
  * (done by next() itself when it returns P2_END). The cursor is then at its end; calling
@@ -272,15 +288,17 @@ JOURNAL_API int journal_archive_set_balance(journal_db *db, journal_ref ref, int
 typedef struct journal_archive_all_cursor {
     journal_db *_db;
     uint64_t _cur, _pending;
+    uint64_t _epoch;   /* the handle's epoch at open: an abort since then closed the cursor */
     int _state, _has_pending;   /* _state: P2_CURSOR_BEFORE, _ON, _OFF or _END (journal.c) */
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
 } journal_archive_all_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED.
  * A cursor whose open failed is not open: _next answers P2_ECLOSED, _next_rec and _get NULL. */
 JOURNAL_API int journal_archive_all_open(journal_db *db, journal_archive_all_cursor *cur);
-/* Move to the next element: P2_OK, or P2_END when there is none. */
+/* Move to the next element: P2_OK, or P2_END when there is none. Errors: P2_ECLOSED (the
+ * open failed, or an abort since the open closed the cursor: see "Cursors and transactions"). */
 JOURNAL_API int journal_archive_all_next(journal_archive_all_cursor *cur);
-/* The element under the cursor (read only), or NULL. */
+/* The element under the cursor (read only), or NULL (also once an abort closed it). */
 JOURNAL_API const journal_acct *journal_archive_all_get(const journal_archive_all_cursor *cur);
 /* Move to the next element and return it (read only): _next and _get in one step. NULL
  * where _next would not return P2_OK: at the end (the cursor is then at its end, as after
@@ -289,10 +307,10 @@ JOURNAL_API const journal_acct *journal_archive_all_next_rec(journal_archive_all
 /* Its reference, or JOURNAL_NOREF. */
 JOURNAL_API journal_ref journal_archive_all_ref(const journal_archive_all_cursor *cur);
 /* Replace the element under the cursor (as update).
- * Errors: P2_EINVAL (not on an element), P2_ENOMEM. */
+ * Errors: P2_ECLOSED (closed by an abort), P2_EINVAL (not on an element), P2_ENOMEM. */
 JOURNAL_API int journal_archive_all_update(journal_archive_all_cursor *cur, const journal_acct *rec);
 /* Delete the element under the cursor; next() continues after it.
- * Errors: P2_EINVAL (not on an element). */
+ * Errors: P2_ECLOSED (closed by an abort), P2_EINVAL (not on an element). */
 JOURNAL_API int journal_archive_all_delete(journal_archive_all_cursor *cur);
 /* Stop the walk early: frees what the cursor remembers of the elements its updates moved
  * (done by next() itself when it returns P2_END). The cursor is then at its end; calling

@@ -162,6 +162,9 @@ typedef struct links_shelves__find_label_cursor {
 struct links_db {
     p2_err err;
     int open;                /* 1 between a successful open and close */
+    /* bumped by every abort (and at close): a cursor or role iterator keeps the value of its
+       open, and one that no longer matches is closed (P2_ECLOSED, see links.h) */
+    uint64_t epoch;
     links_docs_root *docs; /* root of docs: the next field */
     links_docs_root docs__heap_root;   /* in the handle: its slots are one load from db */
     int docs_ready;
@@ -169,6 +172,15 @@ struct links_db {
     links_shelves_root shelves__heap_root;   /* in the handle: its slots are one load from db */
     int shelves_ready;
 };
+
+/* The answer of a cursor or role iterator whose handle's epoch moved on since its open
+   (struct links_db, epoch): an abort closed it (a closed handle is freed: no later call
+   reaches it). Off the hot path: a step tests the epoch with one compare. */
+static int links__closed_by_abort(links_db *db, const char *what)
+{
+    if (!db->open) return P2_ECLOSED;
+    return p2_err_set(&db->err, P2_ECLOSED, "%s: closed by an abort since its open (an abort closes every open cursor and role iterator)", what);
+}
 
 /* docs.id compared as ordered layers and range cursors do: -1, 0 or 1 */
 static inline int links_docs__cmp_id(uint32_t a, uint32_t b)
@@ -408,39 +420,54 @@ LINKS_API int links_docs_by_id_open(links_db *db, links_docs_by_id_cursor *cur, 
     memset(cur, 0, sizeof *cur);
     if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     cur->_p_lo = lo;
+    cur->_epoch = db->epoch;
     cur->_db = db;
     return P2_OK;
 }
 
+/* A cursor that cannot step: opened on no handle (its open failed), or closed by an abort
+   since its open (the handle's epoch moved on). It lets go of what it remembers and
+   answers P2_ECLOSED. */
+static int links_docs_by_id__closed(links_docs_by_id_cursor *cur)
+{
+    if (!cur) return P2_ECLOSED;
+    p2_refset_free(&cur->_seen);
+    if (!cur->_db) return P2_ECLOSED;
+    cur->_state = P2_CURSOR_END;
+    return links__closed_by_abort(cur->_db, "cursor docs_by_id");
+}
+
+/* One test per step covers a failed open (no handle), an abort since the open and a
+   closed handle (close moves the epoch on as an abort does). */
 LINKS_API int links_docs_by_id_next(links_docs_by_id_cursor *cur)
 {
-    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!cur || !cur->_db || cur->_epoch != cur->_db->epoch)) return links_docs_by_id__closed(cur);
     return links_docs__delflag_docs_by_id_next(cur);
 }
 
 /* _next and _get in one step: the cursor's checks once per element, not once per call */
 LINKS_API const links_doc *links_docs_by_id_next_rec(links_docs_by_id_cursor *cur)
 {
-    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open)) return NULL;
+    if (P2_UNLIKELY(!cur || !cur->_db || cur->_epoch != cur->_db->epoch)) { links_docs_by_id__closed(cur); return NULL; }
     if (links_docs__delflag_docs_by_id_next(cur) != P2_OK) return NULL;
     return &links_docs__delflag_elem(cur->_db, cur->_cur)->rec;
 }
 
 LINKS_API const links_doc *links_docs_by_id_get(const links_docs_by_id_cursor *cur)
 {
-    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON)) return NULL;
+    if (P2_UNLIKELY(!cur || !cur->_db || cur->_epoch != cur->_db->epoch || cur->_state != P2_CURSOR_ON)) return NULL;
     return &links_docs__delflag_elem(cur->_db, cur->_cur)->rec;
 }
 
 LINKS_API links_ref links_docs_by_id_ref(const links_docs_by_id_cursor *cur)
 {
-    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON)) return LINKS_NOREF;
+    if (P2_UNLIKELY(!cur || !cur->_db || cur->_epoch != cur->_db->epoch || cur->_state != P2_CURSOR_ON)) return LINKS_NOREF;
     return cur->_cur;
 }
 
 LINKS_API int links_docs_by_id_update(links_docs_by_id_cursor *cur, const links_doc *rec)
 {
-    if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
+    if (!cur || !cur->_db || cur->_epoch != cur->_db->epoch) return links_docs_by_id__closed(cur);
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "links_docs_by_id_update: rec is NULL");
     if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor docs_by_id is not on an element");
     {
@@ -459,7 +486,7 @@ LINKS_API void links_docs_by_id_close(links_docs_by_id_cursor *cur)
 
 LINKS_API int links_docs_by_id_delete(links_docs_by_id_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
+    if (!cur || !cur->_db || cur->_epoch != cur->_db->epoch) return links_docs_by_id__closed(cur);
     if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor docs_by_id is not on an element");
     links_docs__on_delete(cur->_db, cur->_cur);
     return links_docs__delflag_docs_by_id_delete(cur);
@@ -470,39 +497,54 @@ LINKS_API int links_docs_all_open(links_db *db, links_docs_all_cursor *cur)
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
     if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    cur->_epoch = db->epoch;
     cur->_db = db;
     return P2_OK;
 }
 
+/* A cursor that cannot step: opened on no handle (its open failed), or closed by an abort
+   since its open (the handle's epoch moved on). It lets go of what it remembers and
+   answers P2_ECLOSED. */
+static int links_docs_all__closed(links_docs_all_cursor *cur)
+{
+    if (!cur) return P2_ECLOSED;
+    p2_refset_free(&cur->_seen);
+    if (!cur->_db) return P2_ECLOSED;
+    cur->_state = P2_CURSOR_END;
+    return links__closed_by_abort(cur->_db, "cursor all");
+}
+
+/* One test per step covers a failed open (no handle), an abort since the open and a
+   closed handle (close moves the epoch on as an abort does). */
 LINKS_API int links_docs_all_next(links_docs_all_cursor *cur)
 {
-    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!cur || !cur->_db || cur->_epoch != cur->_db->epoch)) return links_docs_all__closed(cur);
     return links_docs__delflag_all_next(cur);
 }
 
 /* _next and _get in one step: the cursor's checks once per element, not once per call */
 LINKS_API const links_doc *links_docs_all_next_rec(links_docs_all_cursor *cur)
 {
-    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open)) return NULL;
+    if (P2_UNLIKELY(!cur || !cur->_db || cur->_epoch != cur->_db->epoch)) { links_docs_all__closed(cur); return NULL; }
     if (links_docs__delflag_all_next(cur) != P2_OK) return NULL;
     return &links_docs__delflag_elem(cur->_db, cur->_cur)->rec;
 }
 
 LINKS_API const links_doc *links_docs_all_get(const links_docs_all_cursor *cur)
 {
-    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON)) return NULL;
+    if (P2_UNLIKELY(!cur || !cur->_db || cur->_epoch != cur->_db->epoch || cur->_state != P2_CURSOR_ON)) return NULL;
     return &links_docs__delflag_elem(cur->_db, cur->_cur)->rec;
 }
 
 LINKS_API links_ref links_docs_all_ref(const links_docs_all_cursor *cur)
 {
-    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON)) return LINKS_NOREF;
+    if (P2_UNLIKELY(!cur || !cur->_db || cur->_epoch != cur->_db->epoch || cur->_state != P2_CURSOR_ON)) return LINKS_NOREF;
     return cur->_cur;
 }
 
 LINKS_API int links_docs_all_update(links_docs_all_cursor *cur, const links_doc *rec)
 {
-    if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
+    if (!cur || !cur->_db || cur->_epoch != cur->_db->epoch) return links_docs_all__closed(cur);
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "links_docs_all_update: rec is NULL");
     if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     {
@@ -521,7 +563,7 @@ LINKS_API void links_docs_all_close(links_docs_all_cursor *cur)
 
 LINKS_API int links_docs_all_delete(links_docs_all_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
+    if (!cur || !cur->_db || cur->_epoch != cur->_db->epoch) return links_docs_all__closed(cur);
     if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     links_docs__on_delete(cur->_db, cur->_cur);
     return links_docs__delflag_all_delete(cur);
@@ -694,39 +736,54 @@ LINKS_API int links_shelves_by_label_open(links_db *db, links_shelves_by_label_c
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
     if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    cur->_epoch = db->epoch;
     cur->_db = db;
     return P2_OK;
 }
 
+/* A cursor that cannot step: opened on no handle (its open failed), or closed by an abort
+   since its open (the handle's epoch moved on). It lets go of what it remembers and
+   answers P2_ECLOSED. */
+static int links_shelves_by_label__closed(links_shelves_by_label_cursor *cur)
+{
+    if (!cur) return P2_ECLOSED;
+    p2_refset_free(&cur->_seen);
+    if (!cur->_db) return P2_ECLOSED;
+    cur->_state = P2_CURSOR_END;
+    return links__closed_by_abort(cur->_db, "cursor shelves_by_label");
+}
+
+/* One test per step covers a failed open (no handle), an abort since the open and a
+   closed handle (close moves the epoch on as an abort does). */
 LINKS_API int links_shelves_by_label_next(links_shelves_by_label_cursor *cur)
 {
-    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!cur || !cur->_db || cur->_epoch != cur->_db->epoch)) return links_shelves_by_label__closed(cur);
     return links_shelves__top2ds_qualify_shelves_by_label_next(cur);
 }
 
 /* _next and _get in one step: the cursor's checks once per element, not once per call */
 LINKS_API const links_shelf *links_shelves_by_label_next_rec(links_shelves_by_label_cursor *cur)
 {
-    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open)) return NULL;
+    if (P2_UNLIKELY(!cur || !cur->_db || cur->_epoch != cur->_db->epoch)) { links_shelves_by_label__closed(cur); return NULL; }
     if (links_shelves__top2ds_qualify_shelves_by_label_next(cur) != P2_OK) return NULL;
     return &links_shelves__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
 LINKS_API const links_shelf *links_shelves_by_label_get(const links_shelves_by_label_cursor *cur)
 {
-    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON)) return NULL;
+    if (P2_UNLIKELY(!cur || !cur->_db || cur->_epoch != cur->_db->epoch || cur->_state != P2_CURSOR_ON)) return NULL;
     return &links_shelves__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
 LINKS_API links_ref links_shelves_by_label_ref(const links_shelves_by_label_cursor *cur)
 {
-    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON)) return LINKS_NOREF;
+    if (P2_UNLIKELY(!cur || !cur->_db || cur->_epoch != cur->_db->epoch || cur->_state != P2_CURSOR_ON)) return LINKS_NOREF;
     return cur->_cur;
 }
 
 LINKS_API int links_shelves_by_label_update(links_shelves_by_label_cursor *cur, const links_shelf *rec)
 {
-    if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
+    if (!cur || !cur->_db || cur->_epoch != cur->_db->epoch) return links_shelves_by_label__closed(cur);
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "links_shelves_by_label_update: rec is NULL");
     if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor shelves_by_label is not on an element");
     {
@@ -745,7 +802,7 @@ LINKS_API void links_shelves_by_label_close(links_shelves_by_label_cursor *cur)
 
 LINKS_API int links_shelves_by_label_delete(links_shelves_by_label_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
+    if (!cur || !cur->_db || cur->_epoch != cur->_db->epoch) return links_shelves_by_label__closed(cur);
     if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor shelves_by_label is not on an element");
     links_shelves__on_delete(cur->_db, cur->_cur);
     return links_shelves__top2ds_qualify_shelves_by_label_delete(cur);
@@ -756,39 +813,54 @@ LINKS_API int links_shelves_all_open(links_db *db, links_shelves_all_cursor *cur
     if (!cur) return P2_EINVAL;
     memset(cur, 0, sizeof *cur);
     if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
+    cur->_epoch = db->epoch;
     cur->_db = db;
     return P2_OK;
 }
 
+/* A cursor that cannot step: opened on no handle (its open failed), or closed by an abort
+   since its open (the handle's epoch moved on). It lets go of what it remembers and
+   answers P2_ECLOSED. */
+static int links_shelves_all__closed(links_shelves_all_cursor *cur)
+{
+    if (!cur) return P2_ECLOSED;
+    p2_refset_free(&cur->_seen);
+    if (!cur->_db) return P2_ECLOSED;
+    cur->_state = P2_CURSOR_END;
+    return links__closed_by_abort(cur->_db, "cursor all");
+}
+
+/* One test per step covers a failed open (no handle), an abort since the open and a
+   closed handle (close moves the epoch on as an abort does). */
 LINKS_API int links_shelves_all_next(links_shelves_all_cursor *cur)
 {
-    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open)) return P2_ECLOSED;
+    if (P2_UNLIKELY(!cur || !cur->_db || cur->_epoch != cur->_db->epoch)) return links_shelves_all__closed(cur);
     return links_shelves__top2ds_qualify_all_next(cur);
 }
 
 /* _next and _get in one step: the cursor's checks once per element, not once per call */
 LINKS_API const links_shelf *links_shelves_all_next_rec(links_shelves_all_cursor *cur)
 {
-    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open)) return NULL;
+    if (P2_UNLIKELY(!cur || !cur->_db || cur->_epoch != cur->_db->epoch)) { links_shelves_all__closed(cur); return NULL; }
     if (links_shelves__top2ds_qualify_all_next(cur) != P2_OK) return NULL;
     return &links_shelves__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
 LINKS_API const links_shelf *links_shelves_all_get(const links_shelves_all_cursor *cur)
 {
-    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON)) return NULL;
+    if (P2_UNLIKELY(!cur || !cur->_db || cur->_epoch != cur->_db->epoch || cur->_state != P2_CURSOR_ON)) return NULL;
     return &links_shelves__top2ds_qualify_elem(cur->_db, cur->_cur)->rec;
 }
 
 LINKS_API links_ref links_shelves_all_ref(const links_shelves_all_cursor *cur)
 {
-    if (P2_UNLIKELY(!cur || !cur->_db || !cur->_db->open || cur->_state != P2_CURSOR_ON)) return LINKS_NOREF;
+    if (P2_UNLIKELY(!cur || !cur->_db || cur->_epoch != cur->_db->epoch || cur->_state != P2_CURSOR_ON)) return LINKS_NOREF;
     return cur->_cur;
 }
 
 LINKS_API int links_shelves_all_update(links_shelves_all_cursor *cur, const links_shelf *rec)
 {
-    if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
+    if (!cur || !cur->_db || cur->_epoch != cur->_db->epoch) return links_shelves_all__closed(cur);
     if (!rec) return p2_err_set(&cur->_db->err, P2_EINVAL, "links_shelves_all_update: rec is NULL");
     if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     {
@@ -807,7 +879,7 @@ LINKS_API void links_shelves_all_close(links_shelves_all_cursor *cur)
 
 LINKS_API int links_shelves_all_delete(links_shelves_all_cursor *cur)
 {
-    if (!cur || !cur->_db || !cur->_db->open) return P2_ECLOSED;
+    if (!cur || !cur->_db || cur->_epoch != cur->_db->epoch) return links_shelves_all__closed(cur);
     if (cur->_state != P2_CURSOR_ON) return p2_err_set(&cur->_db->err, P2_EINVAL, "cursor all is not on an element");
     links_shelves__on_delete(cur->_db, cur->_cur);
     return links_shelves__top2ds_qualify_all_delete(cur);
@@ -905,16 +977,19 @@ LINKS_API int links_shelves_docs_open(links_db *db, links_shelves_docs_iter *it,
     if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     if (P2_UNLIKELY(!links_shelves__top2ds_qualify_valid(db, owner))) return links_shelves__no_element(db, owner);
     it->_db = db;
+    it->_epoch = db->epoch;
     links_shelves__holds_docs_iter_open(db, owner, &it->_a, &it->_b);
     return P2_OK;
 }
 
 /* The handle was open when the iterator was (_open checks it, and zeroes the iterator when
-   it fails: _db NULL); a closed handle is freed, so there is no open flag to test per step. */
+   it fails: _db NULL); an abort since then moved the handle's epoch on and closed it (its
+   next member may be an element the abort took back): one compare per step. */
 LINKS_API int links_shelves_docs_next(links_shelves_docs_iter *it, links_ref *out)
 {
     uint64_t y;
     if (P2_UNLIKELY(!it || !it->_db)) return P2_ECLOSED;
+    if (P2_UNLIKELY(it->_epoch != it->_db->epoch)) return links__closed_by_abort(it->_db, "role iterator shelves.docs");
     y = links_shelves__holds_docs_iter_next(it->_db, &it->_a, &it->_b);
     if (y == P2_NIL) return P2_END;
     if (out) *out = y;
@@ -925,6 +1000,7 @@ LINKS_API const links_doc *links_shelves_docs_next_rec(links_shelves_docs_iter *
 {
     uint64_t y;
     if (P2_UNLIKELY(!it || !it->_db)) return NULL;
+    if (P2_UNLIKELY(it->_epoch != it->_db->epoch)) { links__closed_by_abort(it->_db, "role iterator shelves.docs"); return NULL; }
     y = links_shelves__holds_docs_iter_next(it->_db, &it->_a, &it->_b);
     /* a member is live (deleting an element takes it out of its relationships); checked
        all the same, as _at does, against a damaged file. The end (P2_NIL) is no valid
@@ -984,16 +1060,19 @@ LINKS_API int links_docs_cites_open(links_db *db, links_docs_cites_iter *it, lin
     if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     if (P2_UNLIKELY(!links_docs__delflag_valid(db, owner))) return links_docs__no_element(db, owner);
     it->_db = db;
+    it->_epoch = db->epoch;
     links_docs__cites_cites_iter_open(db, owner, &it->_a, &it->_b);
     return P2_OK;
 }
 
 /* The handle was open when the iterator was (_open checks it, and zeroes the iterator when
-   it fails: _db NULL); a closed handle is freed, so there is no open flag to test per step. */
+   it fails: _db NULL); an abort since then moved the handle's epoch on and closed it (its
+   next member may be an element the abort took back): one compare per step. */
 LINKS_API int links_docs_cites_next(links_docs_cites_iter *it, links_ref *out)
 {
     uint64_t y;
     if (P2_UNLIKELY(!it || !it->_db)) return P2_ECLOSED;
+    if (P2_UNLIKELY(it->_epoch != it->_db->epoch)) return links__closed_by_abort(it->_db, "role iterator docs.cites");
     y = links_docs__cites_cites_iter_next(it->_db, &it->_a, &it->_b);
     if (y == P2_NIL) return P2_END;
     if (out) *out = y;
@@ -1004,6 +1083,7 @@ LINKS_API const links_doc *links_docs_cites_next_rec(links_docs_cites_iter *it, 
 {
     uint64_t y;
     if (P2_UNLIKELY(!it || !it->_db)) return NULL;
+    if (P2_UNLIKELY(it->_epoch != it->_db->epoch)) { links__closed_by_abort(it->_db, "role iterator docs.cites"); return NULL; }
     y = links_docs__cites_cites_iter_next(it->_db, &it->_a, &it->_b);
     /* a member is live (deleting an element takes it out of its relationships); checked
        all the same, as _at does, against a damaged file. The end (P2_NIL) is no valid
@@ -1046,16 +1126,19 @@ LINKS_API int links_docs_cited_by_open(links_db *db, links_docs_cited_by_iter *i
     if (P2_UNLIKELY(!db || !db->open)) return P2_ECLOSED;
     if (P2_UNLIKELY(!links_docs__delflag_valid(db, owner))) return links_docs__no_element(db, owner);
     it->_db = db;
+    it->_epoch = db->epoch;
     links_docs__cites_cited_by_iter_open(db, owner, &it->_a, &it->_b);
     return P2_OK;
 }
 
 /* The handle was open when the iterator was (_open checks it, and zeroes the iterator when
-   it fails: _db NULL); a closed handle is freed, so there is no open flag to test per step. */
+   it fails: _db NULL); an abort since then moved the handle's epoch on and closed it (its
+   next member may be an element the abort took back): one compare per step. */
 LINKS_API int links_docs_cited_by_next(links_docs_cited_by_iter *it, links_ref *out)
 {
     uint64_t y;
     if (P2_UNLIKELY(!it || !it->_db)) return P2_ECLOSED;
+    if (P2_UNLIKELY(it->_epoch != it->_db->epoch)) return links__closed_by_abort(it->_db, "role iterator docs.cited_by");
     y = links_docs__cites_cited_by_iter_next(it->_db, &it->_a, &it->_b);
     if (y == P2_NIL) return P2_END;
     if (out) *out = y;
@@ -1066,6 +1149,7 @@ LINKS_API const links_doc *links_docs_cited_by_next_rec(links_docs_cited_by_iter
 {
     uint64_t y;
     if (P2_UNLIKELY(!it || !it->_db)) return NULL;
+    if (P2_UNLIKELY(it->_epoch != it->_db->epoch)) { links__closed_by_abort(it->_db, "role iterator docs.cited_by"); return NULL; }
     y = links_docs__cites_cited_by_iter_next(it->_db, &it->_a, &it->_b);
     /* a member is live (deleting an element takes it out of its relationships); checked
        all the same, as _at does, against a damaged file. The end (P2_NIL) is no valid
@@ -1188,6 +1272,7 @@ static void links__teardown(links_db *db)
     db->shelves = NULL;
     db->shelves_ready = 0;
     db->open = 0;
+    db->epoch++;   /* every cursor and role iterator still open is closed with the handle */
 }
 
 /* Open; with check set, a database read from existing files is walked by links_verify

@@ -40,6 +40,9 @@
  *     call the cursor's _close, and reopening a cursor struct without _close leaks it.
  *     Changing the container other than through the cursor during a walk is not
  *     supported (over qsort storage every reference shifts).
+ *   - Cursors and transactions. Close ends every cursor and
+ *     iterator with the handle: after links_close only their _close may be called (it
+ *     does not read the handle).
  */
 #ifndef P2GEN_LINKS_H
 #define P2GEN_LINKS_H
@@ -171,6 +174,7 @@ LINKS_API int links_docs_purge(links_db *db, uint64_t *n);
 typedef struct links_docs_by_id_cursor {
     links_db *_db;
     uint64_t _cur, _pending;
+    uint64_t _epoch;   /* the handle's epoch at open: an abort since then closed the cursor */
     int _state, _has_pending;   /* _state: P2_CURSOR_BEFORE, _ON, _OFF or _END (links.c) */
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
     uint32_t _p_lo;
@@ -178,7 +182,8 @@ typedef struct links_docs_by_id_cursor {
 /* Start the cursor (before the first element). Errors: P2_ECLOSED.
  * A cursor whose open failed is not open: _next answers P2_ECLOSED, _next_rec and _get NULL. */
 LINKS_API int links_docs_by_id_open(links_db *db, links_docs_by_id_cursor *cur, uint32_t lo);
-/* Move to the next element: P2_OK, or P2_END when there is none. */
+/* Move to the next element: P2_OK, or P2_END when there is none. Errors: P2_ECLOSED (the
+ * open failed). */
 LINKS_API int links_docs_by_id_next(links_docs_by_id_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
 LINKS_API const links_doc *links_docs_by_id_get(const links_docs_by_id_cursor *cur);
@@ -203,13 +208,15 @@ LINKS_API void links_docs_by_id_close(links_docs_by_id_cursor *cur);
 typedef struct links_docs_all_cursor {
     links_db *_db;
     uint64_t _cur, _pending;
+    uint64_t _epoch;   /* the handle's epoch at open: an abort since then closed the cursor */
     int _state, _has_pending;   /* _state: P2_CURSOR_BEFORE, _ON, _OFF or _END (links.c) */
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
 } links_docs_all_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED.
  * A cursor whose open failed is not open: _next answers P2_ECLOSED, _next_rec and _get NULL. */
 LINKS_API int links_docs_all_open(links_db *db, links_docs_all_cursor *cur);
-/* Move to the next element: P2_OK, or P2_END when there is none. */
+/* Move to the next element: P2_OK, or P2_END when there is none. Errors: P2_ECLOSED (the
+ * open failed). */
 LINKS_API int links_docs_all_next(links_docs_all_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
 LINKS_API const links_doc *links_docs_all_get(const links_docs_all_cursor *cur);
@@ -277,13 +284,15 @@ LINKS_API const links_shelf *links_shelves_lookup_label(links_db *db, const char
 typedef struct links_shelves_by_label_cursor {
     links_db *_db;
     uint64_t _cur, _pending;
+    uint64_t _epoch;   /* the handle's epoch at open: an abort since then closed the cursor */
     int _state, _has_pending;   /* _state: P2_CURSOR_BEFORE, _ON, _OFF or _END (links.c) */
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
 } links_shelves_by_label_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED.
  * A cursor whose open failed is not open: _next answers P2_ECLOSED, _next_rec and _get NULL. */
 LINKS_API int links_shelves_by_label_open(links_db *db, links_shelves_by_label_cursor *cur);
-/* Move to the next element: P2_OK, or P2_END when there is none. */
+/* Move to the next element: P2_OK, or P2_END when there is none. Errors: P2_ECLOSED (the
+ * open failed). */
 LINKS_API int links_shelves_by_label_next(links_shelves_by_label_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
 LINKS_API const links_shelf *links_shelves_by_label_get(const links_shelves_by_label_cursor *cur);
@@ -308,13 +317,15 @@ LINKS_API void links_shelves_by_label_close(links_shelves_by_label_cursor *cur);
 typedef struct links_shelves_all_cursor {
     links_db *_db;
     uint64_t _cur, _pending;
+    uint64_t _epoch;   /* the handle's epoch at open: an abort since then closed the cursor */
     int _state, _has_pending;   /* _state: P2_CURSOR_BEFORE, _ON, _OFF or _END (links.c) */
     p2_refset _seen;   /* elements this cursor's updates moved ahead in its walk */
 } links_shelves_all_cursor;
 /* Start the cursor (before the first element). Errors: P2_ECLOSED.
  * A cursor whose open failed is not open: _next answers P2_ECLOSED, _next_rec and _get NULL. */
 LINKS_API int links_shelves_all_open(links_db *db, links_shelves_all_cursor *cur);
-/* Move to the next element: P2_OK, or P2_END when there is none. */
+/* Move to the next element: P2_OK, or P2_END when there is none. Errors: P2_ECLOSED (the
+ * open failed). */
 LINKS_API int links_shelves_all_next(links_shelves_all_cursor *cur);
 /* The element under the cursor (read only), or NULL. */
 LINKS_API const links_shelf *links_shelves_all_get(const links_shelves_all_cursor *cur);
@@ -345,11 +356,12 @@ LINKS_API void links_shelves_all_close(links_shelves_all_cursor *cur);
 typedef struct links_shelves_docs_iter {
     links_db *_db;
     uint64_t _a, _b;
+    uint64_t _epoch;   /* the handle's epoch at open: an abort since then closed the iterator */
 } links_shelves_docs_iter;
 /* Start walking owner's docs. Errors: P2_NOTFOUND, P2_ECLOSED. The member
  * last handed out may be removed or deleted during the walk. */
 LINKS_API int links_shelves_docs_open(links_db *db, links_shelves_docs_iter *it, links_ref owner);
-/* The next member: P2_OK with *out set, or P2_END. */
+/* The next member: P2_OK with *out set, or P2_END. Errors: P2_ECLOSED (the open failed). */
 LINKS_API int links_shelves_docs_next(links_shelves_docs_iter *it, links_ref *out);
 /* The next member's record (its reference in *out, if out is not NULL), or NULL at the
  * end (and on a closed handle): _next and the partner's _at in one step. */
@@ -377,11 +389,12 @@ LINKS_API int links_docs_set_shelf(links_db *db, links_ref ref, links_ref partne
 typedef struct links_docs_cites_iter {
     links_db *_db;
     uint64_t _a, _b;
+    uint64_t _epoch;   /* the handle's epoch at open: an abort since then closed the iterator */
 } links_docs_cites_iter;
 /* Start walking owner's cites. Errors: P2_NOTFOUND, P2_ECLOSED. Adding or removing
  * members of this owner during the walk may skip or repeat members. */
 LINKS_API int links_docs_cites_open(links_db *db, links_docs_cites_iter *it, links_ref owner);
-/* The next member: P2_OK with *out set, or P2_END. */
+/* The next member: P2_OK with *out set, or P2_END. Errors: P2_ECLOSED (the open failed). */
 LINKS_API int links_docs_cites_next(links_docs_cites_iter *it, links_ref *out);
 /* The next member's record (its reference in *out, if out is not NULL), or NULL at the
  * end (and on a closed handle): _next and the partner's _at in one step. */
@@ -397,11 +410,12 @@ LINKS_API int links_docs_cites_remove(links_db *db, links_ref owner, links_ref m
 typedef struct links_docs_cited_by_iter {
     links_db *_db;
     uint64_t _a, _b;
+    uint64_t _epoch;   /* the handle's epoch at open: an abort since then closed the iterator */
 } links_docs_cited_by_iter;
 /* Start walking owner's cited_by. Errors: P2_NOTFOUND, P2_ECLOSED. Adding or removing
  * members of this owner during the walk may skip or repeat members. */
 LINKS_API int links_docs_cited_by_open(links_db *db, links_docs_cited_by_iter *it, links_ref owner);
-/* The next member: P2_OK with *out set, or P2_END. */
+/* The next member: P2_OK with *out set, or P2_END. Errors: P2_ECLOSED (the open failed). */
 LINKS_API int links_docs_cited_by_next(links_docs_cited_by_iter *it, links_ref *out);
 /* The next member's record (its reference in *out, if out is not NULL), or NULL at the
  * end (and on a closed handle): _next and the partner's _at in one step. */

@@ -98,6 +98,33 @@ def copy_runtime(out_dir: str) -> list:
     return paths
 
 
+# -- the amalgamation --------------------------------------------------------------------
+
+# The runtime's parts (runtime/src/, in a checkout) in the order p2_runtime.c concatenates
+# them: each may use what the ones before it define.
+RUNTIME_PARTS = ("head.c", "fault.c", "errors.c", "crc.c", "segment.c", "write_audit.c",
+                 "segment_open.c", "segment_recover.c", "journal.c", "record_log.c",
+                 "journal_open.c", "verify.c", "refset.c")
+RUNTIME_SRC = os.path.join(RUNTIME_DIR, "src")
+
+
+def _fence(text: str) -> str:
+    return f"/{'*' * 14} {text} ".ljust(88, "*") + "/\n"
+
+
+def amalgamate(src_dir: str = RUNTIME_SRC) -> str:
+    """p2_runtime.c as it ships: the parts concatenated, each fenced by its name."""
+    out = []
+    for name in RUNTIME_PARTS:
+        with open(os.path.join(src_dir, name), encoding="utf-8") as f:
+            text = f.read()
+        if name == "head.c":       # the head comment opens the file, unfenced
+            out.append(text)
+            continue
+        out.append("\n" + _fence(f"Begin file {name}") + text + _fence(f"End of {name}"))
+    return "".join(out)
+
+
 # -- the compiler ------------------------------------------------------------------------
 
 def cc_command(cc: str, what: str = "C compiler", option: str = "--cc or $CC") -> list:
@@ -211,3 +238,10 @@ def runtime_object_in(out_dir: str, cc_cmd: Sequence[str], flags: Sequence[str],
     except OSError as e:
         raise EnvError(f"error: cannot write '{dst}': {os_reason(e)}") from None
     return dst
+
+
+if __name__ == "__main__":      # python -m p2gen.toolchain amalgamate
+    import sys
+    if sys.argv[1:] != ["amalgamate"]:
+        sys.exit("usage: python -m p2gen.toolchain amalgamate")
+    write_if_changed(os.path.join(RUNTIME_DIR, "p2_runtime.c"), amalgamate())

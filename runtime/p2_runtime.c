@@ -1,29 +1,41 @@
 /* p2_runtime.c - the p2gen runtime, which every generated data manager links (p2gen copies
  * this one file into each output directory).  p2_runtime.h is its manual: the design, the
- * file formats and the contract of every function.  The sections, in order:
+ * file formats and the contract of every function.
  *
- *   1. Fault injection     test builds only: make chosen system calls fail on cue
- *   2. Errors              p2_strerror, p2_err_set, p2_err_clear
- *   3. CRC-32              p2_crc32, slicing-by-8
+ * Developed as files by subsystem under runtime/src/ and shipped as this one file, their
+ * concatenation in the order below, each fenced "Begin file" / "End of" (as SQLite's
+ * amalgamation): edit the files in runtime/src/, then `bash scripts/amalgamate.sh`
+ * (a test fails while this file and runtime/src/ disagree).  The sections, in order:
+ *
+ *   src/head.c             this comment, the system headers
+ *   1. Fault injection     src/fault.c: test builds only, make chosen system calls fail
+ *   2. Errors              src/errors.c: p2_strerror, p2_err_set, p2_err_clear
+ *   3. CRC-32              src/crc.c: p2_crc32, slicing-by-8
  *   3a. CRC-32C            p2_crc32c: the CPU's instruction, or slicing-by-8 tables
- *   4. Persistent segment  one file mapped with mmap, its blocks addressed by offsets
+ *   4. Persistent segment  src/segment.c: one file mapped with mmap, blocks at offsets
  *      4.1 on-disk layout  struct p2_seg_header (the table in p2_runtime.h)
  *      4.2 helpers         errors naming the file, header and roots checksums, growth
  *      4.3 allocator       p2_seg_alloc, p2_seg_free, p2_seg_realloc
  *      4.4 validation      the checks an existing file passes at open
- *      4.5 open, sync, close
- *      4.6 recovery        of plain segments: p2_seg_open_recover (`p2gen recover`)
- *   5. Journalled segments atomic, durable transactions over a segment (the `journal`
- *                          memory layer): a redo journal beside the data file
+ *      4.4a write audit    src/write_audit.c: test builds only, every change announced
+ *      4.5 open, sync, close   src/segment_open.c
+ *      4.6 recovery        src/segment_recover.c: of plain segments, p2_seg_open_recover
+ *                          (`p2gen recover`)
+ *   5. Journalled segments src/journal.c: atomic, durable transactions over a segment
+ *                          (the `journal` and `wal` memory layers): a log beside the file
  *      5.1 journal format and process-wide state
  *      5.2 write tracking  a SIGSEGV handler finds the first write to each page
  *      5.3 journal file    whole reads and writes, record checksums, the journal header
- *      5.4 replay at open  committed transactions of the journal into the data file
+ *      5.4 replay at open  committed transactions of the log into the data file, each
+ *                          record checked against the size its transaction committed
  *      5.5 commit, checkpoint, abort
- *      5.6 open and close  of a journalled segment
- *   6. Integrity checks    p2_verify_*, p2_seg_verify, p2_seg_contains: what the
- *                          generated <prefix>_verify functions build on
- *   7. Reference sets      p2_refset_*: the elements a cursor already moved
+ *      5.5a record log     src/record_log.c: the write hook, commit and abort of
+ *                          record-logged (`wal`) segments
+ *      5.5b record log     which transactions over several files every file holds
+ *      5.6 open and close  src/journal_open.c: of a journalled segment
+ *   6. Integrity checks    src/verify.c: p2_verify_*, p2_seg_verify, p2_seg_contains,
+ *                          what the generated <prefix>_verify functions build on
+ *   7. Reference sets      src/refset.c: p2_refset_*, the elements a cursor already moved
  */
 
 #define _GNU_SOURCE
@@ -49,6 +61,7 @@
 #include <time.h>
 #include <unistd.h>
 
+/************** Begin file fault.c *****************************************************/
 /* ==========================================================================
  * 1. Fault injection (test builds only: compiled with -DP2_FAULT_INJECT)
  *
@@ -148,7 +161,9 @@ static int fi_msync(void *a, size_t n, int f)
 #define ftruncate(fd, n) fi_ftruncate(fd, n)
 #define msync(a, n, f) fi_msync(a, n, f)
 #endif /* P2_FAULT_INJECT */
+/************** End of fault.c *********************************************************/
 
+/************** Begin file errors.c ****************************************************/
 /* ==========================================================================
  * 2. Errors
  * ========================================================================== */
@@ -198,7 +213,9 @@ void p2_err_clear(p2_err *e)
         e->msg[0] = '\0';
     }
 }
+/************** End of errors.c ********************************************************/
 
+/************** Begin file crc.c *******************************************************/
 /* ==========================================================================
  * 3. CRC-32 (reflected polynomial 0xEDB88320, as zlib)
  * ========================================================================== */
@@ -424,7 +441,9 @@ const char *p2_crc32c_impl(void)
 #endif
     return "software";
 }
+/************** End of crc.c ***********************************************************/
 
+/************** Begin file segment.c ***************************************************/
 /* ==========================================================================
  * 4. Persistent segment (design in p2_runtime.h, @ref segment)
  * ========================================================================== */
@@ -1536,156 +1555,14 @@ static int seg_validate(const p2_seg *seg, const struct p2_seg_header *h, uint64
         return seg_fail(seg, err, P2_EFORMAT, "corrupt header: state flag %" PRIu32, h->state);
     return P2_OK;
 }
+/************** End of segment.c *******************************************************/
 
+/************** Begin file write_audit.c ***********************************************/
 /* ------------------------------------------------------------------------
- * 4.5 Persistent segment: open, sync, close
+ * 4.4a Write audit (test builds, -DP2_WRITE_AUDIT): every change of a watched file
+ * must have been announced through the write hook since the last check.
  * ------------------------------------------------------------------------ */
-
-/* A journalled segment is opened, synced and closed through these (section 5: the journal
- * builds on the segment, so it comes after it; a plain segment never calls them, except
- * journal_unregister and journal_untrack, which do nothing for it). */
-static int seg_open_journalled(p2_seg *seg, uint64_t file_bytes, uint64_t fingerprint, uint32_t nroots,
-                               const char *const *names, const uint64_t *sizes, int *made_new,
-                               p2_err *err);
-static void journal_unregister(p2_seg *seg);
-static void journal_untrack(p2_seg *seg);
-static int journal_flush(p2_seg *seg, int force_checkpoint, p2_err *err);
-static int journal_close(p2_seg *seg, p2_err *err);
-static int open_undo_apply(p2_seg *seg, p2_err *err);
-
-/* Initialise an empty file: header, zeroed root blocks, state OPEN. */
-static int seg_create(p2_seg *seg, uint64_t fingerprint, uint32_t nroots, const char *const *names,
-                      const uint64_t *sizes, p2_err *err)
-{
-    int rc = seg->fixed ? seg_reserve_new_fixed(seg, fingerprint, err) : seg_reserve(seg, err);
-    if (rc == P2_OK)
-        rc = seg_grow(seg, P2_SEG_HEADER_SIZE, err);
-    if (rc != P2_OK)
-        return rc;
-    struct p2_seg_header *h = (struct p2_seg_header *)(void *)seg->base;
-    memset(h, 0, sizeof *h);
-    if (seg->fixed)
-        h->map_base = (uint64_t)(uintptr_t)seg->base;
-    /* the magic is stored last (below): a process killed while creating the file leaves
-     * no magic in it, which a journalled open recognises as a creation never finished */
-    h->version = P2_SEG_VERSION;
-    h->header_size = P2_SEG_HEADER_SIZE;
-    h->page_size = (uint32_t)page_size();
-    h->state = SEG_STATE_OPEN;
-    h->fingerprint = fingerprint;
-    h->file_size = seg->mapped;
-    h->brk = P2_SEG_HEADER_SIZE;
-    h->nroots = nroots;
-    seg->hdr = h;
-    /* exact size classes: the class table (the last root) comes first, at the start of the
-     * allocated area, so that every other block is allocated through it */
-    if (seg->alloc_exact && (rc = brk_take(seg, EXACT_TABLE, &seg->class_table, err)) != P2_OK)
-        return rc;
-    for (uint32_t i = 0; i < nroots; i++) {
-        p2_off off = seg->class_table;
-        if (!seg->alloc_exact || i != nroots - 1)
-            rc = seg_alloc_block(seg, sizes[i], &off, err);
-        if (rc != P2_OK)
-            return rc;
-        memset(seg->base + off, 0, (size_t)sizes[i]);
-        memcpy(h->roots[i].name, names[i], strlen(names[i]) + 1);
-        h->roots[i].off = off;
-        h->roots[i].size = sizes[i];
-    }
-    roots_seal(seg);
-    struct p2_seg_header whole = *h;
-    memcpy(whole.magic, SEG_MAGIC, sizeof whole.magic);
-    h->checksum = header_crc(&whole);
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);   /* every other byte is in the mapping first */
-    memcpy(h->magic, SEG_MAGIC, sizeof h->magic);
-    if (msync(seg->base, (size_t)seg->mapped, MS_SYNC) != 0) {
-        int e = errno;
-        return seg_fail(seg, err, P2_EIO, "cannot write the new file: %s", strerror(e));
-    }
-    return P2_OK;
-}
-
-/* Validate an existing file of file_bytes bytes, map it and mark it OPEN. */
-static int seg_attach(p2_seg *seg, uint64_t file_bytes, uint64_t fingerprint, uint32_t nroots,
-                      const char *const *names, const uint64_t *sizes, p2_err *err)
-{
-    if (file_bytes < P2_SEG_HEADER_SIZE)
-        return seg_fail(seg, err, P2_EFORMAT,
-                        "truncated: file is %" PRIu64 " bytes, smaller than the %d-byte header",
-                        file_bytes, P2_SEG_HEADER_SIZE);
-    struct p2_seg_header h;
-    ssize_t n = pread(seg->fd, &h, sizeof h, 0);
-    if (n != (ssize_t)sizeof h) {
-        int e = errno;
-        return seg_fail(seg, err, P2_EIO, "cannot read the header: %s",
-                        n < 0 ? strerror(e) : "short read");
-    }
-    int rc = seg_validate(seg, &h, file_bytes, fingerprint, nroots, names, sizes, err);
-    if (rc != P2_OK)
-        return rc;
-    if (h.file_size > seg->reserved)
-        return seg_fail(seg, err, P2_ENOMEM,
-                        "file is %" PRIu64 " bytes, more than the address-space reservation of %" PRIu64
-                        " bytes (" SEG_RESERVE_HINT ")",
-                        h.file_size, seg->reserved);
-    rc = seg->fixed ? seg_reserve_recorded(seg, h.map_base, h.file_size, fingerprint, err)
-                    : seg_reserve(seg, err);
-    if (rc != P2_OK)
-        return rc;
-    /* A relocated file is mapped privately: its relocated references are this process's. */
-    void *p = mmap(seg->base, (size_t)h.file_size, journal_prot(seg),
-                   (seg->journal || seg->relocated ? MAP_PRIVATE : MAP_SHARED) | MAP_FIXED, seg->fd, 0);
-    if (p == MAP_FAILED) {
-        int e = errno;
-        return seg_fail(seg, err, P2_ENOMEM, "cannot map the file: %s", strerror(e));
-    }
-    seg->mapped = h.file_size;
-    seg->hdr = (struct p2_seg_header *)(void *)seg->base;
-    if (seg->journal)
-        return P2_OK;   /* nothing is written outside a transaction */
-    if (seg->relocated) {
-        /* Mark the file OPEN on disk (written through the file: the mapping is private),
-         * keeping the header as the file has it for a close that wrote nothing. */
-        seg->reloc_disk_hdr = (struct p2_seg_header *)malloc(sizeof h);
-        if (seg->reloc_disk_hdr == NULL)
-            return seg_fail(seg, err, P2_ENOMEM, "out of memory relocating the file");
-        memcpy(seg->reloc_disk_hdr, &h, sizeof h);
-        seg->reloc_disk_hdr->state = SEG_STATE_OPEN;
-        seg->reloc_disk_hdr->checksum = header_crc(seg->reloc_disk_hdr);
-        if (pwrite(seg->fd, seg->reloc_disk_hdr, sizeof h, 0) != (ssize_t)sizeof h || fdatasync(seg->fd) != 0) {
-            int e = errno;
-            if (pwrite(seg->fd, &h, sizeof h, 0) != (ssize_t)sizeof h) {
-                /* best effort: leave the file as it was */
-            }
-            return seg_fail(seg, err, P2_EIO, "cannot write the header: %s", strerror(e));
-        }
-        memcpy(seg->hdr, seg->reloc_disk_hdr, sizeof h);
-        seg->will_write = reloc_note_write;   /* the first write makes the close write back */
-        seg->will_write_ctx = NULL;
-        return P2_OK;
-    }
-
-    /* Mark the file OPEN on disk before anyone modifies it. */
-    seg->hdr->state = SEG_STATE_OPEN;
-    seg->hdr->checksum = header_crc(seg->hdr);
-    if (msync(seg->base, P2_SEG_HEADER_SIZE, MS_SYNC) != 0) {
-        int e = errno;
-        memcpy(seg->hdr, &h, sizeof h);    /* leave the file as it was */
-        return seg_fail(seg, err, P2_EIO, "cannot write the header: %s", strerror(e));
-    }
-    return P2_OK;
-}
-
-static int seg_open_any(p2_seg *seg, const char *path, uint64_t fingerprint,
-                        uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
-                        uint64_t reserve, const p2_journal_opts *jopts, int recovering, int fixed,
-                        int *created, p2_err *err);
-
 #ifdef P2_WRITE_AUDIT
-/* ------------------------------------------------------------------------
- * Write audit (test builds): every change of a watched file must have been announced
- * through the write hook since the last check.
- * ------------------------------------------------------------------------ */
 #define WRITE_AUDIT_MAX 16     /* files watched at once */
 #define WRITE_AUDIT_REPORT 8   /* problems printed per check */
 
@@ -1835,6 +1712,153 @@ int p2_write_audit_check(const char *what)
     return problems;
 }
 #endif
+/************** End of write_audit.c ***************************************************/
+
+/************** Begin file segment_open.c **********************************************/
+/* ------------------------------------------------------------------------
+ * 4.5 Persistent segment: open, sync, close
+ * ------------------------------------------------------------------------ */
+
+/* A journalled segment is opened, synced and closed through these (section 5: the journal
+ * builds on the segment, so it comes after it; a plain segment never calls them, except
+ * journal_unregister and journal_untrack, which do nothing for it). */
+static int seg_open_journalled(p2_seg *seg, uint64_t file_bytes, uint64_t fingerprint, uint32_t nroots,
+                               const char *const *names, const uint64_t *sizes, int *made_new,
+                               p2_err *err);
+static void journal_unregister(p2_seg *seg);
+static void journal_untrack(p2_seg *seg);
+static int journal_flush(p2_seg *seg, int force_checkpoint, p2_err *err);
+static int journal_close(p2_seg *seg, p2_err *err);
+static int open_undo_apply(p2_seg *seg, p2_err *err);
+
+/* Initialise an empty file: header, zeroed root blocks, state OPEN. */
+static int seg_create(p2_seg *seg, uint64_t fingerprint, uint32_t nroots, const char *const *names,
+                      const uint64_t *sizes, p2_err *err)
+{
+    int rc = seg->fixed ? seg_reserve_new_fixed(seg, fingerprint, err) : seg_reserve(seg, err);
+    if (rc == P2_OK)
+        rc = seg_grow(seg, P2_SEG_HEADER_SIZE, err);
+    if (rc != P2_OK)
+        return rc;
+    struct p2_seg_header *h = (struct p2_seg_header *)(void *)seg->base;
+    memset(h, 0, sizeof *h);
+    if (seg->fixed)
+        h->map_base = (uint64_t)(uintptr_t)seg->base;
+    /* the magic is stored last (below): a process killed while creating the file leaves
+     * no magic in it, which a journalled open recognises as a creation never finished */
+    h->version = P2_SEG_VERSION;
+    h->header_size = P2_SEG_HEADER_SIZE;
+    h->page_size = (uint32_t)page_size();
+    h->state = SEG_STATE_OPEN;
+    h->fingerprint = fingerprint;
+    h->file_size = seg->mapped;
+    h->brk = P2_SEG_HEADER_SIZE;
+    h->nroots = nroots;
+    seg->hdr = h;
+    /* exact size classes: the class table (the last root) comes first, at the start of the
+     * allocated area, so that every other block is allocated through it */
+    if (seg->alloc_exact && (rc = brk_take(seg, EXACT_TABLE, &seg->class_table, err)) != P2_OK)
+        return rc;
+    for (uint32_t i = 0; i < nroots; i++) {
+        p2_off off = seg->class_table;
+        if (!seg->alloc_exact || i != nroots - 1)
+            rc = seg_alloc_block(seg, sizes[i], &off, err);
+        if (rc != P2_OK)
+            return rc;
+        memset(seg->base + off, 0, (size_t)sizes[i]);
+        memcpy(h->roots[i].name, names[i], strlen(names[i]) + 1);
+        h->roots[i].off = off;
+        h->roots[i].size = sizes[i];
+    }
+    roots_seal(seg);
+    struct p2_seg_header whole = *h;
+    memcpy(whole.magic, SEG_MAGIC, sizeof whole.magic);
+    h->checksum = header_crc(&whole);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);   /* every other byte is in the mapping first */
+    memcpy(h->magic, SEG_MAGIC, sizeof h->magic);
+    if (msync(seg->base, (size_t)seg->mapped, MS_SYNC) != 0) {
+        int e = errno;
+        return seg_fail(seg, err, P2_EIO, "cannot write the new file: %s", strerror(e));
+    }
+    return P2_OK;
+}
+
+/* Validate an existing file of file_bytes bytes, map it and mark it OPEN. */
+static int seg_attach(p2_seg *seg, uint64_t file_bytes, uint64_t fingerprint, uint32_t nroots,
+                      const char *const *names, const uint64_t *sizes, p2_err *err)
+{
+    if (file_bytes < P2_SEG_HEADER_SIZE)
+        return seg_fail(seg, err, P2_EFORMAT,
+                        "truncated: file is %" PRIu64 " bytes, smaller than the %d-byte header",
+                        file_bytes, P2_SEG_HEADER_SIZE);
+    struct p2_seg_header h;
+    ssize_t n = pread(seg->fd, &h, sizeof h, 0);
+    if (n != (ssize_t)sizeof h) {
+        int e = errno;
+        return seg_fail(seg, err, P2_EIO, "cannot read the header: %s",
+                        n < 0 ? strerror(e) : "short read");
+    }
+    int rc = seg_validate(seg, &h, file_bytes, fingerprint, nroots, names, sizes, err);
+    if (rc != P2_OK)
+        return rc;
+    if (h.file_size > seg->reserved)
+        return seg_fail(seg, err, P2_ENOMEM,
+                        "file is %" PRIu64 " bytes, more than the address-space reservation of %" PRIu64
+                        " bytes (" SEG_RESERVE_HINT ")",
+                        h.file_size, seg->reserved);
+    rc = seg->fixed ? seg_reserve_recorded(seg, h.map_base, h.file_size, fingerprint, err)
+                    : seg_reserve(seg, err);
+    if (rc != P2_OK)
+        return rc;
+    /* A relocated file is mapped privately: its relocated references are this process's. */
+    void *p = mmap(seg->base, (size_t)h.file_size, journal_prot(seg),
+                   (seg->journal || seg->relocated ? MAP_PRIVATE : MAP_SHARED) | MAP_FIXED, seg->fd, 0);
+    if (p == MAP_FAILED) {
+        int e = errno;
+        return seg_fail(seg, err, P2_ENOMEM, "cannot map the file: %s", strerror(e));
+    }
+    seg->mapped = h.file_size;
+    seg->hdr = (struct p2_seg_header *)(void *)seg->base;
+    if (seg->journal)
+        return P2_OK;   /* nothing is written outside a transaction */
+    if (seg->relocated) {
+        /* Mark the file OPEN on disk (written through the file: the mapping is private),
+         * keeping the header as the file has it for a close that wrote nothing. */
+        seg->reloc_disk_hdr = (struct p2_seg_header *)malloc(sizeof h);
+        if (seg->reloc_disk_hdr == NULL)
+            return seg_fail(seg, err, P2_ENOMEM, "out of memory relocating the file");
+        memcpy(seg->reloc_disk_hdr, &h, sizeof h);
+        seg->reloc_disk_hdr->state = SEG_STATE_OPEN;
+        seg->reloc_disk_hdr->checksum = header_crc(seg->reloc_disk_hdr);
+        if (pwrite(seg->fd, seg->reloc_disk_hdr, sizeof h, 0) != (ssize_t)sizeof h || fdatasync(seg->fd) != 0) {
+            int e = errno;
+            if (pwrite(seg->fd, &h, sizeof h, 0) != (ssize_t)sizeof h) {
+                /* best effort: leave the file as it was */
+            }
+            return seg_fail(seg, err, P2_EIO, "cannot write the header: %s", strerror(e));
+        }
+        memcpy(seg->hdr, seg->reloc_disk_hdr, sizeof h);
+        seg->will_write = reloc_note_write;   /* the first write makes the close write back */
+        seg->will_write_ctx = NULL;
+        return P2_OK;
+    }
+
+    /* Mark the file OPEN on disk before anyone modifies it. */
+    seg->hdr->state = SEG_STATE_OPEN;
+    seg->hdr->checksum = header_crc(seg->hdr);
+    if (msync(seg->base, P2_SEG_HEADER_SIZE, MS_SYNC) != 0) {
+        int e = errno;
+        memcpy(seg->hdr, &h, sizeof h);    /* leave the file as it was */
+        return seg_fail(seg, err, P2_EIO, "cannot write the header: %s", strerror(e));
+    }
+    return P2_OK;
+}
+
+static int seg_open_any(p2_seg *seg, const char *path, uint64_t fingerprint,
+                        uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
+                        uint64_t reserve, const p2_journal_opts *jopts, int recovering, int fixed,
+                        int *created, p2_err *err);
+
 
 int p2_seg_open(p2_seg *seg, const char *path, uint64_t fingerprint,
                 uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
@@ -2082,7 +2106,9 @@ unmap:
     seg_reset(seg);
     return rc;
 }
+/************** End of segment_open.c **************************************************/
 
+/************** Begin file segment_recover.c *******************************************/
 /* ------------------------------------------------------------------------
  * 4.6 Persistent segment: recovery of plain segments (p2_seg_open_recover,
  * p2_seg_close_unclean): `p2gen recover`
@@ -2177,7 +2203,9 @@ int p2_seg_close_unclean(p2_seg *seg, p2_err *err)
     seg_reset(seg);
     return rc;
 }
+/************** End of segment_recover.c ***********************************************/
 
+/************** Begin file journal.c ***************************************************/
 /* ==========================================================================
  * 5. Journalled segments (design in p2_runtime.h, @ref journal)
  * ========================================================================== */
@@ -3325,7 +3353,9 @@ static void commit_record_void(p2_seg *seg, uint64_t at)
     if (full_pwrite(seg->log_fd, &zero, sizeof zero, at) == 0)
         (void)fdatasync(seg->log_fd);
 }
+/************** End of journal.c *******************************************************/
 
+/************** Begin file record_log.c ************************************************/
 /* ------------------------------------------------------------------------
  * 5.5a Record log: the write hook, commit and abort of record-logged segments
  * ------------------------------------------------------------------------ */
@@ -4143,7 +4173,9 @@ int p2_wal_resolve(const char *const *paths, uint32_t n, uint64_t *upto, p2_err 
     free(v);
     return P2_OK;
 }
+/************** End of record_log.c ****************************************************/
 
+/************** Begin file journal_open.c **********************************************/
 /* ------------------------------------------------------------------------
  * 5.6 Journalled segments: open and close
  * ------------------------------------------------------------------------ */
@@ -4283,7 +4315,9 @@ int p2_seg_close_refused(p2_seg *seg, p2_err *err)
     seg_reset(seg);
     return rc;
 }
+/************** End of journal_open.c **************************************************/
 
+/************** Begin file verify.c ****************************************************/
 /* ==========================================================================
  * 6. Integrity checks (p2_verify, p2_seg_verify, p2_seg_contains): used by the
  * generated <prefix>_verify functions.  Read-only; they read the allocator's
@@ -4493,7 +4527,9 @@ void p2_verify_fail(p2_verify *v, const char *fmt, ...)
         v->buf[v->len] = '\0';
     }
 }
+/************** End of verify.c ********************************************************/
 
+/************** Begin file refset.c ****************************************************/
 /* ==========================================================================
  * 7. Sets of element references (p2_refset: cursors that move the element under them)
  * ========================================================================== */
@@ -4671,3 +4707,4 @@ void p2_refset_free(p2_refset *s)
     free(s->spare);
     memset(s, 0, sizeof *s);
 }
+/************** End of refset.c ********************************************************/

@@ -132,8 +132,8 @@ def test_a_wrong_row_is_found(tables, measured):
     assert any("rows end at" in p for p in check_table("h", rows[:-2], measured))
 
 
-SECTION_LIST = re.compile(r"^ \*\s+(\d+(?:\.\d+)?)\.?\s+\S")
-SECTION_HEAD = re.compile(r"^/\* [-=]{60,}\n \* (\d+(?:\.\d+)?)\.? ", re.M)
+SECTION_LIST = re.compile(r"^ \*\s+(\d+(?:\.\d+)?[a-z]?)\.?\s+\S")
+SECTION_HEAD = re.compile(r"^/\* [-=]{60,}\n \* (\d+(?:\.\d+)?[a-z]?)\.? ", re.M)
 
 
 def test_runtime_sections_follow_the_head_comment():
@@ -145,6 +145,21 @@ def test_runtime_sections_follow_the_head_comment():
     headed = SECTION_HEAD.findall(text)
     assert len(listed) > 5, listed
     assert headed == listed, (listed, headed)
+    assert {"3a", "4.4a", "5.5a", "5.5b"} <= set(listed), listed
+
+
+def test_runtime_is_the_amalgamation_of_its_parts():
+    """runtime/p2_runtime.c, what users get, is runtime/src/*.c concatenated in the order
+    p2gen.toolchain.RUNTIME_PARTS gives (bash scripts/amalgamate.sh rebuilds it), and every
+    file in runtime/src/ is one of the parts."""
+    from p2gen.toolchain import RUNTIME_PARTS, amalgamate
+    src = RUNTIME / "src"
+    assert sorted(p.name for p in src.glob("*.c")) == sorted(RUNTIME_PARTS)
+    assert (RUNTIME / "p2_runtime.c").read_text() == amalgamate(str(src)), \
+        "runtime/p2_runtime.c is not runtime/src/ concatenated: run bash scripts/amalgamate.sh"
+    # each part opens with its head comment (after the head itself)
+    for name in RUNTIME_PARTS[1:]:
+        assert (src / name).read_text().startswith("/* "), name
 
 
 def test_table_parser_sees_every_row():

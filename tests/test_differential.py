@@ -603,8 +603,11 @@ class OpGen:
                "purge": 1, "junk": 1, "sync": 1, "reopen": 1.5, "open2": 0.5, "insert_many": 3}
 
     def __init__(self, rng: random.Random, cm: ContainerModel, persistent: bool,
-                 profile: Optional[dict] = None):
+                 profile: Optional[dict] = None, slot_base: int = 0):
         self.rng = rng
+        # the harness's slots for this container's held cursors (hold / step / drop):
+        # slot_base and slot_base + 1, apart from other containers' in one harness
+        self.slot_base = slot_base
         self.cm = cm
         self.c = cm.name
         self.persistent = persistent
@@ -624,8 +627,9 @@ class OpGen:
         if not persistent:
             kinds.pop("sync")
         if any(li.layer.transactions for li in cm.info.mems):
-            # a journalled or record-logged memory: commits and aborts among the changes
-            kinds.update(commit=3.0, abort=2.0)
+            # a journalled or record-logged memory: commits and aborts among the changes,
+            # and cursors held open across an abort (with growth or not) or a commit
+            kinds.update(commit=3.0, abort=2.0, hold_abort=1.5, hold_commit=0.7)
         if not self.keys:
             kinds.pop("find")
         self.kinds = list(kinds)
@@ -739,6 +743,8 @@ class OpGen:
             return [Op("sync", "ok")]
         if kind in ("commit", "abort"):
             return [Op(kind, kind)]
+        if kind in ("hold_abort", "hold_commit"):
+            return self.hold_group(kind == "hold_abort")
         if kind == "open2":
             return [Op("open2 {dir}", "open2", {"busy": self.persistent})]
         # reopen: close, a few calls on the closed database, open again
@@ -761,6 +767,33 @@ class OpGen:
                    "closed"),
             ]))
         ops.append(Op("open {dir}", "open"))
+        return ops
+
+    def hold_group(self, abort: bool) -> list:
+        """One or two cursors opened and stepped a little (hold), then an abort (after
+        growth of the container, inserts that grow its slots, buckets or nodes, or none)
+        or a commit, then a step or two of each and drop. After the abort every step must
+        answer P2_ECLOSED (an abort closes every open cursor); a commit leaves them open,
+        each step going on with its walk."""
+        rng, c = self.rng, self.c
+        ops, slots = [], [self.slot_base + j for j in range(rng.randint(1, 2))]
+        for slot in slots:
+            name, hname, values, toks = self.cursor_with_params()
+            steps = rng.choice([0, 1, 2, 5, 40])
+            ops.append(Op(" ".join(["hold", str(slot), hname] + toks + [str(steps)]), "hold",
+                          {"slot": slot, "cursor": name, "params": values, "steps": steps}))
+        if abort:
+            for _ in range(rng.choice([0, 0, 3, 40])):
+                vals = self.record()
+                ops.append(Op(f"insert {c} " + " ".join(self.tok(f, v) for f, v in
+                                                        zip(self.fields, vals)),
+                              "insert", {"values": vals}))
+            ops.append(Op("abort", "abort"))
+        else:
+            ops.append(Op("commit", "commit"))
+        for _ in range(rng.randint(1, 2)):
+            ops += [Op(f"step {slot}", "step", {"slot": slot}) for slot in slots]
+        ops += [Op(f"drop {slot}", "drop", {"slot": slot}) for slot in slots]
         return ops
 
     def groups(self, n: int) -> list:
@@ -801,10 +834,43 @@ class Answers:
         return line
 
 
+class Held:
+    """A cursor held open across commands (the harness's hold / step / drop): the
+    elements its walk has still to meet, and whether an abort closed it."""
+
+    def __init__(self, name: str, rest: list):
+        self.name = name
+        self.rest = rest
+        self.closed = False
+
+    def take(self, cm: ContainerModel, rec: tuple) -> None:
+        """The walk met rec: one it had still to meet, and in order the first of them."""
+        if rec not in self.rest:
+            raise Mismatch(f"held cursor {self.name}: met {cm.show(rec)}, which does not "
+                           f"match or was met before")
+        k = cm.order_key(self.name)
+        if k is not None:
+            first = (max if cm.descending(self.name) else min)(r[k] for r in self.rest)
+            if rec[k] != first:
+                raise Mismatch(f"held cursor {self.name}: met {cm.show(rec)} before an "
+                               f"element whose {cm.fields[k]} is {first!r}")
+        self.rest.remove(rec)
+
+
 class Checker:
     def __init__(self, cm: ContainerModel):
         self.cm = cm
         self.types = cm.types
+        self.held: dict = {}       # slot -> Held (the harness's held cursors of cm)
+
+    def aborted(self) -> None:
+        """An abort closes every open cursor."""
+        for h in self.held.values():
+            h.closed = True
+
+    def closed(self) -> None:
+        """A close (and the end of a harness process) drops every held cursor."""
+        self.held.clear()
 
     def rec(self, line: str, tag: str) -> tuple:
         parts = line.split(" ")
@@ -892,6 +958,33 @@ class Checker:
         if k == "get":
             return self.expect(ans.next(), "err NOTFOUND")
         if k in ("ok", "commit", "abort"):     # run_ops tells every model of a commit or abort
+            return self.expect(ans.next(), "ok")
+        if k == "hold":
+            name, params, slot = a["cursor"], a["params"], a["slot"]
+            self.held.pop(slot, None)           # the harness drops what the slot held
+            if self.char_param_error(name, params):
+                return self.expect(ans.next(), "err ERANGE")
+            h = Held(name, cm.matches(name, self.norm_params(name, params)))
+            want = min(a["steps"], len(h.rest))
+            while True:
+                line = ans.next()
+                if line.startswith("held "):
+                    break
+                h.take(cm, self.rec(line, "rec"))
+            self.held[slot] = h
+            return self.expect(line, f"held {slot} {want}")
+        if k == "step":
+            h = self.held.get(a["slot"])
+            line = ans.next()
+            if h is None:        # its open failed, or a close dropped it
+                return self.expect(line, "err EINVAL")
+            if h.closed:         # the harness checks every other call of it says closed too
+                return self.expect(line, "err ECLOSED")
+            if not h.rest:
+                return self.expect(line, "end")
+            return h.take(cm, self.rec(line, "rec"))
+        if k == "drop":
+            self.held.pop(a["slot"], None)
             return self.expect(ans.next(), "ok")
         if k == "close":   # run_ops tells every model
             return self.expect(ans.next(), "ok")
@@ -1007,14 +1100,19 @@ class Checker:
 # ---------------------------------------------------------------------------
 def split_points(rng: random.Random, ops: list, parts: int) -> list:
     """Where new harness processes start (the database is open there): [0, ..., len]."""
-    ok, closed = [], False
+    ok, closed, held = [], False, set()
     for i, op in enumerate(ops):
-        if not closed and i > 0:
+        if not closed and i > 0 and not held:    # a held cursor lives in one process
             ok.append(i)
         if op.kind == "close":
             closed = True
+            held.clear()
         elif op.kind == "open":
             closed = False
+        elif op.kind == "hold":
+            held.add(op.args["slot"])
+        elif op.kind == "drop":
+            held.discard(op.args["slot"])
     picks = sorted(rng.sample(ok, min(parts - 1, len(ok))))
     return [0] + picks + [len(ops)]
 
@@ -1070,9 +1168,13 @@ def run_ops(exe: str, models: list, ops: list, workdir: Path, env: dict,
                 elif op.kind == "abort":
                     for cm in models:
                         cm.aborted()
+                    for ch in checkers.values():
+                        ch.aborted()
                 if op.kind == "close":
                     for cm in models:
                         cm.closed()
+                    for ch in checkers.values():
+                        ch.closed()
                 checkers[id(op.model)].step(op, ans)
             if is_open:
                 i = hi - 1
@@ -1089,6 +1191,8 @@ def run_ops(exe: str, models: list, ops: list, workdir: Path, env: dict,
         for cm in models:
             cm.committed()   # the harness closes at end of input, committing first
             cm.closed()
+        for ch in checkers.values():
+            ch.closed()
 
 
 def unrelocatable(layers: list) -> list:
@@ -1207,9 +1311,10 @@ def test_all_containers_interleaved(mem, builds, san_env, tmp_path):
     checked = build.built.checked
     rng = random.Random(f"interleaved/{mem}")
     streams = []
-    for info in checked.containers:
+    for i, info in enumerate(checked.containers):
         cm = ContainerModel(info, build.built.checked.plans)
-        gen = OpGen(rng, cm, cm.persistent, {"reopen": 0, "open2": 0, "sync": 0, "insert": 2.0})
+        gen = OpGen(rng, cm, cm.persistent, {"reopen": 0, "open2": 0, "sync": 0, "insert": 2.0},
+                    slot_base=2 * i)
         streams.append(gen.ops(150))
     models = [s[0].model for s in streams]
     ops: list = []

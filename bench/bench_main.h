@@ -1,12 +1,16 @@
 // bench_main.h -- what the benchmark binaries' main() functions share (bench/tpcb/tpcb_main.cc,
 // bench/oo7/oo7_main.cc, bench/range/range_main.cc, bench/labflow/labflow_main.cc): handing
-// argv to Google Benchmark, a scratch directory for the database files, comma lists for the
-// JSON context.
+// argv to Google Benchmark, a scratch directory for the database files (made, removed),
+// comma lists for the JSON context.
 #pragma once
 
 #include <benchmark/benchmark.h>
+#include <dirent.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstring>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
@@ -44,6 +48,33 @@ template <class T>
 T &the() {
     static T t;
     return t;
+}
+
+// dir and everything below it removed (what cannot be is left)
+inline void remove_tree(const std::string &dir) {
+    if (DIR *d = opendir(dir.c_str())) {
+        while (dirent *e = readdir(d)) {
+            if (!std::strcmp(e->d_name, ".") || !std::strcmp(e->d_name, "..")) continue;
+            std::string p = dir + "/" + e->d_name;
+            struct stat sb;
+            if (lstat(p.c_str(), &sb) == 0 && S_ISDIR(sb.st_mode)) remove_tree(p);
+            else ::unlink(p.c_str());
+        }
+        closedir(d);
+    }
+    ::rmdir(dir.c_str());
+}
+
+// The directory the database files go in: dir as given (made if need be), or, dir empty, a
+// fresh one (temp_dir) that dir and root (what main removes at exit) are set to; false if
+// it cannot be made (main exits 2).
+inline bool scratch_dir(const char *prog, const char *stem, std::string &dir, std::string &root) {
+    if (!dir.empty()) {
+        ::mkdir(dir.c_str(), 0755);
+        return true;
+    }
+    dir = root = temp_dir(prog, stem);
+    return !dir.empty();
 }
 
 // "a,b,c": the items (anything a stream writes) joined by commas

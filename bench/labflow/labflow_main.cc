@@ -1533,19 +1533,7 @@ bool dir_is_empty(const std::string &dir) {
     return empty;
 }
 
-void remove_tree(const std::string &dir) {
-    if (DIR *d = opendir(dir.c_str())) {
-        while (dirent *e = readdir(d)) {
-            if (!std::strcmp(e->d_name, ".") || !std::strcmp(e->d_name, "..")) continue;
-            std::string p = dir + "/" + e->d_name;
-            struct stat sb;
-            if (lstat(p.c_str(), &sb) == 0 && S_ISDIR(sb.st_mode)) remove_tree(p);
-            else ::unlink(p.c_str());
-        }
-        closedir(d);
-    }
-    ::rmdir(dir.c_str());
-}
+using benchmain::remove_tree;
 
 }  // namespace
 

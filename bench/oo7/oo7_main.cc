@@ -245,20 +245,7 @@ oo7::Counts expected_counts(const oo7::Params &p) {
 // ---------------------------------------------------------------------------------------
 // files, caches and counters
 
-void remove_dir(const std::string &dir) {
-    DIR *d = opendir(dir.c_str());
-    if (d) {
-        while (struct dirent *e = readdir(d)) {
-            if (!std::strcmp(e->d_name, ".") || !std::strcmp(e->d_name, "..")) continue;
-            std::string p = dir + "/" + e->d_name;
-            struct stat sb;
-            if (lstat(p.c_str(), &sb) == 0 && S_ISDIR(sb.st_mode)) remove_dir(p);
-            else ::unlink(p.c_str());
-        }
-        closedir(d);
-    }
-    ::rmdir(dir.c_str());
-}
+void remove_dir(const std::string &dir) { benchmain::remove_tree(dir); }
 
 std::string sanitize(const std::string &s) {
     std::string o;
@@ -1298,14 +1285,7 @@ int main(int argc, char **argv) {
         g_self = n > 0 ? std::string(buf, (size_t)n) : std::string(argv[0]);
     }
 
-    if (!benchmain::init(argc, argv)) return 2;
-
-    if (c.dir.empty()) {
-        c.dir = g_tmp_root = benchmain::temp_dir("oo7", "oo7");
-        if (c.dir.empty()) return 2;
-    } else {
-        ::mkdir(c.dir.c_str(), 0755);
-    }
+    if (!benchmain::init(argc, argv) || !benchmain::scratch_dir("oo7", "oo7", c.dir, g_tmp_root)) return 2;
 
     std::vector<std::string> labels;
     for (const oo7::System &s : reg) labels.push_back(sys_label(s));

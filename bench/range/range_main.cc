@@ -214,13 +214,8 @@ int main(int argc, char **argv) {
         std::cerr << "range_bench: --range_rows must be 1 .. 2^32-1\n";
         return 2;
     }
-    if (!benchmain::init(argc, argv)) return 2;
-    if (cfg.dir.empty()) {
-        cfg.dir = g_tmp_root = benchmain::temp_dir("range_bench", "range");
-        if (cfg.dir.empty()) return 2;
-    } else {
-        ::mkdir(cfg.dir.c_str(), 0755);
-    }
+    if (!benchmain::init(argc, argv) || !benchmain::scratch_dir("range_bench", "range", cfg.dir, g_tmp_root))
+        return 2;
     benchmark::AddCustomContext("range_rows", std::to_string(cfg.rows));
     benchmark::AddCustomContext("range_lengths", benchmain::join(cfg.lengths));
     benchmark::AddCustomContext("range_seed", std::to_string(cfg.seed));

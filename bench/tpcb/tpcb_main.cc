@@ -119,18 +119,7 @@ void dir_bytes(const std::string &dir, uint64_t *size, uint64_t *allocated) {
     closedir(d);
 }
 
-void remove_dir(const std::string &dir) {
-    DIR *d = opendir(dir.c_str());
-    if (d) {
-        while (struct dirent *e = readdir(d)) {
-            if (!std::strcmp(e->d_name, ".") || !std::strcmp(e->d_name, "..")) continue;
-            std::string p = dir + "/" + e->d_name;
-            ::unlink(p.c_str());
-        }
-        closedir(d);
-    }
-    ::rmdir(dir.c_str());
-}
+void remove_dir(const std::string &dir) { benchmain::remove_tree(dir); }
 
 std::string make_run_dir(const std::string &name) {
     std::string d = config().dir + "/" + name;
@@ -210,14 +199,8 @@ int main(int argc, char **argv) {
         return 0;
     }
 
-    if (!benchmain::init(argc, argv)) return 2;
-
-    if (cfg.dir.empty()) {
-        cfg.dir = tpcb::g_tmp_root = benchmain::temp_dir("tpcb", "tpcb");
-        if (cfg.dir.empty()) return 2;
-    } else {
-        ::mkdir(cfg.dir.c_str(), 0755);
-    }
+    if (!benchmain::init(argc, argv) || !benchmain::scratch_dir("tpcb", "tpcb", cfg.dir, tpcb::g_tmp_root))
+        return 2;
 
     benchmark::AddCustomContext("tpcb_sf", benchmain::join(cfg.sfs));
     benchmark::AddCustomContext("tpcb_accounts", std::to_string(cfg.accounts));

@@ -6,11 +6,16 @@ pass's output and changes nothing it was given:
     parser.py   spec text -> model.Spec            (ANTLR grammar in grammar/)
     check.py    model.Spec -> ir.CheckedSpec       (names, types, realms, layer parameters)
     plan.py     CheckedSpec -> planned copy        (an access path per cursor and find)
-    render.py   planned spec -> <prefix>.h, .c     (Jinja2: templates/ and p2gen.layers)
-    build.py    the passes as one call; the C compiler
+    render.py   planned spec -> <prefix>.h, .c     (emit; Jinja2: templates/, p2gen.layers)
+    names.py    the emitted C -> refused or not    (names it defines twice, or clashing)
+    build.py    the passes in that order, then write and compile (build.emit_spec)
 
-Beside the pipeline: cli.py (the command line), cnames.py (names the generated C
-defines, for the checker), harness.py / verify.py / recover.py (generated programs that
+toolchain.py is the toolbox under all of them (the compiler command, the runtime's files
+and its cached object, the user's cache, atomic writes): no pass imports build.py, and a
+test (tests/test_import_graph.py) fails on any import cycle in the package.
+
+Beside the pipeline: cli.py (the command line), cnames.py (reading back the names C
+defines, for the names pass), harness.py / verify.py / recover.py (generated programs that
 drive, check and repair a spec's files), pybind.py (`--python`: the CFFI extension and
 the module users import). Elsewhere in the package: p2gen.layers (one signature and one
 C template per layer), p2gen.runtime (the hand-written C every output links, and pyapi,

@@ -1,56 +1,61 @@
-"""The pipeline as one call per step: load (parse, check, plan), generate (render and
-write), compile (the C compiler, and CFFI for --python)."""
+"""The pipeline, in the order its passes run:
+
+    parse -> check -> plan -> emit -> names -> write     (then compile)
+
+`emit_spec` runs the passes up to names and returns the planned spec with its emitted
+header and source; `load` keeps only the spec (p2gen check, explain); `generate` writes
+what was emitted, with the runtime beside it; `compile_objects` compiles it into
+lib<prefix>.a. The toolbox (the compiler, the runtime's files, atomic writes) is
+toolchain.py, which no pass imports this module for."""
 from __future__ import annotations
 
 import os
 import shutil
 import time
-from dataclasses import dataclass, field
 from typing import Optional
 
-from .check import check, check_generated_names
-from .ir import CheckedSpec
+from .check import check
 from .errors import EnvError, os_reason
+from .ir import CheckedSpec, Generated
+from .names import check_generated_names
 from .parser import parse_file
 from .plan import plan
 from .render import render
-# the toolbox lives in toolchain.py; these names stay importable from here
+# these names stay importable from here for the programs built on the pipeline
 from .toolchain import (DEFAULT_CFLAGS, RUNTIME_DIR, RUNTIME_FILES, cc_command,  # noqa: F401
                         copy_runtime, run_cc, runtime_object_in, write_if_changed)
 
 
+def emit_spec(spec_path: str, prefix: Optional[str] = None,
+              line_directives: bool = False) -> tuple:
+    """(checked spec, header, source): parse, check, plan, emit and the names pass, in
+    that order. Raises SpecError/SpecErrors on bad input."""
+    checked = plan(check(parse_file(spec_path), prefix))            # parse, check, plan
+    spec_file = os.path.basename(spec_path)
+    header, source = render(checked, spec_file)                      # emit
+    check_generated_names(checked, spec_file, (header, source))      # names
+    if line_directives:      # the same C with #line marks into the templates
+        header, source = render(checked, spec_file, line_directives=True)
+    return checked, header, source
+
+
 def load(spec_path: str, prefix: Optional[str] = None) -> CheckedSpec:
-    """Parse, check and plan a spec file; raises SpecError/SpecErrors on bad input."""
-    checked = plan(check(parse_file(spec_path), prefix))
-    check_generated_names(checked)
-    return checked
-
-
-@dataclass
-class Generated:
-    checked: CheckedSpec
-    out_dir: str
-    header: str
-    source: str
-    runtime: list = field(default_factory=list)
-    seconds: float = 0.0
-
-    @property
-    def prefix(self) -> str:
-        return self.checked.prefix
+    """Parse, check and plan a spec file, and run the names pass over what it emits;
+    raises SpecError/SpecErrors on bad input."""
+    return emit_spec(spec_path, prefix)[0]
 
 
 def generate(spec_path: str, out_dir: str, prefix: Optional[str] = None,
              line_directives: bool = False) -> Generated:
-    """Render the spec's header and source into out_dir, with the runtime beside them.
-    line_directives: #line directives point the compiler's messages into the templates."""
+    """The passes, then write: the spec's header and source into out_dir, with the
+    runtime beside them. line_directives: #line directives point the compiler's messages
+    into the templates."""
     t0 = time.perf_counter()
-    checked = load(spec_path, prefix)
-    header, source = render(checked, os.path.basename(spec_path), line_directives)
+    checked, header, source = emit_spec(spec_path, prefix, line_directives)
     h = os.path.join(out_dir, f"{checked.prefix}.h")
     c = os.path.join(out_dir, f"{checked.prefix}.c")
     rt = []
-    try:
+    try:                                                             # write
         os.makedirs(out_dir, exist_ok=True)
         write_if_changed(h, header)
         write_if_changed(c, source)

@@ -19,9 +19,8 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable, Optional, Sequence, Union
 
-from .build import Generated
 from .toolchain import cc_command, run_cc, runtime_object
-from .ir import CheckedSpec
+from .ir import CheckedSpec, Generated
 from .errors import BuildError, EnvError, os_reason
 from .model import FieldType
 from .render import jinja_env, cursor_view, names

@@ -377,3 +377,20 @@ class CheckedSpec:
 
     def container(self, name: str) -> Optional[ContainerInfo]:
         return next((c for c in self.containers if c.name == name), None)
+
+
+# ---------------------------------------------------------------------------
+# What the pipeline writes (build.generate)
+# ---------------------------------------------------------------------------
+@dataclass
+class Generated:
+    checked: CheckedSpec
+    out_dir: str
+    header: str
+    source: str
+    runtime: list = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def prefix(self) -> str:
+        return self.checked.prefix

@@ -909,7 +909,6 @@ class Renderer:
         (`p2gen verify`)."""
         if self.recover:
             return self.recover_main()
-        from .verify import render_verifier
         return render_verifier(self.checked, self.spec_file)
 
     def recover_main(self) -> str:
@@ -923,6 +922,46 @@ class Renderer:
         # the mem layers' hooks come from this renderer's environment: with line directives
         # on, their text carries line marks, which this program (not line-mapped) drops
         return _MARK.sub("", text)
+
+
+# ---------------------------------------------------------------------------
+# The integrity checker's program (`p2gen verify`; verify.py builds and runs it)
+# ---------------------------------------------------------------------------
+def _map_context(checked: CheckedSpec) -> list:
+    """Per persistent container: which bytes the check depends on (see --map), as each
+    layer declares them (layers/base.py: ElemField.weak, reference_blocks, column_blocks, slot_map,
+    role_reference_blocks)."""
+    r = Renderer(checked, "")
+    out = []
+    for info in checked.containers:
+        if not info.persistent:
+            continue
+        root_fields, elem_fields, role_fields, vecs, blocks, columns = [], [], [], [], [], []
+        slots = info.storage.layer.slot_map(info.storage)
+        for li in info.chain:
+            root_fields += [("O" if f.weak else "L", f.name) for f in li.layer.root_fields(li)]
+            if li is not info.storage or slots is None:   # else mapped slot by slot
+                elem_fields += [("O" if f.weak else "L", f.name)
+                                for f in li.layer.elem_fields(li)]
+            blocks += li.layer.reference_blocks(li)
+            columns += li.layer.column_blocks(li)
+        for role in info.roles:
+            role_fields += [("O" if f.weak else "L", f.name)
+                            for f in role.rel.layer.role_fields(role)]
+            vecs += role.rel.layer.role_reference_blocks(role)
+        out.append({"info": info, "seg": r.seg_index(info), "root_fields": root_fields,
+                    "elem_fields": elem_fields, "role_fields": role_fields, "vecs": vecs,
+                    "blocks": blocks, "columns": columns, "slots": slots, "link": container_links(info),
+                    "texts": [f.name for f in info.text_fields]})
+    return out
+
+
+def render_verifier(checked: CheckedSpec, spec_file: str) -> str:
+    r = Renderer(checked, spec_file)
+    return jinja_env().get_template("verify_main.c.j2").render(
+        S=checked, spec_file=spec_file, files=r.files(), maps=_map_context(checked),
+        names=names, c_string=c_string)
+
 
 
 # ---------------------------------------------------------------------------

@@ -21,8 +21,7 @@ from typing import Optional, Sequence
 from .build import generate
 from .toolchain import RUNTIME_DIR, cache_dir, cc_command, run_cc, runtime_object
 from .errors import EnvError, os_reason
-from .ir import CheckedSpec
-from .render import Renderer, jinja_env, c_string, container_links, names
+from .render import render_verifier  # noqa: F401  (the checker's C: rendered with the spec)
 
 VERIFY_CFLAGS = ("-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror")
 SANITIZE_CFLAGS = ("-fsanitize=address,undefined", "-fno-omit-frame-pointer",
@@ -44,42 +43,6 @@ def _sources_digest() -> str:
             if path.suffix in (".py", ".j2", ".c", ".h") and path.is_file():
                 h.update(path.name.encode() + b"\0" + path.read_bytes())
     return h.hexdigest()
-
-
-def _map_context(checked: CheckedSpec) -> list:
-    """Per persistent container: which bytes the check depends on (see --map), as each
-    layer declares them (layers/base.py: ElemField.weak, reference_blocks, column_blocks, slot_map,
-    role_reference_blocks)."""
-    r = Renderer(checked, "")
-    out = []
-    for info in checked.containers:
-        if not info.persistent:
-            continue
-        root_fields, elem_fields, role_fields, vecs, blocks, columns = [], [], [], [], [], []
-        slots = info.storage.layer.slot_map(info.storage)
-        for li in info.chain:
-            root_fields += [("O" if f.weak else "L", f.name) for f in li.layer.root_fields(li)]
-            if li is not info.storage or slots is None:   # else mapped slot by slot
-                elem_fields += [("O" if f.weak else "L", f.name)
-                                for f in li.layer.elem_fields(li)]
-            blocks += li.layer.reference_blocks(li)
-            columns += li.layer.column_blocks(li)
-        for role in info.roles:
-            role_fields += [("O" if f.weak else "L", f.name)
-                            for f in role.rel.layer.role_fields(role)]
-            vecs += role.rel.layer.role_reference_blocks(role)
-        out.append({"info": info, "seg": r.seg_index(info), "root_fields": root_fields,
-                    "elem_fields": elem_fields, "role_fields": role_fields, "vecs": vecs,
-                    "blocks": blocks, "columns": columns, "slots": slots, "link": container_links(info),
-                    "texts": [f.name for f in info.text_fields]})
-    return out
-
-
-def render_verifier(checked: CheckedSpec, spec_file: str) -> str:
-    r = Renderer(checked, spec_file)
-    return jinja_env().get_template("verify_main.c.j2").render(
-        S=checked, spec_file=spec_file, files=r.files(), maps=_map_context(checked),
-        names=names, c_string=c_string)
 
 
 def build_verifier(spec: str, cache_dir: Optional[str] = None, prefix: Optional[str] = None,

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 
 from p2gen import render as render_mod
-from p2gen.check import check, check_generated_names
+from p2gen.check import check
+from p2gen.names import check_generated_names
 from p2gen.errors import P2Error, SpecError, SpecErrors
 from p2gen.parser import parse
 from p2gen.plan import explain, plan

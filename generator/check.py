@@ -15,6 +15,7 @@ import re
 from typing import Optional
 
 from . import layers as layer_library
+from .cnames import C_KEYWORDS   # C11 and GNU keywords: one list
 from .errors import SpecError, SpecErrors
 from .ir import (CheckedSpec, ContainerInfo, CursorInfo, FileInfo, LayerInstance, RelInfo,
                  RoleInfo, show_value)
@@ -32,12 +33,6 @@ MAX_FILE_NAME = 4095
 MAX_RECORD_BYTES = 1 << 16
 
 FORMAT_VERSION = 1  # bump when generated layouts change meaning; part of the fingerprint
-
-C_KEYWORDS = set("""auto break case char const continue default do double else enum extern
-float for goto if inline int long register restrict return short signed sizeof static struct
-switch typedef union unsigned void volatile while _Bool _Complex _Imaginary bool true false
-NULL""".split())
-
 
 # Role names that would collide with the generated API of the container.
 RESERVED_ROLES = {"insert", "get", "at", "update", "delete", "reserve", "count", "purge",

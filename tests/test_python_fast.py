@@ -4,6 +4,7 @@ spec's extension. They must give what the Python paths give (the same Records, t
 exceptions), keep the database's lock and closed state, and a module without them (an
 extension built before, PyPy) must keep working on the Python paths.
 """
+import subprocess
 import sys
 import threading
 
@@ -720,3 +721,24 @@ def test_role_threads(mod):
         assert errors == []
         assert sum(o.things.count(x) for x in o) == 200
         assert d.verify() == []
+
+
+def test_fast_path_c_compiles_by_itself(tmp_path, cc):
+    """templates/pyfast.c, the binding's spec-independent C, compiles on its own under
+    -Wall -Wextra -Werror: with no spec's tables at its fence (what fast_c gives a spec
+    without containers), after only Python.h and the runtime's header."""
+    import sysconfig
+    import types
+    from p2gen.pyfast import FENCE, fast_c, fast_c_parts
+    from p2gen.toolchain import RUNTIME_DIR
+    before, after = fast_c_parts()
+    assert before and after and FENCE not in before + after
+    text = fast_c(types.SimpleNamespace(prefix="t", containers=[], relationships=[], files=[]))
+    src = tmp_path / "fast_alone.c"
+    src.write_text('#define PY_SSIZE_T_CLEAN\n#include <Python.h>\n#include "p2_runtime.h"\n'
+                   + text)
+    proc = subprocess.run([cc, "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-fPIC",
+                           "-I", sysconfig.get_paths()["include"], "-I", RUNTIME_DIR,
+                           "-c", str(src), "-o", str(tmp_path / "fast_alone.o")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr

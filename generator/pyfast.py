@@ -80,119 +80,52 @@ def _kind(t) -> str:
 
 def fast_c(checked: CheckedSpec) -> str:
     """The C of the fast module of a spec (compiled in its CFFI extension, after the
-    generated header and pybind.helpers_c)."""
+    generated header and pybind.helpers_c): templates/pyfast.c with the spec's tables
+    (templates/pyfast_tables.c.j2) at its fence."""
+    from .render import jinja_env
     p = checked.prefix
     # a mem layer's write guard (the journal's: its page-fault handler back on top), called
     # before every write of the fast path
     guards = sorted({li.layer.write_guard for f in getattr(checked, "files", ())
                      for li in getattr(f, "mems", ()) if getattr(li.layer, "write_guard", None)})
-    out = [f'#define P2F_MODULE "_{p}_fast"', f"#define P2F_STACK_MAX {STACK_MAX}",
-           f"#define P2F_API {API}",
-           f"#define P2F_ITER_MAX {ITER_MAX}   /* larger role iterators keep the Python walks */"]
-    before, after = fast_c_parts()
-    out.append(before)
-    if guards:
-        calls = " ".join(f"if ((rc = {p}_{g}(db)) != 0) return rc;" for g in guards[:-1])
-        last = f"return {p}_{guards[-1]}(db);"
-        out.append(f"static int p2f__guard(void *db) {{ {'int rc; ' + calls + ' ' if calls else ''}{last} }}")
-    tables = []
+    containers = []
     for info in checked.containers:
         if info.text_fields:
             continue
-        cp = info.p
         R = f"{p}_{info.record.name}"
-        ok = f"sizeof({R}) <= P2F_STACK_MAX"
+        names = [f.name for f in info.record.fields]
         fields = []
         for f in info.record.fields:
             t = f.type
             lo = t.min_value if t.kind == "int" and t.target is None else 0
             hi = t.max_value if t.kind == "int" else 0
-            lo_c = f"INT64_MIN" if lo == -(1 << 63) else f"{lo}LL"
-            fields.append(f'    {{"{f.name}", {_kind(t)}, offsetof({R}, {f.name}), '
-                          f"sizeof((({R} *)0)->{f.name}), {lo_c}, {hi}ULL}},")
-        out += [f"/* container {info.name} */",
-                f"static const p2f_field p2f__{cp}_fields[] = {{", *fields, "};",
-                f"static int p2f__{cp}_insert(void *db, const void *rec, uint64_t *ref)",
-                f"{{ return {cp}_insert(db, rec, ref); }}",
-                f"static int p2f__{cp}_get(void *db, uint64_t ref, void *out)",
-                f"{{ return {cp}_get(db, ref, out); }}"]
+            fields.append({"name": f.name, "kind": _kind(t), "hi": hi,
+                           "lo": "INT64_MIN" if lo == -(1 << 63) else f"{lo}LL"})
         keys = info.field_keys()
-        key = -1
-        fns = ["NULL", "NULL", "NULL"]
+        k = None
         if len(keys) == 1:
             kf = info.record.field(keys[0])
             if kf.type.kind == "int" and kf.type.target is None:
                 k = keys[0]
-                key = [f.name for f in info.record.fields].index(k)
-                out += [f"static int p2f__{cp}_find(void *db, const void *kr, void *out, "
-                        f"uint64_t *ref)",
-                        f"{{ return p2py__{cp}_findrec_{k}(db, (({R} const *)kr)->{k}, out, ref); }}",
-                        f"static int p2f__{cp}_upd(void *db, const void *kr, const void *vals, "
-                        f"const unsigned char *mask, void *out, uint64_t *ref)",
-                        f"{{ return p2py__{cp}_updkey_{k}(db, (({R} const *)kr)->{k}, vals, mask, "
-                        f"out, ref); }}",
-                        f"static int p2f__{cp}_del(void *db, const void *kr, uint64_t *ref)",
-                        f"{{ return p2py__{cp}_delkey_{k}(db, (({R} const *)kr)->{k}, ref); }}"]
-                fns = [f"p2f__{cp}_find", f"p2f__{cp}_upd", f"p2f__{cp}_del"]
-        guard = f"p2f__guard" if guards else "NULL"
-        names = [f.name for f in info.record.fields]
-        kidx = ", ".join(str(names.index(k)) for k in keys) or "-1"
-        out += [f"static const int p2f__{cp}_keys[] = {{ {kidx} }};",
-                f"static int p2f__{cp}_update(void *db, uint64_t *ref, const void *rec)",
-                f"{{ return {cp}_update(db, ref, rec); }}",
-                f"static int p2f__{cp}_delete(void *db, uint64_t ref)",
-                f"{{ return {cp}_delete(db, ref); }}"]
-        tables.append(f'    {{ {ok} ? "{info.name}" : NULL, sizeof({R}), '
-                      f"(int)(sizeof p2f__{cp}_fields / sizeof p2f__{cp}_fields[0]), "
-                      f"p2f__{cp}_fields, {key}, p2f__{cp}_insert, p2f__{cp}_get, {', '.join(fns)}, "
-                      f"{guard}, {len(keys)}, p2f__{cp}_keys, p2f__{cp}_update, "
-                      f"p2f__{cp}_delete }},")
-    if not tables:
-        tables.append("    { NULL, 0, 0, NULL, -1, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL, "
-                      "NULL, NULL },")
-    out += ["static const p2f_container p2f_containers[] = {", *tables, "};"]
-    out += _roles_c(checked)
-    out.append(after)
-    return "\n".join(out)
-
-
-def _roles_c(checked: CheckedSpec) -> list:
-    """The table of the spec's roles whose containers both have C paths (records without
-    text fields), and their adapters."""
-    p = checked.prefix
-    out, rows = [], []
+        cp = info.p
+        containers.append({
+            "name": info.name, "cp": cp, "R": R, "fields": fields, "k": k,
+            "key": names.index(k) if k else -1,
+            "fns": ([f"p2f__{cp}_find", f"p2f__{cp}_upd", f"p2f__{cp}_del"] if k
+                    else ["NULL", "NULL", "NULL"]),
+            "nkeys": len(keys), "kidx": ", ".join(str(names.index(x)) for x in keys) or "-1"})
+    roles = []
     for rel in checked.relationships:
         for role in rel.roles:
             if role.container.text_fields or role.partner.container.text_fields:
                 continue
-            rp = role.p
-            name = f'"{role.container.name}", "{role.name}"'
-            if role.many:
-                it = f"{rp}_iter"
-                out += [f"/* role {role.container.name}.{role.name} (many) */",
-                        f"static int p2f__{rp}_open(void *db, void *it, uint64_t owner)",
-                        f"{{ return {rp}_open(db, it, owner); }}",
-                        f"static int p2f__{rp}_fetch(void *db, void *it, uint64_t *refs, "
-                        f"void *recs, int max, int *n)",
-                        f"{{ return p2py__{rp}_open_fetch(db, it, ({p}_ref *)refs, recs, max, n); }}",
-                        f"static uint64_t p2f__{rp}_count(void *db, uint64_t owner)",
-                        f"{{ return {rp}_count(db, owner); }}",
-                        f"static int p2f__{rp}_add(void *db, uint64_t owner, uint64_t member)",
-                        f"{{ return {rp}_add(db, owner, member); }}",
-                        f"static int p2f__{rp}_remove(void *db, uint64_t owner, uint64_t member)",
-                        f"{{ return {rp}_remove(db, owner, member); }}"]
-                rows.append(f"    {{ sizeof({it}) <= P2F_ITER_MAX ? \"{role.container.name}\" : NULL, "
-                            f'"{role.name}", 1, p2f__{rp}_open, p2f__{rp}_fetch, p2f__{rp}_count, '
-                            f"p2f__{rp}_add, p2f__{rp}_remove, NULL, NULL }},")
-            else:
-                setter = f"{role.container.p}_set_{role.name}"
-                out += [f"/* role {role.container.name}.{role.name} (one) */",
-                        f"static uint64_t p2f__{rp}_get(void *db, uint64_t x)",
-                        f"{{ return {rp}(db, x); }}",
-                        f"static int p2f__{rp}_set(void *db, uint64_t x, uint64_t partner)",
-                        f"{{ return {setter}(db, x, partner); }}"]
-                rows.append(f"    {{ {name}, 0, NULL, NULL, NULL, NULL, NULL, p2f__{rp}_get, "
-                            f"p2f__{rp}_set }},")
-    if not rows:
-        rows.append("    { NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL },")
-    return out + ["static const p2f_role_t p2f_roles[] = {", *rows, "};"]
+            roles.append({"container": role.container.name, "name": role.name, "rp": role.p,
+                          "many": role.many,
+                          "setter": f"{role.container.p}_set_{role.name}"})
+    tables = jinja_env().get_template("pyfast_tables.c.j2").render(
+        p=p, guards=guards, containers=containers, roles=roles)
+    before, after = fast_c_parts()
+    return "\n".join([f'#define P2F_MODULE "_{p}_fast"', f"#define P2F_STACK_MAX {STACK_MAX}",
+                      f"#define P2F_API {API}",
+                      f"#define P2F_ITER_MAX {ITER_MAX}   /* larger role iterators keep the "
+                      f"Python walks */", before, tables.rstrip("\n"), after])

@@ -188,104 +188,31 @@ def helpers_c(checked: CheckedSpec, declare: bool = False) -> str:
     Each returns the last code (P2_OK when max rows came, else P2_END or the error) and
     the number of rows in *n.
     """
+    from .render import jinja_env
     p = checked.prefix
-    out = []
-
-    def fn(sig: str, body: list) -> None:
-        out.append(f"{sig};" if declare else f"static {sig} {{")
-        if not declare:
-            out.extend(body)
-            out.append("}")
-
+    containers = []
     for info in checked.containers:
-        R = f"{p}_{info.record.name}"
         allc = info.all_cursor
-        fn(f"int p2py__{info.p}_copy({p}_db *db, {R} *out, uint64_t max, uint64_t *n)",
-           [f"    {_cursor_type(allc)} cur;",
-            "    uint64_t i = 0;",
-            f"    int rc = {allc.p}_open(db, &cur);",
-            "    if (rc != P2_OK) { *n = 0; return rc; }",
-            f"    while (i < max && (rc = {allc.p}_next(&cur)) == P2_OK) {{",
-            f"        const {R} *r = {allc.p}_get(&cur);",
-            "        if (r == NULL) { rc = P2_EINVAL; break; }",
-            "        out[i++] = *r;",
-            "    }",
-            f"    {allc.p}_close(&cur);",
-            "    *n = i;",
-            "    return rc == P2_END || i == max ? P2_OK : rc;"])
-        cfields = [f for f in info.record.fields if f.type.kind == "char"]
-        if cfields:
-            body = ["    uint64_t i;", "    const char *s, *z, *end;", "    for (i = 0; i < count; i++) {"]
-            for k, f in enumerate(cfields):
-                body += [f"        s = recs[i].{f.name};",
-                         f"        end = s + {f.type.length};",
-                         f"        for (z = memchr(s, 0, {f.type.length}); z && z < end; z++)",
-                         f"            if (*z) {{ *row = i; *field = {k}; return P2_ERANGE; }}"]
-            body += ["    }"]
-        else:
-            body = ["    (void)recs; (void)count;"]
-        body += ["    *row = 0;", "    *field = -1;", "    return P2_OK;"]
-        fn(f"int p2py__{info.p}_check_chars(const {R} *recs, uint64_t count, uint64_t *row, "
-           f"int *field)", body)
-        for key in info.field_keys():   # a composite key's find: called from Python itself
-            f = info.record.field(key)
-            fn(f"int p2py__{info.p}_findrec_{key}({p}_db *db, {_arg(f.type, 'key', p)}, "
-               f"{R} *out, {p}_ref *ref)",
-               [f"    int rc = {info.p}_find_{key}(db, key, ref);",
-                "    if (rc != P2_OK) return rc;",
-                f"    return {info.p}_get(db, *ref, out);"])
-            fn(f"int p2py__{info.p}_updkey_{key}({p}_db *db, {_arg(f.type, 'key', p)}, "
-               f"const {R} *vals, const unsigned char *mask, {R} *out, {p}_ref *ref)",
-               [f"    int rc = {info.p}_find_{key}(db, key, ref);",
-                "    if (rc != P2_OK) return rc;",
-                f"    rc = {info.p}_get(db, *ref, out);",
-                "    if (rc != P2_OK) return rc;",
-                "    unsigned char *o = (unsigned char *)out;",
-                "    const unsigned char *v = (const unsigned char *)vals;",
-                "    for (size_t i = 0; i < sizeof *out; i++)",
-                "        if (mask[i]) o[i] = v[i];",
-                f"    return {info.p}_update(db, ref, out);"])
-            fn(f"int p2py__{info.p}_delkey_{key}({p}_db *db, {_arg(f.type, 'key', p)}, "
-               f"{p}_ref *ref)",
-               [f"    int rc = {info.p}_find_{key}(db, key, ref);",
-                "    if (rc != P2_OK) return rc;",
-                f"    return {info.p}_delete(db, *ref);"])
-        for k in _public_cursors(info):
-            t = _cursor_type(k)
-            fn(f"int p2py__{k.p}_fetch({t} *cur, {R} *recs, {p}_ref *refs, {t} *snaps, "
-               f"int max, int *n)",
-               ["    int i = 0, rc = P2_OK;",
-                "    for (; i < max; i++) {",
-                f"        rc = {k.p}_next(cur);",
-                "        if (rc != P2_OK) break;",
-                f"        const {R} *r = {k.p}_get(cur);",
-                "        if (r == NULL) { rc = P2_EINVAL; break; }",
-                "        recs[i] = *r;",
-                f"        refs[i] = {k.p}_ref(cur);",
-                "        snaps[i] = *cur;",
-                "    }",
-                "    *n = i;",
-                "    return rc;"])
+        containers.append({
+            "cp": info.p, "R": f"{p}_{info.record.name}", "all": allc.p,
+            "all_type": _cursor_type(allc),
+            "chars": [{"name": f.name, "length": f.type.length}
+                      for f in info.record.fields if f.type.kind == "char"],
+            # a composite key's find: called from Python itself
+            "key_fields": [{"name": key, "arg": _arg(info.record.field(key).type, "key", p)}
+                     for key in info.field_keys()],
+            "cursors": [{"p": k.p, "t": _cursor_type(k)} for k in _public_cursors(info)]})
+    roles = []
     for rel in checked.relationships:
         for role in rel.roles:
-            if not role.many:
-                continue
-            c = _role_c(role)
-            PR = f"{p}_{role.partner.container.record.name}"
-            fn(f"int p2py__{c['open']}_fetch({p}_db *db, {c['iter']} *it, {p}_ref *refs, "
-               f"{PR} *recs, int max, int *n)",
-               ["    int i = 0, rc = P2_OK;",
-                "    for (; i < max; i++) {",
-                f"        rc = {c['next']}(it, &refs[i]);",
-                "        if (rc != P2_OK) break;",
-                "        if (recs != NULL) {",
-                f"            rc = {role.partner.container.p}_get(db, refs[i], &recs[i]);",
-                "            if (rc != P2_OK) break;",
-                "        }",
-                "    }",
-                "    *n = i;",
-                "    return rc;"])
-    return "\n".join(out)
+            if role.many:
+                c = _role_c(role)
+                roles.append({"open": c["open"], "iter": c["iter"], "next": c["next"],
+                              "PR": f"{p}_{role.partner.container.record.name}",
+                              "partner": role.partner.container.p})
+    text = jinja_env().get_template("pybind_helpers.c.j2").render(
+        p=p, declare=declare, containers=containers, roles=roles)
+    return text[:-1] if text.endswith("\n") else text
 
 
 def _field_desc(name: str, t: FieldType) -> dict:

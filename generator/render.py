@@ -55,6 +55,9 @@ def make_env(template_dirs: tuple, line_marks: bool = False) -> jinja2.Environme
     # is (open or close a comment, end a line, splice lines, make a trigraph) stops the
     # render instead of reaching the compiler. Spec text must go through c_text first.
     env.finalize = _finalize
+    # `{{ caller()|composed }}`: a macro's body, template text whose values each passed
+    # _finalize when the body was rendered, printed as is
+    env.filters["composed"] = CSource
     # a 32-bit tag derived from a name (e.g. per-container magic numbers), never 0
     env.filters["tag32"] = lambda s: (zlib.crc32(str(s).encode()) | 1)
     return env

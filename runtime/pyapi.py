@@ -30,6 +30,11 @@ Database
     `container(name)`, `cursor(name, *args, **params)`, `containers` (name -> Container).
     Containers and cursors are also attributes named after them (`db.accounts`,
     `db.rich_in_branch(...)`) unless the name clashes with one of these methods.
+    Over journalled files (else absent): `begin()`, `commit()`, `abort()` and
+    `transaction()` (`with db.transaction():` begins, commits when the block ends
+    normally, aborts when it raises). Leaving `with spec.open(...) as db:` commits what
+    is pending on a normal exit and aborts it on an exception (as sqlite3's
+    `with connection:`); close() alone keeps only what was committed.
     Any use after close() raises ClosedError. close() and abort() from inside a call on
     the database (user code run while it converts an argument: Re-entry, below) raise
     BusyError; abort() ends every open cursor and role walk (their next step raises
@@ -190,7 +195,7 @@ from .codes import CODES
 
 __all__ = ["P2Error", "NotFoundError", "DuplicateError", "RangeError", "ClosedError",
            "FormatError", "MismatchError", "BusyError", "Record", "Database", "Container",
-           "Cursor", "Role", "ManyRole", "OneRole", "Links", "bind", "NOREF"]
+           "Cursor", "Role", "ManyRole", "OneRole", "Links", "bind", "NOREF", "Journalled"]
 
 # The return codes, one module constant per row of their table (P2_ERROR_LIST in
 # p2_runtime.h, read by p2gen.runtime.codes): P2_OK = 0, P2_END = 1, ..., P2_EBUSY = 11.
@@ -650,16 +655,18 @@ class _Spec:
             self.Links = type("Links", (self.fast.RoleWalk, Links), {"__module__": p})
             self.ManyRole = type("ManyRole", (self.fast.ManyRole, ManyRole), {"__module__": p})
             self.OneRole = type("OneRole", (self.fast.OneRole, OneRole), {"__module__": p})
-        self.Database = type(f"{p}.Database", (Database,), {"__slots__": ()})
+        # what this spec's database has: transactions over a journal (absent otherwise)
+        base = Journalled if self.c_commit is not None else Database
+        self.Database = type(f"{p}.Database", (base,), {"__slots__": ()})
         self.Database.__qualname__ = "Database"
         self.Database.__module__ = p
         for name in self.containers:
-            if not hasattr(Database, name):
+            if not hasattr(base, name):
                 setattr(self.Database, name, property(
                     lambda db, _n=name: db.container(_n),
                     doc=f"container {name}: {self.containers[name]['equation']}"))
         for name, k in self.cursors.items():
-            if not hasattr(Database, name) and name not in self.containers:
+            if not hasattr(base, name) and name not in self.containers:
                 setattr(self.Database, name, _cursor_method(name, k))
 
     def strerror(self, code: int) -> str:
@@ -851,45 +858,29 @@ class Database:
             return spec.ffi.string(buf).decode("utf-8", "replace").splitlines()
         raise spec.error(h, rc)
 
-    # -- transactions (journalled files) ---------------------------------------------
-    def _txn(self, fn, what: str) -> None:
-        h = self._handle()
-        if fn is None:
-            raise TypeError(f"{self._spec_.prefix} has no journalled file: {what} needs a "
-                            f"journal layer (…[journal[persistent]])")
-        rc = fn(h)
-        if rc != P2_OK:
-            raise self._spec_.error(h, rc)
-
-    def begin(self) -> None:
-        """Start a transaction (every change since the last commit or abort is one)."""
-        self._txn(self._spec_.c_begin, "begin")
-
-    def commit(self) -> None:
-        """Make the current transaction durable."""
-        self._txn(self._spec_.c_commit, "commit")
-
-    def abort(self) -> None:
-        """Undo every change since the last commit or abort. Open cursors and role walks
-        end (their next step raises RuntimeError, as after an insert). Refused
-        (BusyError) from inside a call on the database, as close() is."""
-        lock = self._lock
-        if self._handle_ is not None and lock._is_owned():
-            raise self._in_use("abort")
-        with lock:
-            try:
-                self._txn(self._spec_.c_abort, "abort")
-            finally:
-                if self._spec_.c_abort is not None:
-                    for c in self._containers.values():
-                        c._changed()      # every walk over them ends at its next step
-
     def __enter__(self):
         self._handle()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, exc, tb) -> None:
+        """Leaving `with spec.open(...) as db:` closes the database; over a journal it
+        first commits what is pending when the block ends normally and drops it (an abort)
+        when it ends by an exception (as sqlite3's `with connection:`). A commit that
+        fails raises its error, the database closed and the changes dropped."""
+        if self._handle_ is not None and exc_type is None \
+                and self._spec_.c_commit is not None:
+            try:
+                self.commit()
+            except BaseException:
+                self._close_quietly()
+                raise
         self.close()
+
+    def _close_quietly(self) -> None:
+        try:
+            self.close()
+        except P2Error:
+            pass
 
     # -- contents ----------------------------------------------------------------------
     @property
@@ -949,6 +940,82 @@ class Database:
     def __dir__(self):
         return sorted(set(super().__dir__()) | set(self._containers)
                       | set(self._spec_.cursors))
+
+
+class _Transaction:
+    """`with db.transaction():` (see Journalled.transaction)."""
+    __slots__ = ("_db",)
+
+    def __init__(self, db: "Journalled"):
+        self._db = db
+
+    def __enter__(self) -> "Database":
+        db = self._db
+        if db._txn_open:
+            raise RuntimeError(f"database {db._spec_.prefix}: a transaction is already open "
+                               f"(transactions do not nest)")
+        db.begin()
+        db._txn_open = True
+        return db
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        db = self._db
+        db._txn_open = False
+        if exc_type is None:
+            try:
+                db.commit()
+            except BaseException:
+                if db._handle_ is not None:
+                    db.abort()        # nothing of the block stays half-done
+                raise
+        elif db._handle_ is not None:
+            db.abort()
+
+
+class Journalled(Database):
+    """A database with journalled files: transactions. Every change since the last
+    commit or abort is one transaction; a crash keeps exactly what was committed."""
+    __slots__ = ("_txn_open",)
+
+    def __init__(self, spec: _Spec, handle, dir=None):
+        self._txn_open = False
+        super().__init__(spec, handle, dir)
+
+    def _txn(self, fn) -> None:
+        h = self._handle()
+        rc = fn(h)
+        if rc != P2_OK:
+            raise self._spec_.error(h, rc)
+
+    def transaction(self) -> "_Transaction":
+        """`with db.transaction():` begins a transaction (P2Error if changes are pending:
+        commit or abort them first; RuntimeError inside another `with db.transaction()`),
+        commits it when the block ends normally and aborts it when the block raises (the
+        exception goes on). A commit that fails aborts, then raises its error."""
+        return _Transaction(self)
+
+    def begin(self) -> None:
+        """Start a transaction (every change since the last commit or abort is one)."""
+        self._txn(self._spec_.c_begin)
+
+    def commit(self) -> None:
+        """Make the current transaction durable."""
+        self._txn(self._spec_.c_commit)
+
+    def abort(self) -> None:
+        """Undo every change since the last commit or abort. Open cursors and role walks
+        end (their next step raises RuntimeError, as after an insert). Refused
+        (BusyError) from inside a call on the database, as close() is."""
+        lock = self._lock
+        if self._handle_ is not None and lock._is_owned():
+            raise self._in_use("abort")
+        with lock:
+            try:
+                self._txn(self._spec_.c_abort)
+            finally:
+                for c in self._containers.values():
+                    c._changed()      # every walk over them ends at its next step
+
 
 
 # ---------------------------------------------------------------------------
@@ -2473,7 +2540,8 @@ def _serialised(fn, writes: bool):
 
 
 for _cls, _reads, _writes in (
-        (Database, ("verify", "cursor"), ("sync", "_txn")),
+        (Database, ("verify", "cursor"), ("sync",)),
+        (Journalled, (), ("_txn",)),
         # insert, get, find, update and delete take the lock themselves (hot paths)
         (Container, ("__len__", "__iter__", "__contains__"), ("reserve",)),
         (_PurgeableContainer, (), ("purge",)),

@@ -114,7 +114,10 @@ JOURNAL_API int journal_verify(journal_db *db, char *report, size_t report_size,
 
 /* Transactions ("bank.db" is journalled). Every change since the last
  * commit or abort is one transaction; a crash at any moment leaves the file as of
- * the last commit that returned. Close drops an uncommitted transaction.
+ * the last commit that returned. Close does not commit:
+ * it drops an uncommitted transaction, as an abort (or a crash) would: commit before close to
+ * keep it. (The Python module's `with spec.open(...) as db:` commits on a normal exit and aborts
+ * on an exception; its `with db.transaction():` begins, then commits or aborts the same way.)
  * Transient containers are not journalled: abort leaves them as they are. */
 #define JOURNAL_JOURNALLED 1
 /* Start a transaction. Errors: P2_EINVAL (changes are pending: commit or abort first). */

@@ -12,7 +12,7 @@ pass's output and changes nothing it was given:
 
 toolchain.py is the toolbox under all of them (the compiler command, the runtime's files
 and its cached object, the user's cache, atomic writes): no pass imports build.py, and a
-test (tests/test_import_graph.py) fails on any import cycle in the package.
+test (tests/compiler/test_import_graph.py) fails on any import cycle in the package.
 
 Beside the pipeline: cli.py (the command line), cnames.py (reading back the names C
 defines, for the names pass), harness.py / verify.py / recover.py (generated programs that

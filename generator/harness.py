@@ -3,7 +3,7 @@ commands on stdin, using only the public API of <prefix>.h (`p2gen build --harne
 
 In the spirit of re2c's skeleton programs, the harness is generated from the same checked
 spec as the data managers, so every record, container, key and cursor (with its typed
-parameters) has a command; the differential tests (tests/test_differential.py) run it
+parameters) has a command; the differential tests (tests/layers/test_differential.py) run it
 against a Python model of each container. The command language is documented at the top
 of templates/harness.c.j2 and in the generated file.
 

@@ -55,7 +55,7 @@ STACK_MAX = 4096   # larger records keep the Python paths (the C paths copy reco
 ITER_MAX = 256     # a role's iterator is kept in its walk object up to this size
 
 # The spec-independent C (templates/pyfast.c): a C file of its own, compiled and warned on
-# by itself in the tests (tests/test_python_fast.py), the spec's part inserted at its fence.
+# by itself in the tests (tests/bindings/test_python_fast.py), the spec's part inserted at its fence.
 FAST_C_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates", "pyfast.c")
 FENCE = "/* ==== p2gen: the spec's tables and adapters go here (pyfast.fast_c) ==== */\n"
 

@@ -3,9 +3,9 @@
 #
 #   bash scripts/fuzz.sh [SECONDS]        # default 300; `bash scripts/fuzz.sh 600` = 10 minutes
 #
-# The test suite runs tests/test_fuzz_frontend.py with a small, fixed budget (~35 s, the
+# The test suite runs tests/compiler/test_fuzz_frontend.py with a small, fixed budget (~35 s, the
 # same inputs every run). This script spends SECONDS on more:
-#   - rounds of tests/test_fuzz_frontend.py with P2GEN_FUZZ_EXAMPLES examples per test
+#   - rounds of tests/compiler/test_fuzz_frontend.py with P2GEN_FUZZ_EXAMPLES examples per test
 #     (default 1000) and a fresh --hypothesis-seed per round, until the time is up (a round
 #     starts only if the previous one would still fit, but the first always runs);
 #   - if atheris is installed (pip install atheris), half of the time goes to the
@@ -14,7 +14,7 @@
 #     (default .fuzz/, git-ignored by .fuzz/.gitignore) so later soaks start from it.
 #
 # A failure stops the script with a non-zero status: hypothesis prints the falsifying spec
-# and the seed to repeat it (python -m pytest tests/test_fuzz_frontend.py
+# and the seed to repeat it (python -m pytest tests/compiler/test_fuzz_frontend.py
 # --hypothesis-seed=N with P2GEN_FUZZ_EXAMPLES set); libFuzzer writes crash-* files into
 # $P2GEN_FUZZ_DIR (replay: python scripts/fuzz_atheris.py $P2GEN_FUZZ_DIR/crash-...).
 set -euo pipefail
@@ -56,7 +56,7 @@ while :; do
     seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
     echo "fuzz.sh: hypothesis round $round, $EXAMPLES examples per test, seed $seed (${left}s left)"
     P2GEN_FUZZ_EXAMPLES=$EXAMPLES "$PY" -m pytest -q -x -p no:cacheprovider \
-        tests/test_fuzz_frontend.py --hypothesis-seed="$seed"
+        tests/compiler/test_fuzz_frontend.py --hypothesis-seed="$seed"
     last=$(($(date +%s) - now))
 done
 echo "fuzz.sh: done in $(($(date +%s) - start))s, $round hypothesis rounds, no failures"

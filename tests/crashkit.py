@@ -1,4 +1,4 @@
-"""What tests/test_crash.py and tests/test_corrupt.py share: building the sanitized crash
+"""What tests/runtime/test_crash.py and tests/runtime/test_corrupt.py share: building the sanitized crash
 drivers (tests/c/crash_tpcb.c per TPC-B spec, tests/c/crash_oo7.cc for OO7), cached in
 .pytest_cache by the content of every input, and running a child that is killed.
 

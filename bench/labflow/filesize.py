@@ -15,7 +15,7 @@ array: grows to double when full; hash: buckets doubled past one element per buc
 array allocated before the old one is freed). It keeps offsets and sizes only, no contents.
 
 ELEM_* and ROOT_* are the generated variant's sizes (sizeof the elements and roots);
-tests/test_labflow_bench.py replays the variant and holds its files to the spec's 10 % of
+tests/bench/test_labflow_bench.py replays the variant and holds its files to the spec's 10 % of
 the budget at the cut points, so a layout change that would move them fails there.
 """
 from __future__ import annotations

@@ -177,7 +177,7 @@ MAX_FAILS = 3
 PCR_BATCH = 8
 WORKLIST = 10                   # materials a station's QUEUE request asks for
 # [choice] per-visit read probabilities (per mille), tuned so that inside the intervals the
-# request mix is within 5 points of the spec's target shares (tests/test_labflow.py checks).
+# request mix is within 5 points of the spec's target shares (tests/bench/test_labflow.py checks).
 P_LOOK = 1000
 P_LASTSTEP = 900
 P_HIST = 1000

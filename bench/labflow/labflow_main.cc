@@ -1266,7 +1266,7 @@ void Replayer::rebuild_dict(const std::vector<lf::KindEntry> &ks, const std::vec
 // materials, their number); each material (oid, kind, state, nsteps, name bytes, name
 // length, its history, then latest(m, k) for every kind k); each queue (length, oids).
 // Read through the primitives only, it is the same for every system holding the same
-// records (tests/test_labflow_replay.py computes it from the reference model too).
+// records (tests/bench/test_labflow_replay.py computes it from the reference model too).
 uint64_t Replayer::digest(std::vector<std::string> &problems) {
     lf::Store &st = *store_;
     Fnv h;

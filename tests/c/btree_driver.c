@@ -1,4 +1,4 @@
-/* Direct test of the btree layer (tests/test_btree.py): random inserts, deletes, key
+/* Direct test of the btree layer (tests/layers/test_btree.py): random inserts, deletes, key
    updates and deletes under a cursor on containers of tiny nodes (splits, merges and
    refills at every few operations), checked after every operation against a model kept
    here (a plain array of (key, reference) pairs sorted the tree's way) by walking the

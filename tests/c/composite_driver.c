@@ -1,4 +1,4 @@
-/* Composite keys and upsert through the public API (tests/test_composite_keys.py): reads
+/* Composite keys and upsert through the public API (tests/layers/test_composite_keys.py): reads
    one command a line on stdin, runs it on the spec ck.p2 (containers lats and invs, whose
    equations key elements by composite keys) and prints one line of results per command,
    which the test compares with its Python model. After every command that changes

@@ -1,4 +1,4 @@
-// crash_oo7.cc -- OO7 updates on a journalled database, for tests/test_crash.py.
+// crash_oo7.cc -- OO7 updates on a journalled database, for tests/runtime/test_crash.py.
 //
 // Linked with bench/oo7/oo7_common.cc, bench/oo7/oo7_p2.cc (compiled with -DP2_VARIANT=
 // <prefix> -DP2_PERSISTENT=1 -DP2_JOURNAL=1 against a journalled spec, e.g.

@@ -1,5 +1,5 @@
 /* crash_tpcb.c -- a small TPC-B through the generated API only, for the crash and
- * corruption tests (tests/test_crash.py, tests/test_corrupt.py).
+ * corruption tests (tests/runtime/test_crash.py, tests/runtime/test_corrupt.py).
  *
  * Compiled once per spec of tests/specs/tpcb_*.p2:
  *   cc -DP2_PREFIX=<prefix> -DP2_HEADER='"<prefix>.h"' [-DP2_JOURNALLED=1] -I<gen> \

@@ -1,6 +1,6 @@
 /* links_driver.c -- a line-oriented command interpreter over the API generated from
  * tests/specs/links_{transient,persistent}.p2 (relationships, `text` and `ref` fields),
- * driven by tests/test_links.py, which checks every answer against a Python model.
+ * driven by tests/layers/test_links.py, which checks every answer against a Python model.
  *
  * Build (one binary per spec):
  *   cc -std=c11 -DPREFIX=links_transient -DHEADER='"links_transient.h"' -I<gen> \

@@ -1,4 +1,4 @@
-"""The front end as one fuzzable call, shared by tests/test_fuzz_frontend.py and
+"""The front end as one fuzzable call, shared by tests/compiler/test_fuzz_frontend.py and
 scripts/fuzz_atheris.py.
 
 `run_frontend(text)` drives parse -> check -> plan (-> explain, and with `render=True` the

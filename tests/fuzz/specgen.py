@@ -1,4 +1,4 @@
-"""A grammar-based Hypothesis strategy for near-valid p2gen specs (tests/test_fuzz_frontend.py).
+"""A grammar-based Hypothesis strategy for near-valid p2gen specs (tests/compiler/test_fuzz_frontend.py).
 
 `specs()` draws whole spec texts that follow P2Spec.g4 declaration by declaration:
 records with every field type (i8..u64, f32/f64/float/double, char[N], text, ref <container>),
@@ -34,7 +34,7 @@ ODD_NAMES = ["ref", "one", "many", "to", "text", "identity", "key", "insert", "c
 # Names a valid spec may choose that meet the names the generator emits, C keywords-ish
 # words, macros of the headers the generated code includes, runtime names, and the
 # suffixes generated names are made with (drawn with `risky`, even at chaos 0: the checker
-# must refuse or the C compile -- tests/test_fuzz_frontend.py::test_accepted_specs_compile).
+# must refuse or the C compile -- tests/compiler/test_fuzz_frontend.py::test_accepted_specs_compile).
 RISKY_NAMES = ["db", "ref", "err", "seg", "open", "seg_open", "close", "errmsg", "verify",
                "begin", "commit", "abort", "sync", "cur", "k", "rc", "e", "key", "out",
                "owner", "member", "partner", "it", "n", "path", "file", "names", "sizes",

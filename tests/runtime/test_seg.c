@@ -761,7 +761,7 @@ static void test_exact_classes(void)
 
 /* An empty existing file is refused, not made a database (it may be another
  * program's, or truncated), and left empty; a failed creation leaves no trace.
- * (Refusing damaged files is checked from Python, tests/test_runtime.py.) */
+ * (Refusing damaged files is checked from Python, tests/runtime/test_runtime.py.) */
 static void test_empty_file(void)
 {
     p2_err err = {0};

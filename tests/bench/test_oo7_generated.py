@@ -1,0 +1,300 @@
+"""OO7 through the generated data managers: every variant of type_equations/oo7/ is
+generated as `p2gen bench oo7` does (p2gen.bench.oo7.run: the same names and prefixes),
+compiled with -Werror, and linked with bench/oo7/oo7_p2.cc (once per variant), the shared
+generator, HAND and the conformance checker (oo7_conform.cc) into one ASan/UBSan binary.
+
+- every variant passes every check of the checker (spec section 5 of
+  /work/shared/specs/oo7.md, plus every read-only result identical to HAND's) on tiny at
+  fanouts 3 and 9;
+- the main variants (HASH/ILIST persistent, clustered and transient, HASH/REFARRAY) do on small at
+  fanout 3, with the spec's exact numbers pinned here;
+- every persistent variant's file reopens whole in a fresh process (`--reopen-only`: a
+  new process maps it wherever ASLR puts it, so the file may hold no absolute address);
+- a file written by one variant is refused by another (the spec/equation fingerprint
+  differs): a clear message and exit status, no sanitizer report, the file untouched.
+
+Objects and the binary are cached in .pytest_cache by the hash of the command line and
+of every input (the generated code, bench/oo7 sources and headers), so a rerun after
+editing one file recompiles only what depends on it (P2GEN_TEST_NO_CACHE=1: no cache).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from conftest import DEBUG_FLAG
+from oo7kit import assert_all_passed, run
+
+from p2gen.bench.oo7 import run as bo
+
+ROOT = Path(__file__).resolve().parents[2]
+OO7 = ROOT / "bench" / "oo7"
+SHARED = ("oo7_common.cc", "oo7_hand.cc", "oo7_conform.cc")
+SAN = ("-fsanitize=address,undefined", DEBUG_FLAG)
+# no -O: the sanitized build compiles several times faster, and the checks still run in
+# about a second (tiny) or three (small) per variant
+CFLAGS = ("-std=c11", "-Wall", "-Wextra", "-Werror") + SAN
+CXXFLAGS = ("-std=c++17", "-Wall", "-Wextra", "-Werror") + SAN
+CACHE_KEEP = 48          # cached objects kept (about 2 MB each): two or three full builds
+EXE_KEEP = 2             # cached binaries kept (about 25 MB each)
+MAIN = ("hash_ilist_persistent", "hash_ilist_transient", "hash_refarray_persistent",
+        "hash_ilist_journal", "hash_ilist_clustered_persistent")
+
+VARIANTS = bo.default_variants() if (OO7 / bo.P2_DRIVER).exists() else []
+# `p2gen bench oo7 --pointers`' relocation rows: each mapped variant's twin whose file is
+# relocated by force at every open of an existing file (the build makes the file; the
+# reopen relocates all of it); their specs are copies written to a scratch directory
+if VARIANTS:
+    import tempfile
+    VARIANTS += [v for v in bo.pointer_variants(Path(tempfile.gettempdir()) / f"p2gen-oo7-pointers-{os.getuid()}")
+                 if v.open_env and v.open_env[1] == "100"]
+
+
+def _stem(v: bo.Variant) -> str:
+    return Path(v.spec).stem
+
+
+def _vid(v: bo.Variant) -> str:
+    return _stem(v)
+
+
+def _why_not() -> str | None:
+    if not (shutil.which("c++") and (os.environ.get("CC") or shutil.which("cc"))):
+        return "no C/C++ compiler"
+    if not (OO7 / bo.P2_DRIVER).exists():
+        return f"bench/oo7/{bo.P2_DRIVER} missing"
+    if not VARIANTS:
+        return "no variant in type_equations/oo7/"
+    return None
+
+
+def _digest(*parts) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p if isinstance(p, bytes) else str(p).encode())
+        h.update(b"\0")
+    return h.hexdigest()[:32]
+
+
+def _prune(d: Path, pattern: str, keep: int) -> None:
+    """Keep the `keep` most recently used files of d matching pattern."""
+    entries = sorted(d.glob(pattern), key=lambda e: e.stat().st_mtime, reverse=True)
+    for old in entries[keep:]:
+        old.unlink(missing_ok=True)
+
+
+@pytest.fixture(scope="module")
+def conform(request, tmp_path_factory) -> str:
+    """The sanitized conformance binary with every generated variant and HAND."""
+    why = _why_not()
+    if why:
+        pytest.skip(why)
+    from p2gen.build import generate
+    cc = shlex.split(os.environ.get("CC") or shutil.which("cc"))
+    cxx = [shutil.which("c++")]
+    work = tmp_path_factory.mktemp("oo7_generated")
+    gen_dir = work / "gen"
+    if os.environ.get("P2GEN_TEST_NO_CACHE") == "1":
+        cache = work / "cache"
+        cache.mkdir()
+    else:
+        cache = Path(request.config.cache.mkdir("p2gen-oo7-generated"))
+    gens = [(v, generate(v.spec, str(gen_dir), v.prefix)) for v in VARIANTS]
+    # every header an object may include: bench/oo7's and the generated ones
+    headers = sorted(OO7.glob("*.h")) + sorted(gen_dir.glob("*.h"))
+    header_bytes = b"".join(h.name.encode() + b"\0" + h.read_bytes() for h in headers)
+
+    # (what, command without -o, source)
+    tasks = [("p2_runtime.c", cc + list(CFLAGS) + ["-c", str(gen_dir / "p2_runtime.c")],
+              gen_dir / "p2_runtime.c")]
+    for rank, (v, g) in enumerate(gens):
+        tasks.append((Path(g.source).name, cc + list(CFLAGS) + ["-c", g.source], Path(g.source)))
+        defs = [f"-DP2_VARIANT={v.prefix}", f'-DP2_HEADER="{v.prefix}.h"', f'-DP2_NAME="{v.name}"',
+                f'-DP2_MEM="{v.mem}"', f"-DP2_PERSISTENT={1 if v.persistent else 0}",
+                f"-DP2_RANK={20 + rank}", f"-DP2_JOURNAL={1 if v.journal else 0}"]
+        if v.open_env:
+            defs += [f'-DP2_OPEN_ENV="{v.open_env[0]}"', f'-DP2_OPEN_ENV_VALUE="{v.open_env[1]}"']
+        tasks.append((f"{bo.P2_DRIVER} for {v.prefix}",
+                      cxx + list(CXXFLAGS) + defs + [f"-I{OO7}", f"-I{gen_dir}", "-c",
+                                                     str(OO7 / bo.P2_DRIVER)],
+                      OO7 / bo.P2_DRIVER))
+    for src in SHARED:
+        tasks.append((src, cxx + list(CXXFLAGS) + [f"-I{OO7}", "-c", str(OO7 / src)], OO7 / src))
+
+    def compile_one(task) -> tuple[str, Path, bool]:
+        what, cmd, src = task
+        # the command names files in this session's temporary directory: the key holds
+        # their contents and the command with the generation directory made neutral
+        key = _digest(" ".join(cmd).replace(str(gen_dir), "@GEN@"), src.read_bytes(), header_bytes)
+        obj = cache / f"{key}.o"
+        if obj.exists():
+            os.utime(obj)
+            return what, obj, False
+        tmp = cache / f".{key}.{os.getpid()}.tmp"
+        proc = subprocess.run(cmd + ["-o", str(tmp)], capture_output=True, text=True, timeout=900)
+        if proc.returncode != 0:
+            tmp.unlink(missing_ok=True)
+            raise AssertionError(f"{what} does not compile cleanly ({shlex.join(cmd)}):\n"
+                                 f"{proc.stderr[-8000:]}")
+        os.replace(tmp, obj)
+        return what, obj, True
+
+    with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
+        # largest first: the generated sources and the checker dominate
+        order = sorted(tasks, key=lambda t: -t[2].stat().st_size)
+        done = list(pool.map(compile_one, order))
+    objs = sorted(str(obj) for _, obj, _ in done)
+    exe_dir = cache / "exe"
+    exe_dir.mkdir(exist_ok=True)
+    exe = exe_dir / f"oo7_conform_{_digest(*objs, *cxx, *SAN)}"
+    if not exe.exists():
+        tmp = exe_dir / f".{exe.name}.{os.getpid()}.tmp"
+        proc = subprocess.run(cxx + list(SAN) + objs + ["-o", str(tmp)],
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, f"linking the conformance binary failed:\n{proc.stderr[-8000:]}"
+        os.replace(tmp, exe)
+    os.utime(exe)
+    _prune(cache, "*.o", CACHE_KEEP)
+    _prune(exe_dir, "oo7_conform_*", EXE_KEEP)
+    return str(exe)
+
+
+
+
+def sel(v: bo.Variant) -> tuple[str, ...]:
+    return ("--system", v.name, "--mem", v.mem)
+
+
+def check_variant(exe: str, env: dict, v: bo.Variant, dbdir: Path, size: str, fanout: int) -> dict:
+    dbdir.mkdir(parents=True, exist_ok=True)
+    proc, results = run(exe, env, "--size", size, "--fanout", str(fanout), *sel(v),
+                        "--dir", str(dbdir))
+    assert_all_passed(proc)
+    assert proc.stdout.startswith(f"# {v.name} {size} fanout {fanout}")
+    assert any(k.startswith("same_as_hand.") for k in results), "the comparison with HAND did not run"
+    if v.persistent:
+        assert (dbdir / "oo7.db").is_file(), f"{v.prefix} wrote no oo7.db"
+        assert results.get("reopened.verify") == "clean"      # the in-process reopen ran
+    else:
+        assert not any(dbdir.iterdir()), f"the transient {v.prefix} wrote files"
+        assert not any(k.startswith("reopened.") for k in results)
+    return results
+
+
+def check_reopen(exe: str, env: dict, v: bo.Variant, dbdir: Path, size: str, fanout: int,
+                 built: dict) -> dict:
+    """--reopen-only in a fresh process on the directory a full run left."""
+    proc, reopened = run(exe, env, "--size", size, "--fanout", str(fanout), *sel(v),
+                         "--dir", str(dbdir), "--reopen-only")
+    assert_all_passed(proc)
+    assert not proc.stdout.startswith("#"), "--reopen-only built a database"
+    assert reopened["reopened.counts"] == built["counts"]
+    assert reopened["reopened.verify"] == "clean"
+    for k in ("t1", "t1.connections", "t6", "q7", "q2", "q3"):
+        assert reopened["reopened." + k] == built[k], k
+    return reopened
+
+
+@pytest.mark.parametrize("fanout", [3, 9])
+@pytest.mark.parametrize("v", VARIANTS, ids=_vid)
+def test_variant_conforms_on_tiny(conform, san_env, tmp_path, v, fanout):
+    dbdir = tmp_path / "db"
+    results = check_variant(conform, san_env, v, dbdir, "tiny", fanout)
+    # tiny: 40 complex, 81 base, 50 composite parts of 10 atomic parts
+    assert results["counts"] == (
+        f"modules=1 manuals=1 complex=40 base=81 composite=50 documents=50 atomic=500 "
+        f"connections={500 * fanout} private=243 shared=243")
+    assert results["t1"] == str(243 * 10)
+    assert results["t1.connections"] == str(243 * 10 * fanout)
+    assert results["t6"] == "243" and results["q7"] == "500" and results["q8"] == "500"
+    if v.persistent:
+        check_reopen(conform, san_env, v, dbdir, "tiny", fanout, results)
+
+
+SMALL_EXACT = {"t1": 43740, "t1.connections": 131220, "t6": 2187, "t8": 2632, "t9": 0,
+               "q1": 10, "q7": 10000, "q8": 10000, "t4": 83106,
+               "t2a": 2187, "t2b": 43740, "t2c": 174960, "t3a": 2187, "t3b": 43740,
+               "t3c": 174960, "sm1": 5, "sm2": 5}
+SMALL_COUNTS = ("modules=1 manuals=1 complex=364 base=729 composite=500 documents=500 "
+                "atomic=10000 connections=30000 private=2187 shared=2187")
+
+
+@pytest.mark.parametrize("v", [v for v in VARIANTS if _stem(v) in MAIN], ids=_vid)
+def test_main_variant_conforms_on_small_with_the_published_counts(conform, san_env, tmp_path, v):
+    dbdir = tmp_path / "db"
+    results = check_variant(conform, san_env, v, dbdir, "small", 3)
+    assert results["counts"] == SMALL_COUNTS
+    for name, value in SMALL_EXACT.items():
+        assert results[name] == str(value), name
+    assert "composite=505" in results["sm1.counts"] and "atomic=10100" in results["sm1.counts"]
+    assert "private=2197" in results["sm1.counts"]
+    if v.persistent:
+        reopened = check_reopen(conform, san_env, v, dbdir, "small", 3, results)
+        assert reopened["reopened.counts"] == SMALL_COUNTS
+        assert reopened["reopened.t1"] == "43740" and reopened["reopened.t6"] == "2187"
+        assert reopened["reopened.q7"] == "10000"
+
+
+def test_the_main_variants_are_in_the_manifest():
+    if _why_not():
+        pytest.skip(_why_not())
+    assert sorted(_stem(v) for v in VARIANTS if _stem(v) in MAIN) == sorted(MAIN)
+
+
+def _variant(stem: str) -> bo.Variant:
+    for v in VARIANTS:
+        if _stem(v) == stem:
+            return v
+    pytest.skip(f"no variant {stem} in type_equations/oo7/")
+
+
+@pytest.mark.parametrize("writer,reader", [
+    ("hash_refarray_persistent", "hash_ilist_persistent"),
+    ("hash_ilist_persistent", "hash_refarray_persistent"),
+    ("hash_ilist_persistent", "avl_ilist_persistent"),
+])
+def test_a_file_of_another_variant_is_refused(conform, san_env, tmp_path, writer, reader):
+    w, r = _variant(writer), _variant(reader)
+    dbdir = tmp_path / "db"
+    built = check_variant(conform, san_env, w, dbdir, "tiny", 3)
+    db_file = dbdir / "oo7.db"
+    before = db_file.read_bytes()
+
+    proc, results = run(conform, san_env, "--size", "tiny", "--fanout", "3", *sel(r),
+                        "--dir", str(dbdir), "--reopen-only")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out                       # a failed check, not a crash
+    assert results == {}, "the other variant's checks ran on a foreign file"
+    fails = [l for l in proc.stdout.splitlines() if l.startswith("FAIL")]
+    assert len(fails) == 1 and fails[0].startswith(f"FAIL exception: {r.name} open: "), out
+    assert "different spec or equation" in fails[0] and "fingerprint" in fails[0], out
+    assert str(db_file) in fails[0], out                   # which file
+    assert proc.stdout.rstrip().endswith("0 passed, 1 failed")
+    for crash in ("AddressSanitizer", "LeakSanitizer", "runtime error:", "Segmentation"):
+        assert crash not in proc.stderr, out
+    assert db_file.read_bytes() == before, "the refused open changed the file"
+    assert sorted(p.name for p in dbdir.iterdir()) == ["oo7.db"], "the refused open left files"
+    # and the writer still opens it
+    check_reopen(conform, san_env, w, dbdir, "tiny", 3, built)
+
+
+def test_a_shared_name_needs_mem(conform, san_env, tmp_path):
+    names = [v.name for v in VARIANTS]
+    shared = sorted({n for n in names if names.count(n) > 1})
+    if not shared:
+        pytest.skip("no two variants share a name")
+    name = shared[0]
+    proc, _ = run(conform, san_env, "--size", "tiny", "--fanout", "3", "--system", name,
+                  "--dir", str(tmp_path))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert f"{name} is ambiguous" in proc.stderr
+    for v in VARIANTS:
+        if v.name == name:
+            assert f"{name} --mem {v.mem}" in proc.stderr

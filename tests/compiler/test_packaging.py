@@ -69,3 +69,15 @@ def test_bench_runs_from_an_installed_package(tmp_path):
     doc = json.loads((elsewhere / "bench" / "results" / "python.json").read_text())
     # both workloads ran from the installed specs (tpcb_py.p2, oo7_py.p2)
     assert {b["workload"] for b in doc["benchmarks"]} == {"tpcb", "oo7"}
+
+
+def test_tests_are_arranged_like_the_code():
+    """Every test file sits in the directory of what it tests (tests/conftest.py, TEST_DIRS:
+    compiler, layers, runtime, bindings, bench), none directly in tests/."""
+    from conftest import TEST_DIRS
+    tests = os.path.join(ROOT, "tests")
+    loose = sorted(f for f in os.listdir(tests) if f.startswith("test_") and f.endswith(".py"))
+    assert not loose, f"move {loose} into one of tests/{{{','.join(TEST_DIRS)}}}/"
+    dirs = {d for d in os.listdir(tests) if os.path.isdir(os.path.join(tests, d))
+            and any(f.startswith("test_") and f.endswith(".py") for f in os.listdir(os.path.join(tests, d)))}
+    assert dirs <= set(TEST_DIRS), f"test files in {sorted(dirs - set(TEST_DIRS))}: add to TEST_DIRS"

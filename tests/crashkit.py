@@ -133,7 +133,9 @@ def oo7_exe(cache: Path, spec: Path, prefix: str = "crash_oo7j") -> str:
             return _built[str(spec)]
     gen, gen_dir = _generate(spec, prefix)
     try:
-        headers = sorted(OO7.glob("*.h")) + [Path(gen.header), gen_dir / "p2_runtime.h"]
+        # bench/*.h too: oo7_p2.cc includes ../p2_variant.h
+        headers = (sorted(OO7.glob("*.h")) + sorted(OO7.parent.glob("*.h"))
+                   + [Path(gen.header), gen_dir / "p2_runtime.h"])
         hbytes = b"".join(Path(h).name.encode() + b"\0" + Path(h).read_bytes() for h in headers)
         defs = [f"-DP2_VARIANT={prefix}", f'-DP2_HEADER="{prefix}.h"', '-DP2_NAME="OO7/JOURNAL"',
                 '-DP2_MEM="persistent"', "-DP2_PERSISTENT=1", "-DP2_JOURNAL=1", "-DP2_RANK=50"]

@@ -43,7 +43,9 @@ def _build(request, tmp_path_factory, flags: tuple, name: str) -> Path:
                     "(apt-get install libbenchmark-dev libsqlite3-dev liblmdb-dev)")
     srcs = sources.sources()
     key = hashlib.sha256(f"{cxx}\0{flags}\0{name}".encode())
-    for f in sorted(srcs + [sources.HERE / "labflow.h", sources.HERE.parent / "flags.h"]):
+    # every header the drivers include: labflow.h and bench/*.h (flags.h, bench_main.h,
+    # sqlite_util.h, lmdb_util.h, p2_variant.h)
+    for f in sorted(srcs + sorted(sources.HERE.glob("*.h")) + sorted(sources.HERE.parent.glob("*.h"))):
         key.update(f.name.encode() + b"\0" + f.read_bytes())
     root = harness_cache_root(request.config) or Path(tmp_path_factory.mktemp("labflow_build"))
     out = root / f"labflow-{key.hexdigest()[:20]}"

@@ -108,7 +108,7 @@ def conform(request, tmp_path_factory) -> str:
         cache = Path(request.config.cache.mkdir("p2gen-oo7-generated"))
     gens = [(v, generate(v.spec, str(gen_dir), v.prefix)) for v in VARIANTS]
     # every header an object may include: bench/oo7's and the generated ones
-    headers = sorted(OO7.glob("*.h")) + sorted(gen_dir.glob("*.h"))
+    headers = sorted(OO7.glob("*.h")) + sorted(OO7.parent.glob("*.h")) + sorted(gen_dir.glob("*.h"))
     header_bytes = b"".join(h.name.encode() + b"\0" + h.read_bytes() for h in headers)
 
     # (what, command without -o, source)

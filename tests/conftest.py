@@ -64,6 +64,15 @@ def find_cc():
     return os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
 
 
+def runtime_obj(cc: str, flags) -> str:
+    """p2_runtime.c compiled with `flags` (`-c` added): the object cached by the toolchain
+    (p2gen.toolchain.runtime_object, keyed by its text, the compiler and the flags), so a test
+    that links the runtime into a program of its own compiles it once, not at every build."""
+    import shlex
+    from p2gen.toolchain import runtime_object
+    return runtime_object(shlex.split(cc), list(flags))
+
+
 def has_lto_sections(obj) -> bool:
     """Whether an object file holds GCC LTO bytecode (.gnu.lto_* sections): the benchmarks'
     default rows must be built without (as users build), their -lto rows with. Needs readelf."""

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import runtime_obj
 from p2gen.build import RUNTIME_DIR
 from p2gen.harness import HARNESS_CFLAGS, SANITIZE_CFLAGS, sanitizer_env
 from test_wal import (LOG_HDR, REC_COMMIT, REC_RANGE, as_rows, crashed_db, log_transactions, reopen,
@@ -80,7 +81,7 @@ def crc_exe(cc, tmp_path_factory):
     (d / "crc.c").write_text(PROGRAM)
     exe = d / "crc"
     cmd = [*shlex.split(cc), *HARNESS_CFLAGS, *SANITIZE_CFLAGS, "-I", RUNTIME_DIR,
-           str(d / "crc.c"), str(Path(RUNTIME_DIR) / "p2_runtime.c"), "-o", str(exe)]
+           str(d / "crc.c"), runtime_obj(cc, [*HARNESS_CFLAGS, *SANITIZE_CFLAGS]), "-o", str(exe)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return str(exe)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import runtime_obj
 from p2gen.runtime import pyapi
 from p2gen.runtime.codes import CODES, parse
 
@@ -47,8 +48,9 @@ def test_python_reads_the_table_the_compiler_sees(cc, tmp_path):
     src = tmp_path / "codes.c"
     src.write_text("\n".join(prog))
     exe = tmp_path / "codes"
-    res = subprocess.run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-I", str(RUNTIME), str(src),
-                          str(RUNTIME / "p2_runtime.c"), "-o", str(exe)], capture_output=True, text=True)
+    flags = ["-std=c11", "-Wall", "-Wextra", "-Werror"]
+    res = subprocess.run([cc, *flags, "-I", str(RUNTIME), str(src),
+                          runtime_obj(cc, flags), "-o", str(exe)], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     lines = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()
     assert lines[0] == f"rows {len(CODES)}"

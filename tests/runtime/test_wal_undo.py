@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import shlex
 import subprocess
-from pathlib import Path
 
 import pytest
 
+from conftest import runtime_obj
 from p2gen.build import RUNTIME_DIR
 from p2gen.harness import HARNESS_CFLAGS, SANITIZE_CFLAGS, sanitizer_env
 from test_wal import SPEC, as_rows, load, name, rows, run
@@ -102,7 +102,7 @@ def undo_exe(cc, tmp_path_factory):
     (d / "undo.c").write_text(PROGRAM)
     exe = d / "undo"
     cmd = [*shlex.split(cc), *HARNESS_CFLAGS, *SANITIZE_CFLAGS, "-I", RUNTIME_DIR,
-           str(d / "undo.c"), str(Path(RUNTIME_DIR) / "p2_runtime.c"), "-o", str(exe)]
+           str(d / "undo.c"), runtime_obj(cc, [*HARNESS_CFLAGS, *SANITIZE_CFLAGS]), "-o", str(exe)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return str(exe)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import compile_to_asm, has_prefetch
+from conftest import compile_to_asm, has_prefetch, runtime_obj
 from p2gen.build import load
 from p2gen.harness import HARNESS_CFLAGS, SANITIZE_CFLAGS
 from p2gen.render import Renderer
@@ -58,7 +58,7 @@ def build_driver(tmp: Path, cc: str, mem: str, node: int, link: str) -> Path:
     shutil.copy(DRIVER, tmp / "driver.c")
     exe = tmp / "driver"
     cmd = [cc, *HARNESS_CFLAGS, *SANITIZE_CFLAGS, f"-DLINK(x)={link}", "-I", str(tmp), str(tmp / "driver.c"),
-           str(tmp / "p2_runtime.c"), "-o", str(exe), "-lm"]
+           runtime_obj(cc, [*HARNESS_CFLAGS, *SANITIZE_CFLAGS]), "-o", str(exe), "-lm"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-4000:]
     return exe

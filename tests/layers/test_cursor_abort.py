@@ -15,7 +15,7 @@ import subprocess
 
 import pytest
 
-from conftest import DEBUG_FLAG
+from conftest import DEBUG_FLAG, runtime_obj
 from p2gen.build import generate
 from p2gen.toolchain import RUNTIME_DIR
 
@@ -179,7 +179,7 @@ def build_and_run(cc, san_env, tmp_path, spec: str, main: str, mem: str, args=()
     (tmp_path / "main.c").write_text(main)
     exe = tmp_path / "main"
     proc = subprocess.run([cc, *SAN, "-I", str(out), "-I", RUNTIME_DIR, str(tmp_path / "main.c"),
-                           gen.source, f"{RUNTIME_DIR}/p2_runtime.c", "-o", str(exe)],
+                           gen.source, runtime_obj(cc, SAN), "-o", str(exe)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     db_dir = tmp_path / "db"

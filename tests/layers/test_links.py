@@ -33,7 +33,7 @@ from typing import Optional
 
 import pytest
 
-from conftest import DEBUG_FLAG, cache_lock, sources_digest
+from conftest import DEBUG_FLAG, cache_lock, runtime_obj, sources_digest
 from p2gen.layers import LAYERS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -275,7 +275,7 @@ def _build_one(mem: str, cache_root: Path, cc: str, spec_text: Optional[str] = N
     gen = generate(str(spec), str(out), f"links_{mem}")
     cmd = ([*shlex.split(cc), *CFLAGS, f"-DPREFIX=links_{mem}",
             f'-DHEADER="links_{mem}.h"', "-I", str(out), str(DRIVER), gen.source,
-            str(out / "p2_runtime.c"), "-o", str(exe) + ".tmp"])
+            runtime_obj(cc, CFLAGS), "-o", str(exe) + ".tmp"])
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, f"compiling the links driver failed:\n{shlex.join(cmd)}\n{proc.stderr}"
     os.replace(str(exe) + ".tmp", exe)

@@ -28,6 +28,7 @@ import pytest
 
 import test_differential as td
 import test_links as tl
+from conftest import runtime_obj
 from model import ContainerModel
 
 from p2gen.build import generate
@@ -100,7 +101,7 @@ def links_driver(tmp_path_factory, cc):
     exe = out / "links_persistent_driver"
     cmd = ([*shlex.split(cc), *tl.CFLAGS, *AUDIT, "-DPREFIX=links_persistent",
             '-DHEADER="links_persistent.h"', "-I", str(out), str(tl.DRIVER), gen.source,
-            str(out / "p2_runtime.c"), "-o", str(exe)])
+            runtime_obj(cc, [*tl.CFLAGS, *AUDIT]), "-o", str(exe)])
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return str(exe)

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cache_lock, sources_digest
+from conftest import cache_lock, runtime_obj, sources_digest
 from test_verify import (CONTAINERS, LINKS_SPEC, DRIVER, SAN_MARKERS, byte_map, check,  # noqa: F401
                          copy_db, dbs, patch, read, tools)
 
@@ -331,7 +331,7 @@ def _links_driver_san(cache: Path, cc: str) -> str:
     gen = generate(str(spec), str(out), "links_persistent")
     cmd = [*shlex.split(cc), *HARNESS_CFLAGS, *SANITIZE_CFLAGS, "-DPREFIX=links_persistent",
            '-DHEADER="links_persistent.h"', "-I", str(out), str(DRIVER), gen.source,
-           str(out / "p2_runtime.c"), "-o", f"{exe}.tmp"]
+           runtime_obj(cc, [*HARNESS_CFLAGS, *SANITIZE_CFLAGS]), "-o", f"{exe}.tmp"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     os.replace(f"{exe}.tmp", exe)

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cache_lock, sources_digest
+from conftest import cache_lock, runtime_obj, sources_digest
 
 ROOT = Path(__file__).resolve().parents[2]
 LINKS_SPEC = ROOT / "tests" / "specs" / "links_persistent.p2"
@@ -106,7 +106,7 @@ def _links_driver(cache: Path, cc: str) -> str:
     gen = generate(str(spec), str(out), "links_persistent")
     cmd = [*shlex.split(cc), *flags, "-DPREFIX=links_persistent",
            '-DHEADER="links_persistent.h"', "-I", str(out), str(DRIVER), gen.source,
-           str(out / "p2_runtime.c"), "-o", f"{exe}.tmp"]
+           runtime_obj(cc, flags), "-o", f"{exe}.tmp"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     os.replace(f"{exe}.tmp", exe)

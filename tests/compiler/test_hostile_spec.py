@@ -18,6 +18,8 @@ import re
 import subprocess
 
 import pytest
+
+from conftest import runtime_obj
 from hypothesis import given, settings, strategies as st
 
 from p2gen.build import compile_objects, generate
@@ -284,10 +286,10 @@ def test_file_name_is_never_a_format(tmp_path, cc, san_env):
     main.write_text(FORMAT_MAIN)
     exe = tmp_path / "fmt_main"
     # -Wformat=2: every format in the generated code and the runtime is a literal
-    cmd = [cc, "-std=c11", "-g", "-Wall", "-Wextra", "-Werror", "-Wformat=2",
-           "-fsanitize=address,undefined",
-           "-fno-sanitize-recover=all", "-I", str(tmp_path), str(main), gen.source,
-           str(tmp_path / "p2_runtime.c"), "-o", str(exe)]
+    flags = ["-std=c11", "-g", "-Wall", "-Wextra", "-Werror", "-Wformat=2",
+             "-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
+    cmd = [cc, *flags, "-I", str(tmp_path), str(main), gen.source,
+           runtime_obj(cc, flags), "-o", str(exe)]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     out = subprocess.run([str(exe)], cwd=str(tmp_path), env=san_env, capture_output=True,
                          text=True, timeout=120)

@@ -15,6 +15,8 @@ import subprocess
 
 import pytest
 
+from conftest import runtime_obj
+
 from p2gen.build import generate
 from p2gen.harness import HARNESS_CFLAGS, SANITIZE_CFLAGS
 
@@ -85,7 +87,7 @@ def test_insert_of_an_element_of_the_same_slot_block(cc, san_env, tmp_path, mem)
     exe = tmp_path / "driver"
     subprocess.run([*shlex.split(cc), *HARNESS_CFLAGS, *SANITIZE_CFLAGS, f"-DPFX={prefix}",
                     f'-DHEADER="{prefix}.h"', "-I", str(tmp_path), "-o", str(exe), str(src),
-                    gen.source, str(tmp_path / "p2_runtime.c")],
+                    gen.source, runtime_obj(cc, [*HARNESS_CFLAGS, *SANITIZE_CFLAGS])],
                    check=True, capture_output=True, text=True)
     db_dir = tmp_path / "db"
     db_dir.mkdir()

@@ -32,6 +32,8 @@ import subprocess
 
 import pytest
 
+from conftest import runtime_obj
+
 from p2gen.build import generate
 from p2gen.check import check, fingerprint_text
 from p2gen.harness import HARNESS_CFLAGS, SANITIZE_CFLAGS
@@ -149,7 +151,7 @@ def build(cc, tmp_path, storage, mem, slots, prefix, cap=4):
     exe = out / "driver"
     proc = subprocess.run([*shlex.split(cc), *HARNESS_CFLAGS, *SANITIZE_CFLAGS, f"-DPFX={prefix}",
                            f'-DHEADER="{prefix}.h"', "-I", str(out), "-o", str(exe), str(src),
-                           gen.source, str(out / "p2_runtime.c")],
+                           gen.source, runtime_obj(cc, [*HARNESS_CFLAGS, *SANITIZE_CFLAGS])],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return str(exe)

@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from conftest import DEBUG_FLAG
+from p2gen.toolchain import runtime_object
 
 ROOT = Path(__file__).resolve().parent.parent
 C_DIR = ROOT / "tests" / "c"
@@ -104,7 +105,8 @@ def tpcb_exe(cache: Path, spec: Path) -> str:
         j = ["-DP2_JOURNALLED=1"] if journalled(gen) else []
         # the generation directory is a fresh temporary one: keep it out of the key
         cmd = cc() + CFLAGS + [f"-DP2_PREFIX={prefix}", f'-DP2_HEADER="{prefix}.h"'] + j + [
-            "-I", "@GEN@", str(C_DIR / "crash_tpcb.c"), f"@GEN@/{prefix}.c", "@GEN@/p2_runtime.c"]
+            "-I", "@GEN@", str(C_DIR / "crash_tpcb.c"), f"@GEN@/{prefix}.c",
+            runtime_object(cc(), CFLAGS)]     # the runtime's object, compiled once (cached)
         inputs = [C_DIR / "crash_tpcb.c", gen.header, gen.source,
                   gen_dir / "p2_runtime.c", gen_dir / "p2_runtime.h"]
         key = _digest(" ".join(cmd), *[Path(i).read_bytes() for i in inputs])

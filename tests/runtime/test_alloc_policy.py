@@ -22,6 +22,7 @@ import pytest
 from p2gen.build import generate
 from p2gen.check import check
 from p2gen.errors import SpecError, SpecErrors
+from conftest import runtime_obj
 from p2gen.harness import HARNESS_CFLAGS, SANITIZE_CFLAGS
 from p2gen.parser import parse
 from p2gen.plan import explain, plan
@@ -142,7 +143,8 @@ def drivers(cc, tmp_path_factory):
                *(["-DTXN"] if kind.startswith(("journal", "wal")) else []),
                *(["-DP2_WRITE_AUDIT"] if kind.startswith("audit") else []),
                "-I", str(out), "-o", str(exe), str(DRIVER), gen.source,
-               str(out / "p2_runtime.c")]
+               runtime_obj(cc, [*HARNESS_CFLAGS, *SANITIZE_CFLAGS,
+                                *(["-DP2_WRITE_AUDIT"] if kind.startswith("audit") else [])])]
         procs[kind] = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                        text=True)
         exes[kind] = str(exe)

@@ -840,13 +840,22 @@ JOURNAL_API int journal_abort(journal_db *db)
     return rc;
 }
 
-JOURNAL_API int journal_close(journal_db *db)
+JOURNAL_API int journal_close_msg(journal_db *db, char *msg, size_t msg_size)
 {
     int rc;
+    if (msg && msg_size) msg[0] = '\0';
     if (!db) return P2_OK;
     p2_err_clear(&db->err);
     journal__teardown(db);
     rc = db->err.code;
+    /* the message leaves with the caller before the handle that holds it is freed */
+    if (rc != P2_OK && msg && msg_size)
+        snprintf(msg, msg_size, "%s", db->err.msg[0] ? db->err.msg : p2_strerror(rc));
     free(db);
     return rc;
+}
+
+JOURNAL_API int journal_close(journal_db *db)
+{
+    return journal_close_msg(db, NULL, 0);
 }

@@ -97,8 +97,18 @@ JOURNAL_API int journal_open(journal_db **out, const char *dir);
 JOURNAL_API int journal_open_unchecked(journal_db **out, const char *dir);
 /* Flush persistent containers to their files (msync) and update the file headers. */
 JOURNAL_API int journal_sync(journal_db *db);
-/* Close the files cleanly, free transient containers and the handle. NULL is a no-op. */
+/* Close the files cleanly, free transient containers and the handle. NULL is a no-op.
+ * The handle is freed whatever this returns: do not pass db to anything afterwards, not
+ * even journal_errmsg (a use after free). Say what went wrong with p2_strerror(rc) (static
+ * text naming the code), or close with journal_close_msg to have the message itself.
+ * Errors: P2_EIO (a sync, unmap or journal checkpoint failed; the message says which file,
+ * and whether committed data is safe in its journal). */
 JOURNAL_API int journal_close(journal_db *db);
+/* journal_close, and the message journal_errmsg would have given for its error: written into
+ * msg before the handle is freed, at most msg_size bytes with the NUL (cut short if longer;
+ * "" when it returns P2_OK; msg may be NULL when msg_size is 0). P2_ERR_MSG_SIZE bytes hold
+ * any message. Errors: those of journal_close. */
+JOURNAL_API int journal_close_msg(journal_db *db, char *msg, size_t msg_size);
 /* The last error in words ("" if none). */
 JOURNAL_API const char *journal_errmsg(const journal_db *db);
 /* The last error code (P2_OK if none). */

@@ -1316,13 +1316,22 @@ LINKS_API int links_sync(links_db *db)
     return P2_OK;
 }
 
-LINKS_API int links_close(links_db *db)
+LINKS_API int links_close_msg(links_db *db, char *msg, size_t msg_size)
 {
     int rc;
+    if (msg && msg_size) msg[0] = '\0';
     if (!db) return P2_OK;
     p2_err_clear(&db->err);
     links__teardown(db);
     rc = db->err.code;
+    /* the message leaves with the caller before the handle that holds it is freed */
+    if (rc != P2_OK && msg && msg_size)
+        snprintf(msg, msg_size, "%s", db->err.msg[0] ? db->err.msg : p2_strerror(rc));
     free(db);
     return rc;
+}
+
+LINKS_API int links_close(links_db *db)
+{
+    return links_close_msg(db, NULL, 0);
 }

@@ -90,8 +90,18 @@ LINKS_API int links_open(links_db **out, const char *dir);
 LINKS_API int links_open_unchecked(links_db **out, const char *dir);
 /* Flush persistent containers to their files (msync) and update the file headers. */
 LINKS_API int links_sync(links_db *db);
-/* Close the files cleanly, free transient containers and the handle. NULL is a no-op. */
+/* Close the files cleanly, free transient containers and the handle. NULL is a no-op.
+ * The handle is freed whatever this returns: do not pass db to anything afterwards, not
+ * even links_errmsg (a use after free). Say what went wrong with p2_strerror(rc) (static
+ * text naming the code), or close with links_close_msg to have the message itself.
+ * Errors: P2_EIO (a sync, unmap or journal checkpoint failed; the message says which file,
+ * and whether committed data is safe in its journal). */
 LINKS_API int links_close(links_db *db);
+/* links_close, and the message links_errmsg would have given for its error: written into
+ * msg before the handle is freed, at most msg_size bytes with the NUL (cut short if longer;
+ * "" when it returns P2_OK; msg may be NULL when msg_size is 0). P2_ERR_MSG_SIZE bytes hold
+ * any message. Errors: those of links_close. */
+LINKS_API int links_close_msg(links_db *db, char *msg, size_t msg_size);
 /* The last error in words ("" if none). */
 LINKS_API const char *links_errmsg(const links_db *db);
 /* The last error code (P2_OK if none). */

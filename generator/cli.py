@@ -242,6 +242,14 @@ def recover(spec, db_dir, prefix, build_dir, sanitize, cc):
                    lambda exe: run_recoverer(exe, db_dir))
 
 
+@main.command("cmake-dir", context_settings=CONTEXT)
+def cmake_dir():
+    """Print the directory of p2gen's CMake package (p2genConfig.cmake), for
+    cmake -Dp2gen_DIR="$(p2gen cmake-dir)": find_package(p2gen) then gives
+    p2gen_add_spec(<target> <spec.p2>), a library target rebuilt when the spec changes."""
+    click.echo(os.path.join(os.path.dirname(os.path.abspath(__file__)), "cmake"))
+
+
 @main.command(context_settings=CONTEXT)
 def layers():
     """List the layer library: realms, what each needs below it, parameters."""

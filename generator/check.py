@@ -20,7 +20,7 @@ from .errors import SpecError, SpecErrors
 from .ir import (CheckedSpec, ContainerInfo, CursorInfo, FileInfo, LayerInstance, RelInfo,
                  RoleInfo, show_value)
 from .layers.base import MAX_RESERVE, Layer, MemLayer
-from .model import (And, Compare, CompositeKey, CompositeType, Const, Container, Cursor, Expr, Field, FieldRef,
+from .model import (INT_TYPES, And, Compare, CompositeKey, CompositeType, Const, Container, Cursor, Expr, Field, FieldRef,
                     FieldType, LayerApp, Not, Or, ParamRef, Pos, Record, Relationship, Spec,
                     expr_text)
 
@@ -110,6 +110,39 @@ class Checker:
                 names[f.name] = f.pos
                 if f.type.kind == "char" and f.type.length <= 0:
                     self.error(f"field '{f.name}': char[N] needs N >= 1", f.pos)
+                if f.default is not None:
+                    self.check_default(rec, f)
+
+    def check_default(self, rec, f) -> None:
+        """`name: type = value`: a value of the field's type (an int in range, a number for
+        a float, a string that fits a char[N] or any for a text, `none` for a ref)."""
+        d, t = f.default, f.type
+        where = f"default of field '{f.name}' of record '{rec.name}'"
+        if t.target is not None:
+            if not (d.kind == "name" and d.value == "none"):
+                self.error(f"{where}: a ref field's default can only be none", d.pos)
+        elif t.kind == "int":
+            bits, signed = INT_TYPES[t.name][1:]
+            lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+            if d.kind != "int":
+                self.error(f"{where}: expected an integer for {t.spelled()}, found "
+                           f"{_default_words(d)}", d.pos)
+            elif not lo <= d.value <= hi:
+                self.error(f"{where}: {d.value} is out of range for {t.spelled()} "
+                           f"({lo} .. {hi})", d.pos)
+        elif t.kind == "float":
+            if d.kind not in ("int", "float"):
+                self.error(f"{where}: expected a number for {t.spelled()}, found "
+                           f"{_default_words(d)}", d.pos)
+        elif d.kind != "string":
+            self.error(f"{where}: expected a string for {t.spelled()}, found "
+                       f"{_default_words(d)}", d.pos)
+        elif t.kind == "char":
+            data = d.value.encode("utf-8")
+            nul = b"\0" in data
+            if len(data) > t.length or nul:
+                self.error(f"{where}: \"{d.value}\" does not fit char[{t.length}] "
+                           f"({len(data)} bytes{', a NUL' if nul else ''})", d.pos)
 
     # -- equations ---------------------------------------------------------------
     def check_container(self, decl: Container) -> Optional[ContainerInfo]:
@@ -1305,3 +1338,12 @@ def check(spec: Spec, prefix: Optional[str] = None) -> CheckedSpec:
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", prefix) or prefix in C_KEYWORDS:
         raise SpecError(f"prefix '{prefix}' is not a valid C identifier")
     return Checker(spec, prefix).run()
+
+
+def _default_words(d) -> str:
+    """A default's value in an error message."""
+    if d.kind == "string":
+        return f'"{d.value}"'
+    if d.kind == "names":
+        return "(" + ", ".join(d.value) + ")"
+    return str(d.value).lower() if d.kind == "bool" else str(d.value)

@@ -113,9 +113,13 @@ class FieldType:
 
 @dataclass
 class Field:
+    """`default`: the value a spec gives it (`qty: u32 = 0`), a Value of kind 'int',
+    'float', 'string' or 'name' (`none`, for a ref field), which the checker matches to the
+    type; None: no default (the Python binding's insert then needs the field)."""
     name: str
     type: FieldType
     pos: Pos
+    default: Optional["Value"] = None
 
 
 @dataclass(frozen=True)

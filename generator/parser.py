@@ -511,7 +511,8 @@ class _Builder:
 
     # records ------------------------------------------------------------
     def record(self, ctx: P2SpecParser.RecordDeclContext) -> Record:
-        fields = [Field(f.name.text, _field_type(self.path, f.fieldType()), self.tok(f.name))
+        fields = [Field(f.name.text, _field_type(self.path, f.fieldType()), self.tok(f.name),
+                        self.value(f.dflt) if f.dflt is not None else None)
                   for f in ctx.fieldDecl()]
         return Record(ctx.name.text, fields, self.tok(ctx.name))
 

@@ -215,11 +215,24 @@ def helpers_c(checked: CheckedSpec, declare: bool = False) -> str:
     return text[:-1] if text.endswith("\n") else text
 
 
-def _field_desc(name: str, t: FieldType) -> dict:
+def _field_desc(name: str, t: FieldType, default=None) -> dict:
     d = {"name": name, "kind": t.kind, "type": t.name, "length": t.length, "ctype": t.ctype}
     if t.target is not None:    # ref <container>: an int (u64) naming an element there
         d["target"] = t.target
+    if default is not None:     # `name: type = value` (the checker matched it to the type)
+        d["default"] = None if default.kind == "name" else (
+            float(default.value) if t.kind == "float" else default.value)
     return d
+
+
+def _primary_key(info) -> str:
+    """The key `container[key]`, `key in container` and `get(key)` look elements up by:
+    that of the outermost index with `unique = true`, else the first key of the equation
+    (a field's name or a composite key's)."""
+    u = info.unique_index
+    if u is not None and u.key_field_obj is not None:
+        return u.key_field_obj.name
+    return info.keys()[0].name
 
 
 def _role_desc(role) -> dict:
@@ -235,7 +248,7 @@ def binding_metadata(checked: CheckedSpec) -> dict:
     meta["module"] = module_name(checked.prefix)
     # Field and parameter descriptions are rebuilt here: render.metadata spells them
     # {"name": field, **ftype} and the type's own "name" key overwrites the field's.
-    meta["records"] = {r.name: [_field_desc(f.name, f.type) for f in r.fields]
+    meta["records"] = {r.name: [_field_desc(f.name, f.type, f.default) for f in r.fields]
                        for r in checked.records}
     for c, info in zip(meta["containers"], checked.containers):
         c["c"] = {"prefix": info.p, "all": info.all_cursor.p,
@@ -244,6 +257,8 @@ def binding_metadata(checked: CheckedSpec) -> dict:
                                     "set": f"{info.p}_set_{f.name}"}
                            for f in info.text_fields}}
         c["texts"] = [f.name for f in info.text_fields]
+        if info.keys():
+            c["key"] = _primary_key(info)
         c["refs"] = {f.name: f.type.target for f in info.ref_fields}
         c["roles"] = [_role_desc(r) for r in info.roles]
     for k, cur in zip(meta["cursors"], checked.cursors):

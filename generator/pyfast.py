@@ -50,7 +50,7 @@ import os
 
 from .ir import CheckedSpec
 
-API = 4            # what p2gen.runtime.pyapi expects of the module (FAST_API there)
+API = 5            # what p2gen.runtime.pyapi expects of the module (FAST_API there)
 STACK_MAX = 4096   # larger records keep the Python paths (the C paths copy records on the stack)
 ITER_MAX = 256     # a role's iterator is kept in its walk object up to this size
 

@@ -40,16 +40,21 @@ Database
     BusyError; abort() ends every open cursor and role walk (their next step raises
     RuntimeError, as after an insert: the rows they would give may be gone).
 Container
-    `insert([record_or_mapping], **fields) -> Record`: fields not given are 0 / "" (ref
-    fields: None).
-    `get(ref) -> Record` (NotFoundError if there is no such element),
-    `find(value)` when the container has exactly one key field, else `find(field=value)`
-    -> Record or None (a string longer than the field finds nothing; an int outside the
-    field's type raises RangeError), `update(rec_or_ref, **fields) -> Record`,
+    `insert([record_or_mapping], **fields) -> Record`: fields not given take the spec's
+    default (`qty: u32 = 0`); one without a default must be given (TypeError naming it).
+    By the container's key `key` (a unique index's, else the equation's first; a tuple
+    for a composite one), as a dict: `c[key]` (NotFoundError, a KeyError, if absent),
+    `key in c`, `c.get(key, default=None)`, `del c[key]`.
+    `at(ref) -> Record` by reference (NotFoundError if there is no such element),
+    `find(value)` by the container's key, `find(field=value)` by any key field,
+    `find(a=..., b=...)` by a composite key -> Record or None (a string longer than the
+    field finds nothing; an int outside the field's type raises RangeError; a TypeError
+    lists every key), `update(rec_or_ref, **fields) -> Record`,
     `delete(rec_or_ref)`, `update_by(key, **fields) -> Record or None` and
     `delete_by(key) -> bool` (by the value of the container's only key field: one call
     into C each),
-    `len()`, `iter()` (every element), `purge() -> int` (only over a `delflag` layer),
+    `len()`, `iter()` (every element), `purge() -> int` (only over a `delflag` layer;
+    absent otherwise), `upsert(...)` (only over an index with `unique = true`),
     `name`, `keys`, `record` (the Record class), `persistent`, `file`, `equation`,
     `roles` (role name -> Role), `role(name)`.
     numpy (records without text fields; TypeError otherwise): `dtype` (a structured
@@ -202,7 +207,9 @@ __all__ = ["P2Error", "NotFoundError", "DuplicateError", "RangeError", "ClosedEr
 globals().update((c.name, c.value) for c in CODES)
 NOREF = (1 << 64) - 1    # <prefix>_NOREF: a ref field or one-role naming no element
 NOREF32 = (1 << 32) - 1  # <prefix>_NOREF32: the same in a ref field over 32-bit links
-FAST_API = 4              # the C paths' module this layer drives (generator/pyfast.API)
+FAST_API = 5              # the C paths' module this layer drives (generator/pyfast.API)
+_MISSING = object()   # no value: find() without a positional one (None is a ref key's
+                      # none), a field without a default
 TEXT_MAX = 1 << 40        # the generated set_<text> refuses texts this long (P2_ERANGE)
 
 
@@ -290,7 +297,8 @@ def _encode(value: Any, what: str = "the value") -> bytes:
 
 class _Field:
     """How one typed value (a record field or a cursor parameter) crosses to C."""
-    __slots__ = ("name", "kind", "tname", "length", "lo", "hi", "what", "target", "noref")
+    __slots__ = ("name", "kind", "tname", "length", "lo", "hi", "what", "target", "noref",
+                 "default")
 
     def __init__(self, desc: dict, what: str):
         self.name = desc["name"]
@@ -299,6 +307,9 @@ class _Field:
         self.length = desc.get("length") or 0
         self.what = what     # "field 'x' of account" / "parameter $b of cursor c"
         self.target = desc.get("target")   # ref <container>: the container's name
+        # the spec's default (`qty: u32 = 0`; None for a ref field's `none`), else _MISSING:
+        # insert then needs the field
+        self.default = desc.get("default", _MISSING)
         # what stands for no element: a ref field over 32-bit links is a u32
         self.noref = NOREF32 if self.target is not None and self.tname == "u32" else NOREF
         if self.kind == "int":
@@ -534,14 +545,15 @@ class _Slow(Exception):
     """A value the generated packer leaves to the checked path (which raises the error)."""
 
 
-def _packer(layout: "_Layout", buf):
+def _packer(layout: "_Layout", buf, defaults: dict):
     """fill(t, fields): a function generated for a record type without text fields that
     writes into buf (a C record) the values of the dict `fields` over the unpacked tuple t
     (an element's current values, or the zero record), in one struct.pack_into: int and
     float ranges are struct's checks, char[N] is checked here (at most N bytes, no NUL),
     ref fields go through their _Field. Any value it does not take (a wrong type, out of
     range, an unknown field name) raises, and the caller then takes the checked per-field
-    path, which raises the precise TypeError / RangeError. Returns (fill, zero tuple)."""
+    path, which raises the precise TypeError / RangeError. Returns (fill, the tuple insert
+    starts from: `defaults` (converted values by name), else 0 / b"" / no element)."""
     ns = {"_K": _MISSING, "_Slow": _Slow, "NOREF": NOREF, "pack_into": layout.struct.pack_into,
           "buf": buf}
     lines = ["def fill(t, kw):", "    n = 0"]
@@ -554,22 +566,22 @@ def _packer(layout: "_Layout", buf):
             ns[f"conv{j}"] = f._convert_ref
             lines += [f"        if {v} is None:", f"            {v} = {f.noref}",
                       f"        elif {v}.__class__ is not int:", f"            {v} = conv{j}({v})"]
-            zero.append(f.noref)
+            zero.append(defaults.get(f.name, f.noref))
         elif f.kind == "char":
             lines += [f"        if {v}.__class__ is str:",
                       f"            {v} = {v}.encode('utf-8', 'surrogateescape')",
                       f"        elif {v}.__class__ is not bytes:", "            raise _Slow",
                       f"        if len({v}) > {f.length} or b'\\0' in {v}:",
                       "            raise _Slow"]
-            zero.append(b"")
+            zero.append(defaults.get(f.name, b""))
         elif f.kind == "int":
             lines += [f"        if {v}.__class__ is not int and not isinstance({v}, int):",
                       "            raise _Slow"]
-            zero.append(0)
+            zero.append(defaults.get(f.name, 0))
         else:
             lines += [f"        if {v}.__class__ is not float and not isinstance({v}, (int, float)):",
                       "            raise _Slow"]
-            zero.append(0.0)
+            zero.append(defaults.get(f.name, 0.0))
     lines += ["    if n != len(kw):", "        raise _Slow",
               "    pack_into(buf, 0, " + "".join(f"v{j}, " for _, j in layout.packed) + ")"]
     exec("\n".join(lines) + "\n", ns)
@@ -753,7 +765,7 @@ class Database:
         self._finalizer = weakref.finalize(self, _close_handle, spec.c_close, handle, self._lock)
         self._containers = {}
         for name, c in spec.containers.items():
-            cls = _PurgeableContainer if c["purges"] else Container
+            cls = _container_class(bool(c["purges"]), bool(c.get("upsert")))
             self._containers[name] = cls(self, c)
         for name, c in spec.containers.items():
             owner = self._containers[name]
@@ -1021,7 +1033,6 @@ class Journalled(Database):
 # ---------------------------------------------------------------------------
 # Containers
 # ---------------------------------------------------------------------------
-_MISSING = object()   # find() called without a positional value (None is a ref key's none)
 
 
 def _merged_fields(op: str, _from, fields: dict) -> dict:
@@ -1056,6 +1067,10 @@ class Container:
         self.record: type = spec.records[meta["record"]]
         self._fields = {f.name: f for f in spec.fields[meta["record"]]}
         self._key_index = [list(self._fields).index(k) for k in self.keys]
+        # insert: the spec's defaults (`qty: u32 = 0`), and the fields it needs (no default)
+        self._defaults = {f.name: f.default for f in self._fields.values()
+                          if f.default is not _MISSING}
+        self._required = tuple(n for n in self._fields if n not in self._defaults)
         self._rtype = f"{spec.prefix}_{meta['record']} *"
         cp = meta["c"]["prefix"]
         self._c = {op: getattr(lib, f"{cp}_{op}")
@@ -1074,6 +1089,10 @@ class Container:
         self.composite_keys: dict = {n: tuple(fs)
                                      for n, fs in meta.get("composite_keys", {}).items()}
         self._cfind = {n: getattr(lib, f"{cp}_find_{n}") for n in self.composite_keys}
+        # the key of `container[key]`, `key in container` and get(key): that of a unique
+        # index, else the equation's first (a field's name, or a composite key's); None
+        # without keys
+        self.key: Optional[str] = meta.get("key")
         self._upsert = getattr(lib, f"{cp}_upsert") if meta.get("upsert") else None
         if meta["purges"]:
             self._c["purge"] = getattr(lib, f"{cp}_purge")
@@ -1121,7 +1140,9 @@ class Container:
         self._findrec = {k: getattr(lib, f"p2py__{cp}_findrec_{k}", None) for k in self.keys}
         self._fill_fast = self._zero = None
         if layout.body is not None:
-            self._fill_fast, self._zero = _packer(layout, self._scratch_buf)
+            self._fill_fast, self._zero = _packer(
+                layout, self._scratch_buf,
+                {n: self._fields[n].convert(v) for n, v in self._defaults.items()})
         self._rows_c = None
         if not _install_c_paths(self):
             _install_fast_paths(self)
@@ -1255,6 +1276,22 @@ class Container:
         self._version += 1
         self._links += 1
 
+    def _scratch_zero(self):
+        """The C record insert starts from (the defaults; else 0, "", no element), in
+        the scratch buffer (b"" for a record with text fields: no C paths)."""
+        if self._fill_fast is None:
+            return b""
+        self._fill_fast(self._zero, {})
+        return self._scratch_buf
+
+    def _check_required(self, op: str, fields, row: str = "") -> None:
+        """TypeError naming the fields without a default in the spec that `fields` lacks."""
+        missing = [n for n in self._required if n not in fields]
+        if missing:
+            raise TypeError(f"{op}(): {row}{self.record._name} needs field(s) "
+                            f"{', '.join(missing)} (they have no default in the spec; "
+                            f"give them, or declare one: `{missing[0]}: ... = value;`)")
+
     # -- the API -----------------------------------------------------------------------
     def insert(self, _from=None, /, **fields) -> Record:
         """Insert an element and return it (a Record with its reference). Fields come from
@@ -1262,6 +1299,7 @@ class Container:
         with self._db._lock:   # one call into C at a time (see _serialised)
             self._db._guard()
             fields = _merged_fields("insert", _from, fields)
+            self._check_required("insert", fields)
             h = self._db._handle()
             if self._fill_fast is not None:
                 try:
@@ -1279,7 +1317,7 @@ class Container:
             crec = self._ffi.new(self._rtype)
             for n, none in self._refnone.items():
                 setattr(crec, n, none)     # not given: no element
-            texts = self._fill(crec, fields)
+            texts = self._fill(crec, {**self._defaults, **fields})
             out = self._ffi.new("uint64_t *")
             rc = self._c["insert"](h, crec, out)
             if rc != P2_OK:
@@ -1293,32 +1331,6 @@ class Container:
                     self._c["delete"](h, ref)   # nothing half-made stays
                     raise
             return self._record(crec, ref)
-
-    def upsert(self, _from=None, /, **fields) -> tuple:
-        """Insert an element or, if one with the same unique key exists (the key of the
-        container's index with `unique = true`), replace it by these fields, in one call
-        into C; returns (Record, inserted: bool). Fields as insert takes them."""
-        if self._upsert is None:
-            raise TypeError(f"container {self.name} has no unique key ({self.equation}): "
-                            f"upsert needs an index with unique = true")
-        with self._db._lock:   # one call into C at a time (see _serialised)
-            self._db._guard()
-            fields = _merged_fields("upsert", _from, fields)
-            h = self._db._handle()
-            crec = self._ffi.new(self._rtype)
-            for n, none in self._refnone.items():
-                setattr(crec, n, none)     # not given: no element
-            texts = self._fill(crec, fields)
-            out = self._ffi.new("uint64_t *")
-            inserted = self._ffi.new("int *")
-            rc = self._upsert(h, crec, out, inserted)
-            if rc != P2_OK:
-                raise self._fail(rc)
-            self._changed()
-            ref = int(out[0])
-            if texts:
-                self._set_texts(h, ref, texts)
-            return self._record(crec, ref), bool(inserted[0])
 
     def _find_composite(self, h, name: str, kw: dict) -> Optional[Record]:
         """find(a=..., b=...) on the composite key `name` (a, b): one argument per field."""
@@ -1377,47 +1389,97 @@ class Container:
                              self._decode(self._unpack(self._ffi.buffer(crec, self._rsize))))
         return ref, crec
 
-    def get(self, rec_or_ref) -> Record:
-        """The element `ref` (a fresh copy); NotFoundError if there is none."""
+    def at(self, rec_or_ref) -> Record:
+        """The element `ref` by its reference (an int, or a Record: a fresh copy);
+        NotFoundError if there is none."""
         with self._db._lock:   # one call into C at a time (see _serialised)
             h = self._db._handle()
             ref, crec = self._locate(h, rec_or_ref)
             return self._record(crec, ref)
 
-    def __getitem__(self, ref) -> Record:
-        return self.get(ref)
+    def _by_key(self, key):
+        """find() by the container's key (`self.key`): a value, or a tuple of a composite
+        key's values in its order."""
+        name = self.key
+        if name is None:
+            raise TypeError(f"container {self.name} has no key ({self.equation}): "
+                            f"[], in and get() look elements up by key; use at(ref) for a "
+                            f"reference, or iterate")
+        fs = self.composite_keys.get(name)
+        if fs is None:
+            return self.find(**{name: key})
+        if not isinstance(key, tuple) or len(key) != len(fs):
+            raise TypeError(f"container {self.name}'s key is ({', '.join(fs)}): give a tuple "
+                            f"of {len(fs)} values, got {key!r:.80}")
+        return self.find(**dict(zip(fs, key)))
+
+    def __getitem__(self, key) -> Record:
+        """The element whose key (`self.key`) is `key`; NotFoundError (a KeyError) if
+        there is none."""
+        rec = self._by_key(key)
+        if rec is None:
+            raise NotFoundError(f"container {self.name}: no element with {self.key} == "
+                                f"{key!r:.80}")
+        return rec
+
+    def get(self, key, default=None):
+        """The element whose key (`self.key`) is `key`, else `default` (as dict.get)."""
+        rec = self._by_key(key)
+        return default if rec is None else rec
+
+    def __contains__(self, key) -> bool:
+        """Is there an element whose key (`self.key`) is `key`?"""
+        return self._by_key(key) is not None
+
+    def __delitem__(self, key) -> None:
+        """Delete the element whose key (`self.key`) is `key`; NotFoundError if none."""
+        self.delete(self[key])
+
+    def _keys_spelled(self) -> str:
+        """Every key of the container, as find() takes them: `id, (symbol, price)`."""
+        return ", ".join(self.keys + tuple(f"({', '.join(fs)})"
+                                           for fs in self.composite_keys.values()))
 
     def find(self, _key=_MISSING, /, **kw) -> Optional[Record]:
         """The element whose key equals the value (an element, if several), or None:
-        `find(value)` when the container has one key field, else `find(field=value)`."""
+        `find(value)` by the container's key (`self.key`; a tuple for a composite one),
+        or by any of its keys: `find(field=value)`, `find(a=..., b=...)` (every field of
+        a composite key)."""
         with self._db._lock:   # one call into C at a time (see _serialised)
             h = self._db._handle()
             keys = self.keys
-            if _key is _MISSING and len(kw) > 1:
-                # every field of a composite key, by name
-                name = next((n for n, fs in self.composite_keys.items()
-                             if set(fs) == set(kw)), None)
-                if name is not None:
-                    return self._find_composite(h, name, kw)
-            if not keys:
+            if not keys and not self.composite_keys:
                 raise TypeError(f"container {self.name} has no key fields ({self.equation}): "
                                 f"iterate over it or use a cursor")
             if _key is not _MISSING:
                 if kw:
-                    raise TypeError("find() takes a value or one field=value, not both")
-                if len(keys) != 1:
-                    raise TypeError(f"container {self.name} has several keys ({', '.join(keys)}): "
-                                    f"say which, e.g. find({keys[0]}=...)")
-                field, value = keys[0], _key
+                    raise TypeError("find() takes a value or field=value, not both")
+                fs = self.composite_keys.get(self.key)
+                if fs is None:
+                    field, value = self.key, _key
+                elif isinstance(_key, tuple) and len(_key) == len(fs):
+                    return self._find_composite(h, self.key, dict(zip(fs, _key)))
+                else:
+                    raise TypeError(f"container {self.name}'s key is ({', '.join(fs)}): "
+                                    f"find() takes a tuple of {len(fs)} values, or "
+                                    f"field=value of one of its keys: {self._keys_spelled()}")
             else:
-                if len(kw) != 1:
-                    raise TypeError(f"find() takes one key field=value (keys of {self.name}: "
-                                    f"{', '.join(keys)}), got {len(kw)}")
-                (field, value), = kw.items()
-                if field not in keys:
-                    what = "not a key" if field in self._fields else "not a field"
-                    raise TypeError(f"'{field}' is {what} of container {self.name}; find() takes "
-                                    f"one of its keys: {', '.join(keys)}")
+                if len(kw) == 1 and next(iter(kw)) in keys:
+                    (field, value), = kw.items()
+                else:
+                    # every field of a composite key, by name
+                    name = next((n for n, fs in self.composite_keys.items()
+                                 if set(fs) == set(kw)), None)
+                    if name is not None:
+                        return self._find_composite(h, name, kw)
+                    odd = [n for n in kw if n not in self._fields]
+                    what = (f"'{odd[0]}' is not a field of {self.record._name}" if odd else
+                            ", ".join(f"'{n}'" for n in kw)
+                            + (" is not a key" if len(kw) == 1 else " are not a key")
+                            if kw else "no key given")
+                    raise TypeError(f"find(): {what}; container {self.name} is found by "
+                                    f"one of its keys: {self._keys_spelled()} "
+                                    f"(find(field=value), every field of a composite one)")
             f = self._fields[field]
             if value.__class__ is int and f.kind == "int" and f.lo <= value <= f.hi:
                 cval = value
@@ -1508,9 +1570,6 @@ class Container:
             if rc != P2_OK:
                 raise self._fail(rc)
             self._changed()
-
-    def __delitem__(self, ref) -> None:
-        self.delete(ref)
 
     def _one_key(self, value):
         """(key field, the value as C takes it, or None when no element can have it)."""
@@ -1701,6 +1760,7 @@ class Container:
             elif not isinstance(row, Mapping):
                 raise TypeError(f"insert_many: row {i}: expected a mapping or a Record, got "
                                 f"{type(row).__name__}")
+            self._check_required("insert_many", row, f"row {i}: ")
             try:
                 fill(zero, row)
             except Exception:
@@ -1708,7 +1768,7 @@ class Container:
                 for n, none in self._refnone.items():
                     setattr(crec, n, none)
                 try:
-                    self._fill(crec, dict(row))
+                    self._fill(crec, {**self._defaults, **row})
                 except Exception as e:
                     e.args = (f"insert_many: row {i}: {e}",) + e.args[1:]
                     if isinstance(e, P2Error):
@@ -1727,12 +1787,17 @@ class Container:
             raise TypeError(f"insert_many: {self.record._name} has no field(s) "
                             f"{', '.join(unknown)} (fields: {', '.join(self._fields)})")
         arr = np.asarray(arr).reshape(-1)
-        if arr.dtype == dt:     # the C layout already: every value fits its C type
+        if arr.dtype == dt:     # the C layout already: every value fits its C type (and
+            # every field is there)
             return np.ascontiguousarray(arr), len(arr)
+        self._check_required("insert_many", names)
         out = np.zeros(len(arr), dtype=dt)
         for n, none in self._refnone.items():
             if n not in names:
                 out[n] = none
+        for n, v in self._defaults.items():
+            if n not in names:
+                out[n] = self._fields[n].convert(v)
         for n in names:
             f = self._fields[n]
             col = arr[n]
@@ -1806,13 +1871,6 @@ class Container:
         self._db._handle()
         return self._spec.Cursor(self, self._all[0], self._all[1], [], "all")
 
-    def __contains__(self, rec_or_ref) -> bool:
-        try:
-            self.get(rec_or_ref)
-        except NotFoundError:
-            return False
-        return True
-
     # -- relationships -----------------------------------------------------------------
     @property
     def roles(self) -> dict:
@@ -1868,19 +1926,22 @@ def _install_c_paths(c: Container) -> bool:
         return False
     cls = type(c)
     fc = fast.container(c.name, c._db._lock, c, c.record, *_RECORD_SLOTS,
-                        cls.insert.__get__(c), cls.get.__get__(c), cls.find.__get__(c),
+                        cls.insert.__get__(c), cls.at.__get__(c), cls.find.__get__(c),
                         cls.update_by.__get__(c),
                         cls.delete_by.__get__(c), c._fail, cls.update.__get__(c),
-                        cls.delete.__get__(c))
+                        cls.delete.__get__(c), bytes(c._scratch_zero()),
+                        bytes(n in c._required for n in c._fields))
     if fc is None:
         return False
     c._fc = fc
     c._rows_c = fc.rows
-    c.insert, c.get, c.update, c.delete = fc.insert, fc.get, fc.update, fc.delete
+    c.insert, c.at, c.update, c.delete = fc.insert, fc.get, fc.update, fc.delete
     if len(c.keys) == 1:
         f = c._fields[c.keys[0]]
         if f.kind == "int" and f.target is None:
-            c.find, c.update_by, c.delete_by = fc.find, fc.update_by, fc.delete_by
+            c.update_by, c.delete_by = fc.update_by, fc.delete_by
+            if c.key == c.keys[0]:      # find(v) by it too (not by a composite key)
+                c.find = fc.find
     return True
 
 
@@ -1901,10 +1962,14 @@ def _install_fast_paths(c: Container) -> None:
     scratch, sbuf, ref, out, obuf = c._scratch, c._scratch_buf, c._scratch_ref, c._out, c._out_buf
     fail, c_insert = c._fail, c._c["insert"]
     slow_insert = c.insert
+    required = c._required
 
     def insert(_from=None, /, **fields):
         if _from is not None:
             return slow_insert(_from, **fields)
+        for n in required:
+            if n not in fields:
+                return slow_insert(**fields)        # raises TypeError naming them
         with lock:
             h = db._handle_
             if h is None:
@@ -1932,17 +1997,26 @@ def _install_fast_paths(c: Container) -> None:
         return
     lo, hi = f.lo, f.hi
     findrec, upd, dele = c._findrec[key], c._updkey.get(key), c._delkey.get(key)
-    if findrec is not None:
+    if findrec is not None and c.key == key:
         slow_find = c.find
 
         def find(_key=_MISSING, /, **kw):
-            if kw or _key.__class__ is not int or not lo <= _key <= hi:
+            v = _key
+            if kw:      # find(id=v): the same path
+                if _key is not _MISSING or len(kw) != 1:
+                    return slow_find(_key, **kw)
+                (name, v), = kw.items()
+                # an exact str only: a subclass's __eq__ is user code, run by the slow
+                # path with the lock held (Re-entry)
+                if name.__class__ is not str or name != key:
+                    return slow_find(_key, **kw)
+            if v.__class__ is not int or not lo <= v <= hi:
                 return slow_find(_key, **kw)
             with lock:
                 h = db._handle_
                 if h is None:
-                    return slow_find(_key)
-                rc = findrec(h, _key, scratch, ref)
+                    return slow_find(_key, **kw)
+                rc = findrec(h, v, scratch, ref)
                 if rc == P2_OK:
                     return one(unpack(sbuf), ref[0])
                 if rc == P2_NOTFOUND:
@@ -2016,6 +2090,49 @@ def _find_str(f: _Field, value):
     if len(data) > f.length or b"\0" in data:
         return None
     return data
+
+
+class _UpsertContainer(Container):
+    """A container with a unique index: upsert (absent from the others)."""
+
+    def upsert(self, _from=None, /, **fields) -> tuple:
+        """Insert an element or, if one with the same unique key exists (the key of the
+        container's index with `unique = true`), replace it by these fields, in one call
+        into C; returns (Record, inserted: bool). Fields as insert takes them."""
+        with self._db._lock:   # one call into C at a time (see _serialised)
+            self._db._guard()
+            fields = _merged_fields("upsert", _from, fields)
+            self._check_required("upsert", fields)
+            h = self._db._handle()
+            crec = self._ffi.new(self._rtype)
+            for n, none in self._refnone.items():
+                setattr(crec, n, none)     # not given: no element
+            texts = self._fill(crec, {**self._defaults, **fields})
+            out = self._ffi.new("uint64_t *")
+            inserted = self._ffi.new("int *")
+            rc = self._upsert(h, crec, out, inserted)
+            if rc != P2_OK:
+                raise self._fail(rc)
+            self._changed()
+            ref = int(out[0])
+            if texts:
+                self._set_texts(h, ref, texts)
+            return self._record(crec, ref), bool(inserted[0])
+
+
+_CONTAINER_CLASSES: dict = {}
+
+
+def _container_class(purges: bool, upserts: bool) -> type:
+    """Container, with purge() over a delflag layer and upsert() over a unique index:
+    methods a container cannot do are absent (AttributeError, hasattr false)."""
+    cls = _CONTAINER_CLASSES.get((purges, upserts))
+    if cls is None:
+        bases = tuple(b for b, on in ((_PurgeableContainer, purges), (_UpsertContainer, upserts))
+                      if on) or (Container,)
+        cls = bases[0] if len(bases) == 1 else type("Container", bases, {"__module__": __name__})
+        _CONTAINER_CLASSES[(purges, upserts)] = cls
+    return cls
 
 
 class _PurgeableContainer(Container):
@@ -2543,8 +2660,10 @@ for _cls, _reads, _writes in (
         (Database, ("verify", "cursor"), ("sync",)),
         (Journalled, (), ("_txn",)),
         # insert, get, find, update and delete take the lock themselves (hot paths)
-        (Container, ("__len__", "__iter__", "__contains__"), ("reserve",)),
+        (Container, ("__len__", "__iter__"), ("reserve",)),
         (_PurgeableContainer, (), ("purge",)),
+        (_UpsertContainer, (), ()),
+
         (Cursor, ("close",), ("update", "delete")),
         (ManyRole, ("__call__", "refs", "count"), ("add", "remove")),
         (OneRole, ("ref", "get", "__call__"), ("set",)),

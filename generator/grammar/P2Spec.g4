@@ -2,7 +2,7 @@
  * P2Spec.g4 -- the p2gen spec language: records, type equations (containers), cursors and
  * relationships between the elements of containers.
  *
- *     record account { id: u32; balance: i64; filler: char[84]; home: ref branches; }
+ *     record account { id: u32; balance: i64 = 0; filler: char[84] = ""; home: ref branches; }
  *     container accounts of account
  *         = top2ds_qualify[hash[array[persistent]]]
  *         with hash(key = id, buckets = 1_048_576), persistent(file = "tpcb.db");
@@ -40,8 +40,10 @@ recordDecl
     : RECORD name=ID LBRACE fieldDecl* RBRACE
     ;
 
+// `qty: u32 = 0;`: a default, what insert writes when the field is not given (parser.py
+// and the checker take a number, a string or `none` for a ref field; `value` keeps it LL(1))
 fieldDecl
-    : name=ID COLON fieldType SEMI
+    : name=ID COLON fieldType (ASSIGN dflt=value)? SEMI
     ;
 
 // u32, char[10], text, or `ref <container>` (a reference to an element of a container)

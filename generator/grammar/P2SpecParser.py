@@ -10,78 +10,80 @@ else:
 
 def serializedATN():
     return [
-        4,1,43,211,2,0,7,0,2,1,7,1,2,2,7,2,2,3,7,3,2,4,7,4,2,5,7,5,2,6,7,
+        4,1,43,215,2,0,7,0,2,1,7,1,2,2,7,2,2,3,7,3,2,4,7,4,2,5,7,5,2,6,7,
         6,2,7,7,7,2,8,7,8,2,9,7,9,2,10,7,10,2,11,7,11,2,12,7,12,2,13,7,13,
         2,14,7,14,2,15,7,15,2,16,7,16,2,17,7,17,2,18,7,18,1,0,5,0,40,8,0,
         10,0,12,0,43,9,0,1,0,1,0,1,1,1,1,1,1,1,1,3,1,51,8,1,1,2,1,2,1,2,
-        1,2,5,2,57,8,2,10,2,12,2,60,9,2,1,2,1,2,1,3,1,3,1,3,1,3,1,3,1,4,
-        1,4,3,4,71,8,4,1,4,1,4,1,4,3,4,76,8,4,1,5,1,5,1,5,1,5,1,5,1,5,1,
-        5,1,5,1,5,1,5,5,5,88,8,5,10,5,12,5,91,9,5,3,5,93,8,5,1,5,1,5,1,6,
-        1,6,1,6,3,6,100,8,6,1,6,3,6,103,8,6,1,6,1,6,1,6,1,6,3,6,109,8,6,
-        1,7,1,7,1,7,3,7,114,8,7,1,7,1,7,1,8,1,8,1,8,5,8,121,8,8,10,8,12,
-        8,124,9,8,1,9,1,9,1,9,1,9,1,10,1,10,1,10,1,10,1,10,1,10,1,10,1,10,
-        1,10,1,10,5,10,140,8,10,10,10,12,10,143,9,10,1,10,3,10,146,8,10,
-        1,11,1,11,1,11,1,11,1,11,1,11,1,11,1,11,1,11,1,12,1,12,1,12,1,12,
-        1,12,1,13,1,13,1,13,1,13,1,13,1,13,3,13,168,8,13,1,13,1,13,1,13,
-        1,13,3,13,174,8,13,3,13,176,8,13,1,13,1,13,1,14,1,14,1,14,5,14,183,
-        8,14,10,14,12,14,186,9,14,1,15,1,15,1,15,5,15,191,8,15,10,15,12,
-        15,194,9,15,1,16,1,16,1,16,1,16,1,16,1,16,1,16,3,16,203,8,16,1,17,
-        1,17,1,17,1,17,1,18,1,18,1,18,0,0,19,0,2,4,6,8,10,12,14,16,18,20,
-        22,24,26,28,30,32,34,36,0,2,1,0,26,31,1,0,33,37,219,0,41,1,0,0,0,
-        2,50,1,0,0,0,4,52,1,0,0,0,6,63,1,0,0,0,8,68,1,0,0,0,10,77,1,0,0,
-        0,12,96,1,0,0,0,14,110,1,0,0,0,16,117,1,0,0,0,18,125,1,0,0,0,20,
-        145,1,0,0,0,22,147,1,0,0,0,24,156,1,0,0,0,26,161,1,0,0,0,28,179,
-        1,0,0,0,30,187,1,0,0,0,32,202,1,0,0,0,34,204,1,0,0,0,36,208,1,0,
-        0,0,38,40,3,2,1,0,39,38,1,0,0,0,40,43,1,0,0,0,41,39,1,0,0,0,41,42,
-        1,0,0,0,42,44,1,0,0,0,43,41,1,0,0,0,44,45,5,0,0,1,45,1,1,0,0,0,46,
-        51,3,4,2,0,47,51,3,10,5,0,48,51,3,26,13,0,49,51,3,22,11,0,50,46,
-        1,0,0,0,50,47,1,0,0,0,50,48,1,0,0,0,50,49,1,0,0,0,51,3,1,0,0,0,52,
-        53,5,1,0,0,53,54,5,33,0,0,54,58,5,16,0,0,55,57,3,6,3,0,56,55,1,0,
-        0,0,57,60,1,0,0,0,58,56,1,0,0,0,58,59,1,0,0,0,59,61,1,0,0,0,60,58,
-        1,0,0,0,61,62,5,17,0,0,62,5,1,0,0,0,63,64,5,33,0,0,64,65,5,22,0,
-        0,65,66,3,8,4,0,66,67,5,23,0,0,67,7,1,0,0,0,68,70,5,33,0,0,69,71,
-        5,33,0,0,70,69,1,0,0,0,70,71,1,0,0,0,71,75,1,0,0,0,72,73,5,18,0,
-        0,73,74,5,35,0,0,74,76,5,19,0,0,75,72,1,0,0,0,75,76,1,0,0,0,76,9,
-        1,0,0,0,77,78,5,2,0,0,78,79,5,33,0,0,79,80,5,3,0,0,80,81,5,33,0,
-        0,81,82,5,32,0,0,82,92,3,12,6,0,83,84,5,4,0,0,84,89,3,14,7,0,85,
-        86,5,24,0,0,86,88,3,14,7,0,87,85,1,0,0,0,88,91,1,0,0,0,89,87,1,0,
-        0,0,89,90,1,0,0,0,90,93,1,0,0,0,91,89,1,0,0,0,92,83,1,0,0,0,92,93,
-        1,0,0,0,93,94,1,0,0,0,94,95,5,23,0,0,95,11,1,0,0,0,96,102,5,33,0,
-        0,97,99,5,20,0,0,98,100,3,16,8,0,99,98,1,0,0,0,99,100,1,0,0,0,100,
-        101,1,0,0,0,101,103,5,21,0,0,102,97,1,0,0,0,102,103,1,0,0,0,103,
-        108,1,0,0,0,104,105,5,18,0,0,105,106,3,12,6,0,106,107,5,19,0,0,107,
-        109,1,0,0,0,108,104,1,0,0,0,108,109,1,0,0,0,109,13,1,0,0,0,110,111,
-        5,33,0,0,111,113,5,20,0,0,112,114,3,16,8,0,113,112,1,0,0,0,113,114,
-        1,0,0,0,114,115,1,0,0,0,115,116,5,21,0,0,116,15,1,0,0,0,117,122,
-        3,18,9,0,118,119,5,24,0,0,119,121,3,18,9,0,120,118,1,0,0,0,121,124,
-        1,0,0,0,122,120,1,0,0,0,122,123,1,0,0,0,123,17,1,0,0,0,124,122,1,
-        0,0,0,125,126,5,33,0,0,126,127,5,32,0,0,127,128,3,20,10,0,128,19,
-        1,0,0,0,129,146,5,35,0,0,130,146,5,36,0,0,131,146,5,37,0,0,132,146,
-        5,14,0,0,133,146,5,15,0,0,134,146,5,33,0,0,135,136,5,20,0,0,136,
-        141,5,33,0,0,137,138,5,24,0,0,138,140,5,33,0,0,139,137,1,0,0,0,140,
-        143,1,0,0,0,141,139,1,0,0,0,141,142,1,0,0,0,142,144,1,0,0,0,143,
-        141,1,0,0,0,144,146,5,21,0,0,145,129,1,0,0,0,145,130,1,0,0,0,145,
-        131,1,0,0,0,145,132,1,0,0,0,145,133,1,0,0,0,145,134,1,0,0,0,145,
-        135,1,0,0,0,146,21,1,0,0,0,147,148,5,6,0,0,148,149,5,33,0,0,149,
-        150,3,24,12,0,150,151,5,33,0,0,151,152,3,24,12,0,152,153,5,32,0,
-        0,153,154,3,12,6,0,154,155,5,23,0,0,155,23,1,0,0,0,156,157,5,33,
-        0,0,157,158,5,33,0,0,158,159,5,25,0,0,159,160,5,33,0,0,160,25,1,
-        0,0,0,161,162,5,5,0,0,162,163,5,33,0,0,163,164,5,7,0,0,164,167,5,
-        33,0,0,165,166,5,8,0,0,166,168,3,28,14,0,167,165,1,0,0,0,167,168,
-        1,0,0,0,168,175,1,0,0,0,169,170,5,9,0,0,170,171,5,10,0,0,171,173,
-        5,33,0,0,172,174,5,33,0,0,173,172,1,0,0,0,173,174,1,0,0,0,174,176,
-        1,0,0,0,175,169,1,0,0,0,175,176,1,0,0,0,176,177,1,0,0,0,177,178,
-        5,23,0,0,178,27,1,0,0,0,179,184,3,30,15,0,180,181,5,12,0,0,181,183,
-        3,30,15,0,182,180,1,0,0,0,183,186,1,0,0,0,184,182,1,0,0,0,184,185,
-        1,0,0,0,185,29,1,0,0,0,186,184,1,0,0,0,187,192,3,32,16,0,188,189,
-        5,11,0,0,189,191,3,32,16,0,190,188,1,0,0,0,191,194,1,0,0,0,192,190,
-        1,0,0,0,192,193,1,0,0,0,193,31,1,0,0,0,194,192,1,0,0,0,195,196,5,
-        13,0,0,196,203,3,32,16,0,197,198,5,20,0,0,198,199,3,28,14,0,199,
-        200,5,21,0,0,200,203,1,0,0,0,201,203,3,34,17,0,202,195,1,0,0,0,202,
-        197,1,0,0,0,202,201,1,0,0,0,203,33,1,0,0,0,204,205,3,36,18,0,205,
-        206,7,0,0,0,206,207,3,36,18,0,207,35,1,0,0,0,208,209,7,1,0,0,209,
-        37,1,0,0,0,20,41,50,58,70,75,89,92,99,102,108,113,122,141,145,167,
-        173,175,184,192,202
+        1,2,5,2,57,8,2,10,2,12,2,60,9,2,1,2,1,2,1,3,1,3,1,3,1,3,1,3,3,3,
+        69,8,3,1,3,1,3,1,4,1,4,3,4,75,8,4,1,4,1,4,1,4,3,4,80,8,4,1,5,1,5,
+        1,5,1,5,1,5,1,5,1,5,1,5,1,5,1,5,5,5,92,8,5,10,5,12,5,95,9,5,3,5,
+        97,8,5,1,5,1,5,1,6,1,6,1,6,3,6,104,8,6,1,6,3,6,107,8,6,1,6,1,6,1,
+        6,1,6,3,6,113,8,6,1,7,1,7,1,7,3,7,118,8,7,1,7,1,7,1,8,1,8,1,8,5,
+        8,125,8,8,10,8,12,8,128,9,8,1,9,1,9,1,9,1,9,1,10,1,10,1,10,1,10,
+        1,10,1,10,1,10,1,10,1,10,1,10,5,10,144,8,10,10,10,12,10,147,9,10,
+        1,10,3,10,150,8,10,1,11,1,11,1,11,1,11,1,11,1,11,1,11,1,11,1,11,
+        1,12,1,12,1,12,1,12,1,12,1,13,1,13,1,13,1,13,1,13,1,13,3,13,172,
+        8,13,1,13,1,13,1,13,1,13,3,13,178,8,13,3,13,180,8,13,1,13,1,13,1,
+        14,1,14,1,14,5,14,187,8,14,10,14,12,14,190,9,14,1,15,1,15,1,15,5,
+        15,195,8,15,10,15,12,15,198,9,15,1,16,1,16,1,16,1,16,1,16,1,16,1,
+        16,3,16,207,8,16,1,17,1,17,1,17,1,17,1,18,1,18,1,18,0,0,19,0,2,4,
+        6,8,10,12,14,16,18,20,22,24,26,28,30,32,34,36,0,2,1,0,26,31,1,0,
+        33,37,224,0,41,1,0,0,0,2,50,1,0,0,0,4,52,1,0,0,0,6,63,1,0,0,0,8,
+        72,1,0,0,0,10,81,1,0,0,0,12,100,1,0,0,0,14,114,1,0,0,0,16,121,1,
+        0,0,0,18,129,1,0,0,0,20,149,1,0,0,0,22,151,1,0,0,0,24,160,1,0,0,
+        0,26,165,1,0,0,0,28,183,1,0,0,0,30,191,1,0,0,0,32,206,1,0,0,0,34,
+        208,1,0,0,0,36,212,1,0,0,0,38,40,3,2,1,0,39,38,1,0,0,0,40,43,1,0,
+        0,0,41,39,1,0,0,0,41,42,1,0,0,0,42,44,1,0,0,0,43,41,1,0,0,0,44,45,
+        5,0,0,1,45,1,1,0,0,0,46,51,3,4,2,0,47,51,3,10,5,0,48,51,3,26,13,
+        0,49,51,3,22,11,0,50,46,1,0,0,0,50,47,1,0,0,0,50,48,1,0,0,0,50,49,
+        1,0,0,0,51,3,1,0,0,0,52,53,5,1,0,0,53,54,5,33,0,0,54,58,5,16,0,0,
+        55,57,3,6,3,0,56,55,1,0,0,0,57,60,1,0,0,0,58,56,1,0,0,0,58,59,1,
+        0,0,0,59,61,1,0,0,0,60,58,1,0,0,0,61,62,5,17,0,0,62,5,1,0,0,0,63,
+        64,5,33,0,0,64,65,5,22,0,0,65,68,3,8,4,0,66,67,5,32,0,0,67,69,3,
+        20,10,0,68,66,1,0,0,0,68,69,1,0,0,0,69,70,1,0,0,0,70,71,5,23,0,0,
+        71,7,1,0,0,0,72,74,5,33,0,0,73,75,5,33,0,0,74,73,1,0,0,0,74,75,1,
+        0,0,0,75,79,1,0,0,0,76,77,5,18,0,0,77,78,5,35,0,0,78,80,5,19,0,0,
+        79,76,1,0,0,0,79,80,1,0,0,0,80,9,1,0,0,0,81,82,5,2,0,0,82,83,5,33,
+        0,0,83,84,5,3,0,0,84,85,5,33,0,0,85,86,5,32,0,0,86,96,3,12,6,0,87,
+        88,5,4,0,0,88,93,3,14,7,0,89,90,5,24,0,0,90,92,3,14,7,0,91,89,1,
+        0,0,0,92,95,1,0,0,0,93,91,1,0,0,0,93,94,1,0,0,0,94,97,1,0,0,0,95,
+        93,1,0,0,0,96,87,1,0,0,0,96,97,1,0,0,0,97,98,1,0,0,0,98,99,5,23,
+        0,0,99,11,1,0,0,0,100,106,5,33,0,0,101,103,5,20,0,0,102,104,3,16,
+        8,0,103,102,1,0,0,0,103,104,1,0,0,0,104,105,1,0,0,0,105,107,5,21,
+        0,0,106,101,1,0,0,0,106,107,1,0,0,0,107,112,1,0,0,0,108,109,5,18,
+        0,0,109,110,3,12,6,0,110,111,5,19,0,0,111,113,1,0,0,0,112,108,1,
+        0,0,0,112,113,1,0,0,0,113,13,1,0,0,0,114,115,5,33,0,0,115,117,5,
+        20,0,0,116,118,3,16,8,0,117,116,1,0,0,0,117,118,1,0,0,0,118,119,
+        1,0,0,0,119,120,5,21,0,0,120,15,1,0,0,0,121,126,3,18,9,0,122,123,
+        5,24,0,0,123,125,3,18,9,0,124,122,1,0,0,0,125,128,1,0,0,0,126,124,
+        1,0,0,0,126,127,1,0,0,0,127,17,1,0,0,0,128,126,1,0,0,0,129,130,5,
+        33,0,0,130,131,5,32,0,0,131,132,3,20,10,0,132,19,1,0,0,0,133,150,
+        5,35,0,0,134,150,5,36,0,0,135,150,5,37,0,0,136,150,5,14,0,0,137,
+        150,5,15,0,0,138,150,5,33,0,0,139,140,5,20,0,0,140,145,5,33,0,0,
+        141,142,5,24,0,0,142,144,5,33,0,0,143,141,1,0,0,0,144,147,1,0,0,
+        0,145,143,1,0,0,0,145,146,1,0,0,0,146,148,1,0,0,0,147,145,1,0,0,
+        0,148,150,5,21,0,0,149,133,1,0,0,0,149,134,1,0,0,0,149,135,1,0,0,
+        0,149,136,1,0,0,0,149,137,1,0,0,0,149,138,1,0,0,0,149,139,1,0,0,
+        0,150,21,1,0,0,0,151,152,5,6,0,0,152,153,5,33,0,0,153,154,3,24,12,
+        0,154,155,5,33,0,0,155,156,3,24,12,0,156,157,5,32,0,0,157,158,3,
+        12,6,0,158,159,5,23,0,0,159,23,1,0,0,0,160,161,5,33,0,0,161,162,
+        5,33,0,0,162,163,5,25,0,0,163,164,5,33,0,0,164,25,1,0,0,0,165,166,
+        5,5,0,0,166,167,5,33,0,0,167,168,5,7,0,0,168,171,5,33,0,0,169,170,
+        5,8,0,0,170,172,3,28,14,0,171,169,1,0,0,0,171,172,1,0,0,0,172,179,
+        1,0,0,0,173,174,5,9,0,0,174,175,5,10,0,0,175,177,5,33,0,0,176,178,
+        5,33,0,0,177,176,1,0,0,0,177,178,1,0,0,0,178,180,1,0,0,0,179,173,
+        1,0,0,0,179,180,1,0,0,0,180,181,1,0,0,0,181,182,5,23,0,0,182,27,
+        1,0,0,0,183,188,3,30,15,0,184,185,5,12,0,0,185,187,3,30,15,0,186,
+        184,1,0,0,0,187,190,1,0,0,0,188,186,1,0,0,0,188,189,1,0,0,0,189,
+        29,1,0,0,0,190,188,1,0,0,0,191,196,3,32,16,0,192,193,5,11,0,0,193,
+        195,3,32,16,0,194,192,1,0,0,0,195,198,1,0,0,0,196,194,1,0,0,0,196,
+        197,1,0,0,0,197,31,1,0,0,0,198,196,1,0,0,0,199,200,5,13,0,0,200,
+        207,3,32,16,0,201,202,5,20,0,0,202,203,3,28,14,0,203,204,5,21,0,
+        0,204,207,1,0,0,0,205,207,3,34,17,0,206,199,1,0,0,0,206,201,1,0,
+        0,0,206,205,1,0,0,0,207,33,1,0,0,0,208,209,3,36,18,0,209,210,7,0,
+        0,0,210,211,3,36,18,0,211,35,1,0,0,0,212,213,7,1,0,0,213,37,1,0,
+        0,0,21,41,50,58,68,74,79,93,96,103,106,112,117,126,145,149,171,177,
+        179,188,196,206
     ]
 
 class P2SpecParser ( Parser ):
@@ -402,6 +404,7 @@ class P2SpecParser ( Parser ):
             super().__init__(parent, invokingState)
             self.parser = parser
             self.name = None # Token
+            self.dflt = None # ValueContext
 
         def COLON(self):
             return self.getToken(P2SpecParser.COLON, 0)
@@ -415,6 +418,13 @@ class P2SpecParser ( Parser ):
 
         def ID(self):
             return self.getToken(P2SpecParser.ID, 0)
+
+        def ASSIGN(self):
+            return self.getToken(P2SpecParser.ASSIGN, 0)
+
+        def value(self):
+            return self.getTypedRuleContext(P2SpecParser.ValueContext,0)
+
 
         def getRuleIndex(self):
             return P2SpecParser.RULE_fieldDecl
@@ -432,6 +442,7 @@ class P2SpecParser ( Parser ):
 
         localctx = P2SpecParser.FieldDeclContext(self, self._ctx, self.state)
         self.enterRule(localctx, 6, self.RULE_fieldDecl)
+        self._la = 0 # Token type
         try:
             self.enterOuterAlt(localctx, 1)
             self.state = 63
@@ -440,7 +451,17 @@ class P2SpecParser ( Parser ):
             self.match(P2SpecParser.COLON)
             self.state = 65
             self.fieldType()
-            self.state = 66
+            self.state = 68
+            self._errHandler.sync(self)
+            _la = self._input.LA(1)
+            if _la==32:
+                self.state = 66
+                self.match(P2SpecParser.ASSIGN)
+                self.state = 67
+                localctx.dflt = self.value()
+
+
+            self.state = 70
             self.match(P2SpecParser.SEMI)
         except RecognitionException as re:
             localctx.exception = re
@@ -495,25 +516,25 @@ class P2SpecParser ( Parser ):
         self._la = 0 # Token type
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 68
+            self.state = 72
             localctx.name = self.match(P2SpecParser.ID)
-            self.state = 70
+            self.state = 74
             self._errHandler.sync(self)
             _la = self._input.LA(1)
             if _la==33:
-                self.state = 69
+                self.state = 73
                 localctx.target = self.match(P2SpecParser.ID)
 
 
-            self.state = 75
+            self.state = 79
             self._errHandler.sync(self)
             _la = self._input.LA(1)
             if _la==18:
-                self.state = 72
+                self.state = 76
                 self.match(P2SpecParser.LBRACK)
-                self.state = 73
+                self.state = 77
                 localctx.length = self.match(P2SpecParser.INT)
-                self.state = 74
+                self.state = 78
                 self.match(P2SpecParser.RBRACK)
 
 
@@ -592,41 +613,41 @@ class P2SpecParser ( Parser ):
         self._la = 0 # Token type
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 77
-            self.match(P2SpecParser.CONTAINER)
-            self.state = 78
-            localctx.name = self.match(P2SpecParser.ID)
-            self.state = 79
-            self.match(P2SpecParser.OF)
-            self.state = 80
-            localctx.recordName = self.match(P2SpecParser.ID)
             self.state = 81
-            self.match(P2SpecParser.ASSIGN)
+            self.match(P2SpecParser.CONTAINER)
             self.state = 82
+            localctx.name = self.match(P2SpecParser.ID)
+            self.state = 83
+            self.match(P2SpecParser.OF)
+            self.state = 84
+            localctx.recordName = self.match(P2SpecParser.ID)
+            self.state = 85
+            self.match(P2SpecParser.ASSIGN)
+            self.state = 86
             self.equation()
-            self.state = 92
+            self.state = 96
             self._errHandler.sync(self)
             _la = self._input.LA(1)
             if _la==4:
-                self.state = 83
+                self.state = 87
                 self.match(P2SpecParser.WITH)
-                self.state = 84
+                self.state = 88
                 self.layerArgs()
-                self.state = 89
+                self.state = 93
                 self._errHandler.sync(self)
                 _la = self._input.LA(1)
                 while _la==24:
-                    self.state = 85
+                    self.state = 89
                     self.match(P2SpecParser.COMMA)
-                    self.state = 86
+                    self.state = 90
                     self.layerArgs()
-                    self.state = 91
+                    self.state = 95
                     self._errHandler.sync(self)
                     _la = self._input.LA(1)
 
 
 
-            self.state = 94
+            self.state = 98
             self.match(P2SpecParser.SEMI)
         except RecognitionException as re:
             localctx.exception = re
@@ -687,35 +708,35 @@ class P2SpecParser ( Parser ):
         self._la = 0 # Token type
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 96
+            self.state = 100
             localctx.name = self.match(P2SpecParser.ID)
-            self.state = 102
+            self.state = 106
             self._errHandler.sync(self)
             _la = self._input.LA(1)
             if _la==20:
-                self.state = 97
+                self.state = 101
                 self.match(P2SpecParser.LPAREN)
-                self.state = 99
+                self.state = 103
                 self._errHandler.sync(self)
                 _la = self._input.LA(1)
                 if _la==33:
-                    self.state = 98
+                    self.state = 102
                     self.paramList()
 
 
-                self.state = 101
+                self.state = 105
                 self.match(P2SpecParser.RPAREN)
 
 
-            self.state = 108
+            self.state = 112
             self._errHandler.sync(self)
             _la = self._input.LA(1)
             if _la==18:
-                self.state = 104
+                self.state = 108
                 self.match(P2SpecParser.LBRACK)
-                self.state = 105
+                self.state = 109
                 self.equation()
-                self.state = 106
+                self.state = 110
                 self.match(P2SpecParser.RBRACK)
 
 
@@ -768,19 +789,19 @@ class P2SpecParser ( Parser ):
         self._la = 0 # Token type
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 110
+            self.state = 114
             localctx.name = self.match(P2SpecParser.ID)
-            self.state = 111
+            self.state = 115
             self.match(P2SpecParser.LPAREN)
-            self.state = 113
+            self.state = 117
             self._errHandler.sync(self)
             _la = self._input.LA(1)
             if _la==33:
-                self.state = 112
+                self.state = 116
                 self.paramList()
 
 
-            self.state = 115
+            self.state = 119
             self.match(P2SpecParser.RPAREN)
         except RecognitionException as re:
             localctx.exception = re
@@ -830,17 +851,17 @@ class P2SpecParser ( Parser ):
         self._la = 0 # Token type
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 117
+            self.state = 121
             self.param()
-            self.state = 122
+            self.state = 126
             self._errHandler.sync(self)
             _la = self._input.LA(1)
             while _la==24:
-                self.state = 118
+                self.state = 122
                 self.match(P2SpecParser.COMMA)
-                self.state = 119
+                self.state = 123
                 self.param()
-                self.state = 124
+                self.state = 128
                 self._errHandler.sync(self)
                 _la = self._input.LA(1)
 
@@ -889,11 +910,11 @@ class P2SpecParser ( Parser ):
         self.enterRule(localctx, 18, self.RULE_param)
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 125
+            self.state = 129
             localctx.name = self.match(P2SpecParser.ID)
-            self.state = 126
+            self.state = 130
             self.match(P2SpecParser.ASSIGN)
-            self.state = 127
+            self.state = 131
             self.value()
         except RecognitionException as re:
             localctx.exception = re
@@ -964,60 +985,60 @@ class P2SpecParser ( Parser ):
         self.enterRule(localctx, 20, self.RULE_value)
         self._la = 0 # Token type
         try:
-            self.state = 145
+            self.state = 149
             self._errHandler.sync(self)
             token = self._input.LA(1)
             if token in [35]:
                 self.enterOuterAlt(localctx, 1)
-                self.state = 129
+                self.state = 133
                 self.match(P2SpecParser.INT)
                 pass
             elif token in [36]:
                 self.enterOuterAlt(localctx, 2)
-                self.state = 130
+                self.state = 134
                 self.match(P2SpecParser.FLOAT)
                 pass
             elif token in [37]:
                 self.enterOuterAlt(localctx, 3)
-                self.state = 131
+                self.state = 135
                 self.match(P2SpecParser.STRING)
                 pass
             elif token in [14]:
                 self.enterOuterAlt(localctx, 4)
-                self.state = 132
+                self.state = 136
                 self.match(P2SpecParser.TRUE)
                 pass
             elif token in [15]:
                 self.enterOuterAlt(localctx, 5)
-                self.state = 133
+                self.state = 137
                 self.match(P2SpecParser.FALSE)
                 pass
             elif token in [33]:
                 self.enterOuterAlt(localctx, 6)
-                self.state = 134
+                self.state = 138
                 self.match(P2SpecParser.ID)
                 pass
             elif token in [20]:
                 self.enterOuterAlt(localctx, 7)
-                self.state = 135
+                self.state = 139
                 self.match(P2SpecParser.LPAREN)
-                self.state = 136
+                self.state = 140
                 localctx._ID = self.match(P2SpecParser.ID)
                 localctx.names.append(localctx._ID)
-                self.state = 141
+                self.state = 145
                 self._errHandler.sync(self)
                 _la = self._input.LA(1)
                 while _la==24:
-                    self.state = 137
+                    self.state = 141
                     self.match(P2SpecParser.COMMA)
-                    self.state = 138
+                    self.state = 142
                     localctx._ID = self.match(P2SpecParser.ID)
                     localctx.names.append(localctx._ID)
-                    self.state = 143
+                    self.state = 147
                     self._errHandler.sync(self)
                     _la = self._input.LA(1)
 
-                self.state = 144
+                self.state = 148
                 self.match(P2SpecParser.RPAREN)
                 pass
             else:
@@ -1087,21 +1108,21 @@ class P2SpecParser ( Parser ):
         self.enterRule(localctx, 22, self.RULE_relationshipDecl)
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 147
-            self.match(P2SpecParser.RELATIONSHIP)
-            self.state = 148
-            localctx.name = self.match(P2SpecParser.ID)
-            self.state = 149
-            localctx.left = self.relEnd()
-            self.state = 150
-            localctx.toWord = self.match(P2SpecParser.ID)
             self.state = 151
-            localctx.right = self.relEnd()
+            self.match(P2SpecParser.RELATIONSHIP)
             self.state = 152
-            self.match(P2SpecParser.ASSIGN)
+            localctx.name = self.match(P2SpecParser.ID)
             self.state = 153
-            self.equation()
+            localctx.left = self.relEnd()
             self.state = 154
+            localctx.toWord = self.match(P2SpecParser.ID)
+            self.state = 155
+            localctx.right = self.relEnd()
+            self.state = 156
+            self.match(P2SpecParser.ASSIGN)
+            self.state = 157
+            self.equation()
+            self.state = 158
             self.match(P2SpecParser.SEMI)
         except RecognitionException as re:
             localctx.exception = re
@@ -1149,13 +1170,13 @@ class P2SpecParser ( Parser ):
         self.enterRule(localctx, 24, self.RULE_relEnd)
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 156
+            self.state = 160
             localctx.mult = self.match(P2SpecParser.ID)
-            self.state = 157
+            self.state = 161
             localctx.containerName = self.match(P2SpecParser.ID)
-            self.state = 158
+            self.state = 162
             self.match(P2SpecParser.DOT)
-            self.state = 159
+            self.state = 163
             localctx.role = self.match(P2SpecParser.ID)
         except RecognitionException as re:
             localctx.exception = re
@@ -1224,45 +1245,45 @@ class P2SpecParser ( Parser ):
         self._la = 0 # Token type
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 161
+            self.state = 165
             self.match(P2SpecParser.CURSOR)
-            self.state = 162
+            self.state = 166
             localctx.name = self.match(P2SpecParser.ID)
-            self.state = 163
-            self.match(P2SpecParser.ON)
-            self.state = 164
-            localctx.containerName = self.match(P2SpecParser.ID)
             self.state = 167
+            self.match(P2SpecParser.ON)
+            self.state = 168
+            localctx.containerName = self.match(P2SpecParser.ID)
+            self.state = 171
             self._errHandler.sync(self)
             _la = self._input.LA(1)
             if _la==8:
-                self.state = 165
+                self.state = 169
                 self.match(P2SpecParser.WHERE)
-                self.state = 166
+                self.state = 170
                 self.orExpr()
 
 
-            self.state = 175
+            self.state = 179
             self._errHandler.sync(self)
             _la = self._input.LA(1)
             if _la==9:
-                self.state = 169
-                self.match(P2SpecParser.ORDER)
-                self.state = 170
-                self.match(P2SpecParser.BY)
-                self.state = 171
-                localctx.orderField = self.match(P2SpecParser.ID)
                 self.state = 173
+                self.match(P2SpecParser.ORDER)
+                self.state = 174
+                self.match(P2SpecParser.BY)
+                self.state = 175
+                localctx.orderField = self.match(P2SpecParser.ID)
+                self.state = 177
                 self._errHandler.sync(self)
                 _la = self._input.LA(1)
                 if _la==33:
-                    self.state = 172
+                    self.state = 176
                     localctx.direction = self.match(P2SpecParser.ID)
 
 
 
 
-            self.state = 177
+            self.state = 181
             self.match(P2SpecParser.SEMI)
         except RecognitionException as re:
             localctx.exception = re
@@ -1312,17 +1333,17 @@ class P2SpecParser ( Parser ):
         self._la = 0 # Token type
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 179
+            self.state = 183
             self.andExpr()
-            self.state = 184
+            self.state = 188
             self._errHandler.sync(self)
             _la = self._input.LA(1)
             while _la==12:
-                self.state = 180
+                self.state = 184
                 self.match(P2SpecParser.OR)
-                self.state = 181
+                self.state = 185
                 self.andExpr()
-                self.state = 186
+                self.state = 190
                 self._errHandler.sync(self)
                 _la = self._input.LA(1)
 
@@ -1374,17 +1395,17 @@ class P2SpecParser ( Parser ):
         self._la = 0 # Token type
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 187
+            self.state = 191
             self.notExpr()
-            self.state = 192
+            self.state = 196
             self._errHandler.sync(self)
             _la = self._input.LA(1)
             while _la==11:
-                self.state = 188
+                self.state = 192
                 self.match(P2SpecParser.AND)
-                self.state = 189
+                self.state = 193
                 self.notExpr()
-                self.state = 194
+                self.state = 198
                 self._errHandler.sync(self)
                 _la = self._input.LA(1)
 
@@ -1442,28 +1463,28 @@ class P2SpecParser ( Parser ):
         localctx = P2SpecParser.NotExprContext(self, self._ctx, self.state)
         self.enterRule(localctx, 32, self.RULE_notExpr)
         try:
-            self.state = 202
+            self.state = 206
             self._errHandler.sync(self)
             token = self._input.LA(1)
             if token in [13]:
                 self.enterOuterAlt(localctx, 1)
-                self.state = 195
+                self.state = 199
                 self.match(P2SpecParser.NOT)
-                self.state = 196
+                self.state = 200
                 self.notExpr()
                 pass
             elif token in [20]:
                 self.enterOuterAlt(localctx, 2)
-                self.state = 197
+                self.state = 201
                 self.match(P2SpecParser.LPAREN)
-                self.state = 198
+                self.state = 202
                 self.orExpr()
-                self.state = 199
+                self.state = 203
                 self.match(P2SpecParser.RPAREN)
                 pass
             elif token in [33, 34, 35, 36, 37]:
                 self.enterOuterAlt(localctx, 3)
-                self.state = 201
+                self.state = 205
                 self.comparison()
                 pass
             else:
@@ -1532,9 +1553,9 @@ class P2SpecParser ( Parser ):
         self._la = 0 # Token type
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 204
+            self.state = 208
             localctx.left = self.operand()
-            self.state = 205
+            self.state = 209
             localctx.op = self._input.LT(1)
             _la = self._input.LA(1)
             if not((((_la) & ~0x3f) == 0 and ((1 << _la) & 4227858432) != 0)):
@@ -1542,7 +1563,7 @@ class P2SpecParser ( Parser ):
             else:
                 self._errHandler.reportMatch(self)
                 self.consume()
-            self.state = 206
+            self.state = 210
             localctx.right = self.operand()
         except RecognitionException as re:
             localctx.exception = re
@@ -1594,7 +1615,7 @@ class P2SpecParser ( Parser ):
         self._la = 0 # Token type
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 208
+            self.state = 212
             _la = self._input.LA(1)
             if not((((_la) & ~0x3f) == 0 and ((1 << _la) & 266287972352) != 0)):
                 self._errHandler.recoverInline(self)

@@ -387,7 +387,10 @@ typedef struct {
     PyObject *names;          /* tuple: the fields' names */
     PyObject *slow_insert, *slow_get, *slow_find, *slow_update_by, *slow_delete_by, *fail;
     PyObject *slow_update, *slow_delete;
-    unsigned char *zero;      /* the record insert starts from: 0, ref fields none */
+    unsigned char *zero;      /* the record insert starts from: the spec's defaults, else 0
+                                 (ref fields none) */
+    unsigned char *required;  /* per field: 1 if insert needs it (no default in the spec) */
+    int nrequired;            /* how many do */
 } p2f_obj;
 
 static PyObject *p2f_s_version, *p2f_s_links, *p2f_one;
@@ -437,6 +440,7 @@ static void p2f_dealloc(p2f_obj *o)
     PyObject_GC_UnTrack(o);
     p2f_clear(o);
     PyMem_Free(o->zero);
+    PyMem_Free(o->required);
     tp->tp_free(o);
     Py_DECREF(tp);
 }
@@ -573,9 +577,10 @@ static int p2f_key(p2f_obj *o, PyObject *key, unsigned char *keyrec)
 }
 
 /* Fields given by keyword into rec (and their bytes into mask when not NULL): 1 all
-   taken, 0 not (an unknown name or a value for the Python way). */
+   taken, 0 not (an unknown name or a value for the Python way). With nreq not NULL, how
+   many of them insert needs (o->required) goes there (names in a call are distinct). */
 static int p2f_fields(p2f_obj *o, PyObject *const *vals, PyObject *kwnames,
-                      unsigned char *rec, unsigned char *mask)
+                      unsigned char *rec, unsigned char *mask, int *nreq)
 {
     const p2f_container *t = o->t;
     Py_ssize_t nk = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
@@ -603,18 +608,41 @@ static int p2f_fields(p2f_obj *o, PyObject *const *vals, PyObject *kwnames,
             return 0;
         if (mask != NULL)
             memset(mask + f->off, 1, f->size);
+        if (nreq != NULL)
+            *nreq += o->required[i];
     }
     return 1;
 }
 
 #define P2F_SLOW(fn) return PyObject_Vectorcall(o->fn, args, nargsf, kwnames)
 
-/* find(key): the Record or None */
+/* Is kwnames exactly the key field's name (find(id=v), the same path as find(v))? */
+static int p2f_is_key_name(p2f_obj *o, PyObject *kwnames)
+{
+    const p2f_container *t = o->t;
+    if (t->key < 0 || PyTuple_GET_SIZE(kwnames) != 1)
+        return 0;
+    PyObject *name = PyTuple_GET_ITEM(kwnames, 0), *key = PyTuple_GET_ITEM(o->names, t->key);
+    if (name == key)           /* interned: the usual case */
+        return 1;
+    if (!PyUnicode_CheckExact(name))
+        return 0;
+    int eq = PyUnicode_Compare(name, key);
+    if (eq == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    return eq == 0;
+}
+
+/* find(key) or find(<key field>=key): the Record or None */
 static PyObject *p2f_find(p2f_obj *o, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     unsigned char keyrec[P2F_STACK_MAX], out[P2F_STACK_MAX];
-    if (nargs != 1 || kwnames != NULL || !p2f_key(o, args[0], keyrec))
+    if (nargs + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames)) != 1
+        || (kwnames != NULL && !p2f_is_key_name(o, kwnames))
+        || !p2f_key(o, args[0], keyrec))
         P2F_SLOW(slow_find);
     p2f_lock *l = o->lock;
     if (!p2f_try(l))
@@ -673,8 +701,10 @@ static PyObject *p2f_insert(p2f_obj *o, PyObject *const *args, size_t nargsf, Py
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     unsigned char rec[P2F_STACK_MAX];
     memcpy(rec, o->zero, o->t->rsize);
-    if (nargs != 0 || !p2f_fields(o, args, kwnames, rec, NULL))
-        P2F_SLOW(slow_insert);
+    int nreq = 0;
+    if (nargs != 0 || !p2f_fields(o, args, kwnames, rec, NULL, &nreq)
+        || nreq != o->nrequired)
+        P2F_SLOW(slow_insert);     /* (a field missing: the Python way names it) */
     p2f_lock *l = o->lock;
     if (!p2f_try(l))
         P2F_SLOW(slow_insert);
@@ -706,7 +736,7 @@ static PyObject *p2f_update_by(p2f_obj *o, PyObject *const *args, size_t nargsf,
     memset(vals, 0, rsize);
     memset(mask, 0, rsize);
     if (nargs != 1 || o->t->upd == NULL || !p2f_key(o, args[0], keyrec)
-        || !p2f_fields(o, args + 1, kwnames, vals, mask))
+        || !p2f_fields(o, args + 1, kwnames, vals, mask, NULL))
         P2F_SLOW(slow_update_by);
     p2f_lock *l = o->lock;
     if (!p2f_try(l))
@@ -769,7 +799,7 @@ static PyObject *p2f_update(p2f_obj *o, PyObject *const *args, size_t nargsf, Py
     uint64_t ref;
     if (l->db == NULL || (o->t->guard != NULL && o->t->guard(l->db) != P2_OK)
         || !p2f_locate(o, l->db, args[0], &ref, rec)
-        || !p2f_fields(o, args + 1, kwnames, rec, NULL)) {
+        || !p2f_fields(o, args + 1, kwnames, rec, NULL, NULL)) {
         p2f_release(l);
         P2F_SLOW(slow_update);     /* closed, the guard failed, no such element, a value */
     }
@@ -1757,8 +1787,8 @@ static Py_ssize_t p2f_slot_offset(PyObject *descr, PyObject *rec)
 static PyObject *p2f_new(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)m;
-    if (nargs != 15) {
-        PyErr_SetString(PyExc_TypeError, "container() takes 15 arguments");
+    if (nargs != 17) {
+        PyErr_SetString(PyExc_TypeError, "container() takes 17 arguments");
         return NULL;
     }
     const char *name = PyUnicode_AsUTF8(args[0]);
@@ -1772,6 +1802,12 @@ static PyObject *p2f_new(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
         Py_RETURN_NONE;
     if (!Py_IS_TYPE(args[1], p2f_lock_type) || !PyType_Check(args[3])) {
         PyErr_SetString(PyExc_TypeError, "container(): bad lock or record class");
+        return NULL;
+    }
+    /* args[15]: the record insert starts from; args[16]: per field, 1 if insert needs it */
+    if (!PyBytes_CheckExact(args[15]) || (size_t)PyBytes_GET_SIZE(args[15]) != t->rsize
+        || !PyBytes_CheckExact(args[16]) || PyBytes_GET_SIZE(args[16]) != t->nfields) {
+        PyErr_SetString(PyExc_TypeError, "container(): bad start record or required fields");
         return NULL;
     }
     PyObject *dict = PyObject_GenericGetDict(args[2], NULL);
@@ -1823,14 +1859,18 @@ static PyObject *p2f_new(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     o->slow_update = Py_NewRef(args[13]);
     o->slow_delete = Py_NewRef(args[14]);
     o->zero = PyMem_Calloc(1, t->rsize);
-    if (o->zero == NULL) {
+    o->required = PyMem_Calloc(1, (size_t)t->nfields + 1);
+    if (o->zero == NULL || o->required == NULL) {
         PyObject_GC_Track(o);
         Py_DECREF(o);
         return PyErr_NoMemory();
     }
-    for (int i = 0; i < t->nfields; i++)
-        if (t->fields[i].kind == P2F_REF)
-            memset(o->zero + t->fields[i].off, 0xff, t->fields[i].size);
+    memcpy(o->zero, PyBytes_AS_STRING(args[15]), t->rsize);
+    o->nrequired = 0;
+    for (int i = 0; i < t->nfields; i++) {
+        o->required[i] = PyBytes_AS_STRING(args[16])[i] != 0;
+        o->nrequired += o->required[i];
+    }
     PyObject_GC_Track(o);
     return (PyObject *)o;
 }

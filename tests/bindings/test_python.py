@@ -35,11 +35,11 @@ def needs_layers(*names):
 
 
 BANK = """
-record account { id: u32; branch: u16; balance: i64; name: char[12]; rate: f64; tiny: i8; }
+record account { id: u32 = 0; branch: u16 = 0; balance: i64 = 0; name: char[12] = ""; rate: f64 = 0; tiny: i8 = 0; }
 container accounts of account
     = top2ds_qualify[hash[array[persistent]]]
     with hash(key = id, buckets = 16), persistent(file = "bank.db");
-record note { id: u32; owner: char[8]; text: char[16]; }
+record note { id: u32 = 0; owner: char[8] = ""; text: char[16] = ""; }
 container notes of note
     = delflag[top2ds_qualify[hash(key = id)[hash(key = owner)[array[transient]]]]];
 container log of note = qualify[top2ds[array[transient]]];
@@ -53,12 +53,12 @@ cursor loud on log where text != "";
 # Same file name as BANK, another record: opening one's file with the other is a mismatch.
 # Field names that are also Python / API words.
 OTHER = """
-record thing { ref: u32; key: i16; self: char[4]; }
+record thing { ref: u32 = 0; key: i16 = 0; self: char[4] = ""; }
 container things of thing = top2ds[array[persistent]] with persistent(file = "bank.db");
 """
 
 KEYED = """
-record item { id: u32; qty: i32; }
+record item { id: u32 = 0; qty: i32 = 0; }
 container items of item = top2ds[iarray[transient]] with iarray(key = id, max_key = 1000);
 """
 
@@ -170,14 +170,15 @@ def test_insert_get_find(db):
     a = db.accounts.insert(id=7, branch=2, balance=-5, name="zoë", rate=0.5, tiny=-3)
     assert (a.id, a.branch, a.balance, a.name, a.rate, a.tiny) == (7, 2, -5, "zoë", 0.5, -3)
     assert isinstance(a.ref, int)
-    assert db.accounts.get(a.ref) == a
-    assert db.accounts.get(a) == a
+    assert db.accounts.at(a.ref) == a
+    assert db.accounts.at(a) == a
     assert db.accounts.find(7) == a
     assert db.accounts.find(id=7).ref == a.ref
     assert db.accounts.find(8) is None
     assert db.accounts.find(id=8) is None
     assert len(db.accounts) == 1
-    assert a.ref in db.accounts and 12345 not in db.accounts
+    assert 7 in db.accounts and 12345 not in db.accounts     # by key
+    assert db.accounts[7] == a and db.accounts.get(7) == a and db.accounts.get(8) is None
 
 
 def test_insert_defaults_and_bytes(db):
@@ -186,7 +187,7 @@ def test_insert_defaults_and_bytes(db):
     b = db.accounts.insert(id=2, name=b"bytes")
     assert b.name == "bytes"
     full = db.accounts.insert(id=3, name="x" * 12)  # exactly N bytes: no terminator
-    assert db.accounts.get(full.ref).name == "x" * 12
+    assert db.accounts.at(full.ref).name == "x" * 12
     c = db.accounts.insert(full, id=4)  # from a record, overridden by keywords
     assert c.name == "x" * 12 and c.id == 4
     d = db.accounts.insert({"id": 5, "balance": 9})
@@ -203,14 +204,14 @@ def test_update_and_key_update(db):
     assert db.accounts.find(10) is None
     assert db.accounts.find(11) == c
     assert c.balance == 150
-    assert db.accounts.get(c.ref) == c
+    assert db.accounts.at(c.ref) == c
     assert len(db.accounts) == 1
     assert ids(db.rich_in_branch(b=1, min=0)) == [11]
     with pytest.raises(pyapi.NotFoundError, match="stale"):
         db.accounts.update(b, balance=1)     # b still says id 10
     with pytest.raises(pyapi.NotFoundError, match="stale"):
         db.accounts.delete(a)
-    assert db.accounts.get(c.ref) == c
+    assert db.accounts.at(c.ref) == c
 
 
 @needs_layers("qsort")
@@ -226,14 +227,14 @@ def test_moving_references(tmp_path_factory):
         recs = [rows.insert(k=k, v=k) for k in (50, 10, 30, 20, 40)]
         assert [r.k for r in rows] == [10, 20, 30, 40, 50]
         old = recs[0]                             # k=50, its position has moved since
-        assert rows.get(rows.find(50)).k == 50
+        assert rows.at(rows.find(50)).k == 50
         with pytest.raises(pyapi.NotFoundError, match="stale"):
             rows.update(old, v=0)
         with pytest.raises(pyapi.NotFoundError, match="stale"):
             rows.delete(recs[2])
         rows.delete(rows.find(30))
         moved = rows.update(rows.find(10), k=45)  # to the other end
-        assert rows.get(moved.ref) == moved and moved.k == 45
+        assert rows.at(moved.ref) == moved and moved.k == 45
         cur = d.small(lim=46)
         for r in cur:
             cur.update(v=-r.k)
@@ -249,7 +250,7 @@ def test_delete_len_iteration(db):
     assert len(db.accounts) == 49
     assert db.accounts.find(1) is None
     with pytest.raises(pyapi.NotFoundError) as ei:
-        db.accounts.get(victim.ref)
+        db.accounts.at(victim.ref)
     assert ei.value.code == pyapi.P2_NOTFOUND
     assert isinstance(ei.value, KeyError)
     assert "no element" in str(ei.value)
@@ -258,7 +259,7 @@ def test_delete_len_iteration(db):
     with pytest.raises(pyapi.NotFoundError):
         db.accounts.update(victim, balance=1)
     with pytest.raises(pyapi.NotFoundError):
-        db.accounts.get(-1)
+        db.accounts.at(-1)
     assert 1 not in ids(db.accounts)
 
 
@@ -362,8 +363,7 @@ def test_delflag_purge_and_several_keys(db):
     assert notes.find(id=3).owner == "ann"
     assert notes.find(owner="bob").owner == "bob"
     assert notes.find(owner="x" * 20) is None     # longer than the field: cannot be there
-    with pytest.raises(TypeError, match="several keys"):
-        notes.find(3)
+    assert notes.key == "id" and notes.find(3).id == 3   # find(v): by the container's key
     with pytest.raises(TypeError, match="'text' is not a key.*id, owner"):
         notes.find(text="n1")
     with pytest.raises(TypeError, match="not a field"):
@@ -401,7 +401,7 @@ def test_fields_named_like_api_words(other, tmp_path):
     with other.open(tmp_path) as d:
         t = d.things.insert(ref=5, key=-2, self="abc")
         assert (t.ref, t.key, t.self, t._ref) == (5, -2, "abc", t._ref)
-        assert d.things.get(t._ref).key == -2
+        assert d.things.at(t._ref).key == -2
         u = d.things.update(t, key=3)
         assert u.key == 3
 
@@ -439,9 +439,9 @@ def test_bad_field_values(db):
         acc.update(a, nope=1)
     with pytest.raises(ValueError):
         acc.update(a, name="y" * 20)
-    assert acc.get(a.ref) == a                         # failed updates change nothing
+    assert acc.at(a.ref) == a                         # failed updates change nothing
     with pytest.raises(TypeError, match="expected a Record or a reference"):
-        acc.get("0")
+        acc.at("0")
     with pytest.raises(OverflowError):
         acc.find(-5)
 
@@ -455,7 +455,7 @@ def test_closed_database(bank, tmp_path):
     d.close()
     assert d.closed
     d.close()   # twice: nothing
-    for op in (lambda: acc.insert(id=2), lambda: acc.get(a), lambda: acc.find(1),
+    for op in (lambda: acc.insert(id=2), lambda: acc.at(a), lambda: acc.find(1),
                lambda: acc.update(a, balance=1), lambda: acc.delete(a), lambda: len(acc),
                lambda: list(acc), lambda: next(it), lambda: next(cur), d.sync,
                lambda: d.rich_in_branch(b=0, min=0), lambda: d.notes.purge(),
@@ -530,7 +530,7 @@ def test_unique_key_storage(keyed):
         with pytest.raises(pyapi.DuplicateError):
             d.items.update(a, id=6)
         b = d.items.update(a, id=7)        # the reference is the key: it moves
-        assert d.items.get(b.ref) == b and d.items.find(5) is None
+        assert d.items.at(b.ref) == b and d.items.find(5) is None
         assert ids(d.items) == [6, 7]
 
 
@@ -594,7 +594,7 @@ def test_reserve_presizes_without_changing_contents(tmp_path_factory):
 # user-chosen names as keywords; values without a UTF-8 spelling (issue 16, item 14)
 # ---------------------------------------------------------------------------
 NAMES = """
-record thing { id: u32; self: i32; name: char[8]; body: text; }
+record thing { id: u32 = 0; self: i32 = 0; name: char[8] = ""; body: text = ""; }
 container things of thing = top2ds_qualify[hash[array[transient]]] with hash(key = id);
 cursor q on things where self == $self and id > $name;
 cursor named on things where name == $name;
@@ -658,7 +658,7 @@ def test_lone_surrogate_is_a_range_error(names, db, tmp_path):
 # the Halloween problem: cursor updates of the key the walk is ordered by (item 12)
 # ---------------------------------------------------------------------------
 ORDERS = """
-record purchase { id: u32; price: i64; cust: i32; }
+record purchase { id: u32 = 0; price: i64 = 0; cust: i32 = 0; }
 container by_avl of purchase = top2ds_qualify[avl(key = price)[array[transient]]];
 container by_qsort of purchase = top2ds_qualify[qsort(key = price)[transient]];
 container by_hash of purchase
@@ -851,10 +851,10 @@ def test_records_of_every_field_type_through_batches_and_find(bank, tmp_path):
 # numpy: to_numpy, insert_many
 # ---------------------------------------------------------------------------
 NUMPY_SPEC = """
-record other { id: u32; }
-record every { a: i8; b: i16; c: i32; d: i64; e: u8; f: u16; g: u32; h: u64; x: f32; y: f64;
-               s: char[5]; r: ref others; }
-record note { id: u32; body: text; }
+record other { id: u32 = 0; }
+record every { a: i8 = 0; b: i16 = 0; c: i32 = 0; d: i64 = 0; e: u8 = 0; f: u16 = 0; g: u32 = 0; h: u64 = 0; x: f32 = 0; y: f64 = 0;
+               s: char[5] = ""; r: ref others = none; }
+record note { id: u32 = 0; body: text = ""; }
 container others of other = top2ds_qualify[array[transient]];
 container alls of every = top2ds_qualify[hash(key = g, buckets = 64)[array[transient]]];
 container uniq of other
@@ -1017,8 +1017,8 @@ def test_insert_many_crosses_into_c_once_per_batch(nump, tmp_path):
 
 
 CLASH = """
-record thing { ref: u32; key: i16; }
-record other { id: u32; }
+record thing { ref: u32 = 0; key: i16 = 0; }
+record other { id: u32 = 0; }
 container close of thing = top2ds_qualify[array[transient]];
 container others of other = top2ds_qualify[array[transient]];
 relationship r one close.find to many others.to_numpy = ilist;
@@ -1044,7 +1044,7 @@ def test_names_that_clash_with_the_api_stay_reachable(tmp_path_factory, tmp_path
         assert callable(d.close) and callable(d.sync)      # the API's methods
         c = d.container("close")
         t = c.insert(ref=5, key=1)
-        assert t.ref == 5 and t._ref == 0 and c.get(t._ref) == t
+        assert t.ref == 5 and t._ref == 0 and c.at(t._ref) == t
         o = d.others.insert(id=3)
         c.role("find").add(t, o)
         c.role("dtype").add(t, o)

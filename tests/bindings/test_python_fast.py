@@ -14,18 +14,18 @@ from conftest import python_module
 from p2gen.runtime import pyapi
 
 SPEC = """
-record other { id: i32; }
-record thing { id: u32; a: i8; b: u16; c: i64; d: u64; e: f32; f: f64; s: char[6]; r: ref others; }
-record noted { id: u32; t: text; }
+record other { id: i32 = 0; }
+record thing { id: u32 = 0; a: i8 = 0; b: u16 = 0; c: i64 = 0; d: u64 = 0; e: f32 = 0; f: f64 = 0; s: char[6] = ""; r: ref others = none; }
+record noted { id: u32 = 0; t: text = ""; }
 container others of other = top2ds_qualify[hash[array[transient]]] with hash(key = id, buckets = 16);
 container things of thing = top2ds_qualify[hash[array[transient]]] with hash(key = id, buckets = 16);
 container notes of noted = top2ds_qualify[hash[array[transient]]] with hash(key = id, buckets = 16);
 container bag of thing = top2ds[array[transient]];
-record item { id: u32; qty: i32; }
+record item { id: u32 = 0; qty: i32 = 0; }
 container items of item = top2ds[iarray[transient]] with iarray(key = id, max_key = 1000);
 cursor big on things where c > $min;
 relationship owns one others.things to many things.owner = ilist;
-record tagr { n: i32; }
+record tagr { n: i32 = 0; }
 container tags of tagr = top2ds[array[transient]];
 relationship tagging many things.tags to many tags.tagged = refarray(capacity = 1);
 relationship best one others.best to one things.best_of = refarray;
@@ -57,7 +57,7 @@ def test_c_paths_are_installed(db, mod):
     fast = sys.modules["_p2t_fast_fast"]
     assert isinstance(db._lock, fast.Lock)
     t = db.things
-    for name in ("insert", "get", "find", "update_by", "delete_by"):
+    for name in ("insert", "at", "find", "update_by", "delete_by"):
         assert type(getattr(t, name)).__name__ == "builtin_function_or_method", name
     assert type(db.bag.insert).__name__ == "builtin_function_or_method"
     assert "find" not in vars(db.bag)                # no key: the Python find
@@ -77,15 +77,15 @@ def test_records_are_those_of_the_python_paths(db):
     assert f == slow(t, "find")(1) == a and f.ref == a.ref and f._origin == "things"
     assert hash(f) == hash(a) and repr(f) == repr(slow(t, "find")(1))
     n = t.insert(id=3)                                  # defaults: 0, "", no element
-    assert n == slow(t, "get")(n.ref) and n.r is None and n.s == "" and n.e == 0.0
+    assert n == slow(t, "at")(n.ref) and n.r is None and n.s == "" and n.e == 0.0
     u = t.update_by(1, s=b"ab", e=2, r=None)
-    assert u == t.get(a.ref) and u.s == "ab" and u.e == 2.0 and u.r is None
+    assert u == t.at(a.ref) and u.s == "ab" and u.e == 2.0 and u.r is None
     assert u.c == -(1 << 63)                            # fields not given are kept
     assert t.find(99) is None and t.update_by(99, a=1) is None
     assert t.delete_by(2) is True and t.delete_by(2) is False and t.find(2) is None
     rows = list(t)
-    assert rows == [slow(t, "get")(r.ref) for r in rows]
-    assert [r.ref for r in rows] == [r.ref for r in rows if t.get(r.ref)]
+    assert rows == [slow(t, "at")(r.ref) for r in rows]
+    assert [r.ref for r in rows] == [r.ref for r in rows if t.at(r.ref)]
     bad = b"\xff\xfeok"                                 # undecodable bytes: escapes
     t.update_by(3, s=bad)
     assert t.find(3).s.encode("utf-8", "surrogateescape") == bad
@@ -110,19 +110,19 @@ def test_get_by_reference(db):
     t = db.things
     a = t.insert(id=1, **ROW)
     b = t.insert(id=2)
-    assert t.get(a.ref) == slow(t, "get")(a.ref) == a and t.get(a.ref).ref == a.ref
-    assert t[b.ref] == b and t.get(b) == b and a.ref in t and b in t
+    assert t.at(a.ref) == slow(t, "at")(a.ref) == a and t.at(a.ref).ref == a.ref
+    assert t[2] == b and t.at(b) == b and 1 in t and 2 in t     # [] and in: by key
     t.delete_by(2)
     for bad, exc in ((b.ref, pyapi.NotFoundError), (b, pyapi.NotFoundError),
                      (-1, pyapi.NotFoundError), ((1 << 64) - 1, pyapi.NotFoundError),
                      (1 << 64, pyapi.NotFoundError), ("0", TypeError), (1.0, TypeError)):
         with pytest.raises(exc):
-            t.get(bad)
-    assert b.ref not in t
+            t.at(bad)
+    assert 2 not in t
     t.update_by(1, id=9)                                 # the Record's key is stale now
     with pytest.raises(pyapi.NotFoundError, match="stale"):
-        t.get(a)
-    assert t.get(a.ref).id == 9
+        t.at(a)
+    assert t.at(a.ref).id == 9
 
 
 @pytest.mark.parametrize("call, exc", [

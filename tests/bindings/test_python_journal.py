@@ -14,7 +14,7 @@ from p2gen.build import generate
 from p2gen.pybind import build_python
 
 SPEC = """
-record account { id: u32; balance: i64; note: text; }
+record account { id: u32 = 0; balance: i64 = 0; note: text = ""; }
 container p2tj_accounts of account = top2ds_qualify[hash[array[journal[persistent]]]]
     with hash(key = id), persistent(file = "p2tj.db");
 """

@@ -33,9 +33,9 @@ CC = shutil.which("cc") or shutil.which("gcc")
 pytestmark = pytest.mark.skipif(CC is None, reason="no C compiler")
 
 LINKS = """
-record doc    { id: i32; title: char[8]; body: text; note: text; owner: ref people; n: i32; }
-record person { id: i32; name: char[12]; bio: text; }
-record tag    { n: i32; }
+record doc    { id: i32 = 0; title: char[8] = ""; body: text = ""; note: text = ""; owner: ref people = none; n: i32 = 0; }
+record person { id: i32 = 0; name: char[12] = ""; bio: text = ""; }
+record tag    { n: i32 = 0; }
 
 container docs   of doc    = top2ds_qualify[hash[array[MEM]]] with hash(key = id)FILE;
 container people of person = top2ds_qualify[hash[array[MEM]]] with hash(key = id)FILE;
@@ -179,9 +179,9 @@ def test_text_round_trip(mod, db):
         d = db.docs.insert(id=i, title="t", body=body, note=f"note {i}")
         want = raw.decode("utf-8", "surrogateescape") if isinstance(body, bytes) else body
         assert d.body == want and d.note == f"note {i}"
-        assert db.docs.get(d) == d and db.docs.find(i).body == want
+        assert db.docs.at(d) == d and db.docs.find(i).body == want
         refs[i] = d.ref
-    assert db.docs.get(refs[4]).body.encode("utf-8", "surrogateescape") == raw
+    assert db.docs.at(refs[4]).body.encode("utf-8", "surrogateescape") == raw
     assert sorted(r.body for r in db.docs) == sorted(
         raw.decode("utf-8", "surrogateescape") if isinstance(b, bytes) else b
         for b in cases.values())
@@ -191,13 +191,13 @@ def test_text_round_trip(mod, db):
     d = db.docs.update(d, body="")
     assert (d.body, d.note) == ("", "note 3")
     d = db.docs.update(d, body=b"again", note=big)
-    assert (db.docs.get(d).body, db.docs.get(d).note) == ("again", big)
+    assert (db.docs.at(d).body, db.docs.at(d).note) == ("again", big)
     # a record's text is a copy
-    old = db.docs.get(refs[2])
+    old = db.docs.at(refs[2])
     db.docs.update(refs[2], body="changed")
-    assert old.body == "Ünïcödé ✓ 日本" and db.docs.get(refs[2]).body == "changed"
+    assert old.body == "Ünïcödé ✓ 日本" and db.docs.at(refs[2]).body == "changed"
     # insert from a record copies its texts into a new element
-    copy = db.docs.insert(db.docs.get(refs[3]), id=33)
+    copy = db.docs.insert(db.docs.at(refs[3]), id=33)
     assert copy.ref != refs[3] and copy.note == big and copy.body == "again"
     # cursors read texts too, and cursor.update writes them
     cur = db.docs_from(lo=7)
@@ -206,8 +206,8 @@ def test_text_round_trip(mod, db):
     cur = db.docs_from(7)
     r = next(cur)
     r2 = cur.update(body="via cursor", n=8)
-    assert r2.body == "via cursor" and db.docs.get(r2).body == "via cursor"
-    assert db.docs.get(r2).note == big
+    assert r2.body == "via cursor" and db.docs.at(r2).body == "via cursor"
+    assert db.docs.at(r2).note == big
     db = reopen(mod, db)
     try:
         if mod.MEM == "persistent":
@@ -229,7 +229,7 @@ def test_text_type_errors_insert_nothing(db):
     d = db.docs.insert(id=1, body="x")
     with pytest.raises(TypeError):
         db.docs.update(d, body=None)
-    assert db.docs.get(d).body == "x"
+    assert db.docs.at(d).body == "x"
 
 
 def test_failing_text_write_leaves_nothing_half_made(db):
@@ -249,7 +249,7 @@ def test_failing_text_write_leaves_nothing_half_made(db):
         with pytest.raises(pyapi.P2Error):
             c.update(d, body="new body", note="new note", n=2)
         c._texts["note"] = (get, real_set)
-        assert c.get(d) == d
+        assert c.at(d) == d
     finally:
         c._texts["note"] = (get, real_set)
 
@@ -265,7 +265,7 @@ def test_ref_fields(mod, db):
     d3 = db.docs.insert(id=3, owner=p)                           # a Record
     assert d3.owner == p.ref
     d4 = db.docs.insert(id=4, owner=q.ref)                       # an int
-    assert db.docs.get(d4).owner == q.ref
+    assert db.docs.at(d4).owner == q.ref
     n = len(db.docs)
     with pytest.raises(mod.NotFoundError):
         db.docs.insert(id=5, owner=12345)
@@ -281,7 +281,7 @@ def test_ref_fields(mod, db):
         db.docs.insert(id=5, owner=-1)
     with pytest.raises(mod.RangeError):
         db.docs.insert(id=5, owner=1 << 64)
-    assert len(db.docs) == n and db.docs.get(d3).owner == p.ref
+    assert len(db.docs) == n and db.docs.at(d3).owner == p.ref
     d3 = db.docs.update(d3, owner=q)
     assert d3.owner == q.ref
     d3 = db.docs.update(d3, owner=None)
@@ -317,7 +317,7 @@ def test_one_to_many_ilist(mod, db):
     assert walk(role, a) == [d.ref for d in docs[:3]]            # in the order added
     assert [r.id for r in role(a)] == [10, 11, 12] and role.count(a) == 3
     assert list(role.refs(a)) == [d.ref for d in docs[:3]]
-    assert db.docs.author(docs[0]) == db.people.get(a)
+    assert db.docs.author(docs[0]) == db.people.at(a)
     assert db.docs.author.get(docs[3]) is None and db.docs.author.ref(docs[3]) is None
     # the one end moves a member; the many end follows
     db.docs.author.set(docs[1], b)
@@ -385,7 +385,7 @@ def test_one_to_one_and_self(mod, db):
     best, best_of = db.people.best, db.docs.best_of
     assert isinstance(best, pyapi.OneRole) and isinstance(best_of, pyapi.OneRole)
     best.set(a, x)
-    assert best(a) == db.docs.get(x) and best_of(x).name == "p1"
+    assert best(a) == db.docs.at(x) and best_of(x).name == "p1"
     best_of.set(x, b)                                            # a lets go
     assert best(a) is None and best.ref(b) == x.ref
     best.set(b, y)                                               # x lets go
@@ -475,7 +475,7 @@ def test_misuse(mod, db):
     with pytest.raises(RuntimeError):
         next(it)
     it = role(a)
-    assert next(it) == db.docs.get(d)
+    assert next(it) == db.docs.at(d)
     with pytest.raises(StopIteration):
         next(it)
     it = role(a)
@@ -483,7 +483,7 @@ def test_misuse(mod, db):
     for call in (lambda: next(it), lambda: role(a), lambda: role.count(a),
                  lambda: role.add(a, d), lambda: role.remove(a, d),
                  lambda: db.docs.author(d), lambda: db.docs.author.set(d, None),
-                 lambda: db.docs.get(d)):
+                 lambda: db.docs.at(d)):
         with pytest.raises(mod.ClosedError):
             call()
     gc.collect()
@@ -496,25 +496,27 @@ def test_oo7_navigation(built, tmp_path):
     m = _import(built["hash_ilist_transient"], "hash_ilist_transient")
     manual_text = "OO7 manual — " + "x" * 50_000
     with m.open(tmp_path) as db:
-        mod = db.modules.insert(id=1, type="mod", build_date=1000)
+        mod = db.modules.insert(id=1, type="mod", build_date=1000, design_root=None)
         man = db.manuals.insert(id=1, title="Manual 1", text=manual_text,
                                 text_len=len(manual_text.encode()))
         db.modules.man.set(mod, man)
-        assert db.manuals.mod(man) == db.modules.get(mod)
+        assert db.manuals.mod(man) == db.modules.at(mod)
         assert db.modules.man(mod).text == manual_text
-        root = db.complex_assemblies.insert(id=1, type="root")
+        root = db.complex_assemblies.insert(id=1, type="root", build_date=0)
         mod = db.modules.update(mod, design_root=root)
-        assert db.complex_assemblies.get(mod.design_root).type == "root"
+        assert db.complex_assemblies.at(mod.design_root).type == "root"
         db.modules.complex_assemblies.add(mod, root)
-        base = db.base_assemblies.insert(id=7)
+        base = db.base_assemblies.insert(id=7, type="base", build_date=0)
         db.complex_assemblies.sub_base.add(root, base)
-        comps = [db.composite_parts.insert(id=i) for i in range(3)]
+        comps = [db.composite_parts.insert(id=i, type="c", build_date=0, root_part=None)
+                 for i in range(3)]
         for c in comps:
             db.base_assemblies.components_priv.add(base, c)
         db.base_assemblies.components_shar.add(base, comps[0])
         doc = db.documents.insert(id=5, title="Composite Part 00000005", text="I am a doc")
         db.composite_parts.documentation.set(comps[1], doc)
-        atoms = [db.atomic_parts.insert(id=100 + i, build_date=i) for i in range(4)]
+        atoms = [db.atomic_parts.insert(id=100 + i, type="a", build_date=i, x=0, y=0, doc_id=0)
+                 for i in range(4)]
         for a in atoms:
             db.composite_parts.parts.add(comps[1], a)
         comps[1] = db.composite_parts.update(comps[1], root_part=atoms[0])
@@ -529,7 +531,7 @@ def test_oo7_navigation(built, tmp_path):
         assert [c.id for c in db.base_assemblies.components_shar(b)] == [0]
         assert db.composite_parts.documentation(private[1]).text == "I am a doc"
         assert db.composite_parts.parts.count(private[1]) == 4
-        assert db.atomic_parts.get(private[1].root_part).id == 100
+        assert db.atomic_parts.at(private[1].root_part).id == 100
         assert sorted(a.id for a in db.composite_parts.parts(private[1])) == [100, 101, 102, 103]
         # and back up
         assert db.atomic_parts.part_of(atoms[2]).id == 1

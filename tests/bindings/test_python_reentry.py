@@ -27,9 +27,9 @@ import sys
 import tempfile
 
 SPEC = """
-record item { id: u32; qty: i64; name: char[8]; w: f64; }
-record box { id: u32; label: char[8]; }
-record pair { a: u32; b: i32; v: i64; }
+record item { id: u32 = 0; qty: i64 = 0; name: char[8] = ""; w: f64 = 0; }
+record box { id: u32 = 0; label: char[8] = ""; }
+record pair { a: u32 = 0; b: i32 = 0; v: i64 = 0; }
 container items of item = top2ds_qualify[hash[array[journal[persistent]]]]
     with hash(key = id), persistent(file = "p2re.db");
 container boxes of box = top2ds_qualify[hash[array[journal[persistent]]]]
@@ -270,9 +270,9 @@ SCENARIOS = {
                                      db.items.insert(m)),
     "upsert": lambda db, v, r: (lambda a=v.i(1), b=v.i(1), x=v.i(5):
                                 db.pairs.upsert(a=a, b=b, v=x)),
-    "get": lambda db, v, r: (lambda x=v.i(r[1]): db.items.get(x)),
-    "getitem": lambda db, v, r: (lambda x=v.i(r[1]): db.items[x]),
-    "contains": lambda db, v, r: (lambda x=v.i(r[2]): x in db.items),
+    "get": lambda db, v, r: (lambda x=v.i(r[1]): db.items.at(x)),
+    "getitem": lambda db, v, r: (lambda x=v.i(1): db.items[x]),             # by key
+    "contains": lambda db, v, r: (lambda x=v.i(2): x in db.items),
     "find": lambda db, v, r: (lambda x=v.i(1): db.items.find(x)),
     "find_kw": lambda db, v, r: (lambda kw=v.kw({"id": v.i(2)}): db.items.find(**kw)),
     "find_composite": lambda db, v, r: (lambda a=v.i(1), b=v.i(1): db.pairs.find(a=a, b=b)),
@@ -281,7 +281,7 @@ SCENARIOS = {
     "update_record": lambda db, v, r: (lambda rec=db.items.find(2), kw=v.kw({"qty": v.i(6)}):
                                        db.items.update(rec, **kw)),
     "delete": lambda db, v, r: (lambda x=v.i(r[3]): db.items.delete(x)),
-    "delitem": lambda db, v, r: (lambda x=v.i(r[3]): db.items.__delitem__(x)),
+    "delitem": lambda db, v, r: (lambda x=v.i(3): db.items.__delitem__(x)),
     "update_by": lambda db, v, r: (lambda k=v.i(2), q=v.i(9), n=v.s("q"):
                                    db.items.update_by(k, qty=q, name=n)),
     "update_by_kw": lambda db, v, r: (lambda k=v.i(2), kw=v.kw({"qty": 8}):
@@ -646,7 +646,7 @@ def test_int_subclass_is_its_index_everywhere(opener, tmp_path):
         assert a.id == 900 and type(a.id) is int and a.qty == 5
         assert db.items.find(I(900)) == a
         assert db.items.find(id=I(900)) == a
-        assert db.items.get(I(a.ref)) == a
+        assert db.items.at(I(a.ref)) == a
         assert db.items.update_by(I(900), qty=I(6)).qty == 6
         assert db.items.update(I(a.ref), w=I(2)).id == 900
         assert [r.id for r in db.heavy(min=I(5))] == [900]
@@ -670,8 +670,8 @@ def test_index_objects_are_taken_as_ints(opener, tmp_path):
                 return self.v
         a = db.items.insert(id=N(4), qty=N(-4))
         assert (a.id, a.qty) == (4, -4)
-        assert db.items.find(N(4)) == a and db.items.get(N(a.ref)) == a
-        assert N(a.ref) in db.items
+        assert db.items.find(N(4)) == a and db.items.at(N(a.ref)) == a
+        assert N(4) in db.items and db.items[N(4)] == a          # by key
         b = db.boxes.insert(id=N(1))
         db.boxes.items.add(N(b.ref), N(a.ref))
         assert db.items.box.ref(N(a.ref)) == b.ref
@@ -698,7 +698,7 @@ def test_not_an_index_is_a_type_error(opener, tmp_path, bad):
             db.heavy(min=bad)
         if bad is not None:
             with pytest.raises(TypeError):
-                db.items.get(bad)
+                db.items.at(bad)
         assert len(db.items) == 0
     finally:
         db.close()
@@ -711,6 +711,6 @@ def test_bool_keeps_its_meaning(opener, tmp_path):
         assert db.items.insert(id=True).id == 1
         assert db.items.find(True).id == 1
         with pytest.raises(TypeError):
-            db.items.get(True)
+            db.items.at(True)
     finally:
         db.close()

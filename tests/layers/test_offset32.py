@@ -62,8 +62,8 @@ import textwrap
 from pathlib import Path
 
 SPEC = """
-record owner { id: i32; pad: i32; v: i64; fav: ref items; note: text; }
-record item  { id: i32; grp: i32; v: i64; }
+record owner { id: i32 = 0; pad: i32 = 0; v: i64 = 0; fav: ref items = none; note: text = ""; }
+record item  { id: i32 = 0; grp: i32 = 0; v: i64 = 0; }
 container owners of owner = top2ds_qualify[hash(key = id, buckets = 16)[array[persistent(file = "o.db"LINKS)]]];
 container items  of item  = top2ds_qualify[hash(key = grp, buckets = 16)[hash(key = id, buckets = 16)[array(capacity = 4)[persistent(file = "o.db"LINKS)]]]];
 cursor by_grp on items where grp == $g;
@@ -159,10 +159,10 @@ def contents(mod, d):
         out = {}
         for o in range(N_OWNERS):
             ow = db.owners.find(o)
-            rec = db.owners.get(ow)
+            rec = db.owners.at(ow)
             out[o] = ([r.id for r in db.owners.items(ow)], [r.id for r in db.owners.tags(ow)],
                       db.owners.best.ref(ow) is not None and db.owners.best(ow).id,
-                      rec.fav is not None and db.items.get(rec.fav).id, rec.note)
+                      rec.fav is not None and db.items.at(rec.fav).id, rec.note)
         out["g5"] = sorted(r.id for r in db.by_grp(g=5))
         out["find"] = [db.items.find(id=i).v for i in range(1, N_ITEMS, 97) if i % 5]
         return out
@@ -398,8 +398,8 @@ def test_layer_layout_is_part_of_the_fingerprint(monkeypatch):
 
 
 NARROW_REFS = """
-record a { id: i32; r: ref bs; }
-record b { id: i32; }
+record a { id: i32 = 0; r: ref bs = none; }
+record b { id: i32 = 0; }
 container as_ of a = top2ds_qualify[hash(key = id, buckets = 16)[array[persistent(file = "n.db", links = offset32)]]];
 container bs of b = top2ds_qualify[hash(key = id, buckets = 16)[array[persistent(file = "n.db", links = offset32)]]];
 """

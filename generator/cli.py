@@ -104,7 +104,9 @@ def main() -> None:
 @click.option("--line-directives", is_flag=True,
               help="Write #line directives into the .h/.c so that the C compiler's messages "
                    "name the template line (layers/<layer>.c.j2) that wrote the code.")
-@click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing on success (and no progress "
+              "lines: on a terminal, or with P2GEN_PROGRESS=1, each step prints one on stderr "
+              "with the time since the build began).")
 def build(spec, out_dir, prefix, python, harness, cc, cflags, no_compile, line_directives,
           quiet):
     """Generate SPEC's C data managers (and compile them into lib<prefix>.a)."""
@@ -112,21 +114,40 @@ def build(spec, out_dir, prefix, python, harness, cc, cflags, no_compile, line_d
     try:
         if harness or python or not no_compile:
             cc_command(cc)        # before writing anything
+        t_start = time.perf_counter()
+
+        # progress on stderr, a line per step with the time since the build began: on a
+        # terminal (as git's and pip's), or with P2GEN_PROGRESS=1; a failed build's stderr
+        # elsewhere stays its one message
+        progress = not quiet and (os.environ.get("P2GEN_PROGRESS") == "1"
+                                  or (os.environ.get("P2GEN_PROGRESS") != "0"
+                                      and sys.stderr.isatty()))
+
+        def step(what: str) -> None:
+            if progress:
+                click.echo(f"p2gen: [{time.perf_counter() - t_start:5.1f} s] {what}", err=True)
+
+        step(f"generating the C of {spec}")
         gen = generate(spec, out_dir, prefix, line_directives)
         say = (lambda m: None) if quiet else click.echo
         say(f"generated {gen.header} and {gen.source} in {gen.seconds * 1000:.0f} ms")
         if not no_compile:
             t0 = time.perf_counter()
             flags = cflags.split() if cflags is not None else None
+            step(f"compiling lib{gen.prefix}.a")
             lib = compile_objects(gen, cc=cc, cflags=flags)
             say(f"compiled {lib} in {time.perf_counter() - t0:.1f} s")
         if harness:
             from .harness import build_harness
+            step("building the harness")
             exe = build_harness(gen, cc=cc)
             say(f"built harness {exe}")
         if python:
             from .pybind import build_python
+            step("building the Python extension (the whole data manager compiled into it: "
+                 "the longest step)")
             mod = build_python(gen, cc=cc)
+            step("done")
             say(f"built Python module {mod} (add {os.path.abspath(out_dir)} to sys.path)")
     except P2Error as e:
         _fail(e)

@@ -87,3 +87,16 @@ def test_pkg_config_file(tmp_path, cc):
     _run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "app.c", *flags, "-o", "app"],
          tmp_path, env)
     assert _run([str(tmp_path / "app")], tmp_path, env).stdout == "ada has 100\n"
+
+
+def test_build_prints_a_line_per_step(tmp_path):
+    """p2gen build's progress: a line per step on stderr with the elapsed time (on a
+    terminal, or P2GEN_PROGRESS=1), none with -q."""
+    shutil.copy(EXAMPLE / "bank.p2", tmp_path / "bank.p2")
+    env = dict(_env(), P2GEN_PROGRESS="1")
+    err = _run(["p2gen", "build", "bank.p2", "-o", "out"], tmp_path, env).stderr.splitlines()
+    assert [line.split("] ", 1)[1] for line in err] == [
+        "generating the C of bank.p2", "compiling libbank.a"], err
+    assert all(line.startswith("p2gen: [") and " s] " in line for line in err), err
+    proc = _run(["p2gen", "build", "-q", "bank.p2", "-o", "out"], tmp_path, env)
+    assert proc.stdout == proc.stderr == ""

@@ -1407,7 +1407,7 @@ class Container:
                             f"reference, or iterate")
         fs = self.composite_keys.get(name)
         if fs is None:
-            return self.find(**{name: key})
+            return self.find(key)       # find(v) is by the container's key (no dict made)
         if not isinstance(key, tuple) or len(key) != len(fs):
             raise TypeError(f"container {self.name}'s key is ({', '.join(fs)}): give a tuple "
                             f"of {len(fs)} values, got {key!r:.80}")

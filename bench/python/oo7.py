@@ -175,7 +175,7 @@ class P2OO7(OO7System):
 
     def _walk(self, update: bool):
         db = self.db
-        get = db.atomic_parts.get
+        get = db.atomic_parts.at        # by reference
         upd = db.atomic_parts.update          # the record just read: one crossing into C
         out = db.atomic_parts.out.refs
         dst = db.connections.dst.ref

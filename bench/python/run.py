@@ -55,10 +55,10 @@ from .base import SqliteBase, count_found
 SPEC = Path(__file__).resolve().parent / "tpcb_py.p2"
 PREFIX = "p2bench_py"
 
-OPERATIONS = ("insert", "find", "update", "delete", "scan", "scan_where", "traverse",
-              "insert_many", "to_numpy")
+OPERATIONS = ("insert", "find", "find_kw", "get", "update", "delete", "scan", "scan_where",
+              "traverse", "insert_many", "to_numpy")
 # the order the phases run in (delete empties the store; insert_many fills a fresh one)
-PHASES = ("insert", "find", "update", "scan", "scan_where", "traverse", "delete",
+PHASES = ("insert", "find", "find_kw", "get", "update", "scan", "scan_where", "traverse", "delete",
           "insert_many", "to_numpy")
 # phases that start from a store opened afresh (untimed close + open), as insert does: a
 # bulk load into the store delete emptied would measure how that store reuses the places
@@ -66,6 +66,7 @@ PHASES = ("insert", "find", "update", "scan", "scan_where", "traverse", "delete"
 FRESH = ("insert_many",)
 SYSTEMS = ("P2", "dict", "sqlite-mem", "sqlite-file", "lmdb")
 SINGLE_ROW = ("insert", "find", "update", "delete")
+P2_ONLY = ("find_kw", "get", "to_numpy")   # P2's own forms and copies
 DEFAULT_ROWS = 10000
 ACCOUNTS_PER_BRANCH = 100
 FILLER = "x" * 20
@@ -73,6 +74,8 @@ FILLER = "x" * 20
 OP_DOC = {
     "insert": "insert one row",
     "find": "find a row by key (a record / tuple back)",
+    "find_kw": "the same, P2's keyword form `find(id=k)` (P2 only: its forms side by side)",
+    "get": "the same, P2's dict form `accounts.get(k)` (P2 only)",
     "update": "set one field of the row with a given key",
     "delete": "delete the row with a given key",
     "scan": "iterate every row (per row)",
@@ -102,7 +105,7 @@ class Workload:
         self.new_balance = rows
         self.min_balance = rows + rows - rows // 10 - 1
         self.expected = {
-            "insert": rows, "find": rows, "update": rows, "delete": rows,
+            "insert": rows, "find": rows, "find_kw": rows, "get": rows, "update": rows, "delete": rows,
             "scan": rows, "scan_where": rows // 10, "traverse": rows,
             "insert_many": rows, "to_numpy": rows,
         }
@@ -151,6 +154,17 @@ class P2System:
 
     def find(self, w):
         return w.rows, count_found(self.db.accounts.find, w.find_keys)
+
+    def find_kw(self, w):
+        find = self.db.accounts.find
+        n = 0
+        for k in w.find_keys:
+            if find(id=k) is not None:
+                n += 1
+        return w.rows, n
+
+    def get(self, w):
+        return w.rows, count_found(self.db.accounts.get, w.find_keys)
 
     def update(self, w):
         upd, nb = self.db.accounts.update_by, w.new_balance
@@ -488,7 +502,7 @@ def run(systems: list, w, reps: int, say: Callable[[str], None] = lambda m: None
             s.open(w)
             try:
                 for op in phases:
-                    fn = getattr(s, op)
+                    fn = getattr(s, op, None)     # (the P2-only forms: P2 only)
                     if fn is None:
                         continue
                     if op in FRESH:
@@ -564,6 +578,11 @@ def targets(med: dict, rowbytes: int = 0) -> list:
         p = med.get(("P2", op))
         if p:
             out.append((f"{op}: ns per row ≤ 300", p, p <= 300))
+    f = med.get(("P2", "find"))
+    for op, form in (("find_kw", "find(id=k)"), ("get", "get(k)")):
+        p = med.get(("P2", op))
+        if p and f:
+            out.append((f"{form} / find(k) ≤ 1.5", p / f, p / f <= 1.5))
     p, d = med.get(("P2", "find")), med.get(("dict", "find"))
     if p and d:
         out.append(("find: P2 / dict ≤ 3", p / d, p / d <= 3))

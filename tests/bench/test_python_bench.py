@@ -45,7 +45,7 @@ def test_bench_python_cli_tiny(tmp_path, built, built_oo7):
     med = [b for b in doc["benchmarks"] if b.get("aggregate_name") == "median"]
     for s in systems:
         ops = {b["operation"] for b in med if b["system"] == s and b["workload"] == "tpcb"}
-        want = set(bench_python.OPERATIONS) - ({"to_numpy"} if s != "P2" else set()) \
+        want = set(bench_python.OPERATIONS) - (set(bench_python.P2_ONLY) if s != "P2" else set()) \
             - ({"traverse"} if s == "lmdb" else set())
         assert ops == want, (s, ops)
         ops = {b["operation"] for b in med if b["system"] == s and b["workload"] == "oo7"}

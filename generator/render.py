@@ -3,8 +3,11 @@
 The source is assembled container by container, layer by layer from the bottom (memory)
 up to the top, each section rendered by that layer's template in layers/, headed by a
 banner naming the layer and the equation and closed by an end fence naming it again.
-Static functions nothing calls are then left out (unused_lines). Rendering is
-deterministic: same spec, same bytes.
+Every function a template emits is declared through one construct, `cfunc`, which records
+it in the renderer's table (cfuncs.py: name, section, public or not, what it calls); the
+static functions nothing calls are then left out by that table (FunctionTable.unused_lines)
+and the public ones carry the storage class <PREFIX>_API the construct wrote. Rendering
+is deterministic: same spec, same bytes.
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ import jinja2
 import jinja2.ext
 import jinja2.lexer
 
+from .cfuncs import FENCE_MARK, FunctionTable, strip_marks
 from .ir import CheckedSpec, ContainerInfo, CursorInfo, LayerInstance
 from .layers.base import ALLOC, container_links as _container_links
 from .runtime.codes import CODES
@@ -93,7 +97,8 @@ def mark_lines(text: str) -> tuple:
     """(text without marks, [(template name, line) or None for each line])."""
     out, where = [], []
     for line in text.split("\n"):
-        head = re.match("(?:\x01[^\x02]*\x02)*", line).group(0)
+        # (the function table's marks, cfuncs.py, may stand among them: they stay)
+        head = re.match("(?:\x01[^\x02]*\x02|\x03[^\x04]*\x04)*", line).group(0)
         marks = _MARK.findall(head)
         if marks:
             name, _, n = marks[-1].rpartition(":")
@@ -284,7 +289,8 @@ def fenced(body: str, lines: list, title: str, rule: str = "-") -> CSource:
     """`body` as a section: its banner, the body without trailing blank lines, its end
     fence (ending the line)."""
     body = re.sub("(?:\\s|\x01[^\x02]*\x02)+$", "", body)   # and line marks (LineMarks)
-    return CSource(f"{fence_head(lines, rule)}\n{body}\n{fence_end(title, rule)}\n")
+    # the end fence is marked for the pruning of unused functions (cfuncs.py)
+    return CSource(f"{fence_head(lines, rule)}\n{body}\n{FENCE_MARK}{fence_end(title, rule)}\n")
 
 
 def layer_fence_lines(li: LayerInstance, info: ContainerInfo) -> list:
@@ -740,6 +746,8 @@ class Renderer:
         # close, and every layer's _rebuild (layers/README.md) rendered
         self.recover = recover
         self.modules: dict = {}   # LayerInstance -> its template's module (layer_module)
+        # every function the templates emit, as they declare it (cfuncs.py)
+        self.table = FunctionTable(checked.prefix)
 
     def views(self, info: ContainerInfo) -> list:
         return [cursor_view(c, self.checked) for c in info.cursors]
@@ -751,6 +759,7 @@ class Renderer:
         if module is None:
             info = li.container
             tmpl = self.env.get_template(li.layer.template)
+            self.table.section = f"layer {li.name} of {info.name}"
             module = tmpl.make_module(dict(
                 L=li, B=li.below, C=info, S=self.checked, M=info.mem,
                 St=info.storage, D=info.ds[0],
@@ -759,7 +768,8 @@ class Renderer:
                 kv=functools.partial(_key_of_c, li.key_field_obj),
                 kr=functools.partial(_key_of_rec_c, li.key_field_obj),
                 **names(self.checked, info),
-                arg_type=arg_type, c_const=c_const, recover=self.recover))
+                arg_type=arg_type, c_const=c_const, recover=self.recover,
+                cfunc=self.table.cfunc))
             self.modules[li] = module
         return module
 
@@ -797,6 +807,7 @@ class Renderer:
         for li in mems:
             macro = getattr(self.layer_module(li), hook, None)
             if macro is not None:
+                self.table.section = f"layer {li.name} ({hook}) of {li.container.name}"
                 text = _macro_text(macro(*args))
                 return CSource(text if _MARK.sub("", text) else "")
         return CSource("")
@@ -858,8 +869,10 @@ class Renderer:
 
     def rel_section(self, ri) -> str:
         tmpl = self.env.get_template(ri.layer.template)
+        self.table.section = f"layer {ri.layer.name} of relationship {ri.name}"
         text = tmpl.render(REL=ri, rn=self.role_names, S=self.checked,
-                           DB=f"{self.checked.prefix}_db", recover=self.recover)
+                           DB=f"{self.checked.prefix}_db", recover=self.recover,
+                           cfunc=self.table.cfunc)
         return fenced(text, [c_comment(ri.text()),
                              f"  layer {ri.layer.name} ({ri.layer.signature()}), {ri.kind}"],
                       f"layer {ri.layer.name} of relationship {ri.name}")
@@ -882,16 +895,22 @@ class Renderer:
                    c_string=c_string, where_text=expr_text, names=names,
                    rn=self.role_names, recover=self.recover, api_errors=api_errors,
                    role_api_errors=role_api_errors, key_of_rec=_key_of_rec_c,
+                   cfunc=self.table.cfunc,
                    hooked=[c for c in containers
                                            if c["info"].has_hooks or c["info"].referenced])
+        self.table.section = "spec.h.j2"
         header = self.env.get_template("spec.h.j2").render(**ctx)
+        self.table.section = "spec.c.j2"
         source = self.env.get_template("spec.c.j2").render(**ctx)
         if self.line_directives:
             header, header_at = mark_lines(header)
             source, source_at = mark_lines(source)
-        gone = unused_lines(source, self.tool_source())
+        self.header_functions = self.table.emitted(header)
+        self.source_functions = self.table.emitted(source)
+        gone = self.table.unused_lines(source, self.tool_source())
         source = "\n".join(line for k, line in enumerate(source.split("\n")) if k not in gone)
-        header, source = inline_api(checked.prefix, header, source)
+        self.source_functions = self.table.emitted(source)     # what was kept
+        header, source = strip_marks(header), strip_marks(source)
         if self.line_directives:
             source_at = [at for k, at in enumerate(source_at) if k not in gone]
             header = line_directives(header, header_at, self.template_path)
@@ -923,8 +942,9 @@ class Renderer:
             names=names, c_string=c_string, containers=[{"info": i} for i in checked.containers],
             rels=[{"info": ri} for ri in checked.relationships])
         # the mem layers' hooks come from this renderer's environment: with line directives
-        # on, their text carries line marks, which this program (not line-mapped) drops
-        return _MARK.sub("", text)
+        # on, their text carries line marks, which this program (not line-mapped) drops;
+        # and the marks of the function table
+        return strip_marks(_MARK.sub("", text))
 
 
 # ---------------------------------------------------------------------------
@@ -961,98 +981,10 @@ def _map_context(checked: CheckedSpec) -> list:
 
 def render_verifier(checked: CheckedSpec, spec_file: str) -> str:
     r = Renderer(checked, spec_file)
-    return jinja_env().get_template("verify_main.c.j2").render(
+    return strip_marks(jinja_env().get_template("verify_main.c.j2").render(
         S=checked, spec_file=spec_file, files=r.files(), maps=_map_context(checked),
-        names=names, c_string=c_string)
+        names=names, c_string=c_string))
 
-
-
-# ---------------------------------------------------------------------------
-# Emission by use
-# ---------------------------------------------------------------------------
-# A static function definition of the generated source: its comment directly above (not a
-# section banner), the definition (one line, or a head and a body closed by `}` at column
-# 0), and the blank line after it.
-_STATIC_DEF = re.compile(
-    r"(?:^/\*(?! -| =| #)(?:(?!\*/).)*\*/\n)?"
-    r"^static (?:inline )?[^\n;=()]*?\b(\w+)\((?:[^;{}]|\n)*?\)"
-    r"(?:[ \t]*\{[^\n]*\}\n|\n\{\n(?:.*?\n)??\}\n)(?:\n(?=\n|/\*|static|#|[a-zA-Z]))?",
-    re.M | re.S)
-
-
-_GUARD = re.compile(r"^#ifndef (P2_\w+_DEFINED)\n#define \1\n.*?^#endif\n", re.M | re.S)
-
-
-def unused_lines(source: str, roots: str = "") -> set:
-    """The lines (0-based) of the static functions nothing calls: a layer renders its whole
-    contract (every comparator, every cursor operation, every memory function), and what
-    this spec's code does not call -- from its public API, directly or through functions
-    that are kept -- is not emitted, nor the comment directly above it, nor its prototype.
-    `roots` is the C of programs that include the source and call its static functions
-    (the integrity checker, the recovery program). A function under a guard of its own
-    (the p2_fixstr helpers, shared by the specs of one file) goes with its guard."""
-    word = re.compile(r"\b[A-Za-z_]\w*")
-    proto = re.compile(r"^static [^\n]*?\b(\w+)\([^\n]*\);$", re.M)
-    defs: dict = {}   # name -> (start, end) of its text, comment and guard included
-    guards = [g.span() for g in _GUARD.finditer(source)]
-    for m in _STATIC_DEF.finditer(source):
-        span = next((g for g in guards if g[0] <= m.start() < g[1]), m.span())
-        defs[m.group(1)] = span
-    # what the code outside these definitions calls (prototypes call nothing) is used, and
-    # so is what a used definition calls
-    outside, at = [roots], 0
-    for start, end in sorted(defs.values()):
-        outside.append(source[at:start])
-        at = end
-    outside.append(source[at:])
-    todo = [w for w in set(word.findall(proto.sub("", "".join(outside)))) if w in defs]
-    used = set(todo)
-    while todo:
-        start, end = defs[todo.pop()]
-        for w in set(word.findall(source, start, end)):
-            if w in defs and w not in used:
-                used.add(w)
-                todo.append(w)
-    gone: set = set()
-    for name, (start, end) in defs.items():
-        if name in used:
-            continue
-        first, last = source.count("\n", 0, start), source.count("\n", 0, end)
-        # the blank line after it goes with it, unless it ends a run of functions written
-        # one after the other (the comparators)
-        if source[end - 3:end] == "}\n\n" and source[start - 2:start] == "}\n":
-            last -= 1
-        gone.update(range(first, last))
-    dead = set(defs) - used
-    lines = source.split("\n")
-    for k, line in enumerate(lines):
-        m = proto.match(line)
-        if m and m.group(1) in dead:
-            gone.add(k)
-    # a section whose last function went keeps no blank line before its end fence
-    kept = [k for k in range(len(lines)) if k not in gone]
-    for a, b in zip(kept, kept[1:]):
-        if lines[a] == "" and lines[b].startswith("/* end of "):
-            gone.add(a)
-    return gone
-
-
-def inline_api(prefix: str, header: str, source: str) -> tuple[str, str]:
-    """Every public function of the header and the source gets the storage class
-    <PREFIX>_API: empty in the library, `static inline` when a program defines
-    <PREFIX>_INLINE before including the header, which then includes the source as well
-    (see spec.h.j2): the whole API is compiled into the program's own translation unit,
-    where a plain `cc -O2` flattens the layers into the caller. The templates write plain
-    prototypes and definitions; marking them here keeps them readable and every one
-    covered (a public function is a line at column 0 that names <prefix>_...( and is not
-    static: a prototype ends with `;`, a definition's next line is `{`)."""
-    api = f"{prefix.upper()}_API "
-    name = re.escape(prefix) + r"_\w+\("
-    proto = re.compile(r"^(?!static\b|typedef\b|extern\b|#)([A-Za-z_][^;()]*\b" + name + r".*\);)$", re.M)
-    header = proto.sub(lambda m: api + m.group(1), header)
-    defn = re.compile(r"^(?!static\b|typedef\b|extern\b|#)([A-Za-z_][^;()]*\b" + name + r".*\))\n\{$", re.M)
-    source = defn.sub(lambda m: api + m.group(1) + "\n{", source)
-    return header, source
 
 
 def render(checked: CheckedSpec, spec_file: str,

@@ -319,6 +319,8 @@ def test_line_directives_point_compiler_errors_into_the_template(tmp_path):
     shutil.copytree(_template_dirs()[0], layers)
     avl = (layers / "avl.c.j2").read_text().split("\n")
     k = next(i for i, l in enumerate(avl) if re.match(r"static inline int \{\{ L.p \}\}_create\(", l))
+    if avl[k - 1].startswith("{% call cfunc("):   # before the function's block (cfuncs.py)
+        k -= 1
     avl.insert(k, "int broken_avl_template = undeclared_identifier;")
     (layers / "avl.c.j2").write_text("\n".join(avl))
     spec = os.path.join(ROOT, "type_equations", "paper.p2")

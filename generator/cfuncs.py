@@ -1,0 +1,219 @@
+"""The table of generated functions: every C function a template emits, as the template
+declared it.
+
+A template writes each function it emits inside one construct,
+
+    {% call cfunc(L.p ~ "_link") %}
+    /* its comment: part of the function */
+    static inline void {{ L.p }}_link({{ DB }} *db, uint64_t ref)
+    {
+        ...
+    }
+    {% endcall %}
+
+with `public=true` for a function of the spec's API (the construct writes its storage class
+<PREFIX>_API, see spec.h.j2) and `decl=true` for a prototype. The construct emits the text
+unchanged but for that storage class, and records a CFunction: its name, the section being
+rendered (the layer and container, or the spec's own template), whether it is public or a
+prototype, the identifiers its text names (what it calls: its body, known as a string when
+it is recorded, tokenised) and its text. Around the text it leaves two marks (characters no
+template or value may print, like the line marks of render.LineMarks) so that the text of a
+function can be taken out again without reading the C around it.
+
+What reads the table instead of the emitted C:
+  prune        the static functions nothing calls go, with their prototypes (render.py)
+  public_decls the declarations of the header's public functions (the CFFI cdef, pybind.py)
+  definitions  the functions and parameters the spec's C defines (the names pass, names.py)
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+# \x03<index>\x04 opens the text of table entry <index>; \x03/\x04 closes it (before the
+# line end that ends the function's last line). \x03$\x04 opens a section's end fence
+# (render.fenced): a blank line left right before it, when the section's last functions
+# went, goes too.
+FUNC_MARK = re.compile("\x03[^\x04]*\x04")
+_OPEN = re.compile("\x03([0-9]+)\x04")
+CLOSE_MARK = "\x03/\x04"
+FENCE_MARK = "\x03$\x04"
+_LINE_MARKS = re.compile("(?:\x01[^\x02]*\x02)*")    # render.LineMarks at a line's head
+_WORD = re.compile(r"\b[A-Za-z_]\w*")
+
+
+@dataclass
+class CFunction:
+    """One function (or prototype) of the generated C, as its template declared it."""
+    name: str
+    section: str
+    public: bool
+    decl: bool                  # a prototype, not a definition
+    text: str                   # as emitted (storage class included, line marks kept)
+    calls: frozenset = field(default_factory=frozenset)   # the identifiers its text names
+    params: tuple = ()          # its parameters' names (the names pass)
+
+
+def strip_marks(text: str) -> str:
+    """Text without the table's marks (a program that is not pruned, the header)."""
+    return FUNC_MARK.sub("", text)
+
+
+class FunctionTable:
+    """The functions one rendering records (`cfunc`, given to every template it renders)."""
+
+    def __init__(self, prefix: str):
+        self.api = f"{prefix.upper()}_API "
+        self.entries: list[CFunction] = []
+        self.section = ""
+
+    def cfunc(self, name: str, public: bool = False, decl: bool = False,
+              caller=None) -> str:
+        """The construct (`{% call cfunc(name, public=..., decl=...) %}...{% endcall %}`):
+        records the function and returns its text, marked, with the storage class of a
+        public function written before its head (after the comment that opens it)."""
+        from .render import CSource
+        text = caller()
+        # the line end after the last line (and the line marks of the empty line after it)
+        # is the template's, outside the function
+        text = re.sub("\n(?:\x01[^\x02]*\x02)*\\Z", "", text, count=1)
+        head = _head_at(text)
+        body = _LINE_MARKS.sub("", text[head:]) if "\x01" in text else text[head:]
+        body = re.sub("\x01[^\x02]*\x02", "", body)
+        if not re.match(r"(?:[^(;{]*?\W)?" + re.escape(name) + r"\(", body):
+            raise ValueError(f"cfunc({name!r}): the text does not declare it: {body[:80]!r}")
+        if public == body.startswith("static"):
+            raise ValueError(f"cfunc({name!r}): public={public}, but the head is "
+                             f"{body.split(chr(10))[0]!r}")
+        if decl != body.rstrip().endswith(";"):
+            raise ValueError(f"cfunc({name!r}): decl={decl}, but the text "
+                             f"{'is' if not decl else 'is not'} a prototype")
+        if public:
+            text = text[:head] + self.api + text[head:]
+        index = len(self.entries)
+        plain = re.sub("\x01[^\x02]*\x02", "", text)
+        self.entries.append(CFunction(
+            name, self.section, public, decl, plain,
+            frozenset(_WORD.findall(plain)) - {name} if not decl else frozenset(),
+            _params(body, name)))
+        # (the line end the block's end tag took, trim_blocks, given back after the mark)
+        return CSource(f"\x03{index}\x04{text}{CLOSE_MARK}\n")
+
+    def emitted(self, text: str) -> list:
+        """The entries whose text is in `text` (a rendered and marked output), in order."""
+        return [self.entries[int(i)] for i in _OPEN.findall(text)]
+
+    def unused_lines(self, source: str, roots: str = "") -> set:
+        """The lines (0-based) of marked `source` that the static functions nothing calls
+        take, and their prototypes: a layer renders its whole contract (every comparator,
+        every cursor operation, every memory function), and what this spec's public
+        functions do not call, directly or through functions that are kept, is not emitted.
+        `roots`: the C of programs that include the source and call its static functions
+        (the integrity checker, the recovery program)."""
+        lines = source.split("\n")
+        spans: dict = {}     # name -> [(first line, last line)] of its definitions
+        protos: dict = {}    # name -> [line spans] of its prototypes
+        funcs: dict = {}     # name -> entry (definitions)
+        public: list = []
+        first = None
+        for k, line in enumerate(lines):
+            for m in _OPEN.finditer(line):
+                first = (k, self.entries[int(m.group(1))])
+            if CLOSE_MARK in line and first is not None:
+                start, e = first
+                first = None
+                if e.decl:
+                    protos.setdefault(e.name, []).append((start, k))
+                elif e.public:
+                    public.append(e)
+                else:
+                    spans.setdefault(e.name, []).append((start, k))
+                    funcs[e.name] = e
+        todo = [w for w in set(_WORD.findall(roots)).union(*(e.calls for e in public))
+                if w in funcs]
+        used = set(todo)
+        while todo:
+            for w in funcs[todo.pop()].calls:
+                if w in funcs and w not in used:
+                    used.add(w)
+                    todo.append(w)
+        gone: set = set()
+        for name in set(funcs) - used:
+            for a, b in spans[name]:
+                gone.update(range(a, b + 1))
+                # the blank line after it goes with it, unless it ends a run of functions
+                # written one after the other (the comparators)
+                if b + 1 < len(lines) and lines[b + 1] == "" and \
+                        not (a > 0 and lines[a - 1].endswith(CLOSE_MARK)):
+                    gone.add(b + 1)
+            for a, b in protos.get(name, ()):
+                gone.update(range(a, b + 1))
+        # a section whose last function went keeps no blank line before its end fence
+        kept = [k for k in range(len(lines)) if k not in gone]
+        for a, b in zip(kept, kept[1:]):
+            if lines[a] == "" and lines[b].startswith(FENCE_MARK):
+                gone.add(a)
+        return gone
+
+
+def _head_at(text: str) -> int:
+    """Where the declaration starts in a function's text: after the line marks, comments
+    and preprocessor lines that open it."""
+    at = _LINE_MARKS.match(text).end()
+    while True:
+        if text.startswith("/*", at):
+            end = text.index("*/", at) + 2
+        elif text.startswith("#", at):        # a guard of its own (spec.c.j2, p2_fixstr)
+            end = text.index("\n", at)
+        else:
+            return at
+        if text[end:end + 1] != "\n":
+            return at
+        at = _LINE_MARKS.match(text, end + 1).end()
+
+
+def _params(body: str, name: str) -> tuple:
+    """The parameter names of the function whose head starts `body`."""
+    i = body.find(name + "(")
+    if i < 0:
+        return ()
+    i += len(name)
+    depth, j = 0, i
+    while j < len(body):
+        if body[j] == "(":
+            depth += 1
+        elif body[j] == ")":
+            depth -= 1
+            if depth == 0:
+                break
+        j += 1
+    out = []
+    for part in _split_commas(body[i + 1:j]):
+        part = part.strip()
+        if not part or part == "void" or part == "...":
+            continue
+        m = re.search(r"\(\s*\*\s*(\w+)\s*\)", part)     # a function pointer
+        if m:
+            out.append(m.group(1))
+            continue
+        m = re.search(r"(\w+)\s*(?:\[[^\]]*\]\s*)*$", part)
+        if m:
+            out.append(m.group(1))
+    return tuple(out)
+
+
+def _split_commas(s: str) -> list:
+    parts, cur, depth = [], [], 0
+    for ch in s:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    parts.append("".join(cur))
+    return parts

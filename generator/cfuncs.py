@@ -73,7 +73,6 @@ class FunctionTable:
         """The construct (`{% call cfunc(name, public=..., decl=...) %}...{% endcall %}`):
         records the function and returns its text, marked, with the storage class of a
         public function written before its head (after the comment that opens it)."""
-        from .render import CSource
         text = caller()
         # the line end after the last line (and the line marks of the empty line after it)
         # is the template's, outside the function
@@ -98,7 +97,8 @@ class FunctionTable:
             frozenset(_WORD.findall(plain)) - {name} if not decl else frozenset(),
             _params(body, name)))
         # (the line end the block's end tag took, trim_blocks, given back after the mark)
-        return CSource(f"\x03{index}\x04{text}{CLOSE_MARK}\n")
+        # (a call block's output is printed as is: Jinja's finalize does not see it)
+        return f"\x03{index}\x04{text}{CLOSE_MARK}\n"
 
     def emitted(self, text: str) -> list:
         """The entries whose text is in `text` (a rendered and marked output), in order."""

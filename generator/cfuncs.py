@@ -20,10 +20,11 @@ it is recorded, tokenised) and its text. Around the text it leaves two marks (ch
 template or value may print, like the line marks of render.LineMarks) so that the text of a
 function can be taken out again without reading the C around it.
 
-What reads the table instead of the emitted C:
-  prune        the static functions nothing calls go, with their prototypes (render.py)
-  public_decls the declarations of the header's public functions (the CFFI cdef, pybind.py)
-  definitions  the functions and parameters the spec's C defines (the names pass, names.py)
+What reads the table instead of the emitted C: the pruning of static functions nothing
+calls (FunctionTable.unused_lines) and the storage class <PREFIX>_API (written by the
+construct). Each entry also keeps its parameters' names, for the CFFI declarations
+(pybind.public_api) and the names pass (names.py, cnames.py), which still read the
+emitted header and source (issue 35, item 2: not yet moved onto the table).
 """
 from __future__ import annotations
 

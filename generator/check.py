@@ -898,7 +898,7 @@ class Checker:
                 if isinstance(layer, MemLayer) for suffix, what in layer.side_files.items()}
         for info in containers:
             param = info.mem.layer.file_param
-            if param is None or not info.mem.params.get(param):
+            if param is None or not info.mem.params.get(param) or info.mem.layer.file_is_uri:
                 continue
             path = info.mem.params[param]
             norm = posixpath.normpath(path)

@@ -695,8 +695,8 @@ def role_api_errors(role) -> dict:
 # The file-level hooks a mem layer's template may define as macros of one argument, the
 # file (layers/README.md, "The mem contract"): the code of the pipeline's open, close,
 # sync and recovery program for that file.
-FILE_HOOKS = ("open_file", "after_create", "after_attach", "file_code", "close_file",
-              "sync_file", "recover_abandon", "recover_report")
+FILE_HOOKS = ("open_file", "after_create", "after_attach", "file_code", "file_api",
+              "close_file", "sync_file", "recover_abandon", "recover_report")
 # The spec-level hooks of the mem layer giving transactions, each a macro of one argument,
 # the files it journals: the API's declarations and definitions, and the code `__open`
 # runs before any file opens.

@@ -14,6 +14,7 @@ from .ilist import IList
 from .malloc import Malloc
 from .mapped import Mapped
 from .odlist import ODList
+from .pageserver import PageServer
 from .persistent import Persistent
 from .qsort import QSort
 from .qualify import Qualify
@@ -24,7 +25,7 @@ from .transient import Transient
 from .wal import Wal
 
 LAYERS: dict[str, Layer] = {cls.name: cls() for cls in (
-    Transient, Persistent, Journal, Wal, Mapped,
+    Transient, Persistent, Journal, Wal, Mapped, PageServer,
     Array, IArray, QSort, Malloc,
     Hash, Avl, BTree, DList, ODList,
     Top2ds, Qualify, Top2dsQualify, DelFlag,

@@ -566,6 +566,14 @@ class MemLayer(Layer):
     relocate_param: Optional[str] = None
     relocate_env: Optional[str] = None
 
+    # With file_param: is its value the URI of a server (`pageserver`) rather than a path?
+    # Then it is not normalised as a path, nor joined to the directory given to open.
+    file_is_uri: bool = False
+    # With file_param: is the memory a local file the runtime maps itself (persistent,
+    # mapped), which a layer over it may map again its own way (the journal maps it
+    # privately)? False for a memory on a server.
+    local_file: bool = False
+
     @property
     def in_file(self) -> bool:
         return self.file_param is not None

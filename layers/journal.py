@@ -23,7 +23,7 @@ class Journal(MemLayer):
     write_guard = "journal_guard"
     side_files = {"-journal": "journal"}       # <file>-journal: the redo journal
     # a file it maps itself, wherever the kernel puts it
-    requires_below = ("file_param", "maps_anywhere")
+    requires_below = ("file_param", "maps_anywhere", "local_file")
     requires_why = ("journals a file it maps anywhere",
                     "is not a file that may be mapped anywhere")
     params = (

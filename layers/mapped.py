@@ -22,6 +22,7 @@ class Mapped(MemLayer):
     survives_restart = True     # references are addresses the file is always mapped at
     seg_allocator = True        # blocks come from the file segment; a reference is base + offset
     maps_anywhere = False       # ... so the file must be mapped where it was made
+    local_file = True           # a file on this machine, which the runtime maps
     relocate_param = "relocate"             # ... or relocated in memory, if the spec says so
     relocate_env = "P2_MAPPED_RELOCATE"     # read by runtime/p2_runtime.c (forced_relocation)
     # out of reserved address space or of mappable memory; the file cannot grow (disk full)

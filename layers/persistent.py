@@ -40,6 +40,7 @@ class Persistent(MemLayer):
     survives_restart = True     # references are offsets from the file's base
     seg_allocator = True
     maps_anywhere = True        # ... from the segment base, wherever it is mapped
+    local_file = True           # a file on this machine, which the runtime maps
     # out of reserved address space or of mappable memory; the file cannot grow (disk full)
     errors = {"alloc": {"P2_ENOMEM", "P2_EIO"}}
     params = (

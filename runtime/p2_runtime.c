@@ -36,6 +36,15 @@
  *   6. Integrity checks    src/verify.c: p2_verify_*, p2_seg_verify, p2_seg_contains,
  *                          what the generated <prefix>_verify functions build on
  *   7. Reference sets      src/refset.c: p2_refset_*, the elements a cursor already moved
+ *   8. Server backends     src/backend.c: where a page server's segment lives, a table of
+ *                          callbacks per engine, every request with a deadline
+ *      8.1 file            a local file through pread / pwrite
+ *      8.2 nbd             libnbd, loaded with dlopen at the first open
+ *      8.3 opening         a backend by its URI
+ *   9. Page servers        src/pageserver.c: the client buffer (frames, clock, dirty set,
+ *                          write-back) and its SIGSEGV fault path
+ *      9.1 hooks           what section 4 calls for a segment on a server
+ *      9.2 open, counters  p2_seg_open_server, p2_seg_server_stats, _drop
  */
 
 #define _GNU_SOURCE
@@ -43,6 +52,7 @@
 
 #include "p2_runtime.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -59,6 +69,7 @@
 #include <sys/uio.h>
 #include <stdatomic.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 /************** Begin file fault.c *****************************************************/
@@ -535,6 +546,13 @@ struct large_free { p2_off next; uint64_t size; };
 
 static int seg_fail(const p2_seg *seg, p2_err *err, int code, const char *fmt, ...) P2_PRINTF_LIKE(4, 5);
 
+/* A page-server segment (seg->pb, section 9) reaches its server through these where a
+ * local file is read, extended or msync'ed. */
+static int pb_read(p2_seg *seg, void *buf, uint64_t n, uint64_t off, p2_err *err);
+static int pb_grow(p2_seg *seg, uint64_t want, p2_err *err);
+static int pb_sync(p2_seg *seg, p2_err *err);
+static int pb_close(p2_seg *seg, p2_err *err);
+
 /* Store an error whose message starts with the segment's path. */
 static int seg_fail(const p2_seg *seg, p2_err *err, int code, const char *fmt, ...)
 {
@@ -600,6 +618,7 @@ static void seg_reset(p2_seg *seg)
     seg->open_data_bytes = seg->open_log_bytes = seg->open_seq = 0;
     seg->open_undo = NULL;
     seg->open_undo_len = seg->open_undo_cap = 0;
+    seg->pb = NULL;
 }
 
 /* How a journalled segment's private mapping is protected: read-only under the page journal
@@ -986,6 +1005,10 @@ static int seg_grow(p2_seg *seg, uint64_t need, p2_err *err)
 {
     if (need <= seg->mapped)
         return P2_OK;
+    if (need > seg->reserved && seg->pb != NULL)
+        return seg_fail(seg, err, P2_ENOMEM,
+                        "the database needs %" PRIu64 " bytes, more than the %" PRIu64 " this open may "
+                        "use (the export's size, or pageserver(reserve = ...))", need, seg->reserved);
     if (need > seg->reserved)
         return seg_fail(seg, err, P2_ENOMEM,
                         "segment needs %" PRIu64 " bytes, more than its address-space reservation "
@@ -1000,6 +1023,15 @@ static int seg_grow(p2_seg *seg, uint64_t need, p2_err *err)
         want = seg->reserved;           /* a multiple of g, and >= need */
     want = round_up(want, g);
 
+    if (seg->pb != NULL) {              /* a page server: new pages are zero, faulted in */
+        int prc = pb_grow(seg, want, err);
+        if (prc != P2_OK)
+            return prc;
+        seg->mapped = want;
+        if (seg->hdr != NULL)
+            seg->hdr->file_size = want;
+        return P2_OK;
+    }
     int rc = seg_extend_file(seg, want, err);
     if (rc != P2_OK && want > round_up(need, g)) {
         want = round_up(need, g);       /* no room for the step: what this call needs may fit */
@@ -1521,7 +1553,8 @@ static int seg_validate(const p2_seg *seg, const struct p2_seg_header *h, uint64
         for (uint32_t i = 0; i < h->nroots; i++) {
             for (uint64_t done = 0; done < h->roots[i].size;) {
                 uint64_t n = h->roots[i].size - done < sizeof buf ? h->roots[i].size - done : sizeof buf;
-                if (pread(seg->fd, buf, (size_t)n, (off_t)(h->roots[i].off + done)) != (ssize_t)n)
+                if (seg->pb != NULL ? pb_read((p2_seg *)seg, buf, n, h->roots[i].off + done, NULL) != P2_OK
+                                    : pread(seg->fd, buf, (size_t)n, (off_t)(h->roots[i].off + done)) != (ssize_t)n)
                     return seg_fail(seg, err, P2_EIO, "cannot read root \"%.*s\"",
                                     stored_name_len(&h->roots[i]), h->roots[i].name);
                 rcrc = p2_crc32(rcrc, buf, (size_t)n);
@@ -1776,6 +1809,8 @@ static int seg_create(p2_seg *seg, uint64_t fingerprint, uint32_t nroots, const 
     h->checksum = header_crc(&whole);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);   /* every other byte is in the mapping first */
     memcpy(h->magic, SEG_MAGIC, sizeof h->magic);
+    if (seg->pb != NULL)
+        return pb_sync(seg, err);
     if (msync(seg->base, (size_t)seg->mapped, MS_SYNC) != 0) {
         int e = errno;
         return seg_fail(seg, err, P2_EIO, "cannot write the new file: %s", strerror(e));
@@ -2057,6 +2092,8 @@ int p2_seg_sync(p2_seg *seg, p2_err *err)
     p2_seg_will_write(seg, seg->hdr, sizeof *seg->hdr);   /* roots' seal, checksum */
     roots_seal(seg);
     seg->hdr->checksum = header_crc(seg->hdr);
+    if (seg->pb != NULL)
+        return pb_sync(seg, err);
     if (msync(seg->base, (size_t)seg->mapped, MS_SYNC) != 0) {
         int e = errno;
         return seg_fail(seg, err, P2_EIO, "cannot flush to disk: %s", strerror(e));
@@ -2072,6 +2109,8 @@ int p2_seg_close(p2_seg *seg, p2_err *err)
     struct p2_seg_header *h = seg->hdr;
     if (seg->journal)
         return journal_close(seg, err);
+    if (seg->pb != NULL)
+        return pb_close(seg, err);
 #ifdef P2_WRITE_AUDIT
     write_audit_detach(seg);
 #endif
@@ -4708,3 +4747,1031 @@ void p2_refset_free(p2_refset *s)
     memset(s, 0, sizeof *s);
 }
 /************** End of refset.c ********************************************************/
+
+/************** Begin file backend.c ***************************************************/
+/* ==========================================================================
+ * 8. Server backends (design in p2_runtime.h, @ref server)
+ *
+ * Where a page server's segment lives.  Each engine is a small table of callbacks, as an
+ * nbdkit plugin is: read and write (vectored: a list of (buffer, length, offset), up to
+ * P2_SERVER_INFLIGHT of them in flight at once), flush, grow, close.  `file` reaches a
+ * local file with pread/pwrite; `nbd` an NBD export through libnbd, which is loaded with
+ * dlopen() at the first open of one, so that the runtime compiles and links without it.
+ * Every request of the nbd backend has a deadline (bk->timeout_ms): past it the
+ * connection is dropped (so that no late answer can write into a buffer given back to
+ * the caller) and the backend is dead: every later call fails at once, with the message
+ * of the failure that killed it.  The counters of requests and bytes are kept here.
+ * ========================================================================== */
+
+typedef struct p2_io {
+    void    *buf;
+    uint64_t len;
+    uint64_t off;
+} p2_io;
+
+struct p2_backend;
+struct backend_ops {
+    const char *kind;
+    int (*readv)(struct p2_backend *b, const p2_io *io, unsigned n, p2_err *err);
+    int (*writev)(struct p2_backend *b, const p2_io *io, unsigned n, p2_err *err);
+    int (*flush)(struct p2_backend *b, p2_err *err);
+    int (*grow)(struct p2_backend *b, uint64_t size, p2_err *err);
+    void (*close)(struct p2_backend *b);
+};
+
+typedef struct p2_backend {
+    const struct backend_ops *ops;
+    char     uri[1024];
+    uint64_t size;            /* bytes the server holds */
+    int      growable;        /* grow() can extend it */
+    int      timeout_ms;
+    int      dead;            /* a request failed for good: every call fails with `why` */
+    char     why[P2_ERR_MSG_SIZE];
+    int      fd;              /* file */
+    void    *nbd;             /* nbd: struct nbd_handle * */
+    p2_server_stats *st;      /* the counters: requests, bytes */
+} p2_backend;
+
+static int backend_fail(p2_backend *b, p2_err *err, int code, const char *fmt, ...) P2_PRINTF_LIKE(4, 5);
+
+/* An error whose message starts with the server's URI. */
+static int backend_fail(p2_backend *b, p2_err *err, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    err_vset(err, code, b->uri, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+/* Kill the backend: its message is every later call's. */
+static int backend_kill(p2_backend *b, p2_err *err, const char *fmt, ...) P2_PRINTF_LIKE(3, 4);
+static int backend_kill(p2_backend *b, p2_err *err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b->why, sizeof b->why, fmt, ap);
+    va_end(ap);
+    b->dead = 1;
+    return backend_fail(b, err, P2_EIO, "%s", b->why);
+}
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* ------------------------------------------------------------------------
+ * 8.1 file: a local file through pread / pwrite
+ * ------------------------------------------------------------------------ */
+
+static int file_rw(p2_backend *b, const p2_io *io, unsigned n, int write, p2_err *err)
+{
+    for (unsigned i = 0; i < n; i++) {
+        for (uint64_t done = 0; done < io[i].len;) {
+            char *p = (char *)io[i].buf + done;
+            size_t want = (size_t)(io[i].len - done);
+            off_t at = (off_t)(io[i].off + done);
+            ssize_t got = write ? pwrite(b->fd, p, want, at) : pread(b->fd, p, want, at);
+            if (got < 0 && errno == EINTR)
+                continue;
+            if (got < 0)
+                return backend_fail(b, err, P2_EIO, "cannot %s %" PRIu64 " bytes at offset %" PRIu64 ": %s",
+                                    write ? "write" : "read", io[i].len, io[i].off, strerror(errno));
+            if (got == 0) {          /* past the end: a file reads as zeros there */
+                if (write)
+                    return backend_fail(b, err, P2_EIO, "short write at offset %" PRIu64, io[i].off);
+                memset(p, 0, want);
+                got = (ssize_t)want;
+            }
+            done += (uint64_t)got;
+        }
+        if (write) {
+            b->st->writes++;
+            b->st->bytes_written += io[i].len;
+        } else {
+            b->st->reads++;
+            b->st->bytes_read += io[i].len;
+        }
+    }
+    return P2_OK;
+}
+
+static int file_readv(p2_backend *b, const p2_io *io, unsigned n, p2_err *err)
+{
+    return file_rw(b, io, n, 0, err);
+}
+
+static int file_writev(p2_backend *b, const p2_io *io, unsigned n, p2_err *err)
+{
+    return file_rw(b, io, n, 1, err);
+}
+
+static int file_flush(p2_backend *b, p2_err *err)
+{
+    b->st->flushes++;
+    if (fdatasync(b->fd) != 0)
+        return backend_fail(b, err, P2_EIO, "cannot flush: %s", strerror(errno));
+    return P2_OK;
+}
+
+static int file_grow(p2_backend *b, uint64_t size, p2_err *err)
+{
+    if (size <= b->size)
+        return P2_OK;
+    if (ftruncate(b->fd, (off_t)size) != 0)
+        return backend_fail(b, err, P2_EIO, "cannot extend to %" PRIu64 " bytes: %s", size, strerror(errno));
+    b->size = size;
+    return P2_OK;
+}
+
+static void file_close(p2_backend *b)
+{
+    if (b->fd >= 0) {
+        flock(b->fd, LOCK_UN);
+        close(b->fd);
+    }
+    b->fd = -1;
+}
+
+static const struct backend_ops file_ops = {"file", file_readv, file_writev, file_flush, file_grow, file_close};
+
+static int file_open(p2_backend *b, const char *path, p2_err *err)
+{
+    b->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (b->fd < 0)
+        return backend_fail(b, err, P2_EIO, "cannot open %s: %s", path, strerror(errno));
+    if (flock(b->fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        close(b->fd);
+        b->fd = -1;
+        return backend_fail(b, err, e == EWOULDBLOCK ? P2_EBUSY : P2_EIO, "%s",
+                            e == EWOULDBLOCK ? "in use by another process" : strerror(e));
+    }
+    struct stat st;
+    if (fstat(b->fd, &st) != 0) {
+        int e = errno;
+        file_close(b);
+        return backend_fail(b, err, P2_EIO, "cannot stat: %s", strerror(e));
+    }
+    b->ops = &file_ops;
+    b->size = (uint64_t)st.st_size;
+    b->growable = 1;
+    return P2_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * 8.2 nbd: libnbd, loaded at the first open
+ * ------------------------------------------------------------------------ */
+
+/* The few libnbd functions used, by their ABI (libnbd.h, stable since 1.0). */
+typedef struct {
+    int (*callback)(void *user_data, int *error);
+    void *user_data;
+    void (*free)(void *user_data);
+} nbd_cb;
+
+static struct nbd_lib {
+    int tried, ok;
+    char why[256];
+    void *(*create)(void);
+    void (*close)(void *h);
+    const char *(*get_error)(void);
+    int (*aio_connect_uri)(void *h, const char *uri);
+    int (*aio_is_ready)(void *h);
+    int (*aio_is_dead)(void *h);
+    int (*poll)(void *h, int timeout);
+    int64_t (*get_size)(void *h);
+    int (*is_read_only)(void *h);
+    int (*can_flush)(void *h);
+    int64_t (*aio_pread)(void *h, void *buf, size_t count, uint64_t offset, nbd_cb cb, uint32_t flags);
+    int64_t (*aio_pwrite)(void *h, const void *buf, size_t count, uint64_t offset, nbd_cb cb, uint32_t flags);
+    int64_t (*aio_flush)(void *h, nbd_cb cb, uint32_t flags);
+    int (*aio_command_completed)(void *h, uint64_t cookie);
+} nbdl;
+
+static int nbd_load(void)
+{
+    if (nbdl.tried)
+        return nbdl.ok;
+    nbdl.tried = 1;
+    void *so = dlopen("libnbd.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (so == NULL) {
+        snprintf(nbdl.why, sizeof nbdl.why, "libnbd is not installed (%s): install the Debian "
+                 "package libnbd0 (libnbd-dev to build against it), e.g. apt-get install libnbd-dev", dlerror());
+        return 0;
+    }
+#define NBD_SYM(field, name)                                                              \
+    do {                                                                                  \
+        void *f_ = dlsym(so, name);                                                       \
+        if (f_ == NULL) {                                                                 \
+            snprintf(nbdl.why, sizeof nbdl.why, "libnbd.so.0 lacks %s: install libnbd >= 1.2 " \
+                     "(Debian package libnbd0)", name);                                   \
+            return 0;                                                                     \
+        }                                                                                 \
+        memcpy(&nbdl.field, &f_, sizeof f_);                                              \
+    } while (0)
+    NBD_SYM(create, "nbd_create");
+    NBD_SYM(close, "nbd_close");
+    NBD_SYM(get_error, "nbd_get_error");
+    NBD_SYM(aio_connect_uri, "nbd_aio_connect_uri");
+    NBD_SYM(aio_is_ready, "nbd_aio_is_ready");
+    NBD_SYM(aio_is_dead, "nbd_aio_is_dead");
+    NBD_SYM(poll, "nbd_poll");
+    NBD_SYM(get_size, "nbd_get_size");
+    NBD_SYM(is_read_only, "nbd_is_read_only");
+    NBD_SYM(can_flush, "nbd_can_flush");
+    NBD_SYM(aio_pread, "nbd_aio_pread");
+    NBD_SYM(aio_pwrite, "nbd_aio_pwrite");
+    NBD_SYM(aio_flush, "nbd_aio_flush");
+    NBD_SYM(aio_command_completed, "nbd_aio_command_completed");
+#undef NBD_SYM
+    nbdl.ok = 1;
+    return 1;
+}
+
+static const char *nbd_why(void)
+{
+    const char *e = nbdl.get_error();
+    return e != NULL && *e ? e : "connection lost";
+}
+
+/* Drop the connection (a request past its deadline, a broken connection): libnbd writes
+ * into no buffer after this. */
+static void nbd_drop(p2_backend *b)
+{
+    if (b->nbd != NULL)
+        nbdl.close(b->nbd);
+    b->nbd = NULL;
+}
+
+/* Wait, until the deadline, for libnbd to make progress; P2_OK, or the backend killed. */
+static int nbd_wait(p2_backend *b, uint64_t deadline, const char *what, p2_err *err)
+{
+    uint64_t t = now_ms();
+    if (t >= deadline) {
+        nbd_drop(b);
+        return backend_kill(b, err, "the server did not answer %s within %d ms (P2_SERVER_TIMEOUT_MS); "
+                            "the connection was dropped", what, b->timeout_ms);
+    }
+    int r = nbdl.poll(b->nbd, (int)(deadline - t));
+    if (r < 0) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", nbd_why());
+        nbd_drop(b);
+        return backend_kill(b, err, "the connection failed during %s: %s", what, why);
+    }
+    return P2_OK;
+}
+
+/* Run up to n requests (kind 'r', 'w' or 'f'), P2_SERVER_INFLIGHT at a time, each to
+ * completion or to the deadline. */
+static int nbd_run(p2_backend *b, const p2_io *io, unsigned n, char kind, p2_err *err)
+{
+    const char *what = kind == 'r' ? "a read" : kind == 'w' ? "a write" : "a flush";
+    if (b->dead)
+        return backend_fail(b, err, P2_EIO, "%s", b->why);
+    uint64_t deadline = now_ms() + (uint64_t)b->timeout_ms;
+    int64_t cookie[P2_SERVER_INFLIGHT];
+    unsigned next = 0, done = 0, inflight = 0;
+    unsigned total = kind == 'f' ? 1 : n;
+    const nbd_cb none = {NULL, NULL, NULL};
+    unsigned slot_of[P2_SERVER_INFLIGHT];
+    int failed = 0;
+    char why[256] = "";
+    while (done < total) {
+        while (next < total && inflight < P2_SERVER_INFLIGHT) {
+            int64_t c = kind == 'r' ? nbdl.aio_pread(b->nbd, io[next].buf, (size_t)io[next].len, io[next].off, none, 0)
+                      : kind == 'w' ? nbdl.aio_pwrite(b->nbd, io[next].buf, (size_t)io[next].len, io[next].off, none, 0)
+                                    : nbdl.aio_flush(b->nbd, none, 0);
+            if (c < 0) {
+                snprintf(why, sizeof why, "%s", nbd_why());
+                nbd_drop(b);
+                return backend_kill(b, err, "cannot send %s: %s", what, why);
+            }
+            cookie[inflight] = c;
+            slot_of[inflight] = next;
+            inflight++;
+            next++;
+        }
+        /* retire what completed */
+        for (unsigned i = 0; i < inflight;) {
+            int r = nbdl.aio_command_completed(b->nbd, (uint64_t)cookie[i]);
+            if (r == 0) {
+                i++;
+                continue;
+            }
+            if (r < 0 && !failed) {
+                failed = 1;
+                snprintf(why, sizeof why, "%s (offset %" PRIu64 ")", nbd_why(),
+                         kind == 'f' ? (uint64_t)0 : io[slot_of[i]].off);
+            }
+            if (r > 0 && kind != 'f') {
+                if (kind == 'r') {
+                    b->st->reads++;
+                    b->st->bytes_read += io[slot_of[i]].len;
+                } else {
+                    b->st->writes++;
+                    b->st->bytes_written += io[slot_of[i]].len;
+                }
+            } else if (r > 0) {
+                b->st->flushes++;
+            }
+            cookie[i] = cookie[inflight - 1];
+            slot_of[i] = slot_of[inflight - 1];
+            inflight--;
+            done++;
+        }
+        if (done < total && inflight > 0) {
+            int rc = nbd_wait(b, deadline, what, err);
+            if (rc != P2_OK)
+                return rc;
+        }
+    }
+    if (failed)   /* the server answered with an error: the connection is still good */
+        return backend_fail(b, err, P2_EIO, "the server failed %s: %s", what, why);
+    return P2_OK;
+}
+
+static int nbd_readv(p2_backend *b, const p2_io *io, unsigned n, p2_err *err)
+{
+    return nbd_run(b, io, n, 'r', err);
+}
+
+static int nbd_writev(p2_backend *b, const p2_io *io, unsigned n, p2_err *err)
+{
+    return nbd_run(b, io, n, 'w', err);
+}
+
+static int nbd_flush(p2_backend *b, p2_err *err)
+{
+    if (!b->dead && b->nbd != NULL && nbdl.can_flush(b->nbd) != 1)
+        return P2_OK;    /* the server writes through: nothing to flush */
+    return nbd_run(b, NULL, 1, 'f', err);
+}
+
+static int nbd_grow(p2_backend *b, uint64_t size, p2_err *err)
+{
+    if (size <= b->size)
+        return P2_OK;
+    return backend_fail(b, err, P2_ENOMEM, "the database needs %" PRIu64 " bytes, more than the %" PRIu64
+                        " the export holds (an NBD export does not grow: serve a larger one)",
+                        size, b->size);
+}
+
+static void nbd_close_backend(p2_backend *b)
+{
+    nbd_drop(b);
+}
+
+static const struct backend_ops nbd_ops = {"nbd", nbd_readv, nbd_writev, nbd_flush, nbd_grow, nbd_close_backend};
+
+static int nbd_open(p2_backend *b, p2_err *err)
+{
+    if (!nbd_load())
+        return backend_fail(b, err, P2_EIO, "%s", nbdl.why);
+    b->ops = &nbd_ops;
+    b->nbd = nbdl.create();
+    if (b->nbd == NULL)
+        return backend_fail(b, err, P2_ENOMEM, "cannot create a libnbd handle: %s", nbd_why());
+    uint64_t deadline = now_ms() + (uint64_t)b->timeout_ms;
+    if (nbdl.aio_connect_uri(b->nbd, b->uri) != 0) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", nbd_why());
+        nbd_drop(b);
+        return backend_fail(b, err, P2_EIO, "cannot connect to the server: %s", why);
+    }
+    while (nbdl.aio_is_ready(b->nbd) != 1) {
+        if (nbdl.aio_is_dead(b->nbd) == 1) {
+            char why[256];
+            snprintf(why, sizeof why, "%s", nbd_why());
+            nbd_drop(b);
+            return backend_fail(b, err, P2_EIO, "cannot connect to the server: %s", why);
+        }
+        int rc = nbd_wait(b, deadline, "the connection", err);
+        if (rc != P2_OK)
+            return rc;
+    }
+    int64_t size = nbdl.get_size(b->nbd);
+    if (size < 0) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", nbd_why());
+        nbd_drop(b);
+        return backend_fail(b, err, P2_EIO, "cannot learn the export's size: %s", why);
+    }
+    if (nbdl.is_read_only(b->nbd) == 1) {
+        nbd_drop(b);
+        return backend_fail(b, err, P2_EIO, "the export is read-only");
+    }
+    b->size = (uint64_t)size;
+    return P2_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * 8.3 opening a backend by its URI
+ * ------------------------------------------------------------------------ */
+
+/* Is `uri` of a form the runtime serves?  The checker applies the same rules
+ * (layers/pageserver.py), so a spec's URI is refused at build time. */
+static int backend_uri_ok(const char *uri, char *why, size_t n)
+{
+    if (strncmp(uri, "file://", 7) == 0) {
+        if (uri[7] != '/') {
+            snprintf(why, n, "a file URI names an absolute path: file:///PATH");
+            return 0;
+        }
+        return 1;
+    }
+    if (strncmp(uri, "nbd://", 6) != 0) {
+        snprintf(why, n, "not a server URI: nbd://HOST[:PORT][/EXPORT] or file:///PATH");
+        return 0;
+    }
+    const char *h = uri + 6, *end = h + strcspn(h, "/");
+    const char *colon = memchr(h, ':', (size_t)(end - h));
+    if ((colon ? colon : end) == h) {
+        snprintf(why, n, "no host: nbd://HOST[:PORT][/EXPORT]");
+        return 0;
+    }
+    if (colon != NULL) {
+        char *q;
+        unsigned long port = strtoul(colon + 1, &q, 10);
+        if (q == colon + 1 || q != end || port == 0 || port > 65535) {
+            snprintf(why, n, "the port is not a number from 1 to 65535");
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Open the backend of `uri`; b->st must point at the counters. */
+static int backend_open(p2_backend *b, const char *uri, p2_err *err)
+{
+    b->fd = -1;
+    b->nbd = NULL;
+    b->dead = 0;
+    size_t len = strlen(uri);
+    if (len >= sizeof b->uri)
+        return p2_err_set(err, P2_EINVAL, "server URI is %zu bytes long, at most %zu allowed",
+                          len, sizeof b->uri - 1);
+    memcpy(b->uri, uri, len + 1);
+    char why[128];
+    if (!backend_uri_ok(uri, why, sizeof why))
+        return backend_fail(b, err, P2_EINVAL, "%s", why);
+    b->timeout_ms = P2_SERVER_TIMEOUT_MS;
+    const char *t = getenv("P2_SERVER_TIMEOUT_MS");
+    if (t != NULL && *t) {
+        long v = strtol(t, NULL, 10);
+        if (v > 0 && v < INT_MAX)
+            b->timeout_ms = (int)v;
+    }
+    return strncmp(uri, "file://", 7) == 0 ? file_open(b, uri + 7, err) : nbd_open(b, err);
+}
+/************** End of backend.c *******************************************************/
+
+/************** Begin file pageserver.c ************************************************/
+/* ==========================================================================
+ * 9. Page servers: the client buffer (design in p2_runtime.h, @ref server)
+ *
+ * A segment whose bytes live behind a backend (section 8).  Its reservation is the
+ * persistent segment's, but nothing is mapped from a file: every page starts PROT_NONE,
+ * and the SIGSEGV handler below brings it into a frame of the client buffer on its first
+ * touch.  Per page one state byte (in a frame, dirty, protected by the clock, held on
+ * the server, written back before); per frame the page it holds and its reference bit.
+ * The segment's own code (section 4) reaches the server through four hooks: reading the
+ * header at open (pb_read), growth (pb_grow), and writing back what is dirty where a
+ * local file is msync'ed (pb_sync at create, attach, sync; pb_close).
+ * ========================================================================== */
+
+#define PB_RES    1u    /* in a frame */
+#define PB_DIRTY  2u    /* written since it was last written back (writable) */
+#define PB_PROT   4u    /* in a frame but made inaccessible by the clock's hand */
+#define PB_SRV    8u    /* the server holds its bytes (else: a new page, zero) */
+#define PB_WB     16u   /* written back at least once since the open */
+#define MAX_PBUFS 64    /* page-server segments open at once in a process */
+
+typedef struct p2_pagebuf {
+    p2_backend be;
+    p2_seg  *seg;
+    uint64_t pg;            /* page: the unit of faults, frames and requests */
+    uint64_t npages;        /* pages of the reservation */
+    uint32_t nframes, used, hand;
+    uint8_t *state;         /* per page */
+    uint32_t *frame_of;     /* per page in a frame: its frame */
+    uint32_t *frame_page;   /* per frame: its page */
+    uint8_t *frame_ref;     /* per frame: referenced since the hand last passed */
+    uint64_t track_bytes;   /* of the mapping holding the four arrays above */
+    p2_server_stats st;
+    int      failed;        /* a page could not be read inside a fault: see @ref server */
+    char     why[P2_ERR_MSG_SIZE];
+} p2_pagebuf;
+
+static p2_pagebuf *volatile pbufs[MAX_PBUFS];
+static struct sigaction pbprev;
+static int pbinstalled;
+static volatile sig_atomic_t pbchaining;
+
+static char *pb_addr(const p2_pagebuf *pb, uint64_t p) { return pb->seg->base + p * pb->pg; }
+
+static int pb_protect(p2_pagebuf *pb, uint64_t p, int prot)
+{
+    return mprotect(pb_addr(pb, p), (size_t)pb->pg, prot);
+}
+
+static int pb_failed(p2_pagebuf *pb, p2_err *err)
+{
+    return seg_fail(pb->seg, err, P2_EIO, "%s", pb->why);
+}
+
+/* Write back dirty pages list[0..n): read-only first (so a write after this faults and
+ * marks the page dirty again), then all of them in one vectored request. */
+static int pb_write_back(p2_pagebuf *pb, const uint32_t *list, unsigned n, p2_err *err)
+{
+    p2_io io[P2_SERVER_INFLIGHT * 4];
+    while (n > 0) {
+        unsigned k = n < sizeof io / sizeof io[0] ? n : (unsigned)(sizeof io / sizeof io[0]);
+        for (unsigned i = 0; i < k; i++) {
+            uint64_t p = list[i];
+            io[i].buf = pb_addr(pb, p);
+            io[i].len = pb->pg;
+            io[i].off = p * pb->pg;
+            if (pb->state[p] & PB_PROT)
+                pb->state[p] &= (uint8_t)~PB_PROT;
+            (void)pb_protect(pb, p, PROT_READ);
+        }
+        int rc = pb->be.ops->writev(&pb->be, io, k, err);
+        for (unsigned i = 0; i < k; i++) {
+            uint64_t p = list[i];
+            if (rc != P2_OK) {          /* still dirty: writable again */
+                (void)pb_protect(pb, p, PROT_READ | PROT_WRITE);
+                continue;
+            }
+            if (pb->state[p] & PB_WB)
+                pb->st.rewrites++;
+            pb->state[p] = (uint8_t)((pb->state[p] & ~PB_DIRTY) | PB_SRV | PB_WB);
+            pb->st.writebacks++;
+            pb->st.dirty--;
+        }
+        if (rc != P2_OK)
+            return rc;
+        list += k;
+        n -= k;
+    }
+    return P2_OK;
+}
+
+/* Drop frame f's page (written back first if dirty): the next touch faults it in. */
+static int pb_evict(p2_pagebuf *pb, uint32_t f, p2_err *err)
+{
+    uint32_t p = pb->frame_page[f];
+    if (pb->state[p] & PB_DIRTY) {
+        int rc = pb_write_back(pb, &p, 1, err);
+        if (rc != P2_OK)
+            return rc;
+    }
+    (void)madvise(pb_addr(pb, p), (size_t)pb->pg, MADV_DONTNEED);
+    (void)pb_protect(pb, p, PROT_NONE);
+    pb->state[p] &= (uint8_t)~(PB_RES | PB_PROT);
+    pb->st.evictions++;
+    pb->st.resident--;
+    return P2_OK;
+}
+
+/* The clock: the first frame not referenced since the hand last passed.  A referenced
+ * one is spared, its bit cleared and its page made inaccessible, so that its next touch
+ * is seen (a hit) and sets the bit again.  Two turns at most. */
+static uint32_t pb_victim(p2_pagebuf *pb)
+{
+    for (;;) {
+        uint32_t f = pb->hand;
+        pb->hand = f + 1 == pb->nframes ? 0 : f + 1;
+        if (!pb->frame_ref[f])
+            return f;
+        pb->frame_ref[f] = 0;
+        uint32_t p = pb->frame_page[f];
+        if (!(pb->state[p] & PB_PROT)) {
+            pb->state[p] |= PB_PROT;
+            (void)pb_protect(pb, p, PROT_NONE);
+        }
+    }
+}
+
+/* A page fell out of the fault: zeros, the segment failed (see @ref server). */
+static void pb_fail_page(p2_pagebuf *pb, const p2_err *e)
+{
+    if (!pb->failed)
+        snprintf(pb->why, sizeof pb->why, "a page could not be brought in from the server inside a "
+                 "fault, so the operation read zeros for it; nothing more is written to the server "
+                 "(%.300s)", e->msg);
+    pb->failed = 1;
+}
+
+/* Bring page p into a frame (a miss); write: the access writes. 0 on success. */
+static int pb_fault_in(p2_pagebuf *pb, uint64_t p, int write)
+{
+    p2_err e;
+    p2_err_clear(&e);
+    uint32_t f;
+    pb->st.misses++;
+    if (pb->used < pb->nframes) {
+        f = pb->used++;
+    } else {
+        f = pb_victim(pb);
+        if (pb_evict(pb, f, &e) != P2_OK) {
+            /* the victim cannot be written back: keep it, and take the frame anyway is not
+             * possible; the segment fails and the new page is given zeros in place */
+            pb_fail_page(pb, &e);
+            pb->frame_ref[f] = 1;
+            if (pb_protect(pb, p, PROT_READ | PROT_WRITE) != 0)
+                return -1;
+            pb->state[p] |= PB_DIRTY;   /* never written back: the segment failed */
+            return 0;
+        }
+    }
+    if (pb_protect(pb, p, PROT_READ | PROT_WRITE) != 0)
+        return -1;
+    if ((pb->state[p] & PB_SRV) && !pb->failed) {
+        p2_io io = {pb_addr(pb, p), pb->pg, p * pb->pg};
+        if (pb->be.ops->readv(&pb->be, &io, 1, &e) != P2_OK) {
+            memset(io.buf, 0, (size_t)pb->pg);
+            pb_fail_page(pb, &e);
+        }
+    }
+    pb->frame_page[f] = (uint32_t)p;
+    pb->frame_of[p] = f;
+    pb->frame_ref[f] = 1;
+    pb->state[p] |= PB_RES;
+    pb->st.resident++;
+    if (write) {
+        pb->state[p] |= PB_DIRTY;
+        pb->st.dirty++;
+        return 0;
+    }
+    return pb_protect(pb, p, PROT_READ);
+}
+
+/* Handle a fault at a, in pb's reservation.  0: handled; -1: not ours to handle. */
+static int pb_fault(p2_pagebuf *pb, char *a, int write)
+{
+    uint64_t off = (uint64_t)(a - pb->seg->base);
+    if (off >= pb->seg->mapped)
+        return -1;                       /* outside the database: a real fault */
+    uint64_t p = off / pb->pg;
+    uint8_t s = pb->state[p];
+    if (!(s & PB_RES))
+        return pb_fault_in(pb, p, write);
+    if (s & PB_PROT) {                   /* the clock had taken its reference bit */
+        pb->st.hits++;
+        pb->frame_ref[pb->frame_of[p]] = 1;
+        pb->state[p] &= (uint8_t)~PB_PROT;
+        if ((s & PB_DIRTY) || !write)
+            return pb_protect(pb, p, (s & PB_DIRTY) ? PROT_READ | PROT_WRITE : PROT_READ);
+    } else if (s & PB_DIRTY) {
+        return -1;                       /* writable already: a real fault */
+    }
+    pb->state[p] |= PB_DIRTY;            /* the first write since the last write-back */
+    pb->st.dirty++;
+    pb->frame_ref[pb->frame_of[p]] = 1;
+    return pb_protect(pb, p, PROT_READ | PROT_WRITE);
+}
+
+static void pb_handler(int sig, siginfo_t *si, void *uc)
+{
+    char *a = (char *)si->si_addr;
+    int write = 0;
+#if defined(__x86_64__) && defined(REG_ERR)
+    write = uc != NULL && (((ucontext_t *)uc)->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+#endif
+    for (int i = 0; i < MAX_PBUFS; i++) {
+        p2_pagebuf *pb = pbufs[i];
+        if (pb == NULL || a < pb->seg->base || a >= pb->seg->base + pb->seg->reserved)
+            continue;
+        if (pb_fault(pb, a, write) == 0)
+            return;
+        break;
+    }
+    /* not a page of ours: the previous handler's, as the journal's handler does */
+    if (pbchaining) {
+        signal(sig, SIG_DFL);
+        return;
+    }
+    pbchaining = 1;
+    if (pbprev.sa_flags & SA_SIGINFO) {
+        if (pbprev.sa_sigaction != NULL) {
+            pbprev.sa_sigaction(sig, si, uc);
+            pbchaining = 0;
+            return;
+        }
+    } else if (pbprev.sa_handler != SIG_DFL && pbprev.sa_handler != SIG_IGN) {
+        pbprev.sa_handler(sig);
+        pbchaining = 0;
+        return;
+    }
+    pbchaining = 0;
+    signal(sig, SIG_DFL);
+}
+
+/* Install the handler (again, on top, if another replaced it). */
+static int pb_install(p2_seg *seg, p2_err *err)
+{
+    struct sigaction cur;
+    if (pbinstalled && sigaction(SIGSEGV, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+        cur.sa_sigaction == pb_handler)
+        return P2_OK;
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = pb_handler;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;   /* on the thread's stack: a fault may wait on the server */
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGSEGV, &sa, &old) != 0)
+        return seg_fail(seg, err, P2_EIO, "cannot install the page server's SIGSEGV handler: %s",
+                        strerror(errno));
+    pbprev = old;
+    pbinstalled = 1;
+    return P2_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * 9.1 the hooks of section 4
+ * ------------------------------------------------------------------------ */
+
+/* Read n bytes at off from the server, around the buffer (the header at open). */
+static int pb_read(p2_seg *seg, void *buf, uint64_t n, uint64_t off, p2_err *err)
+{
+    p2_io io = {buf, n, off};
+    return seg->pb->be.ops->readv(&seg->pb->be, &io, 1, err);
+}
+
+/* The segment grows to `want` bytes: the server must hold them; the new pages are zero. */
+static int pb_grow(p2_seg *seg, uint64_t want, p2_err *err)
+{
+    p2_pagebuf *pb = seg->pb;
+    if (pb->failed)
+        return pb_failed(pb, err);
+    if (want > pb->be.size && pb->be.ops->grow(&pb->be, want, err) != P2_OK)
+        return P2_ENOMEM;
+    return P2_OK;
+}
+
+/* Write back every dirty page and flush the server. */
+static int pb_sync(p2_seg *seg, p2_err *err)
+{
+    p2_pagebuf *pb = seg->pb;
+    if (pb->failed)
+        return pb_failed(pb, err);
+    uint32_t list[256];
+    unsigned n = 0;
+    for (uint32_t f = 0; f < pb->used; f++) {
+        uint32_t p = pb->frame_page[f];
+        if (!(pb->state[p] & PB_DIRTY))
+            continue;
+        list[n++] = p;
+        if (n == sizeof list / sizeof list[0]) {
+            int rc = pb_write_back(pb, list, n, err);
+            if (rc != P2_OK)
+                return rc;
+            n = 0;
+        }
+    }
+    int rc = n ? pb_write_back(pb, list, n, err) : P2_OK;
+    if (rc == P2_OK)
+        rc = pb->be.ops->flush(&pb->be, err);
+    return rc;
+}
+
+static void pb_unregister(p2_pagebuf *pb)
+{
+    for (int i = 0; i < MAX_PBUFS; i++)
+        if (pbufs[i] == pb)
+            pbufs[i] = NULL;
+}
+
+/* Release everything but the reservation (the segment's close unmaps it). */
+static void pb_free(p2_seg *seg)
+{
+    p2_pagebuf *pb = seg->pb;
+    if (pb == NULL)
+        return;
+    pb_unregister(pb);
+    if (pb->be.ops != NULL)
+        pb->be.ops->close(&pb->be);
+    if (pb->frame_of != NULL)     /* the tables' mapping starts with frame_of */
+        munmap(pb->frame_of, (size_t)pb->track_bytes);
+    free(pb);
+    seg->pb = NULL;
+}
+
+/* Close: data first, then the CLEAN mark, as a local file's close. */
+static int pb_close(p2_seg *seg, p2_err *err)
+{
+    struct p2_seg_header *h = seg->hdr;
+    int rc = P2_OK;
+    if (seg->pb->failed) {
+        rc = pb_failed(seg->pb, err);
+    } else {
+        roots_seal(seg);
+        h->checksum = header_crc(h);
+        rc = pb_sync(seg, err);
+        if (rc == P2_OK) {
+            h->state = SEG_STATE_CLEAN;
+            h->checksum = header_crc(h);
+            rc = pb_sync(seg, err);
+        }
+    }
+    pb_free(seg);
+    munmap(seg->base, (size_t)seg->reserved);
+    seg_reset(seg);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * 9.2 open, counters
+ * ------------------------------------------------------------------------ */
+
+int p2_seg_open_server(p2_seg *seg, const char *uri, uint32_t frames, uint32_t page,
+                       uint64_t fingerprint, uint32_t nroots, const char *const *root_names,
+                       const uint64_t *root_sizes, uint64_t reserve, int *created, p2_err *err)
+{
+    if (created != NULL)
+        *created = 0;
+    if (seg == NULL || uri == NULL)
+        return p2_err_set(err, P2_EINVAL, "p2_seg_open_server: seg or uri is NULL");
+    seg_reset(seg);
+    seg->pb = NULL;
+    snprintf(seg->path, sizeof seg->path, "%s", uri);
+    if ((page != 4096 && page != 8192) || page % page_size() != 0)
+        return seg_fail(seg, err, P2_EINVAL, "page size %" PRIu32 " is not supported (4096 or 8192, "
+                        "a multiple of the machine's %" PRIu64 ")", page, page_size());
+    if (frames < 2)
+        return seg_fail(seg, err, P2_EINVAL, "a client buffer of %" PRIu32 " frames: at least 2 are needed", frames);
+    seg->alloc_exact = root_names != NULL && roots_exact(nroots, root_names);
+    int rc = check_roots(seg, nroots, root_names, root_sizes, err);
+    if (rc != P2_OK)
+        return rc;
+    p2_pagebuf *pb = (p2_pagebuf *)calloc(1, sizeof *pb);
+    if (pb == NULL)
+        return seg_fail(seg, err, P2_ENOMEM, "out of memory for the client buffer");
+    seg->pb = pb;
+    pb->seg = seg;
+    pb->pg = page;
+    pb->be.st = &pb->st;
+    rc = backend_open(&pb->be, uri, err);
+    if (rc != P2_OK) {
+        pb->be.ops = NULL;   /* nothing to close: the open undid itself */
+        if (pb->be.nbd != NULL || pb->be.fd >= 0)
+            pb->be.ops = strncmp(uri, "file://", 7) == 0 ? &file_ops : &nbd_ops;
+        pb_free(seg);
+        seg_reset(seg);
+        return rc;
+    }
+    if (reserve == 0)
+        reserve = P2_SEG_DEFAULT_RESERVE;
+    uint64_t g = seg_granule();
+    seg->reserved = round_up(reserve > SEG_MAX_RESERVE ? SEG_MAX_RESERVE : reserve, g);
+    if (!pb->be.growable && pb->be.size / g * g < seg->reserved)
+        seg->reserved = pb->be.size / g * g;     /* an export holds what it holds */
+    if (seg->reserved < 2 * g) {
+        rc = seg_fail(seg, err, P2_ENOMEM, "the export holds %" PRIu64 " bytes: too small for a database "
+                      "(%" PRIu64 " at least)", pb->be.size, 2 * g);
+        goto fail;
+    }
+    pb->npages = seg->reserved / pb->pg;
+    pb->nframes = frames;
+    pb->st.frames = frames;
+    {   /* per page: state and frame; per frame: page and reference bit (lazily backed) */
+        uint64_t bytes = round_up(pb->npages, 8) + 4 * pb->npages + 5 * (uint64_t)frames;
+        bytes = round_up(bytes, page_size());
+        void *t = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (t == MAP_FAILED) {
+            rc = seg_fail(seg, err, P2_ENOMEM, "cannot map the client buffer's tables: %s", strerror(errno));
+            goto fail;
+        }
+        pb->track_bytes = bytes;
+        pb->frame_of = (uint32_t *)t;
+        pb->frame_page = pb->frame_of + pb->npages;
+        pb->state = (uint8_t *)(pb->frame_page + frames);
+        pb->frame_ref = pb->state + round_up(pb->npages, 8);
+    }
+    if ((rc = seg_reserve(seg, err)) != P2_OK)
+        goto fail;
+    if ((rc = pb_install(seg, err)) != P2_OK)
+        goto fail;
+    for (int i = 0;; i++) {
+        if (i == MAX_PBUFS) {
+            rc = seg_fail(seg, err, P2_ENOMEM, "more than %d page-server segments open in this process", MAX_PBUFS);
+            goto fail;
+        }
+        if (pbufs[i] == NULL) {
+            pbufs[i] = pb;
+            break;
+        }
+    }
+
+    /* an export of zeros is empty: a new database; anything else is validated */
+    struct p2_seg_header h;
+    static const struct p2_seg_header zero_header;
+    if (pb->be.size < sizeof h) {
+        rc = seg_fail(seg, err, P2_EFORMAT, "truncated: the server holds %" PRIu64 " bytes, "
+                      "smaller than the %d-byte header", pb->be.size, P2_SEG_HEADER_SIZE);
+        goto fail;
+    }
+    if ((rc = pb_read(seg, &h, sizeof h, 0, err)) != P2_OK)
+        goto fail;
+    if (memcmp(&h, &zero_header, sizeof h) == 0) {
+        /* seg_create reserves again: give it a fresh segment state with the same buffer */
+        munmap(seg->base, (size_t)seg->reserved);
+        seg->base = NULL;
+        rc = seg_create(seg, fingerprint, nroots, root_names, root_sizes, err);
+        if (rc != P2_OK)
+            goto fail;
+        if (created != NULL)
+            *created = 1;
+    } else if (memcmp(h.magic, SEG_MAGIC, sizeof h.magic) == 0 && h.state == SEG_STATE_OPEN &&
+               header_crc(&h) == h.checksum) {
+        /* a server has no lock: the header a client marks OPEN (checksummed) is the lock */
+        rc = seg_fail(seg, err, P2_EBUSY, "in use by another client (its header is marked open; "
+                      "if no client uses it, one crashed without closing it)");
+        goto fail;
+    } else {
+        rc = seg_validate(seg, &h, pb->be.size, fingerprint, nroots, root_names, root_sizes, err);
+        if (rc == P2_OK && h.file_size > seg->reserved)
+            rc = seg_fail(seg, err, P2_ENOMEM, "the database is %" PRIu64 " bytes, more than the %" PRIu64
+                          " this open may map (pageserver(reserve = ...))", h.file_size, seg->reserved);
+        if (rc != P2_OK)
+            goto fail;
+        seg->mapped = h.file_size;
+        for (uint64_t p = 0; p < h.file_size / pb->pg; p++)
+            pb->state[p] = PB_SRV;
+        seg->hdr = (struct p2_seg_header *)(void *)seg->base;
+        seg->hdr->state = SEG_STATE_OPEN;   /* faults the header page in */
+        seg->hdr->checksum = header_crc(seg->hdr);
+        if ((rc = pb_sync(seg, err)) != P2_OK)
+            goto fail;
+    }
+    if (seg->alloc_exact)
+        seg->class_table = seg->hdr->roots[nroots - 1].off;
+    return P2_OK;
+fail:
+    pb_free(seg);
+    if (seg->base != NULL)
+        munmap(seg->base, (size_t)seg->reserved);
+    seg_reset(seg);
+    return rc;
+}
+
+int p2_seg_server_stats(const p2_seg *seg, p2_server_stats *out)
+{
+    if (seg == NULL || seg->pb == NULL || out == NULL)
+        return 0;
+    const p2_server_stats *s = &seg->pb->st;
+    out->reads += s->reads;
+    out->writes += s->writes;
+    out->flushes += s->flushes;
+    out->bytes_read += s->bytes_read;
+    out->bytes_written += s->bytes_written;
+    out->misses += s->misses;
+    out->hits += s->hits;
+    out->evictions += s->evictions;
+    out->writebacks += s->writebacks;
+    out->rewrites += s->rewrites;
+    out->frames += s->frames;
+    out->resident += s->resident;
+    out->dirty += s->dirty;
+    return 1;
+}
+
+void p2_seg_server_stats_reset(p2_seg *seg)
+{
+    if (seg == NULL || seg->pb == NULL)
+        return;
+    p2_server_stats *s = &seg->pb->st;
+    uint64_t frames = s->frames, resident = s->resident, dirty = s->dirty;
+    memset(s, 0, sizeof *s);
+    s->frames = frames;
+    s->resident = resident;
+    s->dirty = dirty;
+}
+
+int p2_seg_server_drop(p2_seg *seg, p2_err *err)
+{
+    if (seg == NULL || seg->pb == NULL)
+        return p2_err_set(err, P2_EINVAL, "p2_seg_server_drop: not a page-server segment");
+    p2_pagebuf *pb = seg->pb;
+    int rc = pb_sync(seg, err);
+    if (rc != P2_OK)
+        return rc;
+    for (uint32_t f = 0; f < pb->used; f++) {
+        uint32_t p = pb->frame_page[f];
+        (void)madvise(pb_addr(pb, p), (size_t)pb->pg, MADV_DONTNEED);
+        (void)pb_protect(pb, p, PROT_NONE);
+        pb->state[p] &= (uint8_t)~(PB_RES | PB_PROT);
+        pb->frame_ref[f] = 0;
+    }
+    pb->used = 0;
+    pb->hand = 0;
+    pb->st.resident = 0;
+    return P2_OK;
+}
+/************** End of pageserver.c ****************************************************/

@@ -508,6 +508,8 @@ typedef struct p2_seg {
     struct p2_seg *peers;       /**< the spec's segment array */
     const uint32_t *peer_idx;   /**< the indexes of the files committed together */
     uint32_t npeers;
+    /* page-server segments only (see @ref server) */
+    struct p2_pagebuf *pb;      /**< the client buffer and its backend; NULL: a local file */
 } p2_seg;
 
 /** Open a segment file, creating it if it does not exist.  A file that exists but is
@@ -869,6 +871,132 @@ static inline void p2_seg_will_write(p2_seg *seg, const void *p, uint64_t n)
     if (seg->will_write != NULL)
         seg->will_write(seg->will_write_ctx, seg, (uint64_t)((const char *)p - seg->base), n);
 }
+
+/** @defgroup server Page servers: a segment on a server, faulted into a client buffer
+ *
+ *  A page-server segment (the `pageserver` memory layer) has the format, the header, the
+ *  allocator and the offsets of a persistent file, but the bytes live on a server: the
+ *  client keeps at most `frames` pages of them in memory (the client buffer) and fetches
+ *  the others when they are touched.  The engines are existing servers (an nbdkit,
+ *  qemu-nbd or nbd-server export); the client side is this runtime's.
+ *
+ *  Backends.  A server is reached through a backend, a small table of callbacks (read,
+ *  write -- both vectored, with several requests in flight --, flush, grow, close), one
+ *  per URI scheme, as an nbdkit plugin is one table:
+ *    - `nbd://HOST[:PORT][/EXPORT]`: libnbd (Debian package libnbd0; libnbd-dev to build
+ *      against it), loaded with dlopen() at the first such open, so that a program that
+ *      never opens one needs neither the library nor a link flag.  An export cannot grow:
+ *      the database holds at most the export's size (`reserve` lowers that).
+ *    - `file:///PATH`: a local file through pread/pwrite/fdatasync, the same buffer and
+ *      faults (for measurements against the mmap'ed `persistent`, and tests without a
+ *      server); it grows with ftruncate.
+ *  Every request has a deadline: #P2_SERVER_TIMEOUT_MS (10 s), or the environment
+ *  variable `P2_SERVER_TIMEOUT_MS` read at open.  A server that does not answer in time
+ *  (down, stalled, a dropped connection) fails the request with #P2_EIO, naming the URI
+ *  and the timeout; the connection is then dropped and every later request fails at once
+ *  with the same message: no call waits longer than the timeout.
+ *
+ *  Faults.  The segment's address range is reserved as for a persistent file and its
+ *  pages start inaccessible (PROT_NONE).  The first touch of a page faults: a SIGSEGV
+ *  handler (installed once per process, chaining to the previous handler for every other
+ *  fault, as the page journal's does) takes a frame, reads the page from the server into
+ *  it (a page past the database's size on the server is new: zero-filled, not read) and
+ *  makes it readable; the first write to a page in a frame faults again and marks it
+ *  dirty (writable until it is written back).  On x86-64 the handler sees whether the
+ *  access was a write and does both at once.
+ *
+ *  Replacement.  When every frame holds a page, the clock's hand picks the victim: a frame
+ *  whose page was referenced since the hand last passed is spared and its page made
+ *  inaccessible again (its reference bit cleared: the next touch is a cheap fault that
+ *  counts as a hit and sets the bit again; no server request); the first frame not
+ *  referenced is the victim.  A dirty victim is written back first, then its page is
+ *  dropped (MADV_DONTNEED, PROT_NONE), so the next touch fetches it again.  Commit,
+ *  sync and close write back every dirty page (all at once, several requests in flight)
+ *  and flush the server.  While every page the program uses fits in the frames, nothing
+ *  is ever evicted or protected and a page costs one fault in the process's life: the
+ *  generated code above is the persistent layer's, unchanged.
+ *
+ *  What stays valid.  p2_seg_ptr() is base + offset, as for a persistent file, and the
+ *  base never moves while the segment is open: a pointer into the segment stays valid
+ *  (dereferenceable, and reading what the database holds there) until the block is freed
+ *  or the segment closed, as the mem contract promises -- eviction only drops the frame
+ *  behind the address, and the next touch through the same pointer faults the page back
+ *  in.  What does not hold: a pointer does not keep its page in memory, so a byte read
+ *  through it may cost a server round trip at any access, and handing such a pointer to
+ *  the kernel (write(2) from it, a read(2) into it) fails with EFAULT if its page is
+ *  not in a frame at that moment, since system calls do not take the handler's faults.
+ *
+ *  Failures inside a fault.  An access cannot return an error: if the server fails or
+ *  does not answer a page read within the timeout, the page is given zeros, the segment
+ *  is marked failed, and from then on nothing more is written to the server, and every
+ *  runtime call on the segment (allocation, sync, commit, close) returns #P2_EIO with
+ *  the server's message.  The operation during which it happened may have read the
+ *  zeros; its result is not to be trusted (stated in the generated header).
+ *
+ *  Integrity.  The open reads the header through the backend and validates it as a local
+ *  file's (magic, version, checksum, fingerprint, roots, sizes, state): an export of
+ *  zeros is empty (a new database is created there); anything else that is not a clean
+ *  p2gen image is refused with the local file's message, prefixed by the URI, and the
+ *  generated open's integrity walk runs over the faulted pages as over a mapped file.
+ *  One client at a time: a server has no lock, so the header, marked OPEN (and
+ *  checksummed) on the server while a client has it, is the lock: a second client is
+ *  refused with #P2_EBUSY ("in use by another client"), as is any client after one that
+ *  crashed without closing (the message says so).
+ *  @{
+ */
+
+/** Deadline of every server request, in milliseconds, unless the environment variable
+ *  P2_SERVER_TIMEOUT_MS gives another at open. */
+#define P2_SERVER_TIMEOUT_MS 10000
+/** Requests a backend keeps in flight at once in a vectored read or write. */
+#define P2_SERVER_INFLIGHT 16
+
+/** Counters of a page-server segment, since its open (or the last reset). */
+typedef struct p2_server_stats {
+    uint64_t reads;          /**< read requests sent to the server */
+    uint64_t writes;         /**< write requests sent */
+    uint64_t flushes;        /**< flush requests sent */
+    uint64_t bytes_read;     /**< payload bytes received */
+    uint64_t bytes_written;  /**< payload bytes sent */
+    uint64_t misses;         /**< touches of a page not in a frame (a read request, or a new
+                                  page zero-filled without one) */
+    uint64_t hits;           /**< touches of a page in a frame that the clock had made
+                                  inaccessible (its reference bit); touches of resident
+                                  accessible pages cost nothing and are not seen */
+    uint64_t evictions;      /**< pages dropped from a frame to make room */
+    uint64_t writebacks;     /**< dirty pages written back (at eviction, sync, commit, close) */
+    uint64_t rewrites;       /**< write-backs of a page written back before since the open */
+    uint64_t frames;         /**< frames of the client buffer */
+    uint64_t resident;       /**< pages in a frame now */
+    uint64_t dirty;          /**< of them, dirty now */
+} p2_server_stats;
+
+/** Open (or create) a page-server segment: as p2_seg_open(), the database's bytes on the
+ *  server named by `uri` (`nbd://HOST[:PORT][/EXPORT]` or `file:///PATH`) behind a client
+ *  buffer of `frames` pages of `page` bytes (4096 or 8192).
+ * @return as p2_seg_open(), and #P2_EIO naming the URI where the server cannot be
+ *         reached or answered no request within the timeout; #P2_EINVAL for a URI of
+ *         another form, a page size not supported, fewer than 2 frames; #P2_ENOMEM where
+ *         the export is smaller than the header; #P2_EIO "libnbd is not installed ..."
+ *         naming the Debian package, where it is missing. */
+int p2_seg_open_server(p2_seg *seg, const char *uri, uint32_t frames, uint32_t page,
+                       uint64_t fingerprint, uint32_t nroots, const char *const *root_names,
+                       const uint64_t *root_sizes, uint64_t reserve, int *created, p2_err *err);
+
+/** Add the counters of a page-server segment to *out (frames, resident and dirty too);
+ *  returns 1 if seg is one, else 0 (nothing added). */
+int p2_seg_server_stats(const p2_seg *seg, p2_server_stats *out);
+
+/** Reset the counters of a page-server segment (the request and fault counts; frames,
+ *  resident and dirty describe the buffer and are kept). */
+void p2_seg_server_stats_reset(p2_seg *seg);
+
+/** Write back every dirty page and drop every page from the client buffer, so that the
+ *  next touch of any page is a miss (a cold buffer, for measurements and tests).
+ * @return #P2_OK, #P2_EIO (the server), #P2_EINVAL (not a page-server segment). */
+int p2_seg_server_drop(p2_seg *seg, p2_err *err);
+
+/** @} */
 
 /** Relocation of a fixed-address segment (see @ref fixed): the addresses stored in it
  *  lie in [lo, lo + span) -- the used part of the file at the base it records -- and move

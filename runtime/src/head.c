@@ -36,6 +36,15 @@
  *   6. Integrity checks    src/verify.c: p2_verify_*, p2_seg_verify, p2_seg_contains,
  *                          what the generated <prefix>_verify functions build on
  *   7. Reference sets      src/refset.c: p2_refset_*, the elements a cursor already moved
+ *   8. Server backends     src/backend.c: where a page server's segment lives, a table of
+ *                          callbacks per engine, every request with a deadline
+ *      8.1 file            a local file through pread / pwrite
+ *      8.2 nbd             libnbd, loaded with dlopen at the first open
+ *      8.3 opening         a backend by its URI
+ *   9. Page servers        src/pageserver.c: the client buffer (frames, clock, dirty set,
+ *                          write-back) and its SIGSEGV fault path
+ *      9.1 hooks           what section 4 calls for a segment on a server
+ *      9.2 open, counters  p2_seg_open_server, p2_seg_server_stats, _drop
  */
 
 #define _GNU_SOURCE
@@ -43,6 +52,7 @@
 
 #include "p2_runtime.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -59,4 +69,5 @@
 #include <sys/uio.h>
 #include <stdatomic.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>

@@ -89,6 +89,13 @@ struct large_free { p2_off next; uint64_t size; };
 
 static int seg_fail(const p2_seg *seg, p2_err *err, int code, const char *fmt, ...) P2_PRINTF_LIKE(4, 5);
 
+/* A page-server segment (seg->pb, section 9) reaches its server through these where a
+ * local file is read, extended or msync'ed. */
+static int pb_read(p2_seg *seg, void *buf, uint64_t n, uint64_t off, p2_err *err);
+static int pb_grow(p2_seg *seg, uint64_t want, p2_err *err);
+static int pb_sync(p2_seg *seg, p2_err *err);
+static int pb_close(p2_seg *seg, p2_err *err);
+
 /* Store an error whose message starts with the segment's path. */
 static int seg_fail(const p2_seg *seg, p2_err *err, int code, const char *fmt, ...)
 {
@@ -154,6 +161,7 @@ static void seg_reset(p2_seg *seg)
     seg->open_data_bytes = seg->open_log_bytes = seg->open_seq = 0;
     seg->open_undo = NULL;
     seg->open_undo_len = seg->open_undo_cap = 0;
+    seg->pb = NULL;
 }
 
 /* How a journalled segment's private mapping is protected: read-only under the page journal
@@ -540,6 +548,10 @@ static int seg_grow(p2_seg *seg, uint64_t need, p2_err *err)
 {
     if (need <= seg->mapped)
         return P2_OK;
+    if (need > seg->reserved && seg->pb != NULL)
+        return seg_fail(seg, err, P2_ENOMEM,
+                        "the database needs %" PRIu64 " bytes, more than the %" PRIu64 " this open may "
+                        "use (the export's size, or pageserver(reserve = ...))", need, seg->reserved);
     if (need > seg->reserved)
         return seg_fail(seg, err, P2_ENOMEM,
                         "segment needs %" PRIu64 " bytes, more than its address-space reservation "
@@ -554,6 +566,15 @@ static int seg_grow(p2_seg *seg, uint64_t need, p2_err *err)
         want = seg->reserved;           /* a multiple of g, and >= need */
     want = round_up(want, g);
 
+    if (seg->pb != NULL) {              /* a page server: new pages are zero, faulted in */
+        int prc = pb_grow(seg, want, err);
+        if (prc != P2_OK)
+            return prc;
+        seg->mapped = want;
+        if (seg->hdr != NULL)
+            seg->hdr->file_size = want;
+        return P2_OK;
+    }
     int rc = seg_extend_file(seg, want, err);
     if (rc != P2_OK && want > round_up(need, g)) {
         want = round_up(need, g);       /* no room for the step: what this call needs may fit */
@@ -1075,7 +1096,8 @@ static int seg_validate(const p2_seg *seg, const struct p2_seg_header *h, uint64
         for (uint32_t i = 0; i < h->nroots; i++) {
             for (uint64_t done = 0; done < h->roots[i].size;) {
                 uint64_t n = h->roots[i].size - done < sizeof buf ? h->roots[i].size - done : sizeof buf;
-                if (pread(seg->fd, buf, (size_t)n, (off_t)(h->roots[i].off + done)) != (ssize_t)n)
+                if (seg->pb != NULL ? pb_read((p2_seg *)seg, buf, n, h->roots[i].off + done, NULL) != P2_OK
+                                    : pread(seg->fd, buf, (size_t)n, (off_t)(h->roots[i].off + done)) != (ssize_t)n)
                     return seg_fail(seg, err, P2_EIO, "cannot read root \"%.*s\"",
                                     stored_name_len(&h->roots[i]), h->roots[i].name);
                 rcrc = p2_crc32(rcrc, buf, (size_t)n);

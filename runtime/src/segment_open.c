@@ -59,6 +59,8 @@ static int seg_create(p2_seg *seg, uint64_t fingerprint, uint32_t nroots, const 
     h->checksum = header_crc(&whole);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);   /* every other byte is in the mapping first */
     memcpy(h->magic, SEG_MAGIC, sizeof h->magic);
+    if (seg->pb != NULL)
+        return pb_sync(seg, err);
     if (msync(seg->base, (size_t)seg->mapped, MS_SYNC) != 0) {
         int e = errno;
         return seg_fail(seg, err, P2_EIO, "cannot write the new file: %s", strerror(e));
@@ -340,6 +342,8 @@ int p2_seg_sync(p2_seg *seg, p2_err *err)
     p2_seg_will_write(seg, seg->hdr, sizeof *seg->hdr);   /* roots' seal, checksum */
     roots_seal(seg);
     seg->hdr->checksum = header_crc(seg->hdr);
+    if (seg->pb != NULL)
+        return pb_sync(seg, err);
     if (msync(seg->base, (size_t)seg->mapped, MS_SYNC) != 0) {
         int e = errno;
         return seg_fail(seg, err, P2_EIO, "cannot flush to disk: %s", strerror(e));
@@ -355,6 +359,8 @@ int p2_seg_close(p2_seg *seg, p2_err *err)
     struct p2_seg_header *h = seg->hdr;
     if (seg->journal)
         return journal_close(seg, err);
+    if (seg->pb != NULL)
+        return pb_close(seg, err);
 #ifdef P2_WRITE_AUDIT
     write_audit_detach(seg);
 #endif

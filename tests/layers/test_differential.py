@@ -33,6 +33,7 @@ from typing import Optional
 import pytest
 
 from model import ContainerModel, ModelError, cstr, decode, encode, norm, param_fields
+from nbdkit import ENGINE_MISSING, NbdServer, free_port
 
 from p2gen.check import check
 from p2gen.errors import SpecError, SpecErrors
@@ -71,6 +72,13 @@ CHOSEN_PARAMS = {
     # structures make (the harness commits before each close)
     "journal": "group = 4",
 }
+# A memory on a server (its file parameter a URI: `pageserver`) is served by nbdkit on a
+# port chosen now, started at its first case and given an export of zeros before each
+# (server_mems below); a buffer of 4 pages, so that pages are evicted and fetched again
+# all the time.
+SERVER_PORT = free_port()
+SERVER_PARAMS = {"pageserver": f'server = "nbd://127.0.0.1:{SERVER_PORT}/diff", pages = 4'}
+CHOSEN_PARAMS.update(SERVER_PARAMS)
 ITEM_FIELDS = [("id", "int"), ("grp", "int"), ("score", "int"), ("name", "char"),
                ("ratio", "float")]
 
@@ -159,6 +167,40 @@ FULL_SEED_MEMS = (_HEAP_MEM, next(n for n in BOTTOM_MEMS if LAYERS[n].in_file))
 
 def seeds_for(mem: str) -> tuple:
     return SEEDS if SOAK or mem in FULL_SEED_MEMS else SEEDS[:2]
+
+
+def on_server(mem: str) -> bool:
+    """Is the matrix's memory `mem` on a server (its file parameter a URI)?"""
+    return bool(LAYERS[ALL_MEMS[mem][0]].file_is_uri)
+
+
+_SERVER: list = []
+
+
+@pytest.fixture(autouse=True)
+def server_mems(request, tmp_path_factory):
+    """A case over a memory on a server gets an export of zeros (a fresh database, as a
+    fresh directory is for a file), from the one nbdkit of this process; skipped where the
+    engine is not installed, saying which package."""
+    params = getattr(getattr(request.node, "callspec", None), "params", {})
+    mem = params.get("mem")
+    if mem is None or mem not in ALL_MEMS or not on_server(mem):
+        yield
+        return
+    if ENGINE_MISSING:
+        pytest.skip(ENGINE_MISSING)
+    if not _SERVER:
+        image = tmp_path_factory.mktemp("nbd") / "diff.img"
+        _SERVER.append(NbdServer(image, SERVER_PORT).start())
+    _SERVER[0].reset()
+    yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stop_server():
+    yield
+    for s in _SERVER:
+        s.stop()
 
 
 def on_file(mem: str) -> bool:

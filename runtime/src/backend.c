@@ -1,0 +1,479 @@
+/* ==========================================================================
+ * 8. Server backends (design in p2_runtime.h, @ref server)
+ *
+ * Where a page server's segment lives.  Each engine is a small table of callbacks, as an
+ * nbdkit plugin is: read and write (vectored: a list of (buffer, length, offset), up to
+ * P2_SERVER_INFLIGHT of them in flight at once), flush, grow, close.  `file` reaches a
+ * local file with pread/pwrite; `nbd` an NBD export through libnbd, which is loaded with
+ * dlopen() at the first open of one, so that the runtime compiles and links without it.
+ * Every request of the nbd backend has a deadline (bk->timeout_ms): past it the
+ * connection is dropped (so that no late answer can write into a buffer given back to
+ * the caller) and the backend is dead: every later call fails at once, with the message
+ * of the failure that killed it.  The counters of requests and bytes are kept here.
+ * ========================================================================== */
+
+typedef struct p2_io {
+    void    *buf;
+    uint64_t len;
+    uint64_t off;
+} p2_io;
+
+struct p2_backend;
+struct backend_ops {
+    const char *kind;
+    int (*readv)(struct p2_backend *b, const p2_io *io, unsigned n, p2_err *err);
+    int (*writev)(struct p2_backend *b, const p2_io *io, unsigned n, p2_err *err);
+    int (*flush)(struct p2_backend *b, p2_err *err);
+    int (*grow)(struct p2_backend *b, uint64_t size, p2_err *err);
+    void (*close)(struct p2_backend *b);
+};
+
+typedef struct p2_backend {
+    const struct backend_ops *ops;
+    char     uri[1024];
+    uint64_t size;            /* bytes the server holds */
+    int      growable;        /* grow() can extend it */
+    int      timeout_ms;
+    int      dead;            /* a request failed for good: every call fails with `why` */
+    char     why[P2_ERR_MSG_SIZE];
+    int      fd;              /* file */
+    void    *nbd;             /* nbd: struct nbd_handle * */
+    p2_server_stats *st;      /* the counters: requests, bytes */
+} p2_backend;
+
+static int backend_fail(p2_backend *b, p2_err *err, int code, const char *fmt, ...) P2_PRINTF_LIKE(4, 5);
+
+/* An error whose message starts with the server's URI. */
+static int backend_fail(p2_backend *b, p2_err *err, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    err_vset(err, code, b->uri, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+/* Kill the backend: its message is every later call's. */
+static int backend_kill(p2_backend *b, p2_err *err, const char *fmt, ...) P2_PRINTF_LIKE(3, 4);
+static int backend_kill(p2_backend *b, p2_err *err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b->why, sizeof b->why, fmt, ap);
+    va_end(ap);
+    b->dead = 1;
+    return backend_fail(b, err, P2_EIO, "%s", b->why);
+}
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* ------------------------------------------------------------------------
+ * 8.1 file: a local file through pread / pwrite
+ * ------------------------------------------------------------------------ */
+
+static int file_rw(p2_backend *b, const p2_io *io, unsigned n, int write, p2_err *err)
+{
+    for (unsigned i = 0; i < n; i++) {
+        for (uint64_t done = 0; done < io[i].len;) {
+            char *p = (char *)io[i].buf + done;
+            size_t want = (size_t)(io[i].len - done);
+            off_t at = (off_t)(io[i].off + done);
+            ssize_t got = write ? pwrite(b->fd, p, want, at) : pread(b->fd, p, want, at);
+            if (got < 0 && errno == EINTR)
+                continue;
+            if (got < 0)
+                return backend_fail(b, err, P2_EIO, "cannot %s %" PRIu64 " bytes at offset %" PRIu64 ": %s",
+                                    write ? "write" : "read", io[i].len, io[i].off, strerror(errno));
+            if (got == 0) {          /* past the end: a file reads as zeros there */
+                if (write)
+                    return backend_fail(b, err, P2_EIO, "short write at offset %" PRIu64, io[i].off);
+                memset(p, 0, want);
+                got = (ssize_t)want;
+            }
+            done += (uint64_t)got;
+        }
+        if (write) {
+            b->st->writes++;
+            b->st->bytes_written += io[i].len;
+        } else {
+            b->st->reads++;
+            b->st->bytes_read += io[i].len;
+        }
+    }
+    return P2_OK;
+}
+
+static int file_readv(p2_backend *b, const p2_io *io, unsigned n, p2_err *err)
+{
+    return file_rw(b, io, n, 0, err);
+}
+
+static int file_writev(p2_backend *b, const p2_io *io, unsigned n, p2_err *err)
+{
+    return file_rw(b, io, n, 1, err);
+}
+
+static int file_flush(p2_backend *b, p2_err *err)
+{
+    b->st->flushes++;
+    if (fdatasync(b->fd) != 0)
+        return backend_fail(b, err, P2_EIO, "cannot flush: %s", strerror(errno));
+    return P2_OK;
+}
+
+static int file_grow(p2_backend *b, uint64_t size, p2_err *err)
+{
+    if (size <= b->size)
+        return P2_OK;
+    if (ftruncate(b->fd, (off_t)size) != 0)
+        return backend_fail(b, err, P2_EIO, "cannot extend to %" PRIu64 " bytes: %s", size, strerror(errno));
+    b->size = size;
+    return P2_OK;
+}
+
+static void file_close(p2_backend *b)
+{
+    if (b->fd >= 0) {
+        flock(b->fd, LOCK_UN);
+        close(b->fd);
+    }
+    b->fd = -1;
+}
+
+static const struct backend_ops file_ops = {"file", file_readv, file_writev, file_flush, file_grow, file_close};
+
+static int file_open(p2_backend *b, const char *path, p2_err *err)
+{
+    b->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (b->fd < 0)
+        return backend_fail(b, err, P2_EIO, "cannot open %s: %s", path, strerror(errno));
+    if (flock(b->fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        close(b->fd);
+        b->fd = -1;
+        return backend_fail(b, err, e == EWOULDBLOCK ? P2_EBUSY : P2_EIO, "%s",
+                            e == EWOULDBLOCK ? "in use by another process" : strerror(e));
+    }
+    struct stat st;
+    if (fstat(b->fd, &st) != 0) {
+        int e = errno;
+        file_close(b);
+        return backend_fail(b, err, P2_EIO, "cannot stat: %s", strerror(e));
+    }
+    b->ops = &file_ops;
+    b->size = (uint64_t)st.st_size;
+    b->growable = 1;
+    return P2_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * 8.2 nbd: libnbd, loaded at the first open
+ * ------------------------------------------------------------------------ */
+
+/* The few libnbd functions used, by their ABI (libnbd.h, stable since 1.0). */
+typedef struct {
+    int (*callback)(void *user_data, int *error);
+    void *user_data;
+    void (*free)(void *user_data);
+} nbd_cb;
+
+static struct nbd_lib {
+    int tried, ok;
+    char why[256];
+    void *(*create)(void);
+    void (*close)(void *h);
+    const char *(*get_error)(void);
+    int (*aio_connect_uri)(void *h, const char *uri);
+    int (*aio_is_ready)(void *h);
+    int (*aio_is_dead)(void *h);
+    int (*poll)(void *h, int timeout);
+    int64_t (*get_size)(void *h);
+    int (*is_read_only)(void *h);
+    int (*can_flush)(void *h);
+    int64_t (*aio_pread)(void *h, void *buf, size_t count, uint64_t offset, nbd_cb cb, uint32_t flags);
+    int64_t (*aio_pwrite)(void *h, const void *buf, size_t count, uint64_t offset, nbd_cb cb, uint32_t flags);
+    int64_t (*aio_flush)(void *h, nbd_cb cb, uint32_t flags);
+    int (*aio_command_completed)(void *h, uint64_t cookie);
+} nbdl;
+
+static int nbd_load(void)
+{
+    if (nbdl.tried)
+        return nbdl.ok;
+    nbdl.tried = 1;
+    void *so = dlopen("libnbd.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (so == NULL) {
+        snprintf(nbdl.why, sizeof nbdl.why, "libnbd is not installed (%s): install the Debian "
+                 "package libnbd0 (libnbd-dev to build against it), e.g. apt-get install libnbd-dev", dlerror());
+        return 0;
+    }
+#define NBD_SYM(field, name)                                                              \
+    do {                                                                                  \
+        void *f_ = dlsym(so, name);                                                       \
+        if (f_ == NULL) {                                                                 \
+            snprintf(nbdl.why, sizeof nbdl.why, "libnbd.so.0 lacks %s: install libnbd >= 1.2 " \
+                     "(Debian package libnbd0)", name);                                   \
+            return 0;                                                                     \
+        }                                                                                 \
+        memcpy(&nbdl.field, &f_, sizeof f_);                                              \
+    } while (0)
+    NBD_SYM(create, "nbd_create");
+    NBD_SYM(close, "nbd_close");
+    NBD_SYM(get_error, "nbd_get_error");
+    NBD_SYM(aio_connect_uri, "nbd_aio_connect_uri");
+    NBD_SYM(aio_is_ready, "nbd_aio_is_ready");
+    NBD_SYM(aio_is_dead, "nbd_aio_is_dead");
+    NBD_SYM(poll, "nbd_poll");
+    NBD_SYM(get_size, "nbd_get_size");
+    NBD_SYM(is_read_only, "nbd_is_read_only");
+    NBD_SYM(can_flush, "nbd_can_flush");
+    NBD_SYM(aio_pread, "nbd_aio_pread");
+    NBD_SYM(aio_pwrite, "nbd_aio_pwrite");
+    NBD_SYM(aio_flush, "nbd_aio_flush");
+    NBD_SYM(aio_command_completed, "nbd_aio_command_completed");
+#undef NBD_SYM
+    nbdl.ok = 1;
+    return 1;
+}
+
+static const char *nbd_why(void)
+{
+    const char *e = nbdl.get_error();
+    return e != NULL && *e ? e : "connection lost";
+}
+
+/* Drop the connection (a request past its deadline, a broken connection): libnbd writes
+ * into no buffer after this. */
+static void nbd_drop(p2_backend *b)
+{
+    if (b->nbd != NULL)
+        nbdl.close(b->nbd);
+    b->nbd = NULL;
+}
+
+/* Wait, until the deadline, for libnbd to make progress; P2_OK, or the backend killed. */
+static int nbd_wait(p2_backend *b, uint64_t deadline, const char *what, p2_err *err)
+{
+    uint64_t t = now_ms();
+    if (t >= deadline) {
+        nbd_drop(b);
+        return backend_kill(b, err, "the server did not answer %s within %d ms (P2_SERVER_TIMEOUT_MS); "
+                            "the connection was dropped", what, b->timeout_ms);
+    }
+    int r = nbdl.poll(b->nbd, (int)(deadline - t));
+    if (r < 0) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", nbd_why());
+        nbd_drop(b);
+        return backend_kill(b, err, "the connection failed during %s: %s", what, why);
+    }
+    return P2_OK;
+}
+
+/* Run up to n requests (kind 'r', 'w' or 'f'), P2_SERVER_INFLIGHT at a time, each to
+ * completion or to the deadline. */
+static int nbd_run(p2_backend *b, const p2_io *io, unsigned n, char kind, p2_err *err)
+{
+    const char *what = kind == 'r' ? "a read" : kind == 'w' ? "a write" : "a flush";
+    if (b->dead)
+        return backend_fail(b, err, P2_EIO, "%s", b->why);
+    uint64_t deadline = now_ms() + (uint64_t)b->timeout_ms;
+    int64_t cookie[P2_SERVER_INFLIGHT];
+    unsigned next = 0, done = 0, inflight = 0;
+    unsigned total = kind == 'f' ? 1 : n;
+    const nbd_cb none = {NULL, NULL, NULL};
+    unsigned slot_of[P2_SERVER_INFLIGHT];
+    int failed = 0;
+    char why[256] = "";
+    while (done < total) {
+        while (next < total && inflight < P2_SERVER_INFLIGHT) {
+            int64_t c = kind == 'r' ? nbdl.aio_pread(b->nbd, io[next].buf, (size_t)io[next].len, io[next].off, none, 0)
+                      : kind == 'w' ? nbdl.aio_pwrite(b->nbd, io[next].buf, (size_t)io[next].len, io[next].off, none, 0)
+                                    : nbdl.aio_flush(b->nbd, none, 0);
+            if (c < 0) {
+                snprintf(why, sizeof why, "%s", nbd_why());
+                nbd_drop(b);
+                return backend_kill(b, err, "cannot send %s: %s", what, why);
+            }
+            cookie[inflight] = c;
+            slot_of[inflight] = next;
+            inflight++;
+            next++;
+        }
+        /* retire what completed */
+        for (unsigned i = 0; i < inflight;) {
+            int r = nbdl.aio_command_completed(b->nbd, (uint64_t)cookie[i]);
+            if (r == 0) {
+                i++;
+                continue;
+            }
+            if (r < 0 && !failed) {
+                failed = 1;
+                snprintf(why, sizeof why, "%s (offset %" PRIu64 ")", nbd_why(),
+                         kind == 'f' ? (uint64_t)0 : io[slot_of[i]].off);
+            }
+            if (r > 0 && kind != 'f') {
+                if (kind == 'r') {
+                    b->st->reads++;
+                    b->st->bytes_read += io[slot_of[i]].len;
+                } else {
+                    b->st->writes++;
+                    b->st->bytes_written += io[slot_of[i]].len;
+                }
+            } else if (r > 0) {
+                b->st->flushes++;
+            }
+            cookie[i] = cookie[inflight - 1];
+            slot_of[i] = slot_of[inflight - 1];
+            inflight--;
+            done++;
+        }
+        if (done < total && inflight > 0) {
+            int rc = nbd_wait(b, deadline, what, err);
+            if (rc != P2_OK)
+                return rc;
+        }
+    }
+    if (failed)   /* the server answered with an error: the connection is still good */
+        return backend_fail(b, err, P2_EIO, "the server failed %s: %s", what, why);
+    return P2_OK;
+}
+
+static int nbd_readv(p2_backend *b, const p2_io *io, unsigned n, p2_err *err)
+{
+    return nbd_run(b, io, n, 'r', err);
+}
+
+static int nbd_writev(p2_backend *b, const p2_io *io, unsigned n, p2_err *err)
+{
+    return nbd_run(b, io, n, 'w', err);
+}
+
+static int nbd_flush(p2_backend *b, p2_err *err)
+{
+    if (!b->dead && b->nbd != NULL && nbdl.can_flush(b->nbd) != 1)
+        return P2_OK;    /* the server writes through: nothing to flush */
+    return nbd_run(b, NULL, 1, 'f', err);
+}
+
+static int nbd_grow(p2_backend *b, uint64_t size, p2_err *err)
+{
+    if (size <= b->size)
+        return P2_OK;
+    return backend_fail(b, err, P2_ENOMEM, "the database needs %" PRIu64 " bytes, more than the %" PRIu64
+                        " the export holds (an NBD export does not grow: serve a larger one)",
+                        size, b->size);
+}
+
+static void nbd_close_backend(p2_backend *b)
+{
+    nbd_drop(b);
+}
+
+static const struct backend_ops nbd_ops = {"nbd", nbd_readv, nbd_writev, nbd_flush, nbd_grow, nbd_close_backend};
+
+static int nbd_open(p2_backend *b, p2_err *err)
+{
+    if (!nbd_load())
+        return backend_fail(b, err, P2_EIO, "%s", nbdl.why);
+    b->ops = &nbd_ops;
+    b->nbd = nbdl.create();
+    if (b->nbd == NULL)
+        return backend_fail(b, err, P2_ENOMEM, "cannot create a libnbd handle: %s", nbd_why());
+    uint64_t deadline = now_ms() + (uint64_t)b->timeout_ms;
+    if (nbdl.aio_connect_uri(b->nbd, b->uri) != 0) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", nbd_why());
+        nbd_drop(b);
+        return backend_fail(b, err, P2_EIO, "cannot connect to the server: %s", why);
+    }
+    while (nbdl.aio_is_ready(b->nbd) != 1) {
+        if (nbdl.aio_is_dead(b->nbd) == 1) {
+            char why[256];
+            snprintf(why, sizeof why, "%s", nbd_why());
+            nbd_drop(b);
+            return backend_fail(b, err, P2_EIO, "cannot connect to the server: %s", why);
+        }
+        int rc = nbd_wait(b, deadline, "the connection", err);
+        if (rc != P2_OK)
+            return rc;
+    }
+    int64_t size = nbdl.get_size(b->nbd);
+    if (size < 0) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", nbd_why());
+        nbd_drop(b);
+        return backend_fail(b, err, P2_EIO, "cannot learn the export's size: %s", why);
+    }
+    if (nbdl.is_read_only(b->nbd) == 1) {
+        nbd_drop(b);
+        return backend_fail(b, err, P2_EIO, "the export is read-only");
+    }
+    b->size = (uint64_t)size;
+    return P2_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * 8.3 opening a backend by its URI
+ * ------------------------------------------------------------------------ */
+
+/* Is `uri` of a form the runtime serves?  The checker applies the same rules
+ * (layers/pageserver.py), so a spec's URI is refused at build time. */
+static int backend_uri_ok(const char *uri, char *why, size_t n)
+{
+    if (strncmp(uri, "file://", 7) == 0) {
+        if (uri[7] != '/') {
+            snprintf(why, n, "a file URI names an absolute path: file:///PATH");
+            return 0;
+        }
+        return 1;
+    }
+    if (strncmp(uri, "nbd://", 6) != 0) {
+        snprintf(why, n, "not a server URI: nbd://HOST[:PORT][/EXPORT] or file:///PATH");
+        return 0;
+    }
+    const char *h = uri + 6, *end = h + strcspn(h, "/");
+    const char *colon = memchr(h, ':', (size_t)(end - h));
+    if ((colon ? colon : end) == h) {
+        snprintf(why, n, "no host: nbd://HOST[:PORT][/EXPORT]");
+        return 0;
+    }
+    if (colon != NULL) {
+        char *q;
+        unsigned long port = strtoul(colon + 1, &q, 10);
+        if (q == colon + 1 || q != end || port == 0 || port > 65535) {
+            snprintf(why, n, "the port is not a number from 1 to 65535");
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Open the backend of `uri`; b->st must point at the counters. */
+static int backend_open(p2_backend *b, const char *uri, p2_err *err)
+{
+    b->fd = -1;
+    b->nbd = NULL;
+    b->dead = 0;
+    size_t len = strlen(uri);
+    if (len >= sizeof b->uri)
+        return p2_err_set(err, P2_EINVAL, "server URI is %zu bytes long, at most %zu allowed",
+                          len, sizeof b->uri - 1);
+    memcpy(b->uri, uri, len + 1);
+    char why[128];
+    if (!backend_uri_ok(uri, why, sizeof why))
+        return backend_fail(b, err, P2_EINVAL, "%s", why);
+    b->timeout_ms = P2_SERVER_TIMEOUT_MS;
+    const char *t = getenv("P2_SERVER_TIMEOUT_MS");
+    if (t != NULL && *t) {
+        long v = strtol(t, NULL, 10);
+        if (v > 0 && v < INT_MAX)
+            b->timeout_ms = (int)v;
+    }
+    return strncmp(uri, "file://", 7) == 0 ? file_open(b, uri + 7, err) : nbd_open(b, err);
+}

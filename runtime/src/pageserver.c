@@ -1,0 +1,543 @@
+/* ==========================================================================
+ * 9. Page servers: the client buffer (design in p2_runtime.h, @ref server)
+ *
+ * A segment whose bytes live behind a backend (section 8).  Its reservation is the
+ * persistent segment's, but nothing is mapped from a file: every page starts PROT_NONE,
+ * and the SIGSEGV handler below brings it into a frame of the client buffer on its first
+ * touch.  Per page one state byte (in a frame, dirty, protected by the clock, held on
+ * the server, written back before); per frame the page it holds and its reference bit.
+ * The segment's own code (section 4) reaches the server through four hooks: reading the
+ * header at open (pb_read), growth (pb_grow), and writing back what is dirty where a
+ * local file is msync'ed (pb_sync at create, attach, sync; pb_close).
+ * ========================================================================== */
+
+#define PB_RES    1u    /* in a frame */
+#define PB_DIRTY  2u    /* written since it was last written back (writable) */
+#define PB_PROT   4u    /* in a frame but made inaccessible by the clock's hand */
+#define PB_SRV    8u    /* the server holds its bytes (else: a new page, zero) */
+#define PB_WB     16u   /* written back at least once since the open */
+#define MAX_PBUFS 64    /* page-server segments open at once in a process */
+
+typedef struct p2_pagebuf {
+    p2_backend be;
+    p2_seg  *seg;
+    uint64_t pg;            /* page: the unit of faults, frames and requests */
+    uint64_t npages;        /* pages of the reservation */
+    uint32_t nframes, used, hand;
+    uint8_t *state;         /* per page */
+    uint32_t *frame_of;     /* per page in a frame: its frame */
+    uint32_t *frame_page;   /* per frame: its page */
+    uint8_t *frame_ref;     /* per frame: referenced since the hand last passed */
+    uint64_t track_bytes;   /* of the mapping holding the four arrays above */
+    p2_server_stats st;
+    int      failed;        /* a page could not be read inside a fault: see @ref server */
+    char     why[P2_ERR_MSG_SIZE];
+} p2_pagebuf;
+
+static p2_pagebuf *volatile pbufs[MAX_PBUFS];
+static struct sigaction pbprev;
+static int pbinstalled;
+static volatile sig_atomic_t pbchaining;
+
+static char *pb_addr(const p2_pagebuf *pb, uint64_t p) { return pb->seg->base + p * pb->pg; }
+
+static int pb_protect(p2_pagebuf *pb, uint64_t p, int prot)
+{
+    return mprotect(pb_addr(pb, p), (size_t)pb->pg, prot);
+}
+
+static int pb_failed(p2_pagebuf *pb, p2_err *err)
+{
+    return seg_fail(pb->seg, err, P2_EIO, "%s", pb->why);
+}
+
+/* Write back dirty pages list[0..n): read-only first (so a write after this faults and
+ * marks the page dirty again), then all of them in one vectored request. */
+static int pb_write_back(p2_pagebuf *pb, const uint32_t *list, unsigned n, p2_err *err)
+{
+    p2_io io[P2_SERVER_INFLIGHT * 4];
+    while (n > 0) {
+        unsigned k = n < sizeof io / sizeof io[0] ? n : (unsigned)(sizeof io / sizeof io[0]);
+        for (unsigned i = 0; i < k; i++) {
+            uint64_t p = list[i];
+            io[i].buf = pb_addr(pb, p);
+            io[i].len = pb->pg;
+            io[i].off = p * pb->pg;
+            if (pb->state[p] & PB_PROT)
+                pb->state[p] &= (uint8_t)~PB_PROT;
+            (void)pb_protect(pb, p, PROT_READ);
+        }
+        int rc = pb->be.ops->writev(&pb->be, io, k, err);
+        for (unsigned i = 0; i < k; i++) {
+            uint64_t p = list[i];
+            if (rc != P2_OK) {          /* still dirty: writable again */
+                (void)pb_protect(pb, p, PROT_READ | PROT_WRITE);
+                continue;
+            }
+            if (pb->state[p] & PB_WB)
+                pb->st.rewrites++;
+            pb->state[p] = (uint8_t)((pb->state[p] & ~PB_DIRTY) | PB_SRV | PB_WB);
+            pb->st.writebacks++;
+            pb->st.dirty--;
+        }
+        if (rc != P2_OK)
+            return rc;
+        list += k;
+        n -= k;
+    }
+    return P2_OK;
+}
+
+/* Drop frame f's page (written back first if dirty): the next touch faults it in. */
+static int pb_evict(p2_pagebuf *pb, uint32_t f, p2_err *err)
+{
+    uint32_t p = pb->frame_page[f];
+    if (pb->state[p] & PB_DIRTY) {
+        int rc = pb_write_back(pb, &p, 1, err);
+        if (rc != P2_OK)
+            return rc;
+    }
+    (void)madvise(pb_addr(pb, p), (size_t)pb->pg, MADV_DONTNEED);
+    (void)pb_protect(pb, p, PROT_NONE);
+    pb->state[p] &= (uint8_t)~(PB_RES | PB_PROT);
+    pb->st.evictions++;
+    pb->st.resident--;
+    return P2_OK;
+}
+
+/* The clock: the first frame not referenced since the hand last passed.  A referenced
+ * one is spared, its bit cleared and its page made inaccessible, so that its next touch
+ * is seen (a hit) and sets the bit again.  Two turns at most. */
+static uint32_t pb_victim(p2_pagebuf *pb)
+{
+    for (;;) {
+        uint32_t f = pb->hand;
+        pb->hand = f + 1 == pb->nframes ? 0 : f + 1;
+        if (!pb->frame_ref[f])
+            return f;
+        pb->frame_ref[f] = 0;
+        uint32_t p = pb->frame_page[f];
+        if (!(pb->state[p] & PB_PROT)) {
+            pb->state[p] |= PB_PROT;
+            (void)pb_protect(pb, p, PROT_NONE);
+        }
+    }
+}
+
+/* A page fell out of the fault: zeros, the segment failed (see @ref server). */
+static void pb_fail_page(p2_pagebuf *pb, const p2_err *e)
+{
+    if (!pb->failed)
+        snprintf(pb->why, sizeof pb->why, "a page could not be brought in from the server inside a "
+                 "fault, so the operation read zeros for it; nothing more is written to the server "
+                 "(%.300s)", e->msg);
+    pb->failed = 1;
+}
+
+/* Bring page p into a frame (a miss); write: the access writes. 0 on success. */
+static int pb_fault_in(p2_pagebuf *pb, uint64_t p, int write)
+{
+    p2_err e;
+    p2_err_clear(&e);
+    uint32_t f;
+    pb->st.misses++;
+    if (pb->used < pb->nframes) {
+        f = pb->used++;
+    } else {
+        f = pb_victim(pb);
+        if (pb_evict(pb, f, &e) != P2_OK) {
+            /* the victim cannot be written back: keep it, and take the frame anyway is not
+             * possible; the segment fails and the new page is given zeros in place */
+            pb_fail_page(pb, &e);
+            pb->frame_ref[f] = 1;
+            if (pb_protect(pb, p, PROT_READ | PROT_WRITE) != 0)
+                return -1;
+            pb->state[p] |= PB_DIRTY;   /* never written back: the segment failed */
+            return 0;
+        }
+    }
+    if (pb_protect(pb, p, PROT_READ | PROT_WRITE) != 0)
+        return -1;
+    if ((pb->state[p] & PB_SRV) && !pb->failed) {
+        p2_io io = {pb_addr(pb, p), pb->pg, p * pb->pg};
+        if (pb->be.ops->readv(&pb->be, &io, 1, &e) != P2_OK) {
+            memset(io.buf, 0, (size_t)pb->pg);
+            pb_fail_page(pb, &e);
+        }
+    }
+    pb->frame_page[f] = (uint32_t)p;
+    pb->frame_of[p] = f;
+    pb->frame_ref[f] = 1;
+    pb->state[p] |= PB_RES;
+    pb->st.resident++;
+    if (write) {
+        pb->state[p] |= PB_DIRTY;
+        pb->st.dirty++;
+        return 0;
+    }
+    return pb_protect(pb, p, PROT_READ);
+}
+
+/* Handle a fault at a, in pb's reservation.  0: handled; -1: not ours to handle. */
+static int pb_fault(p2_pagebuf *pb, char *a, int write)
+{
+    uint64_t off = (uint64_t)(a - pb->seg->base);
+    if (off >= pb->seg->mapped)
+        return -1;                       /* outside the database: a real fault */
+    uint64_t p = off / pb->pg;
+    uint8_t s = pb->state[p];
+    if (!(s & PB_RES))
+        return pb_fault_in(pb, p, write);
+    if (s & PB_PROT) {                   /* the clock had taken its reference bit */
+        pb->st.hits++;
+        pb->frame_ref[pb->frame_of[p]] = 1;
+        pb->state[p] &= (uint8_t)~PB_PROT;
+        if ((s & PB_DIRTY) || !write)
+            return pb_protect(pb, p, (s & PB_DIRTY) ? PROT_READ | PROT_WRITE : PROT_READ);
+    } else if (s & PB_DIRTY) {
+        return -1;                       /* writable already: a real fault */
+    }
+    pb->state[p] |= PB_DIRTY;            /* the first write since the last write-back */
+    pb->st.dirty++;
+    pb->frame_ref[pb->frame_of[p]] = 1;
+    return pb_protect(pb, p, PROT_READ | PROT_WRITE);
+}
+
+static void pb_handler(int sig, siginfo_t *si, void *uc)
+{
+    char *a = (char *)si->si_addr;
+    int write = 0;
+#if defined(__x86_64__) && defined(REG_ERR)
+    write = uc != NULL && (((ucontext_t *)uc)->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+#endif
+    for (int i = 0; i < MAX_PBUFS; i++) {
+        p2_pagebuf *pb = pbufs[i];
+        if (pb == NULL || a < pb->seg->base || a >= pb->seg->base + pb->seg->reserved)
+            continue;
+        if (pb_fault(pb, a, write) == 0)
+            return;
+        break;
+    }
+    /* not a page of ours: the previous handler's, as the journal's handler does */
+    if (pbchaining) {
+        signal(sig, SIG_DFL);
+        return;
+    }
+    pbchaining = 1;
+    if (pbprev.sa_flags & SA_SIGINFO) {
+        if (pbprev.sa_sigaction != NULL) {
+            pbprev.sa_sigaction(sig, si, uc);
+            pbchaining = 0;
+            return;
+        }
+    } else if (pbprev.sa_handler != SIG_DFL && pbprev.sa_handler != SIG_IGN) {
+        pbprev.sa_handler(sig);
+        pbchaining = 0;
+        return;
+    }
+    pbchaining = 0;
+    signal(sig, SIG_DFL);
+}
+
+/* Install the handler (again, on top, if another replaced it). */
+static int pb_install(p2_seg *seg, p2_err *err)
+{
+    struct sigaction cur;
+    if (pbinstalled && sigaction(SIGSEGV, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+        cur.sa_sigaction == pb_handler)
+        return P2_OK;
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = pb_handler;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;   /* on the thread's stack: a fault may wait on the server */
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGSEGV, &sa, &old) != 0)
+        return seg_fail(seg, err, P2_EIO, "cannot install the page server's SIGSEGV handler: %s",
+                        strerror(errno));
+    pbprev = old;
+    pbinstalled = 1;
+    return P2_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * 9.1 the hooks of section 4
+ * ------------------------------------------------------------------------ */
+
+/* Read n bytes at off from the server, around the buffer (the header at open). */
+static int pb_read(p2_seg *seg, void *buf, uint64_t n, uint64_t off, p2_err *err)
+{
+    p2_io io = {buf, n, off};
+    return seg->pb->be.ops->readv(&seg->pb->be, &io, 1, err);
+}
+
+/* The segment grows to `want` bytes: the server must hold them; the new pages are zero. */
+static int pb_grow(p2_seg *seg, uint64_t want, p2_err *err)
+{
+    p2_pagebuf *pb = seg->pb;
+    if (pb->failed)
+        return pb_failed(pb, err);
+    if (want > pb->be.size && pb->be.ops->grow(&pb->be, want, err) != P2_OK)
+        return P2_ENOMEM;
+    return P2_OK;
+}
+
+/* Write back every dirty page and flush the server. */
+static int pb_sync(p2_seg *seg, p2_err *err)
+{
+    p2_pagebuf *pb = seg->pb;
+    if (pb->failed)
+        return pb_failed(pb, err);
+    uint32_t list[256];
+    unsigned n = 0;
+    for (uint32_t f = 0; f < pb->used; f++) {
+        uint32_t p = pb->frame_page[f];
+        if (!(pb->state[p] & PB_DIRTY))
+            continue;
+        list[n++] = p;
+        if (n == sizeof list / sizeof list[0]) {
+            int rc = pb_write_back(pb, list, n, err);
+            if (rc != P2_OK)
+                return rc;
+            n = 0;
+        }
+    }
+    int rc = n ? pb_write_back(pb, list, n, err) : P2_OK;
+    if (rc == P2_OK)
+        rc = pb->be.ops->flush(&pb->be, err);
+    return rc;
+}
+
+static void pb_unregister(p2_pagebuf *pb)
+{
+    for (int i = 0; i < MAX_PBUFS; i++)
+        if (pbufs[i] == pb)
+            pbufs[i] = NULL;
+}
+
+/* Release everything but the reservation (the segment's close unmaps it). */
+static void pb_free(p2_seg *seg)
+{
+    p2_pagebuf *pb = seg->pb;
+    if (pb == NULL)
+        return;
+    pb_unregister(pb);
+    if (pb->be.ops != NULL)
+        pb->be.ops->close(&pb->be);
+    if (pb->frame_of != NULL)     /* the tables' mapping starts with frame_of */
+        munmap(pb->frame_of, (size_t)pb->track_bytes);
+    free(pb);
+    seg->pb = NULL;
+}
+
+/* Close: data first, then the CLEAN mark, as a local file's close. */
+static int pb_close(p2_seg *seg, p2_err *err)
+{
+    struct p2_seg_header *h = seg->hdr;
+    int rc = P2_OK;
+    if (seg->pb->failed) {
+        rc = pb_failed(seg->pb, err);
+    } else {
+        roots_seal(seg);
+        h->checksum = header_crc(h);
+        rc = pb_sync(seg, err);
+        if (rc == P2_OK) {
+            h->state = SEG_STATE_CLEAN;
+            h->checksum = header_crc(h);
+            rc = pb_sync(seg, err);
+        }
+    }
+    pb_free(seg);
+    munmap(seg->base, (size_t)seg->reserved);
+    seg_reset(seg);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * 9.2 open, counters
+ * ------------------------------------------------------------------------ */
+
+int p2_seg_open_server(p2_seg *seg, const char *uri, uint32_t frames, uint32_t page,
+                       uint64_t fingerprint, uint32_t nroots, const char *const *root_names,
+                       const uint64_t *root_sizes, uint64_t reserve, int *created, p2_err *err)
+{
+    if (created != NULL)
+        *created = 0;
+    if (seg == NULL || uri == NULL)
+        return p2_err_set(err, P2_EINVAL, "p2_seg_open_server: seg or uri is NULL");
+    seg_reset(seg);
+    seg->pb = NULL;
+    snprintf(seg->path, sizeof seg->path, "%s", uri);
+    if ((page != 4096 && page != 8192) || page % page_size() != 0)
+        return seg_fail(seg, err, P2_EINVAL, "page size %" PRIu32 " is not supported (4096 or 8192, "
+                        "a multiple of the machine's %" PRIu64 ")", page, page_size());
+    if (frames < 2)
+        return seg_fail(seg, err, P2_EINVAL, "a client buffer of %" PRIu32 " frames: at least 2 are needed", frames);
+    seg->alloc_exact = root_names != NULL && roots_exact(nroots, root_names);
+    int rc = check_roots(seg, nroots, root_names, root_sizes, err);
+    if (rc != P2_OK)
+        return rc;
+    p2_pagebuf *pb = (p2_pagebuf *)calloc(1, sizeof *pb);
+    if (pb == NULL)
+        return seg_fail(seg, err, P2_ENOMEM, "out of memory for the client buffer");
+    seg->pb = pb;
+    pb->seg = seg;
+    pb->pg = page;
+    pb->be.st = &pb->st;
+    rc = backend_open(&pb->be, uri, err);
+    if (rc != P2_OK) {
+        pb->be.ops = NULL;   /* nothing to close: the open undid itself */
+        if (pb->be.nbd != NULL || pb->be.fd >= 0)
+            pb->be.ops = strncmp(uri, "file://", 7) == 0 ? &file_ops : &nbd_ops;
+        pb_free(seg);
+        seg_reset(seg);
+        return rc;
+    }
+    if (reserve == 0)
+        reserve = P2_SEG_DEFAULT_RESERVE;
+    uint64_t g = seg_granule();
+    seg->reserved = round_up(reserve > SEG_MAX_RESERVE ? SEG_MAX_RESERVE : reserve, g);
+    if (!pb->be.growable && pb->be.size / g * g < seg->reserved)
+        seg->reserved = pb->be.size / g * g;     /* an export holds what it holds */
+    if (seg->reserved < 2 * g) {
+        rc = seg_fail(seg, err, P2_ENOMEM, "the export holds %" PRIu64 " bytes: too small for a database "
+                      "(%" PRIu64 " at least)", pb->be.size, 2 * g);
+        goto fail;
+    }
+    pb->npages = seg->reserved / pb->pg;
+    pb->nframes = frames;
+    pb->st.frames = frames;
+    {   /* per page: state and frame; per frame: page and reference bit (lazily backed) */
+        uint64_t bytes = round_up(pb->npages, 8) + 4 * pb->npages + 5 * (uint64_t)frames;
+        bytes = round_up(bytes, page_size());
+        void *t = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (t == MAP_FAILED) {
+            rc = seg_fail(seg, err, P2_ENOMEM, "cannot map the client buffer's tables: %s", strerror(errno));
+            goto fail;
+        }
+        pb->track_bytes = bytes;
+        pb->frame_of = (uint32_t *)t;
+        pb->frame_page = pb->frame_of + pb->npages;
+        pb->state = (uint8_t *)(pb->frame_page + frames);
+        pb->frame_ref = pb->state + round_up(pb->npages, 8);
+    }
+    if ((rc = seg_reserve(seg, err)) != P2_OK)
+        goto fail;
+    if ((rc = pb_install(seg, err)) != P2_OK)
+        goto fail;
+    for (int i = 0;; i++) {
+        if (i == MAX_PBUFS) {
+            rc = seg_fail(seg, err, P2_ENOMEM, "more than %d page-server segments open in this process", MAX_PBUFS);
+            goto fail;
+        }
+        if (pbufs[i] == NULL) {
+            pbufs[i] = pb;
+            break;
+        }
+    }
+
+    /* an export of zeros is empty: a new database; anything else is validated */
+    struct p2_seg_header h;
+    static const struct p2_seg_header zero_header;
+    if (pb->be.size < sizeof h) {
+        rc = seg_fail(seg, err, P2_EFORMAT, "truncated: the server holds %" PRIu64 " bytes, "
+                      "smaller than the %d-byte header", pb->be.size, P2_SEG_HEADER_SIZE);
+        goto fail;
+    }
+    if ((rc = pb_read(seg, &h, sizeof h, 0, err)) != P2_OK)
+        goto fail;
+    if (memcmp(&h, &zero_header, sizeof h) == 0) {
+        /* seg_create reserves again: give it a fresh segment state with the same buffer */
+        munmap(seg->base, (size_t)seg->reserved);
+        seg->base = NULL;
+        rc = seg_create(seg, fingerprint, nroots, root_names, root_sizes, err);
+        if (rc != P2_OK)
+            goto fail;
+        if (created != NULL)
+            *created = 1;
+    } else if (memcmp(h.magic, SEG_MAGIC, sizeof h.magic) == 0 && h.state == SEG_STATE_OPEN &&
+               header_crc(&h) == h.checksum) {
+        /* a server has no lock: the header a client marks OPEN (checksummed) is the lock */
+        rc = seg_fail(seg, err, P2_EBUSY, "in use by another client (its header is marked open; "
+                      "if no client uses it, one crashed without closing it)");
+        goto fail;
+    } else {
+        rc = seg_validate(seg, &h, pb->be.size, fingerprint, nroots, root_names, root_sizes, err);
+        if (rc == P2_OK && h.file_size > seg->reserved)
+            rc = seg_fail(seg, err, P2_ENOMEM, "the database is %" PRIu64 " bytes, more than the %" PRIu64
+                          " this open may map (pageserver(reserve = ...))", h.file_size, seg->reserved);
+        if (rc != P2_OK)
+            goto fail;
+        seg->mapped = h.file_size;
+        for (uint64_t p = 0; p < h.file_size / pb->pg; p++)
+            pb->state[p] = PB_SRV;
+        seg->hdr = (struct p2_seg_header *)(void *)seg->base;
+        seg->hdr->state = SEG_STATE_OPEN;   /* faults the header page in */
+        seg->hdr->checksum = header_crc(seg->hdr);
+        if ((rc = pb_sync(seg, err)) != P2_OK)
+            goto fail;
+    }
+    if (seg->alloc_exact)
+        seg->class_table = seg->hdr->roots[nroots - 1].off;
+    return P2_OK;
+fail:
+    pb_free(seg);
+    if (seg->base != NULL)
+        munmap(seg->base, (size_t)seg->reserved);
+    seg_reset(seg);
+    return rc;
+}
+
+int p2_seg_server_stats(const p2_seg *seg, p2_server_stats *out)
+{
+    if (seg == NULL || seg->pb == NULL || out == NULL)
+        return 0;
+    const p2_server_stats *s = &seg->pb->st;
+    out->reads += s->reads;
+    out->writes += s->writes;
+    out->flushes += s->flushes;
+    out->bytes_read += s->bytes_read;
+    out->bytes_written += s->bytes_written;
+    out->misses += s->misses;
+    out->hits += s->hits;
+    out->evictions += s->evictions;
+    out->writebacks += s->writebacks;
+    out->rewrites += s->rewrites;
+    out->frames += s->frames;
+    out->resident += s->resident;
+    out->dirty += s->dirty;
+    return 1;
+}
+
+void p2_seg_server_stats_reset(p2_seg *seg)
+{
+    if (seg == NULL || seg->pb == NULL)
+        return;
+    p2_server_stats *s = &seg->pb->st;
+    uint64_t frames = s->frames, resident = s->resident, dirty = s->dirty;
+    memset(s, 0, sizeof *s);
+    s->frames = frames;
+    s->resident = resident;
+    s->dirty = dirty;
+}
+
+int p2_seg_server_drop(p2_seg *seg, p2_err *err)
+{
+    if (seg == NULL || seg->pb == NULL)
+        return p2_err_set(err, P2_EINVAL, "p2_seg_server_drop: not a page-server segment");
+    p2_pagebuf *pb = seg->pb;
+    int rc = pb_sync(seg, err);
+    if (rc != P2_OK)
+        return rc;
+    for (uint32_t f = 0; f < pb->used; f++) {
+        uint32_t p = pb->frame_page[f];
+        (void)madvise(pb_addr(pb, p), (size_t)pb->pg, MADV_DONTNEED);
+        (void)pb_protect(pb, p, PROT_NONE);
+        pb->state[p] &= (uint8_t)~(PB_RES | PB_PROT);
+        pb->frame_ref[f] = 0;
+    }
+    pb->used = 0;
+    pb->hand = 0;
+    pb->st.resident = 0;
+    return P2_OK;
+}

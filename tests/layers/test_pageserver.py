@@ -1,0 +1,299 @@
+"""The `pageserver` memory layer: a database on an NBD server (nbdkit, started here on a
+free loopback port and stopped by its pid) behind a client buffer of a few frames.
+
+Through the public interface: specs built with `p2gen build`, driven by a small C program
+through the generated API, compiled -Wall -Wextra -Werror under ASan and UBSan. What is
+checked: every record back after close and reopen in a fresh process (through the
+server); the counters of the server's requests and the buffer (a cold scan reads each
+page it touches once, a warm one none while the pages fit, and again once they do not;
+write-backs, rewrites); a malformed URI is a checker error at its line:column; an
+unreachable server an open error naming the URI; a damaged image is refused by the
+integrity checks; a server that stalls makes every call return P2_EIO within the timeout;
+a second client is refused. The differential matrix (test_differential.py) runs every
+layer over `pageserver` with a 4-page buffer against the Python model.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from nbdkit import ENGINE_MISSING, NbdServer, free_port
+
+from p2gen.check import check
+from p2gen.errors import SpecError, SpecErrors
+from p2gen.parser import parse
+
+pytestmark = pytest.mark.skipif(ENGINE_MISSING is not None, reason=ENGINE_MISSING or "")
+
+SPEC = """record item {{ id: u32; grp: i32; score: i64; pad: char[200]; }}
+container items of item
+    = top2ds_qualify[hash(key = id, buckets = 64)[array(capacity = 16)[pageserver(server = "{uri}", pages = {pages})]]];
+cursor by_grp on items where grp == $g;
+cursor from_id on items where id >= $lo;
+"""
+
+DRIVER = r"""
+#include "ps.h"
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static ps_db *db;
+
+static void stats(const char *what)
+{
+    p2_server_stats s;
+    if (ps_server_stats(db, &s) != P2_OK) { printf("stats failed\n"); exit(3); }
+    printf("%s reads=%" PRIu64 " writes=%" PRIu64 " flushes=%" PRIu64 " misses=%" PRIu64
+           " hits=%" PRIu64 " evictions=%" PRIu64 " writebacks=%" PRIu64 " rewrites=%" PRIu64
+           " resident=%" PRIu64 " dirty=%" PRIu64 " frames=%" PRIu64 " bytes_read=%" PRIu64 "\n",
+           what, s.reads, s.writes, s.flushes, s.misses, s.hits, s.evictions, s.writebacks,
+           s.rewrites, s.resident, s.dirty, s.frames, s.bytes_read);
+}
+
+/* commands: fill N | check N | scan | update N | drop | reset | stats W | sync | close */
+int main(int argc, char **argv)
+{
+    int rc = ps_open(&db, ".");
+    printf("open %d %s\n", rc, rc ? ps_errmsg(db) : "");
+    if (rc != P2_OK) { ps_close(db); return 0; }
+    for (int i = 1; i < argc; i++) {
+        const char *c = argv[i];
+        if (!strcmp(c, "fill") || !strcmp(c, "check") || !strcmp(c, "update")) {
+            int n = atoi(argv[++i]);
+            for (int k = 0; k < n; k++) {
+                ps_item it;
+                memset(&it, 0, sizeof it);
+                it.id = (uint32_t)k; it.grp = k % 7; it.score = (int64_t)k * 3;
+                snprintf(it.pad, sizeof it.pad, "item %d", k);
+                uint64_t ref;
+                if (!strcmp(c, "fill")) {
+                    rc = ps_items_insert(db, &it, &ref);
+                } else {
+                    const ps_item *got = ps_items_lookup_id(db, (uint32_t)k, &ref);
+                    rc = got && got->score == it.score && !strcmp(got->pad, it.pad) ? P2_OK : P2_NOTFOUND;
+                    if (rc == P2_OK && !strcmp(c, "update"))
+                        rc = ps_items_set_score(db, ref, got->score + 1);
+                }
+                if (rc != P2_OK) { printf("%s %d: %d %s\n", c, k, rc, ps_errmsg(db)); return 2; }
+            }
+            printf("%s %d ok\n", c, n);
+        } else if (!strcmp(c, "scan")) {
+            ps_from_id_cursor k;
+            long n = 0;
+            ps_from_id_open(db, &k, 0);
+            for (const ps_item *x; (x = ps_from_id_next_rec(&k));) n += x->id != UINT32_MAX;
+            printf("scan %ld\n", n);
+        } else if (!strcmp(c, "drop")) {
+            printf("drop %d\n", ps_server_drop(db));
+        } else if (!strcmp(c, "reset")) {
+            ps_server_stats_reset(db);
+        } else if (!strcmp(c, "stats")) {
+            stats(argv[++i]);
+        } else if (!strcmp(c, "sync")) {
+            rc = ps_sync(db);
+            printf("sync %d %s\n", rc, rc ? ps_errmsg(db) : "");
+        } else if (!strcmp(c, "sleep")) {
+            fflush(stdout);
+            getchar();     /* the test pauses the server meanwhile */
+        }
+    }
+    rc = ps_close(db);
+    printf("close %d %s\n", rc, rc ? ps_errmsg(NULL) : "");
+    return 0;
+}
+"""
+
+SAN = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
+
+
+@pytest.fixture(scope="module")
+def module_server(tmp_path_factory):
+    s = NbdServer(tmp_path_factory.mktemp("nbd") / "image.img", size=64 << 20).start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def server(module_server):
+    """The module's nbdkit, its export all zeros again (an empty database)."""
+    module_server.reset()
+    return module_server
+
+
+_BUILT: dict = {}
+
+
+def build(tmp_path: Path, cc: str, uri: str, pages: int, name: str = "b") -> Path:
+    """The driver over a spec of `uri` and `pages` frames (built once per module)."""
+    if (uri, pages) in _BUILT:
+        return _BUILT[uri, pages]
+    out = tmp_path / name
+    out.mkdir()
+    spec = out / "ps.p2"
+    spec.write_text(SPEC.format(uri=uri, pages=pages))
+    subprocess.run([sys.executable, "-m", "p2gen", "build", str(spec), "-o", str(out)],
+                   check=True, capture_output=True, text=True)
+    (out / "driver.c").write_text(DRIVER)
+    exe = out / "driver"
+    proc = subprocess.run([cc, "-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", *SAN, f"-I{out}",
+                           str(out / "driver.c"), str(out / "ps.c"), str(out / "p2_runtime.c"), "-o", str(exe)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    _BUILT[uri, pages] = exe
+    return exe
+
+
+def run(exe: Path, *cmds, env=None, timeout=120, input=None) -> list:
+    e = dict(os.environ, ASAN_OPTIONS="detect_leaks=0", UBSAN_OPTIONS="halt_on_error=1",
+             **(env or {}))
+    proc = subprocess.run([str(exe), *map(str, cmds)], capture_output=True, text=True, env=e,
+                          cwd=exe.parent, timeout=timeout, input=input)
+    assert "Sanitizer" not in proc.stderr and "runtime error" not in proc.stderr, proc.stderr
+    assert proc.returncode == 0, (proc.returncode, proc.stdout, proc.stderr)
+    return proc.stdout.splitlines()
+
+
+def counters(lines, what) -> dict:
+    line = next(x for x in lines if x.startswith(what + " "))
+    return {k: int(v) for k, v in (kv.split("=") for kv in line.split()[1:])}
+
+
+def test_persists_through_the_server_with_a_tiny_buffer(tmp_path, cc, server):
+    exe = build(tmp_path, cc, server.uri(), pages=4)
+    out = run(exe, "fill", 600, "stats", "built")
+    assert out[0] == "open 0 " and "fill 600 ok" in out and out[-1] == "close 0 ", out
+    built = counters(out, "built")
+    assert built["frames"] == 4 and built["resident"] <= 4 and built["evictions"] > 0
+    assert built["writebacks"] > 0 and built["rewrites"] > 0      # pages evicted dirty twice
+    # a fresh process: every record, through the server (the open verifies the database)
+    out = run(exe, "check", 600, "update", 600, "scan")
+    assert "check 600 ok" in out and "update 600 ok" in out and "scan 600" in out, out
+    out = run(exe, "check", 0, "scan")
+    assert "scan 600" in out and out[-1] == "close 0 ", out
+    # the image on the server is a clean p2gen file
+    head = (server.image).read_bytes()[:24]
+    assert head[:8] == b"P2GENDB\0" and head[20:24] == b"\0\0\0\0"     # state CLEAN
+
+
+def test_counters_of_cold_and_warm_scans(tmp_path, cc, server):
+    big = build(tmp_path, cc, server.uri(), pages=4096, name="big")
+    run(big, "fill", 400)
+    out = run(big, "drop", "reset", "scan", "stats", "cold", "scan", "stats", "warm")
+    cold, warm = counters(out, "cold"), counters(out, "warm")
+    # cold: one read per page the scan touches, each a miss, no write; the buffer holds them
+    assert cold["reads"] == cold["misses"] == cold["resident"] > 10, cold
+    assert cold["bytes_read"] == 4096 * cold["reads"] and cold["writes"] == 0
+    assert cold["evictions"] == 0 and cold["hits"] == 0
+    # warm, everything resident: no request, no fault the buffer sees
+    assert warm["reads"] == cold["reads"] and warm["misses"] == cold["misses"], warm
+    # the same database with 4 frames: the second scan reads again
+    exe = build(tmp_path, cc, server.uri(), pages=4, name="small2")
+    out = run(exe, "drop", "reset", "scan", "stats", "cold", "scan", "stats", "warm")
+    cold4, warm4 = counters(out, "cold"), counters(out, "warm")
+    assert cold4["reads"] == cold4["misses"] >= cold["reads"]
+    assert warm4["reads"] >= 2 * cold["reads"] - 8, (cold4, warm4)
+    assert warm4["evictions"] == warm4["misses"] - warm4["resident"] and warm4["resident"] == 4
+
+
+def test_malformed_uri_is_a_checker_error_at_its_position():
+    for uri, why in (("http://127.0.0.1/x", "not a server URI"),
+                     ("nbd://127.0.0.1:99999/x", "port 99999"),
+                     ("nbd:///x", "not a server URI")):
+        text = SPEC.format(uri=uri, pages=4)
+        with pytest.raises((SpecError, SpecErrors)) as err:
+            check(parse(text, "bad.p2"), "bad")
+        msg = str(err.value)
+        line = next(i for i, l in enumerate(text.splitlines(), 1) if "server =" in l)
+        col = text.splitlines()[line - 1].index("server =") + 1
+        assert f'pageserver(server = "{uri}")' in msg and why in msg, msg
+        assert f"bad.p2:{line}:" in msg, msg
+        assert f":{line}:{col}" in msg or f":{line}:{col + len('server = ')}" in msg, msg
+
+
+def test_journal_over_pageserver_is_refused():
+    text = SPEC.format(uri="nbd://127.0.0.1:1/x", pages=4).replace(
+        "[pageserver(", "[journal[pageserver(").replace("pages = 4)]]]", "pages = 4)]]]]")
+    with pytest.raises((SpecError, SpecErrors)) as err:
+        check(parse(text, "j.p2"), "j")
+    assert "layer 'journal'" in str(err.value) and "got 'pageserver'" in str(err.value)
+
+
+def test_unreachable_server_is_an_open_error_naming_it(tmp_path, cc):
+    uri = f"nbd://127.0.0.1:{free_port()}/x"
+    exe = build(tmp_path, cc, uri, pages=4)
+    out = run(exe)
+    assert out[0].startswith("open 6 ") and uri in out[0] and "cannot connect" in out[0], out
+
+
+def test_damaged_image_is_refused(tmp_path, cc, server):
+    exe = build(tmp_path, cc, server.uri(), pages=8)
+    run(exe, "fill", 300)
+    image = server.image
+    good = image.read_bytes()[:1 << 20]
+    # a container's blocks overwritten: the integrity check at open refuses the database
+    with open(image, "r+b") as f:
+        f.seek(8192)
+        f.write(b"\xa5" * 8192)
+    out = run(exe)
+    assert out[0].startswith("open 7 ") and server.uri() in out[0], out
+    assert "corrupt" in out[0], out
+    # the header's magic: not a p2gen database (the local file's message, the URI first)
+    with open(image, "r+b") as f:
+        f.write(good)
+        f.seek(0)
+        f.write(b"NOTP2GEN")
+    out = run(exe)
+    assert out[0].startswith(f"open 7 {server.uri()}: not a p2gen database"), out
+
+
+def test_second_client_is_refused(tmp_path, cc, server):
+    exe = build(tmp_path, cc, server.uri(), pages=8)
+    run(exe, "fill", 10)
+    first = subprocess.Popen([str(exe), "sleep"], cwd=exe.parent, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True,
+                             env=dict(os.environ, ASAN_OPTIONS="detect_leaks=0"))
+    assert first.stdout.readline().startswith("open 0")
+    out = run(exe)
+    assert out[0].startswith("open 11 ") and "in use by another client" in out[0], out
+    first.communicate("\n", timeout=60)
+    assert run(exe, "check", 10)[1] == "check 10 ok"
+
+
+def test_stalled_server_fails_every_call_within_the_timeout(tmp_path, cc, server):
+    exe = build(tmp_path, cc, server.uri(), pages=8)
+    run(exe, "fill", 50)
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0", P2_SERVER_TIMEOUT_MS="400")
+    proc = subprocess.Popen([str(exe), "update", "50", "sleep", "sync"],
+                            cwd=exe.parent, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout.readline().startswith("open 0")
+    assert proc.stdout.readline().startswith("update 50 ok")
+    server.pause()
+    try:
+        t0 = time.monotonic()
+        out, err = proc.communicate("\n", timeout=30)
+        took = time.monotonic() - t0
+    finally:
+        server.resume()
+    lines = out.splitlines()
+    assert "Sanitizer" not in err, err
+    sync = next(x for x in lines if x.startswith("sync "))
+    assert sync.startswith("sync 6 ") and "did not answer" in sync and "400 ms" in sync, lines
+    assert lines[-1].startswith("close 6"), lines      # the close fails at once too
+    assert took < 3, took
+    # an open against the stalled server: an error within the timeout
+    server.pause()
+    try:
+        t0 = time.monotonic()
+        out = run(exe, env={"P2_SERVER_TIMEOUT_MS": "400"})
+        assert time.monotonic() - t0 < 3
+    finally:
+        server.resume()
+    assert out[0].startswith("open 6 ") and server.uri() in out[0], out

@@ -107,8 +107,10 @@ def test_only_keyed_storage_documents_duplicates(spec):
 
 
 # --- relationships: what each role's add, remove and set return ------------------------
-# every bottom memory layer of the registry; one in a file gets its file parameter
-MEMS = {n: (f' with {n}({l.file_param} = "t.db")' if l.in_file else "")
+# every bottom memory layer of the registry; one in a file gets its file parameter, one on
+# a server its URI (the checker does not connect)
+MEMS = {n: (f' with {n}({l.file_param} = "{"nbd://127.0.0.1:1/t" if l.file_is_uri else "t.db"}")'
+            if l.in_file else "")
         for n, l in LAYERS.items() if l.realm == "mem" and l.below is None}
 
 

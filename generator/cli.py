@@ -93,6 +93,12 @@ def main() -> None:
 @_prefix_opt()
 @click.option("--python", "python", is_flag=True,
               help="Also build a CFFI extension and a Python module <prefix>.py.")
+@click.option("--wheel", is_flag=True,
+              help="Also write <prefix>-<version>-<tag>.whl into the output directory (implies "
+                   "--python): the module as an installable package that needs only cffi at "
+                   "run time, not p2gen, with type stubs (.pyi, py.typed).")
+@click.option("--wheel-version", default="0.1.0", show_default=True, metavar="VERSION",
+              help="The wheel's version (PEP 440).")
 @click.option("--harness", is_flag=True,
               help="Also build <prefix>_harness: a command-line driver of the generated "
                    "API used by the differential tests (with ASan/UBSan).")
@@ -107,11 +113,16 @@ def main() -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing on success (and no progress "
               "lines: on a terminal, or with P2GEN_PROGRESS=1, each step prints one on stderr "
               "with the time since the build began).")
-def build(spec, out_dir, prefix, python, harness, cc, cflags, no_compile, line_directives,
-          quiet):
+def build(spec, out_dir, prefix, python, wheel, wheel_version, harness, cc, cflags, no_compile,
+          line_directives, quiet):
     """Generate SPEC's C data managers (and compile them into lib<prefix>.a)."""
     from .build import cc_command, compile_objects, generate
     try:
+        if wheel:
+            from .package import check_version, wheel_tag
+            check_version(wheel_version)      # before the long build
+            wheel_tag()
+            python = True
         if harness or python or not no_compile:
             cc_command(cc)        # before writing anything
         t_start = time.perf_counter()
@@ -129,6 +140,9 @@ def build(spec, out_dir, prefix, python, harness, cc, cflags, no_compile, line_d
 
         step(f"generating the C of {spec}")
         gen = generate(spec, out_dir, prefix, line_directives)
+        if wheel:
+            from .package import check_dist_name
+            check_dist_name(gen.prefix)       # the package's name, before the long build
         say = (lambda m: None) if quiet else click.echo
         say(f"generated {gen.header} and {gen.source} in {gen.seconds * 1000:.0f} ms")
         if not no_compile:
@@ -149,6 +163,11 @@ def build(spec, out_dir, prefix, python, harness, cc, cflags, no_compile, line_d
             mod = build_python(gen, cc=cc)
             step("done")
             say(f"built Python module {mod} (add {os.path.abspath(out_dir)} to sys.path)")
+        if wheel:
+            from .package import build_wheel
+            whl = build_wheel(gen, wheel_version)
+            say(f"wrote {whl} (pip install it: the module {gen.prefix} with its types, "
+                f"needing cffi, not p2gen)")
     except P2Error as e:
         _fail(e)
     except OSError as e:          # anything the steps above did not name themselves

@@ -96,20 +96,21 @@ def extension_path(gen: Generated) -> str:
     return path
 
 
-def _journalled(gen: Generated) -> bool:
-    """Does the database have transactions (<prefix>_commit in the header's public API, as
-    the binding finds it)?"""
-    with open(gen.header, encoding="utf-8") as f:
-        api = public_api(gen.prefix, f.read())
-    return re.search(rf"\b{re.escape(gen.prefix)}_commit\s*\(", api) is not None
+def journalled_api(prefix: str, header: str) -> bool:
+    """Does the database have transactions: <prefix>_commit in the public API of the
+    header's text, where the binding finds it?"""
+    api = public_api(prefix, header)
+    return re.search(rf"\b{re.escape(prefix)}_commit\s*\(", api) is not None
 
 
 def package_files(gen: Generated) -> dict:
     """{path in the wheel: bytes} of the package `<prefix>`, in the order they are written."""
     p = gen.prefix
     meta = binding_metadata(gen.checked)
+    with open(gen.header, encoding="utf-8") as f:
+        header = f.read()
     files = {f"{p}/__init__.py": python_module(gen, meta, package=True).encode("utf-8"),
-             f"{p}/__init__.pyi": stubs(meta, _journalled(gen)).encode("utf-8"),
+             f"{p}/__init__.pyi": stubs(meta, journalled_api(p, header)).encode("utf-8"),
              f"{p}/py.typed": b""}
     ext = extension_path(gen)
     with open(ext, "rb") as f:

@@ -9,6 +9,9 @@ For a spec with prefix P, `build_python` writes into the output directory
     P.py                      `import P`: binds the extension to the generic Pythonic
                               layer of p2gen.runtime.pyapi and holds the spec's metadata
 
+and, with --wheel (package.py), P/__init__.py: the same module inside a package that holds
+the extension and a copy of p2gen.runtime's Python support, importing both from there.
+
 The CFFI declarations (cdef) are the public API region of the generated P.h as it stands
 (public_api: its fences, what is stripped, which struct members stay hidden), after the
 return codes (p2gen.runtime.codes) and the public API region of p2_runtime.h, fenced the

@@ -5,4 +5,6 @@ p2_runtime.h / p2_runtime.c   copied next to every generated .c: return codes (o
                               allocator), the page journal, integrity checks
 codes.py                      the return codes as Python reads them from P2_ERROR_LIST
 pyapi.py                      the Python library every generated module imports
+                              (p2gen build --wheel copies it, codes.py and p2_runtime.h
+                              into the wheel's package: generator/package.py)
 """

@@ -21,6 +21,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from mypy import api as mypy          # the test extras have mypy and wheel
+from wheel.wheelfile import WheelFile
 
 SPEC = """\
 // shop.p2: customers with a note (text), sales naming a customer (ref), one journalled file
@@ -156,8 +158,7 @@ def test_the_wheel_is_named_tagged_and_recorded(wheel):
                         else [])
                 assert not [m for m in mods if m.split(".")[0] == "p2gen"], (n, mods)
     # the wheel library reads it back and checks every hash against RECORD
-    wheelfile = pytest.importorskip("wheel.wheelfile")
-    with wheelfile.WheelFile(str(wheel)) as wf:
+    with WheelFile(str(wheel)) as wf:
         for n in wf.namelist():
             wf.read(n)
 
@@ -188,7 +189,6 @@ def mypy_cache(tmp_path_factory):
 
 
 def test_the_stubs_type_a_script_and_catch_its_mistakes(venv, tmp_path, mypy_cache):
-    mypy = pytest.importorskip("mypy.api")
     good = tmp_path / "good.py"
     good.write_text(SMOKE)
     cache = mypy_cache
@@ -254,7 +254,6 @@ STUB_MISUSE = [
 
 
 def test_stubs_of_specs_with_roles_and_composite_keys(tmp_path, mypy_cache):
-    mypy = pytest.importorskip("mypy.api")
     from p2gen.build import emit_spec
     from p2gen.package import RUNTIME_SUPPORT, journalled_api, stubs
     from p2gen.pybind import binding_metadata

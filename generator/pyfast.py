@@ -50,9 +50,11 @@ import os
 
 from .ir import CheckedSpec
 
-API = 5            # what p2gen.runtime.pyapi expects of the module (FAST_API there)
+API = 6            # what p2gen.runtime.pyapi expects of the module (FAST_API there)
 STACK_MAX = 4096   # larger records keep the Python paths (the C paths copy records on the stack)
 ITER_MAX = 256     # a role's iterator is kept in its walk object up to this size
+TEXTS_MAX = 8      # records with more text fields keep the Python paths (a C path keeps
+                   # the values given for its texts on the stack)
 
 # The spec-independent C (templates/pyfast.c): a C file of its own, compiled and warned on
 # by itself in the tests (tests/bindings/test_python_fast.py), the spec's part inserted at its fence.
@@ -71,6 +73,8 @@ def fast_c_parts() -> tuple:
 
 
 def _kind(t) -> str:
+    if t.kind == "text":
+        return "P2F_TEXT"
     if t.target is not None:
         return "P2F_REF"
     if t.kind == "int":
@@ -90,7 +94,7 @@ def fast_c(checked: CheckedSpec) -> str:
                      for li in getattr(f, "mems", ()) if getattr(li.layer, "write_guard", None)})
     containers = []
     for info in checked.containers:
-        if info.text_fields:
+        if len(info.text_fields) > TEXTS_MAX:
             continue
         R = f"{p}_{info.record.name}"
         names = [f.name for f in info.record.fields]
@@ -99,8 +103,11 @@ def fast_c(checked: CheckedSpec) -> str:
             t = f.type
             lo = t.min_value if t.kind == "int" and t.target is None else 0
             hi = t.max_value if t.kind == "int" else 0
+            text = t.kind == "text"
             fields.append({"name": f.name, "kind": _kind(t), "hi": hi,
-                           "lo": "INT64_MIN" if lo == -(1 << 63) else f"{lo}LL"})
+                           "lo": "INT64_MIN" if lo == -(1 << 63) else f"{lo}LL",
+                           "tget": f"{info.p}_get_{f.name}" if text else None,
+                           "tset": f"{info.p}_set_{f.name}" if text else None})
         keys = info.field_keys()
         k = None
         if len(keys) == 1:
@@ -113,11 +120,13 @@ def fast_c(checked: CheckedSpec) -> str:
             "key": names.index(k) if k else -1,
             "fns": ([f"p2f__{cp}_find", f"p2f__{cp}_upd", f"p2f__{cp}_del"] if k
                     else ["NULL", "NULL", "NULL"]),
-            "nkeys": len(keys), "kidx": ", ".join(str(names.index(x)) for x in keys) or "-1"})
+            "nkeys": len(keys), "kidx": ", ".join(str(names.index(x)) for x in keys) or "-1",
+            "ntexts": len(info.text_fields)})
     roles = []
     for rel in checked.relationships:
         for role in rel.roles:
-            if role.container.text_fields or role.partner.container.text_fields:
+            if (len(role.container.text_fields) > TEXTS_MAX
+                    or len(role.partner.container.text_fields) > TEXTS_MAX):
                 continue
             roles.append({"container": role.container.name, "name": role.name, "rp": role.p,
                           "many": role.many,
@@ -126,6 +135,6 @@ def fast_c(checked: CheckedSpec) -> str:
         p=p, guards=guards, containers=containers, roles=roles)
     before, after = fast_c_parts()
     return "\n".join([f'#define P2F_MODULE "_{p}_fast"', f"#define P2F_STACK_MAX {STACK_MAX}",
-                      f"#define P2F_API {API}",
+                      f"#define P2F_API {API}", f"#define P2F_TEXTS_MAX {TEXTS_MAX}",
                       f"#define P2F_ITER_MAX {ITER_MAX}   /* larger role iterators keep the "
                       f"Python walks */", before, tables.rstrip("\n"), after])

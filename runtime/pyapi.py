@@ -207,7 +207,7 @@ __all__ = ["P2Error", "NotFoundError", "DuplicateError", "RangeError", "ClosedEr
 globals().update((c.name, c.value) for c in CODES)
 NOREF = (1 << 64) - 1    # <prefix>_NOREF: a ref field or one-role naming no element
 NOREF32 = (1 << 32) - 1  # <prefix>_NOREF32: the same in a ref field over 32-bit links
-FAST_API = 5              # the C paths' module this layer drives (generator/pyfast.API)
+FAST_API = 6              # the C paths' module this layer drives (generator/pyfast.API)
 _MISSING = object()   # no value: find() without a positional one (None is a ref key's
                       # none), a field without a default
 TEXT_MAX = 1 << 40        # the generated set_<text> refuses texts this long (P2_ERANGE)
@@ -1416,6 +1416,9 @@ class Container:
     def __getitem__(self, key) -> Record:
         """The element whose key (`self.key`) is `key`; NotFoundError (a KeyError) if
         there is none."""
+        return self._getitem(key)     # the C paths' when they take it (an instance's)
+
+    def _getitem(self, key) -> Record:
         rec = self._by_key(key)
         if rec is None:
             raise NotFoundError(f"container {self.name}: no element with {self.key} == "
@@ -1429,6 +1432,9 @@ class Container:
 
     def __contains__(self, key) -> bool:
         """Is there an element whose key (`self.key`) is `key`?"""
+        return self._contains(key)    # the C paths' when they take it (an instance's)
+
+    def _contains(self, key) -> bool:
         return self._by_key(key) is not None
 
     def __delitem__(self, key) -> None:
@@ -1917,20 +1923,31 @@ def _numpy():
 def _install_c_paths(c: Container) -> bool:
     """The C paths of the container (generator/pyfast.py) as its insert, get, find,
     update_by and delete_by (the last three for a single int key), and its batches'
-    Records made in C. Each takes the common case and calls the method it shadows for anything else (which
-    checks and raises the precise error), as _install_fast_paths' closures do. False when
-    the extension has no C paths for it (a record with text fields, an extension built
-    before, PyPy)."""
+    Records made in C (with their texts: read under the database's lock, which the
+    cursors hold when they fetch). Each takes the common case and calls the method it
+    shadows for anything else (which checks and raises the precise error), as
+    _install_fast_paths' closures do. False when the extension has no C paths for it (a
+    record with more than pyfast.TEXTS_MAX text fields, an extension built before, PyPy)."""
     fast = c._spec.fast
     if fast is None:
         return False
     cls = type(c)
+    if c._textpos:
+        # the record insert starts from and the texts it writes: the spec's defaults
+        crec = c._ffi.new(c._rtype)
+        for n, none in c._refnone.items():
+            setattr(crec, n, none)
+        texts = c._fill(crec, c._defaults)
+        zero = bytes(c._ffi.buffer(crec))
+    else:
+        texts, zero = {}, bytes(c._scratch_zero())
     fc = fast.container(c.name, c._db._lock, c, c.record, *_RECORD_SLOTS,
                         cls.insert.__get__(c), cls.at.__get__(c), cls.find.__get__(c),
                         cls.update_by.__get__(c),
                         cls.delete_by.__get__(c), c._fail, cls.update.__get__(c),
-                        cls.delete.__get__(c), bytes(c._scratch_zero()),
-                        bytes(n in c._required for n in c._fields))
+                        cls.delete.__get__(c), zero,
+                        bytes(n in c._required for n in c._fields),
+                        tuple(texts.get(n) for n in c._fields))
     if fc is None:
         return False
     c._fc = fc
@@ -1942,6 +1959,9 @@ def _install_c_paths(c: Container) -> bool:
             c.update_by, c.delete_by = fc.update_by, fc.delete_by
             if c.key == c.keys[0]:      # find(v) by it too (not by a composite key)
                 c.find = fc.find
+                # get, [] and in: one crossing (Container.__getitem__ / __contains__, on
+                # the class, call these; their Python ways are the class's)
+                c.get, c._getitem, c._contains = fc.get_by_key, fc.item, fc.contains
     return True
 
 

@@ -8,7 +8,7 @@
 #include <float.h>
 #include <time.h>
 
-enum { P2F_INT, P2F_UINT, P2F_FLOAT, P2F_CHAR, P2F_REF };
+enum { P2F_INT, P2F_UINT, P2F_FLOAT, P2F_CHAR, P2F_REF, P2F_TEXT };
 
 typedef struct {
     const char *name;
@@ -16,7 +16,18 @@ typedef struct {
     size_t off, size;
     long long lo;            /* P2F_INT */
     unsigned long long hi;   /* P2F_INT, P2F_UINT */
+    /* P2F_TEXT: the generated <container>_get_<field> / _set_<field> (the record holds
+       only the text's handle, which inserts and updates ignore) */
+    int (*tget)(void *db, uint64_t ref, const char **data, uint64_t *len);
+    int (*tset)(void *db, uint64_t ref, const void *data, uint64_t len);
 } p2f_field;
+
+/* The text fields' values given to a call: UTF-8 of an exact str (its cached UTF-8,
+   owned by the str, which the call's arguments keep alive) or an exact bytes' buffer */
+typedef struct {
+    int n;
+    struct { const char *s; Py_ssize_t len; int field; } v[P2F_TEXTS_MAX];
+} p2f_texts;
 
 typedef struct {
     const char *name;
@@ -35,6 +46,7 @@ typedef struct {
     const int *keys;         /* the key fields' indices: a Record's stale check */
     int (*update)(void *db, uint64_t *ref, const void *rec);
     int (*delete)(void *db, uint64_t ref);
+    int ntexts;              /* text fields: a Record's are read with the element's ref */
 } p2f_container;
 
 /* One end of a relationship: its container and name, and adapters with one signature to
@@ -299,6 +311,8 @@ static int p2f_put(const p2f_field *f, unsigned char *rec, PyObject *v)
             memcpy(p, &x, 8);
         return 1;
     }
+    case P2F_TEXT:
+        return 0;    /* not in the record: p2f_fields keeps it (p2f_texts) */
     default: {   /* P2F_CHAR */
         const char *s;
         Py_ssize_t n;
@@ -363,6 +377,9 @@ static PyObject *p2f_get(const p2f_field *f, const unsigned char *rec)
             memcpy(&y, p, 8);
             return PyFloat_FromDouble(y);
         }
+    case P2F_TEXT:
+        PyErr_SetString(PyExc_RuntimeError, "a text field is read with its element");
+        return NULL;
     default: {   /* P2F_CHAR: up to the first NUL, UTF-8 with surrogate escapes */
         const char *s = (const char *)p;
         const char *z = memchr(s, 0, f->size);
@@ -391,6 +408,7 @@ typedef struct {
                                  (ref fields none) */
     unsigned char *required;  /* per field: 1 if insert needs it (no default in the spec) */
     int nrequired;            /* how many do */
+    PyObject *tdefaults;      /* per field: the default text insert writes (bytes), or None */
 } p2f_obj;
 
 static PyObject *p2f_s_version, *p2f_s_links, *p2f_one;
@@ -411,6 +429,7 @@ static int p2f_traverse(p2f_obj *o, visitproc visit, void *arg)
     Py_VISIT(o->fail);
     Py_VISIT(o->slow_update);
     Py_VISIT(o->slow_delete);
+    Py_VISIT(o->tdefaults);
     Py_VISIT(Py_TYPE(o));
     return 0;
 }
@@ -431,6 +450,7 @@ static int p2f_clear(p2f_obj *o)
     Py_CLEAR(o->fail);
     Py_CLEAR(o->slow_update);
     Py_CLEAR(o->slow_delete);
+    Py_CLEAR(o->tdefaults);
     return 0;
 }
 
@@ -445,15 +465,41 @@ static void p2f_dealloc(p2f_obj *o)
     Py_DECREF(tp);
 }
 
-/* A Record of the C record rec, element ref: as Container._one_of makes it. */
-static PyObject *p2f_record(p2f_obj *o, const unsigned char *rec, PyObject *ref)
+static PyObject *p2f_raise(p2f_obj *o, int rc);
+static PyObject *p2f_raise_what(p2f_obj *o, int rc, PyObject *what);
+
+/* Text field f of element ref (lock held, db open), as Container._make reads it: a str,
+   decoded UTF-8 with surrogate escapes. The bytes are decoded where they are, before any
+   other call (a str's allocation runs no collection, so no user code in between). */
+static PyObject *p2f_text(p2f_obj *o, void *db, const p2f_field *f, uint64_t ref)
+{
+    const char *data = NULL;
+    uint64_t len = 0;
+    if (db == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "a text field read without the database");
+        return NULL;
+    }
+    int rc = f->tget(db, ref, &data, &len);
+    if (rc != P2_OK)
+        return p2f_raise(o, rc);
+    if (len > (uint64_t)PY_SSIZE_T_MAX)
+        return PyErr_NoMemory();
+    return PyUnicode_DecodeUTF8(len ? data : "", (Py_ssize_t)len, "surrogateescape");
+}
+
+/* A Record of the C record rec, element cref (ref: the same as an int, or NULL): as
+   Container._one_of makes it, or Container._make with its texts read through db (the
+   lock held; NULL for a record without text fields). */
+static PyObject *p2f_record(p2f_obj *o, void *db, const unsigned char *rec, uint64_t cref,
+                            PyObject *ref)
 {
     const p2f_container *t = o->t;
     PyObject *values = PyTuple_New(t->nfields);
     if (values == NULL)
         return NULL;
     for (int i = 0; i < t->nfields; i++) {
-        PyObject *v = p2f_get(&t->fields[i], rec);
+        const p2f_field *f = &t->fields[i];
+        PyObject *v = f->kind == P2F_TEXT ? p2f_text(o, db, f, cref) : p2f_get(f, rec);
         if (v == NULL) {
             Py_DECREF(values);
             return NULL;
@@ -469,21 +515,21 @@ static PyObject *p2f_record(p2f_obj *o, const unsigned char *rec, PyObject *ref)
         return NULL;
     }
     *(PyObject **)((char *)r + o->off_values) = values;
-    Py_INCREF(ref);
+    if (ref != NULL)
+        Py_INCREF(ref);
+    else if ((ref = PyLong_FromUnsignedLongLong(cref)) == NULL) {
+        Py_DECREF(r);         /* its slots NULL but _values: dealloc copes */
+        return NULL;
+    }
     *(PyObject **)((char *)r + o->off_ref) = ref;
     Py_INCREF(o->origin);
     *(PyObject **)((char *)r + o->off_origin) = o->origin;
     return r;
 }
 
-static PyObject *p2f_record_at(p2f_obj *o, const unsigned char *rec, uint64_t ref)
+static PyObject *p2f_record_at(p2f_obj *o, void *db, const unsigned char *rec, uint64_t ref)
 {
-    PyObject *pr = PyLong_FromUnsignedLongLong(ref);
-    if (pr == NULL)
-        return NULL;
-    PyObject *r = p2f_record(o, rec, pr);
-    Py_DECREF(pr);
-    return r;
+    return p2f_record(o, db, rec, ref, NULL);
 }
 
 /* the container changed: _version and _links bumped (as Container._changed) */
@@ -576,11 +622,31 @@ static int p2f_key(p2f_obj *o, PyObject *key, unsigned char *keyrec)
     return p2f_put(&t->fields[t->key], keyrec, key);
 }
 
+/* A text field's value as C takes it: an exact str (UTF-8; one with no UTF-8 spelling, a
+   lone surrogate, goes the Python way, which encodes surrogate escapes) or exact bytes,
+   shorter than the generated set_<text> takes: 1, or 0 (not taken here; nothing raised). */
+static int p2f_text_value(PyObject *v, const char **s, Py_ssize_t *n)
+{
+    if (PyUnicode_CheckExact(v)) {
+        *s = PyUnicode_AsUTF8AndSize(v, n);
+        if (*s == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+    } else if (PyBytes_CheckExact(v)) {
+        *s = PyBytes_AS_STRING(v);
+        *n = PyBytes_GET_SIZE(v);
+    } else
+        return 0;
+    return (unsigned long long)*n < (1ULL << 40);     /* TEXT_MAX: its RangeError */
+}
+
 /* Fields given by keyword into rec (and their bytes into mask when not NULL): 1 all
    taken, 0 not (an unknown name or a value for the Python way). With nreq not NULL, how
-   many of them insert needs (o->required) goes there (names in a call are distinct). */
+   many of them insert needs (o->required) goes there (names in a call are distinct).
+   Text fields' values go into tv (NULL: not taken here). */
 static int p2f_fields(p2f_obj *o, PyObject *const *vals, PyObject *kwnames,
-                      unsigned char *rec, unsigned char *mask, int *nreq)
+                      unsigned char *rec, unsigned char *mask, int *nreq, p2f_texts *tv)
 {
     const p2f_container *t = o->t;
     Py_ssize_t nk = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
@@ -604,9 +670,14 @@ static int p2f_fields(p2f_obj *o, PyObject *const *vals, PyObject *kwnames,
                 return 0;
         }
         const p2f_field *f = &t->fields[i];
-        if (!p2f_put(f, rec, vals[j]))
+        if (f->kind == P2F_TEXT) {
+            if (tv == NULL || tv->n == P2F_TEXTS_MAX
+                || !p2f_text_value(vals[j], &tv->v[tv->n].s, &tv->v[tv->n].len))
+                return 0;
+            tv->v[tv->n++].field = i;
+        } else if (!p2f_put(f, rec, vals[j]))
             return 0;
-        if (mask != NULL)
+        else if (mask != NULL)
             memset(mask + f->off, 1, f->size);
         if (nreq != NULL)
             *nreq += o->required[i];
@@ -615,6 +686,94 @@ static int p2f_fields(p2f_obj *o, PyObject *const *vals, PyObject *kwnames,
 }
 
 #define P2F_SLOW(fn) return PyObject_Vectorcall(o->fn, args, nargsf, kwnames)
+
+/* The text given in tv for field i: 1 (into *s, *n), else 0 */
+static int p2f_given(const p2f_texts *tv, int i, const char **s, Py_ssize_t *n)
+{
+    for (int k = 0; k < tv->n; k++)
+        if (tv->v[k].field == i) {
+            *s = tv->v[k].s;
+            *n = tv->v[k].len;
+            return 1;
+        }
+    return 0;
+}
+
+/* Write texts of element ref (lock held): those given in tv and, for insert (defaults),
+   the spec's default of each text field not given (an inserted element's texts are
+   empty). 0, or -1 with the error raised as Container._set_texts says it. */
+static int p2f_set_texts(p2f_obj *o, void *db, uint64_t ref, const p2f_texts *tv,
+                         int defaults)
+{
+    const p2f_container *t = o->t;
+    for (int i = 0; i < t->nfields; i++) {
+        const p2f_field *f = &t->fields[i];
+        const char *s;
+        Py_ssize_t n;
+        if (f->kind != P2F_TEXT)
+            continue;
+        if (!p2f_given(tv, i, &s, &n)) {
+            PyObject *d = defaults ? PyTuple_GET_ITEM(o->tdefaults, i) : Py_None;
+            if (!PyBytes_CheckExact(d) || PyBytes_GET_SIZE(d) == 0)
+                continue;
+            s = PyBytes_AS_STRING(d);
+            n = PyBytes_GET_SIZE(d);
+        }
+        int rc = f->tset(db, ref, s, (uint64_t)n);
+        if (rc != P2_OK) {
+            PyObject *what = PyUnicode_FromFormat("setting text %s", f->name);
+            if (what != NULL) {
+                p2f_raise_what(o, rc, what);
+                Py_DECREF(what);
+            }
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Update element ref to rec (old: its record before), then write the texts given, as
+   Container.update does: if writing one fails, the element gets its old texts and fields
+   back (best effort) and the error is raised. Lock held, guard passed. The Record. */
+static PyObject *p2f_update_at(p2f_obj *o, void *db, uint64_t ref, const unsigned char *rec,
+                               const unsigned char *old, const p2f_texts *tv)
+{
+    const p2f_container *t = o->t;
+    PyObject *was[P2F_TEXTS_MAX] = {NULL};
+    PyObject *r = NULL;
+    int rc;
+    for (int k = 0; k < tv->n; k++) {      /* the old texts, copied before any change */
+        const char *d = NULL;
+        uint64_t n = 0;
+        if ((rc = t->fields[tv->v[k].field].tget(db, ref, &d, &n)) != P2_OK) {
+            p2f_raise(o, rc);
+            goto out;
+        }
+        if (n > (uint64_t)PY_SSIZE_T_MAX
+            || (was[k] = PyBytes_FromStringAndSize(n ? d : "", (Py_ssize_t)n)) == NULL) {
+            PyErr_NoMemory();
+            goto out;
+        }
+    }
+    uint64_t at = ref;
+    if ((rc = t->update(db, &at, rec)) != P2_OK) {
+        p2f_raise(o, rc);
+        goto out;
+    }
+    p2f_changed(o);
+    if (tv->n > 0 && p2f_set_texts(o, db, at, tv, 0) < 0) {
+        for (int k = 0; k < tv->n; k++)
+            t->fields[tv->v[k].field].tset(db, at, PyBytes_AS_STRING(was[k]),
+                                           (uint64_t)PyBytes_GET_SIZE(was[k]));
+        t->update(db, &at, old);
+        goto out;
+    }
+    r = p2f_record_at(o, db, rec, at);
+out:
+    for (int k = 0; k < tv->n; k++)
+        Py_XDECREF(was[k]);
+    return r;
+}
 
 /* Is kwnames exactly the key field's name (find(id=v), the same path as find(v))? */
 static int p2f_is_key_name(p2f_obj *o, PyObject *kwnames)
@@ -655,13 +814,92 @@ static PyObject *p2f_find(p2f_obj *o, PyObject *const *args, size_t nargsf, PyOb
     PyObject *r;
     int rc = o->t->find(l->db, keyrec, out, &ref);
     if (rc == P2_OK)
-        r = p2f_record_at(o, out, ref);
+        r = p2f_record_at(o, l->db, out, ref);
     else if (rc == P2_NOTFOUND)
         r = Py_NewRef(Py_None);
     else
         r = p2f_raise(o, rc);
     p2f_release(l);
     return r;
+}
+
+/* The Python way of a by-key form: the method `name` of the Container's class (the
+   Python paths), on (container, *args) */
+static PyObject *p2f_slow_method(p2f_obj *o, const char *name, PyObject *const *args,
+                                 size_t nargsf, PyObject *kwnames)
+{
+    PyObject *fn = PyObject_GetAttrString((PyObject *)Py_TYPE(o->owner), name);
+    if (fn == NULL)
+        return NULL;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    Py_ssize_t total = nargs + (kwnames != NULL ? PyTuple_GET_SIZE(kwnames) : 0);
+    PyObject *stack[4];
+    if (total + 1 > 4) {
+        Py_DECREF(fn);
+        PyErr_SetString(PyExc_TypeError, "too many arguments");
+        return NULL;
+    }
+    stack[0] = o->owner;
+    for (Py_ssize_t i = 0; i < total; i++)
+        stack[i + 1] = args[i];
+    PyObject *res = PyObject_Vectorcall(fn, stack, (size_t)nargs + 1, kwnames);
+    Py_DECREF(fn);
+    return res;
+}
+
+enum { P2F_BY_GET, P2F_BY_ITEM, P2F_BY_IN };
+
+/* c.get(key, default=None), c[key] (Container._getitem), key in c (_contains): by the
+   container's key, as find(key) (the Python way for anything else, and for [] of a key
+   no element has, whose NotFoundError it says) */
+static PyObject *p2f_bykey(p2f_obj *o, PyObject *const *args, size_t nargsf,
+                           PyObject *kwnames, int form)
+{
+    static const char *slow[] = {"get", "_getitem", "_contains"};
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    unsigned char keyrec[P2F_STACK_MAX], out[P2F_STACK_MAX];
+    if (kwnames != NULL || nargs < 1 || nargs > (form == P2F_BY_GET ? 2 : 1)
+        || !p2f_key(o, args[0], keyrec))
+        return p2f_slow_method(o, slow[form], args, nargsf, kwnames);
+    p2f_lock *l = o->lock;
+    if (!p2f_try(l))
+        return p2f_slow_method(o, slow[form], args, nargsf, kwnames);
+    if (l->db == NULL) {
+        p2f_release(l);
+        return p2f_slow_method(o, slow[form], args, nargsf, kwnames);
+    }
+    uint64_t ref;
+    PyObject *r;
+    int rc = o->t->find(l->db, keyrec, out, &ref);
+    if (rc == P2_OK)
+        r = form == P2F_BY_IN ? Py_NewRef(Py_True) : p2f_record_at(o, l->db, out, ref);
+    else if (rc != P2_NOTFOUND)
+        r = p2f_raise(o, rc);
+    else if (form == P2F_BY_ITEM) {
+        p2f_release(l);
+        return p2f_slow_method(o, slow[form], args, nargsf, kwnames);   /* its KeyError */
+    } else
+        r = Py_NewRef(form == P2F_BY_IN ? Py_False : nargs == 2 ? args[1] : Py_None);
+    p2f_release(l);
+    return r;
+}
+
+static PyObject *p2f_getkey(p2f_obj *o, PyObject *const *args, size_t nargsf,
+                            PyObject *kwnames)
+{
+    return p2f_bykey(o, args, nargsf, kwnames, P2F_BY_GET);
+}
+
+static PyObject *p2f_item(p2f_obj *o, PyObject *const *args, size_t nargsf,
+                          PyObject *kwnames)
+{
+    return p2f_bykey(o, args, nargsf, kwnames, P2F_BY_ITEM);
+}
+
+static PyObject *p2f_contains(p2f_obj *o, PyObject *const *args, size_t nargsf,
+                              PyObject *kwnames)
+{
+    return p2f_bykey(o, args, nargsf, kwnames, P2F_BY_IN);
 }
 
 /* get(ref): the Record of the element (an int reference; a Record goes the Python way,
@@ -688,7 +926,7 @@ static PyObject *p2f_getref(p2f_obj *o, PyObject *const *args, size_t nargsf,
     PyObject *r;
     int rc = o->t->get(l->db, ref, out);
     if (rc == P2_OK)
-        r = p2f_record(o, out, args[0]);
+        r = p2f_record(o, l->db, out, ref, args[0]);
     else
         r = p2f_raise(o, rc);
     p2f_release(l);
@@ -702,7 +940,9 @@ static PyObject *p2f_insert(p2f_obj *o, PyObject *const *args, size_t nargsf, Py
     unsigned char rec[P2F_STACK_MAX];
     memcpy(rec, o->zero, o->t->rsize);
     int nreq = 0;
-    if (nargs != 0 || !p2f_fields(o, args, kwnames, rec, NULL, &nreq)
+    p2f_texts tv;
+    tv.n = 0;
+    if (nargs != 0 || !p2f_fields(o, args, kwnames, rec, NULL, &nreq, &tv)
         || nreq != o->nrequired)
         P2F_SLOW(slow_insert);     /* (a field missing: the Python way names it) */
     p2f_lock *l = o->lock;
@@ -719,8 +959,11 @@ static PyObject *p2f_insert(p2f_obj *o, PyObject *const *args, size_t nargsf, Py
         r = p2f_raise(o, rc);
     else if (p2f_changed(o) < 0)
         r = NULL;
-    else
-        r = p2f_record_at(o, rec, ref);
+    else if (o->t->ntexts > 0 && p2f_set_texts(o, l->db, ref, &tv, 1) < 0) {
+        o->t->delete(l->db, ref);      /* nothing half-made stays (Container.insert) */
+        r = NULL;
+    } else
+        r = p2f_record_at(o, l->db, rec, ref);
     p2f_release(l);
     return r;
 }
@@ -735,8 +978,10 @@ static PyObject *p2f_update_by(p2f_obj *o, PyObject *const *args, size_t nargsf,
                   out[P2F_STACK_MAX];
     memset(vals, 0, rsize);
     memset(mask, 0, rsize);
+    p2f_texts tv;
+    tv.n = 0;
     if (nargs != 1 || o->t->upd == NULL || !p2f_key(o, args[0], keyrec)
-        || !p2f_fields(o, args + 1, kwnames, vals, mask, NULL))
+        || !p2f_fields(o, args + 1, kwnames, vals, mask, NULL, &tv))
         P2F_SLOW(slow_update_by);
     p2f_lock *l = o->lock;
     if (!p2f_try(l))
@@ -747,9 +992,22 @@ static PyObject *p2f_update_by(p2f_obj *o, PyObject *const *args, size_t nargsf,
     }
     uint64_t ref;
     PyObject *r;
-    int rc = o->t->upd(l->db, keyrec, vals, mask, out, &ref);
+    int rc;
+    if (tv.n > 0) {     /* texts: find, then as update() (their old values kept) */
+        unsigned char old[P2F_STACK_MAX];
+        rc = o->t->find(l->db, keyrec, old, &ref);
+        if (rc == P2_OK) {
+            for (size_t i = 0; i < rsize; i++)
+                out[i] = mask[i] ? vals[i] : old[i];
+            r = p2f_update_at(o, l->db, ref, out, old, &tv);
+        } else
+            r = rc == P2_NOTFOUND ? Py_NewRef(Py_None) : p2f_raise(o, rc);
+        p2f_release(l);
+        return r;
+    }
+    rc = o->t->upd(l->db, keyrec, vals, mask, out, &ref);
     if (rc == P2_OK)
-        r = p2f_changed(o) < 0 ? NULL : p2f_record_at(o, out, ref);
+        r = p2f_changed(o) < 0 ? NULL : p2f_record_at(o, l->db, out, ref);
     else if (rc == P2_NOTFOUND)
         r = Py_NewRef(Py_None);
     else
@@ -790,7 +1048,9 @@ static PyObject *p2f_delete_by(p2f_obj *o, PyObject *const *args, size_t nargsf,
 static PyObject *p2f_update(p2f_obj *o, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    unsigned char rec[P2F_STACK_MAX];
+    unsigned char rec[P2F_STACK_MAX], old[P2F_STACK_MAX];
+    p2f_texts tv;
+    tv.n = 0;
     if (nargs != 1 || o->t->update == NULL)
         P2F_SLOW(slow_update);
     p2f_lock *l = o->lock;
@@ -799,18 +1059,12 @@ static PyObject *p2f_update(p2f_obj *o, PyObject *const *args, size_t nargsf, Py
     uint64_t ref;
     if (l->db == NULL || (o->t->guard != NULL && o->t->guard(l->db) != P2_OK)
         || !p2f_locate(o, l->db, args[0], &ref, rec)
-        || !p2f_fields(o, args + 1, kwnames, rec, NULL, NULL)) {
+        || (memcpy(old, rec, o->t->rsize),
+            !p2f_fields(o, args + 1, kwnames, rec, NULL, NULL, &tv))) {
         p2f_release(l);
         P2F_SLOW(slow_update);     /* closed, the guard failed, no such element, a value */
     }
-    PyObject *r;
-    int rc = o->t->update(l->db, &ref, rec);
-    if (rc != P2_OK)
-        r = p2f_raise(o, rc);
-    else if (p2f_changed(o) < 0)
-        r = NULL;
-    else
-        r = p2f_record_at(o, rec, ref);
+    PyObject *r = p2f_update_at(o, l->db, ref, rec, old, &tv);
     p2f_release(l);
     return r;
 }
@@ -864,6 +1118,16 @@ static PyObject *p2f_rows(p2f_obj *o, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     size_t rsize = o->t->rsize;
+    void *db = NULL;
+    if (o->t->ntexts > 0) {   /* texts are read from the database: its lock must be held */
+        p2f_lock *l = o->lock;
+        if (l->count == 0 || l->owner != PyThread_get_thread_ident() || l->db == NULL) {
+            PyErr_SetString(PyExc_RuntimeError, "rows: a record with text fields is made "
+                            "with the database's lock held and the database open");
+            goto out;
+        }
+        db = l->db;
+    }
     if (k < 0 || (size_t)rb.len < (size_t)k * rsize
         || (refs_listed ? PyList_GET_SIZE(args[1]) < k : (size_t)fb.len < (size_t)k * 8)) {
         PyErr_SetString(PyExc_ValueError, "rows: buffers shorter than k rows");
@@ -875,12 +1139,15 @@ static PyObject *p2f_rows(p2f_obj *o, PyObject *const *args, Py_ssize_t nargs)
     for (Py_ssize_t i = 0; i < k; i++) {
         PyObject *r;
         const unsigned char *rec = (const unsigned char *)rb.buf + (size_t)i * rsize;
-        if (refs_listed)
-            r = p2f_record(o, rec, PyList_GET_ITEM(args[1], i));
-        else {
+        if (refs_listed) {
+            PyObject *pr = PyList_GET_ITEM(args[1], i);
+            unsigned long long ref = PyLong_AsUnsignedLongLong(pr);
+            r = ref == (unsigned long long)-1 && PyErr_Occurred() ? NULL
+                : p2f_record(o, db, rec, ref, pr);
+        } else {
             uint64_t ref;
             memcpy(&ref, (const char *)fb.buf + 8 * i, 8);
-            r = p2f_record_at(o, rec, ref);
+            r = p2f_record_at(o, db, rec, ref);
         }
         if (r == NULL) {
             Py_CLEAR(list);
@@ -906,6 +1173,11 @@ static PyMethodDef p2f_methods[] = {
     {"update", (PyCFunction)(void (*)(void))p2f_update, METH_FASTCALL | METH_KEYWORDS, NULL},
     {"delete", (PyCFunction)(void (*)(void))p2f_delete, METH_FASTCALL | METH_KEYWORDS, NULL},
     {"rows", (PyCFunction)(void (*)(void))p2f_rows, METH_FASTCALL, NULL},
+    {"get_by_key", (PyCFunction)(void (*)(void))p2f_getkey, METH_FASTCALL | METH_KEYWORDS,
+     NULL},
+    {"item", (PyCFunction)(void (*)(void))p2f_item, METH_FASTCALL | METH_KEYWORDS, NULL},
+    {"contains", (PyCFunction)(void (*)(void))p2f_contains, METH_FASTCALL | METH_KEYWORDS,
+     NULL},
     {NULL, NULL, 0, NULL}
 };
 
@@ -1317,7 +1589,7 @@ static int p2f_rwalk_refill(PyObject *self)
     int rc = r->t->fetch(l->db, w->it.b, refs, w->records ? recs : NULL, max, &n);
     PyObject *rows = PyList_New(n);
     for (int i = 0; rows != NULL && i < n; i++) {
-        PyObject *x = w->records ? p2f_record_at(r->p, recs + (size_t)i * psize, refs[i])
+        PyObject *x = w->records ? p2f_record_at(r->p, l->db, recs + (size_t)i * psize, refs[i])
                                  : PyLong_FromUnsignedLongLong(refs[i]);
         if (x == NULL)
             Py_CLEAR(rows);
@@ -1462,7 +1734,7 @@ static PyObject *p2f_one_read(p2f_role *r, PyObject *const *args, size_t nargsf,
         res = PyLong_FromUnsignedLongLong(ref);
     else {
         int rc = r->p->t->get(db, ref, buf);
-        res = rc == P2_OK ? p2f_record_at(r->p, buf, ref) : p2f_raise(r->p, rc);
+        res = rc == P2_OK ? p2f_record_at(r->p, db, buf, ref) : p2f_raise(r->p, rc);
     }
     p2f_release(r->c->lock);
     return res;
@@ -1787,8 +2059,8 @@ static Py_ssize_t p2f_slot_offset(PyObject *descr, PyObject *rec)
 static PyObject *p2f_new(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)m;
-    if (nargs != 17) {
-        PyErr_SetString(PyExc_TypeError, "container() takes 17 arguments");
+    if (nargs != 18) {
+        PyErr_SetString(PyExc_TypeError, "container() takes 18 arguments");
         return NULL;
     }
     const char *name = PyUnicode_AsUTF8(args[0]);
@@ -1806,8 +2078,10 @@ static PyObject *p2f_new(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     }
     /* args[15]: the record insert starts from; args[16]: per field, 1 if insert needs it */
     if (!PyBytes_CheckExact(args[15]) || (size_t)PyBytes_GET_SIZE(args[15]) != t->rsize
-        || !PyBytes_CheckExact(args[16]) || PyBytes_GET_SIZE(args[16]) != t->nfields) {
-        PyErr_SetString(PyExc_TypeError, "container(): bad start record or required fields");
+        || !PyBytes_CheckExact(args[16]) || PyBytes_GET_SIZE(args[16]) != t->nfields
+        || !PyTuple_CheckExact(args[17]) || PyTuple_GET_SIZE(args[17]) != t->nfields) {
+        PyErr_SetString(PyExc_TypeError, "container(): bad start record, required fields "
+                        "or default texts");
         return NULL;
     }
     PyObject *dict = PyObject_GenericGetDict(args[2], NULL);
@@ -1858,6 +2132,7 @@ static PyObject *p2f_new(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     o->fail = Py_NewRef(args[12]);
     o->slow_update = Py_NewRef(args[13]);
     o->slow_delete = Py_NewRef(args[14]);
+    o->tdefaults = Py_NewRef(args[17]);
     o->zero = PyMem_Calloc(1, t->rsize);
     o->required = PyMem_Calloc(1, (size_t)t->nfields + 1);
     if (o->zero == NULL || o->required == NULL) {

@@ -20,6 +20,8 @@ record noted { id: u32 = 0; t: text = ""; }
 container others of other = top2ds_qualify[hash[array[transient]]] with hash(key = id, buckets = 16);
 container things of thing = top2ds_qualify[hash[array[transient]]] with hash(key = id, buckets = 16);
 container notes of noted = top2ds_qualify[hash[array[transient]]] with hash(key = id, buckets = 16);
+record wide { id: u32 = 0; s: char[5000] = ""; }
+container wides of wide = top2ds[array[transient]];
 container bag of thing = top2ds[array[transient]];
 record item { id: u32 = 0; qty: i32 = 0; }
 container items of item = top2ds[iarray[transient]] with iarray(key = id, max_key = 1000);
@@ -61,7 +63,8 @@ def test_c_paths_are_installed(db, mod):
         assert type(getattr(t, name)).__name__ == "builtin_function_or_method", name
     assert type(db.bag.insert).__name__ == "builtin_function_or_method"
     assert "find" not in vars(db.bag)                # no key: the Python find
-    assert "insert" not in vars(db.notes)            # a text field: the Python paths
+    assert type(db.notes.insert).__name__ == "builtin_function_or_method"   # text: C too
+    assert "insert" not in vars(db.wides)      # larger than STACK_MAX: the Python paths
     assert isinstance(iter(t), fast.Walk) and isinstance(iter(t), pyapi.Cursor)
 
 
@@ -664,7 +667,7 @@ def test_change_counters_are_shared_by_the_c_and_python_paths(db):
     paths (insert from a mapping) stops a walk made in C, and a role's change made in C
     is seen by the Python attributes."""
     o, t = db.others, db.things
-    assert t._counters() is t._fc and isinstance(db.notes._counters(), dict)
+    assert t._counters() is t._fc and isinstance(db.wides._counters(), dict)
     for i in range(10):
         t.insert(id=i)
     it = iter(t)
@@ -681,9 +684,9 @@ def test_change_counters_are_shared_by_the_c_and_python_paths(db):
     assert (o._links, t._links) == (links[0] + 1, links[1] + 1)
     with pytest.raises(RuntimeError, match="changed while walking"):
         next(w)
-    n = db.notes                                  # no C paths: the counters in its dict
+    n = db.wides                                  # no C paths: the counters in its dict
     v = n._version
-    n.insert(id=1, t="a")
+    n.insert(id=1, s="a")
     assert n._version == vars(n)["_version"] == v + 1
 
 

@@ -28,7 +28,7 @@ import tempfile
 
 SPEC = """
 record item { id: u32 = 0; qty: i64 = 0; name: char[8] = ""; w: f64 = 0; }
-record box { id: u32 = 0; label: char[8] = ""; }
+record box { id: u32 = 0; label: char[8] = ""; note: text = ""; }
 record pair { a: u32 = 0; b: i32 = 0; v: i64 = 0; }
 container items of item = top2ds_qualify[hash[array[journal[persistent]]]]
     with hash(key = id), persistent(file = "p2re.db");
@@ -39,6 +39,7 @@ container pairs of pair
     with persistent(file = "p2re.db");
 cursor heavy on items where qty > $min;
 cursor named on items where name == $n;
+cursor boxed on boxes where id > $min;
 relationship holds one boxes.items to many items.box = ilist;
 """
 PREFIX = "p2re"
@@ -229,7 +230,8 @@ def _seed(db) -> dict:
     refs = {}
     for k in range(1, 7):
         refs[k] = it.insert(id=k, qty=10 * k, name=f"n{k}", w=k / 2).ref
-    b1, b2 = bx.insert(id=1, label="b1"), bx.insert(id=2, label="b2")
+    b1 = bx.insert(id=1, label="b1", note="the first box " * 20)
+    b2 = bx.insert(id=2, label="b2", note=b"\xff\0second")
     refs["b1"], refs["b2"] = b1.ref, b2.ref
     bx.items.add(b1, refs[1])
     bx.items.add(b1, refs[2])
@@ -309,12 +311,23 @@ SCENARIOS = {
     "one_call": lambda db, v, r: (lambda x=v.i(r[2]): db.items.box(x)),
     "one_set": lambda db, v, r: (lambda x=v.i(r[4]), p=v.i(r["b2"]): db.items.box.set(x, p)),
     "one_clear": lambda db, v, r: (lambda x=v.i(r[1]): db.items.box.set(x, None)),
+    # records with a text field (boxes.note): a str subclass's encode is user code
+    "text_insert": lambda db, v, r: (lambda a=v.i(50), n=v.s("a long note " * 100):
+                                     db.boxes.insert(id=a, note=n)),
+    "text_update": lambda db, v, r: (lambda x=v.i(r["b1"]), n=v.s("new note"):
+                                     db.boxes.update(x, note=n)),
+    "text_update_by": lambda db, v, r: (lambda k=v.i(2), n=v.s("by key"), lb=v.s("l"):
+                                        db.boxes.update_by(k, note=n, label=lb)),
+    "text_find": lambda db, v, r: (lambda k=v.i(1): db.boxes.find(k)),
+    "text_get": lambda db, v, r: (lambda k=v.i(2): db.boxes.get(k)),
+    "text_cursor": lambda db, v, r: (lambda m=v.i(0): list(db.boxed(min=m))),
 }
 TRIGGERS = ("index", "intsub", "encode", "eq", "mapping", "numpy")
 ACTIONS = ("close", "abort", "insert")
 # a few per kind for the sanitized build by default: the first C paths and the Python ones
 SMALL = ("insert", "find", "update", "update_by", "cursor", "cursor_update", "many_add",
-         "one_set", "insert_many")
+         "one_set", "insert_many", "text_insert", "text_update", "text_update_by",
+         "one_get", "text_cursor")
 
 
 class _Without:
@@ -463,6 +476,7 @@ def _run(out_dir, which, env=None, timeout=600):
 # the (scenario, trigger) pairs whose user code must run inside the call, on both bindings
 MUST_FIRE = [(n, "index") for n in SCENARIOS if n not in ("insert_many_np", "cursor_by_name")] + [
     ("insert", "encode"), ("update", "encode"), ("update_by", "encode"),
+    ("text_insert", "encode"), ("text_update", "encode"), ("text_update_by", "encode"),
     ("cursor_by_name", "encode"), ("insert_many", "encode"), ("cursor_update", "encode"),
     ("insert_from", "mapping"), ("insert_many", "mapping"),
     ("find_kw", "eq"), ("cursor_kw", "eq"), ("cursor_update", "eq")]

@@ -56,9 +56,11 @@ SPEC = Path(__file__).resolve().parent / "tpcb_py.p2"
 PREFIX = "p2bench_py"
 
 OPERATIONS = ("insert", "find", "find_kw", "get", "update", "delete", "scan", "scan_where",
-              "traverse", "insert_many", "to_numpy")
+              "traverse", "insert_many", "to_numpy", "insert_text", "find_text", "get_text",
+              "scan_text", "traverse_text")
 # the order the phases run in (delete empties the store; insert_many fills a fresh one)
-PHASES = ("insert", "find", "find_kw", "get", "update", "scan", "scan_where", "traverse", "delete",
+PHASES = ("insert", "find", "find_kw", "get", "update", "scan", "scan_where", "traverse",
+          "insert_text", "find_text", "get_text", "scan_text", "traverse_text", "delete",
           "insert_many", "to_numpy")
 # phases that start from a store opened afresh (untimed close + open), as insert does: a
 # bulk load into the store delete emptied would measure how that store reuses the places
@@ -66,7 +68,9 @@ PHASES = ("insert", "find", "find_kw", "get", "update", "scan", "scan_where", "t
 FRESH = ("insert_many",)
 SYSTEMS = ("P2", "dict", "sqlite-mem", "sqlite-file", "lmdb")
 SINGLE_ROW = ("insert", "find", "update", "delete")
-P2_ONLY = ("find_kw", "get", "to_numpy")   # P2's own forms and copies
+# P2's own forms and copies; *_text: the same rows with a text field (container notes)
+P2_ONLY = ("find_kw", "get", "to_numpy", "insert_text", "find_text", "get_text", "scan_text",
+           "traverse_text")
 DEFAULT_ROWS = 10000
 ACCOUNTS_PER_BRANCH = 100
 FILLER = "x" * 20
@@ -84,6 +88,11 @@ OP_DOC = {
     "insert_many": "bulk insert, per row (P2: insert_many of a numpy array; sqlite3: "
                    "executemany; dict: update; lmdb: putmulti)",
     "to_numpy": "every row into a numpy structured array, per row (P2 only)",
+    "insert_text": "insert, the record with a text field in place of char[20] (P2 only)",
+    "find_text": "find(k) of the record with a text field (P2 only)",
+    "get_text": "get(k) of the record with a text field (P2 only)",
+    "scan_text": "scan of the records with a text field, reading balance (P2 only)",
+    "traverse_text": "traverse to the records with a text field (P2 only)",
 }
 
 
@@ -107,7 +116,8 @@ class Workload:
         self.expected = {
             "insert": rows, "find": rows, "find_kw": rows, "get": rows, "update": rows, "delete": rows,
             "scan": rows, "scan_where": rows // 10, "traverse": rows,
-            "insert_many": rows, "to_numpy": rows,
+            "insert_many": rows, "to_numpy": rows, "insert_text": rows, "find_text": rows,
+            "get_text": rows, "scan_text": rows, "traverse_text": rows,
         }
         self.balance_sum = sum(i + rows for i in range(rows))
         self.initial_sum = sum(range(rows))
@@ -154,6 +164,41 @@ class P2System:
 
     def find(self, w):
         return w.rows, count_found(self.db.accounts.find, w.find_keys)
+
+    # the same rows with a text field (notes.body) in place of the char[20]
+    def insert_text(self, w):
+        ins = self.db.notes.insert
+        for i, b, bal, fill in w.data:
+            ins(id=i, branch_id=b, balance=bal, body=fill)
+        return w.rows, len(self.db.notes)
+
+    def link_text(self, w):
+        add = self.db.branches.notes.add
+        find = self.db.notes.find
+        br = self.branch
+        for i in w.insert_order:
+            add(br[i // ACCOUNTS_PER_BRANCH], find(i))
+
+    def find_text(self, w):
+        return w.rows, count_found(self.db.notes.find, w.find_keys)
+
+    def get_text(self, w):
+        return w.rows, count_found(self.db.notes.get, w.find_keys)
+
+    def scan_text(self, w):
+        n = s = 0
+        for r in self.db.notes:
+            n += 1
+            s += r.balance
+        return n, (n if s == w.initial_sum else -1)
+
+    def traverse_text(self, w):
+        role = self.db.branches.notes
+        n = 0
+        for b in self.branch:
+            for a in role(b):
+                n += 1
+        return n, n
 
     def find_kw(self, w):
         find = self.db.accounts.find
@@ -518,6 +563,8 @@ def run(systems: list, w, reps: int, say: Callable[[str], None] = lambda m: None
                         gc.enable()
                     if op == "insert":
                         s.link(w)
+                    elif op == "insert_text":
+                        s.link_text(w)
                     expected = w.expected[op]
                     if checked != expected:
                         failures.append(f"{s.name} {op} (repetition {rep + 1}): counted "
@@ -583,6 +630,12 @@ def targets(med: dict, rowbytes: int = 0) -> list:
         p = med.get(("P2", op))
         if p and f:
             out.append((f"{form} / find(k) ≤ 1.5", p / f, p / f <= 1.5))
+    # a record with a text field against the same record without it
+    for op, base, what in (("find_text", "find", "find(k)"), ("get_text", "find", "get(k)"),
+                           ("scan_text", "scan", "scan"), ("traverse_text", "traverse", "traverse")):
+        p, q = med.get(("P2", op)), med.get(("P2", base))
+        if p and q:
+            out.append((f"{what} with a text field / {base} without ≤ 1.5", p / q, p / q <= 1.5))
     p, d = med.get(("P2", "find")), med.get(("dict", "find"))
     if p and d:
         out.append(("find: P2 / dict ≤ 3", p / d, p / d <= 3))

@@ -7,8 +7,9 @@ in between.
 
 `fast_c(checked)` is the C text: the spec-independent part templates/pyfast.c (a reentrant lock
 type, the container type, conversions between Python values and C record bytes) and,
-per container whose record has no text field, a table of its fields (offset, size, kind,
-range, which are keys) and adapters with one signature to its generated functions, and
+per container (a record of at most TEXTS_MAX text fields) a table of its fields (offset,
+size, kind, range, which are keys; a text field's get/set functions) and adapters with one
+signature to its generated functions, and
 per role of a relationship between two such containers a table of adapters to its
 functions (ManyRole / OneRole, bound to it by bind_role; a walk is a RoleWalk holding the
 role's C iterator). The cdef'd
@@ -30,13 +31,20 @@ Safety, as the Python paths have it:
   Database.close() and abort() then refuse (BusyError), so the handle a C path holds is
   never freed under it.
 - Values: only exact ints in the field's range, exact floats and ints for float fields,
-  str (UTF-8) or bytes within char[N] without NUL, None or an int for ref fields are
-  taken in C; anything else (a bool, a Record for a ref field, a value out of range, an
+  str (UTF-8) or bytes within char[N] without NUL, None or an int for ref fields, an
+  exact str with a UTF-8 spelling or exact bytes for text fields are taken in C; anything else (a bool, a Record for a ref field, a value out of range, an
   unknown field, a positional record) goes the Python way, which raises the precise error.
 - Journal: a write first calls the journal guard in C; if it fails, the Python way
   raises its error.
 - Records are made as the Python paths make them: the record class's three slots
   (`_values`, `_ref`, `_origin`) written at the offsets of their member descriptors.
+  A text is read with the lock held (the cursors' `rows` refuse to run without it) and
+  decoded where the generated get_<text> points, before any other call: nothing
+  between can set or free it.
+- Texts written: insert writes the element, then its texts (those given, and the spec's
+  non-empty defaults), deleting the element if one fails; update / update_by copy the
+  old texts first and put them and the old fields back if writing a new one fails (as
+  Container.insert / update do).
 - Elements: an owner, member or updated element is an int reference or a Record of the
   container whose key fields its element still has (Container._locate's check);
   anything else goes the Python way.

@@ -158,11 +158,16 @@ Re-entry
     __del__ the collector runs meanwhile gets the same refusal).
 C paths
     The extension built by p2gen carries a small CPython module, `_<prefix>_fast`
-    (generator/pyfast.py). With it, for a record without text fields, insert(**fields),
-    get(ref) of an int reference, update(rec_or_ref, **fields), delete(rec_or_ref) and,
-    over a single integer key, find(key), update_by(key, **fields) and delete_by(key)
-    run in C from the call to the Record returned, and a cursor's next() returns its
-    fetched batch (Records made in C) without Python code per row. The roles of a
+    (generator/pyfast.py). With it, insert(**fields), at(ref) of an int reference,
+    update(rec_or_ref, **fields), delete(rec_or_ref) and, over a single integer key,
+    find(key), find(<key>=key), get(key), [key], `key in`, update_by(key, **fields) and
+    delete_by(key) run in C from the call to the Record returned ([] and `in` through
+    one line of the class's dunder), and a cursor's next() returns its fetched batch
+    (Records made in C) without Python code per row. Records with text fields take
+    these paths too: their texts are given as exact str (UTF-8) or bytes and written
+    after the element as the Python paths write them (undone the same way if writing
+    one fails), and read in C with the element, under the lock, into the Record's str
+    (surrogate escapes for bytes that are not UTF-8). The roles of a
     relationship between two such containers are instances of the module's ManyRole /
     OneRole: role(owner), refs, count, add, remove, ref, get and set locate their
     elements (an int reference, or a Record whose key fields its element still has) and

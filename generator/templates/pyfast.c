@@ -388,7 +388,8 @@ static PyObject *p2f_get(const p2f_field *f, const unsigned char *rec)
     }
 }
 
-/* -- Container: one per Python Container whose record has no text field -- */
+/* -- Container: one per Python Container (whose record fits P2F_STACK_MAX and has at most
+      P2F_TEXTS_MAX text fields) -- */
 typedef struct {
     PyObject_HEAD
     const p2f_container *t;
@@ -2055,7 +2056,7 @@ static Py_ssize_t p2f_slot_offset(PyObject *descr, PyObject *rec)
 
 /* container(name, lock, owner, record class, values slot, ref slot, origin slot,
              insert, get, find, update_by, delete_by, fail, update, delete) -> Container, or None when the
-   container has no table (a record with text fields) */
+   container has no table (a record too large, or with too many text fields) */
 static PyObject *p2f_new(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)m;

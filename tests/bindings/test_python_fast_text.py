@@ -7,7 +7,10 @@ the same messages, the same database afterwards), for every kind of text value: 
 str, bytes that are not UTF-8, embedded NULs, empty and very long texts, and values the C
 paths leave to the Python ones (a str subclass, bytearray, a lone surrogate, a wrong type).
 """
+import json
+import os
 import random
+import subprocess
 import sys
 
 import pytest
@@ -218,6 +221,67 @@ def test_closed_database_raises_closed_error_on_text_records(mod):
                  lambda: p.author(a), lambda: list(p)):
         with pytest.raises(pyapi.ClosedError):
             call()
+
+
+# A text write that fails in C (P2_ENOMEM: a 256 MB text under an address-space limit 64
+# MB above what the process uses), in a subprocess: through the C paths and the Python
+# paths, the failed insert leaves no element and the failed updates leave the old fields
+# and text, with the same error.
+OOM = """
+import json, resource, sys
+sys.path.insert(0, sys.argv[1])
+import p2t_ftext as m
+from p2gen.runtime import pyapi
+
+class _Without:
+    def __init__(self, lib): self._lib = lib
+    def __getattr__(self, name):
+        if name == "p2py__fast_init": raise AttributeError(name)
+        return getattr(self._lib, name)
+
+def run(open_, big):
+    db = open_(None)
+    p = db.posts
+    p.insert(id=1, body="keep")
+    a = p.insert(id=2, body="old", at=1)
+    out = {"c_paths": type(p.insert).__name__ == "builtin_function_or_method"}
+    for name, call in (("insert", lambda: p.insert(id=3, body=big)),
+                       ("update", lambda: p.update(a, body=big, at=2)),
+                       ("update_by", lambda: p.update_by(2, body=big, at=3, tag="t"))):
+        try:
+            call()
+            out[name] = "no error"
+        except pyapi.P2Error as e:
+            out[name] = [e.code, str(e)]
+    out["rows"] = sorted(r._values for r in p)
+    out["verify"] = db.verify()
+    db.close()
+    return out
+
+big = b"x" * (256 << 20)
+checked = pyapi.bind(m.ffi, _Without(m.lib), m.METADATA)
+soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+used = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
+resource.setrlimit(resource.RLIMIT_AS, (used + (64 << 20), hard))
+res = {"fast": run(m.open, big), "checked": run(checked.open, big)}
+resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+print(json.dumps(res))
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc (Linux)")
+def test_failing_text_write_leaves_nothing_half_made(mod):
+    out_dir = os.path.dirname(mod.__file__)
+    p = subprocess.run([sys.executable, "-c", OOM, out_dir], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr[-4000:]
+    res = json.loads(p.stdout.strip().splitlines()[-1])
+    fast, checked = res["fast"], res["checked"]
+    assert fast.pop("c_paths") is True and checked.pop("c_paths") is False
+    assert fast == checked
+    for op in ("insert", "update", "update_by"):
+        assert fast[op][0] == pyapi.P2_ENOMEM, (op, fast[op])
+    assert fast["rows"] == [[1, "keep", 0, ""], [2, "old", 1, ""]] and fast["verify"] == []
 
 
 def _ops(rnd, n):

@@ -834,16 +834,20 @@ static PyObject *p2f_slow_method(p2f_obj *o, const char *name, PyObject *const *
         return NULL;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     Py_ssize_t total = nargs + (kwnames != NULL ? PyTuple_GET_SIZE(kwnames) : 0);
-    PyObject *stack[4];
-    if (total + 1 > 4) {
-        Py_DECREF(fn);
-        PyErr_SetString(PyExc_TypeError, "too many arguments");
-        return NULL;
+    PyObject *small[4], **stack = small;
+    if (total + 1 > 4) {      /* (the Python method says what is wrong with them) */
+        stack = PyMem_Malloc((size_t)(total + 1) * sizeof(PyObject *));
+        if (stack == NULL) {
+            Py_DECREF(fn);
+            return PyErr_NoMemory();
+        }
     }
     stack[0] = o->owner;
     for (Py_ssize_t i = 0; i < total; i++)
         stack[i + 1] = args[i];
     PyObject *res = PyObject_Vectorcall(fn, stack, (size_t)nargs + 1, kwnames);
+    if (stack != small)
+        PyMem_Free(stack);
     Py_DECREF(fn);
     return res;
 }

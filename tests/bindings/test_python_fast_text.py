@@ -201,6 +201,18 @@ def test_odd_text_values_raise_or_pass_as_in_the_python_paths(db, checked, value
     assert outs[0] == outs[1]
 
 
+def test_unusual_calls_of_the_by_key_forms_say_what_the_python_paths_say(db, checked):
+    outs = []
+    for d in (db, checked):
+        p = d.posts
+        p.insert(id=1, body="one")
+        outs.append([_outcome(call) for call in (
+            lambda: p.get(1, 2, 3, 4), lambda: p.get(1, default="d"), lambda: p.get(2, "d"),
+            lambda: p.get(-1), lambda: p.get("1"), lambda: p.get(key=1), lambda: p[2],
+            lambda: p["x"], lambda: p[True], lambda: 1.0 in p, lambda: (1 << 70) in p)])
+    assert outs[0] == outs[1]
+
+
 def test_defaults_of_text_fields_are_written_by_insert(db, checked):
     for d in (db, checked):
         a = d.users.insert(id=1)

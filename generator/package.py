@@ -230,8 +230,7 @@ def _ident(name: str) -> bool:
 def _container_attrs(purges: bool, upserts: bool) -> set:
     """What a container has before its roles (a role named like one is reached by role())."""
     cls = pyapi._container_class(purges, upserts)
-    return set(dir(cls)) | {"name", "keys", "key", "composite_keys", "persistent", "file",
-                            "equation", "record"}
+    return set(dir(cls)) | pyapi._CONTAINER_ATTRS | {"key", "composite_keys"}
 
 
 def stubs(meta: dict, journalled: bool) -> str:

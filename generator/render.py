@@ -895,7 +895,7 @@ class Renderer:
                    c_string=c_string, where_text=expr_text, names=names,
                    rn=self.role_names, recover=self.recover, api_errors=api_errors,
                    role_api_errors=role_api_errors, key_of_rec=_key_of_rec_c,
-                   cfunc=self.table.cfunc,
+                   cfunc=self.table.cfunc, call_enter=self.call_enter,
                    hooked=[c for c in containers
                                            if c["info"].has_hooks or c["info"].referenced])
         self.table.section = "spec.h.j2"
@@ -916,6 +916,15 @@ class Renderer:
             header = line_directives(header, header_at, self.template_path)
             source = line_directives(source, source_at, self.template_path)
         return header, source
+
+    def call_enter(self, db: str = "db") -> str:
+        """The C statements a public function runs on entry, once `db` is known to be
+        open: each file's bottom mem layer's `call_enter` (an object server's cache), or
+        "" (nothing, the line left out)."""
+        calls = [f"{mi.layer.call_enter}(&{db}->seg[{idx}]);"
+                 for idx, fi in enumerate(self.checked.files)
+                 for mi in fi.mems if mi.layer.below is None and mi.layer.call_enter]
+        return " ".join(calls)
 
     def template_path(self, name: str) -> str:
         """Where a template is, as #line names it: relative to the folder holding layers/

@@ -13,6 +13,7 @@ from .journal import Journal
 from .ilist import IList
 from .malloc import Malloc
 from .mapped import Mapped
+from .objserver import ObjServer
 from .odlist import ODList
 from .pageserver import PageServer
 from .persistent import Persistent
@@ -25,7 +26,7 @@ from .transient import Transient
 from .wal import Wal
 
 LAYERS: dict[str, Layer] = {cls.name: cls() for cls in (
-    Transient, Persistent, Journal, Wal, Mapped, PageServer,
+    Transient, Persistent, Journal, Wal, Mapped, PageServer, ObjServer,
     Array, IArray, QSort, Malloc,
     Hash, Avl, BTree, DList, ODList,
     Top2ds, Qualify, Top2dsQualify, DelFlag,

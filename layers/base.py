@@ -542,6 +542,10 @@ class MemLayer(Layer):
     # exactly the announced bytes)? Then the file's own mem layer's `_will_write` forwards
     # each announcement to the segment's write hook instead of compiling to nothing.
     write_intent: bool = False
+    # A runtime function `fn(p2_seg *)` the generated API calls on entry to each public
+    # function that reaches the memory (an object server's cache unpins what the previous
+    # call touched: pointers stay valid until the next call), or None: nothing to call.
+    call_enter: Optional[str] = None
     # Files the layer keeps beside the data file F, as {suffix: what}: F + suffix is its
     # `what` (the journal's: {"-journal": "journal"}; runtime/p2_runtime.c names them).
     # The checker refuses a data file whose name ends in any registered layer's suffix.

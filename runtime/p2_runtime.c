@@ -4761,6 +4761,8 @@ void p2_refset_free(p2_refset *s)
  * connection is dropped (so that no late answer can write into a buffer given back to
  * the caller) and the backend is dead: every later call fails at once, with the message
  * of the failure that killed it.  The counters of requests and bytes are kept here.
+ * `redis` (an object server's, section 10) is no segment of bytes but keys: it has its
+ * own calls (redis_cmd, redis_pipe), with the same deadline rule and the same death.
  * ========================================================================== */
 
 typedef struct p2_io {
@@ -4789,6 +4791,7 @@ typedef struct p2_backend {
     char     why[P2_ERR_MSG_SIZE];
     int      fd;              /* file */
     void    *nbd;             /* nbd: struct nbd_handle * */
+    void    *redis;           /* redis: redisContext * */
     p2_server_stats *st;      /* the counters: requests, bytes */
 } p2_backend;
 
@@ -5169,12 +5172,303 @@ static int nbd_open(p2_backend *b, p2_err *err)
     return P2_OK;
 }
 
+
 /* ------------------------------------------------------------------------
- * 8.3 opening a backend by its URI
+ * 8.3 redis: hiredis, loaded at the first open
+ *
+ * An object server's backend (section 10): keys, not offsets.  Every command (or one
+ * pipeline of them) waits at most bk->timeout_ms for each answer (the socket's
+ * SO_RCVTIMEO / SO_SNDTIMEO through redisSetTimeout, and the connect's own timeout);
+ * past it the connection is dropped and the backend is dead, as nbd's.
+ * ------------------------------------------------------------------------ */
+
+/* The replies' and the context's first fields, by the ABI of each hiredis generation:
+ * 0.14 (Debian bookworm's libhiredis0.14) and 1.x (which added `dval` and `vtype` to a
+ * reply, and put a table of functions before the context's error). */
+typedef struct {
+    int type;
+    long long integer;
+    size_t len;
+    char *str;
+    size_t elements;
+    void **element;
+} redis_reply0;
+typedef struct {
+    int type;
+    long long integer;
+    double dval;
+    size_t len;
+    char *str;
+    char vtype[4];
+    size_t elements;
+    void **element;
+} redis_reply1;
+typedef struct { int err; char errstr[128]; } redis_ctx0;
+typedef struct { const void *funcs; int err; char errstr[128]; } redis_ctx1;
+
+#define REDIS_STRING  1
+#define REDIS_ARRAY   2
+#define REDIS_INTEGER 3
+#define REDIS_NIL     4
+#define REDIS_STATUS  5
+#define REDIS_ERROR   6
+
+/* A reply, read through the ABI of the loaded library. */
+typedef struct {
+    int type;
+    long long integer;
+    const char *str;
+    size_t len;
+    size_t elements;
+    void **element;
+} p2_rreply;
+
+static struct redis_lib {
+    int tried, ok, v1;
+    char why[256];
+    void *(*connect)(const char *ip, int port, struct timeval tv);
+    int (*set_timeout)(void *c, struct timeval tv);
+    int (*append_argv)(void *c, int argc, const char **argv, const size_t *argvlen);
+    int (*get_reply)(void *c, void **reply);
+    void (*free_reply)(void *reply);
+    void (*free_ctx)(void *c);
+} redisl;
+
+static int redis_load(void)
+{
+    if (redisl.tried)
+        return redisl.ok;
+    redisl.tried = 1;
+    static const char *const names[] = {"libhiredis.so.0.14", "libhiredis.so.1.1.0", "libhiredis.so.1.0.0",
+                                        "libhiredis.so"};
+    void *so = NULL;
+    for (size_t i = 0; so == NULL && i < sizeof names / sizeof names[0]; i++)
+        so = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (so == NULL) {
+        snprintf(redisl.why, sizeof redisl.why, "hiredis is not installed (%s): install the Debian "
+                 "package libhiredis0.14 (libhiredis-dev to build against it), e.g. apt-get install "
+                 "libhiredis-dev", dlerror());
+        return 0;
+    }
+#define REDIS_SYM(field, name)                                                            \
+    do {                                                                                  \
+        void *f_ = dlsym(so, name);                                                       \
+        if (f_ == NULL) {                                                                 \
+            snprintf(redisl.why, sizeof redisl.why, "the hiredis library lacks %s: install " \
+                     "hiredis >= 0.13 (Debian package libhiredis0.14)", name);            \
+            return 0;                                                                     \
+        }                                                                                 \
+        memcpy(&redisl.field, &f_, sizeof f_);                                            \
+    } while (0)
+    REDIS_SYM(connect, "redisConnectWithTimeout");
+    REDIS_SYM(set_timeout, "redisSetTimeout");
+    REDIS_SYM(append_argv, "redisAppendCommandArgv");
+    REDIS_SYM(get_reply, "redisGetReply");
+    REDIS_SYM(free_reply, "freeReplyObject");
+    REDIS_SYM(free_ctx, "redisFree");
+#undef REDIS_SYM
+    redisl.v1 = dlsym(so, "redisConnectWithOptions") != NULL;   /* 1.0 and later */
+    redisl.ok = 1;
+    return 1;
+}
+
+static void redis_read_reply(const void *r, p2_rreply *out)
+{
+    if (redisl.v1) {
+        const redis_reply1 *x = (const redis_reply1 *)r;
+        out->type = x->type; out->integer = x->integer; out->str = x->str; out->len = x->len;
+        out->elements = x->elements; out->element = x->element;
+    } else {
+        const redis_reply0 *x = (const redis_reply0 *)r;
+        out->type = x->type; out->integer = x->integer; out->str = x->str; out->len = x->len;
+        out->elements = x->elements; out->element = x->element;
+    }
+}
+
+static int redis_ctx_err(const void *c) { return redisl.v1 ? ((const redis_ctx1 *)c)->err : ((const redis_ctx0 *)c)->err; }
+static const char *redis_ctx_errstr(const void *c)
+{
+    return redisl.v1 ? ((const redis_ctx1 *)c)->errstr : ((const redis_ctx0 *)c)->errstr;
+}
+
+/* redis://HOST[:PORT][/DB]: the host (at most hn - 1 bytes), port (6379) and database (0). */
+static int redis_uri_parse(const char *uri, char *host, size_t hn, int *port, int *db, char *why, size_t n)
+{
+    const char *h = uri + 8, *end = h + strcspn(h, "/");
+    const char *colon = memchr(h, ':', (size_t)(end - h));
+    const char *hend = colon ? colon : end;
+    if (hend == h) {
+        snprintf(why, n, "no host: redis://HOST[:PORT][/DB]");
+        return 0;
+    }
+    unsigned long p = 6379, d = 0;
+    if (colon != NULL) {
+        char *q;
+        p = strtoul(colon + 1, &q, 10);
+        if (q == colon + 1 || q != end || p == 0 || p > 65535) {
+            snprintf(why, n, "the port is not a number from 1 to 65535");
+            return 0;
+        }
+    }
+    if (*end == '/' && end[1] != '\0') {
+        char *q;
+        d = strtoul(end + 1, &q, 10);
+        if (q == end + 1 || *q != '\0' || d > 1000000) {
+            snprintf(why, n, "the database is not a number: redis://HOST[:PORT][/DB]");
+            return 0;
+        }
+    }
+    if (host != NULL) {
+        if ((size_t)(hend - h) >= hn) {
+            snprintf(why, n, "the host name is too long");
+            return 0;
+        }
+        memcpy(host, h, (size_t)(hend - h));
+        host[hend - h] = '\0';
+    }
+    if (port != NULL)
+        *port = (int)p;
+    if (db != NULL)
+        *db = (int)d;
+    return 1;
+}
+
+static void redis_drop(p2_backend *b)
+{
+    if (b->redis != NULL)
+        redisl.free_ctx(b->redis);
+    b->redis = NULL;
+}
+
+/* Kill the backend after a failed exchange: past the deadline, or the connection lost. */
+static int redis_lost(p2_backend *b, const char *what, p2_err *err)
+{
+    char why[160];
+    int timeout = b->redis != NULL && (errno == EAGAIN || errno == EWOULDBLOCK ||
+                                       strstr(redis_ctx_errstr(b->redis), "temporarily") != NULL);
+    snprintf(why, sizeof why, "%s", b->redis != NULL && redis_ctx_errstr(b->redis)[0] ?
+             redis_ctx_errstr(b->redis) : "connection lost");
+    redis_drop(b);
+    if (timeout)
+        return backend_kill(b, err, "the server did not answer %s within %d ms (P2_SERVER_TIMEOUT_MS); "
+                            "the connection was dropped", what, b->timeout_ms);
+    return backend_kill(b, err, "the connection failed during %s: %s", what, why);
+}
+
+/* Send n commands (cmd[i]: argc[i] arguments) in one pipeline and take their replies:
+ * each handed to `take` (which must not keep it), in order.  An error reply is the call's
+ * failure (P2_EIO naming it) but the connection stays good. */
+typedef int (*redis_take_fn)(void *ctx, unsigned i, const p2_rreply *r);
+
+static int redis_pipe(p2_backend *b, unsigned n, const int *argc, const char *const *const *argv,
+                      const size_t *const *lens, redis_take_fn take, void *ctx, const char *what, p2_err *err)
+{
+    if (b->dead)
+        return backend_fail(b, err, P2_EIO, "%s", b->why);
+    for (unsigned i = 0; i < n; i++)
+        if (redisl.append_argv(b->redis, argc[i], (const char **)argv[i], lens[i]) != 0)
+            return redis_lost(b, what, err);
+    int rc = P2_OK;
+    for (unsigned i = 0; i < n; i++) {
+        void *r = NULL;
+        errno = 0;
+        if (redisl.get_reply(b->redis, &r) != 0 || r == NULL)
+            return redis_lost(b, what, err);
+        p2_rreply rr;
+        redis_read_reply(r, &rr);
+        if (rr.type == REDIS_ERROR && rc == P2_OK)
+            rc = backend_fail(b, err, P2_EIO, "the server failed %s: %.*s", what, (int)(rr.len > 200 ? 200 : rr.len),
+                              rr.str ? rr.str : "");
+        else if (take != NULL && rc == P2_OK)
+            rc = take(ctx, i, &rr);
+        redisl.free_reply(r);
+    }
+    return rc;
+}
+
+/* One command. */
+static int redis_cmd(p2_backend *b, int argc, const char *const *argv, const size_t *lens,
+                     redis_take_fn take, void *ctx, const char *what, p2_err *err)
+{
+    return redis_pipe(b, 1, &argc, &argv, &lens, take, ctx, what, err);
+}
+
+static int redis_no_bytes(p2_backend *b, const p2_io *io, unsigned n, p2_err *err)
+{
+    (void)io;
+    (void)n;
+    return backend_fail(b, err, P2_EINVAL, "a Redis server holds objects, not a segment of bytes: "
+                        "use it with objserver, not pageserver");
+}
+
+static int redis_flush(p2_backend *b, p2_err *err)
+{
+    (void)b;
+    (void)err;
+    return P2_OK;     /* EXEC answers once the server has applied the transaction */
+}
+
+static int redis_grow(p2_backend *b, uint64_t size, p2_err *err)
+{
+    (void)err;
+    if (size > b->size)
+        b->size = size;
+    return P2_OK;
+}
+
+static const struct backend_ops redis_ops = {"redis", redis_no_bytes, redis_no_bytes, redis_flush, redis_grow,
+                                             redis_drop};
+
+static int redis_take_ok(void *ctx, unsigned i, const p2_rreply *r)
+{
+    (void)ctx;
+    (void)i;
+    (void)r;
+    return P2_OK;
+}
+
+static int redis_open(p2_backend *b, p2_err *err)
+{
+    if (!redis_load())
+        return backend_fail(b, err, P2_EIO, "%s", redisl.why);
+    char host[256], why[128];
+    int port, db;
+    if (!redis_uri_parse(b->uri, host, sizeof host, &port, &db, why, sizeof why))
+        return backend_fail(b, err, P2_EINVAL, "%s", why);
+    struct timeval tv = {b->timeout_ms / 1000, (b->timeout_ms % 1000) * 1000};
+    b->ops = &redis_ops;
+    b->redis = redisl.connect(host, port, tv);
+    if (b->redis == NULL)
+        return backend_fail(b, err, P2_ENOMEM, "cannot create a hiredis context");
+    if (redis_ctx_err(b->redis)) {
+        snprintf(why, sizeof why, "%s", redis_ctx_errstr(b->redis));
+        redis_drop(b);
+        return backend_fail(b, err, P2_EIO, "cannot connect to the server: %s", why);
+    }
+    if (redisl.set_timeout(b->redis, tv) != 0) {
+        redis_drop(b);
+        return backend_fail(b, err, P2_EIO, "cannot set the server's timeout");
+    }
+    char dbs[16];
+    snprintf(dbs, sizeof dbs, "%d", db);
+    const char *argv[] = {"SELECT", dbs};
+    const size_t lens[] = {6, strlen(dbs)};
+    int rc = redis_cmd(b, 2, argv, lens, redis_take_ok, NULL, "the connection", err);
+    if (rc != P2_OK) {
+        redis_drop(b);
+        return rc;
+    }
+    b->growable = 1;
+    b->size = UINT64_MAX;
+    return P2_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * 8.4 opening a backend by its URI
  * ------------------------------------------------------------------------ */
 
 /* Is `uri` of a form the runtime serves?  The checker applies the same rules
- * (layers/pageserver.py), so a spec's URI is refused at build time. */
+ * (layers/pageserver.py, layers/objserver.py), so a spec's URI is refused at build time. */
 static int backend_uri_ok(const char *uri, char *why, size_t n)
 {
     if (strncmp(uri, "file://", 7) == 0) {
@@ -5184,6 +5478,8 @@ static int backend_uri_ok(const char *uri, char *why, size_t n)
         }
         return 1;
     }
+    if (strncmp(uri, "redis://", 8) == 0)
+        return redis_uri_parse(uri, NULL, 0, NULL, NULL, why, n);
     if (strncmp(uri, "nbd://", 6) != 0) {
         snprintf(why, n, "not a server URI: nbd://HOST[:PORT][/EXPORT] or file:///PATH");
         return 0;
@@ -5210,6 +5506,7 @@ static int backend_open(p2_backend *b, const char *uri, p2_err *err)
 {
     b->fd = -1;
     b->nbd = NULL;
+    b->redis = NULL;
     b->dead = 0;
     size_t len = strlen(uri);
     if (len >= sizeof b->uri)
@@ -5226,6 +5523,8 @@ static int backend_open(p2_backend *b, const char *uri, p2_err *err)
         if (v > 0 && v < INT_MAX)
             b->timeout_ms = (int)v;
     }
+    if (strncmp(uri, "redis://", 8) == 0)
+        return redis_open(b, err);
     return strncmp(uri, "file://", 7) == 0 ? file_open(b, uri + 7, err) : nbd_open(b, err);
 }
 /************** End of backend.c *******************************************************/
@@ -5265,7 +5564,17 @@ typedef struct p2_pagebuf {
     p2_server_stats st;
     int      failed;        /* a page could not be read inside a fault: see @ref server */
     char     why[P2_ERR_MSG_SIZE];
+    struct p2_objcache *oc; /* an object server's cache (section 10), else NULL */
 } p2_pagebuf;
+
+/* An object server's segment (section 10) is a p2_pagebuf with an object cache: these
+ * hooks are its where the page server's are a page buffer's. */
+struct p2_objcache;
+static int ob_sync(p2_seg *seg, p2_err *err);
+static int ob_close(p2_seg *seg, p2_err *err);
+static int ob_grow(p2_seg *seg, uint64_t want, p2_err *err);
+static int ob_drop(p2_seg *seg, p2_err *err);
+static void ob_free(p2_pagebuf *pb);
 
 static p2_pagebuf *volatile pbufs[MAX_PBUFS];
 static struct sigaction pbprev;
@@ -5499,6 +5808,13 @@ static int pb_install(p2_seg *seg, p2_err *err)
 /* Read n bytes at off from the server, around the buffer (the header at open). */
 static int pb_read(p2_seg *seg, void *buf, uint64_t n, uint64_t off, p2_err *err)
 {
+    if (seg->pb->oc != NULL) {      /* an object server: its meta is here since the open */
+        if (off + n > seg->mapped)
+            return seg_fail(seg, err, P2_EFORMAT, "%" PRIu64 " bytes at %" PRIu64 " lie past the "
+                            "database's cells", n, off);
+        memcpy(buf, seg->base + off, (size_t)n);
+        return P2_OK;
+    }
     p2_io io = {buf, n, off};
     return seg->pb->be.ops->readv(&seg->pb->be, &io, 1, err);
 }
@@ -5509,6 +5825,8 @@ static int pb_grow(p2_seg *seg, uint64_t want, p2_err *err)
     p2_pagebuf *pb = seg->pb;
     if (pb->failed)
         return pb_failed(pb, err);
+    if (pb->oc != NULL)
+        return ob_grow(seg, want, err);
     if (want > pb->be.size && pb->be.ops->grow(&pb->be, want, err) != P2_OK)
         return P2_ENOMEM;
     return P2_OK;
@@ -5518,6 +5836,8 @@ static int pb_grow(p2_seg *seg, uint64_t want, p2_err *err)
 static int pb_sync(p2_seg *seg, p2_err *err)
 {
     p2_pagebuf *pb = seg->pb;
+    if (pb->oc != NULL)
+        return ob_sync(seg, err);
     if (pb->failed)
         return pb_failed(pb, err);
     uint32_t list[256];
@@ -5554,6 +5874,7 @@ static void pb_free(p2_seg *seg)
     if (pb == NULL)
         return;
     pb_unregister(pb);
+    ob_free(pb);
     if (pb->be.ops != NULL)
         pb->be.ops->close(&pb->be);
     if (pb->frame_of != NULL)     /* the tables' mapping starts with frame_of */
@@ -5565,6 +5886,8 @@ static void pb_free(p2_seg *seg)
 /* Close: data first, then the CLEAN mark, as a local file's close. */
 static int pb_close(p2_seg *seg, p2_err *err)
 {
+    if (seg->pb->oc != NULL)
+        return ob_close(seg, err);
     struct p2_seg_header *h = seg->hdr;
     int rc = P2_OK;
     if (seg->pb->failed) {
@@ -5760,6 +6083,8 @@ int p2_seg_server_drop(p2_seg *seg, p2_err *err)
     if (seg == NULL || seg->pb == NULL)
         return p2_err_set(err, P2_EINVAL, "p2_seg_server_drop: not a page-server segment");
     p2_pagebuf *pb = seg->pb;
+    if (pb->oc != NULL)
+        return ob_drop(seg, err);
     int rc = pb_sync(seg, err);
     if (rc != P2_OK)
         return rc;
@@ -5776,3 +6101,1007 @@ int p2_seg_server_drop(p2_seg *seg, p2_err *err)
     return P2_OK;
 }
 /************** End of pageserver.c ****************************************************/
+
+/************** Begin file objserver.c *************************************************/
+/* ==========================================================================
+ * 10. Object servers: a client object cache over Redis (design in p2_runtime.h,
+ *     @ref objserver)
+ *
+ * The segment of a persistent file, reserved in this process as anonymous memory: the
+ * header, the container roots and the allocator's state (its free lists, threaded
+ * through the free blocks) are always here, kept on the server as 64-byte cells of one
+ * hash (`p2:meta`) read whole at open; every block the layers allocate (an element under
+ * malloc storage, a bucket table, a btree node, a text) is an object, the key
+ * `p2:o:<offset>`, brought to its place in the segment by p2_obj_ptr() on a miss.  At
+ * most `objects` of them are here between calls into the API (a software check per
+ * reference: a hash lookup); an object touched since the API was last entered is pinned
+ * (the cache overflows rather than evict it), so that a pointer stays valid until the
+ * next call.  An evicted object is written back first if dirty, then its bytes are
+ * zeroed: a read that skipped p2_obj_ptr reads zeros, never stale data.  Writes are
+ * known from the write-intent notices (seg->will_write): inside an object they make it
+ * dirty; anywhere else they make their cells dirty.  Sync and close ship every dirty
+ * object, every freed object's deletion and every dirty cell in one MULTI ... EXEC.
+ * ========================================================================== */
+
+#define OB_RES   1u     /* its bytes are at base + off */
+#define OB_DIRTY 2u     /* written since it was last shipped */
+#define OB_DEL   4u     /* freed: its key is deleted at the next sync */
+#define OB_WB    8u     /* shipped at least once since the open */
+#define OB_NEW   16u    /* never shipped: the server has no key for it */
+
+#define OC_DIRTY  1u    /* cell: written, to be shipped */
+#define OC_STORED 2u    /* cell: the server holds it */
+#define OC_DEL    4u    /* cell: now inside an object, to be deleted from the server */
+#define OC_LISTED 8u    /* cell: in the list of cells to visit at sync */
+
+#define OB_CELL   64u
+#define OB_NONE   UINT32_MAX
+#define OB_FIELDS 512u  /* cells per HSET / HDEL command */
+
+typedef struct ob_ent {
+    uint64_t off, size;
+    uint64_t gen;       /* the call generation of its last touch: pinned while oc->gen */
+    uint32_t flags;
+    uint32_t ref;       /* the clock's reference bit */
+} ob_ent;
+
+typedef struct p2_objcache {
+    uint32_t target;            /* objects = N */
+    uint64_t gen;               /* bumped at each entry into the API */
+    ob_ent  *ents;              /* dense; flags 0: a free slot */
+    uint32_t nents, cap;
+    uint32_t *freel;            /* free slots of ents */
+    uint32_t nfree;
+    uint32_t *table;            /* linear probing: ents index + 1, 0 empty */
+    uint32_t tcap, count;
+    uint32_t hand;
+    uint32_t *pins;             /* entries touched since the API was entered */
+    uint32_t npins, pcap;
+    uint32_t last;              /* the entry p2_obj_ptr() handed out last */
+    uint8_t *cells;             /* per 64-byte cell of the reservation: OC_* */
+    uint64_t ncells, cells_bytes;
+    uint64_t *clist;            /* cells with OC_LISTED */
+    uint64_t nclist, clcap;
+    int      locked;            /* this client holds p2:lock */
+} p2_objcache;
+
+static const char OB_LOCK[] = "p2:lock";
+static const char OB_META[] = "p2:meta";
+
+static int ob_grow_array(void **p, uint32_t *cap, size_t elem, uint32_t need)
+{
+    if (need <= *cap)
+        return 1;
+    uint32_t n = *cap ? *cap : 16;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(*p, (size_t)n * elem);
+    if (q == NULL)
+        return 0;
+    *p = q;
+    *cap = n;
+    return 1;
+}
+
+static uint32_t ob_hash(uint64_t off, uint32_t tcap)
+{
+    return (uint32_t)((off >> 4) * 0x9E3779B97F4A7C15ull >> 32) & (tcap - 1);
+}
+
+static uint32_t ob_find(const p2_objcache *oc, uint64_t off)
+{
+    if (oc->tcap == 0)
+        return OB_NONE;
+    for (uint32_t i = ob_hash(off, oc->tcap);; i = (i + 1) & (oc->tcap - 1)) {
+        uint32_t t = oc->table[i];
+        if (t == 0)
+            return OB_NONE;
+        if (oc->ents[t - 1].off == off)
+            return t - 1;
+    }
+}
+
+static void ob_place(p2_objcache *oc, uint32_t idx)
+{
+    uint32_t i = ob_hash(oc->ents[idx].off, oc->tcap);
+    while (oc->table[i] != 0)
+        i = (i + 1) & (oc->tcap - 1);
+    oc->table[i] = idx + 1;
+}
+
+static int ob_rehash(p2_objcache *oc, uint32_t tcap)
+{
+    uint32_t *t = (uint32_t *)calloc(tcap, sizeof *t);
+    if (t == NULL)
+        return 0;
+    free(oc->table);
+    oc->table = t;
+    oc->tcap = tcap;
+    for (uint32_t i = 0; i < oc->nents; i++)
+        if (oc->ents[i].flags != 0)
+            ob_place(oc, i);
+    return 1;
+}
+
+/* A new entry for off (not in the table), or OB_NONE: out of memory. */
+static uint32_t ob_add(p2_objcache *oc, uint64_t off, uint64_t size, uint32_t flags)
+{
+    if ((uint64_t)(oc->count + 1) * 2 > oc->tcap && !ob_rehash(oc, oc->tcap ? oc->tcap * 2 : 64))
+        return OB_NONE;
+    uint32_t idx;
+    if (oc->nfree > 0) {
+        idx = oc->freel[--oc->nfree];
+    } else {
+        if (!ob_grow_array((void **)&oc->ents, &oc->cap, sizeof *oc->ents, oc->nents + 1))
+            return OB_NONE;
+        idx = oc->nents++;
+        uint32_t fcap = oc->cap;    /* the free list never holds more than the slots */
+        void *f = realloc(oc->freel, (size_t)fcap * sizeof *oc->freel);
+        if (f == NULL)
+            return OB_NONE;
+        oc->freel = (uint32_t *)f;
+    }
+    ob_ent *e = &oc->ents[idx];
+    e->off = off;
+    e->size = size;
+    e->flags = flags;
+    e->ref = 1;
+    e->gen = 0;
+    ob_place(oc, idx);
+    oc->count++;
+    return idx;
+}
+
+/* Remove entry idx (backward-shift deletion keeps the probe chains whole). */
+static void ob_remove(p2_objcache *oc, uint32_t idx)
+{
+    uint32_t i = ob_hash(oc->ents[idx].off, oc->tcap);
+    while (oc->table[i] != idx + 1)
+        i = (i + 1) & (oc->tcap - 1);
+    for (uint32_t j = (i + 1) & (oc->tcap - 1);; j = (j + 1) & (oc->tcap - 1)) {
+        uint32_t t = oc->table[j];
+        if (t == 0)
+            break;
+        uint32_t h = ob_hash(oc->ents[t - 1].off, oc->tcap);
+        /* t may move to i if its home is not in (i, j] (cyclically) */
+        if ((j > i && (h <= i || h > j)) || (j < i && h <= i && h > j)) {
+            oc->table[i] = t;
+            i = j;
+        }
+    }
+    oc->table[i] = 0;
+    oc->ents[idx].flags = 0;
+    oc->freel[oc->nfree++] = idx;
+    oc->count--;
+    if (oc->last == idx)
+        oc->last = OB_NONE;
+}
+
+static void ob_pin(p2_objcache *oc, uint32_t idx)
+{
+    ob_ent *e = &oc->ents[idx];
+    e->ref = 1;
+    oc->last = idx;
+    if (e->gen == oc->gen)
+        return;
+    e->gen = oc->gen;
+    if (ob_grow_array((void **)&oc->pins, &oc->pcap, sizeof *oc->pins, oc->npins + 1))
+        oc->pins[oc->npins++] = idx;
+    /* else: the pin holds (gen), only the write classification will not find it */
+}
+
+static void ob_cell_mark(p2_objcache *oc, uint64_t c, uint8_t set, uint8_t clear)
+{
+    if (c >= oc->ncells)
+        return;
+    oc->cells[c] = (uint8_t)((oc->cells[c] & ~clear) | set);
+    if (!(oc->cells[c] & OC_LISTED)) {
+        if (oc->nclist == oc->clcap) {
+            uint64_t n = oc->clcap ? oc->clcap * 2 : 256;
+            void *q = realloc(oc->clist, (size_t)n * sizeof *oc->clist);
+            if (q == NULL)
+                return;     /* not listed: the next header write lists it again */
+            oc->clist = (uint64_t *)q;
+            oc->clcap = n;
+        }
+        oc->clist[oc->nclist++] = c;
+        oc->cells[c] |= OC_LISTED;
+    }
+}
+
+/* Bytes [off, off + n) outside every object were written: their cells go at sync. */
+static void ob_meta_dirty(p2_objcache *oc, uint64_t off, uint64_t n)
+{
+    if (n == 0)
+        return;
+    for (uint64_t c = off / OB_CELL; c <= (off + n - 1) / OB_CELL; c++)
+        ob_cell_mark(oc, c, OC_DIRTY, OC_DEL);
+}
+
+/* [off, off + size) became an object: the cells wholly inside it are no longer meta
+ * (deleted from the server at sync where it holds them). */
+static void ob_meta_claim(p2_objcache *oc, uint64_t off, uint64_t size)
+{
+    uint64_t first = (off + OB_CELL - 1) / OB_CELL, end = (off + size) / OB_CELL;
+    for (uint64_t c = first; c < end && c < oc->ncells; c++) {
+        if (oc->cells[c] & OC_STORED)
+            ob_cell_mark(oc, c, OC_DEL, OC_DIRTY);
+        else
+            oc->cells[c] &= (uint8_t)~OC_DIRTY;
+    }
+}
+
+static void ob_mark_dirty(p2_pagebuf *pb, ob_ent *e)
+{
+    if (!(e->flags & OB_DIRTY)) {
+        e->flags |= OB_DIRTY;
+        pb->st.dirty++;
+    }
+}
+
+/* The segment's write hook: inside an object it is dirty; elsewhere, the cells. */
+static void ob_note(void *ctx, p2_seg *seg, uint64_t off, uint64_t n)
+{
+    (void)seg;
+    p2_pagebuf *pb = (p2_pagebuf *)ctx;
+    p2_objcache *oc = pb->oc;
+    if (oc->last != OB_NONE) {
+        ob_ent *e = &oc->ents[oc->last];
+        if ((e->flags & OB_RES) && off >= e->off && off + n <= e->off + e->size) {
+            ob_mark_dirty(pb, e);
+            return;
+        }
+    }
+    for (uint32_t i = oc->npins; i-- > 0;) {
+        ob_ent *e = &oc->ents[oc->pins[i]];
+        if (!(e->flags & OB_RES) || e->gen != oc->gen)
+            continue;
+        if (off >= e->off && off + n <= e->off + e->size) {
+            ob_mark_dirty(pb, e);
+            return;
+        }
+        if (off < e->off + e->size && e->off < off + n) {   /* straddles: both */
+            ob_mark_dirty(pb, e);
+            break;
+        }
+    }
+    ob_meta_dirty(oc, off, n);
+}
+
+static void ob_fail(p2_pagebuf *pb, const p2_err *e)
+{
+    if (!pb->failed)
+        snprintf(pb->why, sizeof pb->why, "an object could not be fetched from the server inside an "
+                 "operation, so the operation read what the client held there; nothing more is "
+                 "written to the server (%.300s)", e->msg);
+    pb->failed = 1;
+}
+
+static int ob_key(char *buf, size_t n, uint64_t off)
+{
+    return snprintf(buf, n, "p2:o:%" PRIu64, off);
+}
+
+/* Zero an object's bytes (large ones' whole pages given back to the kernel). */
+static void ob_wipe(p2_pagebuf *pb, uint64_t off, uint64_t size)
+{
+    char *p = pb->seg->base + off;
+    uint64_t pg = page_size();
+    uint64_t a = round_up(off, pg), b = (off + size) / pg * pg;
+    if (b > a + pg) {
+        memset(p, 0, (size_t)(a - off));
+        (void)madvise(pb->seg->base + a, (size_t)(b - a), MADV_DONTNEED);
+        memset(pb->seg->base + b, 0, (size_t)(off + size - b));
+    } else {
+        memset(p, 0, (size_t)size);
+    }
+}
+
+static int ob_take_status(void *ctx, unsigned i, const p2_rreply *r)
+{
+    (void)ctx;
+    (void)i;
+    (void)r;
+    return P2_OK;
+}
+
+/* Write object e back by itself (a dirty victim). */
+static int ob_write_one(p2_pagebuf *pb, ob_ent *e, p2_err *err)
+{
+    char key[40];
+    ob_key(key, sizeof key, e->off);
+    const char *argv[] = {"SET", key, pb->seg->base + e->off};
+    const size_t lens[] = {3, strlen(key), (size_t)e->size};
+    int rc = redis_cmd(&pb->be, 3, argv, lens, ob_take_status, NULL, "a write", err);
+    if (rc != P2_OK)
+        return rc;
+    pb->st.writes++;
+    pb->st.bytes_written += e->size;
+    pb->st.writebacks++;
+    if (e->flags & OB_WB)
+        pb->st.rewrites++;
+    e->flags = (e->flags & ~(OB_DIRTY | OB_NEW)) | OB_WB;
+    pb->st.dirty--;
+    return P2_OK;
+}
+
+/* Evict entry idx: written back first if dirty, then its bytes zeroed. */
+static int ob_evict(p2_pagebuf *pb, uint32_t idx, p2_err *err)
+{
+    p2_objcache *oc = pb->oc;
+    ob_ent *e = &oc->ents[idx];
+    if (e->flags & OB_DIRTY) {
+        int rc = ob_write_one(pb, e, err);
+        if (rc != P2_OK)
+            return rc;
+    }
+    ob_wipe(pb, e->off, e->size);
+    ob_remove(oc, idx);
+    pb->st.evictions++;
+    pb->st.resident--;
+    return P2_OK;
+}
+
+/* The clock: the first resident object not pinned and not referenced since the hand
+ * last passed; OB_NONE if every one is pinned. */
+static uint32_t ob_victim(p2_objcache *oc)
+{
+    if (oc->nents == 0)
+        return OB_NONE;
+    for (uint64_t steps = 0; steps < 2 * (uint64_t)oc->nents + 1; steps++) {
+        uint32_t i = oc->hand;
+        oc->hand = i + 1 >= oc->nents ? 0 : i + 1;
+        ob_ent *e = &oc->ents[i];
+        if (!(e->flags & OB_RES) || e->gen == oc->gen)
+            continue;
+        if (e->ref) {
+            e->ref = 0;
+            continue;
+        }
+        return i;
+    }
+    return OB_NONE;
+}
+
+/* Room for one more object: evict until fewer than `target` are here, or every one left
+ * is pinned.  A failed write-back fails the segment (the object is kept). */
+static void ob_make_room(p2_pagebuf *pb, uint64_t want)
+{
+    p2_objcache *oc = pb->oc;
+    while (pb->st.resident + want > oc->target && !pb->failed) {
+        uint32_t v = ob_victim(oc);
+        if (v == OB_NONE)
+            return;
+        p2_err e;
+        p2_err_clear(&e);
+        if (ob_evict(pb, v, &e) != P2_OK)
+            ob_fail(pb, &e);
+    }
+}
+
+/* ------------------------------------------------------------------------
+ * 10.1 what the memory layer calls
+ * ------------------------------------------------------------------------ */
+
+void p2_obj_enter(p2_seg *seg)
+{
+    p2_pagebuf *pb = seg->pb;
+    p2_objcache *oc = pb->oc;
+    oc->gen++;
+    oc->npins = 0;
+    oc->last = OB_NONE;
+    ob_make_room(pb, 0);
+    /* a cache that overflowed far (a walk of everything in one call) gives its table back */
+    if (oc->tcap > 1024 && (uint64_t)oc->count * 16 < oc->tcap && oc->nfree * 2 > oc->nents) {
+        /* compact the entries (indexes change: nothing is pinned now) */
+        uint32_t j = 0;
+        for (uint32_t i = 0; i < oc->nents; i++)
+            if (oc->ents[i].flags != 0)
+                oc->ents[j++] = oc->ents[i];
+        oc->nents = j;
+        oc->nfree = 0;
+        oc->hand = 0;
+        uint32_t t = 64;
+        while (t < 2 * (oc->count + 1))
+            t *= 2;
+        if (!ob_rehash(oc, t))
+            (void)ob_rehash(oc, oc->tcap);
+    }
+}
+
+struct ob_fetch {
+    p2_pagebuf *pb;
+    uint64_t off;
+    int found;
+    uint64_t size;
+};
+
+/* SET NX: OK, or nil where the key is there already. */
+static int ob_take_lock(void *ctx, unsigned i, const p2_rreply *r)
+{
+    (void)i;
+    ((struct ob_fetch *)ctx)->found = r->type == REDIS_STATUS;
+    return P2_OK;
+}
+
+static int ob_take_object(void *ctx, unsigned i, const p2_rreply *r)
+{
+    (void)i;
+    struct ob_fetch *f = (struct ob_fetch *)ctx;
+    if (r->type == REDIS_NIL)
+        return P2_OK;
+    p2_seg *seg = f->pb->seg;
+    if (r->type != REDIS_STRING || r->len == 0 || f->off + r->len > seg->mapped)
+        return P2_EFORMAT;      /* the caller names it */
+    memcpy(seg->base + f->off, r->str, r->len);
+    f->found = 1;
+    f->size = r->len;
+    return P2_OK;
+}
+
+void *p2_obj_ptr(p2_seg *seg, uint64_t ref)
+{
+    p2_pagebuf *pb = seg->pb;
+    p2_objcache *oc = pb->oc;
+    uint32_t idx = ob_find(oc, ref);
+    if (idx != OB_NONE) {
+        if (oc->ents[idx].flags & OB_RES) {
+            pb->st.hits++;
+            ob_pin(oc, idx);
+        }
+        return seg->base + ref;          /* or freed: the allocator's bytes */
+    }
+    if (ref < P2_SEG_HEADER_SIZE || ref >= seg->mapped || pb->failed)
+        return seg->base + ref;          /* no object there: the caller bounds references */
+    ob_make_room(pb, 1);
+    char key[40];
+    ob_key(key, sizeof key, ref);
+    const char *argv[] = {"GET", key};
+    const size_t lens[] = {3, strlen(key)};
+    struct ob_fetch f = {pb, ref, 0, 0};
+    p2_err e;
+    p2_err_clear(&e);
+    if (redis_cmd(&pb->be, 2, argv, lens, ob_take_object, &f, "a read", &e) != P2_OK) {
+        if (e.code == P2_OK)
+            p2_err_set(&e, P2_EFORMAT, "%s: the object at offset %" PRIu64 " is corrupt (not a "
+                       "block inside the database)", pb->be.uri, ref);
+        ob_fail(pb, &e);
+        return seg->base + ref;
+    }
+    pb->st.reads++;
+    if (!f.found)
+        return seg->base + ref;          /* not an object: meta (the caller's business) */
+    pb->st.misses++;
+    pb->st.bytes_read += f.size;
+    idx = ob_add(oc, ref, f.size, OB_RES | OB_WB);
+    if (idx == OB_NONE) {
+        p2_err_set(&e, P2_ENOMEM, "%s: out of memory for the object cache", pb->be.uri);
+        ob_fail(pb, &e);
+        return seg->base + ref;
+    }
+    oc->ents[idx].flags &= ~OB_WB;       /* shipped before this open, not since */
+    pb->st.resident++;
+    ob_pin(oc, idx);
+    return seg->base + ref;
+}
+
+/* Register [off, off + size) as a new (dirty, pinned) object. */
+static int ob_new_object(p2_pagebuf *pb, uint64_t off, uint64_t size, p2_err *err)
+{
+    p2_objcache *oc = pb->oc;
+    uint32_t idx = ob_find(oc, off);
+    if (idx != OB_NONE) {                /* freed since the last sync: its key is rewritten */
+        ob_ent *e = &oc->ents[idx];
+        e->flags = (e->flags & OB_WB) | OB_RES;
+        e->size = size;
+    } else {
+        idx = ob_add(oc, off, size, OB_RES | OB_NEW);
+        if (idx == OB_NONE)
+            return seg_fail(pb->seg, err, P2_ENOMEM, "out of memory for the object cache");
+    }
+    pb->st.resident++;
+    ob_mark_dirty(pb, &oc->ents[idx]);
+    ob_pin(oc, idx);
+    ob_meta_claim(oc, off, size);
+    return P2_OK;
+}
+
+/* An object stops being one (freed, or moved away by a realloc). */
+static void ob_forget(p2_pagebuf *pb, uint64_t off, uint64_t size, int wipe)
+{
+    p2_objcache *oc = pb->oc;
+    uint32_t idx = ob_find(oc, off);
+    if (idx == OB_NONE) {                /* on the server only */
+        if (wipe)
+            memset(pb->seg->base + off, 0, (size_t)size);
+        (void)ob_add(oc, off, size, OB_DEL);   /* out of memory: a stale key stays unread */
+        return;
+    }
+    ob_ent *e = &oc->ents[idx];
+    if (!(e->flags & OB_RES))
+        return;
+    pb->st.resident--;
+    if (e->flags & OB_DIRTY)
+        pb->st.dirty--;
+    if (wipe)
+        memset(pb->seg->base + off, 0, (size_t)size);
+    if (e->flags & OB_NEW)
+        ob_remove(oc, idx);
+    else
+        e->flags = (e->flags & OB_WB) | OB_DEL;
+}
+
+p2_off p2_obj_alloc(p2_seg *seg, uint64_t size, p2_err *err)
+{
+    p2_pagebuf *pb = seg->pb;
+    if (pb->failed) {
+        seg_fail(seg, err, P2_EIO, "%s", pb->why);
+        return 0;
+    }
+    ob_make_room(pb, 1);
+    p2_off off = p2_seg_alloc(seg, size, err);
+    if (!off)
+        return 0;
+    /* the whole block is the object: the allocator zero-filled it all */
+    if (ob_new_object(pb, off, block_size(seg, size), err) != P2_OK) {
+        p2_seg_free(seg, off, size);
+        return 0;
+    }
+    return off;
+}
+
+void p2_obj_free(p2_seg *seg, p2_off ref, uint64_t size)
+{
+    ob_forget(seg->pb, ref, block_size(seg, size), 1);
+    p2_seg_free(seg, ref, size);         /* its links: cells, no object is there now */
+}
+
+p2_off p2_obj_realloc(p2_seg *seg, p2_off ref, uint64_t old_size, uint64_t new_size, p2_err *err)
+{
+    p2_pagebuf *pb = seg->pb;
+    if (pb->failed) {
+        seg_fail(seg, err, P2_EIO, "%s", pb->why);
+        return 0;
+    }
+    if (ref != 0)
+        (void)p2_obj_ptr(seg, ref);      /* its bytes are copied: here first */
+    p2_off off = p2_seg_realloc(seg, ref, old_size, new_size, err);
+    if (!off)
+        return 0;
+    if (off == ref) {
+        uint32_t idx = ob_find(pb->oc, ref);
+        if (idx != OB_NONE) {
+            pb->oc->ents[idx].size = block_size(seg, new_size);
+            ob_mark_dirty(pb, &pb->oc->ents[idx]);
+            ob_meta_claim(pb->oc, ref, block_size(seg, new_size));
+        }
+        return off;
+    }
+    if (ref != 0) {
+        ob_forget(pb, ref, block_size(seg, old_size), 0);  /* the allocator's link is in it now */
+        ob_meta_dirty(pb->oc, ref, block_size(seg, old_size));
+    }
+    if (ob_new_object(pb, off, block_size(seg, new_size), err) != P2_OK)
+        return 0;
+    return off;
+}
+
+/* ------------------------------------------------------------------------
+ * 10.2 sync, close, drop: one MULTI ... EXEC
+ * ------------------------------------------------------------------------ */
+
+typedef struct {
+    int argc;
+    const char **argv;
+    size_t *lens;
+} ob_cmd;
+
+struct ob_exec {
+    unsigned ncmds;
+    int exec_ok;
+};
+
+static int ob_take_exec(void *ctx, unsigned i, const p2_rreply *r)
+{
+    struct ob_exec *x = (struct ob_exec *)ctx;
+    if (i == x->ncmds - 1)
+        x->exec_ok = r->type == REDIS_ARRAY;
+    return P2_OK;
+}
+
+static int ob_sync(p2_seg *seg, p2_err *err)
+{
+    p2_pagebuf *pb = seg->pb;
+    p2_objcache *oc = pb->oc;
+    if (pb->failed)
+        return pb_failed(pb, err);
+    if (pb->be.dead)
+        return seg_fail(seg, err, P2_EIO, "%s", pb->be.why);
+    ob_meta_dirty(oc, 0, sizeof(struct p2_seg_header));   /* state, checksum: not announced */
+    uint64_t nobj = 0, ndel = 0, ncell = 0, ncdel = 0;
+    for (uint32_t i = 0; i < oc->nents; i++) {
+        if ((oc->ents[i].flags & (OB_RES | OB_DIRTY)) == (OB_RES | OB_DIRTY))
+            nobj++;
+        else if (oc->ents[i].flags & OB_DEL)
+            ndel++;
+    }
+    for (uint64_t k = 0; k < oc->nclist; k++) {
+        uint8_t c = oc->cells[oc->clist[k]];
+        ncell += (c & OC_DIRTY) != 0;
+        ncdel += (c & OC_DEL) != 0;
+    }
+    uint64_t ncmds = 2 + nobj + ndel + (ncell + OB_FIELDS - 1) / OB_FIELDS + (ncdel + OB_FIELDS - 1) / OB_FIELDS;
+    uint64_t nargs = 2 + 3 * nobj + 2 * ndel + 2 * ncell + ncdel +
+                     2 * ((ncell + OB_FIELDS - 1) / OB_FIELDS + (ncdel + OB_FIELDS - 1) / OB_FIELDS);
+    uint64_t nkeys = nobj + ndel + ncell + ncdel;
+    int *argc = (int *)calloc((size_t)ncmds, sizeof *argc);
+    const char ***argv = (const char ***)calloc((size_t)ncmds, sizeof *argv);
+    const size_t **lens = (const size_t **)calloc((size_t)ncmds, sizeof *lens);
+    const char **args = (const char **)calloc((size_t)nargs, sizeof *args);
+    size_t *alen = (size_t *)calloc((size_t)nargs, sizeof *alen);
+    char *keys = (char *)malloc((size_t)(nkeys ? nkeys : 1) * 32);
+    int rc = P2_OK;
+    if (!argc || !argv || !lens || !args || !alen || !keys) {
+        rc = seg_fail(seg, err, P2_ENOMEM, "out of memory for a sync of %" PRIu64 " objects", nobj);
+        goto out;
+    }
+    {
+        uint64_t c = 0, a = 0, kk = 0;
+#define OB_ARG(s, n) (args[a] = (s), alen[a] = (n), a++)
+#define OB_BEGIN() (argv[c] = &args[a], lens[c] = &alen[a])
+#define OB_END(start) (argc[c] = (int)(a - (start)), c++)
+        uint64_t s = a;
+        OB_BEGIN(); OB_ARG("MULTI", 5); OB_END(s);
+        for (uint32_t i = 0; i < oc->nents; i++) {
+            ob_ent *e = &oc->ents[i];
+            int set = (e->flags & (OB_RES | OB_DIRTY)) == (OB_RES | OB_DIRTY);
+            if (!set && !(e->flags & OB_DEL))
+                continue;
+            char *k = keys + 32 * kk++;
+            int kl = ob_key(k, 32, e->off);
+            s = a;
+            OB_BEGIN();
+            if (set) {
+                OB_ARG("SET", 3); OB_ARG(k, (size_t)kl); OB_ARG(seg->base + e->off, (size_t)e->size);
+            } else {
+                OB_ARG("DEL", 3); OB_ARG(k, (size_t)kl);
+            }
+            OB_END(s);
+        }
+        for (int del = 0; del < 2; del++) {
+            uint64_t in = 0;
+            for (uint64_t k = 0; k < oc->nclist; k++) {
+                uint64_t cell = oc->clist[k];
+                if (!(oc->cells[cell] & (del ? OC_DEL : OC_DIRTY)))
+                    continue;
+                if (in == 0) {
+                    s = a;
+                    OB_BEGIN();
+                    OB_ARG(del ? "HDEL" : "HSET", 4);
+                    OB_ARG(OB_META, sizeof OB_META - 1);
+                }
+                char *f = keys + 32 * kk++;
+                int fl = snprintf(f, 32, "%" PRIu64, cell);
+                OB_ARG(f, (size_t)fl);
+                if (!del)
+                    OB_ARG(seg->base + cell * OB_CELL, OB_CELL);
+                if (++in == OB_FIELDS) {
+                    OB_END(s);
+                    in = 0;
+                }
+            }
+            if (in > 0)
+                OB_END(s);
+        }
+        s = a;
+        OB_BEGIN(); OB_ARG("EXEC", 4); OB_END(s);
+#undef OB_ARG
+#undef OB_BEGIN
+#undef OB_END
+        struct ob_exec x = {(unsigned)c, 0};
+        rc = redis_pipe(&pb->be, (unsigned)c, argc, (const char *const *const *)argv,
+                        (const size_t *const *)lens, ob_take_exec, &x, "a commit", err);
+        if (rc == P2_OK && !x.exec_ok)
+            rc = seg_fail(seg, err, P2_EIO, "the server refused the transaction (EXEC)");
+        if (rc != P2_OK)
+            goto out;
+    }
+    /* shipped: the objects are clean, the freed ones gone, the cells stored */
+    pb->st.flushes++;
+    for (uint32_t i = 0; i < oc->nents; i++) {
+        ob_ent *e = &oc->ents[i];
+        if ((e->flags & (OB_RES | OB_DIRTY)) == (OB_RES | OB_DIRTY)) {
+            pb->st.writes++;
+            pb->st.bytes_written += e->size;
+            pb->st.writebacks++;
+            if (e->flags & OB_WB)
+                pb->st.rewrites++;
+            e->flags = (e->flags & ~(OB_DIRTY | OB_NEW)) | OB_WB;
+            pb->st.dirty--;
+        } else if (e->flags & OB_DEL) {
+            ob_remove(oc, i);
+        }
+    }
+    for (uint64_t k = 0; k < oc->nclist; k++) {
+        uint8_t *c = &oc->cells[oc->clist[k]];
+        if (*c & OC_DIRTY) {
+            pb->st.bytes_written += OB_CELL;
+            *c |= OC_STORED;
+        }
+        if (*c & OC_DEL)
+            *c &= (uint8_t)~OC_STORED;
+        *c &= (uint8_t)~(OC_DIRTY | OC_DEL | OC_LISTED);
+    }
+    oc->nclist = 0;
+out:
+    free(argc);
+    free(argv);
+    free(lens);
+    free(args);
+    free(alen);
+    free(keys);
+    return rc;
+}
+
+static void ob_unlock(p2_pagebuf *pb)
+{
+    if (!pb->oc->locked || pb->be.dead || pb->be.redis == NULL)
+        return;
+    const char *argv[] = {"DEL", OB_LOCK};
+    const size_t lens[] = {3, sizeof OB_LOCK - 1};
+    p2_err e;
+    p2_err_clear(&e);
+    if (redis_cmd(&pb->be, 2, argv, lens, ob_take_status, NULL, "the unlock", &e) == P2_OK)
+        pb->oc->locked = 0;
+}
+
+static void ob_free(p2_pagebuf *pb)
+{
+    p2_objcache *oc = pb->oc;
+    if (oc == NULL)
+        return;
+    ob_unlock(pb);
+    free(oc->ents);
+    free(oc->freel);
+    free(oc->table);
+    free(oc->pins);
+    free(oc->clist);
+    if (oc->cells != NULL)
+        munmap(oc->cells, (size_t)oc->cells_bytes);
+    free(oc);
+    pb->oc = NULL;
+}
+
+static int ob_close(p2_seg *seg, p2_err *err)
+{
+    struct p2_seg_header *h = seg->hdr;
+    int rc;
+    if (seg->pb->failed) {
+        rc = pb_failed(seg->pb, err);
+    } else {
+        roots_seal(seg);
+        h->state = SEG_STATE_CLEAN;
+        h->checksum = header_crc(h);
+        rc = ob_sync(seg, err);
+    }
+    pb_free(seg);
+    munmap(seg->base, (size_t)seg->reserved);
+    seg_reset(seg);
+    return rc;
+}
+
+static int ob_drop(p2_seg *seg, p2_err *err)
+{
+    p2_pagebuf *pb = seg->pb;
+    int rc = ob_sync(seg, err);
+    if (rc != P2_OK)
+        return rc;
+    p2_objcache *oc = pb->oc;
+    for (uint32_t i = 0; i < oc->nents; i++)
+        if (oc->ents[i].flags & OB_RES) {
+            ob_wipe(pb, oc->ents[i].off, oc->ents[i].size);
+            ob_remove(oc, i);
+        }
+    oc->npins = 0;
+    oc->last = OB_NONE;
+    oc->gen++;
+    pb->st.resident = 0;
+    return P2_OK;
+}
+
+/* The segment grows: the new bytes are zero, in this process. */
+static int ob_grow(p2_seg *seg, uint64_t want, p2_err *err)
+{
+    if (want > seg->mapped &&
+        mprotect(seg->base + seg->mapped, (size_t)(want - seg->mapped), PROT_READ | PROT_WRITE) != 0)
+        return seg_fail(seg, err, P2_ENOMEM, "cannot map %" PRIu64 " more bytes: %s", want - seg->mapped,
+                        strerror(errno));
+    return P2_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * 10.3 open
+ * ------------------------------------------------------------------------ */
+
+struct ob_meta_load {
+    p2_seg *seg;
+    p2_objcache *oc;
+    uint64_t ncells;
+    int bad;
+};
+
+static int ob_take_meta(void *ctx, unsigned i, const p2_rreply *r)
+{
+    (void)i;
+    struct ob_meta_load *m = (struct ob_meta_load *)ctx;
+    if (r->type != REDIS_ARRAY || r->elements % 2 != 0) {
+        m->bad = 1;
+        return P2_OK;
+    }
+    uint64_t maxc = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t k = 0; k < r->elements; k += 2) {
+            p2_rreply f, v;
+            redis_read_reply(r->element[k], &f);
+            redis_read_reply(r->element[k + 1], &v);
+            char num[24];
+            if (f.type != REDIS_STRING || f.len == 0 || f.len >= sizeof num || v.type != REDIS_STRING ||
+                v.len != OB_CELL) {
+                m->bad = 1;
+                return P2_OK;
+            }
+            memcpy(num, f.str, f.len);
+            num[f.len] = '\0';
+            char *end;
+            unsigned long long c = strtoull(num, &end, 10);
+            if (*end != '\0' || c >= m->oc->ncells) {
+                m->bad = 1;
+                return P2_OK;
+            }
+            if (pass == 0) {
+                if (c + 1 > maxc)
+                    maxc = c + 1;
+                continue;
+            }
+            memcpy(m->seg->base + c * OB_CELL, v.str, OB_CELL);
+            m->oc->cells[c] = OC_STORED;
+        }
+        if (pass == 0) {
+            uint64_t bytes = round_up(maxc * OB_CELL, seg_granule());
+            if (bytes > m->seg->reserved ||
+                mprotect(m->seg->base, (size_t)bytes, PROT_READ | PROT_WRITE) != 0) {
+                m->bad = 1;
+                return P2_OK;
+            }
+            m->seg->mapped = bytes;
+        }
+    }
+    m->ncells = r->elements / 2;
+    return P2_OK;
+}
+
+int p2_seg_open_objserver(p2_seg *seg, const char *uri, uint32_t objects, uint64_t fingerprint,
+                          uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
+                          uint64_t reserve, int *created, p2_err *err)
+{
+    if (created != NULL)
+        *created = 0;
+    if (seg == NULL || uri == NULL)
+        return p2_err_set(err, P2_EINVAL, "p2_seg_open_objserver: seg or uri is NULL");
+    seg_reset(seg);
+    seg->pb = NULL;
+    snprintf(seg->path, sizeof seg->path, "%s", uri);
+    if (strncmp(uri, "redis://", 8) != 0)
+        return seg_fail(seg, err, P2_EINVAL, "an object server is a Redis server: redis://HOST[:PORT][/DB]");
+    if (objects < 1)
+        return seg_fail(seg, err, P2_EINVAL, "an object cache of 0 objects: at least 1 is needed");
+    seg->alloc_exact = root_names != NULL && roots_exact(nroots, root_names);
+    int rc = check_roots(seg, nroots, root_names, root_sizes, err);
+    if (rc != P2_OK)
+        return rc;
+    p2_pagebuf *pb = (p2_pagebuf *)calloc(1, sizeof *pb);
+    p2_objcache *oc = (p2_objcache *)calloc(1, sizeof *oc);
+    if (pb == NULL || oc == NULL) {
+        free(pb);
+        free(oc);
+        return seg_fail(seg, err, P2_ENOMEM, "out of memory for the object cache");
+    }
+    seg->pb = pb;
+    pb->seg = seg;
+    pb->oc = oc;
+    pb->pg = page_size();
+    pb->be.st = &pb->st;
+    oc->target = objects;
+    oc->gen = 1;
+    oc->last = OB_NONE;
+    pb->st.frames = objects;
+    rc = backend_open(&pb->be, uri, err);
+    if (rc != P2_OK) {
+        pb->be.ops = NULL;   /* the open undid itself */
+        goto fail;
+    }
+    {   /* one client at a time: the lock key */
+        char token[64];
+        snprintf(token, sizeof token, "pid %ld", (long)getpid());
+        const char *argv[] = {"SET", OB_LOCK, token, "NX"};
+        const size_t lens[] = {3, sizeof OB_LOCK - 1, strlen(token), 2};
+        struct ob_fetch got = {pb, 0, 0, 0};
+        rc = redis_cmd(&pb->be, 4, argv, lens, ob_take_lock, &got, "the lock", err);
+        if (rc != P2_OK)
+            goto fail;
+        if (!got.found) {
+            rc = seg_fail(seg, err, P2_EBUSY, "in use by another client (its lock key %s is set; if no "
+                          "client uses it, one crashed without closing it: DEL %s)", OB_LOCK, OB_LOCK);
+            goto fail;
+        }
+        oc->locked = 1;
+    }
+    if (reserve == 0)
+        reserve = P2_SEG_DEFAULT_RESERVE;
+    seg->reserved = round_up(reserve > SEG_MAX_RESERVE ? SEG_MAX_RESERVE : reserve, seg_granule());
+    oc->ncells = seg->reserved / OB_CELL;
+    oc->cells_bytes = round_up(oc->ncells, page_size());
+    {
+        void *t = mmap(NULL, (size_t)oc->cells_bytes, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (t == MAP_FAILED) {
+            oc->cells = NULL;
+            rc = seg_fail(seg, err, P2_ENOMEM, "cannot map the object cache's tables: %s", strerror(errno));
+            goto fail;
+        }
+        oc->cells = (uint8_t *)t;
+    }
+    if ((rc = seg_reserve(seg, err)) != P2_OK)
+        goto fail;
+    {
+        const char *argv[] = {"HGETALL", OB_META};
+        const size_t lens[] = {7, sizeof OB_META - 1};
+        struct ob_meta_load m = {seg, oc, 0, 0};
+        if ((rc = redis_cmd(&pb->be, 2, argv, lens, ob_take_meta, &m, "a read", err)) != P2_OK)
+            goto fail;
+        pb->st.reads++;
+        if (m.bad) {
+            rc = seg_fail(seg, err, P2_EFORMAT, "not a p2gen database: its %s hash is not a segment's "
+                          "64-byte cells", OB_META);
+            goto fail;
+        }
+        pb->st.bytes_read += m.ncells * OB_CELL;
+        if (m.ncells == 0) {
+            /* nothing there: a new database (seg_create reserves again) */
+            munmap(seg->base, (size_t)seg->reserved);
+            seg->base = NULL;
+            seg->mapped = 0;
+            if ((rc = seg_create(seg, fingerprint, nroots, root_names, root_sizes, err)) != P2_OK)
+                goto fail;
+            ob_meta_dirty(oc, 0, seg->hdr->brk);
+            if (created != NULL)
+                *created = 1;
+        } else {
+            struct p2_seg_header h;
+            memcpy(&h, seg->base, sizeof h);
+            rc = seg_validate(seg, &h, seg->reserved, fingerprint, nroots, root_names, root_sizes, err);
+            if (rc != P2_OK)
+                goto fail;
+            if ((rc = ob_grow(seg, h.file_size, err)) != P2_OK)
+                goto fail;
+            seg->mapped = h.file_size;
+            seg->hdr = (struct p2_seg_header *)(void *)seg->base;
+            seg->hdr->state = SEG_STATE_OPEN;
+            seg->hdr->checksum = header_crc(seg->hdr);
+            if ((rc = ob_sync(seg, err)) != P2_OK)
+                goto fail;
+        }
+    }
+    seg->will_write = ob_note;
+    seg->will_write_ctx = pb;
+    if (seg->alloc_exact)
+        seg->class_table = seg->hdr->roots[nroots - 1].off;
+    return P2_OK;
+fail:
+    pb_free(seg);
+    if (seg->base != NULL)
+        munmap(seg->base, (size_t)seg->reserved);
+    seg_reset(seg);
+    return rc;
+}
+/************** End of objserver.c *****************************************************/

@@ -998,6 +998,70 @@ int p2_seg_server_drop(p2_seg *seg, p2_err *err);
 
 /** @} */
 
+/** @defgroup objserver Object servers: allocator blocks on Redis, in a client object cache
+ *
+ *  An object-server segment (the `objserver` memory layer) has the format, the header,
+ *  the allocator and the offsets of a persistent file, but its unit on the server is the
+ *  allocator block, an object: one Redis string per block, the key `p2:o:<offset>`, in
+ *  the database the URI `redis://HOST[:PORT][/DB]` names (hiredis, the Debian package
+ *  libhiredis0.14, loaded with dlopen() at the first such open).  The segment is
+ *  reserved in the process as anonymous memory, and each object, when here, is at its
+ *  offset from the base, so that references are offsets as in a persistent file.
+ *
+ *  What is always here: the header, the container roots and the allocator's state (its
+ *  free lists, threaded through the free blocks), kept on the server as the 64-byte
+ *  cells of one hash, `p2:meta`, read whole at open.  What is fetched: an object, by
+ *  p2_obj_ptr() (the memory layer's `_ptr`), which checks a table of the objects here
+ *  in software (one hash lookup per reference, where QuickStore's page faults cost
+ *  nothing on a hit and a fault on a miss); on a miss, one GET brings the object to its
+ *  place.  At most `objects` are here between calls into the API: p2_obj_enter(), which
+ *  the generated API calls on entry, evicts by the clock down to that number.  Every
+ *  object touched since the API was last entered is pinned: the cache overflows rather
+ *  than evict it, so a pointer the API hands out stays valid until the next call into
+ *  the API (not longer: after it, the object may be evicted and its bytes zeroed).
+ *
+ *  Writes are known from the write-intent notices (p2_seg_will_write(), which every
+ *  layer calls before it writes): a write inside an object makes it dirty; any other
+ *  (the allocator's, a root's) makes its cells dirty.  A dirty object evicted is written
+ *  back first (one SET); sync and close ship every dirty object (SET), every object
+ *  freed (DEL) and every dirty cell (HSET / HDEL `p2:meta`) in one MULTI ... EXEC, so
+ *  that what a sync ships the server applies whole.  There is no journal: a client that
+ *  dies between syncs leaves the server with the objects it evicted since the last one.
+ *
+ *  One client at a time: the key `p2:lock`, set (SET NX) by the open and deleted by
+ *  the close; a second client is refused with #P2_EBUSY ("in use by another client").
+ *  Deadlines, a server that is down or stalls, and the counters (#p2_server_stats:
+ *  reads are GETs and the open's HGETALL, writes SETs, flushes EXECs, misses objects
+ *  fetched, hits references found here, frames the `objects` target) are as for a page
+ *  server (@ref server), with p2_seg_server_stats() and the rest.
+ *  @{
+ */
+
+/** Open (or create) an object-server segment: as p2_seg_open(), the database's blocks on
+ *  the Redis server named by `uri` (`redis://HOST[:PORT][/DB]`) behind a client cache of
+ *  `objects` objects.  A Redis database with no `p2:meta` is empty: a new database.
+ * @return as p2_seg_open_server(); #P2_EBUSY where another client holds `p2:lock`. */
+int p2_seg_open_objserver(p2_seg *seg, const char *uri, uint32_t objects, uint64_t fingerprint,
+                          uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
+                          uint64_t reserve, int *created, p2_err *err);
+
+/** The API was entered: unpin every object and evict down to the cache's size. */
+void p2_obj_enter(p2_seg *seg);
+
+/** The address of the block at `ref`, fetched from the server on a miss (pinned until
+ *  the next p2_obj_enter()).  A reference that names no object (the server has none
+ *  there) is base + ref, as p2_seg_ptr() gives.  A fetch that fails fails the segment
+ *  (see @ref server, "Failures inside a fault"). */
+void *p2_obj_ptr(p2_seg *seg, uint64_t ref);
+
+/** p2_seg_alloc(), p2_seg_free(), p2_seg_realloc() of an object-server segment: the
+ *  block becomes (stops being) an object of the cache. */
+p2_off p2_obj_alloc(p2_seg *seg, uint64_t size, p2_err *err);
+void p2_obj_free(p2_seg *seg, p2_off ref, uint64_t size);
+p2_off p2_obj_realloc(p2_seg *seg, p2_off ref, uint64_t old_size, uint64_t new_size, p2_err *err);
+
+/** @} */
+
 /** Relocation of a fixed-address segment (see @ref fixed): the addresses stored in it
  *  lie in [lo, lo + span) -- the used part of the file at the base it records -- and move
  *  by delta.  Set up by p2_seg_reloc_begin(). */

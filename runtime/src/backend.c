@@ -10,6 +10,8 @@
  * connection is dropped (so that no late answer can write into a buffer given back to
  * the caller) and the backend is dead: every later call fails at once, with the message
  * of the failure that killed it.  The counters of requests and bytes are kept here.
+ * `redis` (an object server's, section 10) is no segment of bytes but keys: it has its
+ * own calls (redis_cmd, redis_pipe), with the same deadline rule and the same death.
  * ========================================================================== */
 
 typedef struct p2_io {
@@ -38,6 +40,7 @@ typedef struct p2_backend {
     char     why[P2_ERR_MSG_SIZE];
     int      fd;              /* file */
     void    *nbd;             /* nbd: struct nbd_handle * */
+    void    *redis;           /* redis: redisContext * */
     p2_server_stats *st;      /* the counters: requests, bytes */
 } p2_backend;
 
@@ -418,12 +421,303 @@ static int nbd_open(p2_backend *b, p2_err *err)
     return P2_OK;
 }
 
+
 /* ------------------------------------------------------------------------
- * 8.3 opening a backend by its URI
+ * 8.3 redis: hiredis, loaded at the first open
+ *
+ * An object server's backend (section 10): keys, not offsets.  Every command (or one
+ * pipeline of them) waits at most bk->timeout_ms for each answer (the socket's
+ * SO_RCVTIMEO / SO_SNDTIMEO through redisSetTimeout, and the connect's own timeout);
+ * past it the connection is dropped and the backend is dead, as nbd's.
+ * ------------------------------------------------------------------------ */
+
+/* The replies' and the context's first fields, by the ABI of each hiredis generation:
+ * 0.14 (Debian bookworm's libhiredis0.14) and 1.x (which added `dval` and `vtype` to a
+ * reply, and put a table of functions before the context's error). */
+typedef struct {
+    int type;
+    long long integer;
+    size_t len;
+    char *str;
+    size_t elements;
+    void **element;
+} redis_reply0;
+typedef struct {
+    int type;
+    long long integer;
+    double dval;
+    size_t len;
+    char *str;
+    char vtype[4];
+    size_t elements;
+    void **element;
+} redis_reply1;
+typedef struct { int err; char errstr[128]; } redis_ctx0;
+typedef struct { const void *funcs; int err; char errstr[128]; } redis_ctx1;
+
+#define REDIS_STRING  1
+#define REDIS_ARRAY   2
+#define REDIS_INTEGER 3
+#define REDIS_NIL     4
+#define REDIS_STATUS  5
+#define REDIS_ERROR   6
+
+/* A reply, read through the ABI of the loaded library. */
+typedef struct {
+    int type;
+    long long integer;
+    const char *str;
+    size_t len;
+    size_t elements;
+    void **element;
+} p2_rreply;
+
+static struct redis_lib {
+    int tried, ok, v1;
+    char why[256];
+    void *(*connect)(const char *ip, int port, struct timeval tv);
+    int (*set_timeout)(void *c, struct timeval tv);
+    int (*append_argv)(void *c, int argc, const char **argv, const size_t *argvlen);
+    int (*get_reply)(void *c, void **reply);
+    void (*free_reply)(void *reply);
+    void (*free_ctx)(void *c);
+} redisl;
+
+static int redis_load(void)
+{
+    if (redisl.tried)
+        return redisl.ok;
+    redisl.tried = 1;
+    static const char *const names[] = {"libhiredis.so.0.14", "libhiredis.so.1.1.0", "libhiredis.so.1.0.0",
+                                        "libhiredis.so"};
+    void *so = NULL;
+    for (size_t i = 0; so == NULL && i < sizeof names / sizeof names[0]; i++)
+        so = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (so == NULL) {
+        snprintf(redisl.why, sizeof redisl.why, "hiredis is not installed (%s): install the Debian "
+                 "package libhiredis0.14 (libhiredis-dev to build against it), e.g. apt-get install "
+                 "libhiredis-dev", dlerror());
+        return 0;
+    }
+#define REDIS_SYM(field, name)                                                            \
+    do {                                                                                  \
+        void *f_ = dlsym(so, name);                                                       \
+        if (f_ == NULL) {                                                                 \
+            snprintf(redisl.why, sizeof redisl.why, "the hiredis library lacks %s: install " \
+                     "hiredis >= 0.13 (Debian package libhiredis0.14)", name);            \
+            return 0;                                                                     \
+        }                                                                                 \
+        memcpy(&redisl.field, &f_, sizeof f_);                                            \
+    } while (0)
+    REDIS_SYM(connect, "redisConnectWithTimeout");
+    REDIS_SYM(set_timeout, "redisSetTimeout");
+    REDIS_SYM(append_argv, "redisAppendCommandArgv");
+    REDIS_SYM(get_reply, "redisGetReply");
+    REDIS_SYM(free_reply, "freeReplyObject");
+    REDIS_SYM(free_ctx, "redisFree");
+#undef REDIS_SYM
+    redisl.v1 = dlsym(so, "redisConnectWithOptions") != NULL;   /* 1.0 and later */
+    redisl.ok = 1;
+    return 1;
+}
+
+static void redis_read_reply(const void *r, p2_rreply *out)
+{
+    if (redisl.v1) {
+        const redis_reply1 *x = (const redis_reply1 *)r;
+        out->type = x->type; out->integer = x->integer; out->str = x->str; out->len = x->len;
+        out->elements = x->elements; out->element = x->element;
+    } else {
+        const redis_reply0 *x = (const redis_reply0 *)r;
+        out->type = x->type; out->integer = x->integer; out->str = x->str; out->len = x->len;
+        out->elements = x->elements; out->element = x->element;
+    }
+}
+
+static int redis_ctx_err(const void *c) { return redisl.v1 ? ((const redis_ctx1 *)c)->err : ((const redis_ctx0 *)c)->err; }
+static const char *redis_ctx_errstr(const void *c)
+{
+    return redisl.v1 ? ((const redis_ctx1 *)c)->errstr : ((const redis_ctx0 *)c)->errstr;
+}
+
+/* redis://HOST[:PORT][/DB]: the host (at most hn - 1 bytes), port (6379) and database (0). */
+static int redis_uri_parse(const char *uri, char *host, size_t hn, int *port, int *db, char *why, size_t n)
+{
+    const char *h = uri + 8, *end = h + strcspn(h, "/");
+    const char *colon = memchr(h, ':', (size_t)(end - h));
+    const char *hend = colon ? colon : end;
+    if (hend == h) {
+        snprintf(why, n, "no host: redis://HOST[:PORT][/DB]");
+        return 0;
+    }
+    unsigned long p = 6379, d = 0;
+    if (colon != NULL) {
+        char *q;
+        p = strtoul(colon + 1, &q, 10);
+        if (q == colon + 1 || q != end || p == 0 || p > 65535) {
+            snprintf(why, n, "the port is not a number from 1 to 65535");
+            return 0;
+        }
+    }
+    if (*end == '/' && end[1] != '\0') {
+        char *q;
+        d = strtoul(end + 1, &q, 10);
+        if (q == end + 1 || *q != '\0' || d > 1000000) {
+            snprintf(why, n, "the database is not a number: redis://HOST[:PORT][/DB]");
+            return 0;
+        }
+    }
+    if (host != NULL) {
+        if ((size_t)(hend - h) >= hn) {
+            snprintf(why, n, "the host name is too long");
+            return 0;
+        }
+        memcpy(host, h, (size_t)(hend - h));
+        host[hend - h] = '\0';
+    }
+    if (port != NULL)
+        *port = (int)p;
+    if (db != NULL)
+        *db = (int)d;
+    return 1;
+}
+
+static void redis_drop(p2_backend *b)
+{
+    if (b->redis != NULL)
+        redisl.free_ctx(b->redis);
+    b->redis = NULL;
+}
+
+/* Kill the backend after a failed exchange: past the deadline, or the connection lost. */
+static int redis_lost(p2_backend *b, const char *what, p2_err *err)
+{
+    char why[160];
+    int timeout = b->redis != NULL && (errno == EAGAIN || errno == EWOULDBLOCK ||
+                                       strstr(redis_ctx_errstr(b->redis), "temporarily") != NULL);
+    snprintf(why, sizeof why, "%s", b->redis != NULL && redis_ctx_errstr(b->redis)[0] ?
+             redis_ctx_errstr(b->redis) : "connection lost");
+    redis_drop(b);
+    if (timeout)
+        return backend_kill(b, err, "the server did not answer %s within %d ms (P2_SERVER_TIMEOUT_MS); "
+                            "the connection was dropped", what, b->timeout_ms);
+    return backend_kill(b, err, "the connection failed during %s: %s", what, why);
+}
+
+/* Send n commands (cmd[i]: argc[i] arguments) in one pipeline and take their replies:
+ * each handed to `take` (which must not keep it), in order.  An error reply is the call's
+ * failure (P2_EIO naming it) but the connection stays good. */
+typedef int (*redis_take_fn)(void *ctx, unsigned i, const p2_rreply *r);
+
+static int redis_pipe(p2_backend *b, unsigned n, const int *argc, const char *const *const *argv,
+                      const size_t *const *lens, redis_take_fn take, void *ctx, const char *what, p2_err *err)
+{
+    if (b->dead)
+        return backend_fail(b, err, P2_EIO, "%s", b->why);
+    for (unsigned i = 0; i < n; i++)
+        if (redisl.append_argv(b->redis, argc[i], (const char **)argv[i], lens[i]) != 0)
+            return redis_lost(b, what, err);
+    int rc = P2_OK;
+    for (unsigned i = 0; i < n; i++) {
+        void *r = NULL;
+        errno = 0;
+        if (redisl.get_reply(b->redis, &r) != 0 || r == NULL)
+            return redis_lost(b, what, err);
+        p2_rreply rr;
+        redis_read_reply(r, &rr);
+        if (rr.type == REDIS_ERROR && rc == P2_OK)
+            rc = backend_fail(b, err, P2_EIO, "the server failed %s: %.*s", what, (int)(rr.len > 200 ? 200 : rr.len),
+                              rr.str ? rr.str : "");
+        else if (take != NULL && rc == P2_OK)
+            rc = take(ctx, i, &rr);
+        redisl.free_reply(r);
+    }
+    return rc;
+}
+
+/* One command. */
+static int redis_cmd(p2_backend *b, int argc, const char *const *argv, const size_t *lens,
+                     redis_take_fn take, void *ctx, const char *what, p2_err *err)
+{
+    return redis_pipe(b, 1, &argc, &argv, &lens, take, ctx, what, err);
+}
+
+static int redis_no_bytes(p2_backend *b, const p2_io *io, unsigned n, p2_err *err)
+{
+    (void)io;
+    (void)n;
+    return backend_fail(b, err, P2_EINVAL, "a Redis server holds objects, not a segment of bytes: "
+                        "use it with objserver, not pageserver");
+}
+
+static int redis_flush(p2_backend *b, p2_err *err)
+{
+    (void)b;
+    (void)err;
+    return P2_OK;     /* EXEC answers once the server has applied the transaction */
+}
+
+static int redis_grow(p2_backend *b, uint64_t size, p2_err *err)
+{
+    (void)err;
+    if (size > b->size)
+        b->size = size;
+    return P2_OK;
+}
+
+static const struct backend_ops redis_ops = {"redis", redis_no_bytes, redis_no_bytes, redis_flush, redis_grow,
+                                             redis_drop};
+
+static int redis_take_ok(void *ctx, unsigned i, const p2_rreply *r)
+{
+    (void)ctx;
+    (void)i;
+    (void)r;
+    return P2_OK;
+}
+
+static int redis_open(p2_backend *b, p2_err *err)
+{
+    if (!redis_load())
+        return backend_fail(b, err, P2_EIO, "%s", redisl.why);
+    char host[256], why[128];
+    int port, db;
+    if (!redis_uri_parse(b->uri, host, sizeof host, &port, &db, why, sizeof why))
+        return backend_fail(b, err, P2_EINVAL, "%s", why);
+    struct timeval tv = {b->timeout_ms / 1000, (b->timeout_ms % 1000) * 1000};
+    b->ops = &redis_ops;
+    b->redis = redisl.connect(host, port, tv);
+    if (b->redis == NULL)
+        return backend_fail(b, err, P2_ENOMEM, "cannot create a hiredis context");
+    if (redis_ctx_err(b->redis)) {
+        snprintf(why, sizeof why, "%s", redis_ctx_errstr(b->redis));
+        redis_drop(b);
+        return backend_fail(b, err, P2_EIO, "cannot connect to the server: %s", why);
+    }
+    if (redisl.set_timeout(b->redis, tv) != 0) {
+        redis_drop(b);
+        return backend_fail(b, err, P2_EIO, "cannot set the server's timeout");
+    }
+    char dbs[16];
+    snprintf(dbs, sizeof dbs, "%d", db);
+    const char *argv[] = {"SELECT", dbs};
+    const size_t lens[] = {6, strlen(dbs)};
+    int rc = redis_cmd(b, 2, argv, lens, redis_take_ok, NULL, "the connection", err);
+    if (rc != P2_OK) {
+        redis_drop(b);
+        return rc;
+    }
+    b->growable = 1;
+    b->size = UINT64_MAX;
+    return P2_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * 8.4 opening a backend by its URI
  * ------------------------------------------------------------------------ */
 
 /* Is `uri` of a form the runtime serves?  The checker applies the same rules
- * (layers/pageserver.py), so a spec's URI is refused at build time. */
+ * (layers/pageserver.py, layers/objserver.py), so a spec's URI is refused at build time. */
 static int backend_uri_ok(const char *uri, char *why, size_t n)
 {
     if (strncmp(uri, "file://", 7) == 0) {
@@ -433,6 +727,8 @@ static int backend_uri_ok(const char *uri, char *why, size_t n)
         }
         return 1;
     }
+    if (strncmp(uri, "redis://", 8) == 0)
+        return redis_uri_parse(uri, NULL, 0, NULL, NULL, why, n);
     if (strncmp(uri, "nbd://", 6) != 0) {
         snprintf(why, n, "not a server URI: nbd://HOST[:PORT][/EXPORT] or file:///PATH");
         return 0;
@@ -459,6 +755,7 @@ static int backend_open(p2_backend *b, const char *uri, p2_err *err)
 {
     b->fd = -1;
     b->nbd = NULL;
+    b->redis = NULL;
     b->dead = 0;
     size_t len = strlen(uri);
     if (len >= sizeof b->uri)
@@ -475,5 +772,7 @@ static int backend_open(p2_backend *b, const char *uri, p2_err *err)
         if (v > 0 && v < INT_MAX)
             b->timeout_ms = (int)v;
     }
+    if (strncmp(uri, "redis://", 8) == 0)
+        return redis_open(b, err);
     return strncmp(uri, "file://", 7) == 0 ? file_open(b, uri + 7, err) : nbd_open(b, err);
 }

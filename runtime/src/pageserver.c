@@ -32,7 +32,17 @@ typedef struct p2_pagebuf {
     p2_server_stats st;
     int      failed;        /* a page could not be read inside a fault: see @ref server */
     char     why[P2_ERR_MSG_SIZE];
+    struct p2_objcache *oc; /* an object server's cache (section 10), else NULL */
 } p2_pagebuf;
+
+/* An object server's segment (section 10) is a p2_pagebuf with an object cache: these
+ * hooks are its where the page server's are a page buffer's. */
+struct p2_objcache;
+static int ob_sync(p2_seg *seg, p2_err *err);
+static int ob_close(p2_seg *seg, p2_err *err);
+static int ob_grow(p2_seg *seg, uint64_t want, p2_err *err);
+static int ob_drop(p2_seg *seg, p2_err *err);
+static void ob_free(p2_pagebuf *pb);
 
 static p2_pagebuf *volatile pbufs[MAX_PBUFS];
 static struct sigaction pbprev;
@@ -266,6 +276,13 @@ static int pb_install(p2_seg *seg, p2_err *err)
 /* Read n bytes at off from the server, around the buffer (the header at open). */
 static int pb_read(p2_seg *seg, void *buf, uint64_t n, uint64_t off, p2_err *err)
 {
+    if (seg->pb->oc != NULL) {      /* an object server: its meta is here since the open */
+        if (off + n > seg->mapped)
+            return seg_fail(seg, err, P2_EFORMAT, "%" PRIu64 " bytes at %" PRIu64 " lie past the "
+                            "database's cells", n, off);
+        memcpy(buf, seg->base + off, (size_t)n);
+        return P2_OK;
+    }
     p2_io io = {buf, n, off};
     return seg->pb->be.ops->readv(&seg->pb->be, &io, 1, err);
 }
@@ -276,6 +293,8 @@ static int pb_grow(p2_seg *seg, uint64_t want, p2_err *err)
     p2_pagebuf *pb = seg->pb;
     if (pb->failed)
         return pb_failed(pb, err);
+    if (pb->oc != NULL)
+        return ob_grow(seg, want, err);
     if (want > pb->be.size && pb->be.ops->grow(&pb->be, want, err) != P2_OK)
         return P2_ENOMEM;
     return P2_OK;
@@ -285,6 +304,8 @@ static int pb_grow(p2_seg *seg, uint64_t want, p2_err *err)
 static int pb_sync(p2_seg *seg, p2_err *err)
 {
     p2_pagebuf *pb = seg->pb;
+    if (pb->oc != NULL)
+        return ob_sync(seg, err);
     if (pb->failed)
         return pb_failed(pb, err);
     uint32_t list[256];
@@ -321,6 +342,7 @@ static void pb_free(p2_seg *seg)
     if (pb == NULL)
         return;
     pb_unregister(pb);
+    ob_free(pb);
     if (pb->be.ops != NULL)
         pb->be.ops->close(&pb->be);
     if (pb->frame_of != NULL)     /* the tables' mapping starts with frame_of */
@@ -332,6 +354,8 @@ static void pb_free(p2_seg *seg)
 /* Close: data first, then the CLEAN mark, as a local file's close. */
 static int pb_close(p2_seg *seg, p2_err *err)
 {
+    if (seg->pb->oc != NULL)
+        return ob_close(seg, err);
     struct p2_seg_header *h = seg->hdr;
     int rc = P2_OK;
     if (seg->pb->failed) {
@@ -527,6 +551,8 @@ int p2_seg_server_drop(p2_seg *seg, p2_err *err)
     if (seg == NULL || seg->pb == NULL)
         return p2_err_set(err, P2_EINVAL, "p2_seg_server_drop: not a page-server segment");
     p2_pagebuf *pb = seg->pb;
+    if (pb->oc != NULL)
+        return ob_drop(seg, err);
     int rc = pb_sync(seg, err);
     if (rc != P2_OK)
         return rc;

@@ -109,15 +109,19 @@ def test_only_keyed_storage_documents_duplicates(spec):
 # --- relationships: what each role's add, remove and set return ------------------------
 # every bottom memory layer of the registry; one in a file gets its file parameter, one on
 # a server its URI (the checker does not connect)
-MEMS = {n: (f' with {n}({l.file_param} = "{"nbd://127.0.0.1:1/t" if l.file_is_uri else "t.db"}")'
+SERVER_URIS = {"objserver": "redis://127.0.0.1:1/0"}
+MEMS = {n: (f' with {n}({l.file_param} = "{SERVER_URIS.get(n, "nbd://127.0.0.1:1/t") if l.file_is_uri else "t.db"}")'
             if l.in_file else "")
         for n, l in LAYERS.items() if l.realm == "mem" and l.below is None}
+# the storage of the relationships' containers: array, or malloc where the memory takes
+# only storage with a block per element (objserver)
+STORAGE = {n: "malloc" if n in SERVER_URIS else "array" for n in MEMS}
 
 
 def relrec(mem: str) -> str:
     return ("record a { id: i32; }\nrecord b { id: i32; }\n"
-            f"container as of a = top2ds[array[{mem}]]{MEMS[mem]};\n"
-            f"container bs of b = top2ds[array[{mem}]]{MEMS[mem]};\n")
+            f"container as of a = top2ds[{STORAGE[mem]}[{mem}]]{MEMS[mem]};\n"
+            f"container bs of b = top2ds[{STORAGE[mem]}[{mem}]]{MEMS[mem]};\n")
 
 
 NF = {"P2_NOTFOUND"}

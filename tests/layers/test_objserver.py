@@ -1,0 +1,445 @@
+"""The `objserver` memory layer: a database on a Redis server (redis-server, started here
+on a free loopback port and stopped by its pid), one key per allocator block, behind a
+client object cache of a few objects.
+
+Through the public interface: specs built with `p2gen build`, driven by small C programs
+through the generated API, compiled -Wall -Wextra -Werror under ASan and UBSan. What is
+checked: a random walk of inserts, finds, updates, deletes and cursor deletes with a cache
+of 2 objects (eviction on nearly every reference) against a model in the driver, and the
+same database read back by a fresh process; the counters (a miss is one GET; a cold scan
+fetches each block once, a warm one none while they fit, and again when they do not); a
+malformed URI and storage that keeps a container in one block are checker errors at their
+line:column; an unreachable server is an open error naming the URI; a second client is
+refused; a server that stalls makes every call return P2_EIO within the timeout. The
+differential matrix (test_differential.py) runs objserver with malloc storage and a
+2-object cache against the Python model.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import runtime_obj
+from nbdkit import free_port
+from redis import ENGINE_MISSING, RedisServer
+
+from p2gen.check import check
+from p2gen.errors import SpecError, SpecErrors
+from p2gen.parser import parse
+
+pytestmark = pytest.mark.skipif(ENGINE_MISSING is not None, reason=ENGINE_MISSING or "")
+
+SPEC = """record item {{ id: u32; grp: i32; score: i64; pad: char[200]; }}
+container items of item
+    = top2ds_qualify[hash(key = id, buckets = 64)[{storage}[objserver(server = "{uri}", objects = {objects})]]];
+cursor by_grp on items where grp == $g;
+cursor from_id on items where id >= $lo;
+"""
+
+BASIC = r"""#include "os.h"
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static os_db *db;
+
+static void stats(const char *what)
+{
+    p2_server_stats s;
+    if (os_server_stats(db, &s) != P2_OK) { printf("stats failed\n"); exit(3); }
+    printf("%s reads=%" PRIu64 " writes=%" PRIu64 " flushes=%" PRIu64 " misses=%" PRIu64
+           " hits=%" PRIu64 " evictions=%" PRIu64 " writebacks=%" PRIu64 " rewrites=%" PRIu64
+           " resident=%" PRIu64 " dirty=%" PRIu64 " frames=%" PRIu64 " bytes_read=%" PRIu64 "\n",
+           what, s.reads, s.writes, s.flushes, s.misses, s.hits, s.evictions, s.writebacks,
+           s.rewrites, s.resident, s.dirty, s.frames, s.bytes_read);
+}
+
+int main(int argc, char **argv)
+{
+    int rc = os_open(&db, ".");
+    printf("open %d %s\n", rc, rc ? os_errmsg(db) : "");
+    if (rc != P2_OK) { os_close(db); return 0; }
+    for (int i = 1; i < argc; i++) {
+        const char *c = argv[i];
+        if (!strcmp(c, "fill") || !strcmp(c, "check") || !strcmp(c, "update")) {
+            int n = atoi(argv[++i]);
+            for (int k = 0; k < n; k++) {
+                os_item it;
+                memset(&it, 0, sizeof it);
+                it.id = (uint32_t)k; it.grp = k % 7; it.score = (int64_t)k * 3;
+                snprintf(it.pad, sizeof it.pad, "item %d", k);
+                uint64_t ref;
+                if (!strcmp(c, "fill")) {
+                    rc = os_items_insert(db, &it, &ref);
+                } else {
+                    const os_item *got = os_items_lookup_id(db, (uint32_t)k, &ref);
+                    rc = got && got->score == it.score && !strcmp(got->pad, it.pad) ? P2_OK : P2_NOTFOUND;
+                    if (rc == P2_OK && !strcmp(c, "update"))
+                        rc = os_items_set_score(db, ref, got->score + 1);
+                }
+                if (rc != P2_OK) { printf("%s %d: %d %s\n", c, k, rc, os_errmsg(db)); return 2; }
+            }
+            printf("%s %d ok\n", c, n);
+        } else if (!strcmp(c, "scan")) {
+            os_from_id_cursor k;
+            long n = 0;
+            os_from_id_open(db, &k, 0);
+            for (const os_item *x; (x = os_from_id_next_rec(&k));) n += x->id != UINT32_MAX;
+            printf("scan %ld\n", n);
+        } else if (!strcmp(c, "drop")) {
+            printf("drop %d\n", os_server_drop(db));
+        } else if (!strcmp(c, "reset")) {
+            os_server_stats_reset(db);
+        } else if (!strcmp(c, "stats")) {
+            stats(argv[++i]);
+        } else if (!strcmp(c, "sync")) {
+            rc = os_sync(db);
+            printf("sync %d %s\n", rc, rc ? os_errmsg(db) : "");
+        } else if (!strcmp(c, "sleep")) {
+            fflush(stdout);
+            getchar();     /* the test pauses the server meanwhile */
+        }
+    }
+    rc = os_close(db);
+    printf("close %d %s\n", rc, rc ? os_errmsg(NULL) : "");
+    return 0;
+}
+"""
+
+MODEL = r"""/* A random walk of insert/find/update/delete/cursor operations against a model. */
+#include "os.h"
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define K 300
+static os_db *db;
+static int present[K];
+static int32_t grp[K];
+static int64_t score[K];
+static uint64_t rng = 88172645463325252ull;
+
+static uint64_t next(void)
+{
+    rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+    return rng;
+}
+
+static void fail(const char *what, int k, int rc)
+{
+    printf("FAIL %s key %d rc %d %s\n", what, k, rc, os_errmsg(db));
+    exit(2);
+}
+
+static void fill(os_item *it, int k)
+{
+    memset(it, 0, sizeof *it);
+    it->id = (uint32_t)k; it->grp = grp[k]; it->score = score[k];
+    snprintf(it->pad, sizeof it->pad, "item %d grp %d", k, (int)grp[k]);
+}
+
+/* Digest of the database through a cursor scan, and of the model: they must agree. */
+static void digests(uint64_t *dbd, uint64_t *md, long *n)
+{
+    os_from_id_cursor c;
+    uint64_t d = 0;
+    long cnt = 0;
+    if (os_from_id_open(db, &c, 0) != P2_OK) fail("cursor open", -1, 0);
+    for (const os_item *x; (x = os_from_id_next_rec(&c));) {
+        char want[200];
+        snprintf(want, sizeof want, "item %u grp %d", x->id, (int)x->grp);
+        if (strcmp(want, x->pad)) fail("pad", (int)x->id, 0);
+        d += (x->id + 1) * 1000003ull ^ (uint64_t)x->score * 7919u ^ (uint64_t)(x->grp + 100);
+        cnt++;
+    }
+    *dbd = d;
+    *n = cnt;
+    d = 0;
+    for (int k = 0; k < K; k++)
+        if (present[k]) d += (k + 1) * 1000003ull ^ (uint64_t)score[k] * 7919u ^ (uint64_t)(grp[k] + 100);
+    *md = d;
+}
+
+static void check_all(void)
+{
+    uint64_t a, b;
+    long n, m = 0;
+    digests(&a, &b, &n);
+    for (int k = 0; k < K; k++) m += present[k];
+    if (a != b || n != m) { printf("FAIL scan %ld/%ld %" PRIu64 "/%" PRIu64 "\n", n, m, a, b); exit(2); }
+    if ((long)os_items_count(db) != m) fail("count", -1, 0);
+}
+
+int main(int argc, char **argv)
+{
+    int rc = os_open(&db, ".");
+    printf("open %d %s\n", rc, rc ? os_errmsg(db) : "");
+    if (rc != P2_OK) { os_close(db); return 0; }
+    if (argc > 2 && !strcmp(argv[1], "walk")) {
+        int n = atoi(argv[2]);
+        for (int i = 0; i < n; i++) {
+            int k = (int)(next() % K);
+            unsigned op = (unsigned)(next() % 10);
+            os_ref ref;
+            const os_item *got = os_items_lookup_id(db, (uint32_t)k, &ref);
+            if (!!got != present[k]) fail("lookup presence", k, 0);
+            if (got && (got->score != score[k] || got->grp != grp[k])) fail("lookup value", k, 0);
+            if (op < 4 && !present[k]) {
+                os_item it;
+                grp[k] = (int32_t)(next() % 5);
+                score[k] = (int64_t)(next() % 100000);
+                fill(&it, k);
+                if ((rc = os_items_insert(db, &it, &ref)) != P2_OK) fail("insert", k, rc);
+                present[k] = 1;
+            } else if (op < 6 && present[k]) {
+                score[k] = (int64_t)(next() % 100000);
+                if ((rc = os_items_set_score(db, ref, score[k])) != P2_OK) fail("set_score", k, rc);
+            } else if (op < 7 && present[k]) {
+                os_item it;
+                grp[k] = (int32_t)(next() % 5);
+                fill(&it, k);
+                if ((rc = os_items_update(db, &ref, &it)) != P2_OK) fail("update", k, rc);
+            } else if (op < 9 && present[k]) {
+                if ((rc = os_items_delete(db, ref)) != P2_OK) fail("delete", k, rc);
+                present[k] = 0;
+            } else if (op == 9) {
+                /* a cursor on one group, deleting its elements of odd score as it goes */
+                int32_t g = (int32_t)(next() % 5);
+                os_by_grp_cursor c;
+                if (os_by_grp_open(db, &c, g) != P2_OK) fail("by_grp open", g, 0);
+                while (os_by_grp_next(&c) == P2_OK) {
+                    const os_item *x = os_by_grp_get(&c);
+                    if (!x || x->grp != g || !present[x->id]) fail("by_grp", x ? (int)x->id : -1, 0);
+                    if (x->score % 2) {
+                        int id = (int)x->id;
+                        if ((rc = os_by_grp_delete(&c)) != P2_OK) fail("cursor delete", id, rc);
+                        present[id] = 0;
+                    }
+                }
+                os_by_grp_close(&c);
+            }
+            if (i % 97 == 0) check_all();
+        }
+        check_all();
+        uint64_t a, b;
+        long cnt;
+        digests(&a, &b, &cnt);
+        printf("walk %d ok digest %" PRIu64 " count %ld\n", n, a, cnt);
+    } else if (argc > 1 && !strcmp(argv[1], "digest")) {
+        uint64_t a, b;
+        long cnt;
+        digests(&a, &b, &cnt);
+        printf("digest %" PRIu64 " count %ld\n", a, cnt);
+    }
+    if (argc > 1 && !strcmp(argv[argc - 1], "stats")) {
+        p2_server_stats s;
+        os_server_stats(db, &s);
+        printf("stats reads=%" PRIu64 " misses=%" PRIu64 " resident=%" PRIu64 " evictions=%" PRIu64 "\n",
+               s.reads, s.misses, s.resident, s.evictions);
+    }
+    rc = os_close(db);
+    printf("close %d %s\n", rc, rc ? os_errmsg(NULL) : "");
+    return 0;
+}
+"""
+
+SAN = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
+
+
+@pytest.fixture(scope="module")
+def module_server(tmp_path_factory):
+    s = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def server(module_server):
+    """The module's redis-server, empty again (no database, no lock)."""
+    module_server.flush()
+    return module_server
+
+
+_BUILT: dict = {}
+
+
+def build(tmp_path: Path, cc: str, uri: str, objects: int, driver: str = "basic") -> Path:
+    """A driver over a spec of `uri` and a cache of `objects` (built once per module)."""
+    if (uri, objects, driver) in _BUILT:
+        return _BUILT[uri, objects, driver]
+    out = tmp_path / f"{driver}{objects}_{len(_BUILT)}"
+    out.mkdir()
+    spec = out / "os.p2"
+    spec.write_text(SPEC.format(uri=uri, objects=objects, storage="malloc"))
+    subprocess.run([sys.executable, "-m", "p2gen", "build", "--no-compile", str(spec), "-o", str(out)],
+                   check=True, capture_output=True, text=True)
+    (out / "driver.c").write_text(BASIC if driver == "basic" else MODEL)
+    exe = out / "driver"
+    flags = ["-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", *SAN]
+    proc = subprocess.run([cc, *flags, f"-I{out}", str(out / "driver.c"), str(out / "os.c"),
+                           runtime_obj(cc, flags), "-o", str(exe)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    _BUILT[uri, objects, driver] = exe
+    return exe
+
+
+def run(exe: Path, *cmds, env=None, timeout=120, input=None) -> list:
+    e = dict(os.environ, ASAN_OPTIONS="detect_leaks=0", UBSAN_OPTIONS="halt_on_error=1",
+             **(env or {}))
+    proc = subprocess.run([str(exe), *map(str, cmds)], capture_output=True, text=True, env=e,
+                          cwd=exe.parent, timeout=timeout, input=input)
+    assert "Sanitizer" not in proc.stderr and "runtime error" not in proc.stderr, proc.stderr
+    assert proc.returncode == 0, (proc.returncode, proc.stdout, proc.stderr)
+    return proc.stdout.splitlines()
+
+
+def counters(lines, what) -> dict:
+    line = next(x for x in lines if x.startswith(what + " "))
+    return {k: int(v) for k, v in (kv.split("=") for kv in line.split()[1:])}
+
+
+def test_random_walk_against_a_model_with_a_tiny_cache(tmp_path, cc, server):
+    exe = build(tmp_path, cc, server.uri(), objects=2, driver="model")
+    out = run(exe, "walk", 2500, "stats")
+    assert out[0] == "open 0 " and out[-1] == "close 0 ", out
+    walk = next(x for x in out if x.startswith("walk "))
+    assert walk.startswith("walk 2500 ok"), out
+    st = counters(out, "stats")
+    # the cache holds 2: nearly every reference to another block is a fetch
+    assert st["misses"] > 5000 and st["evictions"] > 5000, st
+    # a fresh process reads the same database back from the server (the open verifies it)
+    digest = walk.split(" digest ")[1]
+    again = run(exe, "digest")
+    assert again[1] == f"digest {digest}", (walk, again)
+
+
+def test_counters_of_cold_and_warm_scans(tmp_path, cc, server):
+    big = build(tmp_path, cc, server.uri(), objects=100000)
+    out = run(big, "fill", 400)
+    assert "fill 400 ok" in out and out[-1] == "close 0 ", out
+    out = run(big, "drop", "reset", "scan", "stats", "cold", "scan", "stats", "warm")
+    cold, warm = counters(out, "cold"), counters(out, "warm")
+    # cold: one GET per block the scan touches (400 elements; the bucket table is not
+    # walked by a scan of malloc storage), each a miss; nothing written
+    assert cold["reads"] == cold["misses"] == cold["resident"] == 400, cold
+    assert cold["bytes_read"] == 400 * 256 and cold["writes"] == 0 and cold["evictions"] == 0
+    # warm, everything here: no request, every reference a hit
+    assert warm["reads"] == cold["reads"] and warm["misses"] == cold["misses"], warm
+    assert warm["hits"] >= cold["hits"] + 400
+    # the same database with 4 objects: the second scan fetches every element again
+    small = build(tmp_path, cc, server.uri(), objects=4)
+    out = run(small, "drop", "reset", "scan", "stats", "cold", "scan", "stats", "warm")
+    cold4, warm4 = counters(out, "cold"), counters(out, "warm")
+    assert cold4["reads"] == cold4["misses"] == 400, cold4
+    assert warm4["reads"] == warm4["misses"] == 800, warm4
+    assert warm4["evictions"] >= 800 - 4 - 4 and warm4["resident"] <= 5, warm4
+    # updates: each block dirtied is written back once at eviction or sync
+    out = run(small, "reset", "update", 400, "sync", "stats", "upd")
+    upd = counters(out, "upd")
+    assert upd["writebacks"] == upd["writes"] >= 400 and upd["flushes"] == 1, upd
+
+
+def test_persists_through_the_server(tmp_path, cc, server):
+    exe = build(tmp_path, cc, server.uri(), objects=4)
+    out = run(exe, "fill", 300, "stats", "built")
+    assert out[0] == "open 0 " and "fill 300 ok" in out and out[-1] == "close 0 ", out
+    built = counters(out, "built")
+    assert built["frames"] == 4 and built["evictions"] > 0 and built["writebacks"] > 0
+    out = run(exe, "check", 300, "update", 300, "scan")
+    assert "check 300 ok" in out and "update 300 ok" in out and "scan 300" in out, out
+    # 300 elements, one bucket table: one key each, besides the cells and the lock (gone)
+    assert server.command("DBSIZE") == b":302", server.command("DBSIZE")
+    assert server.command("EXISTS", "p2:lock") == b":0"
+
+
+def _checker_error(text: str, name: str) -> str:
+    with pytest.raises((SpecError, SpecErrors)) as err:
+        check(parse(text, f"{name}.p2"), name)
+    return str(err.value)
+
+
+def test_malformed_uri_is_a_checker_error_at_its_position():
+    for uri, why in (("nbd://127.0.0.1/x", "not a Redis URI"),
+                     ("redis://127.0.0.1:99999/0", "port 99999"),
+                     ("redis:///0", "not a Redis URI"),
+                     ("redis://127.0.0.1:6379/zero", "database 'zero'")):
+        text = SPEC.format(uri=uri, objects=4, storage="malloc")
+        msg = _checker_error(text, "bad")
+        line = next(i for i, l in enumerate(text.splitlines(), 1) if "server =" in l)
+        col = text.splitlines()[line - 1].index("server =") + 1
+        assert f'objserver(server = "{uri}")' in msg and why in msg, msg
+        assert f"bad.p2:{line}:{col}" in msg or f"bad.p2:{line}:{col + len('server = ')}" in msg, msg
+
+
+@pytest.mark.parametrize("storage", ["array", "iarray(key = id)", "qsort(key = id)"])
+def test_storage_in_one_block_is_refused_naming_malloc(storage):
+    text = SPEC.format(uri="redis://127.0.0.1:6379/0", objects=4, storage=storage)
+    msg = _checker_error(text, "st")
+    name = storage.split("(")[0]
+    line = 3
+    col = text.splitlines()[line - 1].index(f"[{name}") + 2
+    assert f"st.p2:{line}:{col}" in msg, msg
+    assert f"storage '{name}'" in msg and "use malloc storage" in msg, msg
+
+
+def test_unreachable_server_is_an_open_error_naming_it(tmp_path, cc):
+    uri = f"redis://127.0.0.1:{free_port()}/0"
+    exe = build(tmp_path, cc, uri, objects=4)
+    out = run(exe)
+    assert out[0].startswith(f"open 6 {uri}: cannot connect to the server"), out
+
+
+def test_second_client_is_refused(tmp_path, cc, server):
+    exe = build(tmp_path, cc, server.uri(), objects=4)
+    run(exe, "fill", 10)
+    first = subprocess.Popen([str(exe), "sleep"], cwd=exe.parent, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True,
+                             env=dict(os.environ, ASAN_OPTIONS="detect_leaks=0"))
+    assert first.stdout.readline().startswith("open 0")
+    out = run(exe)
+    assert out[0].startswith("open 11 ") and "in use by another client" in out[0], out
+    assert "p2:lock" in out[0], out
+    first.communicate("\n", timeout=60)
+    assert run(exe, "check", 10)[1] == "check 10 ok"
+
+
+def test_stalled_server_fails_every_call_within_the_timeout(tmp_path, cc, server):
+    exe = build(tmp_path, cc, server.uri(), objects=4)
+    run(exe, "fill", 50)
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0", P2_SERVER_TIMEOUT_MS="400")
+    proc = subprocess.Popen([str(exe), "update", "50", "sleep", "sync"],
+                            cwd=exe.parent, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout.readline().startswith("open 0")
+    assert proc.stdout.readline().startswith("update 50 ok")
+    server.pause()
+    try:
+        t0 = time.monotonic()
+        out, err = proc.communicate("\n", timeout=30)
+        took = time.monotonic() - t0
+    finally:
+        server.resume()
+    lines = out.splitlines()
+    assert "Sanitizer" not in err, err
+    sync = next(x for x in lines if x.startswith("sync "))
+    assert sync.startswith(f"sync 6 {server.uri()}: ") and "did not answer" in sync and "400 ms" in sync, lines
+    assert lines[-1].startswith("close 6"), lines      # the close fails at once too
+    assert took < 3, took
+    # an open against the stalled server: an error within the timeout
+    server.command("DEL", "p2:lock")    # the client above could not release it
+    server.pause()
+    try:
+        t0 = time.monotonic()
+        out = run(exe, env={"P2_SERVER_TIMEOUT_MS": "400"})
+        assert time.monotonic() - t0 < 3
+    finally:
+        server.resume()
+    assert out[0].startswith(f"open 6 {server.uri()}: ") and "did not answer" in out[0], out

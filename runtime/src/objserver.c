@@ -21,8 +21,7 @@
 #define OB_RES   1u     /* its bytes are at base + off */
 #define OB_DIRTY 2u     /* written since it was last shipped */
 #define OB_DEL   4u     /* freed: its key is deleted at the next sync */
-#define OB_WB    8u     /* shipped at least once since the open */
-#define OB_NEW   16u    /* never shipped: the server has no key for it */
+#define OB_NEW   8u     /* never shipped: the server has no key for it */
 
 #define OC_DIRTY  1u    /* cell: written, to be shipped */
 #define OC_STORED 2u    /* cell: the server holds it */
@@ -58,6 +57,8 @@ typedef struct p2_objcache {
     uint64_t *clist;            /* cells with OC_LISTED */
     uint64_t nclist, clcap;
     int      locked;            /* this client holds p2:lock */
+    uint64_t *wb;               /* offsets written back since the open, + 1 (0 empty) */
+    uint64_t wbcap, wbcount;
 } p2_objcache;
 
 static const char OB_LOCK[] = "p2:lock";
@@ -170,6 +171,43 @@ static void ob_remove(p2_objcache *oc, uint32_t idx)
     oc->count--;
     if (oc->last == idx)
         oc->last = OB_NONE;
+}
+
+/* An object at off was written back: counted a rewrite if it was before since the open
+ * (the entry itself may have been evicted in between). */
+static void ob_wb_note(p2_pagebuf *pb, uint64_t off)
+{
+    p2_objcache *oc = pb->oc;
+    pb->st.writebacks++;
+    if ((oc->wbcount + 1) * 2 > oc->wbcap) {
+        uint64_t n = oc->wbcap ? oc->wbcap * 2 : 256;
+        uint64_t *t = (uint64_t *)calloc((size_t)n, sizeof *t);
+        if (t == NULL)
+            return;                      /* the counter only: it stays low */
+        for (uint64_t i = 0; i < oc->wbcap; i++) {
+            if (oc->wb[i] == 0)
+                continue;
+            uint64_t j = (oc->wb[i] * 0x9E3779B97F4A7C15ull >> 20) & (n - 1);
+            while (t[j] != 0)
+                j = (j + 1) & (n - 1);
+            t[j] = oc->wb[i];
+        }
+        free(oc->wb);
+        oc->wb = t;
+        oc->wbcap = n;
+    }
+    uint64_t k = off + 1;
+    for (uint64_t j = (k * 0x9E3779B97F4A7C15ull >> 20) & (oc->wbcap - 1);; j = (j + 1) & (oc->wbcap - 1)) {
+        if (oc->wb[j] == k) {
+            pb->st.rewrites++;
+            return;
+        }
+        if (oc->wb[j] == 0) {
+            oc->wb[j] = k;
+            oc->wbcount++;
+            return;
+        }
+    }
 }
 
 static void ob_pin(p2_objcache *oc, uint32_t idx)
@@ -312,10 +350,8 @@ static int ob_write_one(p2_pagebuf *pb, ob_ent *e, p2_err *err)
         return rc;
     pb->st.writes++;
     pb->st.bytes_written += e->size;
-    pb->st.writebacks++;
-    if (e->flags & OB_WB)
-        pb->st.rewrites++;
-    e->flags = (e->flags & ~(OB_DIRTY | OB_NEW)) | OB_WB;
+    ob_wb_note(pb, e->off);
+    e->flags &= ~(OB_DIRTY | OB_NEW);
     pb->st.dirty--;
     return P2_OK;
 }
@@ -468,13 +504,12 @@ void *p2_obj_ptr(p2_seg *seg, uint64_t ref)
         return seg->base + ref;          /* not an object: meta (the caller's business) */
     pb->st.misses++;
     pb->st.bytes_read += f.size;
-    idx = ob_add(oc, ref, f.size, OB_RES | OB_WB);
+    idx = ob_add(oc, ref, f.size, OB_RES);
     if (idx == OB_NONE) {
         p2_err_set(&e, P2_ENOMEM, "%s: out of memory for the object cache", pb->be.uri);
         ob_fail(pb, &e);
         return seg->base + ref;
     }
-    oc->ents[idx].flags &= ~OB_WB;       /* shipped before this open, not since */
     pb->st.resident++;
     ob_pin(oc, idx);
     return seg->base + ref;
@@ -487,7 +522,7 @@ static int ob_new_object(p2_pagebuf *pb, uint64_t off, uint64_t size, p2_err *er
     uint32_t idx = ob_find(oc, off);
     if (idx != OB_NONE) {                /* freed since the last sync: its key is rewritten */
         ob_ent *e = &oc->ents[idx];
-        e->flags = (e->flags & OB_WB) | OB_RES;
+        e->flags = OB_RES;
         e->size = size;
     } else {
         idx = ob_add(oc, off, size, OB_RES | OB_NEW);
@@ -523,7 +558,7 @@ static void ob_forget(p2_pagebuf *pb, uint64_t off, uint64_t size, int wipe)
     if (e->flags & OB_NEW)
         ob_remove(oc, idx);
     else
-        e->flags = (e->flags & OB_WB) | OB_DEL;
+        e->flags = OB_DEL;
 }
 
 p2_off p2_obj_alloc(p2_seg *seg, uint64_t size, p2_err *err)
@@ -708,10 +743,8 @@ static int ob_sync(p2_seg *seg, p2_err *err)
         if ((e->flags & (OB_RES | OB_DIRTY)) == (OB_RES | OB_DIRTY)) {
             pb->st.writes++;
             pb->st.bytes_written += e->size;
-            pb->st.writebacks++;
-            if (e->flags & OB_WB)
-                pb->st.rewrites++;
-            e->flags = (e->flags & ~(OB_DIRTY | OB_NEW)) | OB_WB;
+            ob_wb_note(pb, e->off);
+            e->flags &= ~(OB_DIRTY | OB_NEW);
             pb->st.dirty--;
         } else if (e->flags & OB_DEL) {
             ob_remove(oc, i);
@@ -761,6 +794,7 @@ static void ob_free(p2_pagebuf *pb)
     free(oc->table);
     free(oc->pins);
     free(oc->clist);
+    free(oc->wb);
     if (oc->cells != NULL)
         munmap(oc->cells, (size_t)oc->cells_bytes);
     free(oc);

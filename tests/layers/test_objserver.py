@@ -353,6 +353,9 @@ def test_persists_through_the_server(tmp_path, cc, server):
     assert out[0] == "open 0 " and "fill 300 ok" in out and out[-1] == "close 0 ", out
     built = counters(out, "built")
     assert built["frames"] == 4 and built["evictions"] > 0 and built["writebacks"] > 0
+    # each insert dirties the bucket table and the list's last element again after they
+    # were evicted: written back more than once; every write a write-back (none at open)
+    assert 0 < built["rewrites"] < built["writebacks"] == built["writes"], built
     out = run(exe, "check", 300, "update", 300, "scan")
     assert "check 300 ok" in out and "update 300 ok" in out and "scan 300" in out, out
     # 300 elements, one bucket table: one key each, besides the cells and the lock (gone)

@@ -546,6 +546,10 @@ class MemLayer(Layer):
     # function that reaches the memory (an object server's cache unpins what the previous
     # call touched: pointers stay valid until the next call), or None: nothing to call.
     call_enter: Optional[str] = None
+    # Does the memory take only storage that gives each element a block of its own
+    # (`addressed_refs`: malloc)? An object server's unit is the block: storage keeping a
+    # whole container in one (array, iarray, qsort) is refused under it, naming malloc.
+    block_per_element: bool = False
     # Files the layer keeps beside the data file F, as {suffix: what}: F + suffix is its
     # `what` (the journal's: {"-journal": "journal"}; runtime/p2_runtime.c names them).
     # The checker refuses a data file whose name ends in any registered layer's suffix.

@@ -43,6 +43,7 @@ class ObjServer(MemLayer):
     maps_anywhere = True
     write_intent = True         # every write is announced: it is how a block turns dirty
     call_enter = "p2_obj_enter"  # the API unpins the cache on entry
+    block_per_element = True    # the unit is the block: malloc storage only
     # out of reserved memory, or the server failed (every call fails once it has)
     errors = {"alloc": {"P2_ENOMEM", "P2_EIO"}}
     params = (
@@ -76,7 +77,7 @@ class ObjServer(MemLayer):
         if why is not None:
             ctx.error(f"objserver(server = \"{uri}\"): {why}", inst.param_pos("server"))
         st = inst.container.storage
-        if not st.layer.addressed_refs:
+        if self.block_per_element and not st.layer.addressed_refs:
             ctx.error(f"objserver's unit is the allocator block, but storage '{st.name}' of "
                       f"container '{inst.container.name}' keeps the whole container in one "
                       f"block (every element would travel with each one): use malloc storage "

@@ -34,6 +34,7 @@ import pytest
 
 from model import ContainerModel, ModelError, cstr, decode, encode, norm, param_fields
 from nbdkit import ENGINE_MISSING, NbdServer, free_port
+from redis import ENGINE_MISSING as REDIS_MISSING, RedisServer
 
 from p2gen.check import check
 from p2gen.errors import SpecError, SpecErrors
@@ -77,7 +78,10 @@ CHOSEN_PARAMS = {
 # (server_mems below); a buffer of 4 pages, so that pages are evicted and fetched again
 # all the time.
 SERVER_PORT = free_port()
-SERVER_PARAMS = {"pageserver": f'server = "nbd://127.0.0.1:{SERVER_PORT}/diff", pages = 4'}
+# an object server (`objserver`) by redis-server the same way, its cache 2 objects
+REDIS_PORT = free_port()
+SERVER_PARAMS = {"pageserver": f'server = "nbd://127.0.0.1:{SERVER_PORT}/diff", pages = 4',
+                 "objserver": f'server = "redis://127.0.0.1:{REDIS_PORT}/0", objects = 2'}
 CHOSEN_PARAMS.update(SERVER_PARAMS)
 ITEM_FIELDS = [("id", "int"), ("grp", "int"), ("score", "int"), ("name", "char"),
                ("ratio", "float")]
@@ -175,6 +179,7 @@ def on_server(mem: str) -> bool:
 
 
 _SERVER: list = []
+_REDIS: list = []
 
 
 @pytest.fixture(autouse=True)
@@ -185,6 +190,14 @@ def server_mems(request, tmp_path_factory):
     params = getattr(getattr(request.node, "callspec", None), "params", {})
     mem = params.get("mem")
     if mem is None or mem not in ALL_MEMS or not on_server(mem):
+        yield
+        return
+    if "redis://" in ALL_MEMS[mem][1]:
+        if REDIS_MISSING:
+            pytest.skip(REDIS_MISSING)
+        if not _REDIS:
+            _REDIS.append(RedisServer(tmp_path_factory.mktemp("redis"), REDIS_PORT).start())
+        _REDIS[0].flush()
         yield
         return
     if ENGINE_MISSING:
@@ -199,7 +212,7 @@ def server_mems(request, tmp_path_factory):
 @pytest.fixture(scope="session", autouse=True)
 def _stop_server():
     yield
-    for s in _SERVER:
+    for s in _SERVER + _REDIS:
         s.stop()
 
 
@@ -211,10 +224,21 @@ def on_file(mem: str) -> bool:
 
 def wide_layers(layers: list, mem: str) -> list:
     """The layers of `layers` that store 64-bit links, where memory `mem` stores narrower
-    ones: the checker refuses them there (naming the layer and the links parameter)."""
+    ones: the checker refuses them there (naming the layer and the links parameter); and,
+    where `mem` takes only a block per element, the storage that keeps one
+    (one_block_storage), which the checker refuses too."""
     if mem not in _LINK_MEMS:
-        return []
+        return one_block_storage(layers, mem)
     return [n for n in layers if LAYERS[n].realm != "mem" and not LAYERS[n].narrow_links]
+
+
+def one_block_storage(layers: list, mem: str) -> list:
+    """The storage of `layers` keeping a container in one block, where memory `mem` takes
+    only a block per element (objserver): the checker refuses it there, naming malloc."""
+    if not LAYERS[ALL_MEMS[mem][0]].block_per_element:
+        return []
+    return [n for n in layers if LAYERS[n].realm == "ds" and LAYERS[n].role == "storage"
+            and not LAYERS[n].addressed_refs]
 
 OPS_PER_SEED = 600
 HARNESS_TIMEOUT = 60
@@ -1323,7 +1347,9 @@ def test_differential(kind, key, mem, seed, spec_builds, san_env, tmp_path):
         with pytest.raises((SpecError, SpecErrors)) as err:
             check(parse(spec_text([container]), "illegal.p2"), "illegal")
         wide = wide_layers(container.layers, mem)
-        if wide:
+        if one_block_storage(container.layers, mem):
+            assert "use malloc storage" in str(err.value)
+        elif wide:
             assert f"layer '{wide[0]}'" in str(err.value) and "links = " in str(err.value)
         else:
             assert "qsort" in str(err.value)

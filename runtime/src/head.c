@@ -40,11 +40,17 @@
  *                          callbacks per engine, every request with a deadline
  *      8.1 file            a local file through pread / pwrite
  *      8.2 nbd             libnbd, loaded with dlopen at the first open
- *      8.3 opening         a backend by its URI
+ *      8.3 redis           hiredis, loaded with dlopen at the first open (an object server's)
+ *      8.4 opening         a backend by its URI
  *   9. Page servers        src/pageserver.c: the client buffer (frames, clock, dirty set,
  *                          write-back) and its SIGSEGV fault path
  *      9.1 hooks           what section 4 calls for a segment on a server
  *      9.2 open, counters  p2_seg_open_server, p2_seg_server_stats, _drop
+ *  10. Object servers      src/objserver.c: the client object cache over Redis (a block per
+ *                          key, software check, pins until the next call, MULTI ... EXEC)
+ *      10.1 memory calls   p2_obj_enter, p2_obj_ptr, p2_obj_alloc, _free, _realloc
+ *      10.2 sync, close    one MULTI ... EXEC of objects, deletions and cells
+ *      10.3 open           p2_seg_open_objserver
  */
 
 #define _GNU_SOURCE

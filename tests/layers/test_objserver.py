@@ -446,3 +446,29 @@ def test_stalled_server_fails_every_call_within_the_timeout(tmp_path, cc, server
     finally:
         server.resume()
     assert out[0].startswith(f"open 6 {server.uri()}: ") and "did not answer" in out[0], out
+
+
+def test_server_gone_fails_every_call_at_once(tmp_path, cc, tmp_path_factory):
+    """A server that exits under a client (not stalled: its port refuses): the next
+    request fails at once with the connection's error, and every call after it too."""
+    own = RedisServer(tmp_path_factory.mktemp("gone")).start()
+    try:
+        exe = build(tmp_path, cc, own.uri(), objects=4)
+        run(exe, "fill", 50)
+        proc = subprocess.Popen([str(exe), "update", "50", "sleep", "sync"],
+                                cwd=exe.parent, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True,
+                                env=dict(os.environ, ASAN_OPTIONS="detect_leaks=0"))
+        assert proc.stdout.readline().startswith("open 0")
+        assert proc.stdout.readline().startswith("update 50 ok")
+        own.stop()
+        t0 = time.monotonic()
+        out, err = proc.communicate("\n", timeout=30)
+        assert time.monotonic() - t0 < 3
+    finally:
+        own.stop()
+    lines = out.splitlines()
+    assert "Sanitizer" not in err, err
+    sync = next(x for x in lines if x.startswith("sync "))
+    assert sync.startswith(f"sync 6 {own.uri()}: the connection failed during a commit"), lines
+    assert lines[-1].startswith("close 6"), lines

@@ -56,6 +56,12 @@ class ObjServer(MemLayer):
                   doc="objects of the client cache: at most this many blocks are in memory "
                       "between calls into the API (those a call touches stay until the "
                       "next call); touching another evicts one (clock replacement)"),
+        ParamSpec("bundle", "int", 0, min=0, max=64, fuzz=(0, 8),
+                  doc="bundling: each miss also fetches, in the same request (one MGET), "
+                      "up to this many allocation neighbours after the missed block (at "
+                      "the stride of the last block fetched: a container's elements "
+                      "allocated in turn) that the server holds and the client does not; "
+                      "0: one GET per miss"),
         ParamSpec("reserve", "int", 1 << 32, min=1 << 20, max=Persistent.params[1].max,
                   fuzz=(1 << 20, 1 << 30),
                   doc="the most bytes the database may use (default 4 GiB)"),

@@ -6069,6 +6069,7 @@ int p2_seg_server_stats(const p2_seg *seg, p2_server_stats *out)
     out->frames += s->frames;
     out->resident += s->resident;
     out->dirty += s->dirty;
+    out->bundled += s->bundled;
     return 1;
 }
 
@@ -6168,6 +6169,8 @@ typedef struct p2_objcache {
     uint64_t *clist;            /* cells with OC_LISTED */
     uint64_t nclist, clcap;
     int      locked;            /* this client holds p2:lock */
+    uint32_t bundle;            /* neighbours fetched with a miss (p2_obj_set_bundle) */
+    uint64_t guess;             /* the size of the last object fetched: the stride */
     uint64_t *wb;               /* offsets written back since the open, + 1 (0 empty) */
     uint64_t wbcap, wbcount;
 } p2_objcache;
@@ -6581,6 +6584,53 @@ static int ob_take_object(void *ctx, unsigned i, const p2_rreply *r)
     return P2_OK;
 }
 
+void p2_obj_set_bundle(p2_seg *seg, uint32_t k)
+{
+    if (seg != NULL && seg->pb != NULL && seg->pb->oc != NULL)
+        seg->pb->oc->bundle = k > 64 ? 64 : k;
+}
+
+/* MGET's answer: element 0 is the missed object (as GET's), the others neighbours, each
+ * placed where the client has no object and the server holds one. */
+struct ob_bundle {
+    struct ob_fetch f;
+    uint64_t off[65];
+    unsigned n;
+    uint64_t got, bytes;
+};
+
+static int ob_take_bundle(void *ctx, unsigned i, const p2_rreply *r)
+{
+    (void)i;
+    struct ob_bundle *b = (struct ob_bundle *)ctx;
+    if (r->type != REDIS_ARRAY || r->elements != b->n)
+        return P2_EFORMAT;
+    p2_rreply first;
+    redis_read_reply(r->element[0], &first);
+    int rc = ob_take_object(&b->f, 0, &first);
+    if (rc != P2_OK || !b->f.found)
+        return rc;
+    p2_pagebuf *pb = b->f.pb;
+    p2_seg *seg = pb->seg;
+    for (unsigned k = 1; k < b->n; k++) {
+        p2_rreply x;
+        redis_read_reply(r->element[k], &x);
+        uint64_t off = b->off[k];
+        if (x.type != REDIS_STRING || x.len == 0 || off + x.len > seg->mapped ||
+            off < b->f.off + b->f.size || ob_find(pb->oc, off) != OB_NONE)
+            continue;           /* none there, or the client's is newer (or freed) */
+        ob_make_room(pb, 1);
+        uint32_t idx = ob_add(pb->oc, off, x.len, OB_RES);
+        if (idx == OB_NONE)
+            break;
+        memcpy(seg->base + off, x.str, x.len);
+        pb->st.resident++;
+        b->got++;
+        b->bytes += x.len;
+    }
+    return P2_OK;
+}
+
 void *p2_obj_ptr(p2_seg *seg, uint64_t ref)
 {
     p2_pagebuf *pb = seg->pb;
@@ -6603,7 +6653,40 @@ void *p2_obj_ptr(p2_seg *seg, uint64_t ref)
     struct ob_fetch f = {pb, ref, 0, 0};
     p2_err e;
     p2_err_clear(&e);
-    if (redis_cmd(&pb->be, 2, argv, lens, ob_take_object, &f, "a read", &e) != P2_OK) {
+    if (oc->bundle > 0 && oc->guess > 0) {
+        /* one MGET: the object and its neighbours at the last object's stride */
+        struct ob_bundle b;
+        memset(&b, 0, sizeof b);
+        b.f = f;
+        char keys[65][40];
+        const char *bargv[66];
+        size_t blens[66];
+        bargv[0] = "MGET";
+        blens[0] = 4;
+        for (unsigned k = 0; k <= oc->bundle; k++) {
+            uint64_t off = ref + k * oc->guess;
+            if (k > 0 && off >= seg->mapped)
+                break;
+            b.off[k] = off;
+            ob_key(keys[k], sizeof keys[k], off);
+            bargv[k + 1] = keys[k];
+            blens[k + 1] = strlen(keys[k]);
+            b.n = k + 1;
+        }
+        int rc = redis_cmd(&pb->be, (int)b.n + 1, bargv, blens, ob_take_bundle, &b, "a read", &e);
+        f = b.f;
+        if (rc == P2_OK) {
+            pb->st.bundled += b.got;
+            pb->st.bytes_read += b.bytes;
+        } else if (e.code == P2_OK) {
+            p2_err_set(&e, P2_EFORMAT, "%s: the object at offset %" PRIu64 " is corrupt (not a "
+                       "block inside the database)", pb->be.uri, ref);
+        }
+        if (rc != P2_OK) {
+            ob_fail(pb, &e);
+            return seg->base + ref;
+        }
+    } else if (redis_cmd(&pb->be, 2, argv, lens, ob_take_object, &f, "a read", &e) != P2_OK) {
         if (e.code == P2_OK)
             p2_err_set(&e, P2_EFORMAT, "%s: the object at offset %" PRIu64 " is corrupt (not a "
                        "block inside the database)", pb->be.uri, ref);
@@ -6615,6 +6698,7 @@ void *p2_obj_ptr(p2_seg *seg, uint64_t ref)
         return seg->base + ref;          /* not an object: meta (the caller's business) */
     pb->st.misses++;
     pb->st.bytes_read += f.size;
+    oc->guess = f.size;
     idx = ob_add(oc, ref, f.size, OB_RES);
     if (idx == OB_NONE) {
         p2_err_set(&e, P2_ENOMEM, "%s: out of memory for the object cache", pb->be.uri);

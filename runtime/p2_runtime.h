@@ -969,6 +969,8 @@ typedef struct p2_server_stats {
     uint64_t frames;         /**< frames of the client buffer */
     uint64_t resident;       /**< pages in a frame now */
     uint64_t dirty;          /**< of them, dirty now */
+    uint64_t bundled;        /**< object servers: objects fetched beside a missed one by
+                                  bundling (objserver(bundle = K)), not themselves missed */
 } p2_server_stats;
 
 /** Open (or create) a page-server segment: as p2_seg_open(), the database's bytes on the
@@ -1044,6 +1046,12 @@ int p2_seg_server_drop(p2_seg *seg, p2_err *err);
 int p2_seg_open_objserver(p2_seg *seg, const char *uri, uint32_t objects, uint64_t fingerprint,
                           uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
                           uint64_t reserve, int *created, p2_err *err);
+
+/** Bundling: each miss fetches, in the same request (one MGET), the objects at up to
+ *  `k` allocation neighbours after the missed one -- the offsets ref + i * s, s the size
+ *  of the last object fetched (a container's elements under malloc storage, allocated in
+ *  turn, lie so) -- where the server holds one and the client has none there.  0: off. */
+void p2_obj_set_bundle(p2_seg *seg, uint32_t k);
 
 /** The API was entered: unpin every object and evict down to the cache's size. */
 void p2_obj_enter(p2_seg *seg);

@@ -531,6 +531,7 @@ int p2_seg_server_stats(const p2_seg *seg, p2_server_stats *out)
     out->frames += s->frames;
     out->resident += s->resident;
     out->dirty += s->dirty;
+    out->bundled += s->bundled;
     return 1;
 }
 

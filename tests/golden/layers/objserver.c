@@ -1,5 +1,5 @@
 /* --------------------------------------------------------------------------
- * layer objserver (objserver: mem) of items: objects=16, server=redis:/\/127.0.0.1:6379/0, verify_open=true
+ * layer objserver (objserver: mem) of items: bundle=0, objects=16, server=redis:/\/127.0.0.1:6379/0, verify_open=true
  * ------------------------------------------------------------------------ */
 /* server "redis:/\057127.0.0.1:6379/0": a client cache of 16 objects */
 /* The software check: the block in the cache, else fetched (one GET) and pinned until the

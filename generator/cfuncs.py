@@ -18,13 +18,18 @@ rendered (the layer and container, or the spec's own template), whether it is pu
 prototype, the identifiers its text names (what it calls: its body, known as a string when
 it is recorded, tokenised) and its text. Around the text it leaves two marks (characters no
 template or value may print, like the line marks of render.LineMarks) so that the text of a
-function can be taken out again without reading the C around it.
+function can be taken out again without reading the C around it. The other declarations
+of the public API (spec.h.j2's types and constant macros, and those a mem layer's hooks
+add to the header) go through its sibling `{% call cdecl(name) %}`, recorded the same way
+as public declarations of kind "type" or "macro".
 
 What reads the table instead of the emitted C: the pruning of static functions nothing
-calls (FunctionTable.unused_lines) and the storage class <PREFIX>_API (written by the
-construct). Each entry also keeps its parameters' names, for the CFFI declarations
-(pybind.public_api) and the names pass (names.py, cnames.py), which still read the
-emitted header and source (issue 35, item 2: not yet moved onto the table).
+calls (FunctionTable.unused_lines), the storage class <PREFIX>_API (written by the
+construct) and the CFFI declarations (pybind.header_api: the header's entries in order,
+each as `api` gives it, with a blank line where `spaced` says). The names pass (names.py,
+cnames.py) still reads the emitted C: the source, the integrity checker and the harness
+define types, macros and members outside any construct. Each entry also keeps its
+parameters' names.
 """
 from __future__ import annotations
 
@@ -53,7 +58,10 @@ class CFunction:
     decl: bool                  # a prototype, not a definition
     text: str                   # as emitted (storage class included, line marks kept)
     calls: frozenset = field(default_factory=frozenset)   # the identifiers its text names
-    params: tuple = ()          # its parameters' names (the names pass)
+    params: tuple = ()          # its parameters' names
+    kind: str = "function"      # "function"; cdecl's "type" or "macro"
+    api: str = ""               # the declaration alone: no comment, no storage class
+    spaced: bool = False        # a blank line stands before it in its output (spaced_out)
 
 
 def strip_marks(text: str) -> str:
@@ -91,12 +99,38 @@ class FunctionTable:
                              f"{'is' if not decl else 'is not'} a prototype")
         if public:
             text = text[:head] + self.api + text[head:]
-        index = len(self.entries)
         plain = re.sub("\x01[^\x02]*\x02", "", text)
-        self.entries.append(CFunction(
+        return self._record(CFunction(
             name, self.section, public, decl, plain,
             frozenset(_WORD.findall(plain)) - {name} if not decl else frozenset(),
-            _params(body, name)))
+            _params(body, name), api=_declaration(body) if decl else ""), text)
+
+    def cdecl(self, name: str, caller=None) -> str:
+        """The construct for a declaration of the public API that is not a function
+        (`{% call cdecl(name) %}...{% endcall %}`): a type (`typedef ...;`, ending in the
+        name it declares) or a constant macro (`#define NAME value`). Recorded as a public
+        declaration of kind "type" or "macro"; its text is emitted unchanged."""
+        text = re.sub("\n(?:\x01[^\x02]*\x02)*\\Z", "", caller(), count=1)
+        head = _head_at(text, directives=False)
+        body = re.sub("\x01[^\x02]*\x02", "", text[head:])
+        if body.startswith("#"):
+            if not re.match(r"#\s*define\s+" + re.escape(name) + r"[ \t]+\S", body):
+                raise ValueError(f"cdecl({name!r}): not a constant macro of that name: "
+                                 f"{body[:80]!r}")
+            kind, api = "macro", f"#define {name} ..."   # CFFI reads the value itself
+        else:
+            if not re.match(r"typedef\b", body) or \
+                    not re.search(r"\b" + re.escape(name) + r"\s*;\s*\Z", body):
+                raise ValueError(f"cdecl({name!r}): not a typedef of that name: "
+                                 f"{body[:80]!r}")
+            kind, api = "type", _declaration(body)
+        return self._record(CFunction(name, self.section, True, True,
+                                      re.sub("\x01[^\x02]*\x02", "", text),
+                                      kind=kind, api=api), text)
+
+    def _record(self, entry: CFunction, text: str) -> str:
+        index = len(self.entries)
+        self.entries.append(entry)
         # (the line end the block's end tag took, trim_blocks, given back after the mark)
         # (a call block's output is printed as is: Jinja's finalize does not see it)
         return f"\x03{index}\x04{text}{CLOSE_MARK}\n"
@@ -104,6 +138,23 @@ class FunctionTable:
     def emitted(self, text: str) -> list:
         """The entries whose text is in `text` (a rendered and marked output), in order."""
         return [self.entries[int(i)] for i in _OPEN.findall(text)]
+
+    def spaced_out(self, text: str) -> list:
+        """The entries emitted in marked `text`, in order, each with `spaced` set when a
+        blank line (comments aside) stands between it and the entry before: the CFFI
+        declarations keep the header's grouping."""
+        out = []
+        for m in _OPEN.finditer(text):
+            e = self.entries[int(m.group(1))]
+            if out:
+                # from the end of the entry before to the head of this one's declaration
+                start = text.rindex(CLOSE_MARK, 0, m.start()) + len(CLOSE_MARK)
+                gap = text[start:m.start()] + text[m.end():m.end() + _head_at(
+                    text[m.end():text.index(CLOSE_MARK, m.end())], directives=False)]
+                gap = _COMMENT.sub("", re.sub("\x01[^\x02]*\x02", "", gap))
+                e.spaced = re.search(r"\n[ \t]*\n", gap) is not None
+            out.append(e)
+        return out
 
     def unused_lines(self, source: str, roots: str = "") -> set:
         """The lines (0-based) of marked `source` that the static functions nothing calls
@@ -158,20 +209,35 @@ class FunctionTable:
         return gone
 
 
-def _head_at(text: str) -> int:
+def _head_at(text: str, directives: bool = True) -> int:
     """Where the declaration starts in a function's text: after the line marks, comments
-    and preprocessor lines that open it."""
+    and (`directives`) preprocessor lines that open it."""
     at = _LINE_MARKS.match(text).end()
     while True:
         if text.startswith("/*", at):
             end = text.index("*/", at) + 2
-        elif text.startswith("#", at):        # a guard of its own (spec.c.j2, p2_fixstr)
+        elif directives and text.startswith("#", at):   # a guard of its own (p2_fixstr)
             end = text.index("\n", at)
         else:
             return at
         if text[end:end + 1] != "\n":
             return at
         at = _LINE_MARKS.match(text, end + 1).end()
+
+
+# comments: whole lines (with their line end) first, then the rest
+_COMMENT = re.compile(r"^[ \t]*/\*.*?\*/[ \t]*\n|/\*.*?\*/", re.S | re.M)
+
+
+def _declaration(body: str) -> str:
+    """A declaration's text from its head on, without its comments, trailing blanks and
+    runs of blank lines."""
+    out: list = []
+    for line in _COMMENT.sub("", body).split("\n"):
+        line = line.rstrip()
+        if line or (out and out[-1]):
+            out.append(line)
+    return "\n".join(out).strip()
 
 
 def _params(body: str, name: str) -> tuple:

@@ -12,12 +12,13 @@ For a spec with prefix P, `build_python` writes into the output directory
 and, with --wheel (package.py), P/__init__.py: the same module inside a package that holds
 the extension and a copy of p2gen.runtime's Python support, importing both from there.
 
-The CFFI declarations (cdef) are the public API region of the generated P.h as it stands
-(public_api: its fences, what is stripped, which struct members stay hidden), after the
-return codes (p2gen.runtime.codes) and the public API region of p2_runtime.h, fenced the
-same way (runtime_api: p2_strerror, p2_text), and before those of the binding's own C
-helpers (helpers_c). The header is the one source: a function the
-header template declares reaches Python without a change here. Same spec, same bytes.
+The CFFI declarations (cdef) are the declarations of the generated P.h as the table of
+generated functions records them (cfuncs.py: every `cfunc` and `cdecl` block of the
+header, in its order; header_api: which struct members stay hidden), after the return
+codes (p2gen.runtime.codes) and the public API region of the hand-written p2_runtime.h
+(runtime_api: p2_strerror, p2_text; public_api: its fences, what is stripped), and before
+those of the binding's own C helpers (helpers_c). A declaration the header template makes
+through the table reaches Python without a change here. Same spec, same bytes.
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from .build import RUNTIME_DIR, Generated, cc_command, write_if_changed
 from .ir import CheckedSpec, ContainerInfo, CursorInfo
 from .errors import BuildError
 from .model import FieldType, expr_text
-from .render import metadata
+from .render import header_declarations, metadata
 from .runtime.codes import CODES
 from .pyfast import fast_c
 from .runtime.pyapi import role_expression
@@ -69,7 +70,8 @@ def _public_cursors(info: ContainerInfo) -> list:
     return [k for k in info.cursors if k.synthetic != "find"]
 
 
-# The fences of the public API in the generated header (templates/spec.h.j2).
+# The fences of the public API region in p2_runtime.h (and, for the reader, in the
+# generated header: templates/spec.h.j2).
 API_BEGIN = "/* p2gen: public API begin."
 API_END = "/* p2gen: public API end */"
 
@@ -79,11 +81,28 @@ _STRUCT = re.compile(r"\bstruct\s+(\w+)\s*\{([^{}]*)\}")
 _MEMBER_NAME = re.compile(r"(\w+)\s*(?:\[[^\]]*\]\s*)*$")
 
 
+def header_api(declarations: list) -> str:
+    """The declarations of a generated header, as CFFI takes them: the table's entries
+    (cfuncs.CFunction, render.header_declarations) in header order, each as its `api`
+    text (no comment, no storage class; a constant macro as `#define NAME ...`, its value
+    read by CFFI from the compiled header), a struct's private members hidden
+    (_partial_struct), a blank line where the header groups them."""
+    out: list = []
+    for e in declarations:
+        if not e.public:
+            continue
+        if e.spaced and out:
+            out.append("")
+        out.append(_STRUCT.sub(_partial_struct, e.api) if e.kind == "type" else e.api)
+    return "\n".join(out) + "\n"
+
+
 def public_api(prefix: str, header: str) -> str:
-    """The declarations of the public API region of a generated header, as CFFI takes them.
+    """The declarations of the public API region of a hand-written header (p2_runtime.h),
+    as CFFI takes them.
 
     The region is what lies between the header's "public API begin/end" fences. Comments
-    go; so does the storage class <PREFIX>_API (render.inline_api); a constant macro
+    go; so does the storage class <PREFIX>_API; a constant macro
     becomes `#define NAME ...` (CFFI reads its value from the compiled header), a
     function-like one is dropped; a #line directive (--line-directives) goes; any other
     preprocessor line is refused, since it would make the declarations depend on
@@ -151,16 +170,16 @@ def runtime_api() -> str:
         return public_api("p2_runtime", f.read())
 
 
-def cdef(checked: CheckedSpec, header: str) -> str:
+def cdef(checked: CheckedSpec) -> str:
     """The CFFI declarations of a spec: the runtime's return codes and its public API
-    region (runtime_api: p2_strerror, p2_text), the public API region of the generated
-    header `header` (the text of <prefix>.h; see public_api) and the binding's own helpers
-    (helpers_c)."""
+    region (runtime_api: p2_strerror, p2_text), the declarations of the generated header
+    as the table of generated functions records them (header_api) and the binding's own
+    helpers (helpers_c)."""
     out = ["/* p2_runtime.h: return codes */"]
     out += [f"#define {c.name} {c.value}" for c in CODES]
     out += ["/* p2_runtime.h: the public API */", runtime_api(),
             f"/* {checked.prefix}.h: the public API */",
-            public_api(checked.prefix, header),
+            header_api(header_declarations(checked)),
             "/* the binding's own helpers (helpers_c): one crossing per find, batches */",
             helpers_c(checked, declare=True),
             "/* the fast module (pyfast.fast_c): 0 when it is in sys.modules */",
@@ -369,8 +388,7 @@ def build_python(gen: Generated, cc: Optional[str] = None, extra_cflags=()) -> s
     out_dir = os.path.abspath(gen.out_dir)
     mod = module_name(p)
     ffi = cffi.FFI()
-    with open(gen.header, encoding="utf-8") as f:
-        decls = cdef(gen.checked, f.read())
+    decls = cdef(gen.checked)
     try:
         ffi.cdef(decls)
     except Exception as e:  # cffi.CDefError and friends: a p2gen bug

@@ -760,7 +760,7 @@ class Renderer:
             info = li.container
             tmpl = self.env.get_template(li.layer.template)
             self.table.section = f"layer {li.name} of {info.name}"
-            module = tmpl.make_module(dict(
+            module = tmpl.make_module(dict(cdecl=self.table.cdecl,
                 L=li, B=li.below, C=info, S=self.checked, M=info.mem,
                 St=info.storage, D=info.ds[0],
                 cursors=self.views(info) if cursors is None else cursors,
@@ -895,7 +895,7 @@ class Renderer:
                    c_string=c_string, where_text=expr_text, names=names,
                    rn=self.role_names, recover=self.recover, api_errors=api_errors,
                    role_api_errors=role_api_errors, key_of_rec=_key_of_rec_c,
-                   cfunc=self.table.cfunc, call_enter=self.call_enter,
+                   cfunc=self.table.cfunc, cdecl=self.table.cdecl, call_enter=self.call_enter,
                    hooked=[c for c in containers
                                            if c["info"].has_hooks or c["info"].referenced])
         self.table.section = "spec.h.j2"
@@ -905,7 +905,8 @@ class Renderer:
         if self.line_directives:
             header, header_at = mark_lines(header)
             source, source_at = mark_lines(source)
-        self.header_functions = self.table.emitted(header)
+        # what the header declares, in order (the CFFI declarations: pybind.header_api)
+        self.header_declarations = self.table.spaced_out(header)
         self.source_functions = self.table.emitted(source)
         gone = self.table.unused_lines(source, self.tool_source())
         source = "\n".join(line for k, line in enumerate(source.split("\n")) if k not in gone)
@@ -999,6 +1000,14 @@ def render_verifier(checked: CheckedSpec, spec_file: str) -> str:
 def render(checked: CheckedSpec, spec_file: str,
            line_directives: bool = False) -> tuple[str, str]:
     return Renderer(checked, spec_file, line_directives=line_directives).render()
+
+
+def header_declarations(checked: CheckedSpec) -> list:
+    """The declarations of the spec's header as the table of generated functions records
+    them (cfuncs.CFunction: every `cfunc` and `cdecl` block), in header order."""
+    r = Renderer(checked, "")
+    r.render()
+    return r.header_declarations
 
 
 def metadata(checked: CheckedSpec) -> dict:

@@ -1,8 +1,11 @@
 """The Python binding declares to CFFI what the generated header declares, taken from the
-header itself (generator/pybind.py, public_api): for every committed spec each public
-function of the header is in the cdef, the names the binding calls are among them, a
-declaration added to the header template reaches the cdef without a change to the
-binding, and what CFFI cannot take is refused in words.
+table of generated functions (generator/cfuncs.py: the header template's `cfunc` and
+`cdecl` blocks; generator/pybind.py, header_api): for every committed spec each public
+function of the header is in the cdef, the declarations are those of the header's public
+API region read by its fences (public_api, which reads p2_runtime.h), the names the
+binding calls are among them, a declaration added to the header template through the
+construct reaches the cdef without a change to the binding, and what CFFI cannot take is
+refused in words.
 
 No C compiler needed: CFFI parses the declarations; tests/bindings/test_python*.py build and call
 the modules."""
@@ -18,7 +21,8 @@ from p2gen import render as render_mod
 from p2gen.build import load
 from p2gen.errors import BuildError
 from p2gen import pybind
-from p2gen.pybind import API_BEGIN, API_END, binding_metadata, cdef, public_api
+from p2gen.pybind import (API_BEGIN, API_END, binding_metadata, cdef, header_api,
+                          public_api)
 
 cffi = pytest.importorskip("cffi")
 
@@ -46,7 +50,7 @@ def functions(decls: dict) -> set:
     return {k.split(" ", 1)[1] for k in decls if k.startswith("function ")}
 
 
-def header_api(prefix: str, header: str) -> set:
+def header_functions(prefix: str, header: str) -> set:
     """The header's public functions, read independently of the fences: render.inline_api
     gives every one of them, wherever it stands, the storage class <PREFIX>_API."""
     api = re.escape(prefix.upper()) + r"_API"
@@ -61,8 +65,8 @@ def test_specs_found():
 def test_cdef_declares_the_whole_public_api(spec):
     checked, header = rendered(spec)
     p = checked.prefix
-    decls = declared(cdef(checked, header))
-    public = header_api(p, header)
+    decls = declared(cdef(checked))
+    public = header_functions(p, header)
     assert {f"{p}_open", f"{p}_close", f"{p}_verify"} <= public
     # every public function and nothing else, besides the runtime's and the binding's own
     fns = functions(decls)
@@ -71,17 +75,19 @@ def test_cdef_declares_the_whole_public_api(spec):
     assert f"macro {p.upper()}_NOREF" in decls
     # records with their fields in order; cursor state hidden
     ffi = cffi.FFI()
-    ffi.cdef(cdef(checked, header))
+    ffi.cdef(cdef(checked))
     for r in checked.records:
         assert [n for n, _ in ffi.typeof(f"{p}_{r.name}").fields] == [f.name for f in r.fields]
     for info in checked.containers:
         assert decls[f"typedef {info.all_cursor.p}_cursor"][0].partial
+    # the table's declarations are the header's public API region, read by its fences
+    assert header_api(render_mod.header_declarations(checked)) == public_api(p, header)
 
 
 def test_binding_calls_only_declared_functions():
     """The C names binding_metadata hands the Python layer are functions the header declares."""
     checked, header = rendered(LINKS)
-    fns = functions(declared(cdef(checked, header)))
+    fns = functions(declared(cdef(checked)))
     meta = binding_metadata(checked)
     names = []
     for c in meta["containers"]:
@@ -96,32 +102,66 @@ def test_binding_calls_only_declared_functions():
     assert not set(names) - fns
 
 
-def test_declaration_added_to_header_template_reaches_cdef(monkeypatch):
-    """A function the header template declares is in the cdef with no change to pybind."""
+def header_template_with(monkeypatch, extra: str):
+    """The header template with `extra` inserted before the end of its public API region."""
     env = render_mod.jinja_env.__wrapped__()          # a fresh environment, not the cached one
     source = env.loader.get_source(env, "spec.h.j2")[0]
     assert source.count(API_END) == 1
-    extra = ("{% for c in containers %}\n"
-             "/* Squeeze the container (a declaration this test adds). */\n"
-             "int {{ c.info.p }}_squeeze({{ S.prefix }}_db *db, uint64_t *freed);\n"
-             "{% endfor %}\n")
     env.loader = jinja2.ChoiceLoader([
         jinja2.DictLoader({"spec.h.j2": source.replace(API_END, extra + API_END)}),
         env.loader])
     monkeypatch.setattr(render_mod, "jinja_env", lambda: env)
+
+
+@pytest.mark.parametrize("block, message", [
+    ("{% call cdecl('zz_count') %}\ntypedef uint64_t zz_total;\n{% endcall %}\n",
+     "cdecl('zz_count'): not a typedef of that name"),
+    ("{% call cdecl('ZZ_MAX') %}\n#define ZZ_MAX(a, b) ((a) > (b) ? (a) : (b))\n{% endcall %}\n",
+     "cdecl('ZZ_MAX'): not a constant macro of that name"),
+    ("{% call cdecl('zz_x') %}\nstruct zz_x { int a; };\n{% endcall %}\n",
+     "cdecl('zz_x'): not a typedef of that name"),
+    ("{% call cfunc('zz_f', public=true, decl=true) %}\nint zz_g(void);\n{% endcall %}\n",
+     "cfunc('zz_f'): the text does not declare it"),
+])
+def test_header_declarations_the_table_refuses(monkeypatch, block, message):
+    """A declaration block whose text is not what it says (another name, a function-like
+    macro CFFI cannot declare, a struct tag without a typedef) stops the rendering."""
+    header_template_with(monkeypatch, block)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        rendered(LINKS)
+
+
+def test_declaration_added_to_header_template_reaches_cdef(monkeypatch):
+    """A function and a type the header template declares through the table's constructs
+    are in the cdef with no change to pybind."""
+    extra = ("{% call cdecl(S.prefix ~ '_squeezed') %}\n"
+             "typedef struct {{ S.prefix }}_squeezed { uint64_t freed; int _why; } "
+             "{{ S.prefix }}_squeezed;\n"
+             "{% endcall %}\n"
+             "{% for c in containers %}\n"
+             "/* Squeeze the container (a declaration this test adds). */\n"
+             "{% call cfunc(c.info.p ~ '_squeeze', public=true, decl=true) %}\n"
+             "int {{ c.info.p }}_squeeze({{ S.prefix }}_db *db, {{ S.prefix }}_squeezed *out);\n"
+             "{% endcall %}\n"
+             "{% endfor %}\n")
+    header_template_with(monkeypatch, extra)
     checked, header = rendered(LINKS)
-    decls = declared(cdef(checked, header))
+    assert f"LINKS_TRANSIENT_API int {checked.containers[0].p}_squeeze(" in header
+    decls = declared(cdef(checked))
     squeeze = {f"{info.p}_squeeze" for info in checked.containers}
     assert len(squeeze) == 3 and squeeze <= functions(decls)
+    p = checked.prefix
     assert str(decls[f"function {checked.containers[0].p}_squeeze"][0]) == \
-        f"<int(*)({checked.prefix}_db *, uint64_t *)>"
+        f"<int(*)({p}_db *, {p}_squeezed *)>"
+    squeezed = decls[f"typedef {p}_squeezed"][0]
+    assert squeezed.partial and list(squeezed.fldnames) == ["freed"]    # _why: hidden
 
 
 def test_runtime_types_come_from_the_runtime_header():
     """p2_text and p2_strerror are declared as p2_runtime.h declares them: the members
     CFFI reads for p2_text are the header's own, in its order."""
     checked, header = rendered(LINKS)
-    decls = declared(cdef(checked, header))
+    decls = declared(cdef(checked))
     assert "function p2_strerror" in decls
     text = Path(pybind.RUNTIME_HEADER).read_text()
     body = re.search(r"typedef struct p2_text \{(.*?)\} p2_text;", text, re.S).group(1)
@@ -140,11 +180,11 @@ def test_runtime_declaration_reaches_cdef(monkeypatch, tmp_path):
                                           + API_END))
     monkeypatch.setattr(pybind, "RUNTIME_HEADER", str(copy))
     checked, header = rendered(LINKS)
-    decls = declared(cdef(checked, header))
+    decls = declared(cdef(checked))
     assert str(decls["function p2_probe"][0]) == "<int(*)(p2_text const *)>"
     copy.write_text(text.replace(API_END, ""))
     with pytest.raises(BuildError, match=re.escape("p2_runtime.h has no public API region")):
-        cdef(checked, header)
+        cdef(checked)
 
 
 REGION = """\

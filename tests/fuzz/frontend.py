@@ -67,7 +67,7 @@ def render_all(checked, path: str = PATH) -> tuple:
     header, source = render_mod.render(checked, path)
     verifier = verify_mod.render_verifier(checked, path) if verify_mod else ""
     return (header, source, render_harness(checked), verifier,
-            cdef(checked, header), repr(binding_metadata(checked)), explain(checked))
+            cdef(checked), repr(binding_metadata(checked)), explain(checked))
 
 
 def run_frontend(text: str, render: bool = False, path: str = PATH):

@@ -1,0 +1,361 @@
+"""`p2gen bench ...`: the benchmarks' commands and their options, a group the compiler's
+command line (p2gen.cli) adds under its own. Each command checks its compilers and hands
+its options to its benchmark's runner (<benchmark>/run.py: `command`). The help options
+(-h) and the width of the help come from the compiler's group, which the contexts of
+these commands inherit (p2gen.cli.CONTEXT).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import click
+
+from ..errors import EnvError, P2Error, os_reason
+
+
+def _fail(err: Exception) -> None:
+    """The compiler's way (p2gen.cli): the message on stderr, exit status 1."""
+    click.echo(str(err), err=True)
+    sys.exit(1)
+
+
+@click.group()
+def bench() -> None:
+    """Benchmarks of generated data managers against hand-written and off-the-shelf ones."""
+
+
+@bench.command("tpcb")
+@click.option("--sf", metavar="LIST", help="Scale factors, e.g. 2,4,8 or 2-12 "
+              "(default 2,4,8,12; --reference: 2-12).")
+@click.option("--accounts", type=click.IntRange(1), metavar="N",
+              help="Accounts per branch (default 10000; --reference: TPC-B's 100000).")
+@click.option("--txns", type=click.IntRange(1), metavar="N",
+              help="Transactions per run (default 50000; --reference: 200000).")
+@click.option("--seeds", metavar="LIST", help="Random seeds; the report takes the median "
+              "(default 1-5; --reference: 1-5).")
+@click.option("--reference", is_flag=True, help="The reference scale: SF 2-12, 100,000 "
+              "accounts per branch, 200,000 transactions, seeds 1-5.")
+@click.option("-o", "--out", "out", default="bench/results", show_default=True,
+              type=click.Path(file_okay=False), help="Where tpcb.json, tpcb.md and the PNGs go.")
+@click.option("--build-dir", default="bench/build", show_default=True,
+              type=click.Path(file_okay=False), help="Generated code, objects, the binary.")
+@click.option("--filter", metavar="REGEX", help="Only benchmarks matching (Google Benchmark's "
+              "--benchmark_filter), e.g. 'IARRAY|HANDC'.")
+@click.option("--db-dir", type=click.Path(file_okay=False),
+              help="Where database files go (default: a fresh directory in $TMPDIR).")
+@click.option("--commit-every", type=click.IntRange(0), default=0, show_default=True,
+              help="SQLite/LMDB: commit every K transactions (0: one write transaction per run).")
+@click.option("--iterations", type=click.IntRange(1), default=1, show_default=True,
+              help="Benchmark iterations per system, SF and seed.")
+@click.option("--repetitions", type=click.IntRange(1), default=3, show_default=True,
+              help="Runs of every system, SF and seed, all in a random order (the report takes "
+                   "the median over seeds and runs): load on a shared machine then weighs on "
+                   "every system alike.")
+@click.option("--lto-rows/--no-lto-rows", default=True, show_default=True,
+              help="Besides every variant built as the README tells users to (p2gen build's "
+                   "library, cc -O2, no LTO), the same variant built with -flto across generated "
+                   "code and driver: a second row, <NAME>-lto.")
+@click.option("--cc", default=lambda: os.environ.get("CC", "cc"), show_default="$CC or cc")
+@click.option("--cxx", default=lambda: os.environ.get("CXX", "c++"), show_default="$CXX or c++")
+@click.option("-j", "--jobs", type=click.IntRange(1), help="Parallel compilations (default: CPUs).")
+@click.option("--render", metavar="JSON", type=click.Path(exists=True, dir_okay=False),
+              help="Only render the table and plots from a stored Google Benchmark JSON.")
+@click.option("--plots/--no-plots", default=True, show_default=True,
+              help="Render PNG plots (needs matplotlib: pip install 'p2gen[bench]').")
+@click.option("--metric", type=click.Choice(["wall", "cpu"]), default="wall", show_default=True,
+              help="Transaction time: wall clock, or the thread's CPU time (busy machines).")
+@click.option("--variant", "variants", multiple=True, metavar="NAME=SPEC",
+              help="Also benchmark a spec of your own (containers branches, tellers, accounts, "
+                   "histories as in type_equations/tpcb/).")
+@click.option("--durable", is_flag=True,
+              help="The durability comparison instead: journalled variants (a commit "
+                   "per transaction, fsync every commit or every 100), SQLite WAL with "
+                   "synchronous=FULL and LMDB with sync on, beside HASH1/IARRAY without a journal; "
+                   "small fsync-bound default size (SF 2, 10000 accounts, 2000 transactions, "
+                   "seeds 1-3); writes tpcb_durable.json and tpcb_durable.md.")
+def bench_tpcb(**kwargs):
+    """TPC-B: every generated variant vs hand-coded C, SQLite and LMDB (Google Benchmark).
+
+    Builds type_equations/tpcb/*.p2 and bench/tpcb/, runs them on the same random stream,
+    checks the TPC-B invariant after every run, writes the JSON, a Markdown table and
+    plots after Thomas & Batory (1995). Exit status 1 if a run failed.
+    """
+    from ..toolchain import cc_command
+    from .tpcb.run import command
+    try:
+        if not kwargs["render"]:
+            cc_command(kwargs["cc"])
+            cc_command(kwargs["cxx"], "C++ compiler", "--cxx or $CXX")
+        rc = command(**kwargs, say=click.echo)
+    except P2Error as e:
+        _fail(e)
+    sys.exit(rc)
+
+
+@bench.command("range")
+@click.option("--rows", type=click.IntRange(2, 2**32 - 1), metavar="N",
+              help="Rows in the relation (default 200000; the measurement in bench/RESULTS.md: "
+                   "1000000).")
+@click.option("--lengths", metavar="LIST", help="Rows per cursor (default 10,1000,100000; "
+              "lengths above --rows are not run).")
+@click.option("--seed", type=click.IntRange(0), default=1, show_default=True,
+              help="Seed of the load order and of the walks' starts.")
+@click.option("--min-time", type=click.FloatRange(0.001), default=0.2, show_default=True,
+              help="Seconds each benchmark runs at least.")
+@click.option("--repetitions", type=click.IntRange(1), default=1, show_default=True,
+              help="Runs of every benchmark, interleaved at random with every system kept "
+                   "loaded (the table takes the median): load on a shared machine then weighs "
+                   "on every system alike.")
+@click.option("--load-order", type=click.Choice(["random", "sorted"]), default="random",
+              show_default=True, help="Keys inserted in a random order (realistic tree shapes; "
+              "elements stored in insertion order), or every system loading in key order "
+              "(elements stored in key order: the walks' best case).")
+@click.option("-o", "--out", "out", default="bench/results", show_default=True,
+              type=click.Path(file_okay=False), help="Where range.json, range.md and range.png go.")
+@click.option("--build-dir", default="bench/build/range", show_default=True,
+              type=click.Path(file_okay=False), help="Generated code, objects, the binary.")
+@click.option("--filter", metavar="REGEX", help="Only benchmarks matching (Google Benchmark's "
+              "--benchmark_filter), e.g. 'BTREE|AVL'.")
+@click.option("--db-dir", type=click.Path(file_okay=False),
+              help="Where database files go (default: a fresh directory in $TMPDIR).")
+@click.option("--cc", default=lambda: os.environ.get("CC", "cc"), show_default="$CC or cc")
+@click.option("--cxx", default=lambda: os.environ.get("CXX", "c++"), show_default="$CXX or c++")
+@click.option("-j", "--jobs", type=click.IntRange(1), help="Parallel compilations (default: CPUs).")
+@click.option("--render", metavar="JSON", type=click.Path(exists=True, dir_okay=False),
+              help="Only render the table (and plot) from a stored Google Benchmark JSON.")
+@click.option("--plots/--no-plots", default=False, show_default=True,
+              help="Render a PNG plot (needs matplotlib: pip install 'p2gen[bench]').")
+def bench_range(**kwargs):
+    """Range scans: rows per second of cursors of 10, 1,000 and 100,000 rows through every
+    ordered layer (btree, avl, qsort, odlist, iarray; transient and persistent) against
+    SQLite (a file and :memory:) and LMDB (Google Benchmark).
+
+    Builds bench/range/*.p2 as the README tells users to and bench/range/ into one
+    binary, checks that every walk returns the rows asked in key order, writes the JSON
+    and a Markdown table with the ratios to AVL and SQLite. Exit status 1 if a run failed.
+    """
+    from ..toolchain import cc_command
+    from .range.run import command
+    try:
+        if not kwargs["render"]:
+            cc_command(kwargs["cc"])
+            cc_command(kwargs["cxx"], "C++ compiler", "--cxx or $CXX")
+        rc = command(**kwargs, say=click.echo)
+    except P2Error as e:
+        _fail(e)
+    sys.exit(rc)
+
+
+@bench.command("oo7")
+@click.option("--size", type=click.Choice(["tiny", "small", "medium", "large"]),
+              help="Database size (default small; --reference: medium).")
+@click.option("--fanout", metavar="LIST", help="Connections per atomic part, e.g. 3 or 3,6,9 "
+              "(default 3; --reference: 3,6,9).")
+@click.option("--seed", type=click.IntRange(0), default=1, show_default=True,
+              help="Random seed of the generator and of the operations' draws.")
+@click.option("--reference", is_flag=True, help="The report's medium database at fanouts 3, 6, 9.")
+@click.option("-o", "--out", "out", default="bench/results", show_default=True,
+              type=click.Path(file_okay=False), help="Where oo7.json, oo7.md and the PNGs go.")
+@click.option("--build-dir", default="bench/build/oo7", show_default=True,
+              type=click.Path(file_okay=False), help="Generated code, objects, the binary.")
+@click.option("--filter", metavar="REGEX", help="Only benchmarks matching (Google Benchmark's "
+              "--benchmark_filter), e.g. 'HAND|SQLITE/persistent'.")
+@click.option("--ops", metavar="LIST", help="Only these operations, e.g. T1,T6,Q1 (default: all).")
+@click.option("--hot-runs", type=click.IntRange(1), default=3, show_default=True,
+              help="Hot runs after each cold run (their mean is the hot time).")
+@click.option("--hot-batch-us", type=click.IntRange(0), default=200, show_default=True,
+              help="A read-only operation's hot run repeats it back to back for about this "
+                   "many microseconds, timed as one span and reported per repetition (0: "
+                   "once): a microsecond operation timed alone measures the clock.")
+@click.option("--hot-rounds", type=click.IntRange(0), default=4, show_default=True,
+              help="After the main run, this many more processes run T6, T7, Q1 and Q2 hot "
+                   "once more for every generated variant and HAND; their hot time is the "
+                   "median over all of them (one process alone moved ratios by 1.3-1.7x).")
+@click.option("--db-dir", type=click.Path(file_okay=False),
+              help="Where database files go (default: a fresh directory in $TMPDIR).")
+@click.option("--lto-rows/--no-lto-rows", default=True, show_default=True,
+              help="Besides every variant built as the README tells users to (p2gen build's "
+                   "library, -O2 with <PREFIX>_INLINE, no LTO), each hash variant built with "
+                   "-flto across generated code and driver: a second row, <NAME>-lto.")
+@click.option("--cc", default=lambda: os.environ.get("CC", "cc"), show_default="$CC or cc")
+@click.option("--cxx", default=lambda: os.environ.get("CXX", "c++"), show_default="$CXX or c++")
+@click.option("-j", "--jobs", type=click.IntRange(1), help="Parallel compilations (default: CPUs).")
+@click.option("--readahead", type=click.Choice(["default", "random"]), default="default",
+              show_default=True, help="Readahead in the cold and warm processes: the "
+              "device's default, or advised off (random), so that major faults count the "
+              "pages an operation touches rather than the device's readahead window.")
+@click.option("--render", metavar="JSON", type=click.Path(exists=True, dir_okay=False),
+              help="Only render the tables and plots from a stored Google Benchmark JSON.")
+@click.option("--plots/--no-plots", default=True, show_default=True,
+              help="Render PNG plots (needs matplotlib: pip install 'p2gen[bench]').")
+@click.option("--update-runs", type=click.IntRange(1),
+              help="Hot runs of each update operation, in a row, each its own transaction "
+                   "(default 1; --durable: 100).")
+@click.option("--durable", is_flag=True,
+              help="The durability comparison: the update operations (T2a-T3c, SM1, SM2) run "
+                   "100 times in a row, hot, on the journalled variants (page journal, record "
+                   "log), SQLite WAL and LMDB with sync on, each committing per run and per 100 "
+                   "runs, and without durability; writes oo7_durable.{json,md}.")
+@click.option("--pointers", is_flag=True,
+              help="Hardware vs software pointers: the HASH/ILIST equation over every memory "
+                   "of type_equations/oo7/ (offsets, raw addresses of a mapped file) and HAND, "
+                   "and each mapped variant with 5, 20, 50 and 100% of its file relocated by "
+                   "force at every open (P2_MAPPED_RELOCATE); T1 unless --ops; the open timed "
+                   "apart; writes oo7_pointers.{json,md}.")
+def bench_oo7(**kwargs):
+    """OO7: every generated variant of type_equations/oo7/ vs hand-written C++, SQLite and LMDB.
+
+    Builds the variants and bench/oo7/ into one Google Benchmark binary, builds each
+    system's database once, runs every operation cold and warm (each in a fresh process:
+    cold after dropping the files from the page cache, proved with mincore; warm with
+    them cached) and hot (repeated in one open), with page faults, bytes read and
+    written and file sizes per run, checks that every system returns the same counts,
+    writes the JSON, a Markdown table and plots. Exit status 1 if a run failed or counts differ.
+    """
+    from ..toolchain import cc_command
+    from .oo7.run import command
+    try:
+        if not kwargs["render"]:
+            cc_command(kwargs["cc"])
+            cc_command(kwargs["cxx"], "C++ compiler", "--cxx or $CXX")
+        rc = command(**kwargs, say=click.echo)
+    except P2Error as e:
+        _fail(e)
+    sys.exit(rc)
+
+
+@bench.command("python")
+@click.option("--rows", type=click.IntRange(10), default=10000, show_default=True,
+              help="Accounts (rows) per run.")
+@click.option("--reps", type=click.IntRange(1), default=3, show_default=True,
+              help="Repetitions (a fresh store each); the report takes the median.")
+@click.option("--system", "systems", multiple=True,
+              type=click.Choice(["P2", "dict", "sqlite-mem", "sqlite-file", "lmdb"]),
+              help="Only these systems (repeatable; default: all, lmdb if installed).")
+@click.option("--workload", "workloads", multiple=True, type=click.Choice(["tpcb", "oo7"]),
+              help="Only these workloads (repeatable; default: both). tpcb: accounts, "
+              "branches and a cursor; oo7: OO7's build, traversals T1/T2 and query Q1.")
+@click.option("--oo7-size", type=click.Choice(["tiny", "small"]), default="small",
+              show_default=True, help="OO7 database size: tiny (50 composite parts of 10 "
+              "atomic parts), small (500 of 20); 3 connections per atomic part.")
+@click.option("-o", "--out", "out", default="bench/results", show_default=True,
+              type=click.Path(file_okay=False), help="Where python.json, python.md and "
+              "python.png go.")
+@click.option("--build-dir", default="bench/build/python", show_default=True,
+              type=click.Path(file_okay=False), help="The generated module and extension.")
+@click.option("--render", metavar="JSON", type=click.Path(exists=True, dir_okay=False),
+              help="Only render the table and plot from a stored python.json.")
+@click.option("--plots/--no-plots", default=True, show_default=True,
+              help="Render a PNG plot (needs matplotlib: pip install 'p2gen[bench]').")
+def bench_python(**kwargs):
+    """Per-operation cost from Python: the generated module vs dict, sqlite3, lmdb.
+
+    Builds bench/python/tpcb_py.p2 with --python and times insert, find, update, delete,
+    scans (with and without a predicate) and a relationship traversal against a dict of
+    tuples, sqlite3 (:memory: and a file) and the lmdb binding; builds
+    bench/python/oo7_py.p2 and times OO7's build, T1, T2 and Q1 against plain Python
+    objects and sqlite3. Every phase's counts are checked. Writes python.json,
+    python.md (medians, ratios, the targets) and python.png. Exit status 1 if a check
+    failed.
+    """
+    from .python.run import command
+    try:
+        rc = command(**kwargs, say=click.echo)
+    except P2Error as e:
+        _fail(e)
+    sys.exit(rc)
+
+
+@bench.command("labflow")
+@click.option("--gen", "gen", is_flag=True,
+              help="Only generate the benchmark log (to -o FILE, '-' for stdout).")
+@click.option("--memory", metavar="SIZE",
+              help="The memory budget X (e.g. 8M, 32M as in the paper, 256M, 1G): the "
+                   "intervals start where the database reaches 0.5X, 1X and 2X, and each "
+                   "replay runs under a memory limit of X. [default: 32M; --gen: 8M; "
+                   "--reference: 256M]")
+@click.option("--reference", is_flag=True, help="The reference size: X = 256M.")
+@click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=1996, show_default=True,
+              help="Seed of the simulation's splitmix64 generator.")
+@click.option("-o", "--out", "out", type=click.Path(allow_dash=True),
+              help="--gen: where the log goes ('-': stdout; default "
+                   "bench/results/labflow1-<seed>-<X bytes>.log). Otherwise the directory "
+                   "for labflow.json, labflow.md, labflow.png and each system's query "
+                   "output (default bench/results).")
+@click.option("--build-dir", default="bench/build/labflow", show_default=True,
+              type=click.Path(file_okay=False), help="The log, generated code, the binary.")
+@click.option("--system", "systems", multiple=True, metavar="NAME",
+              help="Only this system (repeatable), e.g. SEGMENTED, SQLITE.")
+@click.option("--cap/--no-cap", default=True, show_default=True,
+              help="Run each replay under a cgroup memory limit of X (when the machine "
+                   "allows one; otherwise the run says so and goes uncapped).")
+@click.option("--deadline", type=click.FloatRange(1), default=300, show_default=True,
+              metavar="SECONDS", help="A replay still running after this long is not "
+              "continued (a run that thrashes, as the paper did not continue its): the "
+              "intervals it measured are reported, the rest 'n/a (not continued)'.")
+@click.option("--cc", default=lambda: os.environ.get("CC", "cc"), show_default="$CC or cc")
+@click.option("--cxx", default=lambda: os.environ.get("CXX", "c++"), show_default="$CXX or c++")
+@click.option("--plots/--no-plots", default=True, show_default=True,
+              help="Render a PNG plot (needs matplotlib: pip install 'p2gen[bench]').")
+def bench_labflow(gen, memory, reference, seed, out, build_dir, systems, cap, deadline, cc, cxx,
+                  plots):
+    """LabFlow-1: a laboratory's workflow history (Bonner, Shrufi, Rozen 1996).
+
+    Generates the benchmark log (the seeded simulation of two production lines: the
+    update-only build phase, and at 0.5X, 1X and 2X of the memory budget an interval of
+    10,000 requests plus two reports between measurement markers, with a schema change of
+    each kind in every interval; the same seed and budget give the same bytes; format in
+    p2gen/bench/labflow/gen.py), builds every variant of type_equations/labflow/ the way
+    the README tells users to with the peers (hand-written C++ in the heap, SQLite with
+    the journal off, LMDB with WRITEMAP|NOSYNC) into one Google Benchmark binary, replays
+    the log on each in a fresh process under a memory limit of X, checks that every system
+    wrote the same query output (and the reference model's, for logs it can replay), and
+    writes per interval elapsed, user and system CPU, major faults, file sizes and commit
+    times as labflow.json, labflow.md and labflow.png. Exit status 1 if a replay failed
+    (other than by the memory limit) or outputs differ.
+    """
+    if memory is None:
+        memory = "256M" if reference else ("8M" if gen else "32M")
+    from .labflow import gen as lf
+    try:
+        x = lf.parse_size(memory)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--memory")
+    if not gen:
+        from ..toolchain import cc_command
+        from .labflow.run import command
+        try:
+            cc_command(cc)
+            cc_command(cxx, "C++ compiler", "--cxx or $CXX")
+            rc = command(memory=memory, seed=seed, out=out or "bench/results",
+                         build_dir=build_dir, cc=cc, cxx=cxx, systems=systems, cap=cap,
+                         plots=plots, deadline=deadline, say=click.echo)
+        except P2Error as e:
+            _fail(e)
+        sys.exit(rc)
+    if out is None:
+        out = os.path.join("bench", "results", f"labflow1-{seed}-{x}.log")
+    t0 = time.monotonic()
+    try:
+        if out == "-":
+            s = lf.generate(sys.stdout.buffer, seed=seed, memory=x)
+            sys.stdout.buffer.flush()
+        else:
+            if os.path.dirname(out):
+                os.makedirs(os.path.dirname(out), exist_ok=True)
+            tmp = out + ".tmp"
+            with open(tmp, "wb") as f:
+                s = lf.generate(f, seed=seed, memory=x)
+            os.replace(tmp, out)
+    except OSError as e:
+        if out != "-" and os.path.exists(out + ".tmp"):
+            os.unlink(out + ".tmp")
+        _fail(EnvError(f"cannot write the log {out}: {os_reason(e, out)}"))
+    say = (lambda m: click.echo(m, err=True)) if out == "-" else click.echo
+    say(f"{out}: {s.lines:,} lines, {s.requests:,} requests, {s.materials:,} materials, "
+        f"{s.steps:,} steps, {s.involves:,} involves rows ({time.monotonic() - t0:.1f} s)")
+    for name, (line, est) in zip(lf.CUT_NAMES, s.cuts):
+        say(f"  interval at {name}: line {line:,}, estimated database {est / 2**20:.2f} MiB")
+    say(f"  sha256 {s.sha256}")

@@ -20,7 +20,7 @@ from .ir import CheckedSpec, Generated
 from .names import check_generated_names
 from .parser import parse_file
 from .plan import plan
-from .render import render
+from .render import Renderer, render
 # these names stay importable from here for the programs built on the pipeline
 from .toolchain import (DEFAULT_CFLAGS, RUNTIME_DIR, RUNTIME_FILES, cc_command,  # noqa: F401
                         copy_runtime, run_cc, runtime_object_in, write_if_changed)
@@ -30,13 +30,19 @@ def emit_spec(spec_path: str, prefix: Optional[str] = None,
               line_directives: bool = False) -> tuple:
     """(checked spec, header, source): parse, check, plan, emit and the names pass, in
     that order. Raises SpecError/SpecErrors on bad input."""
+    return _emit(spec_path, prefix, line_directives)[:3]
+
+
+def _emit(spec_path: str, prefix: Optional[str], line_directives: bool) -> tuple:
+    """emit_spec's passes, and what the header declares (render.header_declarations)."""
     checked = plan(check(parse_file(spec_path), prefix))            # parse, check, plan
     spec_file = os.path.basename(spec_path)
-    header, source = render(checked, spec_file)                      # emit
+    renderer = Renderer(checked, spec_file)
+    header, source = renderer.render()                               # emit
     check_generated_names(checked, spec_file, (header, source))      # names
     if line_directives:      # the same C with #line marks into the templates
         header, source = render(checked, spec_file, line_directives=True)
-    return checked, header, source
+    return checked, header, source, renderer.header_declarations
 
 
 def load(spec_path: str, prefix: Optional[str] = None) -> CheckedSpec:
@@ -51,7 +57,7 @@ def generate(spec_path: str, out_dir: str, prefix: Optional[str] = None,
     runtime beside them. line_directives: #line directives point the compiler's messages
     into the templates."""
     t0 = time.perf_counter()
-    checked, header, source = emit_spec(spec_path, prefix, line_directives)
+    checked, header, source, declarations = _emit(spec_path, prefix, line_directives)
     h = os.path.join(out_dir, f"{checked.prefix}.h")
     c = os.path.join(out_dir, f"{checked.prefix}.c")
     rt = []
@@ -63,7 +69,7 @@ def generate(spec_path: str, out_dir: str, prefix: Optional[str] = None,
     except OSError as e:
         raise EnvError(f"error: cannot write the generated files into '{out_dir}': "
                        f"{os_reason(e, out_dir)}") from None
-    return Generated(checked, out_dir, h, c, rt, time.perf_counter() - t0)
+    return Generated(checked, out_dir, h, c, rt, time.perf_counter() - t0, declarations)
 
 
 def compile_objects(gen: Generated, cc: str = "cc", cflags: Optional[list] = None) -> str:

@@ -390,6 +390,9 @@ class Generated:
     source: str
     runtime: list = field(default_factory=list)
     seconds: float = 0.0
+    # what the header declares, as the table of generated functions records it
+    # (render.header_declarations; the CFFI declarations: pybind.cdef)
+    declarations: Optional[list] = None
 
     @property
     def prefix(self) -> str:

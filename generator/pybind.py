@@ -170,16 +170,19 @@ def runtime_api() -> str:
         return public_api("p2_runtime", f.read())
 
 
-def cdef(checked: CheckedSpec) -> str:
+def cdef(checked: CheckedSpec, declarations: Optional[list] = None) -> str:
     """The CFFI declarations of a spec: the runtime's return codes and its public API
     region (runtime_api: p2_strerror, p2_text), the declarations of the generated header
-    as the table of generated functions records them (header_api) and the binding's own
-    helpers (helpers_c)."""
+    as the table of generated functions records them (header_api over `declarations`,
+    Generated.declarations: the emit pass's; rendered again when not given) and the
+    binding's own helpers (helpers_c)."""
+    if declarations is None:
+        declarations = header_declarations(checked)
     out = ["/* p2_runtime.h: return codes */"]
     out += [f"#define {c.name} {c.value}" for c in CODES]
     out += ["/* p2_runtime.h: the public API */", runtime_api(),
             f"/* {checked.prefix}.h: the public API */",
-            header_api(header_declarations(checked)),
+            header_api(declarations),
             "/* the binding's own helpers (helpers_c): one crossing per find, batches */",
             helpers_c(checked, declare=True),
             "/* the fast module (pyfast.fast_c): 0 when it is in sys.modules */",
@@ -388,7 +391,7 @@ def build_python(gen: Generated, cc: Optional[str] = None, extra_cflags=()) -> s
     out_dir = os.path.abspath(gen.out_dir)
     mod = module_name(p)
     ffi = cffi.FFI()
-    decls = cdef(gen.checked)
+    decls = cdef(gen.checked, gen.declarations)
     try:
         ffi.cdef(decls)
     except Exception as e:  # cffi.CDefError and friends: a p2gen bug

@@ -151,7 +151,8 @@ class FunctionTable:
                 start = text.rindex(CLOSE_MARK, 0, m.start()) + len(CLOSE_MARK)
                 gap = text[start:m.start()] + text[m.end():m.end() + _head_at(
                     text[m.end():text.index(CLOSE_MARK, m.end())], directives=False)]
-                gap = _COMMENT.sub("", re.sub("\x01[^\x02]*\x02", "", gap))
+                # (line marks, and a section's end fence mark, as strip_marks takes them)
+                gap = _COMMENT.sub("", FUNC_MARK.sub("", re.sub("\x01[^\x02]*\x02", "", gap)))
                 e.spaced = re.search(r"\n[ \t]*\n", gap) is not None
             out.append(e)
         return out

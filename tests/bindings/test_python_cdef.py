@@ -27,8 +27,9 @@ from p2gen.pybind import (API_BEGIN, API_END, binding_metadata, cdef, header_api
 cffi = pytest.importorskip("cffi")
 
 ROOT = Path(__file__).resolve().parents[2]
+# (the layers' minimal specs: every layer's hooks into the header, the servers' included)
 SPECS = sorted({*ROOT.glob("type_equations/**/*.p2"), *ROOT.glob("tests/specs/*.p2"),
-                *ROOT.glob("bench/**/*.p2")})
+                *ROOT.glob("bench/**/*.p2"), *ROOT.glob("tests/golden/layers/*.p2")})
 LINKS = ROOT / "tests" / "specs" / "links_transient.p2"   # text fields, relationships
 
 
@@ -61,7 +62,16 @@ def test_specs_found():
     assert len(SPECS) >= 30 and LINKS in SPECS
 
 
-@pytest.mark.parametrize("spec", SPECS, ids=lambda s: str(s.relative_to(ROOT)))
+# The server layers' counters take p2_server_stats, which p2_runtime.h's public API region
+# does not declare: CFFI refuses their cdef (p2gen build --python of such a spec fails).
+SERVER_STATS = {ROOT / "tests/golden/layers/pageserver.p2",
+                ROOT / "tests/golden/layers/objserver.p2"}
+
+
+@pytest.mark.parametrize("spec", [
+    pytest.param(s, marks=pytest.mark.xfail(strict=True, reason="p2_server_stats: not in "
+                                            "p2_runtime.h's public API region"))
+    if s in SERVER_STATS else s for s in SPECS], ids=lambda s: str(s.relative_to(ROOT)))
 def test_cdef_declares_the_whole_public_api(spec):
     checked, header = rendered(spec)
     p = checked.prefix

@@ -273,6 +273,27 @@ typedef struct p2_text32 {
     uint32_t mref;   /**< stored memory reference of len + 1 bytes; 0 if empty */
     uint32_t len;    /**< bytes of text */
 } p2_text32;
+/** Counters of a server segment (pageserver, objserver), since its open (or the last reset). */
+typedef struct p2_server_stats {
+    uint64_t reads;          /**< read requests sent to the server */
+    uint64_t writes;         /**< write requests sent */
+    uint64_t flushes;        /**< flush requests sent */
+    uint64_t bytes_read;     /**< payload bytes received */
+    uint64_t bytes_written;  /**< payload bytes sent */
+    uint64_t misses;         /**< touches of a page not in a frame (a read request, or a new
+                                  page zero-filled without one) */
+    uint64_t hits;           /**< touches of a page in a frame that the clock had made
+                                  inaccessible (its reference bit); touches of resident
+                                  accessible pages cost nothing and are not seen */
+    uint64_t evictions;      /**< pages dropped from a frame to make room */
+    uint64_t writebacks;     /**< dirty pages written back (at eviction, sync, commit, close) */
+    uint64_t rewrites;       /**< write-backs of a page written back before since the open */
+    uint64_t frames;         /**< frames of the client buffer */
+    uint64_t resident;       /**< pages in a frame now */
+    uint64_t dirty;          /**< of them, dirty now */
+    uint64_t bundled;        /**< object servers: objects fetched beside a missed one by
+                                  bundling (objserver(bundle = K)), not themselves missed */
+} p2_server_stats;
 /* p2gen: public API end */
 
 /** Size of the message buffer in #p2_err. */
@@ -951,27 +972,6 @@ static inline void p2_seg_will_write(p2_seg *seg, const void *p, uint64_t n)
 /** Requests a backend keeps in flight at once in a vectored read or write. */
 #define P2_SERVER_INFLIGHT 16
 
-/** Counters of a page-server segment, since its open (or the last reset). */
-typedef struct p2_server_stats {
-    uint64_t reads;          /**< read requests sent to the server */
-    uint64_t writes;         /**< write requests sent */
-    uint64_t flushes;        /**< flush requests sent */
-    uint64_t bytes_read;     /**< payload bytes received */
-    uint64_t bytes_written;  /**< payload bytes sent */
-    uint64_t misses;         /**< touches of a page not in a frame (a read request, or a new
-                                  page zero-filled without one) */
-    uint64_t hits;           /**< touches of a page in a frame that the clock had made
-                                  inaccessible (its reference bit); touches of resident
-                                  accessible pages cost nothing and are not seen */
-    uint64_t evictions;      /**< pages dropped from a frame to make room */
-    uint64_t writebacks;     /**< dirty pages written back (at eviction, sync, commit, close) */
-    uint64_t rewrites;       /**< write-backs of a page written back before since the open */
-    uint64_t frames;         /**< frames of the client buffer */
-    uint64_t resident;       /**< pages in a frame now */
-    uint64_t dirty;          /**< of them, dirty now */
-    uint64_t bundled;        /**< object servers: objects fetched beside a missed one by
-                                  bundling (objserver(bundle = K)), not themselves missed */
-} p2_server_stats;
 
 /** Open (or create) a page-server segment: as p2_seg_open(), the database's bytes on the
  *  server named by `uri` (`nbd://HOST[:PORT][/EXPORT]` or `file:///PATH`) behind a client

@@ -62,16 +62,7 @@ def test_specs_found():
     assert len(SPECS) >= 30 and LINKS in SPECS
 
 
-# The server layers' counters take p2_server_stats, which p2_runtime.h's public API region
-# does not declare: CFFI refuses their cdef (p2gen build --python of such a spec fails).
-SERVER_STATS = {ROOT / "tests/golden/layers/pageserver.p2",
-                ROOT / "tests/golden/layers/objserver.p2"}
-
-
-@pytest.mark.parametrize("spec", [
-    pytest.param(s, marks=pytest.mark.xfail(strict=True, reason="p2_server_stats: not in "
-                                            "p2_runtime.h's public API region"))
-    if s in SERVER_STATS else s for s in SPECS], ids=lambda s: str(s.relative_to(ROOT)))
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: str(s.relative_to(ROOT)))
 def test_cdef_declares_the_whole_public_api(spec):
     checked, header = rendered(spec)
     p = checked.prefix

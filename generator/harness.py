@@ -113,18 +113,21 @@ def write_harness(gen: Generated) -> str:
 
 
 def build_harness(gen: Generated, cc: str = "cc", sanitize: bool = True,
-                  extra_cflags: Sequence[str] = (), jobs: int = 0) -> str:
+                  extra_cflags: Sequence[str] = (), jobs: int = 0,
+                  library: bool = True) -> str:
     """Compile the harness with the spec's .c and p2_runtime.c (its object cached across
     builds: toolchain.runtime_object) into
     <out_dir>/<prefix>_harness (AddressSanitizer and UBSan unless sanitize=False).
-    The three translation units compile in parallel (`jobs`, default: the CPU count).
+    library=False leaves the spec's .c out: for a harness compiled with <PREFIX>_INLINE
+    in extra_cflags, which defines the whole API itself (the link fails if it does not).
+    The translation units compile in parallel (`jobs`, default: the CPU count).
     Raises BuildError with the compiler's output on failure. Returns the executable."""
     src, exe = harness_paths(gen)
     write_harness(gen)
     flags = list(HARNESS_CFLAGS) + (list(SANITIZE_CFLAGS) if sanitize else []) + list(extra_cflags)
     cc_cmd = cc_command(cc)
     tag = "san" if sanitize else "plain"
-    units = [src, gen.source]
+    units = [src, gen.source] if library else [src]
     objs = [os.path.splitext(u)[0] + f".h{tag}.o" for u in units]
 
     def compile_one(pair):

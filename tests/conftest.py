@@ -3,9 +3,13 @@ belongs in that file.
 
 - `cc`: the C compiler (tests needing one are skipped without it).
 - `san_env`: environment for running sanitizer-instrumented programs.
-- `harness_builder`: build(spec_text, prefix, sanitize=True, extra_cflags=()) -> Built(exe,
-  gen), a sanitized harness of a spec (p2gen.harness; DEBUG_FLAG after its flags), cached across runs in .pytest_cache by the spec text and every
-  source the generated code depends on (set P2GEN_TEST_NO_CACHE=1 to rebuild).
+- `harness_builder`: build(spec_text, prefix, sanitize=True, extra_cflags=(), opt=None,
+  strict=False, library=True) -> Built(exe, gen, strict), a sanitized harness of a spec
+  (p2gen.harness; DEBUG_FLAG after its flags; `opt` e.g. "-O0" after those; library=False:
+  the spec's C not linked, for a harness with <PREFIX>_INLINE), and with strict=True the spec's
+  C and the harness also compiled as plain objects at STRICT_CFLAGS; cached across runs in
+  .pytest_cache by the spec text, the flags and every source the generated code depends on
+  (set P2GEN_TEST_NO_CACHE=1 to rebuild).
 - `cache_lock(path)`: what builds into a cache shared by pytest-xdist's workers holds it.
 
 scripts/test.sh runs the suite on every core (pytest-xdist, `--dist loadgroup`): the worker
@@ -49,6 +53,14 @@ CACHE_KEEP = 24   # harness builds kept in .pytest_cache
 # under ASan a third less compile time, and a sanitizer report still names the functions
 # on its stack. P2GEN_TEST_DEBUG=1 builds them with -g (files and lines in reports).
 DEBUG_FLAG = "-g" if os.environ.get("P2GEN_TEST_DEBUG") == "1" else "-g0"
+
+# The differential matrix's harnesses (~80,000 lines of C per spec) are compiled under
+# ASan/UBSan at -O0 (SAN_QUICK_OPT: about half the CPU of -O1). Warnings that need the
+# optimiser (-Wmaybe-uninitialized and the like) are then caught by one plain compile of
+# each matrix spec's C and harness at STRICT_CFLAGS (strict=True): -O1 without sanitizers
+# costs about a third of the sanitized -O1 build.
+SAN_QUICK_OPT = "-O0"
+STRICT_CFLAGS = ("-std=c11", "-O1", "-g0", "-Wall", "-Wextra", "-Werror")
 
 # Files whose tests pytest-xdist hands out one by one: many tests sharing session fixtures
 # whose builds are cached across processes (a second worker waits for the first one's build
@@ -230,28 +242,40 @@ def san_env():
 class Built:
     exe: str
     gen: object            # p2gen.build.Generated (gen.checked is the planned spec)
+    strict: tuple = ()     # the flags of the plain compile of its C (strict=True), else ()
 
     @property
     def checked(self):
         return self.gen.checked
 
 
+def compile_strictly(cc: str, units, include_dir: str) -> None:
+    """Compile C files as plain objects (no sanitizers) at STRICT_CFLAGS, to /dev/null:
+    BuildError with the compiler's message on any warning."""
+    from p2gen.toolchain import cc_command, run_cc
+    cmd = cc_command(cc) + list(STRICT_CFLAGS) + ["-I", str(include_dir)]
+    for unit in units:
+        run_cc(cmd + ["-c", str(unit), "-o", os.devnull],
+               f"compiling {os.path.basename(str(unit))} without sanitizers at -O1")
+
+
 @pytest.fixture(scope="session")
 def harness_builder(request, tmp_path_factory, cc):
-    """build(spec_text, prefix, sanitize=True) -> Built. Safe across threads and processes;
-    the same spec text is built once per run (and reused across runs while no source
-    changes)."""
+    """build(spec_text, prefix, sanitize=True, extra_cflags=(), opt=None, strict=False,
+    library=True) -> Built. Safe across threads and processes; the same spec text and flags are built
+    once per run (and reused across runs while no source changes)."""
     from p2gen.build import generate, write_if_changed
-    from p2gen.harness import build_harness
+    from p2gen.harness import build_harness, harness_paths
 
     cache_root = harness_cache_root(request.config) or Path(tmp_path_factory.mktemp("harness"))
 
     def build(spec_text: str, prefix: str, sanitize: bool = True,
-              extra_cflags: tuple = ()) -> Built:
+              extra_cflags: tuple = (), opt: str = None, strict: bool = False,
+              library: bool = True) -> Built:
         digest = sources_digest()   # per build: other work may change sources meanwhile
-        extra_cflags = tuple(extra_cflags) + (DEBUG_FLAG,)
+        extra_cflags = tuple(extra_cflags) + (DEBUG_FLAG,) + ((opt,) if opt else ())
         key = hashlib.sha256(f"{digest}\0{cc}\0{prefix}\0{sanitize}\0{extra_cflags}\0"
-                             f"{spec_text}".encode())
+                             f"{library}\0{spec_text}".encode())
         out = cache_root / key.hexdigest()[:24]
         with cache_lock(out):
             spec = out / f"{prefix}.p2"
@@ -260,9 +284,17 @@ def harness_builder(request, tmp_path_factory, cc):
             done = out / ".built"
             exe = str(out / f"{prefix}_harness")
             if not (done.exists() and os.path.exists(exe)):
-                exe = build_harness(gen, cc=cc, sanitize=sanitize, extra_cflags=extra_cflags)
+                exe = build_harness(gen, cc=cc, sanitize=sanitize, extra_cflags=extra_cflags,
+                                    library=library)
                 done.write_text("ok\n")
+            flags = ()
+            if strict:
+                strict_done = out / ".strict"
+                if not strict_done.exists():
+                    compile_strictly(cc, [gen.source, harness_paths(gen)[0]], gen.out_dir)
+                    strict_done.write_text("ok\n")
+                flags = STRICT_CFLAGS
             os.utime(out)   # recently used: kept by the pruning at the next run's start
-            return Built(exe, gen)
+            return Built(exe, gen, flags)
 
     return build

@@ -32,6 +32,7 @@ from typing import Optional
 
 import pytest
 
+from conftest import DEBUG_FLAG, SAN_QUICK_OPT, STRICT_CFLAGS, compile_strictly
 from model import ContainerModel, ModelError, cstr, decode, encode, norm, param_fields
 from nbdkit import ENGINE_MISSING, NbdServer, free_port
 from redis import ENGINE_MISSING as REDIS_MISSING, RedisServer
@@ -506,10 +507,25 @@ def _build_isolating(builder, mem: str, containers: list) -> SpecBuild:
     return out
 
 
+def quick(harness_builder, strict: bool = False, extra_cflags: tuple = (),
+          library: bool = True):
+    """builder(text, prefix) of this file's harnesses: under ASan/UBSan at SAN_QUICK_OPT
+    (-O0: these specs are large, their compile is most of the matrix's cost); with
+    `strict` the spec's C and harness also compiled plainly at -O1 -Werror (conftest), so
+    what only the optimiser warns about still fails the build."""
+    def builder(text, prefix):
+        return harness_builder(text, prefix, extra_cflags=extra_cflags, opt=SAN_QUICK_OPT,
+                               strict=strict, library=library)
+    return builder
+
+
 @pytest.fixture(scope="session")
 def spec_builds(harness_builder):
+    """One spec per memory holding every container of the matrix (runnable), its harness
+    built sanitized at -O0 and its C compiled strictly at -O1 (quick)."""
+    build = quick(harness_builder, strict=True)
     with ThreadPoolExecutor(max_workers=2) as pool:
-        futs = {mem: pool.submit(_build_isolating, harness_builder, mem, runnable(mem))
+        futs = {mem: pool.submit(_build_isolating, build, mem, runnable(mem))
                 for mem in MEMS}
         return {mem: f.result() for mem, f in futs.items()}
 
@@ -540,9 +556,11 @@ def inline_runnable(mem: str) -> list:
 def spec_builds_inline(harness_builder):
     """Specs of inline_runnable(mem), the harness compiled with <PREFIX>_INLINE: the whole
     API static inline in the harness's own translation unit, as the README's C example
-    builds; the library's out-of-line functions are linked in too but not called."""
+    builds; the library's C is neither compiled nor linked (library=False), so the link
+    itself shows the harness calls none of its functions."""
     def builder(text, prefix):
-        return harness_builder(text, prefix, extra_cflags=(inline_flag(prefix),))
+        return quick(harness_builder, extra_cflags=(inline_flag(prefix),),
+                     library=False)(text, prefix)
     with ThreadPoolExecutor(max_workers=2) as pool:
         futs = {mem: pool.submit(_build_isolating, builder, mem, inline_runnable(mem))
                 for mem in MEMS}
@@ -1306,7 +1324,7 @@ def reloc_params():
 
 @pytest.fixture(scope="session")
 def reloc_builds(harness_builder):
-    return {mem: _build_isolating(harness_builder, mem,
+    return {mem: _build_isolating(quick(harness_builder), mem,
                                   [c for _k, _key, c in reloc_containers(mem)
                                    if not unrelocatable(c.layers)])
             for mem in RELOC_MEMS}
@@ -1660,7 +1678,7 @@ def desc_builds(harness_builder):
     """One spec per memory holding every descending container, all built two at a time
     once the first is asked for."""
     pool = ThreadPoolExecutor(max_workers=2)
-    futs = {mem: pool.submit(_build_isolating, harness_builder, mem + "_desc",
+    futs = {mem: pool.submit(_build_isolating, quick(harness_builder), mem + "_desc",
                              desc_runnable(mem)) for mem in DESC_MEMS}
     pool.shutdown(wait=False)
     return lambda mem: futs[mem].result()
@@ -1713,7 +1731,7 @@ def example_builds(harness_builder):
     def one(name):
         path = ROOT / "type_equations" / name
         try:
-            return harness_builder(path.read_text(), path.stem), None
+            return quick(harness_builder)(path.read_text(), path.stem), None
         except Exception as e:  # noqa: BLE001
             return None, str(e)
     present = [n for n in EXAMPLE_SPECS if (ROOT / "type_equations" / n).exists()]
@@ -1815,3 +1833,35 @@ def test_transient_only_spec_compiles_strictly(cc, tmp_path):
     spec.write_text(TINY_TRANSIENT)
     gen = generate(str(spec), str(tmp_path / "out"), "tiny")
     compile_objects(gen, cc=cc)
+
+
+def test_matrix_specs_compile_strictly(spec_builds):
+    """The matrix's harnesses are built under ASan/UBSan at -O0 (quick); each spec's C and
+    harness also went through the plain -O1 -Werror compile, where the optimiser's
+    warnings are."""
+    built = {mem: b.built for mem, b in spec_builds.items() if b.built is not None}
+    assert built, "no spec of the matrix builds"
+    for mem, b in built.items():
+        assert b.strict == STRICT_CFLAGS, mem
+    assert "-O1" in STRICT_CFLAGS and "-Werror" in STRICT_CFLAGS
+    assert not any(f.startswith("-fsanitize") for f in STRICT_CFLAGS)
+
+
+MAYBE_UNINITIALIZED = """int g(void);
+int f(int n) { int x; for (int i = 0; i < n; i++) x = g(); return x; }
+"""
+
+
+def test_strict_compile_catches_what_only_the_optimiser_warns(cc, tmp_path):
+    """What the -O0 sanitized build lets through (a variable only the optimiser's flow
+    analysis sees may be used uninitialized), the strict compile of the matrix refuses."""
+    from p2gen.errors import BuildError
+    from p2gen.harness import HARNESS_CFLAGS, SANITIZE_CFLAGS
+    unit = tmp_path / "maybe.c"
+    unit.write_text(MAYBE_UNINITIALIZED)
+    quick_flags = [*HARNESS_CFLAGS, *SANITIZE_CFLAGS, DEBUG_FLAG, SAN_QUICK_OPT]
+    r = subprocess.run([cc, *quick_flags, "-c", str(unit), "-o", os.devnull],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    with pytest.raises(BuildError, match="maybe-uninitialized"):
+        compile_strictly(cc, [unit], tmp_path)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import compile_to_asm, has_prefetch, runtime_obj
+from conftest import DEBUG_FLAG, compile_to_asm, has_prefetch, runtime_obj
 from p2gen.build import load
 from p2gen.harness import HARNESS_CFLAGS, SANITIZE_CFLAGS
 from p2gen.render import Renderer
@@ -57,8 +57,8 @@ def build_driver(tmp: Path, cc: str, mem: str, node: int, link: str) -> Path:
         shutil.copy(RUNTIME / f, tmp / f)
     shutil.copy(DRIVER, tmp / "driver.c")
     exe = tmp / "driver"
-    cmd = [cc, *HARNESS_CFLAGS, *SANITIZE_CFLAGS, f"-DLINK(x)={link}", "-I", str(tmp), str(tmp / "driver.c"),
-           runtime_obj(cc, [*HARNESS_CFLAGS, *SANITIZE_CFLAGS]), "-o", str(exe), "-lm"]
+    cmd = [cc, *HARNESS_CFLAGS, *SANITIZE_CFLAGS, DEBUG_FLAG, f"-DLINK(x)={link}", "-I", str(tmp), str(tmp / "driver.c"),
+           runtime_obj(cc, [*HARNESS_CFLAGS, *SANITIZE_CFLAGS, DEBUG_FLAG]), "-o", str(exe), "-lm"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-4000:]
     return exe

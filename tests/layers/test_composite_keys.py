@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from conftest import runtime_obj
+from conftest import DEBUG_FLAG, runtime_obj
 from p2gen.build import load
 from p2gen.errors import SpecError
 from p2gen.harness import HARNESS_CFLAGS, SANITIZE_CFLAGS
@@ -83,8 +83,8 @@ def build(tmp: Path, cc: str, mem: str) -> Path:
     for f in ("p2_runtime.c", "p2_runtime.h"):
         shutil.copy(RUNTIME / f, d / f)
     exe = d / "driver"
-    cmd = [cc, *HARNESS_CFLAGS, *SANITIZE_CFLAGS, "-I", str(d), str(DRIVER), str(d / "ck.c"),
-           runtime_obj(cc, [*HARNESS_CFLAGS, *SANITIZE_CFLAGS]), "-o", str(exe), "-lm"]
+    cmd = [cc, *HARNESS_CFLAGS, *SANITIZE_CFLAGS, DEBUG_FLAG, "-I", str(d), str(DRIVER), str(d / "ck.c"),
+           runtime_obj(cc, [*HARNESS_CFLAGS, *SANITIZE_CFLAGS, DEBUG_FLAG]), "-o", str(exe), "-lm"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-4000:]
     _built[mem] = exe

@@ -15,7 +15,7 @@ import subprocess
 
 import pytest
 
-from conftest import runtime_obj
+from conftest import DEBUG_FLAG, runtime_obj
 
 from p2gen.build import generate
 from p2gen.harness import HARNESS_CFLAGS, SANITIZE_CFLAGS
@@ -85,9 +85,9 @@ def test_insert_of_an_element_of_the_same_slot_block(cc, san_env, tmp_path, mem)
     src = tmp_path / "driver.c"
     src.write_text(DRIVER)
     exe = tmp_path / "driver"
-    subprocess.run([*shlex.split(cc), *HARNESS_CFLAGS, *SANITIZE_CFLAGS, f"-DPFX={prefix}",
+    subprocess.run([*shlex.split(cc), *HARNESS_CFLAGS, *SANITIZE_CFLAGS, DEBUG_FLAG, f"-DPFX={prefix}",
                     f'-DHEADER="{prefix}.h"', "-I", str(tmp_path), "-o", str(exe), str(src),
-                    gen.source, runtime_obj(cc, [*HARNESS_CFLAGS, *SANITIZE_CFLAGS])],
+                    gen.source, runtime_obj(cc, [*HARNESS_CFLAGS, *SANITIZE_CFLAGS, DEBUG_FLAG])],
                    check=True, capture_output=True, text=True)
     db_dir = tmp_path / "db"
     db_dir.mkdir()

@@ -32,7 +32,7 @@ import subprocess
 
 import pytest
 
-from conftest import runtime_obj
+from conftest import DEBUG_FLAG, runtime_obj
 
 from p2gen.build import generate
 from p2gen.check import check, fingerprint_text
@@ -149,9 +149,9 @@ def build(cc, tmp_path, storage, mem, slots, prefix, cap=4):
     src = tmp_path / f"{prefix}_driver.c"
     src.write_text(DRIVER)
     exe = out / "driver"
-    proc = subprocess.run([*shlex.split(cc), *HARNESS_CFLAGS, *SANITIZE_CFLAGS, f"-DPFX={prefix}",
+    proc = subprocess.run([*shlex.split(cc), *HARNESS_CFLAGS, *SANITIZE_CFLAGS, DEBUG_FLAG, f"-DPFX={prefix}",
                            f'-DHEADER="{prefix}.h"', "-I", str(out), "-o", str(exe), str(src),
-                           gen.source, runtime_obj(cc, [*HARNESS_CFLAGS, *SANITIZE_CFLAGS])],
+                           gen.source, runtime_obj(cc, [*HARNESS_CFLAGS, *SANITIZE_CFLAGS, DEBUG_FLAG])],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return str(exe)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import runtime_obj
+from conftest import DEBUG_FLAG, runtime_obj
 from p2gen.build import RUNTIME_DIR
 from p2gen.harness import HARNESS_CFLAGS, SANITIZE_CFLAGS, sanitizer_env
 from test_wal import (LOG_HDR, REC_COMMIT, REC_RANGE, as_rows, crashed_db, log_transactions, reopen,
@@ -80,8 +80,8 @@ def crc_exe(cc, tmp_path_factory):
     d = tmp_path_factory.mktemp("crc32c")
     (d / "crc.c").write_text(PROGRAM)
     exe = d / "crc"
-    cmd = [*shlex.split(cc), *HARNESS_CFLAGS, *SANITIZE_CFLAGS, "-I", RUNTIME_DIR,
-           str(d / "crc.c"), runtime_obj(cc, [*HARNESS_CFLAGS, *SANITIZE_CFLAGS]), "-o", str(exe)]
+    cmd = [*shlex.split(cc), *HARNESS_CFLAGS, *SANITIZE_CFLAGS, DEBUG_FLAG, "-I", RUNTIME_DIR,
+           str(d / "crc.c"), runtime_obj(cc, [*HARNESS_CFLAGS, *SANITIZE_CFLAGS, DEBUG_FLAG]), "-o", str(exe)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return str(exe)

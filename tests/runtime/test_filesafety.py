@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cache_lock, runtime_obj, sources_digest
+from conftest import DEBUG_FLAG, cache_lock, runtime_obj, sources_digest
 from test_verify import (CONTAINERS, LINKS_SPEC, DRIVER, SAN_MARKERS, byte_map, check,  # noqa: F401
                          copy_db, dbs, patch, read, tools)
 
@@ -329,9 +329,9 @@ def _links_driver_san(cache: Path, cc: str) -> str:
     spec = out / "links_persistent.p2"
     shutil.copy(LINKS_SPEC, spec)
     gen = generate(str(spec), str(out), "links_persistent")
-    cmd = [*shlex.split(cc), *HARNESS_CFLAGS, *SANITIZE_CFLAGS, "-DPREFIX=links_persistent",
+    cmd = [*shlex.split(cc), *HARNESS_CFLAGS, *SANITIZE_CFLAGS, DEBUG_FLAG, "-DPREFIX=links_persistent",
            '-DHEADER="links_persistent.h"', "-I", str(out), str(DRIVER), gen.source,
-           runtime_obj(cc, [*HARNESS_CFLAGS, *SANITIZE_CFLAGS]), "-o", f"{exe}.tmp"]
+           runtime_obj(cc, [*HARNESS_CFLAGS, *SANITIZE_CFLAGS, DEBUG_FLAG]), "-o", f"{exe}.tmp"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     os.replace(f"{exe}.tmp", exe)

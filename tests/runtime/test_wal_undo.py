@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import runtime_obj
+from conftest import DEBUG_FLAG, runtime_obj
 from p2gen.build import RUNTIME_DIR
 from p2gen.harness import HARNESS_CFLAGS, SANITIZE_CFLAGS, sanitizer_env
 from test_wal import SPEC, as_rows, load, name, rows, run
@@ -101,8 +101,8 @@ def undo_exe(cc, tmp_path_factory):
     d = tmp_path_factory.mktemp("walundo")
     (d / "undo.c").write_text(PROGRAM)
     exe = d / "undo"
-    cmd = [*shlex.split(cc), *HARNESS_CFLAGS, *SANITIZE_CFLAGS, "-I", RUNTIME_DIR,
-           str(d / "undo.c"), runtime_obj(cc, [*HARNESS_CFLAGS, *SANITIZE_CFLAGS]), "-o", str(exe)]
+    cmd = [*shlex.split(cc), *HARNESS_CFLAGS, *SANITIZE_CFLAGS, DEBUG_FLAG, "-I", RUNTIME_DIR,
+           str(d / "undo.c"), runtime_obj(cc, [*HARNESS_CFLAGS, *SANITIZE_CFLAGS, DEBUG_FLAG]), "-o", str(exe)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return str(exe)

@@ -15,7 +15,8 @@ belongs in that file.
 scripts/test.sh runs the suite on every core (pytest-xdist, `--dist loadgroup`): the worker
 processes share the build caches in .pytest_cache, so an entry is built under a lock by one
 of them and reused by the others, and the caches are pruned once, before any worker starts.
-Each test file runs on one worker (its module fixtures build once), except SPREAD_FILES.
+Each test file runs on one worker (its module fixtures build once), except SPREAD_FILES
+(test by test; those over a memory on a server together, on one worker).
 """
 from __future__ import annotations
 
@@ -190,17 +191,27 @@ def pytest_sessionstart(session):
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """`--dist loadgroup`: a file's tests on one worker, SPREAD_FILES' test by test.
+    """`--dist loadgroup`: a file's tests on one worker, SPREAD_FILES' test by test (their
+    tests over a memory on a server as one group).
     (pytest-xdist's own xdist_group markers are lost under pytest 9: it renames node ids
     through an attribute pytest no longer reads.)"""
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
+    from p2gen.layers import LAYERS
+    # a spread test over a memory on a server (its id names the layer): these share one
+    # worker, whose process serves them and builds their spec (it names its port)
+    servers = [re.escape(n) for n, layer in LAYERS.items() if getattr(layer, "file_is_uri", False)]
+    on_server = re.compile(r"[\[-](%s)[\]-]" % "|".join(servers)) if servers else None
+
     class FileScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
-            return nodeid if Path(path).name in SPREAD_FILES else path
+            if Path(path).name not in SPREAD_FILES:
+                return path
+            server = on_server.search(nodeid) if on_server else None
+            return f"{path}::{server.group(1)}" if server else nodeid
 
     return FileScheduling(config, log)
 

@@ -519,15 +519,32 @@ def quick(harness_builder, strict: bool = False, extra_cflags: tuple = (),
     return builder
 
 
+class MemBuilds(dict):
+    """mem -> SpecBuild: the memories on a file or the heap built at once, two at a time;
+    a memory on a server only when a test asks for it. Its spec names this process's
+    server port, so each process builds its own: conftest's scheduler keeps its tests on
+    one worker, and the other worker never builds it."""
+
+    def __init__(self, build, mems: dict, containers):
+        lazy = {m for m in mems if on_server(m)}
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            futs = {m: pool.submit(_build_isolating, build, m, containers(m))
+                    for m in mems if m not in lazy}
+            super().__init__({m: f.result() for m, f in futs.items()})
+        self._lazy = {m: (lambda m=m: _build_isolating(build, m, containers(m))) for m in lazy}
+
+    def __missing__(self, mem):
+        if mem not in self._lazy:
+            raise KeyError(mem)
+        built = self[mem] = self._lazy.pop(mem)()
+        return built
+
+
 @pytest.fixture(scope="session")
 def spec_builds(harness_builder):
     """One spec per memory holding every container of the matrix (runnable), its harness
     built sanitized at -O0 and its C compiled strictly at -O1 (quick)."""
-    build = quick(harness_builder, strict=True)
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        futs = {mem: pool.submit(_build_isolating, build, mem, runnable(mem))
-                for mem in MEMS}
-        return {mem: f.result() for mem, f in futs.items()}
+    return MemBuilds(quick(harness_builder, strict=True), MEMS, runnable)
 
 
 def inline_flag(prefix: str) -> str:
@@ -561,10 +578,7 @@ def spec_builds_inline(harness_builder):
     def builder(text, prefix):
         return quick(harness_builder, extra_cflags=(inline_flag(prefix),),
                      library=False)(text, prefix)
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        futs = {mem: pool.submit(_build_isolating, builder, mem, inline_runnable(mem))
-                for mem in MEMS}
-        return {mem: f.result() for mem, f in futs.items()}
+    return MemBuilds(builder, MEMS, inline_runnable)
 
 
 @pytest.fixture(params=["call", "inline"])
@@ -1835,14 +1849,15 @@ def test_transient_only_spec_compiles_strictly(cc, tmp_path):
     compile_objects(gen, cc=cc)
 
 
-def test_matrix_specs_compile_strictly(spec_builds):
+@pytest.mark.parametrize("mem", list(MEMS))
+def test_matrix_spec_compiles_strictly(mem, spec_builds):
     """The matrix's harnesses are built under ASan/UBSan at -O0 (quick); each spec's C and
     harness also went through the plain -O1 -Werror compile, where the optimiser's
     warnings are."""
-    built = {mem: b.built for mem, b in spec_builds.items() if b.built is not None}
-    assert built, "no spec of the matrix builds"
-    for mem, b in built.items():
-        assert b.strict == STRICT_CFLAGS, mem
+    build = spec_builds[mem]
+    if build.built is None:
+        pytest.skip("no container of this spec builds")
+    assert build.built.strict == STRICT_CFLAGS
     assert "-O1" in STRICT_CFLAGS and "-Werror" in STRICT_CFLAGS
     assert not any(f.startswith("-fsanitize") for f in STRICT_CFLAGS)
 

@@ -520,23 +520,28 @@ def quick(harness_builder, strict: bool = False, extra_cflags: tuple = (),
 
 
 class MemBuilds(dict):
-    """mem -> SpecBuild: the memories on a file or the heap built at once, two at a time;
-    a memory on a server only when a test asks for it. Its spec names this process's
-    server port, so each process builds its own: conftest's scheduler keeps its tests on
-    one worker, and the other worker never builds it."""
+    """mem -> SpecBuild: the memories on a file or the heap all built in the background,
+    two at a time, from the first ask on (a test waits for its own memory's spec only, so
+    no test's setup pays for all of them); a memory on a server only when a test asks for
+    it. Its spec names this process's server port, so each process builds its own:
+    conftest's scheduler keeps its tests on one worker, and the other never builds it."""
 
     def __init__(self, build, mems: dict, containers):
-        lazy = {m for m in mems if on_server(m)}
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            futs = {m: pool.submit(_build_isolating, build, m, containers(m))
-                    for m in mems if m not in lazy}
-            super().__init__({m: f.result() for m, f in futs.items()})
-        self._lazy = {m: (lambda m=m: _build_isolating(build, m, containers(m))) for m in lazy}
+        super().__init__()
+        pool = ThreadPoolExecutor(max_workers=2)
+        self._pending = {m: pool.submit(_build_isolating, build, m, containers(m))
+                         for m in mems if not on_server(m)}
+        pool.shutdown(wait=False)
+        self._lazy = {m: (lambda m=m: _build_isolating(build, m, containers(m)))
+                      for m in mems if on_server(m)}
 
     def __missing__(self, mem):
-        if mem not in self._lazy:
+        if mem in self._pending:
+            built = self[mem] = self._pending.pop(mem).result()
+        elif mem in self._lazy:
+            built = self[mem] = self._lazy.pop(mem)()
+        else:
             raise KeyError(mem)
-        built = self[mem] = self._lazy.pop(mem)()
         return built
 
 

@@ -21,6 +21,20 @@ def _fail(err: Exception) -> None:
     sys.exit(1)
 
 
+def _run_driver(command, kwargs: dict) -> None:
+    """Run a C/C++ benchmark driver's command: its compilers checked first (unless it only
+    renders), a P2Error as a one-line message, its status as the exit status."""
+    from ..toolchain import cc_command
+    try:
+        if not kwargs["render"]:
+            cc_command(kwargs["cc"])
+            cc_command(kwargs["cxx"], "C++ compiler", "--cxx or $CXX")
+        rc = command(**kwargs, say=click.echo)
+    except P2Error as e:
+        _fail(e)
+    sys.exit(rc)
+
+
 @click.group()
 def bench() -> None:
     """Benchmarks of generated data managers against hand-written and off-the-shelf ones."""
@@ -82,16 +96,8 @@ def bench_tpcb(**kwargs):
     checks the TPC-B invariant after every run, writes the JSON, a Markdown table and
     plots after Thomas & Batory (1995). Exit status 1 if a run failed.
     """
-    from ..toolchain import cc_command
     from .tpcb.run import command
-    try:
-        if not kwargs["render"]:
-            cc_command(kwargs["cc"])
-            cc_command(kwargs["cxx"], "C++ compiler", "--cxx or $CXX")
-        rc = command(**kwargs, say=click.echo)
-    except P2Error as e:
-        _fail(e)
-    sys.exit(rc)
+    _run_driver(command, kwargs)
 
 
 @bench.command("range")
@@ -136,16 +142,8 @@ def bench_range(**kwargs):
     binary, checks that every walk returns the rows asked in key order, writes the JSON
     and a Markdown table with the ratios to AVL and SQLite. Exit status 1 if a run failed.
     """
-    from ..toolchain import cc_command
     from .range.run import command
-    try:
-        if not kwargs["render"]:
-            cc_command(kwargs["cc"])
-            cc_command(kwargs["cxx"], "C++ compiler", "--cxx or $CXX")
-        rc = command(**kwargs, say=click.echo)
-    except P2Error as e:
-        _fail(e)
-    sys.exit(rc)
+    _run_driver(command, kwargs)
 
 
 @bench.command("oo7")
@@ -214,16 +212,8 @@ def bench_oo7(**kwargs):
     written and file sizes per run, checks that every system returns the same counts,
     writes the JSON, a Markdown table and plots. Exit status 1 if a run failed or counts differ.
     """
-    from ..toolchain import cc_command
     from .oo7.run import command
-    try:
-        if not kwargs["render"]:
-            cc_command(kwargs["cc"])
-            cc_command(kwargs["cxx"], "C++ compiler", "--cxx or $CXX")
-        rc = command(**kwargs, say=click.echo)
-    except P2Error as e:
-        _fail(e)
-    sys.exit(rc)
+    _run_driver(command, kwargs)
 
 
 @bench.command("python")

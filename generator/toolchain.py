@@ -171,9 +171,12 @@ def _compiler_identity(cmd: tuple) -> str:
     return "\0".join([path, stamp, shlex.join(cmd[1:]), version])
 
 
-def _runtime_flags(flags: Sequence[str]) -> list:
-    """The flags that matter to the runtime's object: `-I DIR` / `-IDIR` name where a
-    spec's header is, which the runtime never includes, so they are left out."""
+def _runtime_flags(flags: Sequence[str], runtime_text_: str = "") -> list:
+    """The flags that matter to the runtime's object, so that builds differing only in
+    what the runtime never sees share one object: `-I DIR` / `-IDIR` (where a spec's header
+    is; the runtime includes none), a `-D<NAME>_INLINE` the runtime's text never names (a
+    generated header's switch), and every `-O`/`-g` level but the last (the compiler's
+    rule: the last one given wins)."""
     out, skip = [], False
     for f in flags:
         if skip:
@@ -184,16 +187,25 @@ def _runtime_flags(flags: Sequence[str]) -> list:
             continue
         if f.startswith("-I"):
             continue
+        if f.startswith("-D"):
+            name = f[2:].split("=", 1)[0]
+            if name.endswith("_INLINE") and name not in runtime_text_:
+                continue
         out.append(f)
-    return out
+    def level(f):      # "-O" or "-g" for an optimisation or debug level, else None
+        if f.startswith("-O"):
+            return "-O"
+        return "-g" if f in ("-g", "-g0", "-g1", "-g2", "-g3") else None
+    last = {level(f): i for i, f in enumerate(out)}
+    return [f for i, f in enumerate(out) if level(f) is None or last[level(f)] == i]
 
 
 def runtime_object(cc_cmd: Sequence[str], flags: Sequence[str],
                    cache: Optional[str] = None) -> str:
     """The runtime compiled with `cc_cmd` and `flags` (`-c` is added): the path of the
     object in the cache, compiled now only if no earlier build made the same one."""
-    flags = _runtime_flags(flags)
     c_text, h_text = runtime_text("p2_runtime.c"), runtime_text("p2_runtime.h")
+    flags = _runtime_flags(flags, c_text + h_text)
     key = hashlib.sha256("\0".join([c_text, h_text, _compiler_identity(tuple(cc_cmd)),
                                     shlex.join(flags)]).encode("utf-8")).hexdigest()[:24]
     root = cache or cache_dir("runtime")

@@ -41,7 +41,8 @@ from typing import Optional
 
 from .errors import BuildError, EnvError, os_reason
 from .ir import Generated
-from .pybind import SUPPORT_PACKAGE, binding_metadata, module_name, public_api, python_module
+from .pybind import SUPPORT_PACKAGE, binding_metadata, module_name, python_module
+from .render import header_declarations
 from .runtime import pyapi
 from .toolchain import RUNTIME_DIR, write_atomic
 
@@ -96,21 +97,23 @@ def extension_path(gen: Generated) -> str:
     return path
 
 
-def journalled_api(prefix: str, header: str) -> bool:
-    """Does the database have transactions: <prefix>_commit in the public API of the
-    header's text, where the binding finds it?"""
-    api = public_api(prefix, header)
-    return re.search(rf"\b{re.escape(prefix)}_commit\s*\(", api) is not None
+def journalled_api(prefix: str, declarations: list) -> bool:
+    """Does the database have transactions: is <prefix>_commit a public function of the
+    header's declarations (the table of generated functions: Generated.declarations,
+    render.header_declarations), where the binding finds it?"""
+    return any(e.public and e.kind == "function" and e.name == f"{prefix}_commit"
+               for e in declarations)
 
 
 def package_files(gen: Generated) -> dict:
     """{path in the wheel: bytes} of the package `<prefix>`, in the order they are written."""
     p = gen.prefix
     meta = binding_metadata(gen.checked)
-    with open(gen.header, encoding="utf-8") as f:
-        header = f.read()
+    declarations = gen.declarations
+    if declarations is None:        # a Generated made without the emit pass's table
+        declarations = header_declarations(gen.checked)
     files = {f"{p}/__init__.py": python_module(gen, meta, package=True).encode("utf-8"),
-             f"{p}/__init__.pyi": stubs(meta, journalled_api(p, header)).encode("utf-8"),
+             f"{p}/__init__.pyi": stubs(meta, journalled_api(p, declarations)).encode("utf-8"),
              f"{p}/py.typed": b""}
     ext = extension_path(gen)
     with open(ext, "rb") as f:

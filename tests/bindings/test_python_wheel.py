@@ -254,16 +254,18 @@ STUB_MISUSE = [
 
 
 def test_stubs_of_specs_with_roles_and_composite_keys(tmp_path, mypy_cache):
-    from p2gen.build import emit_spec
+    from p2gen.build import load
     from p2gen.package import RUNTIME_SUPPORT, journalled_api, stubs
     from p2gen.pybind import binding_metadata
+    from p2gen.render import header_declarations
     root = Path(__file__).resolve().parents[2]
     for rel in STUB_SPECS:
-        checked, header, _ = emit_spec(str(root / rel))
+        checked = load(str(root / rel))
+        declarations = header_declarations(checked)
         pkg = tmp_path / checked.prefix
         (pkg / "_runtime").mkdir(parents=True)
         (pkg / "__init__.pyi").write_text(
-            stubs(binding_metadata(checked), journalled_api(checked.prefix, header)))
+            stubs(binding_metadata(checked), journalled_api(checked.prefix, declarations)))
         (pkg / "py.typed").write_text("")
         (pkg / "_runtime" / "__init__.py").write_text("")
         for n in RUNTIME_SUPPORT:

@@ -827,6 +827,8 @@ class Checker:
                 self.error(f"relationship '{decl.name}': role '{role.name}' of container "
                            f"'{info.name}' is {clash}", role.pos)
                 ok = False
+        for role, end in ((ri.left, decl.left), (ri.right, decl.right)):
+            ok = self.check_role_order(decl, layer, role, end) and ok
         if ri.left.container is ri.right.container and ri.left.name == ri.right.name:
             self.error(f"relationship '{decl.name}': both ends are role '{ri.left.name}' of "
                        f"container '{ri.left.container.name}'; a relationship of a container "
@@ -858,6 +860,39 @@ class Checker:
             role.container.roles.append(role)
             role.container.referenced = True
         return ri
+
+    def check_role_order(self, decl: Relationship, layer: Layer, role: RoleInfo, end) -> bool:
+        """`order by FIELD [desc]` on a role: a collection, a number field of its members'
+        record, a layer that keeps members in order (RelLayer.orders)."""
+        if end.order_by is None:
+            return True
+        what = f"relationship '{decl.name}': role '{role.name}' of container '{role.container.name}'"
+        if not role.many:
+            self.error(f"{what} holds one element of '{role.partner.container.name}': only a "
+                       f"collection (a role whose other end is 'many') can be ordered",
+                       end.order_by.pos)
+            return False
+        rec = role.partner.container.record
+        f = rec.field(end.order_by.name)
+        if f is None:
+            names = [x.name for x in rec.fields]
+            self.error(f"{what}: record '{rec.name}' (its members) has no field "
+                       f"'{end.order_by.name}'{_suggest(end.order_by.name, names)}",
+                       end.order_by.pos)
+            return False
+        if f.type.kind not in ("int", "float") or f.type.target is not None:
+            self.error(f"{what}: cannot be ordered by field '{f.name}' of type "
+                       f"{f.type.spelled()}: ordered roles take a number field (an integer or a "
+                       f"float)", end.order_by.pos)
+            return False
+        if not layer.orders:
+            ordered = ", ".join(n for n, l in layer_library.LAYERS.items()
+                                if l.realm == "rel" and l.orders)
+            self.error(f"{what}: layer '{layer.name}' keeps members in the order they were "
+                       f"added; an ordered role needs {ordered}", end.order_by.pos)
+            return False
+        role.order, role.descending = f, end.descending
+        return True
 
     def rel_params(self, decl: Relationship, layer: Layer) -> dict:
         specs = {ps.name: ps for ps in layer.params}

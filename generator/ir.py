@@ -183,6 +183,17 @@ class ContainerInfo:
         return [f for f in self.record.fields if f.type.target is not None]
 
     @property
+    def reordering(self) -> list:
+        """The roles of this container's elements as members of an ordered collection (the
+        one-role whose partner is `order by` a field of this record): an update of that
+        field moves the element in its owner's collection."""
+        return [r for r in self.roles if not r.many and r.partner.order is not None]
+
+    @property
+    def order_fields(self) -> set:
+        return {r.partner.order.name for r in self.reordering}
+
+    @property
     def has_hooks(self) -> bool:
         """Does the public API run per-element hooks (links, texts, reference checks)?"""
         return bool(self.roles or self.text_fields or self.ref_fields)
@@ -282,6 +293,10 @@ class RoleInfo:
     many: bool
     pos: Pos
     partner: Optional["RoleInfo"] = None
+    # `order by FIELD [desc]`: a collection kept in the order of a field of its members
+    # (the partner's record), walked in that order; None: the order members were added
+    order: Optional[Field] = None
+    descending: bool = False
 
     def __repr__(self) -> str:
         return f"RoleInfo({self.container.name}.{self.name}, {'many' if self.many else 'one'})"
@@ -332,8 +347,11 @@ class RelInfo:
         mult = lambda e: "many" if e.many else "one"
         params = ", ".join(f"{k}={show_value(v)}" for k, v in sorted(self.params.items()))
         layer = f"{self.layer.name}({params})" if params else self.layer.name
-        return (f"relationship {d.name} {mult(d.left)} {d.left.container}.{d.left.role} to "
-                f"{mult(d.right)} {d.right.container}.{d.right.role} = {layer}")
+        order = lambda e: (f" order by {e.order_by.name}{' desc' if e.descending else ''}"
+                           if e.order_by is not None else "")
+        return (f"relationship {d.name} {mult(d.left)} {d.left.container}.{d.left.role}"
+                f"{order(d.left)} to {mult(d.right)} {d.right.container}.{d.right.role}"
+                f"{order(d.right)} = {layer}")
 
 
 

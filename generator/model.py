@@ -324,6 +324,9 @@ class RelEnd:
     mult_pos: Pos
     container_pos: Pos
     role_pos: Pos
+    # `order by time desc`: the collection role kept in the order of a field of its members
+    order_by: Optional["FieldRef"] = None
+    descending: bool = False
 
 
 @dataclass

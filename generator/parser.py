@@ -576,8 +576,15 @@ class _Builder:
             raise SpecError(f"relationship '{rel}': expected 'one' or 'many' before "
                             f"'{ctx.containerName.text}.{ctx.role.text}', found "
                             f"'{ctx.mult.text}'", self.tok(ctx.mult), self.text)
+        order, direction = ctx.orderField, ctx.direction
+        if direction is not None and direction.text not in ("asc", "desc"):
+            raise SpecError(f"syntax error: relationship '{rel}': expected 'asc', 'desc', 'to' "
+                            f"or '=' after 'order by {order.text}', found '{direction.text}'",
+                            self.tok(direction), self.text)
         return RelEnd(ctx.mult.text == "many", ctx.containerName.text, ctx.role.text,
-                      self.tok(ctx.mult), self.tok(ctx.containerName), self.tok(ctx.role))
+                      self.tok(ctx.mult), self.tok(ctx.containerName), self.tok(ctx.role),
+                      order_by=FieldRef(order.text, self.tok(order)) if order is not None else None,
+                      descending=direction is not None and direction.text == "desc")
 
     # cursors ------------------------------------------------------------
     def cursor(self, ctx: P2SpecParser.CursorDeclContext) -> Cursor:

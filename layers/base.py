@@ -701,6 +701,11 @@ class RelLayer(Layer):
     # role, or deleted, before the walk goes on? Otherwise any change to the owner's
     # members during a walk may make it skip or repeat members.
     walk_survives_removal: bool = False
+    # can a collection role be kept in the order of a field of its members (`order by`)?
+    # Such a layer renders, for an ordered role, <ip>_iter_open_at(db, x, &a, &b, rev,
+    # has_lo, lo, has_hi, hi) / <ip>_iter_step(db, &a, &b) and keeps the order under
+    # <ip>_reorder(db, y) (y's ordering field changed).
+    orders: bool = False
 
     def unsupported(self, ri) -> Optional[str]:
         if ri.kind not in self.kinds:

@@ -13,6 +13,7 @@ class IList(RelLayer):
     # linking and unlinking only rewrite fields of the elements: nothing to allocate
     errors = {"remove": {"P2_NOTFOUND"}}
     walk_survives_removal = True   # the walk holds the next member before handing one out
+    orders = True   # `order by FIELD`: members kept sorted on the list (ties: order of joining)
     doc = ("one-to-many as an intrusive doubly linked list through the members; "
            "O(1) add/remove, no allocation")
 
@@ -37,6 +38,10 @@ class IList(RelLayer):
                 ElemField(lt, f"_{r}_prev", f"previous member")]
 
     def role_cost(self, role):
+        if role.many and role.order is not None:
+            return (f"walk O(k) in the order of {role.order.name}{' desc' if role.descending else ''}, from a bound O(skipped) from "
+                    f"the end the walk starts at; add O(1) at either end, else O(k) back from "
+                    f"the tail; an update of {role.order.name} moves the member (the same)")
         if role.many:
             return ("walk O(k), each step reads the next member's links; add/remove O(1), "
                     "no allocation")

@@ -9,6 +9,7 @@
  *     cursor rich on accounts where balance > $min order by id;
  *     cursor richest on accounts where balance > $min order by balance desc;
  *     relationship holds one branches.accounts to many accounts.branch = ilist;
+ *     relationship wrote one users.posts order by time desc to many posts.author = ilist;
  *
  * `ref`, `one`, `many`, `to`, `asc` and `desc` are not reserved: they are names checked where they
  * appear (parser.py), so specs may keep using them as names.
@@ -94,8 +95,12 @@ relationshipDecl
     : RELATIONSHIP name=ID left=relEnd toWord=ID right=relEnd ASSIGN equation SEMI
     ;
 
+// `many users.posts order by time desc`: a collection role kept in the order of a field
+// of its members (ascending unless `desc`; the direction is an ID, checked by parser.py).
+// On the left end the optional direction and `to` are both IDs: the one place the parser
+// looks two tokens ahead (`order by time to many` vs `order by time desc to many`).
 relEnd
-    : mult=ID containerName=ID DOT role=ID
+    : mult=ID containerName=ID DOT role=ID (ORDER BY orderField=ID (direction=ID)?)?
     ;
 
 // `order by FIELD` ascending, or `order by FIELD asc` / `order by FIELD desc`: the

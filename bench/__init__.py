@@ -6,7 +6,9 @@ Each benchmark lives in one directory with its drivers beside the code that runs
 `p2gen bench range`) and `python/` (the generated Python module against sqlite3,
 dict and lmdb: `p2gen bench python`), `labflow/` (LabFlow-1: the workflow-history log
 generator behind `p2gen bench labflow --gen` and the Python reference model that replays
-it); `cli.py` declares the `p2gen bench` commands and their options (added under the
+it), `acob/` (ACOB: a local file, a page server and an object server, `p2gen bench
+acob`, on the engines `engines.py` starts: nbdkit and redis-server on loopback, as the
+tests start theirs); `cli.py` declares the `p2gen bench` commands and their options (added under the
 compiler's command group, generator/cli.py); `common.py` holds what their runners share (building variants as users build them,
 incremental builds, running Google Benchmark and loading its JSON, medians and ratios,
 number formats, the Markdown reports' pieces and plots), and the C++ headers beside it

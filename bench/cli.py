@@ -216,6 +216,50 @@ def bench_oo7(**kwargs):
     _run_driver(command, kwargs)
 
 
+@bench.command("acob")
+@click.option("--objects", type=click.IntRange(10), default=1500, show_default=True, metavar="N",
+              help="Complex objects per set (a multiple of 5; the paper's 1,500: the counts of "
+                   "acob.md §6.1 hold for it).")
+@click.option("--sets", type=click.IntRange(1, 26), default=2, show_default=True, metavar="K",
+              help="Sets built one after the other (the paper's 5: --full).")
+@click.option("--full", is_flag=True, help="The paper's database: 5 sets of 1,500 objects.")
+@click.option("-f", "--clustering", "f", multiple=True, type=click.IntRange(0, 100), metavar="PCT",
+              help="Clustering factor in percent (repeatable; default 30; the paper: 10 30 50 70 90).")
+@click.option("--region", type=click.IntRange(1), default=5, show_default=True, metavar="PAGES",
+              help="Clustering region in pages (odd: 1, 5, 9).")
+@click.option("--smear", is_flag=True, help="Smear a quarter of the objects (acob.md §2.3).")
+@click.option("--seed", type=click.IntRange(0), default=1990, show_default=True,
+              help="The one seed of the generation and of the random queries, for every system.")
+@click.option("--repetitions", type=click.IntRange(1), default=3, show_default=True,
+              help="Processes per clustering factor, in a random order, each on fresh engines "
+                   "(the report takes the median time).")
+@click.option("--system", "systems", multiple=True,
+              type=click.Choice(["LOCAL", "PAGESERVER", "OBJSERVER"]),
+              help="Only these systems (repeatable; default all three).")
+@click.option("-o", "--out", "out", default="bench/results", show_default=True,
+              type=click.Path(file_okay=False), help="Where acob.json and acob.md go.")
+@click.option("--build-dir", default="bench/build/acob", show_default=True,
+              type=click.Path(file_okay=False), help="Generated code, objects, the binary.")
+@click.option("--cc", default=lambda: os.environ.get("CC", "cc"), show_default="$CC or cc")
+@click.option("--cxx", default=lambda: os.environ.get("CXX", "c++"), show_default="$CXX or c++")
+@click.option("-j", "--jobs", type=click.IntRange(1), help="Parallel compilations (default: CPUs).")
+def bench_acob(**kwargs):
+    """ACOB: a local file, a page server (nbdkit) and an object server (Redis), after
+    DeWitt, Futtersack, Maier and Velez (1990).
+
+    Starts nbdkit (memory plugin) and redis-server on free loopback ports, builds
+    type_equations/acob/*.p2 with their URIs and bench/acob/ into one Google Benchmark
+    binary, and runs per clustering factor: build, scan, random read and random update of
+    every set on every system, each query and set from a cold client buffer. Prints and
+    checks the counts (records read by the walks, root ids, updates, the servers' pages and
+    objects fetched and written, checksums before and after the updates) across systems,
+    writes acob.json and acob.md (counts beside the spec's reference model and the paper,
+    median times, ratios). Exit status 1 if a run failed or counts differ.
+    """
+    from .acob.run import command
+    _run_driver(command, dict(kwargs, render=None))
+
+
 @bench.command("python")
 @click.option("--rows", type=click.IntRange(10), default=10000, show_default=True,
               help="Accounts (rows) per run.")

@@ -1,0 +1,342 @@
+"""`p2gen bench acob`: the ACOB benchmark (DeWitt, Futtersack, Maier, Velez 1990; the
+benchmark as /work/shared/specs/acob.md writes it up) over a local file and over the page
+and object servers.
+
+Engines: nbdkit (its memory plugin) and redis-server, started here on free loopback ports
+and stopped by their pids (p2gen.bench.engines, as the tests start theirs). The specs
+type_equations/acob/acob_{persistent,pageserver,objserver}.p2 (one equation, only the
+memory differs) are generated with the URIs of those servers and built as users build
+theirs, with bench/acob/ into one Google Benchmark binary: LOCAL (the paper's WiSS),
+PAGESERVER (50-page client buffer), OBJSERVER (1,750-record client cache).
+Run: for every clustering factor, `repetitions` processes (in a random order), each on
+fresh engines: build sets A.. with the same f, scan, random read, random update each set
+(a cold client buffer per query and set, one commit per query and set). The binary prints
+the counts (records read by the walk, root ids, updates, the servers' request counters per
+set, checksums after build and update); this checks them across systems and writes
+acob.json (every process's Google Benchmark JSON and counts) and acob.md (per-set counts
+beside acob.md §6.1's reference-model counts and the paper's, medians of time per set,
+ratios to LOCAL from the same processes).
+"""
+from __future__ import annotations
+
+import json
+import random
+import re
+import statistics
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+from .. import BENCH_DIR, spec_dir
+from ..common import (checked_sources, compile_and_link, driver_cxxflags, generate_variants,
+                      say_report, source_steps, users_build_steps, write_report)
+from ..engines import NBD_MISSING, REDIS_MISSING, NbdServer, RedisServer
+from ...errors import EnvError
+
+SOURCE_DIR = BENCH_DIR / "acob"
+DRIVER_SOURCES = ("acob.h", "acob_driver.cc", "acob_main.cc")
+LIBS = ("-lbenchmark", "-lpthread")
+STEPS = ("build", "scan", "read", "update")
+# (system, spec stem, rank, a server's memory)
+SYSTEMS = (("LOCAL", "persistent", 1, False), ("PAGESERVER", "pageserver", 2, True),
+           ("OBJSERVER", "objserver", 3, True))
+NBD_EXPORT_BYTES = 256 << 20
+# acob.md §6.1: per set, mean ± sd over 8 seeds, R = 5, B = 50, 1,750-record object cache,
+# S = 1, unsmeared, walk references only: f -> (references, page reads, object gets,
+# page write-backs (update), object puts (update))
+MODEL = {10: ((13004, 117), (5371, 47), (8918, 101), (4365, 42), (2804, 44)),
+         30: ((13004, 117), (4957, 44), (8863, 85), (4159, 45), (2775, 35)),
+         50: ((13004, 117), (4291, 37), (8792, 84), (3731, 33), (2732, 32)),
+         70: ((13004, 117), (3359, 28), (8575, 80), (3018, 26), (2627, 32)),
+         90: ((13004, 117), (2218, 30), (8267, 88), (2056, 31), (2453, 38))}
+# acob.md §6: the paper's own figures, per set (random read, buffers 50/50)
+PAPER = {10: {"pages": 5443, "objects": 11977, "page_hit": 0.66, "obj_hit": 0.181},
+         90: {"pages": 2293, "objects": 10953, "page_hit": 0.86, "obj_hit": 0.251}}
+PAPER_READ_REFS = 14623
+
+
+@dataclass
+class Options:
+    objects: int = 1500
+    sets: int = 2
+    fs: tuple = (30,)
+    region: int = 5
+    smear: bool = False
+    seed: int = 1990
+    repetitions: int = 1
+    systems: tuple = ("LOCAL", "PAGESERVER", "OBJSERVER")
+
+    def args(self, f: int, db_dir: str) -> list:
+        return [f"--acob_objects={self.objects}", f"--acob_sets={self.sets}", f"--acob_f={f}",
+                f"--acob_region={self.region}", f"--acob_smear={int(self.smear)}",
+                f"--acob_seed={self.seed}", f"--acob_dir={db_dir}"]
+
+
+def engines_missing(systems) -> list:
+    out = []
+    if "PAGESERVER" in systems and NBD_MISSING:
+        out.append(NBD_MISSING)
+    if "OBJSERVER" in systems and REDIS_MISSING:
+        out.append(REDIS_MISSING)
+    return out
+
+
+def server_specs(spec_out: Path, nbd_uri: str, redis_uri: str, systems) -> list:
+    """The specs of the systems asked, the servers' URIs written in: [(name, spec, prefix, server)]."""
+    src = spec_dir("acob")
+    spec_out.mkdir(parents=True, exist_ok=True)
+    out = []
+    for name, stem, rank, server in SYSTEMS:
+        if name not in systems:
+            continue
+        text = (src / f"acob_{stem}.p2").read_text()
+        text = re.sub(r'nbd://[^"]*', nbd_uri, text)
+        text = re.sub(r'redis://[^"]*', redis_uri, text)
+        p = spec_out / f"acob_{stem}.p2"
+        if not p.exists() or p.read_text() != text:
+            p.write_text(text)
+        out.append((name, str(p), f"acob_{stem}", rank, server))
+    return out
+
+
+@dataclass
+class _V:
+    name: str
+    spec: str
+    prefix: str
+
+
+def build(build_dir: str, nbd_uri: str, redis_uri: str, *, systems=Options.systems, cc: str = "cc",
+          cxx: str = "c++", opt: str = "-O2", extra_flags: tuple = (), jobs: Optional[int] = None,
+          say: Callable[[str], None] = lambda m: None) -> Path:
+    """Generate the systems' specs (the servers' URIs written in), build them as users do and
+    link build_dir/acob_bench; extra_flags (e.g. sanitizers) go to every compile and the link."""
+    src = checked_sources(SOURCE_DIR, DRIVER_SOURCES, "acob")
+    specs = server_specs(Path(build_dir).resolve() / "specs", nbd_uri, redis_uri, systems)
+    variants = [_V(n, s, p) for n, s, p, _, _ in specs]
+    bdir, gen_dir, obj_dir, gens = generate_variants(build_dir, variants, say)
+    cxxflags = driver_cxxflags(opt) + list(extra_flags)
+    steps = [(p, g, [f"-DP2_VARIANT={p}", f'-DP2_HEADER="{p}.h"', f'-DP2_NAME="{n}"',
+                     f"-DP2_RANK={rank}", f"-DACOB_SERVER={int(server)}"])
+             for (n, _, p, rank, server), (_, g) in zip(specs, gens)]
+    cc_all = cc + "".join(" " + f for f in extra_flags)
+    tasks, archives = users_build_steps(gen_dir, obj_dir, steps, cc=cc_all, cxx=cxx, cxxflags=cxxflags,
+                                        driver=src / "acob_driver.cc", driver_deps=[src / "acob.h"],
+                                        include_dirs=[src])
+    tasks += source_steps(src, ("acob_main.cc",), obj_dir, cxx=cxx, cxxflags=cxxflags,
+                          deps=[src / "acob.h"])
+    return compile_and_link(bdir, "acob_bench", tasks, archives, list(LIBS) + list(extra_flags),
+                            cxx=cxx, opt=opt, lto=False,
+                            hint="install Google Benchmark: apt-get install libbenchmark-dev",
+                            jobs=jobs, say=say)
+
+
+class Engines:
+    """nbdkit (memory plugin) and redis-server on free loopback ports, as long as the
+    `with` lasts; fresh() gives each process an empty export and an empty Redis."""
+
+    def __init__(self, workdir: Path, systems):
+        self.nbd = NbdServer(plugin="memory", size=NBD_EXPORT_BYTES) if "PAGESERVER" in systems else None
+        self.redis = RedisServer(workdir / "redis") if "OBJSERVER" in systems else None
+
+    def uris(self) -> tuple:
+        return (self.nbd.uri("acob") if self.nbd else "nbd://127.0.0.1/unused",
+                self.redis.uri(0) if self.redis else "redis://127.0.0.1/0")
+
+    def __enter__(self):
+        try:
+            if self.nbd:
+                self.nbd.start()
+            if self.redis:
+                self.redis.start()
+        except Exception:
+            self.__exit__()
+            raise
+        return self
+
+    def fresh(self) -> None:
+        if self.nbd:          # the memory plugin: zeros again at a restart, on the same port
+            self.nbd.stop()
+            self.nbd.start()
+        if self.redis:
+            self.redis.flush()
+
+    def __exit__(self, *exc):
+        for e in (self.nbd, self.redis):
+            if e:
+                e.stop()
+
+
+COUNT = re.compile(r"^acob-count (.*)$")
+CHECKSUM = re.compile(r"^acob-checksum system=(\S+) when=(\S+) set=(\S+) value=(\S+)$")
+
+
+def parse_output(text: str) -> tuple[list, list]:
+    """(counts: a dict per `acob-count` line, numbers as ints; checksums: (system, when, set, value))."""
+    counts, sums = [], []
+    for line in text.splitlines():
+        m = COUNT.match(line)
+        if m:
+            d = dict(kv.split("=", 1) for kv in m.group(1).split())
+            counts.append({k: (v if k in ("system", "step", "set") else
+                               float(v) if k == "ms" else int(v)) for k, v in d.items()})
+            continue
+        m = CHECKSUM.match(line)
+        if m:
+            sums.append(m.groups())
+    return counts, sums
+
+
+def run_once(exe: Path, opts: Options, f: int, json_out: str, db_dir: str) -> tuple[int, str, str]:
+    """One process: (exit status, stdout, stderr); Google Benchmark's JSON to json_out."""
+    cmd = [str(exe)] + opts.args(f, db_dir) + [
+        f"--benchmark_out={json_out}", "--benchmark_out_format=json",
+        "--benchmark_filter=^acob/(" + "|".join(opts.systems) + ")/"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def problems(runs: list) -> list:
+    """What disagrees: the walk's counts and checksums across systems (one process, same
+    seed), checksums after update against those after build, missing steps."""
+    out = []
+    for r in runs:
+        tag = f"f={r['f']} run {r['rep']}"
+        if r["rc"] != 0:
+            out.append(f"{tag}: the binary exited with {r['rc']}: {r['stderr'].strip()[-500:]}")
+        by = {}
+        for c in r["counts"]:
+            by.setdefault((c["step"], c["set"]), {})[c["system"]] = (c["walk"], c["roots"], c["updates"])
+        for (step, s), per in sorted(by.items()):
+            if len(set(per.values())) > 1:
+                out.append(f"{tag}: {step} set {s}: the systems' counts differ: {per}")
+            if len(per) != len(r["systems"]):
+                out.append(f"{tag}: {step} set {s}: counts only from {sorted(per)}")
+        sums = {}
+        for system, when, s, v in r["checksums"]:
+            sums.setdefault((when, s), {})[system] = v
+        for (when, s), per in sorted(sums.items()):
+            if len(set(per.values())) > 1:
+                out.append(f"{tag}: checksum after {when} of set {s} differs: {per}")
+            if when == "update":
+                before = sums.get(("build", s), {})
+                for system, v in per.items():
+                    if before.get(system) != v:
+                        out.append(f"{tag}: {system} set {s}: checksum {v} after update, "
+                                   f"{before.get(system)} after build")
+    return out
+
+
+def per_set_means(runs: list, f: int) -> dict:
+    """(system, step) -> {counter: mean per set over the sets of the runs at f}."""
+    acc: dict = {}
+    for r in runs:
+        if r["f"] != f:
+            continue
+        for c in r["counts"]:
+            acc.setdefault((c["system"], c["step"]), []).append(c)
+    return {k: {n: statistics.mean(c.get(n, 0) for c in cs) for n in cs[0] if n not in ("system", "step", "set")}
+            for k, cs in acc.items()}
+
+
+def time_medians(runs: list, f: int) -> dict:
+    """(system, step) -> median over processes of the step's time per set (ms)."""
+    acc: dict = {}
+    for r in runs:
+        if r["f"] != f:
+            continue
+        per: dict = {}
+        for c in r["counts"]:
+            per.setdefault((c["system"], c["step"]), []).append(c["ms"])
+        for k, v in per.items():
+            acc.setdefault(k, []).append(statistics.mean(v))
+    return {k: statistics.median(v) for k, v in acc.items()}
+
+
+def _n(x) -> str:
+    return "—" if x is None else f"{x:,.0f}"
+
+
+def render(opts: Options, runs: list, command: Optional[str]) -> list:
+    md = ["# ACOB: a local file, a page server and an object server", "",
+          f"{opts.sets} sets of {opts.objects:,} complex objects (7 records of 112 bytes, 35 to a "
+          f"4 KiB page), region {opts.region} pages, smearing {'on' if opts.smear else 'off'}, "
+          f"{opts.objects // 5} objects per random query, seed {opts.seed}; client buffer 50 pages "
+          "(page server) or 1,750 records (object server), emptied before each query and set; "
+          f"{opts.repetitions} process(es) per f, engines fresh for each.", ""]
+    if command:
+        md += ["Command: `" + command + "`", ""]
+    for f in opts.fs:
+        m = per_set_means(runs, f)
+        t = time_medians(runs, f)
+        ref = MODEL.get(f) if opts.objects == 1500 and opts.region == 5 and not opts.smear else None
+        md += [f"## f = {f} %", "",
+               "Counts per set (mean over the sets); the reference model's (acob.md §6.1: mean ± sd "
+               "over 8 seeds) beside them where it gives one.", "",
+               "| step | walk refs | root ids | updates | page server: pages read | written | "
+               "object server: objects fetched | written | bytes read (page / object) |",
+               "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+        for step in STEPS:
+            loc = m.get(("LOCAL", step)) or m.get(("PAGESERVER", step)) or m.get(("OBJSERVER", step)) or {}
+            ps, os_ = m.get(("PAGESERVER", step), {}), m.get(("OBJSERVER", step), {})
+            md.append(f"| {step} | {_n(loc.get('walk'))} | {_n(loc.get('roots'))} | {_n(loc.get('updates'))} | "
+                      f"{_n(ps.get('reads'))} | {_n(ps.get('writes'))} | {_n(os_.get('reads'))} | "
+                      f"{_n(os_.get('writes'))} | {_n(ps.get('bytes_read'))} / {_n(os_.get('bytes_read'))} |")
+        if ref:
+            (refs, pages, objs, pwb, oputs) = ref
+            md.append(f"| model §6.1 (read / update) | {refs[0]:,} ± {refs[1]} | | ≈5,030 | "
+                      f"{pages[0]:,} ± {pages[1]} / wb {pwb[0]:,} ± {pwb[1]} | | {objs[0]:,} ± {objs[1]} / "
+                      f"puts {oputs[0]:,} ± {oputs[1]} | | |")
+            md.append("| model §6.1 (scan) | 10,500 | | 0 | 300 | | 10,500 | | |")
+        if f in PAPER and opts.objects == 1500:
+            p = PAPER[f]
+            md.append(f"| paper §6 (read) | {PAPER_READ_REFS:,} with root ids | | | {p['pages']:,} "
+                      f"(hit {p['page_hit']}) | | {p['objects']:,} (hit {p['obj_hit']}) | | |")
+        md += ["", "Median time per set (ms) over the processes; × LOCAL: that over LOCAL's "
+               "median in the same processes.", "",
+               "| step | LOCAL | PAGESERVER | × LOCAL | OBJSERVER | × LOCAL | OBJSERVER / PAGESERVER |",
+               "|---|---:|---:|---:|---:|---:|---:|"]
+        for step in STEPS:
+            lo, ps, ob = (t.get((s, step)) for s in ("LOCAL", "PAGESERVER", "OBJSERVER"))
+            x = lambda a, b: "—" if a is None or not b else f"{a / b:.1f}×"
+            ms = lambda v: "—" if v is None else f"{v:.2f}"
+            md.append(f"| {step} | {ms(lo)} | {ms(ps)} | {x(ps, lo)} | {ms(ob)} | {x(ob, lo)} | {x(ob, ps)} |")
+        md.append("")
+    return md
+
+
+def command(*, objects, sets, full, f, region, smear, seed, repetitions, systems, out, build_dir,
+            cc, cxx, jobs, say: Callable[[str], None] = print, **_) -> int:
+    """`p2gen bench acob`: start the engines, build, run, check, report. Exit status."""
+    from ..common import command_outputs
+    opts = Options(objects=objects, sets=5 if full else sets,
+                   fs=tuple(f) if f else (30,), region=region, smear=smear, seed=seed,
+                   repetitions=repetitions, systems=tuple(systems) if systems else Options.systems)
+    missing = engines_missing(opts.systems)
+    if missing:
+        raise EnvError("; ".join(missing))
+    out, json_path, cmdline = command_outputs(out, "acob.json")
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="acob.") as tmp, Engines(Path(tmp), opts.systems) as eng:
+        nbd_uri, redis_uri = eng.uris()
+        exe = build(build_dir, nbd_uri, redis_uri, systems=opts.systems, cc=cc, cxx=cxx, jobs=jobs, say=say)
+        order = [(fv, rep) for fv in opts.fs for rep in range(opts.repetitions)]
+        random.shuffle(order)      # load on a shared machine weighs on every f alike
+        for i, (fv, rep) in enumerate(order):
+            eng.fresh()
+            db_dir = Path(tmp) / f"db{i}"
+            jpath = Path(tmp) / f"run{i}.json"
+            rc, stdout, stderr = run_once(exe, opts, fv, str(jpath), str(db_dir))
+            counts, sums = parse_output(stdout)
+            gb = json.loads(jpath.read_text()) if jpath.exists() else None
+            runs.append(dict(f=fv, rep=rep, rc=rc, counts=counts, checksums=sums, stderr=stderr,
+                             systems=list(opts.systems), benchmark=gb))
+            say(f"[{i + 1}/{len(order)}] f={fv} run {rep}: exit {rc}, {len(counts)} count lines")
+    Path(out).mkdir(parents=True, exist_ok=True)
+    Path(json_path).write_text(json.dumps({"options": opts.__dict__, "runs": runs}, indent=1))
+    md = render(opts, runs, cmdline)
+    text = "\n".join(md)
+    write_report(out, "acob.md", md)
+    return say_report(say, text, problems(runs), wrote=[json_path, str(Path(out) / "acob.md")])

@@ -453,6 +453,76 @@ class Checker:
             ok = False
         return tuple(names) if ok else None
 
+    # -- declared finds -------------------------------------------------------------
+    def check_find(self, fd, containers: dict) -> None:
+        """`find c by k;` / `find c by (a, b);`: fields of c's record that a find can take
+        (integer, float, char[N] or ref; a composite key of integer and char[N] fields),
+        declared once. Kept on the container (ContainerInfo.declared_finds): its find then
+        exists whatever the equation."""
+        info = containers.get(fd.container)
+        if info is None:
+            if self.spec.container(fd.container) is None:
+                self.error(f"find: container '{fd.container}' is not declared"
+                           f"{_suggest(fd.container, list(containers))}", fd.container_pos)
+            return
+        rec = info.record
+        names = fd.names
+        if fd.composite and len(names) < 2:
+            self.error(f"find on '{fd.container}': a composite key needs two or more fields; "
+                       f"write `find {fd.container} by {names[0]};` for one", fd.name_pos[0])
+            return
+        ok = True
+        for i, (n, pos) in enumerate(zip(names, fd.name_pos)):
+            f = rec.field(n)
+            if f is None:
+                self.error(f"find on '{fd.container}': '{n}' is not a field of record "
+                           f"'{rec.name}'{_suggest(n, [x.name for x in rec.fields])}", pos)
+                ok = False
+            elif n in names[:i]:
+                self.error(f"find on '{fd.container}': field '{n}' appears twice in the "
+                           f"composite key ({', '.join(names)})", pos)
+                ok = False
+            elif fd.composite and f.type.kind not in ("int", "char"):
+                self.error(f"find on '{fd.container}': field '{n}' is {f.type.spelled()}; a "
+                           f"composite key is made of integer and char[N] fields", pos)
+                ok = False
+            elif f.type.kind == "text":
+                self.error(f"find on '{fd.container}': field '{n}' is text; a find takes an "
+                           f"integer, float, char[N] or ref field", pos)
+                ok = False
+        if not ok:
+            return
+        if fd.composite:
+            joined = "_".join(names)
+            if rec.field(joined) is not None:
+                self.error(f"find on '{fd.container}': the composite key ({', '.join(names)}) "
+                           f"is named '{joined}' (its find function is find_{joined}), which is "
+                           f"already a field of record '{rec.name}'", fd.pos)
+                return
+            key = composite_key(info, rec, names, fd.pos)
+        else:
+            key = rec.field(names[0])
+        for k0, p0 in info.declared_finds:
+            if k0.name == key.name:
+                shown = [f"({', '.join(k.names)})" if isinstance(k, CompositeKey) else k.name
+                         for k in (k0, key)]
+                if shown[0] != shown[1]:
+                    self.error(f"finds {shown[0]} and {shown[1]} of container "
+                               f"'{info.name}' are both named '{key.name}' (the fields joined "
+                               f"by '_'): rename a field", fd.pos)
+                else:
+                    self.error(f"find on '{fd.container}' by {key.name} is already declared "
+                               f"at line {p0.line}", fd.pos)
+                return
+        for lk in info.layer_keys():
+            if lk.name == key.name and isinstance(lk, CompositeKey) != fd.composite \
+                    or (isinstance(lk, CompositeKey) and fd.composite and lk.name == key.name
+                        and lk.names != key.names):
+                self.error(f"find on '{fd.container}' by {key.name}: the equation has a "
+                           f"different key of that name", fd.pos)
+                return
+        info.declared_finds.append((key, fd.pos))
+
     # -- cursors -----------------------------------------------------------------
     def check_cursor(self, k: Cursor, containers: dict) -> Optional[CursorInfo]:
         info = containers.get(k.container)
@@ -676,6 +746,8 @@ class Checker:
             if ci is not None:
                 cursors.append(ci)
                 ci.container.cursors.append(ci)
+        for fd in self.spec.finds:
+            self.check_find(fd, containers)
         self.normalise_file_names(list(containers.values()))
         files = self.group_files(list(containers.values()))
         self.check_reserves(files)

@@ -81,6 +81,7 @@ class ContainerInfo:
     chain: list = field(default_factory=list)   # LayerInstance, outermost first
     cursors: list = field(default_factory=list)  # CursorInfo, user cursors then synthetic
     finds: dict = field(default_factory=dict)    # field name -> synthetic CursorInfo
+    declared_finds: list = field(default_factory=list)   # [(key, Pos)]: `find c by k;`
     all_cursor: Any = None                       # synthetic cursor over every element
     roles: list = field(default_factory=list)    # RoleInfo: the relationships it is in
     referenced: bool = False                     # some `ref` field or role points here
@@ -210,15 +211,22 @@ class ContainerInfo:
         looks elements up by, or None (no upsert)."""
         return next((li for li in self.ds if li.params.get("unique")), None)
 
-    def keys(self) -> list:
+    def layer_keys(self) -> list:
         """The keys some layer organises elements by (a `Field`, or a `CompositeKey`), in
-        equation order, without repeats (by name): each has a find function."""
+        equation order, without repeats (by name)."""
         out = {}
         for li in self.ds:
             k = li.key_field_obj
             if k is not None and k.name not in out:
                 out[k.name] = k
         return list(out.values())
+
+    def keys(self) -> list:
+        """The keys with a find function: the layers' (`layer_keys`), then those the spec
+        declares (`find c by k;`) that no layer is keyed on (a scan serves them)."""
+        out = self.layer_keys()
+        have = {k.name for k in out}
+        return out + [k for k, _ in self.declared_finds if k.name not in have]
 
     def field_keys(self) -> list[str]:
         """The keys of one field each (`key_fields` without the composite keys)."""
@@ -232,7 +240,7 @@ class ContainerInfo:
         """The record fields that are part of some layer's key (alone or in a composite
         key): setting one goes through update, which relinks."""
         out = []
-        for k in self.keys():
+        for k in self.layer_keys():
             for n in (k.names if isinstance(k, CompositeKey) else (k.name,)):
                 if n not in out:
                     out.append(n)

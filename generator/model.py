@@ -343,6 +343,18 @@ class Relationship:
     pos: Pos
 
 
+@dataclass
+class Find:
+    """`find accounts by id;` (or `by (mat, kind)`): the container's find on that key is
+    part of the API whatever its equation (an index keyed on it serves it, else a scan)."""
+    container: str
+    container_pos: Pos
+    names: tuple           # the key's fields: one, or two or more (composite)
+    name_pos: tuple        # where each was written
+    composite: bool        # written in parentheses
+    pos: Pos               # the word `find`
+
+
 # ---------------------------------------------------------------------------
 # The whole spec
 # ---------------------------------------------------------------------------
@@ -354,6 +366,7 @@ class Spec:
     containers: list[Container] = field(default_factory=list)
     cursors: list[Cursor] = field(default_factory=list)
     relationships: list[Relationship] = field(default_factory=list)
+    finds: list[Find] = field(default_factory=list)
 
     def record(self, name: str) -> Optional[Record]:
         return next((r for r in self.records if r.name == name), None)

@@ -30,7 +30,7 @@ from .grammar.P2SpecParser import P2SpecParser
 from .model import (
     FLOAT_TYPES, INT_TYPES, TYPE_ALIASES,
     And, Compare, Const, Container, Cursor, Field, FieldRef, FieldType, LayerApp,
-    LayerArgs, Not, Or, Param, ParamRef, Pos, Record, RelEnd, Relationship, Spec, Value,
+    Find, LayerArgs, Not, Or, Param, ParamRef, Pos, Record, RelEnd, Relationship, Spec, Value,
 )
 
 __all__ = ["parse", "parse_file"]
@@ -305,8 +305,14 @@ class _ErrorStrategy(DefaultErrorStrategy):
                             f"be used as a name", at_tok, syntax=True)
 
         if isinstance(ctx, P.SpecContext):
-            return st.error("syntax error: expected a declaration ('record', 'container', "
-                            f"'cursor' or 'relationship'), found {found}", at_tok, syntax=True)
+            return st.error(f"syntax error: {DECL_EXPECTED}, found {found}", at_tok, syntax=True)
+        fd = ctx
+        while fd is not None and not isinstance(fd, P.FindDeclContext):
+            fd = fd.parentCtx
+        if fd is not None and fd.kw is not None and fd.kw.text != "find":
+            # a name where a declaration starts: the grammar tried it as `find ... by ...`
+            st.failed = True
+            return _not_a_declaration(path, fd.kw, st.text)
 
         where = after_prev if new_line else at_tok
         decl = _enclosing_decl(ctx)
@@ -331,6 +337,16 @@ class _ErrorStrategy(DefaultErrorStrategy):
                         f"found {found}", where, syntax=True)
 
 
+DECL_EXPECTED = ("expected a declaration ('record', 'container', 'cursor', 'relationship' "
+                 "or 'find')")
+
+
+def _not_a_declaration(path: str, tok: Token, text: str, cls=_SyntaxError) -> SpecError:
+    """A declaration that starts with a name other than `find` (which is not a keyword)."""
+    return cls(f"syntax error: {DECL_EXPECTED}, found '{tok.text}'",
+                        _tok_pos(path, tok), text)
+
+
 def _enclosing_decl(ctx) -> Optional[str]:
     """'field 'balance'', 'container 'accounts'', ... for the innermost declaration."""
     kinds = (
@@ -339,11 +355,12 @@ def _enclosing_decl(ctx) -> Optional[str]:
         (P.ContainerDeclContext, "container"),
         (P.CursorDeclContext, "cursor"),
         (P.RelationshipDeclContext, "relationship"),
+        (P.FindDeclContext, "find"),
     )
     while ctx is not None:
         for cls, kind in kinds:
             if isinstance(ctx, cls):
-                name = getattr(ctx, "name", None)
+                name = getattr(ctx, "name", None) or getattr(ctx, "containerName", None)
                 return f"{kind} '{name.text}'" if name is not None else f"{kind} declaration"
         ctx = ctx.parentCtx
     return None
@@ -505,6 +522,8 @@ class _Builder:
                 spec.containers.append(self.container(d.containerDecl()))
             elif d.relationshipDecl():
                 spec.relationships.append(self.relationship(d.relationshipDecl()))
+            elif d.findDecl():
+                spec.finds.append(self.find(d.findDecl()))
             else:
                 spec.cursors.append(self.cursor(d.cursorDecl()))
         return spec
@@ -585,6 +604,15 @@ class _Builder:
                       self.tok(ctx.mult), self.tok(ctx.containerName), self.tok(ctx.role),
                       order_by=FieldRef(order.text, self.tok(order)) if order is not None else None,
                       descending=direction is not None and direction.text == "desc")
+
+    # finds --------------------------------------------------------------
+    def find(self, ctx: P2SpecParser.FindDeclContext) -> Find:
+        if ctx.kw.text != "find":
+            raise _not_a_declaration(self.path, ctx.kw, self.text, SpecError)
+        key = ctx.findKey()
+        return Find(ctx.containerName.text, self.tok(ctx.containerName),
+                    tuple(n.text for n in key.names), tuple(self.tok(n) for n in key.names),
+                    key.LPAREN() is not None, self.tok(ctx.kw))
 
     # cursors ------------------------------------------------------------
     def cursor(self, ctx: P2SpecParser.CursorDeclContext) -> Cursor:

@@ -197,6 +197,16 @@ def explain(checked: CheckedSpec, include_finds: bool = True) -> str:
             if cur.descending:
                 order += " desc"
             lines.append(f"{head}{where}{order}")
+            if cur.synthetic == "find":
+                declared = {k.name: k for k, _ in info.declared_finds}
+                layered = {k.name for k in info.layer_keys()}
+                key = cur.name[5:]
+                if key in declared:
+                    k = declared[key]
+                    by = f"({', '.join(k.names)})" if hasattr(k, "names") else key
+                    lines.append(f"    declared: find {info.name} by {by} (it exists whatever "
+                                 f"the equation; " + ("a layer is keyed on it)" if key in layered
+                                 else "no layer is keyed on it)"))
             p = checked.plans[cur]
             lines.append(f"    chosen: {p.path.layer.describe()} {path_kind_text(p.path)}: "
                          f"{p.path.why} (cost {p.path.cost:.1f} {COST_UNIT})")

@@ -253,10 +253,13 @@ def _field_desc(name: str, t: FieldType, default=None) -> dict:
 def _primary_key(info) -> str:
     """The key `container[key]`, `key in container` and `get(key)` look elements up by:
     that of the outermost index with `unique = true`, else the first key of the equation
-    (a field's name or a composite key's)."""
+    (a field's name or a composite key's); the first declared find (`find c by k;`) before
+    the equation's, so that the key does not depend on the equation."""
     u = info.unique_index
     if u is not None and u.key_field_obj is not None:
         return u.key_field_obj.name
+    if info.declared_finds:
+        return info.declared_finds[0][0].name
     return info.keys()[0].name
 
 

@@ -10,8 +10,9 @@
  *     cursor richest on accounts where balance > $min order by balance desc;
  *     relationship holds one branches.accounts to many accounts.branch = ilist;
  *     relationship wrote one users.posts order by time desc to many posts.author = ilist;
+ *     find accounts by id;
  *
- * `ref`, `one`, `many`, `to`, `asc` and `desc` are not reserved: they are names checked where they
+ * `ref`, `one`, `many`, `to`, `asc`, `desc` and `find` are not reserved: they are names checked where they
  * appear (parser.py), so specs may keep using them as names.
  *
  * The grammar is LL(1) on purpose (fast in SLL mode with the Python runtime). Type names,
@@ -35,6 +36,7 @@ decl
     | containerDecl
     | cursorDecl
     | relationshipDecl
+    | findDecl
     ;
 
 recordDecl
@@ -101,6 +103,18 @@ relationshipDecl
 // looks two tokens ahead (`order by time to many` vs `order by time desc to many`).
 relEnd
     : mult=ID containerName=ID DOT role=ID (ORDER BY orderField=ID (direction=ID)?)?
+    ;
+
+// `find accounts by id;`, `find quotes by (mat, kind);`: <prefix>_<container>_find_<key>
+// exists whatever the equation (an index on the key serves it, else a scan). `find` is an
+// ID, not a keyword (specs keep it as a name): parser.py checks the word.
+findDecl
+    : kw=ID containerName=ID BY findKey SEMI
+    ;
+
+findKey
+    : names+=ID
+    | LPAREN names+=ID (COMMA names+=ID)* RPAREN
     ;
 
 // `order by FIELD` ascending, or `order by FIELD asc` / `order by FIELD desc`: the

@@ -74,6 +74,16 @@ class P2SpecVisitor(ParseTreeVisitor):
         return self.visitChildren(ctx)
 
 
+    # Visit a parse tree produced by P2SpecParser#findDecl.
+    def visitFindDecl(self, ctx:P2SpecParser.FindDeclContext):
+        return self.visitChildren(ctx)
+
+
+    # Visit a parse tree produced by P2SpecParser#findKey.
+    def visitFindKey(self, ctx:P2SpecParser.FindKeyContext):
+        return self.visitChildren(ctx)
+
+
     # Visit a parse tree produced by P2SpecParser#cursorDecl.
     def visitCursorDecl(self, ctx:P2SpecParser.CursorDeclContext):
         return self.visitChildren(ctx)

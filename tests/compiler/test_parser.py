@@ -421,6 +421,7 @@ def test_error_keyword_as_name(text, word, col):
 def test_error_garbage_top_level():
     err = error_of("record r { x: u8; }\nfoo bar;\n")
     check_error(err, "expected a declaration", 2, 1, "foo bar;")
+    assert "'find'" in err.message   # `find` declarations too (not a keyword)
     assert "found 'foo'" in err.message
     err = error_of("record r { x: u8; } ;")
     check_error(err, "found ';'", 1, 21, "record r { x: u8; } ;")

@@ -6,7 +6,9 @@ delflag, two hash indexes) and containers of a second record with every other fi
 as keys (signed iarray key, float hash and qsort keys, u64 avl key, char[1] odlist key,
 identity hash). Indexes over qsort are illegal: the checker must say so (naming qsort).
 Every legal combination is one container of ONE spec per memory kind (built once, with
-its command-line harness p2gen.harness, under ASan and UBSan). Each test case runs its
+its command-line harness p2gen.harness, under ASan and UBSan): over the heap and the plain
+file every container; over each other memory, unless P2GEN_FULL=1, the subset of them that
+holds every layer of its full spec for each record type (matrix_runnable). Each test case runs its
 own seeded random operation sequence (profiles: growth, balanced, churn, bulk) on its
 container, in several harness processes (for persistent containers, fresh processes on
 the same directory), with close/open in between, and checks every answer against the
@@ -20,6 +22,7 @@ compile, only its tests fail (with the compiler's message); the rest still run.
 """
 from __future__ import annotations
 
+import functools
 import os
 import random
 import re
@@ -45,6 +48,7 @@ from p2gen.parser import parse
 from p2gen.plan import plan
 
 ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve()
 LAYERS_DIR = ROOT / "layers"
 
 # ---------------------------------------------------------------------------
@@ -170,8 +174,27 @@ ALL_MEMS.update(_ALLOC_MEMS)
 FULL_SEED_MEMS = (_HEAP_MEM, next(n for n in BOTTOM_MEMS if LAYERS[n].in_file))
 
 
+# The memory axis: the heap and the plain file (FULL_SEED_MEMS) hold every container of
+# the matrix; every other memory, by default, the covering subset inline_runnable(mem)
+# chooses -- every layer of its full spec in some container of each record type -- so each
+# memory layer is still driven under every layer above it, in a spec (and harness) about a
+# quarter of the size. P2GEN_FULL=1 (or P2GEN_SOAK=1) puts every container on every memory.
+FULL = SOAK or os.environ.get("P2GEN_FULL", "") not in ("", "0")
+
+
 def seeds_for(mem: str) -> tuple:
     return SEEDS if SOAK or mem in FULL_SEED_MEMS else SEEDS[:2]
+
+
+def matrix_runnable(mem: str) -> list:
+    """The containers of the matrix's spec for `mem` (spec_builds): runnable(mem) over
+    FULL_SEED_MEMS or with P2GEN_FULL=1, else its covering subset inline_runnable(mem)."""
+    return runnable(mem) if FULL or mem in FULL_SEED_MEMS else inline_runnable(mem)
+
+
+@functools.lru_cache(maxsize=None)
+def matrix_names(mem: str) -> frozenset:
+    return frozenset(c.name for c in matrix_runnable(mem))
 
 
 def on_server(mem: str) -> bool:
@@ -447,6 +470,8 @@ def case_params():
         miss = missing_templates(layers)
         marks = [pytest.mark.skip(reason=f"layer template(s) not written yet: "
                                          f"{', '.join(m + '.c.j2' for m in miss)}")] if miss else []
+        if not miss and container_of(kind, key, mem).name not in matrix_names(mem):
+            continue      # not in this memory's covering subset (P2GEN_FULL=1 runs it)
         for seed in seeds_for(mem):
             params.append(pytest.param(kind, key, mem, seed, id=f"{label}-{mem}-s{seed}", marks=marks))
     return params
@@ -520,20 +545,23 @@ def quick(harness_builder, strict: bool = False, extra_cflags: tuple = (),
 
 
 class MemBuilds(dict):
-    """mem -> SpecBuild: the memories on a file or the heap all built in the background,
-    two at a time, from the first ask on (a test waits for its own memory's spec only, so
-    no test's setup pays for all of them); a memory on a server only when a test asks for
-    it. Its spec names this process's server port, so each process builds its own:
-    conftest's scheduler keeps its tests on one worker, and the other never builds it."""
+    """mem -> SpecBuild: the memories on a file or the heap that the collected tests name
+    (`eager`) all built in the background, two at a time, from the first ask on (a test
+    waits for its own memory's spec only, so no test's setup pays for all of them); any
+    other memory, and one on a server, only when a test asks for it (a run of a few tests,
+    `-k`, builds only what they use). A server's spec names this process's server port, so
+    each process builds its own: conftest's scheduler keeps its tests on one worker, and
+    the other never builds it."""
 
-    def __init__(self, build, mems: dict, containers):
+    def __init__(self, build, mems: dict, containers, eager=None):
         super().__init__()
+        eager = [m for m in mems if not on_server(m) and (eager is None or m in eager)]
         pool = ThreadPoolExecutor(max_workers=2)
         self._pending = {m: pool.submit(_build_isolating, build, m, containers(m))
-                         for m in mems if not on_server(m)}
+                         for m in eager}
         pool.shutdown(wait=False)
         self._lazy = {m: (lambda m=m: _build_isolating(build, m, containers(m)))
-                      for m in mems if on_server(m)}
+                      for m in mems if m not in self._pending}
 
     def __missing__(self, mem):
         if mem in self._pending:
@@ -545,11 +573,24 @@ class MemBuilds(dict):
         return built
 
 
+def collected_mems(request, fixture: str, way: str) -> set:
+    """The memories of the collected tests (after -k) of this file that use `fixture`,
+    directly or as `builds`' `way`."""
+    out = set()
+    for item in request.session.items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if Path(str(item.fspath)).resolve() == HERE and "mem" in params and \
+                (fixture in item.fixturenames or params.get("builds") == way):
+            out.add(params["mem"])
+    return out
+
+
 @pytest.fixture(scope="session")
-def spec_builds(harness_builder):
-    """One spec per memory holding every container of the matrix (runnable), its harness
+def spec_builds(request, harness_builder):
+    """One spec per memory holding the matrix's containers (matrix_runnable), its harness
     built sanitized at -O0 and its C compiled strictly at -O1 (quick)."""
-    return MemBuilds(quick(harness_builder, strict=True), MEMS, runnable)
+    return MemBuilds(quick(harness_builder, strict=True), MEMS, matrix_runnable,
+                     collected_mems(request, "spec_builds", "call"))
 
 
 def inline_flag(prefix: str) -> str:
@@ -575,7 +616,7 @@ def inline_runnable(mem: str) -> list:
 
 
 @pytest.fixture(scope="session")
-def spec_builds_inline(harness_builder):
+def spec_builds_inline(request, harness_builder):
     """Specs of inline_runnable(mem), the harness compiled with <PREFIX>_INLINE: the whole
     API static inline in the harness's own translation unit, as the README's C example
     builds; the library's C is neither compiled nor linked (library=False), so the link
@@ -583,7 +624,8 @@ def spec_builds_inline(harness_builder):
     def builder(text, prefix):
         return quick(harness_builder, extra_cflags=(inline_flag(prefix),),
                      library=False)(text, prefix)
-    return MemBuilds(builder, MEMS, inline_runnable)
+    return MemBuilds(builder, MEMS, inline_runnable,
+                     collected_mems(request, "spec_builds_inline", "inline"))
 
 
 @pytest.fixture(params=["call", "inline"])

@@ -68,6 +68,17 @@ STRICT_CFLAGS = ("-std=c11", "-O1", "-g0", "-Wall", "-Wextra", "-Werror")
 # and reuses it). Every other file's tests stay together on one worker.
 SPREAD_FILES = {"test_differential.py"}
 
+# The order files are handed to the workers (--dist loadgroup): the files that build the
+# largest programs (OO7's and TPC-B's variants, LabFlow-1, Python modules and a fresh
+# virtual environment, the killed children) first, so none of them starts last while the
+# other worker idles; then the other files, most tests first; the spread tests last, one
+# by one, as the filler that keeps both workers busy to the end.
+LONG_FILES = ("test_oo7_generated.py", "test_crash.py", "test_python_wheel.py",
+              "test_labflow_replay.py", "test_python.py", "test_tpcb_bench.py",
+              "test_oo7_bench.py", "test_labflow_bench.py", "test_labflow.py",
+              "test_python_reentry.py", "test_links.py", "test_filesafety.py",
+              "test_mapped.py", "test_python_journal.py", "test_header_truth.py")
+
 # Everything the generated C (and the harness) is made from.
 SOURCE_GLOBS = ("generator/**/*.py", "generator/templates/*.j2", "layers/*.py",
                 "layers/*.j2", "runtime/*.c", "runtime/*.h")
@@ -206,6 +217,8 @@ def pytest_xdist_make_scheduler(config, log):
     on_server = re.compile(r"[\[-](%s)[\]-]" % "|".join(servers)) if servers else None
 
     class FileScheduling(LoadScopeScheduling):
+        _ordered = False
+
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
             if Path(path).name not in SPREAD_FILES:
@@ -213,7 +226,26 @@ def pytest_xdist_make_scheduler(config, log):
             server = on_server.search(nodeid) if on_server else None
             return f"{path}::{server.group(1)}" if server else nodeid
 
+        def _assign_work_unit(self, node) -> None:
+            if not self._ordered:       # once, before the first unit is handed out
+                self._ordered = True
+                units = sorted(enumerate(self.workqueue.items()),
+                               key=lambda iu: scope_rank(iu[1][0], len(iu[1][1]), iu[0]))
+                self.workqueue.clear()
+                self.workqueue.update(unit for _i, unit in units)
+            super()._assign_work_unit(node)
+
     return FileScheduling(config, log)
+
+
+def scope_rank(scope: str, tests: int, position: int) -> tuple:
+    """Where a unit of work (a file, or a spread test) stands in the workers' queue:
+    LONG_FILES in their order, then every other file and then the spread tests, each
+    most tests first (the spread files' groups on a server are several tests)."""
+    name = Path(scope.split("::", 1)[0]).name
+    if name in LONG_FILES and "::" not in scope:
+        return (0, LONG_FILES.index(name), position)
+    return (2 if name in SPREAD_FILES else 1, -tests, position)
 
 
 def python_module(tmp_path_factory, name: str, spec_text: str):

@@ -55,9 +55,12 @@ def _arg(t: FieldType, name: str, p: str = "") -> str:
 def _role_c(role) -> dict:
     """The C names of one role's functions."""
     if role.many:
-        return {"iter": f"{role.p}_iter", "open": f"{role.p}_open", "next": f"{role.p}_next",
-                "count": f"{role.p}_count", "add": f"{role.p}_add",
-                "remove": f"{role.p}_remove"}
+        c = {"iter": f"{role.p}_iter", "open": f"{role.p}_open", "next": f"{role.p}_next",
+             "count": f"{role.p}_count", "add": f"{role.p}_add",
+             "remove": f"{role.p}_remove"}
+        if role.order is not None:   # an ordered role: walks from bounds, the merge
+            c.update(open_range=f"{role.p}_open_range", top=f"{role.p}_top")
+        return c
     return {"get": role.p, "set": f"{role.container.p}_set_{role.name}"}
 
 
@@ -267,7 +270,10 @@ def _role_desc(role) -> dict:
     return {"container": role.container.name, "role": role.name, "many": role.many,
             "partner": {"container": role.partner.container.name,
                         "role": role.partner.name, "many": role.partner.many},
-            "relationship": role.rel.name, "c": _role_c(role)}
+            "relationship": role.rel.name, "c": _role_c(role),
+            "order": None if role.order is None else {
+                "field": role.order.name, "desc": role.descending,
+                "ctype": role.order.type.ctype}}
 
 
 def binding_metadata(checked: CheckedSpec) -> dict:

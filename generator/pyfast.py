@@ -138,7 +138,17 @@ def fast_c(checked: CheckedSpec) -> str:
                 continue
             roles.append({"container": role.container.name, "name": role.name, "rp": role.p,
                           "many": role.many,
-                          "setter": f"{role.container.p}_set_{role.name}"})
+                          "setter": f"{role.container.p}_set_{role.name}",
+                          # an ordered role: its bounds' C type and how a number becomes one
+                          "kt": role.order.type.ctype if role.order is not None else None,
+                          "kconv": (None if role.order is None else
+                                    "d" if role.order.type.kind == "float" else
+                                    "s" if role.order.type.signed else "u"),
+                          "kmin": role.order.type.min_value if role.order is not None
+                          and role.order.type.kind == "int" else 0,
+                          "kmax": role.order.type.max_value if role.order is not None
+                          and role.order.type.kind == "int" else 0,
+                          "PR": f"{p}_{role.partner.container.record.name}"})
     tables = jinja_env().get_template("pyfast_tables.c.j2").render(
         p=p, guards=guards, containers=containers, roles=roles)
     before, after = fast_c_parts()

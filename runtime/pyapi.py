@@ -2468,13 +2468,55 @@ class Role:
 class ManyRole(Role):
     """A role holding a collection of partners: `role(owner)` iterates them."""
 
-    def __call__(self, owner) -> "Links":
-        """The partners of owner (Records of the partner container), lazily."""
-        return self.container._spec.Links(self, owner, records=True)
+    def __call__(self, owner, **order) -> "Links":
+        """The partners of owner (Records of the partner container), lazily. An ordered
+        role (`order by FIELD`) walks in that order and takes `reverse=True` and bounds
+        `lo=` / `hi=` (inclusive, on FIELD: `where FIELD >= t` is lo=t)."""
+        return self.container._spec.Links(self, owner, records=True, **order)
 
-    def refs(self, owner) -> "Links":
-        """The partners of owner as int references, lazily."""
-        return self.container._spec.Links(self, owner, records=False)
+    def refs(self, owner, **order) -> "Links":
+        """The partners of owner as int references, lazily (reverse=, lo=, hi= as above)."""
+        return self.container._spec.Links(self, owner, records=False, **order)
+
+    @property
+    def order(self) -> Optional[tuple]:
+        """(field, descending) of an ordered role, else None."""
+        o = self._meta.get("order")
+        return None if o is None else (o["field"], o["desc"])
+
+    def _bounds(self, what: str, reverse, lo, hi) -> tuple:
+        """(reverse as 0/1, lo, hi as C pointers or NULL) of an ordered role."""
+        o = self._meta.get("order")
+        if o is None:
+            raise TypeError(f"{self.container.name}.{self.name}: {what}: reverse, lo and hi "
+                            f"need an ordered role (`order by` a field in the spec)")
+        ffi = self.container._ffi
+        ptr = lambda v: ffi.NULL if v is None else ffi.new(f"{o['ctype']} *", v)
+        return (1 if reverse else 0), ptr(lo), ptr(hi)
+
+    def feed(self, owners, k: Optional[int] = None, *, reverse: bool = False, lo=None,
+             hi=None) -> list:
+        """The first k members (all when k is None) of the roles of several owners merged
+        in the role's order (or reverse), as Records: the feed ("the 10 newest posts of the
+        people I follow": `users.posts.feed(followees, 10)`), merged in C without
+        materialising the roles. Ties across owners by their position in owners."""
+        rev, plo, phi = self._bounds("feed", reverse, lo, hi)
+        c, p = self.container, self.partner
+        ffi = c._ffi
+        with c._db._lock:
+            h = c._db._handle()
+            refs = [self._owner(h, _arg(o)) for o in owners]
+            if k is None:
+                k = sum(int(self._c["count"](h, r)) for r in refs)
+            if k < 0:
+                raise ValueError(f"{c.name}.{self.name}: feed: k must be >= 0, got {k}")
+            out = ffi.new("uint64_t[]", max(k, 1))
+            recs = ffi.new(f"{p._rtype.rstrip(' *')}[]", max(k, 1))
+            got = ffi.new("uint64_t *")
+            rc = self._c["top"](h, refs, len(refs), rev, plo, phi, k, out, recs, got)
+            if rc != P2_OK:
+                raise c._fail(rc, f"{c.name}.{self.name}: feed")
+            return [p._record(recs + i, out[i]) for i in range(got[0])]
 
     def count(self, owner) -> int:
         """How many partners owner has (a partner held twice counts twice)."""
@@ -2531,10 +2573,13 @@ class OneRole(Role):
 class Links:
     """A lazy walk over the partners of one owner in a many-role (an iterator)."""
 
-    def __init__(self, role: ManyRole, owner, records: bool = True):
+    def __init__(self, role: ManyRole, owner, records: bool = True, *, reverse: bool = False,
+                 lo=None, hi=None):
         c = role.container
         ffi = c._ffi
         owner = _arg(owner)
+        ranged = reverse or lo is not None or hi is not None
+        bounds = role._bounds("walk", reverse, lo, hi) if ranged else None
         h = c._db._handle()
         self._role = role
         self._records = records
@@ -2548,7 +2593,8 @@ class Links:
         self._i = 0
         self._end = P2_OK
         self._bufs = None
-        rc = role._c["open"](h, self._it, self._owner)
+        rc = (role._c["open_range"](h, self._it, self._owner, *bounds) if ranged
+              else role._c["open"](h, self._it, self._owner))
         if rc != P2_OK:
             raise c._fail(rc, f"{c.name}.{role.name}: opening")
         # what the C next() of a class over fast.Walk reads (see _Spec.Links); the

@@ -61,6 +61,12 @@ typedef struct {
     int (*remove)(void *db, uint64_t owner, uint64_t member);
     uint64_t (*get)(void *db, uint64_t x);
     int (*set)(void *db, uint64_t x, uint64_t partner);
+    /* an ordered many-role (`order by`), else NULL: a walk from bounds (lo, hi: a number or
+       None) and the merge of several owners' roles (the feed); -2: a bound the C paths do
+       not take (the Python way says why) */
+    int (*open_range)(void *db, void *it, uint64_t owner, int rev, PyObject *lo, PyObject *hi);
+    int (*top)(void *db, const uint64_t *owners, uint64_t n, int rev, PyObject *lo,
+               PyObject *hi, uint64_t k, uint64_t *refs, void *recs, uint64_t *got);
 } p2f_role_t;
 
 /* ==== p2gen: the spec's tables and adapters go here (pyfast.fast_c) ==== */
@@ -1510,8 +1516,28 @@ static PyObject *p2f_role_walk(p2f_role *r, PyObject *const *args, size_t nargsf
 {
     unsigned char buf[P2F_STACK_MAX];
     uint64_t owner;
-    if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL)
+    int rev = 0, ranged = 0;
+    PyObject *lo = Py_None, *hi = Py_None;
+    if (PyVectorcall_NARGS(nargsf) != 1)
         P2F_ROLE_SLOW(slow);
+    if (kwnames != NULL) {   /* an ordered role's reverse=, lo=, hi= */
+        if (r->t == NULL || r->t->open_range == NULL)
+            P2F_ROLE_SLOW(slow);
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
+            PyObject *k = PyTuple_GET_ITEM(kwnames, i), *v = args[1 + i];
+            if (PyUnicode_CompareWithASCIIString(k, "reverse") == 0) {
+                if ((rev = PyObject_IsTrue(v)) < 0)
+                    return NULL;
+            } else if (PyUnicode_CompareWithASCIIString(k, "lo") == 0) {
+                lo = v;
+            } else if (PyUnicode_CompareWithASCIIString(k, "hi") == 0) {
+                hi = v;
+            } else {
+                P2F_ROLE_SLOW(slow);
+            }
+        }
+        ranged = 1;
+    }
     void *db = p2f_role_enter(r, 0);
     if (db == NULL)
         P2F_ROLE_SLOW(slow);
@@ -1530,7 +1556,8 @@ static PyObject *p2f_role_walk(p2f_role *r, PyObject *const *args, size_t nargsf
         Py_XDECREF(v2);
         return NULL;
     }
-    if (r->t->open(db, w->it.b, owner) != P2_OK) {
+    if ((ranged ? r->t->open_range(db, w->it.b, owner, rev, lo, hi)
+                : r->t->open(db, w->it.b, owner)) != P2_OK) {
         p2f_release(l);
         Py_DECREF(w);
         Py_DECREF(v1);
@@ -1619,6 +1646,92 @@ static int p2f_rwalk_refill(PyObject *self)
     return 1;
 }
 
+/* role.feed(owners, k=None, *, reverse=False, lo=None, hi=None) of an ordered many-role:
+   the first k members of the owners' roles merged (all of them when k is None), as a list
+   of Records, in one crossing */
+static PyObject *p2f_many_feed(p2f_role *r, PyObject *const *args, size_t nargsf,
+                               PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    int rev = 0;
+    PyObject *lo = Py_None, *hi = Py_None, *kobj = nargs > 1 ? args[1] : Py_None;
+    if (r->t == NULL || r->t->top == NULL || nargs < 1 || nargs > 2)
+        P2F_ROLE_SLOW("feed");
+    for (Py_ssize_t i = 0; kwnames != NULL && i < PyTuple_GET_SIZE(kwnames); i++) {
+        PyObject *k = PyTuple_GET_ITEM(kwnames, i), *v = args[nargs + i];
+        if (PyUnicode_CompareWithASCIIString(k, "reverse") == 0) {
+            if ((rev = PyObject_IsTrue(v)) < 0)
+                return NULL;
+        } else if (PyUnicode_CompareWithASCIIString(k, "lo") == 0) {
+            lo = v;
+        } else if (PyUnicode_CompareWithASCIIString(k, "hi") == 0) {
+            hi = v;
+        } else if (PyUnicode_CompareWithASCIIString(k, "k") == 0 && nargs == 1) {
+            kobj = v;
+        } else {
+            P2F_ROLE_SLOW("feed");
+        }
+    }
+    long long k = -1;
+    if (kobj != Py_None) {
+        if (!PyLong_CheckExact(kobj))
+            P2F_ROLE_SLOW("feed");
+        k = PyLong_AsLongLong(kobj);
+        if (k < 0) {
+            PyErr_Clear();
+            P2F_ROLE_SLOW("feed");
+        }
+    }
+    PyObject *seq = PySequence_Fast(args[0], "feed: owners must be a sequence");
+    if (seq == NULL)
+        return NULL;
+    void *db = p2f_role_enter(r, 0);
+    if (db == NULL) {
+        Py_DECREF(seq);
+        P2F_ROLE_SLOW("feed");
+    }
+    p2f_lock *l = r->c->lock;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    uint64_t small[64], *owners = n <= 64 ? small : PyMem_Malloc((size_t)n * sizeof *owners);
+    unsigned char buf[P2F_STACK_MAX];
+    int ok = owners != NULL;
+    uint64_t total = 0;
+    for (Py_ssize_t i = 0; ok && i < n; i++) {
+        ok = p2f_locate(r->c, db, PySequence_Fast_GET_ITEM(seq, i), &owners[i], buf);
+        if (ok && k < 0)
+            total += r->t->count(db, owners[i]);
+    }
+    Py_DECREF(seq);
+    uint64_t want = k < 0 ? total : (uint64_t)k, got = 0;
+    size_t psize = r->p->t->rsize;
+    uint64_t *refs = NULL;
+    unsigned char *recs = NULL;
+    if (ok && want > 0) {
+        refs = PyMem_Malloc((size_t)want * sizeof *refs);
+        recs = PyMem_Malloc((size_t)want * psize);
+        ok = refs != NULL && recs != NULL;
+    }
+    int rc = ok ? r->t->top(db, owners, (uint64_t)n, rev, lo, hi, want, refs, recs, &got) : -2;
+    PyObject *rows = rc == P2_OK ? PyList_New((Py_ssize_t)got) : NULL;
+    for (uint64_t i = 0; rows != NULL && i < got; i++) {
+        PyObject *x = p2f_record_at(r->p, db, recs + (size_t)i * psize, refs[i]);
+        if (x == NULL)
+            Py_CLEAR(rows);
+        else
+            PyList_SET_ITEM(rows, (Py_ssize_t)i, x);
+    }
+    p2f_release(l);
+    if (owners != small)
+        PyMem_Free(owners);
+    PyMem_Free(refs);
+    PyMem_Free(recs);
+    if (rows != NULL)
+        return rows;
+    if (PyErr_Occurred())
+        return NULL;
+    P2F_ROLE_SLOW("feed");        /* raises what the Python way says */
+}
+
 /* role(...) with a tuple and a dict (tp_call): the Python way with self first */
 static PyObject *p2f_role_call_slow(p2f_role *r, PyObject *args, PyObject *kw)
 {
@@ -1647,8 +1760,26 @@ static PyObject *p2f_role_call_slow(p2f_role *r, PyObject *args, PyObject *kw)
 /* role(owner) of a many-role: its partners' Records */
 static PyObject *p2f_many_call(p2f_role *r, PyObject *args, PyObject *kw)
 {
-    if ((kw != NULL && PyDict_GET_SIZE(kw) > 0) || PyTuple_GET_SIZE(args) != 1)
+    if (PyTuple_GET_SIZE(args) != 1)
         return p2f_role_call_slow(r, args, kw);
+    if (kw != NULL && PyDict_GET_SIZE(kw) > 0) {
+        /* an ordered role's reverse=, lo=, hi=: as a vectorcall */
+        PyObject *stack[4], *k, *v, *names;
+        Py_ssize_t pos = 0, n = 1;
+        if (r->t == NULL || r->t->open_range == NULL || PyDict_GET_SIZE(kw) > 3)
+            return p2f_role_call_slow(r, args, kw);
+        names = PyTuple_New(PyDict_GET_SIZE(kw));
+        if (names == NULL)
+            return NULL;
+        stack[0] = PyTuple_GET_ITEM(args, 0);
+        while (PyDict_Next(kw, &pos, &k, &v)) {
+            PyTuple_SET_ITEM(names, n - 1, Py_NewRef(k));
+            stack[n++] = v;
+        }
+        PyObject *res = p2f_role_walk(r, stack, 1, names, 1, "__call__");
+        Py_DECREF(names);
+        return res;
+    }
     return p2f_role_walk(r, &PyTuple_GET_ITEM(args, 0), 1, NULL, 1, "__call__");
 }
 
@@ -1795,6 +1926,7 @@ static PyObject *p2f_one_set(p2f_role *r, PyObject *const *args, size_t nargsf,
 
 static PyMethodDef p2f_many_methods[] = {
     P2F_METH("refs", p2f_many_refs),
+    P2F_METH("feed", p2f_many_feed),
     P2F_METH("count", p2f_many_count),
     P2F_METH("add", p2f_many_add),
     P2F_METH("remove", p2f_many_remove),

@@ -26,7 +26,7 @@ def _run_driver(command, kwargs: dict) -> None:
     renders), a P2Error as a one-line message, its status as the exit status."""
     from ..toolchain import cc_command
     try:
-        if not kwargs["render"]:
+        if not kwargs.get("render"):
             cc_command(kwargs["cc"])
             cc_command(kwargs["cxx"], "C++ compiler", "--cxx or $CXX")
         rc = command(**kwargs, say=click.echo)
@@ -143,6 +143,36 @@ def bench_range(**kwargs):
     and a Markdown table with the ratios to AVL and SQLite. Exit status 1 if a run failed.
     """
     from .range.run import command
+    _run_driver(command, kwargs)
+
+
+@bench.command("social")
+@click.option("--users", type=click.IntRange(2, 2**31), default=10000, show_default=True)
+@click.option("--follows", type=click.IntRange(0, 4096), default=50, show_default=True,
+              help="Followees per user.")
+@click.option("--posts", type=click.IntRange(0), default=50, show_default=True,
+              help="Posts per user on average.")
+@click.option("--k", "ks", default="10,50", show_default=True, metavar="LIST",
+              help="Feed lengths.")
+@click.option("--seed", type=click.IntRange(0), default=1, show_default=True)
+@click.option("--min-time", type=click.FloatRange(0.001), default=0.5, show_default=True,
+              help="Seconds each benchmark runs at least.")
+@click.option("--processes", type=click.IntRange(1), default=3, show_default=True,
+              help="Runs of the binary; the report takes the medians over them.")
+@click.option("-o", "--out", "out", default="bench/results", show_default=True,
+              type=click.Path(file_okay=False), help="Where social.*.json and social.md go.")
+@click.option("--build-dir", default="bench/build/social", show_default=True,
+              type=click.Path(file_okay=False), help="Generated code, objects, the binary.")
+@click.option("--cc", default=lambda: os.environ.get("CC", "cc"), show_default="$CC or cc")
+@click.option("--cxx", default=lambda: os.environ.get("CXX", "c++"), show_default="$CXX or c++")
+@click.option("-j", "--jobs", type=click.IntRange(1), help="Parallel compilations (default: CPUs).")
+def bench_social(**kwargs):
+    """The feed of a social graph (issue 37): the k newest posts of the users one follows,
+    p2gen's merge of ordered roles against SQLite's join over an index on posts(user, time)
+    (Google Benchmark, both in one process, medians over several processes). Exit status 1
+    if the systems' answers differ or the feed is not 3x faster than SQLite.
+    """
+    from .social.run import command
     _run_driver(command, kwargs)
 
 

@@ -255,6 +255,13 @@ def bench_oo7(**kwargs):
 @click.option("--full", is_flag=True, help="The paper's database: 5 sets of 1,500 objects.")
 @click.option("-f", "--clustering", "f", multiple=True, type=click.IntRange(0, 100), metavar="PCT",
               help="Clustering factor in percent (repeatable; default 30; the paper: 10 30 50 70 90).")
+@click.option("-B", "--buffer", "buffers", multiple=True, type=click.IntRange(2), metavar="PAGES",
+              help="Client buffer in pages (repeatable; default 50, the paper's; the object "
+                   "cache holds 35 records a page): each a build of the server specs.")
+@click.option("--cost", type=click.Choice(["native", "1990"]), default="native", show_default=True,
+              help="native: today's engines as they are; 1990: a delay per request (client-side, "
+                   "P2_SERVER_DELAY_NBD_US / _REDIS_US) making a page 179 µs and an object 82 µs, "
+                   "the paper's 17.9 : 8.2 ms at 1/100.")
 @click.option("--region", type=click.IntRange(1), default=5, show_default=True, metavar="PAGES",
               help="Clustering region in pages (odd: 1, 5, 9).")
 @click.option("--smear", is_flag=True, help="Smear a quarter of the objects (acob.md §2.3).")

@@ -916,6 +916,11 @@ static inline void p2_seg_will_write(p2_seg *seg, const void *p, uint64_t n)
  *  (down, stalled, a dropped connection) fails the request with #P2_EIO, naming the URI
  *  and the timeout; the connection is then dropped and every later request fails at once
  *  with the same message: no call waits longer than the timeout.
+ *  A cost model for measurements: the environment variables `P2_SERVER_DELAY_NBD_US`
+ *  and `P2_SERVER_DELAY_REDIS_US`, read at open, make every request to that engine (an
+ *  NBD read, write or flush; a Redis command, each one of a pipeline) first sleep that
+ *  many microseconds, one request after the other, as a slower network's round trips
+ *  would cost (`p2gen bench acob --cost 1990`); unset, nothing is slept.
  *
  *  Faults.  The segment's address range is reserved as for a persistent file and its
  *  pages start inaccessible (PROT_NONE).  The first touch of a page faults: a SIGSEGV

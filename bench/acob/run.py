@@ -20,6 +20,7 @@ ratios to LOCAL from the same processes).
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 import statistics
@@ -55,6 +56,11 @@ MODEL = {10: ((13004, 117), (5371, 47), (8918, 101), (4365, 42), (2804, 44)),
 PAPER = {10: {"pages": 5443, "objects": 11977, "page_hit": 0.66, "obj_hit": 0.181},
          90: {"pages": 2293, "objects": 10953, "page_hit": 0.86, "obj_hit": 0.251}}
 PAPER_READ_REFS = 14623
+# The 1990 cost model: the paper's round trips (Table 1: a 4,000-byte page 17.9 ms, a
+# 100-byte object 8.2 ms) at 1/100, a delay per request slept by the client
+# (P2_SERVER_DELAY_*_US, runtime backend) on top of today's loopback round trip (acob.md
+# §8, p50: an NBD 4 KiB read 27 µs, a Redis GET 23 µs): page 179 µs, object 82 µs.
+COST_1990 = {"P2_SERVER_DELAY_NBD_US": "152", "P2_SERVER_DELAY_REDIS_US": "59"}
 
 
 @dataclass
@@ -62,6 +68,8 @@ class Options:
     objects: int = 1500
     sets: int = 2
     fs: tuple = (30,)
+    buffers: tuple = (50,)      # client buffer in pages (the object cache: 35 records a page)
+    cost: str = "native"        # or "1990": COST_1990's delays per request
     region: int = 5
     smear: bool = False
     seed: int = 1990
@@ -83,8 +91,9 @@ def engines_missing(systems) -> list:
     return out
 
 
-def server_specs(spec_out: Path, nbd_uri: str, redis_uri: str, systems) -> list:
-    """The specs of the systems asked, the servers' URIs written in: [(name, spec, prefix, server)]."""
+def server_specs(spec_out: Path, nbd_uri: str, redis_uri: str, systems, buffer: int = 50) -> list:
+    """The specs of the systems asked, the servers' URIs and the client buffer (`buffer`
+    pages; the object cache 35 records a page) written in: [(name, spec, prefix, rank, server)]."""
     src = spec_dir("acob")
     spec_out.mkdir(parents=True, exist_ok=True)
     out = []
@@ -94,6 +103,8 @@ def server_specs(spec_out: Path, nbd_uri: str, redis_uri: str, systems) -> list:
         text = (src / f"acob_{stem}.p2").read_text()
         text = re.sub(r'nbd://[^"]*', nbd_uri, text)
         text = re.sub(r'redis://[^"]*', redis_uri, text)
+        text = re.sub(r'\bpages = [0-9]+', f"pages = {buffer}", text)
+        text = re.sub(r'\bobjects = [0-9]+', f"objects = {35 * buffer}", text)
         p = spec_out / f"acob_{stem}.p2"
         if not p.exists() or p.read_text() != text:
             p.write_text(text)
@@ -108,13 +119,14 @@ class _V:
     prefix: str
 
 
-def build(build_dir: str, nbd_uri: str, redis_uri: str, *, systems=Options.systems, cc: str = "cc",
+def build(build_dir: str, nbd_uri: str, redis_uri: str, *, systems=Options.systems, buffer: int = 50,
+          cc: str = "cc",
           cxx: str = "c++", opt: str = "-O2", extra_flags: tuple = (), jobs: Optional[int] = None,
           say: Callable[[str], None] = lambda m: None) -> Path:
     """Generate the systems' specs (the servers' URIs written in), build them as users do and
     link build_dir/acob_bench; extra_flags (e.g. sanitizers) go to every compile and the link."""
     src = checked_sources(SOURCE_DIR, DRIVER_SOURCES, "acob")
-    specs = server_specs(Path(build_dir).resolve() / "specs", nbd_uri, redis_uri, systems)
+    specs = server_specs(Path(build_dir).resolve() / "specs", nbd_uri, redis_uri, systems, buffer)
     variants = [_V(n, s, p) for n, s, p, _, _ in specs]
     bdir, gen_dir, obj_dir, gens = generate_variants(build_dir, variants, say)
     cxxflags = driver_cxxflags(opt) + list(extra_flags)
@@ -189,12 +201,18 @@ def parse_output(text: str) -> tuple[list, list]:
     return counts, sums
 
 
-def run_once(exe: Path, opts: Options, f: int, json_out: str, db_dir: str) -> tuple[int, str, str]:
-    """One process: (exit status, stdout, stderr); Google Benchmark's JSON to json_out."""
+def run_once(exe: Path, opts: Options, f: int, json_out: str, db_dir: str,
+             delays: Optional[dict] = None) -> tuple[int, str, str]:
+    """One process: (exit status, stdout, stderr); Google Benchmark's JSON to json_out.
+    delays: the P2_SERVER_DELAY_*_US to set (default: opts.cost's)."""
     cmd = [str(exe)] + opts.args(f, db_dir) + [
         f"--benchmark_out={json_out}", "--benchmark_out_format=json",
         "--benchmark_filter=^acob/(" + "|".join(opts.systems) + ")/"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    env = dict(os.environ)
+    for k in COST_1990:
+        env.pop(k, None)
+    env.update(delays if delays is not None else COST_1990 if opts.cost == "1990" else {})
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     return proc.returncode, proc.stdout, proc.stderr
 
 
@@ -203,7 +221,7 @@ def problems(runs: list) -> list:
     seed), checksums after update against those after build, missing steps."""
     out = []
     for r in runs:
-        tag = f"f={r['f']} run {r['rep']}"
+        tag = f"B={r.get('buffer', 50)} f={r['f']} run {r['rep']}"
         if r["rc"] != 0:
             out.append(f"{tag}: the binary exited with {r['rc']}: {r['stderr'].strip()[-500:]}")
         by = {}
@@ -229,11 +247,11 @@ def problems(runs: list) -> list:
     return out
 
 
-def per_set_means(runs: list, f: int) -> dict:
-    """(system, step) -> {counter: mean per set over the sets of the runs at f}."""
+def per_set_means(runs: list, f: int, buffer: int = 50) -> dict:
+    """(system, step) -> {counter: mean per set over the sets of the runs at f and buffer}."""
     acc: dict = {}
     for r in runs:
-        if r["f"] != f:
+        if r["f"] != f or r.get("buffer", 50) != buffer:
             continue
         for c in r["counts"]:
             acc.setdefault((c["system"], c["step"]), []).append(c)
@@ -241,11 +259,11 @@ def per_set_means(runs: list, f: int) -> dict:
             for k, cs in acc.items()}
 
 
-def time_medians(runs: list, f: int) -> dict:
+def time_medians(runs: list, f: int, buffer: int = 50) -> dict:
     """(system, step) -> median over processes of the step's time per set (ms)."""
     acc: dict = {}
     for r in runs:
-        if r["f"] != f:
+        if r["f"] != f or r.get("buffer", 50) != buffer:
             continue
         per: dict = {}
         for c in r["counts"]:
@@ -259,60 +277,112 @@ def _n(x) -> str:
     return "—" if x is None else f"{x:,.0f}"
 
 
+def _hit(req, walk) -> str:
+    return "—" if req is None or not walk else f"{1 - req / walk:.3f}"
+
+
+# acob.md §6.1, seed 1990, f -> page reads of the random read at B = 50, 100, ..., 300
+SWEEP_PAGES = {30: (4912, 3923, 2946, 2002, 1098, 300), 90: (2173, 1757, 1345, 960, 596, 300)}
+# object gets at f = 30 with the root-id reads counted
+SWEEP_OBJECTS_WITH_ROOTS = {30: (10251, 8114, 7368, 7321, 7321, 7321)}
+
+
 def render(opts: Options, runs: list, command: Optional[str]) -> list:
     md = ["# ACOB: a local file, a page server and an object server", "",
           f"{opts.sets} sets of {opts.objects:,} complex objects (7 records of 112 bytes, 35 to a "
           f"4 KiB page), region {opts.region} pages, smearing {'on' if opts.smear else 'off'}, "
-          f"{opts.objects // 5} objects per random query, seed {opts.seed}; client buffer 50 pages "
-          "(page server) or 1,750 records (object server), emptied before each query and set; "
-          f"{opts.repetitions} process(es) per f, engines fresh for each.", ""]
+          f"{opts.objects // 5} objects per random query, seed {opts.seed}; client buffer of B pages "
+          "(page server) or 35·B records (object server), emptied before each query and set "
+          "(LOCAL: the file in the OS's page cache, hot); root ids read from the driver's memory, "
+          "not the server; "
+          f"{opts.repetitions} process(es) per (B, f), engines fresh for each. Cost model: "
+          + ("native (today's engines on loopback as they are)." if opts.cost == "native" else
+             "1990 ratios (every request first sleeps, client-side: a page 152 µs, an object "
+             "59 µs, so that with today's loopback round trip a page costs ≈ 179 µs and an "
+             "object ≈ 82 µs, the paper's 17.9 : 8.2 ms at 1/100)."), ""]
     if command:
         md += ["Command: `" + command + "`", ""]
+    for buf in opts.buffers:
+        for f in opts.fs:
+            md += _section(opts, runs, f, buf)
+    if len(opts.buffers) > 1:
+        md += _sweep(opts, runs)
+    return md
+
+
+def _section(opts: Options, runs: list, f: int, buf: int) -> list:
+    m = per_set_means(runs, f, buf)
+    t = time_medians(runs, f, buf)
+    plain = opts.objects == 1500 and opts.region == 5 and not opts.smear and buf == 50
+    ref = MODEL.get(f) if plain else None
+    md = [f"## B = {buf} pages, f = {f} %", "",
+          "Counts per set (mean over the sets); hit rate: 1 − requests / walk references. "
+          "The reference model's (acob.md §6.1: mean ± sd over 8 seeds) and the paper's beside "
+          "them where they apply.", "",
+          "| step | walk refs | root ids | updates | page server: pages read | written | hit rate | "
+          "object server: objects fetched | written | hit rate |",
+          "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for step in STEPS:
+        loc = m.get(("LOCAL", step)) or m.get(("PAGESERVER", step)) or m.get(("OBJSERVER", step)) or {}
+        ps, ob = m.get(("PAGESERVER", step), {}), m.get(("OBJSERVER", step), {})
+        walk = loc.get("walk")
+        md.append(f"| {step} | {_n(walk)} | {_n(loc.get('roots'))} | {_n(loc.get('updates'))} | "
+                  f"{_n(ps.get('reads'))} | {_n(ps.get('writes'))} | "
+                  f"{_hit(ps.get('reads'), walk) if step != 'build' else '—'} | {_n(ob.get('reads'))} | "
+                  f"{_n(ob.get('writes'))} | {_hit(ob.get('reads'), walk) if step != 'build' else '—'} |")
+    if ref:
+        (refs, pages, objs, pwb, puts) = ref
+        md.append(f"| model §6.1 read / update | {refs[0]:,} ± {refs[1]} | | ≈ 5,030 | "
+                  f"{pages[0]:,} ± {pages[1]} | {pwb[0]:,} ± {pwb[1]} (update) | | "
+                  f"{objs[0]:,} ± {objs[1]} | {puts[0]:,} ± {puts[1]} (update) | |")
+        md.append("| model §6.1 scan | 10,500 | | 0 | 300 | 0 | | 10,500 | 0 | |")
+    if f in PAPER and opts.objects == 1500 and buf == 50 and opts.region == 5 and not opts.smear:
+        p = PAPER[f]
+        md.append(f"| paper §6 read | {PAPER_READ_REFS:,} (root ids counted) | | | {p['pages']:,} | | "
+                  f"{p['page_hit']} | {p['objects']:,} | | {p['obj_hit']} |")
+    md += ["", "Median over the processes of the time per set (ms); the ratios from the same "
+           "processes.", "",
+           "| step | LOCAL | PAGESERVER | × LOCAL | OBJSERVER | × LOCAL | OBJSERVER / PAGESERVER |",
+           "|---|---:|---:|---:|---:|---:|---:|"]
+    x = lambda a, b: "—" if a is None or not b else f"{a / b:.1f}×"
+    ms = lambda v: "—" if v is None else f"{v:.2f}"
+    for step in STEPS:
+        lo, ps, ob = (t.get((s, step)) for s in ("LOCAL", "PAGESERVER", "OBJSERVER"))
+        md.append(f"| {step} | {ms(lo)} | {ms(ps)} | {x(ps, lo)} | {ms(ob)} | {x(ob, lo)} | {x(ob, ps)} |")
+    md.append("")
+    return md
+
+
+def _sweep(opts: Options, runs: list) -> list:
+    """The random read against the client buffer: requests per set, and the spec's model."""
+    md = ["## Client buffer sweep (random read)", "",
+          "| f | B (pages) | page server: pages read | model §6.1 (seed 1990) | read ms | "
+          "object server: objects fetched | + root ids | model §6.1 (root ids counted) | read ms |",
+          "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for f in opts.fs:
-        m = per_set_means(runs, f)
-        t = time_medians(runs, f)
-        ref = MODEL.get(f) if opts.objects == 1500 and opts.region == 5 and not opts.smear else None
-        md += [f"## f = {f} %", "",
-               "Counts per set (mean over the sets); the reference model's (acob.md §6.1: mean ± sd "
-               "over 8 seeds) beside them where it gives one.", "",
-               "| step | walk refs | root ids | updates | page server: pages read | written | "
-               "object server: objects fetched | written | bytes read (page / object) |",
-               "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
-        for step in STEPS:
-            loc = m.get(("LOCAL", step)) or m.get(("PAGESERVER", step)) or m.get(("OBJSERVER", step)) or {}
-            ps, os_ = m.get(("PAGESERVER", step), {}), m.get(("OBJSERVER", step), {})
-            md.append(f"| {step} | {_n(loc.get('walk'))} | {_n(loc.get('roots'))} | {_n(loc.get('updates'))} | "
-                      f"{_n(ps.get('reads'))} | {_n(ps.get('writes'))} | {_n(os_.get('reads'))} | "
-                      f"{_n(os_.get('writes'))} | {_n(ps.get('bytes_read'))} / {_n(os_.get('bytes_read'))} |")
-        if ref:
-            (refs, pages, objs, pwb, oputs) = ref
-            md.append(f"| model §6.1 (read / update) | {refs[0]:,} ± {refs[1]} | | ≈5,030 | "
-                      f"{pages[0]:,} ± {pages[1]} / wb {pwb[0]:,} ± {pwb[1]} | | {objs[0]:,} ± {objs[1]} / "
-                      f"puts {oputs[0]:,} ± {oputs[1]} | | |")
-            md.append("| model §6.1 (scan) | 10,500 | | 0 | 300 | | 10,500 | | |")
-        if f in PAPER and opts.objects == 1500:
-            p = PAPER[f]
-            md.append(f"| paper §6 (read) | {PAPER_READ_REFS:,} with root ids | | | {p['pages']:,} "
-                      f"(hit {p['page_hit']}) | | {p['objects']:,} (hit {p['obj_hit']}) | | |")
-        md += ["", "Median time per set (ms) over the processes; × LOCAL: that over LOCAL's "
-               "median in the same processes.", "",
-               "| step | LOCAL | PAGESERVER | × LOCAL | OBJSERVER | × LOCAL | OBJSERVER / PAGESERVER |",
-               "|---|---:|---:|---:|---:|---:|---:|"]
-        for step in STEPS:
-            lo, ps, ob = (t.get((s, step)) for s in ("LOCAL", "PAGESERVER", "OBJSERVER"))
-            x = lambda a, b: "—" if a is None or not b else f"{a / b:.1f}×"
-            ms = lambda v: "—" if v is None else f"{v:.2f}"
-            md.append(f"| {step} | {ms(lo)} | {ms(ps)} | {x(ps, lo)} | {ms(ob)} | {x(ob, lo)} | {x(ob, ps)} |")
-        md.append("")
+        for i, buf in enumerate(opts.buffers):
+            m = per_set_means(runs, f, buf)
+            t = time_medians(runs, f, buf)
+            ps, ob = m.get(("PAGESERVER", "read"), {}), m.get(("OBJSERVER", "read"), {})
+            k = buf // 50 - 1 if buf % 50 == 0 and 50 <= buf <= 300 else None
+            mp = SWEEP_PAGES.get(f, ())[k] if k is not None and f in SWEEP_PAGES else None
+            mo = SWEEP_OBJECTS_WITH_ROOTS.get(f, ())[k] if k is not None and f in SWEEP_OBJECTS_WITH_ROOTS else None
+            withroots = None if ob.get("reads") is None else ob["reads"] + ob.get("roots", 0)
+            tp, to = t.get(("PAGESERVER", "read")), t.get(("OBJSERVER", "read"))
+            md.append(f"| {f} | {buf} | {_n(ps.get('reads'))} | {_n(mp)} | "
+                      f"{'—' if tp is None else f'{tp:.1f}'} | {_n(ob.get('reads'))} | {_n(withroots)} | "
+                      f"{_n(mo)} | {'—' if to is None else f'{to:.1f}'} |")
+    md.append("")
     return md
 
 
 def command(*, objects, sets, full, f, region, smear, seed, repetitions, systems, out, build_dir,
-            cc, cxx, jobs, say: Callable[[str], None] = print, **_) -> int:
+            cc, cxx, jobs, buffers=(), cost="native", say: Callable[[str], None] = print, **_) -> int:
     """`p2gen bench acob`: start the engines, build, run, check, report. Exit status."""
     from ..common import command_outputs
     opts = Options(objects=objects, sets=5 if full else sets,
-                   fs=tuple(f) if f else (30,), region=region, smear=smear, seed=seed,
+                   fs=tuple(f) if f else (30,), buffers=tuple(buffers) if buffers else (50,),
+                   region=region, smear=smear, seed=seed, cost=cost,
                    repetitions=repetitions, systems=tuple(systems) if systems else Options.systems)
     missing = engines_missing(opts.systems)
     if missing:
@@ -321,19 +391,20 @@ def command(*, objects, sets, full, f, region, smear, seed, repetitions, systems
     runs = []
     with tempfile.TemporaryDirectory(prefix="acob.") as tmp, Engines(Path(tmp), opts.systems) as eng:
         nbd_uri, redis_uri = eng.uris()
-        exe = build(build_dir, nbd_uri, redis_uri, systems=opts.systems, cc=cc, cxx=cxx, jobs=jobs, say=say)
-        order = [(fv, rep) for fv in opts.fs for rep in range(opts.repetitions)]
-        random.shuffle(order)      # load on a shared machine weighs on every f alike
-        for i, (fv, rep) in enumerate(order):
+        exes = {b: build(str(Path(build_dir) / f"b{b}"), nbd_uri, redis_uri, systems=opts.systems,
+                         buffer=b, cc=cc, cxx=cxx, jobs=jobs, say=say) for b in opts.buffers}
+        order = [(b, fv, rep) for b in opts.buffers for fv in opts.fs for rep in range(opts.repetitions)]
+        random.shuffle(order)      # load on a shared machine weighs on every (B, f) alike
+        for i, (b, fv, rep) in enumerate(order):
             eng.fresh()
             db_dir = Path(tmp) / f"db{i}"
             jpath = Path(tmp) / f"run{i}.json"
-            rc, stdout, stderr = run_once(exe, opts, fv, str(jpath), str(db_dir))
+            rc, stdout, stderr = run_once(exes[b], opts, fv, str(jpath), str(db_dir))
             counts, sums = parse_output(stdout)
             gb = json.loads(jpath.read_text()) if jpath.exists() else None
-            runs.append(dict(f=fv, rep=rep, rc=rc, counts=counts, checksums=sums, stderr=stderr,
-                             systems=list(opts.systems), benchmark=gb))
-            say(f"[{i + 1}/{len(order)}] f={fv} run {rep}: exit {rc}, {len(counts)} count lines")
+            runs.append(dict(f=fv, buffer=b, rep=rep, rc=rc, counts=counts, checksums=sums,
+                             stderr=stderr, systems=list(opts.systems), benchmark=gb))
+            say(f"[{i + 1}/{len(order)}] B={b} f={fv} run {rep}: exit {rc}, {len(counts)} count lines")
     Path(out).mkdir(parents=True, exist_ok=True)
     Path(json_path).write_text(json.dumps({"options": opts.__dict__, "runs": runs}, indent=1))
     md = render(opts, runs, cmdline)

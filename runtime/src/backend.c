@@ -36,6 +36,7 @@ typedef struct p2_backend {
     uint64_t size;            /* bytes the server holds */
     int      growable;        /* grow() can extend it */
     int      timeout_ms;
+    uint32_t delay_us;        /* slept per request: a cost model's round trip (see open) */
     int      dead;            /* a request failed for good: every call fails with `why` */
     char     why[P2_ERR_MSG_SIZE];
     int      fd;              /* file */
@@ -280,11 +281,24 @@ static int nbd_wait(p2_backend *b, uint64_t deadline, const char *what, p2_err *
 
 /* Run up to n requests (kind 'r', 'w' or 'f'), P2_SERVER_INFLIGHT at a time, each to
  * completion or to the deadline. */
+/* A cost model's round trips: `delay_us` for each of n requests, one after the other (as
+ * 1990's RPCs were), slept before they are sent. */
+static void backend_delay(const p2_backend *b, unsigned n)
+{
+    if (b->delay_us == 0 || n == 0)
+        return;
+    uint64_t us = (uint64_t)b->delay_us * n;
+    struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
 static int nbd_run(p2_backend *b, const p2_io *io, unsigned n, char kind, p2_err *err)
 {
     const char *what = kind == 'r' ? "a read" : kind == 'w' ? "a write" : "a flush";
     if (b->dead)
         return backend_fail(b, err, P2_EIO, "%s", b->why);
+    backend_delay(b, kind == 'f' ? 1 : n);
     uint64_t deadline = now_ms() + (uint64_t)b->timeout_ms;
     int64_t cookie[P2_SERVER_INFLIGHT];
     unsigned next = 0, done = 0, inflight = 0;
@@ -614,6 +628,7 @@ static int redis_pipe(p2_backend *b, unsigned n, const int *argc, const char *co
 {
     if (b->dead)
         return backend_fail(b, err, P2_EIO, "%s", b->why);
+    backend_delay(b, n);
     for (unsigned i = 0; i < n; i++)
         if (redisl.append_argv(b->redis, argc[i], (const char **)argv[i], lens[i]) != 0)
             return redis_lost(b, what, err);
@@ -771,6 +786,15 @@ static int backend_open(p2_backend *b, const char *uri, p2_err *err)
         long v = strtol(t, NULL, 10);
         if (v > 0 && v < INT_MAX)
             b->timeout_ms = (int)v;
+    }
+    /* a cost model (p2gen bench acob --cost 1990): a delay per request, by engine */
+    b->delay_us = 0;
+    const char *d = strncmp(uri, "redis://", 8) == 0 ? getenv("P2_SERVER_DELAY_REDIS_US")
+                  : strncmp(uri, "nbd://", 6) == 0 ? getenv("P2_SERVER_DELAY_NBD_US") : NULL;
+    if (d != NULL && *d) {
+        long v = strtol(d, NULL, 10);
+        if (v > 0 && v <= 10000000)
+            b->delay_us = (uint32_t)v;
     }
     if (strncmp(uri, "redis://", 8) == 0)
         return redis_open(b, err);

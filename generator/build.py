@@ -39,7 +39,7 @@ def _emit(spec_path: str, prefix: Optional[str], line_directives: bool) -> tuple
     spec_file = os.path.basename(spec_path)
     renderer = Renderer(checked, spec_file)
     header, source = renderer.render()                               # emit
-    check_generated_names(checked, spec_file, (header, source))      # names
+    check_generated_names(checked, spec_file, renderer.emitted_entries)   # names
     if line_directives:      # the same C with #line marks into the templates
         header, source = render(checked, spec_file, line_directives=True)
     return checked, header, source, renderer.header_declarations

@@ -26,16 +26,19 @@ as public declarations of kind "type" or "macro".
 What reads the table instead of the emitted C: the pruning of static functions nothing
 calls (FunctionTable.unused_lines), the storage class <PREFIX>_API (written by the
 construct) and the CFFI declarations (pybind.header_api: the header's entries in order,
-each as `api` gives it, with a blank line where `spaced` says). The names pass (names.py,
-cnames.py) still reads the emitted C: the source, the integrity checker and the harness
-define types, macros and members outside any construct. Each entry also keeps its
-parameters' names.
+each as `api` gives it, with a blank line where `spaced` says), and the names pass
+(names.py: each entry's `defines`, what its own text defines, read when it is recorded;
+the source, header, integrity checker and harness define nothing outside a construct,
+`{% call cdecl(name, public=false) %}` for their private types, macros and variables).
+Each entry also keeps its parameters' names.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 from typing import Optional
+
+from . import cnames
 
 # \x03<index>\x04 opens the text of table entry <index>; \x03/\x04 closes it (before the
 # line end that ends the function's last line). \x03$\x04 opens a section's end fence
@@ -62,6 +65,10 @@ class CFunction:
     kind: str = "function"      # "function"; cdecl's "type" or "macro"
     api: str = ""               # the declaration alone: no comment, no storage class
     spaced: bool = False        # a blank line stands before it in its output (spaced_out)
+    # what its text defines (cnames.Definition: the function and its parameters; a type's
+    # typedef name, tag and members; a macro), read from its own text when it is recorded:
+    # the names pass (names.py) reads these, not the emitted C
+    defines: tuple = ()
 
 
 def strip_marks(text: str) -> str:
@@ -94,7 +101,7 @@ class FunctionTable:
         if public == body.startswith("static"):
             raise ValueError(f"cfunc({name!r}): public={public}, but the head is "
                              f"{body.split(chr(10))[0]!r}")
-        if decl != body.rstrip().endswith(";"):
+        if decl != _COMMENT.sub("", body).rstrip().endswith(";"):
             raise ValueError(f"cfunc({name!r}): decl={decl}, but the text "
                              f"{'is' if not decl else 'is not'} a prototype")
         if public:
@@ -103,16 +110,31 @@ class FunctionTable:
         return self._record(CFunction(
             name, self.section, public, decl, plain,
             frozenset(_WORD.findall(plain)) - {name} if not decl else frozenset(),
-            _params(body, name), api=_declaration(body) if decl else ""), text)
+            _params(body, name), api=_declaration(body) if decl else "",
+            defines=cnames.definitions(plain)), text)
 
-    def cdecl(self, name: str, caller=None) -> str:
-        """The construct for a declaration of the public API that is not a function
-        (`{% call cdecl(name) %}...{% endcall %}`): a type (`typedef ...;`, ending in the
-        name it declares) or a constant macro (`#define NAME value`). Recorded as a public
-        declaration of kind "type" or "macro"; its text is emitted unchanged."""
+    def cdecl(self, name: str, public: bool = True, caller=None) -> str:
+        """The construct for a declaration that is not a function of the table's pruning
+        (`{% call cdecl(name) %}...{% endcall %}`). Public (the default): a declaration of
+        the public API, a type (`typedef ...;`, ending in the name it declares) or a
+        constant macro (`#define NAME value`), recorded as a public declaration of kind
+        "type" or "macro". `public=false`: anything else the C defines at file scope (a
+        private type or struct, a macro or a group of them under #if, a variable, a
+        program's main), recorded for the names pass; its text must define `name`.
+        Its text is emitted unchanged."""
         text = re.sub("\n(?:\x01[^\x02]*\x02)*\\Z", "", caller(), count=1)
         head = _head_at(text, directives=False)
         body = re.sub("\x01[^\x02]*\x02", "", text[head:])
+        plain = re.sub("\x01[^\x02]*\x02", "", text)
+        defines = cnames.definitions(plain)
+        if not public:
+            if name not in {d.name for d in defines}:
+                raise ValueError(f"cdecl({name!r}, public=false): the text does not define "
+                                 f"it: {body[:80]!r}")
+            kind = "macro" if body.startswith("#") else \
+                "type" if re.match(r"(?:typedef|struct|union|enum)\b", body) else "object"
+            return self._record(CFunction(name, self.section, False, True, plain,
+                                          kind=kind, defines=defines), text)
         if body.startswith("#"):
             if not re.match(r"#\s*define\s+" + re.escape(name) + r"[ \t]+\S", body):
                 raise ValueError(f"cdecl({name!r}): not a constant macro of that name: "
@@ -124,9 +146,8 @@ class FunctionTable:
                 raise ValueError(f"cdecl({name!r}): not a typedef of that name: "
                                  f"{body[:80]!r}")
             kind, api = "type", _declaration(body)
-        return self._record(CFunction(name, self.section, True, True,
-                                      re.sub("\x01[^\x02]*\x02", "", text),
-                                      kind=kind, api=api), text)
+        return self._record(CFunction(name, self.section, True, True, plain,
+                                      kind=kind, api=api, defines=defines), text)
 
     def _record(self, entry: CFunction, text: str) -> str:
         index = len(self.entries)
@@ -146,6 +167,8 @@ class FunctionTable:
         out = []
         for m in _OPEN.finditer(text):
             e = self.entries[int(m.group(1))]
+            if not e.public:        # (the header's own macros: its guard, <PREFIX>_API)
+                continue
             if out:
                 # from the end of the entry before to the head of this one's declaration
                 start = text.rindex(CLOSE_MARK, 0, m.start()) + len(CLOSE_MARK)
@@ -176,6 +199,8 @@ class FunctionTable:
             if CLOSE_MARK in line and first is not None:
                 start, e = first
                 first = None
+                if e.kind != "function":      # a type, macro or variable: kept
+                    continue
                 if e.decl:
                     protos.setdefault(e.name, []).append((start, k))
                 elif e.public:

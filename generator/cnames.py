@@ -255,18 +255,21 @@ def _declaration(decl: list, out: list, prototypes: bool = False) -> None:
         return
     words = [t for k, t in decl]
     is_typedef = "typedef" in words
-    # a prototype declares a function defined elsewhere: its definition counts
-    if not is_typedef and "(" in words:
-        i = words.index("(")
+    # a prototype declares a function defined elsewhere: its definition counts (a
+    # parenthesis in an initializer, after the `=`, does not make one)
+    head = words[:words.index("=")] if "=" in words else words
+    if not is_typedef and "(" in head:
+        i = head.index("(")
         if i + 1 < len(words) and words[i + 1] != "*":
             if prototypes and i > 0 and decl[i - 1][0] == "id":
                 out.append(Definition("ordinary", words[i - 1]))
             return
     for part in _split(decl, ","):
-        name = _declarator([x for x in part if x[1] != "__body__"] or part)
+        bare = [x for x in part if x[1] != "__body__"]
+        name = _declarator(bare or part)
         if name and name not in ("struct", "union", "enum", "__body__"):
-            # `typedef struct x x;` and `struct x;` declare a tag use, not a definition
-            if len(part) == 2 and part[0][1] in ("struct", "union", "enum"):
+            # `struct x;` declares a tag use and `struct x {...};` a tag: no ordinary name
+            if len(bare) == 2 and part[0][1] in ("struct", "union", "enum"):
                 continue
             out.append(Definition("ordinary", name))
 
@@ -274,14 +277,15 @@ def _declaration(decl: list, out: list, prototypes: bool = False) -> None:
 def collisions(units: list, macros: frozenset = frozenset(),
                declared: frozenset = frozenset()) -> dict:
     """{Definition: count} for names defined more than once in one translation unit (a
-    list of sources read in order), or defined while being a macro of `macros` or of the
-    unit, or (functions, types, variables, tags) a name `declared` elsewhere."""
+    list of what each of its parts defines, Definitions, in order), or defined while being
+    a macro of `macros` or of the unit, or (functions, types, variables, tags) a name
+    `declared` elsewhere."""
     found: dict = {}
     for unit in units:
         seen: dict = {}
         unit_macros = set()
-        for src in unit:
-            for d in definitions(src):
+        for defs in unit:
+            for d in defs:
                 seen[d] = seen.get(d, 0) + 1
                 if d.ns == "macro":
                     unit_macros.add(d.name)

@@ -23,6 +23,7 @@ from .toolchain import cc_command, run_cc, runtime_object
 from .ir import CheckedSpec, Generated
 from .errors import BuildError, EnvError, os_reason
 from .model import FieldType
+from .cfuncs import FunctionTable, strip_marks
 from .render import jinja_env, cursor_view, names
 
 HARNESS_CFLAGS = ("-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror")
@@ -85,7 +86,18 @@ def render_harness(checked: CheckedSpec) -> str:
     if checked.prefix.lower().startswith("p2h"):
         raise BuildError(f"cannot build a harness for prefix '{checked.prefix}': names "
                          f"starting with p2h are the harness's own; choose another --prefix")
-    return jinja_env().get_template("harness.c.j2").render(**harness_context(checked))
+    return strip_marks(harness_rendering(checked)[0])
+
+
+def harness_rendering(checked: CheckedSpec) -> tuple:
+    """(marked text, table): the harness as rendered, with the table of what it defines
+    (cfuncs.FunctionTable: every function, type, macro and variable, through the
+    templates' constructs), which the names pass reads."""
+    table = FunctionTable(checked.prefix)
+    table.section = "harness.c.j2"
+    text = jinja_env().get_template("harness.c.j2").render(
+        **harness_context(checked), cfunc=table.cfunc, cdecl=table.cdecl)
+    return text, table
 
 
 def harness_paths(gen: Generated) -> tuple[str, str]:

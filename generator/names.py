@@ -1,9 +1,11 @@
 """The names pass: the last word on a planned spec, after emission. Refuses a spec whose
 generated C would define one name twice, or define a name that is a macro of the headers
-it includes or a name of the runtime, by reading the definitions back from the emitted C
-(p2gen.cnames) -- the spec's header and source as the emit pass wrote them, and the
-verifier and harness programs rendered beside them -- so that every name any template
-emits is covered. Each collision is reported once per pair of declarations, at the spec
+it includes or a name of the runtime. What the generated C defines is read from the
+tables of what the templates emit (cfuncs.FunctionTable: every function, type, macro and
+variable goes through a `cfunc` or `cdecl` construct, which records the names its own
+text defines): the spec's header and source as the emit pass kept them, and the verifier
+and harness programs rendered beside them, so that every name any template emits is
+covered. Each collision is reported once per pair of declarations, at the spec
 declaration that made the name (the most specific one), naming the other.
 """
 from __future__ import annotations
@@ -13,18 +15,19 @@ from typing import Optional
 
 from . import cnames
 from .errors import SpecError, SpecErrors
-from .harness import render_harness
+from .harness import harness_rendering
 from .ir import CheckedSpec
 from .model import And, Not, Or, ParamRef, Pos
-from .render import render, render_verifier
+from .render import Renderer, verifier_rendering
 from .toolchain import runtime_text
 
 
 def check_generated_names(checked: CheckedSpec, spec_file: Optional[str] = None,
-                          emitted: Optional[tuple] = None) -> None:
+                          emitted: Optional[list] = None) -> None:
     """Refuse a planned spec whose generated C would define one name twice, or define a
     name that is a macro of the headers it includes or a name of the runtime. `emitted`:
-    the (header, source) the emit pass made of `checked` (rendered here if not given)."""
+    the table entries (cfuncs.CFunction) of the header and of the source the emit pass
+    made of `checked` (Renderer.emitted_entries; rendered here if not given)."""
     spec = checked.spec
     errors: list[SpecError] = []
     origins = _name_origins(checked)
@@ -34,12 +37,18 @@ def check_generated_names(checked: CheckedSpec, spec_file: Optional[str] = None,
                                     f"reserves for the names it generates", pos, spec.source))
     if not errors:
         spec_file = spec_file or os.path.basename(spec.path)
-        header, source = emitted or render(checked, spec_file)
-        runtime_h = runtime_text("p2_runtime.h")
-        runtime_names = {d.name for d in cnames.definitions(runtime_h)}
-        units = [[runtime_h, header, source],
-                 [runtime_h, header, render_verifier(checked, spec_file)],
-                 [runtime_h, header, render_harness(checked)]]
+        if emitted is None:
+            renderer = Renderer(checked, spec_file)
+            renderer.render()
+            emitted = renderer.emitted_entries
+        header, source = emitted
+        runtime = cnames.definitions(runtime_text("p2_runtime.h"))
+        runtime_names = {d.name for d in runtime}
+        units = [[runtime, *(e.defines for e in header + source)],
+                 [runtime, *(e.defines for e in header),
+                  *(e.defines for e in verifier_rendering(checked, spec_file)[1].entries)],
+                 [runtime, *(e.defines for e in header),
+                  *(e.defines for e in harness_rendering(checked)[1].entries)]]
         reported = set()
         for d in sorted(cnames.collisions(units, cnames.system_macros(),
                                           cnames.system_declarations()),

@@ -911,6 +911,9 @@ class Renderer:
         gone = self.table.unused_lines(source, self.tool_source())
         source = "\n".join(line for k, line in enumerate(source.split("\n")) if k not in gone)
         self.source_functions = self.table.emitted(source)     # what was kept
+        # every definition emitted: header, kept source (the names pass reads them)
+        self.emitted_entries = (self.table.emitted(header), self.source_functions)
+        self.marked = (header, source)     # (tests: nothing is defined outside the table)
         header, source = strip_marks(header), strip_marks(source)
         if self.line_directives:
             source_at = [at for k, at in enumerate(source_at) if k not in gone]
@@ -990,10 +993,19 @@ def _map_context(checked: CheckedSpec) -> list:
 
 
 def render_verifier(checked: CheckedSpec, spec_file: str) -> str:
+    return strip_marks(verifier_rendering(checked, spec_file)[0])
+
+
+def verifier_rendering(checked: CheckedSpec, spec_file: str) -> tuple:
+    """(marked text, table) of the integrity checker's program: the table
+    (cfuncs.FunctionTable) records what the program itself defines (the names pass)."""
     r = Renderer(checked, spec_file)
-    return strip_marks(jinja_env().get_template("verify_main.c.j2").render(
+    table = FunctionTable(checked.prefix)
+    table.section = "verify_main.c.j2"
+    text = jinja_env().get_template("verify_main.c.j2").render(
         S=checked, spec_file=spec_file, files=r.files(), maps=_map_context(checked),
-        names=names, c_string=c_string))
+        names=names, c_string=c_string, cfunc=table.cfunc, cdecl=table.cdecl)
+    return text, table
 
 
 

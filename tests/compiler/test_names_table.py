@@ -1,0 +1,52 @@
+"""The names pass reads the table of what the templates emit (cfuncs.FunctionTable), not
+the emitted C: that holds only if every file-scope definition of the generated header,
+source, verifier and harness goes through a `cfunc` or `cdecl` construct. Checked here for
+every committed spec by reading what the text outside the constructs defines (nothing)."""
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from p2gen import cnames
+from p2gen.check import check
+from p2gen.harness import harness_rendering
+from p2gen.parser import parse_file
+from p2gen.plan import plan
+from p2gen.render import Renderer, verifier_rendering
+
+ROOT = Path(__file__).resolve().parents[2]
+# every layer has a minimal spec there; the paper's specs besides
+SPECS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "type_equations").glob("*.p2"))
+SPECS += sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests/golden/layers").glob("*.p2"))
+_ENTRY = re.compile("\x03[0-9]+\x04.*?\x03/\x04", re.S)
+
+
+def _outside(marked: str) -> list:
+    """What the text outside the table's entries defines."""
+    rest = _ENTRY.sub("", marked).replace("\x03$\x04", "")
+    return sorted({(d.ns, d.name) for d in cnames.definitions(rest)})
+
+
+@pytest.mark.parametrize("rel", SPECS)
+def test_every_definition_goes_through_the_table(rel):
+    checked = plan(check(parse_file(str(ROOT / rel)), None))
+    r = Renderer(checked, os.path.basename(rel))
+    r.render()
+    header, source = r.marked
+    assert _outside(header) == []
+    assert _outside(source) == []
+    assert _outside(verifier_rendering(checked, "x.p2")[0]) == []
+    assert _outside(harness_rendering(checked)[0]) == []
+    # and the entries say what they define: the handle's struct, its typedef, a function
+    defined = {(d.ns, d.name) for part in r.emitted_entries for e in part for d in e.defines}
+    p = checked.prefix
+    assert {("tag", f"{p}_db"), ("ordinary", f"{p}_db"), ("ordinary", f"{p}_open"),
+            ("member:" + f"{p}_db", "err")} <= defined
+
+
+def test_a_struct_definition_defines_a_tag_not_an_ordinary_name():
+    assert cnames.definitions("struct s { int a; };") == (
+        cnames.Definition("tag", "s"), cnames.Definition("member:s", "a"))
+    names = {d.name for d in cnames.definitions('static const int t[] = { f(1) };')}
+    assert names == {"t"}          # a call in an initializer makes no prototype

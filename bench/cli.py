@@ -305,12 +305,17 @@ def bench_acob(**kwargs):
 @click.option("--system", "systems", multiple=True,
               type=click.Choice(["P2", "dict", "sqlite-mem", "sqlite-file", "lmdb"]),
               help="Only these systems (repeatable; default: all, lmdb if installed).")
-@click.option("--workload", "workloads", multiple=True, type=click.Choice(["tpcb", "oo7"]),
-              help="Only these workloads (repeatable; default: both). tpcb: accounts, "
-              "branches and a cursor; oo7: OO7's build, traversals T1/T2 and query Q1.")
+@click.option("--workload", "workloads", multiple=True,
+              type=click.Choice(["tpcb", "oo7", "social"]),
+              help="Only these workloads (repeatable; default: all). tpcb: accounts, "
+              "branches and a cursor; oo7: OO7's build, traversals T1/T2 and query Q1; "
+              "social: users, follows and posts, the feed of the people one follows.")
 @click.option("--oo7-size", type=click.Choice(["tiny", "small"]), default="small",
               show_default=True, help="OO7 database size: tiny (50 composite parts of 10 "
               "atomic parts), small (500 of 20); 3 connections per atomic part.")
+@click.option("--social-size", type=click.Choice(["tiny", "small", "medium"]), default="small",
+              show_default=True, help="Social graph: tiny (200 users, 10 followees, 5 posts "
+              "each), small (2,000, 50, 20), medium (10,000, 50, 50).")
 @click.option("-o", "--out", "out", default="bench/results", show_default=True,
               type=click.Path(file_okay=False), help="Where python.json, python.md and "
               "python.png go.")

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from ...errors import BuildError
-from . import oo7
+from . import oo7, social
 from ..common import (fmt_steps, fmt_x, ratio)
 from .base import SqliteBase, count_found
 
@@ -678,6 +678,26 @@ def _oo7_markdown(med: dict, ctx: dict) -> list:
     return lines
 
 
+def _social_markdown(med: dict, ctx: dict) -> list:
+    """The social-graph workload's table (operations social_*) and its target: the feed
+    from Python no slower than sqlite3's join."""
+    systems = [s for s in social.SYSTEMS if any(k[0] == s and k[1] in social.OPERATIONS
+                                                for k in med)]
+    p = ctx["social"]
+    lines = ["", "## Social graph (issue 37)", "",
+             f"{p['users']:,} users, {p['followees_per_user']} followees each, "
+             f"{p['posts']:,} posts, {p['queries']:,} queries, k = {p['k']}; median of "
+             f"{ctx['repetitions']} repetitions, ns per object loaded or per query. "
+             f"Spec: `{p['spec']}`.", ""] + _ops_table(med, systems, social.OPERATIONS)
+    a, b = med.get(("P2", "social_feed")), med.get(("sqlite-mem", "social_feed"))
+    if a and b:
+        lines += ["", f"Target: the feed from Python no slower than sqlite3's join (:memory:): "
+                      f"sqlite-mem / P2 = {b / a:.1f}× — {'met' if b >= a else 'NOT met'}."]
+    lines += ["", "Operations: " + "; ".join(f"**{k}** {v}" for k, v in social.OP_DOC.items())
+              + "."]
+    return lines
+
+
 def oo7_spec_name() -> str:
     return "bench/python/" + oo7.SPEC.name
 
@@ -691,6 +711,8 @@ def markdown(doc: dict) -> str:
         lines += _tpcb_markdown(med, ctx)
     if any(k[1] in oo7.OPERATIONS for k in med):
         lines += _oo7_markdown(med, ctx)
+    if any(k[1] in social.OPERATIONS for k in med):
+        lines += _social_markdown(med, ctx)
     lines.append("")
     return "\n".join(lines)
 
@@ -738,12 +760,13 @@ def plot(doc: dict, path: str) -> Optional[str]:
     return path
 
 
-WORKLOADS = ("tpcb", "oo7")
+WORKLOADS = ("tpcb", "oo7", "social")
 
 
 def command(rows: int, reps: int, out: str, build_dir: str, systems=None, plots: bool = True,
             render: Optional[str] = None, say: Callable[[str], None] = print,
-            workloads=WORKLOADS, oo7_size: str = oo7.DEFAULT_SIZE) -> int:
+            workloads=WORKLOADS, oo7_size: str = oo7.DEFAULT_SIZE,
+            social_size: str = social.DEFAULT_SIZE) -> int:
     """Run the chosen workloads (tpcb: bench/python/tpcb_py.p2 with `rows` accounts;
     oo7: bench/python/oo7_py.p2 at `oo7_size`), or only render a stored JSON."""
     os.makedirs(out, exist_ok=True)
@@ -784,6 +807,19 @@ def command(rows: int, reps: int, out: str, build_dir: str, systems=None, plots:
                     failures += f
                     ctx["oo7"] = {**w.params(), "spec": oo7_spec_name()}
                     ctx["operations"].update(oo7.OP_DOC)
+            if "social" in workloads:
+                if systems and not set(systems) & set(social.SYSTEMS):
+                    say(f"no system runs the social workload (systems: {', '.join(social.SYSTEMS)})")
+                else:
+                    module = build_module(os.path.join(build_dir, "social"), social.SPEC, say,
+                                          social.PREFIX)
+                    chosen = social.make_systems(module, tmp, systems)
+                    w = social.SocialWorkload(social_size)
+                    e, f = run(chosen, w, reps, say, social.PHASES, "social")
+                    entries += e
+                    failures += f
+                    ctx["social"] = {**w.params(), "spec": "bench/python/" + social.SPEC.name}
+                    ctx["operations"].update(social.OP_DOC)
         doc = {"context": {
             "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host_name": platform.node(),
             "executable": sys.executable, "python": platform.python_version(),

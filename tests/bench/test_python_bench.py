@@ -7,7 +7,7 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from p2gen.bench.python import oo7
+from p2gen.bench.python import oo7, social
 from p2gen.bench.python import run as bench_python
 from p2gen.cli import main
 
@@ -33,12 +33,13 @@ def test_bench_python_cli_tiny(tmp_path, built, built_oo7):
     out = tmp_path / "res"
     r = CliRunner().invoke(main, ["bench", "python", "--rows", "50", "--reps", "2", "-o",
                                   str(out), "--build-dir", build_dir, "--no-plots",
-                                  "--oo7-size", "tiny"])
+                                  "--oo7-size", "tiny", "--social-size", "tiny"])
     assert r.exit_code == 0, r.output
     doc = json.loads((out / "python.json").read_text())
     ctx = doc["context"]
     assert ctx["rows"] == 50 and ctx["failures"] == []
-    assert ctx["workloads"] == ["tpcb", "oo7"]
+    assert ctx["workloads"] == ["tpcb", "oo7", "social"]
+    assert ctx["social"]["users"] == 200 and ctx["social"]["posts"] == 1000
     assert ctx["oo7"]["size"] == "tiny" and ctx["oo7"]["atomic_parts"] == 500
     systems = {b["system"] for b in doc["benchmarks"]}
     assert {"P2", "dict", "sqlite-mem", "sqlite-file"} <= systems
@@ -50,6 +51,8 @@ def test_bench_python_cli_tiny(tmp_path, built, built_oo7):
         assert ops == want, (s, ops)
         ops = {b["operation"] for b in med if b["system"] == s and b["workload"] == "oo7"}
         assert ops == (set() if s == "lmdb" else set(oo7.OPERATIONS)), (s, ops)
+        ops = {b["operation"] for b in med if b["system"] == s and b["workload"] == "social"}
+        assert ops == (set(social.OPERATIONS) if s in social.SYSTEMS else set()), (s, ops)
     # the OO7 counts: every part reached by the traversals, every object built
     w = oo7.OO7Workload("tiny")
     for b in med:
@@ -62,8 +65,9 @@ def test_bench_python_cli_tiny(tmp_path, built, built_oo7):
     its = [b for b in doc["benchmarks"] if b["run_type"] == "iteration"]
     assert len(its) == 2 * len(med)
     md = (out / "python.md").read_text()
-    for op in bench_python.OPERATIONS + oo7.OPERATIONS:
+    for op in bench_python.OPERATIONS + oo7.OPERATIONS + social.OPERATIONS:
         assert f"| {op} |" in md
+    assert "## Social graph" in md and "the feed from Python no slower" in md
     assert "## OO7" in md and "## Targets" in md
     assert "sqlite-mem / P2" in md and "## Targets" in md
     # --render reproduces the table from the JSON alone
@@ -128,3 +132,21 @@ def test_bench_python_oo7_wrong_count_fails(tmp_path, built, built_oo7, monkeypa
     doc = json.loads((tmp_path / "python.json").read_text())
     assert doc["context"]["workloads"] == ["oo7"]
     assert {b["system"] for b in doc["benchmarks"]} == {system}
+
+
+def test_bench_python_social_wrong_feed_fails(tmp_path, built, monkeypatch):
+    """The social workload's answers are checked against the reference: a feed that drops
+    its last row fails the run."""
+    build_dir, _ = built
+    real = social.SqliteSocial.social_feed
+
+    def short(self, w):
+        n, s = real(self, w)
+        return n, s - 1
+    monkeypatch.setattr(social.SqliteSocial, "social_feed", short)
+    rc = bench_python.command(rows=50, reps=1, out=str(tmp_path / "res"), build_dir=build_dir,
+                              systems=("sqlite-mem",), plots=False, say=lambda m: None,
+                              workloads=("social",), social_size="tiny")
+    assert rc == 1
+    doc = json.loads((tmp_path / "res" / "python.json").read_text())
+    assert any("sqlite-mem social_feed" in f for f in doc["context"]["failures"])

@@ -113,11 +113,16 @@ def main() -> None:
 @click.option("--line-directives", is_flag=True,
               help="Write #line directives into the .h/.c so that the C compiler's messages "
                    "name the template line (layers/<layer>.c.j2) that wrote the code.")
+@click.option("--profile", is_flag=True,
+              help="Count the workload in the generated API (per container: operations, "
+                   "cursor walks and rows, sizes, keys' ranges, distinct values and order) and "
+                   "write it as <spec>.profile.json at close ($P2GEN_PROFILE: another path); "
+                   "-D<PREFIX>_PROFILE=0 compiles the counters out.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing on success (and no progress "
               "lines: on a terminal, or with P2GEN_PROGRESS=1, each step prints one on stderr "
               "with the time since the build began).")
 def build(spec, out_dir, prefix, python, wheel, wheel_version, harness, cc, cflags, no_compile,
-          line_directives, quiet):
+          line_directives, profile, quiet):
     """Generate SPEC's C data managers (and compile them into lib<prefix>.a)."""
     from .build import cc_command, compile_objects, generate
     try:
@@ -142,7 +147,7 @@ def build(spec, out_dir, prefix, python, wheel, wheel_version, harness, cc, cfla
                 click.echo(f"p2gen: [{time.perf_counter() - t_start:5.1f} s] {what}", err=True)
 
         step(f"generating the C of {spec}")
-        gen = generate(spec, out_dir, prefix, line_directives)
+        gen = generate(spec, out_dir, prefix, line_directives, profile=profile)
         if wheel:
             from .package import check_dist_name
             check_dist_name(gen.prefix)       # the package's name, before the long build

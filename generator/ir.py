@@ -400,6 +400,8 @@ class CheckedSpec:
     # The planner's output (plan.py): CursorInfo -> Plan, for every cursor of every
     # container. Empty as the checker returns it; `plan()` returns a planned copy.
     plans: Mapping = field(default_factory=dict)
+    # `p2gen build --profile`: the generated C counts the workload (profile.py)
+    profile: bool = False
 
     def container(self, name: str) -> Optional[ContainerInfo]:
         return next((c for c in self.containers if c.name == name), None)

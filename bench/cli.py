@@ -83,6 +83,9 @@ def bench() -> None:
 @click.option("--variant", "variants", multiple=True, metavar="NAME=SPEC",
               help="Also benchmark a spec of your own (containers branches, tellers, accounts, "
                    "histories as in type_equations/tpcb/).")
+@click.option("--profile-rows", is_flag=True,
+              help="Also every variant generated with --profile (the workload counters), "
+                   "<NAME>-prof beside <NAME> in the same run: the report gives their ratio.")
 @click.option("--durable", is_flag=True,
               help="The durability comparison instead: journalled variants (a commit "
                    "per transaction, fsync every commit or every 100), SQLite WAL with "

@@ -226,7 +226,8 @@ def generate_variants(build_dir: str, variants: Sequence, say: Callable[[str], N
     gen_dir.mkdir(parents=True, exist_ok=True)
     obj_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    gens = [(v, generate(v.spec, str(gen_dir), v.prefix)) for v in variants]
+    gens = [(v, generate(v.spec, str(gen_dir), v.prefix, profile=getattr(v, "profile", False)))
+            for v in variants]
     if gens:
         say(f"generated {len(gens)} data managers in {time.perf_counter() - t0:.1f} s")
     if manifest:

@@ -100,6 +100,7 @@ class Variant:
     spec: str          # spec file
     prefix: str        # C prefix of the generated code
     lto: bool = False  # built with -flto (a second row) instead of as the README says
+    profile: bool = False   # generated with --profile (the workload counters): <name>-prof
 
     @property
     def persistent(self) -> bool:
@@ -110,6 +111,16 @@ def lto_twin(v: Variant) -> Variant:
     """The same spec built with -flto across generated code and driver: its own prefix
     (both builds are linked into one binary) and name <NAME>-lto."""
     return Variant(v.name + LTO_SUFFIX, v.mem, v.spec, v.prefix + "_lto", lto=True)
+
+
+PROFILE_SUFFIX = "-prof"
+
+
+def profile_twin(v: Variant) -> Variant:
+    """The same spec generated with `p2gen build --profile` and built the users' way: its
+    own prefix and name <NAME>-prof, beside the plain one in the same binary, so that the
+    counters' cost is a ratio measured side by side (report: profile_overhead)."""
+    return Variant(v.name + PROFILE_SUFFIX, v.mem, v.spec, v.prefix + "_prof", profile=True)
 
 
 def default_variants(lto: bool = True) -> list[Variant]:
@@ -127,10 +138,15 @@ def durable_variants() -> list[Variant]:
             for name, stem, _ in DURABLE_VARIANTS]
 
 
-def all_variants(lto_rows: bool, extra=()) -> list[Variant]:
-    """The defaults and the user's --variant specs, each also built with -flto (lto_rows)."""
+def all_variants(lto_rows: bool, extra=(), profile_rows: bool = False) -> list[Variant]:
+    """The defaults and the user's --variant specs, each also built with -flto (lto_rows)
+    and (profile_rows) generated with --profile."""
     xs = [extra_variant(v) for v in extra or ()]
-    return default_variants(lto_rows) + xs + ([lto_twin(v) for v in xs] if lto_rows else [])
+    out = default_variants(lto_rows) + xs + ([lto_twin(v) for v in xs] if lto_rows else [])
+    if profile_rows:
+        out += [profile_twin(v) for v in default_variants(False) + xs
+                if v.name in P2_SYSTEMS or v in xs]
+    return out
 
 
 def extra_variant(text: str) -> Variant:
@@ -655,11 +671,34 @@ def report(json_path: str, out_dir: str, *, plots: bool = True, metric: str = "w
            f"accounts per branch, {context.get('tpcb_txns', '?')} transactions per run, seeds "
            f"{context.get('tpcb_seeds', '?')}{_runs_note(rows)}; {host_text(context, mhz=True)}.", ""]
     md.append(render_table(summary, context, metric))
+    md += profile_overhead(summary)
     md += problems_lines(problems)
     pngs = plot_files(out_dir, lambda: render_plots(summary, out_dir, context, metric)) if plots else []
     if plots:
         md += image_lines(pngs)
     return write_report(out_dir, "tpcb.md", md), pngs, problems
+
+
+def profile_overhead(summary: dict) -> list:
+    """Markdown lines: per variant built both plainly and with --profile (<NAME>-prof, the
+    same binary and run, repetitions interleaved at random), the median time of each and
+    their ratio; [] when the run has no -prof rows."""
+    rows = []
+    for (system, mem, sf), med in sorted(summary.items()):
+        if not system.endswith(PROFILE_SUFFIX):
+            continue
+        plain = summary.get((system[:-len(PROFILE_SUFFIX)], mem, sf))
+        if plain and plain.get("time") and med.get("time"):
+            rows.append(f"| {system[:-len(PROFILE_SUFFIX)]} | {mem} | {sf} | "
+                        f"{plain['time']:.1f} | {med['time']:.1f} | {med['time'] / plain['time']:.3f} |")
+    if not rows:
+        return []
+    return ["", "## The workload counters' cost (`p2gen build --profile`)", "",
+            "Each variant generated with `--profile` (counters on, the profile written at "
+            "close) beside the same spec without, in one binary and one run; ms per 200,000 "
+            "transactions, medians over seeds and repetitions.", "",
+            "| system | memory | SF | plain | --profile | ratio |", "|---|---|---|---|---|---|",
+            *rows, ""]
 
 
 # ---------------------------------------------------------------------------------------
@@ -821,7 +860,7 @@ def report_durable(json_path: str, out_dir: str, *, metric: str = "wall",
 
 def command(*, sf, accounts, txns, seeds, reference, out, build_dir, filter, db_dir,
             commit_every, iterations, lto_rows, repetitions=1, cc, cxx, jobs, render, plots, metric, variants,
-            durable=False, say=print) -> int:
+            durable=False, profile_rows=False, say=print) -> int:
     """`p2gen bench tpcb`: build, run, report. Returns the exit status."""
     out, json_path, cmdline = command_outputs(out, "tpcb.json")
     if durable:
@@ -838,8 +877,11 @@ def command(*, sf, accounts, txns, seeds, reference, out, build_dir, filter, db_
                    txns=txns or base["txns"], seeds=_ints(seeds, "--seeds") or base["seeds"],
                    filter=filter, dir=db_dir, commit_every=commit_every, iterations=iterations,
                    repetitions=repetitions)
-    exe = build(build_dir or os.path.join("bench", "build"), cc=cc, cxx=cxx, jobs=jobs,
-                variants=all_variants(lto_rows, variants), say=say)
+    bdir = build_dir or os.path.join("bench", "build")
+    exe = build(bdir, cc=cc, cxx=cxx, jobs=jobs,
+                variants=all_variants(lto_rows, variants, profile_rows), say=say)
+    if profile_rows:    # the -prof rows write their profile at every close: into the build dir
+        os.environ.setdefault("P2GEN_PROFILE", os.path.join(os.path.abspath(bdir), "tpcb.profile.json"))
     rc = run(str(exe), opts, json_path, say=say)
     if not results_written(exe, rc, json_path, say):
         return 1

@@ -41,13 +41,11 @@ from typing import Optional
 
 from .errors import BuildError, EnvError, os_reason
 from .ir import Generated
-from .pybind import SUPPORT_PACKAGE, binding_metadata, module_name, python_module
+from .pybind import RUNTIME_SUPPORT, SUPPORT_PACKAGE, binding_metadata, module_name, python_module
 from .render import header_declarations
 from .runtime import pyapi
 from .toolchain import RUNTIME_DIR, write_atomic
 
-# What the generated module imports of p2gen's Python runtime, copied into <prefix>/_runtime.
-RUNTIME_SUPPORT = ("pyapi.py", "codes.py", "p2_runtime.h")
 DEFAULT_VERSION = "0.1.0"
 
 # PEP 440 public versions in their normal form (what pip shows back): 1, 1.2.3, 2.0rc1,

@@ -308,6 +308,28 @@ def binding_metadata(checked: CheckedSpec) -> dict:
 
 # The wheel's private copy of p2gen.runtime's Python support, inside the package (package.py).
 SUPPORT_PACKAGE = "_runtime"
+# What the generated module imports of p2gen's Python runtime: copied into the wheel's
+# <prefix>/_runtime and beside a flat module as _<prefix>_runtime/.
+RUNTIME_SUPPORT = ("pyapi.py", "codes.py", "p2_runtime.h")
+
+
+def flat_support_package(prefix: str) -> str:
+    """The package beside a flat `<prefix>.py` holding the copy of p2gen's run-time support
+    it imports where p2gen is not installed."""
+    return f"_{prefix}_runtime"
+
+
+def write_flat_support(out_dir: str, prefix: str) -> None:
+    """Copy p2gen.runtime's Python support into out_dir/_<prefix>_runtime/."""
+    d = os.path.join(out_dir, flat_support_package(prefix))
+    os.makedirs(d, exist_ok=True)
+    write_if_changed(os.path.join(d, "__init__.py"),
+                     f'"""p2gen\'s Python run-time support for {prefix}, copied from '
+                     f'p2gen.runtime by p2gen build --python: what {prefix}.py imports where '
+                     f'p2gen is not installed."""\n')
+    for name in RUNTIME_SUPPORT:
+        with open(os.path.join(RUNTIME_DIR, name), encoding="utf-8") as f:
+            write_if_changed(os.path.join(d, name), f.read())
 
 
 def python_module(gen: Generated, meta: dict, package: bool = False) -> str:
@@ -367,10 +389,29 @@ def python_module(gen: Generated, meta: dict, package: bool = False) -> str:
             f"    _sys.modules[{mod!r}] = _m",
             "    _ffi, _lib = _m.ffi, _m.lib",
         ]
+    names = ("(P2Error, NotFoundError, DuplicateError, RangeError,  # noqa: F401\n"
+             "                         ClosedError, FormatError, MismatchError, BusyError, bind)")
+    if package:
+        lines += ["", f"from .{SUPPORT_PACKAGE}.pyapi import {names}"]
+    else:   # p2gen's run-time support, or without p2gen the copy written beside the module
+        rt = flat_support_package(p)
+        lines += [
+            "",
+            "try:",
+            f"    from p2gen.runtime.pyapi import {names}",
+            "except ImportError:  # no p2gen here: its run-time support copied beside this module",
+            "    import importlib.util as _iu",
+            "    import sys as _sys",
+            f"    if {rt!r} not in _sys.modules:",
+            f"        _rt = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), {rt!r})",
+            f"        _rspec = _iu.spec_from_file_location({rt!r}, _os.path.join(_rt, '__init__.py'),",
+            "                                             submodule_search_locations=[_rt])",
+            "        _rmod = _iu.module_from_spec(_rspec)",
+            f"        _sys.modules[{rt!r}] = _rmod",
+            "        _rspec.loader.exec_module(_rmod)",
+            f"    from {rt}.pyapi import {names}",
+        ]
     lines += [
-        "",
-        f"from {'.' + SUPPORT_PACKAGE if package else 'p2gen.runtime'}.pyapi import (P2Error, NotFoundError, DuplicateError, RangeError,  # noqa: F401",
-        "                         ClosedError, FormatError, MismatchError, BusyError, bind)",
         "",
         "METADATA = " + pprint.pformat(meta, indent=1, width=96, sort_dicts=False),
         "",
@@ -432,5 +473,6 @@ def build_python(gen: Generated, cc: Optional[str] = None, extra_cflags=()) -> s
         else:
             os.environ["CC"] = saved
     path = os.path.join(out_dir, f"{p}.py")
+    write_flat_support(out_dir, p)
     write_if_changed(path, python_module(gen, binding_metadata(gen.checked)))
     return path

@@ -58,8 +58,10 @@ def container_semantics(info: ContainerInfo) -> dict:
         "memory": "[".join(mems) + "]" * (len(mems) - 1),
         "file": info.file,
         "references survive a restart": info.persistent,
-        "unique keys": sorted(_key_text(li.key_field_obj) for li in info.ds
-                              if li.params.get("unique") and li.key_field_obj is not None),
+        # `unique = true`, or a layer that holds one element per key (iarray's slots)
+        "unique keys": sorted({_key_text(li.key_field_obj) for li in info.ds
+                               if (li.params.get("unique") or li.layer.unique_key)
+                               and li.key_field_obj is not None}),
         "deletes wait for a purge": info.purges,
         "declared finds": [_key_text(k) for k, _ in info.declared_finds],
         # the Python container's key (c[k], get, in): pybind's rule

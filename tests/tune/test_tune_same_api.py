@@ -54,6 +54,7 @@ def test_equations_that_keep_the_api_are_accepted(tmp_path, eq):
       "references survive a restart no -> yes"]),
     ('top2ds_qualify[array[journal[persistent(file = "a.db")]]]',
      ["memory transient -> journal[persistent]"]),
+    ("top2ds_qualify[iarray(key = id)[transient]]", ["unique keys none -> (id)"]),
     ("delflag[top2ds_qualify[array[transient]]]",
      ["deletes wait for a purge no -> yes", "function spec_accounts_purge is new"]),
 ])

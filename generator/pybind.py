@@ -29,6 +29,7 @@ import shlex
 from typing import Optional
 
 from .build import RUNTIME_DIR, Generated, cc_command, write_if_changed
+from .toolchain import runtime_object
 from .ir import CheckedSpec, ContainerInfo, CursorInfo
 from .errors import BuildError
 from .model import FieldType, expr_text
@@ -425,6 +426,21 @@ def python_module(gen: Generated, meta: dict, package: bool = False) -> str:
     return "\n".join(lines)
 
 
+def _runtime_for_extension(cc: Optional[str], extra_cflags) -> str:
+    """The runtime's object for an extension: compiled as distutils would compile it as a
+    source of the extension (its compiler, Python's CFLAGS and CCSHARED, -std=c11 and
+    `extra_cflags`), but once per compiler and flags (toolchain.runtime_object), not at
+    every module's build."""
+    import sysconfig
+    compiler = cc or os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
+    flags = []
+    for var in ("CFLAGS", "CCSHARED"):
+        flags += shlex.split(sysconfig.get_config_var(var) or "")
+    for var in ("CFLAGS", "CPPFLAGS"):       # distutils adds these from the environment
+        flags += shlex.split(os.environ.get(var, ""))
+    return runtime_object(cc_command(compiler), flags + ["-std=c11", *extra_cflags])
+
+
 def build_python(gen: Generated, cc: Optional[str] = None, extra_cflags=()) -> str:
     """Compile the CFFI extension `_<prefix>_cffi` and write `<prefix>.py` in gen.out_dir.
 
@@ -455,7 +471,7 @@ def build_python(gen: Generated, cc: Optional[str] = None, extra_cflags=()) -> s
     # adapters and the generated layers flatten into one another (no call per layer).
     ffi.set_source(mod, f'#define {p.upper()}_INLINE\n#include "{p}.h"\n\n'
                    + helpers_c(gen.checked) + "\n\n" + fast_c(gen.checked) + "\n",
-                   sources=["p2_runtime.c"],
+                   extra_objects=[_runtime_for_extension(cc, extra_cflags)],
                    include_dirs=[out_dir],
                    define_macros=[("_CFFI_NO_LIMITED_API", None)],
                    extra_compile_args=["-std=c11", *extra_cflags])

@@ -19,6 +19,7 @@ import hashlib
 import os
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -37,17 +38,27 @@ OK, NOTFOUND = 0, 2
 SPEC = """
 record user {{ id: u32; }}
 record post {{ id: u32; time: {t}; likes: u32 = 0; }}
-container users of user = top2ds_qualify[hash[array[transient]]] with hash(key = id, unique = true);
-container posts of post = top2ds_qualify[hash[malloc[transient]]] with hash(key = id, unique = true);
+container users of user = top2ds_qualify[hash[array[{mem}]]] with hash(key = id, unique = true){file};
+container posts of post = top2ds_qualify[hash[{store}[{mem}]]] with hash(key = id, unique = true){file};
 relationship wrote one users.posts order by time{d} to many posts.author = ilist;
 """
-VARIANTS = {"desc_i64": ("i64", True), "asc_f64": ("f64", False)}
+# name -> (time's type, descending, memory): the file variant in 32-bit links, its file
+# checked by `p2gen verify` (the members' order included) after each run
+VARIANTS = {"desc_i64": ("i64", True, "transient"), "asc_f64": ("f64", False, "transient"),
+            "desc_i64_file": ("i64", True, "persistent")}
+
+
+def spec_text(name: str) -> str:
+    t, desc, mem = VARIANTS[name]
+    file = ', persistent(file = "ord.db", links = offset32)' if mem == "persistent" else ""
+    return SPEC.format(t=t, d=" desc" if desc else "", mem=mem, file=file,
+                       store="malloc" if mem == "transient" else "array")
 
 
 def build(name: str, root: Path, cc: str) -> str:
     from p2gen.build import generate
-    t, desc = VARIANTS[name]
-    text = SPEC.format(t=t, d=" desc" if desc else "")
+    t = VARIANTS[name][0]
+    text = spec_text(name)
     ctype = {"i64": "int64_t", "f64": "double"}[t]
     key = hashlib.sha256("\0".join([sources_digest(), cc, " ".join(CFLAGS), text,
                                     DRIVER.read_text()]).encode()).hexdigest()[:20]
@@ -168,8 +179,8 @@ def show(v) -> str:
 
 
 class Session:
-    def __init__(self, exe: str, desc: bool, tmp: Path):
-        self.exe, self.tmp, self.model = exe, tmp, Model(desc)
+    def __init__(self, exe: str, desc: bool, tmp: Path, spec: Optional[str] = None):
+        self.exe, self.tmp, self.model, self.spec = exe, tmp, Model(desc), spec
         self.lines: list = []
         self.want: list = []
 
@@ -205,11 +216,19 @@ class Session:
             assert got[i] == want, f"command {i}: {line!r}: got {got[i]!r}, want {want!r}\n" + \
                 "\n".join(self.lines[:i + 1])
         assert len(got) == len(self.want)
+        if self.spec is not None:      # a file: its integrity check, the order included
+            spec = self.tmp / "ord.p2"
+            spec.write_text(self.spec)
+            v = subprocess.run([sys.executable, "-m", "p2gen", "verify", str(spec), "--dir",
+                                str(self.tmp)], capture_output=True, text=True, timeout=300)
+            assert v.returncode == 0, v.stdout + v.stderr
+            (self.tmp / "ord.db").unlink()
 
 
 def session(driver, tmp_path) -> Session:
     name, exe = driver
-    return Session(exe, VARIANTS[name][1], tmp_path)
+    return Session(exe, VARIANTS[name][1], tmp_path,
+                   spec_text(name) if VARIANTS[name][2] == "persistent" else None)
 
 
 def test_walks_bounds_ties_and_moves(driver, tmp_path):

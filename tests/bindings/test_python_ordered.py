@@ -22,6 +22,7 @@ container users of user = top2ds_qualify[hash[array[transient]]] with hash(key =
 container posts of post = top2ds_qualify[hash[array[transient]]] with hash(key = id, unique = true);
 relationship wrote one users.posts order by time desc to many posts.author = ilist;
 relationship follows many users.followees to many users.followers = refarray;
+cursor since on posts where time >= $t;
 """
 
 
@@ -169,3 +170,17 @@ def test_random_against_the_model(mod, seed):
                     == m.feed(owners, kk, rev, lo)
         for uid in range(4):
             assert ids(db.users.posts(us[uid])) == m.walk(uid)
+
+
+def test_an_update_through_a_cursor_moves_the_post(db):
+    """The third way to change time (beside update and the setter): a cursor's update."""
+    u = db.users.insert(id=1)
+    for pid, t in enumerate([3, 8, 5]):
+        db.posts.author.set(db.posts.insert(id=pid, time=t, body=""), u)
+    assert ids(db.users.posts(u)) == [1, 2, 0]
+    with db.since(t=5) as c:
+        for p in c:
+            if p.id == 1:
+                c.update(time=1)
+    assert ids(db.users.posts(u)) == [2, 0, 1]
+    assert ids(db.users.posts(u, reverse=True, hi=4)) == [1, 0]

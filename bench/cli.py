@@ -280,6 +280,8 @@ def bench_oo7(**kwargs):
               type=click.Path(file_okay=False), help="Where acob.json and acob.md go.")
 @click.option("--build-dir", default="bench/build/acob", show_default=True,
               type=click.Path(file_okay=False), help="Generated code, objects, the binary.")
+@click.option("--render", metavar="JSON", type=click.Path(exists=True, dir_okay=False),
+              help="Only render the report from a stored acob.json.")
 @click.option("--cc", default=lambda: os.environ.get("CC", "cc"), show_default="$CC or cc")
 @click.option("--cxx", default=lambda: os.environ.get("CXX", "c++"), show_default="$CXX or c++")
 @click.option("-j", "--jobs", type=click.IntRange(1), help="Parallel compilations (default: CPUs).")
@@ -297,7 +299,7 @@ def bench_acob(**kwargs):
     median times, ratios). Exit status 1 if a run failed or counts differ.
     """
     from .acob.run import command
-    _run_driver(command, dict(kwargs, render=None))
+    _run_driver(command, kwargs)
 
 
 @bench.command("python")

@@ -161,3 +161,17 @@ def test_cost_model_sleeps_per_request(acob_run):
             assert c["ms"] >= 2.0 * c["reads"], c
     ob_scan = next(c for c in counts if c["system"] == "OBJSERVER" and c["step"] == "scan")
     assert ob_scan["reads"] == 350 and ob_scan["ms"] >= 700
+
+
+def test_render_a_stored_run(tmp_path):
+    # the reference run behind bench/RESULTS.md (smeared scans: 1,157 pages a set, 10,500 objects)
+    from click.testing import CliRunner
+    from p2gen.cli import main
+    ref = Path(ar.__file__).parent.parent / "reference" / "acob" / "1990_smeared.json"
+    if not ref.exists():
+        pytest.skip("no reference run in this installation")
+    r = CliRunner().invoke(main, ["bench", "acob", "--render", str(ref), "-o", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    md = (tmp_path / "acob.md").read_text()
+    assert "| scan | 10,500 | 1,500 | 0 | 1,157 |" in md
+    assert "smearing on" in md and "1990 ratios" in md

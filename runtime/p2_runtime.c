@@ -5577,7 +5577,7 @@ static int backend_open(p2_backend *b, const char *uri, p2_err *err)
 #define PB_DIRTY  2u    /* written since it was last written back (writable) */
 #define PB_PROT   4u    /* in a frame but made inaccessible by the clock's hand */
 #define PB_SRV    8u    /* the server holds its bytes (else: a new page, zero) */
-#define PB_WB     16u   /* written back at least once since the open */
+#define PB_WB     16u   /* written back at least once since the open or the last reset */
 #define MAX_PBUFS 64    /* page-server segments open at once in a process */
 
 typedef struct p2_pagebuf {
@@ -5605,6 +5605,7 @@ static int ob_close(p2_seg *seg, p2_err *err);
 static int ob_grow(p2_seg *seg, uint64_t want, p2_err *err);
 static int ob_drop(p2_seg *seg, p2_err *err);
 static void ob_free(p2_pagebuf *pb);
+static void ob_forget_writebacks(p2_pagebuf *pb);
 
 static p2_pagebuf *volatile pbufs[MAX_PBUFS];
 static struct sigaction pbprev;
@@ -6107,6 +6108,13 @@ void p2_seg_server_stats_reset(p2_seg *seg)
     s->frames = frames;
     s->resident = resident;
     s->dirty = dirty;
+    /* rewrites count from here: what was written back before is forgotten */
+    if (seg->pb->oc != NULL) {
+        ob_forget_writebacks(seg->pb);
+        return;
+    }
+    for (uint64_t p = 0; p < seg->pb->npages; p++)
+        seg->pb->state[p] &= (uint8_t)~PB_WB;
 }
 
 int p2_seg_server_drop(p2_seg *seg, p2_err *err)
@@ -6195,7 +6203,8 @@ typedef struct p2_objcache {
     int      locked;            /* this client holds p2:lock */
     uint32_t bundle;            /* neighbours fetched with a miss (p2_obj_set_bundle) */
     uint64_t guess;             /* the size of the last object fetched: the stride */
-    uint64_t *wb;               /* offsets written back since the open, + 1 (0 empty) */
+    uint64_t *wb;               /* offsets written back since the open or the last stats
+                                   reset, + 1 (0 empty) */
     uint64_t wbcap, wbcount;
 } p2_objcache;
 
@@ -6311,8 +6320,17 @@ static void ob_remove(p2_objcache *oc, uint32_t idx)
         oc->last = OB_NONE;
 }
 
+/* The counters' reset: no object has been written back since. */
+static void ob_forget_writebacks(p2_pagebuf *pb)
+{
+    p2_objcache *oc = pb->oc;
+    if (oc->wb != NULL)
+        memset(oc->wb, 0, (size_t)oc->wbcap * sizeof *oc->wb);
+    oc->wbcount = 0;
+}
+
 /* An object at off was written back: counted a rewrite if it was before since the open
- * (the entry itself may have been evicted in between). */
+ * or the last reset (the entry itself may have been evicted in between). */
 static void ob_wb_note(p2_pagebuf *pb, uint64_t off)
 {
     p2_objcache *oc = pb->oc;

@@ -287,7 +287,8 @@ typedef struct p2_server_stats {
                                   accessible pages cost nothing and are not seen */
     uint64_t evictions;      /**< pages dropped from a frame to make room */
     uint64_t writebacks;     /**< dirty pages written back (at eviction, sync, commit, close) */
-    uint64_t rewrites;       /**< write-backs of a page written back before since the open */
+    uint64_t rewrites;       /**< write-backs of a page (an object) written back before since
+                                  the open or the last reset */
     uint64_t frames;         /**< frames of the client buffer */
     uint64_t resident;       /**< pages in a frame now */
     uint64_t dirty;          /**< of them, dirty now */
@@ -995,7 +996,8 @@ int p2_seg_open_server(p2_seg *seg, const char *uri, uint32_t frames, uint32_t p
 int p2_seg_server_stats(const p2_seg *seg, p2_server_stats *out);
 
 /** Reset the counters of a page-server segment (the request and fault counts; frames,
- *  resident and dirty describe the buffer and are kept). */
+ *  resident and dirty describe the buffer and are kept), and forget which pages (objects)
+ *  were written back, so that rewrites count from here. */
 void p2_seg_server_stats_reset(p2_seg *seg);
 
 /** Write back every dirty page and drop every page from the client buffer, so that the

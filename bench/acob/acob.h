@@ -41,6 +41,7 @@ public:
     virtual bool commit(std::string &e) = 0;                // one transaction per query and set
     virtual bool drop(std::string &e) = 0;                  // an empty client cache
     virtual bool stats(Stats *s) = 0;                       // false: no server
+    virtual void reset_stats() = 0;                         // rewrites count from here
     virtual void close() = 0;
 };
 

@@ -117,6 +117,12 @@ public:
 #endif
     }
 
+    void reset_stats() override {
+#if ACOB_SERVER
+        (void)P2(server_stats_reset)(db);
+#endif
+    }
+
     void close() override {
         if (db) P2(close)(db);
         db = nullptr;

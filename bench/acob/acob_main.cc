@@ -18,7 +18,8 @@
 //   acob-count system=S step=T set=K walk=.. roots=.. updates=.. reads=.. writes=.. ...
 // (walk: records read by the walk; roots: root ids read from the driver's in-memory root
 // set; reads/writes/bytes/misses/hits/writebacks/rewrites: the server's counters over
-// the set, p2_server_stats) and, after build and after update, one line per set
+// the set, p2_server_stats, reset before it: rewrites are the write-backs of pages or
+// objects written back before in the same step and set) and, after build and after update, one line per set
 //   acob-checksum system=S when=build|update set=K value=HEX
 // Exit status 3 if a step failed (its benchmark carries the error).
 #include <algorithm>
@@ -264,6 +265,7 @@ bool build(const std::string &sys, Engine &e, std::vector<Counts> &out, std::str
     for (uint32_t s = 0; s < cfg.sets; s++) {
         Counts c;
         Stats sa, sb;
+        e.reset_stats();
         bool server = e.stats(&sa);
         auto t0 = Clock::now();
         d.base.push_back(base0 + (uint64_t)s * pages * PAGE);
@@ -425,6 +427,7 @@ void bm_step(benchmark::State &st, System sys, std::string step) {
             Counts c;
             Stats a, b;
             if (!d.eng->drop(err)) { ok = false; break; }   // a cold client cache per (step, set)
+            d.eng->reset_stats();   // rewrites: written back more than once in this query and set
             d.eng->stats(&a);
             auto t0 = Clock::now();
             ok = run_step(d, step, s, rng, c, err) && d.eng->commit(err);

@@ -317,30 +317,33 @@ def _section(opts: Options, runs: list, f: int, buf: int) -> list:
     plain = opts.objects == 1500 and opts.region == 5 and not opts.smear and buf == 50
     ref = MODEL.get(f) if plain else None
     md = [f"## B = {buf} pages, f = {f} %", "",
-          "Counts per set (mean over the sets); hit rate: 1 − requests / walk references. "
+          "Counts per set (mean over the sets); hit rate: 1 − requests / walk references; of "
+          "them again: write-backs of a page (object) written back before in the same step and "
+          "set (written − again: the distinct pages or objects written). "
           "The reference model's (acob.md §6.1: mean ± sd over 8 seeds) and the paper's beside "
           "them where they apply.", "",
-          "| step | walk refs | root ids | updates | page server: pages read | written | hit rate | "
-          "object server: objects fetched | written | hit rate |",
-          "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+          "| step | walk refs | root ids | updates | page server: pages read | written | of them again | "
+          "hit rate | object server: objects fetched | written | of them again | hit rate |",
+          "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for step in STEPS:
         loc = m.get(("LOCAL", step)) or m.get(("PAGESERVER", step)) or m.get(("OBJSERVER", step)) or {}
         ps, ob = m.get(("PAGESERVER", step), {}), m.get(("OBJSERVER", step), {})
         walk = loc.get("walk")
         md.append(f"| {step} | {_n(walk)} | {_n(loc.get('roots'))} | {_n(loc.get('updates'))} | "
-                  f"{_n(ps.get('reads'))} | {_n(ps.get('writes'))} | "
+                  f"{_n(ps.get('reads'))} | {_n(ps.get('writes'))} | {_n(ps.get('rewrites'))} | "
                   f"{_hit(ps.get('reads'), walk) if step != 'build' else '—'} | {_n(ob.get('reads'))} | "
-                  f"{_n(ob.get('writes'))} | {_hit(ob.get('reads'), walk) if step != 'build' else '—'} |")
+                  f"{_n(ob.get('writes'))} | {_n(ob.get('rewrites'))} | "
+                  f"{_hit(ob.get('reads'), walk) if step != 'build' else '—'} |")
     if ref:
         (refs, pages, objs, pwb, puts) = ref
         md.append(f"| model §6.1 read / update | {refs[0]:,} ± {refs[1]} | | ≈ 5,030 | "
-                  f"{pages[0]:,} ± {pages[1]} | {pwb[0]:,} ± {pwb[1]} (update) | | "
-                  f"{objs[0]:,} ± {objs[1]} | {puts[0]:,} ± {puts[1]} (update) | |")
-        md.append("| model §6.1 scan | 10,500 | | 0 | 300 | 0 | | 10,500 | 0 | |")
+                  f"{pages[0]:,} ± {pages[1]} | {pwb[0]:,} ± {pwb[1]} (update) | | | "
+                  f"{objs[0]:,} ± {objs[1]} | {puts[0]:,} ± {puts[1]} (update) | | |")
+        md.append("| model §6.1 scan | 10,500 | | 0 | 300 | 0 | 0 | | 10,500 | 0 | 0 | |")
     if f in PAPER and opts.objects == 1500 and buf == 50 and opts.region == 5 and not opts.smear:
         p = PAPER[f]
-        md.append(f"| paper §6 read | {PAPER_READ_REFS:,} (root ids counted) | | | {p['pages']:,} | | "
-                  f"{p['page_hit']} | {p['objects']:,} | | {p['obj_hit']} |")
+        md.append(f"| paper §6 read | {PAPER_READ_REFS:,} (root ids counted) | | | {p['pages']:,} | | | "
+                  f"{p['page_hit']} | {p['objects']:,} | | | {p['obj_hit']} |")
     md += ["", "Median over the processes of the time per set (ms); the ratios from the same "
            "processes.", "",
            "| step | LOCAL | PAGESERVER | × LOCAL | OBJSERVER | × LOCAL | OBJSERVER / PAGESERVER |",

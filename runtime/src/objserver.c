@@ -59,7 +59,8 @@ typedef struct p2_objcache {
     int      locked;            /* this client holds p2:lock */
     uint32_t bundle;            /* neighbours fetched with a miss (p2_obj_set_bundle) */
     uint64_t guess;             /* the size of the last object fetched: the stride */
-    uint64_t *wb;               /* offsets written back since the open, + 1 (0 empty) */
+    uint64_t *wb;               /* offsets written back since the open or the last stats
+                                   reset, + 1 (0 empty) */
     uint64_t wbcap, wbcount;
 } p2_objcache;
 
@@ -175,8 +176,17 @@ static void ob_remove(p2_objcache *oc, uint32_t idx)
         oc->last = OB_NONE;
 }
 
+/* The counters' reset: no object has been written back since. */
+static void ob_forget_writebacks(p2_pagebuf *pb)
+{
+    p2_objcache *oc = pb->oc;
+    if (oc->wb != NULL)
+        memset(oc->wb, 0, (size_t)oc->wbcap * sizeof *oc->wb);
+    oc->wbcount = 0;
+}
+
 /* An object at off was written back: counted a rewrite if it was before since the open
- * (the entry itself may have been evicted in between). */
+ * or the last reset (the entry itself may have been evicted in between). */
 static void ob_wb_note(p2_pagebuf *pb, uint64_t off)
 {
     p2_objcache *oc = pb->oc;

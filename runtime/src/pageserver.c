@@ -15,7 +15,7 @@
 #define PB_DIRTY  2u    /* written since it was last written back (writable) */
 #define PB_PROT   4u    /* in a frame but made inaccessible by the clock's hand */
 #define PB_SRV    8u    /* the server holds its bytes (else: a new page, zero) */
-#define PB_WB     16u   /* written back at least once since the open */
+#define PB_WB     16u   /* written back at least once since the open or the last reset */
 #define MAX_PBUFS 64    /* page-server segments open at once in a process */
 
 typedef struct p2_pagebuf {
@@ -43,6 +43,7 @@ static int ob_close(p2_seg *seg, p2_err *err);
 static int ob_grow(p2_seg *seg, uint64_t want, p2_err *err);
 static int ob_drop(p2_seg *seg, p2_err *err);
 static void ob_free(p2_pagebuf *pb);
+static void ob_forget_writebacks(p2_pagebuf *pb);
 
 static p2_pagebuf *volatile pbufs[MAX_PBUFS];
 static struct sigaction pbprev;
@@ -545,6 +546,13 @@ void p2_seg_server_stats_reset(p2_seg *seg)
     s->frames = frames;
     s->resident = resident;
     s->dirty = dirty;
+    /* rewrites count from here: what was written back before is forgotten */
+    if (seg->pb->oc != NULL) {
+        ob_forget_writebacks(seg->pb);
+        return;
+    }
+    for (uint64_t p = 0; p < seg->pb->npages; p++)
+        seg->pb->state[p] &= (uint8_t)~PB_WB;
 }
 
 int p2_seg_server_drop(p2_seg *seg, p2_err *err)

@@ -115,6 +115,13 @@ def test_server_requests_are_the_specs(acob_run):
         assert ob["update"][s]["reads"] == ob["read"][s]["reads"]
         # read-only steps write nothing back but the commit's header page; objects none
         assert ps["read"][s]["writes"] <= 1 and ob["read"][s]["writes"] == 0
+        # rewrites count per step and set (the counters reset before it): in the update
+        # every page of the set is dirtied and written back more than once (acob.md §6.1)
+        upd = ps["update"][s]
+        assert 300 <= upd["writes"] - upd["rewrites"] <= 300 + HEADER_PAGES, upd
+        assert abs(upd["rewrites"] - update_model[i].page_rewrites) <= 0.05 * update_model[i].page_rewrites
+        assert 0 < ob["update"][s]["rewrites"] < ob["update"][s]["writes"]
+        assert ps["read"][s]["rewrites"] == 0 and ob["read"][s]["rewrites"] == 0
         # each write-back one request
         assert ps["update"][s]["writebacks"] == ps["update"][s]["writes"]
         assert ob["update"][s]["writebacks"] == ob["update"][s]["writes"]

@@ -287,7 +287,7 @@ SWEEP_PAGES = {30: (4912, 3923, 2946, 2002, 1098, 300), 90: (2173, 1757, 1345, 9
 SWEEP_OBJECTS_WITH_ROOTS = {30: (10251, 8114, 7368, 7321, 7321, 7321)}
 
 
-def render(opts: Options, runs: list, command: Optional[str]) -> list:
+def report_lines(opts: Options, runs: list, command: Optional[str]) -> list:
     md = ["# ACOB: a local file, a page server and an object server", "",
           f"{opts.sets} sets of {opts.objects:,} complex objects (7 records of 112 bytes, 35 to a "
           f"4 KiB page), region {opts.region} pages, smearing {'on' if opts.smear else 'off'}, "
@@ -388,6 +388,9 @@ def _sweep(opts: Options, runs: list) -> list:
     return md
 
 
+render = report_lines     # (command's own `render` is the --render option)
+
+
 def load(json_path: str) -> tuple[Options, list]:
     """(options, runs) of a stored acob.json"""
     d = json.loads(Path(json_path).read_text())
@@ -402,7 +405,7 @@ def command(*, objects, sets, full, f, region, smear, seed, repetitions, systems
     from ..common import command_outputs
     if render:      # only the report of a stored run
         opts, runs = load(render)
-        md = globals()["render"](opts, runs, None)
+        md = report_lines(opts, runs, None)
         write_report(out or "bench/results", "acob.md", md)
         return say_report(say, "\n".join(md), problems(runs), wrote=[str(Path(out) / "acob.md")])
     opts = Options(objects=objects, sets=5 if full else sets,
@@ -432,7 +435,7 @@ def command(*, objects, sets, full, f, region, smear, seed, repetitions, systems
             say(f"[{i + 1}/{len(order)}] B={b} f={fv} run {rep}: exit {rc}, {len(counts)} count lines")
     Path(out).mkdir(parents=True, exist_ok=True)
     Path(json_path).write_text(json.dumps({"options": opts.__dict__, "runs": runs}, indent=1))
-    md = render(opts, runs, cmdline)
+    md = report_lines(opts, runs, cmdline)
     text = "\n".join(md)
     write_report(out, "acob.md", md)
     return say_report(say, text, problems(runs), wrote=[json_path, str(Path(out) / "acob.md")])

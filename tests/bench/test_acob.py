@@ -182,3 +182,22 @@ def test_render_a_stored_run(tmp_path):
     md = (tmp_path / "acob.md").read_text()
     assert "| scan | 10,500 | 1,500 | 0 | 1,157 |" in md
     assert "smearing on" in md and "1990 ratios" in md
+
+
+def test_the_command_end_to_end(tmp_path):
+    # p2gen bench acob as a user runs it, on a tiny database: engines started and stopped,
+    # built, run, checked, reported
+    why = _why_not()
+    if why:
+        pytest.skip(why)
+    from click.testing import CliRunner
+    from p2gen.cli import main
+    r = CliRunner().invoke(main, ["bench", "acob", "--objects", "50", "--sets", "1",
+                                  "--repetitions", "1", "-o", str(tmp_path / "out"),
+                                  "--build-dir", str(tmp_path / "build")])
+    assert r.exit_code == 0, r.output
+    assert "PROBLEM" not in r.output
+    md = (tmp_path / "out" / "acob.md").read_text()
+    assert "| scan | 350 | 50 | 0 |" in md
+    runs = __import__("json").loads((tmp_path / "out" / "acob.json").read_text())["runs"]
+    assert len(runs) == 1 and runs[0]["rc"] == 0 and runs[0]["benchmark"]["benchmarks"]

@@ -170,7 +170,7 @@ def bench_range(**kwargs):
 @click.option("--cxx", default=lambda: os.environ.get("CXX", "c++"), show_default="$CXX or c++")
 @click.option("-j", "--jobs", type=click.IntRange(1), help="Parallel compilations (default: CPUs).")
 def bench_social(**kwargs):
-    """The feed of a social graph (issue 37): the k newest posts of the users one follows,
+    """The feed of a social graph: the k newest posts of the users one follows,
     p2gen's merge of ordered roles against SQLite's join over an index on posts(user, time)
     (Google Benchmark, both in one process, medians over several processes). Exit status 1
     if the systems' answers differ or the feed is not 3x faster than SQLite.

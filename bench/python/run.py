@@ -684,7 +684,7 @@ def _social_markdown(med: dict, ctx: dict) -> list:
     systems = [s for s in social.SYSTEMS if any(k[0] == s and k[1] in social.OPERATIONS
                                                 for k in med)]
     p = ctx["social"]
-    lines = ["", "## Social graph (issue 37)", "",
+    lines = ["", "## Social graph", "",
              f"{p['users']:,} users, {p['followees_per_user']} followees each, "
              f"{p['posts']:,} posts, {p['queries']:,} queries, k = {p['k']}; median of "
              f"{ctx['repetitions']} repetitions, ns per object loaded or per query. "

@@ -1,4 +1,4 @@
-"""The social-graph workload of `p2gen bench python` (issue 37): the feed from Python.
+"""The social-graph workload of `p2gen bench python`: the feed from Python.
 
 The spec bench/python/social_py.p2 (users; follows, M:N; posts, 1:N kept newest first per
 user: `relationship wrote one users.posts order by time desc to many posts.author`) is

@@ -1,4 +1,4 @@
-"""`p2gen bench social`: the feed of issue 37's social graph, p2gen against SQLite in C.
+"""`p2gen bench social`: the feed of a social graph, p2gen against SQLite in C.
 
 Build: bench/social/feed.p2 (users; follows, M:N over refarray; posts, 1:N over ilist with
 `order by time desc`) is generated and built as the README tells users to

@@ -1,4 +1,4 @@
-// social_bench.cc -- the social-graph feed of issue 37 under Google Benchmark: p2gen's
+// social_bench.cc -- the feed of a social graph under Google Benchmark: p2gen's
 // ordered role and its merge (bench/social/feed.p2, built as the README tells users to, the
 // API inlined: FEED_INLINE) against SQLite (:memory:, the same rows) answering
 //   SELECT p.id, p.time FROM follows f JOIN posts p ON p.user = f.followee

@@ -133,7 +133,9 @@ class FunctionTable:
                                  f"it: {body[:80]!r}")
             kind = "macro" if body.startswith("#") else \
                 "type" if re.match(r"(?:typedef|struct|union|enum)\b", body) else "object"
+            # what it names: a program's main or table calls the functions it names
             return self._record(CFunction(name, self.section, False, True, plain,
+                                          frozenset(_WORD.findall(plain)) - {name},
                                           kind=kind, defines=defines), text)
         if body.startswith("#"):
             if not re.match(r"#\s*define\s+" + re.escape(name) + r"[ \t]+\S", body):
@@ -180,13 +182,13 @@ class FunctionTable:
             out.append(e)
         return out
 
-    def unused_lines(self, source: str, roots: str = "") -> set:
+    def unused_lines(self, source: str, roots: frozenset = frozenset()) -> set:
         """The lines (0-based) of marked `source` that the static functions nothing calls
         take, and their prototypes: a layer renders its whole contract (every comparator,
         every cursor operation, every memory function), and what this spec's public
         functions do not call, directly or through functions that are kept, is not emitted.
-        `roots`: the C of programs that include the source and call its static functions
-        (the integrity checker, the recovery program)."""
+        `roots`: what the programs that include the source and call its static functions
+        (the integrity checker, the recovery program) name, as their tables record it."""
         lines = source.split("\n")
         spans: dict = {}     # name -> [(first line, last line)] of its definitions
         protos: dict = {}    # name -> [line spans] of its prototypes
@@ -208,7 +210,7 @@ class FunctionTable:
                 else:
                     spans.setdefault(e.name, []).append((start, k))
                     funcs[e.name] = e
-        todo = [w for w in set(_WORD.findall(roots)).union(*(e.calls for e in public))
+        todo = [w for w in set(roots).union(*(e.calls for e in public))
                 if w in funcs]
         used = set(todo)
         while todo:

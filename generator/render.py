@@ -910,7 +910,7 @@ class Renderer:
         # what the header declares, in order (the CFFI declarations: pybind.header_api)
         self.header_declarations = self.table.spaced_out(header)
         self.source_functions = self.table.emitted(source)
-        gone = self.table.unused_lines(source, self.tool_source())
+        gone = self.table.unused_lines(source, self.tool_roots())
         source = "\n".join(line for k, line in enumerate(source.split("\n")) if k not in gone)
         self.source_functions = self.table.emitted(source)     # what was kept
         # every definition emitted: header, kept source (the names pass reads them)
@@ -940,26 +940,35 @@ class Renderer:
         filename = self.env.loader.get_source(self.env, name)[1]
         return os.path.relpath(filename, base).replace(os.sep, "/")
 
-    def tool_source(self) -> str:
-        """The program that includes this source and calls its static functions: the
-        recovery program (`p2gen recover`) for a recovery build, else the integrity checker
-        (`p2gen verify`)."""
-        if self.recover:
-            return self.recover_main()
-        return render_verifier(self.checked, self.spec_file)
+    def tool_roots(self) -> set:
+        """What the program that includes this source calls (its table's entries: every
+        function and declaration of it goes through a construct): the recovery program
+        (`p2gen recover`) for a recovery build, else the integrity checker (`p2gen
+        verify`). Its static functions named there are kept."""
+        table = self.recover_rendering()[1] if self.recover else \
+            verifier_rendering(self.checked, self.spec_file)[1]
+        return set().union(*(e.calls for e in table.entries))
 
     def recover_main(self) -> str:
         """The C of `p2gen recover`'s program (templates/recover_main.c.j2)."""
-        checked = self.checked
-        files = self.files()
-        text = jinja_env().get_template("recover_main.c.j2").render(
-            S=checked, spec_file=self.spec_file, files=files, txn=self.transactions(files),
-            names=names, c_string=c_string, containers=[{"info": i} for i in checked.containers],
-            rels=[{"info": ri} for ri in checked.relationships])
         # the mem layers' hooks come from this renderer's environment: with line directives
         # on, their text carries line marks, which this program (not line-mapped) drops;
         # and the marks of the function table
-        return strip_marks(_MARK.sub("", text))
+        return strip_marks(_MARK.sub("", self.recover_rendering()[0]))
+
+    def recover_rendering(self) -> tuple:
+        """(marked text, table) of `p2gen recover`'s program."""
+        checked = self.checked
+        files = self.files()
+        txn = self.transactions(files)
+        table = FunctionTable(checked.prefix)
+        table.section = "recover_main.c.j2"
+        text = jinja_env().get_template("recover_main.c.j2").render(
+            S=checked, spec_file=self.spec_file, files=files, txn=txn,
+            names=names, c_string=c_string, containers=[{"info": i} for i in checked.containers],
+            rels=[{"info": ri} for ri in checked.relationships],
+            cfunc=table.cfunc, cdecl=table.cdecl)
+        return text, table
 
 
 # ---------------------------------------------------------------------------

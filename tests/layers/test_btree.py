@@ -42,8 +42,8 @@ MEMS = {
 
 
 class _Keeping(Renderer):
-    def tool_source(self) -> str:
-        return super().tool_source() + "\n" + " ".join(KEEP)
+    def tool_roots(self) -> set:
+        return super().tool_roots() | set(KEEP)
 
 
 def build_driver(tmp: Path, cc: str, mem: str, node: int, link: str) -> Path:

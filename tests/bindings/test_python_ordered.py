@@ -184,3 +184,36 @@ def test_an_update_through_a_cursor_moves_the_post(db):
                 c.update(time=1)
     assert ids(db.users.posts(u)) == [2, 0, 1]
     assert ids(db.users.posts(u, reverse=True, hi=4)) == [1, 0]
+
+
+def test_stubs_type_ordered_walks_and_the_feed(tmp_path):
+    """The wheel's stubs (`__init__.pyi`) of an ordered role: reverse=, lo=, hi= and feed
+    type-check under mypy --strict, a bound of the wrong type does not."""
+    from pathlib import Path
+    from mypy import api as mypy
+    from p2gen.build import load
+    from p2gen.package import RUNTIME_SUPPORT, stubs
+    from p2gen.pybind import binding_metadata
+    root = Path(__file__).resolve().parents[2]
+    checked = load(str(root / "bench" / "python" / "social_py.p2"))
+    pkg = tmp_path / checked.prefix
+    (pkg / "_runtime").mkdir(parents=True)
+    (pkg / "__init__.pyi").write_text(stubs(binding_metadata(checked), False))
+    (pkg / "_runtime" / "__init__.py").write_text("")
+    for n in RUNTIME_SUPPORT:
+        (pkg / "_runtime" / n).write_bytes((root / "runtime" / n).read_bytes())
+    use = ("import social_py\n\n\ndef use(db: social_py.Database) -> list[int]:\n"
+           "    u = db.users.insert(id=1)\n"
+           "    a = [p.time for p in db.users.posts(u, reverse=True, lo=5)]\n"
+           "    b = [p.id for p in db.users.posts.feed([u, 2], 10, hi=7)]\n"
+           "    c = list(db.users.posts.refs(u, lo=None, hi=3))\n"
+           "    return a + b + c\n")
+    (tmp_path / "use.py").write_text(use)
+    cache = ["--cache-dir", str(tmp_path / "cache"), "--follow-imports=silent"]
+    out, err, status = mypy.run(["--strict", *cache, str(tmp_path / "use.py"),
+                                 str(pkg / "__init__.pyi")])
+    assert status == 0, out + err
+    (tmp_path / "bad.py").write_text(use + "\n\ndef bad(db: social_py.Database) -> None:\n"
+                                     "    db.users.posts(1, lo='x')\n")
+    out, err, status = mypy.run([*cache, str(tmp_path / "bad.py")])
+    assert status == 1 and f"{tmp_path / 'bad.py'}:13: error:" in out and '"lo"' in out, out

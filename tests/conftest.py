@@ -39,11 +39,11 @@ TESTS = Path(__file__).resolve().parent
 # The tests are arranged like the code: compiler/ (parse, check, plan, emit, the command
 # line, packaging), layers/ (the layer library through generated code), runtime/ (the
 # hand-written C: files, journal, record log, verify, recover), bindings/ (the Python
-# module) and bench/ (the benchmarks' drivers and reports). Helpers shared across them
-# (model.py, crashkit.py, oo7kit.py, this file) and data (c/, specs/, golden/, fixtures/,
-# fuzz/) stay here. Every directory is importable by name, since a test may use another's
+# module), bench/ (the benchmarks' drivers and reports) and tune/ (profiles, the tuner).
+# Helpers shared across them (model.py, crashkit.py, oo7kit.py, this file) and data (c/,
+# specs/, golden/, fixtures/, fuzz/) stay here. Every directory is importable by name, since a test may use another's
 # spec or helpers (test_python_differential.py draws test_differential.py's matrix).
-TEST_DIRS = ("compiler", "layers", "runtime", "bindings", "bench")
+TEST_DIRS = ("compiler", "layers", "runtime", "bindings", "bench", "tune")
 for _d in (TESTS, *(TESTS / d for d in TEST_DIRS)):
     if str(_d) not in sys.path:
         sys.path.insert(0, str(_d))

@@ -1,4 +1,4 @@
-"""Workload capture (`p2gen build --profile`, issue 38 item 2): what the templates need to
+"""Workload capture (`p2gen build --profile`): what the templates need to
 compile counters into the generated API, and the reader of the profile they write.
 
 With --profile the generated source defines `<PREFIX>_PROFILE` as 1 unless the compiler

@@ -1,4 +1,4 @@
-"""`p2gen tune`'s foundations (issue 38): what must not change when an equation does.
+"""The foundations of choosing equations (`p2gen tune`): what must not change when an equation does.
 
 A candidate equation may replace a container's equation only if a program written against
 the spec as it stands compiles and behaves the same against the candidate: the same public

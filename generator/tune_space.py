@@ -1,4 +1,4 @@
-"""The relevant equation space of one container (issue 38 item 3), from the layer registry.
+"""The relevant equation space of one container, from the layer registry.
 
 Relevant: keys only on what the spec asks for (its finds and the fields its cursors compare
 or order by), at most one index per key (one per access path), the top layers (qualify,

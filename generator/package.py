@@ -11,7 +11,7 @@ The wheel holds one package, named after the spec's prefix:
     <prefix>/py.typed           PEP 561: type checkers read the stubs of the installed package
     <prefix>/_<prefix>_cffi.*   the CFFI extension build_python compiled (API mode)
     <prefix>/_runtime/          p2gen's Python run-time support, copied at build time from
-                                p2gen.runtime (RUNTIME_SUPPORT: pyapi.py, codes.py and the
+                                p2gen.runtime (RUNTIME_SUPPORT: the pyapi package, codes.py and the
                                 p2_runtime.h whose error table codes.py reads): runtime/ stays
                                 the one source
 

@@ -311,7 +311,9 @@ def binding_metadata(checked: CheckedSpec) -> dict:
 SUPPORT_PACKAGE = "_runtime"
 # What the generated module imports of p2gen's Python runtime: copied into the wheel's
 # <prefix>/_runtime and beside a flat module as _<prefix>_runtime/.
-RUNTIME_SUPPORT = ("pyapi.py", "codes.py", "p2_runtime.h")
+RUNTIME_SUPPORT = (*sorted(f"pyapi/{n}" for n in os.listdir(os.path.join(RUNTIME_DIR, "pyapi"))
+                          if n.endswith(".py")),      # the package's parts, as they are
+                   "codes.py", "p2_runtime.h")
 
 
 def flat_support_package(prefix: str) -> str:
@@ -330,7 +332,9 @@ def write_flat_support(out_dir: str, prefix: str) -> None:
                      f'p2gen is not installed."""\n')
     for name in RUNTIME_SUPPORT:
         with open(os.path.join(RUNTIME_DIR, name), encoding="utf-8") as f:
-            write_if_changed(os.path.join(d, name), f.read())
+            text = f.read()
+        os.makedirs(os.path.dirname(os.path.join(d, name)), exist_ok=True)   # pyapi/
+        write_if_changed(os.path.join(d, name), text)
 
 
 def python_module(gen: Generated, meta: dict, package: bool = False) -> str:

@@ -367,7 +367,7 @@ def test_relationship_walks_in_c(db):
 
 
 def test_a_fast_module_of_another_version_is_not_used(mod, monkeypatch):
-    monkeypatch.setattr(pyapi, "FAST_API", pyapi.FAST_API + 1)
+    monkeypatch.setattr(pyapi.spec, "FAST_API", pyapi.FAST_API + 1)   # where bind reads it
     api = pyapi.bind(mod.ffi, mod.lib, mod.METADATA)
     assert api.fast is None and api.Cursor is pyapi.Cursor
     with api.open(None) as d:

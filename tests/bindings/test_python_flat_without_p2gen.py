@@ -62,7 +62,7 @@ def built(tmp_path_factory):
 
 @pytest.mark.parametrize("how", ["path", "file"])
 def test_flat_module_runs_without_p2gen(built, how):
-    assert (built / "_flat_runtime" / "pyapi.py").exists()
+    assert (built / "_flat_runtime" / "pyapi" / "__init__.py").exists()
     proc = subprocess.run([sys.executable, "-c", CHILD, str(built), how], capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

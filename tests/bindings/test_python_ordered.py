@@ -197,7 +197,7 @@ def test_stubs_type_ordered_walks_and_the_feed(tmp_path):
     root = Path(__file__).resolve().parents[2]
     checked = load(str(root / "bench" / "python" / "social_py.p2"))
     pkg = tmp_path / checked.prefix
-    (pkg / "_runtime").mkdir(parents=True)
+    (pkg / "_runtime" / "pyapi").mkdir(parents=True)   # the package's parts
     (pkg / "__init__.pyi").write_text(stubs(binding_metadata(checked), False))
     (pkg / "_runtime" / "__init__.py").write_text("")
     for n in RUNTIME_SUPPORT:

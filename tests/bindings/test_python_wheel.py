@@ -138,12 +138,14 @@ def test_the_wheel_is_named_tagged_and_recorded(wheel):
         assert (digest, int(size)) == (f"sha256={want}", len(data)), path
     # the package, its stubs and marker, the extension, the copied run-time support
     for n in ("shop/__init__.py", "shop/__init__.pyi", "shop/py.typed",
-              "shop/_runtime/pyapi.py", "shop/_runtime/codes.py", "shop/_runtime/p2_runtime.h"):
+              "shop/_runtime/pyapi/__init__.py", "shop/_runtime/pyapi/database.py",
+              "shop/_runtime/codes.py", "shop/_runtime/p2_runtime.h"):
         assert n in names, n
     assert any(n.startswith("shop/_shop_cffi.") and n.endswith(".so") for n in names), names
     # the copies are runtime/'s files as they are
+    from p2gen.pybind import RUNTIME_SUPPORT
     runtime = Path(__file__).resolve().parents[2] / "runtime"
-    for n in ("pyapi.py", "codes.py", "p2_runtime.h"):
+    for n in RUNTIME_SUPPORT:
         assert z.read(f"shop/_runtime/{n}") == (runtime / n).read_bytes(), n
     meta = z.read("shop-1.2.3.dist-info/METADATA").decode()
     assert "Name: shop\n" in meta and "Version: 1.2.3\n" in meta
@@ -263,7 +265,7 @@ def test_stubs_of_specs_with_roles_and_composite_keys(tmp_path, mypy_cache):
         checked = load(str(root / rel))
         declarations = header_declarations(checked)
         pkg = tmp_path / checked.prefix
-        (pkg / "_runtime").mkdir(parents=True)
+        (pkg / "_runtime" / "pyapi").mkdir(parents=True)
         (pkg / "__init__.pyi").write_text(
             stubs(binding_metadata(checked), journalled_api(checked.prefix, declarations)))
         (pkg / "py.typed").write_text("")

@@ -18,6 +18,7 @@ def test_wheel_ships_templates_runtime_and_parser(tmp_path):
     for f in layers:
         assert f"p2gen/layers/{f}" in names
     for f in ("p2gen/runtime/p2_runtime.c", "p2gen/runtime/p2_runtime.h", "p2gen/runtime/codes.py",
+              "p2gen/runtime/pyapi/__init__.py", "p2gen/runtime/pyapi/database.py",
               "p2gen/templates/spec.c.j2", "p2gen/templates/spec.h.j2", "p2gen/templates/pyfast.c",
               "p2gen/grammar/P2SpecParser.py", "p2gen/cli.py", "p2gen/c_macros.txt",
               "p2gen/c_decls.txt", "p2gen/cmake/p2genConfig.cmake", "p2gen/bench/labflow/gen.py", "p2gen/bench/labflow/model.py"):

@@ -2,6 +2,7 @@
 what the layers of that container's equation can return (layers/*.py, `errors`), a
 relationship role's functions document what its layer declares, and no function is emitted
 that nothing calls."""
+import functools
 import glob
 import os
 import re
@@ -90,13 +91,19 @@ def test_cursor_delete_over_shifting_storage_may_run_out_of_memory():
 SPECS = sorted(glob.glob(os.path.join(ROOT, "type_equations", "**", "*.p2"), recursive=True))
 
 
+@functools.lru_cache(maxsize=None)
+def planned_header(spec: str):
+    """(checked spec, header) of a spec file, rendered once per process: the tests below
+    only read them, and rendering every committed spec is most of their time."""
+    checked = plan(check(parse(open(spec).read(), spec), None))
+    return checked, render(checked, spec)[0]
+
+
 @pytest.mark.parametrize("spec", SPECS, ids=lambda p: os.path.relpath(p, ROOT))
 def test_only_keyed_storage_documents_duplicates(spec):
     """P2_EDUP comes from a unique key (iarray's slots, or an index with unique = true):
     a container without one never lists it."""
-    text = open(spec).read()
-    checked = plan(check(parse(text, spec), None))
-    header = render(checked, spec)[0]
+    checked, header = planned_header(spec)
     for info in checked.containers:
         errs = documented(header.replace(checked.prefix.upper() + "_API ", "T_API ")
                           .replace(checked.prefix + "_", "t_"), info.name)
@@ -160,9 +167,8 @@ def test_role_error_lists_are_what_the_layer_declares(rel, expected, mem):
 def test_only_roles_that_grow_blocks_document_allocation(spec):
     """A role function documents the memory layer's allocation codes exactly when the
     relationship keeps a block of references at one of its ends (the call may grow it)."""
-    text = open(spec).read()
-    checked = plan(check(parse(text, spec), None))
-    header = render(checked, spec)[0].replace(checked.prefix.upper() + "_API ", "T_API ") \
+    checked, header = planned_header(spec)
+    header = header.replace(checked.prefix.upper() + "_API ", "T_API ") \
         .replace(checked.prefix + "_", "t_")
     seen = 0
     for ri in checked.relationships:
@@ -235,11 +241,11 @@ def test_no_static_function_is_unused(spec, tmp_path):
     """Every static function of the generated source is called by the source itself or by
     the program that includes it (the integrity checker; the recovery program, for its
     own build of the source)."""
-    from p2gen.build import generate, load
+    from p2gen.build import generate
     from p2gen.render import Renderer
     from p2gen.verify import render_verifier
     gen = generate(spec, str(tmp_path))
-    checked = load(spec, None)
+    checked = gen.checked           # load() would run the passes and the emit again
     (tmp_path / "verifier.c").write_text(render_verifier(checked, os.path.basename(spec)))
     assert_all_static_functions_used(tmp_path / "verifier.c", tmp_path)
     if os.path.basename(spec) in RECOVERED:

@@ -9,12 +9,16 @@ page it touches once, a warm one none while the pages fit, and again once they d
 write-backs, rewrites); a malformed URI is a checker error at its line:column; an
 unreachable server an open error naming the URI; a damaged image is refused by the
 integrity checks; a server that stalls makes every call return P2_EIO within the timeout;
-a second client is refused. The differential matrix (test_differential.py) runs every
+a second client is refused; the server failing writes or reads (nbdkit's error filter,
+toggled by its trigger file), answering late (delay filter) or SIGKILLed under a client:
+the calls return P2_EIO within the timeout, a failed sync is reported and the handle
+closes without a sanitizer report. The differential matrix (test_differential.py) runs every
 layer over `pageserver` with a 4-page buffer against the Python model.
 """
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -81,7 +85,7 @@ int main(int argc, char **argv)
                     if (rc == P2_OK && !strcmp(c, "update"))
                         rc = ps_items_set_score(db, ref, got->score + 1);
                 }
-                if (rc != P2_OK) { printf("%s %d: %d %s\n", c, k, rc, ps_errmsg(db)); return 2; }
+                if (rc != P2_OK) { printf("%s %d: %d %s\n", c, k, rc, ps_errmsg(db)); goto done; }
             }
             printf("%s %d ok\n", c, n);
         } else if (!strcmp(c, "scan")) {
@@ -104,6 +108,7 @@ int main(int argc, char **argv)
             getchar();     /* the test pauses the server meanwhile */
         }
     }
+done:      /* a failed command: the handle is closed all the same */
     rc = ps_close(db);
     printf("close %d %s\n", rc, rc ? ps_errmsg(NULL) : "");
     return 0;
@@ -297,3 +302,132 @@ def test_stalled_server_fails_every_call_within_the_timeout(tmp_path, cc, server
     finally:
         server.resume()
     assert out[0].startswith("open 6 ") and server.uri() in out[0], out
+
+
+# --- faults injected by the server (nbdkit's error and delay filters) or its death -------
+
+@pytest.fixture(scope="module")
+def faulty(tmp_path_factory):
+    """An image and a port that every fault test restarts nbdkit on with its own filters,
+    so that one driver build (its URI fixed) serves them all."""
+    d = tmp_path_factory.mktemp("faulty")
+    return d / "image.img", free_port(), d / "trigger"
+
+
+def faulty_server(faulty, filters=(), extra=()) -> NbdServer:
+    image, port, _ = faulty
+    return NbdServer(image, port=port, size=64 << 20, filters=filters).start(extra)
+
+
+def driver(exe: Path, *cmds, env=None) -> subprocess.Popen:
+    e = dict(os.environ, ASAN_OPTIONS="detect_leaks=0", UBSAN_OPTIONS="halt_on_error=1",
+             **(env or {}))
+    return subprocess.Popen([str(exe), *map(str, cmds)], cwd=exe.parent, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e)
+
+
+def finish(proc: subprocess.Popen, limit: float = 3) -> list:
+    """The driver let on from its `sleep`: it ends within `limit` seconds, cleanly (exit 0,
+    no sanitizer report); its output."""
+    t0 = time.monotonic()
+    out, err = proc.communicate("\n", timeout=30)
+    assert time.monotonic() - t0 < limit, (time.monotonic() - t0, out)
+    assert "Sanitizer" not in err and "runtime error" not in err, err
+    assert proc.returncode == 0, (proc.returncode, out, err)
+    return out.splitlines()
+
+
+def test_write_errors_fail_the_commit_and_the_close(tmp_path, cc, faulty):
+    """nbdkit's error filter fails every write while its trigger file exists: the sync
+    that writes the update back returns P2_EIO saying so, the close fails as well and
+    returns, and the database is left marked open (refused as a crashed client's)."""
+    _, _, trigger = faulty
+    trigger.unlink(missing_ok=True)
+    srv = faulty_server(faulty, ("error",), ("error=EIO", "error-pwrite-rate=1",
+                                             f"error-pwrite-file={trigger}"))
+    try:
+        srv.reset()
+        exe = build(tmp_path, cc, srv.uri(), pages=4096, name="faulty_big")
+        assert run(exe, "fill", 50)[-1] == "close 0 "
+        proc = driver(exe, "update", 50, "sleep", "sync")
+        assert proc.stdout.readline().startswith("open 0")
+        assert proc.stdout.readline().startswith("update 50 ok")
+        trigger.touch()              # from now on every write fails
+        lines = finish(proc)
+        sync = next(x for x in lines if x.startswith("sync "))
+        assert sync.startswith(f"sync 6 {srv.uri()}") and "Input/output error" in sync, lines
+        assert lines[-1].startswith("close 6 "), lines
+        trigger.unlink()
+        out = run(exe, "check", 50)
+        assert out[0].startswith("open 11 ") and "crashed without closing" in out[0], out
+    finally:
+        srv.stop()
+        trigger.unlink(missing_ok=True)
+
+
+def test_read_errors_inside_faults_fail_the_next_calls(tmp_path, cc, faulty):
+    """Reads fail once the driver is open (error filter, trigger file): a page that cannot
+    be brought in inside a fault reads as zeros (a pointer dereference cannot return an
+    error), the segment is failed, and the sync and close after it return P2_EIO naming
+    the fault; the database is left marked open (nothing written after the failure)."""
+    _, _, trigger = faulty
+    trigger.unlink(missing_ok=True)
+    srv = faulty_server(faulty, ("error",), ("error=EIO", "error-pread-rate=1",
+                                             f"error-pread-file={trigger}"))
+    try:
+        srv.reset()
+        exe = build(tmp_path, cc, srv.uri(), pages=8, name="faulty_small")
+        assert run(exe, "fill", 50)[-1] == "close 0 "
+        proc = driver(exe, "drop", "sleep", "scan", "sync")
+        assert proc.stdout.readline().startswith("open 0")
+        assert proc.stdout.readline().startswith("drop 0")     # the buffer empty
+        trigger.touch()
+        lines = finish(proc)
+        scan = next(x for x in lines if x.startswith("scan "))
+        assert int(scan.split()[1]) < 50, lines          # zeros where the pages failed
+        sync = next(x for x in lines if x.startswith("sync "))
+        assert sync.startswith("sync 6 ") and "inside a fault" in sync, lines
+        assert lines[-1].startswith("close 6 "), lines
+        trigger.unlink()
+        # nothing was written after the failure, but the header is marked open
+        out = run(exe)
+        assert out[0].startswith("open 11 ") and "crashed without closing" in out[0], out
+    finally:
+        srv.stop()
+        trigger.unlink(missing_ok=True)
+
+
+def test_slow_reads_time_out(tmp_path, cc, faulty):
+    """nbdkit's delay filter holds every read 1.5 s, past P2_SERVER_TIMEOUT_MS = 300: the
+    open fails within the timeout naming the URI (its header read) and the handle closes."""
+    srv = faulty_server(faulty, ("delay",), ("delay-read=1500ms",))
+    try:
+        exe = build(tmp_path, cc, srv.uri(), pages=8, name="faulty_small")
+        t0 = time.monotonic()
+        out = run(exe, "scan", env={"P2_SERVER_TIMEOUT_MS": "300"})
+        assert time.monotonic() - t0 < 1.4
+        assert out[0].startswith(f"open 6 {srv.uri()}") and "did not answer" in out[0], out
+        assert "300 ms" in out[0] and len(out) == 1, out
+    finally:
+        srv.stop()
+
+
+def test_server_killed_mid_run_fails_every_call_at_once(tmp_path, cc, faulty):
+    """nbdkit SIGKILLed under an open client with dirty pages: the sync returns P2_EIO at
+    once (the connection's error, not the timeout) and the close returns too."""
+    srv = faulty_server(faulty)
+    try:
+        srv.reset()
+        exe = build(tmp_path, cc, srv.uri(), pages=4096, name="faulty_big")
+        assert run(exe, "fill", 50)[-1] == "close 0 "
+        proc = driver(exe, "update", 50, "sleep", "sync", env={"P2_SERVER_TIMEOUT_MS": "20000"})
+        assert proc.stdout.readline().startswith("open 0")
+        assert proc.stdout.readline().startswith("update 50 ok")
+        os.kill(srv.proc.pid, signal.SIGKILL)
+        srv.proc.wait()
+        lines = finish(proc)
+        sync = next(x for x in lines if x.startswith("sync "))
+        assert sync.startswith(f"sync 6 {srv.uri()}"), lines
+        assert lines[-1].startswith("close 6 "), lines
+    finally:
+        srv.stop()

@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from conftest import DEBUG_FLAG
+from p2gen.harness import HARNESS_CFLAGS, SANITIZE_CFLAGS
 from p2gen.toolchain import runtime_object
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,6 +35,9 @@ OO7 = ROOT / "bench" / "oo7"
 SAN = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", DEBUG_FLAG, "-O1"]
 CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror"] + SAN
 CXXFLAGS = ["-std=c++17", "-Wall", "-Wextra"] + SAN
+# the runtime's object: the toolchain's cached one with the suite's sanitized harness
+# flags (the layer tests and test_oo7_generated.py link the same object)
+RUNTIME_FLAGS = [*HARNESS_CFLAGS, *SANITIZE_CFLAGS, DEBUG_FLAG]
 KEEP = 40                       # cached objects / executables kept
 
 _lock = threading.Lock()
@@ -106,7 +110,7 @@ def tpcb_exe(cache: Path, spec: Path) -> str:
         # the generation directory is a fresh temporary one: keep it out of the key
         cmd = cc() + CFLAGS + [f"-DP2_PREFIX={prefix}", f'-DP2_HEADER="{prefix}.h"'] + j + [
             "-I", "@GEN@", str(C_DIR / "crash_tpcb.c"), f"@GEN@/{prefix}.c",
-            runtime_object(cc(), CFLAGS)]     # the runtime's object, compiled once (cached)
+            runtime_object(cc(), RUNTIME_FLAGS)]     # compiled once (cached)
         inputs = [C_DIR / "crash_tpcb.c", gen.header, gen.source,
                   gen_dir / "p2_runtime.c", gen_dir / "p2_runtime.h"]
         key = _digest(" ".join(cmd), *[Path(i).read_bytes() for i in inputs])
@@ -144,7 +148,6 @@ def oo7_exe(cache: Path, spec: Path, prefix: str = "crash_oo7j") -> str:
         inc = ["-I", str(OO7), "-I", str(gen_dir)]
         tasks = [
             (cc() + CFLAGS + ["-c", gen.source], gen.source, f"{prefix}.o"),
-            (cc() + CFLAGS + ["-c", str(gen_dir / "p2_runtime.c")], gen_dir / "p2_runtime.c", "p2_runtime.o"),
             (cxx() + CXXFLAGS + inc + ["-c", str(OO7 / "oo7_common.cc")], OO7 / "oo7_common.cc", "oo7_common.o"),
             (cxx() + CXXFLAGS + defs + inc + ["-c", str(OO7 / "oo7_p2.cc")], OO7 / "oo7_p2.cc", "oo7_p2.o"),
             (cxx() + CXXFLAGS + defs + inc + ["-c", str(C_DIR / "crash_oo7.cc")], C_DIR / "crash_oo7.cc", "crash_oo7.o"),
@@ -167,6 +170,7 @@ def oo7_exe(cache: Path, spec: Path, prefix: str = "crash_oo7j") -> str:
 
         with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
             objs = list(pool.map(one, sorted(tasks, key=lambda t: -Path(t[1]).stat().st_size)))
+        objs.append(Path(runtime_object(cc(), RUNTIME_FLAGS)))
         exe = cache / f"crash_oo7_{_digest(*[o.name for o in objs])}"
         if not exe.exists():
             tmp = cache / f".{exe.name}.{os.getpid()}.tmp"

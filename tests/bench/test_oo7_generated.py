@@ -29,10 +29,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DEBUG_FLAG
+from conftest import DEBUG_FLAG, runtime_obj
 from oo7kit import assert_all_passed, run
 
 from p2gen.bench.oo7 import run as bo
+from p2gen.harness import HARNESS_CFLAGS, SANITIZE_CFLAGS
 
 ROOT = Path(__file__).resolve().parents[2]
 OO7 = ROOT / "bench" / "oo7"
@@ -111,9 +112,11 @@ def conform(request, tmp_path_factory) -> str:
     headers = sorted(OO7.glob("*.h")) + sorted(OO7.parent.glob("*.h")) + sorted(gen_dir.glob("*.h"))
     header_bytes = b"".join(h.name.encode() + b"\0" + h.read_bytes() for h in headers)
 
-    # (what, command without -o, source)
-    tasks = [("p2_runtime.c", cc + list(CFLAGS) + ["-c", str(gen_dir / "p2_runtime.c")],
-              gen_dir / "p2_runtime.c")]
+    # (what, command without -o, source); the runtime is not among them: its object is the
+    # toolchain's cached one (by its text, the compiler and the flags) with the suite's
+    # sanitized harness flags, which the layer and crash tests link too: compiled once
+    runtime = runtime_obj(shlex.join(cc), [*HARNESS_CFLAGS, *SANITIZE_CFLAGS, DEBUG_FLAG])
+    tasks = []
     for rank, (v, g) in enumerate(gens):
         tasks.append((Path(g.source).name, cc + list(CFLAGS) + ["-c", g.source], Path(g.source)))
         defs = [f"-DP2_VARIANT={v.prefix}", f'-DP2_HEADER="{v.prefix}.h"', f'-DP2_NAME="{v.name}"',
@@ -150,7 +153,7 @@ def conform(request, tmp_path_factory) -> str:
         # largest first: the generated sources and the checker dominate
         order = sorted(tasks, key=lambda t: -t[2].stat().st_size)
         done = list(pool.map(compile_one, order))
-    objs = sorted(str(obj) for _, obj, _ in done)
+    objs = sorted([runtime] + [str(obj) for _, obj, _ in done])
     exe_dir = cache / "exe"
     exe_dir.mkdir(exist_ok=True)
     exe = exe_dir / f"oo7_conform_{_digest(*objs, *cxx, *SAN)}"

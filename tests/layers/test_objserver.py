@@ -10,13 +10,16 @@ same database read back by a fresh process; the counters (a miss is one GET; a c
 fetches each block once, a warm one none while they fit, and again when they do not); a
 malformed URI and storage that keeps a container in one block are checker errors at their
 line:column; an unreachable server is an open error naming the URI; a second client is
-refused; a server that stalls makes every call return P2_EIO within the timeout. The
+refused; a server that stalls makes every call return P2_EIO within the timeout; one that is
+SIGTERMed or SIGKILLed, or refuses writes (maxmemory), fails the commit at once and the
+handle closes. The
 differential matrix (test_differential.py) runs objserver with malloc storage and a
 2-object cache against the Python model.
 """
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -449,9 +452,11 @@ def test_stalled_server_fails_every_call_within_the_timeout(tmp_path, cc, server
     assert out[0].startswith(f"open 6 {server.uri()}: ") and "did not answer" in out[0], out
 
 
-def test_server_gone_fails_every_call_at_once(tmp_path, cc, tmp_path_factory):
-    """A server that exits under a client (not stalled: its port refuses): the next
-    request fails at once with the connection's error, and every call after it too."""
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+def test_server_gone_fails_every_call_at_once(tmp_path, cc, tmp_path_factory, how):
+    """A server that exits (SIGTERM) or is killed (SIGKILL) under a client with dirty
+    objects (not stalled: its port refuses): the next request fails at once with the
+    connection's error, and every call after it too; the close returns."""
     own = RedisServer(tmp_path_factory.mktemp("gone")).start()
     try:
         exe = build(tmp_path, cc, own.uri(), objects=4)
@@ -462,6 +467,9 @@ def test_server_gone_fails_every_call_at_once(tmp_path, cc, tmp_path_factory):
                                 env=dict(os.environ, ASAN_OPTIONS="detect_leaks=0"))
         assert proc.stdout.readline().startswith("open 0")
         assert proc.stdout.readline().startswith("update 50 ok")
+        if how == "SIGKILL":
+            os.kill(own.proc.pid, signal.SIGKILL)
+            own.proc.wait()
         own.stop()
         t0 = time.monotonic()
         out, err = proc.communicate("\n", timeout=30)
@@ -501,3 +509,35 @@ def test_bundling_fetches_allocation_neighbours_in_one_request(tmp_path, cc, ser
     assert out[1].startswith("walk 1500 ok"), out
     digest = out[1].split(" digest ")[1]
     assert run(walk, "digest")[1] == f"digest {digest}"
+
+
+def test_server_refusing_writes_fails_the_commit(tmp_path, cc, server):
+    """A Redis that refuses writes (maxmemory reached under noeviction: every write is an
+    OOM error) under a client with dirty objects: the commit's MULTI ... EXEC is reported
+    failed with the server's words, the close returns, no sanitizer report; once the
+    server takes writes again the database is refused as not closed cleanly, not read
+    half-written."""
+    exe = build(tmp_path, cc, server.uri(), objects=64)
+    run(exe, "fill", 50)
+    proc = subprocess.Popen([str(exe), "update", "50", "sleep", "sync"],
+                            cwd=exe.parent, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, ASAN_OPTIONS="detect_leaks=0"))
+    assert proc.stdout.readline().startswith("open 0")
+    assert proc.stdout.readline().startswith("update 50 ok")
+    assert server.command("CONFIG", "SET", "maxmemory-policy", "noeviction") == b"+OK"
+    assert server.command("CONFIG", "SET", "maxmemory", "1") == b"+OK"
+    try:
+        t0 = time.monotonic()
+        out, err = proc.communicate("\n", timeout=30)
+        assert time.monotonic() - t0 < 3
+    finally:
+        assert server.command("CONFIG", "SET", "maxmemory", "0") == b"+OK"
+    lines = out.splitlines()
+    assert "Sanitizer" not in err and "runtime error" not in err, err
+    assert proc.returncode == 0, (proc.returncode, out, err)
+    sync = next(x for x in lines if x.startswith("sync "))
+    assert sync.startswith(f"sync 6 {server.uri()}: "), lines
+    assert "OOM" in sync and lines[-1].startswith("close 6 "), lines
+    out = run(exe, "check", 50)
+    assert out[0].startswith(f"open 7 {server.uri()}: was not closed cleanly"), out

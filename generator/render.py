@@ -59,7 +59,7 @@ def make_env(template_dirs: tuple, line_marks: bool = False) -> jinja2.Environme
     # Every `{{ ... }}` value passes _finalize: a value that could change where C's lexer
     # is (open or close a comment, end a line, splice lines, make a trigraph) stops the
     # render instead of reaching the compiler. Spec text must go through c_text first.
-    env.finalize = _finalize
+    env.finalize = _finalize_marked if line_marks else _finalize
     # `{{ caller()|composed }}`: a macro's body, template text whose values each passed
     # _finalize when the body was rendered, printed as is
     env.filters["composed"] = CSource
@@ -255,6 +255,17 @@ def _finalize(value):
         where = repr(value if len(value) <= 80 else value[:77] + "...")
         raise RenderError(f"internal error: a template printed {where}, which is not inert "
                           f"C text; spec text must go through c_text (filters cstr, ccomment)")
+    return value
+
+
+def _finalize_marked(value):
+    """_finalize for `--line-directives` renders: a value captured by `{% set x %}...
+    {% endset %}` carries the line marks of its literal text (mark_lines takes every mark
+    out of the output), so the check is of the text that will remain."""
+    if isinstance(value, str) and not isinstance(value, CSource) and "\x01" in value:
+        _finalize(_MARK.sub("", value))
+    else:
+        _finalize(value)
     return value
 
 

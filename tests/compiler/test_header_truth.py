@@ -284,7 +284,8 @@ def attributed(text: str) -> list:
     return out
 
 
-@pytest.mark.parametrize("spec", ["paper.p2", "oo7/hash_ilist_journal.p2"])
+# labflow/segmented.p2: composite keys, whose argument lists a `{% set %}` block captures
+@pytest.mark.parametrize("spec", ["paper.p2", "oo7/hash_ilist_journal.p2", "labflow/segmented.p2"])
 def test_line_directives_add_only_line_directives(spec, tmp_path):
     """Off by default; on, the output is the default output with #line lines added, and
     every generated line that is a template's literal text is attributed to that line."""

@@ -23,7 +23,7 @@ the one delete emptied, whose freed places come back in the deletes' random orde
 
 The OO7 workload (bench/python/oo7.py, spec bench/python/oo7_py.p2: OO7's build, T1,
 T2 and Q1 against plain Python objects and sqlite3) runs after it with the same machinery;
-its operations are named oo7_* and every entry says its `workload` (tpcb or oo7).
+its operations are named oo7_* and every entry says its `workload` (tpcb, oo7 or social).
 
 Output: python.json (Google Benchmark's JSON shape: one entry per repetition and a
 `median` aggregate per system and operation, times in ns per operation, counters `rows`,

@@ -39,7 +39,9 @@ def test_bench_runs_from_an_installed_package(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     for d, exts in (("bench/tpcb", (".cc", ".h")), ("bench/oo7", (".cc", ".h")),
                     ("bench/range", (".cc", ".h", ".p2")), ("bench/python", (".p2",)),
-                    ("type_equations/tpcb", (".p2",)), ("type_equations/oo7", (".p2",))):
+                    ("bench/social", (".cc", ".p2")), ("bench/acob", (".cc", ".h")),
+                    ("type_equations/tpcb", (".p2",)), ("type_equations/oo7", (".p2",)),
+                    ("type_equations/acob", (".p2",))):
         for f in os.listdir(os.path.join(ROOT, d)):
             if f.endswith(exts):
                 assert f"p2gen/{d}/{f}" in names, f
@@ -68,8 +70,8 @@ def test_bench_runs_from_an_installed_package(tmp_path):
                           cwd=elsewhere, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = json.loads((elsewhere / "bench" / "results" / "python.json").read_text())
-    # both workloads ran from the installed specs (tpcb_py.p2, oo7_py.p2)
-    assert {b["workload"] for b in doc["benchmarks"]} == {"tpcb", "oo7"}
+    # every workload ran from the installed specs (tpcb_py.p2, oo7_py.p2, social_py.p2)
+    assert {b["workload"] for b in doc["benchmarks"]} == {"tpcb", "oo7", "social"}
 
 
 def test_tests_are_arranged_like_the_code():

@@ -65,11 +65,48 @@ def _stop(proc: Optional[subprocess.Popen]) -> None:
             proc.wait()
 
 
-class NbdServer:
+class _Engine:
+    """What both engines share: a process on a loopback port, launched and waited for
+    until `_ready()` says it answers, stopped by its pid, paused (SIGSTOP) and resumed."""
+    name = "engine"
+    port: int
+    proc: Optional[subprocess.Popen]
+
+    def _ready(self) -> bool:
+        raise NotImplementedError
+
+    def _launch(self, args: list) -> None:
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited: {self.proc.stderr.read().decode()}")
+            try:
+                if self._ready():
+                    return
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"{self.name} did not answer on port {self.port}")
+
+    def stop(self) -> None:
+        _stop(self.proc)
+        self.proc = None
+
+    def pause(self) -> None:
+        """Stop the server's process (SIGSTOP): a server that stalls."""
+        os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        os.kill(self.proc.pid, signal.SIGCONT)
+
+
+class NbdServer(_Engine):
     """nbdkit on 127.0.0.1:`port`: plugin "file" serves `image` (created sparse, `size`
     bytes); plugin "memory" serves `size` bytes of zeros held in the server (image unused),
     zeros again at every start. `filters`: nbdkit filters (e.g. "delay"), whose parameters
     go in start's `extra`."""
+    name = "nbdkit"
 
     def __init__(self, image: Optional[Path] = None, port: int = 0, size: int = 256 << 20,
                  filters: tuple = (), plugin: str = "file"):
@@ -95,29 +132,12 @@ class NbdServer:
             args += ["file", str(self.image), *extra]
         else:
             args += ["memory", str(self.size), *extra]
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"nbdkit exited: {self.proc.stderr.read().decode()}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return self
-            except OSError:
-                time.sleep(0.05)
-        self.stop()
-        raise RuntimeError(f"nbdkit did not listen on port {self.port}")
+        self._launch(args)
+        return self
 
-    def stop(self) -> None:
-        _stop(self.proc)
-        self.proc = None
-
-    def pause(self) -> None:
-        """Stop the server's process (SIGSTOP): a server that stalls."""
-        os.kill(self.proc.pid, signal.SIGSTOP)
-
-    def resume(self) -> None:
-        os.kill(self.proc.pid, signal.SIGCONT)
+    def _ready(self) -> bool:
+        socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+        return True
 
     def reset(self) -> None:
         """An export of zeros (an empty database), the same size (file plugin; the memory
@@ -128,9 +148,10 @@ class NbdServer:
             f.truncate(self.size)
 
 
-class RedisServer:
+class RedisServer(_Engine):
     """redis-server on 127.0.0.1:`port`, in memory only (no RDB, no AOF), its working
     directory `workdir`."""
+    name = "redis-server"
 
     def __init__(self, workdir: Path, port: int = 0):
         self.workdir = Path(workdir)
@@ -145,18 +166,11 @@ class RedisServer:
         args = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
                 "--save", "", "--appendonly", "no", "--dir", str(self.workdir),
                 "--daemonize", "no", "--loglevel", "warning"]
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"redis-server exited: {self.proc.stderr.read().decode()}")
-            try:
-                if self.command("PING") == b"+PONG":
-                    return self
-            except OSError:
-                time.sleep(0.05)
-        self.stop()
-        raise RuntimeError(f"redis-server did not answer on port {self.port}")
+        self._launch(args)
+        return self
+
+    def _ready(self) -> bool:
+        return self.command("PING") == b"+PONG"
 
     def command(self, *args: str) -> bytes:
         """One command in the Redis protocol; the first line of the answer (enough for
@@ -177,13 +191,3 @@ class RedisServer:
         """Every database empty: no p2gen database, no lock."""
         assert self.command("FLUSHALL") == b"+OK"
 
-    def stop(self) -> None:
-        _stop(self.proc)
-        self.proc = None
-
-    def pause(self) -> None:
-        """Stop the server's process (SIGSTOP): a server that stalls."""
-        os.kill(self.proc.pid, signal.SIGSTOP)
-
-    def resume(self) -> None:
-        os.kill(self.proc.pid, signal.SIGCONT)

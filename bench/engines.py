@@ -104,15 +104,17 @@ class _Engine:
 class NbdServer(_Engine):
     """nbdkit on 127.0.0.1:`port`: plugin "file" serves `image` (created sparse, `size`
     bytes); plugin "memory" serves `size` bytes of zeros held in the server (image unused),
-    zeros again at every start. `filters`: nbdkit filters (e.g. "delay"), whose parameters
+    zeros again at every start; plugin "dir" serves every file of the directory `image`
+    as the export of its name (nbdkit's file plugin, dir=), each created sparse, `size`
+    bytes, by `reset(*names)`. `filters`: nbdkit filters (e.g. "delay"), whose parameters
     go in start's `extra`."""
     name = "nbdkit"
 
     def __init__(self, image: Optional[Path] = None, port: int = 0, size: int = 256 << 20,
                  filters: tuple = (), plugin: str = "file"):
-        if plugin not in ("file", "memory"):
-            raise ValueError(f"nbdkit plugin {plugin!r}: file or memory")
-        if plugin == "file" and image is None:
+        if plugin not in ("file", "memory", "dir"):
+            raise ValueError(f"nbdkit plugin {plugin!r}: file, memory or dir")
+        if plugin in ("file", "dir") and image is None:
             raise ValueError("nbdkit's file plugin needs an image")
         self.image = Path(image) if image is not None else None
         self.size, self.filters, self.plugin = size, filters, plugin
@@ -130,6 +132,9 @@ class NbdServer(_Engine):
             args += ["--filter", f]
         if self.plugin == "file":
             args += ["file", str(self.image), *extra]
+        elif self.plugin == "dir":
+            self.image.mkdir(parents=True, exist_ok=True)
+            args += ["file", f"dir={self.image}", *extra]
         else:
             args += ["memory", str(self.size), *extra]
         self._launch(args)
@@ -142,10 +147,19 @@ class NbdServer(_Engine):
     def reset(self) -> None:
         """An export of zeros (an empty database), the same size (file plugin; the memory
         plugin's export is zeros at every start)."""
-        if self.plugin != "file":
+        if self.plugin == "memory":
             raise ValueError("reset: restart a memory export instead")
+        if self.plugin == "dir":
+            raise ValueError("reset: a directory's exports are reset by reset_exports(names)")
         with open(self.image, "wb") as f:
             f.truncate(self.size)
+
+    def reset_exports(self, *names: str) -> None:
+        """Plugin "dir": the exports `names`, zeros, `size` bytes each."""
+        self.image.mkdir(parents=True, exist_ok=True)
+        for name in names:
+            with open(self.image / name, "wb") as f:
+                f.truncate(self.size)
 
 
 class RedisServer(_Engine):

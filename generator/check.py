@@ -219,6 +219,7 @@ class Checker:
     def check_mem_requirements(self, info: ContainerInfo) -> None:
         """What a mem layer needs of the mem layer below it (its `requires_below`): a
         journal, for one, a memory in a file."""
+        self.check_server_log(info)
         for li in info.mems:
             layer, below = li.layer, li.below
             if below is None or not layer.requires_below:
@@ -234,6 +235,27 @@ class Checker:
                        f"{' or '.join(repr(n) for n in would) or 'a memory layer that does not exist'} "
                        f"below it, got '{below.name}' ({below.name} memory {without})",
                        below.pos)
+
+    def check_server_log(self, info: ContainerInfo) -> None:
+        """A server memory with a log export (`pageserver(log = ...)`): the log is what a
+        journal or wal over it commits through, so one goes with the other."""
+        mem = info.mem
+        param = mem.layer.log_param
+        if param is None:
+            return
+        txn = next((li for li in info.mems if li.layer.transactions), None)
+        log = mem.params.get(param)
+        if txn is not None and not log:
+            self.error(f"layer '{txn.name}' over '{mem.name}' keeps its log on a second export: "
+                       f"give it as {mem.name}({param} = \"nbd://HOST:PORT/EXPORT\")", mem.pos)
+        elif txn is None and log:
+            self.error(f"{mem.name}({param} = ...) is the log of a journal or wal over it: "
+                       f"put one above '{mem.name}' (e.g. journal[{mem.name}]) or drop the "
+                       f"parameter", mem.param_pos(param))
+        elif txn is not None and txn.params.get("group", 1) != 1:
+            self.error(f"{txn.name}(group = {txn.params['group']}) over '{mem.name}': every "
+                       f"commit on a page server is flushed and written back by itself "
+                       f"(group = 1)", txn.param_pos("group"))
 
     def check_link_width(self, info: ContainerInfo) -> None:
         """A memory whose links are narrower than 64 bits (persistent(links = offset32))

@@ -105,7 +105,7 @@ def copy_runtime(out_dir: str) -> list:
 RUNTIME_PARTS = ("head.c", "fault.c", "errors.c", "crc.c", "segment.c", "write_audit.c",
                  "segment_open.c", "segment_recover.c", "journal.c", "record_log.c",
                  "journal_open.c", "verify.c", "refset.c", "backend.c", "pageserver.c",
-                 "objserver.c")
+                 "pagelog.c", "objserver.c")
 RUNTIME_SRC = os.path.join(RUNTIME_DIR, "src")
 
 

@@ -581,6 +581,15 @@ class MemLayer(Layer):
     # mapped), which a layer over it may map again its own way (the journal maps it
     # privately)? False for a memory on a server.
     local_file: bool = False
+    # With file_is_uri: the parameter naming the second export a journal or wal over this
+    # memory keeps its log on (`pageserver(log = ...)`), or None: no transactions over it.
+    log_param: Optional[str] = None
+
+    @property
+    def logs_below(self) -> bool:
+        """May a journal or wal stack on this memory: a local file it maps itself, or a
+        server memory whose log goes on another export?"""
+        return self.local_file or self.log_param is not None
 
     @property
     def in_file(self) -> bool:

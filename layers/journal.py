@@ -23,9 +23,9 @@ class Journal(MemLayer):
     write_guard = "journal_guard"
     side_files = {"-journal": "journal"}       # <file>-journal: the redo journal
     # a file it maps itself, wherever the kernel puts it
-    requires_below = ("file_param", "maps_anywhere", "local_file")
-    requires_why = ("journals a file it maps anywhere",
-                    "is not a file that may be mapped anywhere")
+    requires_below = ("file_param", "maps_anywhere", "logs_below")
+    requires_why = ("journals a file it maps anywhere, or a page server's export",
+                    "is not a file that may be mapped anywhere, nor a page server")
     params = (
         ParamSpec("sync", "bool", True,
                   doc="fdatasync the journal when a group of commits ends; false (nosync) "

@@ -38,6 +38,7 @@ class PageServer(MemLayer):
     verify_open_param = "verify_open"
     alloc_param = "alloc"
     survives_restart = True     # references are offsets, as in persistent
+    log_param = "log"           # a journal or wal above logs on this export (section 9.3)
     seg_allocator = True
     maps_anywhere = True
     # the export is full, or the server failed (every call fails once it has)
@@ -60,6 +61,12 @@ class PageServer(MemLayer):
                   doc="the most bytes the database may use (an NBD export's size lowers "
                       "it: an export does not grow)"),
         ALLOC_PARAM,
+        ParamSpec("log", "str", "", show_default=False,
+                  doc="a second export (same forms as `server`) for the transactions of a "
+                      "`journal` or `wal` stacked on this layer: the writer's lease and "
+                      "the last commit's record, written and flushed before the pages go "
+                      "back to `server`; required under a journal or wal, refused without "
+                      "one"),
         ParamSpec("verify_open", "bool", True,
                   doc="walk the whole database with <prefix>_verify when open finds one on "
                       "the server, and refuse it if damaged (every page is read once)"),
@@ -74,6 +81,13 @@ class PageServer(MemLayer):
         why = uri_problem(uri)
         if why is not None:
             ctx.error(f"pageserver(server = \"{uri}\"): {why}", inst.param_pos("server"))
+        log = inst.params["log"]
+        why = uri_problem(log) if log else None
+        if why is not None:
+            ctx.error(f"pageserver(log = \"{log}\"): {why}", inst.param_pos("log"))
+        elif log and log == uri:
+            ctx.error(f"pageserver(log = \"{log}\"): the log needs an export of its own, "
+                      f"not the database's", inst.param_pos("log"))
         if inst.params["page"] not in (4096, 8192):
             ctx.error(f"pageserver(page = {inst.params['page']}): a page is 4096 or 8192 bytes",
                       inst.param_pos("page"))

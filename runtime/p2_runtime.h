@@ -972,6 +972,10 @@ static inline void p2_seg_will_write(p2_seg *seg, const void *p, uint64_t n)
  *  @{
  */
 
+/** A writer's lease on a page server's log export, in milliseconds, unless the
+ *  environment variable P2_SERVER_LEASE_MS gives another at open. */
+#define P2_SERVER_LEASE_MS 10000
+
 /** Deadline of every server request, in milliseconds, unless the environment variable
  *  P2_SERVER_TIMEOUT_MS gives another at open. */
 #define P2_SERVER_TIMEOUT_MS 10000
@@ -990,6 +994,27 @@ static inline void p2_seg_will_write(p2_seg *seg, const void *p, uint64_t n)
 int p2_seg_open_server(p2_seg *seg, const char *uri, uint32_t frames, uint32_t page,
                        uint64_t fingerprint, uint32_t nroots, const char *const *root_names,
                        const uint64_t *root_sizes, uint64_t reserve, int *created, p2_err *err);
+
+/** As p2_seg_open_server(), with transactions: `log_uri` names a second export (the same
+ *  forms) holding the lease and the last commit's record (see "Transactions" above);
+ *  `sync`: flush the log and the data at each commit.  NULL log_uri: p2_seg_open_server().
+ *  After p2_server_open_reader(1) on this thread, the open is a reader's (no lease).
+ * @return as p2_seg_open_server(); #P2_EBUSY naming the holder where another writer holds
+ *         the lease; #P2_EMISMATCH where the log holds another database's commit;
+ *         #P2_EFORMAT where its lease block is damaged; #P2_EINVAL for a reader of an
+ *         export that holds no database yet. */
+int p2_seg_open_server_log(p2_seg *seg, const char *uri, uint32_t frames, uint32_t page,
+                           const char *log_uri, int sync, uint64_t fingerprint, uint32_t nroots,
+                           const char *const *root_names, const uint64_t *root_sizes,
+                           uint64_t reserve, int *created, p2_err *err);
+
+/** Make the next page-server opens of this thread readers' (on = 1) or writers' (0). */
+void p2_server_open_reader(int on);
+
+/** Start a transaction on a page-server segment with a log: a reader takes the last
+ *  generation written back whole (dropping its buffer's pages if it moved on); a writer
+ *  renews its lease.  P2_OK for any other segment. */
+int p2_seg_server_begin(p2_seg *seg, p2_err *err);
 
 /** Add the counters of a page-server segment to *out (frames, resident and dirty too);
  *  returns 1 if seg is one, else 0 (nothing added). */

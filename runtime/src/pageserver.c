@@ -33,7 +33,25 @@ typedef struct p2_pagebuf {
     int      failed;        /* a page could not be read inside a fault: see @ref server */
     char     why[P2_ERR_MSG_SIZE];
     struct p2_objcache *oc; /* an object server's cache (section 10), else NULL */
+    /* transactions through a log export (section 9.3): a journal or wal above */
+    uint32_t cap;           /* frames the tables hold: nframes, or npages under txn */
+    int      txn;           /* no steal: dirty pages stay until commit or abort */
+    int      sync;          /* flush the log and the data at commit (the journal's sync) */
+    int      reader;        /* opened read-only: no lease, commits of changes refused */
+    int      stale;         /* a reader's page was read after a newer commit began */
+    p2_backend log;         /* the log export (ops NULL: none) */
+    p2_server_stats log_st; /* its requests (not in the buffer's counters) */
+    uint64_t gen;           /* the commit the buffer's clean pages are of */
+    uint64_t replayed;      /* the commit the open wrote back from the log, 0: none */
+    uint64_t token, expiry_ms, lease_ms;   /* the writer's lease */
+    char     owner[96];     /* "pid N on HOST" */
 } p2_pagebuf;
+
+static __thread int pl_reader_next;   /* p2_server_open_reader: the next open is a reader's */
+static void pl_reader_check(p2_pagebuf *pb);
+static int pl_close(p2_seg *seg, p2_err *err);
+static int pl_open(p2_seg *seg, const char *log_uri, int sync, uint64_t fingerprint, p2_err *err);
+static void pl_drop_frame(p2_pagebuf *pb, uint32_t f);
 
 /* An object server's segment (section 10) is a p2_pagebuf with an object cache: these
  * hooks are its where the page server's are a page buffer's. */
@@ -118,12 +136,15 @@ static int pb_evict(p2_pagebuf *pb, uint32_t f, p2_err *err)
 
 /* The clock: the first frame not referenced since the hand last passed.  A referenced
  * one is spared, its bit cleared and its page made inaccessible, so that its next touch
- * is seen (a hit) and sets the bit again.  Two turns at most. */
+ * is seen (a hit) and sets the bit again.  Two turns at most.  Under a transaction the
+ * hand passes over dirty pages (no steal): UINT32_MAX when every frame holds one. */
 static uint32_t pb_victim(p2_pagebuf *pb)
 {
-    for (;;) {
+    for (uint64_t seen = 0; seen <= 2 * (uint64_t)pb->used; seen++) {
         uint32_t f = pb->hand;
-        pb->hand = f + 1 == pb->nframes ? 0 : f + 1;
+        pb->hand = f + 1 >= pb->used ? 0 : f + 1;
+        if (pb->txn && (pb->state[pb->frame_page[f]] & PB_DIRTY))
+            continue;
         if (!pb->frame_ref[f])
             return f;
         pb->frame_ref[f] = 0;
@@ -133,6 +154,7 @@ static uint32_t pb_victim(p2_pagebuf *pb)
             (void)pb_protect(pb, p, PROT_NONE);
         }
     }
+    return UINT32_MAX;
 }
 
 /* A page fell out of the fault: zeros, the segment failed (see @ref server). */
@@ -154,8 +176,11 @@ static int pb_fault_in(p2_pagebuf *pb, uint64_t p, int write)
     pb->st.misses++;
     if (pb->used < pb->nframes) {
         f = pb->used++;
+    } else if ((f = pb_victim(pb)) == UINT32_MAX) {
+        if (pb->used == pb->cap)        /* cannot be: cap is every page of the reservation */
+            return -1;
+        f = pb->used++;                 /* a transaction larger than the buffer: one more */
     } else {
-        f = pb_victim(pb);
         if (pb_evict(pb, f, &e) != P2_OK) {
             /* the victim cannot be written back: keep it, and take the frame anyway is not
              * possible; the segment fails and the new page is given zeros in place */
@@ -174,6 +199,8 @@ static int pb_fault_in(p2_pagebuf *pb, uint64_t p, int write)
         if (pb->be.ops->readv(&pb->be, &io, 1, &e) != P2_OK) {
             memset(io.buf, 0, (size_t)pb->pg);
             pb_fail_page(pb, &e);
+        } else if (pb->reader) {
+            pl_reader_check(pb);
         }
     }
     pb->frame_page[f] = (uint32_t)p;
@@ -309,6 +336,8 @@ static int pb_sync(p2_seg *seg, p2_err *err)
         return ob_sync(seg, err);
     if (pb->failed)
         return pb_failed(pb, err);
+    if (pb->txn)
+        return P2_OK;   /* only commits write (section 9.3): a new database's first too */
     uint32_t list[256];
     unsigned n = 0;
     for (uint32_t f = 0; f < pb->used; f++) {
@@ -346,6 +375,8 @@ static void pb_free(p2_seg *seg)
     ob_free(pb);
     if (pb->be.ops != NULL)
         pb->be.ops->close(&pb->be);
+    if (pb->log.ops != NULL)
+        pb->log.ops->close(&pb->log);
     if (pb->frame_of != NULL)     /* the tables' mapping starts with frame_of */
         munmap(pb->frame_of, (size_t)pb->track_bytes);
     free(pb);
@@ -357,6 +388,8 @@ static int pb_close(p2_seg *seg, p2_err *err)
 {
     if (seg->pb->oc != NULL)
         return ob_close(seg, err);
+    if (seg->pb->txn)
+        return pl_close(seg, err);
     struct p2_seg_header *h = seg->hdr;
     int rc = P2_OK;
     if (seg->pb->failed) {
@@ -381,14 +414,18 @@ static int pb_close(p2_seg *seg, p2_err *err)
  * 9.2 open, counters
  * ------------------------------------------------------------------------ */
 
-int p2_seg_open_server(p2_seg *seg, const char *uri, uint32_t frames, uint32_t page,
-                       uint64_t fingerprint, uint32_t nroots, const char *const *root_names,
-                       const uint64_t *root_sizes, uint64_t reserve, int *created, p2_err *err)
+int p2_seg_open_server_log(p2_seg *seg, const char *uri, uint32_t frames, uint32_t page,
+                           const char *log_uri, int sync, uint64_t fingerprint, uint32_t nroots,
+                           const char *const *root_names, const uint64_t *root_sizes,
+                           uint64_t reserve, int *created, p2_err *err)
 {
     if (created != NULL)
         *created = 0;
     if (seg == NULL || uri == NULL)
         return p2_err_set(err, P2_EINVAL, "p2_seg_open_server: seg or uri is NULL");
+    if (log_uri == NULL && pl_reader_next)
+        return p2_err_set(err, P2_EINVAL, "%s: a reader needs the log export that holds the "
+                          "commit generation (pageserver(log = ...) under a journal or wal)", uri);
     seg_reset(seg);
     seg->pb = NULL;
     snprintf(seg->path, sizeof seg->path, "%s", uri);
@@ -431,8 +468,11 @@ int p2_seg_open_server(p2_seg *seg, const char *uri, uint32_t frames, uint32_t p
     pb->npages = seg->reserved / pb->pg;
     pb->nframes = frames;
     pb->st.frames = frames;
+    /* a transaction keeps its dirty pages (no steal): the frame tables may need a frame
+       per page of the reservation (lazily backed: only what is used costs memory) */
+    pb->cap = log_uri != NULL && pb->npages > frames ? (uint32_t)pb->npages : frames;
     {   /* per page: state and frame; per frame: page and reference bit (lazily backed) */
-        uint64_t bytes = round_up(pb->npages, 8) + 4 * pb->npages + 5 * (uint64_t)frames;
+        uint64_t bytes = round_up(pb->npages, 8) + 4 * pb->npages + 5 * (uint64_t)pb->cap;
         bytes = round_up(bytes, page_size());
         void *t = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -443,7 +483,7 @@ int p2_seg_open_server(p2_seg *seg, const char *uri, uint32_t frames, uint32_t p
         pb->track_bytes = bytes;
         pb->frame_of = (uint32_t *)t;
         pb->frame_page = pb->frame_of + pb->npages;
-        pb->state = (uint8_t *)(pb->frame_page + frames);
+        pb->state = (uint8_t *)(pb->frame_page + pb->cap);
         pb->frame_ref = pb->state + round_up(pb->npages, 8);
     }
     if ((rc = seg_reserve(seg, err)) != P2_OK)
@@ -461,6 +501,9 @@ int p2_seg_open_server(p2_seg *seg, const char *uri, uint32_t frames, uint32_t p
         }
     }
 
+    /* with a log: the lease, and the last commit written back if it was not whole */
+    if (log_uri != NULL && (rc = pl_open(seg, log_uri, sync, fingerprint, err)) != P2_OK)
+        goto fail;
     /* an export of zeros is empty: a new database; anything else is validated */
     struct p2_seg_header h;
     static const struct p2_seg_header zero_header;
@@ -471,7 +514,11 @@ int p2_seg_open_server(p2_seg *seg, const char *uri, uint32_t frames, uint32_t p
     }
     if ((rc = pb_read(seg, &h, sizeof h, 0, err)) != P2_OK)
         goto fail;
-    if (memcmp(&h, &zero_header, sizeof h) == 0) {
+    if (memcmp(&h, &zero_header, sizeof h) == 0 && pb->reader) {
+        rc = seg_fail(seg, err, P2_EINVAL, "a reader cannot create the database: the export holds "
+                      "none yet (a writer's open creates it)");
+        goto fail;
+    } else if (memcmp(&h, &zero_header, sizeof h) == 0) {
         /* seg_create reserves again: give it a fresh segment state with the same buffer */
         munmap(seg->base, (size_t)seg->reserved);
         seg->base = NULL;
@@ -480,7 +527,8 @@ int p2_seg_open_server(p2_seg *seg, const char *uri, uint32_t frames, uint32_t p
             goto fail;
         if (created != NULL)
             *created = 1;
-    } else if (memcmp(h.magic, SEG_MAGIC, sizeof h.magic) == 0 && h.state == SEG_STATE_OPEN) {
+    } else if (memcmp(h.magic, SEG_MAGIC, sizeof h.magic) == 0 && h.state == SEG_STATE_OPEN &&
+               !pb->txn) {
         /* a server has no lock: the header a client marks OPEN is the lock. Its checksum is
            not asked for: the client's writes of the header between its open and its close
            (the file's size, evicted with its page) reach the server unchecksummed. */
@@ -498,10 +546,12 @@ int p2_seg_open_server(p2_seg *seg, const char *uri, uint32_t frames, uint32_t p
         for (uint64_t p = 0; p < h.file_size / pb->pg; p++)
             pb->state[p] = PB_SRV;
         seg->hdr = (struct p2_seg_header *)(void *)seg->base;
-        seg->hdr->state = SEG_STATE_OPEN;   /* faults the header page in */
-        seg->hdr->checksum = header_crc(seg->hdr);
-        if ((rc = pb_sync(seg, err)) != P2_OK)
-            goto fail;
+        if (!pb->txn) {   /* with a log the lease marks the writer, and commits alone write */
+            seg->hdr->state = SEG_STATE_OPEN;   /* faults the header page in */
+            seg->hdr->checksum = header_crc(seg->hdr);
+            if ((rc = pb_sync(seg, err)) != P2_OK)
+                goto fail;
+        }
     }
     if (seg->alloc_exact)
         seg->class_table = seg->hdr->roots[nroots - 1].off;
@@ -512,6 +562,14 @@ fail:
         munmap(seg->base, (size_t)seg->reserved);
     seg_reset(seg);
     return rc;
+}
+
+int p2_seg_open_server(p2_seg *seg, const char *uri, uint32_t frames, uint32_t page,
+                       uint64_t fingerprint, uint32_t nroots, const char *const *root_names,
+                       const uint64_t *root_sizes, uint64_t reserve, int *created, p2_err *err)
+{
+    return p2_seg_open_server_log(seg, uri, frames, page, NULL, 1, fingerprint, nroots, root_names,
+                                  root_sizes, reserve, created, err);
 }
 
 int p2_seg_server_stats(const p2_seg *seg, p2_server_stats *out)
@@ -562,6 +620,13 @@ int p2_seg_server_drop(p2_seg *seg, p2_err *err)
     p2_pagebuf *pb = seg->pb;
     if (pb->oc != NULL)
         return ob_drop(seg, err);
+    if (pb->txn) {   /* an open transaction's pages stay: the server has not got them */
+        for (uint32_t f = pb->used; f > 0;)
+            if (!(pb->state[pb->frame_page[--f]] & PB_DIRTY))
+                pl_drop_frame(pb, f);
+        pb->hand = 0;
+        return P2_OK;
+    }
     int rc = pb_sync(seg, err);
     if (rc != P2_OK)
         return rc;

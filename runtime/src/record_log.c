@@ -530,6 +530,8 @@ int p2_seg_commit(p2_seg *seg, p2_err *err)
 {
     if (seg == NULL || seg->base == NULL)
         return p2_err_set(err, P2_ECLOSED, "p2_seg_commit: segment is not open");
+    if (pl_txn(seg))
+        return pl_commit(seg, err);
     if (!seg->journal)
         return p2_seg_sync(seg, err);
     if (seg->ckpt_failed) {
@@ -644,6 +646,8 @@ int p2_seg_abort(p2_seg *seg, p2_err *err)
 {
     if (seg == NULL || seg->base == NULL)
         return p2_err_set(err, P2_ECLOSED, "p2_seg_abort: segment is not open");
+    if (pl_txn(seg))
+        return pl_abort(seg, err);
     if (!seg->journal)
         return seg_fail(seg, err, P2_EINVAL, "abort: the segment has no journal");
     int rc = seg->jopts.record ? wal_abort(seg, err) : P2_OK;
@@ -677,12 +681,17 @@ int p2_seg_abort(p2_seg *seg, p2_err *err)
 
 uint64_t p2_seg_pending(const p2_seg *seg)
 {
+    if (pl_txn(seg))
+        return pl_pending(seg);
     return seg != NULL && seg->base != NULL && seg->journal ? seg->ndirty : 0;
 }
 
 int p2_seg_commit_idle(const p2_seg *seg)
 {
-    /* what p2_seg_commit returns P2_OK for before it touches anything */
+    /* what p2_seg_commit returns P2_OK for before it touches anything (a reader's commit
+       checks what it read) */
+    if (pl_txn(seg))
+        return pl_pending(seg) == 0 && !pl_reader(seg);
     return seg != NULL && seg->base != NULL && seg->journal && !seg->ckpt_failed &&
            seg->ndirty == 0 && !seg->undo_lost;
 }

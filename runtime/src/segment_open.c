@@ -331,6 +331,8 @@ int p2_seg_sync(p2_seg *seg, p2_err *err)
 {
     if (seg == NULL || seg->base == NULL)
         return p2_err_set(err, P2_ECLOSED, "p2_seg_sync: segment is not open");
+    if (pl_txn(seg))      /* as a journalled file: commits alone write */
+        return pl_commit(seg, err);
     if (seg->journal) {   /* a journalled file is only ever written by commits */
         int rc = p2_seg_commit(seg, err);
         if (rc == P2_OK && seg->unsynced > 0)

@@ -216,13 +216,15 @@ def test_requirements_and_side_files_come_from_the_signature(monkeypatch):
     rec = "record item { id: u32; }\n"
     # the layers that would do are the registered ones with the attribute
     msgs = errors_of(rec + "container a of item = top2ds[array[wal[transient]]];\n")
-    assert msgs == ["layer 'wal' journals a file it maps anywhere: it needs 'persistent' or "
-                    "'pfile' below it, got 'transient' (transient memory is not a file that "
-                    "may be mapped anywhere)"], msgs
+    assert msgs == ["layer 'wal' journals a file it maps anywhere, or a page server's export: "
+                    "it needs 'persistent' or 'pageserver' or 'pfile' below it, got 'transient' "
+                    "(transient memory is not a file that may be mapped anywhere, nor a page "
+                    "server)"], msgs
     msgs = errors_of(rec + 'container a of item = top2ds[array[wal[mapped(file = "m.db")]]];\n')
-    assert msgs == ["layer 'wal' journals a file it maps anywhere: it needs 'persistent' or "
-                    "'pfile' below it, got 'mapped' (mapped memory is not a file that may be "
-                    "mapped anywhere)"], msgs
+    assert msgs == ["layer 'wal' journals a file it maps anywhere, or a page server's export: "
+                    "it needs 'persistent' or 'pageserver' or 'pfile' below it, got 'mapped' "
+                    "(mapped memory is not a file that may be mapped anywhere, nor a page "
+                    "server)"], msgs
     # a registered layer's side file is no data file's name
     msgs = errors_of(rec + 'container a of item = top2ds[array[pfile(file = "x.db-wal")]];\n')
     assert len(msgs) == 1 and 'ends in "-wal", which names the wal of a file' in msgs[0], msgs

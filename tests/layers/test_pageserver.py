@@ -222,12 +222,14 @@ def test_malformed_uri_is_a_checker_error_at_its_position():
         assert f":{line}:{col}" in msg or f":{line}:{col + len('server = ')}" in msg, msg
 
 
-def test_journal_over_pageserver_is_refused():
+def test_journal_over_pageserver_without_a_log_is_refused():
+    """A journal over a page server keeps its log on a second export, named by
+    pageserver(log = ...) (test_pageserver_txn.py): without one, the checker says so."""
     text = SPEC.format(uri="nbd://127.0.0.1:1/x", pages=4).replace(
         "[pageserver(", "[journal[pageserver(").replace("pages = 4)]]]", "pages = 4)]]]]")
     with pytest.raises((SpecError, SpecErrors)) as err:
         check(parse(text, "j.p2"), "j")
-    assert "layer 'journal'" in str(err.value) and "got 'pageserver'" in str(err.value)
+    assert "layer 'journal' over 'pageserver' keeps its log on a second export" in str(err.value)
 
 
 def test_unreachable_server_is_an_open_error_naming_it(tmp_path, cc):

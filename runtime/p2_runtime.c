@@ -46,6 +46,8 @@
  *                          write-back) and its SIGSEGV fault path
  *      9.1 hooks           what section 4 calls for a segment on a server
  *      9.2 open, counters  p2_seg_open_server, p2_seg_server_stats, _drop
+ *      9.3 transactions    src/pagelog.c: a journal or wal over a page server, its log on
+ *                          a second export; the writer's lease, readers
  *  10. Object servers      src/objserver.c: the client object cache over Redis (a block per
  *                          key, software check, pins until the next call, MULTI ... EXEC)
  *      10.1 memory calls   p2_obj_enter, p2_obj_ptr, p2_obj_alloc, _free, _realloc

@@ -968,7 +968,36 @@ static inline void p2_seg_will_write(p2_seg *seg, const void *p, uint64_t n)
  *  One client at a time: a server has no lock, so the header, marked OPEN (and
  *  checksummed) on the server while a client has it, is the lock: a second client is
  *  refused with #P2_EBUSY ("in use by another client"), as is any client after one that
- *  crashed without closing (the message says so).
+ *  crashed without closing (the message says so).  That is without a journal: see below.
+ *
+ *  Transactions (a `journal` or `wal` over `pageserver(log = URI)`, src/pagelog.c).  The
+ *  log is a second export: its first page the lease block (holder's token, owner "pid N
+ *  on HOST", expiry; the last commit written back whole, `gen`; the one being written
+ *  back, `wb`), its second page on the record of the last commit (header, page numbers,
+ *  images, one CRC-32 over all of it).  The buffer never writes an uncommitted page back
+ *  (no steal: the clock passes over dirty pages, and a transaction larger than the buffer
+ *  takes more frames until it ends, given back after), so the data export holds only
+ *  committed pages.  Commit: the header gets data_seq = gen + 1; the record is written
+ *  and the log flushed (the commit point: a record whose CRC fails never committed); the
+ *  lease block says wb = gen + 1; the pages are written back and the data flushed; the
+ *  lease block says gen + 1, wb 0.  A failure before the commit point leaves the
+ *  transaction open (commit again or abort); after it, the commit is durable and the
+ *  segment refuses to write more (the next open writes it back).  Abort drops the dirty
+ *  pages (the server has their committed images).  Open, a writer's: take the lease,
+ *  then write back the log's record if its data_seq is newer than the data header's.
+ *  The lease: one writer at a time.  NBD has no compare-and-swap, so it is taken
+ *  Fischer's way: read it free (no holder, expired, or a holder whose process is gone
+ *  from this machine), write ours within 50 ms of that read, wait 100 ms, read it back:
+ *  of writers racing only the last write stays.  A second writer gets #P2_EBUSY naming
+ *  the holder.  The lease runs #P2_SERVER_LEASE_MS and is renewed at begin (past half)
+ *  and at every commit, which first reads it back: a writer stalled past its lease and
+ *  taken over gets #P2_EBUSY at its next commit, and writes nothing more.  Readers
+ *  (p2_server_open_reader, the generated <prefix>_open_reader) take no lease; a read
+ *  transaction starts at begin at `gen` (a buffer of an older generation is dropped;
+ *  a write-back in progress is waited out), each page it faults in is followed by a read
+ *  of the lease block (one more request), and a page read after a newer commit began
+ *  makes the read transaction's commit return #P2_EBUSY: read again.  A reader cannot
+ *  commit changes (#P2_EINVAL).
  *  @{
  */
 

@@ -46,6 +46,17 @@ RECOVER_STATUS = [
     (3, "the spec is wrong, or the program cannot be built"),
     (4, "the recovery program itself failed (crashed, or could not be run)"),
 ]
+# ... and tune
+TUNE_STATUS = [
+    (0, "tuned (the spec rewritten, or kept where its own equation is within noise of the "
+        "best; with --dry-run the diff printed); with --check: every equation tuned is within "
+        "the margin of the best found"),
+    (1, "the spec, the profile (another spec's, damaged) or a build is wrong: the message on "
+        "stderr; the spec is not rewritten"),
+    (2, "the command line itself is wrong (usage errors)"),
+    (3, "--check: a container's equation is slower than the best found by more than the "
+        "margin (each such container named on stdout)"),
+]
 
 
 def _status_text(rows) -> str:
@@ -55,7 +66,8 @@ def _status_text(rows) -> str:
 
 __doc__ += (f"\nExit status of every command but verify:\n{_status_text(EXIT_STATUS)}\n"
             f"\nExit status of p2gen verify:\n{_status_text(VERIFY_STATUS)}\n"
-            f"\nExit status of p2gen recover:\n{_status_text(RECOVER_STATUS)}\n")
+            f"\nExit status of p2gen recover:\n{_status_text(RECOVER_STATUS)}\n"
+            f"\nExit status of p2gen tune:\n{_status_text(TUNE_STATUS)}\n")
 
 
 def _status_help(rows) -> str:
@@ -314,6 +326,82 @@ def layers():
             for ps in layer.params:
                 click.echo(f"      param {ps.describe()} -- {ps.doc}")
         click.echo("")
+
+
+def _margin(ctx, param, value: str) -> float:
+    try:
+        v = float(value[:-1]) / 100 if value.endswith("%") else float(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a fraction or a percentage") from None
+    if v < 0:
+        raise click.BadParameter("must not be negative")
+    return v
+
+
+@main.command(context_settings=CONTEXT, epilog=_status_help(TUNE_STATUS))
+@_spec_arg()
+@click.option("--profile", "profile", required=True, type=click.Path(dir_okay=False),
+              help="The workload: the profile a `p2gen build --profile` of this spec wrote.")
+@click.option("--top", default=5, show_default=True, type=click.IntRange(1, 50),
+              help="Candidates measured (the best by the planner's costs), beside the spec's "
+                   "own equation.")
+@click.option("--reps", default=5, show_default=True, type=click.IntRange(1, 100),
+              help="Runs of the measuring binary (separate processes, random order).")
+@click.option("--container", "containers", multiple=True, metavar="NAME",
+              help="Tune only this container (repeatable; default: every one the profile "
+                   "saw finds, walks or changes on).")
+@click.option("--dry-run", is_flag=True, help="Print the unified diff; leave the spec as it is.")
+@click.option("--check", "check_only", is_flag=True,
+              help="Rewrite nothing; exit 3 if a container's equation is slower than the best "
+                   "found by more than --margin.")
+@click.option("--margin", default="10%", show_default=True, callback=_margin,
+              help="--check's tolerance: a fraction (0.1) or a percentage (10%).")
+@click.option("--seed", type=int, default=None, help="Seed of the runs' random orders.")
+@click.option("--jobs", default=2, show_default=True, type=click.IntRange(1, 64),
+              help="Compilers run at once.")
+@click.option("--cc", default=lambda: os.environ.get("CC", "cc"), show_default="$CC or cc",
+              help="C compiler.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
+def tune(spec, profile, top, reps, containers, dry_run, check_only, margin, seed, jobs, cc,
+         quiet):
+    """Find the fastest equation of SPEC's containers for the workload in --profile.
+
+    Per container: enumerate the equations that keep its API and semantics, rank them by the
+    planner's costs fed the profile's counts and sizes, build the best --top and the spec's
+    own into one binary, run them --reps times on a workload synthesised from the profile,
+    and write the fastest back into SPEC with a comment block of evidence (ties within the
+    noise keep the spec's own equation)."""
+    from .tune_run import tune as run_tune
+    from .tune_write import machine, rewrite, unified_diff
+    from .toolchain import write_atomic
+
+    def progress(msg: str) -> None:
+        if not quiet:
+            click.echo(f"p2gen tune: {msg}", err=True)
+    try:
+        source, outcomes = run_tune(spec, profile, top, reps, list(containers) or None, cc, jobs,
+                                    progress, seed)
+        if check_only:
+            slow = [o for o in outcomes if o.slower_by() > margin]
+            for o in outcomes:
+                click.echo(f"{o.container}: the spec's equation is {o.slower_by():+.1%} against "
+                           f"the best found (margin {margin:.0%}, noise band {o.band:.1%})"
+                           + (": SLOWER" if o in slow else ""))
+            sys.exit(3 if slow else 0)
+        new = rewrite(source, spec, outcomes, reps, machine())
+        for o in outcomes:
+            what = ("keeps its equation" if o.pick.index == 0 else
+                    f"-> {o.candidates[o.pick.index].equation}")
+            click.echo(f"{o.container}: {what} ({o.current.median / o.pick.median:.2f}x the "
+                       f"spec's own time; noise band {o.band:.1%})")
+        if dry_run:
+            click.echo(unified_diff(source, new, spec), nl=False)
+        elif new != source:
+            write_atomic(spec, new)
+    except P2Error as e:
+        _fail(e)
+    except OSError as e:
+        _fail(EnvError(f"error: {os_reason(e)}"))
 
 
 # the benchmarks' commands (p2gen bench ...): their own module, under this group

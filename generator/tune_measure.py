@@ -1,0 +1,201 @@
+"""`p2gen tune`, step 3: build the candidates into one binary and measure them.
+
+Each candidate's spec is generated with its own prefix (t0, t1, ...) into one build
+directory and compiled as soon as it is generated, in parallel (`jobs` compilers at once);
+the runtime's object comes from the toolchain's cache (compiled once per compiler and
+flags); one driver holds every candidate's run function (the workload's `candidate(prefix)`
+code) and links them all. The binary runs the candidates named on its command line in that
+order, each in its own directory, and prints per phase `<i> phase <op> <runs> <ns>` and
+its answers `<i> check <value>`.
+
+`measure` runs it `reps` times, in separate processes, each time in a new random order of
+the candidates, and keeps per candidate and operation the ns per operation of each run.
+"""
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import statistics
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from .build import generate
+from .errors import BuildError, EnvError, os_reason
+from .toolchain import DEFAULT_CFLAGS, cc_command, run_cc, runtime_object
+
+FRAME_HEAD = r"""/* p2gen tune: every candidate of one container, measured side by side. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+"""
+
+FRAME_TOOLS = r"""
+typedef struct p2t_out { int i; } p2t_out;
+static uint64_t p2t_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+static void p2t_phase(p2t_out *o, const char *op, uint64_t runs, uint64_t ns)
+{
+    printf("%d phase %s %llu %llu\n", o->i, op, (unsigned long long)runs, (unsigned long long)ns);
+}
+static void p2t_check(p2t_out *o, uint64_t v)
+{
+    printf("%d check %llu\n", o->i, (unsigned long long)v);
+}
+"""
+
+FRAME_MAIN = r"""
+typedef int (*p2t_run_fn)(const char *dir, p2t_out *o);
+static const p2t_run_fn p2t_runs[] = { %(runs)s };
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || p2t_setup() != 0) {
+        fprintf(stderr, "usage: %%s DIR [CANDIDATE...] (each runs in DIR/c<i>)\n", argv[0]);
+        return 2;
+    }
+    for (int a = 2; a < argc; a++) {
+        int i = atoi(argv[a]);
+        char dir[4096];
+        p2t_out o = { i };
+        if (i < 0 || i >= (int)(sizeof p2t_runs / sizeof p2t_runs[0])) return 2;
+        snprintf(dir, sizeof dir, "%%s/c%%d", argv[1], i);
+        if (p2t_runs[i](dir, &o) != 0) { fprintf(stderr, "candidate %%d failed\n", i); return 1; }
+        fflush(stdout);
+    }
+    return 0;
+}
+"""
+
+
+def driver_source(workload, prefixes: list) -> str:
+    """The driver's C: the frame, the workload's shared part, each candidate's run."""
+    parts = [FRAME_HEAD] + [f'#include "{p}.h"\n' for p in prefixes] + [FRAME_TOOLS]
+    parts.append(workload.shared())
+    parts += [workload.candidate(p) for p in prefixes]
+    parts.append(FRAME_MAIN % {"runs": ", ".join(f"{p}_tune_run" for p in prefixes)})
+    return "\n".join(parts)
+
+
+def build_binary(specs: list, workload, build_dir: str, cc: str = "cc", jobs: int = 2,
+                 progress: Callable[[str], None] = lambda m: None) -> str:
+    """specs: [(prefix, spec text)]. The driver linked with every candidate: its path."""
+    cc_cmd = cc_command(cc)
+    flags = list(DEFAULT_CFLAGS)
+    try:
+        os.makedirs(build_dir, exist_ok=True)
+    except OSError as e:
+        raise EnvError(f"error: cannot write into '{build_dir}': {os_reason(e)}") from None
+    objs, futures = [], []
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        rt = pool.submit(runtime_object, cc_cmd, flags)
+        for prefix, text in specs:
+            path = os.path.join(build_dir, f"{prefix}.p2")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+            gen = generate(path, build_dir, prefix)
+            obj = os.path.join(build_dir, f"{prefix}.o")
+            futures.append(pool.submit(run_cc, cc_cmd + flags + ["-c", gen.source, "-o", obj],
+                                       f"compiling candidate {prefix}"))
+            objs.append(obj)
+            progress(f"generated {prefix}; compiling")
+        drv = os.path.join(build_dir, "tune_driver.c")
+        with open(drv, "w", encoding="utf-8") as f:
+            f.write(driver_source(workload, [p for p, _ in specs]))
+        drv_obj = os.path.join(build_dir, "tune_driver.o")
+        futures.append(pool.submit(run_cc, cc_cmd + flags + ["-I", build_dir, "-c", drv, "-o",
+                                                             drv_obj], "compiling the driver"))
+        for fu in futures:
+            fu.result()
+        rt_obj = rt.result()
+    exe = os.path.join(build_dir, "tune_driver")
+    run_cc(cc_cmd + [drv_obj, *objs, rt_obj, "-o", exe], "linking the driver")
+    return exe
+
+
+@dataclass
+class Measured:
+    """Per candidate index: op -> [ns per operation, one per run]; its answers per run."""
+    ns: dict = field(default_factory=dict)
+    checks: dict = field(default_factory=dict)
+    runs: dict = field(default_factory=dict)      # i -> op -> operations per run
+
+
+def run_once(exe: str, work_dir: str, order: list, timeout: float = 600) -> str:
+    for i in order:
+        d = os.path.join(work_dir, f"c{i}")
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+    try:
+        proc = subprocess.run([exe, work_dir, *map(str, order)], capture_output=True, text=True,
+                              timeout=timeout)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise BuildError(f"error: the measuring driver could not run: {e}") from None
+    if proc.returncode != 0:
+        raise BuildError(f"error: the measuring driver failed (status {proc.returncode}): "
+                         f"{proc.stderr.strip()[-2000:]}")
+    return proc.stdout
+
+
+def measure(exe: str, n: int, reps: int, work_dir: str, seed: Optional[int] = None,
+            progress: Callable[[str], None] = lambda m: None) -> Measured:
+    """Run the driver `reps` times over candidates 0..n-1, each time in a random order."""
+    rng = random.Random(seed)
+    out = Measured()
+    for rep in range(reps):
+        order = list(range(n))
+        rng.shuffle(order)
+        progress(f"measuring rep {rep + 1}/{reps}")
+        text = run_once(exe, work_dir, order)
+        checks: dict = {}
+        for line in text.splitlines():
+            parts = line.split()
+            i = int(parts[0])
+            if parts[1] == "phase":
+                op, runs, ns = parts[2], int(parts[3]), int(parts[4])
+                out.ns.setdefault(i, {}).setdefault(op, []).append(ns / max(runs, 1))
+                out.runs.setdefault(i, {})[op] = runs
+            elif parts[1] == "check":
+                checks.setdefault(i, []).append(int(parts[2]))
+        for i, c in checks.items():
+            out.checks.setdefault(i, []).append(tuple(c))
+    shutil.rmtree(work_dir, ignore_errors=True)
+    return out
+
+
+@dataclass
+class Result:
+    """One candidate's measured cost: per op the median ns per operation, the total
+    (profile count x ns, summed) per run, its median and relative spread."""
+    index: int
+    ns: dict
+    totals: list
+    median: float
+    spread: float
+
+
+def results(m: Measured, counts: dict) -> list:
+    """Per candidate (by index): the workload's cost per run, as the profile counts it."""
+    out = []
+    for i, per_op in sorted(m.ns.items()):
+        reps = min(len(v) for v in per_op.values())
+        totals = [sum(counts.get(op, 0) * v[r] for op, v in per_op.items()) for r in range(reps)]
+        med = statistics.median(totals)
+        spread = (max(totals) - min(totals)) / med if med else 0.0
+        out.append(Result(i, {op: statistics.median(v) for op, v in per_op.items()}, totals,
+                          med, spread))
+    return out
+
+
+def noise_band(res: list) -> float:
+    """The spread across processes: the median of the candidates' relative spreads."""
+    return statistics.median(r.spread for r in res) if res else 0.0

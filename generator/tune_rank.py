@@ -1,0 +1,216 @@
+"""`p2gen tune`, step 2: the candidates of a container, sized from its profile, ranked by
+the planner's costs extended to the workload.
+
+A candidate is a stack of the relevant space (tune_space.Space) with the parameters that
+matter and are cheap to choose: a hash's buckets sized to the profile's largest count (and
+`fn = identity` beside the default hash on an integer key), an iarray's capacity and
+max_key from the key's range (iarray is left out where the keys are negative or sparse:
+its slot block would be mostly empty), and `slots = packed | line` of the slot storages.
+
+Its predicted cost is, per operation the profile counted, count x the cost of that
+operation through the candidate at the profile's n (cache-line reads, layers/base.py
+COST_UNIT): a find or cursor walk costs what the planner would pay for its path (the
+cheapest of the candidate's layers, as plan.plan_cursor chooses, with the real n rather
+than the planner's default); an insert or delete pays every ds layer's maintenance (an
+ordered layer its descent, a hash its bucket, odlist and qsort their shift); an update
+that changes a key pays it on the layers keyed on a key field; get/at/other updates read
+or write one element.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Optional
+
+from .check import check
+from .errors import P2Error
+from .layers import LAYERS
+from .layers.base import log2n
+from .parser import parse
+from .plan import Query, conjuncts_of, simple_conjunct
+from .tune_space import Space, Stack
+
+HASH_LOAD = 1.0           # elements per bucket the sizing aims at
+IARRAY_SPARSE = 4         # key range / n above which iarray's slot block is mostly empty
+
+
+@dataclass
+class Candidate:
+    """One equation of the container: `params` per layer name (beside the stack's key)."""
+    stack: Stack
+    params: dict = field(default_factory=dict)     # layer -> {param: text}
+    equation: str = ""
+    cost: float = 0.0                              # predicted, COST_UNIT
+    per_op: dict = field(default_factory=dict)     # op -> predicted cost (count x cost)
+    current: bool = False                          # the spec's own equation
+    canonical: str = ""                            # as the checker prints it (dedup)
+    find_keys: frozenset = frozenset()             # the keys with a find function
+
+    @property
+    def label(self) -> str:
+        return self.equation
+
+
+def _layer_text(name: str, given: list) -> str:
+    return f"{name}({', '.join(given)})" if given else name
+
+
+def equation_of(space: Space, cand: Candidate) -> str:
+    """The candidate's equation: the spec's tops and memory around its indexes and storage,
+    each with its key and the sized parameters."""
+    parts = list(space.tops)
+    for ix in cand.stack.indexes:
+        key = ix.key[0] if len(ix.key) == 1 else "(" + ", ".join(ix.key) + ")"
+        given = [f"key = {key}"] + (["unique = true"] if ix.unique else [])
+        given += [f"{k} = {v}" for k, v in cand.params.get(ix.layer, {}).items()]
+        parts.append(_layer_text(ix.layer, given))
+    st = cand.stack
+    given = [f"key = {st.storage_key}"] if st.storage_key else []
+    given += [f"{k} = {v}" for k, v in cand.params.get(st.storage, {}).items()]
+    parts.append(_layer_text(st.storage, given))
+    parts += space.mems
+    text = parts[-1]
+    for p in reversed(parts[:-1]):
+        text = f"{p}[{text}]"
+    return text
+
+
+def _has_param(layer: str, name: str) -> bool:
+    return any(p.name == name for p in LAYERS[layer].params)
+
+
+def _pow2_at_least(n: float) -> int:
+    return 1 << max(4, math.ceil(math.log2(max(n, 1))))
+
+
+def _key_stats(cprof: dict, key: str) -> dict:
+    return cprof.get("keys", {}).get(key, {})
+
+
+def sized_variants(space: Space, stack: Stack, cprof: dict) -> list:
+    """The candidates of one stack: its parameters sized from the profile; [] if the
+    profile rules it out (iarray over negative or sparse keys)."""
+    n = max(int(cprof.get("count_max", 0)), 1)
+    base: dict = {}
+    variants = [base]
+    for ix in stack.indexes:
+        if ix.layer == "hash" and _has_param("hash", "buckets"):
+            base.setdefault("hash", {})["buckets"] = str(_pow2_at_least(n / HASH_LOAD))
+            f = space.info.record.field(ix.key[0]) if len(ix.key) == 1 else None
+            if f is not None and f.type.kind == "int" and _has_param("hash", "fn"):
+                variants = [base, {**base, "hash": {**base["hash"], "fn": "identity"}}]
+    if stack.storage == "iarray":
+        ks = _key_stats(cprof, stack.storage_key)
+        lo, hi = ks.get("min"), ks.get("max")
+        if not isinstance(lo, int) or not isinstance(hi, int) or lo < 0 or \
+                hi + 1 > IARRAY_SPARSE * n + 1024:
+            return []
+        cap = max(hi + 1, 16)
+        max_key = min(2 * hi + 65536, 2 ** 32 - 3)
+        for v in variants:
+            v["iarray"] = {"capacity": str(cap), "max_key": str(max_key)}
+    if _has_param(stack.storage, "slots"):
+        variants = [dict(v, **{stack.storage: {**v.get(stack.storage, {}), "slots": s}})
+                    for v in variants for s in ("packed", "line")]
+    return [Candidate(stack, v) for v in variants]
+
+
+# -- costs ---------------------------------------------------------------------------------
+
+def _path_cost(info, cur, n: float) -> float:
+    """What the planner would pay for `cur` at `n` elements: its cheapest path over the
+    candidate's ds layers (plan_cursor's choice, order by honoured)."""
+    simple = [c for c in (simple_conjunct(e) for e in conjuncts_of(cur.predicate)) if c]
+    q = Query(n, simple, cur.order_by)
+    best = math.inf
+    for li in info.ds:
+        for o in li.layer.paths(li, q):
+            if cur.order_by and o.ordered_by != cur.order_by and cur.order_by not in o.fixed:
+                continue
+            best = min(best, _hash_chain(li, o.cost, n) if o.kind == "eq" else o.cost)
+    return best
+
+
+def _hash_chain(li, cost: float, n: float) -> float:
+    """A hash that does not grow walks chains of n / buckets elements."""
+    if li.layer.name != "hash" or li.params.get("grow", True):
+        return cost
+    return cost + max(0.0, n / li.params["buckets"] / 2 - 0.5)
+
+
+def _maintenance(li, info, n: float) -> float:
+    """The cost of linking (or unlinking) one element in layer `li`."""
+    name = li.layer.name
+    if name in ("odlist", "qsort"):
+        return 1 + n / 2                 # the walk (odlist) or the shift (qsort)
+    key = li.key_field_obj
+    if key is None or name in ("iarray",):
+        return 1.0
+    if name == "hash":
+        return _hash_chain(li, 2.0, n)
+    if name in ("avl", "btree"):
+        return 1 + (log2n(n) if name == "avl" else max(1.0, math.log(max(n, 2), 64)))
+    return 2.0
+
+
+def predicted(space: Space, cand: Candidate, cprof: dict,
+              equation: Optional[str] = None) -> Candidate:
+    """Fill cand.equation (`equation`, else the stack's with its parameters), .per_op and
+    .cost (raises P2Error if the checker refuses it)."""
+    cand.equation = equation or equation_of(space, cand)
+    checked = check(parse(space.spec_text(cand.equation), space.path))
+    info = checked.container(space.name)
+    cand.canonical = info.equation_text()
+    cand.find_keys = frozenset(k.name for k in info.keys())
+    n = float(max(cprof.get("count_max", 0), 2))
+    ops = cprof.get("ops", {})
+    maint = [(_maintenance(li, info, n), li) for li in info.ds]
+    link_all = sum(m for m, _ in maint)
+    key_fields = set()
+    for k in info.keys():
+        key_fields.update(getattr(k, "names", None) or (k.name,))
+    keyed = sum(m for m, li in maint if li.key_field_obj is not None
+                and set(getattr(li.key_field_obj, "names", None)
+                        or (li.key_field_obj.name,)) & key_fields)
+    per = {
+        "insert": ops.get("insert", 0) * link_all,
+        "delete": ops.get("delete", 0) * link_all,
+        "update_key": ops.get("update_key", 0) * (1 + 2 * keyed),
+        "update_other": ops.get("update_other", 0) * 1.0,
+        "get": ops.get("get", 0) * 1.0,
+        "at": ops.get("at", 0) * 1.0,
+    }
+    for key, ks in cprof.get("keys", {}).items():
+        cur = info.finds.get(key)
+        if cur is not None and ks.get("finds"):
+            per[f"find_{key}"] = ks["finds"] * _path_cost(info, cur, n)
+    for name, cs in cprof.get("cursors", {}).items():
+        cur = next((c for c in info.cursors if c.name == name and not c.synthetic), None)
+        if cur is not None and cs.get("walks"):
+            per[f"walk_{name}"] = cs["walks"] * _path_cost(info, cur, n)
+    cand.per_op = {k: v for k, v in per.items() if v}
+    cand.cost = sum(cand.per_op.values())
+    return cand
+
+
+def current_candidate(space: Space, cprof: dict) -> Candidate:
+    """The spec's own equation, costed the same way."""
+    cand = Candidate(Stack((), "", None), current=True)
+    return predicted(space, cand, cprof, space.info.equation_text())
+
+
+def ranked(space: Space, cprof: dict, find_keys: Optional[frozenset] = None) -> list:
+    """Every candidate of the container's relevant space the checker takes (with the find
+    functions `find_keys`, if given: another set is another API), cheapest first (ties: the
+    order of the space)."""
+    out = []
+    for st in space.enumerate():
+        for cand in sized_variants(space, st, cprof):
+            try:
+                predicted(space, cand, cprof)
+            except P2Error:
+                continue
+            if find_keys is None or cand.find_keys == find_keys:
+                out.append(cand)
+    out.sort(key=lambda c: c.cost)
+    return out

@@ -1,0 +1,164 @@
+"""`p2gen tune SPEC --profile P`: the steps, in order, per container the profile saw work on.
+
+    enumerate (tune_space, sized: tune_rank) -> rank (tune_rank) -> keep the top k that
+    pass same_api (tune) -> build them and the spec's own equation into one binary and
+    measure (tune_measure, with the workload of tune_workload) -> pick -> write back
+    (tune_write)
+
+The spec's own equation is always measured (candidate t0). The pick is the candidate with
+the lowest median cost; the spec keeps its equation when that is within the noise band of
+the pick (never rewritten on the strength of noise).
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from .build import load
+from .check import check
+from .errors import P2Error
+from .parser import parse
+from .profile import load_profile
+from .tune import differences, load_view
+from .tune_measure import build_binary, measure, noise_band, results
+from .tune_rank import Candidate, current_candidate, ranked
+from .tune_space import Space
+from .tune_workload import Synthesised
+from .tune_write import original_source
+
+
+@dataclass
+class Outcome:
+    """What tuning one container found."""
+    container: str
+    candidates: list            # Candidate: [0] the spec's own, then the top k by prediction
+    measured: list              # tune_measure.Result per candidate index
+    counts: dict                # the profile's count of each measured operation
+    band: float
+    n: int
+    refused: list = field(default_factory=list)   # (equation, why)
+    enumerated: int = 0
+
+    def by_index(self, i: int):
+        return next(r for r in self.measured if r.index == i)
+
+    @property
+    def best(self):
+        return min(self.measured, key=lambda r: r.median)
+
+    @property
+    def current(self):
+        return self.by_index(0)
+
+    @property
+    def pick(self):
+        """The candidate written back: the best, unless the spec's own is within noise."""
+        best, cur = self.best, self.current
+        return cur if cur.median <= best.median * (1 + self.band) else best
+
+    @property
+    def ties(self) -> list:
+        p = self.pick
+        return [r for r in self.measured if r is not p and r.median <= p.median * (1 + self.band)]
+
+    def slower_by(self) -> float:
+        """How much slower the spec's own equation is than the best (0.25: 25%)."""
+        return self.current.median / self.best.median - 1 if self.best.median else 0.0
+
+
+def _say(progress, msg):
+    if progress:
+        progress(msg)
+
+
+def tune_container(spec_path: str, source: str, name: str, cprof: dict, top: int, reps: int,
+                   cc: str, jobs: int, work: str, progress=None, seed=None) -> Outcome:
+    space = Space(source, name, spec_path)
+    current = current_candidate(space, cprof)
+    cands = ranked(space, cprof, current.find_keys)
+    _say(progress, f"{name}: enumerated {len(cands)} candidates with the spec's finds (the "
+                   f"relevant space, sized from the profile: n = "
+                   f"{int(cprof.get('count_max', 0))})")
+    base = load_view(spec_path)
+    chosen, refused, seen = [current], [], {current.canonical}
+    for cand in cands:
+        if len(chosen) > top:
+            break
+        if cand.canonical in seen:
+            continue
+        seen.add(cand.canonical)
+        path = os.path.join(work, f"api-{len(seen)}.p2")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(space.spec_text(cand.equation))
+        try:
+            diff = differences(base, load_view(path, base.prefix))
+        except P2Error as e:
+            diff = [str(e).splitlines()[0]]
+        if diff:
+            refused.append((cand.equation, diff[0]))
+            continue
+        chosen.append(cand)
+    _say(progress, f"{name}: ranked; measuring the top {len(chosen) - 1} and the spec's own "
+                   f"equation ({len(refused)} refused: another API)")
+    checked = check(parse(source, spec_path))
+    info = checked.container(name)
+    workload = Synthesised(info, cprof, checked.cursors)
+    specs = []
+    for i, cand in enumerate(chosen):
+        prefix = f"t{i}"
+        specs.append((prefix, space.spec_text(cand.equation)))
+        ci = check(parse(specs[-1][1], spec_path)).container(name)
+        workload.stable_refs[prefix] = ci.storage.layer.stable_refs
+    _say(progress, f"{name}: building {len(specs)} candidates into one binary")
+    exe = build_binary(specs, workload, os.path.join(work, f"build-{name}"), cc=cc, jobs=jobs,
+                       progress=lambda m: _say(progress, f"{name}: {m}"))
+    m = measure(exe, len(specs), reps, os.path.join(work, f"run-{name}"), seed=seed,
+                progress=lambda msg: _say(progress, f"{name}: {msg}"))
+    counts = workload.profile_counts()
+    res = results(m, counts)
+    # candidates whose answers differ from the spec's own equation's are refused
+    ref = m.checks.get(0)
+    kept = []
+    for r in res:
+        if r.index and m.checks.get(r.index) != ref:
+            refused.append((chosen[r.index].equation, "its answers differ from the spec's "
+                            "own equation's"))
+            continue
+        kept.append(r)
+    return Outcome(name, chosen, kept, counts, noise_band(kept), workload.n, refused, len(cands))
+
+
+def tune(spec_path: str, profile_path: str, top: int = 5, reps: int = 5,
+         containers: Optional[list] = None, cc: str = "cc", jobs: int = 2,
+         progress: Optional[Callable[[str], None]] = None, seed=None) -> tuple:
+    """(the spec's text, [Outcome]) for each container the profile saw work on (or the
+    ones named)."""
+    t0 = time.perf_counter()
+    with open(spec_path, encoding="utf-8") as f:
+        source = f.read()
+    prof = load_profile(profile_path, spec_path, original_source(source))
+    load(spec_path)                    # the spec itself is sound (its errors, as build's)
+    names = containers or [c for c, cp in prof["containers"].items() if _worked(cp)]
+    unknown = [c for c in names if c not in prof["containers"]]
+    if unknown:
+        raise P2Error(f"container {unknown[0]} is not in the profile '{profile_path}' "
+                      f"(it has {', '.join(prof['containers'])})")
+    out = []
+    with tempfile.TemporaryDirectory(prefix="p2gen-tune-") as work:
+        for name in names:
+            out.append(tune_container(spec_path, source, name, prof["containers"][name], top,
+                                      reps, cc, jobs, work, progress, seed))
+    _say(progress, f"done in {time.perf_counter() - t0:.1f} s")
+    return source, out
+
+
+def _worked(cprof: dict) -> bool:
+    """A container worth tuning: the profile counted finds, walks or changes on it."""
+    ops = cprof.get("ops", {})
+    finds = sum(k.get("finds", 0) for k in cprof.get("keys", {}).values())
+    walks = sum(c.get("walks", 0) for c in cprof.get("cursors", {}).values())
+    return bool(finds or walks or any(ops.get(o) for o in ("get", "at", "update_key",
+                                                           "update_other", "delete")))

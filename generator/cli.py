@@ -372,7 +372,7 @@ def tune(spec, profile, top, reps, containers, dry_run, check_only, margin, seed
     and write the fastest back into SPEC with a comment block of evidence (ties within the
     noise keep the spec's own equation)."""
     from .tune_run import tune as run_tune
-    from .tune_write import machine, rewrite, unified_diff
+    from .tune_write import evidence, machine, rewrite, unified_diff
     from .toolchain import write_atomic
 
     def progress(msg: str) -> None:
@@ -388,12 +388,16 @@ def tune(spec, profile, top, reps, containers, dry_run, check_only, margin, seed
                            f"the best found (margin {margin:.0%}, noise band {o.band:.1%})"
                            + (": SLOWER" if o in slow else ""))
             sys.exit(3 if slow else 0)
-        new = rewrite(source, spec, outcomes, reps, machine())
+        mach = machine()
+        new = rewrite(source, spec, outcomes, reps, mach)
         for o in outcomes:
             what = ("keeps its equation" if o.pick.index == 0 else
                     f"-> {o.candidates[o.pick.index].equation}")
-            click.echo(f"{o.container}: {what} ({o.current.median / o.pick.median:.2f}x the "
-                       f"spec's own time; noise band {o.band:.1%})")
+            click.echo(f"{o.container}: {what} (the spec's own takes "
+                       f"{o.current.median / o.pick.median:.2f}x the pick's time; noise band "
+                       f"{o.band:.1%})")
+            if o.pick.index == 0:      # nothing written: the evidence here
+                click.echo("".join(f"  {line}\n" for line in evidence(o, reps, mach)), nl=False)
         if dry_run:
             click.echo(unified_diff(source, new, spec), nl=False)
         elif new != source:

@@ -43,9 +43,25 @@ static uint64_t p2t_now(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
-static void p2t_phase(p2t_out *o, const char *op, uint64_t runs, uint64_t ns)
+/* A phase runs in P2T_CHUNKS chunks, each timed: the phase's time is its median chunk's
+ * ns per operation x its operations, so that a chunk the machine's load preempted (the
+ * machine is shared) does not count. */
+#define P2T_CHUNKS 9
+static double p2t_chunk_ns[P2T_CHUNKS];
+static void p2t_chunk(int ch, uint64_t ops, uint64_t ns)
 {
-    printf("%d phase %s %llu %llu\n", o->i, op, (unsigned long long)runs, (unsigned long long)ns);
+    p2t_chunk_ns[ch] = ops ? (double)ns / (double)ops : 0.0;
+}
+static int p2t_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+static void p2t_phase(p2t_out *o, const char *op, uint64_t runs)
+{
+    qsort(p2t_chunk_ns, P2T_CHUNKS, sizeof p2t_chunk_ns[0], p2t_cmp);
+    printf("%d phase %s %llu %.0f\n", o->i, op, (unsigned long long)runs,
+           p2t_chunk_ns[P2T_CHUNKS / 2] * (double)runs);
 }
 static void p2t_check(p2t_out *o, uint64_t v)
 {
@@ -175,7 +191,8 @@ def measure(exe: str, n: int, reps: int, work_dir: str, seed: Optional[int] = No
 @dataclass
 class Result:
     """One candidate's measured cost: per op the median ns per operation, the total
-    (profile count x ns, summed) per run, its median and relative spread."""
+    (profile count x ns, summed) per run, its median and relative spread (max - min over
+    the median; from 5 runs on, the fastest and slowest run left out)."""
     index: int
     ns: dict
     totals: list
@@ -190,7 +207,8 @@ def results(m: Measured, counts: dict) -> list:
         reps = min(len(v) for v in per_op.values())
         totals = [sum(counts.get(op, 0) * v[r] for op, v in per_op.items()) for r in range(reps)]
         med = statistics.median(totals)
-        spread = (max(totals) - min(totals)) / med if med else 0.0
+        kept = sorted(totals)[1:-1] if len(totals) >= 5 else totals   # the extremes trimmed
+        spread = (max(kept) - min(kept)) / med if med else 0.0
         out.append(Result(i, {op: statistics.median(v) for op, v in per_op.items()}, totals,
                           med, spread))
     return out

@@ -5,7 +5,8 @@ A candidate is a stack of the relevant space (tune_space.Space) with the paramet
 matter and are cheap to choose: a hash's buckets sized to the profile's largest count (and
 `fn = identity` beside the default hash on an integer key), an iarray's capacity and
 max_key from the key's range (iarray is left out where the keys are negative or sparse:
-its slot block would be mostly empty), and `slots = packed | line` of the slot storages.
+its slot block would be mostly empty), the other storages' capacity from the largest count
+(no growth while loading), and `slots = packed | line` of the slot storages.
 
 Its predicted cost is, per operation the profile counted, count x the cost of that
 operation through the candidate at the profile's n (cache-line reads, layers/base.py
@@ -28,7 +29,7 @@ from .layers import LAYERS
 from .layers.base import log2n
 from .parser import parse
 from .plan import Query, conjuncts_of, simple_conjunct
-from .tune_space import Space, Stack
+from .tune_space import Space, Stack, _decl_span
 
 HASH_LOAD = 1.0           # elements per bucket the sizing aims at
 IARRAY_SPARSE = 4         # key range / n above which iarray's slot block is mostly empty
@@ -109,6 +110,9 @@ def sized_variants(space: Space, stack: Stack, cprof: dict) -> list:
         max_key = min(2 * hi + 65536, 2 ** 32 - 3)
         for v in variants:
             v["iarray"] = {"capacity": str(cap), "max_key": str(max_key)}
+    elif _has_param(stack.storage, "capacity"):     # room for the largest count: no growth
+        for v in variants:
+            v[stack.storage] = {"capacity": str(_pow2_at_least(n))}
     if _has_param(stack.storage, "slots"):
         variants = [dict(v, **{stack.storage: {**v.get(stack.storage, {}), "slots": s}})
                     for v in variants for s in ("packed", "line")]
@@ -117,7 +121,7 @@ def sized_variants(space: Space, stack: Stack, cprof: dict) -> list:
 
 # -- costs ---------------------------------------------------------------------------------
 
-def _path_cost(info, cur, n: float) -> float:
+def _path_cost(info, cur, n: float, dense: frozenset = frozenset()) -> float:
     """What the planner would pay for `cur` at `n` elements: its cheapest path over the
     candidate's ds layers (plan_cursor's choice, order by honoured)."""
     simple = [c for c in (simple_conjunct(e) for e in conjuncts_of(cur.predicate)) if c]
@@ -127,13 +131,20 @@ def _path_cost(info, cur, n: float) -> float:
         for o in li.layer.paths(li, q):
             if cur.order_by and o.ordered_by != cur.order_by and cur.order_by not in o.fixed:
                 continue
-            best = min(best, _hash_chain(li, o.cost, n) if o.kind == "eq" else o.cost)
+            best = min(best, _hash_chain(li, o.cost, n, dense) if o.kind == "eq" else o.cost)
     return best
 
 
-def _hash_chain(li, cost: float, n: float) -> float:
-    """A hash that does not grow walks chains of n / buckets elements."""
-    if li.layer.name != "hash" or li.params.get("grow", True):
+def _hash_chain(li, cost: float, n: float, dense: frozenset = frozenset()) -> float:
+    """A hash that does not grow walks chains of n / buckets elements; the identity hash
+    of dense integer keys (`dense`: their range about n) fills one bucket each, in key
+    order, with no hash to compute: half a line less."""
+    if li.layer.name != "hash":
+        return cost
+    if li.params.get("fn") == "identity" and li.key_field_obj is not None and \
+            li.key_field_obj.name in dense:
+        cost -= 0.5
+    if li.params.get("grow", True):
         return cost
     return cost + max(0.0, n / li.params["buckets"] / 2 - 0.5)
 
@@ -158,12 +169,15 @@ def predicted(space: Space, cand: Candidate, cprof: dict,
     """Fill cand.equation (`equation`, else the stack's with its parameters), .per_op and
     .cost (raises P2Error if the checker refuses it)."""
     cand.equation = equation or equation_of(space, cand)
-    checked = check(parse(space.spec_text(cand.equation), space.path))
+    checked = check(parse(candidate_text(space, cand), space.path))
     info = checked.container(space.name)
     cand.canonical = info.equation_text()
     cand.find_keys = frozenset(k.name for k in info.keys())
     n = float(max(cprof.get("count_max", 0), 2))
     ops = cprof.get("ops", {})
+    dense = frozenset(k for k, ks in cprof.get("keys", {}).items()
+                      if isinstance(ks.get("min"), int) and isinstance(ks.get("max"), int)
+                      and ks["max"] - ks["min"] + 1 <= 2 * n)
     maint = [(_maintenance(li, info, n), li) for li in info.ds]
     link_all = sum(m for m, _ in maint)
     key_fields = set()
@@ -183,20 +197,28 @@ def predicted(space: Space, cand: Candidate, cprof: dict,
     for key, ks in cprof.get("keys", {}).items():
         cur = info.finds.get(key)
         if cur is not None and ks.get("finds"):
-            per[f"find_{key}"] = ks["finds"] * _path_cost(info, cur, n)
+            per[f"find_{key}"] = ks["finds"] * _path_cost(info, cur, n, dense)
     for name, cs in cprof.get("cursors", {}).items():
         cur = next((c for c in info.cursors if c.name == name and not c.synthetic), None)
         if cur is not None and cs.get("walks"):
-            per[f"walk_{name}"] = cs["walks"] * _path_cost(info, cur, n)
+            per[f"walk_{name}"] = cs["walks"] * _path_cost(info, cur, n, dense)
     cand.per_op = {k: v for k, v in per.items() if v}
     cand.cost = sum(cand.per_op.values())
     return cand
 
 
+def candidate_text(space: Space, cand: Candidate) -> str:
+    """The spec with the candidate's equation (the spec's own: its text as it is)."""
+    return space.source if cand.current else space.spec_text(cand.equation)
+
+
 def current_candidate(space: Space, cprof: dict) -> Candidate:
-    """The spec's own equation, costed the same way."""
+    """The spec's own equation (as written, its `with` folded onto one line), costed the
+    same way."""
+    start, end = _decl_span(space.source, space.info.decl)
+    written = space.source[start:end - 1].split("=", 1)[1]
     cand = Candidate(Stack((), "", None), current=True)
-    return predicted(space, cand, cprof, space.info.equation_text())
+    return predicted(space, cand, cprof, " ".join(written.split()))
 
 
 def ranked(space: Space, cprof: dict, find_keys: Optional[frozenset] = None) -> list:

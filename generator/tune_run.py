@@ -24,7 +24,7 @@ from .parser import parse
 from .profile import load_profile
 from .tune import differences, load_view
 from .tune_measure import build_binary, measure, noise_band, results
-from .tune_rank import Candidate, current_candidate, ranked
+from .tune_rank import candidate_text, current_candidate, ranked
 from .tune_space import Space
 from .tune_workload import Synthesised
 from .tune_write import original_source
@@ -109,7 +109,7 @@ def tune_container(spec_path: str, source: str, name: str, cprof: dict, top: int
     specs = []
     for i, cand in enumerate(chosen):
         prefix = f"t{i}"
-        specs.append((prefix, space.spec_text(cand.equation)))
+        specs.append((prefix, candidate_text(space, cand)))
         ci = check(parse(specs[-1][1], spec_path)).container(name)
         workload.stable_refs[prefix] = ci.storage.layer.stable_refs
     _say(progress, f"{name}: building {len(specs)} candidates into one binary")

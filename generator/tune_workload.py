@@ -10,9 +10,10 @@ shape.
 
 Synthesised: load the profile's largest count of rows with keys drawn to match each key's
 min, max, distinct count and order; then each operation of the profile, in proportion to
-its count (scaled to `budget` operations in all): finds by each key (of keys present),
+its count (scaled to `budget` operations in all, each phase at least `min_runs` of them
+or all the profile counted): finds by each key (of keys present),
 gets, ats, updates that keep and that change a key, walks of each cursor (parameters from
-a row's fields the cursor compares with), deletes. Each is timed as a phase; its ns per
+a row's fields the cursor compares with), deletes. Each is a phase, timed in chunks (the median chunk: tune_measure); its ns per
 operation x the profile's count is the candidate's measured cost of that operation. Over a
 storage whose references move (qsort), an operation on a row finds it by the first key.
 """
@@ -36,7 +37,8 @@ class Synthesised:
     """The workload of container `info`'s profile `cprof` (a dict of the profile's
     containers' entry), `budget` operations beside the load."""
 
-    def __init__(self, info, cprof: dict, cursors: list, budget: int = 300_000):
+    def __init__(self, info, cprof: dict, cursors: list, budget: int = 1_000_000,
+                 min_runs: int = 200_000):
         self.info, self.cprof = info, cprof
         self.n = max(int(cprof.get("count_max", 0)), 1)
         ops = cprof.get("ops", {})
@@ -56,7 +58,8 @@ class Synthesised:
             counts[op] = int(ops.get(op, 0))
         total = sum(counts.values())
         scale = min(1.0, budget / total) if total else 1.0
-        self.runs = {op: max(1, round(c * scale)) for op, c in counts.items() if c}
+        # each phase long enough to time (min_runs), else in the profile's proportions
+        self.runs = {op: max(min(c, min_runs), round(c * scale)) for op, c in counts.items() if c}
         if "delete" in self.runs:
             self.runs["delete"] = min(self.runs["delete"], self.n // 2 or 1)
         for op in list(self.runs):
@@ -188,14 +191,19 @@ class Synthesised:
              " free(refs); return -1; }",
              "    p2t_rng = 0x2545F4914F6CDD1DULL;",
              # load: every row inserted, timed as the profile's inserts
+             "    for (int ch = 0; ch < P2T_CHUNKS; ch++) {",
+             "    uint64_t lo = p2t_n * (uint64_t)ch / P2T_CHUNKS, "
+             "hi = p2t_n * (uint64_t)(ch + 1) / P2T_CHUNKS;",
              "    t = p2t_now();",
-             "    for (uint64_t i = 0; i < p2t_n; i++) {"]
+             "    for (uint64_t i = lo; i < hi; i++) {"]
         L += ["    " + s for s in self._fill(p, "rec", "i")]
         L += [f"        rc = {cp}_insert(db, &rec, &refs[i]);",
               f"        if (!({OK_CODES})) goto fail;",
               "        hits += rc == P2_OK;",
               "    }",
-              "    p2t_phase(o, \"insert\", p2t_n, p2t_now() - t);",
+              "    p2t_chunk(ch, hi - lo, p2t_now() - t);",
+              "    }",
+              "    p2t_phase(o, \"insert\", p2t_n);",
               "    p2t_check(o, hits);"]
         for op, runs in self.runs.items():
             L += self._phase(op, runs, p, cp, rtype)
@@ -208,9 +216,7 @@ class Synthesised:
         return "\n".join(L)
 
     def _phase(self, op: str, runs: int, p: str, cp: str, rtype: str) -> list:
-        L = ["    hits = 0; t = p2t_now();",
-             f"    for (uint64_t r = 0; r < {runs}ULL; r++) {{",
-             "        uint64_t row = p2t_next() % p2t_n;"]
+        L = self._chunked(runs) + ["        uint64_t row = p2t_next() % p2t_n;"]
         if op.startswith("find_"):
             k = self.key_objs[op[5:]]
             args = ", ".join(f"p2t_{n}[row]" for n in getattr(k, "names", (k.name,)))
@@ -228,9 +234,7 @@ class Synthesised:
                   "        hits += rc == P2_OK;"]
             L += ["        if (rc == P2_OK) refs[row] = ref;"]
         elif op == "delete":
-            L = ["    hits = 0; t = p2t_now();",
-                 f"    for (uint64_t r = 0; r < {runs}ULL; r++) {{",
-                 "        uint64_t row = p2t_n - 1 - r;"]
+            L = self._chunked(runs) + ["        uint64_t row = p2t_n - 1 - r;"]
             L += self._ref_of(p, cp, "row")
             L += [f"        rc = {cp}_delete(db, ref);", "        hits += rc == P2_OK;"]
         else:                                                  # walk_<cursor>
@@ -241,9 +245,20 @@ class Synthesised:
                   f"        if (rc == P2_OK) {{ while ({p}_{cur.name}_next(&k) == P2_OK) hits++; "
                   f"{p}_{cur.name}_close(&k); }}"]
         L += [f"        if (!({OK_CODES})) goto fail;", "    }",
-              f"    p2t_phase(o, \"{op}\", {runs}ULL, p2t_now() - t);",
+              "    p2t_chunk(ch, hi - lo, p2t_now() - t);", "    }",
+              f"    p2t_phase(o, \"{op}\", {runs}ULL);",
               "    p2t_check(o, hits);"]
         return L
+
+    @staticmethod
+    def _chunked(runs: int) -> list:
+        """The head of a phase's loop over r in 0..runs-1, in P2T_CHUNKS timed chunks."""
+        return ["    hits = 0;",
+                "    for (int ch = 0; ch < P2T_CHUNKS; ch++) {",
+                f"    uint64_t lo = {runs}ULL * (uint64_t)ch / P2T_CHUNKS, "
+                f"hi = {runs}ULL * (uint64_t)(ch + 1) / P2T_CHUNKS;",
+                "    t = p2t_now();",
+                "    for (uint64_t r = lo; r < hi; r++) {"]
 
     def _change(self, op: str, rec: str, row: str) -> list:
         """update_other: a field no key is made of; update_key: the first key field, to

@@ -1,0 +1,154 @@
+"""`p2gen tune SPEC --profile P` (issue 38 item 3), through the CLI, on a TPC-B-like accounts
+container written with a deliberately bad equation (a scan where the workload is point
+finds by id) and a profile made by a real `p2gen build --profile` and run: tune writes a
+hash or iarray back, with the evidence; the rewritten spec builds and passes same_api; the
+rest of the file (comments, the other container) stays byte-identical; --dry-run leaves the
+file as it is; --check fails on the bad spec and passes on the tuned one; a profile of
+another spec is refused. Small: n = 2,000, --top 2, --reps 2."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from p2gen.tune import same_api
+from p2gen.tune_write import BEGIN, END, original_source
+
+HEAD = """// A TPC-B-like bank: accounts found by id, their balance updated.
+record account { id: u32; branch: u32; balance: i64; filler: char[20]; }
+
+/* the relation the workload uses: a scan (the bad equation) */
+"""
+BAD = "container accounts of account = top2ds_qualify[array[transient]];"
+TAIL = """
+find accounts by id;   // declared: it exists whatever the equation
+record hist { aid: u32; delta: i64; }
+container history of hist
+    = top2ds_qualify[array(capacity = 64)[transient]];   // left alone
+"""
+SPEC = HEAD + BAD + TAIL
+
+MAIN = r"""#include "acc.h"
+int main(void)
+{
+    acc_db *db; acc_ref r; acc_account a = {0}; acc_hist h = {0};
+    if (acc_open(&db, ".") != P2_OK) return 1;
+    for (unsigned i = 0; i < 2000; i++) {
+        a.id = i; a.branch = i / 100;
+        if (acc_accounts_insert(db, &a, &r) != P2_OK) return 2;
+    }
+    for (unsigned i = 0; i < 20000; i++) {
+        unsigned id = (i * 7919u) % 2000;
+        if (acc_accounts_find_id(db, id, &r) != P2_OK) return 3;
+        if (acc_accounts_set_balance(db, r, (int64_t)i) != P2_OK) return 4;
+        h.aid = id; h.delta = 1;
+        if (acc_history_insert(db, &h, &r) != P2_OK) return 5;
+    }
+    return acc_close(db) != P2_OK;
+}
+"""
+TUNE = ["--top", "2", "--reps", "2", "--seed", "38"]
+
+
+def p2gen(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "p2gen", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def profiled(tmp_path_factory, cc):
+    """The bad spec, built with --profile, and the profile its workload wrote."""
+    d = tmp_path_factory.mktemp("tune")
+    (d / "acc.p2").write_text(SPEC)
+    r = p2gen("build", "acc.p2", "-o", "out", "--profile", "-q", cwd=d)
+    assert r.returncode == 0, r.stderr
+    (d / "main.c").write_text(MAIN)
+    r = subprocess.run([cc, "-O1", "-Iout", "main.c", "out/libacc.a", "-o", "main"], cwd=d,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run(["./main"], cwd=d, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert (d / "acc.profile.json").exists()
+    return d
+
+
+@pytest.fixture(scope="module")
+def tuned(profiled):
+    """The spec after `p2gen tune` (a copy), and what tune printed."""
+    d = profiled
+    (d / "tuned.p2").write_text(SPEC)
+    r = p2gen("tune", "tuned.p2", "--profile", "acc.profile.json", *TUNE, cwd=d)
+    assert r.returncode == 0, r.stderr
+    return d / "tuned.p2", r
+
+
+def _accounts_decl(text: str) -> str:
+    return next(l for l in text.splitlines() if l.startswith("container accounts"))
+
+
+def test_tune_writes_a_keyed_equation_back(tuned):
+    path, r = tuned
+    text = path.read_text()
+    decl = _accounts_decl(text)
+    assert ("hash(key = id" in decl) or ("iarray(key = id" in decl), decl
+    # progress on stderr: enumerated, ranked, building, measuring
+    for what in ("enumerated", "ranked", "building 3 candidates", "measuring rep 2/2"):
+        assert what in r.stderr, (what, r.stderr)
+    # the evidence beside it
+    assert BEGIN in text and END in text
+    for what in ("find_id", "decided by", "noise band", "machine:", "(the spec's own)",
+                 "predicted"):
+        assert what in text, what
+    assert "accounts: -> " in r.stdout
+
+
+def test_the_rewrite_keeps_the_rest_byte_identical(tuned):
+    text = tuned[0].read_text()
+    start = text.index("// p2gen tune begin")
+    end = text.index("\n", text.index(_accounts_decl(text)))
+    assert text[:start] == HEAD and text[end:] == TAIL
+    assert original_source(text) == SPEC
+
+
+def test_the_tuned_spec_builds_and_keeps_the_api(tuned, profiled, tmp_path):
+    (tmp_path / "acc.p2").write_text(SPEC)
+    same_api(str(tmp_path / "acc.p2"), str(tuned[0]))
+    r = p2gen("build", str(tuned[0]), "-o", str(tmp_path / "out"), "-q", cwd=profiled)
+    assert r.returncode == 0, r.stderr
+
+
+def test_dry_run_prints_the_diff_and_writes_nothing(profiled):
+    d = profiled
+    (d / "dry.p2").write_text(SPEC)
+    r = p2gen("tune", "dry.p2", "--profile", "acc.profile.json", "--dry-run", "-q", *TUNE, cwd=d)
+    assert r.returncode == 0, r.stderr
+    assert (d / "dry.p2").read_text() == SPEC
+    assert "--- a/dry.p2" in r.stdout and "+// p2gen tune begin" in r.stdout
+    assert "-" + BAD in r.stdout
+    assert r.stderr == ""         # -q: no progress
+
+
+def test_check_fails_on_the_bad_spec_and_passes_on_the_tuned_one(profiled, tuned):
+    d = profiled
+    r = p2gen("tune", "acc.p2", "--profile", "acc.profile.json", "--check", "-q", *TUNE, cwd=d)
+    assert r.returncode == 3, (r.stdout, r.stderr)
+    assert "accounts:" in r.stdout and "SLOWER" in r.stdout
+    assert (d / "acc.p2").read_text() == SPEC
+    # the tuned spec still takes its profile (the block keeps the profiled declaration);
+    # a wide margin: equations within noise of each other must not fail CI
+    r = p2gen("tune", tuned[0].name, "--profile", "acc.profile.json", "--check", "--margin",
+              "60%", "-q", *TUNE, cwd=d)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+
+
+def test_a_profile_of_another_spec_is_refused(profiled):
+    d = profiled
+    other = SPEC.replace("filler: char[20]", "filler: char[24]")
+    (d / "other.p2").write_text(other)
+    r = p2gen("tune", "other.p2", "--profile", "acc.profile.json", "-q", *TUNE, cwd=d)
+    assert r.returncode == 1
+    assert "written by another spec" in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert (d / "other.p2").read_text() == other

@@ -32,14 +32,15 @@ from .plan import Query, conjuncts_of, simple_conjunct
 from .tune_space import Space, Stack, _decl_span
 
 HASH_LOAD = 1.0           # elements per bucket the sizing aims at
+STORAGE = "storage"       # Candidate.params' key of the storage's parameters
 IARRAY_SPARSE = 4         # key range / n above which iarray's slot block is mostly empty
 
 
 @dataclass
 class Candidate:
-    """One equation of the container: `params` per layer name (beside the stack's key)."""
+    """One equation of the container: `params` per layer (beside the stack's key)."""
     stack: Stack
-    params: dict = field(default_factory=dict)     # layer -> {param: text}
+    params: dict = field(default_factory=dict)     # index position or STORAGE -> {param: text}
     equation: str = ""
     cost: float = 0.0                              # predicted, COST_UNIT
     per_op: dict = field(default_factory=dict)     # op -> predicted cost (count x cost)
@@ -59,17 +60,7 @@ def _layer_text(name: str, given: list) -> str:
 def equation_of(space: Space, cand: Candidate) -> str:
     """The candidate's equation: the spec's tops and memory around its indexes and storage,
     each with its key and the sized parameters."""
-    parts = list(space.tops)
-    for ix in cand.stack.indexes:
-        key = ix.key[0] if len(ix.key) == 1 else "(" + ", ".join(ix.key) + ")"
-        given = [f"key = {key}"] + (["unique = true"] if ix.unique else [])
-        given += [f"{k} = {v}" for k, v in cand.params.get(ix.layer, {}).items()]
-        parts.append(_layer_text(ix.layer, given))
-    st = cand.stack
-    given = [f"key = {st.storage_key}"] if st.storage_key else []
-    given += [f"{k} = {v}" for k, v in cand.params.get(st.storage, {}).items()]
-    parts.append(_layer_text(st.storage, given))
-    parts += space.mems
+    parts = space.tops + _layer_texts(cand) + space.mems
     text = parts[-1]
     for p in reversed(parts[:-1]):
         text = f"{p}[{text}]"
@@ -92,14 +83,16 @@ def sized_variants(space: Space, stack: Stack, cprof: dict) -> list:
     """The candidates of one stack: its parameters sized from the profile; [] if the
     profile rules it out (iarray over negative or sparse keys)."""
     n = max(int(cprof.get("count_max", 0)), 1)
-    base: dict = {}
-    variants = [base]
-    for ix in stack.indexes:
-        if ix.layer == "hash" and _has_param("hash", "buckets"):
-            base.setdefault("hash", {})["buckets"] = str(_pow2_at_least(n / HASH_LOAD))
-            f = space.info.record.field(ix.key[0]) if len(ix.key) == 1 else None
-            if f is not None and f.type.kind == "int" and _has_param("hash", "fn"):
-                variants = [base, {**base, "hash": {**base["hash"], "fn": "identity"}}]
+    variants: list = [{}]
+    for i, ix in enumerate(stack.indexes):
+        if ix.layer != "hash":
+            continue
+        sized = {"buckets": str(_pow2_at_least(n / HASH_LOAD))}
+        f = space.info.record.field(ix.key[0]) if len(ix.key) == 1 else None
+        choices = [sized]
+        if f is not None and f.type.kind == "int" and f.type.target is None:
+            choices.append({**sized, "fn": "identity"})
+        variants = [{**v, i: c} for v in variants for c in choices]
     if stack.storage == "iarray":
         ks = _key_stats(cprof, stack.storage_key)
         lo, hi = ks.get("min"), ks.get("max")
@@ -109,29 +102,31 @@ def sized_variants(space: Space, stack: Stack, cprof: dict) -> list:
         cap = max(hi + 1, 16)
         max_key = min(2 * hi + 65536, 2 ** 32 - 3)
         for v in variants:
-            v["iarray"] = {"capacity": str(cap), "max_key": str(max_key)}
+            v[STORAGE] = {"capacity": str(cap), "max_key": str(max_key)}
     elif _has_param(stack.storage, "capacity"):     # room for the largest count: no growth
         for v in variants:
-            v[stack.storage] = {"capacity": str(_pow2_at_least(n))}
+            v[STORAGE] = {"capacity": str(_pow2_at_least(n))}
     if _has_param(stack.storage, "slots"):
-        variants = [dict(v, **{stack.storage: {**v.get(stack.storage, {}), "slots": s}})
+        variants = [{**v, STORAGE: {**v.get(STORAGE, {}), "slots": s}}
                     for v in variants for s in ("packed", "line")]
     return [Candidate(stack, v) for v in variants]
 
 
 # -- costs ---------------------------------------------------------------------------------
 
-def _path_cost(info, cur, n: float, dense: frozenset = frozenset()) -> float:
-    """What the planner would pay for `cur` at `n` elements: its cheapest path over the
-    candidate's ds layers (plan_cursor's choice, order by honoured)."""
+def _path_cost(li, cur, n: float, dense: frozenset = frozenset()) -> float:
+    """What the planner would pay for `cur` at `n` elements through layer `li`: its
+    cheapest path that honours the order asked for (inf: none). A candidate's cost of
+    `cur` is the cheapest of its layers', as plan.plan_cursor chooses."""
     simple = [c for c in (simple_conjunct(e) for e in conjuncts_of(cur.predicate)) if c]
     q = Query(n, simple, cur.order_by)
     best = math.inf
-    for li in info.ds:
-        for o in li.layer.paths(li, q):
-            if cur.order_by and o.ordered_by != cur.order_by and cur.order_by not in o.fixed:
-                continue
-            best = min(best, _hash_chain(li, o.cost, n, dense) if o.kind == "eq" else o.cost)
+    for o in li.layer.paths(li, q):
+        if cur.order_by and o.ordered_by != cur.order_by and cur.order_by not in o.fixed:
+            continue
+        if cur.descending and o.kind == "range" and not li.layer.reverse_walk:
+            continue
+        best = min(best, _hash_chain(li, o.cost, n, dense) if o.kind == "eq" else o.cost)
     return best
 
 
@@ -164,47 +159,87 @@ def _maintenance(li, info, n: float) -> float:
     return 2.0
 
 
+@dataclass
+class Card:
+    """What one layer instance contributes to a candidate's cost: its path cost for each
+    find and walk it serves (op -> cost of one), the cost of linking an element into it,
+    and whether it is keyed on a key field (a key update relinks it)."""
+    paths: dict
+    maint: float
+    keyed: bool
+
+
+class Workload:
+    """The profile's view the costs need: n, the counts, the dense integer keys, the key
+    fields of the spec's finds."""
+
+    def __init__(self, space: Space, cprof: dict):
+        self.cprof = cprof
+        self.n = float(max(cprof.get("count_max", 0), 2))
+        self.ops = cprof.get("ops", {})
+        self.dense = frozenset(k for k, ks in cprof.get("keys", {}).items()
+                               if isinstance(ks.get("min"), int) and isinstance(ks.get("max"), int)
+                               and ks["max"] - ks["min"] + 1 <= 2 * self.n)
+        self.key_fields = set()
+        for k in space.info.keys():
+            self.key_fields.update(getattr(k, "names", None) or (k.name,))
+        self.finds = {k: ks["finds"] for k, ks in cprof.get("keys", {}).items() if ks.get("finds")}
+        self.walks = {c: cs["walks"] for c, cs in cprof.get("cursors", {}).items()
+                      if cs.get("walks")}
+
+    def card(self, li, info) -> Card:
+        """Layer `li` of checked container `info`, alone."""
+        paths = {}
+        for key in self.finds:
+            cur = info.finds.get(key)
+            if cur is not None:
+                c = _path_cost(li, cur, self.n, self.dense)
+                if c < math.inf:
+                    paths[f"find_{key}"] = c
+        for name in self.walks:
+            cur = next((c for c in info.cursors if c.name == name and not c.synthetic), None)
+            if cur is not None:
+                c = _path_cost(li, cur, self.n, self.dense)
+                if c < math.inf:
+                    paths[f"walk_{name}"] = c
+        k = li.key_field_obj
+        keyed = k is not None and bool(set(getattr(k, "names", None) or (k.name,))
+                                       & self.key_fields)
+        return Card(paths, _maintenance(li, info, self.n), keyed)
+
+    def cost(self, cand: Candidate, cards: list) -> Candidate:
+        """Fill cand.per_op and .cost from its layers' cards (inf: an operation no layer
+        serves)."""
+        ops = self.ops
+        link_all = sum(c.maint for c in cards)
+        keyed = sum(c.maint for c in cards if c.keyed)
+        per = {"insert": ops.get("insert", 0) * link_all,
+               "delete": ops.get("delete", 0) * link_all,
+               "update_key": ops.get("update_key", 0) * (1 + 2 * keyed),
+               "update_other": ops.get("update_other", 0) * 1.0,
+               "get": ops.get("get", 0) * 1.0,
+               "at": ops.get("at", 0) * 1.0}
+        for op, count in [*((f"find_{k}", v) for k, v in self.finds.items()),
+                          *((f"walk_{c}", v) for c, v in self.walks.items())]:
+            per[op] = count * min((c.paths[op] for c in cards if op in c.paths),
+                                  default=math.inf)
+        cand.per_op = {k: v for k, v in per.items() if v}
+        cand.cost = sum(cand.per_op.values())
+        return cand
+
+
 def predicted(space: Space, cand: Candidate, cprof: dict,
               equation: Optional[str] = None) -> Candidate:
-    """Fill cand.equation (`equation`, else the stack's with its parameters), .per_op and
-    .cost (raises P2Error if the checker refuses it)."""
+    """Fill cand.equation (`equation`, else the stack's with its parameters), .canonical,
+    .find_keys, .per_op and .cost, from the whole candidate checked (raises P2Error if
+    the checker refuses it)."""
     cand.equation = equation or equation_of(space, cand)
     checked = check(parse(candidate_text(space, cand), space.path))
     info = checked.container(space.name)
     cand.canonical = info.equation_text()
     cand.find_keys = frozenset(k.name for k in info.keys())
-    n = float(max(cprof.get("count_max", 0), 2))
-    ops = cprof.get("ops", {})
-    dense = frozenset(k for k, ks in cprof.get("keys", {}).items()
-                      if isinstance(ks.get("min"), int) and isinstance(ks.get("max"), int)
-                      and ks["max"] - ks["min"] + 1 <= 2 * n)
-    maint = [(_maintenance(li, info, n), li) for li in info.ds]
-    link_all = sum(m for m, _ in maint)
-    key_fields = set()
-    for k in info.keys():
-        key_fields.update(getattr(k, "names", None) or (k.name,))
-    keyed = sum(m for m, li in maint if li.key_field_obj is not None
-                and set(getattr(li.key_field_obj, "names", None)
-                        or (li.key_field_obj.name,)) & key_fields)
-    per = {
-        "insert": ops.get("insert", 0) * link_all,
-        "delete": ops.get("delete", 0) * link_all,
-        "update_key": ops.get("update_key", 0) * (1 + 2 * keyed),
-        "update_other": ops.get("update_other", 0) * 1.0,
-        "get": ops.get("get", 0) * 1.0,
-        "at": ops.get("at", 0) * 1.0,
-    }
-    for key, ks in cprof.get("keys", {}).items():
-        cur = info.finds.get(key)
-        if cur is not None and ks.get("finds"):
-            per[f"find_{key}"] = ks["finds"] * _path_cost(info, cur, n, dense)
-    for name, cs in cprof.get("cursors", {}).items():
-        cur = next((c for c in info.cursors if c.name == name and not c.synthetic), None)
-        if cur is not None and cs.get("walks"):
-            per[f"walk_{name}"] = cs["walks"] * _path_cost(info, cur, n, dense)
-    cand.per_op = {k: v for k, v in per.items() if v}
-    cand.cost = sum(cand.per_op.values())
-    return cand
+    w = Workload(space, cprof)
+    return w.cost(cand, [w.card(li, info) for li in info.ds])
 
 
 def candidate_text(space: Space, cand: Candidate) -> str:
@@ -221,18 +256,72 @@ def current_candidate(space: Space, cprof: dict) -> Candidate:
     return predicted(space, cand, cprof, " ".join(written.split()))
 
 
+class Cards:
+    """Each layer's card from the spec with that layer alone over the storage (an index)
+    or the storage alone, checked once per layer text: a candidate's cost is then its
+    layers' cards combined, without checking it whole (the space's legality is predicted
+    the same way, tune_space)."""
+
+    def __init__(self, space: Space, w: Workload):
+        self.space, self.w = space, w
+        self._cache: dict = {}
+
+    def _alone(self, parts: list, which: int) -> Card:
+        key = (tuple(parts), which)
+        if key not in self._cache:
+            sp = self.space
+            layers = sp.tops + parts + sp.mems
+            text = layers[-1]
+            for p in reversed(layers[:-1]):
+                text = f"{p}[{text}]"
+            info = check(parse(sp.spec_text(text), sp.path)).container(sp.name)
+            self._cache[key] = self.w.card(info.ds[which], info)
+        return self._cache[key]
+
+    def of(self, cand: Candidate) -> list:
+        layers = _layer_texts(cand)
+        storage = layers[-1]
+        return [self._alone([t, storage], 0) for t in layers[:-1]] + [self._alone([storage], -1)]
+
+
+def _layer_texts(cand: Candidate) -> list:
+    """The candidate's ds layers as written, outermost first (the storage last)."""
+    out = []
+    for i, ix in enumerate(cand.stack.indexes):
+        key = ix.key[0] if len(ix.key) == 1 else "(" + ", ".join(ix.key) + ")"
+        given = [f"key = {key}"] + (["unique = true"] if ix.unique else [])
+        given += [f"{k} = {v}" for k, v in cand.params.get(i, {}).items()]
+        out.append(_layer_text(ix.layer, given))
+    st = cand.stack
+    given = [f"key = {st.storage_key}"] if st.storage_key else []
+    given += [f"{k} = {v}" for k, v in cand.params.get(STORAGE, {}).items()]
+    out.append(_layer_text(st.storage, given))
+    return out
+
+
 def ranked(space: Space, cprof: dict, find_keys: Optional[frozenset] = None) -> list:
-    """Every candidate of the container's relevant space the checker takes (with the find
-    functions `find_keys`, if given: another set is another API), cheapest first (ties: the
-    order of the space)."""
+    """Every candidate of the container's relevant space (legality predicted: tune_space)
+    with the find functions `find_keys` (if given: another set is another API), cheapest
+    first (ties: the order of the space). A layer the checker refuses alone drops the
+    candidates it is in."""
+    w = Workload(space, cprof)
+    cards = Cards(space, w)
+    declared = {k.name for k, _ in space.info.declared_finds}
     out = []
     for st in space.enumerate():
+        keys = frozenset({"_".join(ix.key) for ix in st.indexes} | declared
+                         | ({st.storage_key} if st.storage_key else set()))
+        if find_keys is not None and keys != find_keys:
+            continue
         for cand in sized_variants(space, st, cprof):
             try:
-                predicted(space, cand, cprof)
+                layer_cards = cards.of(cand)
             except P2Error:
                 continue
-            if find_keys is None or cand.find_keys == find_keys:
+            cand.equation = equation_of(space, cand)
+            cand.find_keys = keys
+            w.cost(cand, layer_cards)
+            if cand.cost < math.inf:
                 out.append(cand)
     out.sort(key=lambda c: c.cost)
     return out

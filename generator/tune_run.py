@@ -87,13 +87,15 @@ def tune_container(spec_path: str, source: str, name: str, cprof: dict, top: int
     for cand in cands:
         if len(chosen) > top:
             break
-        if cand.canonical in seen:
-            continue
-        seen.add(cand.canonical)
-        path = os.path.join(work, f"api-{len(seen)}.p2")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(space.spec_text(cand.equation))
-        try:
+        text = space.spec_text(cand.equation)
+        try:         # the whole candidate checked (its legality was predicted) and rendered
+            cand.canonical = check(parse(text, spec_path)).container(name).equation_text()
+            if cand.canonical in seen:
+                continue
+            seen.add(cand.canonical)
+            path = os.path.join(work, f"api-{len(seen)}.p2")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
             diff = differences(base, load_view(path, base.prefix))
         except P2Error as e:
             diff = [str(e).splitlines()[0]]

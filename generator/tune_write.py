@@ -28,8 +28,9 @@ from .tune_space import _decl_span
 
 BEGIN, END, WAS = "// p2gen tune begin", "// p2gen tune end", "// | "
 # a block and the one-line declaration p2gen wrote after it
+# (up to its `;`, a `;` in a quoted file name skipped)
 BLOCK = re.compile(r"^([ \t]*)// p2gen tune begin[^\n]*\n(?:\1//[^\n]*\n)*?\1// p2gen tune end\n"
-                   r"\1container [^\n]*;[ \t]*(?=\n|$)", re.M)
+                   r"\1container \w+ of \w+ = (?:\"(?:[^\"\\\n]|\\.)*\"|[^\";\n])*;", re.M)
 
 
 def _was_lines(block: str) -> list:

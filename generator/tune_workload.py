@@ -16,6 +16,7 @@ gets, ats, updates that keep and that change a key, walks of each cursor (parame
 a row's fields the cursor compares with), deletes. Each is a phase, timed in chunks (the median chunk: tune_measure); its ns per
 operation x the profile's count is the candidate's measured cost of that operation. Over a
 storage whose references move (qsort), an operation on a row finds it by the first key.
+Not run yet: upserts, insert_many, updates and deletes through a cursor.
 """
 from __future__ import annotations
 
@@ -65,8 +66,9 @@ class Synthesised:
         for op in list(self.runs):
             if op.startswith("walk_"):
                 self.runs[op] = max(1, min(self.runs[op], WALK_ROWS_BUDGET // self.n))
-        # the profile's count of each phase (insert: every insert, timed by the load)
-        self.counts = dict(counts, insert=int(ops.get("insert", 0)) or self.n)
+        # the profile's count of each phase (insert: every insert, timed by the load; a
+        # session over rows loaded before it counted none, and its load costs nothing)
+        self.counts = dict(counts, insert=int(ops.get("insert", 0)))
         self.fields = list(info.record.fields)
         self.key_fields = self._key_fields()
         # per candidate prefix: whether its storage's references stay put (set by the

@@ -21,7 +21,7 @@ from .build import load
 from .check import check
 from .errors import P2Error
 from .parser import parse
-from .profile import load_profile
+from .profile import ProfileError, load_profile
 from .tune import differences, load_view
 from .tune_measure import build_binary, measure, noise_band, results
 from .tune_rank import candidate_text, current_candidate, ranked
@@ -142,6 +142,10 @@ def tune(spec_path: str, profile_path: str, top: int = 5, reps: int = 5,
     with open(spec_path, encoding="utf-8") as f:
         source = f.read()
     prof = load_profile(profile_path, spec_path, original_source(source))
+    for name, cprof in prof["containers"].items():
+        why = _damaged(cprof)
+        if why:
+            raise ProfileError(f"profile '{profile_path}' is damaged: container {name}: {why}")
     load(spec_path)                    # the spec itself is sound (its errors, as build's)
     names = containers or [c for c, cp in prof["containers"].items() if _worked(cp)]
     unknown = [c for c in names if c not in prof["containers"]]
@@ -164,3 +168,24 @@ def _worked(cprof: dict) -> bool:
     walks = sum(c.get("walks", 0) for c in cprof.get("cursors", {}).values())
     return bool(finds or walks or any(ops.get(o) for o in ("get", "at", "update_key",
                                                            "update_other", "delete")))
+
+
+def _damaged(cprof) -> Optional[str]:
+    """What a container's entry lacks of what tune reads, or None."""
+    def count(v):
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+    if not isinstance(cprof, dict):
+        return "not an object"
+    if not count(cprof.get("count_max")):
+        return "no count_max"
+    for part in ("ops", "keys", "cursors"):
+        if not isinstance(cprof.get(part), dict):
+            return f"no {part}"
+    if not all(count(v) for v in cprof["ops"].values()):
+        return "an operation's count is not a count"
+    for what, entries, field_ in (("key", cprof["keys"], "finds"),
+                                  ("cursor", cprof["cursors"], "walks")):
+        for k, v in entries.items():
+            if not isinstance(v, dict) or not count(v.get(field_, 0)):
+                return f"{what} {k}: no {field_} count"
+    return None

@@ -4,7 +4,7 @@ finds by id) and a profile made by a real `p2gen build --profile` and run: tune 
 hash or iarray back, with the evidence; the rewritten spec builds and passes same_api; the
 rest of the file (comments, the other container) stays byte-identical; --dry-run leaves the
 file as it is; --check fails on the bad spec and passes on the tuned one; a profile of
-another spec is refused. Small: n = 2,000, --top 2, --reps 2."""
+another spec, a damaged or a truncated one is refused in one line. Small: n = 2,000, --top 2, --reps 2."""
 from __future__ import annotations
 
 import subprocess
@@ -152,3 +152,19 @@ def test_a_profile_of_another_spec_is_refused(profiled):
     assert "written by another spec" in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     assert (d / "other.p2").read_text() == other
+
+
+def test_a_damaged_profile_is_refused(profiled):
+    import json
+    d = profiled
+    prof = json.loads((d / "acc.profile.json").read_text())
+    prof["containers"]["accounts"]["ops"] = "many"
+    (d / "damaged.json").write_text(json.dumps(prof))
+    (d / "dmg.p2").write_text(SPEC)
+    r = p2gen("tune", "dmg.p2", "--profile", "damaged.json", "-q", *TUNE, cwd=d)
+    assert r.returncode == 1
+    assert r.stderr.strip() == ("profile 'damaged.json' is damaged: container accounts: no ops")
+    (d / "cut.json").write_text((d / "acc.profile.json").read_text()[:200])
+    r = p2gen("tune", "dmg.p2", "--profile", "cut.json", "-q", *TUNE, cwd=d)
+    assert r.returncode == 1 and "damaged or truncated" in r.stderr
+    assert (d / "dmg.p2").read_text() == SPEC

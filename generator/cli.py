@@ -1,4 +1,4 @@
-"""The p2gen command line: the compiler's commands (build, check, explain, verify, recover,
+"""The p2gen command line: the compiler's commands (build, check, explain, verify, recover, tune,
 cmake-dir, layers). The benchmarks' commands and their options (`p2gen bench ...`) are
 p2gen.bench.cli, added under this group, whose settings (CONTEXT) they inherit.
 

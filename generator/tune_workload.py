@@ -11,10 +11,11 @@ shape.
 Synthesised: load the profile's largest count of rows with keys drawn to match each key's
 min, max, distinct count and order; then each operation of the profile, in proportion to
 its count (scaled to `budget` operations in all, each phase at least `min_runs` of them
-or all the profile counted): finds by each key (of keys present),
-gets, ats, updates that keep and that change a key, walks of each cursor (parameters from
-a row's fields the cursor compares with), deletes. Each is a phase, timed in chunks (the median chunk: tune_measure); its ns per
-operation x the profile's count is the candidate's measured cost of that operation. Over a
+or all the profile counted): finds by each key (of keys present), gets, ats, updates that
+keep and that change a key, walks of each cursor (parameters from a row's fields the cursor
+compares with), deletes. Each is a phase, timed in chunks (the median chunk: tune_measure);
+its ns per operation x the profile's count is the candidate's measured cost of that
+operation. Over a
 storage whose references move (qsort), an operation on a row finds it by the first key.
 Not run yet: upserts, insert_many, updates and deletes through a cursor.
 """

@@ -4,7 +4,8 @@ finds by id) and a profile made by a real `p2gen build --profile` and run: tune 
 hash or iarray back, with the evidence; the rewritten spec builds and passes same_api; the
 rest of the file (comments, the other container) stays byte-identical; --dry-run leaves the
 file as it is; --check fails on the bad spec and passes on the tuned one; a profile of
-another spec, a damaged or a truncated one is refused in one line. Small: n = 2,000, --top 2, --reps 2."""
+another spec, a damaged or a truncated one is refused in one line. Small: n = 2,000,
+--top 2, --reps 2."""
 from __future__ import annotations
 
 import subprocess

@@ -34,11 +34,13 @@ def emit_spec(spec_path: str, prefix: Optional[str] = None,
 
 
 def _emit(spec_path: str, prefix: Optional[str], line_directives: bool,
-          profile: bool = False) -> tuple:
+          profile: bool = False, trace: bool = False) -> tuple:
     """emit_spec's passes, and what the header declares (render.header_declarations).
-    profile: the C counts the workload (`p2gen build --profile`, profile.py)."""
+    profile: the C counts the workload (`p2gen build --profile`, profile.py); trace: it
+    logs every operation (`p2gen build --trace`, trace.py)."""
     checked = plan(check(parse_file(spec_path), prefix))            # parse, check, plan
     checked.profile = profile
+    checked.trace = trace
     spec_file = os.path.basename(spec_path)
     renderer = Renderer(checked, spec_file)
     header, source = renderer.render()                               # emit
@@ -55,12 +57,14 @@ def load(spec_path: str, prefix: Optional[str] = None) -> CheckedSpec:
 
 
 def generate(spec_path: str, out_dir: str, prefix: Optional[str] = None,
-             line_directives: bool = False, profile: bool = False) -> Generated:
+             line_directives: bool = False, profile: bool = False,
+             trace: bool = False) -> Generated:
     """The passes, then write: the spec's header and source into out_dir, with the
     runtime beside them. line_directives: #line directives point the compiler's messages
     into the templates."""
     t0 = time.perf_counter()
-    checked, header, source, declarations = _emit(spec_path, prefix, line_directives, profile)
+    checked, header, source, declarations = _emit(spec_path, prefix, line_directives, profile,
+                                                  trace)
     h = os.path.join(out_dir, f"{checked.prefix}.h")
     c = os.path.join(out_dir, f"{checked.prefix}.c")
     rt = []

@@ -130,11 +130,16 @@ def main() -> None:
                    "cursor walks and rows, sizes, keys' ranges, distinct values and order) and "
                    "write it as <spec>.profile.json at close ($P2GEN_PROFILE: another path); "
                    "-D<PREFIX>_PROFILE=0 compiles the counters out.")
+@click.option("--trace", is_flag=True,
+              help="Log every public operation with its arguments (a binary trace, buffered, "
+                   "written when the buffer fills and at close) to <spec>.trace "
+                   "($P2GEN_TRACE: another path), for an exact replay (p2gen replay, p2gen "
+                   "explain --trace); -D<PREFIX>_TRACE=0 compiles the log out.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing on success (and no progress "
               "lines: on a terminal, or with P2GEN_PROGRESS=1, each step prints one on stderr "
               "with the time since the build began).")
 def build(spec, out_dir, prefix, python, wheel, wheel_version, harness, cc, cflags, no_compile,
-          line_directives, profile, quiet):
+          line_directives, profile, trace, quiet):
     """Generate SPEC's C data managers (and compile them into lib<prefix>.a)."""
     from .build import cc_command, compile_objects, generate
     try:
@@ -159,7 +164,7 @@ def build(spec, out_dir, prefix, python, wheel, wheel_version, harness, cc, cfla
                 click.echo(f"p2gen: [{time.perf_counter() - t_start:5.1f} s] {what}", err=True)
 
         step(f"generating the C of {spec}")
-        gen = generate(spec, out_dir, prefix, line_directives, profile=profile)
+        gen = generate(spec, out_dir, prefix, line_directives, profile=profile, trace=trace)
         if wheel:
             from .package import check_dist_name
             check_dist_name(gen.prefix)       # the package's name, before the long build
@@ -224,6 +229,33 @@ def explain(spec, prefix, no_finds):
     except P2Error as e:
         _fail(e)
     click.echo(explain_plan(checked, include_finds=not no_finds), nl=False)
+
+
+@main.command(context_settings=CONTEXT)
+@_spec_arg()
+@click.option("--trace", "trace_path", required=True, type=click.Path(dir_okay=False),
+              help="A trace written by SPEC built with --trace.")
+@click.option("--reps", default=3, show_default=True, type=click.IntRange(1, 1000),
+              help="Replays, each in its own process (the medians are reported).")
+@click.option("-o", "--out", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="Where to build the driver (default: a temporary directory).")
+@click.option("--cc", default=lambda: os.environ.get("CC", "cc"), show_default="$CC or cc",
+              help="C compiler.")
+def replay(spec, trace_path, reps, out_dir, cc):
+    """Replay a trace (p2gen build --trace) on SPEC as written, on a fresh database, the same
+    calls with the same arguments: print per container, cursor and operation the count
+    and the median ns per operation."""
+    from .trace_replay import measure
+    try:
+        res = measure(spec, trace_path, reps, out_dir=out_dir, cc=cc)
+    except P2Error as e:
+        _fail(e)
+    click.echo(f"replay of {trace_path} on {spec}: {res['total_ns'] / 1e6:.2f} ms "
+               f"(median of {reps})")
+    click.echo(f"  {'unit':<20} {'operation':<14} {'count':>10} {'ns/op':>10} {'ms':>10}")
+    for (unit, op), v in res["ops"].items():
+        click.echo(f"  {unit:<20} {op:<14} {v['count']:>10} {v['ns_per_op']:>10.1f} "
+                   f"{v['count'] * v['ns_per_op'] / 1e6:>10.3f}")
 
 
 @main.command(context_settings=CONTEXT, epilog=_status_help(VERIFY_STATUS))

@@ -402,6 +402,8 @@ class CheckedSpec:
     plans: Mapping = field(default_factory=dict)
     # `p2gen build --profile`: the generated C counts the workload (profile.py)
     profile: bool = False
+    # `p2gen build --trace`: the generated C logs every public operation (trace.py)
+    trace: bool = False
 
     def container(self, name: str) -> Optional[ContainerInfo]:
         return next((c for c in self.containers if c.name == name), None)

@@ -28,6 +28,7 @@ from .layers.base import ALLOC, container_links as _container_links
 from .runtime.codes import CODES
 from .plan import path_kind_text
 from .profile import context as profile_context
+from .trace import context as trace_context
 from .model import (And, Compare, Const, Expr, FieldRef, FieldType, Not, ParamRef, chain_terms,
                     expr_text)
 
@@ -909,6 +910,7 @@ class Renderer:
                    role_api_errors=role_api_errors, key_of_rec=_key_of_rec_c,
                    cfunc=self.table.cfunc, cdecl=self.table.cdecl, call_enter=self.call_enter,
                    prof=profile_context(checked, self.spec_file) if checked.profile else None,
+                   trc=trace_context(checked, self.spec_file) if checked.trace else None,
                    hooked=[c for c in containers
                                            if c["info"].has_hooks or c["info"].referenced])
         self.table.section = "spec.h.j2"

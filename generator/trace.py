@@ -1,0 +1,185 @@
+"""Operation traces (`p2gen build --trace`): what the templates need to compile a log of every
+public operation into the generated API, and the reader of the logs they write.
+
+With --trace the generated source defines `<PREFIX>_TRACE` as 1 unless the compiler was given
+another value (`-D<PREFIX>_TRACE=0`: nothing is logged) and every public operation appends
+one event to a buffer in the handle (64 KiB), written out when it fills and at close, to
+`$P2GEN_TRACE` if set, else to `<spec>.trace` in the current directory; each open starts the
+file again. Events carry what an exact replay needs (trace_replay.py): the records inserted
+and updated, the references the operations were given and the ones they gave back (so that
+a replay on another equation maps the original references to its own), the keys of finds,
+the cursors' parameters and every step, text fields' bytes, commits and aborts.
+
+The file: a header
+    magic "P2GTRACE", u32 format, u32 0x01020304 (the byte order: the writer's),
+    the spec's SHA-256 (64 hex characters), u32 containers, u64 each one's count at the open
+then events, each
+    u8 op, u8 unit (the container's or cursor's index), u16 aux (a field's or key's index),
+    u32 length, then that many bytes of payload.
+A reference in a payload is a u64; a char[N] argument is N + 1 bytes (the string cut after
+N + 1 bytes, NUL-padded: one too long stays too long); a record is the C struct's bytes.
+
+Without --trace nothing of this is rendered: the generated C is what it was.
+"""
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass, field
+from typing import Iterator, Optional
+
+from .errors import P2Error, SpecError
+from .profile import p2gen_version, spec_sha256
+
+MAGIC = b"P2GTRACE"
+FORMAT = 1
+BYTE_ORDER = 0x01020304
+HEAD = struct.Struct("<8sII64sI")
+EVENT = struct.Struct("<BBHI")
+BUFFER = 1 << 16
+
+# op codes, shared by the writer (templates), the reader (below) and the replay
+# (trace_replay.py); `unit` is a container for the first group, a cursor for the second
+OPS = {
+    "insert": 1, "insert_many": 2, "get": 3, "at": 4, "update": 5, "delete": 6,
+    "set": 7, "set_text": 8, "find": 9, "result": 10, "reserve": 11,
+    "cursor_open": 12, "cursor_next": 13, "cursor_ref": 14, "cursor_update": 15,
+    "cursor_delete": 16, "cursor_close": 17,
+    "commit": 18, "abort": 19,
+}
+OP_NAMES = {v: k for k, v in OPS.items()}
+CURSOR_OPS = {"cursor_open", "cursor_next", "cursor_ref", "cursor_update", "cursor_delete",
+              "cursor_close"}
+DB_OPS = {"commit", "abort"}
+
+
+class TraceError(P2Error):
+    """A trace that cannot be used for this spec: one line saying why."""
+
+
+def default_path(spec_file: str) -> str:
+    stem = spec_file[:-3] if spec_file.endswith(".p2") else spec_file
+    return f"{stem}.trace"
+
+
+def cursors(checked) -> list:
+    """The public cursors (the spec's and each container's `all`), in the order of their
+    units: (container, CursorInfo)."""
+    return [(info, k) for info in checked.containers for k in info.cursors
+            if k.synthetic != "find"]
+
+
+def check_traceable(checked) -> None:
+    """--trace records containers' operations only: refused where that cannot replay."""
+    if checked.relationships:
+        raise SpecError(f"--trace: the spec has relationships "
+                        f"({', '.join(r.name for r in checked.relationships)}), whose "
+                        f"operations a trace does not record yet")
+    if len(checked.containers) > 255 or len(cursors(checked)) > 255:
+        raise SpecError("--trace: more than 255 containers or cursors (a trace's unit is a byte)")
+
+
+def context(checked, spec_file: str) -> dict:
+    """What trace.c.j2 and the hooks in spec.c.j2 read (`trc` in the templates)."""
+    check_traceable(checked)
+    containers = {}
+    for i, info in enumerate(checked.containers):
+        containers[info.name] = {
+            "index": i, "info": info,
+            "fields": {f.name: j for j, f in enumerate(info.record.fields)},
+            "keys": {k.name: j for j, k in enumerate(info.keys())},
+        }
+    units = {(info.name, k.name): j for j, (info, k) in enumerate(cursors(checked))}
+    return {"ops": OPS, "c": containers, "cursor": units, "buffer": BUFFER,
+            "sha": spec_sha256(checked.spec.source), "version": p2gen_version(),
+            "default_path": default_path(spec_file), "magic": MAGIC.decode(),
+            "format": FORMAT, "byte_order": BYTE_ORDER}
+
+
+@dataclass
+class Trace:
+    """A trace read and checked: its header, and its events as (op name, unit, aux,
+    payload offset, payload length) over `data`."""
+    path: str
+    sha256: str
+    counts_at_open: list
+    data: bytes
+    start: int
+    events: list = field(default_factory=list)
+
+    def op_counts(self, checked) -> dict:
+        """{unit name: {op: count}}: containers' and cursors' operations by name."""
+        names = [c.name for c in checked.containers]
+        curs = [k.name for _, k in cursors(checked)]
+        out: dict = {}
+        for op, unit, _aux, _off, _n in self.events:
+            name = ("(database)" if op in DB_OPS else
+                    curs[unit] if op in CURSOR_OPS else names[unit])
+            ops = out.setdefault(name, {})
+            ops[op] = ops.get(op, 0) + 1
+        return out
+
+
+def read_trace(path: str, checked=None, source: Optional[str] = None) -> Trace:
+    """A trace's header and events, every length checked against the file; refused in one
+    line (TraceError) if it cannot be read, is not a whole trace, or was written by another
+    spec (or another version of it) than `checked` / `source` (the spec's text)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise TraceError(f"cannot read trace '{path}': {e.strerror or e}") from None
+    if len(data) < HEAD.size or data[:8] != MAGIC:
+        raise TraceError(f"'{path}' is not a p2gen trace (no P2GTRACE header)")
+    magic, fmt, order, sha, n = HEAD.unpack_from(data, 0)
+    if order != BYTE_ORDER:
+        raise TraceError(f"trace '{path}' was written on a machine of another byte order")
+    if fmt != FORMAT:
+        raise TraceError(f"trace '{path}' is of format {fmt}, this p2gen reads format {FORMAT}")
+    sha_text = sha.decode("ascii", "replace")
+    if source is None and checked is not None:
+        source = checked.spec.source
+    if source is not None and sha_text != spec_sha256(source):
+        raise TraceError(f"trace '{path}' was written by another spec than "
+                         f"{checked.spec.path if checked is not None else 'this one'} "
+                         f"(SHA-256 {sha_text[:12]}...): rebuild with --trace and run the "
+                         f"workload again")
+    at = HEAD.size
+    if checked is not None and n != len(checked.containers):
+        raise TraceError(f"trace '{path}' is damaged: its header names {n} containers, "
+                         f"the spec has {len(checked.containers)}")
+    if len(data) < at + 8 * n:
+        raise TraceError(f"trace '{path}' is truncated: its header ends at byte {len(data)}")
+    counts = list(struct.unpack_from(f"<{n}Q", data, at))
+    at += 8 * n
+    trace = Trace(path, sha_text, counts, data, at)
+    n_units = len(checked.containers) if checked is not None else 256
+    n_curs = len(cursors(checked)) if checked is not None else 256
+    while at < len(data):
+        if len(data) - at < EVENT.size:
+            raise TraceError(f"trace '{path}' is truncated: {len(data) - at} bytes of an "
+                             f"event head at byte {at}")
+        op, unit, aux, length = EVENT.unpack_from(data, at)
+        name = OP_NAMES.get(op)
+        if name is None:
+            raise TraceError(f"trace '{path}' is damaged: unknown operation {op} at byte {at}")
+        limit = 1 if name in DB_OPS else n_curs if name in CURSOR_OPS else n_units
+        if unit >= limit:
+            raise TraceError(f"trace '{path}' is damaged: {name} of unit {unit} (the spec has "
+                             f"{limit}) at byte {at}")
+        if length > len(data) - at - EVENT.size:
+            raise TraceError(f"trace '{path}' is truncated: an event of {length} bytes at "
+                             f"byte {at}, {len(data) - at - EVENT.size} left")
+        trace.events.append((name, unit, aux, at + EVENT.size, length))
+        at += EVENT.size + length
+    return trace
+
+
+def iter_payloads(trace: Trace) -> Iterator[tuple]:
+    """(op, unit, aux, payload bytes) of every event."""
+    for op, unit, aux, off, n in trace.events:
+        yield op, unit, aux, trace.data[off:off + n]
+
+
+def trace_path_for(spec_path: str) -> str:
+    return default_path(os.path.basename(spec_path))

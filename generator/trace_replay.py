@@ -1,0 +1,536 @@
+"""The exact replay of a trace (`p2gen build --trace`, trace.py): C that reads a trace and
+makes the same calls, in the same order, with the same arguments, against a spec built with
+some prefix, timing each; and its driver (`p2gen replay`, `measure`).
+
+`replay_source(checked, prefix)` gives one candidate's replay function
+(`int <prefix>__replay(...)`): several candidates (the same spec with other equations,
+each built with its own --prefix) link into one binary beside one `prelude_source()` and
+one `main_source(...)`, which reads the trace once and replays it on each candidate in
+turn, in a fresh directory, in a random order per repetition.
+
+A reference in a trace is the original run's: the replay keeps, per container, a map from
+those to its own, filled from the references the original operations gave back (insert,
+update, find, a cursor's _ref: the trace's `result` events), and translates every
+reference it is given (arguments, reference fields of records). A cursor is known by its
+address in the original program: an open at an address replaces the cursor there.
+
+Every event's length is checked against what its operation takes before a byte of it is
+read: a damaged trace stops the replay with the byte offset and why.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from typing import Optional
+
+from .errors import EnvError
+from .render import names
+from .trace import OPS, cursors, read_trace
+
+# time of the events: CLOCK_MONOTONIC around each one, its own cost measured and taken off
+
+
+def _q(s: str) -> str:
+    return json.dumps(s)
+
+
+def prelude_source() -> str:
+    """What every candidate's replay function uses: the reference maps, the clock, the
+    statistics, once per binary."""
+    return r"""#define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/stat.h>
+
+#define P2R_NIL UINT64_MAX   /* none: a reference field's, or no result */
+
+/* the original run's references (or cursor addresses) -> the replay's: open addressing */
+typedef struct p2r_map { uint64_t *k, *v; size_t cap, n; } p2r_map;
+
+static uint64_t p2r_mix(uint64_t x)
+{
+    x ^= x >> 30; x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27; x *= 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+static int p2r_put(p2r_map *m, uint64_t k, uint64_t v)
+{
+    size_t i;
+    if ((m->n + 1) * 2 > m->cap) {
+        p2r_map g;
+        size_t j;
+        g.cap = m->cap ? m->cap * 2 : 64;
+        g.n = 0;
+        g.k = (uint64_t *)malloc(g.cap * sizeof *g.k);
+        g.v = (uint64_t *)malloc(g.cap * sizeof *g.v);
+        if (!g.k || !g.v) { free(g.k); free(g.v); return -1; }
+        memset(g.k, 0xff, g.cap * sizeof *g.k);
+        for (j = 0; j < m->cap; j++)
+            if (m->k[j] != UINT64_MAX) p2r_put(&g, m->k[j], m->v[j]);
+        free(m->k); free(m->v);
+        *m = g;
+    }
+    for (i = p2r_mix(k) & (m->cap - 1); m->k[i] != UINT64_MAX && m->k[i] != k; i = (i + 1) & (m->cap - 1)) ;
+    if (m->k[i] == UINT64_MAX) m->n++;
+    m->k[i] = k;
+    m->v[i] = v;
+    return 0;
+}
+
+/* the replay's value for k, or `none` (a reference the replay never saw: still passed on,
+   as invalid, so that the call fails as the original did) */
+static uint64_t p2r_get(const p2r_map *m, uint64_t k, uint64_t none)
+{
+    size_t i;
+    if (!m->cap) return none;
+    for (i = p2r_mix(k) & (m->cap - 1); m->k[i] != UINT64_MAX; i = (i + 1) & (m->cap - 1))
+        if (m->k[i] == k) return m->v[i];
+    return none;
+}
+
+static void p2r_free(p2r_map *m) { free(m->k); free(m->v); memset(m, 0, sizeof *m); }
+
+static inline uint64_t p2r_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* per (unit, op): how many events and their time; units: containers, cursors, database */
+#define P2R_OPS 32
+typedef struct p2r_stats { uint64_t *n, *ns; uint64_t total_ns; } p2r_stats;
+
+static uint64_t p2r_u64(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+
+#define P2R_BAD(...) do { snprintf(err, errlen, __VA_ARGS__); goto bad; } while (0)
+#define P2R_LEN(want) do { if (n != (uint64_t)(want)) P2R_BAD("event at byte %zu: %u bytes, its operation takes %llu", at, (unsigned)n, (unsigned long long)(want)); } while (0)
+"""
+
+
+def _ctype(t) -> str:
+    return t.ctype
+
+
+def _translate_refs(checked, info, rec: str) -> list:
+    """C lines that translate the reference fields of record `rec` into the replay's."""
+    out = []
+    for f in info.ref_fields:
+        ti = checked.containers.index(checked.container(f.type.target))
+        nil = "UINT32_MAX" if f.type.narrow else "P2R_NIL"
+        cast = f"({f.type.ctype})"
+        out.append(f"if ({rec}.{f.name} != {nil}) {rec}.{f.name} = {cast}p2r_get(&map[{ti}], "
+                   f"(uint64_t){rec}.{f.name}, P2R_NIL);")
+    return out
+
+
+def _arg(t, name: str, src: str, checked) -> tuple:
+    """One argument of type t read from `src` (a byte pointer, advanced): (its C
+    declaration, the C that reads it, its size in the trace). A char[N] is N + 1 bytes and
+    NUL-terminated after; a reference is translated into the replay's."""
+    if t.kind == "char":
+        return (f"char {name}[{t.length + 2}];",
+                [f"memset({name}, 0, sizeof {name});",
+                 f"memcpy({name}, {src}, {t.length + 1}); {src} += {t.length + 1};"],
+                f"{t.length + 1}")
+    ct = "uint64_t" if t.target is not None else t.ctype
+    reads = [f"memcpy(&{name}, {src}, sizeof {name}); {src} += sizeof {name};"]
+    if t.target is not None:
+        ti = checked.containers.index(checked.container(t.target))
+        reads.append(f"if ({name} != P2R_NIL && {name} != UINT32_MAX) "
+                     f"{name} = p2r_get(&map[{ti}], {name}, P2R_NIL);")
+    return f"{ct} {name};", reads, f"sizeof({ct})"
+
+
+def _args(pairs, prefix: str, checked, head: str = "") -> tuple:
+    """Several arguments [(name, type)] in trace order: (declarations, the length check
+    (with `head` bytes before them), reads, the C names)."""
+    decls, reads, sizes, names_ = [], [], [head] if head else [], []
+    for m, (_, t) in enumerate(pairs):
+        d, r, size = _arg(t, f"{prefix}{m}", "q", checked)
+        decls.append(d)
+        reads += r
+        sizes.append(size)
+        names_.append(f"{prefix}{m}")
+    return decls, f"P2R_LEN({' + '.join(sizes) or '0'});", reads, names_
+
+
+def has_transactions(checked) -> bool:
+    return any(mi.layer.name == "journal" for fi in checked.files for mi in fi.mems)
+
+
+def stat_units(checked) -> list:
+    """The names of the statistics' units, in their order: containers, cursors, database."""
+    return ([c.name for c in checked.containers] + [k.name for _, k in cursors(checked)]
+            + ["(database)"])
+
+
+def replay_source(checked, prefix: Optional[str] = None) -> str:
+    """The C of one candidate's replay: `int <prefix>__replay(buf, len, at, dir, stats,
+    dump, err, errlen)` replays the events buf[at..len) on a database opened in dir
+    (fresh), timing each into stats; with dump, it writes the final contents there
+    (`<prefix>__replay_dump`). Returns 0, or -1 with err set."""
+    p = prefix or checked.prefix
+    DB = f"{p}_db"
+    nc = len(checked.containers)
+    curs = cursors(checked)
+    L = []
+    w = L.append
+    w(f'#include "{p}.h"')
+    w(dump_source(checked, p))
+    w(f"int {p}__replay(const unsigned char *buf, size_t len, size_t at, const char *dir, "
+      f"p2r_stats *st, FILE *dump, char *err, size_t errlen)")
+    w("{")
+    w(f"    {DB} *db = NULL;")
+    w(f"    p2r_map map[{nc}];")
+    w(f"    p2r_map cur_at[{max(len(curs), 1)}];   /* a cursor's address -> its slot */")
+    for j, (info, k) in enumerate(curs):
+        w(f"    {k.p}_cursor *cur{j} = NULL; size_t ncur{j} = 0;")
+    w("    uint64_t last = P2R_NIL, n, t0;")
+    w("    unsigned op, unit, aux;")
+    w("    int rc = -1;")
+    w("    const unsigned char *pl, *q;")
+    w("    memset(map, 0, sizeof map);")
+    w("    memset(cur_at, 0, sizeof cur_at);")
+    w(f"    if ({p}_open(&db, dir) != P2_OK) {{ snprintf(err, errlen, \"cannot open the database "
+      f"in %s: %s\", dir, {p}_errmsg(db)); {p}_close(db); return -1; }}")
+    w("    while (at < len) {")
+    w("        if (len - at < 8) P2R_BAD(\"trace truncated: %zu bytes of an event head at byte %zu\", len - at, at);")
+    w("        op = buf[at]; unit = buf[at + 1]; aux = (unsigned)buf[at + 2] | (unsigned)buf[at + 3] << 8;")
+    w("        { uint32_t n32; memcpy(&n32, buf + at + 4, 4); n = n32; }")
+    w("        if (n > len - at - 8) P2R_BAD(\"trace truncated: an event of %llu bytes at byte %zu\", (unsigned long long)n, at);")
+    w("        pl = q = buf + at + 8;")
+    w("        (void)q; (void)aux;")
+    w("        t0 = p2r_now();")
+    w("        switch (op << 8 | unit) {")
+    for i, info in enumerate(checked.containers):
+        R = names(checked, info)["R"]
+        cp = info.p
+        refs = _translate_refs(checked, info, "r")
+        texts = [f"memset(&r.{f.name}, 0, sizeof r.{f.name});" for f in info.text_fields]
+        rec_read = [f"{R} r;", "P2R_LEN({} + sizeof r);", "memcpy(&r, pl + {}, sizeof r);",
+                    *refs, *texts]
+
+        def rec(off: int) -> list:
+            return [rec_read[0], rec_read[1].format(off), rec_read[2].format(off), *rec_read[3:]]
+
+        def case(op: str, body: list) -> None:
+            w(f"        case {OPS[op]} << 8 | {i}: {{   /* {info.name}: {op} */")
+            for line in body:
+                w(f"            {line}")
+            w("            break;")
+            w("        }")
+        ref0 = f"p2r_get(&map[{i}], p2r_u64(pl), {p.upper()}_NOREF)"
+        case("insert", [*rec(0), f"{p}_ref ref;",
+                        f"last = {cp}_insert(db, &r, &ref) == P2_OK ? ref : P2R_NIL;"])
+        case("insert_many", ["P2R_LEN(8);",
+                             f"{cp}_reserve(db, {cp}_count(db) + p2r_u64(pl));"])
+        case("get", ["P2R_LEN(8);", f"{R} r;", f"{cp}_get(db, {ref0}, &r);"])
+        case("at", ["P2R_LEN(8);", f"(void){cp}_at(db, {ref0});"])
+        case("update", [*rec(8), f"{p}_ref ref = {ref0};",
+                        f"last = {cp}_update(db, &ref, &r) == P2_OK ? ref : P2R_NIL;"])
+        case("delete", ["P2R_LEN(8);", f"{cp}_delete(db, {ref0});"])
+        case("reserve", ["P2R_LEN(8);", f"{cp}_reserve(db, p2r_u64(pl));"])
+        case("result", ["P2R_LEN(8);",
+                        f"if (last != P2R_NIL && p2r_put(&map[{i}], p2r_u64(pl), last)) "
+                        f"P2R_BAD(\"out of memory\");"])
+        # setters: one per field, by its index
+        body = ["switch (aux) {"]
+        for j, f in enumerate(info.record.fields):
+            if f.type.kind == "text":
+                continue
+            decls, check, reads, _ = _args([(f.name, f.type)], "v", checked, head="8")
+            body += [f"case {j}: {{", *(f"    {x}" for x in [*decls, check, "q += 8;", *reads,
+                                                          f"{cp}_set_{f.name}(db, {ref0}, v0);"]),
+                     "    break;", "}"]
+        body += ["default: P2R_BAD(\"event at byte %zu: no field %u to set\", at, aux);", "}"]
+        case("set", body)
+        body = ["if (n < 8) P2R_BAD(\"event at byte %zu: a text without its reference\", at);",
+                "switch (aux) {"]
+        for j, f in enumerate(info.record.fields):
+            if f.type.kind == "text":
+                body += [f"case {j}: {cp}_set_{f.name}(db, {ref0}, pl + 8, n - 8); break;"]
+        body += ["default: P2R_BAD(\"event at byte %zu: no text field %u\", at, aux);", "}"]
+        case("set_text", body)
+        body = ["switch (aux) {"]
+        for j, kobj in enumerate(info.keys()):
+            fields = kobj.fields if kobj.type.kind == "composite" else (info.record.field(kobj.name),)
+            decls, check, reads, args = _args([(f.name, f.type) for f in fields], "k", checked)
+            body += [f"case {j}: {{", f"    {p}_ref ref;", *(f"    {x}" for x in [*decls, check, *reads]),
+                     f"    last = {cp}_find_{kobj.name}(db, {', '.join(args)}, &ref) == P2_OK "
+                     f"? ref : P2R_NIL;", "    break;", "}"]
+        body += ["default: P2R_BAD(\"event at byte %zu: no key %u to find by\", at, aux);", "}"]
+        case("find", body)
+    for j, (info, k) in enumerate(curs):
+        i = checked.containers.index(info)
+        R = names(checked, info)["R"]
+        u = nc + j
+
+        def ccase(op: str, body: list) -> None:
+            w(f"        case {OPS[op]} << 8 | {j}: {{   /* cursor {k.name}: {op} */")
+            for line in body:
+                w(f"            {line}")
+            w("            break;")
+            w("        }")
+        slot = (f"uint64_t s = p2r_get(&cur_at[{j}], p2r_u64(pl), UINT64_MAX);",
+                f"if (s == UINT64_MAX) P2R_BAD(\"event at byte %zu: cursor {k.name} was never "
+                f"opened at that address\", at);")
+        decls, check, reads, args = _args(k.params, "a", checked, head="8")
+        ccase("cursor_open", [*decls, check, "q += 8;", *reads,
+                              f"uint64_t s = p2r_get(&cur_at[{j}], p2r_u64(pl), UINT64_MAX);",
+                              "if (s == UINT64_MAX) {",
+                              f"    {k.p}_cursor *g = ({k.p}_cursor *)realloc(cur{j}, (ncur{j} + 1) * sizeof *g);",
+                              "    if (!g) P2R_BAD(\"out of memory\");",
+                              f"    cur{j} = g; s = ncur{j}++;",
+                              f"    memset(&cur{j}[s], 0, sizeof cur{j}[s]);",
+                              f"    if (p2r_put(&cur_at[{j}], p2r_u64(pl), s)) P2R_BAD(\"out of memory\");",
+                              f"}} else {k.p}_close(&cur{j}[s]);",
+                              f"{k.p}_open(db, &cur{j}[s]{''.join(', ' + a for a in args)});"])
+        ccase("cursor_next", ["P2R_LEN(8);", *slot, f"{k.p}_next(&cur{j}[s]);"])
+        ccase("cursor_ref", ["P2R_LEN(8);", *slot,
+                             f"last = {k.p}_ref(&cur{j}[s]);",
+                             f"if (last == {p.upper()}_NOREF) last = P2R_NIL;"])
+        ccase("cursor_update", [f"{R} r;", "P2R_LEN(8 + sizeof r);", *slot,
+                                "memcpy(&r, pl + 8, sizeof r);",
+                                *_translate_refs(checked, info, "r"),
+                                f"{k.p}_update(&cur{j}[s], &r);"])
+        ccase("cursor_delete", ["P2R_LEN(8);", *slot, f"{k.p}_delete(&cur{j}[s]);"])
+        del i, u
+    if has_transactions(checked):
+        for op in ("commit", "abort"):
+            w(f"        case {OPS[op]} << 8 | 0: P2R_LEN(0); {p}_{op}(db); break;")
+    w("        default:")
+    w("            P2R_BAD(\"event at byte %zu: operation %u of unit %u is not one of this spec's\", at, op, unit);")
+    w("        }")
+    w("        {")
+    w("            uint64_t dt = p2r_now() - t0;")
+    w(f"            unsigned slot = op == {OPS['commit']} || op == {OPS['abort']} ? {nc + len(curs)}u"
+      f" : op >= {OPS['cursor_open']} ? {nc}u + unit : unit;")
+    w("            st->n[slot * P2R_OPS + op]++;")
+    w("            st->ns[slot * P2R_OPS + op] += dt;")
+    w("        }")
+    w("        at += 8 + (size_t)n;")
+    w("    }")
+    w(f"    if (dump) {p}__replay_dump(db, dump);")
+    w("    rc = 0;")
+    w("bad:")
+    for j, (info, k) in enumerate(curs):
+        w(f"    {{ size_t s; for (s = 0; s < ncur{j}; s++) {k.p}_close(&cur{j}[s]); free(cur{j}); }}")
+    w(f"    {{ int m; for (m = 0; m < {nc}; m++) p2r_free(&map[m]); "
+      f"for (m = 0; m < {max(len(curs), 1)}; m++) p2r_free(&cur_at[m]); }}")
+    w(f"    if ({p}_close(db) != P2_OK && rc == 0) {{ snprintf(err, errlen, \"close failed\"); rc = -1; }}")
+    w("    return rc;")
+    w("}")
+    return "\n".join(L) + "\n"
+
+
+def dump_source(checked, prefix: Optional[str] = None) -> str:
+    """`static void <prefix>__replay_dump(db, f)`: every element of every container, one
+    line each (container, then its fields; a reference field as `ref` or `none`, since
+    references differ between equations): the lines sorted compare two databases."""
+    p = prefix or checked.prefix
+    L = [f"static void {p}__replay_dump({p}_db *db, FILE *f)", "{"]
+    for info in checked.containers:
+        allc = next(k for k in info.cursors if k.synthetic == "all")
+        R = names(checked, info)["R"]
+        L += ["    {", f"        {allc.p}_cursor c;", f"        const {R} *r;",
+              f"        {allc.p}_open(db, &c);",
+              f"        while ((r = {allc.p}_next_rec(&c)) != NULL) {{",
+              f"            fputs({_q(info.name)}, f);"]
+        for fld in info.record.fields:
+            t = fld.type
+            x = f"r->{fld.name}"
+            if t.target is not None:
+                nil = "UINT32_MAX" if t.narrow else "P2R_NIL"
+                L.append(f"            fputs({x} == {nil} ? \"\\tnone\" : \"\\tref\", f);")
+            elif t.kind == "text":
+                L += ["            {", "                const char *d; uint64_t n = 0;",
+                      f"                {info.p}_get_{fld.name}(db, {allc.p}_ref(&c), &d, &n);",
+                      "                fprintf(f, \"\\t%llu:\", (unsigned long long)n);",
+                      "                fwrite(d, 1, (size_t)n, f);", "            }"]
+            elif t.kind == "char":
+                L.append(f"            fprintf(f, \"\\t%.*s\", {t.length}, {x});")
+            elif t.kind == "float":
+                L.append(f"            fprintf(f, \"\\t%.17g\", (double){x});")
+            elif t.signed:
+                L.append(f"            fprintf(f, \"\\t%lld\", (long long){x});")
+            else:
+                L.append(f"            fprintf(f, \"\\t%llu\", (unsigned long long){x});")
+        L += ["            fputc('\\n', f);", "        }", f"        {allc.p}_close(&c);", "    }"]
+    L.append("}")
+    return "\n".join(L) + "\n"
+
+
+def main_source(checked, prefixes: list) -> str:
+    """The driver's main: `replay TRACE DIR REPS [DUMP]` reads TRACE once, checks its header
+    (magic, format, byte order, the spec's hash, the containers), then per repetition
+    replays it on every candidate in a random order, each in a fresh DIR/<prefix>.<rep>,
+    and prints a JSON line per run: prefix, repetition, total ns, and per unit and op the
+    count and ns (the clock's own cost taken off). DUMP: the first candidate's final
+    contents, written there after its first run."""
+    from .profile import spec_sha256
+    from .trace import BYTE_ORDER, FORMAT, HEAD, MAGIC
+    units = stat_units(checked)
+    ops = sorted(OPS.items(), key=lambda kv: kv[1])
+    L = [f"int {p}__replay(const unsigned char *, size_t, size_t, const char *, p2r_stats *, "
+         f"FILE *, char *, size_t);" for p in prefixes]
+    L.append(f"static const char *const unit_names[] = {{ {', '.join(_q(u) for u in units)} }};")
+    names_by_op = ["NULL"] * 32
+    for name, code in ops:
+        names_by_op[code] = _q(name)
+    L.append(f"static const char *const op_names[P2R_OPS] = {{ {', '.join(names_by_op)} }};")
+    L.append("typedef int (*p2r_fn)(const unsigned char *, size_t, size_t, const char *, "
+             "p2r_stats *, FILE *, char *, size_t);")
+    L.append(f"static const p2r_fn fns[] = {{ {', '.join(p + '__replay' for p in prefixes)} }};")
+    L.append(f"static const char *const fn_names[] = {{ {', '.join(_q(p) for p in prefixes)} }};")
+    nunits = len(units)
+    head = HEAD.size + 8 * len(checked.containers)
+    L.append(r"""
+int main(int argc, char **argv)
+{
+    FILE *f;
+    unsigned char *buf;
+    long size;
+    uint32_t fmt, order, nc;
+    int reps, rep, c, k, order_of[%(ncand)d];
+    uint64_t clock_ns = UINT64_MAX, t;
+    char err[512];
+    p2r_stats st;
+    if (argc < 4) { fprintf(stderr, "usage: %%s TRACE DIR REPS [DUMP]\n", argv[0]); return 2; }
+    reps = atoi(argv[3]);
+    if (!(f = fopen(argv[1], "rb"))) { fprintf(stderr, "cannot read trace %%s\n", argv[1]); return 1; }
+    if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) { fprintf(stderr, "cannot read trace %%s\n", argv[1]); return 1; }
+    buf = (unsigned char *)malloc((size_t)size + 1);
+    if (!buf || fread(buf, 1, (size_t)size, f) != (size_t)size) { fprintf(stderr, "cannot read trace %%s\n", argv[1]); return 1; }
+    fclose(f);
+    if ((size_t)size < %(head)du || memcmp(buf, %(magic)s, 8) != 0) { fprintf(stderr, "%%s is not a p2gen trace of this spec's containers\n", argv[1]); return 1; }
+    memcpy(&fmt, buf + 8, 4); memcpy(&order, buf + 12, 4); memcpy(&nc, buf + 80, 4);
+    if (fmt != %(format)du || order != %(order)du) { fprintf(stderr, "%%s: a trace of another format or byte order\n", argv[1]); return 1; }
+    if (memcmp(buf + 16, %(sha)s, 64) != 0) { fprintf(stderr, "%%s was written by another spec\n", argv[1]); return 1; }
+    if (nc != %(nc)du) { fprintf(stderr, "%%s is damaged: %%u containers\n", argv[1], (unsigned)nc); return 1; }
+    for (k = 0; k < 1000; k++) { t = p2r_now(); t = p2r_now() - t; if (t < clock_ns) clock_ns = t; }
+    st.n = (uint64_t *)calloc(%(nunits)d * P2R_OPS, sizeof *st.n);
+    st.ns = (uint64_t *)calloc(%(nunits)d * P2R_OPS, sizeof *st.ns);
+    if (!st.n || !st.ns) return 1;
+    srand((unsigned)p2r_now());
+    for (c = 0; c < %(ncand)d; c++) order_of[c] = c;
+    for (rep = 0; rep < reps; rep++) {
+        for (c = %(ncand)d - 1; c > 0; c--) { int j = rand() %% (c + 1), x = order_of[c]; order_of[c] = order_of[j]; order_of[j] = x; }
+        for (k = 0; k < %(ncand)d; k++) {
+            char dir[4096];
+            FILE *dump = NULL;
+            int first = 1, u, o;
+            c = order_of[k];
+            snprintf(dir, sizeof dir, "%%s/%%s.%%d", argv[2], fn_names[c], rep);
+            if (mkdir(dir, 0777) != 0) { fprintf(stderr, "cannot make %%s\n", dir); return 1; }
+            if (argc > 4 && c == 0 && rep == 0 && !(dump = fopen(argv[4], "w"))) { fprintf(stderr, "cannot write %%s\n", argv[4]); return 1; }
+            memset(st.n, 0, %(nunits)d * P2R_OPS * sizeof *st.n);
+            memset(st.ns, 0, %(nunits)d * P2R_OPS * sizeof *st.ns);
+            t = p2r_now();
+            if (fns[c](buf, (size_t)size, %(head)du, dir, &st, dump, err, sizeof err) != 0) {
+                fprintf(stderr, "replay of %%s: %%s\n", fn_names[c], err);
+                return 1;
+            }
+            st.total_ns = p2r_now() - t;
+            if (dump) fclose(dump);
+            printf("{\"prefix\": \"%%s\", \"rep\": %%d, \"total_ns\": %%llu, \"clock_ns\": %%llu, \"ops\": [", fn_names[c], rep, (unsigned long long)st.total_ns, (unsigned long long)clock_ns);
+            for (u = 0; u < %(nunits)d; u++)
+                for (o = 0; o < P2R_OPS; o++) {
+                    uint64_t cnt = st.n[u * P2R_OPS + o], ns = st.ns[u * P2R_OPS + o];
+                    if (!cnt) continue;
+                    ns = ns > cnt * clock_ns ? ns - cnt * clock_ns : 0;
+                    printf("%%s[\"%%s\", \"%%s\", %%llu, %%llu]", first ? "" : ", ", unit_names[u], op_names[o], (unsigned long long)cnt, (unsigned long long)ns);
+                    first = 0;
+                }
+            printf("]}\n");
+            fflush(stdout);
+        }
+    }
+    free(buf); free(st.n); free(st.ns);
+    return 0;
+}
+""" % {"ncand": len(prefixes), "head": head, "magic": _q(MAGIC.decode()), "format": FORMAT,
+       "order": BYTE_ORDER, "sha": _q(spec_sha256(checked.spec.source)),
+       "nc": len(checked.containers), "nunits": nunits})
+    return "\n".join(L) + "\n"
+
+
+def driver_source(checked, prefixes: Optional[list] = None) -> str:
+    """A whole driver's C for candidates of `checked`'s spec built with `prefixes` (each
+    candidate's header must be on the include path): the prelude, each candidate's replay,
+    the main."""
+    prefixes = prefixes or [checked.prefix]
+    return (prelude_source() + "".join(replay_source(checked, p) for p in prefixes)
+            + main_source(checked, prefixes))
+
+
+def build_driver(spec_path: str, out_dir: str, cc: str = "cc",
+                 cflags: Optional[list] = None) -> tuple:
+    """The spec as written, generated into out_dir and linked with its replay driver:
+    (checked spec, the driver's path)."""
+    from .build import generate
+    from .toolchain import DEFAULT_CFLAGS, cc_command, run_cc, runtime_object_in
+    gen = generate(spec_path, out_dir)
+    flags = list(cflags) if cflags is not None else list(DEFAULT_CFLAGS)
+    src = os.path.join(out_dir, f"{gen.prefix}_replay.c")
+    with open(src, "w", encoding="utf-8") as f:
+        f.write(driver_source(gen.checked))
+    exe = os.path.join(out_dir, f"{gen.prefix}_replay")
+    cc_cmd = cc_command(cc)
+    run_cc(cc_cmd + flags + ["-I", out_dir, src, gen.source,
+                             runtime_object_in(out_dir, cc_cmd, flags), "-o", exe],
+           f"compiling the replay driver of {os.path.basename(spec_path)}")
+    return gen.checked, exe
+
+
+def run_driver(exe: str, trace_path: str, reps: int = 1, dump: Optional[str] = None,
+               env: Optional[dict] = None) -> list:
+    """The driver's runs (one dict per candidate and repetition), each in a fresh
+    directory under a temporary one; a failed replay raises EnvError with its message."""
+    with tempfile.TemporaryDirectory(prefix="p2gen-replay-") as tmp:
+        argv = [exe, trace_path, tmp, str(reps)] + ([dump] if dump else [])
+        r = subprocess.run(argv, capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        raise EnvError(f"error: {r.stderr.strip() or f'the replay failed (status {r.returncode})'}")
+    return [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+
+
+def summarise(runs: list) -> dict:
+    """Per prefix: the median total ns over the repetitions, and per (unit, op) the count
+    and the median ns per operation."""
+    out: dict = {}
+    for run in runs:
+        d = out.setdefault(run["prefix"], {"totals": [], "ops": {}})
+        d["totals"].append(run["total_ns"])
+        for unit, op, count, ns in run["ops"]:
+            d["ops"].setdefault((unit, op), {"count": count, "ns": []})["ns"].append(ns / count)
+    for d in out.values():
+        d["total_ns"] = _median(d.pop("totals"))
+        for v in d["ops"].values():
+            v["ns_per_op"] = _median(v.pop("ns"))
+    return out
+
+
+def _median(xs: list) -> float:
+    xs = sorted(xs)
+    m = len(xs) // 2
+    return float(xs[m]) if len(xs) % 2 else (xs[m - 1] + xs[m]) / 2
+
+
+def measure(spec: str, trace: str, reps: int = 3, out_dir: Optional[str] = None,
+            cc: str = "cc") -> dict:
+    """Replay `trace` on `spec` as written (the trace must be of this spec: checked first),
+    `reps` times in separate runs: summarise()'s dict of its one prefix."""
+    from .build import load
+    checked = load(spec)
+    read_trace(trace, checked)
+    with tempfile.TemporaryDirectory(prefix="p2gen-replay-build-") as tmp:
+        _, exe = build_driver(spec, out_dir or tmp, cc=cc)
+        runs = [r for _ in range(reps) for r in run_driver(exe, os.path.abspath(trace), 1)]
+    return summarise(runs)[checked.prefix]

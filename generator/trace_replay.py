@@ -26,7 +26,6 @@ import tempfile
 from typing import Optional
 
 from .errors import EnvError
-from .render import names
 from .trace import OPS, cursors, read_trace
 
 # time of the events: CLOCK_MONOTONIC around each one, its own cost measured and taken off
@@ -90,8 +89,40 @@ static uint64_t p2r_get(const p2r_map *m, uint64_t k, uint64_t none)
     size_t i;
     if (!m->cap) return none;
     for (i = p2r_mix(k) & (m->cap - 1); m->k[i] != UINT64_MAX; i = (i + 1) & (m->cap - 1))
-        if (m->k[i] == k) return m->v[i];
+        if (m->k[i] == k) return m->v[i] == UINT64_MAX ? none : m->v[i];
     return none;
+}
+
+/* the changes to the maps since the last commit, taken back in reverse at an abort (the
+   original's elements come back as they were, and so do the replay's) */
+typedef struct p2r_undo { p2r_map *m; uint64_t k, v; } p2r_undo;
+typedef struct p2r_log { p2r_undo *e; size_t n, cap; int on; } p2r_log;
+
+/* map k to v (UINT64_MAX: to nothing), logged for an abort */
+static int p2r_set(p2r_log *log, p2r_map *m, uint64_t k, uint64_t v)
+{
+    if (log->on) {
+        if (log->n == log->cap) {
+            size_t cap = log->cap ? log->cap * 2 : 256;
+            p2r_undo *e = (p2r_undo *)realloc(log->e, cap * sizeof *e);
+            if (!e) return -1;
+            log->e = e;
+            log->cap = cap;
+        }
+        log->e[log->n].m = m;
+        log->e[log->n].k = k;
+        log->e[log->n].v = p2r_get(m, k, UINT64_MAX);
+        log->n++;
+    }
+    return p2r_put(m, k, v);
+}
+
+static void p2r_rollback(p2r_log *log)
+{
+    while (log->n) {
+        log->n--;
+        p2r_put(log->e[log->n].m, log->e[log->n].k, log->e[log->n].v);
+    }
 }
 
 static void p2r_free(p2r_map *m) { free(m->k); free(m->v); memset(m, 0, sizeof *m); }
@@ -171,11 +202,25 @@ def stat_units(checked) -> list:
             + ["(database)"])
 
 
+def _cp(p: str, info) -> str:
+    """A container's public prefix in the candidate built with prefix p."""
+    return f"{p}_{info.name}"
+
+
+def _kp(p: str, info, k) -> str:
+    """A cursor's public prefix in the candidate built with prefix p."""
+    return f"{p}_{info.name}_all" if k.synthetic == "all" else f"{p}_{k.name}"
+
+
 def replay_source(checked, prefix: Optional[str] = None) -> str:
     """The C of one candidate's replay: `int <prefix>__replay(buf, len, at, dir, stats,
     dump, err, errlen)` replays the events buf[at..len) on a database opened in dir
     (fresh), timing each into stats; with dump, it writes the final contents there
-    (`<prefix>__replay_dump`). Returns 0, or -1 with err set."""
+    (`<prefix>__replay_dump`). Returns 0, or -1 with err set.
+
+    `checked` is the spec the trace was written by (its containers', fields', keys' and
+    cursors' indices read the events); `prefix` the candidate's, a spec with the same API
+    (p2gen.tune.same_api) and perhaps other equations."""
     p = prefix or checked.prefix
     DB = f"{p}_db"
     nc = len(checked.containers)
@@ -191,8 +236,10 @@ def replay_source(checked, prefix: Optional[str] = None) -> str:
     w(f"    p2r_map map[{nc}];")
     w(f"    p2r_map cur_at[{max(len(curs), 1)}];   /* a cursor's address -> its slot */")
     for j, (info, k) in enumerate(curs):
-        w(f"    {k.p}_cursor *cur{j} = NULL; size_t ncur{j} = 0;")
+        w(f"    {_kp(p, info, k)}_cursor *cur{j} = NULL; size_t ncur{j} = 0;")
+    w(f"    p2r_log log = {{ NULL, 0, 0, {int(has_transactions(checked))} }};")
     w("    uint64_t last = P2R_NIL, n, t0;")
+    w("    int sure = 0;   /* last is the element the original's reference names (insert, update) */")
     w("    unsigned op, unit, aux;")
     w("    int rc = -1;")
     w("    const unsigned char *pl, *q;")
@@ -210,8 +257,8 @@ def replay_source(checked, prefix: Optional[str] = None) -> str:
     w("        t0 = p2r_now();")
     w("        switch (op << 8 | unit) {")
     for i, info in enumerate(checked.containers):
-        R = names(checked, info)["R"]
-        cp = info.p
+        R = f"{p}_{info.record.name}"
+        cp = _cp(p, info)
         refs = _translate_refs(checked, info, "r")
         texts = [f"memset(&r.{f.name}, 0, sizeof r.{f.name});" for f in info.text_fields]
         rec_read = [f"{R} r;", "P2R_LEN({} + sizeof r);", "memcpy(&r, pl + {}, sizeof r);",
@@ -228,17 +275,22 @@ def replay_source(checked, prefix: Optional[str] = None) -> str:
             w("        }")
         ref0 = f"p2r_get(&map[{i}], p2r_u64(pl), {p.upper()}_NOREF)"
         case("insert", [*rec(0), f"{p}_ref ref;",
-                        f"last = {cp}_insert(db, &r, &ref) == P2_OK ? ref : P2R_NIL;"])
+                        f"last = {cp}_insert(db, &r, &ref) == P2_OK ? ref : P2R_NIL;", "sure = 1;"])
         case("insert_many", ["P2R_LEN(8);",
                              f"{cp}_reserve(db, {cp}_count(db) + p2r_u64(pl));"])
         case("get", ["P2R_LEN(8);", f"{R} r;", f"{cp}_get(db, {ref0}, &r);"])
         case("at", ["P2R_LEN(8);", f"(void){cp}_at(db, {ref0});"])
         case("update", [*rec(8), f"{p}_ref ref = {ref0};",
-                        f"last = {cp}_update(db, &ref, &r) == P2_OK ? ref : P2R_NIL;"])
-        case("delete", ["P2R_LEN(8);", f"{cp}_delete(db, {ref0});"])
+                        f"last = {cp}_update(db, &ref, &r) == P2_OK ? ref : P2R_NIL;", "sure = 1;"])
+        case("delete", ["P2R_LEN(8);", f"if ({cp}_delete(db, {ref0}) == P2_OK && "
+                        f"p2r_set(&log, &map[{i}], p2r_u64(pl), UINT64_MAX)) P2R_BAD(\"out of memory\");"])
         case("reserve", ["P2R_LEN(8);", f"{cp}_reserve(db, p2r_u64(pl));"])
+        # a find's or a cursor's answer is the element only where the replay knows no
+        # other (a trace of a database not empty at the open): with keys that are not
+        # unique, or walks in another order, another equation may answer another one
         case("result", ["P2R_LEN(8);",
-                        f"if (last != P2R_NIL && p2r_put(&map[{i}], p2r_u64(pl), last)) "
+                        f"if (last != P2R_NIL && (sure || p2r_get(&map[{i}], p2r_u64(pl), "
+                        f"P2R_NIL) == P2R_NIL) && p2r_set(&log, &map[{i}], p2r_u64(pl), last)) "
                         f"P2R_BAD(\"out of memory\");"])
         # setters: one per field, by its index
         body = ["switch (aux) {"]
@@ -264,13 +316,13 @@ def replay_source(checked, prefix: Optional[str] = None) -> str:
             decls, check, reads, args = _args([(f.name, f.type) for f in fields], "k", checked)
             body += [f"case {j}: {{", f"    {p}_ref ref;", *(f"    {x}" for x in [*decls, check, *reads]),
                      f"    last = {cp}_find_{kobj.name}(db, {', '.join(args)}, &ref) == P2_OK "
-                     f"? ref : P2R_NIL;", "    break;", "}"]
+                     f"? ref : P2R_NIL;", "    sure = 0;", "    break;", "}"]
         body += ["default: P2R_BAD(\"event at byte %zu: no key %u to find by\", at, aux);", "}"]
         case("find", body)
     for j, (info, k) in enumerate(curs):
         i = checked.containers.index(info)
-        R = names(checked, info)["R"]
-        u = nc + j
+        R = f"{p}_{info.record.name}"
+        kp = _kp(p, info, k)
 
         def ccase(op: str, body: list) -> None:
             w(f"        case {OPS[op]} << 8 | {j}: {{   /* cursor {k.name}: {op} */")
@@ -285,26 +337,35 @@ def replay_source(checked, prefix: Optional[str] = None) -> str:
         ccase("cursor_open", [*decls, check, "q += 8;", *reads,
                               f"uint64_t s = p2r_get(&cur_at[{j}], p2r_u64(pl), UINT64_MAX);",
                               "if (s == UINT64_MAX) {",
-                              f"    {k.p}_cursor *g = ({k.p}_cursor *)realloc(cur{j}, (ncur{j} + 1) * sizeof *g);",
+                              f"    {kp}_cursor *g = ({kp}_cursor *)realloc(cur{j}, (ncur{j} + 1) * sizeof *g);",
                               "    if (!g) P2R_BAD(\"out of memory\");",
                               f"    cur{j} = g; s = ncur{j}++;",
                               f"    memset(&cur{j}[s], 0, sizeof cur{j}[s]);",
                               f"    if (p2r_put(&cur_at[{j}], p2r_u64(pl), s)) P2R_BAD(\"out of memory\");",
-                              f"}} else {k.p}_close(&cur{j}[s]);",
-                              f"{k.p}_open(db, &cur{j}[s]{''.join(', ' + a for a in args)});"])
-        ccase("cursor_next", ["P2R_LEN(8);", *slot, f"{k.p}_next(&cur{j}[s]);"])
+                              f"}} else {kp}_close(&cur{j}[s]);",
+                              f"{kp}_open(db, &cur{j}[s]{''.join(', ' + a for a in args)});"])
+        ccase("cursor_next", ["P2R_LEN(8);", *slot, f"{kp}_next(&cur{j}[s]);"])
         ccase("cursor_ref", ["P2R_LEN(8);", *slot,
-                             f"last = {k.p}_ref(&cur{j}[s]);",
+                             f"last = {kp}_ref(&cur{j}[s]);", "sure = 0;",
                              f"if (last == {p.upper()}_NOREF) last = P2R_NIL;"])
-        ccase("cursor_update", [f"{R} r;", "P2R_LEN(8 + sizeof r);", *slot,
-                                "memcpy(&r, pl + 8, sizeof r);",
+        # on the element the original's cursor was on: through the replay's cursor if it
+        # is there too (the same order), else by reference (another equation's order)
+        elem = [f"uint64_t e = p2r_get(&map[{i}], p2r_u64(pl + 8), {p.upper()}_NOREF);",
+                f"int here = e != {p.upper()}_NOREF && {kp}_ref(&cur{j}[s]) == e;"]
+        ccase("cursor_update", [f"{R} r;", "P2R_LEN(16 + sizeof r);", *slot, *elem,
+                                "memcpy(&r, pl + 16, sizeof r);",
                                 *_translate_refs(checked, info, "r"),
-                                f"{k.p}_update(&cur{j}[s], &r);"])
-        ccase("cursor_delete", ["P2R_LEN(8);", *slot, f"{k.p}_delete(&cur{j}[s]);"])
-        del i, u
+                                f"if (here) {kp}_update(&cur{j}[s], &r);",
+                                f"else if ({_cp(p, info)}_update(db, &e, &r) == P2_OK && "
+                                f"p2r_set(&log, &map[{i}], p2r_u64(pl + 8), e)) P2R_BAD(\"out of memory\");"])
+        ccase("cursor_delete", ["P2R_LEN(16);", *slot, *elem,
+                                f"rc = here ? {kp}_delete(&cur{j}[s]) : {_cp(p, info)}_delete(db, e);",
+                                f"if (rc == P2_OK && p2r_set(&log, &map[{i}], p2r_u64(pl + 8), "
+                                f"UINT64_MAX)) P2R_BAD(\"out of memory\");",
+                                "rc = -1;"])
     if has_transactions(checked):
-        for op in ("commit", "abort"):
-            w(f"        case {OPS[op]} << 8 | 0: P2R_LEN(0); {p}_{op}(db); break;")
+        w(f"        case {OPS['commit']} << 8 | 0: P2R_LEN(0); {p}_commit(db); log.n = 0; break;")
+        w(f"        case {OPS['abort']} << 8 | 0: P2R_LEN(0); {p}_abort(db); p2r_rollback(&log); break;")
     w("        default:")
     w("            P2R_BAD(\"event at byte %zu: operation %u of unit %u is not one of this spec's\", at, op, unit);")
     w("        }")
@@ -321,9 +382,10 @@ def replay_source(checked, prefix: Optional[str] = None) -> str:
     w("    rc = 0;")
     w("bad:")
     for j, (info, k) in enumerate(curs):
-        w(f"    {{ size_t s; for (s = 0; s < ncur{j}; s++) {k.p}_close(&cur{j}[s]); free(cur{j}); }}")
+        w(f"    {{ size_t s; for (s = 0; s < ncur{j}; s++) {_kp(p, info, k)}_close(&cur{j}[s]); free(cur{j}); }}")
     w(f"    {{ int m; for (m = 0; m < {nc}; m++) p2r_free(&map[m]); "
       f"for (m = 0; m < {max(len(curs), 1)}; m++) p2r_free(&cur_at[m]); }}")
+    w("    free(log.e);")
     w(f"    if ({p}_close(db) != P2_OK && rc == 0) {{ snprintf(err, errlen, \"close failed\"); rc = -1; }}")
     w("    return rc;")
     w("}")
@@ -338,10 +400,11 @@ def dump_source(checked, prefix: Optional[str] = None) -> str:
     L = [f"static void {p}__replay_dump({p}_db *db, FILE *f)", "{"]
     for info in checked.containers:
         allc = next(k for k in info.cursors if k.synthetic == "all")
-        R = names(checked, info)["R"]
-        L += ["    {", f"        {allc.p}_cursor c;", f"        const {R} *r;",
-              f"        {allc.p}_open(db, &c);",
-              f"        while ((r = {allc.p}_next_rec(&c)) != NULL) {{",
+        R = f"{p}_{info.record.name}"
+        ap = _kp(p, info, allc)
+        L += ["    {", f"        {ap}_cursor c;", f"        const {R} *r;",
+              f"        {ap}_open(db, &c);",
+              f"        while ((r = {ap}_next_rec(&c)) != NULL) {{",
               f"            fputs({_q(info.name)}, f);"]
         for fld in info.record.fields:
             t = fld.type
@@ -351,7 +414,7 @@ def dump_source(checked, prefix: Optional[str] = None) -> str:
                 L.append(f"            fputs({x} == {nil} ? \"\\tnone\" : \"\\tref\", f);")
             elif t.kind == "text":
                 L += ["            {", "                const char *d; uint64_t n = 0;",
-                      f"                {info.p}_get_{fld.name}(db, {allc.p}_ref(&c), &d, &n);",
+                      f"                {_cp(p, info)}_get_{fld.name}(db, {ap}_ref(&c), &d, &n);",
                       "                fprintf(f, \"\\t%llu:\", (unsigned long long)n);",
                       "                fwrite(d, 1, (size_t)n, f);", "            }"]
             elif t.kind == "char":
@@ -362,7 +425,7 @@ def dump_source(checked, prefix: Optional[str] = None) -> str:
                 L.append(f"            fprintf(f, \"\\t%lld\", (long long){x});")
             else:
                 L.append(f"            fprintf(f, \"\\t%llu\", (unsigned long long){x});")
-        L += ["            fputc('\\n', f);", "        }", f"        {allc.p}_close(&c);", "    }"]
+        L += ["            fputc('\\n', f);", "        }", f"        {ap}_close(&c);", "    }"]
     L.append("}")
     return "\n".join(L) + "\n"
 
@@ -372,8 +435,8 @@ def main_source(checked, prefixes: list) -> str:
     (magic, format, byte order, the spec's hash, the containers), then per repetition
     replays it on every candidate in a random order, each in a fresh DIR/<prefix>.<rep>,
     and prints a JSON line per run: prefix, repetition, total ns, and per unit and op the
-    count and ns (the clock's own cost taken off). DUMP: the first candidate's final
-    contents, written there after its first run."""
+    count and ns (the clock's own cost taken off). DUMP: each candidate's final contents
+    after its first run, written to DUMP.<prefix>."""
     from .profile import spec_sha256
     from .trace import BYTE_ORDER, FORMAT, HEAD, MAGIC
     units = stat_units(checked)
@@ -429,7 +492,11 @@ int main(int argc, char **argv)
             c = order_of[k];
             snprintf(dir, sizeof dir, "%%s/%%s.%%d", argv[2], fn_names[c], rep);
             if (mkdir(dir, 0777) != 0) { fprintf(stderr, "cannot make %%s\n", dir); return 1; }
-            if (argc > 4 && c == 0 && rep == 0 && !(dump = fopen(argv[4], "w"))) { fprintf(stderr, "cannot write %%s\n", argv[4]); return 1; }
+            if (argc > 4 && rep == 0) {
+                char path[4096];
+                snprintf(path, sizeof path, "%%s.%%s", argv[4], fn_names[c]);
+                if (!(dump = fopen(path, "w"))) { fprintf(stderr, "cannot write %%s\n", path); return 1; }
+            }
             memset(st.n, 0, %(nunits)d * P2R_OPS * sizeof *st.n);
             memset(st.ns, 0, %(nunits)d * P2R_OPS * sizeof *st.ns);
             t = p2r_now();
@@ -470,23 +537,29 @@ def driver_source(checked, prefixes: Optional[list] = None) -> str:
             + main_source(checked, prefixes))
 
 
-def build_driver(spec_path: str, out_dir: str, cc: str = "cc",
-                 cflags: Optional[list] = None) -> tuple:
-    """The spec as written, generated into out_dir and linked with its replay driver:
-    (checked spec, the driver's path)."""
-    from .build import generate
-    from .toolchain import DEFAULT_CFLAGS, cc_command, run_cc, runtime_object_in
-    gen = generate(spec_path, out_dir)
+def build_driver(spec_path: str, out_dir: str, cc: str = "cc", cflags: Optional[list] = None,
+                 candidates: Optional[list] = None) -> tuple:
+    """The replay driver of traces of `spec_path`, linked with each candidate (spec path,
+    prefix): by default the spec as written. Each candidate is generated into out_dir
+    (distinct prefixes), the runtime compiled once: (the trace's checked spec, the
+    driver's path)."""
+    from .build import generate, load
+    from .toolchain import DEFAULT_CFLAGS, cc_command, run_cc, runtime_object
+    checked = load(spec_path)
+    gens = [generate(path, out_dir, prefix) for path, prefix in candidates or [(spec_path, None)]]
+    prefixes = [g.prefix for g in gens]
+    if len(set(prefixes)) != len(prefixes):
+        raise EnvError(f"error: the replay's candidates need distinct prefixes, not {prefixes}")
     flags = list(cflags) if cflags is not None else list(DEFAULT_CFLAGS)
-    src = os.path.join(out_dir, f"{gen.prefix}_replay.c")
+    src = os.path.join(out_dir, f"{checked.prefix}_replay.c")
     with open(src, "w", encoding="utf-8") as f:
-        f.write(driver_source(gen.checked))
-    exe = os.path.join(out_dir, f"{gen.prefix}_replay")
+        f.write(driver_source(checked, prefixes))
+    exe = os.path.join(out_dir, f"{checked.prefix}_replay")
     cc_cmd = cc_command(cc)
-    run_cc(cc_cmd + flags + ["-I", out_dir, src, gen.source,
-                             runtime_object_in(out_dir, cc_cmd, flags), "-o", exe],
+    run_cc(cc_cmd + flags + ["-I", out_dir, src, *(g.source for g in gens),
+                             runtime_object(cc_cmd, flags), "-o", exe],
            f"compiling the replay driver of {os.path.basename(spec_path)}")
-    return gen.checked, exe
+    return checked, exe
 
 
 def run_driver(exe: str, trace_path: str, reps: int = 1, dump: Optional[str] = None,

@@ -133,12 +133,22 @@ def program(seed: int, n_ops: int) -> tuple:
     return "\n".join(out) + "\n", "\n".join(body), expect
 
 
+# the same API over other structures: references differ from the original's
+OTHER = SPEC.replace(
+    "hash(key = id, buckets = 16)[avl(key = (branch, id))[array(capacity = 8)",
+    "avl(key = id)[hash(key = (branch, id))[malloc")
+
+
 @pytest.fixture(scope="module")
 def replay_exe(tmp_path_factory, cc):
-    """The spec as written (no --trace) linked with its sanitized replay driver: once."""
+    """One sanitized replay driver, built once, of two candidates: the spec as written (no
+    --trace) and the same API over other structures (prefix cand)."""
     d = tmp_path_factory.mktemp("replay")
     (d / "tr.p2").write_text(SPEC)
-    checked, exe = build_driver(str(d / "tr.p2"), str(d / "g"), cc=cc, cflags=FLAGS)
+    (d / "cand.p2").write_text(OTHER)
+    assert OTHER != SPEC
+    checked, exe = build_driver(str(d / "tr.p2"), str(d / "g"), cc=cc, cflags=FLAGS,
+                                candidates=[(str(d / "tr.p2"), None), (str(d / "cand.p2"), "cand")])
     return checked, exe
 
 
@@ -169,12 +179,14 @@ def test_replay_gives_the_same_database(tmp_path, cc, replay_exe, seed):
         assert counts[unit][op] >= n if op == "insert" else counts[unit][op] == n, (unit, op)
     assert counts["rich"]["cursor_update"] and counts["rich"]["cursor_delete"]
     assert counts["accounts"]["set_text"] and counts["accounts"]["set"]
-    runs = run_driver(replay_exe[1], str(tmp_path / "tr.trace"), 1, str(tmp_path / "replayed.txt"),
+    runs = run_driver(replay_exe[1], str(tmp_path / "tr.trace"), 1, str(tmp_path / "replayed"),
                       env=sanitizer_env())
+    assert sorted(r["prefix"] for r in runs) == ["cand", "tr"]
     original = sorted((tmp_path / "dump.txt").read_text().splitlines())
-    replayed = sorted((tmp_path / "replayed.txt").read_text().splitlines())
     assert len(original) > 20 and any("\t3:n" in line for line in original)
-    assert replayed == original
+    for prefix in ("tr", "cand"):        # the spec as written, and another equation
+        replayed = sorted((tmp_path / f"replayed.{prefix}").read_text().splitlines())
+        assert replayed == original, prefix
     ops = {(u, o): c for u, o, c, _ in runs[0]["ops"]}
     assert ops[("accounts", "insert")] == counts["accounts"]["insert"]
     assert ops[("(database)", "abort")] == counts["(database)"]["abort"]

@@ -220,12 +220,32 @@ def check(spec, prefix):
 @_spec_arg()
 @_prefix_opt()
 @click.option("--no-finds", is_flag=True, help="Only the declared cursors.")
-def explain(spec, prefix, no_finds):
+@click.option("--profile", "profile_path", type=click.Path(dir_okay=False), default=None,
+              help="A profile of SPEC (p2gen build --profile): beside each path, its count "
+                   "and the planner's estimated cost for it.")
+@click.option("--trace", "trace_path", type=click.Path(dir_okay=False), default=None,
+              help="With --profile: a trace of SPEC (p2gen build --trace), replayed to measure "
+                   "each path (ns a call or walk); where the planner's ranking disagrees with "
+                   "the measurement, it says so.")
+@click.option("--reps", default=3, show_default=True, type=click.IntRange(1, 1000),
+              help="With --trace: replays, each in its own process (medians).")
+def explain(spec, prefix, no_finds, profile_path, trace_path, reps):
     """Print, per cursor and find, the access path chosen and why."""
     from .build import load
     from .plan import explain as explain_plan
+    if trace_path and not profile_path:
+        raise click.UsageError("--trace needs --profile (the counts the measurement is set beside)")
     try:
         checked = load(spec, prefix)
+        if profile_path:
+            from .profile import load_profile
+            from .trace_explain import explain_profile
+            from .trace_replay import measure
+            prof = load_profile(profile_path, spec)
+            summary = measure(spec, trace_path, reps) if trace_path else None
+            click.echo(explain_profile(checked, prof, summary, include_finds=not no_finds),
+                       nl=False)
+            return
     except P2Error as e:
         _fail(e)
     click.echo(explain_plan(checked, include_finds=not no_finds), nl=False)

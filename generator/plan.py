@@ -167,7 +167,8 @@ def path_kind_text(path: PathOption) -> str:
     return f"{path.kind}, descending" if path.descending else path.kind
 
 
-def explain(checked: CheckedSpec, include_finds: bool = True) -> str:
+def explain(checked: CheckedSpec, include_finds: bool = True, beside=None) -> str:
+    """beside(cursor) -> lines: what to say beside each access path (`explain --profile`)."""
     lines = []
     for fi in checked.files:
         # what the mem layers over a file (a journal) do to it, as each one says
@@ -210,6 +211,7 @@ def explain(checked: CheckedSpec, include_finds: bool = True) -> str:
             p = checked.plans[cur]
             lines.append(f"    chosen: {p.path.layer.describe()} {path_kind_text(p.path)}: "
                          f"{p.path.why} (cost {p.path.cost:.1f} {COST_UNIT})")
+            lines += beside(cur) if beside else []
             for c, why in cur.folded:
                 lines.append(f"    folded: {expr_text(c)} ({why})")
             lines.append(f"    residual filter: {p.residual_text}")

@@ -117,7 +117,7 @@ static int p2r_set(p2r_log *log, p2r_map *m, uint64_t k, uint64_t v)
     return p2r_put(m, k, v);
 }
 
-static void p2r_rollback(p2r_log *log)
+static inline void p2r_rollback(p2r_log *log)
 {
     while (log->n) {
         log->n--;
@@ -125,7 +125,7 @@ static void p2r_rollback(p2r_log *log)
     }
 }
 
-static void p2r_free(p2r_map *m) { free(m->k); free(m->v); memset(m, 0, sizeof *m); }
+static inline void p2r_free(p2r_map *m) { free(m->k); free(m->v); memset(m, 0, sizeof *m); }
 
 static inline uint64_t p2r_now(void)
 {
@@ -135,7 +135,7 @@ static inline uint64_t p2r_now(void)
 }
 
 /* per (unit, op): how many events and their time; units: containers, cursors, database */
-#define P2R_OPS 32
+#define P2R_OPS 64   /* the ops' codes, then 32 + a key's index: finds by key */
 typedef struct p2r_stats { uint64_t *n, *ns; uint64_t total_ns; } p2r_stats;
 
 static uint64_t p2r_u64(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
@@ -373,8 +373,9 @@ def replay_source(checked, prefix: Optional[str] = None) -> str:
     w("            uint64_t dt = p2r_now() - t0;")
     w(f"            unsigned slot = op == {OPS['commit']} || op == {OPS['abort']} ? {nc + len(curs)}u"
       f" : op >= {OPS['cursor_open']} ? {nc}u + unit : unit;")
-    w("            st->n[slot * P2R_OPS + op]++;")
-    w("            st->ns[slot * P2R_OPS + op] += dt;")
+    w(f"            unsigned o = op == {OPS['find']} ? 32u + (aux & 31u) : op;")
+    w("            st->n[slot * P2R_OPS + o]++;")
+    w("            st->ns[slot * P2R_OPS + o] += dt;")
     w("        }")
     w("        at += 8 + (size_t)n;")
     w("    }")
@@ -444,7 +445,7 @@ def main_source(checked, prefixes: list) -> str:
     L = [f"int {p}__replay(const unsigned char *, size_t, size_t, const char *, p2r_stats *, "
          f"FILE *, char *, size_t);" for p in prefixes]
     L.append(f"static const char *const unit_names[] = {{ {', '.join(_q(u) for u in units)} }};")
-    names_by_op = ["NULL"] * 32
+    names_by_op = ["NULL"] * 32 + [_q(f"find#{k}") for k in range(32)]
     for name, code in ops:
         names_by_op[code] = _q(name)
     L.append(f"static const char *const op_names[P2R_OPS] = {{ {', '.join(names_by_op)} }};")

@@ -193,7 +193,8 @@ def _args(pairs, prefix: str, checked, head: str = "") -> tuple:
 
 
 def has_transactions(checked) -> bool:
-    return any(mi.layer.name == "journal" for fi in checked.files for mi in fi.mems)
+    """Does the spec have <prefix>_commit and _abort (a file under a transaction layer)?"""
+    return any(fi.transactions is not None for fi in checked.files)
 
 
 def stat_units(checked) -> list:

@@ -610,14 +610,22 @@ def _median(xs: list) -> float:
     return float(xs[m]) if len(xs) % 2 else (xs[m - 1] + xs[m]) / 2
 
 
+def measure_candidates(spec: str, trace: str, candidates: list, reps: int = 3,
+                       out_dir: Optional[str] = None, cc: str = "cc") -> dict:
+    """Replay `trace` (of `spec`: checked first) on each candidate (spec path, prefix:
+    distinct; the same API as `spec`) linked into one driver, `reps` times, each
+    repetition a process of its own running the candidates in a random order:
+    {prefix: summarise()'s dict}."""
+    from .build import load
+    read_trace(trace, load(spec))
+    with tempfile.TemporaryDirectory(prefix="p2gen-replay-build-") as tmp:
+        _, exe = build_driver(spec, out_dir or tmp, cc=cc, candidates=candidates)
+        runs = [r for _ in range(reps) for r in run_driver(exe, os.path.abspath(trace), 1)]
+    return summarise(runs)
+
+
 def measure(spec: str, trace: str, reps: int = 3, out_dir: Optional[str] = None,
             cc: str = "cc") -> dict:
-    """Replay `trace` on `spec` as written (the trace must be of this spec: checked first),
-    `reps` times in separate runs: summarise()'s dict of its one prefix."""
-    from .build import load
-    checked = load(spec)
-    read_trace(trace, checked)
-    with tempfile.TemporaryDirectory(prefix="p2gen-replay-build-") as tmp:
-        _, exe = build_driver(spec, out_dir or tmp, cc=cc)
-        runs = [r for _ in range(reps) for r in run_driver(exe, os.path.abspath(trace), 1)]
-    return summarise(runs)[checked.prefix]
+    """Replay `trace` on `spec` as written: summarise()'s dict of it."""
+    res = measure_candidates(spec, trace, [(spec, None)], reps, out_dir, cc)
+    return next(iter(res.values()))

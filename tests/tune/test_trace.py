@@ -26,7 +26,7 @@ from p2gen.build import generate
 from p2gen.cli import main
 from p2gen.harness import HARNESS_CFLAGS, SANITIZE_CFLAGS, sanitizer_env
 from p2gen.trace import TraceError, read_trace
-from p2gen.trace_replay import build_driver, dump_source, run_driver
+from p2gen.trace_replay import build_driver, dump_source, measure_candidates, run_driver
 
 SPEC = """record account { id: u32; owner: char[8]; branch: u16; balance: i64; note: text; }
 record hist { aid: u32; delta: i64; }
@@ -294,3 +294,13 @@ def test_python_trace_and_cli_replay(tmp_path, monkeypatch):
     other.write_text(SPEC.replace("buckets = 16", "buckets = 32"))
     r = CliRunner().invoke(main, ["replay", str(other), "--trace", str(tmp_path / "trpy.trace")])
     assert r.exit_code == 1 and "another spec" in r.output
+    # two candidates in one driver, measured side by side (what the tuner does)
+    cand = tmp_path / "cand.p2"
+    cand.write_text(OTHER.replace('"tr.db"', '"trpy.db"'))
+    res = measure_candidates(str(spec), str(tmp_path / "trpy.trace"),
+                             [(str(spec), None), (str(cand), "cand")], reps=2)
+    assert sorted(res) == ["cand", "trpy"]
+    for summary in res.values():
+        assert summary["ops"][("accounts", "insert")]["count"] == 50
+        assert summary["ops"][("rich", "cursor_open")]["count"] == 1
+        assert summary["total_ns"] > 0

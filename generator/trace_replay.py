@@ -157,14 +157,16 @@ def _ctype(t) -> str:
 
 
 def _translate_refs(checked, info, rec: str) -> list:
-    """C lines that translate the reference fields of record `rec` into the replay's."""
+    """C lines that translate the reference fields of record `rec` into the replay's (one
+    the replay never saw into one that names nothing, so that the call is refused as the
+    original's was)."""
     out = []
     for f in info.ref_fields:
         ti = checked.containers.index(checked.container(f.type.target))
         nil = "UINT32_MAX" if f.type.narrow else "P2R_NIL"
         cast = f"({f.type.ctype})"
         out.append(f"if ({rec}.{f.name} != {nil}) {rec}.{f.name} = {cast}p2r_get(&map[{ti}], "
-                   f"(uint64_t){rec}.{f.name}, P2R_NIL);")
+                   f"(uint64_t){rec}.{f.name}, {nil} - 1);")
     return out
 
 
@@ -182,7 +184,7 @@ def _arg(t, name: str, src: str, checked) -> tuple:
     if t.target is not None:
         ti = checked.containers.index(checked.container(t.target))
         reads.append(f"if ({name} != P2R_NIL && {name} != UINT32_MAX) "
-                     f"{name} = p2r_get(&map[{ti}], {name}, P2R_NIL);")
+                     f"{name} = p2r_get(&map[{ti}], {name}, P2R_NIL - 1);")
     return f"{ct} {name};", reads, f"sizeof({ct})"
 
 
@@ -403,8 +405,9 @@ def replay_source(checked, prefix: Optional[str] = None) -> str:
 
 def dump_source(checked, prefix: Optional[str] = None) -> str:
     """`static void <prefix>__replay_dump(db, f)`: every element of every container, one
-    line each (container, then its fields; a reference field as `ref` or `none`, since
-    references differ between equations): the lines sorted compare two databases."""
+    line each (container, then its fields; a reference field by the first field of what it
+    points at, since references differ between equations): the lines sorted compare two
+    databases."""
     p = prefix or checked.prefix
     L = [f"static void {p}__replay_dump({p}_db *db, FILE *f)", "{"]
     for info in checked.containers:
@@ -418,9 +421,15 @@ def dump_source(checked, prefix: Optional[str] = None) -> str:
         for fld in info.record.fields:
             t = fld.type
             x = f"r->{fld.name}"
-            if t.target is not None:
-                nil = "UINT32_MAX" if t.narrow else "P2R_NIL"
-                L.append(f"            fputs({x} == {nil} ? \"\\tnone\" : \"\\tref\", f);")
+            if t.target is not None:       # by what it points at: its first field
+                tinfo = checked.container(t.target)
+                first = tinfo.record.fields[0]
+                nil = "UINT32_MAX" if t.narrow else f"{p.upper()}_NOREF"
+                shown = (f"(long long){_cp(p, tinfo)}_at(db, {x})->{first.name}"
+                         if first.type.kind in ("int",) and first.type.target is None else "0LL")
+                L.append(f"            if ({x} == {nil}) fputs(\"\\tnone\", f);")
+                L.append(f"            else if (!{_cp(p, tinfo)}_at(db, {x})) fputs(\"\\tdangling\", f);")
+                L.append(f"            else fprintf(f, \"\\t->%lld\", {shown});")
             elif t.kind == "text":
                 L += ["            {", "                const char *d; uint64_t n = 0;",
                       f"                {_cp(p, info)}_get_{fld.name}(db, {ap}_ref(&c), &d, &n);",

@@ -83,20 +83,44 @@ def explain_profile(checked, prof: dict, summary: Optional[dict] = None,
                 ns = _measured(summary, info, cur)
                 if ns is not None and _profile_use(prof, info, cur)[0]:
                     rows.append((_label(info, cur), checked.plans[cur].path.cost, ns))
-            if len(rows) < 2:
-                continue
             bad = [(a, b) for a in rows for b in rows
                    if a[1] < b[1] and a[2] > b[2] * MARGIN]
-            most = prof["containers"].get(info.name, {}).get("count_max")
+            changes = _maintenance(prof, summary, info)
+            if len(rows) < 2 and not changes:
+                continue
+            most = prof["containers"].get(info.name, {}).get("count_max", 0)
+            verdict = ("fewer than two paths used: nothing to rank" if len(rows) < 2 else
+                       "the planner's order is the measured one" if not bad else
+                       f"{len(bad)} disagreement{'s' if len(bad) > 1 else ''}")
             lines.append(f"  container {info.name} (the workload's largest count: {most:,}; "
-                         f"the planner assumed {size_estimate(info):,.0f}): " + (
-                "the planner's order is the measured one" if not bad else
-                f"{len(bad)} disagreement{'s' if len(bad) > 1 else ''}"))
+                         f"the planner assumed {size_estimate(info):,.0f}): {verdict}")
+            lines += changes
             for a, b in bad:
                 lines.append(f"    MISRANKED: {a[0]} is estimated cheaper than {b[0]} "
                              f"({a[1]:.1f} against {b[1]:.1f} {COST_UNIT}) but measured "
                              f"{a[2] / b[2]:.1f}x slower ({_ns(a[2])} against {_ns(b[2])})")
     return text + "\n".join(lines) + "\n"
+
+
+# the profile's operations that change a container, and the replay's events that are them
+_CHANGES = {"insert": ("insert",), "update": ("update", "set", "set_text"),
+            "delete": ("delete",)}
+
+
+def _maintenance(prof: dict, summary: dict, info) -> list:
+    """What the workload's changes cost (the planner does not estimate them): per kind, the
+    profile's count and the replay's median ns."""
+    ops = prof["containers"].get(info.name, {}).get("ops", {})
+    said = []
+    for kind, events in _CHANGES.items():
+        n = (ops.get("update_key", 0) + ops.get("update_other", 0) if kind == "update"
+             else ops.get(kind, 0))
+        timed = [summary["ops"][(info.name, e)] for e in events if (info.name, e) in summary["ops"]]
+        count = sum(t["count"] for t in timed)
+        if n or count:
+            ns = sum(t["count"] * t["ns_per_op"] for t in timed) / count if count else None
+            said.append(f"{kind} {n:,}" + (f" at {_ns(ns)}" if ns is not None else ""))
+    return [f"    changes (not in the planner's costs): {', '.join(said)}"] if said else []
 
 
 def _label(info, cur) -> str:

@@ -81,6 +81,7 @@ def test_explain_profile_and_trace_through_the_cli(workload):
     assert "    workload: 0 calls; estimated 14.3 cache-line reads a call, 0 in all" in branch
     assert ("  container accounts (the workload's largest count: 2,000; the planner assumed "
             "10,000): ") in out
+    assert re.search(r"\n    changes \(not in the planner's costs\): insert 2,000 at \d+\.\d (ns|us)\n", out)
     # the one sure disagreement: a find that scans 2,000 slots (the planner's 10,000 a call)
     # against one hash probe (1.5): not misranked; any flagged pair names its numbers
     for line in out.splitlines():
@@ -124,4 +125,5 @@ def test_misranking_is_flagged_from_measurements(workload):
         "10000.0 cache-line reads) but measured 2.2x slower (900.0 ns against 400.0 ns)"]
     # inbranch (14.3, 100 ns) against rich (10000, 105 ns): measured the planner's way, within
     # the margin: a tie, not flagged
-    assert "container accounts (the workload's largest count: 2,000; the planner assumed 10,000): 3 disagreements" in out
+    assert ("  container accounts (the workload's largest count: 2,000; the planner assumed 10,000): "
+            "3 disagreements\n    changes (not in the planner's costs): insert 2,000\n") in out

@@ -9,9 +9,10 @@ one `main_source(...)`, which reads the trace once and replays it on each candid
 turn, in a fresh directory, in a random order per repetition.
 
 A reference in a trace is the original run's: the replay keeps, per container, a map from
-those to its own, filled from the references the original operations gave back (insert,
-update, find, a cursor's _ref: the trace's `result` events), and translates every
-reference it is given (arguments, reference fields of records). A cursor is known by its
+those to its own where they differ, filled from the references the original operations
+gave back (insert, update, find, a cursor's _ref: the trace's `result` events), and
+translates every reference it is given (arguments, reference fields of records); one the
+map does not hold is the same number in both. A cursor is known by its
 address in the original program: an open at an address replaces the cursor there.
 
 Every event's length is checked against what its operation takes before a byte of it is
@@ -94,6 +95,27 @@ static uint64_t p2r_get(const p2r_map *m, uint64_t k, uint64_t none)
     return none;
 }
 
+static int p2r_has(const p2r_map *m, uint64_t k)
+{
+    size_t i;
+    if (!m->cap) return 0;
+    for (i = p2r_mix(k) & (m->cap - 1); m->k[i] != UINT64_MAX; i = (i + 1) & (m->cap - 1))
+        if (m->k[i] == k) return 1;
+    return 0;
+}
+
+/* a reference of the original's as the replay's: the map's, `none` if its element is gone,
+   else the same number (a replay that gives the references the original did (the same
+   storage) keeps its maps almost empty: less of the cache taken from the operations) */
+static uint64_t p2r_ref(const p2r_map *m, uint64_t k, uint64_t none)
+{
+    size_t i;
+    if (!m->cap) return k;
+    for (i = p2r_mix(k) & (m->cap - 1); m->k[i] != UINT64_MAX; i = (i + 1) & (m->cap - 1))
+        if (m->k[i] == k) return m->v[i] == UINT64_MAX ? none : m->v[i];
+    return k;
+}
+
 /* the changes to the maps since the last commit, taken back in reverse at an abort (the
    original's elements come back as they were, and so do the replay's) */
 typedef struct p2r_undo { p2r_map *m; uint64_t k, v; } p2r_undo;
@@ -112,7 +134,7 @@ static int p2r_set(p2r_log *log, p2r_map *m, uint64_t k, uint64_t v)
         }
         log->e[log->n].m = m;
         log->e[log->n].k = k;
-        log->e[log->n].v = p2r_get(m, k, UINT64_MAX);
+        log->e[log->n].v = p2r_ref(m, k, UINT64_MAX);   /* gone, the same, or its value */
         log->n++;
     }
     return p2r_put(m, k, v);
@@ -165,7 +187,7 @@ def _translate_refs(checked, info, rec: str) -> list:
         ti = checked.containers.index(checked.container(f.type.target))
         nil = "UINT32_MAX" if f.type.narrow else "P2R_NIL"
         cast = f"({f.type.ctype})"
-        out.append(f"if ({rec}.{f.name} != {nil}) {rec}.{f.name} = {cast}p2r_get(&map[{ti}], "
+        out.append(f"if ({rec}.{f.name} != {nil}) {rec}.{f.name} = {cast}p2r_ref(&map[{ti}], "
                    f"(uint64_t){rec}.{f.name}, {nil} - 1);")
     return out
 
@@ -184,7 +206,7 @@ def _arg(t, name: str, src: str, checked) -> tuple:
     if t.target is not None:
         ti = checked.containers.index(checked.container(t.target))
         reads.append(f"if ({name} != P2R_NIL && {name} != UINT32_MAX) "
-                     f"{name} = p2r_get(&map[{ti}], {name}, P2R_NIL - 1);")
+                     f"{name} = p2r_ref(&map[{ti}], {name}, P2R_NIL - 1);")
     return f"{ct} {name};", reads, f"sizeof({ct})"
 
 
@@ -283,7 +305,7 @@ def replay_source(checked, prefix: Optional[str] = None) -> str:
                 w(f"            {line}")
             w("            break;")
             w("        }")
-        ref0 = f"p2r_get(&map[{i}], p2r_u64(pl), {p.upper()}_NOREF)"
+        ref0 = f"p2r_ref(&map[{i}], p2r_u64(pl), {p.upper()}_NOREF)"
         case("insert", [*rec(0), f"{p}_ref ref;",
                         f"last = {cp}_insert(db, &r, &ref) == P2_OK ? ref : P2R_NIL;", "sure = 1;"])
         case("insert_many", ["P2R_LEN(8);",
@@ -298,10 +320,13 @@ def replay_source(checked, prefix: Optional[str] = None) -> str:
         # a find's or a cursor's answer is the element only where the replay knows no
         # other (a trace of a database not empty at the open): with keys that are not
         # unique, or walks in another order, another equation may answer another one
+        # (a reference that is the same number in both is kept only where the map says
+        # otherwise)
         case("result", ["P2R_LEN(8);",
-                        f"if (last != P2R_NIL && (sure || p2r_get(&map[{i}], p2r_u64(pl), "
-                        f"P2R_NIL) == P2R_NIL) && p2r_set(&log, &map[{i}], p2r_u64(pl), last)) "
-                        f"P2R_BAD(\"out of memory\");"])
+                        f"if (last != P2R_NIL && (sure ? last != p2r_u64(pl) || "
+                        f"p2r_has(&map[{i}], p2r_u64(pl)) : last != p2r_u64(pl) && "
+                        f"!p2r_has(&map[{i}], p2r_u64(pl))) && "
+                        f"p2r_set(&log, &map[{i}], p2r_u64(pl), last)) P2R_BAD(\"out of memory\");"])
         # setters: one per field, by its index
         body = ["switch (aux) {"]
         for j, f in enumerate(info.record.fields):
@@ -360,13 +385,14 @@ def replay_source(checked, prefix: Optional[str] = None) -> str:
                              f"if (last == {p.upper()}_NOREF) last = P2R_NIL;"])
         # on the element the original's cursor was on: through the replay's cursor if it
         # is there too (the same order), else by reference (another equation's order)
-        elem = [f"uint64_t e = p2r_get(&map[{i}], p2r_u64(pl + 8), {p.upper()}_NOREF);",
+        elem = [f"uint64_t e = p2r_ref(&map[{i}], p2r_u64(pl + 8), {p.upper()}_NOREF);",
                 f"int here = e != {p.upper()}_NOREF && {kp}_ref(&cur{j}[s]) == e;"]
         ccase("cursor_update", [f"{R} r;", "P2R_LEN(16 + sizeof r);", *slot, *elem,
                                 "memcpy(&r, pl + 16, sizeof r);",
                                 *_translate_refs(checked, info, "r"),
                                 f"if (here) {kp}_update(&cur{j}[s], &r);",
                                 f"else if ({_cp(p, info)}_update(db, &e, &r) == P2_OK && "
+                                f"(e != p2r_u64(pl + 8) || p2r_has(&map[{i}], p2r_u64(pl + 8))) && "
                                 f"p2r_set(&log, &map[{i}], p2r_u64(pl + 8), e)) P2R_BAD(\"out of memory\");"])
         ccase("cursor_delete", ["P2R_LEN(16);", *slot, *elem,
                                 f"rc = here ? {kp}_delete(&cur{j}[s]) : {_cp(p, info)}_delete(db, e);",

@@ -14,7 +14,8 @@ incremental builds, running Google Benchmark and loading its JSON, medians and r
 number formats, the Markdown reports' pieces and plots), and the C++ headers beside it
 what their drivers share (`flags.h` the drivers' flags, `bench_main.h` main()'s
 scaffolding, `sqlite_util.h` and `lmdb_util.h` the SQLite and LMDB helpers of the
-reference systems, `p2_variant.h` the head of a generated variant's driver). The variants benchmarked
+reference systems, `p2_variant.h` the head of a generated variant's driver, `splitmix64.h`
+the drivers' random stream). The variants benchmarked
 are the specs of `type_equations/tpcb/` and `type_equations/oo7/` (range scans: `range/*.p2`). Drivers and specs ship as
 package data, so `p2gen bench ...` runs from an installed package as from a checkout.
 """

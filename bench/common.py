@@ -56,8 +56,9 @@ def inline_define(prefix: str) -> str:
 
 
 # the C++ headers of bench/ the drivers share (package data of p2gen.bench): flags, main(),
-# SQLite and LMDB helpers, the head of a generated variant's driver
-SHARED_HEADERS = ("flags.h", "bench_main.h", "sqlite_util.h", "lmdb_util.h", "p2_variant.h")
+# SQLite and LMDB helpers, the head of a generated variant's driver, the random stream
+SHARED_HEADERS = ("flags.h", "bench_main.h", "sqlite_util.h", "lmdb_util.h", "p2_variant.h",
+                  "splitmix64.h")
 
 
 def shared_headers(src: Path) -> list:

@@ -36,6 +36,7 @@
 
 #include "acob.h"
 #include "../bench_main.h"
+#include "../splitmix64.h"
 
 namespace acob {
 
@@ -52,17 +53,7 @@ struct Config {
 
 int g_failures = 0;
 
-struct Rng {   // splitmix64; rnd(n) = next() % n (tests/bench/acob_model.py draws the same)
-    uint64_t s;
-    explicit Rng(uint64_t seed) : s(seed) {}
-    uint64_t next() {
-        uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        return z ^ (z >> 31);
-    }
-    uint32_t rnd(uint32_t n) { return (uint32_t)(next() % n); }
-};
+typedef benchmain::SplitMix64 Rng;   // tests/bench/acob_model.py draws the same
 
 // One set's logical database: phys[7k+j] is the slot (place in the set's physical order,
 // 35 to a page) of record j of object k; comp[8k+l] the object that link l of object k's

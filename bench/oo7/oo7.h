@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "../splitmix64.h"
+
 namespace oo7 {
 
 // ---------------------------------------------------------------------------------------
@@ -62,16 +64,15 @@ constexpr int kQuery2Percent = 1, kQuery3Percent = 10;
 constexpr int kNumNewCompParts = 5, kNumSM1Bases = 10;
 
 // ---------------------------------------------------------------------------------------
-// the driver's random stream: splitmix64, seeded; every draw is uniform and inclusive
-class Rng {
+// the driver's random stream: splitmix64 (bench/splitmix64.h), seeded; every draw is
+// uniform and inclusive
+class Rng : private benchmain::SplitMix64 {
 public:
-    explicit Rng(uint64_t seed = 1) : s_(seed) {}
-    void seed(uint64_t s) { s_ = s; }
-    uint64_t next();
+    explicit Rng(uint64_t seed = 1) : SplitMix64(seed) {}
+    void seed(uint64_t seed) { s = seed; }
+    using SplitMix64::next;
     int32_t uniform(int32_t lo, int32_t hi);   // lo..hi inclusive
     void type_string(char out[kTypeSize]);     // "type000".."type009", NUL-padded
-private:
-    uint64_t s_;
 };
 
 // ---------------------------------------------------------------------------------------

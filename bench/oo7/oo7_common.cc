@@ -83,15 +83,6 @@ int Params::base_per_module() const { return int_pow(assm_per_assm, assm_levels 
 // ---------------------------------------------------------------------------------------
 // random stream
 
-uint64_t Rng::next() {
-    // splitmix64 (Steele, Lea, Flood 2014): one add and a mix; passes BigCrush, and its
-    // whole state is one word, so "reseed before every run" is an assignment
-    uint64_t z = (s_ += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
 int32_t Rng::uniform(int32_t lo, int32_t hi) {
     // Multiply-shift (Lemire 2019) without the rejection step: the high 64 bits of
     // next() * range. The bias is below range / 2^64 (< 2^-32 for any int32 range), far

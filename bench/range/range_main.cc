@@ -36,6 +36,7 @@
 
 #include "range.h"
 #include "../bench_main.h"
+#include "../splitmix64.h"
 
 namespace range {
 
@@ -47,16 +48,7 @@ namespace {
 int g_failures = 0;
 std::string g_tmp_root;   // created by us: removed at exit
 
-struct Rng {   // splitmix64
-    uint64_t s;
-    explicit Rng(uint64_t seed) : s(seed) {}
-    uint64_t next() {
-        uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        return z ^ (z >> 31);
-    }
-};
+typedef benchmain::SplitMix64 Rng;
 
 std::vector<uint32_t> load_order(uint64_t rows, uint64_t seed) {
     std::vector<uint32_t> v(rows);

@@ -26,6 +26,7 @@
 
 #include "feed.h"
 #include "../bench_main.h"
+#include "../splitmix64.h"
 #include "../sqlite_util.h"
 
 namespace {
@@ -35,16 +36,7 @@ struct Config {
     std::vector<uint64_t> ks{10, 50};
 } cfg;
 
-struct Rng {   // splitmix64
-    uint64_t s;
-    explicit Rng(uint64_t seed) : s(seed) {}
-    uint64_t next() {
-        uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        return z ^ (z >> 31);
-    }
-};
+typedef benchmain::SplitMix64 Rng;
 
 typedef std::vector<std::pair<uint32_t, int64_t>> Rows;   // (post id, time)
 

@@ -44,6 +44,7 @@ DEFAULT_SIZE = "small"
 PHASES = ("oo7_build", "oo7_parts", "oo7_t1", "oo7_t2", "oo7_q1")
 OPERATIONS = PHASES
 SYSTEMS = ("P2", "dict", "sqlite-mem", "sqlite-file")
+TITLE = "OO7"   # as run.py names the workload
 
 OP_DOC = {
     "oo7_build": "build the database: every composite part, atomic part, connection and "

@@ -536,8 +536,9 @@ def make_systems(module, tmp: str, only=None) -> list:
 def run(systems: list, w, reps: int, say: Callable[[str], None] = lambda m: None,
         phases: tuple = PHASES, workload: str = "tpcb"):
     """Every phase of every system, `reps` times; the Google-Benchmark-shaped entries and
-    the list of failed checks. w is a Workload (phases PHASES) or an oo7.OO7Workload
-    (phases oo7.PHASES); each entry names its workload."""
+    the list of failed checks. w is a Workload (phases PHASES), an oo7.OO7Workload
+    (phases oo7.PHASES) or a social.SocialWorkload (social.PHASES); each entry names its
+    workload."""
     entries, failures = [], []
     times: dict = {}
     # repetition-major: every system runs once per round, so that a busy spell of the
@@ -661,45 +662,48 @@ def _ops_table(med: dict, systems: list, ops) -> list:
     return lines
 
 
-def _oo7_markdown(med: dict, ctx: dict) -> list:
-    """The OO7 workload's table (its operations are named oo7_*)."""
-    systems = [s for s in oo7.SYSTEMS if any(k[0] == s and k[1] in oo7.OPERATIONS
+def _workload_markdown(mod, med: dict, ctx: dict, title: str, about: str,
+                       target: Optional[Callable[[dict], list]] = None) -> list:
+    """The table of workload module `mod` (oo7 or social: its operations, systems and their
+    docs): a heading, `about` (the sizes, filled from its context `p` and `ctx`), the
+    table, `target`'s lines, and the operations."""
+    systems = [s for s in mod.SYSTEMS if any(k[0] == s and k[1] in mod.OPERATIONS
                                              for k in med)]
-    p = ctx["oo7"]
-    lines = ["", "## OO7",
-             "",
-             f"OO7 {p['size']}: {p['composite_parts']:,} composite parts, "
-             f"{p['atomic_parts']:,} atomic parts, {p['connections']:,} connections, "
-             f"{p['q1_lookups']:,} Q1 lookups; median of {ctx['repetitions']} repetitions, "
-             f"ns per object built, part reached or lookup. Spec: `{oo7_spec_name()}`.",
-             ""] + _ops_table(med, systems, oo7.OPERATIONS)
-    lines += ["", "Operations: " + "; ".join(f"**{k}** {v}" for k, v in oo7.OP_DOC.items())
+    lines = ["", f"## {title}", "", about, ""] + _ops_table(med, systems, mod.OPERATIONS)
+    lines += target(med) if target else []
+    lines += ["", "Operations: " + "; ".join(f"**{k}** {v}" for k, v in mod.OP_DOC.items())
               + "."]
     return lines
+
+
+def _oo7_markdown(med: dict, ctx: dict) -> list:
+    """The OO7 workload's table (its operations are named oo7_*)."""
+    p = ctx["oo7"]
+    return _workload_markdown(
+        oo7, med, ctx, "OO7",
+        f"OO7 {p['size']}: {p['composite_parts']:,} composite parts, "
+        f"{p['atomic_parts']:,} atomic parts, {p['connections']:,} connections, "
+        f"{p['q1_lookups']:,} Q1 lookups; median of {ctx['repetitions']} repetitions, "
+        f"ns per object built, part reached or lookup. Spec: `{p['spec']}`.")
 
 
 def _social_markdown(med: dict, ctx: dict) -> list:
     """The social-graph workload's table (operations social_*) and its target: the feed
     from Python no slower than sqlite3's join."""
-    systems = [s for s in social.SYSTEMS if any(k[0] == s and k[1] in social.OPERATIONS
-                                                for k in med)]
     p = ctx["social"]
-    lines = ["", "## Social graph", "",
-             f"{p['users']:,} users, {p['followees_per_user']} followees each, "
-             f"{p['posts']:,} posts, {p['queries']:,} queries, k = {p['k']}; median of "
-             f"{ctx['repetitions']} repetitions, ns per object loaded or per query. "
-             f"Spec: `{p['spec']}`.", ""] + _ops_table(med, systems, social.OPERATIONS)
-    a, b = med.get(("P2", "social_feed")), med.get(("sqlite-mem", "social_feed"))
-    if a and b:
-        lines += ["", f"Target: the feed from Python no slower than sqlite3's join (:memory:): "
-                      f"sqlite-mem / P2 = {b / a:.1f}× — {'met' if b >= a else 'NOT met'}."]
-    lines += ["", "Operations: " + "; ".join(f"**{k}** {v}" for k, v in social.OP_DOC.items())
-              + "."]
-    return lines
 
-
-def oo7_spec_name() -> str:
-    return "bench/python/" + oo7.SPEC.name
+    def target(med: dict) -> list:
+        a, b = med.get(("P2", "social_feed")), med.get(("sqlite-mem", "social_feed"))
+        if not (a and b):
+            return []
+        return ["", f"Target: the feed from Python no slower than sqlite3's join (:memory:): "
+                    f"sqlite-mem / P2 = {b / a:.1f}× — {'met' if b >= a else 'NOT met'}."]
+    return _workload_markdown(
+        social, med, ctx, "Social graph",
+        f"{p['users']:,} users, {p['followees_per_user']} followees each, "
+        f"{p['posts']:,} posts, {p['queries']:,} queries, k = {p['k']}; median of "
+        f"{ctx['repetitions']} repetitions, ns per object loaded or per query. "
+        f"Spec: `{p['spec']}`.", target)
 
 
 def markdown(doc: dict) -> str:
@@ -790,36 +794,26 @@ def command(rows: int, reps: int, out: str, build_dir: str, systems=None, plots:
                 failures += f
                 ctx["record_bytes"] = module.ffi.sizeof(f"{PREFIX}_account")
                 ctx["operations"].update(OP_DOC)
-            if "oo7" in workloads:
-                msg = f"no system runs the OO7 workload (systems: {', '.join(oo7.SYSTEMS)})"
-                runs = not systems or set(systems) & set(oo7.SYSTEMS)
-                if not runs and not entries:
-                    raise BuildError(msg)
-                if not runs:
+            for name, mod, workload, size in (("oo7", oo7, oo7.OO7Workload, oo7_size),
+                                              ("social", social, social.SocialWorkload,
+                                               social_size)):
+                if name not in workloads:
+                    continue
+                if systems and not set(systems) & set(mod.SYSTEMS):
+                    msg = f"no system runs the {mod.TITLE} workload (systems: " \
+                          f"{', '.join(mod.SYSTEMS)})"
+                    if not entries:
+                        raise BuildError(msg)
                     say(msg)
-                else:
-                    module = build_module(os.path.join(build_dir, "oo7"), oo7.SPEC, say,
-                                          oo7.PREFIX)
-                    chosen = oo7.make_systems(module, tmp, systems)
-                    w = oo7.OO7Workload(oo7_size)
-                    e, f = run(chosen, w, reps, say, oo7.PHASES, "oo7")
-                    entries += e
-                    failures += f
-                    ctx["oo7"] = {**w.params(), "spec": oo7_spec_name()}
-                    ctx["operations"].update(oo7.OP_DOC)
-            if "social" in workloads:
-                if systems and not set(systems) & set(social.SYSTEMS):
-                    say(f"no system runs the social workload (systems: {', '.join(social.SYSTEMS)})")
-                else:
-                    module = build_module(os.path.join(build_dir, "social"), social.SPEC, say,
-                                          social.PREFIX)
-                    chosen = social.make_systems(module, tmp, systems)
-                    w = social.SocialWorkload(social_size)
-                    e, f = run(chosen, w, reps, say, social.PHASES, "social")
-                    entries += e
-                    failures += f
-                    ctx["social"] = {**w.params(), "spec": "bench/python/" + social.SPEC.name}
-                    ctx["operations"].update(social.OP_DOC)
+                    continue
+                module = build_module(os.path.join(build_dir, name), mod.SPEC, say, mod.PREFIX)
+                w = workload(size)
+                e, f = run(mod.make_systems(module, tmp, systems), w, reps, say, mod.PHASES,
+                           name)
+                entries += e
+                failures += f
+                ctx[name] = {**w.params(), "spec": "bench/python/" + mod.SPEC.name}
+                ctx["operations"].update(mod.OP_DOC)
         doc = {"context": {
             "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host_name": platform.node(),
             "executable": sys.executable, "python": platform.python_version(),

@@ -33,6 +33,7 @@ PREFIX = "p2bench_social"
 PHASES = ("social_load", "social_feed", "social_posts")
 OPERATIONS = PHASES
 SYSTEMS = ("P2", "sqlite-mem", "sqlite-file")
+TITLE = "social"   # as run.py names the workload
 SIZES = {"tiny": (200, 10, 5), "small": (2000, 50, 20), "medium": (10000, 50, 50)}   # users, follows, posts/user
 DEFAULT_SIZE = "small"
 K = 10

@@ -35,6 +35,58 @@ def _run_driver(command, kwargs: dict) -> None:
     sys.exit(rc)
 
 
+# ---------------------------------------------------------------------------------------
+# the options the benchmark commands share (each command keeps its own order in --help)
+
+def _out(files: str):
+    return click.option("-o", "--out", "out", default="bench/results", show_default=True,
+                        type=click.Path(file_okay=False), help=f"Where {files} go.")
+
+
+def _build_dir(name: str = "", what: str = "Generated code, objects, the binary."):
+    """--build-dir, bench/build/<name> by default (tpcb: bench/build)."""
+    return click.option("--build-dir", default="bench/build" + (name and "/" + name),
+                        show_default=True, type=click.Path(file_okay=False), help=what)
+
+
+def _filter(example: str):
+    return click.option("--filter", metavar="REGEX", help="Only benchmarks matching (Google "
+                        f"Benchmark's --benchmark_filter), e.g. '{example}'.")
+
+
+_db_dir = click.option("--db-dir", type=click.Path(file_okay=False),
+                       help="Where database files go (default: a fresh directory in $TMPDIR).")
+
+
+def _render(what: str, source: str = "a stored Google Benchmark JSON"):
+    return click.option("--render", metavar="JSON",
+                        type=click.Path(exists=True, dir_okay=False),
+                        help=f"Only render {what} from {source}.")
+
+
+def _plots(what: str = "PNG plots", default: bool = True):
+    return click.option("--plots/--no-plots", default=default, show_default=True,
+                        help=f"Render {what} (needs matplotlib: pip install 'p2gen[bench]').")
+
+
+def _compilers(jobs: bool = True):
+    """--cc, --cxx and (`jobs`) -j: the compilers a driver is built with, and how many
+    compilations run at once."""
+    options = [click.option("--cc", default=lambda: os.environ.get("CC", "cc"),
+                            show_default="$CC or cc"),
+               click.option("--cxx", default=lambda: os.environ.get("CXX", "c++"),
+                            show_default="$CXX or c++")]
+    if jobs:
+        options.append(click.option("-j", "--jobs", type=click.IntRange(1),
+                                    help="Parallel compilations (default: CPUs)."))
+
+    def apply(f):
+        for option in reversed(options):
+            f = option(f)
+        return f
+    return apply
+
+
 @click.group()
 def bench() -> None:
     """Benchmarks of generated data managers against hand-written and off-the-shelf ones."""
@@ -51,14 +103,10 @@ def bench() -> None:
               "(default 1-5; --reference: 1-5).")
 @click.option("--reference", is_flag=True, help="The reference scale: SF 2-12, 100,000 "
               "accounts per branch, 200,000 transactions, seeds 1-5.")
-@click.option("-o", "--out", "out", default="bench/results", show_default=True,
-              type=click.Path(file_okay=False), help="Where tpcb.json, tpcb.md and the PNGs go.")
-@click.option("--build-dir", default="bench/build", show_default=True,
-              type=click.Path(file_okay=False), help="Generated code, objects, the binary.")
-@click.option("--filter", metavar="REGEX", help="Only benchmarks matching (Google Benchmark's "
-              "--benchmark_filter), e.g. 'IARRAY|HANDC'.")
-@click.option("--db-dir", type=click.Path(file_okay=False),
-              help="Where database files go (default: a fresh directory in $TMPDIR).")
+@_out("tpcb.json, tpcb.md and the PNGs")
+@_build_dir()
+@_filter("IARRAY|HANDC")
+@_db_dir
 @click.option("--commit-every", type=click.IntRange(0), default=0, show_default=True,
               help="SQLite/LMDB: commit every K transactions (0: one write transaction per run).")
 @click.option("--iterations", type=click.IntRange(1), default=1, show_default=True,
@@ -71,13 +119,9 @@ def bench() -> None:
               help="Besides every variant built as the README tells users to (p2gen build's "
                    "library, cc -O2, no LTO), the same variant built with -flto across generated "
                    "code and driver: a second row, <NAME>-lto.")
-@click.option("--cc", default=lambda: os.environ.get("CC", "cc"), show_default="$CC or cc")
-@click.option("--cxx", default=lambda: os.environ.get("CXX", "c++"), show_default="$CXX or c++")
-@click.option("-j", "--jobs", type=click.IntRange(1), help="Parallel compilations (default: CPUs).")
-@click.option("--render", metavar="JSON", type=click.Path(exists=True, dir_okay=False),
-              help="Only render the table and plots from a stored Google Benchmark JSON.")
-@click.option("--plots/--no-plots", default=True, show_default=True,
-              help="Render PNG plots (needs matplotlib: pip install 'p2gen[bench]').")
+@_compilers()
+@_render("the table and plots")
+@_plots()
 @click.option("--metric", type=click.Choice(["wall", "cpu"]), default="wall", show_default=True,
               help="Transaction time: wall clock, or the thread's CPU time (busy machines).")
 @click.option("--variant", "variants", multiple=True, metavar="NAME=SPEC",
@@ -121,21 +165,13 @@ def bench_tpcb(**kwargs):
               show_default=True, help="Keys inserted in a random order (realistic tree shapes; "
               "elements stored in insertion order), or every system loading in key order "
               "(elements stored in key order: the walks' best case).")
-@click.option("-o", "--out", "out", default="bench/results", show_default=True,
-              type=click.Path(file_okay=False), help="Where range.json, range.md and range.png go.")
-@click.option("--build-dir", default="bench/build/range", show_default=True,
-              type=click.Path(file_okay=False), help="Generated code, objects, the binary.")
-@click.option("--filter", metavar="REGEX", help="Only benchmarks matching (Google Benchmark's "
-              "--benchmark_filter), e.g. 'BTREE|AVL'.")
-@click.option("--db-dir", type=click.Path(file_okay=False),
-              help="Where database files go (default: a fresh directory in $TMPDIR).")
-@click.option("--cc", default=lambda: os.environ.get("CC", "cc"), show_default="$CC or cc")
-@click.option("--cxx", default=lambda: os.environ.get("CXX", "c++"), show_default="$CXX or c++")
-@click.option("-j", "--jobs", type=click.IntRange(1), help="Parallel compilations (default: CPUs).")
-@click.option("--render", metavar="JSON", type=click.Path(exists=True, dir_okay=False),
-              help="Only render the table (and plot) from a stored Google Benchmark JSON.")
-@click.option("--plots/--no-plots", default=False, show_default=True,
-              help="Render a PNG plot (needs matplotlib: pip install 'p2gen[bench]').")
+@_out("range.json, range.md and range.png")
+@_build_dir("range")
+@_filter("BTREE|AVL")
+@_db_dir
+@_compilers()
+@_render("the table (and plot)")
+@_plots("a PNG plot", default=False)
 def bench_range(**kwargs):
     """Range scans: rows per second of cursors of 10, 1,000 and 100,000 rows through every
     ordered layer (btree, avl, qsort, odlist, iarray; transient and persistent) against
@@ -162,13 +198,9 @@ def bench_range(**kwargs):
               help="Seconds each benchmark runs at least.")
 @click.option("--processes", type=click.IntRange(1), default=3, show_default=True,
               help="Runs of the binary; the report takes the medians over them.")
-@click.option("-o", "--out", "out", default="bench/results", show_default=True,
-              type=click.Path(file_okay=False), help="Where social.*.json and social.md go.")
-@click.option("--build-dir", default="bench/build/social", show_default=True,
-              type=click.Path(file_okay=False), help="Generated code, objects, the binary.")
-@click.option("--cc", default=lambda: os.environ.get("CC", "cc"), show_default="$CC or cc")
-@click.option("--cxx", default=lambda: os.environ.get("CXX", "c++"), show_default="$CXX or c++")
-@click.option("-j", "--jobs", type=click.IntRange(1), help="Parallel compilations (default: CPUs).")
+@_out("social.*.json and social.md")
+@_build_dir("social")
+@_compilers()
 def bench_social(**kwargs):
     """The feed of a social graph: the k newest posts of the users one follows,
     p2gen's merge of ordered roles against SQLite's join over an index on posts(user, time)
@@ -187,12 +219,9 @@ def bench_social(**kwargs):
 @click.option("--seed", type=click.IntRange(0), default=1, show_default=True,
               help="Random seed of the generator and of the operations' draws.")
 @click.option("--reference", is_flag=True, help="The report's medium database at fanouts 3, 6, 9.")
-@click.option("-o", "--out", "out", default="bench/results", show_default=True,
-              type=click.Path(file_okay=False), help="Where oo7.json, oo7.md and the PNGs go.")
-@click.option("--build-dir", default="bench/build/oo7", show_default=True,
-              type=click.Path(file_okay=False), help="Generated code, objects, the binary.")
-@click.option("--filter", metavar="REGEX", help="Only benchmarks matching (Google Benchmark's "
-              "--benchmark_filter), e.g. 'HAND|SQLITE/persistent'.")
+@_out("oo7.json, oo7.md and the PNGs")
+@_build_dir("oo7")
+@_filter("HAND|SQLITE/persistent")
 @click.option("--ops", metavar="LIST", help="Only these operations, e.g. T1,T6,Q1 (default: all).")
 @click.option("--hot-runs", type=click.IntRange(1), default=3, show_default=True,
               help="Hot runs after each cold run (their mean is the hot time).")
@@ -204,23 +233,18 @@ def bench_social(**kwargs):
               help="After the main run, this many more processes run T6, T7, Q1 and Q2 hot "
                    "once more for every generated variant and HAND; their hot time is the "
                    "median over all of them (one process alone moved ratios by 1.3-1.7x).")
-@click.option("--db-dir", type=click.Path(file_okay=False),
-              help="Where database files go (default: a fresh directory in $TMPDIR).")
+@_db_dir
 @click.option("--lto-rows/--no-lto-rows", default=True, show_default=True,
               help="Besides every variant built as the README tells users to (p2gen build's "
                    "library, -O2 with <PREFIX>_INLINE, no LTO), each hash variant built with "
                    "-flto across generated code and driver: a second row, <NAME>-lto.")
-@click.option("--cc", default=lambda: os.environ.get("CC", "cc"), show_default="$CC or cc")
-@click.option("--cxx", default=lambda: os.environ.get("CXX", "c++"), show_default="$CXX or c++")
-@click.option("-j", "--jobs", type=click.IntRange(1), help="Parallel compilations (default: CPUs).")
+@_compilers()
 @click.option("--readahead", type=click.Choice(["default", "random"]), default="default",
               show_default=True, help="Readahead in the cold and warm processes: the "
               "device's default, or advised off (random), so that major faults count the "
               "pages an operation touches rather than the device's readahead window.")
-@click.option("--render", metavar="JSON", type=click.Path(exists=True, dir_okay=False),
-              help="Only render the tables and plots from a stored Google Benchmark JSON.")
-@click.option("--plots/--no-plots", default=True, show_default=True,
-              help="Render PNG plots (needs matplotlib: pip install 'p2gen[bench]').")
+@_render("the tables and plots")
+@_plots()
 @click.option("--update-runs", type=click.IntRange(1),
               help="Hot runs of each update operation, in a row, each its own transaction "
                    "(default 1; --durable: 100).")
@@ -276,15 +300,10 @@ def bench_oo7(**kwargs):
 @click.option("--system", "systems", multiple=True,
               type=click.Choice(["LOCAL", "PAGESERVER", "OBJSERVER"]),
               help="Only these systems (repeatable; default all three).")
-@click.option("-o", "--out", "out", default="bench/results", show_default=True,
-              type=click.Path(file_okay=False), help="Where acob.json and acob.md go.")
-@click.option("--build-dir", default="bench/build/acob", show_default=True,
-              type=click.Path(file_okay=False), help="Generated code, objects, the binary.")
-@click.option("--render", metavar="JSON", type=click.Path(exists=True, dir_okay=False),
-              help="Only render the report from a stored acob.json.")
-@click.option("--cc", default=lambda: os.environ.get("CC", "cc"), show_default="$CC or cc")
-@click.option("--cxx", default=lambda: os.environ.get("CXX", "c++"), show_default="$CXX or c++")
-@click.option("-j", "--jobs", type=click.IntRange(1), help="Parallel compilations (default: CPUs).")
+@_out("acob.json and acob.md")
+@_build_dir("acob")
+@_render("the report", "a stored acob.json")
+@_compilers()
 def bench_acob(**kwargs):
     """ACOB: a local file, a page server (nbdkit) and an object server (Redis), after
     DeWitt, Futtersack, Maier and Velez (1990).
@@ -321,15 +340,10 @@ def bench_acob(**kwargs):
 @click.option("--social-size", type=click.Choice(["tiny", "small", "medium"]), default="small",
               show_default=True, help="Social graph: tiny (200 users, 10 followees, 5 posts "
               "each), small (2,000, 50, 20), medium (10,000, 50, 50).")
-@click.option("-o", "--out", "out", default="bench/results", show_default=True,
-              type=click.Path(file_okay=False), help="Where python.json, python.md and "
-              "python.png go.")
-@click.option("--build-dir", default="bench/build/python", show_default=True,
-              type=click.Path(file_okay=False), help="The generated module and extension.")
-@click.option("--render", metavar="JSON", type=click.Path(exists=True, dir_okay=False),
-              help="Only render the table and plot from a stored python.json.")
-@click.option("--plots/--no-plots", default=True, show_default=True,
-              help="Render a PNG plot (needs matplotlib: pip install 'p2gen[bench]').")
+@_out("python.json, python.md and python.png")
+@_build_dir("python", "The generated module and extension.")
+@_render("the table and plot", "a stored python.json")
+@_plots("a PNG plot")
 def bench_python(**kwargs):
     """Per-operation cost from Python: the generated module vs dict, sqlite3, lmdb.
 
@@ -365,8 +379,7 @@ def bench_python(**kwargs):
                    "bench/results/labflow1-<seed>-<X bytes>.log). Otherwise the directory "
                    "for labflow.json, labflow.md, labflow.png and each system's query "
                    "output (default bench/results).")
-@click.option("--build-dir", default="bench/build/labflow", show_default=True,
-              type=click.Path(file_okay=False), help="The log, generated code, the binary.")
+@_build_dir("labflow", "The log, generated code, the binary.")
 @click.option("--system", "systems", multiple=True, metavar="NAME",
               help="Only this system (repeatable), e.g. SEGMENTED, SQLITE.")
 @click.option("--cap/--no-cap", default=True, show_default=True,
@@ -376,10 +389,8 @@ def bench_python(**kwargs):
               metavar="SECONDS", help="A replay still running after this long is not "
               "continued (a run that thrashes, as the paper did not continue its): the "
               "intervals it measured are reported, the rest 'n/a (not continued)'.")
-@click.option("--cc", default=lambda: os.environ.get("CC", "cc"), show_default="$CC or cc")
-@click.option("--cxx", default=lambda: os.environ.get("CXX", "c++"), show_default="$CXX or c++")
-@click.option("--plots/--no-plots", default=True, show_default=True,
-              help="Render a PNG plot (needs matplotlib: pip install 'p2gen[bench]').")
+@_compilers(jobs=False)
+@_plots("a PNG plot")
 def bench_labflow(gen, memory, reference, seed, out, build_dir, systems, cap, deadline, cc, cxx,
                   plots):
     """LabFlow-1: a laboratory's workflow history (Bonner, Shrufi, Rozen 1996).

@@ -34,19 +34,30 @@ _Bool _Complex _Generic _Imaginary _Noreturn _Static_assert _Thread_local asm ty
 bool true false NULL""".split())
 
 
+def _names_in(path: str) -> frozenset:
+    """The names a list of this directory holds (c_macros.txt, c_decls.txt): one a line,
+    '#' lines are comments."""
+    with open(path, encoding="ascii") as f:
+        return frozenset(ln.strip() for ln in f if ln.strip() and not ln.startswith("#"))
+
+
+def _preprocessed_headers(cc: str, mode: str) -> str:
+    """What `cc -E <mode>` makes of SYSTEM_HEADERS (-dM: their macros; -P: their text)."""
+    src = "#define _GNU_SOURCE\n" + "".join(f"#include <{h}>\n" for h in SYSTEM_HEADERS)
+    return subprocess.run([cc, "-std=gnu11", mode, "-E", "-"], input=src, text=True,
+                          capture_output=True, check=True).stdout
+
+
 @functools.lru_cache(maxsize=None)
 def system_macros() -> frozenset:
     """Macro names of SYSTEM_HEADERS (not starting with '_': user names cannot)."""
-    with open(MACROS_FILE, encoding="ascii") as f:
-        return frozenset(ln.strip() for ln in f if ln.strip() and not ln.startswith("#"))
+    return _names_in(MACROS_FILE)
 
 
 def compiler_macros(cc: str = "cc") -> set:
     """What `cc` says SYSTEM_HEADERS define (used to regenerate and test c_macros.txt)."""
-    src = "#define _GNU_SOURCE\n" + "".join(f"#include <{h}>\n" for h in SYSTEM_HEADERS)
-    out = subprocess.run([cc, "-std=gnu11", "-dM", "-E", "-"], input=src, text=True,
-                         capture_output=True, check=True).stdout
-    names = {re.match(r"#define (\w+)", ln).group(1) for ln in out.splitlines()
+    names = {re.match(r"#define (\w+)", ln).group(1)
+             for ln in _preprocessed_headers(cc, "-dM").splitlines()
              if ln.startswith("#define ")}
     return {n for n in names if not n.startswith("_")}
 
@@ -58,16 +69,12 @@ DECLS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "c_decls.t
 def system_declarations() -> frozenset:
     """Functions, types, variables, enum constants and struct tags SYSTEM_HEADERS declare
     (not starting with '_'): a generated `time_t` or `int64_t` would meet them."""
-    with open(DECLS_FILE, encoding="ascii") as f:
-        return frozenset(ln.strip() for ln in f if ln.strip() and not ln.startswith("#"))
+    return _names_in(DECLS_FILE)
 
 
 def compiler_declarations(cc: str = "cc") -> set:
     """What `cc`'s SYSTEM_HEADERS declare (used to regenerate and test c_decls.txt)."""
-    src = "#define _GNU_SOURCE\n" + "".join(f"#include <{h}>\n" for h in SYSTEM_HEADERS)
-    out = subprocess.run([cc, "-std=gnu11", "-E", "-P", "-"], input=src, text=True,
-                         capture_output=True, check=True).stdout
-    return {d.name for d in definitions(out, prototypes=True)
+    return {d.name for d in definitions(_preprocessed_headers(cc, "-P"), prototypes=True)
             if d.ns in ("ordinary", "tag") and not d.name.startswith("_")}
 
 
@@ -297,20 +304,22 @@ def collisions(units: list, macros: frozenset = frozenset(),
     return found
 
 
+def _write_names(path: str, head: str, names: list) -> None:
+    """Write a list _names_in reads: `head` as '#' lines, then the names, one a line."""
+    with open(path, "w", encoding="ascii") as f:
+        f.write("".join(f"# {ln}\n" for ln in head.split("\n")))
+        f.write("".join(n + "\n" for n in names))
+
+
 if __name__ == "__main__":   # python -m p2gen.cnames --macros / --decls: regenerate lists
-    if sys.argv[1:] == ["--decls"]:
-        names = sorted(compiler_declarations(os.environ.get("CC", "cc")))
-        with open(DECLS_FILE, "w", encoding="ascii") as f:
-            f.write("# Names the C headers that generated code includes declare (functions, "
-                    "types,\n# variables, enum constants, tags), not starting with '_'. "
-                    "Regenerate: python -m p2gen.cnames --decls\n")
-            f.write("".join(n + "\n" for n in names))
-        print(f"{len(names)} names written to {DECLS_FILE}")
-    if sys.argv[1:] == ["--macros"]:
-        names = sorted(compiler_macros(os.environ.get("CC", "cc")))
-        with open(MACROS_FILE, "w", encoding="ascii") as f:
-            f.write("# Macros the C headers that generated code includes define (glibc, gcc), "
-                    "names not\n# starting with '_' (those are refused by rule). "
-                    "Regenerate: python -m p2gen.cnames --macros\n")
-            f.write("".join(n + "\n" for n in names))
-        print(f"{len(names)} macros written to {MACROS_FILE}")
+    for flag, path, read, what, head in (
+            ("--decls", DECLS_FILE, compiler_declarations, "names",
+             "Names the C headers that generated code includes declare (functions, types,\n"
+             "variables, enum constants, tags), not starting with '_'."),
+            ("--macros", MACROS_FILE, compiler_macros, "macros",
+             "Macros the C headers that generated code includes define (glibc, gcc), names "
+             "not\nstarting with '_' (those are refused by rule).")):
+        if sys.argv[1:] == [flag]:
+            names = sorted(read(os.environ.get("CC", "cc")))
+            _write_names(path, f"{head} Regenerate: python -m p2gen.cnames {flag}", names)
+            print(f"{len(names)} {what} written to {path}")

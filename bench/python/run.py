@@ -155,12 +155,32 @@ class P2System:
         # the relationship (untimed: a link per account, made after the phase's timing)
         return w.rows, n
 
-    def link(self, w):
-        add = self.db.branches.accounts.add
-        find = self.db.accounts.find
+    # the phases of the two record types (accounts; notes, with a text field) whose loops
+    # are alike but for the container they run on: one loop, its container looked up first
+    def _link(self, w, table: str):
+        add = getattr(self.db.branches, table).add
+        find = getattr(self.db, table).find
         br = self.branch
         for i in w.insert_order:
             add(br[i // ACCOUNTS_PER_BRANCH], find(i))
+
+    def _scan(self, w, table: str, total: int):
+        n = s = 0
+        for r in getattr(self.db, table):
+            n += 1
+            s += r.balance
+        return n, (n if s == total else -1)
+
+    def _traverse(self, table: str):
+        role = getattr(self.db.branches, table)
+        n = 0
+        for b in self.branch:
+            for a in role(b):
+                n += 1
+        return n, n
+
+    def link(self, w):
+        self._link(w, "accounts")
 
     def find(self, w):
         return w.rows, count_found(self.db.accounts.find, w.find_keys)
@@ -173,11 +193,7 @@ class P2System:
         return w.rows, len(self.db.notes)
 
     def link_text(self, w):
-        add = self.db.branches.notes.add
-        find = self.db.notes.find
-        br = self.branch
-        for i in w.insert_order:
-            add(br[i // ACCOUNTS_PER_BRANCH], find(i))
+        self._link(w, "notes")
 
     def find_text(self, w):
         return w.rows, count_found(self.db.notes.find, w.find_keys)
@@ -186,19 +202,10 @@ class P2System:
         return w.rows, count_found(self.db.notes.get, w.find_keys)
 
     def scan_text(self, w):
-        n = s = 0
-        for r in self.db.notes:
-            n += 1
-            s += r.balance
-        return n, (n if s == w.initial_sum else -1)
+        return self._scan(w, "notes", w.initial_sum)
 
     def traverse_text(self, w):
-        role = self.db.branches.notes
-        n = 0
-        for b in self.branch:
-            for a in role(b):
-                n += 1
-        return n, n
+        return self._traverse("notes")
 
     def find_kw(self, w):
         find = self.db.accounts.find
@@ -226,11 +233,7 @@ class P2System:
         return w.rows, w.rows - len(self.db.accounts)
 
     def scan(self, w):
-        n = s = 0
-        for r in self.db.accounts:
-            n += 1
-            s += r.balance
-        return n, (n if s == w.balance_sum else -1)
+        return self._scan(w, "accounts", w.balance_sum)
 
     def scan_where(self, w):
         n = 0
@@ -246,12 +249,7 @@ class P2System:
         return len(a), (len(a) if int(a["balance"].sum()) == w.initial_sum else -1)
 
     def traverse(self, w):
-        role = self.db.branches.accounts
-        n = 0
-        for b in self.branch:
-            for a in role(b):
-                n += 1
-        return n, n
+        return self._traverse("accounts")
 
 
 class DictSystem:

@@ -167,45 +167,33 @@ struct Engine {
         return true;
     }
 
+    // One relation walked through its all-cursor (open, next, get: its functions), `add`
+    // given every record; false (e set) if the walk failed.
+    template <class Cursor, class Open, class Next, class Get, class Add>
+    bool walk(Open open, Next next, Get get, const char *what, std::string &e, Add add) {
+        Cursor c;
+        int rc;
+        if ((rc = open(db, &c)) != P2_OK) return bad(rc, what, e);
+        while ((rc = next(&c)) == P2_OK) add(*get(&c));
+        if (rc != P2_END) return bad(rc, what, e);
+        return true;
+    }
+
     // Walk every relation through its all-cursor.
     bool sums(tpcb::Sums &s, std::string &e) {
-        int rc;
-        {
-            P2(branches_all_cursor) c;
-            if ((rc = P2(branches_all_open)(db, &c)) != P2_OK) return bad(rc, "cursor branches", e);
-            while ((rc = P2(branches_all_next)(&c)) == P2_OK) {
-                s.branch += P2(branches_all_get)(&c)->balance;
-                s.nbranch++;
-            }
-            if (rc != P2_END) return bad(rc, "cursor branches", e);
-        }
-        {
-            P2(tellers_all_cursor) c;
-            if ((rc = P2(tellers_all_open)(db, &c)) != P2_OK) return bad(rc, "cursor tellers", e);
-            while ((rc = P2(tellers_all_next)(&c)) == P2_OK) {
-                s.teller += P2(tellers_all_get)(&c)->balance;
-                s.nteller++;
-            }
-            if (rc != P2_END) return bad(rc, "cursor tellers", e);
-        }
-        {
-            P2(accounts_all_cursor) c;
-            if ((rc = P2(accounts_all_open)(db, &c)) != P2_OK) return bad(rc, "cursor accounts", e);
-            while ((rc = P2(accounts_all_next)(&c)) == P2_OK) {
-                s.account += P2(accounts_all_get)(&c)->balance;
-                s.naccount++;
-            }
-            if (rc != P2_END) return bad(rc, "cursor accounts", e);
-        }
-        {
-            P2(histories_all_cursor) c;
-            if ((rc = P2(histories_all_open)(db, &c)) != P2_OK) return bad(rc, "cursor histories", e);
-            while ((rc = P2(histories_all_next)(&c)) == P2_OK) {
-                s.delta += P2(histories_all_get)(&c)->delta;
-                s.nhistory++;
-            }
-            if (rc != P2_END) return bad(rc, "cursor histories", e);
-        }
+        if (!walk<P2(branches_all_cursor)>(P2(branches_all_open), P2(branches_all_next),
+                                           P2(branches_all_get), "cursor branches", e,
+                                           [&](const P2(branch) &r) { s.branch += r.balance; s.nbranch++; }) ||
+            !walk<P2(tellers_all_cursor)>(P2(tellers_all_open), P2(tellers_all_next),
+                                          P2(tellers_all_get), "cursor tellers", e,
+                                          [&](const P2(teller) &r) { s.teller += r.balance; s.nteller++; }) ||
+            !walk<P2(accounts_all_cursor)>(P2(accounts_all_open), P2(accounts_all_next),
+                                           P2(accounts_all_get), "cursor accounts", e,
+                                           [&](const P2(account) &r) { s.account += r.balance; s.naccount++; }) ||
+            !walk<P2(histories_all_cursor)>(P2(histories_all_open), P2(histories_all_next),
+                                            P2(histories_all_get), "cursor histories", e,
+                                            [&](const P2(history) &r) { s.delta += r.delta; s.nhistory++; }))
+            return false;
         // the containers' counts must agree with what the cursors saw
         if (P2(branches_count)(db) != s.nbranch || P2(tellers_count)(db) != s.nteller ||
             P2(accounts_count)(db) != s.naccount || P2(histories_count)(db) != s.nhistory) {

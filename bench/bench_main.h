@@ -1,7 +1,7 @@
 // bench_main.h -- what the benchmark binaries' main() functions share (bench/tpcb/tpcb_main.cc,
 // bench/oo7/oo7_main.cc, bench/range/range_main.cc, bench/labflow/labflow_main.cc): handing
 // argv to Google Benchmark, a scratch directory for the database files (made, removed),
-// comma lists for the JSON context.
+// comma lists for the JSON context, running the benchmarks and the exit status.
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -75,6 +75,24 @@ inline bool scratch_dir(const char *prog, const char *stem, std::string &dir, st
     }
     dir = root = temp_dir(prog, stem);
     return !dir.empty();
+}
+
+// main()'s tail: the registered benchmarks run, then `release` (what they left open or
+// loaded), the scratch directory main made removed (root; "" if it made none), and the exit
+// status: 3 if `failures` (an int, or an atomic one, read after the runs) counts failed
+// runs (said on stderr: `<prog>: N run(s) FAILED`), else 0.
+template <class Count, class Release>
+int run(const char *prog, const Count &failures, const std::string &root, Release release) {
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    release();
+    if (!root.empty()) remove_tree(root);
+    int failed = failures;
+    if (failed > 0) {
+        std::cerr << prog << ": " << failed << " run(s) FAILED\n";
+        return 3;
+    }
+    return 0;
 }
 
 // "a,b,c": the items (anything a stream writes) joined by commas

@@ -489,9 +489,5 @@ int main(int argc, char **argv) {
     benchmark::AddCustomContext("acob_smear", std::to_string(cfg.smear));
     benchmark::AddCustomContext("acob_seed", std::to_string(cfg.seed));
     if (!benchmain::init(argc, argv)) return 2;
-    benchmark::RunSpecifiedBenchmarks();
-    benchmark::Shutdown();
-    dbs().clear();
-    if (!cfg.root.empty()) benchmain::remove_tree(cfg.root);
-    return g_failures ? 3 : 0;
+    return benchmain::run("acob", g_failures, cfg.root, [] { dbs().clear(); });
 }

@@ -1331,13 +1331,5 @@ int main(int argc, char **argv) {
                     ->Unit(benchmark::kMillisecond);
             }
 
-    benchmark::RunSpecifiedBenchmarks();
-    benchmark::Shutdown();
-    release();
-    if (!g_tmp_root.empty()) remove_dir(g_tmp_root);
-    if (g_failures > 0) {
-        std::cerr << "oo7: " << g_failures << " run(s) FAILED\n";
-        return 3;
-    }
-    return 0;
+    return benchmain::run("oo7", g_failures, g_tmp_root, release);
 }

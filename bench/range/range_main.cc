@@ -224,9 +224,5 @@ int main(int argc, char **argv) {
                 ->UseRealTime()
                 ->Unit(benchmark::kMicrosecond);
         }
-    benchmark::RunSpecifiedBenchmarks();
-    g_loaded.clear();
-    benchmark::Shutdown();
-    if (!g_tmp_root.empty()) ::rmdir(g_tmp_root.c_str());
-    return g_failures ? 3 : 0;
+    return benchmain::run("range_bench", g_failures, g_tmp_root, [] { g_loaded.clear(); });
 }

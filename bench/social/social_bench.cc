@@ -256,9 +256,8 @@ int main(int argc, char **argv) {
     benchmark::AddCustomContext("social_users", std::to_string(cfg.users));
     benchmark::AddCustomContext("social_follows", std::to_string(cfg.follows));
     benchmark::AddCustomContext("social_posts", std::to_string(cfg.posts));
-    benchmark::RunSpecifiedBenchmarks();
-    benchmark::Shutdown();
-    feed_close(g_p2.db);
-    sqlite3_close(g_sql.db);
-    return 0;
+    return benchmain::run("social_bench", 0, "", [] {
+        feed_close(g_p2.db);
+        sqlite3_close(g_sql.db);
+    });
 }

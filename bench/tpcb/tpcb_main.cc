@@ -228,12 +228,5 @@ int main(int argc, char **argv) {
                     ->Unit(benchmark::kMillisecond);
             }
 
-    benchmark::RunSpecifiedBenchmarks();
-    benchmark::Shutdown();
-    if (!tpcb::g_tmp_root.empty()) ::rmdir(tpcb::g_tmp_root.c_str());
-    if (tpcb::g_failures > 0) {
-        std::cerr << "tpcb: " << tpcb::g_failures << " run(s) FAILED\n";
-        return 3;
-    }
-    return 0;
+    return benchmain::run("tpcb", tpcb::g_failures, tpcb::g_tmp_root, [] {});
 }

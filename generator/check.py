@@ -1147,7 +1147,27 @@ class Checker:
                            f"another file from '{other}': a spec's transactions (begin, commit, "
                            f"abort) come from one kind of memory layer", t.pos)
                 break
+        self.check_spanning_servers([fi for fi in files.values() if fi.transactions is not None])
         return list(files.values())
+
+    def check_spanning_servers(self, tfiles: list) -> None:
+        """A layer whose transactions span the spec's files (`wal`, spans_files) decides at
+        open, from every file's log, how far each may replay (p2_wal_resolve, which reads
+        local logs): a page server's commit is its own log export's, which that cannot read,
+        so such a layer spans files only where none of them is on a server."""
+        if len(tfiles) < 2:
+            return
+        for fi in tfiles:
+            t, mem = fi.transactions, fi.mems[-1]
+            if t.layer.spans_files and mem.layer.log_param is not None:
+                others = ", ".join(f'"{o.path}"' for o in tfiles if o is not fi)
+                self.error(f"layer '{t.name}' over '{mem.name}' (\"{fi.path}\") would commit "
+                           f"together with the spec's other logged files ({others}): a "
+                           f"transaction over several files is resolved from their logs at open, "
+                           f"which a page server's log export cannot take part in; keep the "
+                           f"spec's logged containers on one {mem.name} file, or use journal "
+                           f"(each file's commits atomic by themselves)", t.pos)
+                return
 
 
 # ---------------------------------------------------------------------------

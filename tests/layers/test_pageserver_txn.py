@@ -15,7 +15,12 @@ the buffer keeps the transaction's pages past its size: no steal). Checked:
   past its lease is taken over, and once resumed its commit is refused, nothing lost;
 - readers in other processes while a writer commits: every read transaction that its
   commit accepts saw one committed value in every record, never going back;
-- the checker: a journal over a pageserver without a log, a log without a journal.
+- the data export failing its writes after the commit point (nbdkit's error filter, its
+  trigger file, on a second server so that the log export still writes): the commit
+  returns P2_EIO saying the commit is durable on the log, the next begin is refused, and
+  the next writer's open (the server healthy again) writes it back from the log;
+- the checker: a journal over a pageserver without a log, a log without a journal, wal
+  over several page-server files.
 """
 from __future__ import annotations
 
@@ -29,7 +34,7 @@ from pathlib import Path
 
 import pytest
 
-from nbdkit import ENGINE_MISSING, NbdServer
+from nbdkit import ENGINE_MISSING, NbdServer, free_port
 
 from p2gen.check import check
 from p2gen.errors import SpecError, SpecErrors
@@ -112,6 +117,9 @@ int main(int argc, char **argv)
                 (rc = pt_commit(db)) != P2_OK) {
                 printf("failed %d %s\n", rc, pt_errmsg(db));
                 pt_abort(db);
+                rc = pt_begin(db);           /* after a failed commit: refused, or not */
+                if (rc == P2_OK) rc = write_all(db, v + 2);
+                printf("again %d %s\n", rc, rc ? pt_errmsg(db) : "");
                 break;
             }
             printf("committed %lld\n", ++v);
@@ -159,21 +167,22 @@ def server(tmp_path_factory):
 @pytest.fixture(scope="module")
 def drivers(tmp_path_factory, server, cc):
     """The driver over journal and over wal (built once for the module)."""
-    out = {}
-    for txn in ("journal", "wal"):
-        d = tmp_path_factory.mktemp(txn)
-        (d / "pt.p2").write_text(SPEC.format(txn=txn, db=server.uri(f"{txn}-db"),
-                                             log=server.uri(f"{txn}-log")))
-        subprocess.run([sys.executable, "-m", "p2gen", "build", str(d / "pt.p2"), "-o", str(d)],
-                       check=True, capture_output=True, text=True)
-        (d / "driver.c").write_text(DRIVER)
-        proc = subprocess.run([cc, "-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", *SAN,
-                               f"-I{d}", str(d / "driver.c"), str(d / "pt.c"),
-                               str(d / "p2_runtime.c"), "-o", str(d / "driver")],
-                              capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stderr
-        out[txn] = d / "driver"
-    return out
+    return {txn: build_driver(tmp_path_factory.mktemp(txn), cc, txn, server.uri(f"{txn}-db"),
+                              server.uri(f"{txn}-log"))
+            for txn in ("journal", "wal")}
+
+
+def build_driver(d: Path, cc: str, txn: str, db: str, log: str) -> Path:
+    (d / "pt.p2").write_text(SPEC.format(txn=txn, db=db, log=log))
+    subprocess.run([sys.executable, "-m", "p2gen", "build", str(d / "pt.p2"), "-o", str(d)],
+                   check=True, capture_output=True, text=True)
+    (d / "driver.c").write_text(DRIVER)
+    proc = subprocess.run([cc, "-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", *SAN,
+                           f"-I{d}", str(d / "driver.c"), str(d / "pt.c"),
+                           str(d / "p2_runtime.c"), "-o", str(d / "driver")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return d / "driver"
 
 
 def env(**extra) -> dict:
@@ -288,6 +297,44 @@ def test_readers_see_only_committed_states(server, drivers):
     assert out[0].startswith("open 9 ") and "a reader cannot create" in out[0], out
 
 
+def test_write_back_failing_after_the_commit_point_loses_nothing(tmp_path, cc, server):
+    """The data export (a second nbdkit, its error filter failing every write while the
+    trigger file exists) refuses the write-back of a commit whose record is already on the
+    log export: the commit returns P2_EIO saying it is durable on the log, the next begin
+    is refused, and once the server writes again the next writer's open writes the commit
+    back from the log: its value in every record."""
+    trigger = tmp_path / "trigger"
+    data = NbdServer(tmp_path / "data", port=free_port(), size=16 << 20, filters=("error",),
+                     plugin="dir")
+    data.reset_exports("db")
+    data.start(("error=EIO", "error-pwrite-rate=1", f"error-pwrite-file={trigger}"))
+    try:
+        server.reset_exports("faulty-log")
+        exe = build_driver(tmp_path, cc, "journal", data.uri("db"), server.uri("faulty-log"))
+        assert run(exe, "writer", 2)[-2:] == ["committed 2", "close 0"]
+        child = spawn(exe, "writer", 1, "stop", stdin=subprocess.PIPE)
+        read_until(child, "start 2")
+        trigger.touch()               # no steal: nothing reached the data export before
+        out, err = child.communicate("\n", timeout=60)
+        assert "Sanitizer" not in err and child.returncode == 0, err
+        failed = next(x for x in out.splitlines() if x.startswith("failed"))
+        # (the commit's generation: the database's creation was the first)
+        assert failed.startswith("failed 6 ") and "commit 4 is durable on the log export" in failed
+        assert server.uri("faulty-log") in failed and "Input/output error" in failed, out
+        assert "next open writes it back from the log" in failed, out
+        again = next(x for x in out.splitlines() if x.startswith("again"))
+        assert again.startswith("again 6 ") and "commit 4 is durable" in again, out
+        assert out.splitlines()[-1].startswith("close 6"), out
+        trigger.unlink()
+        # the failed writer's process is gone: its lease is taken at once, the commit replayed
+        assert state(exe) == 3
+        assert run(exe, "writer", 1)[-2:] == ["committed 4", "close 0"]
+        assert state(exe) == 4
+    finally:
+        data.stop()
+        trigger.unlink(missing_ok=True)
+
+
 def _check_errors(text: str) -> str:
     try:
         check(parse(text, "t.p2"))
@@ -307,3 +354,21 @@ def test_checker_pairs_the_log_with_a_journal():
     bad = base % 'wal[pageserver(server = "nbd://h:1/db", log = "nbd:/x")]'
     assert "not a server URI" in _check_errors(bad)
     assert _check_errors(base % 'wal[pageserver(server = "nbd://h:1/db", log = "nbd://h:1/log")]') == ""
+
+
+def test_checker_refuses_wal_over_several_server_files():
+    """wal commits the spec's logged files together (p2_wal_resolve at open reads each
+    file's log): over page servers, whose logs are exports, it is refused at the layer."""
+    text = ('record r { id: u32; }\n'
+            'container a of r = top2ds_qualify[array[wal[pageserver(server = "nbd://h:1/a", '
+            'log = "nbd://h:1/alog")]]];\n'
+            'container b of r = top2ds_qualify[array[wal[pageserver(server = "nbd://h:1/b", '
+            'log = "nbd://h:1/blog")]]];\n')
+    msg = _check_errors(text)
+    line2 = text.splitlines()[1]
+    assert f"t.p2:2:{line2.index('wal[') + 1}" in msg, msg
+    assert "layer 'wal' over 'pageserver' (\"nbd://h:1/a\")" in msg and '"nbd://h:1/b"' in msg, msg
+    assert "cannot take part in" in msg and "use journal" in msg, msg
+    # journal commits each file by itself: allowed; wal over one server file: allowed
+    assert _check_errors(text.replace("wal[", "journal[")) == ""
+    assert _check_errors(text.split("container b")[0]) == ""

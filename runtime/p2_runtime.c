@@ -43,7 +43,9 @@
  *      8.3 redis           hiredis, loaded with dlopen at the first open (an object server's)
  *      8.4 opening         a backend by its URI
  *   9. Page servers        src/pageserver.c: the client buffer (frames, clock, dirty set,
- *                          write-back) and its SIGSEGV fault path
+ *                          write-back); pages fault in through userfaultfd (a handler
+ *                          thread), else through SIGSEGV; the clock and first writes trap
+ *                          by mprotect and SIGSEGV either way
  *      9.1 hooks           what section 4 calls for a segment on a server
  *      9.2 open, counters  p2_seg_open_server, p2_seg_server_stats, _drop
  *      9.3 transactions    src/pagelog.c: a journal or wal over a page server, its log on
@@ -79,6 +81,14 @@
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#endif
 
 /************** Begin file fault.c *****************************************************/
 /* ==========================================================================
@@ -5583,9 +5593,13 @@ static int backend_open(p2_backend *b, const char *uri, p2_err *err)
  * 9. Page servers: the client buffer (design in p2_runtime.h, @ref server)
  *
  * A segment whose bytes live behind a backend (section 8).  Its reservation is the
- * persistent segment's, but nothing is mapped from a file: every page starts PROT_NONE,
- * and the SIGSEGV handler below brings it into a frame of the client buffer on its first
- * touch.  Per page one state byte (in a frame, dirty, protected by the clock, held on
+ * persistent segment's, but nothing is mapped from a file: a page not in a frame is
+ * brought into one on its first touch, through userfaultfd where the kernel lets this
+ * process have one (the page readable and writable but missing: the kernel stops the
+ * toucher and a handler thread fills the page with UFFDIO_COPY, section 9.0), else
+ * through SIGSEGV (the page PROT_NONE: the handler below fills it in the toucher's
+ * thread).  Either way the clock's reference bits and the first write to a clean page
+ * are seen by mprotect and SIGSEGV.  Per page one state byte (in a frame, dirty, protected by the clock, held on
  * the server, written back before); per frame the page it holds and its reference bit.
  * The segment's own code (section 4) reaches the server through four hooks: reading the
  * header at open (pb_read), growth (pb_grow), and writing back what is dirty where a
@@ -5626,6 +5640,15 @@ typedef struct p2_pagebuf {
     uint64_t replayed;      /* the commit the open wrote back from the log, 0: none */
     uint64_t token, expiry_ms, lease_ms;   /* the writer's lease */
     char     owner[96];     /* "pid N on HOST" */
+    /* faults through userfaultfd (section 9.0) */
+    int      uffd_on;           /* pages fault in through the userfaultfd (else SIGSEGV) */
+    int      uffd_tried;        /* asked the kernel for one (once per open) */
+    int      uffd, uffd_stop;   /* the userfaultfd; an eventfd that stops its thread */
+    char    *uffd_base;         /* the reservation registered with it, NULL: none */
+    char    *bounce;            /* a page the thread reads into, then copies in place */
+#ifdef __linux__
+    pthread_t uffd_thread;
+#endif
 } p2_pagebuf;
 
 static __thread int pl_reader_next;   /* p2_server_open_reader: the next open is a reader's */
@@ -5654,6 +5677,14 @@ static char *pb_addr(const p2_pagebuf *pb, uint64_t p) { return pb->seg->base + 
 static int pb_protect(p2_pagebuf *pb, uint64_t p, int prot)
 {
     return mprotect(pb_addr(pb, p), (size_t)pb->pg, prot);
+}
+
+/* Page p leaves its frame: its memory given back, and its next touch a fault (a missing
+ * page under userfaultfd, PROT_NONE under SIGSEGV). */
+static void pb_unmap(p2_pagebuf *pb, uint64_t p)
+{
+    (void)madvise(pb_addr(pb, p), (size_t)pb->pg, MADV_DONTNEED);
+    (void)pb_protect(pb, p, pb->uffd_on ? PROT_READ | PROT_WRITE : PROT_NONE);
 }
 
 static int pb_failed(p2_pagebuf *pb, p2_err *err)
@@ -5707,8 +5738,7 @@ static int pb_evict(p2_pagebuf *pb, uint32_t f, p2_err *err)
         if (rc != P2_OK)
             return rc;
     }
-    (void)madvise(pb_addr(pb, p), (size_t)pb->pg, MADV_DONTNEED);
-    (void)pb_protect(pb, p, PROT_NONE);
+    pb_unmap(pb, p);
     pb->state[p] &= (uint8_t)~(PB_RES | PB_PROT);
     pb->st.evictions++;
     pb->st.resident--;
@@ -5748,6 +5778,39 @@ static void pb_fail_page(p2_pagebuf *pb, const p2_err *e)
     pb->failed = 1;
 }
 
+/* Fill page p, readable and writable: its bytes from the server (fetch), else zeros.
+ * Under SIGSEGV the read lands in place; under userfaultfd in the bounce page, copied in
+ * place by UFFDIO_COPY without waking the toucher (the handler thread wakes it once the
+ * page's protection is final).  0 on success. */
+static int pb_fill(p2_pagebuf *pb, uint64_t p, int fetch)
+{
+    char *dst = pb->uffd_on ? pb->bounce : pb_addr(pb, p);
+    if (!pb->uffd_on && pb_protect(pb, p, PROT_READ | PROT_WRITE) != 0)
+        return -1;
+    if (fetch) {
+        p2_err e;
+        p2_err_clear(&e);
+        p2_io io = {dst, pb->pg, p * pb->pg};
+        if (pb->be.ops->readv(&pb->be, &io, 1, &e) != P2_OK) {
+            memset(dst, 0, (size_t)pb->pg);
+            pb_fail_page(pb, &e);
+        } else if (pb->reader) {
+            pl_reader_check(pb);
+        }
+    } else if (pb->uffd_on) {
+        memset(dst, 0, (size_t)pb->pg);
+    }
+#ifdef __linux__
+    if (pb->uffd_on) {
+        struct uffdio_copy c = {(uintptr_t)pb_addr(pb, p), (uintptr_t)dst, pb->pg,
+                                UFFDIO_COPY_MODE_DONTWAKE, 0};
+        if (ioctl(pb->uffd, UFFDIO_COPY, &c) != 0 && errno != EEXIST)
+            return -1;
+    }
+#endif
+    return 0;
+}
+
 /* Bring page p into a frame (a miss); write: the access writes. 0 on success. */
 static int pb_fault_in(p2_pagebuf *pb, uint64_t p, int write)
 {
@@ -5767,23 +5830,14 @@ static int pb_fault_in(p2_pagebuf *pb, uint64_t p, int write)
              * possible; the segment fails and the new page is given zeros in place */
             pb_fail_page(pb, &e);
             pb->frame_ref[f] = 1;
-            if (pb_protect(pb, p, PROT_READ | PROT_WRITE) != 0)
+            if (pb_fill(pb, p, 0) != 0)
                 return -1;
             pb->state[p] |= PB_DIRTY;   /* never written back: the segment failed */
             return 0;
         }
     }
-    if (pb_protect(pb, p, PROT_READ | PROT_WRITE) != 0)
+    if (pb_fill(pb, p, (pb->state[p] & PB_SRV) && !pb->failed) != 0)
         return -1;
-    if ((pb->state[p] & PB_SRV) && !pb->failed) {
-        p2_io io = {pb_addr(pb, p), pb->pg, p * pb->pg};
-        if (pb->be.ops->readv(&pb->be, &io, 1, &e) != P2_OK) {
-            memset(io.buf, 0, (size_t)pb->pg);
-            pb_fail_page(pb, &e);
-        } else if (pb->reader) {
-            pl_reader_check(pb);
-        }
-    }
     pb->frame_page[f] = (uint32_t)p;
     pb->frame_of[p] = f;
     pb->frame_ref[f] = 1;
@@ -5805,6 +5859,8 @@ static int pb_fault(p2_pagebuf *pb, char *a, int write)
         return -1;                       /* outside the database: a real fault */
     uint64_t p = off / pb->pg;
     uint8_t s = pb->state[p];
+    if (!(s & PB_RES) && pb->uffd_on)   /* left inaccessible by the thread: missing again */
+        return pb_protect(pb, p, PROT_READ | PROT_WRITE);
     if (!(s & PB_RES))
         return pb_fault_in(pb, p, write);
     if (s & PB_PROT) {                   /* the clock had taken its reference bit */
@@ -5879,6 +5935,133 @@ static int pb_install(p2_seg *seg, p2_err *err)
 }
 
 /* ------------------------------------------------------------------------
+ * 9.0 faults through userfaultfd
+ *
+ * Per open, a userfaultfd with the reservation registered for missing pages, and a
+ * thread that serves them: the toucher stops in the kernel, the thread runs the same
+ * buffer code the SIGSEGV handler runs (pb_fault_in: a frame, a victim written back,
+ * the page read) and wakes it.  Cheaper than a signal and two mprotects per fault (the
+ * spec's acob.md, section 8), and a system call given a missing page waits for it rather
+ * than failing with EFAULT (where the kernel lets user faults alone be handled,
+ * UFFD_USER_MODE_ONLY, it still fails).  Where the kernel refuses one (EPERM:
+ * vm.unprivileged_userfaultfd = 0 without CAP_SYS_PTRACE; ENOSYS), or
+ * P2_SERVER_FAULTS=sigsegv says so, the open keeps the SIGSEGV path; the counters say
+ * which (p2_server_stats.userfaultfd).
+ * ------------------------------------------------------------------------ */
+
+#ifdef __linux__
+/* A missing page at a was touched (write: by a write). */
+static void pb_uffd_fault(p2_pagebuf *pb, char *a, int write)
+{
+    uint64_t p = (uint64_t)(a - pb->seg->base) / pb->pg;
+    if ((uint64_t)(a - pb->seg->base) >= pb->seg->mapped) {
+        (void)pb_protect(pb, p, PROT_NONE);    /* outside the database: SIGSEGV says so */
+    } else if (!(pb->state[p] & PB_RES) && pb_fault_in(pb, p, write) != 0) {
+        if (!pb->failed)
+            snprintf(pb->why, sizeof pb->why, "page %" PRIu64 " could not be given a frame inside "
+                     "a fault (%s), so the operation read zeros for it; nothing more is written to "
+                     "the server", p, strerror(errno));
+        pb->failed = 1;
+        memset(pb->bounce, 0, (size_t)pb->pg);
+        struct uffdio_copy c = {(uintptr_t)pb_addr(pb, p), (uintptr_t)pb->bounce, pb->pg,
+                                UFFDIO_COPY_MODE_DONTWAKE, 0};
+        (void)ioctl(pb->uffd, UFFDIO_COPY, &c);
+    }
+    struct uffdio_range r = {(uintptr_t)pb_addr(pb, p), pb->pg};
+    (void)ioctl(pb->uffd, UFFDIO_WAKE, &r);
+}
+
+static void *pb_uffd_thread(void *arg)
+{
+    p2_pagebuf *pb = (p2_pagebuf *)arg;
+    struct pollfd fds[2] = {{pb->uffd, POLLIN, 0}, {pb->uffd_stop, POLLIN, 0}};
+    for (;;) {
+        if (poll(fds, 2, -1) < 0 && errno != EINTR)
+            break;
+        if (fds[1].revents != 0)
+            break;
+        struct uffd_msg m;
+        if (read(pb->uffd, &m, sizeof m) != (ssize_t)sizeof m || m.event != UFFD_EVENT_PAGEFAULT)
+            continue;
+        pb_uffd_fault(pb, (char *)(uintptr_t)m.arg.pagefault.address,
+                      (m.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE) != 0);
+    }
+    return NULL;
+}
+#endif
+
+/* The segment's reservation (new, or made again by seg_create) under userfaultfd: the
+ * descriptor and its thread at the first call; the reservation registered, readable and
+ * writable (every page missing).  Where the kernel says no, the SIGSEGV path. */
+static void pb_uffd_attach(p2_pagebuf *pb)
+{
+#ifdef __linux__
+    const char *want = getenv("P2_SERVER_FAULTS");
+    if (pb->uffd_base == pb->seg->base || (want != NULL && strcmp(want, "sigsegv") == 0))
+        return;
+    if (!pb->uffd_tried) {
+        pb->uffd_tried = 1;
+        int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+#ifdef UFFD_USER_MODE_ONLY
+        if (fd < 0 && errno == EPERM)
+            fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+#endif
+        if (fd < 0)
+            return;
+        struct uffdio_api api = {UFFD_API, 0, 0};
+        pb->bounce = (char *)mmap(NULL, (size_t)pb->pg, PROT_READ | PROT_WRITE,
+                                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        pb->uffd_stop = eventfd(0, EFD_CLOEXEC);
+        pb->uffd = fd;
+        if (ioctl(fd, UFFDIO_API, &api) != 0 || pb->bounce == MAP_FAILED || pb->uffd_stop < 0 ||
+            pthread_create(&pb->uffd_thread, NULL, pb_uffd_thread, pb) != 0) {
+            if (pb->bounce != MAP_FAILED)
+                munmap(pb->bounce, (size_t)pb->pg);
+            pb->bounce = NULL;
+            if (pb->uffd_stop >= 0)
+                close(pb->uffd_stop);
+            close(fd);
+            return;
+        }
+        pb->uffd_on = 1;
+    }
+    if (!pb->uffd_on)
+        return;
+    struct uffdio_register reg = {{(uintptr_t)pb->seg->base, pb->seg->reserved},
+                                  UFFDIO_REGISTER_MODE_MISSING, 0};
+    if (ioctl(pb->uffd, UFFDIO_REGISTER, &reg) == 0 &&
+        mprotect(pb->seg->base, (size_t)pb->seg->reserved, PROT_READ | PROT_WRITE) == 0) {
+        pb->uffd_base = pb->seg->base;
+        return;
+    }
+    /* cannot be registered: its pages PROT_NONE again, and faults through SIGSEGV from now
+       (the thread is stopped at close) */
+    (void)mprotect(pb->seg->base, (size_t)pb->seg->reserved, PROT_NONE);
+    pb->uffd_on = 0;
+#else
+    (void)pb;
+#endif
+}
+
+/* The thread stopped, the descriptor closed (before the reservation is unmapped). */
+static void pb_uffd_detach(p2_pagebuf *pb)
+{
+#ifdef __linux__
+    if (pb->bounce != NULL) {         /* the thread was started */
+        uint64_t one = 1;
+        if (write(pb->uffd_stop, &one, sizeof one) == (ssize_t)sizeof one)
+            (void)pthread_join(pb->uffd_thread, NULL);
+        close(pb->uffd_stop);
+        close(pb->uffd);
+        pb->uffd_on = 0;
+    }
+#endif
+    if (pb->bounce != NULL)
+        munmap(pb->bounce, (size_t)pb->pg);
+    pb->bounce = NULL;
+}
+
+/* ------------------------------------------------------------------------
  * 9.1 the hooks of section 4
  * ------------------------------------------------------------------------ */
 
@@ -5904,6 +6087,8 @@ static int pb_grow(p2_seg *seg, uint64_t want, p2_err *err)
         return pb_failed(pb, err);
     if (pb->oc != NULL)
         return ob_grow(seg, want, err);
+    if (pb->uffd_on && pb->uffd_base != seg->base)   /* seg_create's reservation */
+        pb_uffd_attach(pb);
     if (want > pb->be.size && pb->be.ops->grow(&pb->be, want, err) != P2_OK)
         return P2_ENOMEM;
     return P2_OK;
@@ -5953,6 +6138,7 @@ static void pb_free(p2_seg *seg)
     if (pb == NULL)
         return;
     pb_unregister(pb);
+    pb_uffd_detach(pb);
     ob_free(pb);
     if (pb->be.ops != NULL)
         pb->be.ops->close(&pb->be);
@@ -6071,6 +6257,7 @@ int p2_seg_open_server_log(p2_seg *seg, const char *uri, uint32_t frames, uint32
         goto fail;
     if ((rc = pb_install(seg, err)) != P2_OK)
         goto fail;
+    pb_uffd_attach(pb);
     for (int i = 0;; i++) {
         if (i == MAX_PBUFS) {
             rc = seg_fail(seg, err, P2_ENOMEM, "more than %d page-server segments open in this process", MAX_PBUFS);
@@ -6103,6 +6290,7 @@ int p2_seg_open_server_log(p2_seg *seg, const char *uri, uint32_t frames, uint32
         /* seg_create reserves again: give it a fresh segment state with the same buffer */
         munmap(seg->base, (size_t)seg->reserved);
         seg->base = NULL;
+        pb->uffd_base = NULL;      /* the registration went with the mapping */
         rc = seg_create(seg, fingerprint, nroots, root_names, root_sizes, err);
         if (rc != P2_OK)
             goto fail;
@@ -6172,6 +6360,7 @@ int p2_seg_server_stats(const p2_seg *seg, p2_server_stats *out)
     out->resident += s->resident;
     out->dirty += s->dirty;
     out->bundled += s->bundled;
+    out->userfaultfd += seg->pb->uffd_on;
     return 1;
 }
 
@@ -6213,8 +6402,7 @@ int p2_seg_server_drop(p2_seg *seg, p2_err *err)
         return rc;
     for (uint32_t f = 0; f < pb->used; f++) {
         uint32_t p = pb->frame_page[f];
-        (void)madvise(pb_addr(pb, p), (size_t)pb->pg, MADV_DONTNEED);
-        (void)pb_protect(pb, p, PROT_NONE);
+        pb_unmap(pb, p);
         pb->state[p] &= (uint8_t)~(PB_RES | PB_PROT);
         pb->frame_ref[f] = 0;
     }
@@ -6406,8 +6594,7 @@ static int pl_lease_renew(p2_pagebuf *pb, uint64_t gen, uint64_t wb, p2_err *err
 static void pl_drop_frame(p2_pagebuf *pb, uint32_t f)
 {
     uint32_t p = pb->frame_page[f];
-    (void)madvise(pb_addr(pb, p), (size_t)pb->pg, MADV_DONTNEED);
-    (void)pb_protect(pb, p, PROT_NONE);
+    pb_unmap(pb, p);
     if (pb->state[p] & PB_DIRTY)
         pb->st.dirty--;
     pb->state[p] &= (uint8_t)~(PB_RES | PB_PROT | PB_DIRTY);

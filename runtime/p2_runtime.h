@@ -294,6 +294,9 @@ typedef struct p2_server_stats {
     uint64_t dirty;          /**< of them, dirty now */
     uint64_t bundled;        /**< object servers: objects fetched beside a missed one by
                                   bundling (objserver(bundle = K)), not themselves missed */
+    uint64_t userfaultfd;    /**< page servers: 1 where this open's pages fault in through
+                                  userfaultfd (a handler thread), 0 through SIGSEGV (the
+                                  kernel refused one, or P2_SERVER_FAULTS=sigsegv) */
 } p2_server_stats;
 /* p2gen: public API end */
 
@@ -923,12 +926,17 @@ static inline void p2_seg_will_write(p2_seg *seg, const void *p, uint64_t n)
  *  many microseconds, one request after the other, as a slower network's round trips
  *  would cost (`p2gen bench acob --cost 1990`); unset, nothing is slept.
  *
- *  Faults.  The segment's address range is reserved as for a persistent file and its
- *  pages start inaccessible (PROT_NONE).  The first touch of a page faults: a SIGSEGV
- *  handler (installed once per process, chaining to the previous handler for every other
- *  fault, as the page journal's does) takes a frame, reads the page from the server into
- *  it (a page past the database's size on the server is new: zero-filled, not read) and
- *  makes it readable; the first write to a page in a frame faults again and marks it
+ *  Faults.  The segment's address range is reserved as for a persistent file.  Where the
+ *  kernel gives the process a userfaultfd (not: vm.unprivileged_userfaultfd = 0 without
+ *  CAP_SYS_PTRACE, or no such system call) and `P2_SERVER_FAULTS` is not `sigsegv`, the
+ *  range is registered with one for missing pages and a thread per open serves them: the
+ *  toucher waits in the kernel while the thread takes a frame, reads the page and copies
+ *  it in place (UFFDIO_COPY).  Otherwise its pages start inaccessible (PROT_NONE) and the
+ *  first touch of a page faults into a SIGSEGV handler (installed once per process,
+ *  chaining to the previous handler for every other fault, as the page journal's does)
+ *  that does the same in the toucher's thread.  Either way the page is read from the
+ *  server (a page past the database's size on the server is new: zero-filled, not read)
+ *  and made readable; #p2_server_stats.userfaultfd says which way an open took; the first write to a page in a frame faults again and marks it
  *  dirty (writable until it is written back).  On x86-64 the handler sees whether the
  *  access was a write and does both at once.
  *
@@ -951,7 +959,9 @@ static inline void p2_seg_will_write(p2_seg *seg, const void *p, uint64_t n)
  *  in.  What does not hold: a pointer does not keep its page in memory, so a byte read
  *  through it may cost a server round trip at any access, and handing such a pointer to
  *  the kernel (write(2) from it, a read(2) into it) fails with EFAULT if its page is
- *  not in a frame at that moment, since system calls do not take the handler's faults.
+ *  not in a frame at that moment where faults come through SIGSEGV (system calls do not
+ *  take the handler's faults) or through a userfaultfd limited to user faults
+ *  (UFFD_USER_MODE_ONLY); with a full userfaultfd the system call waits for the page.
  *
  *  Failures inside a fault.  An access cannot return an error: if the server fails or
  *  does not answer a page read within the timeout, the page is given zeros, the segment

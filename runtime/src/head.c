@@ -43,7 +43,9 @@
  *      8.3 redis           hiredis, loaded with dlopen at the first open (an object server's)
  *      8.4 opening         a backend by its URI
  *   9. Page servers        src/pageserver.c: the client buffer (frames, clock, dirty set,
- *                          write-back) and its SIGSEGV fault path
+ *                          write-back); pages fault in through userfaultfd (a handler
+ *                          thread), else through SIGSEGV; the clock and first writes trap
+ *                          by mprotect and SIGSEGV either way
  *      9.1 hooks           what section 4 calls for a segment on a server
  *      9.2 open, counters  p2_seg_open_server, p2_seg_server_stats, _drop
  *      9.3 transactions    src/pagelog.c: a journal or wal over a page server, its log on
@@ -79,3 +81,11 @@
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#endif

@@ -178,8 +178,7 @@ static int pl_lease_renew(p2_pagebuf *pb, uint64_t gen, uint64_t wb, p2_err *err
 static void pl_drop_frame(p2_pagebuf *pb, uint32_t f)
 {
     uint32_t p = pb->frame_page[f];
-    (void)madvise(pb_addr(pb, p), (size_t)pb->pg, MADV_DONTNEED);
-    (void)pb_protect(pb, p, PROT_NONE);
+    pb_unmap(pb, p);
     if (pb->state[p] & PB_DIRTY)
         pb->st.dirty--;
     pb->state[p] &= (uint8_t)~(PB_RES | PB_PROT | PB_DIRTY);

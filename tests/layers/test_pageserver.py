@@ -12,12 +12,17 @@ integrity checks; a server that stalls makes every call return P2_EIO within the
 a second client is refused; the server failing writes or reads (nbdkit's error filter,
 toggled by its trigger file), answering late (delay filter) or SIGKILLed under a client:
 the calls return P2_EIO within the timeout, a failed sync is reported and the handle
-closes without a sanitizer report. The differential matrix (test_differential.py) runs every
-layer over `pageserver` with a 4-page buffer against the Python model.
+closes without a sanitizer report. Pages fault in through userfaultfd where the kernel
+gives this process one, else through SIGSEGV: the tests marked `faults` run both ways
+(P2_SERVER_FAULTS=sigsegv forces the second), the counters saying which was taken. The
+differential matrix (test_differential.py) runs every layer over `pageserver` with a
+4-page buffer against the Python model, its cases taking the two paths in turn.
 """
 from __future__ import annotations
 
+import ctypes
 import os
+import platform
 import signal
 import subprocess
 import sys
@@ -56,9 +61,10 @@ static void stats(const char *what)
     if (ps_server_stats(db, &s) != P2_OK) { printf("stats failed\n"); exit(3); }
     printf("%s reads=%" PRIu64 " writes=%" PRIu64 " flushes=%" PRIu64 " misses=%" PRIu64
            " hits=%" PRIu64 " evictions=%" PRIu64 " writebacks=%" PRIu64 " rewrites=%" PRIu64
-           " resident=%" PRIu64 " dirty=%" PRIu64 " frames=%" PRIu64 " bytes_read=%" PRIu64 "\n",
+           " resident=%" PRIu64 " dirty=%" PRIu64 " frames=%" PRIu64 " bytes_read=%" PRIu64
+           " userfaultfd=%" PRIu64 "\n",
            what, s.reads, s.writes, s.flushes, s.misses, s.hits, s.evictions, s.writebacks,
-           s.rewrites, s.resident, s.dirty, s.frames, s.bytes_read);
+           s.rewrites, s.resident, s.dirty, s.frames, s.bytes_read, s.userfaultfd);
 }
 
 /* commands: fill N | check N | scan | update N | drop | reset | stats W | sync | close */
@@ -132,6 +138,27 @@ def server(module_server):
     return module_server
 
 
+def _kernel_gives_userfaultfd() -> bool:
+    """Does the kernel give this process a userfaultfd (asked directly, not through p2gen)?"""
+    nr = {"x86_64": 323, "aarch64": 282}.get(platform.machine())
+    if nr is None:
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.syscall(nr, os.O_CLOEXEC | os.O_NONBLOCK)
+    if fd < 0:
+        fd = libc.syscall(nr, os.O_CLOEXEC | os.O_NONBLOCK | 1)    # UFFD_USER_MODE_ONLY
+    if fd < 0:
+        return False
+    os.close(fd)
+    return True
+
+
+UFFD = _kernel_gives_userfaultfd()
+# the two fault paths: (the environment that asks for it, the counter's value expected)
+FAULTS = {"userfaultfd": ({}, 1 if UFFD else 0),
+          "sigsegv": ({"P2_SERVER_FAULTS": "sigsegv"}, 0)}
+faults = pytest.mark.parametrize("faults", list(FAULTS))
+
 _BUILT: dict = {}
 
 
@@ -170,28 +197,34 @@ def counters(lines, what) -> dict:
     return {k: int(v) for k, v in (kv.split("=") for kv in line.split()[1:])}
 
 
-def test_persists_through_the_server_with_a_tiny_buffer(tmp_path, cc, server):
+@faults
+def test_persists_through_the_server_with_a_tiny_buffer(tmp_path, cc, server, faults):
+    env, uffd = FAULTS[faults]
     exe = build(tmp_path, cc, server.uri(), pages=4)
-    out = run(exe, "fill", 600, "stats", "built")
+    out = run(exe, "fill", 600, "stats", "built", env=env)
     assert out[0] == "open 0 " and "fill 600 ok" in out and out[-1] == "close 0 ", out
     built = counters(out, "built")
+    assert built["userfaultfd"] == uffd, built
     assert built["frames"] == 4 and built["resident"] <= 4 and built["evictions"] > 0
     assert built["writebacks"] > 0 and built["rewrites"] > 0      # pages evicted dirty twice
     # a fresh process: every record, through the server (the open verifies the database)
-    out = run(exe, "check", 600, "update", 600, "scan")
+    out = run(exe, "check", 600, "update", 600, "scan", env=env)
     assert "check 600 ok" in out and "update 600 ok" in out and "scan 600" in out, out
-    out = run(exe, "check", 0, "scan")
+    out = run(exe, "check", 0, "scan", env=env)
     assert "scan 600" in out and out[-1] == "close 0 ", out
     # the image on the server is a clean p2gen file
     head = (server.image).read_bytes()[:24]
     assert head[:8] == b"P2GENDB\0" and head[20:24] == b"\0\0\0\0"     # state CLEAN
 
 
-def test_counters_of_cold_and_warm_scans(tmp_path, cc, server):
+@faults
+def test_counters_of_cold_and_warm_scans(tmp_path, cc, server, faults):
+    env, uffd = FAULTS[faults]
     big = build(tmp_path, cc, server.uri(), pages=4096, name="big")
-    run(big, "fill", 400)
-    out = run(big, "drop", "reset", "scan", "stats", "cold", "scan", "stats", "warm")
+    run(big, "fill", 400, env=env)
+    out = run(big, "drop", "reset", "scan", "stats", "cold", "scan", "stats", "warm", env=env)
     cold, warm = counters(out, "cold"), counters(out, "warm")
+    assert cold["userfaultfd"] == uffd, cold
     # cold: one read per page the scan touches, each a miss, no write; the buffer holds them
     assert cold["reads"] == cold["misses"] == cold["resident"] > 10, cold
     assert cold["bytes_read"] == 4096 * cold["reads"] and cold["writes"] == 0
@@ -200,7 +233,7 @@ def test_counters_of_cold_and_warm_scans(tmp_path, cc, server):
     assert warm["reads"] == cold["reads"] and warm["misses"] == cold["misses"], warm
     # the same database with 4 frames: the second scan reads again
     exe = build(tmp_path, cc, server.uri(), pages=4, name="small2")
-    out = run(exe, "drop", "reset", "scan", "stats", "cold", "scan", "stats", "warm")
+    out = run(exe, "drop", "reset", "scan", "stats", "cold", "scan", "stats", "warm", env=env)
     cold4, warm4 = counters(out, "cold"), counters(out, "warm")
     assert cold4["reads"] == cold4["misses"] >= cold["reads"]
     assert warm4["reads"] >= 2 * cold["reads"] - 8, (cold4, warm4)
@@ -367,7 +400,8 @@ def test_write_errors_fail_the_commit_and_the_close(tmp_path, cc, faulty):
         trigger.unlink(missing_ok=True)
 
 
-def test_read_errors_inside_faults_fail_the_next_calls(tmp_path, cc, faulty):
+@faults
+def test_read_errors_inside_faults_fail_the_next_calls(tmp_path, cc, faulty, faults):
     """Reads fail once the driver is open (error filter, trigger file): a page that cannot
     be brought in inside a fault reads as zeros (a pointer dereference cannot return an
     error), the segment is failed, and the sync and close after it return P2_EIO naming
@@ -380,7 +414,7 @@ def test_read_errors_inside_faults_fail_the_next_calls(tmp_path, cc, faulty):
         srv.reset()
         exe = build(tmp_path, cc, srv.uri(), pages=8, name="faulty_small")
         assert run(exe, "fill", 50)[-1] == "close 0 "
-        proc = driver(exe, "drop", "sleep", "scan", "sync")
+        proc = driver(exe, "drop", "sleep", "scan", "sync", env=FAULTS[faults][0])
         assert proc.stdout.readline().startswith("open 0")
         assert proc.stdout.readline().startswith("drop 0")     # the buffer empty
         trigger.touch()

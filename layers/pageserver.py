@@ -25,7 +25,7 @@ class PageServer(MemLayer):
     """pageserver: mem. The database's bytes on a server -- an NBD export (nbdkit,
     qemu-nbd, nbd-server) reached with libnbd -- behind a client buffer of `pages` frames of
     `page` bytes, as the page server of DeWitt, Futtersack, Maier and Velez: the layers
-    above fault pages in on first touch (a SIGSEGV handler), the clock picks what to evict,
+    above fault pages in on first touch (userfaultfd, else a SIGSEGV handler), the clock picks what to evict,
     a dirty victim is written back first, and sync and close write back every dirty page
     (several requests in flight) and flush the server (runtime/p2_runtime.h, section
     server). The format, the allocator and the references are `persistent`'s (offsets from
@@ -67,6 +67,11 @@ class PageServer(MemLayer):
                       "the last commit's record, written and flushed before the pages go "
                       "back to `server`; required under a journal or wal, refused without "
                       "one"),
+        ParamSpec("ship", "choice", "pages", choices=("pages", "ranges"),
+                  doc="what goes back to the server: `pages`, every dirty page whole; "
+                      "`ranges`, the hybrid the paper calls the naive ideal: pages are read "
+                      "whole, but a dirty page goes back as the byte ranges the layers "
+                      "announced writing (their write-intent notices), coalesced"),
         ParamSpec("verify_open", "bool", True,
                   doc="walk the whole database with <prefix>_verify when open finds one on "
                       "the server, and refuse it if damaged (every page is read once)"),
@@ -93,5 +98,8 @@ class PageServer(MemLayer):
                       inst.param_pos("page"))
 
     def explain_file(self, inst):
+        back = ("the announced byte ranges of each dirty page" if inst.params["ship"] == "ranges"
+                else "dirty pages whole")
         return (f"client buffer of {inst.params['pages']} pages of {inst.params['page']} bytes "
-                f"(faults on first touch, clock replacement, write-back); {explain_alloc(inst)}")
+                f"(faults on first touch, clock replacement, write-back of {back}); "
+                f"{explain_alloc(inst)}")

@@ -5612,6 +5612,11 @@ static int backend_open(p2_backend *b, const char *uri, p2_err *err)
 #define PB_SRV    8u    /* the server holds its bytes (else: a new page, zero) */
 #define PB_WB     16u   /* written back at least once since the open or the last reset */
 #define MAX_PBUFS 64    /* page-server segments open at once in a process */
+/* pageserver(ship = ranges): the announced bytes of a page, in granules of 1/256 page */
+#define PB_GRANULES 256u
+#define PB_GAP      8u  /* announced runs closer than this many granules ship as one range */
+#define PB_MAXR     32u /* ranges of a page at most (256 granules, runs PB_GAP + 1 apart) */
+#define PB_RECENT   256u /* the last notices, applied again to a page turning dirty */
 
 typedef struct p2_pagebuf {
     p2_backend be;
@@ -5640,6 +5645,12 @@ typedef struct p2_pagebuf {
     uint64_t replayed;      /* the commit the open wrote back from the log, 0: none */
     uint64_t token, expiry_ms, lease_ms;   /* the writer's lease */
     char     owner[96];     /* "pid N on HOST" */
+    /* ship = ranges (section 9.4): per page PB_GRANULES bits, the granules announced by
+       p2_seg_will_write since the page was last written back; NULL: whole pages */
+    uint64_t *wmask;
+    uint64_t  wmask_bytes;
+    uint64_t  recent[PB_RECENT][2];   /* the last notices (offset, bytes), a ring */
+    uint32_t  nrecent;                /* notices so far (the ring's next is nrecent % size) */
     /* faults through userfaultfd (section 9.0) */
     int      uffd_on;           /* pages fault in through the userfaultfd (else SIGSEGV) */
     int      uffd_tried;        /* asked the kernel for one (once per open) */
@@ -5681,8 +5692,11 @@ static int pb_protect(p2_pagebuf *pb, uint64_t p, int prot)
 
 /* Page p leaves its frame: its memory given back, and its next touch a fault (a missing
  * page under userfaultfd, PROT_NONE under SIGSEGV). */
+static void pb_mask_clear(p2_pagebuf *pb, uint64_t p);
+
 static void pb_unmap(p2_pagebuf *pb, uint64_t p)
 {
+    pb_mask_clear(pb, p);
     (void)madvise(pb_addr(pb, p), (size_t)pb->pg, MADV_DONTNEED);
     (void)pb_protect(pb, p, pb->uffd_on ? PROT_READ | PROT_WRITE : PROT_NONE);
 }
@@ -5692,23 +5706,100 @@ static int pb_failed(p2_pagebuf *pb, p2_err *err)
     return seg_fail(pb->seg, err, P2_EIO, "%s", pb->why);
 }
 
+/* What of dirty page p goes back to the server, into io (PB_MAXR entries at most): the
+ * whole page, or under ship = ranges the announced ranges, coalesced (PB_GAP).  A page the
+ * server does not hold yet, the header's page (the runtime writes its header without
+ * notices) and a dirty page with nothing announced go back whole. */
+static unsigned pb_ranges(p2_pagebuf *pb, uint64_t p, p2_io *io)
+{
+    const uint64_t *m = pb->wmask != NULL ? pb->wmask + p * (PB_GRANULES / 64) : NULL;
+    unsigned n = 0;
+    if (m != NULL && p != 0 && (pb->state[p] & PB_SRV) && (m[0] | m[1] | m[2] | m[3]) != 0) {
+        uint64_t g = pb->pg / PB_GRANULES;
+        unsigned start = 0, end = 0;     /* the range being built, in granules: [start, end) */
+        for (unsigned i = 0; i < PB_GRANULES; i++) {
+            if (!(m[i / 64] >> (i % 64) & 1))
+                continue;
+            if (end != 0 && i - end >= PB_GAP) {
+                io[n++] = (p2_io){pb_addr(pb, p) + start * g, (end - start) * g, p * pb->pg + start * g};
+                end = 0;
+            }
+            if (end == 0)
+                start = i;
+            end = i + 1;
+        }
+        io[n++] = (p2_io){pb_addr(pb, p) + start * g, (end - start) * g, p * pb->pg + start * g};
+        pb->st.ranges += n;
+        return n;
+    }
+    io[0] = (p2_io){pb_addr(pb, p), pb->pg, p * pb->pg};
+    return 1;
+}
+
+static void pb_mask_clear(p2_pagebuf *pb, uint64_t p)
+{
+    if (pb->wmask != NULL)
+        memset(pb->wmask + p * (PB_GRANULES / 64), 0, PB_GRANULES / 8);
+}
+
+/* The granules of [off, off + n) announced, n > 0, off + n within the reservation. */
+static void pb_mark(p2_pagebuf *pb, uint64_t off, uint64_t n)
+{
+    uint64_t g = pb->pg / PB_GRANULES;
+    for (uint64_t i = off / g; i <= (off + n - 1) / g; i++)
+        pb->wmask[i / 64] |= 1ull << (i % 64);
+}
+
+/* ship = ranges: the bytes [off, off + n) are about to be written (p2_seg_will_write). */
+static void pb_note(void *ctx, p2_seg *seg, uint64_t off, uint64_t n)
+{
+    p2_pagebuf *pb = (p2_pagebuf *)ctx;
+    uint64_t top = pb->npages * pb->pg;
+    (void)seg;
+    if (n == 0 || off >= top)
+        return;
+    if (off + n > top || off + n < off)
+        n = top - off;
+    pb_mark(pb, off, n);
+    uint32_t r = pb->nrecent++ % PB_RECENT;
+    pb->recent[r][0] = off;
+    pb->recent[r][1] = n;
+}
+
+/* Page p turns dirty: its first write since it was last written back is happening.  The
+ * write was announced before it, maybe before a write-back of p cleared p's notices (an
+ * announcement and its write are apart by other faults, which can evict p): the recent
+ * notices that touch p are its again. */
+static void pb_turns_dirty(p2_pagebuf *pb, uint64_t p)
+{
+    pb->state[p] |= PB_DIRTY;
+    pb->st.dirty++;
+    if (pb->wmask == NULL)
+        return;
+    uint64_t lo = p * pb->pg, hi = lo + pb->pg;
+    uint32_t n = pb->nrecent < PB_RECENT ? pb->nrecent : PB_RECENT;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t a = pb->recent[i][0], b = a + pb->recent[i][1];
+        if (a < hi && b > lo)
+            pb_mark(pb, a < lo ? lo : a, (b > hi ? hi : b) - (a < lo ? lo : a));
+    }
+}
+
 /* Write back dirty pages list[0..n): read-only first (so a write after this faults and
  * marks the page dirty again), then all of them in one vectored request. */
 static int pb_write_back(p2_pagebuf *pb, const uint32_t *list, unsigned n, p2_err *err)
 {
     p2_io io[P2_SERVER_INFLIGHT * 4];
     while (n > 0) {
-        unsigned k = n < sizeof io / sizeof io[0] ? n : (unsigned)(sizeof io / sizeof io[0]);
-        for (unsigned i = 0; i < k; i++) {
-            uint64_t p = list[i];
-            io[i].buf = pb_addr(pb, p);
-            io[i].len = pb->pg;
-            io[i].off = p * pb->pg;
+        unsigned k = 0, m = 0;
+        for (; k < n && m + PB_MAXR <= sizeof io / sizeof io[0]; k++) {
+            uint64_t p = list[k];
+            m += pb_ranges(pb, p, io + m);
             if (pb->state[p] & PB_PROT)
                 pb->state[p] &= (uint8_t)~PB_PROT;
             (void)pb_protect(pb, p, PROT_READ);
         }
-        int rc = pb->be.ops->writev(&pb->be, io, k, err);
+        int rc = pb->be.ops->writev(&pb->be, io, m, err);
         for (unsigned i = 0; i < k; i++) {
             uint64_t p = list[i];
             if (rc != P2_OK) {          /* still dirty: writable again */
@@ -5717,6 +5808,7 @@ static int pb_write_back(p2_pagebuf *pb, const uint32_t *list, unsigned n, p2_er
             }
             if (pb->state[p] & PB_WB)
                 pb->st.rewrites++;
+            pb_mask_clear(pb, p);
             pb->state[p] = (uint8_t)((pb->state[p] & ~PB_DIRTY) | PB_SRV | PB_WB);
             pb->st.writebacks++;
             pb->st.dirty--;
@@ -5844,8 +5936,7 @@ static int pb_fault_in(p2_pagebuf *pb, uint64_t p, int write)
     pb->state[p] |= PB_RES;
     pb->st.resident++;
     if (write) {
-        pb->state[p] |= PB_DIRTY;
-        pb->st.dirty++;
+        pb_turns_dirty(pb, p);
         return 0;
     }
     return pb_protect(pb, p, PROT_READ);
@@ -5872,8 +5963,7 @@ static int pb_fault(p2_pagebuf *pb, char *a, int write)
     } else if (s & PB_DIRTY) {
         return -1;                       /* writable already: a real fault */
     }
-    pb->state[p] |= PB_DIRTY;            /* the first write since the last write-back */
-    pb->st.dirty++;
+    pb_turns_dirty(pb, p);               /* the first write since the last write-back */
     pb->frame_ref[pb->frame_of[p]] = 1;
     return pb_protect(pb, p, PROT_READ | PROT_WRITE);
 }
@@ -6146,6 +6236,8 @@ static void pb_free(p2_seg *seg)
         pb->log.ops->close(&pb->log);
     if (pb->frame_of != NULL)     /* the tables' mapping starts with frame_of */
         munmap(pb->frame_of, (size_t)pb->track_bytes);
+    if (pb->wmask != NULL)
+        munmap(pb->wmask, (size_t)pb->wmask_bytes);
     free(pb);
     seg->pb = NULL;
 }
@@ -6361,7 +6453,33 @@ int p2_seg_server_stats(const p2_seg *seg, p2_server_stats *out)
     out->dirty += s->dirty;
     out->bundled += s->bundled;
     out->userfaultfd += seg->pb->uffd_on;
+    out->ranges += s->ranges;
     return 1;
+}
+
+/* ------------------------------------------------------------------------
+ * 9.4 ship = ranges: the hybrid (pages read, announced byte ranges written back)
+ * ------------------------------------------------------------------------ */
+
+int p2_seg_server_ship_ranges(p2_seg *seg, p2_err *err)
+{
+    if (seg == NULL || seg->pb == NULL || seg->pb->oc != NULL)
+        return p2_err_set(err, P2_EINVAL, "p2_seg_server_ship_ranges: not a page-server segment");
+    p2_pagebuf *pb = seg->pb;
+    if (pb->wmask != NULL)
+        return P2_OK;
+    uint64_t bytes = round_up(pb->npages * (PB_GRANULES / 8), page_size());
+    void *t = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (t == MAP_FAILED)
+        return seg_fail(seg, err, P2_ENOMEM, "cannot map the table of announced ranges: %s",
+                        strerror(errno));
+    pb->wmask = (uint64_t *)t;
+    pb->wmask_bytes = bytes;
+    /* pages dirty before now have nothing announced: they go back whole */
+    seg->will_write = pb_note;
+    seg->will_write_ctx = pb;
+    return P2_OK;
 }
 
 void p2_seg_server_stats_reset(p2_seg *seg)

@@ -297,6 +297,8 @@ typedef struct p2_server_stats {
     uint64_t userfaultfd;    /**< page servers: 1 where this open's pages fault in through
                                   userfaultfd (a handler thread), 0 through SIGSEGV (the
                                   kernel refused one, or P2_SERVER_FAULTS=sigsegv) */
+    uint64_t ranges;         /**< page servers with ship = ranges: byte ranges written back
+                                  in place of whole pages (bytes_written: their bytes) */
 } p2_server_stats;
 /* p2gen: public API end */
 
@@ -1063,6 +1065,14 @@ int p2_seg_server_stats(const p2_seg *seg, p2_server_stats *out);
  *  resident and dirty describe the buffer and are kept), and forget which pages (objects)
  *  were written back, so that rewrites count from here. */
 void p2_seg_server_stats_reset(p2_seg *seg);
+
+/** pageserver(ship = ranges), called right after the open: from now on the writes
+ *  announced with p2_seg_will_write() (by the allocator and by every layer) are recorded
+ *  per page, in granules of 1/256 page, and a dirty page the server already holds goes
+ *  back as those ranges (coalesced where less than 8 granules apart) rather than whole;
+ *  the header's page, a new page and a page dirtied with nothing announced go back
+ *  whole.  Pages are still read whole.  P2_OK, or P2_EINVAL if seg is not a page server. */
+int p2_seg_server_ship_ranges(p2_seg *seg, p2_err *err);
 
 /** Write back every dirty page and drop every page from the client buffer, so that the
  *  next touch of any page is a miss (a cold buffer, for measurements and tests).

@@ -41,7 +41,7 @@ pytestmark = pytest.mark.skipif(ENGINE_MISSING is not None, reason=ENGINE_MISSIN
 
 SPEC = """record item {{ id: u32; grp: i32; score: i64; pad: char[200]; }}
 container items of item
-    = top2ds_qualify[hash(key = id, buckets = 64)[array(capacity = 16)[pageserver(server = "{uri}", pages = {pages})]]];
+    = top2ds_qualify[hash(key = id, buckets = 64)[array(capacity = 16)[pageserver(server = "{uri}", pages = {pages}{extra})]]];
 cursor by_grp on items where grp == $g;
 cursor from_id on items where id >= $lo;
 """
@@ -62,12 +62,21 @@ static void stats(const char *what)
     printf("%s reads=%" PRIu64 " writes=%" PRIu64 " flushes=%" PRIu64 " misses=%" PRIu64
            " hits=%" PRIu64 " evictions=%" PRIu64 " writebacks=%" PRIu64 " rewrites=%" PRIu64
            " resident=%" PRIu64 " dirty=%" PRIu64 " frames=%" PRIu64 " bytes_read=%" PRIu64
-           " userfaultfd=%" PRIu64 "\n",
+           " userfaultfd=%" PRIu64 " bytes_written=%" PRIu64 " ranges=%" PRIu64 "\n",
            what, s.reads, s.writes, s.flushes, s.misses, s.hits, s.evictions, s.writebacks,
-           s.rewrites, s.resident, s.dirty, s.frames, s.bytes_read, s.userfaultfd);
+           s.rewrites, s.resident, s.dirty, s.frames, s.bytes_read, s.userfaultfd,
+           s.bytes_written, s.ranges);
 }
 
-/* commands: fill N | check N | scan | update N | drop | reset | stats W | sync | close */
+static uint64_t lcg(uint64_t *x)
+{
+    *x = *x * 6364136223846793005ull + 1442695040888963407ull;
+    return *x >> 33;
+}
+
+/* commands: fill N | check N | scan | update N | drop | reset | stats W | sync | close |
+   random SEED N (N inserts, updates of a field and deletes, as test_pageserver.py's model) |
+   dump (every item, one line each) */
 int main(int argc, char **argv)
 {
     int rc = ps_open(&db, ".");
@@ -100,6 +109,36 @@ int main(int argc, char **argv)
             ps_from_id_open(db, &k, 0);
             for (const ps_item *x; (x = ps_from_id_next_rec(&k));) n += x->id != UINT32_MAX;
             printf("scan %ld\n", n);
+        } else if (!strcmp(c, "random")) {
+            uint64_t x = strtoull(argv[++i], NULL, 10);
+            int n = atoi(argv[++i]);
+            for (int k = 0; k < n && rc == P2_OK; k++) {
+                uint32_t r = (uint32_t)(lcg(&x) % 10), id = (uint32_t)(lcg(&x) % 400);
+                ps_ref ref;
+                const ps_item *got = ps_items_lookup_id(db, id, &ref);
+                if (r < 5 && !got) {
+                    ps_item it;
+                    memset(&it, 0, sizeof it);
+                    it.id = id; it.grp = (int32_t)(id % 7); it.score = (int64_t)(lcg(&x) % 1000);
+                    snprintf(it.pad, sizeof it.pad, "item %u", (unsigned)id);
+                    rc = ps_items_insert(db, &it, &ref);
+                } else if (r < 8 && got) {
+                    rc = ps_items_set_score(db, ref, (int64_t)(lcg(&x) % 100000));
+                } else if (r < 9 && got) {
+                    char pad[200];
+                    snprintf(pad, sizeof pad, "pad %u %u", (unsigned)id, (unsigned)lcg(&x));
+                    rc = ps_items_set_pad(db, ref, pad);
+                } else if (got) {
+                    rc = ps_items_delete(db, ref);
+                }
+            }
+            printf("random %d %s\n", rc, rc ? ps_errmsg(db) : "");
+            if (rc != P2_OK) goto done;
+        } else if (!strcmp(c, "dump")) {
+            ps_from_id_cursor k;
+            ps_from_id_open(db, &k, 0);
+            for (const ps_item *x; (x = ps_from_id_next_rec(&k));)
+                printf("item %u %d %" PRId64 " %s\n", (unsigned)x->id, (int)x->grp, x->score, x->pad);
         } else if (!strcmp(c, "drop")) {
             printf("drop %d\n", ps_server_drop(db));
         } else if (!strcmp(c, "reset")) {
@@ -162,14 +201,15 @@ faults = pytest.mark.parametrize("faults", list(FAULTS))
 _BUILT: dict = {}
 
 
-def build(tmp_path: Path, cc: str, uri: str, pages: int, name: str = "b") -> Path:
-    """The driver over a spec of `uri` and `pages` frames (built once per module)."""
-    if (uri, pages) in _BUILT:
-        return _BUILT[uri, pages]
+def build(tmp_path: Path, cc: str, uri: str, pages: int, name: str = "b", extra: str = "") -> Path:
+    """The driver over a spec of `uri` and `pages` frames, `extra` more parameters of
+    pageserver (built once per module)."""
+    if (uri, pages, extra) in _BUILT:
+        return _BUILT[uri, pages, extra]
     out = tmp_path / name
     out.mkdir()
     spec = out / "ps.p2"
-    spec.write_text(SPEC.format(uri=uri, pages=pages))
+    spec.write_text(SPEC.format(uri=uri, pages=pages, extra=extra))
     subprocess.run([sys.executable, "-m", "p2gen", "build", str(spec), "-o", str(out)],
                    check=True, capture_output=True, text=True)
     (out / "driver.c").write_text(DRIVER)
@@ -178,7 +218,7 @@ def build(tmp_path: Path, cc: str, uri: str, pages: int, name: str = "b") -> Pat
                            str(out / "driver.c"), str(out / "ps.c"), str(out / "p2_runtime.c"), "-o", str(exe)],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    _BUILT[uri, pages] = exe
+    _BUILT[uri, pages, extra] = exe
     return exe
 
 
@@ -217,6 +257,63 @@ def test_persists_through_the_server_with_a_tiny_buffer(tmp_path, cc, server, fa
     assert head[:8] == b"P2GENDB\0" and head[20:24] == b"\0\0\0\0"     # state CLEAN
 
 
+class Model:
+    """The driver's `random SEED N` in Python: id -> (grp, score, pad)."""
+
+    def __init__(self):
+        self.items: dict = {}
+
+    def run(self, seed: int, n: int) -> None:
+        x = seed
+
+        def lcg() -> int:
+            nonlocal x
+            x = (x * 6364136223846793005 + 1442695040888963407) % (1 << 64)
+            return x >> 33
+        for _ in range(n):
+            r, i = lcg() % 10, lcg() % 400
+            got = self.items.get(i)
+            if r < 5 and got is None:
+                self.items[i] = (i % 7, lcg() % 1000, f"item {i}")
+            elif r < 8 and got is not None:
+                self.items[i] = (got[0], lcg() % 100000, got[2])
+            elif r < 9 and got is not None:
+                self.items[i] = (got[0], got[1], f"pad {i} {lcg() % (1 << 32)}")
+            elif got is not None:
+                del self.items[i]
+
+    def dump(self) -> list:
+        return sorted(f"item {i} {g} {s} {p}" for i, (g, s, p) in self.items.items())
+
+
+def test_ship_ranges_writes_back_the_same_database_in_fewer_bytes(tmp_path, cc, server):
+    """pageserver(ship = ranges), the hybrid: random inserts, updates and deletes over a
+    4-page buffer (pages evicted dirty all the time), in three processes: every record as
+    the model says, the server's image byte for byte the one ship = pages leaves (past the
+    header's page, which names the spec), in fewer bytes written, as ranges."""
+    runs = ((36, 700), (37, 500), (38, 500))
+    model = Model()
+    for seed, n in runs:
+        model.run(seed, n)
+    images, shipped = {}, {}
+    for ship in ("pages", "ranges"):
+        server.reset()
+        exe = build(tmp_path, cc, server.uri(), pages=4, name=f"ship_{ship}", extra=f", ship = {ship}")
+        written = ranges = 0
+        for seed, n in runs:
+            out = run(exe, "reset", "random", seed, n, "sync", "stats", "w")
+            assert f"random 0 " in out and out[-1] == "close 0 ", out
+            c = counters(out, "w")
+            written, ranges = written + c["bytes_written"], ranges + c["ranges"]
+        dump = [x for x in run(exe, "dump") if x.startswith("item ")]
+        assert sorted(dump) == model.dump(), (ship, len(dump), len(model.dump()))
+        images[ship] = server.image.read_bytes()
+        shipped[ship] = (written, ranges)
+    assert images["pages"][4096:] == images["ranges"][4096:]
+    assert shipped["pages"][1] == 0 and shipped["ranges"][1] > 0, shipped
+    assert shipped["ranges"][0] < shipped["pages"][0] / 2, shipped
+
+
 @faults
 def test_counters_of_cold_and_warm_scans(tmp_path, cc, server, faults):
     env, uffd = FAULTS[faults]
@@ -244,7 +341,7 @@ def test_malformed_uri_is_a_checker_error_at_its_position():
     for uri, why in (("http://127.0.0.1/x", "not a server URI"),
                      ("nbd://127.0.0.1:99999/x", "port 99999"),
                      ("nbd:///x", "not a server URI")):
-        text = SPEC.format(uri=uri, pages=4)
+        text = SPEC.format(uri=uri, pages=4, extra="")
         with pytest.raises((SpecError, SpecErrors)) as err:
             check(parse(text, "bad.p2"), "bad")
         msg = str(err.value)
@@ -258,7 +355,7 @@ def test_malformed_uri_is_a_checker_error_at_its_position():
 def test_journal_over_pageserver_without_a_log_is_refused():
     """A journal over a page server keeps its log on a second export, named by
     pageserver(log = ...) (test_pageserver_txn.py): without one, the checker says so."""
-    text = SPEC.format(uri="nbd://127.0.0.1:1/x", pages=4).replace(
+    text = SPEC.format(uri="nbd://127.0.0.1:1/x", pages=4, extra="").replace(
         "[pageserver(", "[journal[pageserver(").replace("pages = 4)]]]", "pages = 4)]]]]")
     with pytest.raises((SpecError, SpecErrors)) as err:
         check(parse(text, "j.p2"), "j")

@@ -1,5 +1,5 @@
 /* --------------------------------------------------------------------------
- * layer pageserver (pageserver: mem) of items: page=4096, pages=16, server=nbd:/\/127.0.0.1:10809/items, verify_open=true
+ * layer pageserver (pageserver: mem) of items: page=4096, pages=16, server=nbd:/\/127.0.0.1:10809/items, ship=pages, verify_open=true
  * ------------------------------------------------------------------------ */
 /* server "nbd:/\057127.0.0.1:10809/items": a client buffer of 16 pages of 4096 bytes */
 static inline void *pageserver_items__pageserver_ptr(pageserver_db *db, uint64_t ref)
@@ -29,9 +29,10 @@ static inline int pageserver_items__pageserver_realloc(pageserver_db *db, uint64
     return P2_OK;
 }
 
-/* Write intent: a plain file needs no notice of a write, so this compiles to nothing,
-   except in an audit build (P2_WRITE_AUDIT), which checks that the notices cover every
-   change of the file. */
+/* Write intent: with ship = pages no notice is needed (a write fault finds the dirty page),
+   so this compiles to nothing, except in an audit build (P2_WRITE_AUDIT), which checks
+   that the notices cover every change of the file; with ship = ranges the notices are
+   the byte ranges written back. */
 static inline void pageserver_items__pageserver_will_write(pageserver_db *db, const void *p, uint64_t n)
 {
     P2_SEG_AUDIT_WRITE(&db->seg[0], p, n);

@@ -298,8 +298,9 @@ def bench_oo7(**kwargs):
               help="Processes per clustering factor, in a random order, each on fresh engines "
                    "(the report takes the median time).")
 @click.option("--system", "systems", multiple=True,
-              type=click.Choice(["LOCAL", "PAGESERVER", "OBJSERVER"]),
-              help="Only these systems (repeatable; default all three).")
+              type=click.Choice(["LOCAL", "PAGESERVER", "OBJSERVER", "HYBRID"]),
+              help="Only these systems (repeatable; default all four: HYBRID is the page "
+                   "server with ship = ranges).")
 @_out("acob.json and acob.md")
 @_build_dir("acob")
 @_render("the report", "a stored acob.json")

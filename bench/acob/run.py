@@ -7,7 +7,9 @@ and stopped by their pids (p2gen.bench.engines, as the tests start theirs). The 
 type_equations/acob/acob_{persistent,pageserver,objserver}.p2 (one equation, only the
 memory differs) are generated with the URIs of those servers and built as users build
 theirs, with bench/acob/ into one Google Benchmark binary: LOCAL (the paper's WiSS),
-PAGESERVER (50-page client buffer), OBJSERVER (1,750-record client cache).
+PAGESERVER (50-page client buffer), OBJSERVER (1,750-record client cache), HYBRID (the page
+server's spec with ship = ranges, on an nbdkit of its own: pages read, the byte ranges
+the layers announced written back).
 Run: for every clustering factor, `repetitions` processes (in a random order), each on
 fresh engines: build sets A.. with the same f, scan, random read, random update each set
 (a cold client buffer per query and set, one commit per query and set). The binary prints
@@ -42,7 +44,8 @@ LIBS = ("-lbenchmark", "-lpthread")
 STEPS = ("build", "scan", "read", "update")
 # (system, spec stem, rank, a server's memory)
 SYSTEMS = (("LOCAL", "persistent", 1, False), ("PAGESERVER", "pageserver", 2, True),
-           ("OBJSERVER", "objserver", 3, True))
+           ("OBJSERVER", "objserver", 3, True), ("HYBRID", "hybrid", 4, True))
+NBD_SYSTEMS = ("PAGESERVER", "HYBRID")
 NBD_EXPORT_BYTES = 256 << 20
 # acob.md §6.1: per set, mean ± sd over 8 seeds, R = 5, B = 50, 1,750-record object cache,
 # S = 1, unsmeared, walk references only: f -> (references, page reads, object gets,
@@ -74,7 +77,7 @@ class Options:
     smear: bool = False
     seed: int = 1990
     repetitions: int = 1
-    systems: tuple = ("LOCAL", "PAGESERVER", "OBJSERVER")
+    systems: tuple = ("LOCAL", "PAGESERVER", "OBJSERVER", "HYBRID")
 
     def args(self, f: int, db_dir: str) -> list:
         return [f"--acob_objects={self.objects}", f"--acob_sets={self.sets}", f"--acob_f={f}",
@@ -84,24 +87,28 @@ class Options:
 
 def engines_missing(systems) -> list:
     out = []
-    if "PAGESERVER" in systems and NBD_MISSING:
+    if any(s in systems for s in NBD_SYSTEMS) and NBD_MISSING:
         out.append(NBD_MISSING)
     if "OBJSERVER" in systems and REDIS_MISSING:
         out.append(REDIS_MISSING)
     return out
 
 
-def server_specs(spec_out: Path, nbd_uri: str, redis_uri: str, systems, buffer: int = 50) -> list:
+def server_specs(spec_out: Path, nbd_uri: str, redis_uri: str, systems, buffer: int = 50,
+                 hybrid_uri: Optional[str] = None) -> list:
     """The specs of the systems asked, the servers' URIs and the client buffer (`buffer`
-    pages; the object cache 35 records a page) written in: [(name, spec, prefix, rank, server)]."""
+    pages; the object cache 35 records a page) written in: [(name, spec, prefix, rank, server)].
+    HYBRID's is the page server's with ship = ranges, on `hybrid_uri`."""
     src = spec_dir("acob")
     spec_out.mkdir(parents=True, exist_ok=True)
     out = []
     for name, stem, rank, server in SYSTEMS:
         if name not in systems:
             continue
-        text = (src / f"acob_{stem}.p2").read_text()
-        text = re.sub(r'nbd://[^"]*', nbd_uri, text)
+        text = (src / f"acob_{'pageserver' if stem == 'hybrid' else stem}.p2").read_text()
+        if stem == "hybrid":
+            text = text.replace("pageserver(server", "pageserver(ship = ranges, server")
+        text = re.sub(r'nbd://[^"]*', (hybrid_uri or nbd_uri) if stem == "hybrid" else nbd_uri, text)
         text = re.sub(r'redis://[^"]*', redis_uri, text)
         text = re.sub(r'\bpages = [0-9]+', f"pages = {buffer}", text)
         text = re.sub(r'\bobjects = [0-9]+', f"objects = {35 * buffer}", text)
@@ -120,13 +127,14 @@ class _V:
 
 
 def build(build_dir: str, nbd_uri: str, redis_uri: str, *, systems=Options.systems, buffer: int = 50,
-          cc: str = "cc",
+          hybrid_uri: Optional[str] = None, cc: str = "cc",
           cxx: str = "c++", opt: str = "-O2", extra_flags: tuple = (), jobs: Optional[int] = None,
           say: Callable[[str], None] = lambda m: None) -> Path:
     """Generate the systems' specs (the servers' URIs written in), build them as users do and
     link build_dir/acob_bench; extra_flags (e.g. sanitizers) go to every compile and the link."""
     src = checked_sources(SOURCE_DIR, DRIVER_SOURCES, "acob")
-    specs = server_specs(Path(build_dir).resolve() / "specs", nbd_uri, redis_uri, systems, buffer)
+    specs = server_specs(Path(build_dir).resolve() / "specs", nbd_uri, redis_uri, systems, buffer,
+                         hybrid_uri)
     variants = [_V(n, s, p) for n, s, p, _, _ in specs]
     bdir, gen_dir, obj_dir, gens = generate_variants(build_dir, variants, say)
     cxxflags = driver_cxxflags(opt) + list(extra_flags)
@@ -152,6 +160,10 @@ class Engines:
     def __init__(self, workdir: Path, systems):
         self.nbd = NbdServer(plugin="memory", size=NBD_EXPORT_BYTES) if "PAGESERVER" in systems else None
         self.redis = RedisServer(workdir / "redis") if "OBJSERVER" in systems else None
+        self.hybrid = NbdServer(plugin="memory", size=NBD_EXPORT_BYTES) if "HYBRID" in systems else None
+
+    def hybrid_uri(self) -> str:
+        return self.hybrid.uri("acob") if self.hybrid else "nbd://127.0.0.1/unused"
 
     def uris(self) -> tuple:
         return (self.nbd.uri("acob") if self.nbd else "nbd://127.0.0.1/unused",
@@ -159,8 +171,9 @@ class Engines:
 
     def __enter__(self):
         try:
-            if self.nbd:
-                self.nbd.start()
+            for e in (self.nbd, self.hybrid):
+                if e:
+                    e.start()
             if self.redis:
                 self.redis.start()
         except Exception:
@@ -169,14 +182,15 @@ class Engines:
         return self
 
     def fresh(self) -> None:
-        if self.nbd:          # the memory plugin: zeros again at a restart, on the same port
-            self.nbd.stop()
-            self.nbd.start()
+        for e in (self.nbd, self.hybrid):   # the memory plugin: zeros again at a restart
+            if e:
+                e.stop()
+                e.start()
         if self.redis:
             self.redis.flush()
 
     def __exit__(self, *exc):
-        for e in (self.nbd, self.redis):
+        for e in (self.nbd, self.redis, self.hybrid):
             if e:
                 e.stop()
 
@@ -359,8 +373,24 @@ def _section(opts: Options, runs: list, f: int, buf: int) -> list:
         up, uo = tp * 1000 / sp["reads"], to * 1000 / so["reads"]
         md += ["", f"A request in the scan (its time over its requests, client work included): "
                f"page {up:.0f} µs, object {uo:.0f} µs, page : object {up / uo:.2f}."]
+    md += _hybrid(m, t)
     md.append("")
     return md
+
+
+def _hybrid(m: dict, t: dict) -> list:
+    """HYBRID beside the page and object servers: bytes shipped per update set, read time."""
+    hy, ps, ob = (m.get((s, "update"), {}) for s in ("HYBRID", "PAGESERVER", "OBJSERVER"))
+    if not hy.get("bytes_written"):
+        return []
+    kib = lambda c: "—" if not c.get("bytes_written") else f"{c['bytes_written'] / 1024:,.0f} KiB"
+    x = lambda a, b: "—" if not a or not b else f"{a / b:.2f}×"
+    tr, pr = t.get(("HYBRID", "read")), t.get(("PAGESERVER", "read"))
+    return ["", "Hybrid (pageserver(ship = ranges)): what an update set ships — "
+            f"{kib(hy)} in {_n(hy.get('writes'))} write requests, against the page server's "
+            f"{kib(ps)} ({x(hy.get('bytes_written'), ps.get('bytes_written'))}) and the object "
+            f"server's {kib(ob)} ({x(hy.get('bytes_written'), ob.get('bytes_written'))}); its "
+            f"random read {x(tr, pr)} the page server's time."]
 
 
 def _sweep(opts: Options, runs: list) -> list:
@@ -420,7 +450,8 @@ def command(*, objects, sets, full, f, region, smear, seed, repetitions, systems
     with tempfile.TemporaryDirectory(prefix="acob.") as tmp, Engines(Path(tmp), opts.systems) as eng:
         nbd_uri, redis_uri = eng.uris()
         exes = {b: build(str(Path(build_dir) / f"b{b}"), nbd_uri, redis_uri, systems=opts.systems,
-                         buffer=b, cc=cc, cxx=cxx, jobs=jobs, say=say) for b in opts.buffers}
+                         buffer=b, hybrid_uri=eng.hybrid_uri(), cc=cc, cxx=cxx, jobs=jobs, say=say)
+                for b in opts.buffers}
         order = [(b, fv, rep) for b in opts.buffers for fv in opts.fs for rep in range(opts.repetitions)]
         random.shuffle(order)      # load on a shared machine weighs on every (B, f) alike
         for i, (b, fv, rep) in enumerate(order):

@@ -1,14 +1,15 @@
 """`p2gen bench acob` on real engines (nbdkit's memory plugin, redis-server; started on
 free loopback ports, stopped by pid): one process of two sets of 1,500 objects at f = 30 %,
 the binary built under ASan/UBSan with -Werror. Checked: every system (LOCAL, PAGESERVER,
-OBJSERVER) counts the same walk, root ids and updates per step and set, and those are the
+OBJSERVER, HYBRID) counts the same walk, root ids and updates per step and set, and those are the
 reference model's (acob_model.py, the same splitmix64 stream) exactly; the checksums agree
 across systems and do not change with the updates; the servers' requests are the spec's
 (acob.md §6.1): the scan 300 pages (plus the database header's pages) and 10,500 objects a
 set, the random read's and update's page reads, object gets and page write-backs within its
 tolerance (5 % of the spec's per-set mean, per reference) and of the LRU model's, object
 puts within 8 % (the runtime's buffers are clocks, not the spec's LRU: the object cache's
-writes back ~6 % more); the report has the tables; a failed run or
+writes back ~6 % more); HYBRID (ship = ranges) reads the page server's pages exactly and
+ships fewer bytes than it in the update; the report has the tables; a failed run or
 disagreeing counts are reported as problems."""
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ def acob_run(tmp_path_factory):
         pytest.skip(why)
     tmp = tmp_path_factory.mktemp("acob")
     with ar.Engines(tmp, OPTS.systems) as eng:
-        exe = ar.build(str(tmp / "build"), *eng.uris(), extra_flags=SAN)
+        exe = ar.build(str(tmp / "build"), *eng.uris(), hybrid_uri=eng.hybrid_uri(), extra_flags=SAN)
         eng.fresh()
         rc, out, err = ar.run_once(exe, OPTS, 30, str(tmp / "run.json"), str(tmp / "db"))
         # the cost model's delay per request: 2 ms, on a small database
@@ -70,7 +71,7 @@ def test_counts_agree_across_systems_and_checksums_hold(acob_run):
         for step in ar.STEPS:
             assert sorted(_by(run, system, step)) == ["A", "B"], (system, step)
     sums = {(s, w, k): v for s, w, k, v in run["checksums"]}
-    assert len(sums) == 3 * 2 * 2
+    assert len(sums) == 4 * 2 * 2
     assert len({v for (s, w, k), v in sums.items() if k == "A"}) == 1   # one value, every system, before and after
     assert sums["LOCAL", "build", "A"] != sums["LOCAL", "build", "B"]
 
@@ -127,6 +128,22 @@ def test_server_requests_are_the_specs(acob_run):
         assert ob["update"][s]["writebacks"] == ob["update"][s]["writes"]
 
 
+def test_hybrid_reads_pages_and_ships_ranges(acob_run):
+    """ship = ranges changes only what goes back: the same pages read in every step and set
+    as the page server (the same buffer, the same clock), the update's dirty pages (the
+    header's aside) written back as ranges in more requests but fewer bytes."""
+    run = acob_run["run"]
+    for s in "AB":
+        for st in ar.STEPS:
+            ps, hy = _by(run, "PAGESERVER", st)[s], _by(run, "HYBRID", st)[s]
+            assert (hy["reads"], hy["bytes_read"]) == (ps["reads"], ps["bytes_read"]), (s, st)
+        ps, hy = _by(run, "PAGESERVER", "update")[s], _by(run, "HYBRID", "update")[s]
+        assert hy["writebacks"] == ps["writebacks"], (hy, ps)
+        assert hy["writes"] >= ps["writes"] and hy["bytes_written"] < ps["bytes_written"] / 2, (hy, ps)
+    md = "\n".join(ar.render(OPTS, [run], "p2gen bench acob"))
+    assert "Hybrid (pageserver(ship = ranges)): what an update set ships" in md
+
+
 def test_report_sets_counts_beside_the_spec(acob_run):
     run = acob_run["run"]
     md = "\n".join(ar.render(OPTS, [run], "p2gen bench acob"))
@@ -150,11 +167,12 @@ def test_disagreeing_counts_are_problems(acob_run):
 def test_server_specs_take_the_uris_and_the_buffer(tmp_path):
     specs = ar.server_specs(tmp_path, "nbd://127.0.0.1:1234/acob", "redis://127.0.0.1:4321/0",
                             ar.Options.systems, buffer=100)
-    assert [s[0] for s in specs] == ["LOCAL", "PAGESERVER", "OBJSERVER"]
+    assert [s[0] for s in specs] == ["LOCAL", "PAGESERVER", "OBJSERVER", "HYBRID"]
     text = {name: Path(spec).read_text() for name, spec, *_ in specs}
     assert 'pageserver(server = "nbd://127.0.0.1:1234/acob", pages = 100,' in text["PAGESERVER"]
     assert 'objserver(server = "redis://127.0.0.1:4321/0", objects = 3500,' in text["OBJSERVER"]
     assert 'persistent(file = "acob.db", alloc = exact)' in text["LOCAL"]
+    assert 'pageserver(ship = ranges, server = "nbd://127.0.0.1:1234/acob", pages = 100,' in text["HYBRID"]
 
 
 def test_cost_model_sleeps_per_request(acob_run):

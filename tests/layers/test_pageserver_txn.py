@@ -172,8 +172,11 @@ def drivers(tmp_path_factory, server, cc):
             for txn in ("journal", "wal")}
 
 
-def build_driver(d: Path, cc: str, txn: str, db: str, log: str) -> Path:
-    (d / "pt.p2").write_text(SPEC.format(txn=txn, db=db, log=log))
+def build_driver(d: Path, cc: str, txn: str, db: str, log: str, extra: str = "") -> Path:
+    """The driver over `txn` over a pageserver on `db` and `log`, `extra` more of its
+    parameters."""
+    (d / "pt.p2").write_text(SPEC.format(txn=txn, db=db, log=log).replace(
+        "verify_open = false", "verify_open = false" + extra))
     subprocess.run([sys.executable, "-m", "p2gen", "build", str(d / "pt.p2"), "-o", str(d)],
                    check=True, capture_output=True, text=True)
     (d / "driver.c").write_text(DRIVER)
@@ -220,9 +223,15 @@ def state(exe: Path) -> int:
     return int(out[1].split()[1])
 
 
-@pytest.mark.parametrize("txn", ["journal", "wal"])
-def test_sigkill_in_commits_keeps_the_last_committed_state(server, drivers, txn):
-    exe = drivers[txn]
+@pytest.mark.parametrize("txn", ["journal", "wal", "wal-ranges"])
+def test_sigkill_in_commits_keeps_the_last_committed_state(server, drivers, txn, tmp_path, cc):
+    """(wal-ranges: wal over pageserver(ship = ranges), whose commits write back the
+    announced byte ranges of their pages, the log holding the pages whole.)"""
+    if txn == "wal-ranges":
+        exe = build_driver(tmp_path, cc, "wal", server.uri(f"{txn}-db"), server.uri(f"{txn}-log"),
+                           ", ship = ranges")
+    else:
+        exe = drivers[txn]
     server.reset_exports(f"{txn}-db", f"{txn}-log")
     out = run(exe, "writer", 3)
     assert out[-2:] == ["committed 3", "close 0"], out

@@ -128,7 +128,9 @@ def main() -> None:
 @click.option("--profile", is_flag=True,
               help="Count the workload in the generated API (per container: operations, "
                    "cursor walks and rows, sizes, keys' ranges, distinct values and order) and "
-                   "write it as <spec>.profile.json at close ($P2GEN_PROFILE: another path); "
+                   "write it as <spec>.profile.json at close ($P2GEN_PROFILE: another path; a later "
+                   "run's close writes <spec>.profile.1.json beside it, and readers merge them; "
+                   "P2GEN_PROFILE_RESET=1 starts afresh); "
                    "-D<PREFIX>_PROFILE=0 compiles the counters out.")
 @click.option("--trace", is_flag=True,
               help="Log every public operation with its arguments (a binary trace, buffered, "

@@ -10,7 +10,13 @@ error, exact-ish by linear counting while small) and whether they arrived in key
 `<prefix>_close` writes it as JSON, to `$P2GEN_PROFILE` if set, else to
 `<spec>.profile.json` in the current directory, with the spec's SHA-256 and p2gen's
 version, so that `load_profile` refuses a profile made by another spec (or another
-version of this one).
+version of this one). Profiles accumulate, as gcc's runs do in a .gcda file: a close that
+finds the file there writes a numbered one beside it (`<spec>.profile.1.json`, ...) and
+`load_profile` merges them all. A new file per session rather than a merge in C at close:
+the earlier file is untrusted input, which Python's JSON reader refuses safely where a C
+reader of it would be new attack surface, and a damaged or foreign earlier file then costs
+nothing of the new session (both stay on disk; the load names the one it refuses).
+`P2GEN_PROFILE_RESET=1` (or `rm <spec>.profile*.json`) starts afresh.
 
 Without --profile nothing of this is rendered: the generated C is what it was.
 """
@@ -18,7 +24,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
+import re
 from typing import Optional
 
 from .errors import P2Error
@@ -113,31 +121,128 @@ def context(checked, spec_file: str) -> dict:
             "default_path": default_path(spec_file)}
 
 
+def session_files(path: str) -> list:
+    """The profiles the sessions wrote, in the order they were written: `path`, then the
+    numbered ones beside it (`<stem>.1.json`, `<stem>.2.json`, ...: each close writes a new file
+    rather than rewrite the one there, see profile.c.j2)."""
+    ext = ".json" if path.endswith(".json") else ""
+    stem = path[:len(path) - len(ext)]
+    folder, base = os.path.split(stem)
+    numbered = re.compile(re.escape(base) + r"\.([1-9][0-9]*)" + re.escape(ext) + r"\Z")
+    try:
+        names = os.listdir(folder or ".")
+    except OSError:
+        names = []
+    found = sorted((int(m.group(1)), n) for n in names if (m := numbered.match(n)))
+    return [path] + [os.path.join(folder, n) for _, n in found]
+
+
+def hll_estimate(registers: bytes, n: int) -> float:
+    """HyperLogLog's estimate over 256 registers, as profile.c.j2's __prof_distinct."""
+    if n == 0:
+        return 0.0
+    total = sum(2.0 ** -r for r in registers)
+    zeros = registers.count(0)
+    e = 0.7213 / (1 + 1.079 / 256) * 256 * 256 / total
+    if e <= 2.5 * 256 and zeros:
+        e = 256 * math.log(256.0 / zeros)
+    return e
+
+
+def _merge_key(a: dict, b: dict) -> dict:
+    out = dict(b)
+    for field in ("finds", "inserts", "out_of_order"):
+        out[field] = a[field] + b[field]
+    lows = [v for v in (a["min"], b["min"]) if v is not None]
+    highs = [v for v in (a["max"], b["max"]) if v is not None]
+    out["min"] = min(lows) if lows else None
+    out["max"] = max(highs) if highs else None
+    out["in_order"] = bool(a["in_order"] and b["in_order"])
+    if isinstance(a.get("hll"), str) and isinstance(b.get("hll"), str):
+        ra, rb = bytes.fromhex(a["hll"]), bytes.fromhex(b["hll"])
+        if len(ra) != 256 or len(rb) != 256:
+            raise ValueError("hll")
+        regs = bytes(max(x, y) for x, y in zip(ra, rb))
+        out["hll"] = regs.hex()
+        out["distinct"] = round(hll_estimate(regs, out["inserts"]))
+    else:       # a profile written before the registers were: the larger estimate
+        out.pop("hll", None)
+        out["distinct"] = max(a["distinct"], b["distinct"])
+    return out
+
+
+def _merge_container(a: dict, b: dict) -> dict:
+    """Two sessions of one container: counts add, the largest count is the larger, the final
+    count the later session's; keys' ranges merge, their in-order flags AND, their HyperLogLog
+    registers take the max; cursors' walks and rows add."""
+    if a.get("equation") != b.get("equation") or set(a["ops"]) != set(b["ops"]) or \
+            set(a["cursors"]) != set(b["cursors"]) or set(a["keys"]) != set(b["keys"]):
+        raise ValueError("containers differ")
+    out = dict(b)
+    out["count_max"] = max(a["count_max"], b["count_max"])
+    out["ops"] = {op: a["ops"][op] + b["ops"][op] for op in a["ops"]}
+    out["cursors"] = {v: {"walks": a["cursors"][v]["walks"] + b["cursors"][v]["walks"],
+                          "rows": a["cursors"][v]["rows"] + b["cursors"][v]["rows"]}
+                      for v in a["cursors"]}
+    out["keys"] = {k: _merge_key(a["keys"][k], b["keys"][k]) for k in a["keys"]}
+    return out
+
+
 def load_profile(path: str, spec_path: Optional[str] = None, source: Optional[str] = None) -> dict:
-    """A profile's contents, refused in one line (ProfileError) if it cannot be read, is not
-    a whole profile, or was written by another spec (or another version of it) than
-    `spec_path` / `source` (the spec's text)."""
+    """A profile's contents, every session's merged (the numbered files beside `path`, see
+    session_files), refused in one line (ProfileError) if one cannot be read, is not a whole
+    profile, or was written by another spec (or another version of it) than `spec_path` /
+    `source` (the spec's text): remove `<stem>*.json`, or run with P2GEN_PROFILE_RESET=1, to
+    start afresh."""
+    if spec_path is not None and source is None:
+        with open(spec_path, encoding="utf-8") as f:
+            source = f.read()
+    files = session_files(path)
+    prof = _load_one(path, spec_path, source)
+    for other in files[1:]:
+        later = _load_one(other, spec_path, source, beside=path)
+        if later["spec_sha256"] != prof["spec_sha256"] or \
+                set(later["containers"]) != set(prof["containers"]):
+            raise ProfileError(f"profile '{other}' beside '{path}' was written by another spec "
+                               f"(SHA-256 {str(later['spec_sha256'])[:12]}...): remove "
+                               f"{_stem(path)}*.json to start afresh")
+        try:
+            merged = {name: _merge_container(prof["containers"][name], c)
+                      for name, c in later["containers"].items()}
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise ProfileError(f"profile '{other}' beside '{path}' is damaged: its containers "
+                               f"cannot be merged with the earlier sessions'") from None
+        prof = {**later, "containers": merged}
+    prof["sessions"] = len(files)
+    return prof
+
+
+def _stem(path: str) -> str:
+    return path[:-5] if path.endswith(".json") else path
+
+
+def _load_one(path: str, spec_path: Optional[str], source: Optional[str],
+              beside: Optional[str] = None) -> dict:
+    where = f"profile '{path}'" + (f" beside '{beside}'" if beside else "")
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except OSError as e:
-        raise ProfileError(f"cannot read profile '{path}': {e.strerror or e}") from None
+        raise ProfileError(f"cannot read {where}: {e.strerror or e}") from None
     except UnicodeDecodeError:
-        raise ProfileError(f"profile '{path}' is damaged: not UTF-8 text") from None
+        raise ProfileError(f"{where} is damaged: not UTF-8 text") from None
     try:
         prof = json.loads(text)
     except json.JSONDecodeError as e:
-        raise ProfileError(f"profile '{path}' is damaged or truncated: {e.msg} at line "
+        raise ProfileError(f"{where} is damaged or truncated: {e.msg} at line "
                            f"{e.lineno} column {e.colno}") from None
     if not isinstance(prof, dict) or prof.get("format") != FORMAT or \
             not isinstance(prof.get("containers"), dict) or "spec_sha256" not in prof:
-        raise ProfileError(f"profile '{path}' is not a p2gen profile of format {FORMAT}")
-    if spec_path is not None and source is None:
-        with open(spec_path, encoding="utf-8") as f:
-            source = f.read()
+        raise ProfileError(f"{where} is not a p2gen profile of format {FORMAT}")
     if source is not None and prof["spec_sha256"] != spec_sha256(source):
-        raise ProfileError(f"profile '{path}' was written by another spec than "
+        raise ProfileError(f"{where} was written by another spec than "
                            f"{spec_path or 'this one'} (spec {prof.get('spec')!r}, SHA-256 "
                            f"{str(prof['spec_sha256'])[:12]}...): rebuild with --profile and run "
-                           f"the workload again")
+                           f"the workload again" + (f", or remove {_stem(beside)}*.json"
+                                                    if beside else ""))
     return prof

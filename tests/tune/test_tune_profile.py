@@ -217,6 +217,42 @@ def test_profile_path_from_the_environment_and_compiled_out(tmp_path, cc):
                 .stdout.split() if "__prof" in s]
 
 
+def test_sessions_accumulate_and_a_foreign_one_is_refused(tmp_path, cc):
+    """Each close writes a new file beside the earlier sessions' and load_profile merges them:
+    two runs of the program count everything twice; a profile of another spec beside them is
+    refused by name; P2GEN_PROFILE_RESET=1 starts afresh."""
+    model = Model(5, 400)
+    exe = build_c(tmp_path, cc, model)
+    run(exe, tmp_path)
+    once = load_profile(str(tmp_path / "pf.profile.json"), str(tmp_path / "pf.p2"))
+    model.check(once)
+    run(exe, tmp_path)
+    assert (tmp_path / "pf.profile.1.json").exists()
+    twice = load_profile(str(tmp_path / "pf.profile.json"), str(tmp_path / "pf.p2"))
+    assert twice["sessions"] == 2 and once["sessions"] == 1
+    a1, a2 = once["containers"]["accounts"], twice["containers"]["accounts"]
+    assert a2["ops"] == {op: 2 * n for op, n in a1["ops"].items()}
+    assert a2["cursors"]["rich"] == {k: 2 * v for k, v in a1["cursors"]["rich"].items()}
+    assert (a2["count_max"], a2["count_final"]) == (a1["count_max"], a1["count_final"])
+    for name, k1 in a1["keys"].items():
+        k2 = a2["keys"][name]
+        assert (k2["finds"], k2["inserts"]) == (2 * k1["finds"], 2 * k1["inserts"])
+        assert (k2["min"], k2["max"], k2["hll"]) == (k1["min"], k1["max"], k1["hll"])
+        # the same keys twice: the registers as they were, Python's estimate the C's
+        assert k2["distinct"] == k1["distinct"]
+        assert k2["in_order"] == (k1["in_order"] and k1["out_of_order"] == 0)
+    # a third file of another spec (another version of this one) beside them: refused
+    foreign = json.loads((tmp_path / "pf.profile.1.json").read_text())
+    foreign["spec_sha256"] = "0" * 64
+    (tmp_path / "pf.profile.2.json").write_text(json.dumps(foreign))
+    with pytest.raises(ProfileError, match=r"pf.profile.2.json' beside .*another spec.*"
+                                           r"remove .*pf.profile\*.json"):
+        load_profile(str(tmp_path / "pf.profile.json"), str(tmp_path / "pf.p2"))
+    run(exe, tmp_path, P2GEN_PROFILE_RESET="1")
+    assert sorted(p.name for p in tmp_path.glob("pf.profile*.json")) == ["pf.profile.json"]
+    model.check(load_profile(str(tmp_path / "pf.profile.json"), str(tmp_path / "pf.p2")))
+
+
 def test_without_profile_nothing_is_rendered(tmp_path):
     spec = tmp_path / "pf.p2"
     spec.write_text(SPEC)

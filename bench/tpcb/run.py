@@ -880,8 +880,9 @@ def command(*, sf, accounts, txns, seeds, reference, out, build_dir, filter, db_
     bdir = build_dir or os.path.join("bench", "build")
     exe = build(bdir, cc=cc, cxx=cxx, jobs=jobs,
                 variants=all_variants(lto_rows, variants, profile_rows), say=say)
-    if profile_rows:    # the -prof rows write their profile at every close: into the build dir
-        os.environ.setdefault("P2GEN_PROFILE", os.path.join(os.path.abspath(bdir), "tpcb.profile.json"))
+    if profile_rows:    # the -prof rows write a profile at every close, each spec its own
+        # <spec>.profile.json in the build dir (the later sessions numbered beside it: merged)
+        os.environ.setdefault("P2GEN_PROFILE_DIR", os.path.abspath(bdir))
     rc = run(str(exe), opts, json_path, say=say)
     if not results_written(exe, rc, json_path, say):
         return 1

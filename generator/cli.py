@@ -396,6 +396,10 @@ def _margin(ctx, param, value: str) -> float:
 @_spec_arg()
 @click.option("--profile", "profile", required=True, type=click.Path(dir_okay=False),
               help="The workload: the profile a `p2gen build --profile` of this spec wrote.")
+@click.option("--trace", "trace_path", type=click.Path(dir_okay=False),
+              help="Measure the candidates by replaying this trace (a `p2gen build --trace` "
+                   "log of this spec) exactly, instead of a workload synthesised from the "
+                   "profile (which still sizes and ranks them).")
 @click.option("--top", default=5, show_default=True, type=click.IntRange(1, 50),
               help="Candidates measured (the best by the planner's costs), beside the spec's "
                    "own equation.")
@@ -416,13 +420,14 @@ def _margin(ctx, param, value: str) -> float:
 @click.option("--cc", default=lambda: os.environ.get("CC", "cc"), show_default="$CC or cc",
               help="C compiler.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
-def tune(spec, profile, top, reps, containers, dry_run, check_only, margin, seed, jobs, cc,
-         quiet):
+def tune(spec, profile, trace_path, top, reps, containers, dry_run, check_only, margin, seed,
+         jobs, cc, quiet):
     """Find the fastest equation of SPEC's containers for the workload in --profile.
 
     Per container: enumerate the equations that keep its API and semantics, rank them by the
     planner's costs fed the profile's counts and sizes, build the best --top and the spec's
-    own into one binary, run them --reps times on a workload synthesised from the profile,
+    own into one binary, run them --reps times on a workload synthesised from the profile
+    (or replaying --trace),
     and write the fastest back into SPEC with a comment block of evidence (ties within the
     noise keep the spec's own equation)."""
     from .tune_run import tune as run_tune
@@ -434,7 +439,7 @@ def tune(spec, profile, top, reps, containers, dry_run, check_only, margin, seed
             click.echo(f"p2gen tune: {msg}", err=True)
     try:
         source, outcomes = run_tune(spec, profile, top, reps, list(containers) or None, cc, jobs,
-                                    progress, seed)
+                                    progress, seed, trace_path)
         if check_only:
             slow = [o for o in outcomes if o.slower_by() > margin]
             for o in outcomes:

@@ -25,7 +25,9 @@ from .profile import ProfileError, load_profile
 from .tune import differences, load_view
 from .tune_measure import build_binary, measure, noise_band, results
 from .tune_rank import candidate_text, current_candidate, ranked
+from .trace import read_trace
 from .tune_space import Space
+from .tune_trace import measure_trace
 from .tune_workload import Synthesised
 from .tune_write import original_source
 
@@ -41,6 +43,7 @@ class Outcome:
     n: int
     refused: list = field(default_factory=list)   # (equation, why)
     enumerated: int = 0
+    workload: str = "a workload synthesised from the profile"
 
     def by_index(self, i: int):
         return next(r for r in self.measured if r.index == i)
@@ -75,7 +78,8 @@ def _say(progress, msg):
 
 
 def tune_container(spec_path: str, source: str, name: str, cprof: dict, top: int, reps: int,
-                   cc: str, jobs: int, work: str, progress=None, seed=None) -> Outcome:
+                   cc: str, jobs: int, work: str, progress=None, seed=None,
+                   trace: Optional[str] = None) -> Outcome:
     space = Space(source, name, spec_path)
     current = current_candidate(space, cprof)
     cands = ranked(space, cprof, current.find_keys)
@@ -114,12 +118,19 @@ def tune_container(spec_path: str, source: str, name: str, cprof: dict, top: int
         specs.append((prefix, candidate_text(space, cand)))
         ci = check(parse(specs[-1][1], spec_path)).container(name)
         workload.stable_refs[prefix] = ci.storage.layer.stable_refs
-    _say(progress, f"{name}: building {len(specs)} candidates into one binary")
-    exe = build_binary(specs, workload, os.path.join(work, f"build-{name}"), cc=cc, jobs=jobs,
-                       progress=lambda m: _say(progress, f"{name}: {m}"))
-    m = measure(exe, len(specs), reps, os.path.join(work, f"run-{name}"), seed=seed,
-                progress=lambda msg: _say(progress, f"{name}: {msg}"))
-    counts = workload.profile_counts()
+    if trace:       # the user's own operations, replayed exactly on each candidate
+        m, counts = measure_trace(spec_path, trace, specs, name, reps,
+                                  os.path.join(work, f"replay-{name}"), cc,
+                                  lambda msg: _say(progress, f"{name}: {msg}"))
+        told = f"the trace {os.path.basename(trace)} replayed exactly"
+    else:
+        _say(progress, f"{name}: building {len(specs)} candidates into one binary")
+        exe = build_binary(specs, workload, os.path.join(work, f"build-{name}"), cc=cc,
+                           jobs=jobs, progress=lambda m: _say(progress, f"{name}: {m}"))
+        m = measure(exe, len(specs), reps, os.path.join(work, f"run-{name}"), seed=seed,
+                    progress=lambda msg: _say(progress, f"{name}: {msg}"))
+        counts = workload.profile_counts()
+        told = Outcome.workload
     res = results(m, counts)
     # candidates whose answers differ from the spec's own equation's are refused
     ref = m.checks.get(0)
@@ -130,14 +141,17 @@ def tune_container(spec_path: str, source: str, name: str, cprof: dict, top: int
                             "own equation's"))
             continue
         kept.append(r)
-    return Outcome(name, chosen, kept, counts, noise_band(kept), workload.n, refused, len(cands))
+    return Outcome(name, chosen, kept, counts, noise_band(kept), workload.n, refused, len(cands),
+                   told)
 
 
 def tune(spec_path: str, profile_path: str, top: int = 5, reps: int = 5,
          containers: Optional[list] = None, cc: str = "cc", jobs: int = 2,
-         progress: Optional[Callable[[str], None]] = None, seed=None) -> tuple:
+         progress: Optional[Callable[[str], None]] = None, seed=None,
+         trace: Optional[str] = None) -> tuple:
     """(the spec's text, [Outcome]) for each container the profile saw work on (or the
-    ones named)."""
+    ones named); with `trace` (a `build --trace` log of this spec), the candidates measured
+    by replaying it rather than on the workload synthesised from the profile."""
     t0 = time.perf_counter()
     with open(spec_path, encoding="utf-8") as f:
         source = f.read()
@@ -146,7 +160,9 @@ def tune(spec_path: str, profile_path: str, top: int = 5, reps: int = 5,
         why = _damaged(cprof)
         if why:
             raise ProfileError(f"profile '{profile_path}' is damaged: container {name}: {why}")
-    load(spec_path)                    # the spec itself is sound (its errors, as build's)
+    checked = load(spec_path)          # the spec itself is sound (its errors, as build's)
+    if trace:
+        read_trace(trace, checked)     # another spec's, damaged: refused before any build
     names = containers or [c for c, cp in prof["containers"].items() if _worked(cp)]
     unknown = [c for c in names if c not in prof["containers"]]
     if unknown:
@@ -156,7 +172,7 @@ def tune(spec_path: str, profile_path: str, top: int = 5, reps: int = 5,
     with tempfile.TemporaryDirectory(prefix="p2gen-tune-") as work:
         for name in names:
             out.append(tune_container(spec_path, source, name, prof["containers"][name], top,
-                                      reps, cc, jobs, work, progress, seed))
+                                      reps, cc, jobs, work, progress, seed, trace))
     _say(progress, f"done in {time.perf_counter() - t0:.1f} s")
     return source, out
 

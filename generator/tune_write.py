@@ -75,7 +75,8 @@ def evidence(o, reps: int, mach: str) -> list:
     runner = others[0] if others else None
     lines = [f"picked by measurement: {len(o.measured)} equations x {reps} runs in separate "
              f"processes, random order; n = {o.n:,} (the profile's largest count)",
-             "cost = the profile's count x the median ns per operation:",
+             f"workload: {o.workload}",
+             "cost = the workload's count x the median ns per operation:",
              f"  {'operation':<18}{'count':>12}{'pick ns':>11}{'pick ms':>11}"
              + (f"{'next ns':>11}{'next ms':>11}" if runner else "")]
     decided, gap = None, 0.0

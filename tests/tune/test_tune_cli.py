@@ -169,3 +169,50 @@ def test_a_damaged_profile_is_refused(profiled):
     r = p2gen("tune", "dmg.p2", "--profile", "cut.json", "-q", *TUNE, cwd=d)
     assert r.returncode == 1 and "damaged or truncated" in r.stderr
     assert (d / "dmg.p2").read_text() == SPEC
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory, cc):
+    """The bad spec built with --profile and --trace, and what its workload wrote."""
+    d = tmp_path_factory.mktemp("tune-trace")
+    (d / "acc.p2").write_text(SPEC)
+    r = p2gen("build", "acc.p2", "-o", "out", "--profile", "--trace", "-q", cwd=d)
+    assert r.returncode == 0, r.stderr
+    (d / "main.c").write_text(MAIN)
+    r = subprocess.run([cc, "-O1", "-Iout", "main.c", "out/libacc.a", "-o", "main"], cwd=d,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run(["./main"], cwd=d, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert (d / "acc.profile.json").exists() and (d / "acc.trace").exists()
+    return d
+
+
+def test_tune_measures_by_replaying_the_trace(traced):
+    """--trace: the candidates measured on the program's own operations, replayed exactly;
+    the evidence says so and carries the trace's counts (20,000 finds by id)."""
+    d = traced
+    r = p2gen("tune", "acc.p2", "--profile", "acc.profile.json", "--trace", "acc.trace",
+              "--dry-run", *TUNE, cwd=d)
+    assert r.returncode == 0, r.stderr
+    assert "replaying the trace, rep 2/2" in r.stderr and "measuring rep" not in r.stderr
+    assert "+//   workload: the trace acc.trace replayed exactly" in r.stdout
+    assert "+//   cost = the workload's count" in r.stdout
+    find = next(l for l in r.stdout.splitlines() if l.startswith("+//     find_id "))
+    assert find.split()[2] == "20,000", find
+    new = next(l for l in r.stdout.splitlines() if l.startswith("+container accounts"))
+    assert ("hash(key = id" in new) or ("iarray(key = id" in new), new
+    assert (d / "acc.p2").read_text() == SPEC
+
+
+def test_a_damaged_or_foreign_trace_is_refused_before_building(traced):
+    d = traced
+    (d / "cut.trace").write_bytes((d / "acc.trace").read_bytes()[:50])
+    other = SPEC.replace("filler: char[20]", "filler: char[24]")
+    (d / "other.p2").write_text(other)
+    for spec, trace in (("acc.p2", "cut.trace"), ("other.p2", "acc.trace")):
+        r = p2gen("tune", spec, "--profile", "acc.profile.json", "--trace", trace, "-q", *TUNE,
+                  cwd=d)
+        assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert "Traceback" not in r.stderr
+    assert (d / "acc.p2").read_text() == SPEC and (d / "other.p2").read_text() == other

@@ -1,0 +1,58 @@
+"""`p2gen tune --trace T`: the candidates measured by replaying the user's trace exactly
+(trace_replay) instead of a workload synthesised from the profile (tune_workload).
+
+The candidates (prefixes t0, t1, ...: t0 the spec's own) are linked into one replay driver;
+each repetition is a process of its own replaying the whole trace on every candidate in a
+random order. The replay's statistics become tune_measure's: per candidate, per operation
+the ns per operation of each run and the trace's count of it, so that tune_run picks, bands
+and writes the evidence exactly as for the synthesised workload. The container's own
+operations keep the replay's names (insert, set, result: the replay's bookkeeping of a
+reference given back), its finds are named by their key (find_id); the cursors' and the
+database's (commits) are named `<unit>.<op>`. Other containers' operations are left out:
+the same code for every candidate, they would add only their noise.
+"""
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+from .trace_replay import build_driver, run_driver
+from .tune_measure import Measured
+
+
+def op_name(container: str, keys: list, unit: str, op: str) -> str:
+    if op.startswith("find#") and op[5:].isdigit() and int(op[5:]) < len(keys):
+        op = f"find_{keys[int(op[5:])]}"
+    return op if unit == container else f"{unit}.{op}"
+
+
+def measure_trace(spec_path: str, trace_path: str, specs: list, container: str, reps: int,
+                  build_dir: str, cc: str = "cc",
+                  progress: Callable[[str], None] = lambda m: None) -> tuple:
+    """specs: [(prefix, spec text)], the spec's own first. (tune_measure.Measured by
+    candidate index, {operation: the trace's count}) over `reps` replays."""
+    os.makedirs(build_dir, exist_ok=True)
+    cands = []
+    for prefix, text in specs:
+        path = os.path.join(build_dir, f"{prefix}.p2")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        cands.append((path, prefix))
+    progress(f"building {len(specs)} candidates into one replay driver")
+    checked, exe = build_driver(spec_path, build_dir, cc=cc, candidates=cands)
+    keys = [k.name for k in checked.container(container).keys()]
+    others = {c.name for c in checked.containers} - {container}
+    index = {prefix: i for i, (prefix, _) in enumerate(specs)}
+    out, counts = Measured(), {}
+    for rep in range(reps):
+        progress(f"replaying the trace, rep {rep + 1}/{reps}")
+        for run in run_driver(exe, os.path.abspath(trace_path), 1):
+            i = index[run["prefix"]]
+            for unit, op, count, ns in run["ops"]:
+                if unit in others:
+                    continue
+                name = op_name(container, keys, unit, op)
+                out.ns.setdefault(i, {}).setdefault(name, []).append(ns / max(count, 1))
+                out.runs.setdefault(i, {})[name] = count
+                counts[name] = count
+    return out, counts

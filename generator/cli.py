@@ -400,6 +400,12 @@ def _margin(ctx, param, value: str) -> float:
               help="Measure the candidates by replaying this trace (a `p2gen build --trace` "
                    "log of this spec) exactly, instead of a workload synthesised from the "
                    "profile (which still sizes and ranks them).")
+@click.option("--run", "run_cmd", metavar="CMD",
+              help="Measure the candidates by running your program: each candidate built "
+                   "(header, source, lib<prefix>.a) into its own directory, named to CMD by "
+                   "$P2GEN_TUNE_DIR; CMD (a shell command) runs once per candidate untimed "
+                   "(build your program there), then --reps times timed, in random order; "
+                   "its output must be the same on every candidate.")
 @click.option("--top", default=5, show_default=True, type=click.IntRange(1, 50),
               help="Candidates measured (the best by the planner's costs), beside the spec's "
                    "own equation.")
@@ -420,8 +426,8 @@ def _margin(ctx, param, value: str) -> float:
 @click.option("--cc", default=lambda: os.environ.get("CC", "cc"), show_default="$CC or cc",
               help="C compiler.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
-def tune(spec, profile, trace_path, top, reps, containers, dry_run, check_only, margin, seed,
-         jobs, cc, quiet):
+def tune(spec, profile, trace_path, run_cmd, top, reps, containers, dry_run, check_only, margin,
+         seed, jobs, cc, quiet):
     """Find the fastest equation of SPEC's containers for the workload in --profile.
 
     Per container: enumerate the equations that keep its API and semantics, rank them by the
@@ -437,9 +443,11 @@ def tune(spec, profile, trace_path, top, reps, containers, dry_run, check_only, 
     def progress(msg: str) -> None:
         if not quiet:
             click.echo(f"p2gen tune: {msg}", err=True)
+    if trace_path and run_cmd:
+        raise click.UsageError("--trace and --run are two ways to measure: give one")
     try:
         source, outcomes = run_tune(spec, profile, top, reps, list(containers) or None, cc, jobs,
-                                    progress, seed, trace_path)
+                                    progress, seed, trace_path, run_cmd)
         if check_only:
             slow = [o for o in outcomes if o.slower_by() > margin]
             for o in outcomes:

@@ -27,6 +27,7 @@ from .tune_measure import build_binary, measure, noise_band, results
 from .tune_rank import candidate_text, current_candidate, ranked
 from .trace import read_trace
 from .tune_space import Space
+from .tune_command import ENV, build_candidates, measure_command
 from .tune_trace import measure_trace
 from .tune_workload import Synthesised
 from .tune_write import original_source
@@ -44,6 +45,7 @@ class Outcome:
     refused: list = field(default_factory=list)   # (equation, why)
     enumerated: int = 0
     workload: str = "a workload synthesised from the profile"
+    cpu: dict = field(default_factory=dict)       # --run: index -> the median CPU ns a run
 
     def by_index(self, i: int):
         return next(r for r in self.measured if r.index == i)
@@ -79,7 +81,7 @@ def _say(progress, msg):
 
 def tune_container(spec_path: str, source: str, name: str, cprof: dict, top: int, reps: int,
                    cc: str, jobs: int, work: str, progress=None, seed=None,
-                   trace: Optional[str] = None) -> Outcome:
+                   trace: Optional[str] = None, run: Optional[str] = None) -> Outcome:
     space = Space(source, name, spec_path)
     current = current_candidate(space, cprof)
     cands = ranked(space, cprof, current.find_keys)
@@ -118,7 +120,17 @@ def tune_container(spec_path: str, source: str, name: str, cprof: dict, top: int
         specs.append((prefix, candidate_text(space, cand)))
         ci = check(parse(specs[-1][1], spec_path)).container(name)
         workload.stable_refs[prefix] = ci.storage.layer.stable_refs
-    if trace:       # the user's own operations, replayed exactly on each candidate
+    cpu = {}
+    if run:         # the user's own program, run on each candidate built as `p2gen build` does
+        _say(progress, f"{name}: building {len(specs)} candidates, each into a directory")
+        dirs = build_candidates(os.path.basename(spec_path), checked.prefix, specs,
+                                os.path.join(work, f"run-{name}"), cc, jobs)
+        m, failed, cpu = measure_command(run, dirs, reps, seed,
+                                         progress=lambda msg: _say(progress, f"{name}: {msg}"))
+        refused += [(chosen[i].equation, why) for i, why in sorted(failed.items())]
+        counts = {"run": 1}
+        told = f"the command '{run}' (its wall time a run; ${ENV}: the candidate's build)"
+    elif trace:     # the user's own operations, replayed exactly on each candidate
         m, counts = measure_trace(spec_path, trace, specs, name, reps,
                                   os.path.join(work, f"replay-{name}"), cc,
                                   lambda msg: _say(progress, f"{name}: {msg}"))
@@ -142,16 +154,17 @@ def tune_container(spec_path: str, source: str, name: str, cprof: dict, top: int
             continue
         kept.append(r)
     return Outcome(name, chosen, kept, counts, noise_band(kept), workload.n, refused, len(cands),
-                   told)
+                   told, cpu)
 
 
 def tune(spec_path: str, profile_path: str, top: int = 5, reps: int = 5,
          containers: Optional[list] = None, cc: str = "cc", jobs: int = 2,
          progress: Optional[Callable[[str], None]] = None, seed=None,
-         trace: Optional[str] = None) -> tuple:
+         trace: Optional[str] = None, run: Optional[str] = None) -> tuple:
     """(the spec's text, [Outcome]) for each container the profile saw work on (or the
     ones named); with `trace` (a `build --trace` log of this spec), the candidates measured
-    by replaying it rather than on the workload synthesised from the profile."""
+    by replaying it rather than on the workload synthesised from the profile; with `run` (a
+    shell command), by running it on each candidate's build (tune_command)."""
     t0 = time.perf_counter()
     with open(spec_path, encoding="utf-8") as f:
         source = f.read()
@@ -172,7 +185,7 @@ def tune(spec_path: str, profile_path: str, top: int = 5, reps: int = 5,
     with tempfile.TemporaryDirectory(prefix="p2gen-tune-") as work:
         for name in names:
             out.append(tune_container(spec_path, source, name, prof["containers"][name], top,
-                                      reps, cc, jobs, work, progress, seed, trace))
+                                      reps, cc, jobs, work, progress, seed, trace, run))
     _say(progress, f"done in {time.perf_counter() - t0:.1f} s")
     return source, out
 

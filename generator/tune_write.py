@@ -92,6 +92,9 @@ def evidence(o, reps: int, mach: str) -> list:
     if runner:
         lines.append(f"decided by {decided or 'none'}: the pick saves {_ms(gap)} ms on it; "
                      f"runner-up: {cands[runner.index].equation}")
+    if o.cpu.get(pick.index) is not None and o.cpu.get(0) is not None:
+        lines.append(f"CPU a run (median, the command's processes): pick "
+                     f"{_ms(o.cpu[pick.index])} ms, the spec's own {_ms(o.cpu[0])} ms")
     pred = sorted(range(len(cands)), key=lambda i: cands[i].cost)
     meas = [r.index for r in sorted(o.measured, key=lambda r: r.median)]
     lines.append("ranking (median ms; predicted rank by the planner's costs, cache-line reads):")

@@ -4,7 +4,9 @@ finds by id) and a profile made by a real `p2gen build --profile` and run: tune 
 hash or iarray back, with the evidence; the rewritten spec builds and passes same_api; the
 rest of the file (comments, the other container) stays byte-identical; --dry-run leaves the
 file as it is; --check fails on the bad spec and passes on the tuned one; a profile of
-another spec, a damaged or a truncated one is refused in one line. Small: n = 2,000,
+another spec, a damaged or a truncated one is refused in one line. --trace: measured by
+replaying the program's trace; --run: by the program itself, made per candidate (a failing
+command, or one whose output differs between candidates, refused). Small: n = 2,000,
 --top 2, --reps 2."""
 from __future__ import annotations
 
@@ -216,3 +218,54 @@ def test_a_damaged_or_foreign_trace_is_refused_before_building(traced):
         assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
         assert "Traceback" not in r.stderr
     assert (d / "acc.p2").read_text() == SPEC and (d / "other.p2").read_text() == other
+
+
+MAKEFILE = """D := $(P2GEN_TUNE_DIR)
+$(D)/main: main.c $(D)/libacc.a
+\t$(CC) -O1 -I$(D) main.c $(D)/libacc.a -o $@
+"""
+COUNTED = MAIN.replace('#include "acc.h"', '#include <stdio.h>\n#include "acc.h"').replace(
+    "    return acc_close(db) != P2_OK;",
+    '    printf("%llu\\n", (unsigned long long)acc_accounts_count(db));\n'
+    "    return acc_close(db) != P2_OK;")
+
+
+@pytest.fixture(scope="module")
+def made(profiled, tmp_path_factory, cc):
+    """A Makefile-driven program over the spec (its library from $P2GEN_TUNE_DIR) and the
+    profile of the bad spec."""
+    d = tmp_path_factory.mktemp("tune-run")
+    (d / "acc.p2").write_text(SPEC)
+    (d / "main.c").write_text(COUNTED)
+    (d / "Makefile").write_text(MAKEFILE.replace("$(CC)", cc))
+    (d / "acc.profile.json").write_text((profiled / "acc.profile.json").read_text())
+    return d
+
+
+def test_tune_runs_the_users_program_on_each_candidate(made):
+    """--run: each candidate built into its own directory, the program made and run there;
+    the scan's O(n) finds lose to a keyed equation, the evidence names the command."""
+    cmd = 'make -s >/dev/null && "$P2GEN_TUNE_DIR/main"'
+    r = p2gen("tune", "acc.p2", "--profile", "acc.profile.json", "--run", cmd, "--dry-run",
+              *TUNE, cwd=made)
+    assert r.returncode == 0, r.stderr
+    assert "timing the command, rep 2/2" in r.stderr
+    assert f"+//   workload: the command '{cmd}'" in r.stdout
+    assert "+//   CPU a run (median" in r.stdout
+    new = next(l for l in r.stdout.splitlines() if l.startswith("+container accounts"))
+    assert ("hash(key = id" in new) or ("iarray(key = id" in new), new
+    assert (made / "acc.p2").read_text() == SPEC
+
+
+def test_a_failing_or_inconsistent_command_is_refused(made):
+    r = p2gen("tune", "acc.p2", "--profile", "acc.profile.json", "--run", "exit 7", "-q",
+              "--top", "1", "--reps", "1", cwd=made)
+    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "on the spec's own equation 'exit 7' failed (status 7)" in r.stderr
+    # an answer that differs between candidates: each other candidate refused, nothing written
+    r = p2gen("tune", "acc.p2", "--profile", "acc.profile.json", "--run",
+              'echo "$P2GEN_TUNE_DIR"', "-q", "--top", "1", "--reps", "1", cwd=made)
+    assert r.returncode == 0, r.stderr
+    assert "keeps its equation" in r.stdout
+    assert "its output differs from the spec's own equation's" in r.stdout
+    assert (made / "acc.p2").read_text() == SPEC

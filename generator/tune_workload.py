@@ -188,6 +188,7 @@ class Synthesised:
         cp, rtype = f"{p}_{c}", f"{p}_{self.info.record.name}"
         L = [f"static int {p}_tune_run(const char *dir, p2t_out *o)", "{",
              f"    {p}_db *db; {rtype} rec; {p}_ref ref = 0; int rc = 0; uint64_t t, hits = 0;",
+             "    (void)ref;   /* a workload of inserts and walks only takes no reference */",
              f"    {p}_ref *refs = calloc(p2t_n, sizeof *refs);",
              "    if (!refs) return -1;",
              f"    if ((rc = {p}_open(&db, dir)) != P2_OK) {{ fprintf(stderr, \"open: %d\\n\", rc);"
@@ -219,7 +220,8 @@ class Synthesised:
         return "\n".join(L)
 
     def _phase(self, op: str, runs: int, p: str, cp: str, rtype: str) -> list:
-        L = self._chunked(runs) + ["        uint64_t row = p2t_next() % p2t_n;"]
+        # (void)row: a walk without parameters takes none
+        L = self._chunked(runs) + ["        uint64_t row = p2t_next() % p2t_n; (void)row;"]
         if op.startswith("find_"):
             k = self.key_objs[op[5:]]
             args = ", ".join(f"p2t_{n}[row]" for n in getattr(k, "names", (k.name,)))

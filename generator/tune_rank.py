@@ -184,8 +184,11 @@ class Workload:
         for k in space.info.keys():
             self.key_fields.update(getattr(k, "names", None) or (k.name,))
         self.finds = {k: ks["finds"] for k, ks in cprof.get("keys", {}).items() if ks.get("finds")}
+        # the spec's cursors: a generated one (`all`: every element, whatever the
+        # equation) is not planned and costs the same walk on every candidate
+        declared = {c.name for c in space.info.cursors if not c.synthetic}
         self.walks = {c: cs["walks"] for c, cs in cprof.get("cursors", {}).items()
-                      if cs.get("walks")}
+                      if cs.get("walks") and c in declared}
 
     def card(self, li, info) -> Card:
         """Layer `li` of checked container `info`, alone."""

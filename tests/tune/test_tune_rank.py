@@ -62,3 +62,14 @@ def test_sizes_come_from_the_profile():
     dense = iarrays(profile(n=3000, sku_max=2999))
     assert dense and all("max_key" in str(c.params) for c in dense)
     assert iarrays(profile(n=3000, sku_max=10 ** 7)) == []
+
+
+def test_the_generated_all_cursor_does_not_make_every_candidate_infinite():
+    """A walk of the generated `all` cursor (an invariant check's scan in the profile) is the
+    same walk on every candidate: the ranking is the one without it, not empty."""
+    space = Space(SPEC, "items", "inv.p2")
+    cprof = profile()
+    with_all = dict(cprof, cursors={**cprof["cursors"], "all": {"walks": 1, "rows": 3000}})
+    plain, walked = ranked(space, cprof)[:20], ranked(space, with_all)[:20]
+    assert walked and [(c.equation, c.cost) for c in walked] == \
+        [(c.equation, c.cost) for c in plain]

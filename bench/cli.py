@@ -259,6 +259,12 @@ def bench_social(**kwargs):
                    "and each mapped variant with 5, 20, 50 and 100% of its file relocated by "
                    "force at every open (P2_MAPPED_RELOCATE); T1 unless --ops; the open timed "
                    "apart; writes oo7_pointers.{json,md}.")
+@click.option("--server", is_flag=True,
+              help="OO7 on a page server, as QuickStore ran it over EXODUS: the HASH/ILIST "
+                   "equation on a local file, over pageserver (an nbdkit started here) and over "
+                   "objserver with malloc storage (a redis-server started here), T1, T6 and Q1 "
+                   "cold (a fresh open) and hot, with the servers' request counters; small "
+                   "unless --size; writes oo7_server.{json,md}.")
 def bench_oo7(**kwargs):
     """OO7: every generated variant of type_equations/oo7/ vs hand-written C++, SQLite and LMDB.
 

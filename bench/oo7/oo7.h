@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../splitmix64.h"
@@ -176,6 +177,12 @@ public:
     virtual std::string verify() = 0;
     // database size: bytes of the file(s) for persistent systems, else heap bytes in use
     virtual uint64_t size_bytes() = 0;
+
+    // -- a server's counters (--server: a variant over pageserver or objserver) ----------
+    // the names and values of <prefix>_server_stats since the open or the last reset;
+    // false for a system whose memory is not a server
+    virtual bool server_stats(std::vector<std::pair<std::string, uint64_t>> *out) { (void)out; return false; }
+    virtual void server_stats_reset() {}
 };
 
 // ---------------------------------------------------------------------------------------

@@ -35,6 +35,9 @@
 // the environment variable NAME set to V (the relocation rows of `p2gen bench oo7
 // --pointers`: a mapped file's forced relocation, P2_MAPPED_RELOCATE=P), which is unset
 // again after the open, so that other variants in the process do not see it
+#ifndef P2_SERVER
+#define P2_SERVER 0
+#endif
 #ifndef P2_JOURNAL
 #define P2_JOURNAL 0
 #endif
@@ -448,6 +451,22 @@ public:
     }
 
     std::string verify() override;
+
+#if P2_SERVER
+    // -DP2_SERVER=1: the spec's memory is a server (pageserver, objserver); the API gives
+    // its counters (<prefix>_server_stats) since the open or the last reset
+    bool server_stats(std::vector<std::pair<std::string, uint64_t>> *out) override {
+        p2_server_stats x;
+        if (P2(server_stats)(db_, &x) != P2_OK) return false;
+        *out = {{"reads", x.reads}, {"writes", x.writes}, {"flushes", x.flushes},
+                {"bytes_read", x.bytes_read}, {"bytes_written", x.bytes_written},
+                {"misses", x.misses}, {"hits", x.hits}, {"evictions", x.evictions},
+                {"writebacks", x.writebacks}, {"bundled", x.bundled}, {"frames", x.frames},
+                {"resident", x.resident}};
+        return true;
+    }
+    void server_stats_reset() override { (void)P2(server_stats_reset)(db_); }
+#endif
 
     uint64_t size_bytes() override {
         if (P2_PERSISTENT) {

@@ -1,7 +1,11 @@
 """The generated C tells the truth for its spec: each function's documented errors are
 what the layers of that container's equation can return (layers/*.py, `errors`), a
 relationship role's functions document what its layer declares, and no function is emitted
-that nothing calls."""
+that nothing calls.
+
+The tests over every committed spec run, unless P2GEN_FULL=1, over a covering subset of
+them (tests/speccover.py: every layer, layer parameter, field type, cursor, role and find
+shape any of them has)."""
 import functools
 import glob
 import os
@@ -15,6 +19,7 @@ from p2gen.layers import LAYERS
 from p2gen.parser import parse
 from p2gen.plan import plan
 from p2gen.render import render
+from speccover import covering
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 REC = "record item { id: u32; grp: i32; name: char[8]; }\n"
@@ -99,7 +104,7 @@ def planned_header(spec: str):
     return checked, render(checked, spec)[0]
 
 
-@pytest.mark.parametrize("spec", SPECS, ids=lambda p: os.path.relpath(p, ROOT))
+@pytest.mark.parametrize("spec", covering(SPECS), ids=lambda p: os.path.relpath(p, ROOT))
 def test_only_keyed_storage_documents_duplicates(spec):
     """P2_EDUP comes from a unique key (iarray's slots, or an index with unique = true):
     a container without one never lists it."""
@@ -161,8 +166,8 @@ def test_role_error_lists_are_what_the_layer_declares(rel, expected, mem):
         assert documented(header, container)[fn] == want, (container, fn)
 
 
-@pytest.mark.parametrize("spec", SPECS + sorted(glob.glob(os.path.join(ROOT, "tests", "specs",
-                                                                       "links_*.p2"))),
+@pytest.mark.parametrize("spec", covering(SPECS + sorted(glob.glob(os.path.join(
+                             ROOT, "tests", "specs", "links_*.p2")))),
                          ids=lambda p: os.path.relpath(p, ROOT))
 def test_only_roles_that_grow_blocks_document_allocation(spec):
     """A role function documents the memory layer's allocation codes exactly when the
@@ -236,7 +241,12 @@ def assert_all_static_functions_used(main, include_dir):
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
-@pytest.mark.parametrize("spec", COMMITTED, ids=lambda p: os.path.relpath(p, ROOT))
+# the covering subset of the committed specs, and the specs of the recovery builds
+UNUSED_CHECKED = sorted(set(covering(COMMITTED))
+                        | {s for s in COMMITTED if os.path.basename(s) in RECOVERED})
+
+
+@pytest.mark.parametrize("spec", UNUSED_CHECKED, ids=lambda p: os.path.relpath(p, ROOT))
 def test_no_static_function_is_unused(spec, tmp_path):
     """Every static function of the generated source is called by the source itself or by
     the program that includes it (the integrity checker; the recovery program, for its

@@ -11,7 +11,8 @@ compiler and flags and the object reused by every later build, test and benchmar
 The object lives in the user's cache directory ($P2GEN_CACHE_DIR, else
 $XDG_CACHE_HOME/p2gen, else ~/.cache/p2gen), named by a hash of the runtime's text, the
 compiler (its path and `--version`) and the flags, and is written under a temporary name
-and renamed, so builds running at the same time share it safely.
+and renamed, so builds running at the same time share it safely. Any other source that
+several builds compile alike (the tests' OO7 programs) is cached so too: cached_object.
 """
 from __future__ import annotations
 
@@ -22,10 +23,15 @@ import shlex
 import shutil
 import subprocess
 import tempfile
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 from . import runtime as runtime_pkg
 from .errors import BuildError, EnvError, os_reason
+
+try:
+    import fcntl
+except ImportError:         # no flock: concurrent builds may compile an object twice
+    fcntl = None
 
 RUNTIME_DIR = os.path.dirname(os.path.abspath(runtime_pkg.__file__))
 RUNTIME_FILES = ("p2_runtime.h", "p2_runtime.c")
@@ -200,36 +206,76 @@ def _runtime_flags(flags: Sequence[str], runtime_text_: str = "") -> list:
     return [f for i, f in enumerate(out) if level(f) is None or last[level(f)] == i]
 
 
-def runtime_object(cc_cmd: Sequence[str], flags: Sequence[str],
-                   cache: Optional[str] = None) -> str:
-    """The runtime compiled with `cc_cmd` and `flags` (`-c` is added): the path of the
-    object in the cache, compiled now only if no earlier build made the same one."""
-    c_text, h_text = runtime_text("p2_runtime.c"), runtime_text("p2_runtime.h")
-    flags = _runtime_flags(flags, c_text + h_text)
-    key = hashlib.sha256("\0".join([c_text, h_text, _compiler_identity(tuple(cc_cmd)),
+def _unwritable(main: str, root: str, e: OSError) -> EnvError:
+    return EnvError(f"error: cannot write {main}'s object into the cache '{root}': "
+                    f"{os_reason(e)} (set P2GEN_CACHE_DIR to a writable directory)")
+
+
+def cached_object(cc_cmd: Sequence[str], flags: Sequence[str], main: str,
+                  files: Mapping[str, str], cache: Optional[str] = None) -> str:
+    """`files[main]` (a C or C++ source: its suffix tells the compiler) compiled with
+    `cc_cmd` and `flags` (`-c` is added): the path of the object in the cache, compiled now
+    only if no earlier build made the same one. `files` maps relative paths to texts: the
+    source and every file it includes but the system's, laid out as the source includes
+    them (`"oo7/oo7_p2.cc"` beside `"oo7/oo7.h"` and `"p2_variant.h"` for
+    `#include "../p2_variant.h"`; a quoted include found nowhere beside its includer is
+    looked for at the top of them). They are written to a directory of the cache and the
+    source compiled there, with no include directory of the caller's (`-I` is refused):
+    the key (their paths and texts, the compiler, the flags) is all the object depends
+    on, and it names the same files whoever compiled it."""
+    flags = list(flags)
+    if any(f.startswith("-I") for f in flags):
+        raise ValueError("cached_object: the included files go in `files`, not through -I")
+    key = hashlib.sha256("\0".join([main, *(x for item in sorted(files.items()) for x in item),
+                                    _compiler_identity(tuple(cc_cmd)),
                                     shlex.join(flags)]).encode("utf-8")).hexdigest()[:24]
-    root = cache or cache_dir("runtime")
-    obj = os.path.join(root, f"p2_runtime-{key}.o")
+    root = cache or cache_dir("objects")
+    stem = os.path.splitext(os.path.basename(main))[0]
+    obj = os.path.join(root, f"{stem}-{key}.o")
     if os.path.exists(obj):
         return obj
     src_dir = os.path.join(root, f"src-{key}")
     try:
         os.makedirs(src_dir, exist_ok=True)
-        write_if_changed(os.path.join(src_dir, "p2_runtime.c"), c_text)
-        write_if_changed(os.path.join(src_dir, "p2_runtime.h"), h_text)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".o", dir=root)
-        os.close(fd)
+        lock = open(os.path.join(src_dir, ".lock"), "a")
     except OSError as e:
-        raise EnvError(f"error: cannot write the runtime's object into the cache '{root}': "
-                       f"{os_reason(e)} (set P2GEN_CACHE_DIR to a writable directory)") from None
-    try:
-        run_cc(list(cc_cmd) + flags + ["-c", os.path.join(src_dir, "p2_runtime.c"), "-o", tmp],
-               "compiling p2_runtime.c")
-        os.replace(tmp, obj)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        raise _unwritable(main, root, e) from None
+    with lock:
+        # one compile of it at a time: a build wanting the object another is compiling
+        # waits for it rather than compiling it too
+        if fcntl is not None:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        if os.path.exists(obj):
+            return obj
+        try:
+            for rel, text in files.items():
+                path = os.path.join(src_dir, rel)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                write_if_changed(path, text)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".o", dir=root)
+            os.close(fd)
+        except OSError as e:
+            raise _unwritable(main, root, e) from None
+        try:
+            run_cc(list(cc_cmd) + flags + ["-iquote", src_dir, "-c",
+                                           os.path.join(src_dir, main), "-o", tmp],
+                   f"compiling {main}")
+            os.replace(tmp, obj)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
     return obj
+
+
+def runtime_object(cc_cmd: Sequence[str], flags: Sequence[str],
+                   cache: Optional[str] = None) -> str:
+    """The runtime compiled with `cc_cmd` and `flags` (`-c` is added): the path of the
+    object in the cache (cached_object, in its own directory `runtime`), compiled now only
+    if no earlier build made the same one."""
+    c_text, h_text = runtime_text("p2_runtime.c"), runtime_text("p2_runtime.h")
+    return cached_object(cc_cmd, _runtime_flags(flags, c_text + h_text), "p2_runtime.c",
+                         {"p2_runtime.c": c_text, "p2_runtime.h": h_text},
+                         cache or cache_dir("runtime"))
 
 
 def runtime_object_in(out_dir: str, cc_cmd: Sequence[str], flags: Sequence[str],

@@ -11,6 +11,8 @@ belongs in that file.
   .pytest_cache by the spec text, the flags and every source the generated code depends on
   (set P2GEN_TEST_NO_CACHE=1 to rebuild).
 - `cache_lock(path)`: what builds into a cache shared by pytest-xdist's workers holds it.
+- `object_cache_root(config)`: the toolchain's object cache (p2gen.toolchain.cached_object)
+  in .pytest_cache, for sources several files compile alike (tests/oo7kit.py).
 
 scripts/test.sh runs the suite on every core (pytest-xdist, `--dist loadgroup`): the worker
 processes share the build caches in .pytest_cache, so an entry is built under a lock by one
@@ -49,6 +51,8 @@ for _d in (TESTS, *(TESTS / d for d in TEST_DIRS)):
         sys.path.insert(0, str(_d))
 
 CACHE_KEEP = 24   # harness builds kept in .pytest_cache
+OBJECT_KEEP = 160        # objects kept in the object cache (about 2 MB each): a few OO7 builds
+EXE_KEEP = 4             # programs linked from them kept (about 25 MB each)
 
 # The sanitized programs the tests build carry no debug information (-g0, after any -g):
 # under ASan a third less compile time, and a sanitizer report still names the functions
@@ -184,13 +188,41 @@ def harness_cache_root(config):
     return Path(cache.mkdir("p2gen-harness"))
 
 
+def object_cache_root(config):
+    """.pytest_cache/d/p2gen-objects: the toolchain's object cache (p2gen.toolchain.
+    cached_object) for sources several test files compile alike (tests/oo7kit.py), and the
+    programs linked from them (exe/); None as for harness_cache_root."""
+    cache = getattr(config, "cache", None)
+    if cache is None or os.environ.get("P2GEN_TEST_NO_CACHE") == "1":
+        return None
+    return Path(cache.mkdir("p2gen-objects"))
+
+
+def prune_objects(root: Path) -> None:
+    """Keep the OBJECT_KEEP most recently used objects (with their sources' copies) and
+    EXE_KEEP programs of the object cache."""
+    objs = sorted(root.glob("*.o"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in objs[OBJECT_KEEP:]:
+        old.unlink(missing_ok=True)
+    kept = {p.stem.rsplit("-", 1)[-1] for p in objs[:OBJECT_KEEP]}
+    for src in root.glob("src-*"):
+        if src.name[len("src-"):] not in kept:
+            shutil.rmtree(src, ignore_errors=True)
+    exes = sorted((root / "exe").glob("*"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in exes[EXE_KEEP:]:
+        old.unlink(missing_ok=True)
+
+
 def pytest_sessionstart(session):
-    """Keep the harness cache small (the most recently used entries only), once per run and
+    """Keep the harness and object caches small (the most recently used entries only), once per run and
     before any test: in the only process, or in pytest-xdist's controller before it starts
     its workers. A run uses more entries than are kept, so a worker pruning would delete
     builds another worker of the same run still runs."""
     if hasattr(session.config, "workerinput"):
         return
+    objects = object_cache_root(session.config)
+    if objects is not None:
+        prune_objects(objects)
     root = harness_cache_root(session.config)
     if root is None:
         return

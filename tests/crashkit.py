@@ -6,7 +6,8 @@ drivers (tests/c/crash_tpcb.c per TPC-B spec, tests/c/crash_oo7.cc for OO7), cac
   not, as its header says), ASan/UBSan. Same executable for the child that is killed and
   for the opener that checks what it left.
 - `oo7_exe(cache, spec)`: crash_oo7.cc + bench/oo7/oo7_common.cc + bench/oo7/oo7_p2.cc
-  against a journalled OO7 spec, ASan/UBSan.
+  against a journalled OO7 spec, ASan/UBSan: the conformance binary's objects
+  (tests/oo7kit.py), `cache` being their cache.
 - `spawn_and_kill(...)`: run a child with its stdout in a file, SIGKILL it at a given
   moment, return its complete output lines.
 """
@@ -34,7 +35,6 @@ SPECS = ROOT / "tests" / "specs"
 OO7 = ROOT / "bench" / "oo7"
 SAN = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", DEBUG_FLAG, "-O1"]
 CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror"] + SAN
-CXXFLAGS = ["-std=c++17", "-Wall", "-Wextra"] + SAN
 # the runtime's object: the toolchain's cached one with the suite's sanitized harness
 # flags (the layer tests and test_oo7_generated.py link the same object)
 RUNTIME_FLAGS = [*HARNESS_CFLAGS, *SANITIZE_CFLAGS, DEBUG_FLAG]
@@ -46,10 +46,6 @@ _built: dict = {}
 
 def cc() -> list:
     return shlex.split(os.environ.get("CC") or shutil.which("cc") or "cc")
-
-
-def cxx() -> list:
-    return shlex.split(os.environ.get("CXX") or shutil.which("c++") or "c++")
 
 
 def have_compilers() -> bool:
@@ -132,59 +128,29 @@ def tpcb_exe(cache: Path, spec: Path) -> str:
     return str(out)
 
 
-def oo7_exe(cache: Path, spec: Path, prefix: str = "crash_oo7j") -> str:
-    """crash_oo7.cc linked with OO7's shared code and oo7_p2.cc against the journalled spec."""
+def oo7_exe(cache: Path, spec: Path) -> str:
+    """crash_oo7.cc linked with OO7's shared code and oo7_p2.cc against the journalled spec,
+    as `p2gen bench oo7` generates it (its variant's prefix): every object but crash_oo7.cc's
+    is the conformance binary's too (tests/oo7kit.py; cache: its object cache)."""
+    import oo7kit
     with _lock:
         if str(spec) in _built:
             return _built[str(spec)]
-    gen, gen_dir = _generate(spec, prefix)
+    v = next(v for v in oo7kit.VARIANTS if Path(v.spec).resolve() == spec.resolve())
+    gen, gen_dir = _generate(spec, v.prefix)
     try:
-        # bench/*.h too: oo7_p2.cc includes ../p2_variant.h
-        headers = (sorted(OO7.glob("*.h")) + sorted(OO7.parent.glob("*.h"))
-                   + [Path(gen.header), gen_dir / "p2_runtime.h"])
-        hbytes = b"".join(Path(h).name.encode() + b"\0" + Path(h).read_bytes() for h in headers)
-        defs = [f"-DP2_VARIANT={prefix}", f'-DP2_HEADER="{prefix}.h"', '-DP2_NAME="OO7/JOURNAL"',
-                '-DP2_MEM="persistent"', "-DP2_PERSISTENT=1", "-DP2_JOURNAL=1", "-DP2_RANK=50"]
-        inc = ["-I", str(OO7), "-I", str(gen_dir)]
-        tasks = [
-            (cc() + CFLAGS + ["-c", gen.source], gen.source, f"{prefix}.o"),
-            (cxx() + CXXFLAGS + inc + ["-c", str(OO7 / "oo7_common.cc")], OO7 / "oo7_common.cc", "oo7_common.o"),
-            (cxx() + CXXFLAGS + defs + inc + ["-c", str(OO7 / "oo7_p2.cc")], OO7 / "oo7_p2.cc", "oo7_p2.o"),
-            (cxx() + CXXFLAGS + defs + inc + ["-c", str(C_DIR / "crash_oo7.cc")], C_DIR / "crash_oo7.cc", "crash_oo7.o"),
-        ]
-
-        def one(task):
-            cmd, src, name = task
-            key = _digest(" ".join(cmd).replace(str(gen_dir), "@GEN@"), Path(src).read_bytes(), hbytes)
-            obj = cache / f"{name}_{key}"
-            if obj.exists():
-                os.utime(obj)
-                return obj
-            tmp = cache / f".{obj.name}.{os.getpid()}.tmp"
-            proc = subprocess.run(cmd + ["-o", str(tmp)], capture_output=True, text=True, timeout=1200)
-            if proc.returncode != 0:
-                tmp.unlink(missing_ok=True)
-                raise AssertionError(f"{name} does not compile ({shlex.join(cmd)}):\n{proc.stderr[-6000:]}")
-            os.replace(tmp, obj)
-            return obj
-
+        tasks = [(oo7kit.generated_object, cache, gen),
+                 (oo7kit.driver_object, cache, OO7 / "oo7_p2.cc", v, gen),
+                 (oo7kit.driver_object, cache, C_DIR / "crash_oo7.cc", v, gen),
+                 (oo7kit.driver_object, cache, OO7 / "oo7_common.cc")]
         with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
-            objs = list(pool.map(one, sorted(tasks, key=lambda t: -Path(t[1]).stat().st_size)))
-        objs.append(Path(runtime_object(cc(), RUNTIME_FLAGS)))
-        exe = cache / f"crash_oo7_{_digest(*[o.name for o in objs])}"
-        if not exe.exists():
-            tmp = cache / f".{exe.name}.{os.getpid()}.tmp"
-            proc = subprocess.run(cxx() + SAN + [str(o) for o in objs] + ["-o", str(tmp)],
-                                  capture_output=True, text=True, timeout=600)
-            assert proc.returncode == 0, f"linking crash_oo7 failed:\n{proc.stderr[-6000:]}"
-            os.replace(tmp, exe)
-        os.utime(exe)
+            objs = list(pool.map(lambda t: t[0](*t[1:]), tasks))
+        exe = oo7kit.link(cache, "crash_oo7", objs)
     finally:
         shutil.rmtree(gen_dir, ignore_errors=True)
-    _prune(cache)
     with _lock:
-        _built[str(spec)] = str(exe)
-    return str(exe)
+        _built[str(spec)] = exe
+    return exe
 
 
 def sanitizer_clean(stderr: str) -> bool:

@@ -13,49 +13,29 @@ generator, HAND and the conformance checker (oo7_conform.cc) into one ASan/UBSan
 - a file written by one variant is refused by another (the spec/equation fingerprint
   differs): a clear message and exit status, no sanitizer report, the file untouched.
 
-Objects and the binary are cached in .pytest_cache by the hash of the command line and
-of every input (the generated code, bench/oo7 sources and headers), so a rerun after
-editing one file recompiles only what depends on it (P2GEN_TEST_NO_CACHE=1: no cache).
+Its objects and the binary are tests/oo7kit.py's: each compiled once per session and shared
+with the crash tests' OO7 child through the toolchain's object cache in .pytest_cache, keyed
+by every input, so a rerun after editing one file recompiles only what depends on it
+(P2GEN_TEST_NO_CACHE=1: no cache).
 """
 from __future__ import annotations
 
-import hashlib
 import os
-import shlex
 import shutil
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from conftest import DEBUG_FLAG, runtime_obj
-from oo7kit import assert_all_passed, run
+import oo7kit
+from oo7kit import VARIANTS, assert_all_passed, run
 
 from p2gen.bench.oo7 import run as bo
-from p2gen.harness import HARNESS_CFLAGS, SANITIZE_CFLAGS
 
-ROOT = Path(__file__).resolve().parents[2]
-OO7 = ROOT / "bench" / "oo7"
+OO7 = oo7kit.OO7
 SHARED = ("oo7_common.cc", "oo7_hand.cc", "oo7_conform.cc")
-SAN = ("-fsanitize=address,undefined", DEBUG_FLAG)
-# no -O: the sanitized build compiles several times faster, and the checks still run in
-# about a second (tiny) or three (small) per variant
-CFLAGS = ("-std=c11", "-Wall", "-Wextra", "-Werror") + SAN
-CXXFLAGS = ("-std=c++17", "-Wall", "-Wextra", "-Werror") + SAN
-CACHE_KEEP = 48          # cached objects kept (about 2 MB each): two or three full builds
-EXE_KEEP = 2             # cached binaries kept (about 25 MB each)
 MAIN = ("hash_ilist_persistent", "hash_ilist_transient", "hash_refarray_persistent",
         "hash_ilist_journal", "hash_ilist_clustered_persistent")
-
-VARIANTS = bo.default_variants() if (OO7 / bo.P2_DRIVER).exists() else []
-# `p2gen bench oo7 --pointers`' relocation rows: each mapped variant's twin whose file is
-# relocated by force at every open of an existing file (the build makes the file; the
-# reopen relocates all of it); their specs are copies written to a scratch directory
-if VARIANTS:
-    import tempfile
-    VARIANTS += [v for v in bo.pointer_variants(Path(tempfile.gettempdir()) / f"p2gen-oo7-pointers-{os.getuid()}")
-                 if v.open_env and v.open_env[1] == "100"]
 
 
 def _stem(v: bo.Variant) -> str:
@@ -76,21 +56,6 @@ def _why_not() -> str | None:
     return None
 
 
-def _digest(*parts) -> str:
-    h = hashlib.sha256()
-    for p in parts:
-        h.update(p if isinstance(p, bytes) else str(p).encode())
-        h.update(b"\0")
-    return h.hexdigest()[:32]
-
-
-def _prune(d: Path, pattern: str, keep: int) -> None:
-    """Keep the `keep` most recently used files of d matching pattern."""
-    entries = sorted(d.glob(pattern), key=lambda e: e.stat().st_mtime, reverse=True)
-    for old in entries[keep:]:
-        old.unlink(missing_ok=True)
-
-
 @pytest.fixture(scope="module")
 def conform(request, tmp_path_factory) -> str:
     """The sanitized conformance binary with every generated variant and HAND."""
@@ -98,77 +63,18 @@ def conform(request, tmp_path_factory) -> str:
     if why:
         pytest.skip(why)
     from p2gen.build import generate
-    cc = shlex.split(os.environ.get("CC") or shutil.which("cc"))
-    cxx = [shutil.which("c++")]
-    work = tmp_path_factory.mktemp("oo7_generated")
-    gen_dir = work / "gen"
-    if os.environ.get("P2GEN_TEST_NO_CACHE") == "1":
-        cache = work / "cache"
-        cache.mkdir()
-    else:
-        cache = Path(request.config.cache.mkdir("p2gen-oo7-generated"))
+    cache = oo7kit.object_cache(request.config, tmp_path_factory)
+    gen_dir = tmp_path_factory.mktemp("oo7_generated") / "gen"
     gens = [(v, generate(v.spec, str(gen_dir), v.prefix)) for v in VARIANTS]
-    # every header an object may include: bench/oo7's and the generated ones
-    headers = sorted(OO7.glob("*.h")) + sorted(OO7.parent.glob("*.h")) + sorted(gen_dir.glob("*.h"))
-    header_bytes = b"".join(h.name.encode() + b"\0" + h.read_bytes() for h in headers)
-
-    # (what, command without -o, source); the runtime is not among them: its object is the
-    # toolchain's cached one (by its text, the compiler and the flags) with the suite's
-    # sanitized harness flags, which the layer and crash tests link too: compiled once
-    runtime = runtime_obj(shlex.join(cc), [*HARNESS_CFLAGS, *SANITIZE_CFLAGS, DEBUG_FLAG])
-    tasks = []
-    for rank, (v, g) in enumerate(gens):
-        tasks.append((Path(g.source).name, cc + list(CFLAGS) + ["-c", g.source], Path(g.source)))
-        defs = [f"-DP2_VARIANT={v.prefix}", f'-DP2_HEADER="{v.prefix}.h"', f'-DP2_NAME="{v.name}"',
-                f'-DP2_MEM="{v.mem}"', f"-DP2_PERSISTENT={1 if v.persistent else 0}",
-                f"-DP2_RANK={20 + rank}", f"-DP2_JOURNAL={1 if v.journal else 0}"]
-        if v.open_env:
-            defs += [f'-DP2_OPEN_ENV="{v.open_env[0]}"', f'-DP2_OPEN_ENV_VALUE="{v.open_env[1]}"']
-        tasks.append((f"{bo.P2_DRIVER} for {v.prefix}",
-                      cxx + list(CXXFLAGS) + defs + [f"-I{OO7}", f"-I{gen_dir}", "-c",
-                                                     str(OO7 / bo.P2_DRIVER)],
-                      OO7 / bo.P2_DRIVER))
-    for src in SHARED:
-        tasks.append((src, cxx + list(CXXFLAGS) + [f"-I{OO7}", "-c", str(OO7 / src)], OO7 / src))
-
-    def compile_one(task) -> tuple[str, Path, bool]:
-        what, cmd, src = task
-        # the command names files in this session's temporary directory: the key holds
-        # their contents and the command with the generation directory made neutral
-        key = _digest(" ".join(cmd).replace(str(gen_dir), "@GEN@"), src.read_bytes(), header_bytes)
-        obj = cache / f"{key}.o"
-        if obj.exists():
-            os.utime(obj)
-            return what, obj, False
-        tmp = cache / f".{key}.{os.getpid()}.tmp"
-        proc = subprocess.run(cmd + ["-o", str(tmp)], capture_output=True, text=True, timeout=900)
-        if proc.returncode != 0:
-            tmp.unlink(missing_ok=True)
-            raise AssertionError(f"{what} does not compile cleanly ({shlex.join(cmd)}):\n"
-                                 f"{proc.stderr[-8000:]}")
-        os.replace(tmp, obj)
-        return what, obj, True
-
+    # each variant's C and its driver, then HAND, the checker and the shared code; the
+    # largest first (the generated sources and the checker dominate)
+    tasks = [(oo7kit.generated_object, cache, g) for v, g in gens]
+    tasks += [(oo7kit.driver_object, cache, OO7 / bo.P2_DRIVER, v, g) for v, g in gens]
+    tasks += [(oo7kit.driver_object, cache, OO7 / src) for src in SHARED]
+    tasks.sort(key=lambda t: -Path(getattr(t[2], "source", t[2])).stat().st_size)
     with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
-        # largest first: the generated sources and the checker dominate
-        order = sorted(tasks, key=lambda t: -t[2].stat().st_size)
-        done = list(pool.map(compile_one, order))
-    objs = sorted([runtime] + [str(obj) for _, obj, _ in done])
-    exe_dir = cache / "exe"
-    exe_dir.mkdir(exist_ok=True)
-    exe = exe_dir / f"oo7_conform_{_digest(*objs, *cxx, *SAN)}"
-    if not exe.exists():
-        tmp = exe_dir / f".{exe.name}.{os.getpid()}.tmp"
-        proc = subprocess.run(cxx + list(SAN) + objs + ["-o", str(tmp)],
-                              capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, f"linking the conformance binary failed:\n{proc.stderr[-8000:]}"
-        os.replace(tmp, exe)
-    os.utime(exe)
-    _prune(cache, "*.o", CACHE_KEEP)
-    _prune(exe_dir, "oo7_conform_*", EXE_KEEP)
-    return str(exe)
-
-
+        objs = list(pool.map(lambda t: t[0](*t[1:]), tasks))
+    return oo7kit.link(cache, "oo7_conform", objs)
 
 
 def sel(v: bo.Variant) -> tuple[str, ...]:

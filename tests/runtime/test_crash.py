@@ -295,8 +295,9 @@ def oo7_check(exe, env, d: Path):
     return ("state", int(line[1]), int(line[2]), line[3], proc.stdout.splitlines()[1])
 
 
-def test_oo7_killed_at_random(crash_cache, env, tmp_path):
-    exe = ck.oo7_exe(crash_cache, OO7_SPEC)
+def test_oo7_killed_at_random(request, tmp_path_factory, env, tmp_path):
+    import oo7kit
+    exe = ck.oo7_exe(oo7kit.object_cache(request.config, tmp_path_factory), OO7_SPEC)
     ref = tmp_path / "ref"
     ref.mkdir()
     t0 = time.monotonic()

@@ -3,7 +3,8 @@
     parse -> check -> plan -> emit -> names -> write     (then compile)
 
 `emit_spec` runs the passes up to names and returns the planned spec with its emitted
-header and source; `load` keeps only the spec (p2gen check, explain); `generate` writes
+header and source; `load` keeps only the spec (p2gen check, explain), `planned` stops
+before the emit (what a benchmark's manifest reads); `generate` writes
 what was emitted, with the runtime beside it; `compile_objects` compiles it into
 lib<prefix>.a. The toolbox (the compiler, the runtime's files, atomic writes) is
 toolchain.py, which no pass imports this module for."""
@@ -48,6 +49,13 @@ def _emit(spec_path: str, prefix: Optional[str], line_directives: bool,
     if line_directives:      # the same C with #line marks into the templates
         header, source = render(checked, spec_file, line_directives=True)
     return checked, header, source, renderer.header_declarations
+
+
+def planned(spec_path: str, prefix: Optional[str] = None) -> CheckedSpec:
+    """Parse, check and plan a spec file, and no more: what a benchmark's manifest reads
+    of a spec (its containers, memories, files), at about a fiftieth of load's CPU (the
+    names pass renders the whole spec); the build that follows runs every pass."""
+    return plan(check(parse_file(spec_path), prefix))
 
 
 def load(spec_path: str, prefix: Optional[str] = None) -> CheckedSpec:

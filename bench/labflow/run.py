@@ -67,8 +67,8 @@ class Variant:
 
 
 def variant_from_spec(spec: Path) -> Variant:
-    from ...build import load
-    checked = load(str(spec), None)
+    from ...build import planned
+    checked = planned(str(spec))
     persistent = any(c.persistent for c in checked.containers)
     files = tuple(n for f in checked.files
                   for n in (f.path, *(f.path + x for li in f.mems for x in li.layer.side_files)))

@@ -147,8 +147,8 @@ class Variant:
 def variant_from_spec(spec: Path, durable_only: bool = False) -> Variant:
     """One manifest entry: type_equations/oo7/hash_ilist_persistent.p2 -> HASH/ILIST,
     persistent (the memory comes from the spec's containers), prefix oo7_hash_ilist_persistent."""
-    from ...build import load
-    checked = load(str(spec), None)
+    from ...build import planned
+    checked = planned(str(spec))
     mem = "persistent" if any(c.persistent for c in checked.containers) else "transient"
     stem = spec.stem
     base = re.sub(r"_(persistent|transient)$", "", stem)
@@ -1029,8 +1029,8 @@ def relocating_twins(v: Variant, work: Path) -> list[Variant]:
     spec with that parameter on (a copy in `work`), once per share of RELOC_PCTS, each
     opened with the layer's `relocate_env` set to the share (rows <NAME>/RELOC<P>).
     None for a variant whose files' layers cannot relocate."""
-    from ...build import load
-    checked = load(v.spec, None)
+    from ...build import planned
+    checked = planned(v.spec)
     layers = {c.mem.layer for c in checked.containers if c.persistent and c.mem.layer.relocate_param}
     if not layers:
         return []
@@ -1051,10 +1051,10 @@ def mapped_twin(v: Variant, work: Path) -> Optional[Variant]:
     registry's layer that maps its file at a fixed address and can relocate it instead
     (<NAME>/MAPPED: the same equation with raw addresses; a copy of the spec in `work`),
     or None."""
-    from ...build import load
+    from ...build import planned
     from ...layers import LAYERS
     fixed = next((l for l in LAYERS.values() if l.realm == "mem" and l.relocate_param), None)
-    checked = load(v.spec, None)
+    checked = planned(v.spec)
     mems = {c.mem.layer for c in checked.containers if c.persistent}
     if fixed is None or len(mems) != 1 or not next(iter(mems)).maps_anywhere:
         return None

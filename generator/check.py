@@ -452,28 +452,41 @@ class Checker:
             self.error(f"{where}: a composite key needs two or more fields; write "
                        f"{ps.name} = {names[0]} for one", value.pos)
             return None
+        ok = self.check_key_fields(where, rec, names, value.parts, True, value.pos)
+        return tuple(names) if ok else None
+
+    def check_key_fields(self, where: str, rec: Record, names, positions, composite: bool,
+                         pos) -> bool:
+        """The fields a key names, for a layer's `key = (a, b)` and for `find c by …`
+        alike: each a field of `rec`, none twice; a composite key's of integer and char[N]
+        fields and not named (joined by '_') like a field, a lone field not text. Each
+        fault reported at the name it concerns (`pos`: the whole key's); True when none."""
         ok = True
-        for i, (n, pos) in enumerate(zip(names, value.parts)):
+        for i, (n, at) in enumerate(zip(names, positions)):
             f = rec.field(n)
             if f is None:
                 self.error(f"{where}: '{n}' is not a field of record '{rec.name}'"
-                           f"{_suggest(n, [x.name for x in rec.fields])}", pos)
+                           f"{_suggest(n, [x.name for x in rec.fields])}", at)
                 ok = False
             elif n in names[:i]:
                 self.error(f"{where}: field '{n}' appears twice in the composite key "
-                           f"({', '.join(names)})", pos)
+                           f"({', '.join(names)})", at)
                 ok = False
-            elif f.type.kind not in ("int", "char"):
+            elif composite and f.type.kind not in ("int", "char"):
                 self.error(f"{where}: field '{n}' is {f.type.spelled()}; a composite key "
-                           f"is made of integer and char[N] fields", pos)
+                           f"is made of integer and char[N] fields", at)
+                ok = False
+            elif f.type.kind == "text":
+                self.error(f"{where}: field '{n}' is text; a find takes an integer, float, "
+                           f"char[N] or ref field", at)
                 ok = False
         joined = "_".join(names)
-        if ok and rec.field(joined) is not None:
+        if ok and composite and rec.field(joined) is not None:
             self.error(f"{where}: the composite key ({', '.join(names)}) is named "
                        f"'{joined}' (its find function is find_{joined}), which is already a "
-                       f"field of record '{rec.name}'", value.pos)
+                       f"field of record '{rec.name}'", pos)
             ok = False
-        return tuple(names) if ok else None
+        return ok
 
     # -- declared finds -------------------------------------------------------------
     def check_find(self, fd, containers: dict) -> None:
@@ -493,34 +506,10 @@ class Checker:
             self.error(f"find on '{fd.container}': a composite key needs two or more fields; "
                        f"write `find {fd.container} by {names[0]};` for one", fd.name_pos[0])
             return
-        ok = True
-        for i, (n, pos) in enumerate(zip(names, fd.name_pos)):
-            f = rec.field(n)
-            if f is None:
-                self.error(f"find on '{fd.container}': '{n}' is not a field of record "
-                           f"'{rec.name}'{_suggest(n, [x.name for x in rec.fields])}", pos)
-                ok = False
-            elif n in names[:i]:
-                self.error(f"find on '{fd.container}': field '{n}' appears twice in the "
-                           f"composite key ({', '.join(names)})", pos)
-                ok = False
-            elif fd.composite and f.type.kind not in ("int", "char"):
-                self.error(f"find on '{fd.container}': field '{n}' is {f.type.spelled()}; a "
-                           f"composite key is made of integer and char[N] fields", pos)
-                ok = False
-            elif f.type.kind == "text":
-                self.error(f"find on '{fd.container}': field '{n}' is text; a find takes an "
-                           f"integer, float, char[N] or ref field", pos)
-                ok = False
-        if not ok:
+        if not self.check_key_fields(f"find on '{fd.container}'", rec, names, fd.name_pos,
+                                     fd.composite, fd.pos):
             return
         if fd.composite:
-            joined = "_".join(names)
-            if rec.field(joined) is not None:
-                self.error(f"find on '{fd.container}': the composite key ({', '.join(names)}) "
-                           f"is named '{joined}' (its find function is find_{joined}), which is "
-                           f"already a field of record '{rec.name}'", fd.pos)
-                return
             key = composite_key(info, rec, names, fd.pos)
         else:
             key = rec.field(names[0])

@@ -280,17 +280,32 @@ def replay(spec, trace_path, reps, out_dir, cc):
                    f"{v['count'] * v['ns_per_op'] / 1e6:>10.3f}")
 
 
+def _db_program_opts(command: str, programs: str, program: str):
+    """verify's and recover's shared arguments: SPEC, --dir, --prefix, --build-dir (a cache
+    of `programs` under `command`'s name), --sanitize (of `program`), --cc."""
+    opts = [
+        _spec_arg(),
+        click.option("--dir", "db_dir", default=".", show_default=True,
+                     type=click.Path(file_okay=False), help="Where the database files are."),
+        _prefix_opt(),
+        click.option("--build-dir", type=click.Path(file_okay=False),
+                     help=f"Cache of {programs} (default: $P2GEN_CACHE_DIR/{command} or "
+                          f"~/.cache/p2gen/{command}), one per spec text."),
+        click.option("--sanitize", is_flag=True,
+                     help=f"Build {program} with ASan and UBSan."),
+        click.option("--cc", default=lambda: os.environ.get("CC", "cc"),
+                     show_default="$CC or cc", help="C compiler."),
+    ]
+
+    def decorate(f):
+        for opt in reversed(opts):  # the first listed is the outermost, as stacked above
+            f = opt(f)
+        return f
+    return decorate
+
+
 @main.command(context_settings=CONTEXT, epilog=_status_help(VERIFY_STATUS))
-@_spec_arg()
-@click.option("--dir", "db_dir", default=".", show_default=True,
-              type=click.Path(file_okay=False), help="Where the database files are.")
-@_prefix_opt()
-@click.option("--build-dir", type=click.Path(file_okay=False),
-              help="Cache of built checkers (default: $P2GEN_CACHE_DIR/verify or "
-                   "~/.cache/p2gen/verify), one per spec text.")
-@click.option("--sanitize", is_flag=True, help="Build the checker with ASan and UBSan.")
-@click.option("--cc", default=lambda: os.environ.get("CC", "cc"), show_default="$CC or cc",
-              help="C compiler.")
+@_db_program_opts("verify", "built checkers", "the checker")
 def verify(spec, db_dir, prefix, build_dir, sanitize, cc):
     """Check the integrity of SPEC's database files in --dir (like SQLite's
     PRAGMA integrity_check): every structure of every container and relationship is
@@ -328,16 +343,7 @@ def _build_and_run(what: str, build, run) -> None:
 
 
 @main.command(context_settings=CONTEXT, epilog=_status_help(RECOVER_STATUS))
-@_spec_arg()
-@click.option("--dir", "db_dir", default=".", show_default=True,
-              type=click.Path(file_okay=False), help="Where the database files are.")
-@_prefix_opt()
-@click.option("--build-dir", type=click.Path(file_okay=False),
-              help="Cache of built recovery programs (default: $P2GEN_CACHE_DIR/recover or "
-                   "~/.cache/p2gen/recover), one per spec text.")
-@click.option("--sanitize", is_flag=True, help="Build the program with ASan and UBSan.")
-@click.option("--cc", default=lambda: os.environ.get("CC", "cc"), show_default="$CC or cc",
-              help="C compiler.")
+@_db_program_opts("recover", "built recovery programs", "the program")
 def recover(spec, db_dir, prefix, build_dir, sanitize, cc):
     """Bring back SPEC's database files in --dir after a crash: a plain persistent file
     that was not closed cleanly (a process killed while it was open) is opened all the

@@ -541,6 +541,34 @@ def composite_cursor_walk(info: ContainerInfo, path, P: str) -> tuple:
     return first, f"{P}_range_next(k->_db, ref)", stop
 
 
+def range_cursor_walk(info: ContainerInfo, path, P: str) -> tuple[str, str, str | None]:
+    """A range path's first, advance and stop C: from the bound it starts at (lo in key
+    order, hi descending; the key's end where there is none) to the bound it stops past.
+    The two directions mirror each other, so one walk with its words swapped serves both."""
+    key = path.layer.key_field_obj
+    kt = key.type
+    if path.descending:  # from the last in key order down
+        start, end, begin, step, past = path.hi, path.lo, "last", "prev", "<"
+        start_incl, end_incl = ("<=", "=="), (">=", "==")
+    else:
+        start, end, begin, step, past = path.lo, path.hi, "first", "next", ">"
+        start_incl, end_incl = (">=", "=="), ("<=", "==")
+    if start is not None:
+        v = _key_value_c(start, kt)
+        incl = "1" if start.op in start_incl else "0"
+        first = f"{P}_range_{begin}(k->_db, 1, {v}, {incl})"
+    else:
+        zero = '""' if kt.kind == "char" else "0"
+        first = f"{P}_range_{begin}(k->_db, 0, {zero}, 1)"
+    adv = f"{P}_range_{step}(k->_db, ref)"
+    stop = None
+    if end is not None:
+        v = _key_value_c(end, kt)
+        cmp = f"{info.p}__cmp_{key.name}(e->rec.{key.name}, {v})"
+        stop = f"{cmp} {past if end.op in end_incl else past + '='} 0"
+    return first, adv, stop
+
+
 def cursor_view(cur: CursorInfo, checked: CheckedSpec) -> CursorView:
     info = cur.container
     pred = PredicateC(checked.prefix, info.record)
@@ -560,36 +588,8 @@ def cursor_view(cur: CursorInfo, checked: CheckedSpec) -> CursorView:
         v = _key_value_c(path.eq, kt)
         first = f"{P}_eq_first(k->_db, {v})"
         adv = f"{P}_eq_next(k->_db, ref, {v})"
-    elif path.descending:  # range, from the last in key order down
-        key = path.layer.key_field_obj
-        kt = key.type
-        if path.hi is not None:
-            hi = _key_value_c(path.hi, kt)
-            incl = "1" if path.hi.op in ("<=", "==") else "0"
-            first = f"{P}_range_last(k->_db, 1, {hi}, {incl})"
-        else:
-            zero = '""' if kt.kind == "char" else "0"
-            first = f"{P}_range_last(k->_db, 0, {zero}, 1)"
-        adv = f"{P}_range_prev(k->_db, ref)"
-        if path.lo is not None:
-            lo = _key_value_c(path.lo, kt)
-            cmp = f"{info.p}__cmp_{key.name}(e->rec.{key.name}, {lo})"
-            stop = f"{cmp} {'<' if path.lo.op in ('>=', '==') else '<='} 0"
-    else:  # range, in key order
-        key = path.layer.key_field_obj
-        kt = key.type
-        if path.lo is not None:
-            lo = _key_value_c(path.lo, kt)
-            incl = "1" if path.lo.op in (">=", "==") else "0"
-            first = f"{P}_range_first(k->_db, 1, {lo}, {incl})"
-        else:
-            zero = '""' if kt.kind == "char" else "0"
-            first = f"{P}_range_first(k->_db, 0, {zero}, 1)"
-        adv = f"{P}_range_next(k->_db, ref)"
-        if path.hi is not None:
-            hi = _key_value_c(path.hi, kt)
-            cmp = f"{info.p}__cmp_{key.name}(e->rec.{key.name}, {hi})"
-            stop = f"{cmp} {'>' if path.hi.op in ('<=', '==') else '>='} 0"
+    else:
+        first, adv, stop = range_cursor_walk(info, path, P)
     residual = pred.conjunction(planned.residual)
     comment = f"path: {path.layer.describe()} {path_kind_text(path)} ({path.why}); residual: " \
               f"{planned.residual_text}"

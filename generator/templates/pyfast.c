@@ -1482,6 +1482,22 @@ static PyObject *p2f_role_slow(p2f_role *r, const char *name, PyObject *const *a
 
 #define P2F_ROLE_SLOW(name) return p2f_role_slow(r, name, args, nargsf, kwnames)
 
+/* An ordered role's keyword k = v of a walk (reverse=, lo=, hi=) into *rev, *lo, *hi:
+   1 taken, 0 not one of them, -1 with an error set (reverse's truth failed) */
+static inline int p2f_range_kw(PyObject *k, PyObject *v, int *rev, PyObject **lo,
+                               PyObject **hi)
+{
+    if (PyUnicode_CompareWithASCIIString(k, "reverse") == 0)
+        return (*rev = PyObject_IsTrue(v)) < 0 ? -1 : 1;
+    if (PyUnicode_CompareWithASCIIString(k, "lo") == 0)
+        *lo = v;
+    else if (PyUnicode_CompareWithASCIIString(k, "hi") == 0)
+        *hi = v;
+    else
+        return 0;
+    return 1;
+}
+
 /* The lock taken with the database open (and, for a write, the journal guard passed):
    the handle, or NULL with the lock not held (the caller goes the Python way). */
 static void *p2f_role_enter(p2f_role *r, int writes)
@@ -1508,6 +1524,36 @@ static int p2f_role_done(p2f_role *r)
     return 0;
 }
 
+/* count, add / remove, ref / get, set: `nargs` positional arguments and no keywords, the
+   lock taken (p2f_role_enter) and args[0] located in the role's container (*x); the
+   handle, or NULL with the lock not held (the caller goes the Python way) */
+static inline void *p2f_role_begin(p2f_role *r, PyObject *const *args, size_t nargsf,
+                                   PyObject *kwnames, Py_ssize_t nargs, int writes,
+                                   uint64_t *x, unsigned char *buf)
+{
+    if (PyVectorcall_NARGS(nargsf) != nargs || kwnames != NULL)
+        return NULL;
+    void *db = p2f_role_enter(r, writes);
+    if (db != NULL && !p2f_locate(r->c, db, args[0], x, buf)) {
+        p2f_release(r->c->lock);
+        return NULL;
+    }
+    return db;
+}
+
+/* add / remove / set's end: None and both containers' _links bumped, or the error of
+   rc raised as `what`; the lock released */
+static inline PyObject *p2f_role_wrote(p2f_role *r, int rc, PyObject *what)
+{
+    PyObject *res;
+    if (rc != P2_OK)
+        res = p2f_raise_what(r->c, rc, what);
+    else
+        res = p2f_role_done(r) < 0 ? NULL : Py_NewRef(Py_None);
+    p2f_release(r->c->lock);
+    return res;
+}
+
 static int p2f_rwalk_refill(PyObject *self);
 
 /* role(owner) / role.refs(owner) of a many-role: a walk over owner's partners */
@@ -1524,17 +1570,11 @@ static PyObject *p2f_role_walk(p2f_role *r, PyObject *const *args, size_t nargsf
         if (r->t == NULL || r->t->open_range == NULL)
             P2F_ROLE_SLOW(slow);
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
-            PyObject *k = PyTuple_GET_ITEM(kwnames, i), *v = args[1 + i];
-            if (PyUnicode_CompareWithASCIIString(k, "reverse") == 0) {
-                if ((rev = PyObject_IsTrue(v)) < 0)
-                    return NULL;
-            } else if (PyUnicode_CompareWithASCIIString(k, "lo") == 0) {
-                lo = v;
-            } else if (PyUnicode_CompareWithASCIIString(k, "hi") == 0) {
-                hi = v;
-            } else {
+            int taken = p2f_range_kw(PyTuple_GET_ITEM(kwnames, i), args[1 + i], &rev, &lo, &hi);
+            if (taken < 0)
+                return NULL;
+            if (taken == 0)
                 P2F_ROLE_SLOW(slow);
-            }
         }
         ranged = 1;
     }
@@ -1659,18 +1699,13 @@ static PyObject *p2f_many_feed(p2f_role *r, PyObject *const *args, size_t nargsf
         P2F_ROLE_SLOW("feed");
     for (Py_ssize_t i = 0; kwnames != NULL && i < PyTuple_GET_SIZE(kwnames); i++) {
         PyObject *k = PyTuple_GET_ITEM(kwnames, i), *v = args[nargs + i];
-        if (PyUnicode_CompareWithASCIIString(k, "reverse") == 0) {
-            if ((rev = PyObject_IsTrue(v)) < 0)
-                return NULL;
-        } else if (PyUnicode_CompareWithASCIIString(k, "lo") == 0) {
-            lo = v;
-        } else if (PyUnicode_CompareWithASCIIString(k, "hi") == 0) {
-            hi = v;
-        } else if (PyUnicode_CompareWithASCIIString(k, "k") == 0 && nargs == 1) {
+        int taken = p2f_range_kw(k, v, &rev, &lo, &hi);
+        if (taken < 0)
+            return NULL;
+        if (taken == 0 && PyUnicode_CompareWithASCIIString(k, "k") == 0 && nargs == 1)
             kobj = v;
-        } else {
+        else if (taken == 0)
             P2F_ROLE_SLOW("feed");
-        }
     }
     long long k = -1;
     if (kobj != Py_None) {
@@ -1794,15 +1829,9 @@ static PyObject *p2f_many_count(p2f_role *r, PyObject *const *args, size_t nargs
 {
     unsigned char buf[P2F_STACK_MAX];
     uint64_t owner;
-    if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL)
-        P2F_ROLE_SLOW("count");
-    void *db = p2f_role_enter(r, 0);
+    void *db = p2f_role_begin(r, args, nargsf, kwnames, 1, 0, &owner, buf);
     if (db == NULL)
         P2F_ROLE_SLOW("count");
-    if (!p2f_locate(r->c, db, args[0], &owner, buf)) {
-        p2f_release(r->c->lock);
-        P2F_ROLE_SLOW("count");
-    }
     uint64_t n = r->t->count(db, owner);
     p2f_release(r->c->lock);
     return PyLong_FromUnsignedLongLong(n);
@@ -1815,24 +1844,15 @@ static PyObject *p2f_many_change(p2f_role *r, PyObject *const *args, size_t narg
     const char *name = add ? "add" : "remove";
     unsigned char buf[P2F_STACK_MAX];
     uint64_t owner, member;
-    if (PyVectorcall_NARGS(nargsf) != 2 || kwnames != NULL)
-        P2F_ROLE_SLOW(name);
-    void *db = p2f_role_enter(r, 1);
+    void *db = p2f_role_begin(r, args, nargsf, kwnames, 2, 1, &owner, buf);
     if (db == NULL)
         P2F_ROLE_SLOW(name);
-    if (!p2f_locate(r->c, db, args[0], &owner, buf)
-        || !p2f_locate(r->p, db, args[1], &member, buf)) {
+    if (!p2f_locate(r->p, db, args[1], &member, buf)) {
         p2f_release(r->c->lock);
         P2F_ROLE_SLOW(name);
     }
     int rc = add ? r->t->add(db, owner, member) : r->t->remove(db, owner, member);
-    PyObject *res;
-    if (rc != P2_OK)
-        res = p2f_raise_what(r->c, rc, add ? r->what_add : r->what_remove);
-    else
-        res = p2f_role_done(r) < 0 ? NULL : Py_NewRef(Py_None);
-    p2f_release(r->c->lock);
-    return res;
+    return p2f_role_wrote(r, rc, add ? r->what_add : r->what_remove);
 }
 
 static PyObject *p2f_many_add(p2f_role *r, PyObject *const *args, size_t nargsf,
@@ -1853,15 +1873,9 @@ static PyObject *p2f_one_read(p2f_role *r, PyObject *const *args, size_t nargsf,
 {
     unsigned char buf[P2F_STACK_MAX];
     uint64_t x;
-    if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL)
-        P2F_ROLE_SLOW(slow);
-    void *db = p2f_role_enter(r, 0);
+    void *db = p2f_role_begin(r, args, nargsf, kwnames, 1, 0, &x, buf);
     if (db == NULL)
         P2F_ROLE_SLOW(slow);
-    if (!p2f_locate(r->c, db, args[0], &x, buf)) {
-        p2f_release(r->c->lock);
-        P2F_ROLE_SLOW(slow);
-    }
     uint64_t ref = r->t->get(db, x);
     PyObject *res;
     if (ref == UINT64_MAX)
@@ -1901,24 +1915,14 @@ static PyObject *p2f_one_set(p2f_role *r, PyObject *const *args, size_t nargsf,
 {
     unsigned char buf[P2F_STACK_MAX];
     uint64_t x, partner = UINT64_MAX;
-    if (PyVectorcall_NARGS(nargsf) != 2 || kwnames != NULL)
-        P2F_ROLE_SLOW("set");
-    void *db = p2f_role_enter(r, 1);
+    void *db = p2f_role_begin(r, args, nargsf, kwnames, 2, 1, &x, buf);
     if (db == NULL)
         P2F_ROLE_SLOW("set");
-    if (!p2f_locate(r->c, db, args[0], &x, buf)
-        || (args[1] != Py_None && !p2f_locate(r->p, db, args[1], &partner, buf))) {
+    if (args[1] != Py_None && !p2f_locate(r->p, db, args[1], &partner, buf)) {
         p2f_release(r->c->lock);
         P2F_ROLE_SLOW("set");
     }
-    int rc = r->t->set(db, x, partner);
-    PyObject *res;
-    if (rc != P2_OK)
-        res = p2f_raise_what(r->c, rc, r->what_set);
-    else
-        res = p2f_role_done(r) < 0 ? NULL : Py_NewRef(Py_None);
-    p2f_release(r->c->lock);
-    return res;
+    return p2f_role_wrote(r, r->t->set(db, x, partner), r->what_set);
 }
 
 #define P2F_METH(name, fn) \

@@ -1241,6 +1241,25 @@ typedef struct {
 
 static PyObject *p2f_s_check, *p2f_s_refill;
 
+/* The heap types below that hold references (Walk, ManyRole / OneRole, RoleWalk): made by
+   PyType_GenericNew, garbage-collected through NAME_traverse and NAME_clear, released by
+   NAME_dealloc (untracked, cleared, freed, its type's reference dropped). */
+#define P2F_GC_DEALLOC(name, type)              \
+    static void name##_dealloc(type *self)      \
+    {                                           \
+        PyTypeObject *tp = Py_TYPE(self);       \
+        PyObject_GC_UnTrack(self);              \
+        name##_clear(self);                     \
+        tp->tp_free(self);                      \
+        Py_DECREF(tp);                          \
+    }
+#define P2F_GC_SLOTS(name)                                                                  \
+    {Py_tp_new, (void *)PyType_GenericNew}, {Py_tp_dealloc, (void *)name##_dealloc},       \
+    {Py_tp_traverse, (void *)name##_traverse}, {Py_tp_clear, (void *)name##_clear}
+#define P2F_GC_SPEC(tpname, type, slots) \
+    {tpname, sizeof(type), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE, slots}
+
+
 static int p2f_walk_traverse(p2f_walk *w, visitproc visit, void *arg)
 {
     Py_VISIT(w->rows);
@@ -1268,14 +1287,7 @@ static int p2f_walk_clear(p2f_walk *w)
     return 0;
 }
 
-static void p2f_walk_dealloc(p2f_walk *w)
-{
-    PyTypeObject *tp = Py_TYPE(w);
-    PyObject_GC_UnTrack(w);
-    p2f_walk_clear(w);
-    tp->tp_free(w);
-    Py_DECREF(tp);
-}
+P2F_GC_DEALLOC(p2f_walk, p2f_walk)
 
 /* 1 the counter `key` in dict d is still `was`, 0 not (or not there), -1 an error */
 static int p2f_same(PyObject *d, PyObject *key, PyObject *was)
@@ -1370,10 +1382,7 @@ static PyMemberDef p2f_walk_members[] = {
 };
 
 static PyType_Slot p2f_walk_slots[] = {
-    {Py_tp_new, (void *)PyType_GenericNew},
-    {Py_tp_dealloc, (void *)p2f_walk_dealloc},
-    {Py_tp_traverse, (void *)p2f_walk_traverse},
-    {Py_tp_clear, (void *)p2f_walk_clear},
+    P2F_GC_SLOTS(p2f_walk),
     {Py_tp_iter, (void *)PyObject_SelfIter},
     {Py_tp_iternext, (void *)p2f_walk_next},
     {Py_tp_members, p2f_walk_members},
@@ -1381,10 +1390,7 @@ static PyType_Slot p2f_walk_slots[] = {
     {0, NULL}
 };
 
-static PyType_Spec p2f_walk_spec = {
-    "p2gen_fast.Walk", sizeof(p2f_walk), 0,
-    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE, p2f_walk_slots
-};
+static PyType_Spec p2f_walk_spec = P2F_GC_SPEC("p2gen_fast.Walk", p2f_walk, p2f_walk_slots);
 
 /* -- Roles: the C base of a spec's ManyRole and OneRole classes. Bound to its role's
       table (bind_role), each call locates its elements, calls the generated function
@@ -1440,14 +1446,7 @@ static int p2f_role_clear(p2f_role *r)
     return 0;
 }
 
-static void p2f_role_dealloc(p2f_role *r)
-{
-    PyTypeObject *tp = Py_TYPE(r);
-    PyObject_GC_UnTrack(r);
-    p2f_role_clear(r);
-    tp->tp_free(r);
-    Py_DECREF(tp);
-}
+P2F_GC_DEALLOC(p2f_role, p2f_role)
 
 /* The Python way: the method `name` of the role's Python class, on (self, *args) */
 static PyObject *p2f_role_slow(p2f_role *r, const char *name, PyObject *const *args,
@@ -1945,10 +1944,7 @@ static PyMethodDef p2f_one_methods[] = {
 };
 
 static PyType_Slot p2f_many_slots[] = {
-    {Py_tp_new, (void *)PyType_GenericNew},
-    {Py_tp_dealloc, (void *)p2f_role_dealloc},
-    {Py_tp_traverse, (void *)p2f_role_traverse},
-    {Py_tp_clear, (void *)p2f_role_clear},
+    P2F_GC_SLOTS(p2f_role),
     {Py_tp_call, (void *)p2f_many_call},
     {Py_tp_methods, p2f_many_methods},
     {Py_tp_doc, (void *)"The C paths of a many-role (see p2gen.runtime.pyapi.ManyRole)."},
@@ -1956,25 +1952,16 @@ static PyType_Slot p2f_many_slots[] = {
 };
 
 static PyType_Slot p2f_one_slots[] = {
-    {Py_tp_new, (void *)PyType_GenericNew},
-    {Py_tp_dealloc, (void *)p2f_role_dealloc},
-    {Py_tp_traverse, (void *)p2f_role_traverse},
-    {Py_tp_clear, (void *)p2f_role_clear},
+    P2F_GC_SLOTS(p2f_role),
     {Py_tp_call, (void *)p2f_one_call},
     {Py_tp_methods, p2f_one_methods},
     {Py_tp_doc, (void *)"The C paths of a one-role (see p2gen.runtime.pyapi.OneRole)."},
     {0, NULL}
 };
 
-static PyType_Spec p2f_many_spec = {
-    "p2gen_fast.ManyRole", sizeof(p2f_role), 0,
-    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE, p2f_many_slots
-};
+static PyType_Spec p2f_many_spec = P2F_GC_SPEC("p2gen_fast.ManyRole", p2f_role, p2f_many_slots);
 
-static PyType_Spec p2f_one_spec = {
-    "p2gen_fast.OneRole", sizeof(p2f_role), 0,
-    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE, p2f_one_slots
-};
+static PyType_Spec p2f_one_spec = P2F_GC_SPEC("p2gen_fast.OneRole", p2f_role, p2f_one_slots);
 
 /* -- RoleWalk: a Walk over a many-role's partners; made by the role in C -- */
 static int p2f_rwalk_traverse(p2f_rwalk *w, visitproc visit, void *arg)
@@ -1989,14 +1976,7 @@ static int p2f_rwalk_clear(p2f_rwalk *w)
     return p2f_walk_clear(&w->w);
 }
 
-static void p2f_rwalk_dealloc(p2f_rwalk *w)
-{
-    PyTypeObject *tp = Py_TYPE(w);
-    PyObject_GC_UnTrack(w);
-    p2f_rwalk_clear(w);
-    tp->tp_free(w);
-    Py_DECREF(tp);
-}
+P2F_GC_DEALLOC(p2f_rwalk, p2f_rwalk)
 
 static PyMemberDef p2f_rwalk_members[] = {
     {"_role", T_OBJECT, offsetof(p2f_rwalk, role), 0, NULL},
@@ -2006,19 +1986,13 @@ static PyMemberDef p2f_rwalk_members[] = {
 };
 
 static PyType_Slot p2f_rwalk_slots[] = {
-    {Py_tp_new, (void *)PyType_GenericNew},
-    {Py_tp_dealloc, (void *)p2f_rwalk_dealloc},
-    {Py_tp_traverse, (void *)p2f_rwalk_traverse},
-    {Py_tp_clear, (void *)p2f_rwalk_clear},
+    P2F_GC_SLOTS(p2f_rwalk),
     {Py_tp_members, p2f_rwalk_members},
     {Py_tp_doc, (void *)"A walk over a many-role's partners, its batches fetched in C."},
     {0, NULL}
 };
 
-static PyType_Spec p2f_rwalk_spec = {
-    "p2gen_fast.RoleWalk", sizeof(p2f_rwalk), 0,
-    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE, p2f_rwalk_slots
-};
+static PyType_Spec p2f_rwalk_spec = P2F_GC_SPEC("p2gen_fast.RoleWalk", p2f_rwalk, p2f_rwalk_slots);
 
 /* bind_role(role, container name, role name, container's C paths, partner's C paths,
              walk class, Python class) -> True, or False (no C paths for it: its calls

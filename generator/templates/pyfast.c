@@ -420,44 +420,26 @@ typedef struct {
 
 static PyObject *p2f_s_version, *p2f_s_links, *p2f_one;
 
+/* one reference of a type's list (P2F_OBJ_REFS, P2F_WALK_REFS) visited or cleared */
+#define P2F_VISIT_REF(ref) Py_VISIT(ref);
+#define P2F_CLEAR_REF(ref) Py_CLEAR(ref);
+
+/* the references a container's C paths holds: traversed and cleared from this one list */
+#define P2F_OBJ_REFS(X, o) X(o->lock) X(o->owner) X(o->dict) X(o->rec) X(o->origin) \
+    X(o->names) X(o->slow_insert) X(o->slow_find) X(o->slow_update_by) \
+    X(o->slow_delete_by) X(o->slow_get) X(o->fail) X(o->slow_update) X(o->slow_delete) \
+    X(o->tdefaults)
+
 static int p2f_traverse(p2f_obj *o, visitproc visit, void *arg)
 {
-    Py_VISIT(o->lock);
-    Py_VISIT(o->owner);
-    Py_VISIT(o->dict);
-    Py_VISIT(o->rec);
-    Py_VISIT(o->origin);
-    Py_VISIT(o->names);
-    Py_VISIT(o->slow_insert);
-    Py_VISIT(o->slow_find);
-    Py_VISIT(o->slow_update_by);
-    Py_VISIT(o->slow_delete_by);
-    Py_VISIT(o->slow_get);
-    Py_VISIT(o->fail);
-    Py_VISIT(o->slow_update);
-    Py_VISIT(o->slow_delete);
-    Py_VISIT(o->tdefaults);
+    P2F_OBJ_REFS(P2F_VISIT_REF, o)
     Py_VISIT(Py_TYPE(o));
     return 0;
 }
 
 static int p2f_clear(p2f_obj *o)
 {
-    Py_CLEAR(o->lock);
-    Py_CLEAR(o->owner);
-    Py_CLEAR(o->dict);
-    Py_CLEAR(o->rec);
-    Py_CLEAR(o->origin);
-    Py_CLEAR(o->names);
-    Py_CLEAR(o->slow_insert);
-    Py_CLEAR(o->slow_find);
-    Py_CLEAR(o->slow_update_by);
-    Py_CLEAR(o->slow_delete_by);
-    Py_CLEAR(o->slow_get);
-    Py_CLEAR(o->fail);
-    Py_CLEAR(o->slow_update);
-    Py_CLEAR(o->slow_delete);
-    Py_CLEAR(o->tdefaults);
+    P2F_OBJ_REFS(P2F_CLEAR_REF, o)
     return 0;
 }
 
@@ -1260,30 +1242,20 @@ static PyObject *p2f_s_check, *p2f_s_refill;
     {tpname, sizeof(type), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE, slots}
 
 
+/* the references a walk holds: traversed and cleared from this one list */
+#define P2F_WALK_REFS(X, w) X(w->rows) X(w->current) X(w->version) X(w->cdict) X(w->key) \
+    X(w->cdict2) X(w->val2) X(w->lock)
+
 static int p2f_walk_traverse(p2f_walk *w, visitproc visit, void *arg)
 {
-    Py_VISIT(w->rows);
-    Py_VISIT(w->current);
-    Py_VISIT(w->version);
-    Py_VISIT(w->cdict);
-    Py_VISIT(w->key);
-    Py_VISIT(w->cdict2);
-    Py_VISIT(w->val2);
-    Py_VISIT(w->lock);
+    P2F_WALK_REFS(P2F_VISIT_REF, w)
     Py_VISIT(Py_TYPE(w));
     return 0;
 }
 
 static int p2f_walk_clear(p2f_walk *w)
 {
-    Py_CLEAR(w->rows);
-    Py_CLEAR(w->current);
-    Py_CLEAR(w->version);
-    Py_CLEAR(w->cdict);
-    Py_CLEAR(w->key);
-    Py_CLEAR(w->cdict2);
-    Py_CLEAR(w->val2);
-    Py_CLEAR(w->lock);
+    P2F_WALK_REFS(P2F_CLEAR_REF, w)
     return 0;
 }
 

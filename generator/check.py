@@ -1094,23 +1094,16 @@ class Checker:
             # point at another container's elements (relationships, ref fields)
             if fi is not None and fi.containers[0].mem.layer.link_bits(fi.containers[0].mem) \
                     != info.mem.layer.link_bits(info.mem):
-                first = fi.containers[0]
                 param = info.mem.layer.links_param
-                self.error(f"containers '{first.name}' and '{info.name}' share file \"{path}\" "
-                           f"but not its link width: '{first.name}' has "
-                           f"{first.mem.name}({param} = {first.mem.params.get(param)}), "
-                           f"'{info.name}' has {info.mem.name}({param} = "
-                           f"{info.mem.params.get(param)})", info.mem.param_pos(param))
+                self.shared_file_differs(fi.containers[0], info, path, "link width", param,
+                                         fi.containers[0].mem.params.get(param),
+                                         info.mem.params.get(param))
                 continue
             # one file, one allocator: every block of it comes from the same free lists
             if fi is not None and fi.alloc != alloc:
-                first = fi.containers[0]
-                param = info.mem.layer.alloc_param
-                self.error(f"containers '{first.name}' and '{info.name}' share file \"{path}\" "
-                           f"but not its allocator: '{first.name}' has "
-                           f"{first.mem.name}({param} = {fi.alloc}), '{info.name}' has "
-                           f"{info.mem.name}({param} = {alloc}); one file, one set of size "
-                           f"classes", info.mem.param_pos(param))
+                self.shared_file_differs(fi.containers[0], info, path, "allocator",
+                                         info.mem.layer.alloc_param, fi.alloc, alloc,
+                                         "; one file, one set of size classes")
                 continue
             reserve = info.mem_param("reserve_param", 1 << 36)
             verify_open = info.mem_param("verify_open_param", True)
@@ -1138,6 +1131,15 @@ class Checker:
                 break
         self.check_spanning_servers([fi for fi in files.values() if fi.transactions is not None])
         return list(files.values())
+
+    def shared_file_differs(self, first, info, path: str, what: str, param: str, theirs,
+                            mine, why: str = "") -> None:
+        """Containers `first` and `info` share file `path` but `what` of it (their memory
+        layers' `param`: `theirs` and `mine`) differs: one error, at info's `param`."""
+        self.error(f"containers '{first.name}' and '{info.name}' share file \"{path}\" "
+                   f"but not its {what}: '{first.name}' has {first.mem.name}({param} = "
+                   f"{theirs}), '{info.name}' has {info.mem.name}({param} = {mine}){why}",
+                   info.mem.param_pos(param))
 
     def check_spanning_servers(self, tfiles: list) -> None:
         """A layer whose transactions span the spec's files (`wal`, spans_files) decides at

@@ -812,6 +812,31 @@ static PyObject *p2f_find(p2f_obj *o, PyObject *const *args, size_t nargsf, PyOb
     return r;
 }
 
+/* The Python way's call: fn (a reference taken over) on (self, *args, **kwnames), as a
+   vectorcall; the Python method says what is wrong with the arguments */
+static PyObject *p2f_call_on(PyObject *fn, PyObject *self, PyObject *const *args,
+                             size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    Py_ssize_t total = nargs + (kwnames != NULL ? PyTuple_GET_SIZE(kwnames) : 0);
+    PyObject *small[8], **stack = small;
+    if (total + 1 > 8) {
+        stack = PyMem_Malloc((size_t)(total + 1) * sizeof(PyObject *));
+        if (stack == NULL) {
+            Py_DECREF(fn);
+            return PyErr_NoMemory();
+        }
+    }
+    stack[0] = self;
+    for (Py_ssize_t i = 0; i < total; i++)
+        stack[i + 1] = args[i];
+    PyObject *res = PyObject_Vectorcall(fn, stack, (size_t)nargs + 1, kwnames);
+    if (stack != small)
+        PyMem_Free(stack);
+    Py_DECREF(fn);
+    return res;
+}
+
 /* The Python way of a by-key form: the method `name` of the Container's class (the
    Python paths), on (container, *args) */
 static PyObject *p2f_slow_method(p2f_obj *o, const char *name, PyObject *const *args,
@@ -820,24 +845,7 @@ static PyObject *p2f_slow_method(p2f_obj *o, const char *name, PyObject *const *
     PyObject *fn = PyObject_GetAttrString((PyObject *)Py_TYPE(o->owner), name);
     if (fn == NULL)
         return NULL;
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    Py_ssize_t total = nargs + (kwnames != NULL ? PyTuple_GET_SIZE(kwnames) : 0);
-    PyObject *small[4], **stack = small;
-    if (total + 1 > 4) {      /* (the Python method says what is wrong with them) */
-        stack = PyMem_Malloc((size_t)(total + 1) * sizeof(PyObject *));
-        if (stack == NULL) {
-            Py_DECREF(fn);
-            return PyErr_NoMemory();
-        }
-    }
-    stack[0] = o->owner;
-    for (Py_ssize_t i = 0; i < total; i++)
-        stack[i + 1] = args[i];
-    PyObject *res = PyObject_Vectorcall(fn, stack, (size_t)nargs + 1, kwnames);
-    if (stack != small)
-        PyMem_Free(stack);
-    Py_DECREF(fn);
-    return res;
+    return p2f_call_on(fn, o->owner, args, nargsf, kwnames);
 }
 
 enum { P2F_BY_GET, P2F_BY_ITEM, P2F_BY_IN };
@@ -1431,24 +1439,7 @@ static PyObject *p2f_role_slow(p2f_role *r, const char *name, PyObject *const *a
     PyObject *fn = PyObject_GetAttrString(r->pycls, name);
     if (fn == NULL)
         return NULL;
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    Py_ssize_t total = nargs + (kwnames != NULL ? PyTuple_GET_SIZE(kwnames) : 0);
-    PyObject *small[8], **stack = small;
-    if (total + 1 > 8) {
-        stack = PyMem_Malloc((size_t)(total + 1) * sizeof(PyObject *));
-        if (stack == NULL) {
-            Py_DECREF(fn);
-            return PyErr_NoMemory();
-        }
-    }
-    stack[0] = (PyObject *)r;
-    for (Py_ssize_t i = 0; i < total; i++)
-        stack[i + 1] = args[i];
-    PyObject *res = PyObject_Vectorcall(fn, stack, (size_t)nargs + 1, kwnames);
-    if (stack != small)
-        PyMem_Free(stack);
-    Py_DECREF(fn);
-    return res;
+    return p2f_call_on(fn, (PyObject *)r, args, nargsf, kwnames);
 }
 
 #define P2F_ROLE_SLOW(name) return p2f_role_slow(r, name, args, nargsf, kwnames)

@@ -6452,7 +6452,7 @@ int p2_seg_server_stats(const p2_seg *seg, p2_server_stats *out)
     out->resident += s->resident;
     out->dirty += s->dirty;
     out->bundled += s->bundled;
-    out->userfaultfd += seg->pb->uffd_on;
+    out->userfaultfd += seg->pb->uffd_on ? 1u : 0u;
     out->ranges += s->ranges;
     return 1;
 }

@@ -239,7 +239,9 @@ extern "C" {
     X(P2_EMISMATCH, 8,  "file made by another spec") /* file made by another spec */       \
     X(P2_EINVAL,    9,  "invalid argument")          /* invalid argument */                \
     X(P2_ECLOSED,   10, "already closed")            /* object already closed */           \
-    X(P2_EBUSY,     11, "locked by another process") /* file locked by another process */
+    X(P2_EBUSY,     11, "locked by another process") /* file locked by another process */\
+    X(P2_ECONFLICT, 12, "transaction conflict")      /* another client committed what this \
+                                                        transaction read: abort, retry */
 
 /** Return codes: P2_OK = 0, P2_END = 1, ... (rows of #P2_ERROR_LIST). */
 enum {
@@ -299,6 +301,7 @@ typedef struct p2_server_stats {
                                   kernel refused one, or P2_SERVER_FAULTS=sigsegv) */
     uint64_t ranges;         /**< page servers with ship = ranges: byte ranges written back
                                   in place of whole pages (bytes_written: their bytes) */
+    uint64_t conflicts;      /**< object servers: commits refused with #P2_ECONFLICT */
 } p2_server_stats;
 /* p2gen: public API end */
 
@@ -1105,17 +1108,31 @@ int p2_seg_server_drop(p2_seg *seg, p2_err *err);
  *
  *  Writes are known from the write-intent notices (p2_seg_will_write(), which every
  *  layer calls before it writes): a write inside an object makes it dirty; any other
- *  (the allocator's, a root's) makes its cells dirty.  A dirty object evicted is written
- *  back first (one SET); sync and close ship every dirty object (SET), every object
- *  freed (DEL) and every dirty cell (HSET / HDEL `p2:meta`) in one MULTI ... EXEC, so
- *  that what a sync ships the server applies whole.  There is no journal: a client that
- *  dies between syncs leaves the server with the objects it evicted since the last one.
+ *  (the allocator's, a root's) makes its cells dirty.  A dirty object is never evicted
+ *  (the cache overflows until the commit): the server only ever holds committed states.
  *
- *  One client at a time: the key `p2:lock`, set (SET NX) by the open and deleted by
- *  the close; a second client is refused with #P2_EBUSY ("in use by another client").
+ *  Several clients, optimistically (no lock): every object has a version (the field
+ *  <offset> of the hash `p2:ver`; the meta cells together have the field `m`), read
+ *  before its bytes in the same round trip.  A transaction (everything since the last
+ *  commit or abort) lists what it reads; its commit (p2_seg_sync(), also the close)
+ *  WATCHes `p2:meta` and every object read and reads their versions (one round trip),
+ *  then ships every dirty object (SET), every object freed (DEL), every dirty cell
+ *  (HSET / HDEL `p2:meta`) and the new versions in one MULTI ... EXEC (one round trip),
+ *  so that the server applies a commit whole or not at all.  A version that moved since
+ *  it was read, or an EXEC the server aborts, is #P2_ECONFLICT: nothing was shipped, the
+ *  objects found changed are dropped from the cache, and the transaction stays open until
+ *  p2_obj_abort(), after which the caller retries.  A transaction that wrote nothing
+ *  checks its versions only (one round trip, no WATCH); one that read nothing from the
+ *  server sends nothing.  Round trips against the single-client path this replaces: one
+ *  more per commit that read objects.  What is read is checked at the commit, not when
+ *  read: inside a transaction that later conflicts, a call may have seen objects of two
+ *  commits (so trust a transaction's results once its commit returns #P2_OK).  Changes
+ *  to the meta cells (an insert or a delete: the allocator, the roots) conflict with
+ *  every transaction running beside them.
  *  Deadlines, a server that is down or stalls, and the counters (#p2_server_stats:
- *  reads are GETs and the open's HGETALL, writes SETs, flushes EXECs, misses objects
- *  fetched, hits references found here, frames the `objects` target) are as for a page
+ *  reads are GETs with their versions, the open's HGETALL and each commit's check,
+ *  writes SETs, flushes EXECs, misses objects fetched, hits references found here,
+ *  frames the `objects` target, conflicts the commits refused) are as for a page
  *  server (@ref server), with p2_seg_server_stats() and the rest.
  *  @{
  */
@@ -1123,7 +1140,7 @@ int p2_seg_server_drop(p2_seg *seg, p2_err *err);
 /** Open (or create) an object-server segment: as p2_seg_open(), the database's blocks on
  *  the Redis server named by `uri` (`redis://HOST[:PORT][/DB]`) behind a client cache of
  *  `objects` objects.  A Redis database with no `p2:meta` is empty: a new database.
- * @return as p2_seg_open_server(); #P2_EBUSY where another client holds `p2:lock`. */
+ * @return as p2_seg_open_server(). */
 int p2_seg_open_objserver(p2_seg *seg, const char *uri, uint32_t objects, uint64_t fingerprint,
                           uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
                           uint64_t reserve, int *created, p2_err *err);
@@ -1136,6 +1153,18 @@ void p2_obj_set_bundle(p2_seg *seg, uint32_t k);
 
 /** The API was entered: unpin every object and evict down to the cache's size. */
 void p2_obj_enter(p2_seg *seg);
+
+/** Begin a transaction: where another client changed the meta cells since this one read
+ *  them (their version, one round trip), drop the cache and read them again.
+ * @return #P2_OK, #P2_EINVAL (changes are pending, or a conflict: commit or abort first),
+ *         #P2_EIO, #P2_EFORMAT. */
+int p2_obj_begin(p2_seg *seg, p2_err *err);
+
+/** Abort the transaction: drop the objects it changed (the next touch fetches them
+ *  again); where it changed meta cells, or a conflict found another client's change to
+ *  them, drop the whole cache and read the cells again (one round trip).
+ * @return #P2_OK, #P2_EIO, #P2_EFORMAT (the server's copy is no database now). */
+int p2_obj_abort(p2_seg *seg, p2_err *err);
 
 /** The address of the block at `ref`, fetched from the server on a miss (pinned until
  *  the next p2_obj_enter()).  A reference that names no object (the server has none

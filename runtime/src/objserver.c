@@ -22,6 +22,7 @@
 #define OB_DIRTY 2u     /* written since it was last shipped */
 #define OB_DEL   4u     /* freed: its key is deleted at the next sync */
 #define OB_NEW   8u     /* never shipped: the server has no key for it */
+#define OB_READ  16u    /* in the current transaction's read set */
 
 #define OC_DIRTY  1u    /* cell: written, to be shipped */
 #define OC_STORED 2u    /* cell: the server holds it */
@@ -35,6 +36,7 @@
 typedef struct ob_ent {
     uint64_t off, size;
     uint64_t gen;       /* the call generation of its last touch: pinned while oc->gen */
+    uint64_t ver;       /* its version (p2:ver) when fetched or last shipped; 0: none yet */
     uint32_t flags;
     uint32_t ref;       /* the clock's reference bit */
 } ob_ent;
@@ -56,7 +58,14 @@ typedef struct p2_objcache {
     uint64_t ncells, cells_bytes;
     uint64_t *clist;            /* cells with OC_LISTED */
     uint64_t nclist, clcap;
-    int      locked;            /* this client holds p2:lock */
+    uint64_t mver;              /* the version of the meta cells here (p2:ver field m) */
+    uint64_t *rs_off, *rs_ver;  /* the read set: objects the transaction touched, with the
+                                   version each had when fetched (an object fetched again
+                                   after an eviction is listed again) */
+    uint32_t nrs, rscap;
+    int      conflict;          /* the last commit met a conflict: only abort is taken */
+    int      meta_stale;        /* another client changed the meta cells: reloaded at abort */
+    unsigned char *hdr_copy;    /* the header as the server holds it */
     uint32_t bundle;            /* neighbours fetched with a miss (p2_obj_set_bundle) */
     uint64_t guess;             /* the size of the last object fetched: the stride */
     uint64_t *wb;               /* offsets written back since the open or the last stats
@@ -64,8 +73,8 @@ typedef struct p2_objcache {
     uint64_t wbcap, wbcount;
 } p2_objcache;
 
-static const char OB_LOCK[] = "p2:lock";
 static const char OB_META[] = "p2:meta";
+static const char OB_VER[] = "p2:ver";      /* field <offset>: an object's version; m: the meta's */
 
 static int ob_grow_array(void **p, uint32_t *cap, size_t elem, uint32_t need)
 {
@@ -146,6 +155,7 @@ static uint32_t ob_add(p2_objcache *oc, uint64_t off, uint64_t size, uint32_t fl
     e->flags = flags;
     e->ref = 1;
     e->gen = 0;
+    e->ver = 0;
     ob_place(oc, idx);
     oc->count++;
     return idx;
@@ -233,6 +243,26 @@ static void ob_pin(p2_objcache *oc, uint32_t idx)
     if (ob_grow_array((void **)&oc->pins, &oc->pcap, sizeof *oc->pins, oc->npins + 1))
         oc->pins[oc->npins++] = idx;
     /* else: the pin holds (gen), only the write classification will not find it */
+}
+
+/* The transaction read object idx: listed with the version it had (once per fetch). */
+static void ob_read(p2_objcache *oc, uint32_t idx)
+{
+    ob_ent *e = &oc->ents[idx];
+    if (e->flags & (OB_READ | OB_NEW))
+        return;
+    if (!ob_grow_array((void **)&oc->rs_off, &oc->rscap, sizeof *oc->rs_off, oc->nrs + 1))
+        return;                 /* the commit finds the gap: rs_ver is one short */
+    uint32_t cap = oc->rscap;
+    void *q = realloc(oc->rs_ver, (size_t)cap * sizeof *oc->rs_ver);
+    if (q == NULL) {
+        oc->conflict = -1;      /* out of memory for the read set: the commit refuses */
+        return;
+    }
+    oc->rs_ver = (uint64_t *)q;
+    oc->rs_off[oc->nrs] = e->off;
+    oc->rs_ver[oc->nrs++] = e->ver;
+    e->flags |= OB_READ;
 }
 
 static void ob_cell_mark(p2_objcache *oc, uint64_t c, uint8_t set, uint8_t clear)
@@ -342,51 +372,21 @@ static void ob_wipe(p2_pagebuf *pb, uint64_t off, uint64_t size)
     }
 }
 
-static int ob_take_status(void *ctx, unsigned i, const p2_rreply *r)
-{
-    (void)ctx;
-    (void)i;
-    (void)r;
-    return P2_OK;
-}
 
-/* Write object e back by itself (a dirty victim). */
-static int ob_write_one(p2_pagebuf *pb, ob_ent *e, p2_err *err)
-{
-    char key[40];
-    ob_key(key, sizeof key, e->off);
-    const char *argv[] = {"SET", key, pb->seg->base + e->off};
-    const size_t lens[] = {3, strlen(key), (size_t)e->size};
-    int rc = redis_cmd(&pb->be, 3, argv, lens, ob_take_status, NULL, "a write", err);
-    if (rc != P2_OK)
-        return rc;
-    pb->st.writes++;
-    pb->st.bytes_written += e->size;
-    ob_wb_note(pb, e->off);
-    e->flags &= ~(OB_DIRTY | OB_NEW);
-    pb->st.dirty--;
-    return P2_OK;
-}
-
-/* Evict entry idx: written back first if dirty, then its bytes zeroed. */
-static int ob_evict(p2_pagebuf *pb, uint32_t idx, p2_err *err)
+/* Evict entry idx, a clean object: its bytes zeroed.  (A dirty object is never evicted:
+ * the server holds committed states only, so it stays until its transaction ends.) */
+static void ob_evict(p2_pagebuf *pb, uint32_t idx)
 {
     p2_objcache *oc = pb->oc;
     ob_ent *e = &oc->ents[idx];
-    if (e->flags & OB_DIRTY) {
-        int rc = ob_write_one(pb, e, err);
-        if (rc != P2_OK)
-            return rc;
-    }
     ob_wipe(pb, e->off, e->size);
     ob_remove(oc, idx);
     pb->st.evictions++;
     pb->st.resident--;
-    return P2_OK;
 }
 
-/* The clock: the first resident object not pinned and not referenced since the hand
- * last passed; OB_NONE if every one is pinned. */
+/* The clock: the first resident clean object not pinned and not referenced since the
+ * hand last passed; OB_NONE if every one is pinned or dirty. */
 static uint32_t ob_victim(p2_objcache *oc)
 {
     if (oc->nents == 0)
@@ -395,7 +395,7 @@ static uint32_t ob_victim(p2_objcache *oc)
         uint32_t i = oc->hand;
         oc->hand = i + 1 >= oc->nents ? 0 : i + 1;
         ob_ent *e = &oc->ents[i];
-        if (!(e->flags & OB_RES) || e->gen == oc->gen)
+        if (!(e->flags & OB_RES) || (e->flags & OB_DIRTY) || e->gen == oc->gen)
             continue;
         if (e->ref) {
             e->ref = 0;
@@ -407,7 +407,7 @@ static uint32_t ob_victim(p2_objcache *oc)
 }
 
 /* Room for one more object: evict until fewer than `target` are here, or every one left
- * is pinned.  A failed write-back fails the segment (the object is kept). */
+ * is pinned or dirty (the cache overflows). */
 static void ob_make_room(p2_pagebuf *pb, uint64_t want)
 {
     p2_objcache *oc = pb->oc;
@@ -415,10 +415,7 @@ static void ob_make_room(p2_pagebuf *pb, uint64_t want)
         uint32_t v = ob_victim(oc);
         if (v == OB_NONE)
             return;
-        p2_err e;
-        p2_err_clear(&e);
-        if (ob_evict(pb, v, &e) != P2_OK)
-            ob_fail(pb, &e);
+        ob_evict(pb, v);
     }
 }
 
@@ -457,20 +454,35 @@ struct ob_fetch {
     uint64_t off;
     int found;
     uint64_t size;
+    uint64_t ver;
 };
 
-/* SET NX: OK, or nil where the key is there already. */
-static int ob_take_lock(void *ctx, unsigned i, const p2_rreply *r)
+/* A version (an HGET or HMGET element of p2:ver): nil is 0 (never shipped); -1 if it is
+ * not a number (the caller names it corrupt). */
+static int64_t ob_version(const p2_rreply *r)
 {
-    (void)i;
-    ((struct ob_fetch *)ctx)->found = r->type == REDIS_STATUS;
-    return P2_OK;
+    if (r->type == REDIS_NIL)
+        return 0;
+    char num[24];
+    if (r->type != REDIS_STRING || r->len == 0 || r->len >= sizeof num)
+        return -1;
+    memcpy(num, r->str, r->len);
+    num[r->len] = '\0';
+    char *end;
+    unsigned long long v = strtoull(num, &end, 10);
+    return *end != '\0' || num[0] == '-' || v > INT64_MAX ? -1 : (int64_t)v;
 }
 
 static int ob_take_object(void *ctx, unsigned i, const p2_rreply *r)
 {
-    (void)i;
     struct ob_fetch *f = (struct ob_fetch *)ctx;
+    if (i == 0) {               /* HGET p2:ver <off>, sent first (see ob_fetch_cmds) */
+        int64_t v = ob_version(r);
+        if (v < 0)
+            return P2_EFORMAT;
+        f->ver = (uint64_t)v;
+        return P2_OK;
+    }
     if (r->type == REDIS_NIL)
         return P2_OK;
     p2_seg *seg = f->pb->seg;
@@ -493,19 +505,31 @@ void p2_obj_set_bundle(p2_seg *seg, uint32_t k)
 struct ob_bundle {
     struct ob_fetch f;
     uint64_t off[65];
+    uint64_t ver[65];
     unsigned n;
     uint64_t got, bytes;
 };
 
 static int ob_take_bundle(void *ctx, unsigned i, const p2_rreply *r)
 {
-    (void)i;
     struct ob_bundle *b = (struct ob_bundle *)ctx;
     if (r->type != REDIS_ARRAY || r->elements != b->n)
         return P2_EFORMAT;
+    if (i == 0) {               /* HMGET p2:ver, sent before the MGET */
+        for (unsigned k = 0; k < b->n; k++) {
+            p2_rreply x;
+            redis_read_reply(r->element[k], &x);
+            int64_t v = ob_version(&x);
+            if (v < 0)
+                return P2_EFORMAT;
+            b->ver[k] = (uint64_t)v;
+        }
+        b->f.ver = b->ver[0];
+        return P2_OK;
+    }
     p2_rreply first;
     redis_read_reply(r->element[0], &first);
-    int rc = ob_take_object(&b->f, 0, &first);
+    int rc = ob_take_object(&b->f, 1, &first);
     if (rc != P2_OK || !b->f.found)
         return rc;
     p2_pagebuf *pb = b->f.pb;
@@ -522,6 +546,7 @@ static int ob_take_bundle(void *ctx, unsigned i, const p2_rreply *r)
         if (idx == OB_NONE)
             break;
         memcpy(seg->base + off, x.str, x.len);
+        pb->oc->ents[idx].ver = b->ver[k];
         pb->st.resident++;
         b->got++;
         b->bytes += x.len;
@@ -538,17 +563,27 @@ void *p2_obj_ptr(p2_seg *seg, uint64_t ref)
         if (oc->ents[idx].flags & OB_RES) {
             pb->st.hits++;
             ob_pin(oc, idx);
+            ob_read(oc, idx);
         }
         return seg->base + ref;          /* or freed: the allocator's bytes */
     }
     if (ref < P2_SEG_HEADER_SIZE || ref >= seg->mapped || pb->failed)
         return seg->base + ref;          /* no object there: the caller bounds references */
     ob_make_room(pb, 1);
-    char key[40];
+    /* its version first, then its bytes (one round trip): a commit of another client
+     * between the two gives an old version with new bytes, which the commit's check
+     * takes for a conflict (never new version, old bytes: commits are atomic) */
+    char key[40], field[24];
     ob_key(key, sizeof key, ref);
+    snprintf(field, sizeof field, "%" PRIu64, ref);
+    const char *vargv[] = {"HGET", OB_VER, field};
+    const size_t vlens[] = {4, sizeof OB_VER - 1, strlen(field)};
     const char *argv[] = {"GET", key};
     const size_t lens[] = {3, strlen(key)};
-    struct ob_fetch f = {pb, ref, 0, 0};
+    const int fargc[] = {3, 2};
+    const char *const *fargv[] = {vargv, argv};
+    const size_t *const flens[] = {vlens, lens};
+    struct ob_fetch f = {pb, ref, 0, 0, 0};
     p2_err e;
     p2_err_clear(&e);
     if (oc->bundle > 0 && oc->guess > 0) {
@@ -556,11 +591,15 @@ void *p2_obj_ptr(p2_seg *seg, uint64_t ref)
         struct ob_bundle b;
         memset(&b, 0, sizeof b);
         b.f = f;
-        char keys[65][40];
-        const char *bargv[66];
-        size_t blens[66];
+        char keys[65][40], fields[65][24];
+        const char *bargv[66], *hargv[67];
+        size_t blens[66], hlens[67];
         bargv[0] = "MGET";
         blens[0] = 4;
+        hargv[0] = "HMGET";
+        hlens[0] = 5;
+        hargv[1] = OB_VER;
+        hlens[1] = sizeof OB_VER - 1;
         for (unsigned k = 0; k <= oc->bundle; k++) {
             uint64_t off = ref + k * oc->guess;
             if (k > 0 && off >= seg->mapped)
@@ -569,9 +608,15 @@ void *p2_obj_ptr(p2_seg *seg, uint64_t ref)
             ob_key(keys[k], sizeof keys[k], off);
             bargv[k + 1] = keys[k];
             blens[k + 1] = strlen(keys[k]);
+            snprintf(fields[k], sizeof fields[k], "%" PRIu64, off);
+            hargv[k + 2] = fields[k];
+            hlens[k + 2] = strlen(fields[k]);
             b.n = k + 1;
         }
-        int rc = redis_cmd(&pb->be, (int)b.n + 1, bargv, blens, ob_take_bundle, &b, "a read", &e);
+        const int bargc[] = {(int)b.n + 2, (int)b.n + 1};
+        const char *const *bargvs[] = {hargv, bargv};
+        const size_t *const blenss[] = {hlens, blens};
+        int rc = redis_pipe(&pb->be, 2, bargc, bargvs, blenss, ob_take_bundle, &b, "a read", &e);
         f = b.f;
         if (rc == P2_OK) {
             pb->st.bundled += b.got;
@@ -584,7 +629,7 @@ void *p2_obj_ptr(p2_seg *seg, uint64_t ref)
             ob_fail(pb, &e);
             return seg->base + ref;
         }
-    } else if (redis_cmd(&pb->be, 2, argv, lens, ob_take_object, &f, "a read", &e) != P2_OK) {
+    } else if (redis_pipe(&pb->be, 2, fargc, fargv, flens, ob_take_object, &f, "a read", &e) != P2_OK) {
         if (e.code == P2_OK)
             p2_err_set(&e, P2_EFORMAT, "%s: the object at offset %" PRIu64 " is corrupt (not a "
                        "block inside the database)", pb->be.uri, ref);
@@ -603,8 +648,10 @@ void *p2_obj_ptr(p2_seg *seg, uint64_t ref)
         ob_fail(pb, &e);
         return seg->base + ref;
     }
+    oc->ents[idx].ver = f.ver;
     pb->st.resident++;
     ob_pin(oc, idx);
+    ob_read(oc, idx);
     return seg->base + ref;
 }
 
@@ -710,14 +757,249 @@ p2_off p2_obj_realloc(p2_seg *seg, p2_off ref, uint64_t old_size, uint64_t new_s
 }
 
 /* ------------------------------------------------------------------------
- * 10.2 sync, close, drop: one MULTI ... EXEC
+ * 10.2 transactions: the check of the read set, commit (one MULTI ... EXEC), abort
+ *
+ * Several clients share the database, optimistically.  Each object has a version, the
+ * field <offset> of the hash p2:ver (the meta cells theirs, the field m), raised by every
+ * commit that ships it.  A fetch reads the version before the bytes (one round trip).  A
+ * transaction lists what it reads (the read set: offset and version); its commit then
+ *   1. WATCHes p2:meta and the key of every object read, and reads their versions now
+ *      (HMGET p2:ver m ...): one round trip.  A version that moved is a conflict
+ *      (another client committed the object, or the meta cells, since this one read it);
+ *   2. ships the dirty objects (SET), the freed ones (DEL), the dirty cells (HSET / HDEL
+ *      p2:meta) and the new versions in one MULTI ... EXEC: one round trip.  An EXEC
+ *      the server aborts (nil: a watched key changed between 1 and 2) is a conflict.
+ * A transaction that wrote nothing needs no WATCH: step 1 alone (the versions all still
+ * as read: what it read was the committed state at that instant).  One that read and
+ * wrote nothing sends nothing.  A conflict is P2_ECONFLICT: nothing was shipped, the
+ * objects found changed are dropped from the cache, and the transaction stays open for
+ * the caller to abort (which drops what it changed; meta cells changed here or by
+ * another client make it drop the cache and read the cells again) and retry.  Nothing
+ * reaches the server but through a commit: a dirty object is never evicted.
  * ------------------------------------------------------------------------ */
 
-typedef struct {
-    int argc;
-    const char **argv;
-    size_t *lens;
-} ob_cmd;
+/* One pipeline of commands, its arrays sized by the caller's bounds. */
+typedef struct ob_batch {
+    unsigned ncmd;
+    int *argc;
+    const char ***argv;
+    const size_t **lens;
+    const char **args;
+    size_t *alen;
+    uint64_t narg, start;
+    char *text;                 /* keys and numbers: 32 bytes each */
+    uint64_t ntext;
+    uint64_t infields;          /* fields in the hash command being built */
+} ob_batch;
+
+#define OB_TEXT 32u
+
+static int ob_batch_init(ob_batch *b, uint64_t cmds, uint64_t args, uint64_t texts)
+{
+    memset(b, 0, sizeof *b);
+    b->argc = (int *)calloc((size_t)cmds, sizeof *b->argc);
+    b->argv = (const char ***)calloc((size_t)cmds, sizeof *b->argv);
+    b->lens = (const size_t **)calloc((size_t)cmds, sizeof *b->lens);
+    b->args = (const char **)calloc((size_t)args, sizeof *b->args);
+    b->alen = (size_t *)calloc((size_t)args, sizeof *b->alen);
+    b->text = (char *)malloc((size_t)(texts ? texts : 1) * OB_TEXT);
+    return b->argc && b->argv && b->lens && b->args && b->alen && b->text;
+}
+
+static void ob_batch_free(ob_batch *b)
+{
+    free(b->argc);
+    free(b->argv);
+    free(b->lens);
+    free(b->args);
+    free(b->alen);
+    free(b->text);
+}
+
+static void ob_cmd_begin(ob_batch *b)
+{
+    b->argv[b->ncmd] = &b->args[b->narg];
+    b->lens[b->ncmd] = &b->alen[b->narg];
+    b->start = b->narg;
+}
+
+static void ob_arg(ob_batch *b, const char *s, size_t n)
+{
+    b->args[b->narg] = s;
+    b->alen[b->narg++] = n;
+}
+
+static void ob_cmd_end(ob_batch *b)
+{
+    b->argc[b->ncmd++] = (int)(b->narg - b->start);
+}
+
+/* An argument "<prefix><v>", kept in the batch's text. */
+static void ob_num_arg(ob_batch *b, const char *prefix, uint64_t v)
+{
+    char *t = b->text + OB_TEXT * b->ntext++;
+    int n = snprintf(t, OB_TEXT, "%s%" PRIu64, prefix, v);
+    ob_arg(b, t, (size_t)n);
+}
+
+/* Fields of a hash command (HSET / HDEL key f [v] ...), OB_FIELDS per command. */
+static void ob_field_begin(ob_batch *b, const char *cmd, const char *key)
+{
+    if (b->infields == 0) {
+        ob_cmd_begin(b);
+        ob_arg(b, cmd, strlen(cmd));
+        ob_arg(b, key, strlen(key));
+    }
+}
+
+static void ob_field_end(ob_batch *b, int last)
+{
+    if (!last && ++b->infields < OB_FIELDS)
+        return;
+    if (b->infields > 0 || !last)
+        ob_cmd_end(b);
+    b->infields = 0;
+}
+
+static uint64_t ob_chunks(uint64_t n)
+{
+    return (n + OB_FIELDS - 1) / OB_FIELDS;
+}
+
+/* The read set checked against the server's versions. */
+struct ob_check {
+    p2_objcache *oc;
+    unsigned last;              /* the HMGET's command */
+    uint8_t *moved;             /* per read-set entry */
+    uint64_t nmoved;
+    int meta_moved, bad;
+};
+
+static int ob_take_check(void *ctx, unsigned i, const p2_rreply *r)
+{
+    struct ob_check *x = (struct ob_check *)ctx;
+    if (i != x->last)
+        return P2_OK;           /* WATCH: OK */
+    if (r->type != REDIS_ARRAY || r->elements != (size_t)x->oc->nrs + 1) {
+        x->bad = 1;
+        return P2_OK;
+    }
+    for (size_t k = 0; k < r->elements; k++) {
+        p2_rreply v;
+        redis_read_reply(r->element[k], &v);
+        int64_t ver = ob_version(&v);
+        if (ver < 0) {
+            x->bad = 1;
+            return P2_OK;
+        }
+        if (k == 0) {
+            x->meta_moved = (uint64_t)ver != x->oc->mver;
+        } else if ((uint64_t)ver != x->oc->rs_ver[k - 1]) {
+            x->moved[k - 1] = 1;
+            x->nmoved++;
+        }
+    }
+    return P2_OK;
+}
+
+/* Drop a clean object from the cache (another client changed it): the next touch fetches
+ * it again.  A dirty one stays until the abort. */
+static void ob_drop_stale(p2_pagebuf *pb, uint64_t off)
+{
+    p2_objcache *oc = pb->oc;
+    uint32_t idx = ob_find(oc, off);
+    if (idx == OB_NONE || (oc->ents[idx].flags & (OB_DIRTY | OB_NEW)) || !(oc->ents[idx].flags & OB_RES))
+        return;
+    ob_wipe(pb, off, oc->ents[idx].size);
+    ob_remove(oc, idx);
+    pb->st.resident--;
+}
+
+/* Read the versions of p2:meta and of every object of the read set (with watch, WATCH
+ * their keys first, in the same round trip).  *moved: how many changed since they were
+ * read (the meta counted); those objects are dropped from the cache. */
+static int ob_check(p2_pagebuf *pb, int watch, uint64_t *moved, p2_err *err)
+{
+    p2_objcache *oc = pb->oc;
+    uint64_t n = oc->nrs;
+    ob_batch b;
+    struct ob_check x = {oc, watch ? 1u : 0u, (uint8_t *)calloc((size_t)n + 1, 1), 0, 0, 0};
+    int rc;
+    if (!ob_batch_init(&b, 2, 2 * n + 6, 2 * n) || x.moved == NULL) {
+        rc = seg_fail(pb->seg, err, P2_ENOMEM, "out of memory for the check of %" PRIu64 " objects", n);
+        goto out;
+    }
+    if (watch) {
+        ob_cmd_begin(&b);
+        ob_arg(&b, "WATCH", 5);
+        ob_arg(&b, OB_META, sizeof OB_META - 1);
+        for (uint64_t k = 0; k < n; k++)
+            ob_num_arg(&b, "p2:o:", oc->rs_off[k]);
+        ob_cmd_end(&b);
+    }
+    ob_cmd_begin(&b);
+    ob_arg(&b, "HMGET", 5);
+    ob_arg(&b, OB_VER, sizeof OB_VER - 1);
+    ob_arg(&b, "m", 1);
+    for (uint64_t k = 0; k < n; k++)
+        ob_num_arg(&b, "", oc->rs_off[k]);
+    ob_cmd_end(&b);
+    rc = redis_pipe(&pb->be, b.ncmd, b.argc, (const char *const *const *)b.argv,
+                    (const size_t *const *)b.lens, ob_take_check, &x, "a commit's check", err);
+    if (rc != P2_OK)
+        goto out;
+    pb->st.reads++;
+    if (x.bad) {
+        rc = seg_fail(pb->seg, err, P2_EFORMAT, "not a p2gen database: its %s hash holds something other "
+                      "than versions", OB_VER);
+        goto out;
+    }
+    for (uint64_t k = 0; k < n; k++)
+        if (x.moved[k])
+            ob_drop_stale(pb, oc->rs_off[k]);
+    if (x.meta_moved)
+        oc->meta_stale = 1;
+    *moved = x.nmoved + (uint64_t)x.meta_moved;
+out:
+    ob_batch_free(&b);
+    free(x.moved);
+    return rc;
+}
+
+/* The transaction is over: its read set empties. */
+static void ob_txn_end(p2_objcache *oc)
+{
+    for (uint32_t k = 0; k < oc->nrs; k++) {
+        uint32_t idx = ob_find(oc, oc->rs_off[k]);
+        if (idx != OB_NONE)
+            oc->ents[idx].flags &= ~OB_READ;
+    }
+    oc->nrs = 0;
+    oc->conflict = 0;
+}
+
+static int ob_conflict(p2_pagebuf *pb, uint64_t moved, p2_err *err)
+{
+    pb->oc->conflict = 1;
+    pb->st.conflicts++;
+    return seg_fail(pb->seg, err, P2_ECONFLICT, "another client committed %s%" PRIu64 " object%s this "
+                    "transaction read since it read %s: nothing of it was shipped; abort it and retry",
+                    pb->oc->meta_stale ? "the database's roots or allocator and " : "", moved,
+                    moved == 1 ? "" : "s", moved == 1 ? "it" : "them");
+}
+
+/* The header as the server must hold it (clean, roots sealed, checksummed), its cells
+ * dirty if that differs from what the server holds. */
+static void ob_seal_header(p2_seg *seg)
+{
+    p2_objcache *oc = seg->pb->oc;
+    struct p2_seg_header *h = seg->hdr;
+    h->state = SEG_STATE_CLEAN;
+    roots_seal(seg);
+    h->checksum = header_crc(h);
+    if (memcmp(h, oc->hdr_copy, sizeof *h) != 0)
+        ob_meta_dirty(oc, 0, sizeof *h);
+}
 
 struct ob_exec {
     unsigned ncmds;
@@ -732,6 +1014,7 @@ static int ob_take_exec(void *ctx, unsigned i, const p2_rreply *r)
     return P2_OK;
 }
 
+/* Commit (sync and close too): check the read set, then ship in one MULTI ... EXEC. */
 static int ob_sync(p2_seg *seg, p2_err *err)
 {
     p2_pagebuf *pb = seg->pb;
@@ -740,7 +1023,12 @@ static int ob_sync(p2_seg *seg, p2_err *err)
         return pb_failed(pb, err);
     if (pb->be.dead)
         return seg_fail(seg, err, P2_EIO, "%s", pb->be.why);
-    ob_meta_dirty(oc, 0, sizeof(struct p2_seg_header));   /* state, checksum: not announced */
+    if (oc->conflict > 0)
+        return seg_fail(seg, err, P2_ECONFLICT, "this transaction met a conflict at its commit: abort it, "
+                        "then retry");
+    if (oc->conflict < 0)
+        return seg_fail(seg, err, P2_ENOMEM, "out of memory for the transaction's read set: abort it");
+    ob_seal_header(seg);
     uint64_t nobj = 0, ndel = 0, ncell = 0, ncdel = 0;
     for (uint32_t i = 0; i < oc->nents; i++) {
         if ((oc->ents[i].flags & (OB_RES | OB_DIRTY)) == (OB_RES | OB_DIRTY))
@@ -753,83 +1041,109 @@ static int ob_sync(p2_seg *seg, p2_err *err)
         ncell += (c & OC_DIRTY) != 0;
         ncdel += (c & OC_DEL) != 0;
     }
-    uint64_t ncmds = 2 + nobj + ndel + (ncell + OB_FIELDS - 1) / OB_FIELDS + (ncdel + OB_FIELDS - 1) / OB_FIELDS;
-    uint64_t nargs = 2 + 3 * nobj + 2 * ndel + 2 * ncell + ncdel +
-                     2 * ((ncell + OB_FIELDS - 1) / OB_FIELDS + (ncdel + OB_FIELDS - 1) / OB_FIELDS);
-    uint64_t nkeys = nobj + ndel + ncell + ncdel;
-    int *argc = (int *)calloc((size_t)ncmds, sizeof *argc);
-    const char ***argv = (const char ***)calloc((size_t)ncmds, sizeof *argv);
-    const size_t **lens = (const size_t **)calloc((size_t)ncmds, sizeof *lens);
-    const char **args = (const char **)calloc((size_t)nargs, sizeof *args);
-    size_t *alen = (size_t *)calloc((size_t)nargs, sizeof *alen);
-    char *keys = (char *)malloc((size_t)(nkeys ? nkeys : 1) * 32);
-    int rc = P2_OK;
-    if (!argc || !argv || !lens || !args || !alen || !keys) {
-        rc = seg_fail(seg, err, P2_ENOMEM, "out of memory for a sync of %" PRIu64 " objects", nobj);
+    int writes = nobj + ndel + ncell + ncdel > 0, meta = ncell + ncdel > 0;
+    if (!writes && oc->nrs == 0)
+        return P2_OK;           /* nothing read from the server, nothing to ship */
+    uint64_t moved = 0;
+    int rc = ob_check(pb, writes, &moved, err);
+    if (rc != P2_OK)
+        return rc;
+    if (moved > 0) {
+        if (writes) {           /* the WATCH is not wanted any more */
+            const char *argv[] = {"UNWATCH"};
+            const size_t lens[] = {7};
+            p2_err e;
+            p2_err_clear(&e);
+            (void)redis_cmd(&pb->be, 1, argv, lens, NULL, NULL, "an UNWATCH", &e);
+        }
+        return ob_conflict(pb, moved, err);
+    }
+    if (!writes) {
+        ob_txn_end(oc);
+        return P2_OK;
+    }
+    uint64_t vfields = nobj + (uint64_t)meta;
+    uint64_t ncmds = 2 + nobj + ndel + ob_chunks(ncell) + ob_chunks(ncdel) + ob_chunks(vfields) + ob_chunks(ndel);
+    uint64_t nargs = 2 + 3 * nobj + 2 * ndel + 2 * ncell + ncdel + 2 * vfields + ndel + 2 * ncmds;
+    ob_batch b;
+    if (!ob_batch_init(&b, ncmds, nargs, nobj + ndel + ncell + ncdel + 2 * vfields + ndel)) {
+        rc = seg_fail(seg, err, P2_ENOMEM, "out of memory for a commit of %" PRIu64 " objects", nobj);
         goto out;
     }
-    {
-        uint64_t c = 0, a = 0, kk = 0;
-#define OB_ARG(s, n) (args[a] = (s), alen[a] = (n), a++)
-#define OB_BEGIN() (argv[c] = &args[a], lens[c] = &alen[a])
-#define OB_END(start) (argc[c] = (int)(a - (start)), c++)
-        uint64_t s = a;
-        OB_BEGIN(); OB_ARG("MULTI", 5); OB_END(s);
-        for (uint32_t i = 0; i < oc->nents; i++) {
-            ob_ent *e = &oc->ents[i];
-            int set = (e->flags & (OB_RES | OB_DIRTY)) == (OB_RES | OB_DIRTY);
-            if (!set && !(e->flags & OB_DEL))
+    ob_cmd_begin(&b);
+    ob_arg(&b, "MULTI", 5);
+    ob_cmd_end(&b);
+    for (uint32_t i = 0; i < oc->nents; i++) {
+        ob_ent *e = &oc->ents[i];
+        int set = (e->flags & (OB_RES | OB_DIRTY)) == (OB_RES | OB_DIRTY);
+        if (!set && !(e->flags & OB_DEL))
+            continue;
+        ob_cmd_begin(&b);
+        ob_arg(&b, set ? "SET" : "DEL", 3);
+        ob_num_arg(&b, "p2:o:", e->off);
+        if (set)
+            ob_arg(&b, seg->base + e->off, (size_t)e->size);
+        ob_cmd_end(&b);
+    }
+    for (int del = 0; del < 2; del++) {
+        for (uint64_t k = 0; k < oc->nclist; k++) {
+            uint64_t cell = oc->clist[k];
+            if (!(oc->cells[cell] & (del ? OC_DEL : OC_DIRTY)))
                 continue;
-            char *k = keys + 32 * kk++;
-            int kl = ob_key(k, 32, e->off);
-            s = a;
-            OB_BEGIN();
-            if (set) {
-                OB_ARG("SET", 3); OB_ARG(k, (size_t)kl); OB_ARG(seg->base + e->off, (size_t)e->size);
-            } else {
-                OB_ARG("DEL", 3); OB_ARG(k, (size_t)kl);
-            }
-            OB_END(s);
+            ob_field_begin(&b, del ? "HDEL" : "HSET", OB_META);
+            ob_num_arg(&b, "", cell);
+            if (!del)
+                ob_arg(&b, seg->base + cell * OB_CELL, OB_CELL);
+            ob_field_end(&b, 0);
         }
-        for (int del = 0; del < 2; del++) {
-            uint64_t in = 0;
-            for (uint64_t k = 0; k < oc->nclist; k++) {
-                uint64_t cell = oc->clist[k];
-                if (!(oc->cells[cell] & (del ? OC_DEL : OC_DIRTY)))
-                    continue;
-                if (in == 0) {
-                    s = a;
-                    OB_BEGIN();
-                    OB_ARG(del ? "HDEL" : "HSET", 4);
-                    OB_ARG(OB_META, sizeof OB_META - 1);
-                }
-                char *f = keys + 32 * kk++;
-                int fl = snprintf(f, 32, "%" PRIu64, cell);
-                OB_ARG(f, (size_t)fl);
-                if (!del)
-                    OB_ARG(seg->base + cell * OB_CELL, OB_CELL);
-                if (++in == OB_FIELDS) {
-                    OB_END(s);
-                    in = 0;
-                }
-            }
-            if (in > 0)
-                OB_END(s);
-        }
-        s = a;
-        OB_BEGIN(); OB_ARG("EXEC", 4); OB_END(s);
-#undef OB_ARG
-#undef OB_BEGIN
-#undef OB_END
-        struct ob_exec x = {(unsigned)c, 0};
-        rc = redis_pipe(&pb->be, (unsigned)c, argc, (const char *const *const *)argv,
-                        (const size_t *const *)lens, ob_take_exec, &x, "a commit", err);
-        if (rc == P2_OK && !x.exec_ok)
-            rc = seg_fail(seg, err, P2_EIO, "the server refused the transaction (EXEC)");
+        ob_field_end(&b, 1);
+    }
+    /* the new versions: one more than each had (a new object's first is 1) */
+    for (uint32_t i = 0; i < oc->nents; i++) {
+        ob_ent *e = &oc->ents[i];
+        if ((e->flags & (OB_RES | OB_DIRTY)) != (OB_RES | OB_DIRTY))
+            continue;
+        ob_field_begin(&b, "HSET", OB_VER);
+        ob_num_arg(&b, "", e->off);
+        ob_num_arg(&b, "", e->ver + 1);
+        ob_field_end(&b, 0);
+    }
+    if (meta) {
+        ob_field_begin(&b, "HSET", OB_VER);
+        ob_arg(&b, "m", 1);
+        ob_num_arg(&b, "", oc->mver + 1);
+        ob_field_end(&b, 0);
+    }
+    ob_field_end(&b, 1);
+    for (uint32_t i = 0; i < oc->nents; i++) {
+        if (!(oc->ents[i].flags & OB_DEL))
+            continue;
+        ob_field_begin(&b, "HDEL", OB_VER);
+        ob_num_arg(&b, "", oc->ents[i].off);
+        ob_field_end(&b, 0);
+    }
+    ob_field_end(&b, 1);
+    ob_cmd_begin(&b);
+    ob_arg(&b, "EXEC", 4);
+    ob_cmd_end(&b);
+    {
+        struct ob_exec x = {b.ncmd, 0};
+        rc = redis_pipe(&pb->be, b.ncmd, b.argc, (const char *const *const *)b.argv,
+                        (const size_t *const *)b.lens, ob_take_exec, &x, "a commit", err);
         if (rc != P2_OK)
             goto out;
+        if (!x.exec_ok) {       /* a watched key changed between the check and the EXEC */
+            p2_err e;
+            p2_err_clear(&e);
+            moved = 0;
+            if (ob_check(pb, 0, &moved, &e) != P2_OK || moved == 0)
+                oc->meta_stale = 1;     /* cannot tell what: the abort reads everything again */
+            rc = ob_conflict(pb, moved ? moved : 1, err);
+            goto out;
+        }
     }
-    /* shipped: the objects are clean, the freed ones gone, the cells stored */
+    /* shipped: the objects are clean at their new versions, the freed ones gone, the
+     * cells stored */
     pb->st.flushes++;
     for (uint32_t i = 0; i < oc->nents; i++) {
         ob_ent *e = &oc->ents[i];
@@ -838,6 +1152,7 @@ static int ob_sync(p2_seg *seg, p2_err *err)
             pb->st.bytes_written += e->size;
             ob_wb_note(pb, e->off);
             e->flags &= ~(OB_DIRTY | OB_NEW);
+            e->ver++;
             pb->st.dirty--;
         } else if (e->flags & OB_DEL) {
             ob_remove(oc, i);
@@ -854,26 +1169,112 @@ static int ob_sync(p2_seg *seg, p2_err *err)
         *c &= (uint8_t)~(OC_DIRTY | OC_DEL | OC_LISTED);
     }
     oc->nclist = 0;
+    if (meta)
+        oc->mver++;
+    memcpy(oc->hdr_copy, seg->hdr, sizeof *seg->hdr);
+    ob_txn_end(oc);
 out:
-    free(argc);
-    free(argv);
-    free(lens);
-    free(args);
-    free(alen);
-    free(keys);
+    ob_batch_free(&b);
     return rc;
 }
 
-static void ob_unlock(p2_pagebuf *pb)
+/* The meta cells from the server (its version first, then p2:meta whole: one round trip)
+ * into a reservation whose cells and objects are all zero.  *ncells: 0 where the server
+ * has none (no database there). */
+static int ob_load_meta(p2_seg *seg, uint64_t *ncells, p2_err *err);
+
+/* Drop every object and read the meta cells again: the database as last committed. */
+static int ob_reload(p2_seg *seg, p2_err *err)
 {
-    if (!pb->oc->locked || pb->be.dead || pb->be.redis == NULL)
-        return;
-    const char *argv[] = {"DEL", OB_LOCK};
-    const size_t lens[] = {3, sizeof OB_LOCK - 1};
-    p2_err e;
-    p2_err_clear(&e);
-    if (redis_cmd(&pb->be, 2, argv, lens, ob_take_status, NULL, "the unlock", &e) == P2_OK)
-        pb->oc->locked = 0;
+    p2_pagebuf *pb = seg->pb;
+    p2_objcache *oc = pb->oc;
+    for (uint32_t i = 0; i < oc->nents; i++)
+        if (oc->ents[i].flags != 0)
+            ob_remove(oc, i);
+    pb->st.resident = 0;
+    pb->st.dirty = 0;
+    oc->npins = 0;
+    oc->last = OB_NONE;
+    oc->gen++;
+    oc->meta_stale = 0;
+    if (madvise(seg->base, (size_t)seg->mapped, MADV_DONTNEED) != 0 ||
+        madvise(oc->cells, (size_t)oc->cells_bytes, MADV_DONTNEED) != 0) {
+        pb->failed = 1;
+        snprintf(pb->why, sizeof pb->why, "cannot drop the object cache: %s", strerror(errno));
+        return seg_fail(seg, err, P2_EIO, "%s", pb->why);
+    }
+    oc->nclist = 0;
+    uint64_t n = 0;
+    int rc = ob_load_meta(seg, &n, err);
+    if (rc == P2_OK && n == 0)
+        rc = seg_fail(seg, err, P2_EFORMAT, "the database is gone from the server (no %s)", OB_META);
+    if (rc == P2_OK && (header_crc(seg->hdr) != seg->hdr->checksum ||
+                        memcmp(seg->hdr->magic, SEG_MAGIC, sizeof seg->hdr->magic) != 0))
+        rc = seg_fail(seg, err, P2_EFORMAT, "not a p2gen database: the header the server holds fails "
+                      "its checksum");
+    if (rc == P2_OK)
+        rc = ob_grow(seg, seg->hdr->file_size, err);
+    if (rc != P2_OK) {          /* the segment holds nothing sound now */
+        pb->failed = 1;
+        snprintf(pb->why, sizeof pb->why, "the database could not be read again from the server after "
+                 "an abort (%.300s)", err != NULL ? err->msg : "");
+        return rc;
+    }
+    seg->mapped = seg->hdr->file_size;
+    memcpy(oc->hdr_copy, seg->hdr, sizeof *seg->hdr);
+    return P2_OK;
+}
+
+int p2_obj_abort(p2_seg *seg, p2_err *err)
+{
+    if (seg == NULL || seg->pb == NULL || seg->pb->oc == NULL)
+        return p2_err_set(err, P2_EINVAL, "p2_obj_abort: not an object-server segment");
+    p2_pagebuf *pb = seg->pb;
+    p2_objcache *oc = pb->oc;
+    int reload = oc->meta_stale;
+    for (uint64_t k = 0; k < oc->nclist && !reload; k++)
+        reload = (oc->cells[oc->clist[k]] & (OC_DIRTY | OC_DEL)) != 0;
+    ob_txn_end(oc);
+    if (pb->failed)
+        return pb_failed(pb, err);
+    if (!reload) {              /* objects only: drop the changed ones */
+        for (uint32_t i = 0; i < oc->nents; i++) {
+            ob_ent *e = &oc->ents[i];
+            if (!(e->flags & OB_DIRTY))
+                continue;
+            ob_wipe(pb, e->off, e->size);
+            ob_remove(oc, i);
+            pb->st.resident--;
+            pb->st.dirty--;
+        }
+        return P2_OK;
+    }
+    return ob_reload(seg, err);
+}
+
+int p2_obj_begin(p2_seg *seg, p2_err *err)
+{
+    if (seg == NULL || seg->pb == NULL || seg->pb->oc == NULL)
+        return p2_err_set(err, P2_EINVAL, "p2_obj_begin: not an object-server segment");
+    p2_pagebuf *pb = seg->pb;
+    p2_objcache *oc = pb->oc;
+    if (pb->failed)
+        return pb_failed(pb, err);
+    if (oc->conflict || pb->st.dirty > 0 || oc->nclist > 0)
+        return seg_fail(seg, err, P2_EINVAL, "begin: the current transaction has %s; commit or abort it "
+                        "first", oc->conflict ? "met a conflict" : "changes");
+    ob_txn_end(oc);
+    /* the meta's version: where another client changed the roots or the allocator since,
+     * read them again (and drop the cache) */
+    const char *argv[] = {"HGET", OB_VER, "m"};
+    const size_t lens[] = {4, sizeof OB_VER - 1, 1};
+    struct ob_fetch f = {pb, 0, 0, 0, 0};
+    int rc = redis_cmd(&pb->be, 3, argv, lens, ob_take_object, &f, "a begin", err);
+    if (rc != P2_OK)
+        return rc == P2_EFORMAT ? seg_fail(seg, err, rc, "not a p2gen database: its meta version is not "
+                                           "a number") : rc;
+    pb->st.reads++;
+    return f.ver != oc->mver ? ob_reload(seg, err) : P2_OK;
 }
 
 static void ob_free(p2_pagebuf *pb)
@@ -881,31 +1282,25 @@ static void ob_free(p2_pagebuf *pb)
     p2_objcache *oc = pb->oc;
     if (oc == NULL)
         return;
-    ob_unlock(pb);
     free(oc->ents);
     free(oc->freel);
     free(oc->table);
     free(oc->pins);
     free(oc->clist);
     free(oc->wb);
+    free(oc->rs_off);
+    free(oc->rs_ver);
+    free(oc->hdr_copy);
     if (oc->cells != NULL)
         munmap(oc->cells, (size_t)oc->cells_bytes);
     free(oc);
     pb->oc = NULL;
 }
 
+/* Close: a commit of what is open, then the connection goes. */
 static int ob_close(p2_seg *seg, p2_err *err)
 {
-    struct p2_seg_header *h = seg->hdr;
-    int rc;
-    if (seg->pb->failed) {
-        rc = pb_failed(seg->pb, err);
-    } else {
-        roots_seal(seg);
-        h->state = SEG_STATE_CLEAN;
-        h->checksum = header_crc(h);
-        rc = ob_sync(seg, err);
-    }
+    int rc = seg->pb->failed ? pb_failed(seg->pb, err) : ob_sync(seg, err);
     pb_free(seg);
     munmap(seg->base, (size_t)seg->reserved);
     seg_reset(seg);
@@ -954,8 +1349,15 @@ struct ob_meta_load {
 
 static int ob_take_meta(void *ctx, unsigned i, const p2_rreply *r)
 {
-    (void)i;
     struct ob_meta_load *m = (struct ob_meta_load *)ctx;
+    if (i == 0) {               /* HGET p2:ver m */
+        int64_t v = ob_version(r);
+        if (v < 0)
+            m->bad = 1;
+        else
+            m->oc->mver = (uint64_t)v;
+        return P2_OK;
+    }
     if (r->type != REDIS_ARRAY || r->elements % 2 != 0) {
         m->bad = 1;
         return P2_OK;
@@ -1002,6 +1404,29 @@ static int ob_take_meta(void *ctx, unsigned i, const p2_rreply *r)
     return P2_OK;
 }
 
+static int ob_load_meta(p2_seg *seg, uint64_t *ncells, p2_err *err)
+{
+    p2_pagebuf *pb = seg->pb;
+    const char *vargv[] = {"HGET", OB_VER, "m"};
+    const size_t vlens[] = {4, sizeof OB_VER - 1, 1};
+    const char *argv[] = {"HGETALL", OB_META};
+    const size_t lens[] = {7, sizeof OB_META - 1};
+    const int argc[] = {3, 2};
+    const char *const *argvs[] = {vargv, argv};
+    const size_t *const lenss[] = {vlens, lens};
+    struct ob_meta_load m = {seg, pb->oc, 0, 0};
+    int rc = redis_pipe(&pb->be, 2, argc, argvs, lenss, ob_take_meta, &m, "a read", err);
+    if (rc != P2_OK)
+        return rc;
+    pb->st.reads++;
+    if (m.bad)
+        return seg_fail(seg, err, P2_EFORMAT, "not a p2gen database: its %s hash is not a segment's "
+                        "64-byte cells (or %s m not a version)", OB_META, OB_VER);
+    pb->st.bytes_read += m.ncells * OB_CELL;
+    *ncells = m.ncells;
+    return P2_OK;
+}
+
 int p2_seg_open_objserver(p2_seg *seg, const char *uri, uint32_t objects, uint64_t fingerprint,
                           uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,
                           uint64_t reserve, int *created, p2_err *err)
@@ -1042,21 +1467,10 @@ int p2_seg_open_objserver(p2_seg *seg, const char *uri, uint32_t objects, uint64
         pb->be.ops = NULL;   /* the open undid itself */
         goto fail;
     }
-    {   /* one client at a time: the lock key */
-        char token[64];
-        snprintf(token, sizeof token, "pid %ld", (long)getpid());
-        const char *argv[] = {"SET", OB_LOCK, token, "NX"};
-        const size_t lens[] = {3, sizeof OB_LOCK - 1, strlen(token), 2};
-        struct ob_fetch got = {pb, 0, 0, 0};
-        rc = redis_cmd(&pb->be, 4, argv, lens, ob_take_lock, &got, "the lock", err);
-        if (rc != P2_OK)
-            goto fail;
-        if (!got.found) {
-            rc = seg_fail(seg, err, P2_EBUSY, "in use by another client (its lock key %s is set; if no "
-                          "client uses it, one crashed without closing it: DEL %s)", OB_LOCK, OB_LOCK);
-            goto fail;
-        }
-        oc->locked = 1;
+    oc->hdr_copy = (unsigned char *)calloc(1, sizeof(struct p2_seg_header));
+    if (oc->hdr_copy == NULL) {
+        rc = seg_fail(seg, err, P2_ENOMEM, "out of memory for the object cache");
+        goto fail;
     }
     if (reserve == 0)
         reserve = P2_SEG_DEFAULT_RESERVE;
@@ -1076,19 +1490,10 @@ int p2_seg_open_objserver(p2_seg *seg, const char *uri, uint32_t objects, uint64
     if ((rc = seg_reserve(seg, err)) != P2_OK)
         goto fail;
     {
-        const char *argv[] = {"HGETALL", OB_META};
-        const size_t lens[] = {7, sizeof OB_META - 1};
-        struct ob_meta_load m = {seg, oc, 0, 0};
-        if ((rc = redis_cmd(&pb->be, 2, argv, lens, ob_take_meta, &m, "a read", err)) != P2_OK)
+        uint64_t ncells = 0;
+        if ((rc = ob_load_meta(seg, &ncells, err)) != P2_OK)
             goto fail;
-        pb->st.reads++;
-        if (m.bad) {
-            rc = seg_fail(seg, err, P2_EFORMAT, "not a p2gen database: its %s hash is not a segment's "
-                          "64-byte cells", OB_META);
-            goto fail;
-        }
-        pb->st.bytes_read += m.ncells * OB_CELL;
-        if (m.ncells == 0) {
+        if (ncells == 0) {
             /* nothing there: a new database (seg_create reserves again) */
             munmap(seg->base, (size_t)seg->reserved);
             seg->base = NULL;
@@ -1108,10 +1513,8 @@ int p2_seg_open_objserver(p2_seg *seg, const char *uri, uint32_t objects, uint64
                 goto fail;
             seg->mapped = h.file_size;
             seg->hdr = (struct p2_seg_header *)(void *)seg->base;
-            seg->hdr->state = SEG_STATE_OPEN;
-            seg->hdr->checksum = header_crc(seg->hdr);
-            if ((rc = ob_sync(seg, err)) != P2_OK)
-                goto fail;
+            /* the server's copy stays as it is: it is always a committed state */
+            memcpy(oc->hdr_copy, seg->hdr, sizeof *seg->hdr);
         }
     }
     seg->will_write = ob_note;

@@ -136,8 +136,8 @@ Values written
 Errors
     P2Error (.code: the P2_* code, .message), with NotFoundError (also a KeyError),
     DuplicateError, RangeError (also ValueError and OverflowError), ClosedError,
-    FormatError, MismatchError, BusyError; other codes (P2_ENOMEM, P2_EIO, P2_EINVAL) raise
-    P2Error itself. Messages are the C library's (`<prefix>_errmsg`).
+    FormatError, MismatchError, BusyError, ConflictError (an object server's commit: abort,
+    then retry); other codes (P2_ENOMEM, P2_EIO, P2_EINVAL) raise P2Error itself. Messages are the C library's (`<prefix>_errmsg`).
 Threads
     A Database may be shared by threads: every call into the C library (on the database,
     its containers, cursors and roles) holds the database's lock (a threading.RLock, or
@@ -199,10 +199,10 @@ from __future__ import annotations
 from ._base import (  # noqa: F401
     NOREF, NOREF32, FAST_API, _MISSING, TEXT_MAX, P2_OK, P2_END, P2_NOTFOUND, P2_EDUP,
     P2_ERANGE, P2_ENOMEM, P2_EIO, P2_EFORMAT, P2_EMISMATCH, P2_EINVAL, P2_ECLOSED,
-    P2_EBUSY)
+    P2_EBUSY, P2_ECONFLICT)
 from .errors import (  # noqa: F401
     P2Error, NotFoundError, DuplicateError, RangeError, ClosedError, FormatError,
-    MismatchError, BusyError, _ERRORS, error_for)
+    MismatchError, BusyError, ConflictError, _ERRORS, error_for)
 from .fields import (  # noqa: F401
     _INT_BITS, _encode, _Field, _index, _int_ref, _arg)
 from .records import (  # noqa: F401

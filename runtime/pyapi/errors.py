@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ._base import P2_EBUSY, P2_ECLOSED, P2_EDUP, P2_EFORMAT, P2_EMISMATCH, P2_ERANGE, P2_NOTFOUND
+from ._base import P2_EBUSY, P2_ECLOSED, P2_ECONFLICT, P2_EDUP, P2_EFORMAT, P2_EMISMATCH, P2_ERANGE, P2_NOTFOUND
 
 
 class P2Error(Exception):
@@ -56,9 +56,15 @@ class BusyError(P2Error):
     code = P2_EBUSY
 
 
+class ConflictError(P2Error):
+    """P2_ECONFLICT: another client of the object server committed what this transaction
+    read since it read it; nothing was shipped: abort(), then run the transaction again."""
+    code = P2_ECONFLICT
+
+
 _ERRORS = {P2_NOTFOUND: NotFoundError, P2_EDUP: DuplicateError, P2_ERANGE: RangeError,
            P2_ECLOSED: ClosedError, P2_EFORMAT: FormatError, P2_EMISMATCH: MismatchError,
-           P2_EBUSY: BusyError}
+           P2_EBUSY: BusyError, P2_ECONFLICT: ConflictError}
 
 
 def error_for(code: int, message: str) -> P2Error:

@@ -12,7 +12,7 @@
  * Conventions
  *   - Functions returning int return P2_OK (0) or an error code from p2_runtime.h
  *     (P2_NOTFOUND, P2_EDUP, P2_ERANGE, P2_ENOMEM, P2_EIO, P2_EFORMAT, P2_EMISMATCH,
- *     P2_EINVAL, P2_ECLOSED, P2_EBUSY); journal_errmsg(db) says why in words.
+ *     P2_EINVAL, P2_ECLOSED, P2_EBUSY, P2_ECONFLICT); journal_errmsg(db) says why in words.
  *     Nothing here aborts on bad input. "Errors:" names the codes a function can
  *     return for this spec's equations; any function also returns P2_ECLOSED on a
  *     closed handle and P2_EINVAL for a NULL argument.

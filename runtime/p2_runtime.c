@@ -7127,8 +7127,11 @@ static int pl_open(p2_seg *seg, const char *log_uri, int sync, uint64_t fingerpr
  * next call.  An evicted object is written back first if dirty, then its bytes are
  * zeroed: a read that skipped p2_obj_ptr reads zeros, never stale data.  Writes are
  * known from the write-intent notices (seg->will_write): inside an object they make it
- * dirty; anywhere else they make their cells dirty.  Sync and close ship every dirty
- * object, every freed object's deletion and every dirty cell in one MULTI ... EXEC.
+ * dirty; anywhere else they make their cells dirty.  A dirty object is never evicted.
+ * Several clients share the database with optimistic transactions (10.2): a commit
+ * checks the versions of what it read (WATCH + HMGET p2:ver) and ships every dirty
+ * object, every freed object's deletion, every dirty cell and the new versions in one
+ * MULTI ... EXEC, or reports P2_ECONFLICT.
  * ========================================================================== */
 
 #define OB_RES   1u     /* its bytes are at base + off */

@@ -534,6 +534,10 @@ class MemLayer(Layer):
     # them (their commits write every file or none; the layer's open then drops what
     # another file lacks), or only per file?
     spans_files: bool = False
+    # With transactions: may several handles (processes) open the files at once, each
+    # transaction checked at its commit against the others' (optimistic: an object
+    # server's), rather than a second open being refused with P2_EBUSY?
+    several_clients: bool = False
     # A public function <prefix>_<write_guard>(db) a binding calls before it writes
     # through a path of its own (the fast Python path), or None. The journal's: put its
     # page-fault handler back on top of one the host installed later.

@@ -43,7 +43,8 @@ class ObjServer(MemLayer):
     maps_anywhere = True
     write_intent = True         # every write is announced: it is how a block turns dirty
     call_enter = "p2_obj_enter"  # the API unpins the cache on entry
-    transactions = True         # <prefix>_begin, _commit, _abort: optimistic, several clients
+    transactions = True         # <prefix>_begin, _commit, _abort: optimistic,
+    several_clients = True      # so several clients at once (no lock, no P2_EBUSY)
     block_per_element = True    # the unit is the block: malloc storage only
     # out of reserved memory, or the server failed (every call fails once it has)
     errors = {"alloc": {"P2_ENOMEM", "P2_EIO"}}

@@ -1139,7 +1139,10 @@ int p2_seg_server_drop(p2_seg *seg, p2_err *err);
 
 /** Open (or create) an object-server segment: as p2_seg_open(), the database's blocks on
  *  the Redis server named by `uri` (`redis://HOST[:PORT][/DB]`) behind a client cache of
- *  `objects` objects.  A Redis database with no `p2:meta` is empty: a new database.
+ *  `objects` objects.  A Redis database with no `p2:meta` is empty: a new database
+ *  (`*created` set), which nothing ships until the caller's first p2_seg_sync(): the
+ *  caller creates its containers in it and commits, so that other clients (and an
+ *  abort) meet the empty containers whole, never the bare roots.
  * @return as p2_seg_open_server(). */
 int p2_seg_open_objserver(p2_seg *seg, const char *uri, uint32_t objects, uint64_t fingerprint,
                           uint32_t nroots, const char *const *root_names, const uint64_t *root_sizes,

@@ -68,6 +68,8 @@ typedef struct p2_objcache {
     uint32_t nrs, rscap;
     int      conflict;          /* the last commit met a conflict: only abort is taken */
     int      meta_stale;        /* another client changed the meta cells: reloaded at abort */
+    int      creating;          /* the open is making a new database: nothing is shipped
+                                   until the caller's first commit, which ships it whole */
     unsigned char *hdr_copy;    /* the header as the server holds it */
     uint32_t bundle;            /* neighbours fetched with a miss (p2_obj_set_bundle) */
     uint64_t guess;             /* the size of the last object fetched: the stride */
@@ -1031,6 +1033,8 @@ static int ob_sync(p2_seg *seg, p2_err *err)
                         "then retry");
     if (oc->conflict < 0)
         return seg_fail(seg, err, P2_ENOMEM, "out of memory for the transaction's read set: abort it");
+    if (oc->creating)
+        return P2_OK;           /* seg_create's bare roots: the empty containers come first */
     ob_seal_header(seg);
     uint64_t nobj = 0, ndel = 0, ncell = 0, ncdel = 0;
     for (uint32_t i = 0; i < oc->nents; i++) {
@@ -1501,7 +1505,14 @@ int p2_seg_open_objserver(p2_seg *seg, const char *uri, uint32_t objects, uint64
             munmap(seg->base, (size_t)seg->reserved);
             seg->base = NULL;
             seg->mapped = 0;
-            if ((rc = seg_create(seg, fingerprint, nroots, root_names, root_sizes, err)) != P2_OK)
+            /* not shipped yet: the caller creates its containers in it, then commits
+             * (objserver's after_create), so that no client ever reads bare roots (zeros
+             * where an empty container has P2_NIL) and an abort comes back to the empty
+             * containers */
+            oc->creating = 1;
+            rc = seg_create(seg, fingerprint, nroots, root_names, root_sizes, err);
+            oc->creating = 0;
+            if (rc != P2_OK)
                 goto fail;
             ob_meta_dirty(oc, 0, seg->hdr->brk);
             if (created != NULL)

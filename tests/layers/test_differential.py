@@ -900,7 +900,9 @@ class OpGen:
         if kind in ("hold_abort", "hold_commit"):
             return self.hold_group(kind == "hold_abort")
         if kind == "open2":
-            return [Op("open2 {dir}", "open2", {"busy": self.persistent})]
+            # a second handle is refused, except over a memory for several clients
+            shared = any(li.layer.several_clients for li in self.cm.info.mems)
+            return [Op("open2 {dir}", "open2", {"busy": self.persistent and not shared})]
         # reopen: close, a few calls on the closed database, open again
         ops = [Op("close", "close")]
         for _ in range(rng.randint(1, 3)):

@@ -711,9 +711,10 @@ def role_api_errors(role) -> dict:
 FILE_HOOKS = ("open_file", "after_create", "after_attach", "file_code", "file_api",
               "close_file", "sync_file", "recover_abandon", "recover_report")
 # The spec-level hooks of the mem layer giving transactions, each a macro of one argument,
-# the files it journals: the API's declarations and definitions, and the code `__open`
-# runs before any file opens.
-TXN_HOOKS = ("transactions_api", "transactions", "before_open")
+# the files it journals: the API's declarations and definitions, the code `__open` runs
+# before any file opens, and the code ending each turn of the open's integrity walk (it
+# breaks out of the loop, or goes round to walk again: other clients commit meanwhile).
+TXN_HOOKS = ("transactions_api", "transactions", "before_open", "after_open_walk")
 
 
 def _macro_text(text: str) -> str:
@@ -846,14 +847,15 @@ class Renderer:
         tfiles = [f for f in files if f["txn"] is not None]
         if not tfiles:
             return {"files": [], "api": CSource(""), "source": CSource(""),
-                    "before_open": CSource("")}
+                    "before_open": CSource(""), "after_open_walk": CSource("")}
         kinds = {f["txn"].name for f in tfiles}
         if len(kinds) > 1:
             raise RenderError(f"internal error: transactions by more than one mem layer "
                               f"({', '.join(sorted(kinds))}); the checker refuses that")
         mems = [tfiles[0]["txn"]]
-        api, source, before_open = (self.mem_hook(mems, hook, tfiles) for hook in TXN_HOOKS)
-        return {"files": tfiles, "api": api, "source": source, "before_open": before_open}
+        hooks = {hook: self.mem_hook(mems, hook, tfiles) for hook in TXN_HOOKS}
+        return {"files": tfiles, "api": hooks["transactions_api"], "source": hooks["transactions"],
+                "before_open": hooks["before_open"], "after_open_walk": hooks["after_open_walk"]}
 
     def file_desc(self, fi) -> str:
         """What made a file, stored in its header and named when another spec opens it."""

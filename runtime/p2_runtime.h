@@ -301,7 +301,9 @@ typedef struct p2_server_stats {
                                   kernel refused one, or P2_SERVER_FAULTS=sigsegv) */
     uint64_t ranges;         /**< page servers with ship = ranges: byte ranges written back
                                   in place of whole pages (bytes_written: their bytes) */
-    uint64_t conflicts;      /**< object servers: commits refused with #P2_ECONFLICT */
+    uint64_t conflicts;      /**< object servers: commits refused with #P2_ECONFLICT, and
+                                  reads found moved by p2_obj_settled() (each a walk at
+                                  open walked again) */
 } p2_server_stats;
 /* p2gen: public API end */
 
@@ -1128,11 +1130,19 @@ int p2_seg_server_drop(p2_seg *seg, p2_err *err);
  *  read: inside a transaction that later conflicts, a call may have seen objects of two
  *  commits (so trust a transaction's results once its commit returns #P2_OK).  Changes
  *  to the meta cells (an insert or a delete: the allocator, the roots) conflict with
- *  every transaction running beside them.
+ *  every transaction running beside them.  The open's integrity walk (`verify_open`)
+ *  is a transaction that reads only, checked when it ends (p2_obj_settled()): where
+ *  another client's commit moved the meta cells under it, or moved anything it read and
+ *  it found a problem, it walks again from the state last committed, at most
+ *  #P2_OBJ_OPEN_WALKS times, then the open fails with #P2_ECONFLICT (open again); so it
+ *  never takes a mix of two commits for corruption.  (A walk that found no problem while
+ *  only objects moved stands: the objects moved are fetched again when touched, as
+ *  every object committed later is.)
  *  Deadlines, a server that is down or stalls, and the counters (#p2_server_stats:
  *  reads are GETs with their versions, the open's HGETALL and each commit's check,
  *  writes SETs, flushes EXECs, misses objects fetched, hits references found here,
- *  frames the `objects` target, conflicts the commits refused) are as for a page
+ *  frames the `objects` target, conflicts the commits refused and the open's walks
+ *  walked again) are as for a page
  *  server (@ref server), with p2_seg_server_stats() and the rest.
  *  @{
  */
@@ -1162,6 +1172,23 @@ void p2_obj_enter(p2_seg *seg);
  * @return #P2_OK, #P2_EINVAL (changes are pending, or a conflict: commit or abort first),
  *         #P2_EIO, #P2_EFORMAT. */
 int p2_obj_begin(p2_seg *seg, p2_err *err);
+
+/** End a transaction that changed nothing, checking what it read: its read set and the
+ *  meta cells' version against the server's (one round trip, no WATCH).  #P2_ECONFLICT
+ *  where another client committed the meta cells since this client read them (an insert
+ *  or a delete: the roots and the allocator here are stale), or, with `any`, any object
+ *  the transaction read; else #P2_OK and the transaction is over.  Either way the objects
+ *  found changed are dropped from the cache (their next touch fetches them again), and
+ *  after a conflict p2_obj_abort() reads the meta cells again.  The open's integrity walk
+ *  ends with it: walked again where the meta cells moved under it, or where it found a
+ *  problem (`any`: perhaps a mix of two commits) and anything it read moved.
+ * @return #P2_OK, #P2_ECONFLICT, #P2_EINVAL (changes are pending), #P2_EIO, #P2_EFORMAT. */
+int p2_obj_settled(p2_seg *seg, int any, p2_err *err);
+
+/** How many times in a row the open's integrity walk over an object server is walked
+ *  (each time another client's commit moved what it read: see p2_obj_settled()) before
+ *  the open gives up with #P2_ECONFLICT. */
+#define P2_OBJ_OPEN_WALKS 8
 
 /** Abort the transaction: drop the objects it changed (the next touch fetches them
  *  again); where it changed meta cells, or a conflict found another client's change to

@@ -319,12 +319,22 @@ static void ob_mark_dirty(p2_pagebuf *pb, ob_ent *e)
     }
 }
 
-/* The segment's write hook: inside an object it is dirty; elsewhere, the cells. */
+/* The segment's write hook: inside an object it is dirty; elsewhere, the cells.  The
+ * header is not marked here: the commit compares it whole with the server's copy
+ * (ob_seal_header), since p2_seg_sync() announces all of it at every commit, and
+ * marking it would ship it and move the meta cells' version, a conflict for every other
+ * client, at every commit. */
 static void ob_note(void *ctx, p2_seg *seg, uint64_t off, uint64_t n)
 {
-    (void)seg;
     p2_pagebuf *pb = (p2_pagebuf *)ctx;
     p2_objcache *oc = pb->oc;
+    uint64_t hdr = sizeof *seg->hdr;
+    if (off < hdr) {
+        if (off + n <= hdr)
+            return;
+        n -= hdr - off;
+        off = hdr;
+    }
     if (oc->last != OB_NONE) {
         ob_ent *e = &oc->ents[oc->last];
         if ((e->flags & OB_RES) && off >= e->off && off + n <= e->off + e->size) {
@@ -1238,7 +1248,8 @@ int p2_obj_abort(p2_seg *seg, p2_err *err)
         return p2_err_set(err, P2_EINVAL, "p2_obj_abort: not an object-server segment");
     p2_pagebuf *pb = seg->pb;
     p2_objcache *oc = pb->oc;
-    int reload = oc->meta_stale;
+    /* the header changed here (the allocator's brk, its lists' heads: see ob_note) */
+    int reload = oc->meta_stale || memcmp(seg->hdr, oc->hdr_copy, sizeof *seg->hdr) != 0;
     for (uint64_t k = 0; k < oc->nclist && !reload; k++)
         reload = (oc->cells[oc->clist[k]] & (OC_DIRTY | OC_DEL)) != 0;
     ob_txn_end(oc);
@@ -1257,6 +1268,32 @@ int p2_obj_abort(p2_seg *seg, p2_err *err)
         return P2_OK;
     }
     return ob_reload(seg, err);
+}
+
+int p2_obj_settled(p2_seg *seg, int any, p2_err *err)
+{
+    if (seg == NULL || seg->pb == NULL || seg->pb->oc == NULL)
+        return p2_err_set(err, P2_EINVAL, "p2_obj_settled: not an object-server segment");
+    p2_pagebuf *pb = seg->pb;
+    p2_objcache *oc = pb->oc;
+    if (pb->failed)
+        return pb_failed(pb, err);
+    if (oc->conflict || pb->st.dirty > 0 || oc->nclist > 0)
+        return seg_fail(seg, err, P2_EINVAL, "p2_obj_settled: the transaction has %s",
+                        oc->conflict ? "met a conflict" : "changes");
+    uint64_t moved = 0;
+    int rc = ob_check(pb, 0, &moved, err);
+    if (rc != P2_OK)
+        return rc;
+    /* the objects moved are dropped from the cache already: the next touch fetches them
+     * as last committed, and p2_obj_abort() reads the meta cells again */
+    if (oc->meta_stale || (any && moved > 0)) {
+        pb->st.conflicts++;
+        return seg_fail(seg, err, P2_ECONFLICT, "another client committed %s since this client "
+                        "read them", oc->meta_stale ? "the database's roots or allocator" : "objects");
+    }
+    ob_txn_end(oc);
+    return P2_OK;
 }
 
 int p2_obj_begin(p2_seg *seg, p2_err *err)

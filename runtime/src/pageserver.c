@@ -863,6 +863,7 @@ int p2_seg_server_stats(const p2_seg *seg, p2_server_stats *out)
     out->bundled += s->bundled;
     out->userfaultfd += seg->pb->uffd_on ? 1u : 0u;
     out->ranges += s->ranges;
+    out->conflicts += s->conflicts;
     return 1;
 }
 

@@ -761,7 +761,8 @@ static int journal__open(journal_db **out, const char *dir, int check)
          * here, instead of on every link. */
         char report[512];
         uint64_t problems = 0;
-        if (journal__verify_some(db, to_verify, report, sizeof report, &problems) != P2_OK) {
+        int walked = journal__verify_some(db, to_verify, report, sizeof report, &problems);
+        if (walked != P2_OK) {
             char first[P2_ERR_MSG_SIZE];
             snprintf(first, sizeof first, "%s", db->err.msg);
             rc = p2_err_set(&db->err, P2_EFORMAT, "the database is corrupt; refusing to open it (p2gen verify gives the full report): %s", first);

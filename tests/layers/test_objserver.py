@@ -10,7 +10,10 @@ same database read back by a fresh process; the counters (a miss is one GET; a c
 fetches each block once, a warm one none while they fit, and again when they do not); a
 malformed URI and storage that keeps a container in one block are checker errors at their
 line:column; an unreachable server is an open error naming the URI; several client
-processes with optimistic transactions lose no increment and never see a torn state; a server that stalls makes every call return P2_EIO within the timeout; one that is
+processes with optimistic transactions lose no increment and never see a torn state, and
+opens beside a client inserting and deleting walk again rather than report corruption; the
+Python binding's ConflictError and its retry loop; a server that stalls makes every call
+return P2_EIO within the timeout; one that is
 SIGTERMed or SIGKILLed, or refuses writes (maxmemory), fails the commit at once and the
 handle closes. The
 differential matrix (test_differential.py) runs objserver with malloc storage and a
@@ -732,3 +735,57 @@ def test_server_refusing_writes_fails_the_commit(tmp_path, cc, server):
     # the refused commit shipped nothing: the database is as last committed
     out = run(exe, "check", 50)
     assert out[:2] == ["open 0 ", "check 50 ok"], out
+
+
+def test_python_retries_a_conflict(tmp_path, cc, server):
+    """The Python binding over an object server: two handles on one database (as two
+    clients would be); the first reads an item, the second commits a change to it, and
+    the first's commit of its own change raises ConflictError, which `with
+    db.transaction()` turns into an abort; the retry loop README shows then commits on
+    the state the second left (nothing lost: 1 + 10 + 100). The second, reading its stale
+    copy, is refused at its commit in turn and reads 111 on its retry."""
+    import importlib
+    from p2gen.build import generate
+    from p2gen.pybind import build_python
+    from p2gen.runtime.pyapi import ConflictError
+    spec = tmp_path / "p2t_osy.p2"
+    spec.write_text(SPEC.format(uri=server.uri(), objects=4, storage="malloc"))
+    gen = generate(str(spec), str(tmp_path / "out"))
+    build_python(gen, cc=cc)
+    sys.path.insert(0, gen.out_dir)
+    try:
+        mod = importlib.import_module("p2t_osy")
+    finally:
+        sys.path.remove(gen.out_dir)
+    first, second = mod.open(tmp_path), mod.open(tmp_path)
+    try:
+        with first.transaction():
+            first.items.insert(id=1, grp=0, score=1, pad="")
+        attempts = 0
+        while True:
+            try:
+                with first.transaction():
+                    attempts += 1
+                    score = first.items[1].score          # read: in the transaction's read set
+                    if attempts == 1:                      # meanwhile another client commits
+                        with second.transaction():
+                            second.items.update(second.items[1].ref, score=second.items[1].score + 10)
+                    first.items.update(first.items[1].ref, score=score + 100)
+                break
+            except ConflictError:
+                continue
+        assert attempts == 2
+        # the second client's cache still holds the item as it committed it: its reads are
+        # checked at the commit, which refuses them (and drops the stale copy); read again
+        seen = []
+        while True:
+            try:
+                with second.transaction():
+                    seen.append(second.items[1].score)
+                break
+            except ConflictError:
+                continue
+        assert seen == [11, 111], seen
+    finally:
+        first.close()
+        second.close()

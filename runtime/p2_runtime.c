@@ -8077,7 +8077,7 @@ static int ob_check(p2_pagebuf *pb, int watch, uint64_t *moved, p2_err *err)
                     (const size_t *const *)b.lens, ob_take_check, &x, "a commit's check", err);
     if (rc != P2_OK)
         goto out;
-    pb->st.reads++;
+    /* not counted among reads, which stay the fetches (ACOB counts them: acob.md 6.1) */
     if (x.bad) {
         rc = seg_fail(pb->seg, err, P2_EFORMAT, "not a p2gen database: its %s hash holds something other "
                       "than versions", OB_VER);
@@ -8431,7 +8431,6 @@ int p2_obj_begin(p2_seg *seg, p2_err *err)
     if (rc != P2_OK)
         return rc == P2_EFORMAT ? seg_fail(seg, err, rc, "not a p2gen database: its meta version is not "
                                            "a number") : rc;
-    pb->st.reads++;
     return f.ver != oc->mver ? ob_reload(seg, err) : P2_OK;
 }
 

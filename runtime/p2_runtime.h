@@ -1139,7 +1139,8 @@ int p2_seg_server_drop(p2_seg *seg, p2_err *err);
  *  only objects moved stands: the objects moved are fetched again when touched, as
  *  every object committed later is.)
  *  Deadlines, a server that is down or stalls, and the counters (#p2_server_stats:
- *  reads are GETs with their versions, the open's HGETALL and each commit's check,
+ *  reads are GETs with their versions and the HGETALLs of the meta cells (not the
+ *  round trip of a commit's check of versions, nor begin's),
  *  writes SETs, flushes EXECs, misses objects fetched, hits references found here,
  *  frames the `objects` target, conflicts the commits refused and the open's walks
  *  walked again) are as for a page

@@ -75,10 +75,14 @@ def generate(r: Rng, n: int, f: int, region: int, smear: bool) -> Set:
 class Lru:
     """A client cache of `cap` units (pages or records), LRU, write-back: reads counts
     misses, writes counts dirty units written back (at eviction and at commit), rewrites
-    those written back before in the same query and set."""
+    those written back before in the same query and set. With `steal=False` a dirty unit
+    is never evicted before the commit (the least recently used clean one goes; with none
+    clean the cache grows): p2gen's object server, whose server holds committed states
+    only so that several clients can run optimistic transactions (issue 36, item 5); the
+    paper's object server, single-user, wrote dirty objects back at eviction."""
 
-    def __init__(self, cap: int):
-        self.cap, self.units = cap, OrderedDict()
+    def __init__(self, cap: int, steal: bool = True):
+        self.cap, self.steal, self.units = cap, steal, OrderedDict()
         self.reads = self.writes = self.rewrites = 0
         self.written: set = set()
 
@@ -89,9 +93,14 @@ class Lru:
             return
         self.reads += 1
         if len(self.units) >= self.cap:
-            v, d = self.units.popitem(last=False)
-            if d:
-                self.write(v)
+            if self.steal:
+                v, d = self.units.popitem(last=False)
+                if d:
+                    self.write(v)
+            else:
+                clean = next((v for v, d in self.units.items() if not d), None)
+                if clean is not None:
+                    del self.units[clean]
         self.units[u] = dirty
 
     def write(self, u) -> None:
@@ -131,6 +140,7 @@ class Model:
     queries: int = 0
     pages: int = 50             # the page buffer, B
     records: int = 1750         # the object cache, B * 35
+    obj_steal: bool = True      # the paper's object server; False: p2gen's (no steal)
     db: list = field(default_factory=list)
 
     def __post_init__(self):
@@ -143,7 +153,7 @@ class Model:
         out = []
         rng = Rng(self.seed)
         for s in self.db:
-            c, pb, oc = Counts(), Lru(self.pages), Lru(self.records)
+            c, pb, oc = Counts(), Lru(self.pages), Lru(self.records, steal=self.obj_steal)
 
             def read(k, j, dirty=False):
                 slot = s.phys[k * 7 + j]

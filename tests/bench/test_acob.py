@@ -6,9 +6,10 @@ reference model's (acob_model.py, the same splitmix64 stream) exactly; the check
 across systems and do not change with the updates; the servers' requests are the spec's
 (acob.md §6.1): the scan 300 pages (plus the database header's pages) and 10,500 objects a
 set, the random read's and update's page reads, object gets and page write-backs within its
-tolerance (5 % of the spec's per-set mean, per reference) and of the LRU model's, object
-puts within 8 % (the runtime's buffers are clocks, not the spec's LRU: the object cache's
-writes back ~6 % more); HYBRID (ship = ranges) reads the page server's pages exactly and
+tolerance (5 % of the spec's per-set mean, per reference) and of the LRU model's; object
+puts exactly the objects the update dirtied (p2gen's object server keeps dirty objects
+until the commit, for several clients: the model's no-steal cache, not the paper's
+write-back at eviction); HYBRID (ship = ranges) reads the page server's pages exactly and
 ships fewer bytes than it in the update; the report has the tables; a failed run or
 disagreeing counts are reported as problems."""
 from __future__ import annotations
@@ -94,6 +95,9 @@ def test_server_requests_are_the_specs(acob_run):
     ps = {st: _by(run, "PAGESERVER", st) for st in ar.STEPS}
     ob = {st: _by(run, "OBJSERVER", st) for st in ar.STEPS}
     read_model, update_model = model.step("read"), model.step("update")
+    # p2gen's object server keeps dirty objects until the commit (no steal: the server holds
+    # committed states only, for several clients); the paper's wrote them back at eviction
+    nosteal = Model(objects=OPTS.objects, sets=OPTS.sets, f=30, obj_steal=False).step("update")
     for i, s in enumerate("AB"):
         # scan: the set's pages, each once; one object request per record
         assert 300 <= ps["scan"][s]["reads"] <= 300 + HEADER_PAGES
@@ -103,17 +107,17 @@ def test_server_requests_are_the_specs(acob_run):
         for got, (mean, _), lru, what in (
                 (ps["read"][s]["reads"], pages, read_model[i].page_reads, "page reads"),
                 (ob["read"][s]["reads"], objs, read_model[i].obj_reads, "object gets"),
-                (ps["update"][s]["writes"], pwb, update_model[i].page_writes, "page write-backs"),
-                (ob["update"][s]["writes"], puts, update_model[i].obj_writes, "object puts")):
-            # the object cache's clock writes back ~6 % more dirty objects than the
-            # spec's LRU (2,896 vs 2,729 on set A): object puts get 8 %, the rest 5 %
-            tol = 0.08 if what == "object puts" else 0.05
+                (ps["update"][s]["writes"], pwb, update_model[i].page_writes, "page write-backs")):
             per_ref = got / walk
-            assert abs(per_ref - mean / refs[0]) <= tol * mean / refs[0], (s, what, got, mean)
-            assert abs(got - lru) <= tol * lru, (s, what, got, lru)
+            assert abs(per_ref - mean / refs[0]) <= 0.05 * mean / refs[0], (s, what, got, mean)
+            assert abs(got - lru) <= 0.05 * lru, (s, what, got, lru)
+        # object puts: each object the update dirtied, once, at the commit (no steal): the
+        # paper's mean (puts, at eviction) does not apply; the object gets of the update
+        # are the no-steal cache's (its clock against the model's LRU: 5 %)
+        assert ob["update"][s]["writes"] == nosteal[i].obj_writes, (s, ob["update"][s], puts)
+        assert abs(ob["update"][s]["reads"] - nosteal[i].obj_reads) <= 0.05 * nosteal[i].obj_reads
         # the update reads what the read reads
         assert ps["update"][s]["reads"] == ps["read"][s]["reads"]
-        assert ob["update"][s]["reads"] == ob["read"][s]["reads"]
         # read-only steps write nothing back but the commit's header page; objects none
         assert ps["read"][s]["writes"] <= 1 and ob["read"][s]["writes"] == 0
         # rewrites count per step and set (the counters reset before it): in the update
@@ -121,7 +125,7 @@ def test_server_requests_are_the_specs(acob_run):
         upd = ps["update"][s]
         assert 300 <= upd["writes"] - upd["rewrites"] <= 300 + HEADER_PAGES, upd
         assert abs(upd["rewrites"] - update_model[i].page_rewrites) <= 0.05 * update_model[i].page_rewrites
-        assert 0 < ob["update"][s]["rewrites"] < ob["update"][s]["writes"]
+        assert ob["update"][s]["rewrites"] == 0
         assert ps["read"][s]["rewrites"] == 0 and ob["read"][s]["rewrites"] == 0
         # each write-back one request
         assert ps["update"][s]["writebacks"] == ps["update"][s]["writes"]

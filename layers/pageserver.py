@@ -38,7 +38,7 @@ class PageServer(MemLayer):
     verify_open_param = "verify_open"
     alloc_param = "alloc"
     survives_restart = True     # references are offsets, as in persistent
-    log_param = "log"           # a journal or wal above logs on this export (section 9.3)
+    log_param = "log"           # a journal or wal above logs on this export (section 9.5)
     seg_allocator = True
     maps_anywhere = True
     # the export is full, or the server failed (every call fails once it has)

@@ -46,14 +46,17 @@
  *                          write-back); pages fault in through userfaultfd (a handler
  *                          thread), else through SIGSEGV; the clock and first writes trap
  *                          by mprotect and SIGSEGV either way
- *      9.1 hooks           what section 4 calls for a segment on a server
- *      9.2 open, counters  p2_seg_open_server, p2_seg_server_stats, _drop
- *      9.3 transactions    src/pagelog.c: a journal or wal over a page server, its log on
+ *      9.1 userfaultfd     faults through a userfaultfd and its handler thread
+ *      9.2 hooks           what section 4 calls for a segment on a server
+ *      9.3 open, counters  p2_seg_open_server, p2_seg_server_stats, _drop
+ *      9.4 ship = ranges   the hybrid: pages read, announced byte ranges written back
+ *      9.5 transactions    src/pagelog.c: a journal or wal over a page server, its log on
  *                          a second export; the writer's lease, readers
  *  10. Object servers      src/objserver.c: the client object cache over Redis (a block per
  *                          key, software check, pins until the next call, MULTI ... EXEC)
  *      10.1 memory calls   p2_obj_enter, p2_obj_ptr, p2_obj_alloc, _free, _realloc
- *      10.2 sync, close    one MULTI ... EXEC of objects, deletions and cells
+ *      10.2 transactions   the read set checked, commit (one MULTI ... EXEC of objects,
+ *                          deletions and cells), abort; sync and close commit
  *      10.3 open           p2_seg_open_objserver
  */
 
@@ -570,7 +573,7 @@ static int pb_read(p2_seg *seg, void *buf, uint64_t n, uint64_t off, p2_err *err
 static int pb_grow(p2_seg *seg, uint64_t want, p2_err *err);
 static int pb_sync(p2_seg *seg, p2_err *err);
 static int pb_close(p2_seg *seg, p2_err *err);
-/* ... and one under a journal or wal commits through its log export (section 9.3). */
+/* ... and one under a journal or wal commits through its log export (section 9.5). */
 static int pl_txn(const p2_seg *seg);
 static uint64_t pl_pending(const p2_seg *seg);
 static int pl_reader(const p2_seg *seg);
@@ -5596,7 +5599,7 @@ static int backend_open(p2_backend *b, const char *uri, p2_err *err)
  * persistent segment's, but nothing is mapped from a file: a page not in a frame is
  * brought into one on its first touch, through userfaultfd where the kernel lets this
  * process have one (the page readable and writable but missing: the kernel stops the
- * toucher and a handler thread fills the page with UFFDIO_COPY, section 9.0), else
+ * toucher and a handler thread fills the page with UFFDIO_COPY, section 9.1), else
  * through SIGSEGV (the page PROT_NONE: the handler below fills it in the toucher's
  * thread).  Either way the clock's reference bits and the first write to a clean page
  * are seen by mprotect and SIGSEGV.  Per page one state byte (in a frame, dirty, protected by the clock, held on
@@ -5633,7 +5636,7 @@ typedef struct p2_pagebuf {
     int      failed;        /* a page could not be read inside a fault: see @ref server */
     char     why[P2_ERR_MSG_SIZE];
     struct p2_objcache *oc; /* an object server's cache (section 10), else NULL */
-    /* transactions through a log export (section 9.3): a journal or wal above */
+    /* transactions through a log export (section 9.5): a journal or wal above */
     uint32_t cap;           /* frames the tables hold: nframes, or npages under txn */
     int      txn;           /* no steal: dirty pages stay until commit or abort */
     int      sync;          /* flush the log and the data at commit (the journal's sync) */
@@ -5651,7 +5654,7 @@ typedef struct p2_pagebuf {
     uint64_t  wmask_bytes;
     uint64_t  recent[PB_RECENT][2];   /* the last notices (offset, bytes), a ring */
     uint32_t  nrecent;                /* notices so far (the ring's next is nrecent % size) */
-    /* faults through userfaultfd (section 9.0) */
+    /* faults through userfaultfd (section 9.1) */
     int      uffd_on;           /* pages fault in through the userfaultfd (else SIGSEGV) */
     int      uffd_tried;        /* asked the kernel for one (once per open) */
     int      uffd, uffd_stop;   /* the userfaultfd; an eventfd that stops its thread */
@@ -6025,7 +6028,7 @@ static int pb_install(p2_seg *seg, p2_err *err)
 }
 
 /* ------------------------------------------------------------------------
- * 9.0 faults through userfaultfd
+ * 9.1 faults through userfaultfd
  *
  * Per open, a userfaultfd with the reservation registered for missing pages, and a
  * thread that serves them: the toucher stops in the kernel, the thread runs the same
@@ -6152,7 +6155,7 @@ static void pb_uffd_detach(p2_pagebuf *pb)
 }
 
 /* ------------------------------------------------------------------------
- * 9.1 the hooks of section 4
+ * 9.2 the hooks of section 4
  * ------------------------------------------------------------------------ */
 
 /* Read n bytes at off from the server, around the buffer (the header at open). */
@@ -6193,7 +6196,7 @@ static int pb_sync(p2_seg *seg, p2_err *err)
     if (pb->failed)
         return pb_failed(pb, err);
     if (pb->txn)
-        return P2_OK;   /* only commits write (section 9.3): a new database's first too */
+        return P2_OK;   /* only commits write (section 9.5): a new database's first too */
     uint32_t list[256];
     unsigned n = 0;
     for (uint32_t f = 0; f < pb->used; f++) {
@@ -6270,7 +6273,7 @@ static int pb_close(p2_seg *seg, p2_err *err)
 }
 
 /* ------------------------------------------------------------------------
- * 9.2 open, counters
+ * 9.3 open, counters
  * ------------------------------------------------------------------------ */
 
 int p2_seg_open_server_log(p2_seg *seg, const char *uri, uint32_t frames, uint32_t page,
@@ -6534,7 +6537,7 @@ int p2_seg_server_drop(p2_seg *seg, p2_err *err)
 
 /************** Begin file pagelog.c ***************************************************/
 /* ==========================================================================
- * 9.3 Page servers: transactions through a log export, the writer's lease, readers
+ * 9.5 Page servers: transactions through a log export, the writer's lease, readers
  *     (design in p2_runtime.h, @ref server, "Transactions")
  *
  * A `journal` or `wal` over `pageserver(log = ...)`: the log lives on a second export.

@@ -46,14 +46,17 @@
  *                          write-back); pages fault in through userfaultfd (a handler
  *                          thread), else through SIGSEGV; the clock and first writes trap
  *                          by mprotect and SIGSEGV either way
- *      9.1 hooks           what section 4 calls for a segment on a server
- *      9.2 open, counters  p2_seg_open_server, p2_seg_server_stats, _drop
- *      9.3 transactions    src/pagelog.c: a journal or wal over a page server, its log on
+ *      9.1 userfaultfd     faults through a userfaultfd and its handler thread
+ *      9.2 hooks           what section 4 calls for a segment on a server
+ *      9.3 open, counters  p2_seg_open_server, p2_seg_server_stats, _drop
+ *      9.4 ship = ranges   the hybrid: pages read, announced byte ranges written back
+ *      9.5 transactions    src/pagelog.c: a journal or wal over a page server, its log on
  *                          a second export; the writer's lease, readers
  *  10. Object servers      src/objserver.c: the client object cache over Redis (a block per
  *                          key, software check, pins until the next call, MULTI ... EXEC)
  *      10.1 memory calls   p2_obj_enter, p2_obj_ptr, p2_obj_alloc, _free, _realloc
- *      10.2 sync, close    one MULTI ... EXEC of objects, deletions and cells
+ *      10.2 transactions   the read set checked, commit (one MULTI ... EXEC of objects,
+ *                          deletions and cells), abort; sync and close commit
  *      10.3 open           p2_seg_open_objserver
  */
 

@@ -1,5 +1,5 @@
 /* ==========================================================================
- * 9.3 Page servers: transactions through a log export, the writer's lease, readers
+ * 9.5 Page servers: transactions through a log export, the writer's lease, readers
  *     (design in p2_runtime.h, @ref server, "Transactions")
  *
  * A `journal` or `wal` over `pageserver(log = ...)`: the log lives on a second export.

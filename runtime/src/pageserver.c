@@ -5,7 +5,7 @@
  * persistent segment's, but nothing is mapped from a file: a page not in a frame is
  * brought into one on its first touch, through userfaultfd where the kernel lets this
  * process have one (the page readable and writable but missing: the kernel stops the
- * toucher and a handler thread fills the page with UFFDIO_COPY, section 9.0), else
+ * toucher and a handler thread fills the page with UFFDIO_COPY, section 9.1), else
  * through SIGSEGV (the page PROT_NONE: the handler below fills it in the toucher's
  * thread).  Either way the clock's reference bits and the first write to a clean page
  * are seen by mprotect and SIGSEGV.  Per page one state byte (in a frame, dirty, protected by the clock, held on
@@ -42,7 +42,7 @@ typedef struct p2_pagebuf {
     int      failed;        /* a page could not be read inside a fault: see @ref server */
     char     why[P2_ERR_MSG_SIZE];
     struct p2_objcache *oc; /* an object server's cache (section 10), else NULL */
-    /* transactions through a log export (section 9.3): a journal or wal above */
+    /* transactions through a log export (section 9.5): a journal or wal above */
     uint32_t cap;           /* frames the tables hold: nframes, or npages under txn */
     int      txn;           /* no steal: dirty pages stay until commit or abort */
     int      sync;          /* flush the log and the data at commit (the journal's sync) */
@@ -60,7 +60,7 @@ typedef struct p2_pagebuf {
     uint64_t  wmask_bytes;
     uint64_t  recent[PB_RECENT][2];   /* the last notices (offset, bytes), a ring */
     uint32_t  nrecent;                /* notices so far (the ring's next is nrecent % size) */
-    /* faults through userfaultfd (section 9.0) */
+    /* faults through userfaultfd (section 9.1) */
     int      uffd_on;           /* pages fault in through the userfaultfd (else SIGSEGV) */
     int      uffd_tried;        /* asked the kernel for one (once per open) */
     int      uffd, uffd_stop;   /* the userfaultfd; an eventfd that stops its thread */
@@ -434,7 +434,7 @@ static int pb_install(p2_seg *seg, p2_err *err)
 }
 
 /* ------------------------------------------------------------------------
- * 9.0 faults through userfaultfd
+ * 9.1 faults through userfaultfd
  *
  * Per open, a userfaultfd with the reservation registered for missing pages, and a
  * thread that serves them: the toucher stops in the kernel, the thread runs the same
@@ -561,7 +561,7 @@ static void pb_uffd_detach(p2_pagebuf *pb)
 }
 
 /* ------------------------------------------------------------------------
- * 9.1 the hooks of section 4
+ * 9.2 the hooks of section 4
  * ------------------------------------------------------------------------ */
 
 /* Read n bytes at off from the server, around the buffer (the header at open). */
@@ -602,7 +602,7 @@ static int pb_sync(p2_seg *seg, p2_err *err)
     if (pb->failed)
         return pb_failed(pb, err);
     if (pb->txn)
-        return P2_OK;   /* only commits write (section 9.3): a new database's first too */
+        return P2_OK;   /* only commits write (section 9.5): a new database's first too */
     uint32_t list[256];
     unsigned n = 0;
     for (uint32_t f = 0; f < pb->used; f++) {
@@ -679,7 +679,7 @@ static int pb_close(p2_seg *seg, p2_err *err)
 }
 
 /* ------------------------------------------------------------------------
- * 9.2 open, counters
+ * 9.3 open, counters
  * ------------------------------------------------------------------------ */
 
 int p2_seg_open_server_log(p2_seg *seg, const char *uri, uint32_t frames, uint32_t page,

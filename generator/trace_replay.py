@@ -84,24 +84,28 @@ static int p2r_put(p2r_map *m, uint64_t k, uint64_t v)
     return 0;
 }
 
+/* the slot holding k, or SIZE_MAX (the one probe the lookups below share) */
+static size_t p2r_slot(const p2r_map *m, uint64_t k)
+{
+    size_t i;
+    if (!m->cap) return SIZE_MAX;
+    for (i = p2r_mix(k) & (m->cap - 1); m->k[i] != UINT64_MAX; i = (i + 1) & (m->cap - 1))
+        if (m->k[i] == k) return i;
+    return SIZE_MAX;
+}
+
 /* the replay's value for k, or `none` (a reference the replay never saw: still passed on,
    as invalid, so that the call fails as the original did) */
 static uint64_t p2r_get(const p2r_map *m, uint64_t k, uint64_t none)
 {
-    size_t i;
-    if (!m->cap) return none;
-    for (i = p2r_mix(k) & (m->cap - 1); m->k[i] != UINT64_MAX; i = (i + 1) & (m->cap - 1))
-        if (m->k[i] == k) return m->v[i] == UINT64_MAX ? none : m->v[i];
-    return none;
+    size_t i = p2r_slot(m, k);
+    if (i == SIZE_MAX) return none;
+    return m->v[i] == UINT64_MAX ? none : m->v[i];
 }
 
 static int p2r_has(const p2r_map *m, uint64_t k)
 {
-    size_t i;
-    if (!m->cap) return 0;
-    for (i = p2r_mix(k) & (m->cap - 1); m->k[i] != UINT64_MAX; i = (i + 1) & (m->cap - 1))
-        if (m->k[i] == k) return 1;
-    return 0;
+    return p2r_slot(m, k) != SIZE_MAX;
 }
 
 /* a reference of the original's as the replay's: the map's, `none` if its element is gone,
@@ -109,11 +113,9 @@ static int p2r_has(const p2r_map *m, uint64_t k)
    storage) keeps its maps almost empty: less of the cache taken from the operations) */
 static uint64_t p2r_ref(const p2r_map *m, uint64_t k, uint64_t none)
 {
-    size_t i;
-    if (!m->cap) return k;
-    for (i = p2r_mix(k) & (m->cap - 1); m->k[i] != UINT64_MAX; i = (i + 1) & (m->cap - 1))
-        if (m->k[i] == k) return m->v[i] == UINT64_MAX ? none : m->v[i];
-    return k;
+    size_t i = p2r_slot(m, k);
+    if (i == SIZE_MAX) return k;
+    return m->v[i] == UINT64_MAX ? none : m->v[i];
 }
 
 /* the changes to the maps since the last commit, taken back in reverse at an abort (the

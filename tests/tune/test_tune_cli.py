@@ -60,12 +60,10 @@ def p2gen(*args, cwd):
                           text=True, timeout=600)
 
 
-@pytest.fixture(scope="module")
-def profiled(tmp_path_factory, cc):
-    """The bad spec, built with --profile, and the profile its workload wrote."""
-    d = tmp_path_factory.mktemp("tune")
+def _build_and_run(d, cc, *flags):
+    """The bad spec built in d with `flags` (--profile, --trace), and its workload run."""
     (d / "acc.p2").write_text(SPEC)
-    r = p2gen("build", "acc.p2", "-o", "out", "--profile", "-q", cwd=d)
+    r = p2gen("build", "acc.p2", "-o", "out", *flags, "-q", cwd=d)
     assert r.returncode == 0, r.stderr
     (d / "main.c").write_text(MAIN)
     r = subprocess.run([cc, "-O1", "-Iout", "main.c", "out/libacc.a", "-o", "main"], cwd=d,
@@ -73,6 +71,13 @@ def profiled(tmp_path_factory, cc):
     assert r.returncode == 0, r.stderr
     r = subprocess.run(["./main"], cwd=d, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
+    return d
+
+
+@pytest.fixture(scope="module")
+def profiled(tmp_path_factory, cc):
+    """The bad spec, built with --profile, and the profile its workload wrote."""
+    d = _build_and_run(tmp_path_factory.mktemp("tune"), cc, "--profile")
     assert (d / "acc.profile.json").exists()
     return d
 
@@ -176,16 +181,7 @@ def test_a_damaged_profile_is_refused(profiled):
 @pytest.fixture(scope="module")
 def traced(tmp_path_factory, cc):
     """The bad spec built with --profile and --trace, and what its workload wrote."""
-    d = tmp_path_factory.mktemp("tune-trace")
-    (d / "acc.p2").write_text(SPEC)
-    r = p2gen("build", "acc.p2", "-o", "out", "--profile", "--trace", "-q", cwd=d)
-    assert r.returncode == 0, r.stderr
-    (d / "main.c").write_text(MAIN)
-    r = subprocess.run([cc, "-O1", "-Iout", "main.c", "out/libacc.a", "-o", "main"], cwd=d,
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    r = subprocess.run(["./main"], cwd=d, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
+    d = _build_and_run(tmp_path_factory.mktemp("tune-trace"), cc, "--profile", "--trace")
     assert (d / "acc.profile.json").exists() and (d / "acc.trace").exists()
     return d
 

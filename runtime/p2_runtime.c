@@ -6815,14 +6815,20 @@ static int pl_recover(p2_pagebuf *pb, uint64_t fingerprint, p2_err *err)
                       "database (fingerprint %016" PRIx64 ")", pb->log.uri, c->fingerprint);
         goto out;
     }
+    if (c->npages != r.npages) {         /* the list read is the one the buffer was sized for */
+        rc = seg_fail(pb->seg, err, P2_EFORMAT, "the log export %s changed its last commit's "
+                      "page count while it was read", pb->log.uri);
+        goto out;
+    }
     const uint64_t *pgno = (const uint64_t *)(const void *)(buf + sizeof *c);
     uint64_t top = 0;
-    for (uint64_t i = 0; i < c->npages; i++)
+    for (uint64_t i = 0; i < c->npages; i++) {
+        if (pgno[i] >= pb->npages) {     /* each one, before top + 1 can wrap */
+            rc = seg_fail(pb->seg, err, P2_EFORMAT, "the log export %s names page %" PRIu64
+                          ", past the database's reservation", pb->log.uri, pgno[i]);
+            goto out;
+        }
         top = pgno[i] + 1 > top ? pgno[i] + 1 : top;
-    if (top > pb->npages) {
-        rc = seg_fail(pb->seg, err, P2_EFORMAT, "the log export %s names page %" PRIu64 ", past "
-                      "the database's reservation", pb->log.uri, top - 1);
-        goto out;
     }
     if (top * pb->pg > pb->be.size && (rc = pb->be.ops->grow(&pb->be, top * pb->pg, err)) != P2_OK)
         goto out;

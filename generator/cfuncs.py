@@ -23,6 +23,17 @@ of the public API (spec.h.j2's types and constant macros, and those a mem layer'
 add to the header) go through its sibling `{% call cdecl(name) %}`, recorded the same way
 as public declarations of kind "type" or "macro".
 
+What each entry defines (the names pass reads it) is what the construct says, never read
+back from the C: a function defines its name and its parameters (a prototype nothing; the
+parameters are the names its head lists), plus the macros given as `macros=[...]` (a
+guard of its own); a declaration defines its name (a macro, a typedef's name, a struct's
+tag, a variable), the names given as `also=[...]` (the other macros of a group, the other
+constants of an enum), and the members of its struct: those its text spells out given as
+`members=[...]`, those a loop prints through `{{ cmember(name) }}` (which prints the name and
+records it). A struct's tag is its name (`typedef struct NAME {`, `struct NAME {`) or none.
+tests/compiler/test_names_table.py checks, for every committed spec, that what the table
+says equals what the text defines (nothing is left out, nothing made up).
+
 What reads the table instead of the emitted C: the pruning of static functions nothing
 calls (FunctionTable.unused_lines), the storage class <PREFIX>_API (written by the
 construct) and the CFFI declarations (pybind.header_api: the header's entries in order,
@@ -38,7 +49,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from . import cnames
+from .cnames import Definition
 
 # \x03<index>\x04 opens the text of table entry <index>; \x03/\x04 closes it (before the
 # line end that ends the function's last line). \x03$\x04 opens a section's end fence
@@ -65,9 +76,10 @@ class CFunction:
     kind: str = "function"      # "function"; cdecl's "type" or "macro"
     api: str = ""               # the declaration alone: no comment, no storage class
     spaced: bool = False        # a blank line stands before it in its output (spaced_out)
-    # what its text defines (cnames.Definition: the function and its parameters; a type's
-    # typedef name, tag and members; a macro), read from its own text when it is recorded:
-    # the names pass (names.py) reads these, not the emitted C
+    members: tuple = ()         # a struct's members, as the construct declared them
+    # what it defines (cnames.Definition: the function and its parameters; a type's typedef
+    # name, tag and members; a macro), as the construct declared it: the names pass
+    # (names.py) reads these, not the emitted C
     defines: tuple = ()
 
 
@@ -83,12 +95,14 @@ class FunctionTable:
         self.api = f"{prefix.upper()}_API "
         self.entries: list[CFunction] = []
         self.section = ""
+        self._members: list = []    # the members cmember recorded, per open cdecl
 
     def cfunc(self, name: str, public: bool = False, decl: bool = False,
-              caller=None) -> str:
+              macros: tuple = (), caller=None) -> str:
         """The construct (`{% call cfunc(name, public=..., decl=...) %}...{% endcall %}`):
         records the function and returns its text, marked, with the storage class of a
-        public function written before its head (after the comment that opens it)."""
+        public function written before its head (after the comment that opens it).
+        `macros`: the macros its text defines besides (a guard, p2_fixstr_cmp's)."""
         text = caller()
         # the line end after the last line (and the line marks of the empty line after it)
         # is the template's, outside the function
@@ -107,49 +121,73 @@ class FunctionTable:
         if public:
             text = text[:head] + self.api + text[head:]
         plain = re.sub("\x01[^\x02]*\x02", "", text)
+        _spelled(f"cfunc({name!r})", "macro", macros, plain)
+        params = _params(body, name)
+        # a prototype defines nothing: its definition (here or in the runtime) does
+        defines = () if decl else (Definition("ordinary", name),
+                                   *(Definition(f"param:{name}", p) for p in params))
         return self._record(CFunction(
             name, self.section, public, decl, plain,
             frozenset(_WORD.findall(plain)) - {name} if not decl else frozenset(),
-            _params(body, name), api=_declaration(body) if decl else "",
-            defines=cnames.definitions(plain)), text)
+            params, api=_declaration(body) if decl else "",
+            defines=defines + tuple(Definition("macro", m) for m in macros)), text)
 
-    def cdecl(self, name: str, public: bool = True, caller=None) -> str:
+    def cdecl(self, name: str, public: bool = True, also: tuple = (), members: tuple = (),
+              caller=None) -> str:
         """The construct for a declaration that is not a function of the table's pruning
         (`{% call cdecl(name) %}...{% endcall %}`). Public (the default): a declaration of
         the public API, a type (`typedef ...;`, ending in the name it declares) or a
         constant macro (`#define NAME value`), recorded as a public declaration of kind
         "type" or "macro". `public=false`: anything else the C defines at file scope (a
         private type or struct, a macro or a group of them under #if, a variable, a
-        program's main), recorded for the names pass; its text must define `name`.
+        program's main), recorded for the names pass. What it defines: `name`, the names
+        of `also` (the other macros of its group, the other constants of its enum), and a
+        struct's members, `members` and those its text prints through `cmember`.
         Its text is emitted unchanged."""
-        text = re.sub("\n(?:\x01[^\x02]*\x02)*\\Z", "", caller(), count=1)
+        self._members.append([])
+        try:
+            text = re.sub("\n(?:\x01[^\x02]*\x02)*\\Z", "", caller(), count=1)
+        finally:
+            printed = self._members.pop()
         head = _head_at(text, directives=False)
         body = re.sub("\x01[^\x02]*\x02", "", text[head:])
         plain = re.sub("\x01[^\x02]*\x02", "", text)
-        defines = cnames.definitions(plain)
+        what = f"cdecl({name!r})"
+        members = tuple(members) + tuple(printed)
+        _spelled(what, "name", (name, *also, *members), plain)
+        if body.startswith("#"):
+            kind = "macro"
+            defines = [Definition("macro", n) for n in (name, *also)]
+        else:
+            kind = "type" if re.match(r"(?:typedef|struct|union|enum)\b", body) else "object"
+            defines = _type_definitions(what, name, also, members, body, kind)
         if not public:
-            if name not in {d.name for d in defines}:
-                raise ValueError(f"cdecl({name!r}, public=false): the text does not define "
-                                 f"it: {body[:80]!r}")
-            kind = "macro" if body.startswith("#") else \
-                "type" if re.match(r"(?:typedef|struct|union|enum)\b", body) else "object"
             # what it names: a program's main or table calls the functions it names
             return self._record(CFunction(name, self.section, False, True, plain,
                                           frozenset(_WORD.findall(plain)) - {name},
-                                          kind=kind, defines=defines), text)
-        if body.startswith("#"):
+                                          kind=kind, members=members,
+                                          defines=tuple(defines)), text)
+        if kind == "macro":
             if not re.match(r"#\s*define\s+" + re.escape(name) + r"[ \t]+\S", body):
-                raise ValueError(f"cdecl({name!r}): not a constant macro of that name: "
+                raise ValueError(f"{what}: not a constant macro of that name: "
                                  f"{body[:80]!r}")
-            kind, api = "macro", f"#define {name} ..."   # CFFI reads the value itself
+            api = f"#define {name} ..."   # CFFI reads the value itself
         else:
             if not re.match(r"typedef\b", body) or \
                     not re.search(r"\b" + re.escape(name) + r"\s*;\s*\Z", body):
-                raise ValueError(f"cdecl({name!r}): not a typedef of that name: "
-                                 f"{body[:80]!r}")
+                raise ValueError(f"{what}: not a typedef of that name: {body[:80]!r}")
             kind, api = "type", _declaration(body)
-        return self._record(CFunction(name, self.section, True, True, plain,
-                                      kind=kind, api=api, defines=defines), text)
+        return self._record(CFunction(name, self.section, True, True, plain, kind=kind,
+                                      api=api, members=members, defines=tuple(defines)),
+                            text)
+
+    def cmember(self, name: str) -> str:
+        """`{{ cmember(name) }}`: a member of the struct the enclosing `cdecl` defines, as
+        a loop prints it: printed, and recorded as one of the struct's members."""
+        if not self._members:
+            raise ValueError(f"cmember({name!r}) outside a cdecl construct")
+        self._members[-1].append(name)
+        return name
 
     def _record(self, entry: CFunction, text: str) -> str:
         index = len(self.entries)
@@ -251,6 +289,39 @@ def _head_at(text: str, directives: bool = True) -> int:
         if text[end:end + 1] != "\n":
             return at
         at = _LINE_MARKS.match(text, end + 1).end()
+
+
+def _spelled(what: str, kind: str, names, text: str) -> None:
+    """Each of `names` (what a construct says its text defines) stands in `text` as a word:
+    a misspelt name in a template stops the render."""
+    for n in names:
+        if not re.search(r"(?<!\w)" + re.escape(n) + r"(?!\w)", text):
+            raise ValueError(f"{what}: {kind} {n!r} is not in its text")
+
+
+# a declaration's struct, union or enum body: `typedef struct TAG {`, `struct TAG {`, `enum {`
+_AGGREGATE = re.compile(r"(?:typedef\s+|static\s+(?:const\s+)?)?(struct|union|enum)\b\s*(\w*)\s*\{")
+
+
+def _type_definitions(what: str, name: str, also, members, body: str, kind: str) -> list:
+    """What a type or variable declaration defines, from what its construct says: `name`
+    (a typedef's or variable's ordinary name, or the tag of a bare `struct NAME {...};`),
+    the tag of its struct (its name), the constants of `also`, the struct's members."""
+    agg = _AGGREGATE.match(body)
+    tag = agg.group(2) if agg else ""
+    if tag and tag != name:
+        raise ValueError(f"{what}: the struct's tag {tag!r} is not its name")
+    bare_struct = kind == "type" and not body.startswith("typedef") and agg \
+        and agg.group(1) != "enum"
+    out = [] if bare_struct else [Definition("ordinary", name)]
+    if tag:
+        out.append(Definition("tag", tag))
+    out += [Definition("ordinary", n) for n in also]
+    if kind == "object" and re.match(r"[^=;{]*?\b" + re.escape(name) + r"\(", body):
+        out += [Definition(f"param:{name}", p) for p in _params(body, name)]   # a main
+    # an anonymous struct's members are its typedef's (or variable's)
+    out += [Definition(f"member:{name}", m) for m in members]
+    return out
 
 
 # comments: whole lines (with their line end) first, then the rest

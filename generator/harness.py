@@ -96,7 +96,8 @@ def harness_rendering(checked: CheckedSpec) -> tuple:
     table = FunctionTable(checked.prefix)
     table.section = "harness.c.j2"
     text = jinja_env().get_template("harness.c.j2").render(
-        **harness_context(checked), cfunc=table.cfunc, cdecl=table.cdecl)
+        **harness_context(checked), cfunc=table.cfunc, cdecl=table.cdecl,
+        cmember=table.cmember)
     return text, table
 
 

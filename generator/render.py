@@ -335,10 +335,13 @@ def arg_type(t: FieldType) -> str:
     return CSource("const char *" if t.kind == "char" else f"{t.ctype} ")
 
 
-def param_field_decl(name: str, t: FieldType) -> str:
+def param_field_decl(name: str, t: FieldType, member=None, prefix: str = "_p_") -> str:
+    """The struct member holding parameter (or key field) `name` of type `t`: `prefix` +
+    name, recorded by `member` (the table's cmember) when the struct is a cdecl's."""
+    field = member(prefix + name) if member is not None else prefix + name
     if t.kind == "char":
-        return f"char _p_{name}[{t.length}];"
-    return f"{t.ctype} _p_{name};"
+        return f"char {field}[{t.length}];"
+    return f"{t.ctype} {field};"
 
 
 FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
@@ -783,7 +786,7 @@ class Renderer:
                 kr=functools.partial(_key_of_rec_c, li.key_field_obj),
                 **names(self.checked, info),
                 arg_type=arg_type, c_const=c_const, recover=self.recover,
-                cfunc=self.table.cfunc))
+                cfunc=self.table.cfunc, cmember=self.table.cmember))
             self.modules[li] = module
         return module
 
@@ -910,7 +913,8 @@ class Renderer:
                    c_string=c_string, where_text=expr_text, names=names,
                    rn=self.role_names, recover=self.recover, api_errors=api_errors,
                    role_api_errors=role_api_errors, key_of_rec=_key_of_rec_c,
-                   cfunc=self.table.cfunc, cdecl=self.table.cdecl, call_enter=self.call_enter,
+                   cfunc=self.table.cfunc, cdecl=self.table.cdecl, cmember=self.table.cmember,
+                   call_enter=self.call_enter,
                    prof=profile_context(checked, self.spec_file) if checked.profile else None,
                    trc=trace_context(checked, self.spec_file) if checked.trace else None,
                    hooked=[c for c in containers
@@ -982,7 +986,7 @@ class Renderer:
             S=checked, spec_file=self.spec_file, files=files, txn=txn,
             names=names, c_string=c_string, containers=[{"info": i} for i in checked.containers],
             rels=[{"info": ri} for ri in checked.relationships],
-            cfunc=table.cfunc, cdecl=table.cdecl)
+            cfunc=table.cfunc, cdecl=table.cdecl, cmember=table.cmember)
         return text, table
 
 
@@ -1030,7 +1034,8 @@ def verifier_rendering(checked: CheckedSpec, spec_file: str) -> tuple:
     table.section = "verify_main.c.j2"
     text = jinja_env().get_template("verify_main.c.j2").render(
         S=checked, spec_file=spec_file, files=r.files(), maps=_map_context(checked),
-        names=names, c_string=c_string, cfunc=table.cfunc, cdecl=table.cdecl)
+        names=names, c_string=c_string, cfunc=table.cfunc, cdecl=table.cdecl,
+        cmember=table.cmember)
     return text, table
 
 

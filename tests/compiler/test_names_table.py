@@ -1,7 +1,10 @@
 """The names pass reads the table of what the templates emit (cfuncs.FunctionTable), not
 the emitted C: that holds only if every file-scope definition of the generated header,
-source, verifier and harness goes through a `cfunc` or `cdecl` construct. Checked here for
-every committed spec by reading what the text outside the constructs defines (nothing)."""
+source, verifier and harness goes through a `cfunc` or `cdecl` construct, and if what each
+construct says it defines (its name, parameters, `also`, `macros`, members) is what its text
+defines. Checked here for every committed spec by reading the C back (cnames.definitions,
+the reader that makes the compiler's lists): outside the constructs nothing is defined, and
+inside each one exactly what its entry says."""
 import os
 import re
 from pathlib import Path
@@ -23,6 +26,20 @@ SPECS += ["bench/social/feed.p2"]       # ordered roles: the merge's heap of wal
 _ENTRY = re.compile("\x03[0-9]+\x04.*?\x03/\x04", re.S)
 
 
+def _undeclared(entries) -> list:
+    """(entry, what its text defines that its entry does not say, what it says its text does
+    not define) for each entry of a table where the two differ."""
+    out = []
+    for e in entries:
+        # an anonymous struct's members: the reader names no owner, the table its typedef's
+        said = {(d.ns, d.name) for d in e.defines}
+        read = {(d.ns.replace("member:<anonymous>", f"member:{e.name}"), d.name)
+                for d in cnames.definitions(e.text)}
+        if said != read:
+            out.append((e.section, e.name, sorted(read - said), sorted(said - read)))
+    return out
+
+
 def _outside(marked: str) -> list:
     """What the text outside the table's entries defines."""
     rest = _ENTRY.sub("", marked).replace("\x03$\x04", "")
@@ -35,10 +52,14 @@ def test_every_definition_goes_through_the_table(rel):
     r = Renderer(checked, os.path.basename(rel))
     r.render()
     header, source = r.marked
+    verifier, harness = verifier_rendering(checked, "x.p2"), harness_rendering(checked)
     assert _outside(header) == []
     assert _outside(source) == []
-    assert _outside(verifier_rendering(checked, "x.p2")[0]) == []
-    assert _outside(harness_rendering(checked)[0]) == []
+    assert _outside(verifier[0]) == []
+    assert _outside(harness[0]) == []
+    # and what each entry says it defines is what its text defines
+    for table in (r.table, verifier[1], harness[1], r.recover_rendering()[1]):
+        assert _undeclared(table.entries) == []
     # and the entries say what they define: the handle's struct, its typedef, a function
     defined = {(d.ns, d.name) for part in r.emitted_entries for e in part for d in e.defines}
     p = checked.prefix

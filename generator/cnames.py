@@ -1,12 +1,13 @@
 """Names in generated C: what a piece of C defines, and where two definitions meet.
 
-The checker's last word on names: rather than a hand list of the names each
-layer and template emits (which would drift), the spec is rendered and the identifiers the
-generated translation units define are read back from the C itself (file-scope functions,
-types, variables and macros, struct tags and members, function parameters), together with
-what the runtime header and the system headers it includes define. Two definitions of one
-name in one namespace, or a definition that is a macro of a header, is a collision the
-checker reports at the spec declaration that made the name.
+The names pass (names.py) reads what the generated C defines from the table of what the
+templates emit (cfuncs.py: each construct says what it defines), and what the headers it
+includes define from three lists regenerated from the compiler: c_macros.txt and
+c_decls.txt (the system headers') and c_runtime.txt (the runtime header's). Two definitions
+of one name in one namespace, or a definition that is a macro of a header, is a collision
+(`collisions`) the checker reports at the spec declaration that made the name. Reading
+definitions back from C (`definitions`) serves to make those lists from the compiler's
+preprocessed output, and the tests that hold the table to the generated text.
 """
 from __future__ import annotations
 
@@ -76,6 +77,50 @@ def compiler_declarations(cc: str = "cc") -> set:
     """What `cc`'s SYSTEM_HEADERS declare (used to regenerate and test c_decls.txt)."""
     return {d.name for d in definitions(_preprocessed_headers(cc, "-P"), prototypes=True)
             if d.ns in ("ordinary", "tag") and not d.name.startswith("_")}
+
+
+# The names the runtime header (p2_runtime.h) defines, as the compiler sees it: macros,
+# functions it declares or defines, types, tags, struct members, enum constants (a
+# Definition a line: "<namespace> <name>"). The names pass reads this list; a test reads the
+# header through the compiler again and compares (regenerate: python -m p2gen.cnames
+# --runtime).
+RUNTIME_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "c_runtime.txt")
+# the header's configurations: as built, and the write audit's test build
+RUNTIME_CONFIGS = ((), ("-DP2_WRITE_AUDIT",))
+
+
+@functools.lru_cache(maxsize=None)
+def runtime_definitions() -> tuple:
+    """What p2_runtime.h defines (Definitions), as RUNTIME_FILE lists it."""
+    with open(RUNTIME_FILE, encoding="ascii") as f:
+        return tuple(Definition(*ln.split()) for ln in f
+                     if ln.strip() and not ln.startswith("#"))
+
+
+def compiler_runtime_definitions(cc: str = "cc") -> set:
+    """What `cc` makes of p2_runtime.h after SYSTEM_HEADERS, in each of RUNTIME_CONFIGS,
+    less what SYSTEM_HEADERS alone define (used to regenerate and test RUNTIME_FILE)."""
+    from . import runtime as runtime_pkg
+    system = "#define _GNU_SOURCE\n" + "".join(f"#include <{h}>\n" for h in SYSTEM_HEADERS)
+    runtime_dir = os.path.dirname(os.path.abspath(runtime_pkg.__file__))
+
+    def cpp(src: str, mode: str, config: tuple) -> str:
+        return subprocess.run([cc, "-std=gnu11", *config, "-I", runtime_dir, mode, "-E", "-"],
+                              input=src, text=True, capture_output=True, check=True).stdout
+
+    def macros(text: str) -> set:
+        return {("macro", ln.split()[1].split("(")[0]) for ln in text.splitlines()
+                if ln.startswith("#define ")}
+
+    def declared(text: str) -> set:
+        return {(d.ns, d.name) for d in definitions(text, prototypes=True)}
+
+    out: set = set()
+    for config in RUNTIME_CONFIGS:
+        with_runtime = system + '#include "p2_runtime.h"\n'
+        out |= macros(cpp(with_runtime, "-dM", config)) - macros(cpp(system, "-dM", config))
+        out |= declared(cpp(with_runtime, "-P", config)) - declared(cpp(system, "-P", config))
+    return out - {("macro", c.lstrip("-D")) for config in RUNTIME_CONFIGS for c in config}
 
 
 # ---------------------------------------------------------------------------
@@ -311,7 +356,7 @@ def _write_names(path: str, head: str, names: list) -> None:
         f.write("".join(n + "\n" for n in names))
 
 
-if __name__ == "__main__":   # python -m p2gen.cnames --macros / --decls: regenerate lists
+if __name__ == "__main__":   # python -m p2gen.cnames --macros / --decls / --runtime: regenerate lists
     for flag, path, read, what, head in (
             ("--decls", DECLS_FILE, compiler_declarations, "names",
              "Names the C headers that generated code includes declare (functions, types,\n"
@@ -323,3 +368,10 @@ if __name__ == "__main__":   # python -m p2gen.cnames --macros / --decls: regene
             names = sorted(read(os.environ.get("CC", "cc")))
             _write_names(path, f"{head} Regenerate: python -m p2gen.cnames {flag}", names)
             print(f"{len(names)} {what} written to {path}")
+    if sys.argv[1:] == ["--runtime"]:
+        names = [f"{ns} {name}" for ns, name in
+                 sorted(compiler_runtime_definitions(os.environ.get("CC", "cc")))]
+        _write_names(RUNTIME_FILE, "What p2_runtime.h defines, as the compiler reads it (in its "
+                     "configurations, less the\nsystem headers'): '<namespace> <name>'. "
+                     "Regenerate: python -m p2gen.cnames --runtime", names)
+        print(f"{len(names)} runtime names written to {RUNTIME_FILE}")

@@ -2,10 +2,11 @@
 generated C would define one name twice, or define a name that is a macro of the headers
 it includes or a name of the runtime. What the generated C defines is read from the
 tables of what the templates emit (cfuncs.FunctionTable: every function, type, macro and
-variable goes through a `cfunc` or `cdecl` construct, which records the names its own
-text defines): the spec's header and source as the emit pass kept them, and the verifier
-and harness programs rendered beside them, so that every name any template emits is
-covered. Each collision is reported once per pair of declarations, at the spec
+variable goes through a `cfunc` or `cdecl` construct, which says the names it defines):
+the spec's header and source as the emit pass kept them, and the verifier and harness
+programs rendered beside them, so that every name any template emits is covered; what the
+runtime header defines, from its list (cnames.runtime_definitions, c_runtime.txt). No C
+is read back. Each collision is reported once per pair of declarations, at the spec
 declaration that made the name (the most specific one), naming the other.
 """
 from __future__ import annotations
@@ -19,7 +20,6 @@ from .harness import harness_rendering
 from .ir import CheckedSpec
 from .model import And, Not, Or, ParamRef, Pos
 from .render import Renderer, verifier_rendering
-from .toolchain import runtime_text
 
 
 def check_generated_names(checked: CheckedSpec, spec_file: Optional[str] = None,
@@ -42,7 +42,7 @@ def check_generated_names(checked: CheckedSpec, spec_file: Optional[str] = None,
             renderer.render()
             emitted = renderer.emitted_entries
         header, source = emitted
-        runtime = cnames.definitions(runtime_text("p2_runtime.h"))
+        runtime = cnames.runtime_definitions()
         runtime_names = {d.name for d in runtime}
         units = [[runtime, *(e.defines for e in header + source)],
                  [runtime, *(e.defines for e in header),

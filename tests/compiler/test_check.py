@@ -377,10 +377,14 @@ def name_error(tmp_path, text, name="t.p2", prefix=None):
      "container d of r = top2ds_qualify[array[transient]];\n"
      "relationship rel one c.x to many d.y = ilist;\n", 5, "x to", "container 'c_x'"),
 ] + [(f"record r {{ id: u32; {m}: u32; }}\ncontainer c of r = {HT};\n", 1, m, f"'{m}'")
-     for m in ("EOF", "errno", "INT64_MIN", "SIZE_MAX", "BUFSIZ", "P2_NIL", "linux", "stdin")],
+     for m in ("EOF", "errno", "INT64_MIN", "SIZE_MAX", "BUFSIZ", "P2_NIL", "linux", "stdin")]
+  + [(f"record r {{ id: u32; }}\ncontainer epoch of r = {HT};\n", 2, "epoch", "'epoch'"),
+     (f"record r {{ id: u32; P2_ERR_MSG_SIZE: u32; }}\ncontainer c of r = {HT};\n", 1,
+      "P2_ERR_MSG_SIZE", "p2_runtime.h")],
     ids=["record-db", "record-ref", "record-c_elem", "a-and-a_all", "insert-and-a_set",
          "container-err", "container-open", "container-seg", "param-db", "role-x-c_x",
-         "EOF", "errno", "INT64_MIN", "SIZE_MAX", "BUFSIZ", "P2_NIL", "linux", "stdin"])
+         "EOF", "errno", "INT64_MIN", "SIZE_MAX", "BUFSIZ", "P2_NIL", "linux", "stdin",
+         "container-epoch-member", "field-runtime-macro"])
 def test_generated_name_collisions_are_checker_errors(tmp_path, text, line, needle, fragment):
     errors = name_error(tmp_path, text)
     e = next((e for e in errors if fragment in e.message), errors[0])
@@ -395,6 +399,15 @@ def test_spec_prefix_meeting_the_runtime_is_refused(tmp_path):
     assert any("spec prefix 'p2'" in e.message and "p2_runtime.h" in e.message
                for e in errors), [e.render() for e in errors]
     load_file(tmp_path, text, name="p2.p2", prefix="mine")   # --prefix is the way out
+
+
+def test_a_record_meeting_a_runtime_tag_is_refused(tmp_path):
+    # prefix p2 and record seg: the typedef and struct tag p2_seg, the runtime's segment
+    text = f"record seg {{ id: u32; }}\ncontainer c of seg = {HT};\n"
+    errors = name_error(tmp_path, text, name="p2.p2")
+    e = next(e for e in errors if "record 'seg'" in e.message)
+    assert "'p2_seg'" in e.message and "p2_runtime.h" in e.message, e.render()
+    assert (e.line, e.col) == (1, 8), e.render()
 
 
 def test_double_underscore_names_are_reserved(tmp_path):

@@ -72,3 +72,18 @@ def test_a_struct_definition_defines_a_tag_not_an_ordinary_name():
         cnames.Definition("tag", "s"), cnames.Definition("member:s", "a"))
     names = {d.name for d in cnames.definitions('static const int t[] = { f(1) };')}
     assert names == {"t"}          # a call in an initializer makes no prototype
+
+
+def test_the_runtime_name_list_is_what_the_compiler_reads(cc):
+    """generator/c_runtime.txt (what p2_runtime.h defines, which the names pass reads
+    instead of the header) equals what the compiler makes of the header in each of its
+    configurations; regenerate it with `python -m p2gen.cnames --runtime` (or
+    scripts/amalgamate.sh) if this fails."""
+    listed = {(d.ns, d.name) for d in cnames.runtime_definitions()}
+    read = cnames.compiler_runtime_definitions(cc)
+    assert sorted(read - listed) == [] and sorted(listed - read) == []
+    # the kinds of name it holds: a tag and its members, a type, a function, an enum
+    # constant, a macro
+    assert {("tag", "p2_seg"), ("member:p2_seg", "base"), ("ordinary", "p2_seg"),
+            ("ordinary", "p2_seg_open"), ("ordinary", "P2_OK"),
+            ("macro", "P2_ERR_MSG_SIZE")} <= listed

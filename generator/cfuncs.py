@@ -38,8 +38,8 @@ What reads the table instead of the emitted C: the pruning of static functions n
 calls (FunctionTable.unused_lines), the storage class <PREFIX>_API (written by the
 construct) and the CFFI declarations (pybind.header_api: the header's entries in order,
 each as `api` gives it, with a blank line where `spaced` says), and the names pass
-(names.py: each entry's `defines`, what its own text defines, read when it is recorded;
-the source, header, integrity checker and harness define nothing outside a construct,
+(names.py: each entry's `defines`, what its construct says, above; the source, header,
+integrity checker and harness define nothing outside a construct,
 `{% call cdecl(name, public=false) %}` for their private types, macros and variables).
 Each entry also keeps its parameters' names.
 """

@@ -21,7 +21,7 @@ def test_wheel_ships_templates_runtime_and_parser(tmp_path):
               "p2gen/runtime/pyapi/__init__.py", "p2gen/runtime/pyapi/database.py",
               "p2gen/templates/spec.c.j2", "p2gen/templates/spec.h.j2", "p2gen/templates/pyfast.c",
               "p2gen/grammar/P2SpecParser.py", "p2gen/cli.py", "p2gen/c_macros.txt",
-              "p2gen/c_decls.txt", "p2gen/cmake/p2genConfig.cmake", "p2gen/bench/labflow/gen.py", "p2gen/bench/labflow/model.py"):
+              "p2gen/c_decls.txt", "p2gen/c_runtime.txt", "p2gen/cmake/p2genConfig.cmake", "p2gen/bench/labflow/gen.py", "p2gen/bench/labflow/model.py"):
         assert f in names, f
     entry = [n for n in names if n.endswith("entry_points.txt")]
     assert entry

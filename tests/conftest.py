@@ -65,6 +65,11 @@ DEBUG_FLAG = "-g" if os.environ.get("P2GEN_TEST_DEBUG") == "1" else "-g0"
 # each matrix spec's C and harness at STRICT_CFLAGS (strict=True): -O1 without sanitizers
 # costs about a third of the sanitized -O1 build.
 SAN_QUICK_OPT = "-O0"
+# The Python modules tests build to check behaviour are compiled at -O0 without debug
+# information (after Python's own CFLAGS: -O3 -g, about four times the compile time); the
+# modules that stand for a user's build (test_python.py's bank, test_python_wheel.py, the
+# benchmarks') keep Python's flags.
+QUICK_PY_CFLAGS = ("-O0", "-g0")
 STRICT_CFLAGS = ("-std=c11", "-O1", "-g0", "-Wall", "-Wextra", "-Werror")
 
 # Files whose tests pytest-xdist hands out one by one: many tests sharing session fixtures
@@ -280,9 +285,10 @@ def scope_rank(scope: str, tests: int, position: int) -> tuple:
     return (2 if name in SPREAD_FILES else 1, -tests, position)
 
 
-def python_module(tmp_path_factory, name: str, spec_text: str):
+def python_module(tmp_path_factory, name: str, spec_text: str, cflags=QUICK_PY_CFLAGS):
     """Generate a spec's data manager (`<name>.p2`, prefix `name`) in a fresh directory,
-    build its Python module (`p2gen build --python`) and import it."""
+    build its Python module (`p2gen build --python`, with `cflags` after Python's) and
+    import it."""
     import importlib
     import textwrap
     from p2gen.build import generate
@@ -291,7 +297,7 @@ def python_module(tmp_path_factory, name: str, spec_text: str):
     spec = root / f"{name}.p2"
     spec.write_text(textwrap.dedent(spec_text))
     gen = generate(str(spec), str(root / "out"))
-    build_python(gen)
+    build_python(gen, extra_cflags=list(cflags))
     sys.path.insert(0, gen.out_dir)
     try:
         return importlib.import_module(name)

@@ -22,6 +22,7 @@ import pytest
 from p2gen.runtime import pyapi
 from p2gen.build import generate
 from p2gen.pybind import build_python, cdef, python_module, binding_metadata
+from conftest import QUICK_PY_CFLAGS
 
 ROOT = Path(__file__).resolve().parents[2]
 LAYERS = ROOT / "layers"
@@ -64,6 +65,9 @@ container items of item = top2ds[iarray[transient]] with iarray(key = id, max_ke
 
 
 def _build(tmp_path_factory, prefix, text, **kw):
+    """Generate and build a spec's module: at QUICK_PY_CFLAGS unless `kw` says how (the
+    bank module is built as users build it, with $CC and Python's flags)."""
+    kw.setdefault("extra_cflags", QUICK_PY_CFLAGS)
     root = tmp_path_factory.mktemp(prefix)
     spec = root / f"{prefix}.p2"
     spec.write_text(textwrap.dedent(text))
@@ -83,7 +87,7 @@ def _import(gen, prefix):
 @pytest.fixture(scope="module")
 def bank_build(tmp_path_factory):
     saved = os.environ.get("CC")
-    gen, path = _build(tmp_path_factory, "p2t_bank", BANK, cc=CC)
+    gen, path = _build(tmp_path_factory, "p2t_bank", BANK, cc=CC, extra_cflags=())
     assert os.environ.get("CC") == saved, "build_python must restore $CC"
     return gen, path
 

@@ -12,6 +12,7 @@ import textwrap
 import pytest
 
 from p2gen.build import generate
+from conftest import QUICK_PY_CFLAGS
 from p2gen.pybind import build_python
 from p2gen.runtime import pyapi
 
@@ -31,7 +32,7 @@ def _module(root, prefix, text):
     spec = root / f"{prefix}.p2"
     spec.write_text(textwrap.dedent(text))
     g = generate(str(spec), str(root / "out"))
-    build_python(g)
+    build_python(g, extra_cflags=QUICK_PY_CFLAGS)
     sys.path.insert(0, g.out_dir)
     try:
         return importlib.import_module(prefix)

@@ -11,6 +11,7 @@ import pytest
 
 from p2gen.runtime import pyapi
 from p2gen.build import generate
+from conftest import QUICK_PY_CFLAGS
 from p2gen.pybind import build_python
 
 SPEC = """
@@ -26,7 +27,7 @@ def gen(tmp_path_factory):
     spec = root / "p2tj.p2"
     spec.write_text(textwrap.dedent(SPEC))
     g = generate(str(spec), str(root / "out"))
-    build_python(g)
+    build_python(g, extra_cflags=QUICK_PY_CFLAGS)
     return g
 
 
@@ -134,7 +135,7 @@ def test_transactions_need_a_journal(tmp_path):
     spec = tmp_path / "p2tn.p2"
     spec.write_text("record r { a: u32; }\ncontainer p2tn_c of r = top2ds[array[transient]];\n")
     g = generate(str(spec), str(tmp_path / "out"))
-    build_python(g)
+    build_python(g, extra_cflags=QUICK_PY_CFLAGS)
     sys.path.insert(0, g.out_dir)
     try:
         mod = importlib.import_module("p2tn")

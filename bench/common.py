@@ -245,18 +245,19 @@ def users_build_steps(gen_dir: Path, obj_dir: Path, variants: Sequence[tuple], *
     with cxxflags, <PREFIX>_INLINE and the variant's own -D definitions. A variant marked
     lto instead has its .c compiled with lto_cflags(opt) (no archive: its object takes part
     in link-time optimisation) and its driver with -flto. The runtime is compiled once, the
-    users' way, and serves both (its symbols are not prefixed; it is off the hot paths).
+    users' way, and serves both (its symbols are not prefixed; it is off the hot paths):
+    its object is the toolchain's, cached per compiler and flags (runtime_object_in), as
+    `p2gen build` gets it, copied into obj_dir.
 
     variants: (prefix, generated (build.generate's result), driver defines[, lto]) per
     variant; none: no steps. Returns (tasks for Builder.compile_all, archives for
     Builder.archive_all)."""
     if not variants:
         return [], []
+    from ..toolchain import cc_command, runtime_object_in
     user_cflags = users_cflags()
-    runtime_c, runtime_o = gen_dir / "p2_runtime.c", obj_dir / "p2_runtime.o"
-    tasks = [(shlex.split(cc) + user_cflags + ["-c", str(runtime_c), "-o", str(runtime_o)],
-              runtime_o, [runtime_c, gen_dir / "p2_runtime.h"], "p2_runtime.c")]
-    archives = []
+    runtime_o = Path(runtime_object_in(str(obj_dir), cc_command(cc), user_cflags))
+    tasks, archives = [], []
     incs = [f"-I{d}" for d in include_dirs] + [f"-I{gen_dir}"]
     for prefix, g, defs, *lto in variants:
         lto = bool(lto and lto[0])
@@ -272,6 +273,8 @@ def users_build_steps(gen_dir: Path, obj_dir: Path, variants: Sequence[tuple], *
                       out, [driver, *driver_deps, *shared_headers(driver.parent), Path(g.header), c_src,
                             gen_dir / "p2_runtime.h"],
                       f"{driver.name} for {prefix}"))
+    if not archives:          # every variant -lto: the runtime linked from its own archive
+        archives.append((obj_dir / "libp2_runtime.a", [runtime_o]))
     return tasks, archives
 
 

@@ -52,9 +52,11 @@ def exe(tmp_path_factory):
     d = tmp_path_factory.mktemp("tpcb_build")
     vs = bt.default_variants(lto=False)
     twins = [bt.lto_twin(v) for v in vs if (v.name, v.mem) in LTO_TWINS and not v.lto]
-    # -O1 for the drivers, references and peers (Boost, Google Benchmark): about half the
-    # -O2 compile time; the generated code is still compiled as `p2gen build` compiles it
-    return bt.build(str(d), opt="-O1", variants=vs + twins)
+    # -O0 for the drivers, references and peers (Boost, Google Benchmark): two thirds of
+    # -O1's compile time (a third of -O2's), and the runs here are tiny; the generated code
+    # is still compiled as `p2gen build` compiles it (-O2), `p2gen bench range`'s test
+    # builds and runs the drivers at the users' -O2
+    return bt.build(str(d), opt="-O0", variants=vs + twins)
 
 
 def test_every_variant_and_reference_keeps_the_invariant(exe, tmp_path):
@@ -231,7 +233,7 @@ def test_durable_specs_are_journalled():
 
 def test_rows_built_as_users_build_and_with_lto(exe):
     """Zero-cost layering as users build it: a variant's default row is built as the README says (p2gen build's library,
-    the program compiled without LTO -- -O2 in `p2gen bench`, -O1 in this build: no LTO bytecode anywhere in it), its -lto row with
+    the program compiled without LTO -- -O2 in `p2gen bench`, -O0 in this build: no LTO bytecode anywhere in it), its -lto row with
     LTO across generated code and driver; both and the C++ peers are in the one binary."""
     if not shutil.which("readelf"):
         pytest.skip("no readelf")

@@ -13,20 +13,30 @@ operation through the candidate at the profile's n (cache-line reads, layers/bas
 COST_UNIT): a find or cursor walk costs what the planner would pay for its path (the
 cheapest of the candidate's layers, as plan.plan_cursor chooses, with the real n rather
 than the planner's default); an insert or delete pays every ds layer's maintenance (an
-ordered layer its descent, a hash its bucket, odlist and qsort their shift); an update
-that changes a key pays it on the layers keyed on a key field; get/at/other updates read
-or write one element.
+ordered layer its descent, a hash its bucket, a btree its descent through nodes of its
+`node` bytes and the shift of half a leaf, odlist and qsort their shift); an update that
+changes a key pays it on the layers keyed on a key field; get/at/other updates read or
+write one element.
+
+Layout: an element's bytes (the record, each layer's links in the file's link width, the
+relationships' fields; a malloc block rounded up by the file's `alloc` classes) set what a
+scan pays: a walk of every element (`all`, or a planned scan path) reads bytes / 64 lines
+per element. Relationships (the workload's `relationships`: per relationship its walks,
+rows, adds and removes) pay their layer's costs (`rel_costs`): an ilist walk chases one
+dependent line per member; a refarray reads its block of references (independent loads of
+the members) but searches it to remove.
 """
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Optional
 
 from .check import check
 from .errors import P2Error
 from .layers import LAYERS
-from .layers.base import log2n
+from .layers.base import container_links, log2n
 from .parser import parse
 from .plan import Query, conjuncts_of, simple_conjunct
 from .tune_space import Space, Stack, _decl_span
@@ -34,6 +44,8 @@ from .tune_space import Space, Stack, _decl_span
 HASH_LOAD = 1.0           # elements per bucket the sizing aims at
 STORAGE = "storage"       # Candidate.params' key of the storage's parameters
 IARRAY_SPARSE = 4         # key range / n above which iarray's slot block is mostly empty
+BTREE_NODES = (256, 1024, 4096)   # a btree's node sizes tried (bytes; 1024 its default)
+LINE = 64                 # bytes per cache line
 
 
 @dataclass
@@ -48,9 +60,12 @@ class Candidate:
     canonical: str = ""                            # as the checker prints it (dedup)
     find_keys: frozenset = frozenset()             # the keys with a find function
 
+    edits: str = ""                                # the spec's other lines it changes, in words
+
     @property
     def label(self) -> str:
-        return self.equation
+        """The equation, and the edits beyond the declaration (file options, relationships)."""
+        return f"{self.equation} (with {self.edits})" if self.edits else self.equation
 
 
 def _layer_text(name: str, given: list) -> str:
@@ -60,7 +75,7 @@ def _layer_text(name: str, given: list) -> str:
 def equation_of(space: Space, cand: Candidate) -> str:
     """The candidate's equation: the spec's tops and memory around its indexes and storage,
     each with its key and the sized parameters."""
-    parts = space.tops + _layer_texts(cand) + space.mems
+    parts = space.tops + _layer_texts(cand) + space.mems_of(cand.stack.file_opts)
     text = parts[-1]
     for p in reversed(parts[:-1]):
         text = f"{p}[{text}]"
@@ -93,6 +108,9 @@ def sized_variants(space: Space, stack: Stack, cprof: dict) -> list:
         if f is not None and f.type.kind == "int" and f.type.target is None:
             choices.append({**sized, "fn": "identity"})
         variants = [{**v, i: c} for v in variants for c in choices]
+    for i, ix in enumerate(stack.indexes):      # the node sizes the checker allows (Cards)
+        if ix.layer == "btree":
+            variants = [{**v, i: {"node": str(b)}} for v in variants for b in BTREE_NODES]
     if stack.storage == "iarray":
         ks = _key_stats(cprof, stack.storage_key)
         lo, hi = ks.get("min"), ks.get("max")
@@ -114,7 +132,7 @@ def sized_variants(space: Space, stack: Stack, cprof: dict) -> list:
 
 # -- costs ---------------------------------------------------------------------------------
 
-def _path_cost(li, cur, n: float, dense: frozenset = frozenset()) -> float:
+def _path_cost(li, cur, n: float, dense: frozenset = frozenset(), lines: float = 1.0) -> float:
     """What the planner would pay for `cur` at `n` elements through layer `li`: its
     cheapest path that honours the order asked for (inf: none). A candidate's cost of
     `cur` is the cheapest of its layers', as plan.plan_cursor chooses."""
@@ -126,7 +144,8 @@ def _path_cost(li, cur, n: float, dense: frozenset = frozenset()) -> float:
             continue
         if cur.descending and o.kind == "range" and not li.layer.reverse_walk:
             continue
-        best = min(best, _hash_chain(li, o.cost, n, dense) if o.kind == "eq" else o.cost)
+        cost = o.cost * lines if o.kind == "scan" else o.cost
+        best = min(best, _hash_chain(li, cost, n, dense) if o.kind == "eq" else cost)
     return best
 
 
@@ -154,9 +173,57 @@ def _maintenance(li, info, n: float) -> float:
         return 1.0
     if name == "hash":
         return _hash_chain(li, 2.0, n)
-    if name in ("avl", "btree"):
-        return 1 + (log2n(n) if name == "avl" else max(1.0, math.log(max(n, 2), 64)))
+    if name == "avl":
+        return 1 + log2n(n)
+    if name == "btree":                 # the descent, then half a leaf shifted
+        g = li.layer.geometry(li)
+        return g.height(n) * g.lines_per_node() + 1 + g.node / (2 * LINE)
     return 2.0
+
+
+def _ctype_bytes(ctype: str) -> int:
+    t = str(ctype)
+    if t.startswith("p2_text"):
+        return 8 if t == "p2_text32" else 16
+    m = re.search(r"(\d+)_t$", t)
+    return int(m.group(1)) // 8 if m else 8
+
+
+def _fields_bytes(fields) -> int:
+    return sum(_ctype_bytes(f.ctype) for f in fields)
+
+
+def element_bytes(li, info) -> int:
+    """The bytes layer `li` adds to each element of `info`; the storage adds the record's
+    and the relationships' (their role fields in this container)."""
+    out = _fields_bytes(li.layer.elem_fields(li))
+    if li is info.storage:
+        out += sum(f.type.bits for f in info.record.fields) // 8
+        out += sum(_fields_bytes(r.rel.layer.role_fields(r)) for r in info.roles)
+    return out
+
+
+def block_bytes(size: int, info) -> int:
+    """A malloc element's block from the file's allocator: pow2 (up to 2048 bytes) or the
+    16-byte granule (`alloc = exact`)."""
+    if info.storage.layer.name != "malloc" or info.file is None:
+        return size
+    if info.mem.params.get("alloc", "pow2") == "exact" or size > 2048:
+        return -(-size // 16) * 16
+    return 1 << max(4, math.ceil(math.log2(max(size, 1))))
+
+
+# Cost of one relationship operation through each rel layer, in cache-line reads: an
+# ilist walk step reads the next member (a dependent load: its link is in it), adding or
+# removing rewrites the owner's and the neighbours' links; a refarray walk reads its block
+# (width / 64 a member) and then each member, loads that do not wait on one another (half
+# a dependent one), adds at the block's end (amortised growth) and searches it to remove.
+def rel_costs(layer: str, width: int, k: float) -> dict:
+    if layer == "ilist":
+        return {"row": 1.0, "add": 3.0, "remove": 3.0}
+    if layer == "refarray":
+        return {"row": 0.5 + width / LINE, "add": 2.0, "remove": 1.0 + k / 2 * width / LINE}
+    return {"row": 1.0, "add": 2.0, "remove": 2.0}
 
 
 @dataclass
@@ -167,6 +234,8 @@ class Card:
     paths: dict
     maint: float
     keyed: bool
+    bytes: int = 0          # what the layer adds to an element (the storage: the whole)
+    scan: float = 0.0       # the storage: lines one element's visit reads in a walk of all
 
 
 class Workload:
@@ -189,26 +258,53 @@ class Workload:
         declared = {c.name for c in space.info.cursors if not c.synthetic}
         self.walks = {c: cs["walks"] for c, cs in cprof.get("cursors", {}).items()
                       if cs.get("walks") and c in declared}
+        # a generated cursor (`all`) visits every element: its rows pay the layout
+        self.scan_rows = sum(cs.get("rows", 0) for c, cs in cprof.get("cursors", {}).items()
+                             if c not in declared)
+        self.rels = {r: v for r, v in cprof.get("relationships", {}).items()
+                     if isinstance(v, dict)}
 
     def card(self, li, info) -> Card:
-        """Layer `li` of checked container `info`, alone."""
+        """Layer `li` of checked container `info`, alone (a scan path pays the lines of
+        the element as laid out with this layer and the storage)."""
+        lines = max(1.0, (element_bytes(li, info) + (0 if li is info.storage else
+                                                      element_bytes(info.storage, info))) / LINE)
         paths = {}
         for key in self.finds:
             cur = info.finds.get(key)
             if cur is not None:
-                c = _path_cost(li, cur, self.n, self.dense)
+                c = _path_cost(li, cur, self.n, self.dense, lines)
                 if c < math.inf:
                     paths[f"find_{key}"] = c
         for name in self.walks:
             cur = next((c for c in info.cursors if c.name == name and not c.synthetic), None)
             if cur is not None:
-                c = _path_cost(li, cur, self.n, self.dense)
+                c = _path_cost(li, cur, self.n, self.dense, lines)
                 if c < math.inf:
                     paths[f"walk_{name}"] = c
         k = li.key_field_obj
         keyed = k is not None and bool(set(getattr(k, "names", None) or (k.name,))
                                        & self.key_fields)
-        return Card(paths, _maintenance(li, info, self.n), keyed)
+        card = Card(paths, _maintenance(li, info, self.n), keyed, element_bytes(li, info))
+        if li is info.storage:
+            card.scan = block_bytes(card.bytes, info) / LINE
+            for role in info.roles:
+                self._rel_paths(card.paths, role.rel)
+        return card
+
+    def _rel_paths(self, paths: dict, ri) -> None:
+        """The cost of one of each operation of the workload on relationship `ri` (its
+        block in the width of the links of the container that holds many)."""
+        counts = self.rels.get(ri.name)
+        if not counts:
+            return
+        many = ri.left if ri.left.many else ri.right
+        k = counts.get("rows", 0) / max(counts.get("walks", 0), 1)
+        c = rel_costs(ri.layer.name, container_links(many.container).bits // 8, k)
+        for op, what in (("walks", None), ("rows", "row"), ("adds", "add"),
+                         ("removes", "remove")):
+            if what and counts.get(op):
+                paths[f"rel_{ri.name}_{op}"] = c[what]
 
     def cost(self, cand: Candidate, cards: list) -> Candidate:
         """Fill cand.per_op and .cost from its layers' cards (inf: an operation no layer
@@ -226,6 +322,13 @@ class Workload:
                           *((f"walk_{c}", v) for c, v in self.walks.items())]:
             per[op] = count * min((c.paths[op] for c in cards if op in c.paths),
                                   default=math.inf)
+        storage = cards[-1]
+        row = storage.scan + sum(c.bytes for c in cards[:-1]) / LINE
+        per["walk_all"] = self.scan_rows * row
+        for op in {op for c in cards for op in c.paths if op.startswith("rel_")}:
+            rel, what = op[4:].rsplit("_", 1)
+            per[op] = self.rels[rel].get(what, 0) * min(c.paths[op] for c in cards
+                                                         if op in c.paths)
         cand.per_op = {k: v for k, v in per.items() if v}
         cand.cost = sum(cand.per_op.values())
         return cand
@@ -247,7 +350,7 @@ def predicted(space: Space, cand: Candidate, cprof: dict,
 
 def candidate_text(space: Space, cand: Candidate) -> str:
     """The spec with the candidate's equation (the spec's own: its text as it is)."""
-    return space.source if cand.current else space.spec_text(cand.equation)
+    return space.source if cand.current else space.spec_text(cand.equation, cand.stack)
 
 
 def current_candidate(space: Space, cprof: dict) -> Candidate:
@@ -269,22 +372,25 @@ class Cards:
         self.space, self.w = space, w
         self._cache: dict = {}
 
-    def _alone(self, parts: list, which: int) -> Card:
-        key = (tuple(parts), which)
+    def _alone(self, parts: list, which: int, st: Stack) -> Card:
+        """`st`: the file's options and (the storage's card) the relationships' layers."""
+        key = (tuple(parts), which, st.file_opts, st.rels)
         if key not in self._cache:
             sp = self.space
-            layers = sp.tops + parts + sp.mems
+            layers = sp.tops + parts + sp.mems_of(st.file_opts)
             text = layers[-1]
             for p in reversed(layers[:-1]):
                 text = f"{p}[{text}]"
-            info = check(parse(sp.spec_text(text), sp.path)).container(sp.name)
+            info = check(parse(sp.spec_text(text, st), sp.path)).container(sp.name)
             self._cache[key] = self.w.card(info.ds[which], info)
         return self._cache[key]
 
     def of(self, cand: Candidate) -> list:
         layers = _layer_texts(cand)
-        storage = layers[-1]
-        return [self._alone([t, storage], 0) for t in layers[:-1]] + [self._alone([storage], -1)]
+        storage, st = layers[-1], cand.stack
+        index_st = Stack((), "", None, st.file_opts)
+        return [self._alone([t, storage], 0, index_st) for t in layers[:-1]] + \
+            [self._alone([storage], -1, Stack((), "", None, st.file_opts, st.rels))]
 
 
 def _layer_texts(cand: Candidate) -> list:
@@ -322,6 +428,7 @@ def ranked(space: Space, cprof: dict, find_keys: Optional[frozenset] = None) -> 
             except P2Error:
                 continue
             cand.equation = equation_of(space, cand)
+            cand.edits = space.describe_edits(st)
             cand.find_keys = keys
             w.cost(cand, layer_cards)
             if cand.cost < math.inf:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from p2gen.tune_rank import current_candidate, predicted, ranked, sized_variants
 from p2gen.tune_space import Space
 
@@ -66,10 +68,77 @@ def test_sizes_come_from_the_profile():
 
 def test_the_generated_all_cursor_does_not_make_every_candidate_infinite():
     """A walk of the generated `all` cursor (an invariant check's scan in the profile) is the
-    same walk on every candidate: the ranking is the one without it, not empty."""
+    same walk on every candidate, paying only each candidate's element layout (its bytes /
+    64 lines a row): the ranking is not empty, and each cost is the one without it plus
+    that."""
     space = Space(SPEC, "items", "inv.p2")
     cprof = profile()
     with_all = dict(cprof, cursors={**cprof["cursors"], "all": {"walks": 1, "rows": 3000}})
-    plain, walked = ranked(space, cprof)[:20], ranked(space, with_all)[:20]
-    assert walked and [(c.equation, c.cost) for c in walked] == \
-        [(c.equation, c.cost) for c in plain]
+    plain = {c.equation: c.cost for c in ranked(space, cprof)}
+    walked = ranked(space, with_all)
+    assert walked and len(walked) == len(plain)
+    for c in walked[:20]:
+        assert 3000 * 0.25 <= c.per_op["walk_all"] <= 3000 * 2
+        assert abs(c.cost - plain[c.equation] - c.per_op["walk_all"]) < 1e-6 * c.cost
+
+
+REL = """record part { id: u32; x: i32; }
+record comp { id: u32; }
+container parts of part = top2ds_qualify[hash(key = id)[array[persistent(file = "r.db")]]];
+container comps of comp = top2ds_qualify[array[persistent(file = "r.db")]];
+relationship has one comps.parts to many parts.owner = ilist;
+find parts by id;
+"""
+
+
+def rel_profile(rel: dict, rows: int = 0) -> dict:
+    n = 2000
+    return {"count_max": n, "count_final": n, "ops": {"insert": n},
+            "cursors": {"all": {"walks": 1, "rows": rows}} if rows else {},
+            "keys": {"id": {"finds": 4 * n, "min": 0, "max": n - 1, "distinct": n}},
+            "relationships": {"has": rel}}
+
+
+def _cost(cands, **want) -> float:
+    """The cost of the cheapest candidate whose stack has each attribute `want` gives."""
+    return min(c.cost for c in cands if all(getattr(c.stack, k) == v for k, v in want.items()))
+
+
+def test_the_ranking_moves_with_the_workload_on_each_new_axis():
+    space = Space(REL, "parts", "rel.p2")
+    assert space.rel_axes == [("has", ("ilist", "refarray"))]
+    refarray = (("has", "refarray"),)
+    # long walks of the relationship: refarray's block beats chasing the list
+    walks = ranked(space, rel_profile({"walks": 100, "rows": 100_000, "adds": 2000}))
+    assert _cost(walks, rels=refarray) < _cost(walks, rels=())
+    # removing members from large collections: refarray searches its block, ilist unlinks
+    removes = ranked(space, rel_profile({"walks": 10, "rows": 20_000, "adds": 2000,
+                                         "removes": 2000}))
+    assert _cost(removes, rels=()) < _cost(removes, rels=refarray)
+    # the relationship's counts cost nothing on a workload without them
+    finds = ranked(space, rel_profile({}))
+    assert _cost(finds, rels=()) == _cost(finds, rels=refarray)
+    # scanning every element: 32-bit links (narrower elements) and exact size classes
+    # for one block per element (malloc, whose 64-bit links 32-bit links refuse) cost less
+    scans = ranked(space, rel_profile({}, rows=200_000))
+    narrow = (("links", "offset32"), ("alloc", "pow2"))
+    assert _cost(scans, file_opts=narrow, storage="array") < \
+        _cost(scans, file_opts=(), storage="array")
+    assert not [c for c in scans if c.stack.file_opts == narrow and c.stack.storage == "malloc"]
+    exact = (("links", "offset64"), ("alloc", "exact"))
+    assert _cost(scans, file_opts=exact, storage="malloc") < \
+        _cost(scans, file_opts=(), storage="malloc")
+    assert _cost(scans, file_opts=exact, storage="array") == \
+        _cost(scans, file_opts=(), storage="array")
+
+
+def test_btree_node_sizes_are_sized_variants_the_checker_allows():
+    space = Space(SPEC, "items", "inv.p2")
+    cands = ranked(space, profile(n=100_000))
+    nodes = {c.params[i]["node"] for c in cands for i, ix in enumerate(c.stack.indexes)
+             if ix.layer == "btree"}
+    assert nodes == {"256", "1024", "4096"}
+    # each is legal whole: a sample checked by the checker through `predicted`
+    for c in random.Random(7).sample([c for c in cands if "btree" in c.equation], 4):
+        assert predicted(space, type(c)(c.stack, c.params), profile(n=100_000)).cost == \
+            pytest.approx(c.cost)

@@ -30,7 +30,9 @@ container comps of comp = top2ds_qualify[array[transient]];
 relationship has one comps.parts to many parts.owner = ilist;
 cursor far on parts where x >= $lo and x < $hi;
 """
-SPECS = {"tpcb": (TPCB, "accounts"), "keys": (KEYS, "lots"), "rel": (REL, "parts")}
+OO7 = (ROOT / "type_equations" / "oo7" / "hash_ilist_persistent.p2").read_text()
+SPECS = {"tpcb": (TPCB, "accounts"), "keys": (KEYS, "lots"), "rel": (REL, "parts"),
+         "oo7": (OO7, "atomic_parts")}
 
 
 @pytest.mark.parametrize("which", list(SPECS))
@@ -39,7 +41,7 @@ def test_prediction_equals_the_checker_on_random_stacks(which):
     space = Space(text, name, f"{which}.p2")
     rng = random.Random(38)
     seen, agree, legal = set(), 0, 0
-    while len(seen) < 40:
+    while len(seen) < (40 if which != "oo7" else 24):
         st = space.random_stack(rng)
         if st in seen:
             continue
@@ -48,6 +50,49 @@ def test_prediction_equals_the_checker_on_random_stacks(which):
         assert space.predicted_legal(st) == verdict, space.equation(st)
         legal += verdict
     assert 0 < legal < len(seen)      # the sample holds stacks of both verdicts
+    # ... and the axes beyond the declaration, where the spec has them
+    if space.file_axes:
+        assert any(st.file_opts for st in seen)
+    if space.rel_axes:
+        assert any(st.rels for st in seen)
+
+
+def test_file_options_and_relationships_are_axes_where_legal_and_relevant():
+    tpcb = Space(TPCB, "accounts", "tpcb.p2")
+    assert tpcb.file_axes == [("links", ("offset64", "offset32")), ("alloc", ("pow2", "exact"))]
+    assert tpcb.rel_axes == []
+    # OO7's records hold refs and texts: 32-bit links would narrow them (another API)
+    oo7 = Space(OO7, "atomic_parts", "oo7.p2")
+    assert oo7.file_axes == [("alloc", ("pow2", "exact"))]
+    # the 1:N relationships atomic_parts plays a role in: ilist or refarray
+    assert oo7.rel_axes == [(r, ("ilist", "refarray")) for r in ("parts", "outgoing", "incoming")]
+    # the REL spec's memory is not a file: no file options
+    assert Space(REL, "parts", "rel.p2").file_axes == []
+    stacks = oo7.enumerate()
+    assert {st.rels for st in stacks} >= {(), (("parts", "refarray"),),
+                                          (("parts", "refarray"), ("outgoing", "refarray"),
+                                           ("incoming", "refarray"))}
+    assert {st.file_opts for st in stacks} == {(), (("alloc", "exact"),)}
+
+
+def test_edits_change_only_the_options_and_layers_they_name():
+    space = Space(TPCB, "accounts", "tpcb.p2")
+    st = next(s for s in space.enumerate()
+              if s.file_opts == (("links", "offset32"), ("alloc", "pow2")) and not s.indexes)
+    text = space.spec_text(space.equation(st), st)
+    # every container of the file gets 32-bit links; the default allocator is not written
+    assert text.count('persistent(file = "tpcb_hash1.db", links = offset32)') == 4
+    assert 'persistent(file = "tpcb_hash1.db", links = offset32)]]' in text
+    assert "alloc" not in text
+    # what the edits do not name stays byte for byte
+    for e in space.edits(st):
+        assert TPCB[e.start:e.end] == e.old
+    oo7 = Space(OO7, "atomic_parts", "oo7.p2")
+    st = next(s for s in oo7.enumerate() if s.rels == (("outgoing", "refarray"),))
+    text = oo7.spec_text(oo7.equation(st), st)
+    assert "to many connections.from              = refarray;" in text
+    assert "to many connections.to                = ilist;" in text
+    assert oo7.describe_edits(st) == "relationship outgoing = refarray"
 
 
 def test_the_space_keeps_what_must_not_change():
@@ -58,7 +103,7 @@ def test_the_space_keeps_what_must_not_change():
     for st in stacks:
         eq = space.equation(st)
         assert eq.startswith("top2ds_qualify[")
-        assert "[journal[persistent(file = \"l.db\")]]" in eq
+        assert "[journal[persistent(file = \"l.db\"" in eq
         assert "key = (mat, kind), unique = true" in eq
         assert not any(i.unique and i.key != ("mat", "kind") for i in st.indexes)
         # one index per key

@@ -465,7 +465,7 @@ def tune(spec, profile, trace_path, run_cmd, top, reps, containers, dry_run, che
         new = rewrite(source, spec, outcomes, reps, mach)
         for o in outcomes:
             what = ("keeps its equation" if o.pick.index == 0 else
-                    f"-> {o.candidates[o.pick.index].equation}")
+                    f"-> {o.candidates[o.pick.index].label}")
             click.echo(f"{o.container}: {what} (the spec's own takes "
                        f"{o.current.median / o.pick.median:.2f}x the pick's time; noise band "
                        f"{o.band:.1%})")

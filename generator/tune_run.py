@@ -89,16 +89,17 @@ def tune_container(spec_path: str, source: str, name: str, cprof: dict, top: int
                    f"relevant space, sized from the profile: n = "
                    f"{int(cprof.get('count_max', 0))})")
     base = load_view(spec_path)
-    chosen, refused, seen = [current], [], {current.canonical}
+    chosen, refused, seen = [current], [], {(current.canonical, (), ())}
     for cand in cands:
         if len(chosen) > top:
             break
-        text = space.spec_text(cand.equation)
+        text = space.spec_text(cand.equation, cand.stack)
         try:         # the whole candidate checked (its legality was predicted) and rendered
             cand.canonical = check(parse(text, spec_path)).container(name).equation_text()
-            if cand.canonical in seen:
+            same = (cand.canonical, cand.stack.file_opts, cand.stack.rels)
+            if same in seen:
                 continue
-            seen.add(cand.canonical)
+            seen.add(same)
             path = os.path.join(work, f"api-{len(seen)}.p2")
             with open(path, "w", encoding="utf-8") as f:
                 f.write(text)
@@ -106,7 +107,7 @@ def tune_container(spec_path: str, source: str, name: str, cprof: dict, top: int
         except P2Error as e:
             diff = [str(e).splitlines()[0]]
         if diff:
-            refused.append((cand.equation, diff[0]))
+            refused.append((cand.label, diff[0]))
             continue
         chosen.append(cand)
     _say(progress, f"{name}: ranked; measuring the top {len(chosen) - 1} and the spec's own "
@@ -127,7 +128,7 @@ def tune_container(spec_path: str, source: str, name: str, cprof: dict, top: int
                                 os.path.join(work, f"run-{name}"), cc, jobs)
         m, failed, cpu = measure_command(run, dirs, reps, seed,
                                          progress=lambda msg: _say(progress, f"{name}: {msg}"))
-        refused += [(chosen[i].equation, why) for i, why in sorted(failed.items())]
+        refused += [(chosen[i].label, why) for i, why in sorted(failed.items())]
         counts = {"run": 1}
         told = f"the command '{run}' (its wall time a run; ${ENV}: the candidate's build)"
     elif trace:     # the user's own operations, replayed exactly on each candidate
@@ -149,7 +150,7 @@ def tune_container(spec_path: str, source: str, name: str, cprof: dict, top: int
     kept = []
     for r in res:
         if r.index and m.checks.get(r.index) != ref:
-            refused.append((chosen[r.index].equation, "its answers differ from the spec's "
+            refused.append((chosen[r.index].label, "its answers differ from the spec's "
                             "own equation's"))
             continue
         kept.append(r)

@@ -13,6 +13,10 @@ takes its profile (`--check` in CI), and tuning it again replaces the block.
     // | container accounts of account = top2ds_qualify[array[transient]];
     // p2gen tune end
     container accounts of account = top2ds_qualify[hash(key = id, ...)[array[transient]]];
+
+A pick that changes other lines (the file's options in the other containers of its file, a
+relationship's layer: tune_space.Edit) changes each in place, marked so that
+`original_source` can undo it: `/*p2gen tune:*/NEW/*:was OLD*/` (one line each).
 """
 from __future__ import annotations
 
@@ -27,6 +31,8 @@ from .parser import parse
 from .tune_space import _decl_span
 
 BEGIN, END, WAS = "// p2gen tune begin", "// p2gen tune end", "// | "
+EDIT_OPEN, EDIT_WAS, EDIT_CLOSE = "/*p2gen tune:*/", "/*:was ", "*/"
+EDITED = re.compile(re.escape(EDIT_OPEN) + r"[^\n]*?" + re.escape(EDIT_WAS) + r"([^\n]*?)\*/")
 # a block and the one-line declaration p2gen wrote after it
 # (up to its `;`, a `;` in a quoted file name skipped)
 BLOCK = re.compile(r"^([ \t]*)// p2gen tune begin[^\n]*\n(?:\1//[^\n]*\n)*?\1// p2gen tune end\n"
@@ -47,7 +53,16 @@ def _was_lines(block: str) -> list:
 def original_source(source: str) -> str:
     """The spec's text as it was before any tuning: each block and the declaration after
     it replaced by the declaration the block kept."""
+    source = EDITED.sub(lambda m: m.group(1), source)
     return BLOCK.sub(lambda m: m.group(1) + "\n".join(_was_lines(m.group(0))), source)
+
+
+def _marked_edits(text: str, path: str, container: str, stack) -> list:
+    """(start, end, new) of each edit of `stack` beyond the container's declaration, new
+    marked so that original_source undoes it."""
+    from .tune_space import Space
+    return [(e.start, e.end, EDIT_OPEN + e.new + EDIT_WAS + e.old + EDIT_CLOSE)
+            for e in Space(text, container, path).edits(stack)]
 
 
 def machine() -> str:
@@ -91,7 +106,9 @@ def evidence(o, reps: int, mach: str) -> list:
         lines.append(row)
     if runner:
         lines.append(f"decided by {decided or 'none'}: the pick saves {_ms(gap)} ms on it; "
-                     f"runner-up: {cands[runner.index].equation}")
+                     f"runner-up: {cands[runner.index].label}")
+    if cands[pick.index].edits:
+        lines.append(f"the pick also sets: {cands[pick.index].edits} (marked in place)")
     if o.cpu.get(pick.index) is not None and o.cpu.get(0) is not None:
         lines.append(f"CPU a run (median, the command's processes): pick "
                      f"{_ms(o.cpu[pick.index])} ms, the spec's own {_ms(o.cpu[0])} ms")
@@ -102,7 +119,7 @@ def evidence(o, reps: int, mach: str) -> list:
         r = o.by_index(i)
         own = " (the spec's own)" if i == 0 else ""
         lines.append(f"  {rank}. {_ms(r.median)} ms, predicted {pred.index(i) + 1} "
-                     f"({cands[i].cost:,.0f}): {cands[i].equation}{own}")
+                     f"({cands[i].cost:,.0f}): {cands[i].label}{own}")
     ties = ", ".join(f"#{meas.index(r.index) + 1}" for r in o.ties) or "none"
     lines.append(f"noise band: {o.band:.1%} (spread across processes); ties with the pick: "
                  f"{ties}")
@@ -129,7 +146,9 @@ def rewrite(source: str, path: str, outcomes: list, reps: int, mach: str = "") -
     for o in outcomes:
         if o.pick.index == 0:
             continue
-        eq = o.candidates[o.pick.index].equation
+        cand = o.candidates[o.pick.index]
+        eq = cand.equation
+        edits = _marked_edits(text, path, o.container, cand.stack) if cand.edits else []
         checked = check(parse(text, path))
         info = checked.container(o.container)
         start, end = _decl_span(text, info.decl)
@@ -146,7 +165,9 @@ def rewrite(source: str, path: str, outcomes: list, reps: int, mach: str = "") -
             was = text[start:end]
         new = (block(o, reps, mach, was, indent) + indent
                + f"container {o.container} of {info.record.name} = {eq};")
-        text = text[:line_start] + new + text[end:]
+        # the declaration and the edits (never inside it) in one pass, from the end
+        for a, b, t in sorted(edits + [(line_start, end, new)], key=lambda e: -e[0]):
+            text = text[:a] + t + text[b:]
     return text
 
 

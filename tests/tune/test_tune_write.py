@@ -70,3 +70,47 @@ def test_the_evidence():
     assert f"1. 1.000 ms, predicted 1 (30): {HASH}" in text
     assert "2. 10.000 ms, predicted 2 (900)" in text and "(the spec's own)" in text
     assert "noise band: 5.0%" in text and "machine: a CPU, 2 cores, 2026-12-07" in text
+
+
+FILE_SPEC = """record part { id: u32; x: i32; }
+record comp { id: u32; }
+container parts of part
+    = top2ds_qualify[hash[array[persistent]]]
+    with hash(key = id), persistent(file = "r.db");   // the parts
+container comps of comp = top2ds_qualify[array[persistent(file = "r.db", verify_open = false)]];
+relationship has one comps.parts to many parts.owner = ilist;   // kept as it was
+find parts by id;
+"""
+
+
+def test_a_pick_with_edits_beyond_its_declaration_is_undone_by_original_source():
+    from p2gen.check import check
+    from p2gen.parser import parse
+    from p2gen.tune_space import Space
+    space = Space(FILE_SPEC, "parts", "r.p2")
+    st = next(s for s in space.enumerate()
+              if s.rels == (("has", "refarray"),) and s.file_opts == (("links", "offset32"),
+                                                                       ("alloc", "exact")))
+    eq = space.equation(st)
+    own = Candidate(Stack((), "", None), equation="top2ds_qualify[hash[array[persistent]]]",
+                    cost=900.0, current=True)
+    new = Candidate(st, equation=eq, cost=30.0, edits=space.describe_edits(st))
+    res = [Result(0, {"find_id": 400.0}, [1e7] * 3, 1e7, 0.02),
+           Result(1, {"find_id": 20.0}, [1e6] * 3, 1e6, 0.04)]
+    o = Outcome("parts", [own, new], res, {"find_id": 20000}, 0.05, 1000)
+    text = rewrite(FILE_SPEC, "r.p2", [o], reps=3, mach="m")
+    # each edit marked in place; the comments and the rest of each line kept
+    assert ('relationship has one comps.parts to many parts.owner =/*p2gen tune:*/ refarray'
+            '/*:was  ilist*/;   // kept as it was') in text
+    assert ('persistent(/*p2gen tune:*/file = "r.db", verify_open = false, links = offset32, '
+            'alloc = exact/*:was file = "r.db", verify_open = false*/)]];') in text
+    assert "the pick also sets: file r.db: links = offset32, alloc = exact; relationship " \
+           "has = refarray (marked in place)" in text
+    # the written spec is the candidate measured (the checker's reading of both is one)
+    measured = check(parse(space.spec_text(eq, st), "r.p2"))
+    written = check(parse(text, "r.p2"))
+    assert [c.equation_text() for c in written.containers] == \
+        [c.equation_text() for c in measured.containers]
+    assert [r.layer.name for r in written.relationships] == ["refarray"]
+    assert {c.mem.params["links"] for c in written.containers} == {"offset32"}
+    assert original_source(text) == FILE_SPEC

@@ -435,3 +435,33 @@ def ranked(space: Space, cprof: dict, find_keys: Optional[frozenset] = None) -> 
                 out.append(cand)
     out.sort(key=lambda c: c.cost)
     return out
+
+
+DISTINCT_ERROR = 0.065 * 2   # the profile's distinct estimate: HyperLogLog, 256 registers
+
+
+def unique_would_open(space: Space, cprof: dict) -> list:
+    """Notes for the evidence: each key of interest the spec does not declare unique whose
+    profiled inserts looked distinct (the distinct estimate within twice its standard error
+    of the inserts, every key a non-negative integer in a dense range), so that declaring
+    `unique = true` on it would open iarray(key = K) to tuning. Semantics are the spec's:
+    tune never makes a key unique itself."""
+    out = []
+    n = max(int(cprof.get("count_max", 0)), 1)
+    for key in space.keys:
+        if len(key) != 1 or key in space.unique:
+            continue
+        f = space.info.record.field(key[0])
+        if f is None or f.type.kind != "int" or f.type.target is not None:
+            continue
+        ks = _key_stats(cprof, key[0])
+        inserts, distinct = ks.get("inserts", 0), ks.get("distinct", 0)
+        lo, hi = ks.get("min"), ks.get("max")
+        if not inserts or not isinstance(lo, int) or not isinstance(hi, int) or lo < 0 or \
+                hi + 1 > IARRAY_SPARSE * n + 1024:
+            continue
+        if abs(distinct - inserts) <= DISTINCT_ERROR * inserts:
+            out.append(f"the profile saw {inserts:,} inserts and about {distinct:,} distinct "
+                       f"{key[0]} (HyperLogLog, +-6.5%), from {lo:,} to {hi:,}: declaring "
+                       f"`unique = true` on {key[0]} would let tune try iarray(key = {key[0]})")
+    return out

@@ -24,7 +24,7 @@ from .parser import parse
 from .profile import ProfileError, load_profile
 from .tune import differences, load_view
 from .tune_measure import build_binary, measure, noise_band, results
-from .tune_rank import candidate_text, current_candidate, ranked
+from .tune_rank import candidate_text, current_candidate, ranked, unique_would_open
 from .trace import read_trace
 from .tune_space import Space
 from .tune_command import ENV, build_candidates, measure_command
@@ -46,6 +46,7 @@ class Outcome:
     enumerated: int = 0
     workload: str = "a workload synthesised from the profile"
     cpu: dict = field(default_factory=dict)       # --run: index -> the median CPU ns a run
+    notes: list = field(default_factory=list)     # what the spec could declare to open more
 
     def by_index(self, i: int):
         return next(r for r in self.measured if r.index == i)
@@ -155,7 +156,7 @@ def tune_container(spec_path: str, source: str, name: str, cprof: dict, top: int
             continue
         kept.append(r)
     return Outcome(name, chosen, kept, counts, noise_band(kept), workload.n, refused, len(cands),
-                   told, cpu)
+                   told, cpu, unique_would_open(space, cprof))
 
 
 def tune(spec_path: str, profile_path: str, top: int = 5, reps: int = 5,

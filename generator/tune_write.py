@@ -125,6 +125,7 @@ def evidence(o, reps: int, mach: str) -> list:
                  f"{ties}")
     for eq, why in o.refused:
         lines.append(f"refused: {eq}: {why}")
+    lines += [f"note: {n}" for n in o.notes]
     lines.append(f"machine: {mach}")
     return lines
 

@@ -5,6 +5,7 @@ orders candidates by the planner's costs at the profile's n. No C is built."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
@@ -142,3 +143,34 @@ def test_btree_node_sizes_are_sized_variants_the_checker_allows():
     for c in random.Random(7).sample([c for c in cands if "btree" in c.equation], 4):
         assert predicted(space, type(c)(c.stack, c.params), profile(n=100_000)).cost == \
             pytest.approx(c.cost)
+
+
+def test_the_evidence_says_when_declaring_unique_would_open_iarray():
+    from p2gen.tune_rank import unique_would_open
+    from p2gen.tune_run import Outcome
+    from p2gen.tune_write import evidence
+    tpcb = (Path(__file__).resolve().parents[2] / "type_equations" / "tpcb" /
+            "hash1_persistent.p2").read_text()
+    space = Space(tpcb, "accounts", "tpcb.p2")
+    keys = {"finds": 50000, "inserts": 20000, "min": 0, "max": 19999, "in_order": True}
+    cprof = {"count_max": 20000, "ops": {"insert": 20000}, "cursors": {},
+             "keys": {"id": dict(keys, distinct=21717)}}      # TPC-B's profile: +8.6%
+    notes = unique_would_open(space, cprof)
+    assert len(notes) == 1 and "declaring `unique = true` on id would let tune try " \
+                               "iarray(key = id)" in notes[0]
+    # half as many distinct keys as inserts: duplicates, no note
+    assert unique_would_open(space, dict(cprof, keys={"id": dict(keys, distinct=10000)})) == []
+    # negative keys: no iarray
+    assert unique_would_open(space, dict(cprof, keys={"id": dict(keys, distinct=20000,
+                                                                 min=-5)})) == []
+    # declared unique already: iarray is in the space, nothing to say
+    uniq = Space(tpcb.replace("hash(key = id, buckets = 65536", "hash(key = id, unique = true, "
+                              "buckets = 65536"), "accounts", "tpcb.p2")
+    assert unique_would_open(uniq, cprof) == []
+    from p2gen.tune_measure import Result
+    from p2gen.tune_rank import Candidate
+    from p2gen.tune_space import Stack
+    own = Candidate(Stack((), "", None), equation="e", cost=1.0, current=True)
+    o = Outcome("accounts", [own], [Result(0, {"insert": 1.0}, [1e6] * 3, 1e6, 0.0)],
+                {"insert": 20000}, 0.0, 20000, notes=notes)
+    assert f"note: {notes[0]}" in evidence(o, 3, "m")

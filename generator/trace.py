@@ -12,12 +12,20 @@ the cursors' parameters and every step, text fields' bytes, commits and aborts.
 
 The file: a header
     magic "P2GTRACE", u32 format, u32 0x01020304 (the byte order: the writer's),
-    the spec's SHA-256 (64 hex characters), u32 containers, u64 each one's count at the open
+    the SHA-256 of the spec's API (64 hex characters: `api_digest`), u32 containers,
+    u64 each one's count at the open
 then events, each
     u8 op, u8 unit (the container's or cursor's index), u16 aux (a field's or key's index),
     u32 length, then that many bytes of payload.
 A reference in a payload is a u64; a char[N] argument is N + 1 bytes (the string cut after
 N + 1 bytes, NUL-padded: one too long stays too long); a record is the C struct's bytes.
+
+The trace's identity is the spec's API, not its text: the records as C lays them out, each
+container's record, memory, file, unique keys, deferred deletes, declared finds and keys,
+the cursors and the relationships' ends (`api_digest`). So a trace recorded on one
+equation replays on another of the same API (`p2gen tune` rewrote the spec, or the user
+changed an equation), and a find's key is its index in the keys sorted by name
+(`key_order`), which no equation reorders. A spec of another API refuses it.
 
 Without --trace nothing of this is rendered: the generated C is what it was.
 """
@@ -32,7 +40,7 @@ from .errors import P2Error, SpecError
 from .profile import p2gen_version, spec_sha256
 
 MAGIC = b"P2GTRACE"
-FORMAT = 1
+FORMAT = 2          # 2: the API's digest in the header, finds by key name order
 BYTE_ORDER = 0x01020304
 HEAD = struct.Struct("<8sII64sI")
 EVENT = struct.Struct("<BBHI")
@@ -79,6 +87,42 @@ def check_traceable(checked) -> None:
         raise SpecError("--trace: more than 255 containers or cursors (a trace's unit is a byte)")
 
 
+def key_order(info) -> list:
+    """A container's keys in the trace's order (a find event's aux is the index): by name."""
+    return sorted(info.keys(), key=lambda k: k.name)
+
+
+def api_text(checked) -> str:
+    """What a trace depends on, one line each: what a program calls and the bytes it
+    passes (the records' fields as C types), whatever the equations; `api_digest` hashes it."""
+    lines = []
+    for r in checked.records:
+        lines.append(f"record {r.name} " + " ".join(
+            f"{f.name}:{f.type.ctype}[{f.type.length}]>{f.type.target or ''}" for f in r.fields))
+    for info in checked.containers:
+        def key(k):
+            return "(" + ",".join(k.names) + ")" if hasattr(k, "names") else k.name
+        unique = sorted({key(li.key_field_obj) for li in info.ds if li.key_field_obj is not None
+                         and (li.params.get("unique") or li.layer.unique_key)})
+        lines.append(f"container {info.name} of {info.record.name} memory "
+                     f"{'['.join(li.name for li in info.mems)} file {info.file} "
+                     f"unique {unique} purges {info.purges} "
+                     f"declared {[key(k) for k, _ in info.declared_finds]} "
+                     f"keys {[key(k) for k in key_order(info)]}")
+    for info, k in cursors(checked):
+        lines.append(f"cursor {info.name}.{k.name}")
+    for ri in checked.relationships:
+        ends = [ri.left, ri.right]
+        lines.append(f"relationship {ri.name} " + " ".join(
+            f"{'many' if e.many else 'one'} {e.container.name}.{e.name}" for e in ends))
+    return "\n".join(lines) + "\n"
+
+
+def api_digest(checked) -> str:
+    """The SHA-256 of the spec's API (`api_text`): a trace's identity."""
+    return spec_sha256(api_text(checked))
+
+
 def context(checked, spec_file: str) -> dict:
     """What trace.c.j2 and the hooks in spec.c.j2 read (`trc` in the templates)."""
     check_traceable(checked)
@@ -87,11 +131,11 @@ def context(checked, spec_file: str) -> dict:
         containers[info.name] = {
             "index": i, "info": info,
             "fields": {f.name: j for j, f in enumerate(info.record.fields)},
-            "keys": {k.name: j for j, k in enumerate(info.keys())},
+            "keys": {k.name: j for j, k in enumerate(key_order(info))},
         }
     units = {(info.name, k.name): j for j, (info, k) in enumerate(cursors(checked))}
     return {"ops": OPS, "c": containers, "cursor": units, "buffer": BUFFER,
-            "sha": spec_sha256(checked.spec.source), "version": p2gen_version(),
+            "sha": api_digest(checked), "version": p2gen_version(),
             "default_path": default_path(spec_file), "magic": MAGIC.decode(),
             "format": FORMAT, "byte_order": BYTE_ORDER}
 
@@ -122,8 +166,8 @@ class Trace:
 
 def read_trace(path: str, checked=None, source: Optional[str] = None) -> Trace:
     """A trace's header and events, every length checked against the file; refused in one
-    line (TraceError) if it cannot be read, is not a whole trace, or was written by another
-    spec (or another version of it) than `checked` / `source` (the spec's text)."""
+    line (TraceError) if it cannot be read, is not a whole trace, or was written by a spec
+    of another API than `checked` (`api_digest`; `source`: the spec's text, checked here)."""
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -137,13 +181,15 @@ def read_trace(path: str, checked=None, source: Optional[str] = None) -> Trace:
     if fmt != FORMAT:
         raise TraceError(f"trace '{path}' is of format {fmt}, this p2gen reads format {FORMAT}")
     sha_text = sha.decode("ascii", "replace")
-    if source is None and checked is not None:
-        source = checked.spec.source
-    if source is not None and sha_text != spec_sha256(source):
-        raise TraceError(f"trace '{path}' was written by another spec than "
-                         f"{checked.spec.path if checked is not None else 'this one'} "
-                         f"(SHA-256 {sha_text[:12]}...): rebuild with --trace and run the "
-                         f"workload again")
+    if checked is None and source is not None:
+        from .check import check
+        from .parser import parse
+        checked = check(parse(source, "<spec>"))
+    if checked is not None and sha_text != api_digest(checked):
+        raise TraceError(f"trace '{path}' was written by a spec of another API than "
+                         f"{checked.spec.path} (its records, containers, keys, cursors or "
+                         f"relationships differ; API SHA-256 {sha_text[:12]}...): rebuild "
+                         f"with --trace and run the workload again")
     at = HEAD.size
     if checked is not None and n != len(checked.containers):
         raise TraceError(f"trace '{path}' is damaged: its header names {n} containers, "

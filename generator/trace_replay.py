@@ -29,7 +29,7 @@ import tempfile
 from typing import Optional
 
 from .errors import EnvError
-from .trace import OPS, cursors, read_trace
+from .trace import OPS, api_digest, cursors, key_order, read_trace
 
 
 
@@ -348,7 +348,7 @@ def replay_source(checked, prefix: Optional[str] = None) -> str:
         body += ["default: P2R_BAD(\"event at byte %zu: no text field %u\", at, aux);", "}"]
         case("set_text", body)
         body = ["switch (aux) {"]
-        for j, kobj in enumerate(info.keys()):
+        for j, kobj in enumerate(key_order(info)):
             fields = kobj.fields if kobj.type.kind == "composite" else (info.record.field(kobj.name),)
             decls, check, reads, args = _args([(f.name, f.type) for f in fields], "k", checked)
             body += [f"case {j}: {{", f"    {p}_ref ref;", *(f"    {x}" for x in [*decls, check, *reads]),
@@ -483,7 +483,6 @@ def main_source(checked, prefixes: list) -> str:
     and prints a JSON line per run: prefix, repetition, total ns, and per unit and op the
     count and ns (the clock's own cost taken off). DUMP: each candidate's final contents
     after its first run, written to DUMP.<prefix>."""
-    from .profile import spec_sha256
     from .trace import BYTE_ORDER, FORMAT, HEAD, MAGIC
     units = stat_units(checked)
     ops = sorted(OPS.items(), key=lambda kv: kv[1])
@@ -521,7 +520,7 @@ int main(int argc, char **argv)
     if ((size_t)size < %(head)du || memcmp(buf, %(magic)s, 8) != 0) { fprintf(stderr, "%%s is not a p2gen trace of this spec's containers\n", argv[1]); return 1; }
     memcpy(&fmt, buf + 8, 4); memcpy(&order, buf + 12, 4); memcpy(&nc, buf + 80, 4);
     if (fmt != %(format)du || order != %(order)du) { fprintf(stderr, "%%s: a trace of another format or byte order\n", argv[1]); return 1; }
-    if (memcmp(buf + 16, %(sha)s, 64) != 0) { fprintf(stderr, "%%s was written by another spec\n", argv[1]); return 1; }
+    if (memcmp(buf + 16, %(sha)s, 64) != 0) { fprintf(stderr, "%%s was written by a spec of another API\n", argv[1]); return 1; }
     if (nc != %(nc)du) { fprintf(stderr, "%%s is damaged: %%u containers\n", argv[1], (unsigned)nc); return 1; }
     {   /* the clock's own cost: the median of 1001 back-to-back readings */
         static uint64_t pairs[1001];
@@ -574,7 +573,7 @@ int main(int argc, char **argv)
     return 0;
 }
 """ % {"ncand": len(prefixes), "head": head, "magic": _q(MAGIC.decode()), "format": FORMAT,
-       "order": BYTE_ORDER, "sha": _q(spec_sha256(checked.spec.source)),
+       "order": BYTE_ORDER, "sha": _q(api_digest(checked)),
        "nc": len(checked.containers), "nunits": nunits})
     return "\n".join(L) + "\n"
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from typing import Callable
 
+from .trace import key_order
 from .trace_replay import build_driver, run_driver
 from .tune_measure import Measured
 
@@ -40,7 +41,7 @@ def measure_trace(spec_path: str, trace_path: str, specs: list, container: str, 
         cands.append((path, prefix))
     progress(f"building {len(specs)} candidates into one replay driver")
     checked, exe = build_driver(spec_path, build_dir, cc=cc, candidates=cands)
-    keys = [k.name for k in checked.container(container).keys()]
+    keys = [k.name for k in key_order(checked.container(container))]
     others = {c.name for c in checked.containers} - {container}
     index = {prefix: i for i, (prefix, _) in enumerate(specs)}
     out, counts = Measured(), {}

@@ -249,7 +249,7 @@ def test_foreign_damaged_or_truncated_traces_are_refused(tmp_path, cc, replay_ex
 
     refused(data[:-3], "truncated", "truncated")
     foreign = data[:16] + b"0" * 64 + data[80:]
-    refused(foreign, "another spec than", "another spec")
+    refused(foreign, "another API than", "another API")
     refused(b"hello", "not a p2gen trace", "not a p2gen trace")
     # the last event claiming more bytes than its operation takes
     at = read_trace(str(tmp_path / "tr.trace"), checked).events[-1][3] - 8
@@ -294,10 +294,16 @@ def test_python_trace_and_cli_replay(tmp_path, monkeypatch):
                                   "--reps", "1", "-o", str(tmp_path / "rb")])
     assert r.exit_code == 0, r.output
     assert "accounts" in r.output and "insert" in r.output and "ns/op" in r.output
+    # the trace's identity is the API: another equation of it (what tune writes back)
+    # replays it; a spec of another API (a record's field more) refuses it
     other = tmp_path / "other.p2"
-    other.write_text(SPEC.replace("buckets = 16", "buckets = 32"))
+    other.write_text(OTHER.replace('"tr.db"', '"trpy.db"'))
+    r = CliRunner().invoke(main, ["replay", str(other), "--trace", str(tmp_path / "trpy.trace"),
+                                  "--reps", "1", "-o", str(tmp_path / "ro")])
+    assert r.exit_code == 0 and "accounts" in r.output, r.output
+    other.write_text(SPEC.replace("balance: i64;", "balance: i64; flag: u8;"))
     r = CliRunner().invoke(main, ["replay", str(other), "--trace", str(tmp_path / "trpy.trace")])
-    assert r.exit_code == 1 and "another spec" in r.output
+    assert r.exit_code == 1 and "another API" in r.output
     # two candidates in one driver, measured side by side (what the tuner does)
     cand = tmp_path / "cand.p2"
     cand.write_text(OTHER.replace('"tr.db"', '"trpy.db"'))

@@ -188,19 +188,24 @@ def traced(tmp_path_factory, cc):
 
 def test_tune_measures_by_replaying_the_trace(traced):
     """--trace: the candidates measured on the program's own operations, replayed exactly;
-    the evidence says so and carries the trace's counts (20,000 finds by id)."""
+    the evidence says so and carries the trace's counts (20,000 finds by id). The trace's
+    identity is the API: it replays on the spec tune rewrote (another equation)."""
     d = traced
-    r = p2gen("tune", "acc.p2", "--profile", "acc.profile.json", "--trace", "acc.trace",
-              "--dry-run", *TUNE, cwd=d)
+    (d / "tuned.p2").write_text(SPEC)
+    r = p2gen("tune", "tuned.p2", "--profile", "acc.profile.json", "--trace", "acc.trace",
+              *TUNE, cwd=d)
     assert r.returncode == 0, r.stderr
     assert "replaying the trace, rep 2/2" in r.stderr and "measuring rep" not in r.stderr
-    assert "+//   workload: the trace acc.trace replayed exactly" in r.stdout
-    assert "+//   cost = the workload's count" in r.stdout
-    find = next(l for l in r.stdout.splitlines() if l.startswith("+//     find_id "))
+    tuned = (d / "tuned.p2").read_text()
+    assert "//   workload: the trace acc.trace replayed exactly" in tuned
+    assert "//   cost = the workload's count" in tuned
+    find = next(l for l in tuned.splitlines() if l.startswith("//     find_id "))
     assert find.split()[2] == "20,000", find
-    new = next(l for l in r.stdout.splitlines() if l.startswith("+container accounts"))
+    new = next(l for l in tuned.splitlines() if l.startswith("container accounts"))
     assert ("hash(key = id" in new) or ("iarray(key = id" in new), new
     assert (d / "acc.p2").read_text() == SPEC
+    r = p2gen("replay", "tuned.p2", "--trace", "acc.trace", "--reps", "1", "-o", "ro", cwd=d)
+    assert r.returncode == 0 and "accounts" in r.stdout, r.stdout + r.stderr
 
 
 def test_a_damaged_or_foreign_trace_is_refused_before_building(traced):

@@ -412,11 +412,14 @@ def ranked(space: Space, cprof: dict, find_keys: Optional[frozenset] = None) -> 
     """Every candidate of the container's relevant space (legality predicted: tune_space)
     with the find functions `find_keys` (if given: another set is another API), cheapest
     first (ties: the order of the space). A layer the checker refuses alone drops the
-    candidates it is in."""
+    candidates it is in. A candidate that edits other lines (the file's options, a
+    relationship's layer) is kept only where the costs see it gain on the same candidate
+    without them: with nothing in the workload for them to change (no scans, no counts of
+    that relationship) they would only crowd the top k with ties."""
     w = Workload(space, cprof)
     cards = Cards(space, w)
     declared = {k.name for k, _ in space.info.declared_finds}
-    out = []
+    out, cost_of = [], {}
     for st in space.enumerate():
         keys = frozenset({"_".join(ix.key) for ix in st.indexes} | declared
                          | ({st.storage_key} if st.storage_key else set()))
@@ -433,8 +436,24 @@ def ranked(space: Space, cprof: dict, find_keys: Optional[frozenset] = None) -> 
             w.cost(cand, layer_cards)
             if cand.cost < math.inf:
                 out.append(cand)
+                cost_of[_twin(cand)] = cand.cost
+
+    def gains(c: Candidate) -> bool:
+        """Cheaper than each twin with one kind of edit left out."""
+        st = c.stack
+        return all(c.cost < cost_of.get(_twin(c, **drop), math.inf) * (1 - 1e-9)
+                   for drop, edited in (({"file_opts": ()}, st.file_opts), ({"rels": ()}, st.rels))
+                   if edited)
+    out = [c for c in out if gains(c)]
     out.sort(key=lambda c: c.cost)
     return out
+
+
+def _twin(cand: Candidate, **stack) -> tuple:
+    """A candidate's identity, with the stack's attributes `stack` given instead."""
+    st = cand.stack
+    return (st.indexes, st.storage, st.storage_key, stack.get("file_opts", st.file_opts),
+            stack.get("rels", st.rels), repr(sorted(cand.params.items(), key=str)))
 
 
 DISTINCT_ERROR = 0.065 * 2   # the profile's distinct estimate: HyperLogLog, 256 registers

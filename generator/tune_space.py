@@ -118,6 +118,7 @@ class Space:
         self.tops = [_written(li) for li in info.tops]
         self.mems = [_written(li) for li in info.mems]
         self.keys = self._keys(checked, info)
+        self._file_spans: list = []     # the other containers' memory parameters (edits)
         self.file_axes = self._file_axes(checked, info)
         self.rel_axes = self._rel_axes(checked, info)
         self.unique = {tuple(li.key_field_obj.names if isinstance(li.key_field_obj, CompositeKey)
@@ -158,12 +159,12 @@ class Space:
         if info.file is None:
             return []
         sharing = [c for c in checked.containers if c.file == info.file]
-        self._file_spans = []
         for c in sharing:
             if c is info:
                 continue
             span = _mem_args_span(self.source, c)
             if span is None:
+                self._file_spans = []
                 return []
             self._file_spans.append(span)
         out = []

@@ -8,7 +8,9 @@ one event to a buffer in the handle (64 KiB), written out when it fills and at c
 file again. Events carry what an exact replay needs (trace_replay.py): the records inserted
 and updated, the references the operations were given and the ones they gave back (so that
 a replay on another equation maps the original references to its own), the keys of finds,
-the cursors' parameters and every step, text fields' bytes, commits and aborts.
+the cursors' parameters and every step, text fields' bytes, commits and aborts, and the
+relationships' changes and walks (add, remove, set, a walk's open and each step; a role kept
+in the order of a field is not traced yet).
 
 The file: a header
     magic "P2GTRACE", u32 format, u32 0x01020304 (the byte order: the writer's),
@@ -54,11 +56,15 @@ OPS = {
     "cursor_open": 12, "cursor_next": 13, "cursor_ref": 14, "cursor_update": 15,
     "cursor_delete": 16, "cursor_close": 17,
     "commit": 18, "abort": 19,
+    "rel_add": 20, "rel_remove": 21, "rel_set": 22, "rel_open": 23, "rel_next": 24,
 }
 OP_NAMES = {v: k for k, v in OPS.items()}
 CURSOR_OPS = {"cursor_open", "cursor_next", "cursor_ref", "cursor_update", "cursor_delete",
               "cursor_close"}
 DB_OPS = {"commit", "abort"}
+# a relationship's role is the unit: add/remove (owner, member), set (element, partner or
+# P2_NIL), open (the iterator's address, the owner), next (the iterator's address)
+REL_OPS = {"rel_add", "rel_remove", "rel_set", "rel_open", "rel_next"}
 
 
 class TraceError(P2Error):
@@ -77,14 +83,22 @@ def cursors(checked) -> list:
             if k.synthetic != "find"]
 
 
+def roles(checked) -> list:
+    """Every relationship's roles, in the order of their units."""
+    return [role for ri in checked.relationships for role in ri.roles]
+
+
 def check_traceable(checked) -> None:
-    """--trace records containers' operations only: refused where that cannot replay."""
-    if checked.relationships:
-        raise SpecError(f"--trace: the spec has relationships "
-                        f"({', '.join(r.name for r in checked.relationships)}), whose "
-                        f"operations a trace does not record yet")
-    if len(checked.containers) > 255 or len(cursors(checked)) > 255:
-        raise SpecError("--trace: more than 255 containers or cursors (a trace's unit is a byte)")
+    """--trace records containers', cursors' and relationships' operations: refused where
+    that cannot replay."""
+    ordered = [f"{r.container.name}.{r.name}" for r in roles(checked) if r.order is not None]
+    if ordered:
+        raise SpecError(f"--trace: role {ordered[0]} is kept in the order of a field (order "
+                        f"by), whose ranged walks and merges a trace does not record yet")
+    if len(checked.containers) > 255 or len(cursors(checked)) > 255 or \
+            len(roles(checked)) > 255:
+        raise SpecError("--trace: more than 255 containers, cursors or roles (a trace's unit "
+                        "is a byte)")
 
 
 def key_order(info) -> list:
@@ -134,7 +148,8 @@ def context(checked, spec_file: str) -> dict:
             "keys": {k.name: j for j, k in enumerate(key_order(info))},
         }
     units = {(info.name, k.name): j for j, (info, k) in enumerate(cursors(checked))}
-    return {"ops": OPS, "c": containers, "cursor": units, "buffer": BUFFER,
+    role_units = {(r.container.name, r.name): j for j, r in enumerate(roles(checked))}
+    return {"ops": OPS, "c": containers, "cursor": units, "role": role_units, "buffer": BUFFER,
             "sha": api_digest(checked), "version": p2gen_version(),
             "default_path": default_path(spec_file), "magic": MAGIC.decode(),
             "format": FORMAT, "byte_order": BYTE_ORDER}
@@ -155,10 +170,11 @@ class Trace:
         """{unit name: {op: count}}: containers' and cursors' operations by name."""
         names = [c.name for c in checked.containers]
         curs = [k.name for _, k in cursors(checked)]
+        rels = [f"{r.container.name}.{r.name}" for r in roles(checked)]
         out: dict = {}
         for op, unit, _aux, _off, _n in self.events:
-            name = ("(database)" if op in DB_OPS else
-                    curs[unit] if op in CURSOR_OPS else names[unit])
+            name = ("(database)" if op in DB_OPS else curs[unit] if op in CURSOR_OPS else
+                    rels[unit] if op in REL_OPS else names[unit])
             ops = out.setdefault(name, {})
             ops[op] = ops.get(op, 0) + 1
         return out
@@ -201,6 +217,7 @@ def read_trace(path: str, checked=None, source: Optional[str] = None) -> Trace:
     trace = Trace(path, sha_text, counts, data, at)
     n_units = len(checked.containers) if checked is not None else 256
     n_curs = len(cursors(checked)) if checked is not None else 256
+    n_roles = len(roles(checked)) if checked is not None else 256
     while at < len(data):
         if len(data) - at < EVENT.size:
             raise TraceError(f"trace '{path}' is truncated: {len(data) - at} bytes of an "
@@ -209,7 +226,8 @@ def read_trace(path: str, checked=None, source: Optional[str] = None) -> Trace:
         name = OP_NAMES.get(op)
         if name is None:
             raise TraceError(f"trace '{path}' is damaged: unknown operation {op} at byte {at}")
-        limit = 1 if name in DB_OPS else n_curs if name in CURSOR_OPS else n_units
+        limit = (1 if name in DB_OPS else n_curs if name in CURSOR_OPS else
+                 n_roles if name in REL_OPS else n_units)
         if unit >= limit:
             raise TraceError(f"trace '{path}' is damaged: {name} of unit {unit} (the spec has "
                              f"{limit}) at byte {at}")

@@ -29,7 +29,7 @@ import tempfile
 from typing import Optional
 
 from .errors import EnvError
-from .trace import OPS, api_digest, cursors, key_order, read_trace
+from .trace import OPS, api_digest, cursors, key_order, read_trace, roles
 
 
 
@@ -233,7 +233,7 @@ def has_transactions(checked) -> bool:
 def stat_units(checked) -> list:
     """The names of the statistics' units, in their order: containers, cursors, database."""
     return ([c.name for c in checked.containers] + [k.name for _, k in cursors(checked)]
-            + ["(database)"])
+            + ["(database)"] + [f"{r.container.name}.{r.name}" for r in roles(checked)])
 
 
 def _cp(p: str, info) -> str:
@@ -271,6 +271,11 @@ def replay_source(checked, prefix: Optional[str] = None) -> str:
     w(f"    p2r_map cur_at[{max(len(curs), 1)}];   /* a cursor's address -> its slot */")
     for j, (info, k) in enumerate(curs):
         w(f"    {_kp(p, info, k)}_cursor *cur{j} = NULL; size_t ncur{j} = 0;")
+    rls = roles(checked)
+    w(f"    p2r_map it_at[{max(len(rls), 1)}];   /* a role iterator's address -> its slot */")
+    for j, role in enumerate(rls):
+        if role.many:
+            w(f"    {_rp(p, role)}_iter *it{j} = NULL; size_t nit{j} = 0;")
     w(f"    p2r_log log = {{ NULL, 0, 0, {int(has_transactions(checked))} }};")
     w("    uint64_t last = P2R_NIL, n, t0;")
     w("    int sure = 0;   /* last is the element the original's reference names (insert, update) */")
@@ -279,6 +284,7 @@ def replay_source(checked, prefix: Optional[str] = None) -> str:
     w("    const unsigned char *pl, *q;")
     w("    memset(map, 0, sizeof map);")
     w("    memset(cur_at, 0, sizeof cur_at);")
+    w("    memset(it_at, 0, sizeof it_at);")
     w(f"    if ({p}_open(&db, dir) != P2_OK) {{ snprintf(err, errlen, \"cannot open the database "
       f"in %s: %s\", dir, {p}_errmsg(db)); {p}_close(db); return -1; }}")
     w("    while (at < len) {")
@@ -401,6 +407,7 @@ def replay_source(checked, prefix: Optional[str] = None) -> str:
                                 f"if (rc == P2_OK && p2r_set(&log, &map[{i}], p2r_u64(pl + 8), "
                                 f"UINT64_MAX)) P2R_BAD(\"out of memory\");",
                                 "rc = -1;"])
+    _role_cases(w, checked, p)
     if has_transactions(checked):
         w(f"        case {OPS['commit']} << 8 | 0: P2R_LEN(0); {p}_commit(db); log.n = 0; break;")
         w(f"        case {OPS['abort']} << 8 | 0: P2R_LEN(0); {p}_abort(db); p2r_rollback(&log); break;")
@@ -410,6 +417,7 @@ def replay_source(checked, prefix: Optional[str] = None) -> str:
     w("        {")
     w("            uint64_t dt = p2r_now() - t0;")
     w(f"            unsigned slot = op == {OPS['commit']} || op == {OPS['abort']} ? {nc + len(curs)}u"
+      f" : op >= {OPS['rel_add']} ? {nc + len(curs) + 1}u + unit"
       f" : op >= {OPS['cursor_open']} ? {nc}u + unit : unit;")
     w(f"            unsigned o = op == {OPS['find']} ? 32u + (aux & 31u) : op;")
     w("            st->n[slot * P2R_OPS + o]++;")
@@ -422,13 +430,65 @@ def replay_source(checked, prefix: Optional[str] = None) -> str:
     w("bad:")
     for j, (info, k) in enumerate(curs):
         w(f"    {{ size_t s; for (s = 0; s < ncur{j}; s++) {_kp(p, info, k)}_close(&cur{j}[s]); free(cur{j}); }}")
+    for j, role in enumerate(rls):
+        if role.many:
+            w(f"    free(it{j});")
     w(f"    {{ int m; for (m = 0; m < {nc}; m++) p2r_free(&map[m]); "
-      f"for (m = 0; m < {max(len(curs), 1)}; m++) p2r_free(&cur_at[m]); }}")
+      f"for (m = 0; m < {max(len(curs), 1)}; m++) p2r_free(&cur_at[m]); "
+      f"for (m = 0; m < {max(len(rls), 1)}; m++) p2r_free(&it_at[m]); }}")
     w("    free(log.e);")
     w(f"    if ({p}_close(db) != P2_OK && rc == 0) {{ snprintf(err, errlen, \"close failed\"); rc = -1; }}")
     w("    return rc;")
     w("}")
     return "\n".join(L) + "\n"
+
+
+def _rp(p: str, role) -> str:
+    """A role's public prefix in the candidate built with prefix p."""
+    return f"{p}_{role.container.name}_{role.name}"
+
+
+def _role_cases(w, checked, p: str) -> None:
+    """The replay of the relationships' events: each role's changes with the references
+    mapped (owner and member, element and partner), its walks through iterators kept by
+    the original's address (as the cursors are)."""
+    nore = f"{p.upper()}_NOREF"
+    for j, role in enumerate(roles(checked)):
+        own = checked.containers.index(role.container)
+        other = checked.containers.index(role.partner.container)
+        rp = _rp(p, role)
+        mine = f"p2r_ref(&map[{own}], p2r_u64(pl), {nore})"
+        theirs = f"p2r_ref(&map[{other}], p2r_u64(pl + 8), {nore})"
+        where = f"{role.container.name}.{role.name}"
+
+        def case(op: str, body: list) -> None:
+            w(f"        case {OPS[op]} << 8 | {j}: {{   /* role {where}: {op} */")
+            for line in body:
+                w(f"            {line}")
+            w("            break;")
+            w("        }")
+        if not role.many:
+            case("rel_set", ["P2R_LEN(16);",
+                             f"(void){p}_{role.container.name}_set_{role.name}(db, {mine}, "
+                             f"p2r_u64(pl + 8) == {nore} ? {nore} : {theirs});"])
+            continue
+        case("rel_add", ["P2R_LEN(16);", f"(void){rp}_add(db, {mine}, {theirs});"])
+        case("rel_remove", ["P2R_LEN(16);", f"(void){rp}_remove(db, {mine}, {theirs});"])
+        mine8 = f"p2r_ref(&map[{own}], p2r_u64(pl + 8), {nore})"
+        case("rel_open", ["P2R_LEN(16);",
+                          f"uint64_t s = p2r_get(&it_at[{j}], p2r_u64(pl), UINT64_MAX);",
+                          "if (s == UINT64_MAX) {",
+                          f"    {rp}_iter *g = ({rp}_iter *)realloc(it{j}, (nit{j} + 1) * sizeof *g);",
+                          "    if (!g) P2R_BAD(\"out of memory\");",
+                          f"    it{j} = g; s = nit{j}++;",
+                          f"    if (p2r_put(&it_at[{j}], p2r_u64(pl), s)) P2R_BAD(\"out of memory\");",
+                          "}",
+                          f"(void){rp}_open(db, &it{j}[s], {mine8});"])
+        case("rel_next", ["P2R_LEN(8);",
+                          f"uint64_t s = p2r_get(&it_at[{j}], p2r_u64(pl), UINT64_MAX);",
+                          f"if (s == UINT64_MAX) P2R_BAD(\"event at byte %zu: role {where} was "
+                          f"never walked from that address\", at);",
+                          f"(void){rp}_next(&it{j}[s], NULL);"])
 
 
 def dump_source(checked, prefix: Optional[str] = None) -> str:
@@ -472,8 +532,42 @@ def dump_source(checked, prefix: Optional[str] = None) -> str:
             else:
                 L.append(f"            fprintf(f, \"\\t%llu\", (unsigned long long){x});")
         L += ["            fputc('\\n', f);", "        }", f"        {ap}_close(&c);", "    }"]
+    L += _dump_roles(checked, p)
     L.append("}")
     return "\n".join(L) + "\n"
+
+
+def _shown(checked, p: str, info, ref: str) -> str:
+    """An element of `info` as the dump names it: its first field (an integer), else 0."""
+    first = info.record.fields[0]
+    if first.type.kind == "int" and first.type.target is None:
+        return f"(long long){_cp(p, info)}_at(db, {ref})->{first.name}"
+    return "0LL"
+
+
+def _dump_roles(checked, p: str) -> list:
+    """One line per (owner, member) of each role that holds many (a bag: one per
+    occurrence), each end named by its first field: the lines sorted compare two
+    databases whatever order a layer keeps."""
+    L = []
+    for role in roles(checked):
+        if not role.many:
+            continue
+        info, rp = role.container, _rp(p, role)
+        allc = next(k for k in info.cursors if k.synthetic == "all")
+        ap = _kp(p, info, allc)
+        owner = _shown(checked, p, info, "o")
+        member = _shown(checked, p, role.partner.container, "y")
+        L += ["    {", f"        {ap}_cursor c;", f"        {rp}_iter it;",
+              f"        {p}_ref o, y;", f"        {ap}_open(db, &c);",
+              f"        while ({ap}_next_rec(&c) != NULL) {{",
+              f"            o = {ap}_ref(&c);",
+              f"            if ({rp}_open(db, &it, o) != P2_OK) continue;",
+              f"            while ({rp}_next(&it, &y) == P2_OK)",
+              f"                fprintf(f, \"{info.name}.{role.name}\\t%lld\\t%lld\\n\", "
+              f"{owner}, {member});",
+              "        }", f"        {ap}_close(&c);", "    }"]
+    return L
 
 
 def main_source(checked, prefixes: list) -> str:

@@ -28,7 +28,7 @@ from .tune_rank import candidate_text, current_candidate, ranked, unique_would_o
 from .trace import read_trace
 from .tune_space import Space
 from .tune_command import ENV, build_candidates, measure_command
-from .tune_trace import measure_trace
+from .tune_trace import measure_trace, relationship_counts
 from .tune_workload import Synthesised
 from .tune_write import original_source
 
@@ -82,7 +82,11 @@ def _say(progress, msg):
 
 def tune_container(spec_path: str, source: str, name: str, cprof: dict, top: int, reps: int,
                    cc: str, jobs: int, work: str, progress=None, seed=None,
-                   trace: Optional[str] = None, run: Optional[str] = None) -> Outcome:
+                   trace: Optional[str] = None, run: Optional[str] = None,
+                   rel_counts: Optional[dict] = None) -> Outcome:
+    """`rel_counts`: the relationships' operations (a trace's), which the costs read."""
+    if rel_counts:
+        cprof = {**cprof, "relationships": rel_counts}
     space = Space(source, name, spec_path)
     current = current_candidate(space, cprof)
     cands = ranked(space, cprof, current.find_keys)
@@ -176,8 +180,9 @@ def tune(spec_path: str, profile_path: str, top: int = 5, reps: int = 5,
         if why:
             raise ProfileError(f"profile '{profile_path}' is damaged: container {name}: {why}")
     checked = load(spec_path)          # the spec itself is sound (its errors, as build's)
-    if trace:
-        read_trace(trace, checked)     # another spec's, damaged: refused before any build
+    rel_counts = None
+    if trace:          # another API's, damaged: refused before any build
+        rel_counts = relationship_counts(read_trace(trace, checked), checked)
     names = containers or [c for c, cp in prof["containers"].items() if _worked(cp)]
     unknown = [c for c in names if c not in prof["containers"]]
     if unknown:
@@ -187,7 +192,8 @@ def tune(spec_path: str, profile_path: str, top: int = 5, reps: int = 5,
     with tempfile.TemporaryDirectory(prefix="p2gen-tune-") as work:
         for name in names:
             out.append(tune_container(spec_path, source, name, prof["containers"][name], top,
-                                      reps, cc, jobs, work, progress, seed, trace, run))
+                                      reps, cc, jobs, work, progress, seed, trace, run,
+                                      rel_counts))
     _say(progress, f"done in {time.perf_counter() - t0:.1f} s")
     return source, out
 

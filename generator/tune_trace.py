@@ -8,8 +8,11 @@ the ns per operation of each run and the trace's count of it, so that tune_run p
 and writes the evidence exactly as for the synthesised workload. The container's own
 operations keep the replay's names (insert, set, result: the replay's bookkeeping of a
 reference given back), its finds are named by their key (find_id); the cursors' and the
-database's (commits) are named `<unit>.<op>`. Other containers' operations are left out:
-the same code for every candidate, they would add only their noise.
+database's (commits) and the relationships' roles' are named `<unit>.<op>`. Other
+containers' operations are left out: the same code for every candidate, they would add only
+their noise. The trace's relationship operations also feed the ranking
+(`relationship_counts`), so that a relationship's layer is a candidate where the workload
+uses it.
 """
 from __future__ import annotations
 
@@ -19,6 +22,23 @@ from typing import Callable
 from .trace import key_order
 from .trace_replay import build_driver, run_driver
 from .tune_measure import Measured
+
+
+def relationship_counts(trace, checked) -> dict:
+    """The trace's relationship operations as the costs read them (tune_rank.Workload's
+    `relationships`): per relationship its walks (opens), rows (steps), adds (adds and sets)
+    and removes, both roles together."""
+    by_role = trace.op_counts(checked)
+    out: dict = {}
+    for ri in checked.relationships:
+        c = out.setdefault(ri.name, {"walks": 0, "rows": 0, "adds": 0, "removes": 0})
+        for role in ri.roles:
+            ops = by_role.get(f"{role.container.name}.{role.name}", {})
+            c["walks"] += ops.get("rel_open", 0)
+            c["rows"] += ops.get("rel_next", 0)
+            c["adds"] += ops.get("rel_add", 0) + ops.get("rel_set", 0)
+            c["removes"] += ops.get("rel_remove", 0)
+    return {r: c for r, c in out.items() if any(c.values())}
 
 
 def op_name(container: str, keys: list, unit: str, op: str) -> str:

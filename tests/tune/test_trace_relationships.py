@@ -7,6 +7,7 @@ dump, relationships included, equals the original's. An ordered role is refused 
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -167,3 +168,67 @@ relationship r one os.ms to many ms.o order by t = ilist;
 """
     with pytest.raises(SpecError, match="order by"):
         check_traceable(check(parse(spec, "o.p2")))
+
+
+# A tiny 1:N relationship walked much more than changed: tune --trace measures the spec's
+# ilist against refarray (the costs rank refarray's block ahead for long walks) and picks by
+# the measurement.
+TINY = """record comp { id: u32; }
+record part { id: u32; x: i32; }
+container comps of comp = top2ds_qualify[hash(key = id)[array[transient]]];
+container parts of part = top2ds_qualify[hash(key = id)[array[transient]]];
+relationship has one comps.parts to many parts.owner = ilist;
+"""
+TINY_MAIN = r"""#include "rel.h"
+int main(void)
+{
+    rel_db *db; rel_ref c[8], r, y; rel_comp k = {0}; rel_part p = {0}; unsigned i, n = 0;
+    rel_comps_parts_iter it;
+    if (rel_open(&db, ".") != P2_OK) return 1;
+    for (i = 0; i < 8; i++) { k.id = i; if (rel_comps_insert(db, &k, &c[i])) return 2; }
+    for (i = 0; i < 2000; i++) {
+        p.id = i; p.x = (int)i;
+        if (rel_parts_insert(db, &p, &r) || rel_comps_parts_add(db, c[i % 8], r)) return 3;
+    }
+    for (i = 0; i < 400; i++) {
+        if (rel_parts_find_id(db, (i * 7919u) % 2000, &r)) return 4;
+        if (rel_comps_parts_open(db, &it, c[i % 8])) return 5;
+        while (rel_comps_parts_next(&it, &y) == P2_OK) n++;
+    }
+    return rel_close(db) != P2_OK || n != 400 * 250;
+}
+"""
+
+
+def test_tune_with_a_trace_picks_the_relationship_layer_by_measurement(tmp_path, cc):
+    d = tmp_path
+    (d / "rel.p2").write_text(TINY)
+    r = subprocess.run([sys.executable, "-m", "p2gen", "build", "rel.p2", "-o", "out",
+                        "--profile", "--trace", "-q"], cwd=d, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    (d / "main.c").write_text(TINY_MAIN)
+    r = subprocess.run([cc, "-O1", "-Iout", "main.c", "out/librel.a", "-o", "main"], cwd=d,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert subprocess.run(["./main"], cwd=d, timeout=120).returncode == 0
+    r = subprocess.run([sys.executable, "-m", "p2gen", "tune", "rel.p2", "--profile",
+                        "rel.profile.json", "--trace", "rel.trace", "--container", "parts",
+                        "--top", "1", "--reps", "2", "--seed", "38", "--dry-run"], cwd=d,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    ranking = [l for l in r.stdout.splitlines() if " ms, predicted " in l]
+    # the spec's own (ilist) and the planner's first choice (refarray) measured side by side
+    assert len(ranking) == 2
+    own = next(l for l in ranking if "(the spec's own)" in l)
+    other = next(l for l in ranking if l is not own)
+    assert "relationship has = refarray" in other and "predicted 1" in other
+    # the measured walks decide: the faster one is first, and picked unless within noise
+    assert "comps.parts.rel_next" in r.stdout
+    first = ranking[0]
+    picked = next(l for l in r.stdout.splitlines() if l.startswith("parts: "))
+    if first is other and "keeps its equation" not in picked:
+        assert "with relationship has = refarray" in picked
+        assert "=/*p2gen tune:*/ refarray/*:was  ilist*/;" in r.stdout
+    else:
+        assert "keeps its equation" in picked
+    assert (d / "rel.p2").read_text() == TINY

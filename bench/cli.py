@@ -130,6 +130,15 @@ def bench() -> None:
 @click.option("--profile-rows", is_flag=True,
               help="Also every variant generated with --profile (the workload counters), "
                    "<NAME>-prof beside <NAME> in the same run: the report gives their ratio.")
+@click.option("--overhead", is_flag=True,
+              help="What --profile and --trace cost instead: HASH1 and IARRAY built plainly, "
+                   "with --profile (<NAME>-prof) and with --trace (<NAME>-trace) in one binary, "
+                   "run in --processes processes (SF 2, 10000 accounts, 500000 transactions, "
+                   "seeds 1-3 by default); the report gives each twin's ratio to its plain row "
+                   "(median over processes); writes tpcb_overhead.<i>.json and tpcb_overhead.md.")
+@click.option("--processes", type=click.IntRange(1), default=3, show_default=True,
+              help="--overhead: processes of the benchmark binary (the report's ratios: "
+                   "the median over them).")
 @click.option("--durable", is_flag=True,
               help="The durability comparison instead: journalled variants (a commit "
                    "per transaction, fsync every commit or every 100), SQLite WAL with "

@@ -227,7 +227,8 @@ def generate_variants(build_dir: str, variants: Sequence, say: Callable[[str], N
     gen_dir.mkdir(parents=True, exist_ok=True)
     obj_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    gens = [(v, generate(v.spec, str(gen_dir), v.prefix, profile=getattr(v, "profile", False)))
+    gens = [(v, generate(v.spec, str(gen_dir), v.prefix, profile=getattr(v, "profile", False),
+                         trace=getattr(v, "trace", False)))
             for v in variants]
     if gens:
         say(f"generated {len(gens)} data managers in {time.perf_counter() - t0:.1f} s")

@@ -101,6 +101,7 @@ class Variant:
     prefix: str        # C prefix of the generated code
     lto: bool = False  # built with -flto (a second row) instead of as the README says
     profile: bool = False   # generated with --profile (the workload counters): <name>-prof
+    trace: bool = False     # generated with --trace (the operation log): <name>-trace
 
     @property
     def persistent(self) -> bool:
@@ -121,6 +122,14 @@ def profile_twin(v: Variant) -> Variant:
     own prefix and name <NAME>-prof, beside the plain one in the same binary, so that the
     counters' cost is a ratio measured side by side (report: profile_overhead)."""
     return Variant(v.name + PROFILE_SUFFIX, v.mem, v.spec, v.prefix + "_prof", profile=True)
+
+
+TRACE_SUFFIX = "-trace"
+
+
+def trace_twin(v: Variant) -> Variant:
+    """The same spec generated with `p2gen build --trace`, as profile_twin: <NAME>-trace."""
+    return Variant(v.name + TRACE_SUFFIX, v.mem, v.spec, v.prefix + "_trace", trace=True)
 
 
 def default_variants(lto: bool = True) -> list[Variant]:
@@ -860,9 +869,15 @@ def report_durable(json_path: str, out_dir: str, *, metric: str = "wall",
 
 def command(*, sf, accounts, txns, seeds, reference, out, build_dir, filter, db_dir,
             commit_every, iterations, lto_rows, repetitions=1, cc, cxx, jobs, render, plots, metric, variants,
-            durable=False, profile_rows=False, say=print) -> int:
+            durable=False, profile_rows=False, overhead=False, processes=3, say=print) -> int:
     """`p2gen bench tpcb`: build, run, report. Returns the exit status."""
     out, json_path, cmdline = command_outputs(out, "tpcb.json")
+    if overhead:
+        from .overhead import command as overhead_command
+        return overhead_command(sf=sf, accounts=accounts, txns=txns, seeds=seeds,
+                                repetitions=repetitions, processes=processes, out=out,
+                                build_dir=build_dir, db_dir=db_dir, cc=cc, cxx=cxx, jobs=jobs,
+                                cmdline=cmdline, say=say)
     if durable:
         return durable_command(sf=sf, accounts=accounts, txns=txns, seeds=seeds,
                                reference=reference, out=out, build_dir=build_dir, filter=filter,

@@ -220,6 +220,36 @@ def bench_social(**kwargs):
     _run_driver(command, kwargs)
 
 
+@bench.command("tune-topk")
+@click.option("--workloads", "workloads_n", type=click.IntRange(1), default=4, show_default=True,
+              help="Synthetic workloads, alternately TPC-B's accounts and a relation walked "
+                   "by key range (n, the mix, key order and density drawn from --seed).")
+@click.option("--sample", type=click.IntRange(0), default=6, show_default=True,
+              help="Candidates measured beside the model's top 5, drawn at random from the "
+                   "rest of each workload's space.")
+@click.option("--reps", type=click.IntRange(1), default=3, show_default=True,
+              help="Processes per workload (the candidates in a new random order each).")
+@click.option("--seed", type=click.IntRange(0), default=38, show_default=True)
+@click.option("--full", is_flag=True, help="Also n = 30,000 among the sizes (default 1,000 "
+              "and 10,000); give --workloads 20 --sample 15 --reps 5 for the figures in RESULTS.")
+@_out("tune_topk.json and tune_topk.md")
+@_compilers()
+def bench_tune_topk(**kwargs):
+    """Whether the measured best equation is in the model's top k (k = 1, 3, 5): per
+    synthetic workload, the model's top 5 and a random sample of the rest of the space
+    measured as `p2gen tune` measures (one binary, separate processes, random order).
+    """
+    from ..toolchain import cc_command
+    from .tune.topk import command
+    kwargs.pop("cxx", None)
+    try:
+        cc_command(kwargs["cc"])
+        rc = command(**kwargs, say=click.echo)
+    except P2Error as e:
+        _fail(e)
+    sys.exit(rc)
+
+
 @bench.command("oo7")
 @click.option("--size", type=click.Choice(["tiny", "small", "medium", "large"]),
               help="Database size (default small; --reference: medium).")

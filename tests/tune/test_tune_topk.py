@@ -1,0 +1,32 @@
+"""`p2gen bench tune-topk`'s pieces that need no compiler: the synthetic workloads are
+profiles tune ranks as it ranks a real one, the measured set is the model's top 5 (distinct)
+and a sample of the rest; and the ranking's cost of a sorted array's inserts when the
+profile saw the keys arrive in order. The experiment itself measures: not run here."""
+from __future__ import annotations
+
+import random
+
+from p2gen.bench.tune import topk
+from p2gen.tune_space import Space
+
+
+def test_workloads_alternate_the_shapes_and_are_seeded():
+    ws = topk.workloads(6, 38)
+    assert [w.shape for w in ws] == ["tpcb", "range"] * 3
+    assert ws == topk.workloads(6, 38) and ws != topk.workloads(6, 39)
+    for w in ws:
+        prof = w.profile()
+        assert prof["count_max"] == w.n and prof["ops"]["insert"] == w.n
+        (key, ks), = prof["keys"].items()
+        assert ks["in_order"] is w.in_order and ks["max"] == (w.n - 1 if w.dense else 50 * w.n)
+
+
+def test_the_measured_set_is_the_top_five_then_a_sample_of_the_rest():
+    w = next(w for w in topk.workloads(4, 38) if w.shape == "range")
+    name, source = topk.SHAPES[w.shape]
+    space = Space(source, name, "range.p2")
+    chosen, size = topk.choose(space, w.profile(), 3, random.Random(1))
+    assert [r for r, _ in chosen] == [1, 2, 3, 4, 5, 0, 0, 0]
+    assert len({c.canonical for _, c in chosen}) == len(chosen)       # no equation twice
+    costs = [c.cost for _, c in chosen[:5]]
+    assert costs == sorted(costs) and size >= len(chosen)

@@ -163,9 +163,13 @@ def _hash_chain(li, cost: float, n: float, dense: frozenset = frozenset()) -> fl
     return cost + max(0.0, n / li.params["buckets"] / 2 - 0.5)
 
 
-def _maintenance(li, info, n: float) -> float:
-    """The cost of linking (or unlinking) one element in layer `li`."""
+def _maintenance(li, info, n: float, in_order: bool = False) -> float:
+    """The cost of linking (or unlinking) one element in layer `li`; `in_order`: an insert
+    whose key comes after every key there (the profile saw the inserts arrive in key
+    order), which a sorted array appends: a binary search, nothing shifted."""
     name = li.layer.name
+    if name == "qsort" and in_order:
+        return 1 + log2n(n)
     if name in ("odlist", "qsort"):
         return 1 + n / 2                 # the walk (odlist) or the shift (qsort)
     key = li.key_field_obj
@@ -229,11 +233,12 @@ def rel_costs(layer: str, width: int, k: float) -> dict:
 @dataclass
 class Card:
     """What one layer instance contributes to a candidate's cost: its path cost for each
-    find and walk it serves (op -> cost of one), the cost of linking an element into it,
-    and whether it is keyed on a key field (a key update relinks it)."""
+    find and walk it serves (op -> cost of one), the cost of linking an element into it
+    (or unlinking it: maint; at an insert: insert), and whether it is keyed on a key field (a key update relinks it)."""
     paths: dict
     maint: float
     keyed: bool
+    insert: float               # linking at an insert (cheaper than maint where keys come in order)
     bytes: int = 0          # what the layer adds to an element (the storage: the whole)
     scan: float = 0.0       # the storage: lines one element's visit reads in a walk of all
 
@@ -285,7 +290,9 @@ class Workload:
         k = li.key_field_obj
         keyed = k is not None and bool(set(getattr(k, "names", None) or (k.name,))
                                        & self.key_fields)
-        card = Card(paths, _maintenance(li, info, self.n), keyed, element_bytes(li, info))
+        ordered = k is not None and self.cprof.get("keys", {}).get(k.name, {}).get("in_order") is True
+        card = Card(paths, _maintenance(li, info, self.n), keyed,
+                    _maintenance(li, info, self.n, in_order=ordered), element_bytes(li, info))
         if li is info.storage:
             card.scan = block_bytes(card.bytes, info) / LINE
             for role in info.roles:
@@ -312,7 +319,7 @@ class Workload:
         ops = self.ops
         link_all = sum(c.maint for c in cards)
         keyed = sum(c.maint for c in cards if c.keyed)
-        per = {"insert": ops.get("insert", 0) * link_all,
+        per = {"insert": ops.get("insert", 0) * sum(c.insert for c in cards),
                "delete": ops.get("delete", 0) * link_all,
                "update_key": ops.get("update_key", 0) * (1 + 2 * keyed),
                "update_other": ops.get("update_other", 0) * 1.0,

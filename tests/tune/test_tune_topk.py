@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 
 from p2gen.bench.tune import topk
+from p2gen.tune_rank import current_candidate, ranked
 from p2gen.tune_space import Space
 
 
@@ -30,3 +31,19 @@ def test_the_measured_set_is_the_top_five_then_a_sample_of_the_rest():
     assert len({c.canonical for _, c in chosen}) == len(chosen)       # no equation twice
     costs = [c.cost for _, c in chosen[:5]]
     assert costs == sorted(costs) and size >= len(chosen)
+
+
+def _qsort_insert_cost(in_order: bool) -> float:
+    w = topk.Workload("range", 10000, finds=0, updates=0, key_updates=0, deletes=0,
+                      walks=1000, rows_per_walk=100, in_order=in_order, dense=True)
+    name, source = topk.SHAPES["range"]
+    space = Space(source, name, "range.p2")
+    prof = w.profile()
+    cands = ranked(space, prof, current_candidate(space, prof).find_keys)
+    return next(c for c in cands if c.equation.startswith("top2ds_qualify[qsort(")).per_op["insert"]
+
+
+def test_a_sorted_array_appends_keys_that_arrive_in_order():
+    # 10,000 inserts: in key order each a binary search (1 + log2 n), else a shift of n / 2
+    assert _qsort_insert_cost(True) < 10000 * 20
+    assert _qsort_insert_cost(False) > 10000 * 4000

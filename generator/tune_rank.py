@@ -163,15 +163,35 @@ def _hash_chain(li, cost: float, n: float, dense: frozenset = frozenset()) -> fl
     return cost + max(0.0, n / li.params["buckets"] / 2 - 0.5)
 
 
+# A cache line moved by memmove costs about a twelfth of a line read one dependent read at
+# a time (the unit of the costs): 0.7-0.9 ns against 8.5-25 ns, arrays of 112 KB and 1.1 MB,
+# on the 2-core EPYC VM of bench/RESULTS.md.
+SHIFT_LINE = 1 / 12
+
+
+def _element_lines(info, li) -> float:
+    """Cache lines of one element of a sorted array: its record's fields and its key in
+    the key column."""
+    size = sum(f.type.bits // 8 if f.type.kind != "char" else f.type.length
+               for f in info.record.fields)
+    key = li.key_field_obj
+    return (size + (key.type.bits // 8 if key is not None and key.type.kind != "char" else 8)) / 64
+
+
 def _maintenance(li, info, n: float, in_order: bool = False) -> float:
     """The cost of linking (or unlinking) one element in layer `li`; `in_order`: an insert
     whose key comes after every key there (the profile saw the inserts arrive in key
     order), which a sorted array appends: a binary search, nothing shifted."""
     name = li.layer.name
-    if name == "qsort" and in_order:
-        return 1 + log2n(n)
-    if name in ("odlist", "qsort"):
-        return 1 + n / 2                 # the walk (odlist) or the shift (qsort)
+    if name == "qsort":
+        search = 1 + log2n(n)
+        if in_order:
+            return search
+        # the shift: half the elements and their keys moved by one memmove, whose lines
+        # stream (SHIFT_LINE of a line read each), not n / 2 elements read one by one
+        return search + n / 2 * _element_lines(info, li) * SHIFT_LINE
+    if name == "odlist":
+        return 1 + n / 2                 # the walk
     key = li.key_field_obj
     if key is None or name in ("iarray",):
         return 1.0

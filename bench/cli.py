@@ -139,6 +139,9 @@ def bench() -> None:
 @click.option("--processes", type=click.IntRange(1), default=3, show_default=True,
               help="--overhead: processes of the benchmark binary (the report's ratios: "
                    "the median over them).")
+@click.option("--instructions", is_flag=True,
+              help="--overhead: also count each transient row's instructions per transaction "
+                   "under valgrind (cachegrind): a count a loaded machine does not move.")
 @click.option("--durable", is_flag=True,
               help="The durability comparison instead: journalled variants (a commit "
                    "per transaction, fsync every commit or every 100), SQLite WAL with "

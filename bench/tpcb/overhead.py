@@ -14,7 +14,10 @@ Writes tpcb_overhead.<i>.json (one per process) and tpcb_overhead.md.
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import statistics
+import subprocess
 from typing import Callable, Optional
 
 from ..common import (command_lines, host_text, ints as _ints, load_text, problems_lines,
@@ -91,7 +94,49 @@ def render(sums_wall: list, sums_cpu: list) -> tuple:
     return lines, targets
 
 
-def report(json_paths: list, out_dir: str, command: Optional[str] = None) -> tuple:
+def instructions(exe: str, opts: Options, system: str, txns: int = 100000) -> Optional[float]:
+    """User-space instructions per transaction of `system` on transient memory under
+    valgrind's cachegrind (a count, not a time: the same on a loaded machine), by the
+    difference between runs of txns and 3 * txns transactions (the load and the checks
+    cancel). None without valgrind or if a run failed. Transient only: a persistent
+    variant's file reserves more address space than valgrind gives."""
+    if not shutil.which("valgrind"):
+        return None
+    counts = []
+    for n in (txns, 3 * txns):
+        args = Options(sfs=opts.sfs[:1], accounts=opts.accounts, txns=n, seeds=opts.seeds[:1],
+                       filter=f"^tpcb/{system}/transient/").args()
+        r = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no",
+                            "--cachegrind-out-file=/dev/null", str(exe), *args],
+                           capture_output=True, text=True)
+        m = re.search(r"I\s+refs:\s+([\d,]+)", r.stderr)
+        if r.returncode != 0 or not m:
+            return None
+        counts.append(int(m.group(1).replace(",", "")))
+    if counts[1] <= counts[0]:          # no transaction ran (a row not in the binary)
+        return None
+    return (counts[1] - counts[0]) / (2 * txns)
+
+
+def render_instructions(counts: dict) -> list:
+    """Markdown lines: per structure the instructions of a transaction plain, with
+    --profile and with --trace, and the ratios."""
+    lines = ["Instructions per transaction (user space, transient memory, cachegrind: "
+             "counted, not timed), and the ratio to the plain row:", "",
+             "| system | plain | --profile | ratio | --trace | ratio |", "|---|---:|---:|---:|---:|---:|"]
+    for name, _ in SYSTEMS:
+        plain = counts.get(name)
+        cells = [name, "—" if plain is None else f"{plain:,.0f}"]
+        for suffix, _, _ in TWINS:
+            v = counts.get(name + suffix)
+            cells += ["—" if v is None else f"{v:,.0f}",
+                      "—" if v is None or not plain else f"{v / plain:.3f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def report(json_paths: list, out_dir: str, command: Optional[str] = None,
+           counts: Optional[dict] = None) -> tuple:
     sums_wall, problems, context = per_process(json_paths, "wall")
     sums_cpu, _, _ = per_process(json_paths, "cpu")
     table, targets = render(sums_wall, sums_cpu)
@@ -106,13 +151,16 @@ def report(json_paths: list, out_dir: str, command: Optional[str] = None) -> tup
            "process, the median over processes (their range in brackets); cpu ratio: the same of "
            "the thread's CPU time (the trace's writes included).", ""]
     md += table + [""]
+    if counts:
+        md += render_instructions(counts)
     md.append(targets_table("Targets (issue 38):", targets))
     md += problems_lines(problems)
     return write_report(out_dir, "tpcb_overhead.md", md), problems
 
 
 def command(*, sf, accounts, txns, seeds, repetitions, processes, out, build_dir, db_dir, cc,
-            cxx, jobs, cmdline, say: Callable[[str], None] = print) -> int:
+            cxx, jobs, cmdline, count_instructions: bool = False,
+            say: Callable[[str], None] = print) -> int:
     opts = Options(sfs=_ints(sf, "--sf") or DEFAULT["sfs"], accounts=accounts or DEFAULT["accounts"],
                    txns=txns or DEFAULT["txns"], seeds=_ints(seeds, "--seeds") or DEFAULT["seeds"],
                    filter=row_filter(), dir=db_dir, repetitions=repetitions)
@@ -131,5 +179,11 @@ def command(*, sf, accounts, txns, seeds, repetitions, processes, out, build_dir
         if not results_written(exe, rc, path, say):
             return 1
         paths.append(path)
-    text, problems = report(paths, out, cmdline)
+    counts = {}
+    if count_instructions:
+        for v in variants():
+            if v.mem == "transient":
+                say(f"counting {v.name}'s instructions under valgrind")
+                counts[v.name] = instructions(str(exe), opts, v.name)
+    text, problems = report(paths, out, cmdline, counts)
     return say_report(say, text, problems, paths + [os.path.join(out, "tpcb_overhead.md")], rc)

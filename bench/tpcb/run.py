@@ -869,7 +869,8 @@ def report_durable(json_path: str, out_dir: str, *, metric: str = "wall",
 
 def command(*, sf, accounts, txns, seeds, reference, out, build_dir, filter, db_dir,
             commit_every, iterations, lto_rows, repetitions=1, cc, cxx, jobs, render, plots, metric, variants,
-            durable=False, profile_rows=False, overhead=False, processes=3, say=print) -> int:
+            durable=False, profile_rows=False, overhead=False, processes=3, instructions=False,
+            say=print) -> int:
     """`p2gen bench tpcb`: build, run, report. Returns the exit status."""
     out, json_path, cmdline = command_outputs(out, "tpcb.json")
     if overhead:
@@ -877,7 +878,7 @@ def command(*, sf, accounts, txns, seeds, reference, out, build_dir, filter, db_
         return overhead_command(sf=sf, accounts=accounts, txns=txns, seeds=seeds,
                                 repetitions=repetitions, processes=processes, out=out,
                                 build_dir=build_dir, db_dir=db_dir, cc=cc, cxx=cxx, jobs=jobs,
-                                cmdline=cmdline, say=say)
+                                cmdline=cmdline, count_instructions=instructions, say=say)
     if durable:
         return durable_command(sf=sf, accounts=accounts, txns=txns, seeds=seeds,
                                reference=reference, out=out, build_dir=build_dir, filter=filter,

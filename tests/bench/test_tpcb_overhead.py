@@ -53,6 +53,15 @@ def test_ratios_are_per_process_then_the_median_and_targets_judge_them(tmp_path)
     assert (tmp_path / "out" / "tpcb_overhead.md").read_text() == text
 
 
+def test_instruction_counts_are_reported_beside_the_plain_rows(tmp_path):
+    p1 = _process_json(tmp_path / "a.json", {("IARRAY", "transient"): [10],
+                                              ("IARRAY-prof", "transient"): [11]})
+    counts = {"IARRAY": 187.2, "IARRAY-prof": 198.2, "IARRAY-trace": 624.8, "HASH1": None}
+    text, _ = ov.report([p1], str(tmp_path), counts=counts)
+    assert "| IARRAY | 187 | 198 | 1.059 | 625 | 3.338 |" in text
+    assert "| HASH1 | — | — | — | — | — |" in text
+
+
 def test_the_overhead_build_holds_each_structure_three_ways():
     vs = ov.variants()
     assert {(v.name, v.mem) for v in vs} == {

@@ -1,11 +1,12 @@
 """The server engines the page- and object-server layers run against, started on a free
 loopback port and stopped by their pid: nbdkit (an NBD export: its `file` plugin over a
 sparse file that a caller can read, reset or damage, or its `memory` plugin) and
-redis-server (in memory only). Real engines, never mocks; shared by the tests
-(tests/nbdkit.py, tests/redis.py) and `p2gen bench acob`.
+redis-server (in memory only), and NFS-Ganesha (an NFSv3 export of a directory, with
+rpcbind, both inside a private network namespace). Real engines, never mocks; shared by
+the tests (tests/nbdkit.py, tests/redis.py, tests/nfs.py) and `p2gen bench acob`.
 
-NBD_MISSING and REDIS_MISSING say why an engine cannot run here (naming the Debian
-package), or are None.
+NBD_MISSING, REDIS_MISSING and NFS_MISSING say why an engine cannot run here (naming the
+Debian package), or are None.
 """
 from __future__ import annotations
 
@@ -44,8 +45,32 @@ def _redis_missing() -> Optional[str]:
             "apt-get install libhiredis-dev)")
 
 
+def _nfs_missing() -> Optional[str]:
+    for tool, package in (("ganesha.nfsd", "nfs-ganesha"), ("rpcbind", "rpcbind"),
+                          ("rpcinfo", "rpcbind"), ("unshare", "util-linux"),
+                          ("nsenter", "util-linux"), ("ip", "iproute2")):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed (Debian package {package}: apt-get install {package})"
+    if not any(Path(d, "libfsalvfs.so").exists() for d in ("/usr/lib/x86_64-linux-gnu/ganesha",
+                                                          "/usr/lib/aarch64-linux-gnu/ganesha",
+                                                          "/usr/lib/ganesha", "/usr/lib64/ganesha")):
+        return ("NFS-Ganesha's VFS backend is not installed (Debian package nfs-ganesha-vfs: "
+                "apt-get install nfs-ganesha-vfs)")
+    try:
+        ctypes.CDLL("libnfs.so.13")
+    except OSError:
+        return "libnfs is not installed (Debian package libnfs13 / libnfs-dev: apt-get install libnfs-dev)"
+    if os.geteuid() != 0:
+        return ("the NFS server runs in a private network namespace, which needs root "
+                "(rpcbind listens on every address, so never on the host's)")
+    if subprocess.run(["unshare", "-n", "-m", "true"], capture_output=True).returncode != 0:
+        return "no private network namespace here (unshare -n -m fails: a container without CAP_SYS_ADMIN?)"
+    return None
+
+
 NBD_MISSING = _nbd_missing()
 REDIS_MISSING = _redis_missing()
+NFS_MISSING = _nfs_missing()
 
 
 def free_port() -> int:
@@ -205,3 +230,128 @@ class RedisServer(_Engine):
         """Every database empty: no p2gen database, no lock."""
         assert self.command("FLUSHALL") == b"+OK"
 
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL when the process that started it dies (a test
+    run interrupted leaves no namespace, rpcbind or Ganesha behind)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGKILL)      # PR_SET_PDEATHSIG
+
+
+GANESHA_CONF = """# NFS-Ganesha for p2gen: NFSv3 only, one export of a directory, VFS backend
+NFS_CORE_PARAM {{
+    Protocols = 3;
+    NFS_Port = {port};
+    Mount_Path_Pseudo = true;     # NFSv3 mounts name the pseudo path (/export)
+    Enable_NLM = false;
+    Enable_RQUOTA = false;
+}}
+NFSV4 {{ Graceless = true; }}
+EXPORT {{
+    Export_Id = 1;
+    Path = {path};
+    Pseudo = /export;
+    Protocols = 3;
+    Transports = TCP;
+    Access_Type = RW;
+    Squash = No_Root_Squash;
+    SecType = sys;
+    FSAL {{ Name = VFS; }}
+}}
+"""
+
+
+class NfsServer:
+    """NFS-Ganesha exporting the directory `root` (as /export, NFSv3 over TCP) inside a
+    private network and mount namespace of its own, with an rpcbind there (libnfs finds
+    the ports through it; rpcbind listens on every address and keeps a lock file in /run,
+    so each server gets its own namespace and /run). The client programs must run in the
+    same namespace: `wrap(argv)` gives the command that does (nsenter). Stopped by pid;
+    `pause()` stops Ganesha (SIGSTOP): a server that stalls."""
+    name = "ganesha.nfsd"
+
+    def __init__(self, root: Path, port: int = 2049):
+        self.root = Path(root)
+        self.port = port          # the namespace is private: the standard port is free
+        self.holder = self.rpcbind = self.proc = None
+
+    def uri(self, file: str = "db") -> str:
+        return f"nfs://127.0.0.1/export/{file}"
+
+    def path(self, file: str = "db") -> Path:
+        """The exported file behind uri(file), as the server's disk holds it."""
+        return self.root / "export" / file
+
+    def wrap(self, argv: list) -> list:
+        """argv run inside the server's network namespace."""
+        return ["nsenter", "-t", str(self.holder.pid), "-n", "--", *map(str, argv)]
+
+    def _in_ns(self, argv: list, mount: bool = False, **kw) -> subprocess.Popen:
+        ns = ["-n", "-m"] if mount else ["-n"]
+        return subprocess.Popen(["nsenter", "-t", str(self.holder.pid), *ns, "--", *argv],
+                                preexec_fn=_die_with_parent, **kw)
+
+    def start(self) -> "NfsServer":
+        (self.root / "export").mkdir(parents=True, exist_ok=True)
+        conf = self.root / "ganesha.conf"
+        conf.write_text(GANESHA_CONF.format(port=self.port, path=self.root / "export"))
+        self.holder = subprocess.Popen(["unshare", "-n", "-m", "--propagation", "private",
+                                        "sleep", "infinity"], preexec_fn=_die_with_parent)
+        try:
+            mine = os.readlink("/proc/self/ns/net")
+            deadline = time.monotonic() + 10
+            while os.readlink(f"/proc/{self.holder.pid}/ns/net") == mine:
+                if time.monotonic() > deadline or self.holder.poll() is not None:
+                    raise RuntimeError("unshare did not make a network namespace")
+                time.sleep(0.01)
+            for argv in (["ip", "link", "set", "lo", "up"], ["mount", "-t", "tmpfs", "p2gen-run", "/run"]):
+                if self._in_ns(argv, mount=True, stderr=subprocess.PIPE).wait(timeout=10) != 0:
+                    raise RuntimeError(f"cannot {' '.join(argv)} in the NFS server's namespace")
+            self.rpcbind = self._in_ns(["rpcbind", "-f", "-w"], mount=True,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            self._wait(["rpcinfo", "-T", "tcp", "127.0.0.1", "portmapper"], self.rpcbind, "rpcbind")
+            self.proc = self._in_ns(["ganesha.nfsd", "-F", "-f", str(conf), "-L", str(self.root / "ganesha.log"),
+                                     "-p", str(self.root / "ganesha.pid"), "-N", "NIV_WARN"],
+                                    mount=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            self._wait(["rpcinfo", "-T", "tcp", "127.0.0.1", "nfs", "3"], self.proc, "ganesha.nfsd")
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait(self, probe: list, proc: subprocess.Popen, name: str) -> None:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                log = self.root / "ganesha.log"
+                raise RuntimeError(f"{name} exited: {proc.stderr.read().decode()}"
+                                   f"{log.read_text()[-2000:] if log.exists() else ''}")
+            if self._in_ns(probe, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).wait(timeout=10) == 0:
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"{name} did not answer in its namespace")
+
+    def stop(self) -> None:
+        """Ganesha, rpcbind, then the namespace's holder: each by its pid."""
+        for p in (self.proc, self.rpcbind, self.holder):
+            if p is not None and p.poll() is None:
+                os.kill(p.pid, signal.SIGCONT)
+                os.kill(p.pid, signal.SIGTERM)
+                try:
+                    p.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    os.kill(p.pid, signal.SIGKILL)
+                    p.wait()
+        self.proc = self.rpcbind = self.holder = None
+
+    def pause(self) -> None:
+        os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        os.kill(self.proc.pid, signal.SIGCONT)
+
+    def remove(self, *files: str) -> None:
+        """The exported files `files` gone: the next open creates an empty database."""
+        for f in files:
+            self.path(f).unlink(missing_ok=True)

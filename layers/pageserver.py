@@ -6,15 +6,34 @@ from .persistent import ALLOC_PARAM, Persistent, explain_alloc
 # The server URIs the runtime serves (runtime/src/backend.c, backend_uri_ok: the same rules)
 NBD_URI = re.compile(r"nbd://(?P<host>[^/:]+)(?::(?P<port>[0-9]+))?(?:/(?P<export>.*))?\Z")
 FILE_URI = re.compile(r"file:///.+\Z")
+# a file of an NFSv3 export (libnfs finds the ports through the host's rpcbind: no port)
+NFS_URI = re.compile(r"nfs://(?P<host>[^/:?]+)(?P<path>/[^?]*)\Z")
+
+
+def nfs_uri_problem(uri: str):
+    """What is wrong with an nfs:// URI, or None (backend.c, nfs_uri_parse: the same rules)."""
+    if re.match(r"nfs://[^/]*:", uri):
+        return ("a port: libnfs finds the NFS and mount ports through the host's rpcbind "
+                "(port 111): nfs://HOST/EXPORT/FILE")
+    m = NFS_URI.match(uri)
+    if m is None:
+        return "not an NFS URI: nfs://HOST/EXPORT/FILE"
+    export, _, file = m.group("path").rpartition("/")
+    if not export or not file:
+        return "no export and file: nfs://HOST/EXPORT/FILE"
+    return None
 
 
 def uri_problem(uri: str):
     """What is wrong with a `server = ...` URI, or None."""
     if FILE_URI.match(uri):
         return None
+    if uri.startswith("nfs://"):
+        return nfs_uri_problem(uri)
     m = NBD_URI.match(uri)
     if m is None:
-        return "not a server URI: nbd://HOST[:PORT][/EXPORT] (or file:///PATH)"
+        return ("not a server URI: nbd://HOST[:PORT][/EXPORT], nfs://HOST/EXPORT/FILE "
+                "(or file:///PATH)")
     port = m.group("port")
     if port is not None and not 1 <= int(port) <= 65535:
         return f"port {port} is not a number from 1 to 65535"
@@ -23,7 +42,8 @@ def uri_problem(uri: str):
 
 class PageServer(MemLayer):
     """pageserver: mem. The database's bytes on a server -- an NBD export (nbdkit,
-    qemu-nbd, nbd-server) reached with libnbd -- behind a client buffer of `pages` frames of
+    qemu-nbd, nbd-server) reached with libnbd, or a file of an NFSv3 export (the paper's
+    file server: NFS-Ganesha) reached with libnfs -- behind a client buffer of `pages` frames of
     `page` bytes, as the page server of DeWitt, Futtersack, Maier and Velez: the layers
     above fault pages in on first touch (userfaultfd, else a SIGSEGV handler), the clock picks what to evict,
     a dirty victim is written back first, and sync and close write back every dirty page
@@ -47,9 +67,12 @@ class PageServer(MemLayer):
         ParamSpec("server", "str",
                   doc="the server: nbd://HOST[:PORT][/EXPORT] (an NBD export: nbdkit, "
                       "qemu-nbd, nbd-server; libnbd, the Debian package libnbd0, is loaded "
-                      "at open) or file:///PATH (a local file through the same buffer, "
-                      "for comparisons). An export of zeros is empty: open creates the "
-                      "database there"),
+                      "at open), nfs://HOST/EXPORT/FILE (the file server: a file of an "
+                      "NFSv3 export, NFS-Ganesha; libnfs, the Debian package libnfs13, is "
+                      "loaded at open; the ports come from the host's rpcbind) or "
+                      "file:///PATH (a local file through the same buffer, for "
+                      "comparisons). An export of zeros, or a missing NFS file, is empty: "
+                      "open creates the database there"),
         ParamSpec("pages", "int", 1024, min=2, max=1 << 24, fuzz=(2, 64),
                   doc="frames of the client buffer: at most this many pages are in memory "
                       "at once; touching another evicts one (clock replacement)"),
@@ -72,6 +95,12 @@ class PageServer(MemLayer):
                       "`ranges`, the hybrid the paper calls the naive ideal: pages are read "
                       "whole, but a dirty page goes back as the byte ranges the layers "
                       "announced writing (their write-intent notices), coalesced"),
+        ParamSpec("writes", "choice", "unstable", choices=("unstable", "sync"),
+                  doc="how an nfs:// server's writes are made durable: `unstable`, NFS "
+                      "UNSTABLE writes and one COMMIT at each sync or commit (the default: "
+                      "what a write-back buffer needs); `sync`, the paper's file server: "
+                      "every write FILE_SYNC, durable before the server answers, and no "
+                      "COMMIT. Only for nfs:// servers"),
         ParamSpec("verify_open", "bool", True,
                   doc="walk the whole database with <prefix>_verify when open finds one on "
                       "the server, and refuse it if damaged (every page is read once)"),
@@ -93,6 +122,9 @@ class PageServer(MemLayer):
         elif log and log == uri:
             ctx.error(f"pageserver(log = \"{log}\"): the log needs an export of its own, "
                       f"not the database's", inst.param_pos("log"))
+        if inst.params["writes"] == "sync" and not uri.startswith("nfs://"):
+            ctx.error(f"pageserver(writes = sync): synchronous writes are an NFS server's "
+                      f"(nfs://HOST/EXPORT/FILE), not \"{uri}\"'s", inst.param_pos("writes"))
         if inst.params["page"] not in (4096, 8192):
             ctx.error(f"pageserver(page = {inst.params['page']}): a page is 4096 or 8192 bytes",
                       inst.param_pos("page"))

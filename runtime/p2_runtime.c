@@ -40,8 +40,9 @@
  *                          callbacks per engine, every request with a deadline
  *      8.1 file            a local file through pread / pwrite
  *      8.2 nbd             libnbd, loaded with dlopen at the first open
- *      8.3 redis           hiredis, loaded with dlopen at the first open (an object server's)
- *      8.4 opening         a backend by its URI
+ *      8.3 nfs             libnfs (NFSv3), loaded with dlopen at the first open (a file server)
+ *      8.4 redis           hiredis, loaded with dlopen at the first open (an object server's)
+ *      8.5 opening         a backend by its URI
  *   9. Page servers        src/pageserver.c: the client buffer (frames, clock, dirty set,
  *                          write-back); pages fault in through userfaultfd (a handler
  *                          thread), else through SIGSEGV; the clock and first writes trap
@@ -4793,8 +4794,9 @@ void p2_refset_free(p2_refset *s)
  * Where a page server's segment lives.  Each engine is a small table of callbacks, as an
  * nbdkit plugin is: read and write (vectored: a list of (buffer, length, offset), up to
  * P2_SERVER_INFLIGHT of them in flight at once), flush, grow, close.  `file` reaches a
- * local file with pread/pwrite; `nbd` an NBD export through libnbd, which is loaded with
- * dlopen() at the first open of one, so that the runtime compiles and links without it.
+ * local file with pread/pwrite; `nbd` an NBD export through libnbd, `nfs` a file of an
+ * NFSv3 export through libnfs (the paper's file server), each loaded with dlopen() at the
+ * first open of one, so that the runtime compiles and links without them.
  * Every request of the nbd backend has a deadline (bk->timeout_ms): past it the
  * connection is dropped (so that no late answer can write into a buffer given back to
  * the caller) and the backend is dead: every later call fails at once, with the message
@@ -4831,6 +4833,9 @@ typedef struct p2_backend {
     int      fd;              /* file */
     void    *nbd;             /* nbd: struct nbd_handle * */
     void    *redis;           /* redis: redisContext * */
+    void    *nfs;             /* nfs: struct nfs_context * */
+    void    *nfs_fh;          /* nfs: struct nfsfh *, the file */
+    int      sync_writes;     /* nfs: every write FILE_SYNC (the file opened O_SYNC) */
     p2_server_stats *st;      /* the counters: requests, bytes */
 } p2_backend;
 
@@ -5226,7 +5231,345 @@ static int nbd_open(p2_backend *b, p2_err *err)
 
 
 /* ------------------------------------------------------------------------
- * 8.3 redis: hiredis, loaded at the first open
+ * 8.3 nfs: libnfs (NFSv3), loaded at the first open -- the paper's file server
+ *
+ * nfs://HOST/EXPORT/FILE: one file of an NFSv3 export (NFS-Ganesha; libnfs finds the
+ * mount and NFS ports through the host's rpcbind, so the URI names no port).  Reads and
+ * writes go through libnfs's async calls, P2_SERVER_INFLIGHT in flight, driven by this
+ * runtime's poll loop with the same deadline and death as nbd's: past the deadline the
+ * context is destroyed (libnfs then cancels every call; a cancelled read copies
+ * nothing).  Writes are NFS UNSTABLE and flush sends a COMMIT, unless the open asked for
+ * synchronous writes (p2_server_sync_writes, pageserver(writes = sync)): the file is
+ * then opened O_SYNC, every WRITE is FILE_SYNC (durable before the server answers, the
+ * paper's NFS) and flush sends nothing.  A missing FILE is created (empty: open builds
+ * the database there); the file grows with SETATTR (ftruncate).
+ * ------------------------------------------------------------------------ */
+
+/* The libnfs 4.0 ABI (libnfs.h; soname libnfs.so.13). */
+typedef void (*nfs_cb_fn)(int status, void *nfs, void *data, void *private_data);
+typedef struct {
+    char *server;
+    char *path;
+    char *file;
+} nfs_url_abi;
+typedef struct {
+    uint64_t dev, ino, mode, nlink, uid, gid, rdev, size, blksize, blocks;
+    uint64_t atime, mtime, ctime, atime_nsec, mtime_nsec, ctime_nsec, used;
+} nfs_stat64_abi;
+
+static struct nfs_lib {
+    int tried, ok;
+    char why[256];
+    void *(*init_context)(void);
+    void (*destroy_context)(void *nfs);
+    char *(*get_error)(void *nfs);
+    nfs_url_abi *(*parse_url_full)(void *nfs, const char *url);
+    void (*destroy_url)(nfs_url_abi *u);
+    void (*set_timeout)(void *nfs, int ms);
+    void (*set_autoreconnect)(void *nfs, int retries);
+    int (*mount)(void *nfs, const char *server, const char *export_name);
+    int (*open)(void *nfs, const char *path, int flags, void **fh);
+    int (*creat)(void *nfs, const char *path, int mode, void **fh);
+    int (*close)(void *nfs, void *fh);
+    int (*fstat64)(void *nfs, void *fh, nfs_stat64_abi *st);
+    int (*ftruncate)(void *nfs, void *fh, uint64_t length);
+    int (*get_fd)(void *nfs);
+    int (*which_events)(void *nfs);
+    int (*service)(void *nfs, int revents);
+    int (*pread_async)(void *nfs, void *fh, uint64_t off, uint64_t count, nfs_cb_fn cb, void *priv);
+    int (*pwrite_async)(void *nfs, void *fh, uint64_t off, uint64_t count, const void *buf, nfs_cb_fn cb,
+                        void *priv);
+    int (*fsync_async)(void *nfs, void *fh, nfs_cb_fn cb, void *priv);
+} nfsl;
+
+static int nfs_load(void)
+{
+    if (nfsl.tried)
+        return nfsl.ok;
+    nfsl.tried = 1;
+    void *so = dlopen("libnfs.so.13", RTLD_NOW | RTLD_LOCAL);
+    if (so == NULL) {
+        snprintf(nfsl.why, sizeof nfsl.why, "libnfs is not installed (%s): install the Debian "
+                 "package libnfs13 (libnfs-dev to build against it), e.g. apt-get install libnfs-dev", dlerror());
+        return 0;
+    }
+#define NFS_SYM(field, name)                                                              \
+    do {                                                                                  \
+        void *f_ = dlsym(so, name);                                                       \
+        if (f_ == NULL) {                                                                 \
+            snprintf(nfsl.why, sizeof nfsl.why, "libnfs.so.13 lacks %s: install libnfs 4.0 " \
+                     "(Debian package libnfs13)", name);                                  \
+            return 0;                                                                     \
+        }                                                                                 \
+        memcpy(&nfsl.field, &f_, sizeof f_);                                              \
+    } while (0)
+    NFS_SYM(init_context, "nfs_init_context");
+    NFS_SYM(destroy_context, "nfs_destroy_context");
+    NFS_SYM(get_error, "nfs_get_error");
+    NFS_SYM(parse_url_full, "nfs_parse_url_full");
+    NFS_SYM(destroy_url, "nfs_destroy_url");
+    NFS_SYM(set_timeout, "nfs_set_timeout");
+    NFS_SYM(set_autoreconnect, "nfs_set_autoreconnect");
+    NFS_SYM(mount, "nfs_mount");
+    NFS_SYM(open, "nfs_open");
+    NFS_SYM(creat, "nfs_creat");
+    NFS_SYM(close, "nfs_close");
+    NFS_SYM(fstat64, "nfs_fstat64");
+    NFS_SYM(ftruncate, "nfs_ftruncate");
+    NFS_SYM(get_fd, "nfs_get_fd");
+    NFS_SYM(which_events, "nfs_which_events");
+    NFS_SYM(service, "nfs_service");
+    NFS_SYM(pread_async, "nfs_pread_async");
+    NFS_SYM(pwrite_async, "nfs_pwrite_async");
+    NFS_SYM(fsync_async, "nfs_fsync_async");
+#undef NFS_SYM
+    nfsl.ok = 1;
+    return 1;
+}
+
+/* nfs://HOST/EXPORT/FILE: a host, no port (rpcbind finds them), an export and a file. */
+static int nfs_uri_parse(const char *uri, char *why, size_t n)
+{
+    const char *h = uri + 6, *end = h + strcspn(h, "/?");
+    if (end == h) {
+        snprintf(why, n, "no host: nfs://HOST/EXPORT/FILE");
+        return 0;
+    }
+    if (memchr(h, ':', (size_t)(end - h)) != NULL) {
+        snprintf(why, n, "a port: libnfs finds the NFS and mount ports through the host's rpcbind "
+                 "(port 111): nfs://HOST/EXPORT/FILE");
+        return 0;
+    }
+    const char *last = strrchr(end, '/');
+    if (*end != '/' || last == end || last[1] == '\0' || strchr(end, '?') != NULL) {
+        snprintf(why, n, "no export and file: nfs://HOST/EXPORT/FILE");
+        return 0;
+    }
+    return 1;
+}
+
+static __thread int nfs_sync_next;   /* p2_server_sync_writes: the next open's writes are FILE_SYNC */
+void p2_server_sync_writes(int on) { nfs_sync_next = on != 0; }
+
+static const char *nfs_why(p2_backend *b)
+{
+    const char *e = b->nfs != NULL ? nfsl.get_error(b->nfs) : NULL;
+    return e != NULL && *e ? e : "connection lost";
+}
+
+/* Drop the context: libnfs cancels every call in flight (their callbacks run now, with an
+ * error, and copy nothing), so no late answer reaches a buffer. */
+static void nfs_drop(p2_backend *b)
+{
+    if (b->nfs != NULL)
+        nfsl.destroy_context(b->nfs);
+    b->nfs = NULL;
+    b->nfs_fh = NULL;
+}
+
+/* One request's completion: its status and, for a read, where the bytes go. */
+typedef struct {
+    int done, status;
+    void *buf;
+    uint64_t len;
+    char why[160];
+} nfs_call;
+
+static void nfs_done(int status, void *nfs, void *data, void *priv)
+{
+    (void)nfs;
+    nfs_call *c = (nfs_call *)priv;
+    c->done = 1;
+    c->status = status;
+    if (status < 0) {
+        snprintf(c->why, sizeof c->why, "%s", data != NULL ? (const char *)data : strerror(-status));
+        return;
+    }
+    if (c->buf != NULL && data != NULL) {          /* a read: short past the end, zeros there */
+        uint64_t got = (uint64_t)status < c->len ? (uint64_t)status : c->len;
+        memcpy(c->buf, data, (size_t)got);
+        memset((char *)c->buf + got, 0, (size_t)(c->len - got));
+    }
+}
+
+/* Run up to n requests (kind 'r', 'w' or 'f'), P2_SERVER_INFLIGHT at a time.  A call's slot
+ * stays put until its callback has run (libnfs holds its address). */
+static int nfs_run(p2_backend *b, const p2_io *io, unsigned n, char kind, p2_err *err)
+{
+    const char *what = kind == 'r' ? "a read" : kind == 'w' ? "a write" : "a commit";
+    if (b->dead)
+        return backend_fail(b, err, P2_EIO, "%s", b->why);
+    unsigned total = kind == 'f' ? 1 : n;
+    backend_delay(b, total);
+    uint64_t deadline = now_ms() + (uint64_t)b->timeout_ms;
+    nfs_call call[P2_SERVER_INFLIGHT];
+    unsigned io_of[P2_SERVER_INFLIGHT];
+    int busy[P2_SERVER_INFLIGHT] = {0};
+    unsigned next = 0, done = 0;
+    int failed = 0;
+    char why[256] = "";
+    while (done < total) {
+        for (unsigned s = 0; s < P2_SERVER_INFLIGHT && next < total; s++) {
+            if (busy[s])
+                continue;
+            nfs_call *c = &call[s];
+            memset(c, 0, sizeof *c);
+            int r;
+            if (kind == 'r') {
+                c->buf = io[next].buf;
+                c->len = io[next].len;
+                r = nfsl.pread_async(b->nfs, b->nfs_fh, io[next].off, io[next].len, nfs_done, c);
+            } else if (kind == 'w') {
+                r = nfsl.pwrite_async(b->nfs, b->nfs_fh, io[next].off, io[next].len, io[next].buf, nfs_done, c);
+            } else {
+                r = nfsl.fsync_async(b->nfs, b->nfs_fh, nfs_done, c);
+            }
+            if (r != 0) {
+                snprintf(why, sizeof why, "%s", nfs_why(b));
+                nfs_drop(b);
+                return backend_kill(b, err, "cannot send %s: %s", what, why);
+            }
+            busy[s] = 1;
+            io_of[s] = next++;
+        }
+        for (unsigned s = 0; s < P2_SERVER_INFLIGHT; s++) {   /* retire what completed */
+            if (!busy[s] || !call[s].done)
+                continue;
+            busy[s] = 0;
+            done++;
+            const p2_io *o = kind == 'f' ? NULL : &io[io_of[s]];
+            if (call[s].status < 0 || (kind == 'w' && (uint64_t)call[s].status < o->len)) {
+                if (!failed)
+                    snprintf(why, sizeof why, "%s (offset %" PRIu64 ")",
+                             call[s].status < 0 ? call[s].why : "a short write", o ? o->off : (uint64_t)0);
+                failed = 1;
+            } else if (kind == 'r') {
+                b->st->reads++;
+                b->st->bytes_read += o->len;
+            } else if (kind == 'w') {
+                b->st->writes++;
+                b->st->bytes_written += o->len;
+            } else {
+                b->st->flushes++;
+            }
+        }
+        if (done >= total)
+            break;
+        uint64_t t = now_ms();
+        if (t >= deadline) {
+            nfs_drop(b);
+            return backend_kill(b, err, "the server did not answer %s within %d ms (P2_SERVER_TIMEOUT_MS); "
+                                "the connection was dropped", what, b->timeout_ms);
+        }
+        struct pollfd pfd = {nfsl.get_fd(b->nfs), (short)nfsl.which_events(b->nfs), 0};
+        int left = (int)(deadline - t);
+        int pr = poll(&pfd, 1, left < 100 ? left : 100);   /* and libnfs scans its own timeouts */
+        if (pr < 0 && errno != EINTR) {
+            snprintf(why, sizeof why, "poll: %s", strerror(errno));
+            nfs_drop(b);
+            return backend_kill(b, err, "the connection failed during %s: %s", what, why);
+        }
+        if (nfsl.service(b->nfs, pr > 0 ? pfd.revents : 0) < 0) {
+            snprintf(why, sizeof why, "%s", nfs_why(b));
+            nfs_drop(b);
+            return backend_kill(b, err, "the connection failed during %s: %s", what, why);
+        }
+    }
+    if (failed)   /* the server answered with an error: the connection is still good */
+        return backend_fail(b, err, P2_EIO, "the server failed %s: %s", what, why);
+    return P2_OK;
+}
+
+static int nfs_readv(p2_backend *b, const p2_io *io, unsigned n, p2_err *err)
+{
+    return nfs_run(b, io, n, 'r', err);
+}
+
+static int nfs_writev(p2_backend *b, const p2_io *io, unsigned n, p2_err *err)
+{
+    return nfs_run(b, io, n, 'w', err);
+}
+
+static int nfs_flush(p2_backend *b, p2_err *err)
+{
+    if (b->sync_writes && !b->dead)
+        return P2_OK;    /* every write was FILE_SYNC: nothing to commit */
+    return nfs_run(b, NULL, 1, 'f', err);
+}
+
+/* A sync libnfs call's failure (it waits at most the context's timeout) kills the backend. */
+static int nfs_sync_failed(p2_backend *b, p2_err *err, const char *what)
+{
+    char why[256];
+    snprintf(why, sizeof why, "%s", nfs_why(b));
+    nfs_drop(b);
+    return backend_kill(b, err, "cannot %s: %s", what, why);
+}
+
+static int nfs_grow(p2_backend *b, uint64_t size, p2_err *err)
+{
+    if (size <= b->size)
+        return P2_OK;
+    if (b->dead)
+        return backend_fail(b, err, P2_EIO, "%s", b->why);
+    if (nfsl.ftruncate(b->nfs, b->nfs_fh, size) != 0)
+        return nfs_sync_failed(b, err, "extend the file");
+    b->size = size;
+    return P2_OK;
+}
+
+static void nfs_close_backend(p2_backend *b)
+{
+    if (b->nfs != NULL && b->nfs_fh != NULL && !b->dead)
+        (void)nfsl.close(b->nfs, b->nfs_fh);
+    nfs_drop(b);
+}
+
+static const struct backend_ops nfs_ops = {"nfs", nfs_readv, nfs_writev, nfs_flush, nfs_grow, nfs_close_backend};
+
+static int nfs_open_backend(p2_backend *b, p2_err *err)
+{
+    if (!nfs_load())
+        return backend_fail(b, err, P2_EIO, "%s", nfsl.why);
+    b->ops = &nfs_ops;
+    b->sync_writes = nfs_sync_next;
+    b->nfs = nfsl.init_context();
+    if (b->nfs == NULL)
+        return backend_fail(b, err, P2_ENOMEM, "cannot create a libnfs context");
+    /* libnfs's own timeout bounds its sync calls (mount, open, stat, truncate): whole
+       seconds; no reconnection behind the caller's back (the deadline rule) */
+    nfsl.set_timeout(b->nfs, (b->timeout_ms + 999) / 1000 * 1000);
+    nfsl.set_autoreconnect(b->nfs, 0);
+    nfs_url_abi *u = nfsl.parse_url_full(b->nfs, b->uri);
+    if (u == NULL) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", nfs_why(b));
+        nfs_drop(b);
+        return backend_fail(b, err, P2_EINVAL, "%s", why);
+    }
+    int rc = P2_OK;
+    int flags = O_RDWR | (b->sync_writes ? O_SYNC : 0);
+    if (nfsl.mount(b->nfs, u->server, u->path) != 0)
+        rc = nfs_sync_failed(b, err, "mount the export");
+    else if (nfsl.open(b->nfs, u->file, flags, &b->nfs_fh) != 0) {
+        void *fh = NULL;   /* a missing file is created, empty */
+        if (nfsl.creat(b->nfs, u->file, 0644, &fh) != 0 || nfsl.close(b->nfs, fh) != 0 ||
+            nfsl.open(b->nfs, u->file, flags, &b->nfs_fh) != 0)
+            rc = nfs_sync_failed(b, err, "open or create the file");
+    }
+    nfsl.destroy_url(u);
+    if (rc != P2_OK)
+        return rc;
+    nfs_stat64_abi st;
+    if (nfsl.fstat64(b->nfs, b->nfs_fh, &st) != 0)
+        return nfs_sync_failed(b, err, "learn the file's size");
+    b->size = st.size;
+    b->growable = 1;
+    return P2_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * 8.4 redis: hiredis, loaded at the first open
  *
  * An object server's backend (section 10): keys, not offsets.  Every command (or one
  * pipeline of them) waits at most bk->timeout_ms for each answer (the socket's
@@ -5517,7 +5860,7 @@ static int redis_open(p2_backend *b, p2_err *err)
 }
 
 /* ------------------------------------------------------------------------
- * 8.4 opening a backend by its URI
+ * 8.5 opening a backend by its URI
  * ------------------------------------------------------------------------ */
 
 /* Is `uri` of a form the runtime serves?  The checker applies the same rules
@@ -5533,8 +5876,10 @@ static int backend_uri_ok(const char *uri, char *why, size_t n)
     }
     if (strncmp(uri, "redis://", 8) == 0)
         return redis_uri_parse(uri, NULL, 0, NULL, NULL, why, n);
+    if (strncmp(uri, "nfs://", 6) == 0)
+        return nfs_uri_parse(uri, why, n);
     if (strncmp(uri, "nbd://", 6) != 0) {
-        snprintf(why, n, "not a server URI: nbd://HOST[:PORT][/EXPORT] or file:///PATH");
+        snprintf(why, n, "not a server URI: nbd://HOST[:PORT][/EXPORT], nfs://HOST/EXPORT/FILE or file:///PATH");
         return 0;
     }
     const char *h = uri + 6, *end = h + strcspn(h, "/");
@@ -5560,6 +5905,9 @@ static int backend_open(p2_backend *b, const char *uri, p2_err *err)
     b->fd = -1;
     b->nbd = NULL;
     b->redis = NULL;
+    b->nfs = NULL;
+    b->nfs_fh = NULL;
+    b->sync_writes = 0;
     b->dead = 0;
     size_t len = strlen(uri);
     if (len >= sizeof b->uri)
@@ -5579,7 +5927,8 @@ static int backend_open(p2_backend *b, const char *uri, p2_err *err)
     /* a cost model (p2gen bench acob --cost 1990): a delay per request, by engine */
     b->delay_us = 0;
     const char *d = strncmp(uri, "redis://", 8) == 0 ? getenv("P2_SERVER_DELAY_REDIS_US")
-                  : strncmp(uri, "nbd://", 6) == 0 ? getenv("P2_SERVER_DELAY_NBD_US") : NULL;
+                  : strncmp(uri, "nbd://", 6) == 0 ? getenv("P2_SERVER_DELAY_NBD_US")
+                  : strncmp(uri, "nfs://", 6) == 0 ? getenv("P2_SERVER_DELAY_NFS_US") : NULL;
     if (d != NULL && *d) {
         long v = strtol(d, NULL, 10);
         if (v > 0 && v <= 10000000)
@@ -5587,6 +5936,8 @@ static int backend_open(p2_backend *b, const char *uri, p2_err *err)
     }
     if (strncmp(uri, "redis://", 8) == 0)
         return redis_open(b, err);
+    if (strncmp(uri, "nfs://", 6) == 0)
+        return nfs_open_backend(b, err);
     return strncmp(uri, "file://", 7) == 0 ? file_open(b, uri + 7, err) : nbd_open(b, err);
 }
 /************** End of backend.c *******************************************************/
@@ -6370,6 +6721,10 @@ int p2_seg_open_server_log(p2_seg *seg, const char *uri, uint32_t frames, uint32
     /* an export of zeros is empty: a new database; anything else is validated */
     struct p2_seg_header h;
     static const struct p2_seg_header zero_header;
+    /* a file that grows and holds nothing yet (a new NFS or local file) is empty too */
+    if (pb->be.size == 0 && pb->be.growable && !pb->reader &&
+        (rc = pb->be.ops->grow(&pb->be, P2_SEG_HEADER_SIZE, err)) != P2_OK)
+        goto fail;
     if (pb->be.size < sizeof h) {
         rc = seg_fail(seg, err, P2_EFORMAT, "truncated: the server holds %" PRIu64 " bytes, "
                       "smaller than the %d-byte header", pb->be.size, P2_SEG_HEADER_SIZE);

@@ -919,6 +919,14 @@ static inline void p2_seg_will_write(p2_seg *seg, const void *p, uint64_t n)
  *      against it), loaded with dlopen() at the first such open, so that a program that
  *      never opens one needs neither the library nor a link flag.  An export cannot grow:
  *      the database holds at most the export's size (`reserve` lowers that).
+ *    - `nfs://HOST/EXPORT/FILE`: one file of an NFSv3 export (NFS-Ganesha), through libnfs
+ *      4.0 (Debian package libnfs13; libnfs-dev to build against it), loaded the same way:
+ *      the paper's file server.  libnfs finds the ports through the host's rpcbind, so
+ *      the URI names none.  A missing FILE is created; the file grows (SETATTR).  Writes
+ *      are UNSTABLE and a flush is an NFS COMMIT, unless the open asked for synchronous
+ *      writes (p2_server_sync_writes(1), `pageserver(writes = sync)`): each WRITE is then
+ *      FILE_SYNC, durable before the server answers, as the paper's NFS, and a flush sends
+ *      nothing.
  *    - `file:///PATH`: a local file through pread/pwrite/fdatasync, the same buffer and
  *      faults (for measurements against the mmap'ed `persistent`, and tests without a
  *      server); it grows with ftruncate.
@@ -927,9 +935,10 @@ static inline void p2_seg_will_write(p2_seg *seg, const void *p, uint64_t n)
  *  (down, stalled, a dropped connection) fails the request with #P2_EIO, naming the URI
  *  and the timeout; the connection is then dropped and every later request fails at once
  *  with the same message: no call waits longer than the timeout.
- *  A cost model for measurements: the environment variables `P2_SERVER_DELAY_NBD_US`
- *  and `P2_SERVER_DELAY_REDIS_US`, read at open, make every request to that engine (an
- *  NBD read, write or flush; a Redis command, each one of a pipeline) first sleep that
+ *  A cost model for measurements: the environment variables `P2_SERVER_DELAY_NBD_US`,
+ *  `P2_SERVER_DELAY_NFS_US` and `P2_SERVER_DELAY_REDIS_US`, read at open, make every
+ *  request to that engine (an NBD or NFS read, write or flush; a Redis command, each one
+ *  of a pipeline) first sleep that
  *  many microseconds, one request after the other, as a slower network's round trips
  *  would cost (`p2gen bench acob --cost 1990`); unset, nothing is slept.
  *
@@ -1030,13 +1039,14 @@ static inline void p2_seg_will_write(p2_seg *seg, const void *p, uint64_t n)
 
 
 /** Open (or create) a page-server segment: as p2_seg_open(), the database's bytes on the
- *  server named by `uri` (`nbd://HOST[:PORT][/EXPORT]` or `file:///PATH`) behind a client
+ *  server named by `uri` (`nbd://HOST[:PORT][/EXPORT]`, `nfs://HOST/EXPORT/FILE` or
+ *  `file:///PATH`) behind a client
  *  buffer of `frames` pages of `page` bytes (4096 or 8192).
  * @return as p2_seg_open(), and #P2_EIO naming the URI where the server cannot be
  *         reached or answered no request within the timeout; #P2_EINVAL for a URI of
  *         another form, a page size not supported, fewer than 2 frames; #P2_ENOMEM where
  *         the export is smaller than the header; #P2_EIO "libnbd is not installed ..."
- *         naming the Debian package, where it is missing. */
+ *         (or libnfs) naming the Debian package, where it is missing. */
 int p2_seg_open_server(p2_seg *seg, const char *uri, uint32_t frames, uint32_t page,
                        uint64_t fingerprint, uint32_t nroots, const char *const *root_names,
                        const uint64_t *root_sizes, uint64_t reserve, int *created, p2_err *err);
@@ -1056,6 +1066,10 @@ int p2_seg_open_server_log(p2_seg *seg, const char *uri, uint32_t frames, uint32
 
 /** Make the next page-server opens of this thread readers' (on = 1) or writers' (0). */
 void p2_server_open_reader(int on);
+
+/** Make the next nfs:// opens of this thread write synchronously (on = 1: every WRITE
+ *  FILE_SYNC, no COMMIT at flush) or unstably with a COMMIT at flush (0, the default). */
+void p2_server_sync_writes(int on);
 
 /** Start a transaction on a page-server segment with a log: a reader takes the last
  *  generation written back whole (dropping its buffer's pages if it moved on); a writer

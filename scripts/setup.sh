@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 # C/C++ toolchain; Google Benchmark, SQLite, LMDB and Boost (MultiIndex, Interprocess:
 # header-only) for the benchmark drivers in bench/
-packages=(gcc g++ make binutils libbenchmark-dev libsqlite3-dev liblmdb-dev libboost-dev nbdkit libnbd-dev redis-server libhiredis-dev)
+packages=(gcc g++ make binutils libbenchmark-dev libsqlite3-dev liblmdb-dev libboost-dev nbdkit libnbd-dev redis-server libhiredis-dev nfs-ganesha nfs-ganesha-vfs libnfs-dev rpcbind)
 missing=()
 for p in "${packages[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -40,8 +40,9 @@
  *                          callbacks per engine, every request with a deadline
  *      8.1 file            a local file through pread / pwrite
  *      8.2 nbd             libnbd, loaded with dlopen at the first open
- *      8.3 redis           hiredis, loaded with dlopen at the first open (an object server's)
- *      8.4 opening         a backend by its URI
+ *      8.3 nfs             libnfs (NFSv3), loaded with dlopen at the first open (a file server)
+ *      8.4 redis           hiredis, loaded with dlopen at the first open (an object server's)
+ *      8.5 opening         a backend by its URI
  *   9. Page servers        src/pageserver.c: the client buffer (frames, clock, dirty set,
  *                          write-back); pages fault in through userfaultfd (a handler
  *                          thread), else through SIGSEGV; the clock and first writes trap

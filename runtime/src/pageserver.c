@@ -776,6 +776,10 @@ int p2_seg_open_server_log(p2_seg *seg, const char *uri, uint32_t frames, uint32
     /* an export of zeros is empty: a new database; anything else is validated */
     struct p2_seg_header h;
     static const struct p2_seg_header zero_header;
+    /* a file that grows and holds nothing yet (a new NFS or local file) is empty too */
+    if (pb->be.size == 0 && pb->be.growable && !pb->reader &&
+        (rc = pb->be.ops->grow(&pb->be, P2_SEG_HEADER_SIZE, err)) != P2_OK)
+        goto fail;
     if (pb->be.size < sizeof h) {
         rc = seg_fail(seg, err, P2_EFORMAT, "truncated: the server holds %" PRIu64 " bytes, "
                       "smaller than the %d-byte header", pb->be.size, P2_SEG_HEADER_SIZE);

@@ -335,8 +335,8 @@ def bench_oo7(**kwargs):
                    "cache holds 35 records a page): each a build of the server specs.")
 @click.option("--cost", type=click.Choice(["native", "1990"]), default="native", show_default=True,
               help="native: today's engines as they are; 1990: a delay per request (client-side, "
-                   "P2_SERVER_DELAY_NBD_US / _REDIS_US) making a page 179 µs and an object 82 µs, "
-                   "the paper's 17.9 : 8.2 ms at 1/100.")
+                   "P2_SERVER_DELAY_NBD_US / _REDIS_US / _NFS_US) making a page 179 µs and an object "
+                   "82 µs, the paper's 17.9 : 8.2 ms at 1/100, and an NFS page ≈ 100 µs (its ≈ 10 ms).")
 @click.option("--region", type=click.IntRange(1), default=5, show_default=True, metavar="PAGES",
               help="Clustering region in pages (odd: 1, 5, 9).")
 @click.option("--smear", is_flag=True, help="Smear a quarter of the objects (acob.md §2.3).")
@@ -346,9 +346,14 @@ def bench_oo7(**kwargs):
               help="Processes per clustering factor, in a random order, each on fresh engines "
                    "(the report takes the median time).")
 @click.option("--system", "systems", multiple=True,
-              type=click.Choice(["LOCAL", "PAGESERVER", "OBJSERVER", "HYBRID"]),
-              help="Only these systems (repeatable; default all four: HYBRID is the page "
-                   "server with ship = ranges).")
+              type=click.Choice(["LOCAL", "PAGESERVER", "OBJSERVER", "HYBRID", "FILESERVER"]),
+              help="Only these systems (repeatable; default LOCAL, PAGESERVER, OBJSERVER, "
+                   "HYBRID: HYBRID is the page server with ship = ranges; FILESERVER, the page "
+                   "server over NFS-Ganesha in a private network namespace, needs root and "
+                   "is run only when asked).")
+@click.option("--nfs-writes", type=click.Choice(["sync", "unstable"]), default="sync", show_default=True,
+              help="FILESERVER's writes: sync, every NFS WRITE FILE_SYNC (the paper's); unstable, "
+                   "UNSTABLE writes and a COMMIT per commit.")
 @_out("acob.json and acob.md")
 @_build_dir("acob")
 @_render("the report", "a stored acob.json")

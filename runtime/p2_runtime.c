@@ -71,6 +71,9 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -78,6 +81,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -5560,6 +5564,10 @@ static int nfs_open_backend(p2_backend *b, p2_err *err)
     nfsl.destroy_url(u);
     if (rc != P2_OK)
         return rc;
+    /* several small requests in flight: each goes out at once, not held back by Nagle
+       until the one before it is acknowledged */
+    int one = 1;
+    (void)setsockopt(nfsl.get_fd(b->nfs), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     nfs_stat64_abi st;
     if (nfsl.fstat64(b->nfs, b->nfs_fh, &st) != 0)
         return nfs_sync_failed(b, err, "learn the file's size");

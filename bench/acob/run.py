@@ -9,7 +9,12 @@ memory differs) are generated with the URIs of those servers and built as users 
 theirs, with bench/acob/ into one Google Benchmark binary: LOCAL (the paper's WiSS),
 PAGESERVER (50-page client buffer), OBJSERVER (1,750-record client cache), HYBRID (the page
 server's spec with ship = ranges, on an nbdkit of its own: pages read, the byte ranges
-the layers announced written back).
+the layers announced written back), FILESERVER (the page server's spec over a file of an
+NFSv3 export: NFS-Ganesha and rpcbind in a private network namespace, libnfs; writes
+FILE_SYNC as the paper's NFS, or UNSTABLE + COMMIT with --nfs-writes unstable). FILESERVER
+runs in a process of its own inside that namespace (the other engines listen on the
+host's loopback), with the same seed: its counts are checked against the others' as
+if it had run beside them.
 Run: for every clustering factor, `repetitions` processes (in a random order), each on
 fresh engines: build sets A.. with the same f, scan, random read, random update each set
 (a cold client buffer per query and set, one commit per query and set). The binary prints
@@ -35,7 +40,7 @@ from typing import Callable, Optional
 from .. import BENCH_DIR, spec_dir
 from ..common import (checked_sources, compile_and_link, driver_cxxflags, generate_variants,
                       say_report, source_steps, users_build_steps, write_report)
-from ..engines import NBD_MISSING, REDIS_MISSING, NbdServer, RedisServer
+from ..engines import NBD_MISSING, NFS_MISSING, REDIS_MISSING, NbdServer, NfsServer, RedisServer
 from ...errors import EnvError
 
 SOURCE_DIR = BENCH_DIR / "acob"
@@ -44,8 +49,10 @@ LIBS = ("-lbenchmark", "-lpthread")
 STEPS = ("build", "scan", "read", "update")
 # (system, spec stem, rank, a server's memory)
 SYSTEMS = (("LOCAL", "persistent", 1, False), ("PAGESERVER", "pageserver", 2, True),
-           ("OBJSERVER", "objserver", 3, True), ("HYBRID", "hybrid", 4, True))
+           ("OBJSERVER", "objserver", 3, True), ("HYBRID", "hybrid", 4, True),
+           ("FILESERVER", "fileserver", 5, True))
 NBD_SYSTEMS = ("PAGESERVER", "HYBRID")
+NFS_SYSTEMS = ("FILESERVER",)
 NBD_EXPORT_BYTES = 256 << 20
 # acob.md §6.1: per set, mean ± sd over 8 seeds, R = 5, B = 50, 1,750-record object cache,
 # S = 1, unsmeared, walk references only: f -> (references, page reads, object gets,
@@ -63,7 +70,10 @@ PAPER_READ_REFS = 14623
 # 100-byte object 8.2 ms) at 1/100, a delay per request slept by the client
 # (P2_SERVER_DELAY_*_US, runtime backend) on top of today's loopback round trip (acob.md
 # §8, p50: an NBD 4 KiB read 27 µs, a Redis GET 23 µs): page 179 µs, object 82 µs.
-COST_1990 = {"P2_SERVER_DELAY_NBD_US": "152", "P2_SERVER_DELAY_REDIS_US": "59"}
+# The file server's NFS page fetch was cheaper than the page server's RPC (acob.md §6: ≈ 12 s
+# for ≈ 1,200 pages, ≈ 10 ms a page): at 1/100, 100 µs, less today's NFS read (≈ 35 µs).
+COST_1990 = {"P2_SERVER_DELAY_NBD_US": "152", "P2_SERVER_DELAY_REDIS_US": "59",
+             "P2_SERVER_DELAY_NFS_US": "65"}
 
 
 @dataclass
@@ -78,6 +88,7 @@ class Options:
     seed: int = 1990
     repetitions: int = 1
     systems: tuple = ("LOCAL", "PAGESERVER", "OBJSERVER", "HYBRID")
+    nfs_writes: str = "sync"    # FILESERVER: pageserver(writes = ...): sync, the paper's; or unstable
 
     def args(self, f: int, db_dir: str) -> list:
         return [f"--acob_objects={self.objects}", f"--acob_sets={self.sets}", f"--acob_f={f}",
@@ -91,24 +102,31 @@ def engines_missing(systems) -> list:
         out.append(NBD_MISSING)
     if "OBJSERVER" in systems and REDIS_MISSING:
         out.append(REDIS_MISSING)
+    if any(s in systems for s in NFS_SYSTEMS) and NFS_MISSING:
+        out.append(NFS_MISSING)
     return out
 
 
 def server_specs(spec_out: Path, nbd_uri: str, redis_uri: str, systems, buffer: int = 50,
-                 hybrid_uri: Optional[str] = None) -> list:
+                 hybrid_uri: Optional[str] = None, nfs_uri: str = "nfs://127.0.0.1/export/acob",
+                 nfs_writes: str = "sync") -> list:
     """The specs of the systems asked, the servers' URIs and the client buffer (`buffer`
     pages; the object cache 35 records a page) written in: [(name, spec, prefix, rank, server)].
-    HYBRID's is the page server's with ship = ranges, on `hybrid_uri`."""
+    HYBRID's is the page server's with ship = ranges, on `hybrid_uri`; FILESERVER's the page
+    server's on `nfs_uri`, its writes `nfs_writes`."""
     src = spec_dir("acob")
     spec_out.mkdir(parents=True, exist_ok=True)
     out = []
     for name, stem, rank, server in SYSTEMS:
         if name not in systems:
             continue
-        text = (src / f"acob_{'pageserver' if stem == 'hybrid' else stem}.p2").read_text()
+        text = (src / f"acob_{'pageserver' if stem in ('hybrid', 'fileserver') else stem}.p2").read_text()
         if stem == "hybrid":
             text = text.replace("pageserver(server", "pageserver(ship = ranges, server")
-        text = re.sub(r'nbd://[^"]*', (hybrid_uri or nbd_uri) if stem == "hybrid" else nbd_uri, text)
+        if stem == "fileserver":
+            text = text.replace("pageserver(server", f"pageserver(writes = {nfs_writes}, server")
+        text = re.sub(r'nbd://[^"]*', nfs_uri if stem == "fileserver" else
+                      (hybrid_uri or nbd_uri) if stem == "hybrid" else nbd_uri, text)
         text = re.sub(r'redis://[^"]*', redis_uri, text)
         text = re.sub(r'\bpages = [0-9]+', f"pages = {buffer}", text)
         text = re.sub(r'\bobjects = [0-9]+', f"objects = {35 * buffer}", text)
@@ -127,14 +145,15 @@ class _V:
 
 
 def build(build_dir: str, nbd_uri: str, redis_uri: str, *, systems=Options.systems, buffer: int = 50,
-          hybrid_uri: Optional[str] = None, cc: str = "cc",
+          hybrid_uri: Optional[str] = None, nfs_uri: str = "nfs://127.0.0.1/export/acob",
+          nfs_writes: str = "sync", cc: str = "cc",
           cxx: str = "c++", opt: str = "-O2", extra_flags: tuple = (), jobs: Optional[int] = None,
           say: Callable[[str], None] = lambda m: None) -> Path:
     """Generate the systems' specs (the servers' URIs written in), build them as users do and
     link build_dir/acob_bench; extra_flags (e.g. sanitizers) go to every compile and the link."""
     src = checked_sources(SOURCE_DIR, DRIVER_SOURCES, "acob")
     specs = server_specs(Path(build_dir).resolve() / "specs", nbd_uri, redis_uri, systems, buffer,
-                         hybrid_uri)
+                         hybrid_uri, nfs_uri, nfs_writes)
     variants = [_V(n, s, p) for n, s, p, _, _ in specs]
     bdir, gen_dir, obj_dir, gens = generate_variants(build_dir, variants, say)
     cxxflags = driver_cxxflags(opt) + list(extra_flags)
@@ -154,13 +173,18 @@ def build(build_dir: str, nbd_uri: str, redis_uri: str, *, systems=Options.syste
 
 
 class Engines:
-    """nbdkit (memory plugin) and redis-server on free loopback ports, as long as the
-    `with` lasts; fresh() gives each process an empty export and an empty Redis."""
+    """nbdkit (memory plugin) and redis-server on free loopback ports, NFS-Ganesha in a
+    network namespace of its own, as long as the `with` lasts; fresh() gives each process an
+    empty export, an empty Redis and no NFS file (the open creates it)."""
 
     def __init__(self, workdir: Path, systems):
         self.nbd = NbdServer(plugin="memory", size=NBD_EXPORT_BYTES) if "PAGESERVER" in systems else None
         self.redis = RedisServer(workdir / "redis") if "OBJSERVER" in systems else None
         self.hybrid = NbdServer(plugin="memory", size=NBD_EXPORT_BYTES) if "HYBRID" in systems else None
+        self.nfs = NfsServer(workdir / "nfs") if "FILESERVER" in systems else None
+
+    def nfs_uri(self) -> str:
+        return self.nfs.uri("acob") if self.nfs else "nfs://127.0.0.1/export/unused"
 
     def hybrid_uri(self) -> str:
         return self.hybrid.uri("acob") if self.hybrid else "nbd://127.0.0.1/unused"
@@ -176,6 +200,8 @@ class Engines:
                     e.start()
             if self.redis:
                 self.redis.start()
+            if self.nfs:
+                self.nfs.start()
         except Exception:
             self.__exit__()
             raise
@@ -188,9 +214,11 @@ class Engines:
                 e.start()
         if self.redis:
             self.redis.flush()
+        if self.nfs:
+            self.nfs.remove("acob")
 
     def __exit__(self, *exc):
-        for e in (self.nbd, self.redis, self.hybrid):
+        for e in (self.nbd, self.redis, self.hybrid, self.nfs):
             if e:
                 e.stop()
 
@@ -216,18 +244,49 @@ def parse_output(text: str) -> tuple[list, list]:
 
 
 def run_once(exe: Path, opts: Options, f: int, json_out: str, db_dir: str,
-             delays: Optional[dict] = None) -> tuple[int, str, str]:
+             delays: Optional[dict] = None, nfs: Optional[NfsServer] = None) -> tuple[int, str, str]:
     """One process: (exit status, stdout, stderr); Google Benchmark's JSON to json_out.
-    delays: the P2_SERVER_DELAY_*_US to set (default: opts.cost's)."""
+    delays: the P2_SERVER_DELAY_*_US to set (default: opts.cost's). With `nfs`, the
+    process runs in that server's network namespace."""
     cmd = [str(exe)] + opts.args(f, db_dir) + [
         f"--benchmark_out={json_out}", "--benchmark_out_format=json",
         "--benchmark_filter=^acob/(" + "|".join(opts.systems) + ")/"]
+    if nfs is not None:
+        cmd = nfs.wrap(cmd)
     env = dict(os.environ)
     for k in COST_1990:
         env.pop(k, None)
     env.update(delays if delays is not None else COST_1990 if opts.cost == "1990" else {})
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     return proc.returncode, proc.stdout, proc.stderr
+
+
+def run_systems(exe: Path, opts: Options, f: int, json_out: str, db_dir: str,
+                eng: "Engines", delays: Optional[dict] = None) -> tuple[int, str, str, list]:
+    """run_once for opts.systems: FILESERVER in a second process inside the NFS server's
+    namespace (same seed, so the same walk), the host's systems in the first. (exit
+    status, the outputs joined, stderr, the Google Benchmark JSON paths)."""
+    from dataclasses import replace
+    host = tuple(s for s in opts.systems if s not in NFS_SYSTEMS)
+    ns = tuple(s for s in opts.systems if s in NFS_SYSTEMS)
+    rc, out, err, paths = 0, "", "", []
+    for systems, nfs, tag in ((host, None, ""), (ns, eng.nfs, ".nfs")):
+        if not systems:
+            continue
+        path = json_out + tag
+        r, o, e = run_once(exe, replace(opts, systems=systems), f, path, db_dir + tag, delays, nfs)
+        rc, out, err = rc or r, out + o, err + e
+        paths.append(path)
+    return rc, out, err, paths
+
+
+def merge_benchmark_json(paths: list) -> Optional[dict]:
+    """One Google Benchmark JSON of a run's processes: the first's context, every
+    process's benchmarks."""
+    docs = [json.loads(Path(p).read_text()) for p in paths]
+    if not docs:
+        return None
+    return dict(docs[0], benchmarks=[b for d in docs for b in d.get("benchmarks", [])])
 
 
 def problems(runs: list) -> list:
@@ -374,6 +433,7 @@ def _section(opts: Options, runs: list, f: int, buf: int) -> list:
         md += ["", f"A request in the scan (its time over its requests, client work included): "
                f"page {up:.0f} µs, object {uo:.0f} µs, page : object {up / uo:.2f}."]
     md += _hybrid(m, t)
+    md += _fileserver(m, t, opts)
     md.append("")
     return md
 
@@ -391,6 +451,27 @@ def _hybrid(m: dict, t: dict) -> list:
             f"{kib(ps)} ({x(hy.get('bytes_written'), ps.get('bytes_written'))}) and the object "
             f"server's {kib(ob)} ({x(hy.get('bytes_written'), ob.get('bytes_written'))}); its "
             f"random read {x(tr, pr)} the page server's time."]
+
+
+def _fileserver(m: dict, t: dict, opts: Options) -> list:
+    """FILESERVER beside the page server: the same pages (the same client buffer and
+    machinery), each step's time, and what its writes cost (acob.md §7, shape 6)."""
+    if not any(k[0] == "FILESERVER" for k in m):
+        return []
+    x = lambda a, b: "—" if not a or not b else f"{a / b:.2f}×"
+    ms = lambda v: "—" if v is None else f"{v:.2f}"
+    how = ("every WRITE FILE_SYNC, durable before the server answers (the paper's NFS)"
+           if opts.nfs_writes == "sync" else "UNSTABLE writes and one COMMIT per commit")
+    md = ["", f"File server (pageserver over nfs://, NFS-Ganesha + libnfs, NFSv3; {how}): "
+          "per set, beside the page server (NBD).", "",
+          "| step | pages read | written | commits | ms | PAGESERVER ms | FILESERVER / PAGESERVER | × LOCAL |",
+          "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for step in STEPS:
+        fs = m.get(("FILESERVER", step), {})
+        tf, tp, tl = (t.get((s, step)) for s in ("FILESERVER", "PAGESERVER", "LOCAL"))
+        md.append(f"| {step} | {_n(fs.get('reads'))} | {_n(fs.get('writes'))} | {_n(fs.get('flushes'))} | "
+                  f"{ms(tf)} | {ms(tp)} | {x(tf, tp)} | {x(tf, tl)} |")
+    return md
 
 
 def _sweep(opts: Options, runs: list) -> list:
@@ -429,8 +510,8 @@ def load(json_path: str) -> tuple[Options, list]:
 
 
 def command(*, objects, sets, full, f, region, smear, seed, repetitions, systems, out, build_dir,
-            cc, cxx, jobs, buffers=(), cost="native", render=None, say: Callable[[str], None] = print,
-            **_) -> int:
+            cc, cxx, jobs, buffers=(), cost="native", nfs_writes="sync", render=None,
+            say: Callable[[str], None] = print, **_) -> int:
     """`p2gen bench acob`: start the engines, build, run, check, report. Exit status."""
     from ..common import command_outputs
     if render:      # only the report of a stored run
@@ -440,7 +521,7 @@ def command(*, objects, sets, full, f, region, smear, seed, repetitions, systems
         return say_report(say, "\n".join(md), problems(runs), wrote=[str(Path(out) / "acob.md")])
     opts = Options(objects=objects, sets=5 if full else sets,
                    fs=tuple(f) if f else (30,), buffers=tuple(buffers) if buffers else (50,),
-                   region=region, smear=smear, seed=seed, cost=cost,
+                   region=region, smear=smear, seed=seed, cost=cost, nfs_writes=nfs_writes,
                    repetitions=repetitions, systems=tuple(systems) if systems else Options.systems)
     missing = engines_missing(opts.systems)
     if missing:
@@ -450,7 +531,8 @@ def command(*, objects, sets, full, f, region, smear, seed, repetitions, systems
     with tempfile.TemporaryDirectory(prefix="acob.") as tmp, Engines(Path(tmp), opts.systems) as eng:
         nbd_uri, redis_uri = eng.uris()
         exes = {b: build(str(Path(build_dir) / f"b{b}"), nbd_uri, redis_uri, systems=opts.systems,
-                         buffer=b, hybrid_uri=eng.hybrid_uri(), cc=cc, cxx=cxx, jobs=jobs, say=say)
+                         buffer=b, hybrid_uri=eng.hybrid_uri(), nfs_uri=eng.nfs_uri(),
+                         nfs_writes=opts.nfs_writes, cc=cc, cxx=cxx, jobs=jobs, say=say)
                 for b in opts.buffers}
         order = [(b, fv, rep) for b in opts.buffers for fv in opts.fs for rep in range(opts.repetitions)]
         random.shuffle(order)      # load on a shared machine weighs on every (B, f) alike
@@ -458,9 +540,9 @@ def command(*, objects, sets, full, f, region, smear, seed, repetitions, systems
             eng.fresh()
             db_dir = Path(tmp) / f"db{i}"
             jpath = Path(tmp) / f"run{i}.json"
-            rc, stdout, stderr = run_once(exes[b], opts, fv, str(jpath), str(db_dir))
+            rc, stdout, stderr, jpaths = run_systems(exes[b], opts, fv, str(jpath), str(db_dir), eng)
             counts, sums = parse_output(stdout)
-            gb = json.loads(jpath.read_text()) if jpath.exists() else None
+            gb = merge_benchmark_json([p for p in jpaths if Path(p).exists()])
             runs.append(dict(f=fv, buffer=b, rep=rep, rc=rc, counts=counts, checksums=sums,
                              stderr=stderr, systems=list(opts.systems), benchmark=gb))
             say(f"[{i + 1}/{len(order)}] B={b} f={fv} run {rep}: exit {rc}, {len(counts)} count lines")

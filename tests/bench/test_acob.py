@@ -1,7 +1,7 @@
 """`p2gen bench acob` on real engines (nbdkit's memory plugin, redis-server; started on
 free loopback ports, stopped by pid): one process of two sets of 1,500 objects at f = 30 %,
 the binary built under ASan/UBSan with -Werror. Checked: every system (LOCAL, PAGESERVER,
-OBJSERVER, HYBRID) counts the same walk, root ids and updates per step and set, and those are the
+OBJSERVER, HYBRID, and FILESERVER where NFS-Ganesha can run: root, a network namespace) counts the same walk, root ids and updates per step and set, and those are the
 reference model's (acob_model.py, the same splitmix64 stream) exactly; the checksums agree
 across systems and do not change with the updates; the servers' requests are the spec's
 (acob.md §6.1): the scan 300 pages (plus the database header's pages) and 10,500 objects a
@@ -10,7 +10,8 @@ tolerance (5 % of the spec's per-set mean, per reference) and of the LRU model's
 puts exactly the objects the update dirtied (p2gen's object server keeps dirty objects
 until the commit, for several clients: the model's no-steal cache, not the paper's
 write-back at eviction); HYBRID (ship = ranges) reads the page server's pages exactly and
-ships fewer bytes than it in the update; the report has the tables; a failed run or
+ships fewer bytes than it in the update; FILESERVER (NFS, unstable writes) reads and
+writes the page server's pages exactly, a COMMIT at each commit; the report has the tables; a failed run or
 disagreeing counts are reported as problems."""
 from __future__ import annotations
 
@@ -25,7 +26,10 @@ from acob_model import Model
 from p2gen.bench.acob import run as ar
 
 SAN = ("-Werror", "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined")
-OPTS = ar.Options(objects=1500, sets=2, fs=(30,), repetitions=1)
+# FILESERVER (NFS-Ganesha in a namespace of its own) where this machine can run it, with
+# unstable writes (FILE_SYNC, the paper's, costs ms a write: tests/layers/test_fileserver.py)
+OPTS = ar.Options(objects=1500, sets=2, fs=(30,), repetitions=1, nfs_writes="unstable",
+                  systems=ar.Options.systems + (() if ar.engines_missing(("FILESERVER",)) else ("FILESERVER",)))
 SLOW = ar.Options(objects=50, sets=1, fs=(30,), repetitions=1, systems=("PAGESERVER", "OBJSERVER"))
 HEADER_PAGES = 3     # the database header and allocator state (pages 0-1) and the commit's
 
@@ -47,9 +51,10 @@ def acob_run(tmp_path_factory):
         pytest.skip(why)
     tmp = tmp_path_factory.mktemp("acob")
     with ar.Engines(tmp, OPTS.systems) as eng:
-        exe = ar.build(str(tmp / "build"), *eng.uris(), hybrid_uri=eng.hybrid_uri(), extra_flags=SAN)
+        exe = ar.build(str(tmp / "build"), *eng.uris(), systems=OPTS.systems, hybrid_uri=eng.hybrid_uri(),
+                       nfs_uri=eng.nfs_uri(), nfs_writes=OPTS.nfs_writes, extra_flags=SAN)
         eng.fresh()
-        rc, out, err = ar.run_once(exe, OPTS, 30, str(tmp / "run.json"), str(tmp / "db"))
+        rc, out, err, _ = ar.run_systems(exe, OPTS, 30, str(tmp / "run.json"), str(tmp / "db"), eng)
         # the cost model's delay per request: 2 ms, on a small database
         eng.fresh()
         slow = ar.run_once(exe, SLOW, 30, str(tmp / "slow.json"), str(tmp / "slowdb"),
@@ -72,7 +77,7 @@ def test_counts_agree_across_systems_and_checksums_hold(acob_run):
         for step in ar.STEPS:
             assert sorted(_by(run, system, step)) == ["A", "B"], (system, step)
     sums = {(s, w, k): v for s, w, k, v in run["checksums"]}
-    assert len(sums) == 4 * 2 * 2
+    assert len(sums) == len(OPTS.systems) * 2 * 2
     assert len({v for (s, w, k), v in sums.items() if k == "A"}) == 1   # one value, every system, before and after
     assert sums["LOCAL", "build", "A"] != sums["LOCAL", "build", "B"]
 
@@ -148,6 +153,22 @@ def test_hybrid_reads_pages_and_ships_ranges(acob_run):
     assert "Hybrid (pageserver(ship = ranges)): what an update set ships" in md
 
 
+@pytest.mark.skipif("FILESERVER" not in OPTS.systems, reason="; ".join(ar.engines_missing(("FILESERVER",))))
+def test_file_server_reads_and_writes_the_page_servers_pages(acob_run):
+    """FILESERVER is the page server's machinery over NFS: in its own process (inside the
+    NFS server's namespace), with the same seed, the same pages read and written back in
+    every step and set as over NBD; its writes unstable, each commit one NFS COMMIT."""
+    run = acob_run["run"]
+    for s in "AB":
+        for st in ar.STEPS:
+            ps, fs = _by(run, "PAGESERVER", st)[s], _by(run, "FILESERVER", st)[s]
+            for k in ("reads", "bytes_read", "writes", "bytes_written", "rewrites", "walk", "updates"):
+                assert fs[k] == ps[k], (s, st, k, fs, ps)
+            assert fs["flushes"] >= 1, (s, st, fs)       # a commit: COMMIT (unstable writes)
+    md = "\n".join(ar.render(OPTS, [run], "p2gen bench acob"))
+    assert "File server (pageserver over nfs://" in md and "UNSTABLE writes" in md
+
+
 def test_report_sets_counts_beside_the_spec(acob_run):
     run = acob_run["run"]
     md = "\n".join(ar.render(OPTS, [run], "p2gen bench acob"))
@@ -172,6 +193,10 @@ def test_server_specs_take_the_uris_and_the_buffer(tmp_path):
     specs = ar.server_specs(tmp_path, "nbd://127.0.0.1:1234/acob", "redis://127.0.0.1:4321/0",
                             ar.Options.systems, buffer=100)
     assert [s[0] for s in specs] == ["LOCAL", "PAGESERVER", "OBJSERVER", "HYBRID"]
+    fs = ar.server_specs(tmp_path / "nfs", "nbd://127.0.0.1:1234/acob", "redis://127.0.0.1:4321/0",
+                         ("FILESERVER",), buffer=100, nfs_uri="nfs://127.0.0.1/export/acob")
+    assert 'pageserver(writes = sync, server = "nfs://127.0.0.1/export/acob", pages = 100,' in \
+        Path(fs[0][1]).read_text()
     text = {name: Path(spec).read_text() for name, spec, *_ in specs}
     assert 'pageserver(server = "nbd://127.0.0.1:1234/acob", pages = 100,' in text["PAGESERVER"]
     assert 'objserver(server = "redis://127.0.0.1:4321/0", objects = 3500,' in text["OBJSERVER"]

@@ -492,6 +492,24 @@ static struct nfs_lib {
     int (*fsync_async)(void *nfs, void *fh, nfs_cb_fn cb, void *priv);
 } nfsl;
 
+/* A library's functions by name, each into its field (a function pointer); NULL, or the
+ * first name the library lacks. */
+typedef struct {
+    const char *name;
+    void *field;
+} dl_sym;
+
+static const char *dl_bind(void *so, const dl_sym *sym, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        void *f = dlsym(so, sym[i].name);
+        if (f == NULL)
+            return sym[i].name;
+        memcpy(sym[i].field, &f, sizeof f);
+    }
+    return NULL;
+}
+
 static int nfs_load(void)
 {
     if (nfsl.tried)
@@ -503,36 +521,32 @@ static int nfs_load(void)
                  "package libnfs13 (libnfs-dev to build against it), e.g. apt-get install libnfs-dev", dlerror());
         return 0;
     }
-#define NFS_SYM(field, name)                                                              \
-    do {                                                                                  \
-        void *f_ = dlsym(so, name);                                                       \
-        if (f_ == NULL) {                                                                 \
-            snprintf(nfsl.why, sizeof nfsl.why, "libnfs.so.13 lacks %s: install libnfs 4.0 " \
-                     "(Debian package libnfs13)", name);                                  \
-            return 0;                                                                     \
-        }                                                                                 \
-        memcpy(&nfsl.field, &f_, sizeof f_);                                              \
-    } while (0)
-    NFS_SYM(init_context, "nfs_init_context");
-    NFS_SYM(destroy_context, "nfs_destroy_context");
-    NFS_SYM(get_error, "nfs_get_error");
-    NFS_SYM(parse_url_full, "nfs_parse_url_full");
-    NFS_SYM(destroy_url, "nfs_destroy_url");
-    NFS_SYM(set_timeout, "nfs_set_timeout");
-    NFS_SYM(set_autoreconnect, "nfs_set_autoreconnect");
-    NFS_SYM(mount, "nfs_mount");
-    NFS_SYM(open, "nfs_open");
-    NFS_SYM(creat, "nfs_creat");
-    NFS_SYM(close, "nfs_close");
-    NFS_SYM(fstat64, "nfs_fstat64");
-    NFS_SYM(ftruncate, "nfs_ftruncate");
-    NFS_SYM(get_fd, "nfs_get_fd");
-    NFS_SYM(which_events, "nfs_which_events");
-    NFS_SYM(service, "nfs_service");
-    NFS_SYM(pread_async, "nfs_pread_async");
-    NFS_SYM(pwrite_async, "nfs_pwrite_async");
-    NFS_SYM(fsync_async, "nfs_fsync_async");
-#undef NFS_SYM
+    const dl_sym syms[] = {
+        {"nfs_init_context", &nfsl.init_context},
+        {"nfs_destroy_context", &nfsl.destroy_context},
+        {"nfs_get_error", &nfsl.get_error},
+        {"nfs_parse_url_full", &nfsl.parse_url_full},
+        {"nfs_destroy_url", &nfsl.destroy_url},
+        {"nfs_set_timeout", &nfsl.set_timeout},
+        {"nfs_set_autoreconnect", &nfsl.set_autoreconnect},
+        {"nfs_mount", &nfsl.mount},
+        {"nfs_open", &nfsl.open},
+        {"nfs_creat", &nfsl.creat},
+        {"nfs_close", &nfsl.close},
+        {"nfs_fstat64", &nfsl.fstat64},
+        {"nfs_ftruncate", &nfsl.ftruncate},
+        {"nfs_get_fd", &nfsl.get_fd},
+        {"nfs_which_events", &nfsl.which_events},
+        {"nfs_service", &nfsl.service},
+        {"nfs_pread_async", &nfsl.pread_async},
+        {"nfs_pwrite_async", &nfsl.pwrite_async},
+        {"nfs_fsync_async", &nfsl.fsync_async},
+    };
+    const char *lacks = dl_bind(so, syms, sizeof syms / sizeof syms[0]);
+    if (lacks != NULL) {
+        snprintf(nfsl.why, sizeof nfsl.why, "libnfs.so.13 lacks %s: install libnfs 4.0 (Debian package libnfs13)", lacks);
+        return 0;
+    }
     nfsl.ok = 1;
     return 1;
 }

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -30,10 +29,6 @@ from nfs import ENGINE_MISSING, NfsServer
 
 import test_pageserver as ps
 import test_pageserver_txn as pt
-
-from p2gen.check import check
-from p2gen.errors import SpecError, SpecErrors
-from p2gen.parser import parse
 
 pytestmark = pytest.mark.skipif(ENGINE_MISSING is not None, reason=ENGINE_MISSING or "")
 
@@ -87,8 +82,8 @@ def test_transactions_over_the_file_server(tmp_path, cc, nfs, txn="journal"):
 
 
 def test_stopped_server_fails_every_call_within_the_timeout(tmp_path, cc, nfs):
-    nfs.remove("stall")
-    exe = ps.build(tmp_path, cc, nfs.uri("stall"), pages=4)
+    nfs.remove("db-unstable")      # the first test's build (built once per module)
+    exe = ps.build(tmp_path, cc, nfs.uri("db-unstable"), pages=4, name="unstable", extra=", writes = unstable")
     run(nfs, exe, "fill", 50)
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0", P2_SERVER_TIMEOUT_MS="500")
     proc = subprocess.Popen(nfs.wrap([exe, "update", "50", "sleep", "sync"]), cwd=exe.parent,
@@ -104,14 +99,14 @@ def test_stopped_server_fails_every_call_within_the_timeout(tmp_path, cc, nfs):
         assert "Sanitizer" not in err, err
         lines = out.splitlines()
         sync = next(x for x in lines if x.startswith("sync "))
-        assert sync.startswith(f"sync 6 {nfs.uri('stall')}") and "did not answer" in sync, lines
+        assert sync.startswith(f"sync 6 {nfs.uri('db-unstable')}") and "did not answer" in sync, lines
         assert lines[-1].startswith("close 6"), lines
         assert took < 3, took
         # an open against the stopped server: libnfs's own timeout (whole seconds) bounds it
         t0 = time.monotonic()
         out = run(nfs, exe, env={"P2_SERVER_TIMEOUT_MS": "500"})
         assert time.monotonic() - t0 < 4
-        assert out[0].startswith(f"open 6 {nfs.uri('stall')}"), out
+        assert out[0].startswith(f"open 6 {nfs.uri('db-unstable')}"), out
     finally:
         nfs.resume()
 
@@ -125,14 +120,6 @@ def test_no_server_at_the_address_is_an_open_error_naming_it(tmp_path, cc, nfs):
     assert out[0].startswith(f"open 6 {uri}: cannot mount the export"), out
 
 
-def _check_error(text: str) -> str:
-    try:
-        check(parse(text, "t.p2"))
-    except (SpecError, SpecErrors) as e:
-        return str(e)
-    return ""
-
-
 @pytest.mark.parametrize("uri, why", [
     ("nfs://127.0.0.1:2049/export/db", "a port: libnfs finds"),
     ("nfs://127.0.0.1/db", "no export and file"),
@@ -140,10 +127,10 @@ def _check_error(text: str) -> str:
     ("nfs://127.0.0.1/export/", "no export and file"),
 ])
 def test_malformed_nfs_uri_is_refused_by_the_checker(uri, why):
-    msg = _check_error(ps.SPEC.format(uri=uri, pages=4, extra=""))
+    msg = pt._check_errors(ps.SPEC.format(uri=uri, pages=4, extra=""))
     assert f'pageserver(server = "{uri}")' in msg and why in msg and "3:" in msg, msg
 
 
 def test_sync_writes_are_refused_off_nfs():
-    msg = _check_error(ps.SPEC.format(uri="nbd://127.0.0.1:1/x", pages=4, extra=", writes = sync"))
+    msg = pt._check_errors(ps.SPEC.format(uri="nbd://127.0.0.1:1/x", pages=4, extra=", writes = sync"))
     assert "writes = sync" in msg and "nbd://127.0.0.1:1/x" in msg, msg

@@ -1,5 +1,5 @@
 /* --------------------------------------------------------------------------
- * layer pageserver (pageserver: mem) of items: page=4096, pages=16, server=nbd:/\/127.0.0.1:10809/items, ship=pages, verify_open=true
+ * layer pageserver (pageserver: mem) of items: page=4096, pages=16, server=nbd:/\/127.0.0.1:10809/items, ship=pages, verify_open=true, writes=unstable
  * ------------------------------------------------------------------------ */
 /* server "nbd:/\057127.0.0.1:10809/items": a client buffer of 16 pages of 4096 bytes */
 static inline void *pageserver_items__pageserver_ptr(pageserver_db *db, uint64_t ref)

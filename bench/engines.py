@@ -79,12 +79,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _stop(proc: Optional[subprocess.Popen]) -> None:
-    """SIGTERM to the engine's pid, SIGKILL if it has not exited within 10 s."""
+def _stop(proc: Optional[subprocess.Popen], timeout: float = 10) -> None:
+    """SIGCONT (a test may have paused it) and SIGTERM to the engine's pid, SIGKILL if it
+    has not exited within `timeout` seconds."""
     if proc is not None and proc.poll() is None:
+        os.kill(proc.pid, signal.SIGCONT)
         os.kill(proc.pid, signal.SIGTERM)
         try:
-            proc.wait(timeout=10)
+            proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
@@ -335,14 +337,7 @@ class NfsServer:
     def stop(self) -> None:
         """Ganesha, rpcbind, then the namespace's holder: each by its pid."""
         for p in (self.proc, self.rpcbind, self.holder):
-            if p is not None and p.poll() is None:
-                os.kill(p.pid, signal.SIGCONT)
-                os.kill(p.pid, signal.SIGTERM)
-                try:
-                    p.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    os.kill(p.pid, signal.SIGKILL)
-                    p.wait()
+            _stop(p, timeout=5)
         self.proc = self.rpcbind = self.holder = None
 
     def pause(self) -> None:

@@ -306,7 +306,14 @@ def bench_tune_topk(**kwargs):
                    "equation on a local file, over pageserver (an nbdkit started here) and over "
                    "objserver with malloc storage (a redis-server started here), T1, T6 and Q1 "
                    "cold (a fresh open) and hot, with the servers' request counters; small "
-                   "unless --size; writes oo7_server.{json,md}.")
+                   "unless --size; writes oo7_server.{json,md} and oo7_server.png.")
+@click.option("--pages", type=click.IntRange(2), metavar="N",
+              help="With --server: the client buffer in pages (default 50; the object cache "
+                   "holds 35 records a page); 4096 holds the small database's T1 working set, "
+                   "so its hot runs send no request.")
+@click.option("--processes", type=click.IntRange(1), metavar="N",
+              help="With --server: processes, each on fresh engines (default 1); the report "
+                   "takes the medians, and the medians of each process's own ratios.")
 def bench_oo7(**kwargs):
     """OO7: every generated variant of type_equations/oo7/ vs hand-written C++, SQLite and LMDB.
 

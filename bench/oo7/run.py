@@ -1202,7 +1202,7 @@ def _run_and_report(exe, opts, json_path, write, say, hot_rounds: int = 0) -> in
 def command(*, size, fanout, seed, reference, out, build_dir, filter, ops, hot_runs, db_dir,
             lto_rows, cc, cxx, jobs, render, plots, readahead="default", durable=False,
             update_runs=None, pointers=False, hot_batch_us=Options.hot_batch_us,
-            hot_rounds=HOT_ROUNDS, server=False, say=print) -> int:
+            hot_rounds=HOT_ROUNDS, server=False, pages=None, processes=None, say=print) -> int:
     """`p2gen bench oo7`: build, run, report (`durable`: the durable comparison,
     durable_command; `pointers`: the pointer comparison, pointers_command; `server`: over
     the page and object servers, server.command). Returns the exit status."""
@@ -1212,7 +1212,11 @@ def command(*, size, fanout, seed, reference, out, build_dir, filter, ops, hot_r
                              "--reference, --durable or --pointers")
         from . import server as srv
         return srv.command(size=size, fanout=fanout, seed=seed, out=out, build_dir=build_dir,
-                           db_dir=db_dir, cc=cc, cxx=cxx, jobs=jobs, render=render, say=say)
+                           db_dir=db_dir, cc=cc, cxx=cxx, jobs=jobs, render=render,
+                           pages=pages or srv.PAGES, repetitions=processes or 1, hot_runs=hot_runs,
+                           plots=plots, say=say)
+    if pages is not None or processes is not None:
+        raise BuildError("--pages and --processes are --server's options")
     if pointers:
         if reference or durable:
             raise BuildError("--pointers runs at its own size (small unless --size): not with "

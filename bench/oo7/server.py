@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from ..common import (checked_sources, command_outputs, compile_and_link, driver_cxxflags,
-                      generate_variants, say_report, source_steps, users_build_steps, write_report)
+                      generate_variants, image_lines, plot_files, say_report, source_steps,
+                      users_build_steps, write_report)
 from ..engines import NBD_MISSING, REDIS_MISSING, NbdServer, RedisServer
 from ...errors import EnvError
 from .run import SOURCE_DIR, SPEC_DIR, P2_DRIVER, _check_size
@@ -113,10 +114,12 @@ def engines_missing(systems) -> list:
     return [m for s, m in (("PAGESERVER", NBD_MISSING), ("OBJSERVER", REDIS_MISSING)) if s in systems and m]
 
 
-def run_process(exe: Path, size: str, fanout: int, seed: int, ops, db_dir: str) -> tuple[int, list, str]:
-    """One process of the binary: (exit status, its JSON lines, stderr)."""
+def run_process(exe: Path, size: str, fanout: int, seed: int, ops, db_dir: str,
+                hot_runs: int = 1) -> tuple[int, list, str]:
+    """One process of the binary: (exit status, its JSON lines, stderr); the hot time the
+    median of hot_runs runs."""
     proc = subprocess.run([str(exe), f"--size={size}", f"--fanout={fanout}", f"--seed={seed}",
-                           f"--dir={db_dir}", "--ops=" + ",".join(ops)],
+                           f"--dir={db_dir}", "--ops=" + ",".join(ops), f"--hot={hot_runs}"],
                           capture_output=True, text=True, timeout=1800)
     rows = [json.loads(l) for l in proc.stdout.splitlines() if l.startswith("{")]
     return proc.returncode, rows, proc.stderr
@@ -155,9 +158,62 @@ def _med(rows, key, stat=None):
     return statistics.median(vals) if vals else None
 
 
-def report(doc: dict, out_dir: str) -> tuple[str, list]:
+# Targets (issue 36): hot, every page resident, the page server runs the local file's code
+HOT_TARGET = 1.05
+
+
+def ratio_to_local(processes: list, system: str, op: str, phase: str) -> Optional[float]:
+    """The median over the processes of the system's time over LOCAL's, each ratio taken
+    within one process (the load moves both alike)."""
+    out = []
+    for pr in processes:
+        by = {(r["system"], r["op"], r["phase"]): r["ms"] for r in pr["rows"] if "error" not in r}
+        a, b = by.get((system, op, phase)), by.get(("LOCAL", op, phase))
+        if a is not None and b:
+            out.append(a / b)
+    return statistics.median(out) if out else None
+
+
+def summary(processes: list) -> dict:
+    """(op, phase, system) -> median ms over the processes."""
+    acc: dict = {}
+    for pr in processes:
+        for r in pr["rows"]:
+            if "error" not in r and r["phase"] != "build":
+                acc.setdefault((r["op"], r["phase"], r["system"]), []).append(r["ms"])
+    return {k: statistics.median(v) for k, v in acc.items()}
+
+
+def render_plot(processes: list, out_dir: str, title: str) -> list:
+    """oo7_server.png: per operation, cold and hot, each system's median time (log scale)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    med = summary(processes)
+    systems = [s for s, _, _ in SYSTEMS if any(k[2] == s for k in med)]
+    groups = [(op, ph) for op in OPS for ph in ("cold", "hot") if any(k[:2] == (op, ph) for k in med)]
+    fig, ax = plt.subplots(figsize=(8, 4))
+    w = 0.8 / max(1, len(systems))
+    for i, sysname in enumerate(systems):
+        xs = [g + i * w for g in range(len(groups))]
+        ax.bar(xs, [max(med.get((op, ph, sysname), 0), 1e-3) for op, ph in groups], w, label=sysname)
+    ax.set_xticks([g + w * (len(systems) - 1) / 2 for g in range(len(groups))])
+    ax.set_xticklabels([f"{op} {ph}" for op, ph in groups])
+    ax.set_yscale("log")
+    ax.set_ylabel("ms (median over processes)")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    path = os.path.join(out_dir, "oo7_server.png")
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return [path]
+
+
+def report(doc: dict, out_dir: str, plots: bool = False) -> tuple[str, list, list]:
     """oo7_server.md: per operation and temperature, per system the median time and the
-    server's counters; the ratio to LOCAL. Returns (markdown, problems)."""
+    server's counters; the ratio to LOCAL (the median of the processes' own ratios); the
+    hot target; with plots, oo7_server.png. Returns (markdown, problems, pngs)."""
     processes = doc["processes"]
     probs = problems(processes)
     md = ["# OO7 over a page server and an object server", "",
@@ -165,7 +221,9 @@ def report(doc: dict, out_dir: str) -> tuple[str, list]:
           f"Size {doc['size']}, fanout {doc['fanout']}, {len(processes)} process(es) (medians); "
           f"client buffer {doc['pages']} pages (object server: {35 * doc['pages']} records). "
           "Cold: the first run after a fresh open (an empty client buffer; the local file dropped "
-          "from the page cache); hot: the same operation at once again. Requests: reads / writes "
+          "from the page cache); hot: the same operation at once again, the median of "
+          f"{doc.get('hot_runs', 1)} run(s), its counters the last run's; vs LOCAL: the median of "
+          "each process's own ratio. Requests: reads / writes "
           "sent to the server; KB in / out: payload bytes; misses: pages (objects) fetched; hits: "
           "touches of a page the clock had made inaccessible.", "",
           "| op | temp | system | ms | vs LOCAL | answer | reads | writes | KB in | KB out | misses | hits | evictions |",
@@ -179,28 +237,51 @@ def report(doc: dict, out_dir: str) -> tuple[str, list]:
                 rs = [r for r in rows if r["system"] == s and r["op"] == op and r["phase"] == phase]
                 if not rs:
                     continue
-                ms, base = _med(rs, "ms"), _med(local, "ms")
-                ratio = f"{ms / base:.2f}×" if base else "–"
+                ms, r = _med(rs, "ms"), ratio_to_local(processes, s, op, phase)
+                ratio = f"{r:.2f}×" if r is not None else "–"
                 server = bool(rs[0].get("stats"))
                 cells = ([f"{_med(rs, None, 'reads'):.0f}", f"{_med(rs, None, 'writes'):.0f}",
                           f"{_med(rs, None, 'bytes_read') / 1024:.0f}", f"{_med(rs, None, 'bytes_written') / 1024:.0f}",
                           f"{_med(rs, None, 'misses'):.0f}", f"{_med(rs, None, 'hits'):.0f}",
                           f"{_med(rs, None, 'evictions'):.0f}"] if server else ["–"] * 7)
                 md.append(f"| {op} | {phase} | {s} | {ms:.2f} | {ratio} | {rs[0]['count']} | " + " | ".join(cells) + " |")
+    md += target_lines(processes, doc["pages"])
+    pngs = []
+    if plots and rows:
+        pngs = plot_files(out_dir, lambda: render_plot(
+            processes, out_dir, f"OO7 {doc['size']} over servers, buffer {doc['pages']} pages"))
+        md += image_lines(pngs)
     if probs:
         md += ["", "## Problems", ""] + [f"- {p}" for p in probs]
-    return write_report(out_dir, "oo7_server.md", md + [""]), probs
+    return write_report(out_dir, "oo7_server.md", md + [""]), probs, pngs
+
+
+def target_lines(processes: list, pages: int) -> list:
+    """The hot target: PAGESERVER's hot T1 within HOT_TARGET of LOCAL's, with no request
+    (the buffer holds T1's working set); said unmet with the reason when it is not."""
+    r = ratio_to_local(processes, "PAGESERVER", "T1", "hot")
+    if r is None:
+        return []
+    hot = [x for pr in processes for x in pr["rows"]
+           if x.get("system") == "PAGESERVER" and x.get("op") == "T1" and x.get("phase") == "hot"]
+    reads = _med(hot, None, "reads") if hot and hot[0].get("stats") else None
+    why = ("" if reads == 0 else f"; its hot run still read {reads:.0f} pages: the buffer of {pages} "
+           "pages does not hold T1's working set (--pages)")
+    return ["", f"Target: hot T1 on the page server ≤ {HOT_TARGET:.2f}× LOCAL: **{r:.2f}×**, "
+            f"{'met' if r <= HOT_TARGET else 'not met'}{why}."]
 
 
 def command(*, size, fanout, seed, out, build_dir, db_dir, cc, cxx, jobs, render, repetitions=1,
-            pages=PAGES, systems=tuple(s for s, _, _ in SYSTEMS), say=print) -> int:
+            pages=PAGES, hot_runs=1, plots=False, systems=tuple(s for s, _, _ in SYSTEMS),
+            say=print) -> int:
     """`p2gen bench oo7 --server`: start the engines, build, run `repetitions` processes
     (fresh engines each), write oo7_server.{json,md}; the exit status."""
     _check_size(size)
     out, json_path, cmdline = command_outputs(out, "oo7_server.json")
     if render:
         with open(render) as f:
-            return say_report(say, *report(json.load(f), out))
+            text, probs, pngs = report(json.load(f), out, plots=plots)
+        return say_report(say, text, probs, [os.path.join(out, "oo7_server.md"), *pngs])
     missing = engines_missing(systems)
     if missing:
         raise EnvError("; ".join(missing))
@@ -227,17 +308,18 @@ def command(*, size, fanout, seed, out, build_dir, db_dir, cc, cxx, jobs, render
                     redis.flush()
             d = work / f"run{i}"
             d.mkdir()
-            rc, rows, err = run_process(exe, size, fan, seed, OPS, str(d))
+            rc, rows, err = run_process(exe, size, fan, seed, OPS, str(d), hot_runs)
             say(f"process {i}: exit status {rc}, {len(rows)} runs")
             processes.append(dict(rc=rc, rows=rows, stderr=err))
     finally:
         for e in (nbd, redis):
             if e:
                 e.stop()
-    doc = dict(command=cmdline, size=size, fanout=fan, seed=seed, pages=pages, processes=processes)
+    doc = dict(command=cmdline, size=size, fanout=fan, seed=seed, pages=pages, hot_runs=hot_runs,
+               processes=processes)
     os.makedirs(out, exist_ok=True)
     with open(json_path, "w") as f:
         json.dump(doc, f, indent=1)
-    text, probs = report(doc, out)
-    return say_report(say, text, probs, [json_path, os.path.join(out, "oo7_server.md")],
+    text, probs, pngs = report(doc, out, plots=plots)
+    return say_report(say, text, probs, [json_path, os.path.join(out, "oo7_server.md"), *pngs],
                       int(any(p["rc"] for p in processes)))

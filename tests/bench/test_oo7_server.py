@@ -23,7 +23,9 @@ pytestmark = pytest.mark.skipif(
 @pytest.fixture(scope="module")
 def result(tmp_path_factory):
     d = tmp_path_factory.mktemp("oo7_server")
-    res = CliRunner().invoke(main, ["bench", "oo7", "--server", "--size", "tiny", "-o", str(d / "out"),
+    # a buffer that holds the tiny database: the hot runs send no request
+    res = CliRunner().invoke(main, ["bench", "oo7", "--server", "--size", "tiny", "--pages", "4096",
+                                    "--hot-runs", "3", "-o", str(d / "out"),
                                     "--build-dir", str(d / "build"), "--db-dir", str(d)])
     doc = json.loads((d / "out" / "oo7_server.json").read_text())
     return res, doc, (d / "out" / "oo7_server.md").read_text()
@@ -65,3 +67,17 @@ def test_a_wrong_answer_is_a_problem(result):
     bad = json.loads(json.dumps(doc["processes"]))
     next(r for r in bad[0]["rows"] if r.get("system") == "PAGESERVER" and r.get("op") == "T6")["count"] += 1
     assert any("answers differ" in p for p in srv.problems(bad))
+
+
+def test_a_buffer_holding_the_working_set_runs_hot_without_requests(result):
+    # --pages 4096: every page T1 touches stays resident, so the hot runs are the local
+    # file's code (the target's row: hot T1 on the page server against LOCAL)
+    _, doc, md = result
+    rows = _rows(doc)
+    assert doc["pages"] == 4096 and doc["hot_runs"] == 3
+    for op in srv.OPS:
+        assert rows[("PAGESERVER", op, "hot")]["stats"]["reads"] == 0, op
+        assert rows[("PAGESERVER", op, "cold")]["stats"]["evictions"] == 0, op
+    assert "Target: hot T1 on the page server ≤ 1.05× LOCAL:" in md
+    assert srv.ratio_to_local(doc["processes"], "PAGESERVER", "T1", "hot") > 0
+    assert "![oo7_server](oo7_server.png)" in md

@@ -37,7 +37,8 @@ typedef struct p2_backend {
     uint64_t size;            /* bytes the server holds */
     int      growable;        /* grow() can extend it */
     int      timeout_ms;
-    uint32_t delay_us;        /* slept per request: a cost model's round trip (see open) */
+    uint32_t delay_us;        /* a request's least round trip: a cost model's (see open) */
+    int64_t  delay_owed_ns;   /* of it, what the requests so far have not yet taken */
     int      dead;            /* a request failed for good: every call fails with `why` */
     char     why[P2_ERR_MSG_SIZE];
     int      fd;              /* file */
@@ -73,11 +74,16 @@ static int backend_kill(p2_backend *b, p2_err *err, const char *fmt, ...)
     return backend_fail(b, err, P2_EIO, "%s", b->why);
 }
 
-static uint64_t now_ms(void)
+static uint64_t now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t now_ms(void)
+{
+    return now_ns() / 1000000u;
 }
 
 /* ------------------------------------------------------------------------
@@ -285,16 +291,27 @@ static int nbd_wait(p2_backend *b, uint64_t deadline, const char *what, p2_err *
 
 /* Run up to n requests (kind 'r', 'w' or 'f'), P2_SERVER_INFLIGHT at a time, each to
  * completion or to the deadline. */
-/* A cost model's round trips: `delay_us` for each of n requests, one after the other (as
- * 1990's RPCs were), slept before they are sent. */
-static void backend_delay(const p2_backend *b, unsigned n)
+/* A cost model's round trips: n requests sent at t0 (now_ns) take at least `delay_us`
+ * each, one after the other (as 1990's RPCs were).  Called once they are answered: what
+ * they took less than that is owed, and once a millisecond is owed it is slept, what the
+ * sleep overslept (a loaded machine wakes a sleeper 100-200 µs late) counted as paid ahead.
+ * So the requests' total time is the model's whatever today's round trip and the
+ * scheduler did, to within a millisecond; a sleep per request instead made an object's
+ * 164 µs 290-460, and a spin on the clock made the client wait for its CPU again. */
+static void backend_delay(p2_backend *b, uint64_t t0, unsigned n)
 {
     if (b->delay_us == 0 || n == 0)
         return;
-    uint64_t us = (uint64_t)b->delay_us * n;
-    struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    uint64_t now = now_ns(), want = (uint64_t)b->delay_us * n * 1000u;
+    if (now - t0 < want)
+        b->delay_owed_ns += (int64_t)(want - (now - t0));
+    if (b->delay_owed_ns < 1000000)
+        return;
+    uint64_t end = now + (uint64_t)b->delay_owed_ns;
+    struct timespec ts = {(time_t)(end / 1000000000u), (long)(end % 1000000000u)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
     }
+    b->delay_owed_ns -= (int64_t)(now_ns() - now);
 }
 
 static int nbd_run(p2_backend *b, const p2_io *io, unsigned n, char kind, p2_err *err)
@@ -302,8 +319,7 @@ static int nbd_run(p2_backend *b, const p2_io *io, unsigned n, char kind, p2_err
     const char *what = kind == 'r' ? "a read" : kind == 'w' ? "a write" : "a flush";
     if (b->dead)
         return backend_fail(b, err, P2_EIO, "%s", b->why);
-    backend_delay(b, kind == 'f' ? 1 : n);
-    uint64_t deadline = now_ms() + (uint64_t)b->timeout_ms;
+    uint64_t t0 = now_ns(), deadline = t0 / 1000000u + (uint64_t)b->timeout_ms;
     int64_t cookie[P2_SERVER_INFLIGHT];
     unsigned next = 0, done = 0, inflight = 0;
     unsigned total = kind == 'f' ? 1 : n;
@@ -360,6 +376,7 @@ static int nbd_run(p2_backend *b, const p2_io *io, unsigned n, char kind, p2_err
                 return rc;
         }
     }
+    backend_delay(b, t0, total);
     if (failed)   /* the server answered with an error: the connection is still good */
         return backend_fail(b, err, P2_EIO, "the server failed %s: %s", what, why);
     return P2_OK;
@@ -988,7 +1005,7 @@ static int redis_pipe(p2_backend *b, unsigned n, const int *argc, const char *co
 {
     if (b->dead)
         return backend_fail(b, err, P2_EIO, "%s", b->why);
-    backend_delay(b, n);
+    uint64_t t0 = now_ns();
     for (unsigned i = 0; i < n; i++)
         if (redisl.append_argv(b->redis, argc[i], (const char **)argv[i], lens[i]) != 0)
             return redis_lost(b, what, err);
@@ -1007,6 +1024,7 @@ static int redis_pipe(p2_backend *b, unsigned n, const int *argc, const char *co
             rc = take(ctx, i, &rr);
         redisl.free_reply(r);
     }
+    backend_delay(b, t0, n);
     return rc;
 }
 
@@ -1154,6 +1172,7 @@ static int backend_open(p2_backend *b, const char *uri, p2_err *err)
     }
     /* a cost model (p2gen bench acob --cost 1990): a delay per request, by engine */
     b->delay_us = 0;
+    b->delay_owed_ns = 0;
     const char *d = strncmp(uri, "redis://", 8) == 0 ? getenv("P2_SERVER_DELAY_REDIS_US")
                   : strncmp(uri, "nbd://", 6) == 0 ? getenv("P2_SERVER_DELAY_NBD_US")
                   : strncmp(uri, "nfs://", 6) == 0 ? getenv("P2_SERVER_DELAY_NFS_US") : NULL;

@@ -10,6 +10,12 @@
 //   --acob_smear=0        1: smear a quarter of the objects (acob.md §2.3)
 //   --acob_seed=1990      the one seed: every step (build, read, update) starts from it
 //   --acob_dir=PATH       where the local file goes (default: a new directory in $TMPDIR)
+//   --acob_hot=0          1: also acob/<SYSTEM>/hotread, between read and update: each
+//                         set's random read once to warm the client buffer, then again timed
+//                         with the buffer kept (hot: with B >= 310 pages every page resident)
+//   --acob_nbd=URI        also acob/RAWNBD/read, last: libnbd's nbd_pread of each page of
+//                         the first set, one at a time, on the export at URI (the page
+//                         server's, after its build): what one raw read of a page costs
 //   --acob_list           print the registered systems and exit
 // Benchmarks: acob/<SYSTEM>/<step> for step build, scan, read, update, one iteration each
 // and in that order per system; the time is manual (the steps' work and commits over all
@@ -33,6 +39,9 @@
 #include <sstream>
 
 #include <benchmark/benchmark.h>
+#if ACOB_RAWNBD
+#include <libnbd.h>   // libnbd-dev: only for acob/RAWNBD/read (the runtime dlopens libnbd)
+#endif
 
 #include "acob.h"
 #include "../bench_main.h"
@@ -46,9 +55,9 @@ namespace {
 
 struct Config {
     uint32_t objects = 1500, sets = 5, queries = 0, f = 30, region = 5;
-    bool smear = false;
+    bool smear = false, hot = false;
     uint64_t seed = 1990;
-    std::string dir, root;
+    std::string dir, root, nbd;
 } cfg;
 
 int g_failures = 0;
@@ -442,6 +451,101 @@ void bm_step(benchmark::State &st, System sys, std::string step) {
     }
 }
 
+// acob/<SYSTEM>/hotread: per set, the random read once (the client buffer warmed, not
+// timed), then the same walk again HOT_RUNS times, nothing dropped between, its time the
+// median of the walks (a shared machine moves one run of 0.3 ms tenfold; the commits are not
+// timed: LOCAL's costs milliseconds, the page server's nothing): with a buffer that holds the
+// set, every page resident, so the page server runs the local file's code (the target:
+// within 1.05x of LOCAL); the counters are the first timed run's
+const int HOT_RUNS = 5;
+
+double median_of(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+void bm_hotread(benchmark::State &st, System sys) {
+    for (auto _ : st) {
+        std::string err;
+        Db &d = dbs()[sys.name];
+        if (!d.ok) { fail(st, sys.name + ": not built"); break; }
+        Stats probe;
+        bool server = d.eng->stats(&probe), ok = true;
+        double total = 0;
+        std::vector<Counts> cs;
+        for (uint32_t s = 0; s < cfg.sets && ok; s++) {
+            Counts warm, c;
+            Rng r1(cfg.seed);
+            ok = d.eng->drop(err) && run_step(d, "read", s, r1, warm, err) && d.eng->commit(err);
+            if (!ok) break;
+            Stats a, b;
+            d.eng->reset_stats();
+            d.eng->stats(&a);
+            std::vector<double> ms;
+            for (int i = 0; i < HOT_RUNS && ok; i++) {
+                Counts again;
+                Rng rr(cfg.seed);
+                auto t0 = Clock::now();
+                ok = run_step(d, "read", s, rr, i ? again : c, err);
+                ms.push_back(ms_since(t0));      // the walk: the commit (LOCAL's msync) apart
+                ok = ok && d.eng->commit(err);
+                if (i == 0 && server) {
+                    d.eng->stats(&b);
+                    c.s = delta(a, b);
+                }
+            }
+            if (!ok) break;
+            c.ms = median_of(ms);
+            total += c.ms;
+            if (ok) print_counts(sys.name, "hotread", s, c, server);
+            cs.push_back(c);
+        }
+        st.SetIterationTime(total / 1000.0);
+        if (!ok) { fail(st, err); break; }
+        set_counters(st, cs, server);
+    }
+}
+
+#if ACOB_RAWNBD
+// acob/RAWNBD/read: one raw libnbd read of a 4 KiB page at a time, the first set's pages
+// in order, on a connection of its own, three passes, the median pass's time; printed as a
+// count line (system RAWNBD, step read, one pass's reads)
+void bm_rawnbd(benchmark::State &st) {
+    for (auto _ : st) {
+        struct nbd_handle *h = nbd_create();
+        if (h == nullptr || nbd_connect_uri(h, cfg.nbd.c_str()) == -1) {
+            fail(st, std::string("libnbd: ") + (nbd_get_error() ? nbd_get_error() : "cannot connect"));
+            if (h) nbd_close(h);
+            break;
+        }
+        const uint64_t pages = cfg.objects / OBJECTS_PER_PAGE;
+        std::vector<char> buf(PAGE);
+        Counts c;
+        bool ok = true;
+        std::vector<double> passes;
+        for (int pass = 0; pass < 3 && ok; pass++) {
+            auto t0 = Clock::now();
+            for (uint64_t i = 0; i < pages && ok; i++) {
+                ok = nbd_pread(h, buf.data(), PAGE, i * PAGE, 0) == 0;
+                if (pass == 0) {
+                    c.s.reads++;
+                    c.s.bytes_read += PAGE;
+                }
+            }
+            passes.push_back(ms_since(t0));
+        }
+        c.ms = median_of(passes);
+        std::string why = ok ? "" : std::string("libnbd: ") + (nbd_get_error() ? nbd_get_error() : "a read failed");
+        (void)nbd_shutdown(h, 0);
+        nbd_close(h);
+        st.SetIterationTime(c.ms / 1000.0);
+        if (!ok) { fail(st, why); break; }
+        print_counts("RAWNBD", "read", 0, c, true);
+        st.counters["reads"] = (double)c.s.reads;
+    }
+}
+#endif
+
 bool apply(const std::string &key, const std::string &val) {
     auto u = [&](const char *f) { return benchflags::to_u64("acob_bench", f, val); };
     if (key == "acob_objects") cfg.objects = (uint32_t)u("acob_objects");
@@ -452,6 +556,8 @@ bool apply(const std::string &key, const std::string &val) {
     else if (key == "acob_smear") cfg.smear = u("acob_smear") != 0;
     else if (key == "acob_seed") cfg.seed = u("acob_seed");
     else if (key == "acob_dir") cfg.dir = val;
+    else if (key == "acob_hot") cfg.hot = u("acob_hot") != 0;
+    else if (key == "acob_nbd") cfg.nbd = val;
     else return false;
     return true;
 }
@@ -477,10 +583,27 @@ int main(int argc, char **argv) {
     }
     if (!cfg.queries) cfg.queries = cfg.objects / 5;
     for (const System &s : registry())
-        for (const char *step : {"build", "scan", "read", "update"})
-            benchmark::RegisterBenchmark(("acob/" + s.name + "/" + step).c_str(), bm_step, s,
-                                         std::string(step))
+        for (const char *step : {"build", "scan", "read", "hotread", "update"}) {
+            std::string name = "acob/" + s.name + "/" + step;
+            if (std::string(step) == "hotread") {
+                if (cfg.hot)
+                    benchmark::RegisterBenchmark(name.c_str(), bm_hotread, s)
+                        ->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+                continue;
+            }
+            benchmark::RegisterBenchmark(name.c_str(), bm_step, s, std::string(step))
                 ->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+        }
+#if ACOB_RAWNBD
+    if (!cfg.nbd.empty())
+        benchmark::RegisterBenchmark("acob/RAWNBD/read", bm_rawnbd)
+            ->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+#else
+    if (!cfg.nbd.empty()) {
+        std::cerr << "acob_bench: --acob_nbd needs libnbd-dev at build time (apt-get install libnbd-dev)\n";
+        return 2;
+    }
+#endif
     benchmark::AddCustomContext("acob_objects", std::to_string(cfg.objects));
     benchmark::AddCustomContext("acob_sets", std::to_string(cfg.sets));
     benchmark::AddCustomContext("acob_queries", std::to_string(cfg.queries));

@@ -47,6 +47,8 @@ SOURCE_DIR = BENCH_DIR / "acob"
 DRIVER_SOURCES = ("acob.h", "acob_driver.cc", "acob_main.cc")
 LIBS = ("-lbenchmark", "-lpthread")
 STEPS = ("build", "scan", "read", "update")
+# acob/RAWNBD/read (one raw libnbd read of a page at a time) links libnbd itself
+RAWNBD = Path("/usr/include/libnbd.h").exists()
 # (system, spec stem, rank, a server's memory)
 SYSTEMS = (("LOCAL", "persistent", 1, False), ("PAGESERVER", "pageserver", 2, True),
            ("OBJSERVER", "objserver", 3, True), ("HYBRID", "hybrid", 4, True),
@@ -66,14 +68,42 @@ MODEL = {10: ((13004, 117), (5371, 47), (8918, 101), (4365, 42), (2804, 44)),
 PAPER = {10: {"pages": 5443, "objects": 11977, "page_hit": 0.66, "obj_hit": 0.181},
          90: {"pages": 2293, "objects": 10953, "page_hit": 0.86, "obj_hit": 0.251}}
 PAPER_READ_REFS = 14623
-# The 1990 cost model: the paper's round trips (Table 1: a 4,000-byte page 17.9 ms, a
-# 100-byte object 8.2 ms) at 1/100, a delay per request slept by the client
-# (P2_SERVER_DELAY_*_US, runtime backend) on top of today's loopback round trip (acob.md
-# §8, p50: an NBD 4 KiB read 27 µs, a Redis GET 23 µs): page 179 µs, object 82 µs.
+# The 1990 cost model: a request costs what Table 1 (the paper's Sun RPC over UDP: reply of
+# 1 B 7.8 ms ... 8,000 B 28.4) gives for its reply's size, at 1/50 (so one run of the object
+# server takes minutes, not hours, and today's round trip, 25-150 µs on a loaded machine, is
+# a small part of it): a 4 KiB page ≈ 363 µs, a 112-byte object ≈ 164 µs (the paper's
+# 17.9 : 8.2 ms). Injected by the client: the runtime's backend pads each request to the
+# engine to at least P2_SERVER_DELAY_*_US, whatever today's round trip was; calibrate()
+# measures the client's own work around it and sets the delays so that what a page or an
+# object costs in the scan is the target. (nbdkit's delay filter counts whole milliseconds: at 1/50 it
+# would need 0.18 ms; at 1/10 a run of the object server would take hours.)
 # The file server's NFS page fetch was cheaper than the page server's RPC (acob.md §6: ≈ 12 s
-# for ≈ 1,200 pages, ≈ 10 ms a page): at 1/100, 100 µs, less today's NFS read (≈ 35 µs).
+# for ≈ 1,200 pages, ≈ 10 ms a page): at 1/50, 200 µs a page, its client work taken as the
+# page server's (the same fault and copy; calibrate() does not run Ganesha's namespace).
+TABLE1_MS = ((1, 7.8), (10, 7.9), (100, 8.2), (1000, 9.7), (4000, 17.9), (8000, 28.4))
+COST_1990_SCALE = 0.02
+NFS_PAGE_MS = 10.0
+PAGE_BYTES, RECORD_BYTES = 4096, 112
+DELAY_VARS = ("P2_SERVER_DELAY_NBD_US", "P2_SERVER_DELAY_REDIS_US", "P2_SERVER_DELAY_NFS_US")
 COST_1990 = {"P2_SERVER_DELAY_NBD_US": "152", "P2_SERVER_DELAY_REDIS_US": "59",
-             "P2_SERVER_DELAY_NFS_US": "65"}
+             "P2_SERVER_DELAY_NFS_US": "65"}   # uncalibrated default
+PAPER_RATIO = 17.9 / 8.2
+
+
+def table1_ms(nbytes: int) -> float:
+    """Table 1's reply cost (ms) for a reply of nbytes, linear between its sizes and beyond
+    its last two."""
+    pts = TABLE1_MS
+    for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+        if nbytes <= x1 or (x1, y1) == pts[-1]:
+            return y0 + (y1 - y0) * (max(nbytes, x0) - x0) / (x1 - x0)
+    return pts[-1][1]
+
+
+def cost_1990_targets() -> tuple[float, float]:
+    """(page, object) µs: Table 1's reply cost of a page and of a record, scaled."""
+    return (table1_ms(PAGE_BYTES) * 1000 * COST_1990_SCALE,
+            table1_ms(RECORD_BYTES) * 1000 * COST_1990_SCALE)
 
 
 @dataclass
@@ -89,11 +119,12 @@ class Options:
     repetitions: int = 1
     systems: tuple = ("LOCAL", "PAGESERVER", "OBJSERVER", "HYBRID")
     nfs_writes: str = "sync"    # FILESERVER: pageserver(writes = ...): sync, the paper's; or unstable
+    targets: bool = False       # also hotread (every system) and RAWNBD/read: target_lines
 
     def args(self, f: int, db_dir: str) -> list:
         return [f"--acob_objects={self.objects}", f"--acob_sets={self.sets}", f"--acob_f={f}",
                 f"--acob_region={self.region}", f"--acob_smear={int(self.smear)}",
-                f"--acob_seed={self.seed}", f"--acob_dir={db_dir}"]
+                f"--acob_seed={self.seed}", f"--acob_dir={db_dir}", f"--acob_hot={int(self.targets)}"]
 
 
 def engines_missing(systems) -> list:
@@ -164,9 +195,10 @@ def build(build_dir: str, nbd_uri: str, redis_uri: str, *, systems=Options.syste
     tasks, archives = users_build_steps(gen_dir, obj_dir, steps, cc=cc_all, cxx=cxx, cxxflags=cxxflags,
                                         driver=src / "acob_driver.cc", driver_deps=[src / "acob.h"],
                                         include_dirs=[src])
-    tasks += source_steps(src, ("acob_main.cc",), obj_dir, cxx=cxx, cxxflags=cxxflags,
-                          deps=[src / "acob.h"])
-    return compile_and_link(bdir, "acob_bench", tasks, archives, list(LIBS) + list(extra_flags),
+    tasks += source_steps(src, ("acob_main.cc",), obj_dir, cxx=cxx,
+                          cxxflags=cxxflags + [f"-DACOB_RAWNBD={int(RAWNBD)}"], deps=[src / "acob.h"])
+    libs = list(LIBS) + (["-lnbd"] if RAWNBD else [])
+    return compile_and_link(bdir, "acob_bench", tasks, archives, libs + list(extra_flags),
                             cxx=cxx, opt=opt, lto=False,
                             hint="install Google Benchmark: apt-get install libbenchmark-dev",
                             jobs=jobs, say=say)
@@ -244,17 +276,22 @@ def parse_output(text: str) -> tuple[list, list]:
 
 
 def run_once(exe: Path, opts: Options, f: int, json_out: str, db_dir: str,
-             delays: Optional[dict] = None, nfs: Optional[NfsServer] = None) -> tuple[int, str, str]:
+             delays: Optional[dict] = None, steps: tuple = STEPS,
+             nbd_uri: Optional[str] = None, nfs: Optional[NfsServer] = None) -> tuple[int, str, str]:
     """One process: (exit status, stdout, stderr); Google Benchmark's JSON to json_out.
-    delays: the P2_SERVER_DELAY_*_US to set (default: opts.cost's). With `nfs`, the
-    process runs in that server's network namespace."""
-    cmd = [str(exe)] + opts.args(f, db_dir) + [
+    delays: the P2_SERVER_DELAY_*_US to set (default: opts.cost's); steps: the first
+    steps only (build must be one of them); nbd_uri: the page server's export, for
+    RAWNBD/read (opts.targets). With `nfs`, the process runs in that server's network
+    namespace."""
+    raw = opts.targets and nbd_uri and RAWNBD and "PAGESERVER" in opts.systems
+    cmd = [str(exe)] + opts.args(f, db_dir) + ([f"--acob_nbd={nbd_uri}"] if raw else []) + [
         f"--benchmark_out={json_out}", "--benchmark_out_format=json",
-        "--benchmark_filter=^acob/(" + "|".join(opts.systems) + ")/"]
+        "--benchmark_filter=^acob/(" + "|".join(opts.systems + (("RAWNBD",) if raw else ())) + ")/"
+        + ("" if tuple(steps) == STEPS else "(" + "|".join(steps) + ")/")]
     if nfs is not None:
         cmd = nfs.wrap(cmd)
     env = dict(os.environ)
-    for k in COST_1990:
+    for k in DELAY_VARS:
         env.pop(k, None)
     env.update(delays if delays is not None else COST_1990 if opts.cost == "1990" else {})
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -262,7 +299,8 @@ def run_once(exe: Path, opts: Options, f: int, json_out: str, db_dir: str,
 
 
 def run_systems(exe: Path, opts: Options, f: int, json_out: str, db_dir: str,
-                eng: "Engines", delays: Optional[dict] = None) -> tuple[int, str, str, list]:
+                eng: "Engines", delays: Optional[dict] = None,
+                nbd_uri: Optional[str] = None) -> tuple[int, str, str, list]:
     """run_once for opts.systems: FILESERVER in a second process inside the NFS server's
     namespace (same seed, so the same walk), the host's systems in the first. (exit
     status, the outputs joined, stderr, the Google Benchmark JSON paths)."""
@@ -274,7 +312,8 @@ def run_systems(exe: Path, opts: Options, f: int, json_out: str, db_dir: str,
         if not systems:
             continue
         path = json_out + tag
-        r, o, e = run_once(exe, replace(opts, systems=systems), f, path, db_dir + tag, delays, nfs)
+        r, o, e = run_once(exe, replace(opts, systems=systems), f, path, db_dir + tag, delays,
+                           nbd_uri=nbd_uri, nfs=nfs)
         rc, out, err = rc or r, out + o, err + e
         paths.append(path)
     return rc, out, err, paths
@@ -287,6 +326,74 @@ def merge_benchmark_json(paths: list) -> Optional[dict]:
     if not docs:
         return None
     return dict(docs[0], benchmarks=[b for d in docs for b in d.get("benchmarks", [])])
+def scan_request_us(counts: list) -> dict:
+    """system -> what one request cost in the scan (µs): the scans' time over their requests
+    (the round trip, any delay, and the client's work around it: fault, copy, eviction)."""
+    out = {}
+    for system in ("PAGESERVER", "OBJSERVER"):
+        cs = [c for c in counts if c["system"] == system and c["step"] == "scan" and c.get("reads")]
+        if cs:
+            out[system] = sum(c["ms"] for c in cs) * 1000 / sum(c["reads"] for c in cs)
+    return out
+
+
+def delays_env(page_us: float, object_us: float, nfs_us: Optional[float] = None) -> dict:
+    env = {"P2_SERVER_DELAY_NBD_US": str(max(0, round(page_us))),
+           "P2_SERVER_DELAY_REDIS_US": str(max(0, round(object_us)))}
+    if nfs_us is not None:
+        env["P2_SERVER_DELAY_NFS_US"] = str(max(0, round(nfs_us)))
+    return env
+
+
+def nfs_delay(cal: dict) -> float:
+    """The file server's delay per NFS read: its page's cost (NFS_PAGE_MS, scaled) less the
+    client's work on a page, taken as the page server's (the calibrated target less its delay)."""
+    return NFS_PAGE_MS * 1000 * COST_1990_SCALE - (cal["target"][0] - cal["delays"][0])
+
+
+def calibrate(exe: Path, eng: "Engines", opts: Options, tmp: Path, *, rounds: int = 4,
+              tolerance: float = 0.05, say: Callable[[str], None] = lambda m: None) -> dict:
+    """The 1990 cost model's round trips, measured: the runtime pads each request to the
+    engine to at least its delay (P2_SERVER_DELAY_*_US), and what a page or an object costs
+    in a scan is that plus the client's own work (fault, copy, eviction, the walk). A process
+    scans one set on the page and the object server with no delay (today's cost), then with
+    delays = the targets (cost_1990_targets) over the requests a fetch makes (a page read
+    one; an object fetch two Redis commands, the version and the bytes, in one pipeline),
+    each next round corrected by what a fetch missed its target by, until both are within
+    `tolerance`. Returns {target, native, delays, measured, rounds: [(delays, measured)]}
+    (µs, page then object; delays per request to the engine, the others per fetch)."""
+    target = cost_1990_targets()
+    tmp.mkdir(parents=True, exist_ok=True)
+    copts = Options(objects=opts.objects, sets=1, fs=(30,), region=opts.region, seed=opts.seed,
+                    systems=("PAGESERVER", "OBJSERVER"))
+    per_fetch = (1.0, 2.0)     # requests to the engine per page read, per object fetch
+
+    def measure(delays: tuple, i: int) -> tuple:
+        eng.fresh()
+        rc, out, err = run_once(exe, copts, 30, str(tmp / f"cal{i}.json"), str(tmp / f"cal{i}"),
+                                delays=delays_env(*delays), steps=("build", "scan"))
+        got = scan_request_us(parse_output(out)[0])
+        if rc != 0 or len(got) != 2:
+            raise EnvError(f"acob: the cost model's calibration run failed (exit {rc}): {err.strip()[-500:]}")
+        return got["PAGESERVER"], got["OBJSERVER"]
+
+    native = measure((0, 0), 0)
+    delays = tuple(t / k for t, k in zip(target, per_fetch))
+    hist, work = [], ([], [])
+    for i in range(1, rounds + 1):
+        got = measure(delays, i)
+        hist.append((delays, got))
+        say(f"calibration {i}: delays page {delays[0]:.0f} µs, object {delays[1]:.0f} µs: a page cost "
+            f"{got[0]:.0f} µs, an object {got[1]:.0f} µs (targets {target[0]:.0f}, {target[1]:.0f})")
+        if all(abs(g - t) <= tolerance * t for g, t in zip(got, target)):
+            break
+        # the client's work beyond the padded round trips, its median over the rounds (one
+        # round on a loaded machine can be twice another), at most a whole native fetch
+        for j in range(2):
+            work[j].append(min(native[j], max(0.0, got[j] - per_fetch[j] * delays[j])))
+        delays = tuple(max(0.0, (t - statistics.median(w)) / k) for t, w, k in zip(target, work, per_fetch))
+    best = min(hist, key=lambda h: max(abs(g - t) / t for g, t in zip(h[1], target)))
+    return dict(target=target, native=native, delays=best[0], measured=best[1], rounds=hist)
 
 
 def problems(runs: list) -> list:
@@ -299,7 +406,8 @@ def problems(runs: list) -> list:
             out.append(f"{tag}: the binary exited with {r['rc']}: {r['stderr'].strip()[-500:]}")
         by = {}
         for c in r["counts"]:
-            by.setdefault((c["step"], c["set"]), {})[c["system"]] = (c["walk"], c["roots"], c["updates"])
+            if c["system"] != "RAWNBD":     # raw reads of the export, no walk
+                by.setdefault((c["step"], c["set"]), {})[c["system"]] = (c["walk"], c["roots"], c["updates"])
         for (step, s), per in sorted(by.items()):
             if len(set(per.values())) > 1:
                 out.append(f"{tag}: {step} set {s}: the systems' counts differ: {per}")
@@ -360,7 +468,7 @@ SWEEP_PAGES = {30: (4912, 3923, 2946, 2002, 1098, 300), 90: (2173, 1757, 1345, 9
 SWEEP_OBJECTS_WITH_ROOTS = {30: (10251, 8114, 7368, 7321, 7321, 7321)}
 
 
-def report_lines(opts: Options, runs: list, command: Optional[str]) -> list:
+def report_lines(opts: Options, runs: list, command: Optional[str], cal: Optional[dict] = None) -> list:
     md = ["# ACOB: a local file, a page server and an object server", "",
           f"{opts.sets} sets of {opts.objects:,} complex objects (7 records of 112 bytes, 35 to a "
           f"4 KiB page), region {opts.region} pages, smearing {'on' if opts.smear else 'off'}, "
@@ -370,17 +478,139 @@ def report_lines(opts: Options, runs: list, command: Optional[str]) -> list:
           "not the server; "
           f"{opts.repetitions} process(es) per (B, f), engines fresh for each. Cost model: "
           + ("native (today's engines on loopback as they are)." if opts.cost == "native" else
-             "1990 ratios (every request first sleeps, client-side: a page 152 µs, an object "
-             "59 µs, meant to make a page cost ≈ 179 µs and an object ≈ 82 µs with today's "
-             "loopback round trip, the paper's 17.9 : 8.2 ms at 1/100; what a request cost "
-             "in the scans is under each table: sleeps overshoot on a loaded machine)."), ""]
+             "1990 ratios: Table 1's reply cost by size at 1/50, injected on the client (labelled "
+             "P2_SERVER_DELAY_NBD_US / _REDIS_US: the runtime sleeps until each request's round "
+             "trip has taken at least that), calibrated below."), ""]
     if command:
         md += ["Command: `" + command + "`", ""]
+    md += calibration_lines(cal, runs)
+    md += counted_lines(opts, runs, cal)
     for buf in opts.buffers:
         for f in opts.fs:
             md += _section(opts, runs, f, buf)
     if len(opts.buffers) > 1:
         md += _sweep(opts, runs)
+    md += target_lines(runs, native=opts.cost == "native")
+    return md
+
+
+def _per_process(runs: list, fn) -> list:
+    return [x for x in (fn(r["counts"]) for r in runs) if x is not None]
+
+
+def _step(counts: list, system: str, step: str) -> list:
+    return [c for c in counts if c["system"] == system and c["step"] == step]
+
+
+HOT_TARGET, FAULT_TARGET = 1.05, 1.5
+
+
+def target_lines(runs: list, native: bool = True) -> list:
+    """Issue 36's targets measured here (--targets), each a median over the processes of
+    the ratio within one process: the hot random read (the page server against LOCAL; its
+    pages read, 0 when the buffer holds the set) and a cold fault in the scan against one
+    raw libnbd read of a page (native costs only)."""
+    def hot(counts):
+        ps, lo = _step(counts, "PAGESERVER", "hotread"), _step(counts, "LOCAL", "hotread")
+        if not ps or not lo or not sum(c["ms"] for c in lo):
+            return None
+        return sum(c["ms"] for c in ps) / sum(c["ms"] for c in lo), statistics.mean(c["reads"] for c in ps)
+
+    def fault(counts):
+        ps, raw = _step(counts, "PAGESERVER", "scan"), _step(counts, "RAWNBD", "read")
+        if not ps or not raw or not sum(c["reads"] for c in ps) or not raw[0]["reads"]:
+            return None
+        page = sum(c["ms"] for c in ps) * 1000 / sum(c["reads"] for c in ps)
+        one = raw[0]["ms"] * 1000 / raw[0]["reads"]
+        return page / one, page, one
+
+    hots, faults = _per_process(runs, hot), _per_process(runs, fault) if native else []
+    if not hots and not faults:
+        return []
+    md = ["## Targets (issue 36)", "", "Each the median over the processes of the ratio taken "
+          "within one process.", "", "| target | measured | met |", "|---|---|:-:|"]
+    if hots:
+        r, reads = statistics.median(h[0] for h in hots), statistics.median(h[1] for h in hots)
+        md.append(f"| hot random read: page server ≤ {HOT_TARGET}× LOCAL (every page resident) | "
+                  f"{r:.2f}× ({reads:,.0f} pages read a set hot) | {'yes' if r <= HOT_TARGET else 'no'} |")
+    if faults:
+        r = statistics.median(x[0] for x in faults)
+        page, one = statistics.median(x[1] for x in faults), statistics.median(x[2] for x in faults)
+        md.append(f"| cold fault (the scan's time per page fetched) ≤ {FAULT_TARGET}× one raw libnbd "
+                  f"read of a page | {r:.2f}× ({page:.0f} µs against {one:.0f} µs) | "
+                  f"{'yes' if r <= FAULT_TARGET else 'no'} |")
+    md.append("")
+    return md
+
+
+def effective_ratio(runs: list) -> Optional[tuple]:
+    """(page µs, object µs, page : object) a request cost in the runs' scans, medians over
+    the processes; None without both servers' scans."""
+    per = [scan_request_us(r["counts"]) for r in runs]
+    ps = [x["PAGESERVER"] for x in per if "PAGESERVER" in x]
+    ob = [x["OBJSERVER"] for x in per if "OBJSERVER" in x]
+    ratios = [x["PAGESERVER"] / x["OBJSERVER"] for x in per if len(x) == 2]
+    if not ratios:
+        return None
+    return statistics.median(ps), statistics.median(ob), statistics.median(ratios)
+
+
+def counted_lines(opts: Options, runs: list, cal: Optional[dict]) -> list:
+    """The 1990 model counted rather than timed: per (B, f), each server's requests (reads and
+    writes, per set) at the calibrated costs of a fetch (cal["measured"]) plus LOCAL's time
+    for the step, beside the measured OBJ / PAGE ratios: the shapes without the load's noise
+    in one process."""
+    if not cal:
+        return []
+    page_us, obj_us = cal["measured"]
+    md = ["### OBJ / PAGE, measured and counted", "",
+          "Counted: a set's requests (reads + writes) × what a fetch cost in the calibration "
+          f"(page {page_us:.0f} µs, object {obj_us:.0f} µs) + LOCAL's time for the step; > 1 where "
+          "the page server is faster.", "",
+          "| B | f | scan measured | counted | read measured | counted | update measured | counted |",
+          "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for buf in opts.buffers:
+        for f in opts.fs:
+            m, t = per_set_means(runs, f, buf), time_medians(runs, f, buf)
+            cells = []
+            for step in ("scan", "read", "update"):
+                ps, ob = m.get(("PAGESERVER", step)), m.get(("OBJSERVER", step))
+                tp, to = t.get(("PAGESERVER", step)), t.get(("OBJSERVER", step))
+                lo = t.get(("LOCAL", step), 0.0)
+                cells.append("—" if not tp or to is None else f"{to / tp:.2f}")
+                if ps is None or ob is None:
+                    cells.append("—")
+                    continue
+                cp = lo + (ps["reads"] + ps["writes"]) * page_us / 1000
+                co = lo + (ob["reads"] + ob["writes"]) * obj_us / 1000
+                cells.append(f"{co / cp:.2f}")
+            md.append(f"| {buf} | {f} | " + " | ".join(cells) + " |")
+    md.append("")
+    return md
+
+
+def calibration_lines(cal: Optional[dict], runs: list) -> list:
+    """The cost model's calibration, and the page : object ratio the runs' scans paid."""
+    if not cal:
+        return []
+    (tp, to), (np_, no), (dp, do), (mp, mo) = cal["target"], cal["native"], cal["delays"], cal["measured"]
+    md = ["## The 1990 cost model, calibrated", "",
+          "What one request costs in a scan of one set (its time over its requests: round trip "
+          "and the client's work, fault, copy and eviction included), µs:", "",
+          "| | page (4 KiB) | object (112 B) | page : object |", "|---|---:|---:|---:|",
+          f"| target: Table 1 at 1/50 | {tp:.0f} | {to:.0f} | {tp / to:.2f} (paper 17.9 : 8.2 = {PAPER_RATIO:.2f}) |",
+          f"| native, measured (no delay) | {np_:.0f} | {no:.0f} | {np_ / no:.2f} |",
+          f"| least round trip per request to the engine (a page read one, an object fetch two) | {dp:.0f} | {do:.0f} | |",
+          f"| with the delay, calibration ({len(cal['rounds'])} round(s)) | {mp:.0f} | {mo:.0f} | {mp / mo:.2f} |"]
+    eff = effective_ratio(runs)
+    if eff:
+        ep, eo, er = eff
+        ok = abs(er / PAPER_RATIO - 1) <= 0.10
+        md.append(f"| with the delay, the runs' scans (median) | {ep:.0f} | {eo:.0f} | {er:.2f} |")
+        md += ["", f"Effective page : object ratio in the runs: **{er:.2f}**, "
+               f"{er / PAPER_RATIO:.2f}× the paper's {PAPER_RATIO:.2f} "
+               f"({'within' if ok else 'outside'} 10 %)."]
+    md.append("")
     return md
 
 
@@ -426,12 +656,11 @@ def _section(opts: Options, runs: list, f: int, buf: int) -> list:
     for step in STEPS:
         lo, ps, ob = (t.get((s, step)) for s in ("LOCAL", "PAGESERVER", "OBJSERVER"))
         md.append(f"| {step} | {ms(lo)} | {ms(ps)} | {x(ps, lo)} | {ms(ob)} | {x(ob, lo)} | {x(ob, ps)} |")
-    sp, so = m.get(("PAGESERVER", "scan"), {}), m.get(("OBJSERVER", "scan"), {})
-    tp, to = t.get(("PAGESERVER", "scan")), t.get(("OBJSERVER", "scan"))
-    if sp.get("reads") and so.get("reads") and tp and to:
-        up, uo = tp * 1000 / sp["reads"], to * 1000 / so["reads"]
-        md += ["", f"A request in the scan (its time over its requests, client work included): "
-               f"page {up:.0f} µs, object {uo:.0f} µs, page : object {up / uo:.2f}."]
+    eff = effective_ratio([r for r in runs if r["f"] == f and r.get("buffer", 50) == buf])
+    if eff:
+        md += ["", f"A request in the scan (its time over its requests, client work included; "
+               f"medians over the processes): page {eff[0]:.0f} µs, object {eff[1]:.0f} µs, "
+               f"page : object {eff[2]:.2f}."]
     md += _hybrid(m, t)
     md += _fileserver(m, t, opts)
     md.append("")
@@ -502,24 +731,24 @@ def _sweep(opts: Options, runs: list) -> list:
 render = report_lines     # (command's own `render` is the --render option)
 
 
-def load(json_path: str) -> tuple[Options, list]:
-    """(options, runs) of a stored acob.json"""
+def load(json_path: str) -> tuple[Options, list, Optional[dict]]:
+    """(options, runs, the cost model's calibration or None) of a stored acob.json"""
     d = json.loads(Path(json_path).read_text())
     o = {k: tuple(v) if isinstance(v, list) else v for k, v in d["options"].items()}
-    return Options(**o), d["runs"]
+    return Options(**o), d["runs"], d.get("calibration")
 
 
 def command(*, objects, sets, full, f, region, smear, seed, repetitions, systems, out, build_dir,
-            cc, cxx, jobs, buffers=(), cost="native", nfs_writes="sync", render=None,
+            cc, cxx, jobs, buffers=(), cost="native", nfs_writes="sync", render=None, targets=False,
             say: Callable[[str], None] = print, **_) -> int:
     """`p2gen bench acob`: start the engines, build, run, check, report. Exit status."""
     from ..common import command_outputs
     if render:      # only the report of a stored run
-        opts, runs = load(render)
-        md = report_lines(opts, runs, None)
+        opts, runs, cal = load(render)
+        md = report_lines(opts, runs, None, cal)
         write_report(out or "bench/results", "acob.md", md)
         return say_report(say, "\n".join(md), problems(runs), wrote=[str(Path(out) / "acob.md")])
-    opts = Options(objects=objects, sets=5 if full else sets,
+    opts = Options(objects=objects, sets=5 if full else sets, targets=targets,
                    fs=tuple(f) if f else (30,), buffers=tuple(buffers) if buffers else (50,),
                    region=region, smear=smear, seed=seed, cost=cost, nfs_writes=nfs_writes,
                    repetitions=repetitions, systems=tuple(systems) if systems else Options.systems)
@@ -534,21 +763,26 @@ def command(*, objects, sets, full, f, region, smear, seed, repetitions, systems
                          buffer=b, hybrid_uri=eng.hybrid_uri(), nfs_uri=eng.nfs_uri(),
                          nfs_writes=opts.nfs_writes, cc=cc, cxx=cxx, jobs=jobs, say=say)
                 for b in opts.buffers}
+        cal = (calibrate(exes[opts.buffers[0]], eng, opts, Path(tmp), say=say)
+               if opts.cost == "1990" else None)
+        delays = delays_env(*cal["delays"], nfs_us=nfs_delay(cal)) if cal else None
         order = [(b, fv, rep) for b in opts.buffers for fv in opts.fs for rep in range(opts.repetitions)]
         random.shuffle(order)      # load on a shared machine weighs on every (B, f) alike
         for i, (b, fv, rep) in enumerate(order):
             eng.fresh()
             db_dir = Path(tmp) / f"db{i}"
             jpath = Path(tmp) / f"run{i}.json"
-            rc, stdout, stderr, jpaths = run_systems(exes[b], opts, fv, str(jpath), str(db_dir), eng)
+            rc, stdout, stderr, jpaths = run_systems(exes[b], opts, fv, str(jpath), str(db_dir), eng,
+                                                     delays=delays, nbd_uri=nbd_uri)
             counts, sums = parse_output(stdout)
             gb = merge_benchmark_json([p for p in jpaths if Path(p).exists()])
             runs.append(dict(f=fv, buffer=b, rep=rep, rc=rc, counts=counts, checksums=sums,
                              stderr=stderr, systems=list(opts.systems), benchmark=gb))
             say(f"[{i + 1}/{len(order)}] B={b} f={fv} run {rep}: exit {rc}, {len(counts)} count lines")
     Path(out).mkdir(parents=True, exist_ok=True)
-    Path(json_path).write_text(json.dumps({"options": opts.__dict__, "runs": runs}, indent=1))
-    md = report_lines(opts, runs, cmdline)
+    Path(json_path).write_text(json.dumps({"options": opts.__dict__, "runs": runs, "calibration": cal},
+                                          indent=1))
+    md = report_lines(opts, runs, cmdline, cal)
     text = "\n".join(md)
     write_report(out, "acob.md", md)
     return say_report(say, text, problems(runs), wrote=[json_path, str(Path(out) / "acob.md")])

@@ -85,8 +85,6 @@ COST_1990_SCALE = 0.02
 NFS_PAGE_MS = 10.0
 PAGE_BYTES, RECORD_BYTES = 4096, 112
 DELAY_VARS = ("P2_SERVER_DELAY_NBD_US", "P2_SERVER_DELAY_REDIS_US", "P2_SERVER_DELAY_NFS_US")
-COST_1990 = {"P2_SERVER_DELAY_NBD_US": "152", "P2_SERVER_DELAY_REDIS_US": "59",
-             "P2_SERVER_DELAY_NFS_US": "65"}   # uncalibrated default
 PAPER_RATIO = 17.9 / 8.2
 
 
@@ -104,6 +102,13 @@ def cost_1990_targets() -> tuple[float, float]:
     """(page, object) µs: Table 1's reply cost of a page and of a record, scaled."""
     return (table1_ms(PAGE_BYTES) * 1000 * COST_1990_SCALE,
             table1_ms(RECORD_BYTES) * 1000 * COST_1990_SCALE)
+
+
+# run_once's delays under --cost 1990 when none are given: the targets uncalibrated (a page
+# read one request, an object fetch two Redis commands, an NFS page read one)
+COST_1990 = {"P2_SERVER_DELAY_NBD_US": str(round(cost_1990_targets()[0])),
+             "P2_SERVER_DELAY_REDIS_US": str(round(cost_1990_targets()[1] / 2)),
+             "P2_SERVER_DELAY_NFS_US": str(round(NFS_PAGE_MS * 1000 * COST_1990_SCALE))}
 
 
 @dataclass

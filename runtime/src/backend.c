@@ -296,8 +296,9 @@ static int nbd_wait(p2_backend *b, uint64_t deadline, const char *what, p2_err *
  * they took less than that is owed, and once a millisecond is owed it is slept, what the
  * sleep overslept (a loaded machine wakes a sleeper 100-200 µs late) counted as paid ahead.
  * So the requests' total time is the model's whatever today's round trip and the
- * scheduler did, to within a millisecond; a sleep per request instead made an object's
- * 164 µs 290-460, and a spin on the clock made the client wait for its CPU again. */
+ * scheduler did, to within a millisecond or two (owed, or paid ahead, at most one); a
+ * sleep per request instead made an object's 164 µs 290-460, and a spin on the clock made
+ * the client wait for its CPU again. */
 static void backend_delay(p2_backend *b, uint64_t t0, unsigned n)
 {
     if (b->delay_us == 0 || n == 0)
@@ -312,6 +313,8 @@ static void backend_delay(p2_backend *b, uint64_t t0, unsigned n)
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
     }
     b->delay_owed_ns -= (int64_t)(now_ns() - now);
+    if (b->delay_owed_ns < -1000000)     /* paid ahead: a millisecond at most */
+        b->delay_owed_ns = -1000000;
 }
 
 static int nbd_run(p2_backend *b, const p2_io *io, unsigned n, char kind, p2_err *err)

@@ -272,7 +272,9 @@ def test_cost_model_sleeps_per_request(acob_run):
     for c in counts:
         if c["step"] in ("scan", "read"):
             assert c["reads"] > 0
-            assert c["ms"] >= 2.0 * c["reads"], c
+            # what is owed is slept once a millisecond is, an oversleep paid ahead by up to
+            # a millisecond: the total is the model's to within two
+            assert c["ms"] >= 2.0 * c["reads"] - 2.0, c
     ob_scan = next(c for c in counts if c["system"] == "OBJSERVER" and c["step"] == "scan")
     assert ob_scan["reads"] == 350 and ob_scan["ms"] >= 700
 

@@ -5438,8 +5438,7 @@ static int nfs_run(p2_backend *b, const p2_io *io, unsigned n, char kind, p2_err
     if (b->dead)
         return backend_fail(b, err, P2_EIO, "%s", b->why);
     unsigned total = kind == 'f' ? 1 : n;
-    backend_delay(b, total);
-    uint64_t deadline = now_ms() + (uint64_t)b->timeout_ms;
+    uint64_t t0 = now_ns(), deadline = t0 / 1000000u + (uint64_t)b->timeout_ms;
     nfs_call call[P2_SERVER_INFLIGHT];
     unsigned io_of[P2_SERVER_INFLIGHT];
     int busy[P2_SERVER_INFLIGHT] = {0};
@@ -5513,6 +5512,7 @@ static int nfs_run(p2_backend *b, const p2_io *io, unsigned n, char kind, p2_err
             return backend_kill(b, err, "the connection failed during %s: %s", what, why);
         }
     }
+    backend_delay(b, t0, total);
     if (failed)   /* the server answered with an error: the connection is still good */
         return backend_fail(b, err, P2_EIO, "the server failed %s: %s", what, why);
     return P2_OK;

@@ -295,7 +295,9 @@ typedef struct p2_server_stats {
     uint64_t resident;       /**< pages in a frame now */
     uint64_t dirty;          /**< of them, dirty now */
     uint64_t bundled;        /**< object servers: objects fetched beside a missed one by
-                                  bundling (objserver(bundle = K)), not themselves missed */
+                                  bundling (objserver(bundle = K)), not themselves missed;
+                                  page servers: pages read ahead of a missed one
+                                  (P2_SERVER_READAHEAD) */
     uint64_t userfaultfd;    /**< page servers: 1 where this open's pages fault in through
                                   userfaultfd (a handler thread), 0 through SIGSEGV (the
                                   kernel refused one, or P2_SERVER_FAULTS=sigsegv) */
@@ -304,6 +306,8 @@ typedef struct p2_server_stats {
     uint64_t conflicts;      /**< object servers: commits refused with #P2_ECONFLICT, and
                                   reads found moved by p2_obj_settled() (each a walk at
                                   open walked again) */
+    uint64_t inflight;       /**< the most requests in flight at once (of a read-ahead: its
+                                  pages; at most #P2_SERVER_INFLIGHT) */
 } p2_server_stats;
 /* p2gen: public API end */
 
@@ -938,9 +942,10 @@ static inline void p2_seg_will_write(p2_seg *seg, const void *p, uint64_t n)
  *  A cost model for measurements: the environment variables `P2_SERVER_DELAY_NBD_US`,
  *  `P2_SERVER_DELAY_NFS_US` and `P2_SERVER_DELAY_REDIS_US`, read at open, make every
  *  request to that engine (an NBD or NFS read, write or flush; a Redis command, each one
- *  of a pipeline) first sleep that
- *  many microseconds, one request after the other, as a slower network's round trips
- *  would cost (`p2gen bench acob --cost 1990`); unset, nothing is slept.
+ *  of a pipeline) take at least that many microseconds, one request after the other, as
+ *  a slower network's round trips would cost (`p2gen bench acob --cost 1990`): what the
+ *  requests took less is owed and slept once a millisecond is owed; unset, nothing is
+ *  slept.
  *
  *  Faults.  The segment's address range is reserved as for a persistent file.  Where the
  *  kernel gives the process a userfaultfd (not: vm.unprivileged_userfaultfd = 0 without
@@ -955,6 +960,16 @@ static inline void p2_seg_will_write(p2_seg *seg, const void *p, uint64_t n)
  *  and made readable; #p2_server_stats.userfaultfd says which way an open took; the first write to a page in a frame faults again and marks it
  *  dirty (writable until it is written back).  On x86-64 the handler sees whether the
  *  access was a write and does both at once.
+ *
+ *  Read-ahead.  With the environment variable `P2_SERVER_READAHEAD` = N (read at open;
+ *  unset or below 2: off, every miss reads its page alone), a miss within a few pages of
+ *  the end of the run the previous miss brought in is taken as a scan's: the pages in the
+ *  window after it that the server holds and no frame does come in with it, one read
+ *  request a page, all in flight at once, the window doubling at each such miss up to N
+ *  (at most #P2_SERVER_INFLIGHT and a quarter of the frames) and back to one page at a
+ *  miss elsewhere.
+ *  #p2_server_stats.bundled counts the pages read ahead, .inflight the most requests in
+ *  flight at once.
  *
  *  Replacement.  When every frame holds a page, the clock's hand picks the victim: a frame
  *  whose page was referenced since the hand last passed is spared and its page made

@@ -27,7 +27,8 @@ struct Rec {
 // The counters of a server segment (p2_server_stats), as deltas
 struct Stats {
     uint64_t reads = 0, writes = 0, flushes = 0, bytes_read = 0, bytes_written = 0,
-             misses = 0, hits = 0, evictions = 0, writebacks = 0, rewrites = 0, bundled = 0;
+             misses = 0, hits = 0, evictions = 0, writebacks = 0, rewrites = 0, bundled = 0,
+             inflight = 0;   // the most requests in flight at once (not a delta: since the reset)
 };
 
 class Engine {

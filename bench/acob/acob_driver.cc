@@ -110,6 +110,7 @@ public:
         s->bytes_read = x.bytes_read; s->bytes_written = x.bytes_written;
         s->misses = x.misses; s->hits = x.hits; s->evictions = x.evictions;
         s->writebacks = x.writebacks; s->rewrites = x.rewrites; s->bundled = x.bundled;
+        s->inflight = x.inflight;
         return true;
 #else
         (void)s;

@@ -191,6 +191,7 @@ Stats delta(const Stats &a, const Stats &b) {
     d.misses = b.misses - a.misses; d.hits = b.hits - a.hits; d.evictions = b.evictions - a.evictions;
     d.writebacks = b.writebacks - a.writebacks; d.rewrites = b.rewrites - a.rewrites;
     d.bundled = b.bundled - a.bundled;
+    d.inflight = b.inflight;     // a peak since the reset before the set
     return d;
 }
 
@@ -201,9 +202,9 @@ void print_counts(const std::string &sys, const char *step, uint32_t set, const 
         std::printf(" reads=%" PRIu64 " writes=%" PRIu64 " flushes=%" PRIu64 " bytes_read=%" PRIu64
                     " bytes_written=%" PRIu64 " misses=%" PRIu64 " hits=%" PRIu64
                     " evictions=%" PRIu64 " writebacks=%" PRIu64 " rewrites=%" PRIu64
-                    " bundled=%" PRIu64, c.s.reads, c.s.writes, c.s.flushes, c.s.bytes_read,
-                    c.s.bytes_written, c.s.misses, c.s.hits, c.s.evictions, c.s.writebacks,
-                    c.s.rewrites, c.s.bundled);
+                    " bundled=%" PRIu64 " inflight=%" PRIu64, c.s.reads, c.s.writes, c.s.flushes,
+                    c.s.bytes_read, c.s.bytes_written, c.s.misses, c.s.hits, c.s.evictions,
+                    c.s.writebacks, c.s.rewrites, c.s.bundled, c.s.inflight);
     std::printf(" ms=%.3f\n", c.ms);
     std::fflush(stdout);
 }

@@ -284,7 +284,7 @@ def run_once(exe: Path, opts: Options, f: int, json_out: str, db_dir: str,
              delays: Optional[dict] = None, steps: tuple = STEPS,
              nbd_uri: Optional[str] = None, nfs: Optional[NfsServer] = None) -> tuple[int, str, str]:
     """One process: (exit status, stdout, stderr); Google Benchmark's JSON to json_out.
-    delays: the P2_SERVER_DELAY_*_US to set (default: opts.cost's); steps: the first
+    delays: the P2_SERVER_DELAY_*_US (and P2_SERVER_READAHEAD) to set (default: opts.cost's); steps: the first
     steps only (build must be one of them); nbd_uri: the page server's export, for
     RAWNBD/read (opts.targets). With `nfs`, the process runs in that server's network
     namespace."""
@@ -296,7 +296,7 @@ def run_once(exe: Path, opts: Options, f: int, json_out: str, db_dir: str,
     if nfs is not None:
         cmd = nfs.wrap(cmd)
     env = dict(os.environ)
-    for k in DELAY_VARS:
+    for k in DELAY_VARS + ("P2_SERVER_READAHEAD",):
         env.pop(k, None)
     env.update(delays if delays is not None else COST_1990 if opts.cost == "1990" else {})
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -473,7 +473,8 @@ SWEEP_PAGES = {30: (4912, 3923, 2946, 2002, 1098, 300), 90: (2173, 1757, 1345, 9
 SWEEP_OBJECTS_WITH_ROOTS = {30: (10251, 8114, 7368, 7321, 7321, 7321)}
 
 
-def report_lines(opts: Options, runs: list, command: Optional[str], cal: Optional[dict] = None) -> list:
+def report_lines(opts: Options, runs: list, command: Optional[str], cal: Optional[dict] = None,
+                 ra_runs: Optional[list] = None) -> list:
     md = ["# ACOB: a local file, a page server and an object server", "",
           f"{opts.sets} sets of {opts.objects:,} complex objects (7 records of 112 bytes, 35 to a "
           f"4 KiB page), region {opts.region} pages, smearing {'on' if opts.smear else 'off'}, "
@@ -495,7 +496,7 @@ def report_lines(opts: Options, runs: list, command: Optional[str], cal: Optiona
             md += _section(opts, runs, f, buf)
     if len(opts.buffers) > 1:
         md += _sweep(opts, runs)
-    md += target_lines(runs, native=opts.cost == "native")
+    md += target_lines(runs, native=opts.cost == "native", ra_runs=ra_runs)
     return md
 
 
@@ -508,13 +509,73 @@ def _step(counts: list, system: str, step: str) -> list:
 
 
 HOT_TARGET, FAULT_TARGET = 1.05, 1.5
+# the read-ahead row: nbdkit's delay filter at 1 ms a read; P2_SERVER_READAHEAD's pages;
+# its targets: requests in flight at once, and the scan's speed-up over one at a time
+READAHEAD, READAHEAD_DELAY = 16, "delay-read=1ms"
+INFLIGHT_TARGET, SPEEDUP_TARGET = 8, 5.0
 
 
-def target_lines(runs: list, native: bool = True) -> list:
+def readahead_runs(exe: Path, eng: "Engines", opts: Options, tmp: Path, *,
+                   say: Callable[[str], None] = lambda m: None) -> list:
+    """The read-ahead row (--targets): the page server's build and scan over nbdkit with its
+    delay filter (every read 1 ms), restarted with it on the page server's port so that the
+    binary's URI serves, each of opts.repetitions times as a pair of processes in a random
+    order, one with read-ahead off (a request at a time) and one with P2_SERVER_READAHEAD.
+    Native costs. [{rep, readahead, rc, counts, stderr, benchmark: its Google Benchmark JSON}]."""
+    from dataclasses import replace
+    popts = replace(opts, systems=("PAGESERVER",), targets=False)
+    slow = NbdServer(port=eng.nbd.port, size=eng.nbd.size, plugin="memory", filters=("delay",))
+    out = []
+    eng.nbd.stop()
+    try:
+        for rep in range(opts.repetitions):
+            for ra in random.sample([0, READAHEAD], 2):
+                slow.start((READAHEAD_DELAY,))
+                try:
+                    rc, stdout, stderr = run_once(
+                        exe, popts, opts.fs[0], str(tmp / f"ra{rep}_{ra}.json"), str(tmp / f"ra{rep}_{ra}"),
+                        delays={"P2_SERVER_READAHEAD": str(ra)}, steps=("build", "scan"))
+                finally:
+                    slow.stop()
+                gb = tmp / f"ra{rep}_{ra}.json"
+                out.append(dict(rep=rep, readahead=ra, rc=rc, counts=parse_output(stdout)[0], stderr=stderr,
+                                benchmark=json.loads(gb.read_text()) if gb.exists() else None))
+                say(f"read-ahead {ra} run {rep}: exit {rc}")
+    finally:
+        eng.nbd.start()
+    return out
+
+
+def readahead_lines(ra_runs: list) -> list:
+    """The read-ahead row: per repetition the scan's time one request at a time over its
+    time with read-ahead (the pair's ratio), and the most requests in flight at once; the
+    medians."""
+    def scan(r):
+        cs = [c for c in r["counts"] if c["system"] == "PAGESERVER" and c["step"] == "scan"]
+        return (sum(c["ms"] for c in cs), max(c.get("inflight", 0) for c in cs),
+                sum(c["reads"] for c in cs)) if cs and r["rc"] == 0 else None
+    pairs = {}
+    for r in ra_runs:
+        pairs.setdefault(r["rep"], {})[r["readahead"]] = scan(r)
+    got = [(p[0], p[READAHEAD]) for p in pairs.values() if p.get(0) and p.get(READAHEAD)]
+    if not got:
+        return []
+    speedup = statistics.median(one[0] / ahead[0] for one, ahead in got)
+    inflight = statistics.median(ahead[1] for _, ahead in got)
+    one_ms, ahead_ms = statistics.median(g[0][0] for g in got), statistics.median(g[1][0] for g in got)
+    reads = statistics.median(g[0][2] for g in got), statistics.median(g[1][2] for g in got)
+    met = inflight >= INFLIGHT_TARGET and speedup >= SPEEDUP_TARGET
+    return [f"| with nbdkit's 1 ms `delay` filter, a scan keeps ≥ {INFLIGHT_TARGET} requests in flight "
+            f"(P2_SERVER_READAHEAD={READAHEAD}) and runs ≥ {SPEEDUP_TARGET:.0f}× faster than one at a time | "
+            f"{inflight:.0f} in flight, {speedup:.2f}× ({ahead_ms:,.0f} ms against {one_ms:,.0f}; "
+            f"{reads[1]:,.0f} pages read against {reads[0]:,.0f}; pairs of processes: {len(got)}) | {'yes' if met else 'no'} |"]
+
+
+def target_lines(runs: list, native: bool = True, ra_runs: Optional[list] = None) -> list:
     """Issue 36's targets measured here (--targets), each a median over the processes of
     the ratio within one process: the hot random read (the page server against LOCAL; its
     pages read, 0 when the buffer holds the set) and a cold fault in the scan against one
-    raw libnbd read of a page (native costs only)."""
+    raw libnbd read of a page (native costs only); and the read-ahead row (readahead_runs)."""
     def hot(counts):
         ps, lo = _step(counts, "PAGESERVER", "hotread"), _step(counts, "LOCAL", "hotread")
         if not ps or not lo or not sum(c["ms"] for c in lo):
@@ -530,7 +591,8 @@ def target_lines(runs: list, native: bool = True) -> list:
         return page / one, page, one
 
     hots, faults = _per_process(runs, hot), _per_process(runs, fault) if native else []
-    if not hots and not faults:
+    ahead = readahead_lines(ra_runs or [])
+    if not hots and not faults and not ahead:
         return []
     md = ["## Targets (issue 36)", "", "Each the median over the processes of the ratio taken "
           "within one process.", "", "| target | measured | met |", "|---|---|:-:|"]
@@ -544,6 +606,7 @@ def target_lines(runs: list, native: bool = True) -> list:
         md.append(f"| cold fault (the scan's time per page fetched) ≤ {FAULT_TARGET}× one raw libnbd "
                   f"read of a page | {r:.2f}× ({page:.0f} µs against {one:.0f} µs) | "
                   f"{'yes' if r <= FAULT_TARGET else 'no'} |")
+    md += ahead
     md.append("")
     return md
 
@@ -750,7 +813,7 @@ def command(*, objects, sets, full, f, region, smear, seed, repetitions, systems
     from ..common import command_outputs
     if render:      # only the report of a stored run
         opts, runs, cal = load(render)
-        md = report_lines(opts, runs, None, cal)
+        md = report_lines(opts, runs, None, cal, json.loads(Path(render).read_text()).get("readahead"))
         write_report(out or "bench/results", "acob.md", md)
         return say_report(say, "\n".join(md), problems(runs), wrote=[str(Path(out) / "acob.md")])
     opts = Options(objects=objects, sets=5 if full else sets, targets=targets,
@@ -784,10 +847,14 @@ def command(*, objects, sets, full, f, region, smear, seed, repetitions, systems
             runs.append(dict(f=fv, buffer=b, rep=rep, rc=rc, counts=counts, checksums=sums,
                              stderr=stderr, systems=list(opts.systems), benchmark=gb))
             say(f"[{i + 1}/{len(order)}] B={b} f={fv} run {rep}: exit {rc}, {len(counts)} count lines")
+        ra_runs = (readahead_runs(exes[opts.buffers[0]], eng, opts, Path(tmp), say=say)
+                   if opts.targets and opts.cost == "native" and "PAGESERVER" in opts.systems else None)
     Path(out).mkdir(parents=True, exist_ok=True)
-    Path(json_path).write_text(json.dumps({"options": opts.__dict__, "runs": runs, "calibration": cal},
-                                          indent=1))
-    md = report_lines(opts, runs, cmdline, cal)
+    Path(json_path).write_text(json.dumps({"options": opts.__dict__, "runs": runs, "calibration": cal,
+                                           "readahead": ra_runs}, indent=1))
+    md = report_lines(opts, runs, cmdline, cal, ra_runs)
     text = "\n".join(md)
     write_report(out, "acob.md", md)
-    return say_report(say, text, problems(runs), wrote=[json_path, str(Path(out) / "acob.md")])
+    probs = problems(runs) + [f"read-ahead {r['readahead']} run {r['rep']}: exit {r['rc']}: "
+                              f"{r['stderr'].strip()[-500:]}" for r in ra_runs or [] if r["rc"] != 0]
+    return say_report(say, text, probs, wrote=[json_path, str(Path(out) / "acob.md")])

@@ -342,7 +342,8 @@ static int nbd_run(p2_backend *b, const p2_io *io, unsigned n, char kind, p2_err
             }
             cookie[inflight] = c;
             slot_of[inflight] = next;
-            inflight++;
+            if (++inflight > b->st->inflight)
+                b->st->inflight = inflight;
             next++;
         }
         /* retire what completed */
@@ -674,6 +675,8 @@ static int nfs_run(p2_backend *b, const p2_io *io, unsigned n, char kind, p2_err
             }
             busy[s] = 1;
             io_of[s] = next++;
+            if (next - done > b->st->inflight)
+                b->st->inflight = next - done;
         }
         for (unsigned s = 0; s < P2_SERVER_INFLIGHT; s++) {   /* retire what completed */
             if (!busy[s] || !call[s].done)

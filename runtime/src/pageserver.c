@@ -65,7 +65,11 @@ typedef struct p2_pagebuf {
     int      uffd_tried;        /* asked the kernel for one (once per open) */
     int      uffd, uffd_stop;   /* the userfaultfd; an eventfd that stops its thread */
     char    *uffd_base;         /* the reservation registered with it, NULL: none */
-    char    *bounce;            /* a page the thread reads into, then copies in place */
+    char    *bounce;            /* pages the thread reads into, then copies in place (one
+                                   and the read-ahead's: P2_SERVER_INFLIGHT) */
+    /* read-ahead (section 9: pb_ahead): P2_SERVER_READAHEAD at open, 0 or 1: off */
+    uint32_t ra_max, ra_win;    /* pages a miss may bring in at most; the window now */
+    uint64_t ra_next;           /* the page after the last run brought in by a miss */
 #ifdef __linux__
     pthread_t uffd_thread;
 #endif
@@ -249,7 +253,8 @@ static int pb_evict(p2_pagebuf *pb, uint32_t f, p2_err *err)
 /* The clock: the first frame not referenced since the hand last passed.  A referenced
  * one is spared, its bit cleared and its page made inaccessible, so that its next touch
  * is seen (a hit) and sets the bit again.  Two turns at most.  Under a transaction the
- * hand passes over dirty pages (no steal): UINT32_MAX when every frame holds one. */
+ * hand passes over dirty pages (no steal): UINT32_MAX when every frame holds one.  It
+ * passes over a frame being filled (its page not resident yet). */
 static uint32_t pb_victim(p2_pagebuf *pb)
 {
     for (uint64_t seen = 0; seen <= 2 * (uint64_t)pb->used; seen++) {
@@ -257,6 +262,8 @@ static uint32_t pb_victim(p2_pagebuf *pb)
         pb->hand = f + 1 >= pb->used ? 0 : f + 1;
         if (pb->txn && (pb->state[pb->frame_page[f]] & PB_DIRTY))
             continue;
+        if (!(pb->state[pb->frame_page[f]] & PB_RES))
+            continue;                    /* being filled: a miss's or its read-ahead's */
         if (!pb->frame_ref[f])
             return f;
         pb->frame_ref[f] = 0;
@@ -279,31 +286,36 @@ static void pb_fail_page(p2_pagebuf *pb, const p2_err *e)
     pb->failed = 1;
 }
 
-/* Fill page p, readable and writable: its bytes from the server (fetch), else zeros.
- * Under SIGSEGV the read lands in place; under userfaultfd in the bounce page, copied in
- * place by UFFDIO_COPY without waking the toucher (the handler thread wakes it once the
- * page's protection is final).  0 on success. */
-static int pb_fill(p2_pagebuf *pb, uint64_t p, int fetch)
+/* Fill pages pages[0..k) (k <= P2_SERVER_INFLIGHT; more than one only when fetched),
+ * readable and writable: their bytes from the server (fetch), one read request a page,
+ * all in flight at once, else zeros.  Under SIGSEGV the reads land in place; under
+ * userfaultfd in the bounce pages, copied in place by UFFDIO_COPY without waking the
+ * toucher (the handler thread wakes it once the page's protection is final).  0 on success. */
+static int pb_fill(p2_pagebuf *pb, const uint64_t *pages, unsigned k, int fetch)
 {
-    char *dst = pb->uffd_on ? pb->bounce : pb_addr(pb, p);
-    if (!pb->uffd_on && pb_protect(pb, p, PROT_READ | PROT_WRITE) != 0)
-        return -1;
+    p2_io io[P2_SERVER_INFLIGHT];
+    for (unsigned i = 0; i < k; i++) {
+        io[i] = (p2_io){pb->uffd_on ? pb->bounce + i * pb->pg : pb_addr(pb, pages[i]), pb->pg,
+                        pages[i] * pb->pg};
+        if (!pb->uffd_on && pb_protect(pb, pages[i], PROT_READ | PROT_WRITE) != 0)
+            return -1;
+    }
     if (fetch) {
         p2_err e;
         p2_err_clear(&e);
-        p2_io io = {dst, pb->pg, p * pb->pg};
-        if (pb->be.ops->readv(&pb->be, &io, 1, &e) != P2_OK) {
-            memset(dst, 0, (size_t)pb->pg);
+        if (pb->be.ops->readv(&pb->be, io, k, &e) != P2_OK) {
+            for (unsigned i = 0; i < k; i++)
+                memset(io[i].buf, 0, (size_t)pb->pg);
             pb_fail_page(pb, &e);
         } else if (pb->reader) {
             pl_reader_check(pb);
         }
     } else if (pb->uffd_on) {
-        memset(dst, 0, (size_t)pb->pg);
+        memset(pb->bounce, 0, (size_t)pb->pg);
     }
 #ifdef __linux__
-    if (pb->uffd_on) {
-        struct uffdio_copy c = {(uintptr_t)pb_addr(pb, p), (uintptr_t)dst, pb->pg,
+    for (unsigned i = 0; pb->uffd_on && i < k; i++) {
+        struct uffdio_copy c = {(uintptr_t)pb_addr(pb, pages[i]), (uintptr_t)io[i].buf, pb->pg,
                                 UFFDIO_COPY_MODE_DONTWAKE, 0};
         if (ioctl(pb->uffd, UFFDIO_COPY, &c) != 0 && errno != EEXIST)
             return -1;
@@ -312,7 +324,59 @@ static int pb_fill(p2_pagebuf *pb, uint64_t p, int fetch)
     return 0;
 }
 
-/* Bring page p into a frame (a miss); write: the access writes. 0 on success. */
+/* A frame for a page coming in: a free one, else the clock's victim, written back first
+ * if dirty.  UINT32_MAX: none (every frame dirty under a transaction, or the victim could
+ * not be written back: e says why). */
+static uint32_t pb_frame(p2_pagebuf *pb, p2_err *e)
+{
+    if (pb->used < pb->nframes)
+        return pb->used++;
+    uint32_t f = pb_victim(pb);
+    if (f != UINT32_MAX && pb_evict(pb, f, e) != P2_OK)
+        return UINT32_MAX;
+    return f;
+}
+
+/* Read-ahead (P2_SERVER_READAHEAD=N at open; off by default, so that the page server's
+ * requests are the paper's, one page a miss): a miss near the end of the run the last
+ * miss brought in (within PB_RA_SLOP pages: a scan through clustered objects touches its
+ * pages a little out of order) is a scan's, and brings in with it the pages in the window
+ * after it that the server holds and no frame does, the window doubling at each such miss
+ * (2, 4, ... N, at most P2_SERVER_INFLIGHT and a quarter of the frames) and falling back
+ * to one page at a miss elsewhere.  So a scan keeps up to N requests in flight where it
+ * waited for each.  The pages after p into pages[], their frames into frames[]; returns
+ * how many (0: p alone).  Each frame is taken as a miss's (a victim written back first);
+ * the clock passes over frames whose page is not resident yet, so none holding this
+ * run's pages is taken again. */
+#define PB_RA_SLOP 4u
+static unsigned pb_ahead(p2_pagebuf *pb, uint64_t p, uint64_t *pages, uint32_t *frames)
+{
+    uint32_t cap = pb->nframes / 4 < pb->ra_max ? pb->nframes / 4 : pb->ra_max;
+    int near = pb->ra_next != UINT64_MAX && p + PB_RA_SLOP >= pb->ra_next && p <= pb->ra_next + PB_RA_SLOP;
+    pb->ra_win = near ? (pb->ra_win * 2 > cap ? cap : pb->ra_win * 2) : 1;
+    unsigned n = 0;
+    uint64_t q = p + 1, end = pb->seg->mapped / pb->pg;
+    for (; q < p + pb->ra_win && q < end; q++) {
+        if (pb->state[q] & PB_RES)
+            continue;                    /* touched already, out of order */
+        if (!(pb->state[q] & PB_SRV))
+            break;                       /* past what the server holds */
+        p2_err e;
+        p2_err_clear(&e);
+        uint32_t f = pb_frame(pb, &e);
+        if (f == UINT32_MAX)
+            break;
+        pages[n] = q;
+        frames[n++] = f;
+        pb->frame_page[f] = (uint32_t)q;    /* claimed: not resident yet, the clock passes over it */
+        pb->frame_ref[f] = 1;
+    }
+    pb->ra_next = q > pb->ra_next || !near ? q : pb->ra_next;
+    return n;
+}
+
+/* Bring page p into a frame (a miss), and with it what read-ahead brings (pb_ahead);
+ * write: the access writes. 0 on success. */
 static int pb_fault_in(p2_pagebuf *pb, uint64_t p, int write)
 {
     p2_err e;
@@ -331,19 +395,30 @@ static int pb_fault_in(p2_pagebuf *pb, uint64_t p, int write)
              * possible; the segment fails and the new page is given zeros in place */
             pb_fail_page(pb, &e);
             pb->frame_ref[f] = 1;
-            if (pb_fill(pb, p, 0) != 0)
+            if (pb_fill(pb, &p, 1, 0) != 0)
                 return -1;
             pb->state[p] |= PB_DIRTY;   /* never written back: the segment failed */
             return 0;
         }
     }
-    if (pb_fill(pb, p, (pb->state[p] & PB_SRV) && !pb->failed) != 0)
-        return -1;
-    pb->frame_page[f] = (uint32_t)p;
-    pb->frame_of[p] = f;
+    pb->frame_page[f] = (uint32_t)p;    /* claimed: not resident yet, the clock passes over it */
     pb->frame_ref[f] = 1;
-    pb->state[p] |= PB_RES;
-    pb->st.resident++;
+    int fetch = (pb->state[p] & PB_SRV) && !pb->failed;
+    uint64_t pages[P2_SERVER_INFLIGHT];
+    uint32_t frames[P2_SERVER_INFLIGHT];
+    pages[0] = p;
+    frames[0] = f;
+    unsigned n = 1 + (fetch && pb->ra_max > 1 ? pb_ahead(pb, p, pages + 1, frames + 1) : 0);
+    if (pb_fill(pb, pages, n, fetch) != 0)
+        return -1;
+    for (unsigned i = 0; i < n; i++) {
+        pb->frame_of[pages[i]] = frames[i];
+        pb->state[pages[i]] |= PB_RES;
+        pb->st.resident++;
+        if (i > 0 && pb_protect(pb, pages[i], PROT_READ) != 0)
+            return -1;
+    }
+    pb->st.bundled += n - 1;
     if (write) {
         pb_turns_dirty(pb, p);
         return 0;
@@ -508,14 +583,14 @@ static void pb_uffd_attach(p2_pagebuf *pb)
         if (fd < 0)
             return;
         struct uffdio_api api = {UFFD_API, 0, 0};
-        pb->bounce = (char *)mmap(NULL, (size_t)pb->pg, PROT_READ | PROT_WRITE,
+        pb->bounce = (char *)mmap(NULL, (size_t)pb->pg * P2_SERVER_INFLIGHT, PROT_READ | PROT_WRITE,
                                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         pb->uffd_stop = eventfd(0, EFD_CLOEXEC);
         pb->uffd = fd;
         if (ioctl(fd, UFFDIO_API, &api) != 0 || pb->bounce == MAP_FAILED || pb->uffd_stop < 0 ||
             pthread_create(&pb->uffd_thread, NULL, pb_uffd_thread, pb) != 0) {
             if (pb->bounce != MAP_FAILED)
-                munmap(pb->bounce, (size_t)pb->pg);
+                munmap(pb->bounce, (size_t)pb->pg * P2_SERVER_INFLIGHT);
             pb->bounce = NULL;
             if (pb->uffd_stop >= 0)
                 close(pb->uffd_stop);
@@ -556,7 +631,7 @@ static void pb_uffd_detach(p2_pagebuf *pb)
     }
 #endif
     if (pb->bounce != NULL)
-        munmap(pb->bounce, (size_t)pb->pg);
+        munmap(pb->bounce, (size_t)pb->pg * P2_SERVER_INFLIGHT);
     pb->bounce = NULL;
 }
 
@@ -735,6 +810,13 @@ int p2_seg_open_server_log(p2_seg *seg, const char *uri, uint32_t frames, uint32
     }
     pb->npages = seg->reserved / pb->pg;
     pb->nframes = frames;
+    {   /* read-ahead: off unless P2_SERVER_READAHEAD asks (pb_ahead) */
+        const char *ra = getenv("P2_SERVER_READAHEAD");
+        long v = ra != NULL ? strtol(ra, NULL, 10) : 0;
+        pb->ra_max = v < 0 ? 0 : v > P2_SERVER_INFLIGHT ? P2_SERVER_INFLIGHT : (uint32_t)v;
+        pb->ra_win = 1;
+        pb->ra_next = UINT64_MAX;
+    }
     pb->st.frames = frames;
     /* a transaction keeps its dirty pages (no steal): the frame tables may need a frame
        per page of the reservation (lazily backed: only what is used costs memory) */
@@ -868,6 +950,8 @@ int p2_seg_server_stats(const p2_seg *seg, p2_server_stats *out)
     out->userfaultfd += seg->pb->uffd_on ? 1u : 0u;
     out->ranges += s->ranges;
     out->conflicts += s->conflicts;
+    if (s->inflight > out->inflight)    /* a peak: the files' largest */
+        out->inflight = s->inflight;
     return 1;
 }
 

@@ -68,10 +68,13 @@ def acob_run(tmp_path_factory):
                               nbd_uri=eng.uris()[0])
         # the 1990 cost model's calibration, on 30 pages a set
         cal = ar.calibrate(exe, eng, ar.Options(objects=150), tmp / "cal", rounds=3)
+        # the read-ahead row: nbdkit with its 1 ms delay filter, a scan of 100 pages
+        ra = ar.readahead_runs(exe, eng, ar.Options(objects=500, sets=1), tmp)
     counts, sums = ar.parse_output(out)
     run = dict(f=30, rep=0, rc=rc, counts=counts, checksums=sums, stderr=err,
                systems=list(OPTS.systems), benchmark=None)
-    return dict(run=run, json=tmp / "run.json", tmp=tmp, exe=exe, slow=slow, cal=cal, targets=targets)
+    return dict(run=run, json=tmp / "run.json", tmp=tmp, exe=exe, slow=slow, cal=cal, targets=targets,
+                readahead=ra)
 
 
 def _by(run, system, step):
@@ -238,6 +241,24 @@ def test_target_rows_hot_read_and_raw_nbd(acob_run):
     assert "| hot random read: page server ≤ 1.05× LOCAL (every page resident) |" in md
     assert "(0 pages read a set hot)" in md
     assert "one raw libnbd read of a page |" in md
+
+
+def test_readahead_keeps_requests_in_flight(acob_run):
+    # off, a page a miss, one request at a time; P2_SERVER_READAHEAD=16, the scan's misses
+    # bring the pages after them in (bundled), up to a quarter of the 50 frames in flight,
+    # the same walk; a page read ahead is one read
+    runs = {r["readahead"]: r for r in acob_run["readahead"]}
+    assert set(runs) == {0, ar.READAHEAD}, runs
+    for r in runs.values():
+        assert r["rc"] == 0, r["stderr"][-2000:]
+        assert r["benchmark"] and any(b["name"].startswith("acob/PAGESERVER/scan/") for b in r["benchmark"]["benchmarks"])
+    (one,), (ahead,) = ([c for c in runs[ra]["counts"] if c["step"] == "scan"] for ra in (0, ar.READAHEAD))
+    assert one["walk"] == ahead["walk"] == 3500
+    assert one["bundled"] == 0 and one["inflight"] == 1 and one["reads"] == one["misses"] >= 100
+    assert ahead["reads"] == ahead["misses"] + ahead["bundled"] and ahead["bundled"] > 50, ahead
+    assert 8 <= ahead["inflight"] <= 12 and one["reads"] <= ahead["reads"] <= one["reads"] + 12, ahead
+    md = "\n".join(ar.target_lines([], ra_runs=acob_run["readahead"]))
+    assert "a scan keeps ≥ 8 requests in flight" in md and "pairs of processes: 1" in md
 
 
 def test_cost_model_table1_targets():

@@ -6278,12 +6278,35 @@ static void pb_fail_page(p2_pagebuf *pb, const p2_err *e)
     pb->failed = 1;
 }
 
+/* Under userfaultfd: pages[0..k) copied in place from the bounce pages (UFFDIO_COPY), with
+ * the protection their range has now; wake: the copy of pages[0] wakes its toucher, so
+ * its protection and state must be final.  1: woken; 0: placed, not woken (a page already
+ * there is left as it is); -1: failed. */
+static int pb_place(p2_pagebuf *pb, const uint64_t *pages, unsigned k, int wake)
+{
+    int woke = 0;
+#ifdef __linux__
+    for (unsigned i = 0; i < k; i++) {
+        struct uffdio_copy c = {(uintptr_t)pb_addr(pb, pages[i]), (uintptr_t)(pb->bounce + i * pb->pg),
+                                pb->pg, i == 0 && wake ? 0 : UFFDIO_COPY_MODE_DONTWAKE, 0};
+        if (ioctl(pb->uffd, UFFDIO_COPY, &c) == 0)
+            woke |= i == 0 && wake;
+        else if (errno != EEXIST)
+            return -1;
+    }
+#else
+    (void)pb; (void)pages; (void)k; (void)wake;
+#endif
+    return woke;
+}
+
 /* Fill pages pages[0..k) (k <= P2_SERVER_INFLIGHT; more than one only when fetched),
  * readable and writable: their bytes from the server (fetch), one read request a page,
  * all in flight at once, else zeros.  Under SIGSEGV the reads land in place; under
- * userfaultfd in the bounce pages, copied in place by UFFDIO_COPY without waking the
- * toucher (the handler thread wakes it once the page's protection is final).  0 on success. */
-static int pb_fill(p2_pagebuf *pb, const uint64_t *pages, unsigned k, int fetch)
+ * userfaultfd in the bounce pages, copied in place (place: now, by pb_place without
+ * waking the toucher, who is woken once the page's protection is final; else the caller
+ * places them).  0 on success. */
+static int pb_fill(p2_pagebuf *pb, const uint64_t *pages, unsigned k, int fetch, int place)
 {
     p2_io io[P2_SERVER_INFLIGHT];
     for (unsigned i = 0; i < k; i++) {
@@ -6305,15 +6328,7 @@ static int pb_fill(p2_pagebuf *pb, const uint64_t *pages, unsigned k, int fetch)
     } else if (pb->uffd_on) {
         memset(pb->bounce, 0, (size_t)pb->pg);
     }
-#ifdef __linux__
-    for (unsigned i = 0; pb->uffd_on && i < k; i++) {
-        struct uffdio_copy c = {(uintptr_t)pb_addr(pb, pages[i]), (uintptr_t)io[i].buf, pb->pg,
-                                UFFDIO_COPY_MODE_DONTWAKE, 0};
-        if (ioctl(pb->uffd, UFFDIO_COPY, &c) != 0 && errno != EEXIST)
-            return -1;
-    }
-#endif
-    return 0;
+    return pb->uffd_on && place && pb_place(pb, pages, k, 0) < 0 ? -1 : 0;
 }
 
 /* A frame for a page coming in: a free one, else the clock's victim, written back first
@@ -6368,7 +6383,9 @@ static unsigned pb_ahead(p2_pagebuf *pb, uint64_t p, uint64_t *pages, uint32_t *
 }
 
 /* Bring page p into a frame (a miss), and with it what read-ahead brings (pb_ahead);
- * write: the access writes. 0 on success. */
+ * write: the access writes.  0 on success, 1 where the toucher was woken already (under
+ * userfaultfd a read's page is made read-only before it is placed, and its copy wakes the
+ * toucher: one system call less than a copy, an mprotect and a wake), -1 on failure. */
 static int pb_fault_in(p2_pagebuf *pb, uint64_t p, int write)
 {
     p2_err e;
@@ -6387,7 +6404,7 @@ static int pb_fault_in(p2_pagebuf *pb, uint64_t p, int write)
              * possible; the segment fails and the new page is given zeros in place */
             pb_fail_page(pb, &e);
             pb->frame_ref[f] = 1;
-            if (pb_fill(pb, &p, 1, 0) != 0)
+            if (pb_fill(pb, &p, 1, 0, 1) != 0)
                 return -1;
             pb->state[p] |= PB_DIRTY;   /* never written back: the segment failed */
             return 0;
@@ -6401,16 +6418,19 @@ static int pb_fault_in(p2_pagebuf *pb, uint64_t p, int write)
     pages[0] = p;
     frames[0] = f;
     unsigned n = 1 + (fetch && pb->ra_max > 1 ? pb_ahead(pb, p, pages + 1, frames + 1) : 0);
-    if (pb_fill(pb, pages, n, fetch) != 0)
+    int later = pb->uffd_on && !write;     /* placed read-only, waking the toucher */
+    if (pb_fill(pb, pages, n, fetch, !later) != 0)
         return -1;
     for (unsigned i = 0; i < n; i++) {
         pb->frame_of[pages[i]] = frames[i];
         pb->state[pages[i]] |= PB_RES;
         pb->st.resident++;
-        if (i > 0 && pb_protect(pb, pages[i], PROT_READ) != 0)
+        if ((i > 0 || later) && pb_protect(pb, pages[i], PROT_READ) != 0)
             return -1;
     }
     pb->st.bundled += n - 1;
+    if (later)
+        return pb_place(pb, pages, n, 1);
     if (write) {
         pb_turns_dirty(pb, p);
         return 0;
@@ -6429,7 +6449,7 @@ static int pb_fault(p2_pagebuf *pb, char *a, int write)
     if (!(s & PB_RES) && pb->uffd_on)   /* left inaccessible by the thread: missing again */
         return pb_protect(pb, p, PROT_READ | PROT_WRITE);
     if (!(s & PB_RES))
-        return pb_fault_in(pb, p, write);
+        return pb_fault_in(pb, p, write) < 0 ? -1 : 0;
     if (s & PB_PROT) {                   /* the clock had taken its reference bit */
         pb->st.hits++;
         pb->frame_ref[pb->frame_of[p]] = 1;
@@ -6520,9 +6540,10 @@ static int pb_install(p2_seg *seg, p2_err *err)
 static void pb_uffd_fault(p2_pagebuf *pb, char *a, int write)
 {
     uint64_t p = (uint64_t)(a - pb->seg->base) / pb->pg;
+    int rc = 0;
     if ((uint64_t)(a - pb->seg->base) >= pb->seg->mapped) {
         (void)pb_protect(pb, p, PROT_NONE);    /* outside the database: SIGSEGV says so */
-    } else if (!(pb->state[p] & PB_RES) && pb_fault_in(pb, p, write) != 0) {
+    } else if (!(pb->state[p] & PB_RES) && (rc = pb_fault_in(pb, p, write)) < 0) {
         if (!pb->failed)
             snprintf(pb->why, sizeof pb->why, "page %" PRIu64 " could not be given a frame inside "
                      "a fault (%s), so the operation read zeros for it; nothing more is written to "
@@ -6533,6 +6554,8 @@ static void pb_uffd_fault(p2_pagebuf *pb, char *a, int write)
                                 UFFDIO_COPY_MODE_DONTWAKE, 0};
         (void)ioctl(pb->uffd, UFFDIO_COPY, &c);
     }
+    if (rc == 1)
+        return;                                /* the page's copy woke the toucher */
     struct uffdio_range r = {(uintptr_t)pb_addr(pb, p), pb->pg};
     (void)ioctl(pb->uffd, UFFDIO_WAKE, &r);
 }

@@ -366,7 +366,9 @@ def bench_oo7(**kwargs):
               help="Also the issue's target rows: each set's random read hot (once to warm the "
                    "client buffer, then timed with it kept: give -B 310 or more so that the page "
                    "server holds a set) against LOCAL, and (native costs) a cold fault in the "
-                   "scan against one raw libnbd read of a page (acob/RAWNBD/read).")
+                   "scan against one raw libnbd read of a page (acob/RAWNBD/read), and the page "
+                   "server's scan over nbdkit's 1 ms delay filter, one request at a time against "
+                   "P2_SERVER_READAHEAD=16 (pairs of processes).")
 @_out("acob.json and acob.md")
 @_build_dir("acob")
 @_render("the report", "a stored acob.json")

@@ -277,7 +277,10 @@ def test_cost_model_calibrated(acob_run):
     cal = acob_run["cal"]
     (tp, to), (mp, mo) = cal["target"], cal["measured"]
     assert 1 <= len(cal["rounds"]) <= 3 and cal["native"][0] > 0 and cal["native"][1] > 0
-    assert cal["delays"][0] > 0 and cal["delays"][1] > 0
+    # a delay is what the target leaves over the client's own work (at most the native
+    # cost): none only where a loaded machine's native fetch already costs the target
+    for delay, native, target in zip(cal["delays"], cal["native"], cal["target"]):
+        assert delay > 0 or native >= target, cal
     assert abs(mp / tp - 1) < 0.35 and abs(mo / to - 1) < 0.35, cal
     run = dict(acob_run["run"], f=30)
     md = "\n".join(ar.calibration_lines(cal, [run]))

@@ -515,15 +515,17 @@ READAHEAD, READAHEAD_DELAY = 16, "delay-read=1ms"
 INFLIGHT_TARGET, SPEEDUP_TARGET = 8, 5.0
 
 
-def readahead_runs(exe: Path, eng: "Engines", opts: Options, tmp: Path, *,
+def readahead_runs(exe: Path, eng: "Engines", opts: Options, tmp: Path, *, env: Optional[dict] = None,
                    say: Callable[[str], None] = lambda m: None) -> list:
     """The read-ahead row (--targets): the page server's build and scan over nbdkit with its
     delay filter (every read 1 ms), restarted with it on the page server's port so that the
     binary's URI serves, each of opts.repetitions times as a pair of processes in a random
     order, one with read-ahead off (a request at a time) and one with P2_SERVER_READAHEAD.
-    Native costs. [{rep, readahead, rc, counts, stderr, benchmark: its Google Benchmark JSON}]."""
+    Native costs; env: more of the processes' environment (P2_SERVER_FAULTS). [{rep,
+    readahead, rc, counts, stderr, benchmark: its Google Benchmark JSON}]."""
     from dataclasses import replace
     popts = replace(opts, systems=("PAGESERVER",), targets=False)
+    tmp.mkdir(parents=True, exist_ok=True)
     slow = NbdServer(port=eng.nbd.port, size=eng.nbd.size, plugin="memory", filters=("delay",))
     out = []
     eng.nbd.stop()
@@ -534,7 +536,7 @@ def readahead_runs(exe: Path, eng: "Engines", opts: Options, tmp: Path, *,
                 try:
                     rc, stdout, stderr = run_once(
                         exe, popts, opts.fs[0], str(tmp / f"ra{rep}_{ra}.json"), str(tmp / f"ra{rep}_{ra}"),
-                        delays={"P2_SERVER_READAHEAD": str(ra)}, steps=("build", "scan"))
+                        delays={"P2_SERVER_READAHEAD": str(ra), **(env or {})}, steps=("build", "scan"))
                 finally:
                     slow.stop()
                 gb = tmp / f"ra{rep}_{ra}.json"

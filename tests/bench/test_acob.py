@@ -11,7 +11,9 @@ puts exactly the objects the update dirtied (p2gen's object server keeps dirty o
 until the commit, for several clients: the model's no-steal cache, not the paper's
 write-back at eviction); HYBRID (ship = ranges) reads the page server's pages exactly and
 ships fewer bytes than it in the update; FILESERVER (NFS, unstable writes) reads and
-writes the page server's pages exactly, a COMMIT at each commit; the report has the tables; a failed run or
+writes the page server's pages exactly, a COMMIT at each commit; read-ahead
+(P2_SERVER_READAHEAD=16, nbdkit's 1 ms delay filter) keeps 8-12 requests in flight in the
+scan through userfaultfd and SIGSEGV alike, a page read ahead one read; the report has the tables; a failed run or
 disagreeing counts are reported as problems."""
 from __future__ import annotations
 
@@ -70,11 +72,13 @@ def acob_run(tmp_path_factory):
         cal = ar.calibrate(exe, eng, ar.Options(objects=150), tmp / "cal", rounds=3)
         # the read-ahead row: nbdkit with its 1 ms delay filter, a scan of 100 pages
         ra = ar.readahead_runs(exe, eng, ar.Options(objects=500, sets=1), tmp)
+        ra_sigsegv = ar.readahead_runs(exe, eng, ar.Options(objects=500, sets=1), tmp / "sigsegv",
+                                       env={"P2_SERVER_FAULTS": "sigsegv"})
     counts, sums = ar.parse_output(out)
     run = dict(f=30, rep=0, rc=rc, counts=counts, checksums=sums, stderr=err,
                systems=list(OPTS.systems), benchmark=None)
     return dict(run=run, json=tmp / "run.json", tmp=tmp, exe=exe, slow=slow, cal=cal, targets=targets,
-                readahead=ra)
+                readahead={"userfaultfd": ra, "sigsegv": ra_sigsegv})
 
 
 def _by(run, system, step):
@@ -243,11 +247,12 @@ def test_target_rows_hot_read_and_raw_nbd(acob_run):
     assert "one raw libnbd read of a page |" in md
 
 
-def test_readahead_keeps_requests_in_flight(acob_run):
+@pytest.mark.parametrize("faults", ["userfaultfd", "sigsegv"])
+def test_readahead_keeps_requests_in_flight(acob_run, faults):
     # off, a page a miss, one request at a time; P2_SERVER_READAHEAD=16, the scan's misses
     # bring the pages after them in (bundled), up to a quarter of the 50 frames in flight,
-    # the same walk; a page read ahead is one read
-    runs = {r["readahead"]: r for r in acob_run["readahead"]}
+    # the same walk; a page read ahead is one read; through either fault path
+    runs = {r["readahead"]: r for r in acob_run["readahead"][faults]}
     assert set(runs) == {0, ar.READAHEAD}, runs
     for r in runs.values():
         assert r["rc"] == 0, r["stderr"][-2000:]
@@ -257,7 +262,7 @@ def test_readahead_keeps_requests_in_flight(acob_run):
     assert one["bundled"] == 0 and one["inflight"] == 1 and one["reads"] == one["misses"] >= 100
     assert ahead["reads"] == ahead["misses"] + ahead["bundled"] and ahead["bundled"] > 50, ahead
     assert 8 <= ahead["inflight"] <= 12 and one["reads"] <= ahead["reads"] <= one["reads"] + 12, ahead
-    md = "\n".join(ar.target_lines([], ra_runs=acob_run["readahead"]))
+    md = "\n".join(ar.target_lines([], ra_runs=acob_run["readahead"][faults]))
     assert "a scan keeps ≥ 8 requests in flight" in md and "pairs of processes: 1" in md
 
 

@@ -166,15 +166,18 @@ def fmt_ms(x: Optional[float]) -> str:
 
 def run_benchmarks(args: Sequence[str], json_out: str, family: str, line_re: "re.Pattern",
                    describe: Callable[["re.Match", Optional[dict], str], str],
-                   say: Callable[[str], None] = lambda m: None, runs_each: int = 1) -> int:
+                   say: Callable[[str], None] = lambda m: None, runs_each: int = 1,
+                   env: Optional[dict] = None, cwd: Optional[str] = None) -> int:
     """Run a Google Benchmark binary (`args`: it and its flags) with JSON to json_out,
     saying one progress line per finished benchmark: `line_re` picks the console lines of
     benchmarks (names starting `family/`), `describe(match, counters, error)` says what one
     finished with (counters None and error set when it errored). Lines on stderr that
     report a failure are passed on; runs_each: the runs of every listed benchmark
-    (--benchmark_repetitions). Returns the binary's exit status."""
+    (--benchmark_repetitions); env, cwd: the binary's environment and working directory.
+    Returns the binary's exit status."""
+    json_out = os.path.abspath(json_out)
     listed = subprocess.run(list(args) + ["--benchmark_list_tests=true"], capture_output=True,
-                            text=True)
+                            text=True, env=env, cwd=cwd)
     if listed.returncode != 0:
         raise BuildError(f"{args[0]} --benchmark_list_tests failed:\n{listed.stderr.strip()}")
     total = runs_each * sum(1 for line in listed.stdout.splitlines() if line.startswith(family + "/"))
@@ -184,7 +187,7 @@ def run_benchmarks(args: Sequence[str], json_out: str, family: str, line_re: "re
     say(f"running {total} benchmarks: {shlex.join(cmd)}")
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            bufsize=1)
+                            bufsize=1, env=env, cwd=cwd)
 
     def pump_err():
         for line in proc.stderr:

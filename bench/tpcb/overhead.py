@@ -94,12 +94,27 @@ def render(sums_wall: list, sums_cpu: list) -> tuple:
     return lines, targets
 
 
-def instructions(exe: str, opts: Options, system: str, txns: int = 100000) -> Optional[float]:
+def isolated(build_dir: str) -> dict:
+    """run()'s env and cwd for every run of the benchmark binary: the build directory is its
+    working directory and where the -prof rows' profiles and the -trace rows' trace go
+    (P2GEN_PROFILE_DIR, P2GEN_TRACE), never the user's current directory; the caller's
+    environment is left as it was. The traced rows run one after another, each open
+    starting the one file again; each close of a -prof row starts its profile afresh."""
+    bdir = os.path.abspath(build_dir)
+    env = dict(os.environ, P2GEN_PROFILE_DIR=bdir, P2GEN_PROFILE_RESET="1",
+               P2GEN_TRACE=os.path.join(bdir, "tpcb_overhead.trace"))
+    env.pop("P2GEN_PROFILE", None)      # one path for every spec's profile: not here
+    return {"env": env, "cwd": bdir}
+
+
+def instructions(exe: str, opts: Options, system: str, txns: int = 100000,
+                 env: Optional[dict] = None, cwd: Optional[str] = None) -> Optional[float]:
     """User-space instructions per transaction of `system` on transient memory under
     valgrind's cachegrind (a count, not a time: the same on a loaded machine), by the
     difference between runs of txns and 3 * txns transactions (the load and the checks
-    cancel). None without valgrind or if a run failed. Transient only: a persistent
-    variant's file reserves more address space than valgrind gives."""
+    cancel). None without valgrind or if a run failed; env, cwd: as run()'s (isolated).
+    Transient only: a persistent variant's file reserves more address space than valgrind
+    gives."""
     if not shutil.which("valgrind"):
         return None
     counts = []
@@ -163,19 +178,16 @@ def command(*, sf, accounts, txns, seeds, repetitions, processes, out, build_dir
             say: Callable[[str], None] = print) -> int:
     opts = Options(sfs=_ints(sf, "--sf") or DEFAULT["sfs"], accounts=accounts or DEFAULT["accounts"],
                    txns=txns or DEFAULT["txns"], seeds=_ints(seeds, "--seeds") or DEFAULT["seeds"],
-                   filter=row_filter(), dir=db_dir, repetitions=repetitions)
+                   filter=row_filter(), dir=db_dir and os.path.abspath(db_dir),
+                   repetitions=repetitions)
     bdir = build_dir or os.path.join("bench", "build", "overhead")
-    exe = build(bdir, cc=cc, cxx=cxx, jobs=jobs, variants=variants(), say=say)
-    # the counters' profiles and the traces go into the build directory, not the current one;
-    # the traced rows run one after another, each open starting the one file again
-    os.environ["P2GEN_PROFILE_DIR"] = os.path.abspath(bdir)
-    os.environ["P2GEN_PROFILE_RESET"] = "1"
-    os.environ["P2GEN_TRACE"] = os.path.join(os.path.abspath(bdir), "tpcb_overhead.trace")
+    exe = os.path.abspath(build(bdir, cc=cc, cxx=cxx, jobs=jobs, variants=variants(), say=say))
+    where = isolated(bdir)
     paths, rc = [], 0
     for i in range(processes):
-        path = os.path.join(out, f"tpcb_overhead.{i}.json")
+        path = os.path.abspath(os.path.join(out, f"tpcb_overhead.{i}.json"))
         say(f"process {i + 1} of {processes}")
-        rc = run(str(exe), opts, path, say=say) or rc
+        rc = run(exe, opts, path, say=say, **where) or rc
         if not results_written(exe, rc, path, say):
             return 1
         paths.append(path)
@@ -184,6 +196,6 @@ def command(*, sf, accounts, txns, seeds, repetitions, processes, out, build_dir
         for v in variants():
             if v.mem == "transient":
                 say(f"counting {v.name}'s instructions under valgrind")
-                counts[v.name] = instructions(str(exe), opts, v.name)
+                counts[v.name] = instructions(exe, opts, v.name, **where)
     text, problems = report(paths, out, cmdline, counts)
     return say_report(say, text, problems, paths + [os.path.join(out, "tpcb_overhead.md")], rc)

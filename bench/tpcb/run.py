@@ -251,18 +251,19 @@ class Options:
 
 
 def run(exe: str, opts: Options, json_out: str,
-        say: Callable[[str], None] = lambda m: None) -> int:
+        say: Callable[[str], None] = lambda m: None, env: Optional[dict] = None,
+        cwd: Optional[str] = None) -> int:
     """Run the benchmark binary; Google Benchmark JSON goes to json_out. Prints one
     progress line per finished benchmark. Returns the binary's exit status (3: a run
-    failed its invariant or errored)."""
+    failed its invariant or errored); env, cwd: its environment and working directory."""
     def describe(m, vals, error):
         name, mem, sf, seed, _ = m.groups()
         info = error if vals is None else \
             f"txn {vals.get('txn_ms', '?')} ms, load {vals.get('load_ms', '?')} ms"
         return f"{name:<8} {mem:<10} sf={sf:<3} seed={seed:<3} {info}"
 
-    return run_benchmarks([str(exe)] + opts.args(), json_out, "tpcb", RUN_LINE, describe, say,
-                          runs_each=opts.repetitions)
+    return run_benchmarks([os.path.abspath(exe)] + opts.args(), json_out, "tpcb", RUN_LINE,
+                          describe, say, runs_each=opts.repetitions, env=env, cwd=cwd)
 
 
 # a run's console line (not the aggregates of repetitions: their names end _mean, _median, ...)
@@ -896,10 +897,10 @@ def command(*, sf, accounts, txns, seeds, reference, out, build_dir, filter, db_
     bdir = build_dir or os.path.join("bench", "build")
     exe = build(bdir, cc=cc, cxx=cxx, jobs=jobs,
                 variants=all_variants(lto_rows, variants, profile_rows), say=say)
-    if profile_rows:    # the -prof rows write a profile at every close, each spec its own
-        # <spec>.profile.json in the build dir (the later sessions numbered beside it: merged)
-        os.environ.setdefault("P2GEN_PROFILE_DIR", os.path.abspath(bdir))
-    rc = run(str(exe), opts, json_path, say=say)
+    # the -prof rows write a profile at every close, each spec its own <spec>.profile.json
+    # in the build dir (the later sessions numbered beside it: merged), not in the user's
+    env = {"P2GEN_PROFILE_DIR": os.path.abspath(bdir), **os.environ} if profile_rows else None
+    rc = run(str(exe), opts, json_path, say=say, env=env)
     if not results_written(exe, rc, json_path, say):
         return 1
     text, pngs, problems = report(json_path, out, plots=plots, metric=metric, command=cmdline)

@@ -4,6 +4,7 @@ C++ program (the benchmark's drivers are C++). No timing here: stored numbers on
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 
@@ -83,3 +84,42 @@ def test_the_traced_api_compiles_into_a_cpp_program(tmp_path):
                         f"-D{v.prefix.upper()}_INLINE", f"-I{g.out_dir}", str(src)],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+SPEC = """record row { id: u32; v: i64; }
+container rows of row = top2ds_qualify[hash(key = id, buckets = 8)[array(capacity = 8)[transient]]];
+"""
+MAIN = """#include "ov.h"
+int main(void)
+{
+    ov_db *db; ov_row r = { 7, 1 }; ov_ref ref;
+    if (ov_open(&db, ".") != P2_OK || ov_rows_insert(db, &r, &ref) != P2_OK) return 1;
+    return ov_close(db) == P2_OK ? 0 : 1;
+}
+"""
+
+
+def test_the_runs_write_profiles_and_traces_into_the_build_dir_not_the_cwd(tmp_path, cc,
+                                                                            monkeypatch):
+    # a program built with --profile and --trace, run as command() runs the benchmark
+    # binary (isolated: env and cwd) from the user's directory with a relative build dir
+    from conftest import runtime_obj
+    from p2gen.harness import HARNESS_CFLAGS
+    (tmp_path / "ov.p2").write_text(SPEC)
+    gen = generate(str(tmp_path / "ov.p2"), str(tmp_path / "gen"), "ov", profile=True, trace=True)
+    (tmp_path / "main.c").write_text(MAIN)
+    exe = tmp_path / "main"
+    r = subprocess.run([cc, *HARNESS_CFLAGS, "-I", gen.out_dir, str(tmp_path / "main.c"),
+                        gen.source, runtime_obj(cc, HARNESS_CFLAGS), "-o", str(exe)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    user = tmp_path / "user"
+    (user / "build").mkdir(parents=True)
+    monkeypatch.chdir(user)
+    before = dict(os.environ)
+    where = ov.isolated("build")
+    assert dict(os.environ) == before            # the caller's environment is left alone
+    r = subprocess.run([str(exe)], capture_output=True, text=True, **where)
+    assert r.returncode == 0, r.stderr
+    assert os.listdir(user) == ["build"]
+    assert sorted(os.listdir(user / "build")) == ["ov.profile.json", "tpcb_overhead.trace"]

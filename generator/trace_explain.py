@@ -14,6 +14,7 @@ from typing import Optional
 
 from .layers.base import COST_UNIT
 from .plan import explain, size_estimate
+from .trace import key_order
 
 MARGIN = 1.3
 
@@ -39,7 +40,7 @@ def _measured(summary: Optional[dict], info, cur) -> Optional[float]:
         return None
     ops = summary["ops"]
     if cur.synthetic == "find":
-        j = [k.name for k in info.keys()].index(_find_key(cur))
+        j = [k.name for k in key_order(info)].index(_find_key(cur))   # a find's aux
         v = ops.get((info.name, f"find#{j}"))
         return v["ns_per_op"] if v else None
     opened = ops.get((cur.name, "cursor_open"))

@@ -109,7 +109,8 @@ def test_profile_alone_and_refusals(workload, tmp_path):
 def test_misranking_is_flagged_from_measurements(workload):
     checked = load(str(workload / "ex.p2"))
     prof = load_profile(str(workload / "ex.profile.json"), str(workload / "ex.p2"))
-    ops = {("accounts", "find#0"): {"count": 5000, "ns_per_op": 900.0},      # id: 1.5 estimated
+    # a find's index: its key's in the keys sorted by name (branch, id, owner)
+    ops = {("accounts", "find#1"): {"count": 5000, "ns_per_op": 900.0},      # id: 1.5 estimated
            ("accounts", "find#2"): {"count": 50, "ns_per_op": 400.0},       # owner: 10000
            ("rich", "cursor_open"): {"count": 20, "ns_per_op": 10.0},
            ("rich", "cursor_next"): {"count": 380, "ns_per_op": 5.0},       # 105 ns a walk

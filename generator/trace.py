@@ -16,11 +16,23 @@ The file: a header
     magic "P2GTRACE", u32 format, u32 0x01020304 (the byte order: the writer's),
     the SHA-256 of the spec's API (64 hex characters: `api_digest`), u32 containers,
     u64 each one's count at the open
-then events, each
-    u8 op, u8 unit (the container's or cursor's index), u16 aux (a field's or key's index),
-    u32 length, then that many bytes of payload.
-A reference in a payload is a u64; a char[N] argument is N + 1 bytes (the string cut after
+then events, each (format 3, `LAYOUT`: what an operation's event holds)
+    u8 op, u8 unit (the container's, cursor's or role's index),
+    [aux: a varint, a field's or key's index: set, set_text, find],
+    [the word: the event's first u64 (a reference, a count, a cursor's or iterator's
+     address) as the zigzag varint of its difference from the last word of the same unit
+     (a container's, a cursor's or a role's, 0 at the open): a find's answer then set on
+     it, a cursor's steps, are one byte],
+    [a varint length and that many bytes: the rest of the payload],
+and at the close the end mark: a byte 0 and "P2GTEND" (events of two bytes could end a
+cut file on a boundary: without the mark it is refused as truncated).
+A varint is 7 bits a byte, the lowest first, the high bit set on all bytes but the last.
+A reference in the rest is a u64; a char[N] argument is N + 1 bytes (the string cut after
 N + 1 bytes, NUL-padded: one too long stays too long); a record is the C struct's bytes.
+The readers (`read_trace`, the replay driver's `p2r_expand`) expand the events to the
+fixed layout of format 2, which the replay reads: u8 op, u8 unit, u16 aux, u32 length,
+then the payload, the word first as a u64. (Format 2, that layout on file, 24 bytes an
+event of one reference, took 237 bytes a TPC-B transaction; format 3 about 140.)
 
 The trace's identity is the spec's API, not its text: the records as C lays them out, each
 container's record, memory, file, unique keys, deferred deletes, declared finds and keys,
@@ -42,11 +54,13 @@ from .errors import P2Error, SpecError
 from .profile import p2gen_version, spec_sha256
 
 MAGIC = b"P2GTRACE"
-FORMAT = 2          # 2: the API's digest in the header, finds by key name order
+END = b"\0P2GTEND"       # after the last event, written at close: a trace cut short lacks it
+FORMAT = 3          # 2: the API's digest in the header, finds by key name order; 3: compact events
 BYTE_ORDER = 0x01020304
 HEAD = struct.Struct("<8sII64sI")
 EVENT = struct.Struct("<BBHI")
 BUFFER = 1 << 16
+HEAD_MAX = 2 + 3 + 10 + 5        # op, unit, aux (u16), the word, the rest's length (u32)
 
 # op codes, shared by the writer (templates), the reader (below) and the replay
 # (trace_replay.py); `unit` is a container for the first group, a cursor for the second
@@ -62,6 +76,18 @@ OP_NAMES = {v: k for k, v in OPS.items()}
 CURSOR_OPS = {"cursor_open", "cursor_next", "cursor_ref", "cursor_update", "cursor_delete",
               "cursor_close"}
 DB_OPS = {"commit", "abort"}
+# what an operation's event holds besides op and unit (format 3): (aux, word, rest)
+AUX, WORD, REST = 1, 2, 4
+LAYOUT = {
+    "insert": REST, "insert_many": WORD, "get": WORD, "at": WORD, "update": WORD | REST,
+    "delete": WORD, "set": AUX | WORD | REST, "set_text": AUX | WORD | REST,
+    "find": AUX | REST, "result": WORD, "reserve": WORD,
+    "cursor_open": WORD | REST, "cursor_next": WORD, "cursor_ref": WORD,
+    "cursor_update": WORD | REST, "cursor_delete": WORD | REST, "cursor_close": WORD,
+    "commit": 0, "abort": 0,
+    "rel_add": WORD | REST, "rel_remove": WORD | REST, "rel_set": WORD | REST,
+    "rel_open": WORD | REST, "rel_next": WORD,
+}
 # a relationship's role is the unit: add/remove (owner, member), set (element, partner or
 # P2_NIL), open (the iterator's address, the owner), next (the iterator's address)
 REL_OPS = {"rel_add", "rel_remove", "rel_set", "rel_open", "rel_next"}
@@ -149,7 +175,16 @@ def context(checked, spec_file: str) -> dict:
         }
     units = {(info.name, k.name): j for j, (info, k) in enumerate(cursors(checked))}
     role_units = {(r.container.name, r.name): j for j, r in enumerate(roles(checked))}
+    nc, ncur = len(checked.containers), len(units)
+    base = [0] * (max(OPS.values()) + 1)
+    layout = [0] * len(base)
+    for name, code in OPS.items():
+        layout[code] = LAYOUT[name]
+        base[code] = nc if name in CURSOR_OPS else nc + ncur if name in REL_OPS else 0
     return {"ops": OPS, "c": containers, "cursor": units, "role": role_units, "buffer": BUFFER,
+            "layout": layout, "base": base, "aux": AUX, "word": WORD, "rest": REST,
+            "words": max(nc + ncur + len(role_units), 1), "head_max": HEAD_MAX,
+            "end": END.decode(),
             "sha": api_digest(checked), "version": p2gen_version(),
             "default_path": default_path(spec_file), "magic": MAGIC.decode(),
             "format": FORMAT, "byte_order": BYTE_ORDER}
@@ -158,13 +193,14 @@ def context(checked, spec_file: str) -> dict:
 @dataclass
 class Trace:
     """A trace read and checked: its header, and its events as (op name, unit, aux,
-    payload offset, payload length) over `data`."""
+    payload offset, payload length) over `data`, the events expanded (read_trace)."""
     path: str
     sha256: str
     counts_at_open: list
-    data: bytes
+    data: bytes                 # the events expanded to the fixed layout (format 2's)
     start: int
     events: list = field(default_factory=list)
+    origins: list = field(default_factory=list)     # each event's offset in the file
 
     def op_counts(self, checked) -> dict:
         """{unit name: {op: count}}: containers' and cursors' operations by name."""
@@ -195,7 +231,9 @@ def read_trace(path: str, checked=None, source: Optional[str] = None) -> Trace:
     if order != BYTE_ORDER:
         raise TraceError(f"trace '{path}' was written on a machine of another byte order")
     if fmt != FORMAT:
-        raise TraceError(f"trace '{path}' is of format {fmt}, this p2gen reads format {FORMAT}")
+        older = " (an older p2gen's)" if fmt < FORMAT else ""
+        raise TraceError(f"trace '{path}' is of format {fmt}{older}, this p2gen reads format "
+                         f"{FORMAT}: run the workload again on a build with --trace")
     sha_text = sha.decode("ascii", "replace")
     if checked is None and source is not None:
         from .check import check
@@ -214,29 +252,88 @@ def read_trace(path: str, checked=None, source: Optional[str] = None) -> Trace:
         raise TraceError(f"trace '{path}' is truncated: its header ends at byte {len(data)}")
     counts = list(struct.unpack_from(f"<{n}Q", data, at))
     at += 8 * n
-    trace = Trace(path, sha_text, counts, data, at)
     n_units = len(checked.containers) if checked is not None else 256
     n_curs = len(cursors(checked)) if checked is not None else 256
     n_roles = len(roles(checked)) if checked is not None else 256
-    while at < len(data):
-        if len(data) - at < EVENT.size:
-            raise TraceError(f"trace '{path}' is truncated: {len(data) - at} bytes of an "
-                             f"event head at byte {at}")
-        op, unit, aux, length = EVENT.unpack_from(data, at)
+    trace = Trace(path, sha_text, counts, b"", 0)
+    trace.data, trace.events, trace.origins = _expand(path, data, at, n_units, n_curs, n_roles)
+    return trace
+
+
+def _varint(path: str, data: bytes, at: int, start: int, what: str) -> tuple:
+    """(value, the offset after it) of the varint at `at` (of the event at `start`)."""
+    v = shift = 0
+    while True:
+        if at >= len(data):
+            raise TraceError(f"trace '{path}' is truncated: the event at byte {start} ends "
+                             f"within its {what}")
+        b = data[at]
+        at += 1
+        if shift > 63:
+            raise TraceError(f"trace '{path}' is damaged: the {what} of the event at byte "
+                             f"{start} is longer than 64 bits")
+        v |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            return v, at
+
+
+def _expand(path: str, data: bytes, at: int, n_units: int, n_curs: int, n_roles: int) -> tuple:
+    """The compact events from `at` on, checked and expanded to the fixed layout the replay
+    reads (the module's docstring): (the expanded bytes, the events as Trace.events holds
+    them over those, each event's offset in the file)."""
+    out, events, origins = bytearray(), [], []
+    last = {}                                   # (kind, unit) -> the unit's last word
+    while True:
+        start = at
+        if at >= len(data):
+            raise TraceError(f"trace '{path}' is truncated: no end mark after its last event "
+                             f"(the program did not close the database, or the file was cut)")
+        if data[at] == 0:
+            if len(data) - at < len(END) and END.startswith(data[at:]):
+                raise TraceError(f"trace '{path}' is truncated: its end mark is cut")
+            if data[at:] != END:
+                raise TraceError(f"trace '{path}' is damaged: an end mark at byte {at} is "
+                                 f"not the file's end")
+            break
+        if len(data) - at < 2:
+            raise TraceError(f"trace '{path}' is truncated: 1 byte of an event head at byte {at}")
+        op, unit = data[at], data[at + 1]
+        at += 2
         name = OP_NAMES.get(op)
         if name is None:
-            raise TraceError(f"trace '{path}' is damaged: unknown operation {op} at byte {at}")
-        limit = (1 if name in DB_OPS else n_curs if name in CURSOR_OPS else
-                 n_roles if name in REL_OPS else n_units)
+            raise TraceError(f"trace '{path}' is damaged: unknown operation {op} at byte {start}")
+        kind = "db" if name in DB_OPS else "cursor" if name in CURSOR_OPS else \
+            "role" if name in REL_OPS else "container"
+        limit = {"db": 1, "cursor": n_curs, "role": n_roles, "container": n_units}[kind]
         if unit >= limit:
             raise TraceError(f"trace '{path}' is damaged: {name} of unit {unit} (the spec has "
-                             f"{limit}) at byte {at}")
-        if length > len(data) - at - EVENT.size:
-            raise TraceError(f"trace '{path}' is truncated: an event of {length} bytes at "
-                             f"byte {at}, {len(data) - at - EVENT.size} left")
-        trace.events.append((name, unit, aux, at + EVENT.size, length))
-        at += EVENT.size + length
-    return trace
+                             f"{limit}) at byte {start}")
+        layout, aux, word, rest = LAYOUT[name], 0, b"", 0
+        if layout & AUX:
+            aux, at = _varint(path, data, at, start, "field or key")
+            if aux > 0xFFFF:
+                raise TraceError(f"trace '{path}' is damaged: field or key {aux} at byte {start}")
+        if layout & WORD:
+            z, at = _varint(path, data, at, start, "reference")
+            v = (last.get((kind, unit), 0) + ((z >> 1) ^ -(z & 1))) & 0xFFFFFFFFFFFFFFFF
+            last[(kind, unit)] = v
+            word = struct.pack("<Q", v)
+        if layout & REST:
+            rest, at = _varint(path, data, at, start, "length")
+            if rest > len(data) - at:
+                raise TraceError(f"trace '{path}' is truncated: an event of {rest} bytes at "
+                                 f"byte {start}, {len(data) - at} left")
+        length = len(word) + rest
+        if length > 0xFFFFFFFF:
+            raise TraceError(f"trace '{path}' is damaged: an event of {length} bytes at byte {start}")
+        out += EVENT.pack(op, unit, aux, length)
+        events.append((name, unit, aux, len(out), length))
+        out += word
+        out += data[at:at + rest]
+        at += rest
+        origins.append(start)
+    return bytes(out), events, origins
 
 
 def iter_payloads(trace: Trace) -> Iterator[tuple]:

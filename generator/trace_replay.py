@@ -593,6 +593,7 @@ def main_source(checked, prefixes: list) -> str:
     L.append(f"static const char *const fn_names[] = {{ {', '.join(_q(p) for p in prefixes)} }};")
     nunits = len(units)
     head = HEAD.size + 8 * len(checked.containers)
+    L.append(expand_source(checked))
     L.append(r"""
 int main(int argc, char **argv)
 {
@@ -616,6 +617,14 @@ int main(int argc, char **argv)
     if (fmt != %(format)du || order != %(order)du) { fprintf(stderr, "%%s: a trace of another format or byte order\n", argv[1]); return 1; }
     if (memcmp(buf + 16, %(sha)s, 64) != 0) { fprintf(stderr, "%%s was written by a spec of another API\n", argv[1]); return 1; }
     if (nc != %(nc)du) { fprintf(stderr, "%%s is damaged: %%u containers\n", argv[1], (unsigned)nc); return 1; }
+    {   /* the compact events expanded once, before any candidate runs */
+        size_t n;
+        unsigned char *events = p2r_expand(buf, (size_t)size, %(head)du, &n, err, sizeof err);
+        if (!events) { fprintf(stderr, "%%s: %%s\n", argv[1], err); return 1; }
+        free(buf);
+        buf = events;
+        size = (long)n;
+    }
     {   /* the clock's own cost: the median of 1001 back-to-back readings */
         static uint64_t pairs[1001];
         for (k = 0; k < 1001; k++) { t = p2r_now(); pairs[k] = p2r_now() - t; }
@@ -644,7 +653,7 @@ int main(int argc, char **argv)
             memset(st.n, 0, %(nunits)d * P2R_OPS * sizeof *st.n);
             memset(st.ns, 0, %(nunits)d * P2R_OPS * sizeof *st.ns);
             t = p2r_now();
-            if (fns[c](buf, (size_t)size, %(head)du, dir, &st, dump, err, sizeof err) != 0) {
+            if (fns[c](buf, (size_t)size, 0, dir, &st, dump, err, sizeof err) != 0) {
                 fprintf(stderr, "replay of %%s: %%s\n", fn_names[c], err);
                 return 1;
             }
@@ -670,6 +679,104 @@ int main(int argc, char **argv)
        "order": BYTE_ORDER, "sha": _q(api_digest(checked)),
        "nc": len(checked.containers), "nunits": nunits})
     return "\n".join(L) + "\n"
+
+
+def expand_source(checked) -> str:
+    """`p2r_expand`: the trace's compact events (format 3: trace.py) checked and expanded to
+    the fixed layout every candidate's replay reads (u8 op, u8 unit, u16 aux, u32 length,
+    the payload with the word first as a u64), as trace.read_trace expands them; NULL with
+    err set (the byte of the file) if one is truncated, damaged or not of this spec. The
+    replay's own messages then name the byte of an expanded event."""
+    from .render import c_string
+    from .trace import AUX, CURSOR_OPS, DB_OPS, END, LAYOUT, REL_OPS, REST, WORD
+    size = max(OPS.values()) + 1
+    layout, kind = [0] * size, [255] * size      # kind 255: no such operation
+    for name, code in OPS.items():
+        layout[code] = LAYOUT[name]
+        kind[code] = 3 if name in DB_OPS else 1 if name in CURSOR_OPS else \
+            2 if name in REL_OPS else 0
+    limits = [len(checked.containers), len(cursors(checked)), len(roles(checked)), 1]
+    return r"""
+static const unsigned char p2r_layout[%(size)d] = { %(layout)s };
+static const unsigned char p2r_kind[%(size)d] = { %(kind)s };   /* container, cursor, role, database */
+static const unsigned p2r_limit[4] = { %(limits)s };
+
+/* the varint at *at (7 bits a byte, the lowest first): 0, or -1 if the trace ends in it or it
+   is longer than 64 bits */
+static int p2r_varint(const unsigned char *b, size_t len, size_t *at, uint64_t *v)
+{
+    unsigned shift = 0;
+    *v = 0;
+    for (;;) {
+        if (*at >= len || shift > 63) return -1;
+        *v |= (uint64_t)(b[*at] & 0x7f) << shift;
+        shift += 7;
+        if (b[(*at)++] < 0x80) return 0;
+    }
+}
+
+static unsigned char *p2r_expand(const unsigned char *b, size_t len, size_t at, size_t *out_len,
+                                 char *err, size_t errlen)
+{
+    size_t cap = 2 * (len - at) + 64, n = 0;
+    unsigned char *out = (unsigned char *)malloc(cap);
+    uint64_t last[%(words)d];
+    memset(last, 0, sizeof last);
+    if (!out) { snprintf(err, errlen, "out of memory"); return NULL; }
+    for (;;) {
+        size_t start = at;
+        unsigned op, unit, layout;
+        uint64_t aux = 0, word = 0, rest = 0, length;
+        uint32_t n32;
+        if (at >= len) { snprintf(err, errlen, "trace truncated: no end mark after its last event"); goto bad; }
+        if (b[at] == 0) {
+            if (len - at < %(endlen)d && memcmp(b + at, %(end)s, len - at) == 0) { snprintf(err, errlen, "trace truncated: its end mark is cut"); goto bad; }
+            if (len - at != %(endlen)d || memcmp(b + at, %(end)s, %(endlen)d) != 0) { snprintf(err, errlen, "trace damaged: an end mark at byte %%zu is not the file's end", at); goto bad; }
+            break;
+        }
+        if (len - at < 2) { snprintf(err, errlen, "trace truncated: 1 byte of an event head at byte %%zu", at); goto bad; }
+        op = b[at]; unit = b[at + 1]; at += 2;
+        if (op >= %(size)du || p2r_kind[op] == 255 || unit >= p2r_limit[p2r_kind[op]]) {
+            snprintf(err, errlen, "event at byte %%zu: operation %%u of unit %%u is not one of this spec's", start, op, unit);
+            goto bad;
+        }
+        layout = p2r_layout[op];
+        if ((layout & %(AUX)d) && (p2r_varint(b, len, &at, &aux) || aux > 0xffff)) { snprintf(err, errlen, "trace truncated or damaged: the event at byte %%zu", start); goto bad; }
+        if (layout & %(WORD)d) {
+            uint64_t z, *l = &last[%(bases)s];
+            if (p2r_varint(b, len, &at, &z)) { snprintf(err, errlen, "trace truncated: the event at byte %%zu", start); goto bad; }
+            word = *l + ((z >> 1) ^ ((uint64_t)0 - (z & 1)));
+            *l = word;
+        }
+        if ((layout & %(REST)d) && (p2r_varint(b, len, &at, &rest) || rest > len - at)) { snprintf(err, errlen, "trace truncated: an event at byte %%zu", start); goto bad; }
+        length = (layout & %(WORD)d ? 8 : 0) + rest;
+        if (length > UINT32_MAX) { snprintf(err, errlen, "trace damaged: an event of %%llu bytes at byte %%zu", (unsigned long long)length, start); goto bad; }
+        while (cap - n < 8 + length) {
+            unsigned char *g = (unsigned char *)realloc(out, cap *= 2);
+            if (!g) { snprintf(err, errlen, "out of memory"); goto bad; }
+            out = g;
+        }
+        n32 = (uint32_t)length;
+        out[n] = (unsigned char)op; out[n + 1] = (unsigned char)unit;
+        out[n + 2] = (unsigned char)(aux & 0xff); out[n + 3] = (unsigned char)(aux >> 8);
+        memcpy(out + n + 4, &n32, 4);
+        n += 8;
+        if (layout & %(WORD)d) { memcpy(out + n, &word, 8); n += 8; }
+        memcpy(out + n, b + at, (size_t)rest);
+        n += (size_t)rest;
+        at += (size_t)rest;
+    }
+    *out_len = n;
+    return out;
+bad:
+    free(out);
+    return NULL;
+}
+""" % {"size": size, "layout": ", ".join(map(str, layout)), "kind": ", ".join(map(str, kind)),
+       "limits": ", ".join(map(str, limits)), "words": max(sum(limits[:3]), 1),
+       "bases": f"(p2r_kind[op] == 1 ? {limits[0]}u : p2r_kind[op] == 2 ? {limits[0] + limits[1]}u : 0u) + unit",
+       "AUX": AUX, "WORD": WORD, "REST": REST, "endlen": len(END),
+       "end": c_string(END.decode())}
 
 
 def driver_source(checked, prefixes: Optional[list] = None) -> str:

@@ -25,7 +25,7 @@ from conftest import DEBUG_FLAG, runtime_obj
 from p2gen.build import generate
 from p2gen.cli import main
 from p2gen.harness import HARNESS_CFLAGS, SANITIZE_CFLAGS, sanitizer_env
-from p2gen.trace import TraceError, read_trace
+from p2gen.trace import END, LAYOUT, REST, WORD, TraceError, read_trace
 from p2gen.trace_replay import build_driver, dump_source, measure_candidates, run_driver
 
 SPEC = """record account { id: u32; owner: char[8]; branch: u16; balance: i64; note: text; }
@@ -248,15 +248,24 @@ def test_foreign_damaged_or_truncated_traces_are_refused(tmp_path, cc, replay_ex
         assert r.returncode == 1 and driver in r.stderr and "ERROR" not in r.stderr, r.stderr
 
     refused(data[:-3], "truncated", "truncated")
+    # cut on an event's boundary (its events can be two bytes): no end mark
+    tr = read_trace(str(tmp_path / "tr.trace"), checked)
+    refused(data[:tr.origins[-1]], "truncated: no end mark", "truncated: no end mark")
     foreign = data[:16] + b"0" * 64 + data[80:]
     refused(foreign, "another API than", "another API")
     refused(b"hello", "not a p2gen trace", "not a p2gen trace")
-    # the last event claiming more bytes than its operation takes
-    at = read_trace(str(tmp_path / "tr.trace"), checked).events[-1][3] - 8
+    older = data[:8] + struct.pack("<I", 2) + data[12:]
+    refused(older, "of format 2 \\(an older p2gen's\\), this p2gen reads format 3",
+            "another format")
+    # the last event with a rest claiming 8 bytes more than its operation takes (its
+    # length, one varint byte, just before the rest)
+    i = max(j for j, e in enumerate(tr.events) if LAYOUT[e[0]] & REST)
+    rest = tr.events[i][4] - (8 if LAYOUT[tr.events[i][0]] & WORD else 0)
+    end = tr.origins[i + 1] if i + 1 < len(tr.origins) else len(data) - len(END)
+    assert rest < 120 and data[end - rest - 1] == rest
     ev = bytearray(data)
-    op, unit, aux, n = struct.unpack_from("<BBHI", ev, at)
-    struct.pack_into("<BBHI", ev, at, op, unit, aux, n + 8)
-    ev += b"\0" * 8
+    ev[end - rest - 1] = rest + 8
+    ev[end:end] = b"\0" * 8
     bad.write_bytes(bytes(ev))
     read_trace(str(bad), checked)          # its lengths add up: the reader cannot tell
     r = drive()

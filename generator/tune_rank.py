@@ -12,7 +12,9 @@ Its predicted cost is, per operation the profile counted, count x the cost of th
 operation through the candidate at the profile's n (cache-line reads, layers/base.py
 COST_UNIT): a find or cursor walk costs what the planner would pay for its path (the
 cheapest of the candidate's layers, as plan.plan_cursor chooses, with the real n rather
-than the planner's default); an insert or delete pays every ds layer's maintenance (an
+than the planner's default; a walk's rows after the first cheaper on a btree, whose walk
+prefetches, and a sorted array, whose rows are consecutive: ROW_COST); an insert or delete
+pays every ds layer's maintenance (an
 ordered layer its descent, a hash its bucket, a btree its descent through nodes of its
 `node` bytes and the shift of half a leaf, odlist and qsort their shift); an update that
 changes a key pays it on the layers keyed on a key field; get/at/other updates read or
@@ -145,8 +147,37 @@ def _path_cost(li, cur, n: float, dense: frozenset = frozenset(), lines: float =
         if cur.descending and o.kind == "range" and not li.layer.reverse_walk:
             continue
         cost = o.cost * lines if o.kind == "scan" else o.cost
+        if li.layer.name in ROW_COST and o.kind in ("range", "scan"):
+            cost = _walk_rows(li, cost, n)
         best = min(best, _hash_chain(li, cost, n, dense) if o.kind == "eq" else cost)
     return best
+
+
+# The rows of a walk after the first, in line reads (the planner's layer costs, shared,
+# count each row one, as an avl's successor is: a dependent read). A btree walk prefetches
+# each row's element PREFETCH_AHEAD entries ahead (layers/btree.py): its reads overlap,
+# about 0.45 of a dependent read (21 against 42-50 ns a row measured there; bench
+# tune-topk: 4.6 against 10 ns an avl row at n = 10,000). A sorted array's (qsort's) rows
+# are consecutive elements, streamed: about 2 ns a row there, 0.2. Without these the model
+# put avl first on range walks that a btree or qsort ran 1.5-2.9x faster.
+ROW_COST = {"btree": 0.45, "qsort": 0.2}
+
+
+def _descent(li, n: float) -> float:
+    """Lines a walk reads before its first row: a btree's descent, a sorted array's binary
+    search of its key column (as layers/btree.py and layers/qsort.py cost them)."""
+    if li.layer.name == "btree":
+        g = li.layer.geometry(li)
+        return g.height(n) * g.lines_per_node()
+    key = li.key_field_obj
+    per_line = max(1, 64 // max(1, key.type.bits // 8)) if key is not None else 1
+    return 0.9 * log2n(n / per_line)
+
+
+def _walk_rows(li, cost: float, n: float) -> float:
+    """A walk's cost with its rows after the first at ROW_COST of a line each."""
+    rows = cost - _descent(li, n)
+    return cost if rows <= 1 else cost - (rows - 1) * (1 - ROW_COST[li.layer.name])
 
 
 def _hash_chain(li, cost: float, n: float, dense: frozenset = frozenset()) -> float:

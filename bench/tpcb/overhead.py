@@ -122,8 +122,8 @@ def instructions(exe: str, opts: Options, system: str, txns: int = 100000,
         args = Options(sfs=opts.sfs[:1], accounts=opts.accounts, txns=n, seeds=opts.seeds[:1],
                        filter=f"^tpcb/{system}/transient/").args()
         r = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no",
-                            "--cachegrind-out-file=/dev/null", str(exe), *args],
-                           capture_output=True, text=True)
+                            "--cachegrind-out-file=/dev/null", os.path.abspath(exe), *args],
+                           capture_output=True, text=True, env=env, cwd=cwd)
         m = re.search(r"I\s+refs:\s+([\d,]+)", r.stderr)
         if r.returncode != 0 or not m:
             return None

@@ -123,3 +123,10 @@ def test_the_runs_write_profiles_and_traces_into_the_build_dir_not_the_cwd(tmp_p
     assert r.returncode == 0, r.stderr
     assert os.listdir(user) == ["build"]
     assert sorted(os.listdir(user / "build")) == ["ov.profile.json", "tpcb_overhead.trace"]
+    if shutil.which("valgrind"):         # and the instruction counts' runs (--instructions)
+        for f in os.listdir(user / "build"):
+            os.remove(user / "build" / f)
+        opts = bt.Options(sfs=(2,), accounts=10, txns=10, seeds=(1,))
+        assert ov.instructions(str(exe), opts, "X", txns=1, **where) is None   # not TPC-B
+        assert os.listdir(user) == ["build"]
+        assert sorted(os.listdir(user / "build")) == ["ov.profile.json", "tpcb_overhead.trace"]

@@ -751,10 +751,27 @@ static unsigned char *p2r_expand(const unsigned char *b, size_t len, size_t at, 
         if ((layout & %(REST)d) && (p2r_varint(b, len, &at, &rest) || rest > len - at)) { snprintf(err, errlen, "trace truncated: an event at byte %%zu", start); goto bad; }
         length = (layout & %(WORD)d ? 8 : 0) + rest;
         if (length > UINT32_MAX) { snprintf(err, errlen, "trace damaged: an event of %%llu bytes at byte %%zu", (unsigned long long)length, start); goto bad; }
-        while (cap - n < 8 + length) {
+        while (cap - n < 24 + length) {   /* a find_found: two events */
             unsigned char *g = (unsigned char *)realloc(out, cap *= 2);
             if (!g) { snprintf(err, errlen, "out of memory"); goto bad; }
             out = g;
+        }
+        if (op == %(find_found)du) {   /* a find, then its result if it found one */
+            n32 = (uint32_t)rest;
+            out[n] = %(find)du; out[n + 1] = (unsigned char)unit;
+            out[n + 2] = (unsigned char)(aux & 0xff); out[n + 3] = (unsigned char)(aux >> 8);
+            memcpy(out + n + 4, &n32, 4);
+            memcpy(out + n + 8, b + at, (size_t)rest);
+            n += 8 + (size_t)rest;
+            at += (size_t)rest;
+            if (word != UINT64_MAX) {
+                n32 = 8;
+                out[n] = %(result)du; out[n + 1] = (unsigned char)unit; out[n + 2] = out[n + 3] = 0;
+                memcpy(out + n + 4, &n32, 4);
+                memcpy(out + n + 8, &word, 8);
+                n += 16;
+            }
+            continue;
         }
         n32 = (uint32_t)length;
         out[n] = (unsigned char)op; out[n + 1] = (unsigned char)unit;
@@ -776,7 +793,8 @@ bad:
        "limits": ", ".join(map(str, limits)), "words": max(sum(limits[:3]), 1),
        "bases": f"(p2r_kind[op] == 1 ? {limits[0]}u : p2r_kind[op] == 2 ? {limits[0] + limits[1]}u : 0u) + unit",
        "AUX": AUX, "WORD": WORD, "REST": REST, "endlen": len(END),
-       "end": c_string(END.decode())}
+       "end": c_string(END.decode()), "find_found": OPS["find_found"], "find": OPS["find"],
+       "result": OPS["result"]}
 
 
 def driver_source(checked, prefixes: Optional[list] = None) -> str:

@@ -24,8 +24,9 @@ then events, each (format 3, `LAYOUT`: what an operation's event holds)
      (a container's, a cursor's or a role's, 0 at the open): a find's answer then set on
      it, a cursor's steps, are one byte],
     [a varint length and that many bytes: the rest of the payload]
-(a find by a scalar key answered directly is one event, find_found: its word the answer,
-P2_NIL for none; the readers expand it to a find and, if found, a result),
+(a find by a scalar key answered directly, and an insert, are one event with the reference
+given back, `ANSWERED`: its word the reference, P2_NIL for none; the readers expand it to
+the operation and, if it gave one, a result),
 and at the close the end mark: a byte 0 and "P2GTEND" (events of two bytes could end a
 cut file on a boundary: without the mark it is refused as truncated).
 A varint is 7 bits a byte, the lowest first, the high bit set on all bytes but the last.
@@ -73,10 +74,12 @@ OPS = {
     "cursor_delete": 16, "cursor_close": 17,
     "commit": 18, "abort": 19,
     "rel_add": 20, "rel_remove": 21, "rel_set": 22, "rel_open": 23, "rel_next": 24,
-    "find_found": 25,
+    "find_found": 25, "insert_done": 26,
 }
-# find_found: a find by a scalar key answered directly, in one event whose word is the
-# answer (P2_NIL: none); the readers expand it to a find and, if found, a result
+# an operation and the reference it gave back in one event, its word the reference (P2_NIL:
+# none): a find by a scalar key answered directly, an insert; the readers expand it to the
+# operation and, if it gave one, a result (ANSWERED: the operation each stands for)
+ANSWERED = {"find_found": "find", "insert_done": "insert"}
 NIL = (1 << 64) - 1
 OP_NAMES = {v: k for k, v in OPS.items()}
 CURSOR_OPS = {"cursor_open", "cursor_next", "cursor_ref", "cursor_update", "cursor_delete",
@@ -93,7 +96,7 @@ LAYOUT = {
     "commit": 0, "abort": 0,
     "rel_add": WORD | REST, "rel_remove": WORD | REST, "rel_set": WORD | REST,
     "rel_open": WORD | REST, "rel_next": WORD,
-    "find_found": AUX | WORD | REST,
+    "find_found": AUX | WORD | REST, "insert_done": WORD | REST,
 }
 # a relationship's role is the unit: add/remove (owner, member), set (element, partner or
 # P2_NIL), open (the iterator's address, the owner), next (the iterator's address)
@@ -331,9 +334,9 @@ def _expand(path: str, data: bytes, at: int, n_units: int, n_curs: int, n_roles:
             if rest > len(data) - at:
                 raise TraceError(f"trace '{path}' is truncated: an event of {rest} bytes at "
                                  f"byte {start}, {len(data) - at} left")
-        if name == "find_found":          # a find, then its result if it found one
-            out += EVENT.pack(OPS["find"], unit, aux, rest)
-            events.append(("find", unit, aux, len(out), rest))
+        if name in ANSWERED:              # the operation, then its result if it gave one
+            out += EVENT.pack(OPS[ANSWERED[name]], unit, aux, rest)
+            events.append((ANSWERED[name], unit, aux, len(out), rest))
             out += data[at:at + rest]
             origins.append(start)
             at += rest

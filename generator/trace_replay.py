@@ -688,7 +688,7 @@ def expand_source(checked) -> str:
     err set (the byte of the file) if one is truncated, damaged or not of this spec. The
     replay's own messages then name the byte of an expanded event."""
     from .render import c_string
-    from .trace import AUX, CURSOR_OPS, DB_OPS, END, LAYOUT, REL_OPS, REST, WORD
+    from .trace import ANSWERED, AUX, CURSOR_OPS, DB_OPS, END, LAYOUT, REL_OPS, REST, WORD
     size = max(OPS.values()) + 1
     layout, kind = [0] * size, [255] * size      # kind 255: no such operation
     for name, code in OPS.items():
@@ -696,9 +696,13 @@ def expand_source(checked) -> str:
         kind[code] = 3 if name in DB_OPS else 1 if name in CURSOR_OPS else \
             2 if name in REL_OPS else 0
     limits = [len(checked.containers), len(cursors(checked)), len(roles(checked)), 1]
+    answered = [0] * size
+    for name, stands_for in ANSWERED.items():
+        answered[OPS[name]] = OPS[stands_for]
     return r"""
 static const unsigned char p2r_layout[%(size)d] = { %(layout)s };
 static const unsigned char p2r_kind[%(size)d] = { %(kind)s };   /* container, cursor, role, database */
+static const unsigned char p2r_answered[%(size)d] = { %(answered)s };   /* trace.ANSWERED: the op it stands for */
 static const unsigned p2r_limit[4] = { %(limits)s };
 
 /* the varint at *at (7 bits a byte, the lowest first): 0, or -1 if the trace ends in it or it
@@ -756,9 +760,9 @@ static unsigned char *p2r_expand(const unsigned char *b, size_t len, size_t at, 
             if (!g) { snprintf(err, errlen, "out of memory"); goto bad; }
             out = g;
         }
-        if (op == %(find_found)du) {   /* a find, then its result if it found one */
+        if (p2r_answered[op]) {   /* the operation, then its result if it gave one */
             n32 = (uint32_t)rest;
-            out[n] = %(find)du; out[n + 1] = (unsigned char)unit;
+            out[n] = p2r_answered[op]; out[n + 1] = (unsigned char)unit;
             out[n + 2] = (unsigned char)(aux & 0xff); out[n + 3] = (unsigned char)(aux >> 8);
             memcpy(out + n + 4, &n32, 4);
             memcpy(out + n + 8, b + at, (size_t)rest);
@@ -793,8 +797,8 @@ bad:
        "limits": ", ".join(map(str, limits)), "words": max(sum(limits[:3]), 1),
        "bases": f"(p2r_kind[op] == 1 ? {limits[0]}u : p2r_kind[op] == 2 ? {limits[0] + limits[1]}u : 0u) + unit",
        "AUX": AUX, "WORD": WORD, "REST": REST, "endlen": len(END),
-       "end": c_string(END.decode()), "find_found": OPS["find_found"], "find": OPS["find"],
-       "result": OPS["result"]}
+       "end": c_string(END.decode()), "result": OPS["result"],
+       "answered": ", ".join(str(answered[i]) for i in range(size))}
 
 
 def driver_source(checked, prefixes: Optional[list] = None) -> str:

@@ -5297,7 +5297,7 @@ static struct nfs_lib {
     int (*creat)(void *nfs, const char *path, int mode, void **fh);
     int (*close)(void *nfs, void *fh);
     int (*fstat64)(void *nfs, void *fh, nfs_stat64_abi *st);
-    int (*ftruncate)(void *nfs, void *fh, uint64_t length);
+    int (*truncate)(void *nfs, void *fh, uint64_t length);   /* not "ftruncate": fault.c defines that as a macro */
     int (*get_fd)(void *nfs);
     int (*which_events)(void *nfs);
     int (*service)(void *nfs, int revents);
@@ -5349,7 +5349,7 @@ static int nfs_load(void)
         {"nfs_creat", &nfsl.creat},
         {"nfs_close", &nfsl.close},
         {"nfs_fstat64", &nfsl.fstat64},
-        {"nfs_ftruncate", &nfsl.ftruncate},
+        {"nfs_ftruncate", &nfsl.truncate},
         {"nfs_get_fd", &nfsl.get_fd},
         {"nfs_which_events", &nfsl.which_events},
         {"nfs_service", &nfsl.service},
@@ -5553,7 +5553,7 @@ static int nfs_grow(p2_backend *b, uint64_t size, p2_err *err)
         return P2_OK;
     if (b->dead)
         return backend_fail(b, err, P2_EIO, "%s", b->why);
-    if (nfsl.ftruncate(b->nfs, b->nfs_fh, size) != 0)
+    if (nfsl.truncate(b->nfs, b->nfs_fh, size) != 0)
         return nfs_sync_failed(b, err, "extend the file");
     b->size = size;
     return P2_OK;

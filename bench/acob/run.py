@@ -574,7 +574,7 @@ def readahead_lines(ra_runs: list) -> list:
 
 
 def target_lines(runs: list, native: bool = True, ra_runs: Optional[list] = None) -> list:
-    """Issue 36's targets measured here (--targets), each a median over the processes of
+    """The servers' targets measured here (--targets), each a median over the processes of
     the ratio within one process: the hot random read (the page server against LOCAL; its
     pages read, 0 when the buffer holds the set) and a cold fault in the scan against one
     raw libnbd read of a page (native costs only); and the read-ahead row (readahead_runs)."""
@@ -596,7 +596,7 @@ def target_lines(runs: list, native: bool = True, ra_runs: Optional[list] = None
     ahead = readahead_lines(ra_runs or [])
     if not hots and not faults and not ahead:
         return []
-    md = ["## Targets (issue 36)", "", "Each the median over the processes of the ratio taken "
+    md = ["## Targets", "", "Each the median over the processes of the ratio taken "
           "within one process.", "", "| target | measured | met |", "|---|---|:-:|"]
     if hots:
         r, reads = statistics.median(h[0] for h in hots), statistics.median(h[1] for h in hots)

@@ -158,7 +158,7 @@ def _med(rows, key, stat=None):
     return statistics.median(vals) if vals else None
 
 
-# Targets (issue 36): hot, every page resident, the page server runs the local file's code
+# Targets: hot, every page resident, the page server runs the local file's code
 HOT_TARGET = 1.05
 
 

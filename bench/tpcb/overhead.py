@@ -168,7 +168,7 @@ def report(json_paths: list, out_dir: str, command: Optional[str] = None,
     md += table + [""]
     if counts:
         md += render_instructions(counts)
-    md.append(targets_table("Targets (issue 38):", targets))
+    md.append(targets_table("Targets:", targets))
     md += problems_lines(problems)
     return write_report(out_dir, "tpcb_overhead.md", md), problems
 

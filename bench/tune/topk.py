@@ -1,6 +1,6 @@
 """`p2gen bench tune-topk`: is the measured best equation in the model's top k?
 
-`p2gen tune` measures only the model's top k candidates (issue 38 claims: the true best is
+`p2gen tune` measures only the model's top k candidates (its claim: the true best is
 among them on >= 95% of workloads). This experiment checks that claim. For N synthetic
 workloads over two container shapes -- TPC-B's accounts (point finds by id, balance updates,
 inserts and deletes) and a relation walked by key range (cursor walks, finds, inserts,

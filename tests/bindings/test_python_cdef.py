@@ -129,7 +129,7 @@ def header_template_with(monkeypatch, extra: str):
 
 @pytest.mark.parametrize("block, message", [
     ("{% call cdecl('zz_count') %}\ntypedef uint64_t zz_total;\n{% endcall %}\n",
-     "cdecl('zz_count'): not a typedef of that name"),
+     "cdecl('zz_count'): name 'zz_count' is not in its text"),
     ("{% call cdecl('ZZ_MAX') %}\n#define ZZ_MAX(a, b) ((a) > (b) ? (a) : (b))\n{% endcall %}\n",
      "cdecl('ZZ_MAX'): not a constant macro of that name"),
     ("{% call cdecl('zz_x') %}\nstruct zz_x { int a; };\n{% endcall %}\n",

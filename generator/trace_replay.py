@@ -246,6 +246,18 @@ def _kp(p: str, info, k) -> str:
     return f"{p}_{info.name}_all" if k.synthetic == "all" else f"{p}_{k.name}"
 
 
+def _case_writer(w, unit: int, what: str):
+    """A writer of one case of the replay's switch: operation `op` of unit `unit` (a
+    container's, a cursor's or a role's index), its body, a comment naming `what`."""
+    def case(op: str, body: list) -> None:
+        w(f"        case {OPS[op]} << 8 | {unit}: {{   /* {what}: {op} */")
+        for line in body:
+            w(f"            {line}")
+        w("            break;")
+        w("        }")
+    return case
+
+
 def replay_source(checked, prefix: Optional[str] = None) -> str:
     """The C of one candidate's replay: `int <prefix>__replay(buf, len, at, dir, stats,
     dump, err, errlen)` replays the events buf[at..len) on a database opened in dir
@@ -307,12 +319,7 @@ def replay_source(checked, prefix: Optional[str] = None) -> str:
         def rec(off: int) -> list:
             return [rec_read[0], rec_read[1].format(off), rec_read[2].format(off), *rec_read[3:]]
 
-        def case(op: str, body: list) -> None:
-            w(f"        case {OPS[op]} << 8 | {i}: {{   /* {info.name}: {op} */")
-            for line in body:
-                w(f"            {line}")
-            w("            break;")
-            w("        }")
+        case = _case_writer(w, i, info.name)
         ref0 = f"p2r_ref(&map[{i}], p2r_u64(pl), {p.upper()}_NOREF)"
         case("insert", [*rec(0), f"{p}_ref ref;",
                         f"last = {cp}_insert(db, &r, &ref) == P2_OK ? ref : P2R_NIL;", "sure = 1;"])
@@ -367,12 +374,7 @@ def replay_source(checked, prefix: Optional[str] = None) -> str:
         R = f"{p}_{info.record.name}"
         kp = _kp(p, info, k)
 
-        def ccase(op: str, body: list) -> None:
-            w(f"        case {OPS[op]} << 8 | {j}: {{   /* cursor {k.name}: {op} */")
-            for line in body:
-                w(f"            {line}")
-            w("            break;")
-            w("        }")
+        ccase = _case_writer(w, j, f"cursor {k.name}")
         slot = (f"uint64_t s = p2r_get(&cur_at[{j}], p2r_u64(pl), UINT64_MAX);",
                 f"if (s == UINT64_MAX) P2R_BAD(\"event at byte %zu: cursor {k.name} was never "
                 f"opened at that address\", at);")
@@ -461,12 +463,7 @@ def _role_cases(w, checked, p: str) -> None:
         theirs = f"p2r_ref(&map[{other}], p2r_u64(pl + 8), {nore})"
         where = f"{role.container.name}.{role.name}"
 
-        def case(op: str, body: list) -> None:
-            w(f"        case {OPS[op]} << 8 | {j}: {{   /* role {where}: {op} */")
-            for line in body:
-                w(f"            {line}")
-            w("            break;")
-            w("        }")
+        case = _case_writer(w, j, f"role {where}")
         if not role.many:
             case("rel_set", ["P2R_LEN(16);",
                              f"(void){p}_{role.container.name}_set_{role.name}(db, {mine}, "

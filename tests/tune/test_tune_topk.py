@@ -33,13 +33,18 @@ def test_the_measured_set_is_the_top_five_then_a_sample_of_the_rest():
     assert costs == sorted(costs) and size >= len(chosen)
 
 
-def _qsort_insert_cost(in_order: bool) -> float:
+def _range_candidates(in_order: bool) -> list:
+    """The range shape's candidates ranked for 10,000 inserts and 1,000 walks of 100 rows."""
     w = topk.Workload("range", 10000, finds=0, updates=0, key_updates=0, deletes=0,
                       walks=1000, rows_per_walk=100, in_order=in_order, dense=True)
     name, source = topk.SHAPES["range"]
     space = Space(source, name, "range.p2")
     prof = w.profile()
-    cands = ranked(space, prof, current_candidate(space, prof).find_keys)
+    return ranked(space, prof, current_candidate(space, prof).find_keys)
+
+
+def _qsort_insert_cost(in_order: bool) -> float:
+    cands = _range_candidates(in_order)
     return next(c for c in cands if c.equation.startswith("top2ds_qualify[qsort(")).per_op["insert"]
 
 
@@ -56,12 +61,7 @@ def test_walk_rows_cost_less_on_a_btree_and_a_sorted_array_than_on_an_avl():
     # 1,000 walks of the range shape: per row an avl's successor is a dependent read, a
     # btree's walk prefetches (ROW_COST 0.45), a sorted array's rows are consecutive (0.2)
     from p2gen.tune_rank import ROW_COST
-    w = topk.Workload("range", 10000, finds=0, updates=0, key_updates=0, deletes=0,
-                      walks=1000, rows_per_walk=100, in_order=True, dense=True)
-    name, source = topk.SHAPES["range"]
-    space = Space(source, name, "range.p2")
-    prof = w.profile()
-    cands = ranked(space, prof, current_candidate(space, prof).find_keys)
+    cands = _range_candidates(True)
     walk = {layer: min(c.per_op.get("walk_walk", float("inf")) for c in cands
                        if c.equation.startswith(f"top2ds_qualify[{layer}("))
             for layer in ("avl", "btree", "qsort")}

@@ -279,7 +279,7 @@ def _varint(path: str, data: bytes, at: int, start: int, what: str) -> tuple:
                              f"within its {what}")
         b = data[at]
         at += 1
-        if shift > 63:
+        if shift > 63 or (shift == 63 and b & 0x7E):     # a 10th byte holds bit 63 only
             raise TraceError(f"trace '{path}' is damaged: the {what} of the event at byte "
                              f"{start} is longer than 64 bits")
         v |= (b & 0x7F) << shift
@@ -334,6 +334,9 @@ def _expand(path: str, data: bytes, at: int, n_units: int, n_curs: int, n_roles:
             if rest > len(data) - at:
                 raise TraceError(f"trace '{path}' is truncated: an event of {rest} bytes at "
                                  f"byte {start}, {len(data) - at} left")
+        length = len(word) + rest
+        if length > 0xFFFFFFFF:
+            raise TraceError(f"trace '{path}' is damaged: an event of {length} bytes at byte {start}")
         if name in ANSWERED:              # the operation, then its result if it gave one
             out += EVENT.pack(OPS[ANSWERED[name]], unit, aux, rest)
             events.append((ANSWERED[name], unit, aux, len(out), rest))
@@ -346,9 +349,6 @@ def _expand(path: str, data: bytes, at: int, n_units: int, n_curs: int, n_roles:
                 out += word
                 origins.append(start)
             continue
-        length = len(word) + rest
-        if length > 0xFFFFFFFF:
-            raise TraceError(f"trace '{path}' is damaged: an event of {length} bytes at byte {start}")
         out += EVENT.pack(op, unit, aux, length)
         events.append((name, unit, aux, len(out), length))
         out += word

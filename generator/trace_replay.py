@@ -709,7 +709,7 @@ static int p2r_varint(const unsigned char *b, size_t len, size_t *at, uint64_t *
     unsigned shift = 0;
     *v = 0;
     for (;;) {
-        if (*at >= len || shift > 63) return -1;
+        if (*at >= len || shift > 63 || (shift == 63 && (b[*at] & 0x7e))) return -1;   /* a 10th byte: bit 63 only */
         *v |= (uint64_t)(b[*at] & 0x7f) << shift;
         shift += 7;
         if (b[(*at)++] < 0x80) return 0;
@@ -745,11 +745,12 @@ static unsigned char *p2r_expand(const unsigned char *b, size_t len, size_t at, 
         if ((layout & %(AUX)d) && (p2r_varint(b, len, &at, &aux) || aux > 0xffff)) { snprintf(err, errlen, "trace truncated or damaged: the event at byte %%zu", start); goto bad; }
         if (layout & %(WORD)d) {
             uint64_t z, *l = &last[%(bases)s];
-            if (p2r_varint(b, len, &at, &z)) { snprintf(err, errlen, "trace truncated: the event at byte %%zu", start); goto bad; }
+            if (p2r_varint(b, len, &at, &z)) { snprintf(err, errlen, "trace truncated or damaged: the reference of the event at byte %%zu ends past the file or is longer than 64 bits", start); goto bad; }
             word = *l + ((z >> 1) ^ ((uint64_t)0 - (z & 1)));
             *l = word;
         }
-        if ((layout & %(REST)d) && (p2r_varint(b, len, &at, &rest) || rest > len - at)) { snprintf(err, errlen, "trace truncated: an event at byte %%zu", start); goto bad; }
+        if ((layout & %(REST)d) && p2r_varint(b, len, &at, &rest)) { snprintf(err, errlen, "trace truncated or damaged: the length of the event at byte %%zu ends past the file or is longer than 64 bits", start); goto bad; }
+        if (rest > len - at) { snprintf(err, errlen, "trace truncated: an event of %%llu bytes at byte %%zu, %%zu left", (unsigned long long)rest, start, len - at); goto bad; }
         length = (layout & %(WORD)d ? 8 : 0) + rest;
         if (length > UINT32_MAX) { snprintf(err, errlen, "trace damaged: an event of %%llu bytes at byte %%zu", (unsigned long long)length, start); goto bad; }
         while (cap - n < 24 + length) {   /* a find_found: two events */

@@ -272,6 +272,11 @@ def test_foreign_damaged_or_truncated_traces_are_refused(tmp_path, cc, replay_ex
     read_trace(str(bad), checked)          # its lengths add up: the reader cannot tell
     r = drive()
     assert r.returncode == 1 and "its operation takes" in r.stderr, r.stderr
+    # that length as a varint of ten bytes whose last holds more than bit 63: both readers
+    # refuse it (a 64-bit word cannot hold it), neither wraps it to a small length
+    long = bytes([0x80 | rest] + [0x80] * 8 + [0x02])
+    refused(data[:end - rest - 1] + long + data[end - rest:], "longer than 64 bits",
+            "longer than 64 bits")
     ev = bytearray(data)
     ev[100] = 99
     refused(bytes(ev), "unknown operation 99", "is not one of this spec's")

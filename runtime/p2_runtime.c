@@ -5424,9 +5424,10 @@ static void nfs_done(int status, void *nfs, void *data, void *priv)
         snprintf(c->why, sizeof c->why, "%s", data != NULL ? (const char *)data : strerror(-status));
         return;
     }
-    if (c->buf != NULL && data != NULL) {          /* a read: short past the end, zeros there */
-        uint64_t got = (uint64_t)status < c->len ? (uint64_t)status : c->len;
-        memcpy(c->buf, data, (size_t)got);
+    if (c->buf != NULL) {   /* a read: short past the end, zeros there (no data at all for 0 bytes) */
+        uint64_t got = data == NULL ? 0 : (uint64_t)status < c->len ? (uint64_t)status : c->len;
+        if (got > 0)
+            memcpy(c->buf, data, (size_t)got);
         memset((char *)c->buf + got, 0, (size_t)(c->len - got));
     }
 }
@@ -5579,7 +5580,8 @@ static int nfs_open_backend(p2_backend *b, p2_err *err)
         return backend_fail(b, err, P2_ENOMEM, "cannot create a libnfs context");
     /* libnfs's own timeout bounds its sync calls (mount, open, stat, truncate): whole
        seconds; no reconnection behind the caller's back (the deadline rule) */
-    nfsl.set_timeout(b->nfs, (b->timeout_ms + 999) / 1000 * 1000);
+    int64_t whole_s = ((int64_t)b->timeout_ms + 999) / 1000 * 1000;
+    nfsl.set_timeout(b->nfs, whole_s > INT_MAX ? INT_MAX : (int)whole_s);
     nfsl.set_autoreconnect(b->nfs, 0);
     nfs_url_abi *u = nfsl.parse_url_full(b->nfs, b->uri);
     if (u == NULL) {
@@ -5592,11 +5594,15 @@ static int nfs_open_backend(p2_backend *b, p2_err *err)
     int flags = O_RDWR | (b->sync_writes ? O_SYNC : 0);
     if (nfsl.mount(b->nfs, u->server, u->path) != 0)
         rc = nfs_sync_failed(b, err, "mount the export");
-    else if (nfsl.open(b->nfs, u->file, flags, &b->nfs_fh) != 0) {
-        void *fh = NULL;   /* a missing file is created, empty */
-        if (nfsl.creat(b->nfs, u->file, 0644, &fh) != 0 || nfsl.close(b->nfs, fh) != 0 ||
-            nfsl.open(b->nfs, u->file, flags, &b->nfs_fh) != 0)
-            rc = nfs_sync_failed(b, err, "open or create the file");
+    else {
+        int orc = nfsl.open(b->nfs, u->file, flags, &b->nfs_fh);   /* 0 or -errno */
+        void *fh = NULL;
+        if (orc == -ENOENT) {   /* a missing file is created, empty; any other error is the open's */
+            if (nfsl.creat(b->nfs, u->file, 0644, &fh) != 0 || nfsl.close(b->nfs, fh) != 0 ||
+                nfsl.open(b->nfs, u->file, flags, &b->nfs_fh) != 0)
+                rc = nfs_sync_failed(b, err, "create the file");
+        } else if (orc != 0)
+            rc = nfs_sync_failed(b, err, "open the file");
     }
     nfsl.destroy_url(u);
     if (rc != P2_OK)

@@ -92,6 +92,32 @@ def _stop(proc: Optional[subprocess.Popen], timeout: float = 10) -> None:
             proc.wait()
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL when the process that started it dies (a test
+    run interrupted leaves no namespace, rpcbind or Ganesha behind)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGKILL)      # PR_SET_PDEATHSIG
+
+
+def _pause(proc: subprocess.Popen) -> None:
+    """SIGSTOP to the engine, returned once every thread of it is stopped (state T): the
+    stop is asynchronous, and a test's next request must find the server stalled."""
+    os.kill(proc.pid, signal.SIGSTOP)
+    deadline = time.monotonic() + 10
+    while True:
+        states = set()
+        for task in Path(f"/proc/{proc.pid}/task").iterdir():
+            try:    # "pid (comm) S ...": the state follows the last ")"
+                states.add((task / "stat").read_text().rsplit(")", 1)[1].split()[0])
+            except (FileNotFoundError, ProcessLookupError):
+                pass       # a thread that exited meanwhile
+        if states <= {"T", "t"}:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"pid {proc.pid} not stopped 10 s after SIGSTOP (threads in {sorted(states)})")
+        time.sleep(0.005)
+
+
 class _Engine:
     """What both engines share: a process on a loopback port, launched and waited for
     until `_ready()` says it answers, stopped by its pid, paused (SIGSTOP) and resumed."""
@@ -103,7 +129,10 @@ class _Engine:
         raise NotImplementedError
 
     def _launch(self, args: list) -> None:
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        # a session of its own: the kernel continues a stopped process group that becomes
+        # orphaned (SIGHUP, SIGCONT), which would end a test's pause() early
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     start_new_session=True, preexec_fn=_die_with_parent)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -122,7 +151,7 @@ class _Engine:
 
     def pause(self) -> None:
         """Stop the server's process (SIGSTOP): a server that stalls."""
-        os.kill(self.proc.pid, signal.SIGSTOP)
+        _pause(self.proc)
 
     def resume(self) -> None:
         os.kill(self.proc.pid, signal.SIGCONT)
@@ -234,13 +263,6 @@ class RedisServer(_Engine):
 
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: SIGKILL when the process that started it dies (a test
-    run interrupted leaves no namespace, rpcbind or Ganesha behind)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(1, signal.SIGKILL)      # PR_SET_PDEATHSIG
-
-
 GANESHA_CONF = """# NFS-Ganesha for p2gen: NFSv3 only, one export of a directory, VFS backend
 NFS_CORE_PARAM {{
     Protocols = 3;
@@ -292,14 +314,15 @@ class NfsServer:
     def _in_ns(self, argv: list, mount: bool = False, **kw) -> subprocess.Popen:
         ns = ["-n", "-m"] if mount else ["-n"]
         return subprocess.Popen(["nsenter", "-t", str(self.holder.pid), *ns, "--", *argv],
-                                preexec_fn=_die_with_parent, **kw)
+                                preexec_fn=_die_with_parent, start_new_session=True, **kw)
 
     def start(self) -> "NfsServer":
         (self.root / "export").mkdir(parents=True, exist_ok=True)
         conf = self.root / "ganesha.conf"
         conf.write_text(GANESHA_CONF.format(port=self.port, path=self.root / "export"))
         self.holder = subprocess.Popen(["unshare", "-n", "-m", "--propagation", "private",
-                                        "sleep", "infinity"], preexec_fn=_die_with_parent)
+                                        "sleep", "infinity"], preexec_fn=_die_with_parent,
+                                       start_new_session=True)
         try:
             mine = os.readlink("/proc/self/ns/net")
             deadline = time.monotonic() + 10
@@ -341,7 +364,7 @@ class NfsServer:
         self.proc = self.rpcbind = self.holder = None
 
     def pause(self) -> None:
-        os.kill(self.proc.pid, signal.SIGSTOP)
+        _pause(self.proc)
 
     def resume(self) -> None:
         os.kill(self.proc.pid, signal.SIGCONT)

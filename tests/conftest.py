@@ -237,6 +237,23 @@ def pytest_sessionstart(session):
         shutil.rmtree(old, ignore_errors=True)
 
 
+# P2GEN_TEST_CPU_LOG=FILE: each test's CPU time (its process and the children it waited for,
+# user + system) and wall time appended to FILE, one line per test: what the suite's budget
+# is spent on. A session fixture's build counts to the first test that asks for it.
+_CPU_LOG = os.environ.get("P2GEN_TEST_CPU_LOG")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    t0 = os.times() if _CPU_LOG else None
+    yield
+    if t0 is not None:
+        t1 = os.times()
+        cpu = sum(t1[:4]) - sum(t0[:4])
+        with open(_CPU_LOG, "a") as f:
+            f.write(f"{cpu:.2f}\t{t1.elapsed - t0.elapsed:.2f}\t{item.nodeid}\n")
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """`--dist loadgroup`: a file's tests on one worker, SPREAD_FILES' test by test (their

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from conftest import DEBUG_FLAG, runtime_obj
+from conftest import DEBUG_FLAG, QUICK_PY_CFLAGS, runtime_obj
 from p2gen.build import load
 from p2gen.errors import SpecError
 from p2gen.harness import HARNESS_CFLAGS, SANITIZE_CFLAGS
@@ -492,7 +492,7 @@ def test_python_binding_finds_by_composite_key_and_upserts(tmp_path_factory):
     spec = root / "p2t_ck.p2"
     spec.write_text(spec_text("persistent"))
     gen = generate(str(spec), str(root / "out"))
-    build_python(gen)
+    build_python(gen, extra_cflags=QUICK_PY_CFLAGS)
     sys.path.insert(0, gen.out_dir)
     try:
         mod = importlib.import_module("p2t_ck")

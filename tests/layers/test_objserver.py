@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import runtime_obj
+from conftest import QUICK_PY_CFLAGS, runtime_obj
 from nbdkit import free_port
 from redis import ENGINE_MISSING, RedisServer
 
@@ -751,7 +751,7 @@ def test_python_retries_a_conflict(tmp_path, cc, server):
     spec = tmp_path / "p2t_osy.p2"
     spec.write_text(SPEC.format(uri=server.uri(), objects=4, storage="malloc"))
     gen = generate(str(spec), str(tmp_path / "out"))
-    build_python(gen, cc=cc)
+    build_python(gen, cc=cc, extra_cflags=QUICK_PY_CFLAGS)
     sys.path.insert(0, gen.out_dir)
     try:
         mod = importlib.import_module("p2t_osy")

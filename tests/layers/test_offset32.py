@@ -75,7 +75,7 @@ BUILD = """
 import sys
 from p2gen.build import generate
 from p2gen.pybind import build_python
-build_python(generate(sys.argv[1], sys.argv[2]))
+build_python(generate(sys.argv[1], sys.argv[2]), extra_cflags=("-O0", "-g0"))  # QUICK_PY_CFLAGS
 """
 WIDTHS = ("offset64", "offset32")
 N_OWNERS, N_ITEMS = 200, 6000

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import DEBUG_FLAG, runtime_obj
+from conftest import DEBUG_FLAG, QUICK_PY_CFLAGS, runtime_obj
 from p2gen.build import generate
 from p2gen.cli import main
 from p2gen.harness import HARNESS_CFLAGS, SANITIZE_CFLAGS, sanitizer_env
@@ -287,7 +287,7 @@ def test_python_trace_and_cli_replay(tmp_path, monkeypatch):
     spec = tmp_path / "trpy.p2"
     spec.write_text(SPEC.replace('"tr.db"', '"trpy.db"'))
     gen = generate(str(spec), str(tmp_path / "out"), trace=True)
-    build_python(gen)
+    build_python(gen, extra_cflags=QUICK_PY_CFLAGS)
     sys.path.insert(0, gen.out_dir)
     try:
         mod = importlib.import_module("trpy")

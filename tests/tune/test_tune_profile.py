@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DEBUG_FLAG, runtime_obj
+from conftest import DEBUG_FLAG, QUICK_PY_CFLAGS, runtime_obj
 from p2gen.build import generate
 from p2gen.harness import HARNESS_CFLAGS, SANITIZE_CFLAGS, sanitizer_env
 from p2gen.profile import ProfileError, load_profile
@@ -288,7 +288,7 @@ def test_python_profile_counts_what_the_script_did(tmp_path, monkeypatch):
     spec = tmp_path / "pfpy.p2"
     spec.write_text(SPEC)
     gen = generate(str(spec), str(tmp_path / "out"), profile=True)
-    build_python(gen)
+    build_python(gen, extra_cflags=QUICK_PY_CFLAGS)
     sys.path.insert(0, gen.out_dir)
     try:
         mod = importlib.import_module("pfpy")

@@ -242,7 +242,8 @@ def generate_variants(build_dir: str, variants: Sequence, say: Callable[[str], N
 
 def users_build_steps(gen_dir: Path, obj_dir: Path, variants: Sequence[tuple], *, cc: str,
                       cxx: str, cxxflags: Sequence[str], driver: Path, driver_deps: Sequence[Path],
-                      include_dirs: Sequence[Path], opt: str = "-O2") -> tuple[list, list]:
+                      include_dirs: Sequence[Path], opt: str = "-O2",
+                      gen_opt: Optional[str] = None) -> tuple[list, list]:
     """The compile steps that build generated variants as the README tells users to: the
     runtime and each variant's generated .c compiled as `p2gen build` compiles them into
     lib<prefix>.a, and the one driver source (the user's program) compiled once per variant
@@ -254,7 +255,8 @@ def users_build_steps(gen_dir: Path, obj_dir: Path, variants: Sequence[tuple], *
     `p2gen build` gets it, copied into obj_dir.
 
     variants: (prefix, generated (build.generate's result), driver defines[, lto]) per
-    variant; none: no steps. Returns (tasks for Builder.compile_all, archives for
+    variant; none: no steps. gen_opt (tests only: their runs are tiny) comes after the
+    users' flags of the generated .c; the benchmarks never pass it. Returns (tasks for Builder.compile_all, archives for
     Builder.archive_all)."""
     if not variants:
         return [], []
@@ -266,8 +268,9 @@ def users_build_steps(gen_dir: Path, obj_dir: Path, variants: Sequence[tuple], *
     for prefix, g, defs, *lto in variants:
         lto = bool(lto and lto[0])
         c_src, obj = Path(g.source), obj_dir / f"{prefix}.o"
-        tasks.append((shlex.split(cc) + (lto_cflags(opt) if lto else user_cflags) +
-                      ["-c", str(c_src), "-o", str(obj)], obj, [c_src, Path(g.header)], c_src.name))
+        gen_cflags = lto_cflags(opt) if lto else user_cflags + ([gen_opt] if gen_opt else [])
+        tasks.append((shlex.split(cc) + gen_cflags + ["-c", str(c_src), "-o", str(obj)],
+                      obj, [c_src, Path(g.header)], c_src.name))
         if not lto:
             archives.append((obj_dir / f"lib{prefix}.a", [obj, runtime_o]))
         out = obj_dir / f"driver_{prefix}.o"

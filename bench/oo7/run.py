@@ -209,7 +209,7 @@ def default_variants(spec_dir: Optional[Path] = None, lto_rows: bool = False) ->
 
 def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
           jobs: Optional[int] = None, variants: Optional[list] = None,
-          source_dir: Optional[str] = None,
+          source_dir: Optional[str] = None, gen_opt: Optional[str] = None,
           say: Callable[[str], None] = lambda m: None) -> Path:
     """Generate every variant, compile it, its oo7_p2.cc driver, the shared sources and
     the reference systems; link build_dir/oo7_bench and return its path.
@@ -250,7 +250,7 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
         steps.append((v.prefix, g, defs, v.lto))
     tasks, archives = users_build_steps(gen_dir, obj_dir, steps, cc=cc, cxx=cxx, cxxflags=cxxflags,
                                         driver=src / P2_DRIVER, driver_deps=[oo7_h],
-                                        include_dirs=[src], opt=opt)
+                                        include_dirs=[src], opt=opt, gen_opt=gen_opt)
     sources = ["oo7_common.cc", "oo7_main.cc"] + present_sources(src, REFERENCE_SOURCES, say)
     tasks += source_steps(src, sources, obj_dir, cxx=cxx, cxxflags=cxxflags,
                           deps=[oo7_h])

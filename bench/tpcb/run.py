@@ -182,7 +182,7 @@ def driver_sources(source_dir: Optional[str] = None) -> Path:
 
 def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
           jobs: Optional[int] = None, variants: Optional[list] = None,
-          source_dir: Optional[str] = None,
+          source_dir: Optional[str] = None, gen_opt: Optional[str] = None,
           say: Callable[[str], None] = lambda m: None) -> Path:
     """Generate every variant, compile it, the drivers and the references; link the
     benchmark binary build_dir/tpcb_bench and return its path.
@@ -208,7 +208,7 @@ def build(build_dir: str, *, cc: str = "cc", cxx: str = "c++", opt: str = "-O2",
                         f"-DP2_UPPER={v.prefix.upper()}", f"-DP2_RANK={10 + rank}"], v.lto)
          for rank, (v, g) in enumerate(gens)],
         cc=cc, cxx=cxx, cxxflags=cxxflags, driver=src / "tpcb_driver.cc", driver_deps=[tpcb_h],
-        include_dirs=[src], opt=opt)
+        include_dirs=[src], opt=opt, gen_opt=gen_opt)
     tasks += source_steps(src, ("tpcb_refs.cc", "tpcb_peers.cc", "tpcb_main.cc"), obj_dir, cxx=cxx,
                           cxxflags=cxxflags, deps=[tpcb_h])
     return compile_and_link(bdir, "tpcb_bench", tasks, archives, LIBS, cxx=cxx, opt=opt,

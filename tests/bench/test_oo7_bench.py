@@ -103,12 +103,12 @@ def exe(tmp_path_factory):
         pytest.skip(why)
     d = tmp_path_factory.mktemp("oo7_build")
     # every variant built the users' way, and one -lto twin (all of them would add half
-    # again to the build); -O0 for the drivers (each includes its variant's C, inline) and
-    # peers: the runs here are on the tiny database; the generated code is still compiled
-    # as `p2gen build` compiles it (-O2)
+    # again to the build); -O0 for the drivers (each includes its variant's C, inline),
+    # peers and after the users' flags of the generated code (gen_opt): the runs here are
+    # on the tiny database (test_tpcb_bench checks the benchmarks' own flags)
     vs = bo.default_variants()
     twins = [bo.lto_twin(v) for v in vs if (v.name, v.mem) == LTO_TWIN]
-    return bo.build(str(d), opt="-O0", variants=vs + twins)
+    return bo.build(str(d), opt="-O0", gen_opt="-O0", variants=vs + twins)
 
 
 LTO_TWIN = ("HASH/ILIST", "transient")

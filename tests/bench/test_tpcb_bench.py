@@ -52,11 +52,11 @@ def exe(tmp_path_factory):
     d = tmp_path_factory.mktemp("tpcb_build")
     vs = bt.default_variants(lto=False)
     twins = [bt.lto_twin(v) for v in vs if (v.name, v.mem) in LTO_TWINS and not v.lto]
-    # -O0 for the drivers, references and peers (Boost, Google Benchmark): two thirds of
-    # -O1's compile time (a third of -O2's), and the runs here are tiny; the generated code
-    # is still compiled as `p2gen build` compiles it (-O2), `p2gen bench range`'s test
-    # builds and runs the drivers at the users' -O2
-    return bt.build(str(d), opt="-O0", variants=vs + twins)
+    # -O0 for the drivers, references and peers (Boost, Google Benchmark) and after the
+    # users' flags of the generated code (gen_opt): a third of -O2's compile time, and the
+    # runs here are tiny. test_users_flags_unless_a_test_asks checks the benchmarks' own
+    # build uses the users' flags; `p2gen bench range`'s test builds and runs at -O2
+    return bt.build(str(d), opt="-O0", gen_opt="-O0", variants=vs + twins)
 
 
 def test_every_variant_and_reference_keeps_the_invariant(exe, tmp_path):
@@ -250,6 +250,29 @@ def test_rows_built_as_users_build_and_with_lto(exe):
                  "BOOST-HASHED transient reference", "BOOST-ORDERED persistent reference",
                  "BOOST-ORDERED transient reference"):
         assert line in listed
+
+
+def test_users_flags_unless_a_test_asks(tmp_path):
+    """The benchmarks compile a variant's generated .c with exactly `p2gen build`'s flags;
+    the tests' gen_opt comes after them (the later -O wins) and is no benchmark's default."""
+    import inspect
+    from types import SimpleNamespace
+
+    from p2gen.bench import common
+    from p2gen.bench.oo7 import run as bo
+    src, hdr = tmp_path / "v.c", tmp_path / "v.h"
+    g = SimpleNamespace(source=str(src), header=str(hdr))
+
+    def gen_command(**kw):
+        tasks, _ = common.users_build_steps(tmp_path, tmp_path, [("v", g, [])], cc="cc", cxx="c++",
+                                            cxxflags=["-O2"], driver=tmp_path / "d.cc", driver_deps=[],
+                                            include_dirs=[], **kw)
+        return next(cmd for cmd, out, deps, what in tasks if what == "v.c")
+
+    assert gen_command() == ["cc", *common.users_cflags(), "-c", str(src), "-o", str(tmp_path / "v.o")]
+    assert gen_command(gen_opt="-O0")[1:-4] == [*common.users_cflags(), "-O0"]
+    for build in (bt.build, bo.build):
+        assert inspect.signature(build).parameters["gen_opt"].default is None
 
 
 def _with_users_build_rows(data: dict) -> dict:

@@ -65,6 +65,10 @@ DEBUG_FLAG = "-g" if os.environ.get("P2GEN_TEST_DEBUG") == "1" else "-g0"
 # each matrix spec's C and harness at STRICT_CFLAGS (strict=True): -O1 without sanitizers
 # costs about a third of the sanitized -O1 build.
 SAN_QUICK_OPT = "-O0"
+# The same, for the sanitized programs built by p2gen's own functions (build_verifier,
+# build_recoverer: extra flags after theirs), in the harness builder's order: their
+# runtime object is the matrix's.
+SAN_QUICK_FLAGS = (DEBUG_FLAG, SAN_QUICK_OPT)
 # The Python modules tests build to check behaviour are compiled at -O0 without debug
 # information (after Python's own CFLAGS: -O3 -g, about four times the compile time); the
 # modules that stand for a user's build (test_python.py's bank, test_python_wheel.py, the

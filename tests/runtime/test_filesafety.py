@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DEBUG_FLAG, cache_lock, runtime_obj, sources_digest
+from conftest import SAN_QUICK_FLAGS, SAN_QUICK_OPT, cache_lock, runtime_obj, sources_digest
 from test_verify import (CONTAINERS, LINKS_SPEC, DRIVER, SAN_MARKERS, byte_map, check,  # noqa: F401
                          copy_db, dbs, patch, read, tools)
 
@@ -103,7 +103,7 @@ container a_hash of item = top2ds_qualify[avl[array[persistent]]]
 
 
 def test_mismatch_names_the_spec_that_made_the_file(tools, dbs, harness_builder, tmp_path):
-    other = harness_builder(OTHER_SPEC, "other")
+    other = harness_builder(OTHER_SPEC, "other", opt=SAN_QUICK_OPT)
     _, d, _ = dbs["vall"]
     db = copy_db(d, tmp_path / "db")
     proc = harness({"harness": other.exe}, db, "open .")
@@ -192,7 +192,7 @@ def test_verify_open_false_skips_the_walk(tools, dbs, harness_builder, tmp_path)
     trusted = harness_builder(
         open(tools["spec"]).read().replace('persistent(file = "v.db")',
                                            'persistent(file = "v.db", verify_open = false)'),
-        "vall")
+        "vall", opt=SAN_QUICK_OPT)
     db = copy_db(d, tmp_path / "db")
     off, ln = root_fields(exe, d)["a_hash root hash_count"]
     patch(db / fname, off, (5).to_bytes(ln, "little"))
@@ -329,9 +329,9 @@ def _links_driver_san(cache: Path, cc: str) -> str:
     spec = out / "links_persistent.p2"
     shutil.copy(LINKS_SPEC, spec)
     gen = generate(str(spec), str(out), "links_persistent")
-    cmd = [*shlex.split(cc), *HARNESS_CFLAGS, *SANITIZE_CFLAGS, DEBUG_FLAG, "-DPREFIX=links_persistent",
+    cmd = [*shlex.split(cc), *HARNESS_CFLAGS, *SANITIZE_CFLAGS, *SAN_QUICK_FLAGS, "-DPREFIX=links_persistent",
            '-DHEADER="links_persistent.h"', "-I", str(out), str(DRIVER), gen.source,
-           runtime_obj(cc, [*HARNESS_CFLAGS, *SANITIZE_CFLAGS, DEBUG_FLAG]), "-o", f"{exe}.tmp"]
+           runtime_obj(cc, [*HARNESS_CFLAGS, *SANITIZE_CFLAGS, *SAN_QUICK_FLAGS]), "-o", f"{exe}.tmp"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     os.replace(f"{exe}.tmp", exe)

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 import crashkit as ck
-from conftest import cache_lock
+from conftest import SAN_QUICK_FLAGS, SAN_QUICK_OPT, cache_lock
 from p2gen.harness import run_harness
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,9 +59,9 @@ def built(tmp_path_factory, harness_builder, cc, rcache):
     spec = d / "vall.p2"
     spec.write_text(tv.SPEC)
     with cache_lock(rcache):
-        return {"spec": spec, "harness": harness_builder(tv.SPEC, "vall").exe,
-                "recover": build_recoverer(str(spec), str(rcache), None, cc, True),
-                "verify": build_verifier(str(spec), str(rcache), None, cc, True)}
+        return {"spec": spec, "harness": harness_builder(tv.SPEC, "vall", opt=SAN_QUICK_OPT).exe,
+                "recover": build_recoverer(str(spec), str(rcache), None, cc, True, SAN_QUICK_FLAGS),
+                "verify": build_verifier(str(spec), str(rcache), None, cc, True, SAN_QUICK_FLAGS)}
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +71,8 @@ def links(cc, rcache):
     from p2gen.verify import build_verifier
     with cache_lock(rcache):
         return (tv._links_driver(rcache, cc),
-                build_recoverer(str(tv.LINKS_SPEC), str(rcache), None, cc, True),
-                build_verifier(str(tv.LINKS_SPEC), str(rcache), None, cc, True))
+                build_recoverer(str(tv.LINKS_SPEC), str(rcache), None, cc, True, SAN_QUICK_FLAGS),
+                build_verifier(str(tv.LINKS_SPEC), str(rcache), None, cc, True, SAN_QUICK_FLAGS))
 
 
 def harness(exe, d, cmds):
@@ -187,7 +187,7 @@ def tpcb(request, tmp_path_factory, cc, rcache):
     spec = ck.SPECS / "tpcb_plain.p2"
     with cache_lock(rcache):
         return {"exe": ck.tpcb_exe(cache, spec),
-                "recover": build_recoverer(str(spec), str(rcache), None, cc, True)}
+                "recover": build_recoverer(str(spec), str(rcache), None, cc, True, SAN_QUICK_FLAGS)}
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -257,8 +257,8 @@ def jbuilt(tmp_path_factory, harness_builder, cc, rcache):
     spec = d / "dur.p2"
     spec.write_text(journal_spec(1 << 30))      # no checkpoint before close
     with cache_lock(rcache):
-        return {"harness": harness_builder(journal_spec(1 << 30), "dur", extra_cflags=FI).exe,
-                "recover": build_recoverer(str(spec), str(rcache), None, cc, True)}
+        return {"harness": harness_builder(journal_spec(1 << 30), "dur", extra_cflags=FI, opt=SAN_QUICK_OPT).exe,
+                "recover": build_recoverer(str(spec), str(rcache), None, cc, True, SAN_QUICK_FLAGS)}
 
 
 def journal_txs(j: bytes, pgsize: int = 4096):

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cache_lock, runtime_obj, sources_digest
+from conftest import SAN_QUICK_FLAGS, SAN_QUICK_OPT, cache_lock, runtime_obj, sources_digest
 
 ROOT = Path(__file__).resolve().parents[2]
 LINKS_SPEC = ROOT / "tests" / "specs" / "links_persistent.p2"
@@ -93,7 +93,7 @@ def san_env() -> dict:
 # ---------------------------------------------------------------------------
 def _links_driver(cache: Path, cc: str) -> str:
     from p2gen.build import generate
-    flags = ["-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror"]
+    flags = ["-std=c11", "-O0", "-g0", "-Wall", "-Wextra", "-Werror"]
     key = hashlib.sha256("\0".join([sources_digest(), cc, LINKS_SPEC.read_text(),
                                     DRIVER.read_text()]).encode()).hexdigest()[:20]
     out = cache / f"links-{key}"
@@ -133,10 +133,10 @@ def tools(request, tmp_path_factory, cc, harness_builder):
         if not vspec.exists() or vspec.read_text() != SPEC:   # other workers may be reading it
             vspec.write_text(SPEC)
         with ThreadPoolExecutor(max_workers=4) as pool:
-            harness = pool.submit(harness_builder, SPEC, "vall")
+            harness = pool.submit(harness_builder, SPEC, "vall", opt=SAN_QUICK_OPT)
             driver = pool.submit(_links_driver, root, cc)
-            vcheck = pool.submit(build_verifier, str(vspec), str(root), None, cc, True)
-            lcheck = pool.submit(build_verifier, str(LINKS_SPEC), str(root), None, cc, True)
+            vcheck = pool.submit(build_verifier, str(vspec), str(root), None, cc, True, SAN_QUICK_FLAGS)
+            lcheck = pool.submit(build_verifier, str(LINKS_SPEC), str(root), None, cc, True, SAN_QUICK_FLAGS)
             out = {"harness": harness.result().exe, "driver": driver.result(),
                    "vall": vcheck.result(), "links": lcheck.result(), "spec": str(vspec),
                    "cache": str(root)}

@@ -61,6 +61,47 @@ CLOSE_MARK = "\x03/\x04"
 FENCE_MARK = "\x03$\x04"
 _LINE_MARKS = re.compile("(?:\x01[^\x02]*\x02)*")    # render.LineMarks at a line's head
 _WORD = re.compile(r"\b[A-Za-z_]\w*")
+_MARK = re.compile("\x01[^\x02]*\x02")                # one line mark (render.LineMarks)
+_END_OF_TEXT = re.compile("\n(?:\x01[^\x02]*\x02)*\\Z")  # the last line end, its marks
+_TYPE_HEAD = re.compile(r"(?:typedef|struct|union|enum)\b")
+_DEFINE_HEAD = re.compile(r"#\s*define\s+(\w+)[ \t]+\S")
+_FUNC_POINTER = re.compile(r"\(\s*\*\s*(\w+)\s*\)")
+_LAST_WORD = re.compile(r"(\w+)\s*(?:\[[^\]]*\]\s*)*$")
+
+# A name's place in a text is found with str.find, not a pattern built per name: a render
+# checks thousands of names, and patterns compiled per name cost half its time (and push
+# the fixed ones out of re's cache).
+
+
+def _word_char(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
+def _occurrences(text: str, word: str):
+    """Where `word` starts in `text`."""
+    i = text.find(word)
+    while i >= 0:
+        yield i
+        i = text.find(word, i + 1)
+
+
+def _as_word(text: str, name: str) -> bool:
+    """`name` stands in `text` with no word character either side."""
+    n = len(name)
+    return any((i == 0 or not _word_char(text[i - 1])) and
+               (i + n == len(text) or not _word_char(text[i + n]))
+               for i in _occurrences(text, name))
+
+
+def _called_in_head(body: str, name: str, stops: str, after_stop: bool = False) -> bool:
+    """`name(` comes in `body` at a word's start, with no character of `stops` before it
+    (`after_stop`: but for the one right before it)."""
+    for i in _occurrences(body, name + "("):
+        if any(c in stops for c in body[:i - 1 if after_stop and i else i]):
+            return False
+        if i == 0 or not _word_char(body[i - 1]):
+            return True
+    return False
 
 
 @dataclass
@@ -106,11 +147,11 @@ class FunctionTable:
         text = caller()
         # the line end after the last line (and the line marks of the empty line after it)
         # is the template's, outside the function
-        text = re.sub("\n(?:\x01[^\x02]*\x02)*\\Z", "", text, count=1)
+        text = _END_OF_TEXT.sub("", text, count=1)
         head = _head_at(text)
         body = _LINE_MARKS.sub("", text[head:]) if "\x01" in text else text[head:]
-        body = re.sub("\x01[^\x02]*\x02", "", body)
-        if not re.match(r"(?:[^(;{]*?\W)?" + re.escape(name) + r"\(", body):
+        body = _MARK.sub("", body)
+        if not _called_in_head(body, name, "(;{", after_stop=True):
             raise ValueError(f"cfunc({name!r}): the text does not declare it: {body[:80]!r}")
         if public == body.startswith("static"):
             raise ValueError(f"cfunc({name!r}): public={public}, but the head is "
@@ -120,7 +161,7 @@ class FunctionTable:
                              f"{'is' if not decl else 'is not'} a prototype")
         if public:
             text = text[:head] + self.api + text[head:]
-        plain = re.sub("\x01[^\x02]*\x02", "", text)
+        plain = _MARK.sub("", text)
         _spelled(f"cfunc({name!r})", "macro", macros, plain)
         params = _params(body, name)
         # a prototype defines nothing: its definition (here or in the runtime) does
@@ -146,12 +187,12 @@ class FunctionTable:
         Its text is emitted unchanged."""
         self._members.append([])
         try:
-            text = re.sub("\n(?:\x01[^\x02]*\x02)*\\Z", "", caller(), count=1)
+            text = _END_OF_TEXT.sub("", caller(), count=1)
         finally:
             printed = self._members.pop()
         head = _head_at(text, directives=False)
-        body = re.sub("\x01[^\x02]*\x02", "", text[head:])
-        plain = re.sub("\x01[^\x02]*\x02", "", text)
+        body = _MARK.sub("", text[head:])
+        plain = _MARK.sub("", text)
         what = f"cdecl({name!r})"
         members = tuple(members) + tuple(printed)
         _spelled(what, "name", (name, *also, *members), plain)
@@ -159,7 +200,7 @@ class FunctionTable:
             kind = "macro"
             defines = [Definition("macro", n) for n in (name, *also)]
         else:
-            kind = "type" if re.match(r"(?:typedef|struct|union|enum)\b", body) else "object"
+            kind = "type" if _TYPE_HEAD.match(body) else "object"
             defines = _type_definitions(what, name, also, members, body, kind)
         if not public:
             # what it names: a program's main or table calls the functions it names
@@ -168,13 +209,16 @@ class FunctionTable:
                                           kind=kind, members=members,
                                           defines=tuple(defines)), text)
         if kind == "macro":
-            if not re.match(r"#\s*define\s+" + re.escape(name) + r"[ \t]+\S", body):
+            define = _DEFINE_HEAD.match(body)
+            if define is None or define.group(1) != name:
                 raise ValueError(f"{what}: not a constant macro of that name: "
                                  f"{body[:80]!r}")
             api = f"#define {name} ..."   # CFFI reads the value itself
         else:
-            if not re.match(r"typedef\b", body) or \
-                    not re.search(r"\b" + re.escape(name) + r"\s*;\s*\Z", body):
+            last = body.rstrip()
+            last = last[:-1].rstrip() if last.endswith(";") else ""
+            if not (body.startswith("typedef") and _TYPE_HEAD.match(body)) or \
+                    not last.endswith(name) or _word_char(last[-len(name) - 1:-len(name)] or " "):
                 raise ValueError(f"{what}: not a typedef of that name: {body[:80]!r}")
             kind, api = "type", _declaration(body)
         return self._record(CFunction(name, self.section, True, True, plain, kind=kind,
@@ -215,7 +259,7 @@ class FunctionTable:
                 gap = text[start:m.start()] + text[m.end():m.end() + _head_at(
                     text[m.end():text.index(CLOSE_MARK, m.end())], directives=False)]
                 # (line marks, and a section's end fence mark, as strip_marks takes them)
-                gap = _COMMENT.sub("", FUNC_MARK.sub("", re.sub("\x01[^\x02]*\x02", "", gap)))
+                gap = _COMMENT.sub("", FUNC_MARK.sub("", _MARK.sub("", gap)))
                 e.spaced = re.search(r"\n[ \t]*\n", gap) is not None
             out.append(e)
         return out
@@ -295,7 +339,7 @@ def _spelled(what: str, kind: str, names, text: str) -> None:
     """Each of `names` (what a construct says its text defines) stands in `text` as a word:
     a misspelt name in a template stops the render."""
     for n in names:
-        if not re.search(r"(?<!\w)" + re.escape(n) + r"(?!\w)", text):
+        if not _as_word(text, n):
             raise ValueError(f"{what}: {kind} {n!r} is not in its text")
 
 
@@ -317,7 +361,7 @@ def _type_definitions(what: str, name: str, also, members, body: str, kind: str)
     if tag:
         out.append(Definition("tag", tag))
     out += [Definition("ordinary", n) for n in also]
-    if kind == "object" and re.match(r"[^=;{]*?\b" + re.escape(name) + r"\(", body):
+    if kind == "object" and _called_in_head(body, name, "=;{"):
         out += [Definition(f"param:{name}", p) for p in _params(body, name)]   # a main
     # an anonymous struct's members are its typedef's (or variable's)
     out += [Definition(f"member:{name}", m) for m in members]
@@ -359,11 +403,19 @@ def _params(body: str, name: str) -> tuple:
         part = part.strip()
         if not part or part == "void" or part == "...":
             continue
-        m = re.search(r"\(\s*\*\s*(\w+)\s*\)", part)     # a function pointer
+        m = _FUNC_POINTER.search(part) if "(" in part else None    # a function pointer
         if m:
             out.append(m.group(1))
             continue
-        m = re.search(r"(\w+)\s*(?:\[[^\]]*\]\s*)*$", part)
+        if "[" not in part:        # the common case, without the pattern's search
+            word = part.rstrip()
+            k = len(word)
+            while k and _word_char(word[k - 1]):
+                k -= 1
+            if word[k:]:
+                out.append(word[k:])
+            continue
+        m = _LAST_WORD.search(part)
         if m:
             out.append(m.group(1))
     return tuple(out)

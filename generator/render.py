@@ -330,10 +330,24 @@ def fence_end(title: str, rule: str = "-") -> CSource:
     return CSource(text + rule * max(3, FENCE_WIDTH - 3 - len(text)) + " */")
 
 
+def _strip_end(text: str) -> str:
+    """`text` without its trailing white space and line marks (LineMarks), by str methods:
+    a pattern anchored at the end is tried at every position of a section's text."""
+    while True:
+        text = text.rstrip()
+        if not text.endswith("\x02"):
+            return text
+        # the mark's \x01: the first after the \x02 before (the pattern's [^\x02]*)
+        mark = text.find("\x01", text.rfind("\x02", 0, len(text) - 1) + 1, len(text) - 1)
+        if mark < 0:
+            return text
+        text = text[:mark]
+
+
 def fenced(body: str, lines: list, title: str, rule: str = "-") -> CSource:
     """`body` as a section: its banner, the body without trailing blank lines, its end
     fence (ending the line)."""
-    body = re.sub("(?:\\s|\x01[^\x02]*\x02)+$", "", body)   # and line marks (LineMarks)
+    body = _strip_end(body)
     # the end fence is marked for the pruning of unused functions (cfuncs.py)
     return CSource(f"{fence_head(lines, rule)}\n{body}\n{FENCE_MARK}{fence_end(title, rule)}\n")
 
@@ -797,6 +811,7 @@ class Renderer:
         self.modules: dict = {}   # LayerInstance -> its template's module (layer_module)
         # every function the templates emit, as they declare it (cfuncs.py)
         self.table = FunctionTable(checked.prefix)
+        self._call_enter: dict = {}     # db expression -> call_enter's text
 
     def views(self, info: ContainerInfo) -> list:
         return [cursor_view(c, self.checked) for c in info.cursors]
@@ -978,10 +993,13 @@ class Renderer:
         """The C statements a public function runs on entry, once `db` is known to be
         open: each file's bottom mem layer's `call_enter` (an object server's cache), or
         "" (nothing, the line left out)."""
-        calls = [f"{mi.layer.call_enter}(&{db}->seg[{idx}]);"
-                 for idx, fi in enumerate(self.checked.files)
-                 for mi in fi.mems if mi.layer.below is None and mi.layer.call_enter]
-        return " ".join(calls)
+        text = self._call_enter.get(db)
+        if text is None:      # asked by every public function: computed once per name
+            text = self._call_enter[db] = " ".join(
+                f"{mi.layer.call_enter}(&{db}->seg[{idx}]);"
+                for idx, fi in enumerate(self.checked.files)
+                for mi in fi.mems if mi.layer.below is None and mi.layer.call_enter)
+        return text
 
     def template_path(self, name: str) -> str:
         """Where a template is, as #line names it: relative to the folder holding layers/

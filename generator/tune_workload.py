@@ -286,25 +286,46 @@ class Synthesised:
         return [f"        {rec}.{f.name} = p2t_{f.name}[{row}] = p2t_{f.name}[p2t_next() % p2t_n];"]
 
     def _cursor_args(self, cur) -> list:
-        """Each parameter: the value of the field it is compared with, from a row."""
-        by_param = {}
+        """Each parameter: the value of the field it is compared with, from a row; an upper
+        bound of a field that also has a lower bound (`k >= $lo and k < $hi`) that value
+        plus the key span of the profile's rows per walk (else every walk is empty)."""
+        flip = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+        by_param = {}          # parameter -> (field, op) as `field op $param`
         where = cur.where
         for t in (chain_terms(where, And) if where is not None else []):
             if isinstance(t, Compare):
-                for a, b in ((t.left, t.right), (t.right, t.left)):
-                    if isinstance(a, FieldRef) and isinstance(b, ParamRef):
-                        by_param.setdefault(b.name, a.name)
+                if isinstance(t.left, FieldRef) and isinstance(t.right, ParamRef):
+                    by_param.setdefault(t.right.name, (t.left.name, t.op))
+                elif isinstance(t.right, FieldRef) and isinstance(t.left, ParamRef):
+                    by_param.setdefault(t.left.name, (t.right.name, flip[t.op]))
+        lower = {f for f, op in by_param.values() if op in (">", ">=")}
         out = []
         for name, ftype in cur.params:
-            f = by_param.get(name)
+            f, op = by_param.get(name, (None, None))
             fld = self.info.record.field(f) if f else None
             if fld is not None and fld.type.kind in ("int", "float") and fld.type.target is None:
-                out.append(f"({ftype.ctype})p2t_{f}[row]")
+                span = self._walk_span(cur, f) if op in ("<", "<=") and f in lower else 0
+                out.append(f"({ftype.ctype})(p2t_{f}[row] + {span})" if span
+                           else f"({ftype.ctype})p2t_{f}[row]")
             elif ftype.kind == "char":
                 out.append(f"p2t_{f}[row]" if fld is not None and fld.type.kind == "char" else '""')
             else:
                 out.append(f"({ftype.ctype})0")
         return out
+
+    def _walk_span(self, cur, f: str):
+        """The span of field f's values that holds the profile's rows per walk of `cur`
+        (its values spread over the key's min..max across the rows), at least 1."""
+        cs = self.cprof.get("cursors", {}).get(cur.name, {})
+        walks, rows = cs.get("walks") or 0, cs.get("rows") or 0
+        if not walks or not rows:
+            return 0
+        ks = self.key_fields.get(f) or {}
+        lo, hi = ks.get("min"), ks.get("max")
+        if not isinstance(lo, (int, float)) or not isinstance(hi, (int, float)):
+            return max(1, round(rows / walks))
+        span = (rows / walks) * (hi - lo) / max(self.n - 1, 1)
+        return max(1, math.ceil(span)) if isinstance(lo, int) and isinstance(hi, int) else span
 
     def profile_counts(self) -> dict:
         """The profile's count of each phase the driver runs."""

@@ -35,6 +35,19 @@ def _run_driver(command, kwargs: dict) -> None:
     sys.exit(rc)
 
 
+def _run_tuner_bench(command, kwargs: dict) -> None:
+    """Run an experiment on `p2gen tune` (bench/tune/): C only, its compiler checked first,
+    a P2Error as a one-line message, its status as the exit status."""
+    from ..toolchain import cc_command
+    kwargs.pop("cxx", None)
+    try:
+        cc_command(kwargs["cc"])
+        rc = command(**kwargs, say=click.echo)
+    except P2Error as e:
+        _fail(e)
+    sys.exit(rc)
+
+
 # ---------------------------------------------------------------------------------------
 # the options the benchmark commands share (each command keeps its own order in --help)
 
@@ -242,15 +255,45 @@ def bench_tune_topk(**kwargs):
     synthetic workload, the model's top 5 and a random sample of the rest of the space
     measured as `p2gen tune` measures (one binary, separate processes, random order).
     """
-    from ..toolchain import cc_command
     from .tune.topk import command
-    kwargs.pop("cxx", None)
-    try:
-        cc_command(kwargs["cc"])
-        rc = command(**kwargs, say=click.echo)
-    except P2Error as e:
-        _fail(e)
-    sys.exit(rc)
+    _run_tuner_bench(command, kwargs)
+
+
+@bench.command("tune")
+@click.option("--all", "everything", is_flag=True, help="Every synthetic mix {point, range, "
+              "scan, insert, key update, delete} x n {1e3, 1e5} x keys {dense, sparse, "
+              "sequential} and every range spec (default: a quick set of 8 workloads).")
+@click.option("--big", is_flag=True, help="Also n = 1e6 and TPC-B at SF 12 (with --all: "
+              "every mix at 1e6).")
+@click.option("--exhaustive", is_flag=True, help="Measure every equation of each relevant "
+              "space as the ground truth (slow), kept in --truth-file and reused (default: "
+              "the model's top k, --sample others, the pick and the spec's own).")
+@click.option("--only", metavar="REGEX", help="Only the workloads whose name matches, "
+              "e.g. 'tpcb|point/1e3'.")
+@click.option("--top", type=click.IntRange(1, 50), default=5, show_default=True,
+              help="The tuner's --top (and the model's top k the targets count).")
+@click.option("--reps", type=click.IntRange(1, 100), default=5, show_default=True,
+              help="The tuner's --reps.")
+@click.option("--truth-reps", type=click.IntRange(1), default=5, show_default=True,
+              help="Processes measuring the ground truth (the candidates in a new random "
+                   "order each, after one untimed warm-up run).")
+@click.option("--sample", type=click.IntRange(0), default=4, show_default=True,
+              help="Without --exhaustive: equations outside the model's top k measured in "
+                   "the ground truth, drawn at random.")
+@click.option("--seed", type=click.IntRange(0), default=38, show_default=True)
+@click.option("--truth-file", type=click.Path(dir_okay=False),
+              help="The cached exhaustive ground truth (default: OUT/tune_truth.json).")
+@_out("tune.json, tune.md and the workloads' specs and profiles (tune-workloads/)")
+@_compilers()
+def bench_tune(**kwargs):
+    """Whether `p2gen tune` picks well: per workload (TPC-B's accounts, the range specs,
+    synthetic mixes), the tuner's pick as it would write it back, its time, its measured
+    time over the best's (the ground truth: a sample, or with --exhaustive every equation
+    of the relevant space), the model's rank of the best; the issue's targets printed met
+    or not (exit status 0 either way; 1 on an error).
+    """
+    from .tune.proof import command
+    _run_tuner_bench(command, kwargs)
 
 
 @bench.command("oo7")

@@ -32,7 +32,7 @@ from typing import Callable, Optional
 from ...check import check
 from ...errors import P2Error
 from ...parser import parse
-from ...tune_measure import build_binary, measure, noise_band, results
+from ...tune_measure import build_binary, measure, noise_band, results, run_once
 from ...tune_rank import candidate_text, current_candidate, ranked
 from ...tune_space import Space
 from ...tune_workload import Synthesised
@@ -52,6 +52,12 @@ find accounts by id;
 container rows of row = top2ds_qualify[btree(key = k)[array[transient]]];
 find rows by k;
 cursor walk on rows where k >= $lo and k < $hi order by k;
+"""),
+    # a relation read whole (a walk of every row), found by key now and then
+    "scan": ("rows", """record row { k: u32; v: u64; pad: char[88]; }
+container rows of row = top2ds_qualify[array[transient]];
+find rows by k;
+cursor walk on rows;
 """),
 }
 
@@ -82,7 +88,7 @@ class Workload:
         key = "id" if self.shape == "tpcb" else "k"
         hi = self.n - 1 if self.dense else 50 * self.n
         cursors = {"all": {"walks": 0, "rows": 0}}
-        if self.shape == "range":
+        if self.shape in ("range", "scan"):
             cursors["walk"] = {"walks": self.walks, "rows": self.walks * self.rows_per_walk}
         return {"count_max": self.n, "count_final": self.n - self.deletes,
                 "ops": {"insert": self.n, "insert_many": 0, "get": 0, "at": 0,
@@ -164,6 +170,37 @@ def choose(space: Space, cprof: dict, sample: int, rng: random.Random) -> tuple:
     return [(i + 1, c) for i, c in enumerate(top)] + [(0, c) for c in picked], len(cands)
 
 
+def measure_candidates(source: str, name: str, spec_name: str, cprof: dict, space: Space,
+                       cands: list, reps: int, work: str, cc: str, jobs: int, seed: int,
+                       say: Callable[[str], None], budget: int = 100_000,
+                       min_runs: int = 20_000, warm_up: bool = False) -> tuple:
+    """Candidates `cands` of container `name` built into one binary and measured `reps`
+    times (separate processes, a new random order each) on the workload synthesised from
+    `cprof` (`budget` operations, each phase at least `min_runs`; topk: a tenth of tune's,
+    the sample holds the slow candidates tune never measures); `warm_up`: one untimed run
+    of them all first (these VMs fault never-used memory in slowly). ([tune_measure.Result]
+    of the candidates whose answers are cands[0]'s, the noise band)."""
+    checked = check(parse(source, spec_name))
+    wl = Synthesised(checked.container(name), cprof, checked.cursors, budget=budget,
+                     min_runs=min_runs)
+    specs = []
+    for i, cand in enumerate(cands):
+        prefix = f"t{i}"
+        specs.append((prefix, candidate_text(space, cand)))
+        ci = check(parse(specs[-1][1], spec_name)).container(name)
+        wl.stable_refs[prefix] = ci.storage.layer.stable_refs
+    exe = build_binary(specs, wl, os.path.join(work, "build"), cc=cc, jobs=jobs)
+    if warm_up:
+        say("  warming up (one untimed run)")
+        run_once(exe, os.path.join(work, "run"), list(range(len(specs))))
+    m = measure(exe, len(specs), reps, os.path.join(work, "run"), seed=seed,
+                progress=lambda msg: say(f"  {msg}"))
+    res = results(m, wl.profile_counts())
+    ref = m.checks.get(0)
+    res = [r for r in res if m.checks.get(r.index) == ref]      # the same answers only
+    return res, noise_band(res)
+
+
 def run_workload(w: Workload, sample: int, reps: int, work: str, cc: str, jobs: int,
                  rng: random.Random, say: Callable[[str], None]) -> Outcome:
     t0 = time.perf_counter()
@@ -171,24 +208,10 @@ def run_workload(w: Workload, sample: int, reps: int, work: str, cc: str, jobs: 
     cprof = w.profile()
     space = Space(source, name, f"{w.shape}.p2")
     chosen, size = choose(space, cprof, sample, rng)
-    checked = check(parse(source, f"{w.shape}.p2"))
-    info = checked.container(name)
-    # a tenth of tune's budget: the sample holds the slow candidates tune never measures
-    wl = Synthesised(info, cprof, checked.cursors, budget=100_000, min_runs=20_000)
-    specs = []
-    for i, (_, cand) in enumerate(chosen):
-        prefix = f"t{i}"
-        specs.append((prefix, candidate_text(space, cand)))
-        ci = check(parse(specs[-1][1], f"{w.shape}.p2")).container(name)
-        wl.stable_refs[prefix] = ci.storage.layer.stable_refs
-    say(f"  {len(specs)} candidates of {size}: building")
-    exe = build_binary(specs, wl, os.path.join(work, "build"), cc=cc, jobs=jobs)
-    m = measure(exe, len(specs), reps, os.path.join(work, "run"), seed=rng.randrange(1 << 30),
-                progress=lambda msg: say(f"  {msg}"))
-    res = results(m, wl.profile_counts())
-    ref = m.checks.get(0)
-    res = [r for r in res if m.checks.get(r.index) == ref]      # the same answers only
-    band = noise_band(res)
+    say(f"  {len(chosen)} candidates of {size}: building")
+    res, band = measure_candidates(source, name, f"{w.shape}.p2", cprof, space,
+                                   [c for _, c in chosen], reps, work, cc, jobs,
+                                   rng.randrange(1 << 30), say)
     best = min(res, key=lambda r: r.median)
     tied = [r for r in res if r.median <= best.median * (1 + band)]
     ranks = [chosen[r.index][0] for r in tied if chosen[r.index][0]]

@@ -80,6 +80,14 @@ def _say(progress, msg):
         progress(msg)
 
 
+def api_differences(base, text: str, path: str) -> list:
+    """How the spec `text` (written to `path` to be rendered) differs from the spec's API
+    and semantics `base` (tune.ApiView): [] if a program sees no difference."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return differences(base, load_view(path, base.prefix))
+
+
 def tune_container(spec_path: str, source: str, name: str, cprof: dict, top: int, reps: int,
                    cc: str, jobs: int, work: str, progress=None, seed=None,
                    trace: Optional[str] = None, run: Optional[str] = None,
@@ -105,10 +113,7 @@ def tune_container(spec_path: str, source: str, name: str, cprof: dict, top: int
             if same in seen:
                 continue
             seen.add(same)
-            path = os.path.join(work, f"api-{len(seen)}.p2")
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(text)
-            diff = differences(base, load_view(path, base.prefix))
+            diff = api_differences(base, text, os.path.join(work, f"api-{len(seen)}.p2"))
         except P2Error as e:
             diff = [str(e).splitlines()[0]]
         if diff:

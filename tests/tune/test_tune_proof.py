@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from p2gen.bench.tune.proof import MIXES, cases
+from p2gen.bench.tune.proof import MIXES, _truth_id, cases
 
 TINY = ["--only", "point/1e3", "--top", "1", "--reps", "1", "--truth-reps", "1",
         "--sample", "1", "--seed", "38"]
@@ -63,6 +63,24 @@ def test_the_pick_is_what_tune_dry_run_writes_back(report):
     added = [line[1:] for line in r.stdout.splitlines()
              if line.startswith("+container accounts of")]
     assert added == [w["written"]] and w["written"].startswith("container accounts of")
+
+
+def test_a_cached_exhaustive_ground_truth_is_read_not_measured_again(report, cc):
+    # the tiny run's medians planted as an exhaustive truth, 1000x: the report must show
+    # them as they are (a measurement would give the real ones)
+    d, data, _ = report
+    (w,) = data["workloads"]
+    case = next(c for c in cases() if c.name == w["name"])
+    planted = {k: v * 1000 for k, v in w["measured"].items()}
+    (d / "truth.json").write_text(json.dumps({_truth_id(case, 1): {
+        "workload": case.name, "exhaustive": True, "space": w["space"], "reps": 1,
+        "band": 0.5, "medians": planted}}))
+    r = p2gen("bench", "tune", *TINY, "--cc", cc, "-j", "2", "-o", "again", "--truth-file",
+              "truth.json", cwd=d)
+    assert r.returncode == 0, r.stderr + r.stdout
+    (again,) = json.loads((d / "again" / "tune.json").read_text())["workloads"]
+    assert again["truth"] == "exhaustive (cached)" and again["band"] == 0.5
+    assert again["measured"] == planted
 
 
 def test_the_workloads():

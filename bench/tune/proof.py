@@ -181,6 +181,10 @@ class Result:
     hand: str = ""
     hand_over_best: float = 0.0
     notes: list = field(default_factory=list)
+    # per operation, ns per operation: the ground truth's (the pick, the best, the spec's
+    # own) and the tuner's own measurement (its pick, and the truth's best if it measured it)
+    truth_ops: dict = field(default_factory=dict)
+    tuner_ops: dict = field(default_factory=dict)
 
     @property
     def within(self) -> bool:
@@ -266,6 +270,7 @@ def run_case(case: Case, d: str, *, top: int, reps: int, truth_reps: int, sample
     cached = truth.get(tid)
     if cached and cached.get("exhaustive") and all(k in cached["medians"] for k in (pick, own)):
         medians, band, kind = cached["medians"], cached["band"], "exhaustive (cached)"
+        ops = cached.get("ops", {})
         say(f"  ground truth: cached ({len(medians)} equations)")
     else:
         if exhaustive:
@@ -282,10 +287,12 @@ def run_case(case: Case, d: str, *, top: int, reps: int, truth_reps: int, sample
                                        rng.randrange(1 << 30), lambda m: say(f"  truth:{m}"),
                                        warm_up=True)
         medians = {keys[r.index]: r.median for r in res}
+        ops = {keys[r.index]: {op: round(v, 1) for op, v in r.ns.items()} for r in res}
         kind = "exhaustive" if exhaustive else "sample"
         if exhaustive:
             truth[tid] = {"workload": case.name, "exhaustive": True, "space": len(dspace),
-                          "reps": truth_reps, "band": band, "medians": medians}
+                          "reps": truth_reps, "band": band, "medians": medians,
+                          "ops": ops}
     for k, what in ((pick, "the pick"), (own, "the spec's own")):
         if k not in medians:
             notes.append(f"{what} is not measured: " + ("it gave other answers than the "
@@ -296,13 +303,17 @@ def run_case(case: Case, d: str, *, top: int, reps: int, truth_reps: int, sample
     rank = {k: i + 1 for i, (k, _) in enumerate(dspace)}
     ranks = [rank[k] for k in tied if k in rank]
     pick_ns = medians.get(pick, float("nan"))
+    tuned = {_key(space, name, o.candidates[r.index]): r for r in o.measured}
+    tuner_ops = {k: {op: round(v, 1) for op, v in tuned[k].ns.items()}
+                 for k in dict.fromkeys((pick, best)) if k in tuned}
     return Result(case.name, case.label, spec, prof, len(dspace), kind,
                   dict(sorted(((k, round(v)) for k, v in medians.items()), key=lambda x: x[1])),
                   band, best, min(ranks, default=0), pick, o.pick.index == 0, written,
                   pick_ns / medians[best], own, medians.get(own, float("nan")) / pick_ns,
                   tuner_seconds, o.pick.median, o.band,
                   hand or ("not a candidate" if case.hand else ""),
-                  medians[hand] / medians[best] if hand in medians else 0.0, notes)
+                  medians[hand] / medians[best] if hand in medians else 0.0, notes,
+                  {k: ops[k] for k in dict.fromkeys((pick, best, own)) if k in ops}, tuner_ops)
 
 
 def targets(rs: list, top: int) -> list:
@@ -366,6 +377,16 @@ def render(rs: list, ts: list, args: dict) -> list:
         md.append(f"- **{r.name}**: {r.label}; best `{r.best}`. "
                   + "; ".join(f"`{k}` {v:,}" for k, v in r.measured.items())
                   + ("".join(f" ({n})" for n in r.notes)))
+    off = [r for r in rs if not r.within and r.truth_ops]
+    if off:
+        md += ["", "Where the pick is off, ns per operation of the pick and the best, in the "
+               "ground truth and in the tuner's own measurement (- : it did not measure it):", ""]
+    for r in off:
+        def ops(d, k):
+            return ", ".join(f"{op} {v:g}" for op, v in d[k].items()) if k in d else "-"
+        md.append(f"- **{r.name}**: the pick: truth {ops(r.truth_ops, r.pick)}; tuner "
+                  f"{ops(r.tuner_ops, r.pick)}. The best: truth {ops(r.truth_ops, r.best)}; "
+                  f"tuner {ops(r.tuner_ops, r.best)}")
     md.append("")
     return md
 

@@ -291,7 +291,9 @@ def run_case(case: Case, d: str, *, top: int, reps: int, truth_reps: int, sample
         keys = [own] + [k for k in dict.fromkeys(keys + [pick] + ([hand] if hand else []))
                         if k != own and k in by_key]
         cands = [own_cand] + [by_key[k] for k in keys[1:]]
-        say(f"  ground truth: {len(cands)} of {len(dspace)} equations, {truth_reps} processes")
+        also = ", and the spec's own" if own not in by_key else ""
+        say(f"  ground truth: {len(cands) - bool(also)} of the space's {len(dspace)} "
+            f"equations{also}, {truth_reps} processes")
         res, band = measure_candidates(source, name, spec, case.profile, space, cands,
                                        truth_reps, os.path.join(d, "truth"), cc, jobs,
                                        rng.randrange(1 << 30), lambda m: say(f"  truth:{m}"),

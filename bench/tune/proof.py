@@ -241,28 +241,64 @@ def _truth_id(case: Case, reps: int) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
+def tuner_pick(case: Case, spec: str, prof: str, top: int, reps: int, cc: str, jobs: int,
+               seed: int, say: Callable[[str], None]) -> tuple:
+    """Tune as `p2gen tune SPEC --profile PROF` does: (its Outcome, the spec's text, the
+    declaration it writes back ("" when it keeps the spec's own), its wall seconds)."""
+    t0 = time.perf_counter()
+    source, (o,) = tune(spec, prof, top, reps, [case.container], cc, jobs,
+                        progress=lambda m: say(f"  tune: {m}"), seed=seed)
+    seconds = time.perf_counter() - t0
+    if not o.pick.index:
+        return o, source, "", seconds
+    new = rewrite(source, spec, [o], reps, machine())
+    written = new[new.index("\n", new.rindex(END)) + 1:]      # the line after the block
+    space = Space(source, case.container, spec)
+    wrote = check(parse(new, spec)).container(case.container).equation_text()
+    if wrote != _equation(space, case.container, o.candidates[o.pick.index]):
+        raise P2Error(f"{case.name}: tune wrote back {wrote}, not its pick")
+    return o, source, written[:written.index(";") + 1], seconds
+
+
+def ground_truth(case: Case, d: str, space: Space, own_cand: Candidate, dspace: list,
+                 must: list, *, top: int, sample: int, exhaustive: bool, truth_reps: int,
+                 cc: str, jobs: int, rng: random.Random, say: Callable[[str], None]) -> dict:
+    """The ground truth of one workload ({"medians": {key: ns}, "band", "ops": {key: {op:
+    ns per op}}, "not measured": the hopeless left out}): every equation of `dspace`
+    (exhaustive) or the model's top `top` and `sample` others, with the spec's own and the
+    equations in `must` (the pick, the hand-chosen) always measured."""
+    name, own = case.container, _key(space, case.container, own_cand)
+    by_key = dict(dspace)
+    first = dspace[0][1].cost if dspace else 0.0
+    slow = {k for k, c in dspace if first > 0 and c.cost > HOPELESS * first}
+    if exhaustive:
+        keys = [k for k, _ in dspace if k not in slow]
+    else:
+        rest = [k for k, _ in dspace[top:] if k not in slow]
+        keys = [k for k, _ in dspace[:top]] + rng.sample(rest, min(sample, len(rest)))
+    keys = [own] + [k for k in dict.fromkeys(keys + must) if k != own and k in by_key]
+    cands = [own_cand] + [by_key[k] for k in keys[1:]]
+    also = ", and the spec's own" if own not in by_key else ""
+    say(f"  ground truth: {len(cands) - bool(also)} of the space's {len(dspace)} "
+        f"equations{also}, {truth_reps} processes")
+    res, band = measure_candidates(case.source, name, space.path, case.profile, space, cands,
+                                   truth_reps, os.path.join(d, "truth"), cc, jobs,
+                                   rng.randrange(1 << 30), lambda m: say(f"  truth:{m}"),
+                                   warm_up=True)
+    return {"medians": {keys[r.index]: r.median for r in res}, "band": band,
+            "ops": {keys[r.index]: {op: round(v, 1) for op, v in r.ns.items()} for r in res},
+            "not measured": len(slow)}
+
+
 def run_case(case: Case, d: str, *, top: int, reps: int, truth_reps: int, sample: int,
              exhaustive: bool, truth: dict, cc: str, jobs: int, rng: random.Random,
              say: Callable[[str], None]) -> Result:
     spec, prof = write_case(case, d)
     name = case.container
-    # 1. the tuner, as `p2gen tune` runs it
-    t0 = time.perf_counter()
-    source, (o,) = tune(spec, prof, top, reps, [name], cc, jobs,
-                        progress=lambda m: say(f"  tune: {m}"), seed=rng.randrange(1 << 30))
-    tuner_seconds = time.perf_counter() - t0
-    new = rewrite(source, spec, [o], reps, machine())
+    o, source, written, tuner_seconds = tuner_pick(case, spec, prof, top, reps, cc, jobs,
+                                                   rng.randrange(1 << 30), say)
     space = Space(source, name, spec)
-    pick_cand = o.candidates[o.pick.index]
-    pick = _key(space, name, pick_cand)
-    written = ""
-    if o.pick.index:          # the declaration after the evidence block, as tune writes it
-        written = new[new.index("\n", new.rindex(END)) + 1:]
-        written = written[:written.index(";") + 1]
-        wrote = check(parse(new, spec)).container(name).equation_text()
-        if wrote != _equation(space, name, pick_cand):
-            raise P2Error(f"{case.name}: tune wrote back {wrote}, not its pick {pick}")
-    # 2. the ground truth
+    pick = _key(space, name, o.candidates[o.pick.index])
     own_cand, dspace, refused = distinct_space(space, name, case.profile,
                                                os.path.join(d, "api"))
     own = _key(space, name, own_cand)
@@ -271,41 +307,22 @@ def run_case(case: Case, d: str, *, top: int, reps: int, truth_reps: int, sample
     notes = [f"the hand-chosen `{k}` is not a candidate: {why}" for k, why in refused.items()
              if case.hand and hand is None and re.search(case.hand, k)][:1]
     tid = _truth_id(case, truth_reps)
-    cached = truth.get(tid)
-    if cached and cached.get("exhaustive") and all(k in cached["medians"] for k in (pick, own)):
-        medians, band, kind = cached["medians"], cached["band"], "exhaustive (cached)"
-        ops = cached.get("ops", {})
-        notes += cached.get("notes", [])
-        say(f"  ground truth: cached ({len(medians)} equations)")
+    gt = truth.get(tid)
+    if gt and gt.get("exhaustive") and all(k in gt["medians"] for k in (pick, own)):
+        kind = "exhaustive (cached)"
+        say(f"  ground truth: cached ({len(gt['medians'])} equations)")
     else:
-        first = dspace[0][1].cost if dspace else 0.0
-        slow = {k for k, c in dspace if first > 0 and c.cost > HOPELESS * first}
-        if slow:
-            notes.append(f"{len(slow)} equations predicted over {HOPELESS}x the model's first "
-                         "not measured")
-        if exhaustive:
-            keys = [k for k, _ in dspace if k not in slow]
-        else:
-            rest = [k for k, _ in dspace[top:] if k not in slow]
-            keys = [k for k, _ in dspace[:top]] + rng.sample(rest, min(sample, len(rest)))
-        keys = [own] + [k for k in dict.fromkeys(keys + [pick] + ([hand] if hand else []))
-                        if k != own and k in by_key]
-        cands = [own_cand] + [by_key[k] for k in keys[1:]]
-        also = ", and the spec's own" if own not in by_key else ""
-        say(f"  ground truth: {len(cands) - bool(also)} of the space's {len(dspace)} "
-            f"equations{also}, {truth_reps} processes")
-        res, band = measure_candidates(source, name, spec, case.profile, space, cands,
-                                       truth_reps, os.path.join(d, "truth"), cc, jobs,
-                                       rng.randrange(1 << 30), lambda m: say(f"  truth:{m}"),
-                                       warm_up=True)
-        medians = {keys[r.index]: r.median for r in res}
-        ops = {keys[r.index]: {op: round(v, 1) for op, v in r.ns.items()} for r in res}
+        gt = ground_truth(case, d, space, own_cand, dspace, [pick] + ([hand] if hand else []),
+                          top=top, sample=sample, exhaustive=exhaustive,
+                          truth_reps=truth_reps, cc=cc, jobs=jobs, rng=rng, say=say)
         kind = "exhaustive" if exhaustive else "sample"
         if exhaustive:
             truth[tid] = {"workload": case.name, "exhaustive": True, "space": len(dspace),
-                          "notes": notes,
-                          "reps": truth_reps, "band": band, "medians": medians,
-                          "ops": ops}
+                          "reps": truth_reps, **gt}
+    medians, band, ops = gt["medians"], gt["band"], gt.get("ops", {})
+    if gt.get("not measured"):
+        notes.append(f"{gt['not measured']} equations predicted over {HOPELESS}x the model's "
+                     "first not measured")
     for k, what in ((pick, "the pick"), (own, "the spec's own")):
         if k not in medians:
             notes.append(f"{what} is not measured: " + ("it gave other answers than the "

@@ -132,7 +132,7 @@ def cases(everything: bool = False, big: bool = False) -> list:
         out.append(Case(f"range-spec/{spec}", f"bench/range/{spec}_transient.p2: 100,000 rows, "
                         "10,000 walks of 100 rows, sparse shuffled keys", source, "rows",
                         w.profile()))
-    sizes = (1000, 100_000, 1_000_000) if big else (1000, 100_000) if everything else (1000,)
+    sizes = (1000,) + ((100_000,) if everything else ()) + ((1_000_000,) if big else ())
     for i, kind in enumerate(MIXES):
         for n in sizes:
             for keys in KEYS if everything else (KEYS[i % len(KEYS)],):

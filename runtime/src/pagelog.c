@@ -183,14 +183,7 @@ static void pl_drop_frame(p2_pagebuf *pb, uint32_t f)
         pb->st.dirty--;
     pb->state[p] &= (uint8_t)~(PB_RES | PB_PROT | PB_DIRTY);
     pb->st.resident--;
-    uint32_t last = --pb->used;
-    if (f != last) {
-        pb->frame_page[f] = pb->frame_page[last];
-        pb->frame_ref[f] = pb->frame_ref[last];
-        pb->frame_of[pb->frame_page[f]] = f;
-    }
-    if (pb->hand >= pb->used)
-        pb->hand = 0;
+    pb_free_frame(pb, f);
 }
 
 /* After a commit or an abort: a transaction that took more frames than the buffer has

@@ -286,57 +286,127 @@ static void pb_fail_page(p2_pagebuf *pb, const p2_err *e)
     pb->failed = 1;
 }
 
-/* Under userfaultfd: pages[0..k) copied in place from the bounce pages (UFFDIO_COPY), with
- * the protection their range has now; wake: the copy of pages[0] wakes its toucher, so
- * its protection and state must be final.  1: woken; 0: placed, not woken (a page already
- * there is left as it is); -1: failed. */
-static int pb_place(p2_pagebuf *pb, const uint64_t *pages, unsigned k, int wake)
+/* Page p could not be placed in its frame inside a fault (`what` failed, errno says why):
+ * the segment failed (see @ref server), as when a page cannot be read. */
+static void pb_fail_place(p2_pagebuf *pb, uint64_t p, const char *what)
 {
-    int woke = 0;
-#ifdef __linux__
-    for (unsigned i = 0; i < k; i++) {
-        struct uffdio_copy c = {(uintptr_t)pb_addr(pb, pages[i]), (uintptr_t)(pb->bounce + i * pb->pg),
-                                pb->pg, i == 0 && wake ? 0 : UFFDIO_COPY_MODE_DONTWAKE, 0};
-        if (ioctl(pb->uffd, UFFDIO_COPY, &c) == 0)
-            woke |= i == 0 && wake;
-        else if (errno != EEXIST)
-            return -1;
-    }
-#else
-    (void)pb; (void)pages; (void)k; (void)wake;
-#endif
-    return woke;
+    if (!pb->failed)
+        snprintf(pb->why, sizeof pb->why, "page %" PRIu64 " could not be placed in its frame inside a "
+                 "fault (%s: %s), so it was left out; nothing more is written to the server",
+                 p, what, strerror(errno));
+    pb->failed = 1;
 }
 
-/* Fill pages pages[0..k) (k <= P2_SERVER_INFLIGHT; more than one only when fetched),
- * readable and writable: their bytes from the server (fetch), one read request a page,
- * all in flight at once, else zeros.  Under SIGSEGV the reads land in place; under
- * userfaultfd in the bounce pages, copied in place (place: now, by pb_place without
- * waking the toucher, who is woken once the page's protection is final; else the caller
- * places them).  0 on success. */
-static int pb_fill(p2_pagebuf *pb, const uint64_t *pages, unsigned k, int fetch, int place)
+/* Under userfaultfd: page p copied in place from bounce page i (UFFDIO_COPY), with the
+ * protection its range has now; wake: the copy wakes its toucher.  1: woken; 0: placed,
+ * not woken (a page already there is left as it is); -1: failed (errno says why). */
+static int pb_copy(p2_pagebuf *pb, uint64_t p, unsigned i, int wake)
+{
+#ifdef __linux__
+    struct uffdio_copy c = {(uintptr_t)pb_addr(pb, p), (uintptr_t)(pb->bounce + i * pb->pg), pb->pg,
+                            wake ? 0 : UFFDIO_COPY_MODE_DONTWAKE, 0};
+    if (!FI_INJECTED(UFFDIO_COPY) && ioctl(pb->uffd, UFFDIO_COPY, &c) == 0)
+        return wake;
+    return errno == EEXIST ? 0 : -1;
+#else
+    (void)pb; (void)p; (void)i; (void)wake;
+    return 0;
+#endif
+}
+
+/* Fill pages pages[0..*k) (k <= P2_SERVER_INFLIGHT; more than one only when fetched): their
+ * bytes from the server (fetch), one read request a page, all in flight at once, else
+ * zeros.  Under SIGSEGV the pages are made readable and writable and read in place; one
+ * that cannot be made so ends the run before it (*k, and the segment failed).  Under
+ * userfaultfd the reads land in the bounce pages, which pb_settle copies in place.
+ * 1: the bytes arrived from the server; 0: zeros (not fetched, or the read failed and the
+ * segment with it); -1: not even pages[0] could be made accessible. */
+static int pb_fill(p2_pagebuf *pb, const uint64_t *pages, unsigned *k, int fetch)
 {
     p2_io io[P2_SERVER_INFLIGHT];
-    for (unsigned i = 0; i < k; i++) {
+    for (unsigned i = 0; i < *k; i++) {
+        if (!pb->uffd_on && pb_protect(pb, pages[i], PROT_READ | PROT_WRITE) != 0) {
+            pb_fail_place(pb, pages[i], "mprotect");
+            *k = i;
+            break;
+        }
         io[i] = (p2_io){pb->uffd_on ? pb->bounce + i * pb->pg : pb_addr(pb, pages[i]), pb->pg,
                         pages[i] * pb->pg};
-        if (!pb->uffd_on && pb_protect(pb, pages[i], PROT_READ | PROT_WRITE) != 0)
-            return -1;
     }
-    if (fetch) {
-        p2_err e;
-        p2_err_clear(&e);
-        if (pb->be.ops->readv(&pb->be, io, k, &e) != P2_OK) {
-            for (unsigned i = 0; i < k; i++)
-                memset(io[i].buf, 0, (size_t)pb->pg);
-            pb_fail_page(pb, &e);
-        } else if (pb->reader) {
-            pl_reader_check(pb);
+    if (*k == 0)
+        return -1;
+    if (!fetch) {
+        if (pb->uffd_on)
+            memset(pb->bounce, 0, (size_t)pb->pg);
+        return 0;
+    }
+    p2_err e;
+    p2_err_clear(&e);
+    if (pb->be.ops->readv(&pb->be, io, *k, &e) != P2_OK) {
+        for (unsigned i = 0; i < *k; i++)
+            memset(io[i].buf, 0, (size_t)pb->pg);
+        pb_fail_page(pb, &e);
+        return 0;
+    }
+    if (pb->reader)
+        pl_reader_check(pb);
+    return 1;
+}
+
+/* Filled pages pages[0..k) into their frames frames[0..k), in order: each marked resident
+ * and, under userfaultfd, copied in place (wake: pages[0]'s copy wakes its toucher, so its
+ * state is final before it: a toucher let go may fault on it again at once).  A copy that
+ * fails ends the run there, that page not resident (the segment failed).  How many were
+ * placed; *woke: the toucher was woken. */
+static unsigned pb_settle(p2_pagebuf *pb, const uint64_t *pages, const uint32_t *frames, unsigned k,
+                          int wake, int *woke)
+{
+    *woke = 0;
+    for (unsigned i = 0; i < k; i++) {
+        uint64_t q = pages[i];
+        pb->frame_of[q] = frames[i];
+        pb->state[q] |= PB_RES;
+        pb->st.resident++;
+        int r = pb->uffd_on ? pb_copy(pb, q, i, i == 0 && wake) : 0;
+        if (r < 0) {
+            pb_fail_place(pb, q, "UFFDIO_COPY");
+            pb->state[q] &= (uint8_t)~PB_RES;
+            pb->st.resident--;
+            return i;
         }
-    } else if (pb->uffd_on) {
-        memset(pb->bounce, 0, (size_t)pb->pg);
+        *woke |= r;
     }
-    return pb->uffd_on && place && pb_place(pb, pages, k, 0) < 0 ? -1 : 0;
+    return k;
+}
+
+/* Frame f free again: the last frame takes its place (the frames in use stay 0..used). */
+static void pb_free_frame(p2_pagebuf *pb, uint32_t f)
+{
+    uint32_t last = --pb->used;
+    if (f != last) {
+        pb->frame_page[f] = pb->frame_page[last];
+        pb->frame_ref[f] = pb->frame_ref[last];
+        pb->frame_of[pb->frame_page[f]] = f;
+    }
+    if (pb->hand >= pb->used)
+        pb->hand = 0;
+}
+
+/* Pages pages[0..k), claimed by a miss but not placed, given up: each absent again (its
+ * next touch faults it in) and its frame frames[i] free.  The highest frame first, so
+ * that the last frame, which takes a freed one's place, is none of the others. */
+static void pb_give_back(p2_pagebuf *pb, const uint64_t *pages, uint32_t *frames, unsigned k)
+{
+    for (unsigned i = 0; i < k; i++)
+        pb_unmap(pb, pages[i]);
+    while (k > 0) {
+        unsigned top = 0;
+        for (unsigned i = 1; i < k; i++)
+            if (frames[i] > frames[top])
+                top = i;
+        pb_free_frame(pb, frames[top]);
+        frames[top] = frames[--k];
+    }
 }
 
 /* A frame for a page coming in: a free one, else the clock's victim, written back first
@@ -412,7 +482,8 @@ static int pb_fault_in(p2_pagebuf *pb, uint64_t p, int write)
              * possible; the segment fails and the new page is given zeros in place */
             pb_fail_page(pb, &e);
             pb->frame_ref[f] = 1;
-            if (pb_fill(pb, &p, 1, 0, 1) != 0)
+            unsigned one = 1;
+            if (pb_fill(pb, &p, &one, 0) < 0 || (pb->uffd_on && pb_copy(pb, p, 0, 0) < 0))
                 return -1;
             pb->state[p] |= PB_DIRTY;   /* never written back: the segment failed */
             return 0;
@@ -427,18 +498,24 @@ static int pb_fault_in(p2_pagebuf *pb, uint64_t p, int write)
     frames[0] = f;
     unsigned n = 1 + (fetch && pb->ra_max > 1 ? pb_ahead(pb, p, pages + 1, frames + 1) : 0);
     int later = pb->uffd_on && !write;     /* placed read-only, waking the toucher */
-    if (pb_fill(pb, pages, n, fetch, !later) != 0)
+    /* a page is resident once placed: read in place (SIGSEGV) or copied there (userfaultfd);
+       those a failure left out (m..n) are given back, to be faulted in again */
+    unsigned m = n;
+    int arrived = pb_fill(pb, pages, &m, fetch);
+    for (unsigned i = 0; i < m; i++)      /* read-only: a write to a read-ahead page is seen */
+        if ((i > 0 || later) && pb_protect(pb, pages[i], PROT_READ) != 0) {
+            pb_fail_place(pb, pages[i], "mprotect");
+            m = i;
+        }
+    int woke = 0;
+    m = pb_settle(pb, pages, frames, m, later, &woke);
+    pb_give_back(pb, pages + m, frames + m, n - m);
+    if (m == 0)
         return -1;
-    for (unsigned i = 0; i < n; i++) {
-        pb->frame_of[pages[i]] = frames[i];
-        pb->state[pages[i]] |= PB_RES;
-        pb->st.resident++;
-        if ((i > 0 || later) && pb_protect(pb, pages[i], PROT_READ) != 0)
-            return -1;
-    }
-    pb->st.bundled += n - 1;
+    if (arrived > 0)
+        pb->st.bundled += m - 1;        /* what arrived with the miss, and stayed */
     if (later)
-        return pb_place(pb, pages, n, 1);
+        return woke;
     if (write) {
         pb_turns_dirty(pb, p);
         return 0;

@@ -938,7 +938,14 @@ static inline void p2_seg_will_write(p2_seg *seg, const void *p, uint64_t n)
  *  variable `P2_SERVER_TIMEOUT_MS` read at open.  A server that does not answer in time
  *  (down, stalled, a dropped connection) fails the request with #P2_EIO, naming the URI
  *  and the timeout; the connection is then dropped and every later request fails at once
- *  with the same message: no call waits longer than the timeout.
+ *  with the same message: no call waits longer than the timeout.  An open has one
+ *  deadline for all of its steps: an NBD connection and handshake; an NFS mount (rpcbind,
+ *  MNT, the NFS connection), the file's lookup or creation and its attributes, each
+ *  driven by the runtime's poll loop (libnfs's own timeout, whole seconds a request, only
+ *  a backstop); but a Redis open's connection and its SELECT have one each.  Not under
+ *  it: the resolution of a host name (getaddrinfo inside the libraries: give an address
+ *  to be sure) and an NFS file's growth (one SETATTR, bounded by libnfs's timeout: the
+ *  deadline rounded up to whole seconds, plus up to one second).
  *  A cost model for measurements: the environment variables `P2_SERVER_DELAY_NBD_US`,
  *  `P2_SERVER_DELAY_NFS_US` and `P2_SERVER_DELAY_REDIS_US`, read at open, make every
  *  request to that engine (an NBD or NFS read, write or flush; a Redis command, each one

@@ -473,7 +473,14 @@ static int nbd_open(p2_backend *b, p2_err *err)
  * synchronous writes (p2_server_sync_writes, pageserver(writes = sync)): the file is
  * then opened O_SYNC, every WRITE is FILE_SYNC (durable before the server answers, the
  * paper's NFS) and flush sends nothing.  A missing FILE is created (empty: open builds
- * the database there); the file grows with SETATTR (ftruncate).
+ * the database there); the file grows with SETATTR (ftruncate).  The open's steps (the
+ * mount: rpcbind, MNT, the NFS connection; the file's lookup, maybe its creation; its
+ * attributes) are async calls driven by the same poll loop, the whole open within one
+ * deadline (P2_SERVER_TIMEOUT_MS) and the close's COMMIT within another; only the host
+ * name's resolution (getaddrinfo, inside the mount) and a growth (SETATTR, a sync call
+ * bounded by libnfs's own timeout, whole seconds) are not under this runtime's clock.
+ * The file's handle is libnfs's to free at a close; where the context is dropped instead
+ * (a failed open, a dead backend) it is freed here, after the context.
  * ------------------------------------------------------------------------ */
 
 /* The libnfs 4.0 ABI (libnfs.h; soname libnfs.so.13). */
@@ -498,11 +505,12 @@ static struct nfs_lib {
     void (*destroy_url)(nfs_url_abi *u);
     void (*set_timeout)(void *nfs, int ms);
     void (*set_autoreconnect)(void *nfs, int retries);
-    int (*mount)(void *nfs, const char *server, const char *export_name);
-    int (*open)(void *nfs, const char *path, int flags, void **fh);
-    int (*creat)(void *nfs, const char *path, int mode, void **fh);
-    int (*close)(void *nfs, void *fh);
-    int (*fstat64)(void *nfs, void *fh, nfs_stat64_abi *st);
+    int (*mount_async)(void *nfs, const char *server, const char *export_name, nfs_cb_fn cb, void *priv);
+    int (*open_async)(void *nfs, const char *path, int flags, nfs_cb_fn cb, void *priv);
+    int (*creat_async)(void *nfs, const char *path, int mode, nfs_cb_fn cb, void *priv);
+    int (*close_async)(void *nfs, void *fh, nfs_cb_fn cb, void *priv);
+    int (*fstat64_async)(void *nfs, void *fh, nfs_cb_fn cb, void *priv);
+    void (*free_fh)(void *fh);   /* nfs_free_nfsfh: exported, not in libnfs.h (libnfs-private.h) */
     int (*truncate)(void *nfs, void *fh, uint64_t length);   /* not "ftruncate": fault.c defines that as a macro */
     int (*get_fd)(void *nfs);
     int (*which_events)(void *nfs);
@@ -550,11 +558,12 @@ static int nfs_load(void)
         {"nfs_destroy_url", &nfsl.destroy_url},
         {"nfs_set_timeout", &nfsl.set_timeout},
         {"nfs_set_autoreconnect", &nfsl.set_autoreconnect},
-        {"nfs_mount", &nfsl.mount},
-        {"nfs_open", &nfsl.open},
-        {"nfs_creat", &nfsl.creat},
-        {"nfs_close", &nfsl.close},
-        {"nfs_fstat64", &nfsl.fstat64},
+        {"nfs_mount_async", &nfsl.mount_async},
+        {"nfs_open_async", &nfsl.open_async},
+        {"nfs_creat_async", &nfsl.creat_async},
+        {"nfs_close_async", &nfsl.close_async},
+        {"nfs_fstat64_async", &nfsl.fstat64_async},
+        {"nfs_free_nfsfh", &nfsl.free_fh},
         {"nfs_ftruncate", &nfsl.truncate},
         {"nfs_get_fd", &nfsl.get_fd},
         {"nfs_which_events", &nfsl.which_events},
@@ -603,22 +612,54 @@ static const char *nfs_why(p2_backend *b)
 }
 
 /* Drop the context: libnfs cancels every call in flight (their callbacks run now, with an
- * error, and copy nothing), so no late answer reaches a buffer. */
+ * error, and copy nothing), so no late answer reaches a buffer.  Then the file's handle,
+ * which no call refers to any more (libnfs frees a handle at its close only). */
 static void nfs_drop(p2_backend *b)
 {
     if (b->nfs != NULL)
         nfsl.destroy_context(b->nfs);
+    if (b->nfs_fh != NULL)
+        nfsl.free_fh(b->nfs_fh);
     b->nfs = NULL;
     b->nfs_fh = NULL;
 }
 
-/* One request's completion: its status and, for a read, where the bytes go. */
+/* One request's completion: its status and, for a read, where the bytes go; for a step of
+ * the open (nfs_step_done), the handle it gives, or the attributes copied into buf. */
 typedef struct {
     int done, status;
     void *buf;
     uint64_t len;
+    void *fh;
     char why[160];
 } nfs_call;
+
+/* Wait, until the deadline, for libnfs to make progress (its socket polled, its calls
+ * serviced: their callbacks run here); P2_OK, or the backend killed. */
+static int nfs_pump(p2_backend *b, uint64_t deadline, const char *what, p2_err *err)
+{
+    char why[256];
+    uint64_t t = now_ms();
+    if (t >= deadline) {
+        nfs_drop(b);
+        return backend_kill(b, err, "the server did not answer %s within %d ms (P2_SERVER_TIMEOUT_MS); "
+                            "the connection was dropped", what, b->timeout_ms);
+    }
+    struct pollfd pfd = {nfsl.get_fd(b->nfs), (short)nfsl.which_events(b->nfs), 0};
+    int left = (int)(deadline - t);
+    int pr = poll(&pfd, 1, left < 100 ? left : 100);   /* and libnfs scans its own timeouts */
+    if (pr < 0 && errno != EINTR) {
+        snprintf(why, sizeof why, "poll: %s", strerror(errno));
+        nfs_drop(b);
+        return backend_kill(b, err, "the connection failed during %s: %s", what, why);
+    }
+    if (nfsl.service(b->nfs, pr > 0 ? pfd.revents : 0) < 0) {
+        snprintf(why, sizeof why, "%s", nfs_why(b));
+        nfs_drop(b);
+        return backend_kill(b, err, "the connection failed during %s: %s", what, why);
+    }
+    return P2_OK;
+}
 
 static void nfs_done(int status, void *nfs, void *data, void *priv)
 {
@@ -638,14 +679,15 @@ static void nfs_done(int status, void *nfs, void *data, void *priv)
     }
 }
 
-/* Run up to n requests (kind 'r', 'w' or 'f'), P2_SERVER_INFLIGHT at a time.  A call's slot
- * stays put until its callback has run (libnfs holds its address). */
+/* Run up to n requests (kind 'r', 'w', 'f': a COMMIT, or 'c': the file's close, its
+ * COMMIT if written), P2_SERVER_INFLIGHT at a time.  A call's slot stays put until its
+ * callback has run (libnfs holds its address). */
 static int nfs_run(p2_backend *b, const p2_io *io, unsigned n, char kind, p2_err *err)
 {
-    const char *what = kind == 'r' ? "a read" : kind == 'w' ? "a write" : "a commit";
+    const char *what = kind == 'r' ? "a read" : kind == 'w' ? "a write" : kind == 'f' ? "a commit" : "the close";
     if (b->dead)
         return backend_fail(b, err, P2_EIO, "%s", b->why);
-    unsigned total = kind == 'f' ? 1 : n;
+    unsigned total = kind == 'f' || kind == 'c' ? 1 : n;
     uint64_t t0 = now_ns(), deadline = t0 / 1000000u + (uint64_t)b->timeout_ms;
     nfs_call call[P2_SERVER_INFLIGHT];
     unsigned io_of[P2_SERVER_INFLIGHT];
@@ -666,8 +708,12 @@ static int nfs_run(p2_backend *b, const p2_io *io, unsigned n, char kind, p2_err
                 r = nfsl.pread_async(b->nfs, b->nfs_fh, io[next].off, io[next].len, nfs_done, c);
             } else if (kind == 'w') {
                 r = nfsl.pwrite_async(b->nfs, b->nfs_fh, io[next].off, io[next].len, io[next].buf, nfs_done, c);
-            } else {
+            } else if (kind == 'f') {
                 r = nfsl.fsync_async(b->nfs, b->nfs_fh, nfs_done, c);
+            } else {
+                r = nfsl.close_async(b->nfs, b->nfs_fh, nfs_done, c);
+                if (r == 0)
+                    b->nfs_fh = NULL;   /* libnfs's now: freed at the callback, even a cancel's */
             }
             if (r != 0) {
                 snprintf(why, sizeof why, "%s", nfs_why(b));
@@ -684,7 +730,7 @@ static int nfs_run(p2_backend *b, const p2_io *io, unsigned n, char kind, p2_err
                 continue;
             busy[s] = 0;
             done++;
-            const p2_io *o = kind == 'f' ? NULL : &io[io_of[s]];
+            const p2_io *o = kind == 'f' || kind == 'c' ? NULL : &io[io_of[s]];
             if (call[s].status < 0 || (kind == 'w' && (uint64_t)call[s].status < o->len)) {
                 if (!failed)
                     snprintf(why, sizeof why, "%s (offset %" PRIu64 ")",
@@ -696,31 +742,15 @@ static int nfs_run(p2_backend *b, const p2_io *io, unsigned n, char kind, p2_err
             } else if (kind == 'w') {
                 b->st->writes++;
                 b->st->bytes_written += o->len;
-            } else {
+            } else if (kind == 'f') {
                 b->st->flushes++;
             }
         }
         if (done >= total)
             break;
-        uint64_t t = now_ms();
-        if (t >= deadline) {
-            nfs_drop(b);
-            return backend_kill(b, err, "the server did not answer %s within %d ms (P2_SERVER_TIMEOUT_MS); "
-                                "the connection was dropped", what, b->timeout_ms);
-        }
-        struct pollfd pfd = {nfsl.get_fd(b->nfs), (short)nfsl.which_events(b->nfs), 0};
-        int left = (int)(deadline - t);
-        int pr = poll(&pfd, 1, left < 100 ? left : 100);   /* and libnfs scans its own timeouts */
-        if (pr < 0 && errno != EINTR) {
-            snprintf(why, sizeof why, "poll: %s", strerror(errno));
-            nfs_drop(b);
-            return backend_kill(b, err, "the connection failed during %s: %s", what, why);
-        }
-        if (nfsl.service(b->nfs, pr > 0 ? pfd.revents : 0) < 0) {
-            snprintf(why, sizeof why, "%s", nfs_why(b));
-            nfs_drop(b);
-            return backend_kill(b, err, "the connection failed during %s: %s", what, why);
-        }
+        int rc = nfs_pump(b, deadline, what, err);
+        if (rc != P2_OK)
+            return rc;
     }
     backend_delay(b, t0, total);
     if (failed)   /* the server answered with an error: the connection is still good */
@@ -766,14 +796,62 @@ static int nfs_grow(p2_backend *b, uint64_t size, p2_err *err)
     return P2_OK;
 }
 
+/* The file closed (libnfs sends a COMMIT for a file written since its open), within the
+ * deadline; a dead backend's context and handle went at its death (nfs_drop). */
 static void nfs_close_backend(p2_backend *b)
 {
-    if (b->nfs != NULL && b->nfs_fh != NULL && !b->dead)
-        (void)nfsl.close(b->nfs, b->nfs_fh);
+    if (b->nfs != NULL && b->nfs_fh != NULL && !b->dead) {
+        p2_err e;
+        p2_err_clear(&e);
+        (void)nfs_run(b, NULL, 1, 'c', &e);
+    }
     nfs_drop(b);
 }
 
 static const struct backend_ops nfs_ops = {"nfs", nfs_readv, nfs_writev, nfs_flush, nfs_grow, nfs_close_backend};
+
+/* A step of the open done: its status, and what it gives (a file's handle, or the file's
+ * attributes, copied into buf). */
+static void nfs_step_done(int status, void *nfs, void *data, void *priv)
+{
+    nfs_call *c = (nfs_call *)priv;
+    (void)nfs;
+    c->done = 1;
+    c->status = status;
+    if (status < 0)
+        snprintf(c->why, sizeof c->why, "%s", data != NULL ? (const char *)data : strerror(-status));
+    else if (c->buf != NULL && data != NULL)
+        memcpy(c->buf, data, (size_t)c->len);
+    else
+        c->fh = data;
+}
+
+/* Wait for a step of the open (sent: the async call's return; act: what it does, what:
+ * what is waited for) until the open's deadline: P2_OK once its callback ran (c->status
+ * says how it went), or the open undone. */
+static int nfs_step(p2_backend *b, int sent, nfs_call *c, uint64_t deadline, const char *act,
+                    const char *what, p2_err *err)
+{
+    if (sent != 0) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", nfs_why(b));
+        nfs_drop(b);
+        return backend_fail(b, err, P2_EIO, "cannot %s: %s", act, why);
+    }
+    while (!c->done) {
+        int rc = nfs_pump(b, deadline, what, err);
+        if (rc != P2_OK)
+            return rc;
+    }
+    return P2_OK;
+}
+
+/* A step of the open that the server answered with an error: the open undone. */
+static int nfs_step_failed(p2_backend *b, const nfs_call *c, const char *what, p2_err *err)
+{
+    nfs_drop(b);
+    return backend_fail(b, err, P2_EIO, "cannot %s: %s", what, c->why);
+}
 
 static int nfs_open_backend(p2_backend *b, p2_err *err)
 {
@@ -781,11 +859,12 @@ static int nfs_open_backend(p2_backend *b, p2_err *err)
         return backend_fail(b, err, P2_EIO, "%s", nfsl.why);
     b->ops = &nfs_ops;
     b->sync_writes = nfs_sync_next;
+    uint64_t deadline = now_ms() + (uint64_t)b->timeout_ms;   /* the whole open's */
     b->nfs = nfsl.init_context();
     if (b->nfs == NULL)
         return backend_fail(b, err, P2_ENOMEM, "cannot create a libnfs context");
-    /* libnfs's own timeout bounds its sync calls (mount, open, stat, truncate): whole
-       seconds; no reconnection behind the caller's back (the deadline rule) */
+    /* libnfs's own timeout (whole seconds), a backstop behind the deadline; no
+       reconnection behind the caller's back (the deadline rule) */
     int64_t whole_s = ((int64_t)b->timeout_ms + 999) / 1000 * 1000;
     nfsl.set_timeout(b->nfs, whole_s > INT_MAX ? INT_MAX : (int)whole_s);
     nfsl.set_autoreconnect(b->nfs, 0);
@@ -796,19 +875,38 @@ static int nfs_open_backend(p2_backend *b, p2_err *err)
         nfs_drop(b);
         return backend_fail(b, err, P2_EINVAL, "%s", why);
     }
-    int rc = P2_OK;
     int flags = O_RDWR | (b->sync_writes ? O_SYNC : 0);
-    if (nfsl.mount(b->nfs, u->server, u->path) != 0)
-        rc = nfs_sync_failed(b, err, "mount the export");
-    else {
-        int orc = nfsl.open(b->nfs, u->file, flags, &b->nfs_fh);   /* 0 or -errno */
-        void *fh = NULL;
-        if (orc == -ENOENT) {   /* a missing file is created, empty; any other error is the open's */
-            if (nfsl.creat(b->nfs, u->file, 0644, &fh) != 0 || nfsl.close(b->nfs, fh) != 0 ||
-                nfsl.open(b->nfs, u->file, flags, &b->nfs_fh) != 0)
-                rc = nfs_sync_failed(b, err, "create the file");
-        } else if (orc != 0)
-            rc = nfs_sync_failed(b, err, "open the file");
+    nfs_call c = {0};
+    int rc = nfs_step(b, nfsl.mount_async(b->nfs, u->server, u->path, nfs_step_done, &c), &c, deadline,
+                      "mount the export", "the mount of the export", err);
+    if (rc == P2_OK && c.status < 0)
+        rc = nfs_step_failed(b, &c, "mount the export", err);
+    if (rc == P2_OK) {
+        memset(&c, 0, sizeof c);
+        rc = nfs_step(b, nfsl.open_async(b->nfs, u->file, flags, nfs_step_done, &c), &c, deadline,
+                      "open the file", "the file's open", err);
+        b->nfs_fh = rc == P2_OK && c.status == 0 ? c.fh : NULL;
+    }
+    if (rc == P2_OK && c.status == -ENOENT) {   /* a missing file is created, empty, and opened */
+        memset(&c, 0, sizeof c);
+        rc = nfs_step(b, nfsl.creat_async(b->nfs, u->file, 0644, nfs_step_done, &c), &c, deadline,
+                      "create the file", "the file's creation", err);
+        void *fh = c.fh;
+        if (rc == P2_OK && c.status == 0) {   /* not written: its close frees it, no request */
+            memset(&c, 0, sizeof c);
+            rc = nfs_step(b, nfsl.close_async(b->nfs, fh, nfs_step_done, &c), &c, deadline,
+                          "create the file", "the new file's close", err);
+        }
+        if (rc == P2_OK && c.status == 0) {
+            memset(&c, 0, sizeof c);
+            rc = nfs_step(b, nfsl.open_async(b->nfs, u->file, flags, nfs_step_done, &c), &c, deadline,
+                          "open the file", "the file's open", err);
+            b->nfs_fh = rc == P2_OK && c.status == 0 ? c.fh : NULL;
+        }
+        if (rc == P2_OK && c.status < 0)
+            rc = nfs_step_failed(b, &c, "create the file", err);
+    } else if (rc == P2_OK && c.status < 0) {   /* any other error is the open's */
+        rc = nfs_step_failed(b, &c, "open the file", err);
     }
     nfsl.destroy_url(u);
     if (rc != P2_OK)
@@ -818,8 +916,19 @@ static int nfs_open_backend(p2_backend *b, p2_err *err)
     int one = 1;
     (void)setsockopt(nfsl.get_fd(b->nfs), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     nfs_stat64_abi st;
-    if (nfsl.fstat64(b->nfs, b->nfs_fh, &st) != 0)
-        return nfs_sync_failed(b, err, "learn the file's size");
+    memset(&c, 0, sizeof c);
+    c.buf = &st;
+    c.len = sizeof st;
+    if (FI_INJECTED(NFS_FSTAT)) {
+        nfs_drop(b);
+        return backend_fail(b, err, P2_EIO, "cannot learn the file's size: %s", strerror(errno));
+    }
+    rc = nfs_step(b, nfsl.fstat64_async(b->nfs, b->nfs_fh, nfs_step_done, &c), &c, deadline,
+                  "learn the file's size", "the file's attributes", err);
+    if (rc == P2_OK && c.status < 0)
+        rc = nfs_step_failed(b, &c, "learn the file's size", err);
+    if (rc != P2_OK)
+        return rc;
     b->size = st.size;
     b->growable = 1;
     return P2_OK;

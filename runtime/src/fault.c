@@ -8,22 +8,22 @@
  * FROM-th; "FROM-": that one and every later one) with that errno (default ENOSPC for
  * writes and allocation, EIO for syncs and reads, ENOMEM for mappings). CALL is one of
  * pwrite, pwritev, fdatasync, fallocate (posix_fallocate), ftruncate, msync, pread,
- * mprotect, and three that are no libc call of that name, failed where the runtime asks
- * FI_INJECTED(name): uffdio_copy (a page server's UFFDIO_COPY), nfs_fstat (libnfs's
- * nfs_fstat64 at an NFS open) and nfs_step (each step of an NFS open: mount, open,
- * create). Counting restarts whenever the variable's value changes, so a program can set
- * it just before the operation under test. Release builds contain none of this.
+ * mprotect, and two that are no libc call of that name, failed where the runtime asks
+ * FI_INJECTED(name): uffdio_copy (a page server's UFFDIO_COPY) and nfs_fstat (the file's
+ * attributes at an NFS open). Counting restarts whenever the variable's value changes, so
+ * a program can set it just before the operation under test. Release builds contain none
+ * of this.
  * ========================================================================== */
 
 #ifdef P2_FAULT_INJECT
 enum { FI_PWRITE, FI_PWRITEV, FI_FDATASYNC, FI_FALLOCATE, FI_FTRUNCATE, FI_MSYNC, FI_PREAD,
-       FI_MPROTECT, FI_UFFDIO_COPY, FI_NFS_FSTAT, FI_NFS_STEP, FI_N };
+       FI_MPROTECT, FI_UFFDIO_COPY, FI_NFS_FSTAT, FI_N };
 static const char *const fi_names[FI_N] = {"pwrite", "pwritev", "fdatasync", "fallocate",
                                            "ftruncate", "msync", "pread", "mprotect",
-                                           "uffdio_copy", "nfs_fstat", "nfs_step"};
+                                           "uffdio_copy", "nfs_fstat"};
 /* the errno a call fails with unless P2_FAULT names one */
 static const int fi_errno[FI_N] = {ENOSPC, ENOSPC, EIO, ENOSPC, ENOSPC, EIO, EIO, ENOMEM,
-                                   ENOMEM, EIO, EIO};
+                                   ENOMEM, EIO};
 static char fi_seen[512];
 static unsigned long fi_count[FI_N];
 

@@ -5016,6 +5016,25 @@ static int file_open(p2_backend *b, const char *path, p2_err *err)
  * 8.2 nbd: libnbd, loaded at the first open
  * ------------------------------------------------------------------------ */
 
+/* A library's functions by name, each into its field (a function pointer); NULL, or the
+ * first name the library lacks. */
+typedef struct {
+    const char *name;
+    void *field;
+} dl_sym;
+
+static const char *dl_bind(void *so, const dl_sym *sym, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        void *f = dlsym(so, sym[i].name);
+        if (f == NULL)
+            return sym[i].name;
+        memcpy(sym[i].field, &f, sizeof f);
+    }
+    return NULL;
+}
+
+
 /* The few libnbd functions used, by their ABI (libnbd.h, stable since 1.0). */
 typedef struct {
     int (*callback)(void *user_data, int *error);
@@ -5053,31 +5072,27 @@ static int nbd_load(void)
                  "package libnbd0 (libnbd-dev to build against it), e.g. apt-get install libnbd-dev", dlerror());
         return 0;
     }
-#define NBD_SYM(field, name)                                                              \
-    do {                                                                                  \
-        void *f_ = dlsym(so, name);                                                       \
-        if (f_ == NULL) {                                                                 \
-            snprintf(nbdl.why, sizeof nbdl.why, "libnbd.so.0 lacks %s: install libnbd >= 1.2 " \
-                     "(Debian package libnbd0)", name);                                   \
-            return 0;                                                                     \
-        }                                                                                 \
-        memcpy(&nbdl.field, &f_, sizeof f_);                                              \
-    } while (0)
-    NBD_SYM(create, "nbd_create");
-    NBD_SYM(close, "nbd_close");
-    NBD_SYM(get_error, "nbd_get_error");
-    NBD_SYM(aio_connect_uri, "nbd_aio_connect_uri");
-    NBD_SYM(aio_is_ready, "nbd_aio_is_ready");
-    NBD_SYM(aio_is_dead, "nbd_aio_is_dead");
-    NBD_SYM(poll, "nbd_poll");
-    NBD_SYM(get_size, "nbd_get_size");
-    NBD_SYM(is_read_only, "nbd_is_read_only");
-    NBD_SYM(can_flush, "nbd_can_flush");
-    NBD_SYM(aio_pread, "nbd_aio_pread");
-    NBD_SYM(aio_pwrite, "nbd_aio_pwrite");
-    NBD_SYM(aio_flush, "nbd_aio_flush");
-    NBD_SYM(aio_command_completed, "nbd_aio_command_completed");
-#undef NBD_SYM
+    const dl_sym syms[] = {
+        {"nbd_create", &nbdl.create},
+        {"nbd_close", &nbdl.close},
+        {"nbd_get_error", &nbdl.get_error},
+        {"nbd_aio_connect_uri", &nbdl.aio_connect_uri},
+        {"nbd_aio_is_ready", &nbdl.aio_is_ready},
+        {"nbd_aio_is_dead", &nbdl.aio_is_dead},
+        {"nbd_poll", &nbdl.poll},
+        {"nbd_get_size", &nbdl.get_size},
+        {"nbd_is_read_only", &nbdl.is_read_only},
+        {"nbd_can_flush", &nbdl.can_flush},
+        {"nbd_aio_pread", &nbdl.aio_pread},
+        {"nbd_aio_pwrite", &nbdl.aio_pwrite},
+        {"nbd_aio_flush", &nbdl.aio_flush},
+        {"nbd_aio_command_completed", &nbdl.aio_command_completed},
+    };
+    const char *lacks = dl_bind(so, syms, sizeof syms / sizeof syms[0]);
+    if (lacks != NULL) {
+        snprintf(nbdl.why, sizeof nbdl.why, "libnbd.so.0 lacks %s: install libnbd >= 1.2 (Debian package libnbd0)", lacks);
+        return 0;
+    }
     nbdl.ok = 1;
     return 1;
 }
@@ -5144,65 +5159,77 @@ static void backend_delay(p2_backend *b, uint64_t t0, unsigned n)
         b->delay_owed_ns = -1000000;
 }
 
-static int nbd_run(p2_backend *b, const p2_io *io, unsigned n, char kind, p2_err *err)
+/* How a backend runs requests (backend_run): send the request of kind `kind` ('r' read,
+ * 'w' write, 'f' flush, 'c' close; io NULL for the last two) in slot s of ctx; see
+ * whether slot s's request is answered (1: done, -1: failed, why in why[0..n), 0: not
+ * yet; o: its io, NULL for 'f' and 'c'); wait until the deadline for progress (P2_OK, or
+ * the backend killed); drop the connection; the library's last error; and what the
+ * engine calls a flush. */
+struct req_hooks {
+    int (*send)(p2_backend *b, char kind, const p2_io *io, unsigned s, void *ctx);
+    int (*answered)(p2_backend *b, char kind, const p2_io *o, unsigned s, void *ctx, char *why, size_t n);
+    int (*wait)(p2_backend *b, uint64_t deadline, const char *what, p2_err *err);
+    void (*drop)(p2_backend *b);
+    const char *(*why)(p2_backend *b);
+    const char *flush;
+};
+
+/* Run up to n requests (kind 'r' or 'w'; one for 'f' and 'c'), P2_SERVER_INFLIGHT at a
+ * time, each to completion or to the deadline, counting what succeeded.  A request's slot
+ * stays put until it is answered (a library may hold its address).  A request the server
+ * fails fails the call (the connection still good); one that cannot be sent, or a
+ * connection that fails or passes the deadline, kills the backend. */
+static int backend_run(p2_backend *b, const struct req_hooks *h, void *ctx, const p2_io *io, unsigned n,
+                       char kind, p2_err *err)
 {
-    const char *what = kind == 'r' ? "a read" : kind == 'w' ? "a write" : "a flush";
+    const char *what = kind == 'r' ? "a read" : kind == 'w' ? "a write" : kind == 'f' ? h->flush : "the close";
     if (b->dead)
         return backend_fail(b, err, P2_EIO, "%s", b->why);
+    unsigned total = kind == 'f' || kind == 'c' ? 1 : n;
     uint64_t t0 = now_ns(), deadline = t0 / 1000000u + (uint64_t)b->timeout_ms;
-    int64_t cookie[P2_SERVER_INFLIGHT];
-    unsigned next = 0, done = 0, inflight = 0;
-    unsigned total = kind == 'f' ? 1 : n;
-    const nbd_cb none = {NULL, NULL, NULL};
-    unsigned slot_of[P2_SERVER_INFLIGHT];
+    unsigned io_of[P2_SERVER_INFLIGHT];
+    int busy[P2_SERVER_INFLIGHT] = {0};
+    unsigned next = 0, done = 0;
     int failed = 0;
     char why[256] = "";
     while (done < total) {
-        while (next < total && inflight < P2_SERVER_INFLIGHT) {
-            int64_t c = kind == 'r' ? nbdl.aio_pread(b->nbd, io[next].buf, (size_t)io[next].len, io[next].off, none, 0)
-                      : kind == 'w' ? nbdl.aio_pwrite(b->nbd, io[next].buf, (size_t)io[next].len, io[next].off, none, 0)
-                                    : nbdl.aio_flush(b->nbd, none, 0);
-            if (c < 0) {
-                snprintf(why, sizeof why, "%s", nbd_why());
-                nbd_drop(b);
+        for (unsigned s = 0; s < P2_SERVER_INFLIGHT && next < total; s++) {
+            if (busy[s])
+                continue;
+            if (h->send(b, kind, io != NULL ? &io[next] : NULL, s, ctx) != 0) {
+                snprintf(why, sizeof why, "%s", h->why(b));
+                h->drop(b);
                 return backend_kill(b, err, "cannot send %s: %s", what, why);
             }
-            cookie[inflight] = c;
-            slot_of[inflight] = next;
-            if (++inflight > b->st->inflight)
-                b->st->inflight = inflight;
-            next++;
+            busy[s] = 1;
+            io_of[s] = next++;
+            if (next - done > b->st->inflight)
+                b->st->inflight = next - done;
         }
-        /* retire what completed */
-        for (unsigned i = 0; i < inflight;) {
-            int r = nbdl.aio_command_completed(b->nbd, (uint64_t)cookie[i]);
-            if (r == 0) {
-                i++;
+        for (unsigned s = 0; s < P2_SERVER_INFLIGHT; s++) {   /* retire what was answered */
+            const p2_io *o = busy[s] && io != NULL ? &io[io_of[s]] : NULL;
+            char w[200];
+            int r = busy[s] ? h->answered(b, kind, o, s, ctx, w, sizeof w) : 0;
+            if (r == 0)
                 continue;
-            }
-            if (r < 0 && !failed) {
+            busy[s] = 0;
+            done++;
+            if (r < 0) {
+                if (!failed)
+                    snprintf(why, sizeof why, "%s (offset %" PRIu64 ")", w, o ? o->off : (uint64_t)0);
                 failed = 1;
-                snprintf(why, sizeof why, "%s (offset %" PRIu64 ")", nbd_why(),
-                         kind == 'f' ? (uint64_t)0 : io[slot_of[i]].off);
-            }
-            if (r > 0 && kind != 'f') {
-                if (kind == 'r') {
-                    b->st->reads++;
-                    b->st->bytes_read += io[slot_of[i]].len;
-                } else {
-                    b->st->writes++;
-                    b->st->bytes_written += io[slot_of[i]].len;
-                }
-            } else if (r > 0) {
+            } else if (kind == 'r') {
+                b->st->reads++;
+                b->st->bytes_read += o->len;
+            } else if (kind == 'w') {
+                b->st->writes++;
+                b->st->bytes_written += o->len;
+            } else if (kind == 'f') {
                 b->st->flushes++;
             }
-            cookie[i] = cookie[inflight - 1];
-            slot_of[i] = slot_of[inflight - 1];
-            inflight--;
-            done++;
         }
-        if (done < total && inflight > 0) {
-            int rc = nbd_wait(b, deadline, what, err);
+        if (done < total) {
+            int rc = h->wait(b, deadline, what, err);
             if (rc != P2_OK)
                 return rc;
         }
@@ -5211,6 +5238,41 @@ static int nbd_run(p2_backend *b, const p2_io *io, unsigned n, char kind, p2_err
     if (failed)   /* the server answered with an error: the connection is still good */
         return backend_fail(b, err, P2_EIO, "the server failed %s: %s", what, why);
     return P2_OK;
+}
+
+/* nbd's requests: libnbd's cookies, one a slot. */
+static int nbd_send(p2_backend *b, char kind, const p2_io *io, unsigned s, void *ctx)
+{
+    const nbd_cb none = {NULL, NULL, NULL};
+    int64_t c = kind == 'r' ? nbdl.aio_pread(b->nbd, io->buf, (size_t)io->len, io->off, none, 0)
+              : kind == 'w' ? nbdl.aio_pwrite(b->nbd, io->buf, (size_t)io->len, io->off, none, 0)
+                            : nbdl.aio_flush(b->nbd, none, 0);
+    ((int64_t *)ctx)[s] = c;
+    return c < 0 ? -1 : 0;
+}
+
+static int nbd_answered(p2_backend *b, char kind, const p2_io *o, unsigned s, void *ctx, char *why, size_t n)
+{
+    (void)kind;
+    (void)o;
+    int r = nbdl.aio_command_completed(b->nbd, (uint64_t)((int64_t *)ctx)[s]);
+    if (r < 0)
+        snprintf(why, n, "%s", nbd_why());
+    return r < 0 ? -1 : r > 0;
+}
+
+static const char *nbd_why_b(p2_backend *b)
+{
+    (void)b;
+    return nbd_why();
+}
+
+static const struct req_hooks nbd_hooks = {nbd_send, nbd_answered, nbd_wait, nbd_drop, nbd_why_b, "a flush"};
+
+static int nbd_run(p2_backend *b, const p2_io *io, unsigned n, char kind, p2_err *err)
+{
+    int64_t cookie[P2_SERVER_INFLIGHT];
+    return backend_run(b, &nbd_hooks, cookie, io, n, kind, err);
 }
 
 static int nbd_readv(p2_backend *b, const p2_io *io, unsigned n, p2_err *err)
@@ -5347,24 +5409,6 @@ static struct nfs_lib {
                         void *priv);
     int (*fsync_async)(void *nfs, void *fh, nfs_cb_fn cb, void *priv);
 } nfsl;
-
-/* A library's functions by name, each into its field (a function pointer); NULL, or the
- * first name the library lacks. */
-typedef struct {
-    const char *name;
-    void *field;
-} dl_sym;
-
-static const char *dl_bind(void *so, const dl_sym *sym, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        void *f = dlsym(so, sym[i].name);
-        if (f == NULL)
-            return sym[i].name;
-        memcpy(sym[i].field, &f, sizeof f);
-    }
-    return NULL;
-}
 
 static int nfs_load(void)
 {
@@ -5506,83 +5550,45 @@ static void nfs_done(int status, void *nfs, void *data, void *priv)
     }
 }
 
-/* Run up to n requests (kind 'r', 'w', 'f': a COMMIT, or 'c': the file's close, its
- * COMMIT if written), P2_SERVER_INFLIGHT at a time.  A call's slot stays put until its
- * callback has run (libnfs holds its address). */
+/* nfs's requests: libnfs's async calls, one a slot, answered through nfs_done. */
+static int nfs_send(p2_backend *b, char kind, const p2_io *io, unsigned s, void *ctx)
+{
+    nfs_call *c = (nfs_call *)ctx + s;
+    memset(c, 0, sizeof *c);
+    if (kind == 'r') {
+        c->buf = io->buf;
+        c->len = io->len;
+        return nfsl.pread_async(b->nfs, b->nfs_fh, io->off, io->len, nfs_done, c);
+    }
+    if (kind == 'w')
+        return nfsl.pwrite_async(b->nfs, b->nfs_fh, io->off, io->len, io->buf, nfs_done, c);
+    if (kind == 'f')
+        return nfsl.fsync_async(b->nfs, b->nfs_fh, nfs_done, c);
+    int r = nfsl.close_async(b->nfs, b->nfs_fh, nfs_done, c);
+    if (r == 0)
+        b->nfs_fh = NULL;   /* libnfs's now: freed at the callback, even a cancel's */
+    return r;
+}
+
+static int nfs_answered(p2_backend *b, char kind, const p2_io *o, unsigned s, void *ctx, char *why, size_t n)
+{
+    (void)b;
+    const nfs_call *c = (const nfs_call *)ctx + s;
+    if (!c->done)
+        return 0;
+    if (c->status < 0 || (kind == 'w' && (uint64_t)c->status < o->len)) {
+        snprintf(why, n, "%s", c->status < 0 ? c->why : "a short write");
+        return -1;
+    }
+    return 1;
+}
+
+static const struct req_hooks nfs_hooks = {nfs_send, nfs_answered, nfs_pump, nfs_drop, nfs_why, "a commit"};
+
 static int nfs_run(p2_backend *b, const p2_io *io, unsigned n, char kind, p2_err *err)
 {
-    const char *what = kind == 'r' ? "a read" : kind == 'w' ? "a write" : kind == 'f' ? "a commit" : "the close";
-    if (b->dead)
-        return backend_fail(b, err, P2_EIO, "%s", b->why);
-    unsigned total = kind == 'f' || kind == 'c' ? 1 : n;
-    uint64_t t0 = now_ns(), deadline = t0 / 1000000u + (uint64_t)b->timeout_ms;
     nfs_call call[P2_SERVER_INFLIGHT];
-    unsigned io_of[P2_SERVER_INFLIGHT];
-    int busy[P2_SERVER_INFLIGHT] = {0};
-    unsigned next = 0, done = 0;
-    int failed = 0;
-    char why[256] = "";
-    while (done < total) {
-        for (unsigned s = 0; s < P2_SERVER_INFLIGHT && next < total; s++) {
-            if (busy[s])
-                continue;
-            nfs_call *c = &call[s];
-            memset(c, 0, sizeof *c);
-            int r;
-            if (kind == 'r') {
-                c->buf = io[next].buf;
-                c->len = io[next].len;
-                r = nfsl.pread_async(b->nfs, b->nfs_fh, io[next].off, io[next].len, nfs_done, c);
-            } else if (kind == 'w') {
-                r = nfsl.pwrite_async(b->nfs, b->nfs_fh, io[next].off, io[next].len, io[next].buf, nfs_done, c);
-            } else if (kind == 'f') {
-                r = nfsl.fsync_async(b->nfs, b->nfs_fh, nfs_done, c);
-            } else {
-                r = nfsl.close_async(b->nfs, b->nfs_fh, nfs_done, c);
-                if (r == 0)
-                    b->nfs_fh = NULL;   /* libnfs's now: freed at the callback, even a cancel's */
-            }
-            if (r != 0) {
-                snprintf(why, sizeof why, "%s", nfs_why(b));
-                nfs_drop(b);
-                return backend_kill(b, err, "cannot send %s: %s", what, why);
-            }
-            busy[s] = 1;
-            io_of[s] = next++;
-            if (next - done > b->st->inflight)
-                b->st->inflight = next - done;
-        }
-        for (unsigned s = 0; s < P2_SERVER_INFLIGHT; s++) {   /* retire what completed */
-            if (!busy[s] || !call[s].done)
-                continue;
-            busy[s] = 0;
-            done++;
-            const p2_io *o = kind == 'f' || kind == 'c' ? NULL : &io[io_of[s]];
-            if (call[s].status < 0 || (kind == 'w' && (uint64_t)call[s].status < o->len)) {
-                if (!failed)
-                    snprintf(why, sizeof why, "%s (offset %" PRIu64 ")",
-                             call[s].status < 0 ? call[s].why : "a short write", o ? o->off : (uint64_t)0);
-                failed = 1;
-            } else if (kind == 'r') {
-                b->st->reads++;
-                b->st->bytes_read += o->len;
-            } else if (kind == 'w') {
-                b->st->writes++;
-                b->st->bytes_written += o->len;
-            } else if (kind == 'f') {
-                b->st->flushes++;
-            }
-        }
-        if (done >= total)
-            break;
-        int rc = nfs_pump(b, deadline, what, err);
-        if (rc != P2_OK)
-            return rc;
-    }
-    backend_delay(b, t0, total);
-    if (failed)   /* the server answered with an error: the connection is still good */
-        return backend_fail(b, err, P2_EIO, "the server failed %s: %s", what, why);
-    return P2_OK;
+    return backend_run(b, &nfs_hooks, call, io, n, kind, err);
 }
 
 static int nfs_readv(p2_backend *b, const p2_io *io, unsigned n, p2_err *err)
@@ -5838,23 +5844,20 @@ static int redis_load(void)
                  "libhiredis-dev", dlerror());
         return 0;
     }
-#define REDIS_SYM(field, name)                                                            \
-    do {                                                                                  \
-        void *f_ = dlsym(so, name);                                                       \
-        if (f_ == NULL) {                                                                 \
-            snprintf(redisl.why, sizeof redisl.why, "the hiredis library lacks %s: install " \
-                     "hiredis >= 0.13 (Debian package libhiredis0.14)", name);            \
-            return 0;                                                                     \
-        }                                                                                 \
-        memcpy(&redisl.field, &f_, sizeof f_);                                            \
-    } while (0)
-    REDIS_SYM(connect, "redisConnectWithTimeout");
-    REDIS_SYM(set_timeout, "redisSetTimeout");
-    REDIS_SYM(append_argv, "redisAppendCommandArgv");
-    REDIS_SYM(get_reply, "redisGetReply");
-    REDIS_SYM(free_reply, "freeReplyObject");
-    REDIS_SYM(free_ctx, "redisFree");
-#undef REDIS_SYM
+    const dl_sym syms[] = {
+        {"redisConnectWithTimeout", &redisl.connect},
+        {"redisSetTimeout", &redisl.set_timeout},
+        {"redisAppendCommandArgv", &redisl.append_argv},
+        {"redisGetReply", &redisl.get_reply},
+        {"freeReplyObject", &redisl.free_reply},
+        {"redisFree", &redisl.free_ctx},
+    };
+    const char *lacks = dl_bind(so, syms, sizeof syms / sizeof syms[0]);
+    if (lacks != NULL) {
+        snprintf(redisl.why, sizeof redisl.why, "the hiredis library lacks %s: install hiredis >= 0.13 "
+                 "(Debian package libhiredis0.14)", lacks);
+        return 0;
+    }
     redisl.v1 = dlsym(so, "redisConnectWithOptions") != NULL;   /* 1.0 and later */
     redisl.ok = 1;
     return 1;

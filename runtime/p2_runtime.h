@@ -297,7 +297,7 @@ typedef struct p2_server_stats {
     uint64_t bundled;        /**< object servers: objects fetched beside a missed one by
                                   bundling (objserver(bundle = K)), not themselves missed;
                                   page servers: pages read ahead of a missed one
-                                  (P2_SERVER_READAHEAD) */
+                                  (P2_SERVER_READAHEAD); only those that arrived */
     uint64_t userfaultfd;    /**< page servers: 1 where this open's pages fault in through
                                   userfaultfd (a handler thread), 0 through SIGSEGV (the
                                   kernel refused one, or P2_SERVER_FAULTS=sigsegv) */
@@ -1006,7 +1006,12 @@ static inline void p2_seg_will_write(p2_seg *seg, const void *p, uint64_t n)
  *  is marked failed, and from then on nothing more is written to the server, and every
  *  runtime call on the segment (allocation, sync, commit, close) returns #P2_EIO with
  *  the server's message.  The operation during which it happened may have read the
- *  zeros; its result is not to be trusted (stated in the generated header).
+ *  zeros; its result is not to be trusted (stated in the generated header).  A page that
+ *  cannot be placed in its frame (UFFDIO_COPY or mprotect failing) fails the segment the
+ *  same way, naming the call: a read-ahead page so left out is absent again, its frame
+ *  free, and its next touch faults it in (zeros, the segment having failed); the
+ *  toucher's own page gets zeros under userfaultfd, and under SIGSEGV, where nothing can
+ *  be given to it, the signal goes on to the previous handler.
  *
  *  Integrity.  The open reads the header through the backend and validates it as a local
  *  file's (magic, version, checksum, fingerprint, roots, sizes, state): an export of

@@ -286,7 +286,10 @@ def test_cost_model_calibrated(acob_run):
     # cost): none only where a loaded machine's native fetch already costs the target
     for delay, native, target in zip(cal["delays"], cal["native"], cal["target"]):
         assert delay > 0 or native >= target, cal
-    assert abs(mp / tp - 1) < 0.35 and abs(mo / to - 1) < 0.35, cal
+    # padded up to the target (a missing delay shows as far below it); above it only by
+    # what a loaded machine adds to the client's own work after calibrating (CI saw an
+    # object at 1.37x on a loaded machine), a padding paid twice would show as 2x
+    assert 0.65 < mp / tp < 2 and 0.65 < mo / to < 2, cal
     run = dict(acob_run["run"], f=30)
     md = "\n".join(ar.calibration_lines(cal, [run]))
     assert "| target: Table 1 at 1/50 | 363 | 164 | 2.21" in md

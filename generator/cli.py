@@ -466,8 +466,9 @@ def tune(spec, profile, trace_path, run_cmd, top, reps, containers, dry_run, che
         for o in outcomes:
             what = ("keeps its equation" if o.pick.index == 0 else
                     f"-> {o.candidates[o.pick.index].label}")
-            click.echo(f"{o.container}: {what} (the spec's own takes "
-                       f"{o.current.median / o.pick.median:.2f}x the pick's time; noise band "
+            own = (f"takes {o.current.median / o.pick.median:.2f}x the pick's time"
+                   if o.current else "is too slow to measure")
+            click.echo(f"{o.container}: {what} (the spec's own {own}; noise band "
                        f"{o.band:.1%})")
             if o.pick.index == 0:      # nothing written: the evidence here
                 click.echo("".join(f"  {line}\n" for line in evidence(o, reps, mach)), nl=False)

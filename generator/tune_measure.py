@@ -8,8 +8,11 @@ code) and links them all. The binary runs the candidates named on its command li
 order, each in its own directory, and prints per phase `<i> phase <op> <runs> <ns>` and
 its answers `<i> check <value>`.
 
-`measure` runs it `reps` times, in separate processes, each time in a new random order of
-the candidates, and keeps per candidate and operation the ns per operation of each run.
+`warm_up` runs each candidate once untimed first, each in a process of its own (these VMs
+fault never-used memory in slowly: the first run pays, 3-4x on malloc's inserts at 1e5),
+and stops one that is too slow. `measure` then runs the rest `reps` times, in separate
+processes, each time in a new random order of the candidates, and keeps per candidate and
+operation the ns per operation of each run.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import random
 import shutil
 import statistics
 import subprocess
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -25,6 +29,13 @@ from typing import Callable, Optional
 from .build import generate
 from .errors import BuildError, EnvError, os_reason
 from .toolchain import DEFAULT_CFLAGS, cc_command, run_cc, runtime_object
+
+# A candidate whose warm-up run takes over SLOW_FACTOR x the fastest warm-up, or over
+# SLOW_CAP seconds, is too slow: stopped there, not repeated, never picked (an ordered
+# list or array scans at n = 1e5 take minutes over the repetitions; the planner misranks
+# by 1.5-3x, not by 20x)
+SLOW_FACTOR = 20.0
+SLOW_CAP = 60.0
 
 FRAME_HEAD = r"""/* p2gen tune: every candidate of one container, measured side by side. */
 #define _POSIX_C_SOURCE 200809L
@@ -146,7 +157,10 @@ class Measured:
     runs: dict = field(default_factory=dict)      # i -> op -> operations per run
 
 
-def run_once(exe: str, work_dir: str, order: list, timeout: float = 600) -> str:
+def run_once(exe: str, work_dir: str, order: list, timeout: float = 600,
+             may_stop: bool = False) -> Optional[str]:
+    """The driver's output running the candidates `order`; None if `may_stop` and it ran
+    over `timeout` seconds (then stopped)."""
     for i in order:
         d = os.path.join(work_dir, f"c{i}")
         shutil.rmtree(d, ignore_errors=True)
@@ -154,6 +168,10 @@ def run_once(exe: str, work_dir: str, order: list, timeout: float = 600) -> str:
     try:
         proc = subprocess.run([exe, work_dir, *map(str, order)], capture_output=True, text=True,
                               timeout=timeout)
+    except subprocess.TimeoutExpired:
+        if may_stop:
+            return None
+        raise BuildError(f"error: the measuring driver ran over {timeout:g} s") from None
     except (OSError, subprocess.SubprocessError) as e:
         raise BuildError(f"error: the measuring driver could not run: {e}") from None
     if proc.returncode != 0:
@@ -162,13 +180,44 @@ def run_once(exe: str, work_dir: str, order: list, timeout: float = 600) -> str:
     return proc.stdout
 
 
+def warm_up(exe: str, order: list, work_dir: str, factor: Optional[float] = None,
+            cap: Optional[float] = None,
+            progress: Callable[[str], None] = lambda m: None) -> dict:
+    """One untimed run of each candidate in `order` (put the likely fastest first: it sets
+    the limit early), each in a process of its own, stopped at `factor` x the fastest
+    warm-up so far (or at `cap` seconds; by default SLOW_FACTOR, SLOW_CAP). {index: why}
+    of the candidates too slow: stopped, or over `factor` x the fastest once all have run."""
+    factor = SLOW_FACTOR if factor is None else factor
+    cap = SLOW_CAP if cap is None else cap
+    took, slow = {}, {}
+    for i in order:
+        fastest = min(took.values(), default=None)
+        limit = cap if fastest is None else min(cap, factor * fastest)
+        progress(f"warming up candidate {i} (one untimed run)")
+        t0 = time.perf_counter()
+        if run_once(exe, work_dir, [i], timeout=limit, may_stop=True) is None:
+            over = (f"{factor:g}x the fastest's {fastest:.3f} s" if limit < cap
+                    else f"the cap of {cap:g} s")
+            slow[i] = f"too slow: its warm-up run was stopped at {limit:.2f} s, over {over}"
+        else:
+            took[i] = time.perf_counter() - t0
+    fastest = min(took.values(), default=0.0)
+    for i, s in took.items():
+        if s > factor * fastest:
+            slow[i] = (f"too slow: its warm-up run took {s:.2f} s, over {factor:g}x the "
+                       f"fastest's {fastest:.3f} s")
+    shutil.rmtree(work_dir, ignore_errors=True)
+    return {i: f"{why} (not repeated)" for i, why in slow.items()}
+
+
 def measure(exe: str, n: int, reps: int, work_dir: str, seed: Optional[int] = None,
-            progress: Callable[[str], None] = lambda m: None) -> Measured:
-    """Run the driver `reps` times over candidates 0..n-1, each time in a random order."""
+            progress: Callable[[str], None] = lambda m: None, skip=()) -> Measured:
+    """Run the driver `reps` times over candidates 0..n-1 but `skip`, each time in a random
+    order."""
     rng = random.Random(seed)
     out = Measured()
     for rep in range(reps):
-        order = list(range(n))
+        order = [i for i in range(n) if i not in skip]
         rng.shuffle(order)
         progress(f"measuring rep {rep + 1}/{reps}")
         text = run_once(exe, work_dir, order)

@@ -5,9 +5,12 @@
     measure (tune_measure, with the workload of tune_workload) -> pick -> write back
     (tune_write)
 
-The spec's own equation is always measured (candidate t0). The pick is the candidate with
-the lowest median cost; the spec keeps its equation when that is within the noise band of
-the pick (never rewritten on the strength of noise).
+The spec's own equation is always measured (candidate t0), unless its untimed warm-up run
+shows it too slow (tune_measure.warm_up: over 20x the fastest warm-up, or a cap), like any
+candidate: then it is refused, not repeated, and the answers are compared with the
+model's first measured. The pick is the candidate with the lowest median cost; the spec
+keeps its equation when that is within the noise band of the pick (never rewritten on the
+strength of noise).
 """
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ from .errors import P2Error
 from .parser import parse
 from .profile import ProfileError, load_profile
 from .tune import differences, load_view
-from .tune_measure import build_binary, measure, noise_band, results
+from .tune_measure import build_binary, measure, noise_band, results, warm_up
 from .tune_rank import candidate_text, current_candidate, ranked, unique_would_open
 from .trace import read_trace
 from .tune_space import Space
@@ -57,13 +60,14 @@ class Outcome:
 
     @property
     def current(self):
-        return self.by_index(0)
+        """The spec's own equation's Result, None if it was too slow to measure."""
+        return next((r for r in self.measured if r.index == 0), None)
 
     @property
     def pick(self):
         """The candidate written back: the best, unless the spec's own is within noise."""
         best, cur = self.best, self.current
-        return cur if cur.median <= best.median * (1 + self.band) else best
+        return cur if cur and cur.median <= best.median * (1 + self.band) else best
 
     @property
     def ties(self) -> list:
@@ -72,6 +76,8 @@ class Outcome:
 
     def slower_by(self) -> float:
         """How much slower the spec's own equation is than the best (0.25: 25%)."""
+        if self.current is None:
+            return float("inf")
         return self.current.median / self.best.median - 1 if self.best.median else 0.0
 
 
@@ -150,18 +156,27 @@ def tune_container(spec_path: str, source: str, name: str, cprof: dict, top: int
         _say(progress, f"{name}: building {len(specs)} candidates into one binary")
         exe = build_binary(specs, workload, os.path.join(work, f"build-{name}"), cc=cc,
                            jobs=jobs, progress=lambda m: _say(progress, f"{name}: {m}"))
-        m = measure(exe, len(specs), reps, os.path.join(work, f"run-{name}"), seed=seed,
+        run_dir = os.path.join(work, f"run-{name}")
+        # the model's first first: a fast candidate sets the too-slow limit early
+        slow = warm_up(exe, list(range(1, len(specs))) + [0], run_dir,
+                       progress=lambda msg: _say(progress, f"{name}: {msg}"))
+        refused += [(chosen[i].label, why) for i, why in sorted(slow.items())]
+        m = measure(exe, len(specs), reps, run_dir, seed=seed, skip=slow,
                     progress=lambda msg: _say(progress, f"{name}: {msg}"))
         counts = workload.profile_counts()
         told = Outcome.workload
     res = results(m, counts)
-    # candidates whose answers differ from the spec's own equation's are refused
-    ref = m.checks.get(0)
+    if not res:
+        raise P2Error(f"{name}: no candidate could be measured: {refused[-1][1]}")
+    # candidates whose answers differ from the spec's own equation's (or, if that was too
+    # slow, the model's first measured) are refused
+    ref_i = min(r.index for r in res)
+    ref = m.checks.get(ref_i)
+    whose = "the spec's own equation's" if ref_i == 0 else f"{chosen[ref_i].label}'s"
     kept = []
     for r in res:
-        if r.index and m.checks.get(r.index) != ref:
-            refused.append((chosen[r.index].label, "its answers differ from the spec's "
-                            "own equation's"))
+        if r.index != ref_i and m.checks.get(r.index) != ref:
+            refused.append((chosen[r.index].label, f"its answers differ from {whose}"))
             continue
         kept.append(r)
     return Outcome(name, chosen, kept, counts, noise_band(kept), workload.n, refused, len(cands),

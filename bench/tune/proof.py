@@ -12,7 +12,8 @@ can be run on them by hand -- it
      profile and the settings in the truth file so that it is measured once; otherwise the
      model's top k, `sample` others at random, the pick and the spec's own (a sample: a
      better equation outside it is not seen, and the report says which it was). One
-     binary, one untimed warm-up run (these VMs fault never-used memory in slowly), then
+     binary, one untimed warm-up run of each, as tune's (these VMs fault never-used memory
+     in slowly; one over 20x the fastest's not measured further), then
      `truth_reps` processes, the candidates in a new random order each (topk's
      measure_candidates);
   3. reports the pick's ground-truth time over the best's with the noise band (the median
@@ -332,9 +333,10 @@ def run_case(case: Case, d: str, *, top: int, reps: int, truth_reps: int, sample
                      "first not measured")
     for k, what in ((pick, "the pick"), (own, "the spec's own")):
         if k not in medians:
-            notes.append(f"{what} is not measured: " + ("it gave other answers than the "
-                         "spec's own" if k in by_key or k == own else "not in the space "
-                         "enumerated here"))
+            why = ("too slow (its warm-up run over the limit) or it gave other answers "
+                   "than the spec's own" if k in by_key or k == own
+                   else "not in the space enumerated here")
+            notes.append(f"{what} is not measured: {why}")
     best = min(medians, key=medians.get)
     tied = [k for k, v in medians.items() if v <= medians[best] * (1 + band)]
     rank = {k: i + 1 for i, (k, _) in enumerate(dspace)}

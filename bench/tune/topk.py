@@ -32,7 +32,8 @@ from typing import Callable, Optional
 from ...check import check
 from ...errors import P2Error
 from ...parser import parse
-from ...tune_measure import build_binary, measure, noise_band, results, run_once
+from ...tune_measure import build_binary, measure, noise_band, results
+from ...tune_measure import warm_up as warm_up_runs
 from ...tune_rank import candidate_text, current_candidate, ranked
 from ...tune_space import Space
 from ...tune_workload import Synthesised
@@ -178,8 +179,10 @@ def measure_candidates(source: str, name: str, spec_name: str, cprof: dict, spac
     times (separate processes, a new random order each) on the workload synthesised from
     `cprof` (`budget` operations, each phase at least `min_runs`; topk: a tenth of tune's,
     the sample holds the slow candidates tune never measures); `warm_up`: one untimed run
-    of them all first (these VMs fault never-used memory in slowly). ([tune_measure.Result]
-    of the candidates whose answers are cands[0]'s, the noise band)."""
+    of each first, as `p2gen tune` does (tune_measure.warm_up: these VMs fault never-used
+    memory in slowly; the too slow not repeated). ([tune_measure.Result] of the candidates
+    whose answers are cands[0]'s, or if it was too slow the first measured's, the noise
+    band)."""
     checked = check(parse(source, spec_name))
     wl = Synthesised(checked.container(name), cprof, checked.cursors, budget=budget,
                      min_runs=min_runs)
@@ -190,13 +193,14 @@ def measure_candidates(source: str, name: str, spec_name: str, cprof: dict, spac
         ci = check(parse(specs[-1][1], spec_name)).container(name)
         wl.stable_refs[prefix] = ci.storage.layer.stable_refs
     exe = build_binary(specs, wl, os.path.join(work, "build"), cc=cc, jobs=jobs)
+    slow = {}
     if warm_up:
-        say("  warming up (one untimed run)")
-        run_once(exe, os.path.join(work, "run"), list(range(len(specs))))
-    m = measure(exe, len(specs), reps, os.path.join(work, "run"), seed=seed,
+        say("  warming up (one untimed run each)")
+        slow = warm_up_runs(exe, list(range(1, len(specs))) + [0], os.path.join(work, "run"))
+    m = measure(exe, len(specs), reps, os.path.join(work, "run"), seed=seed, skip=slow,
                 progress=lambda msg: say(f"  {msg}"))
     res = results(m, wl.profile_counts())
-    ref = m.checks.get(0)
+    ref = m.checks.get(min((r.index for r in res), default=0))
     res = [r for r in res if m.checks.get(r.index) == ref]      # the same answers only
     return res, noise_band(res)
 

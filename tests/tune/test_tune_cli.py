@@ -11,6 +11,7 @@ command, or one whose output differs between candidates, refused). Small: n = 2,
 from __future__ import annotations
 
 import subprocess
+import time
 import sys
 from pathlib import Path
 
@@ -270,3 +271,42 @@ def test_a_failing_or_inconsistent_command_is_refused(made):
     assert "keeps its equation" in r.stdout
     assert "its output differs from the spec's own equation's" in r.stdout
     assert (made / "acc.p2").read_text() == SPEC
+
+
+# -- the warm-up run and the too-slow limit (tune_measure.warm_up) --
+
+def test_warm_up_stops_a_candidate_over_the_limit(tmp_path):
+    """A driver (a script here: candidate i sleeps as told) run once per candidate: the
+    one over 20x the fastest so far is stopped there, the first (no fastest yet) only at
+    the cap, and one over 20x the fastest once all ran is too slow as well."""
+    from p2gen.tune_measure import warm_up
+    exe = tmp_path / "driver"
+    exe.write_text('#!/bin/sh\ncase "$2" in 0) exec sleep 30;; 1) exec sleep 0.6;; '
+                   '3) exec sleep 30;; esac\n')
+    exe.chmod(0o755)
+    t0 = time.perf_counter()
+    slow = warm_up(str(exe), [0, 1, 2, 3], str(tmp_path / "run"), factor=20, cap=1.5)
+    assert time.perf_counter() - t0 < 10          # nothing ran to its end
+    assert set(slow) == {0, 1, 3}, slow
+    assert "the cap of 1.5 s" in slow[0] and "not repeated" in slow[0]
+    assert "took" in slow[1] and "over 20x the fastest" in slow[1]      # found afterwards
+    assert "stopped at" in slow[3] and "over 20x the fastest" in slow[3]
+
+
+def test_a_too_slow_spec_equation_is_refused_not_repeated(profiled, monkeypatch):
+    """The bad spec's scans (about 7x the hash's warm-up; the limit lowered from 20x to 2x for a
+    workload this small): its own equation is refused as too slow, never picked, the
+    answers compared with the model's first, the evidence says so, --check's margin is
+    infinite."""
+    from p2gen import tune_measure
+    from p2gen.tune_run import tune
+    from p2gen.tune_write import evidence
+    monkeypatch.setattr(tune_measure, "SLOW_FACTOR", 2.0)
+    d = profiled
+    _, (o,) = tune(str(d / "acc.p2"), str(d / "acc.profile.json"), top=2, reps=2, seed=38)
+    assert o.current is None and o.pick.index != 0
+    assert 0 not in {r.index for r in o.measured}
+    slow = [why for eq, why in o.refused if "too slow" in why]
+    assert slow and "over 2x the fastest" in slow[0], o.refused
+    assert any("too slow" in line for line in evidence(o, 2, "test machine"))
+    assert o.slower_by() == float("inf")

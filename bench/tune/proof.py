@@ -1,4 +1,4 @@
-"""`p2gen bench tune`: does `p2gen tune` pick well? (issue 38 item 5, the proof)
+"""`p2gen bench tune`: does `p2gen tune` pick well? (the proof, against the measured best)
 
 Per workload -- a provisional spec (the equation a user wrote first) and the profile of
 its container's workload, both written into the output directory so that `p2gen tune`

@@ -9,7 +9,8 @@ order, each in its own directory, and prints per phase `<i> phase <op> <runs> <n
 its answers `<i> check <value>`.
 
 `warm_up` runs each candidate once untimed first, each in a process of its own (these VMs
-fault never-used memory in slowly: the first run pays, 3-4x on malloc's inserts at 1e5),
+fault never-used memory in slowly; malloc's gap at 1e5 was not that, but heap an earlier
+candidate of the same process freed: bench/RESULTS.md),
 and stops one that is too slow. `measure` then runs the rest `reps` times, in separate
 processes, each time in a new random order of the candidates, and keeps per candidate and
 operation the ns per operation of each run.

@@ -568,12 +568,13 @@ def _dump_roles(checked, p: str) -> list:
 
 
 def main_source(checked, prefixes: list) -> str:
-    """The driver's main: `replay TRACE DIR REPS [DUMP]` reads TRACE once, checks its header
-    (magic, format, byte order, the spec's hash, the containers), then per repetition
-    replays it on every candidate in a random order, each in a fresh DIR/<prefix>.<rep>,
+    """The driver's main: `replay TRACE DIR REPS [DUMP|-] [CANDIDATE...]` reads TRACE once,
+    checks its header (magic, format, byte order, the spec's hash, the containers), then per
+    repetition replays it on every candidate in a random order (or on the candidates named,
+    by prefix, in that order), each in a fresh DIR/<prefix>.<rep>,
     and prints a JSON line per run: prefix, repetition, total ns, and per unit and op the
-    count and ns (the clock's own cost taken off). DUMP: each candidate's final contents
-    after its first run, written to DUMP.<prefix>."""
+    count and ns (the clock's own cost taken off). DUMP (not "-"): each candidate's final
+    contents after its first run, written to DUMP.<prefix>."""
     from .trace import BYTE_ORDER, FORMAT, HEAD, MAGIC
     units = stat_units(checked)
     ops = sorted(OPS.items(), key=lambda kv: kv[1])
@@ -598,12 +599,21 @@ int main(int argc, char **argv)
     unsigned char *buf;
     long size;
     uint32_t fmt, order, nc;
-    int reps, rep, c, k, order_of[%(ncand)d];
+    int reps, rep, c, k, order_of[%(ncand)d], ncand = %(ncand)d, named = 0;
     uint64_t clock_ns, t;
     char err[512];
     p2r_stats st;
-    if (argc < 4) { fprintf(stderr, "usage: %%s TRACE DIR REPS [DUMP]\n", argv[0]); return 2; }
+    if (argc < 4) { fprintf(stderr, "usage: %%s TRACE DIR REPS [DUMP|-] [CANDIDATE...]\n", argv[0]); return 2; }
     reps = atoi(argv[3]);
+    if (argc > 5) {   /* the candidates named, by prefix, run in that order */
+        if (argc - 5 > %(ncand)d) { fprintf(stderr, "more candidates named than linked\n"); return 2; }
+        for (ncand = 0; ncand < argc - 5; ncand++) {
+            for (c = 0; c < %(ncand)d && strcmp(fn_names[c], argv[5 + ncand]) != 0; c++) ;
+            if (c == %(ncand)d) { fprintf(stderr, "no candidate %%s in this driver\n", argv[5 + ncand]); return 2; }
+            order_of[ncand] = c;
+        }
+        named = 1;
+    }
     if (!(f = fopen(argv[1], "rb"))) { fprintf(stderr, "cannot read trace %%s\n", argv[1]); return 1; }
     if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) { fprintf(stderr, "cannot read trace %%s\n", argv[1]); return 1; }
     buf = (unsigned char *)malloc((size_t)size + 1);
@@ -632,17 +642,17 @@ int main(int argc, char **argv)
     st.ns = (uint64_t *)calloc(%(nunits)d * P2R_OPS, sizeof *st.ns);
     if (!st.n || !st.ns) return 1;
     srand((unsigned)p2r_now());
-    for (c = 0; c < %(ncand)d; c++) order_of[c] = c;
+    if (!named) for (c = 0; c < ncand; c++) order_of[c] = c;
     for (rep = 0; rep < reps; rep++) {
-        for (c = %(ncand)d - 1; c > 0; c--) { int j = rand() %% (c + 1), x = order_of[c]; order_of[c] = order_of[j]; order_of[j] = x; }
-        for (k = 0; k < %(ncand)d; k++) {
+        for (c = named ? 0 : ncand - 1; c > 0; c--) { int j = rand() %% (c + 1), x = order_of[c]; order_of[c] = order_of[j]; order_of[j] = x; }
+        for (k = 0; k < ncand; k++) {
             char dir[4096];
             FILE *dump = NULL;
             int first = 1, u, o;
             c = order_of[k];
             snprintf(dir, sizeof dir, "%%s/%%s.%%d", argv[2], fn_names[c], rep);
             if (mkdir(dir, 0777) != 0) { fprintf(stderr, "cannot make %%s\n", dir); return 1; }
-            if (argc > 4 && rep == 0) {
+            if (argc > 4 && strcmp(argv[4], "-") != 0 && rep == 0) {
                 char path[4096];
                 snprintf(path, sizeof path, "%%s.%%s", argv[4], fn_names[c]);
                 if (!(dump = fopen(path, "w"))) { fprintf(stderr, "cannot write %%s\n", path); return 1; }
@@ -834,12 +844,19 @@ def build_driver(spec_path: str, out_dir: str, cc: str = "cc", cflags: Optional[
 
 
 def run_driver(exe: str, trace_path: str, reps: int = 1, dump: Optional[str] = None,
-               env: Optional[dict] = None) -> list:
+               env: Optional[dict] = None, only: Optional[list] = None,
+               timeout: Optional[float] = None) -> Optional[list]:
     """The driver's runs (one dict per candidate and repetition), each in a fresh
-    directory under a temporary one; a failed replay raises EnvError with its message."""
+    directory under a temporary one; a failed replay raises EnvError with its message.
+    `only`: the candidates' prefixes to replay, in that order (else all, shuffled);
+    `timeout`: seconds, after which the driver is stopped and None returned."""
     with tempfile.TemporaryDirectory(prefix="p2gen-replay-") as tmp:
-        argv = [exe, trace_path, tmp, str(reps)] + ([dump] if dump else [])
-        r = subprocess.run(argv, capture_output=True, text=True, env=env)
+        argv = [exe, trace_path, tmp, str(reps)] + ([dump or "-", *only] if only else
+                                                    [dump] if dump else [])
+        try:
+            r = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
     if r.returncode != 0:
         raise EnvError(f"error: {r.stderr.strip() or f'the replay failed (status {r.returncode})'}")
     return [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]

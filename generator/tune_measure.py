@@ -11,7 +11,7 @@ its answers `<i> check <value>`.
 `warm_up` runs each candidate once untimed first, each in a process of its own (these VMs
 fault never-used memory in slowly; malloc's gap at 1e5 was not that, but heap an earlier
 candidate of the same process freed: bench/RESULTS.md),
-and stops one that is too slow. `measure` then runs the rest `reps` times, in separate
+and stops one that is too slow (`warm_up_runs`, which a trace's replay shares). `measure` then runs the rest `reps` times, in separate
 processes, each time in a new random order of the candidates, and keeps per candidate and
 operation the ns per operation of each run.
 """
@@ -184,10 +184,26 @@ def run_once(exe: str, work_dir: str, order: list, timeout: float = 600,
 def warm_up(exe: str, order: list, work_dir: str, factor: Optional[float] = None,
             cap: Optional[float] = None,
             progress: Callable[[str], None] = lambda m: None) -> dict:
+    """One untimed run of each candidate in `order` of this module's driver, each in a
+    process of its own (`warm_up_runs`, which says which are too slow)."""
+    def run(i: int, limit: float) -> bool:
+        return run_once(exe, work_dir, [i], timeout=limit, may_stop=True) is not None
+    try:
+        return warm_up_runs(run, order, factor, cap, progress)
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
+
+
+def warm_up_runs(run: Callable[[int, float], bool], order: list,
+                 factor: Optional[float] = None, cap: Optional[float] = None,
+                 progress: Callable[[str], None] = lambda m: None) -> dict:
     """One untimed run of each candidate in `order` (put the likely fastest first: it sets
-    the limit early), each in a process of its own, stopped at `factor` x the fastest
-    warm-up so far (or at `cap` seconds; by default SLOW_FACTOR, SLOW_CAP). {index: why}
-    of the candidates too slow: stopped, or over `factor` x the fastest once all have run."""
+    the limit early): `run(i, limit)` runs candidate i once in a process of its own and says
+    whether it ended within `limit` seconds (else it stopped it). The limit is `factor` x
+    the fastest warm-up so far (or `cap` seconds; by default SLOW_FACTOR, SLOW_CAP). {index:
+    why} of the candidates too slow: stopped, or over `factor` x the fastest once all have
+    run. Shared by the synthesised workload's driver (`warm_up`) and a trace's replay
+    (tune_trace)."""
     factor = SLOW_FACTOR if factor is None else factor
     cap = SLOW_CAP if cap is None else cap
     took, slow = {}, {}
@@ -196,7 +212,7 @@ def warm_up(exe: str, order: list, work_dir: str, factor: Optional[float] = None
         limit = cap if fastest is None else min(cap, factor * fastest)
         progress(f"warming up candidate {i} (one untimed run)")
         t0 = time.perf_counter()
-        if run_once(exe, work_dir, [i], timeout=limit, may_stop=True) is None:
+        if not run(i, limit):
             over = (f"{factor:g}x the fastest's {fastest:.3f} s" if limit < cap
                     else f"the cap of {cap:g} s")
             slow[i] = f"too slow: its warm-up run was stopped at {limit:.2f} s, over {over}"
@@ -207,7 +223,6 @@ def warm_up(exe: str, order: list, work_dir: str, factor: Optional[float] = None
         if s > factor * fastest:
             slow[i] = (f"too slow: its warm-up run took {s:.2f} s, over {factor:g}x the "
                        f"fastest's {fastest:.3f} s")
-    shutil.rmtree(work_dir, ignore_errors=True)
     return {i: f"{why} (not repeated)" for i, why in slow.items()}
 
 

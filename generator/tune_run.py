@@ -6,8 +6,8 @@
     (tune_write)
 
 The spec's own equation is always measured (candidate t0), unless its untimed warm-up run
-shows it too slow (tune_measure.warm_up: over 20x the fastest warm-up, or a cap), like any
-candidate: then it is refused, not repeated, and the answers are compared with the
+shows it too slow (tune_measure.warm_up_runs: over 20x the fastest warm-up, or a cap; on
+the synthesised workload or a trace's replay alike), like any candidate: then it is refused, not repeated, and the answers are compared with the
 model's first measured. The pick is the candidate with the lowest median cost; the spec
 keeps its equation when that is within the noise band of the pick (never rewritten on the
 strength of noise).
@@ -148,9 +148,10 @@ def tune_container(spec_path: str, source: str, name: str, cprof: dict, top: int
         counts = {"run": 1}
         told = f"the command '{run}' (its wall time a run; ${ENV}: the candidate's build)"
     elif trace:     # the user's own operations, replayed exactly on each candidate
-        m, counts = measure_trace(spec_path, trace, specs, name, reps,
-                                  os.path.join(work, f"replay-{name}"), cc,
-                                  lambda msg: _say(progress, f"{name}: {msg}"))
+        m, counts, slow = measure_trace(spec_path, trace, specs, name, reps,
+                                        os.path.join(work, f"replay-{name}"), cc, seed,
+                                        lambda msg: _say(progress, f"{name}: {msg}"))
+        refused += [(chosen[i].label, why) for i, why in sorted(slow.items())]
         told = f"the trace {os.path.basename(trace)} replayed exactly"
     else:
         _say(progress, f"{name}: building {len(specs)} candidates into one binary")

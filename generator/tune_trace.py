@@ -2,8 +2,10 @@
 (trace_replay) instead of a workload synthesised from the profile (tune_workload).
 
 The candidates (prefixes t0, t1, ...: t0 the spec's own) are linked into one replay driver;
-each repetition is a process of its own replaying the whole trace on every candidate in a
-random order. The replay's statistics become tune_measure's: per candidate, per operation
+each replays the whole trace once untimed first, in a process of its own, and one too slow
+is stopped and not repeated, as on the synthesised workload (tune_measure.warm_up_runs);
+each repetition is then a process of its own replaying the whole trace on every other
+candidate in a random order. The replay's statistics become tune_measure's: per candidate, per operation
 the ns per operation of each run and the trace's count of it, so that tune_run picks, bands
 and writes the evidence exactly as for the synthesised workload. The container's own
 operations keep the replay's names (insert, set, result: the replay's bookkeeping of a
@@ -17,11 +19,12 @@ uses it.
 from __future__ import annotations
 
 import os
-from typing import Callable
+import random
+from typing import Callable, Optional
 
 from .trace import key_order
 from .trace_replay import build_driver, run_driver
-from .tune_measure import Measured
+from .tune_measure import Measured, warm_up_runs
 
 
 def relationship_counts(trace, checked) -> dict:
@@ -48,10 +51,13 @@ def op_name(container: str, keys: list, unit: str, op: str) -> str:
 
 
 def measure_trace(spec_path: str, trace_path: str, specs: list, container: str, reps: int,
-                  build_dir: str, cc: str = "cc",
+                  build_dir: str, cc: str = "cc", seed: Optional[int] = None,
                   progress: Callable[[str], None] = lambda m: None) -> tuple:
-    """specs: [(prefix, spec text)], the spec's own first. (tune_measure.Measured by
-    candidate index, {operation: the trace's count}) over `reps` replays."""
+    """specs: [(prefix, spec text)], the spec's own first. Each candidate replays the trace
+    once untimed first, in a process of its own, and one too slow is not repeated (the
+    warm-up and limit of the synthesised workload's: tune_measure.warm_up_runs); the rest
+    `reps` times, each a process replaying them in a new random order. (tune_measure.Measured
+    by candidate index, {operation: the trace's count}, {index: why too slow})."""
     os.makedirs(build_dir, exist_ok=True)
     cands = []
     for prefix, text in specs:
@@ -61,14 +67,23 @@ def measure_trace(spec_path: str, trace_path: str, specs: list, container: str, 
         cands.append((path, prefix))
     progress(f"building {len(specs)} candidates into one replay driver")
     checked, exe = build_driver(spec_path, build_dir, cc=cc, candidates=cands)
+    trace_path = os.path.abspath(trace_path)
     keys = [k.name for k in key_order(checked.container(container))]
     others = {c.name for c in checked.containers} - {container}
-    index = {prefix: i for i, (prefix, _) in enumerate(specs)}
+    prefixes = [prefix for prefix, _ in specs]
+
+    def replay(i: int, limit: float) -> bool:
+        return run_driver(exe, trace_path, 1, only=[prefixes[i]], timeout=limit) is not None
+    # the model's first first: a fast candidate sets the too-slow limit early
+    slow = warm_up_runs(replay, list(range(1, len(specs))) + [0], progress=progress)
+    rng = random.Random(seed)
     out, counts = Measured(), {}
     for rep in range(reps):
+        order = [i for i in range(len(specs)) if i not in slow]
+        rng.shuffle(order)
         progress(f"replaying the trace, rep {rep + 1}/{reps}")
-        for run in run_driver(exe, os.path.abspath(trace_path), 1):
-            i = index[run["prefix"]]
+        for run in run_driver(exe, trace_path, 1, only=[prefixes[i] for i in order]):
+            i = prefixes.index(run["prefix"])
             for unit, op, count, ns in run["ops"]:
                 if unit in others:
                     continue
@@ -76,4 +91,4 @@ def measure_trace(spec_path: str, trace_path: str, specs: list, container: str, 
                 out.ns.setdefault(i, {}).setdefault(name, []).append(ns / max(count, 1))
                 out.runs.setdefault(i, {})[name] = count
                 counts[name] = count
-    return out, counts
+    return out, counts, slow

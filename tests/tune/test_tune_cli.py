@@ -310,3 +310,24 @@ def test_a_too_slow_spec_equation_is_refused_not_repeated(profiled, monkeypatch)
     assert slow and "over 2x the fastest" in slow[0], o.refused
     assert any("too slow" in line for line in evidence(o, 2, "test machine"))
     assert o.slower_by() == float("inf")
+
+
+def test_a_too_slow_candidate_of_a_trace_replay_is_refused(traced, monkeypatch):
+    """--trace: the replay has the same warm-up and limit. The bad spec's scans replayed
+    (its 20,000 finds over 2,000 rows) against a keyed equation's, the limit lowered to 2x:
+    its own equation is named too slow in the evidence, not repeated, never picked."""
+    from p2gen import tune_measure
+    from p2gen.tune_run import tune
+    from p2gen.tune_write import evidence
+    monkeypatch.setattr(tune_measure, "SLOW_FACTOR", 2.0)
+    d = traced
+    said = []
+    _, (o,) = tune(str(d / "acc.p2"), str(d / "acc.profile.json"), top=2, reps=2, seed=38,
+                   trace=str(d / "acc.trace"), progress=said.append)
+    assert any("warming up candidate 0" in m for m in said), said
+    assert o.current is None and o.pick.index != 0
+    assert 0 not in {r.index for r in o.measured}
+    slow = [why for eq, why in o.refused if "too slow" in why]
+    assert slow and "over 2x the fastest" in slow[0] and "not repeated" in slow[0], o.refused
+    assert o.workload.startswith("the trace acc.trace")
+    assert any("too slow" in line for line in evidence(o, 2, "test machine"))

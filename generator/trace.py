@@ -15,15 +15,18 @@ in the order of a field is not traced yet).
 The file: a header
     magic "P2GTRACE", u32 format, u32 0x01020304 (the byte order: the writer's),
     the SHA-256 of the spec's API (64 hex characters: `api_digest`), u32 containers,
-    u64 each one's count at the open
-then events, each (format 3, `LAYOUT`: what an operation's event holds)
+    u64 each one's count at the open, u32 each one's record's size (C's sizeof: an event of
+    a record holds exactly that many bytes, its zeros put back)
+then events, each (format 4, `LAYOUT`: what an operation's event holds)
     u8 op, u8 unit (the container's, cursor's or role's index),
     [aux: a varint, a field's or key's index: set, set_text, find],
     [the word: the event's first u64 (a reference, a count, a cursor's or iterator's
      address) as the zigzag varint of its difference from the last word of the same unit
      (a container's, a cursor's or a role's, 0 at the open): a find's answer then set on
      it, a cursor's steps, are one byte],
-    [a varint length and that many bytes: the rest of the payload]
+    [a varint length, [a varint count of zero bytes (`ZEROS`: a record's trailing zeros,
+     left out of the file)], then that many bytes: the rest of the payload, the zeros
+     after it]
 (a find by a scalar key answered directly, and an insert, are one event with the reference
 given back, `ANSWERED`: its word the reference, P2_NIL for none; the readers expand it to
 the operation and, if it gave one, a result),
@@ -34,8 +37,10 @@ A reference in the rest is a u64; a char[N] argument is N + 1 bytes (the string 
 N + 1 bytes, NUL-padded: one too long stays too long); a record is the C struct's bytes.
 The readers (`read_trace`, the replay driver's `p2r_expand`) expand the events to the
 fixed layout of format 2, which the replay reads: u8 op, u8 unit, u16 aux, u32 length,
-then the payload, the word first as a u64. (Format 2, that layout on file, 24 bytes an
-event of one reference, took 237 bytes a TPC-B transaction; format 3 about 140.)
+then the payload, the word first as a u64, a record's zeros put back. (Format 2, that layout
+on file, 24 bytes an event of one reference, took 237 bytes a TPC-B transaction; format 3
+124, of which 56 the history's record of 52 bytes; format 4 cuts that record's empty filler:
+bench/RESULTS.md.)
 
 The trace's identity is the spec's API, not its text: the records as C lays them out, each
 container's record, memory, file, unique keys, deferred deletes, declared finds and keys,
@@ -58,12 +63,16 @@ from .profile import p2gen_version, spec_sha256
 
 MAGIC = b"P2GTRACE"
 END = b"\0P2GTEND"       # after the last event, written at close: a trace cut short lacks it
-FORMAT = 3          # 2: the API's digest in the header, finds by key name order; 3: compact events
+FORMAT = 4          # 2: the API's digest in the header, finds by key name order; 3: compact
+#                     events; 4: a record's trailing zero bytes left out (ZEROS)
 BYTE_ORDER = 0x01020304
 HEAD = struct.Struct("<8sII64sI")
 EVENT = struct.Struct("<BBHI")
 BUFFER = 1 << 16
-HEAD_MAX = 2 + 3 + 10 + 5        # op, unit, aux (u16), the word, the rest's length (u32)
+HEAD_MAX = 2 + 3 + 10 + 5 + 3    # op, unit, aux (u16), the word, the rest's length (u32), zeros
+# a record's size in the header: at most check.MAX_RECORD_BYTES and its padding; more is a
+# damaged trace (and would make a reader allocate what no event holds)
+MAX_RECORD = 1 << 17
 
 # op codes, shared by the writer (templates), the reader (below) and the replay
 # (trace_replay.py); `unit` is a container for the first group, a cursor for the second
@@ -85,10 +94,12 @@ OP_NAMES = {v: k for k, v in OPS.items()}
 CURSOR_OPS = {"cursor_open", "cursor_next", "cursor_ref", "cursor_update", "cursor_delete",
               "cursor_close"}
 DB_OPS = {"commit", "abort"}
-# what an operation's event holds besides op and unit (format 3): (aux, word, rest)
-AUX, WORD, REST = 1, 2, 4
+# what an operation's event holds besides op and unit (format 4): (aux, word, rest, and
+# after the rest's length the count of zero bytes that follow the rest: a record's trailing
+# zeros (an empty last text, zero fields), left out of the file)
+AUX, WORD, REST, ZEROS = 1, 2, 4, 8
 LAYOUT = {
-    "insert": REST, "insert_many": WORD, "get": WORD, "at": WORD, "update": WORD | REST,
+    "insert": REST, "insert_many": WORD, "get": WORD, "at": WORD, "update": WORD | REST | ZEROS,
     "delete": WORD, "set": AUX | WORD | REST, "set_text": AUX | WORD | REST,
     "find": AUX | REST, "result": WORD, "reserve": WORD,
     "cursor_open": WORD | REST, "cursor_next": WORD, "cursor_ref": WORD,
@@ -96,7 +107,7 @@ LAYOUT = {
     "commit": 0, "abort": 0,
     "rel_add": WORD | REST, "rel_remove": WORD | REST, "rel_set": WORD | REST,
     "rel_open": WORD | REST, "rel_next": WORD,
-    "find_found": AUX | WORD | REST, "insert_done": WORD | REST,
+    "find_found": AUX | WORD | REST, "insert_done": WORD | REST | ZEROS,
 }
 # a relationship's role is the unit: add/remove (owner, member), set (element, partner or
 # P2_NIL), open (the iterator's address, the owner), next (the iterator's address)
@@ -193,6 +204,7 @@ def context(checked, spec_file: str) -> dict:
         base[code] = nc if name in CURSOR_OPS else nc + ncur if name in REL_OPS else 0
     return {"ops": OPS, "c": containers, "cursor": units, "role": role_units, "buffer": BUFFER,
             "layout": layout, "base": base, "aux": AUX, "word": WORD, "rest": REST,
+            "zeros": ZEROS,
             "words": max(nc + ncur + len(role_units), 1), "head_max": HEAD_MAX,
             "end": END.decode(),
             "sha": api_digest(checked), "version": p2gen_version(),
@@ -258,15 +270,21 @@ def read_trace(path: str, checked=None, source: Optional[str] = None) -> Trace:
     if checked is not None and n != len(checked.containers):
         raise TraceError(f"trace '{path}' is damaged: its header names {n} containers, "
                          f"the spec has {len(checked.containers)}")
-    if len(data) < at + 8 * n:
+    if len(data) < at + 12 * n:
         raise TraceError(f"trace '{path}' is truncated: its header ends at byte {len(data)}")
     counts = list(struct.unpack_from(f"<{n}Q", data, at))
     at += 8 * n
+    sizes = list(struct.unpack_from(f"<{n}I", data, at))
+    at += 4 * n
+    if any(size > MAX_RECORD for size in sizes):
+        raise TraceError(f"trace '{path}' is damaged: its header gives a record of "
+                         f"{max(sizes)} bytes")
     n_units = len(checked.containers) if checked is not None else 256
     n_curs = len(cursors(checked)) if checked is not None else 256
     n_roles = len(roles(checked)) if checked is not None else 256
     trace = Trace(path, sha_text, counts, b"", 0)
-    trace.data, trace.events, trace.origins = _expand(path, data, at, n_units, n_curs, n_roles)
+    trace.data, trace.events, trace.origins = _expand(path, data, at, min(n_units, n),
+                                                      n_curs, n_roles, sizes)
     return trace
 
 
@@ -288,9 +306,11 @@ def _varint(path: str, data: bytes, at: int, start: int, what: str) -> tuple:
             return v, at
 
 
-def _expand(path: str, data: bytes, at: int, n_units: int, n_curs: int, n_roles: int) -> tuple:
+def _expand(path: str, data: bytes, at: int, n_units: int, n_curs: int, n_roles: int,
+            sizes: list) -> tuple:
     """The compact events from `at` on, checked and expanded to the fixed layout the replay
-    reads (the module's docstring): (the expanded bytes, the events as Trace.events holds
+    reads (the module's docstring; `sizes`: each container's record's, from the header):
+    (the expanded bytes, the events as Trace.events holds
     them over those, each event's offset in the file)."""
     out, events, origins = bytearray(), [], []
     last = {}                                   # (kind, unit) -> the unit's last word
@@ -329,18 +349,26 @@ def _expand(path: str, data: bytes, at: int, n_units: int, n_curs: int, n_roles:
             v = (last.get((kind, unit), 0) + ((z >> 1) ^ -(z & 1))) & 0xFFFFFFFFFFFFFFFF
             last[(kind, unit)] = v
             word = struct.pack("<Q", v)
+        zeros = 0
         if layout & REST:
             rest, at = _varint(path, data, at, start, "length")
+            if layout & ZEROS:
+                zeros, at = _varint(path, data, at, start, "count of zero bytes")
+                if rest + zeros != sizes[unit]:
+                    raise TraceError(f"trace '{path}' is damaged: the record of the event at "
+                                     f"byte {start} is {rest} bytes and {zeros} zeros, not "
+                                     f"{sizes[unit]}")
             if rest > len(data) - at:
                 raise TraceError(f"trace '{path}' is truncated: an event of {rest} bytes at "
                                  f"byte {start}, {len(data) - at} left")
-        length = len(word) + rest
+        length = len(word) + rest + zeros
         if length > 0xFFFFFFFF:
             raise TraceError(f"trace '{path}' is damaged: an event of {length} bytes at byte {start}")
         if name in ANSWERED:              # the operation, then its result if it gave one
-            out += EVENT.pack(OPS[ANSWERED[name]], unit, aux, rest)
-            events.append((ANSWERED[name], unit, aux, len(out), rest))
+            out += EVENT.pack(OPS[ANSWERED[name]], unit, aux, rest + zeros)
+            events.append((ANSWERED[name], unit, aux, len(out), rest + zeros))
             out += data[at:at + rest]
+            out += bytes(zeros)
             origins.append(start)
             at += rest
             if word != struct.pack("<Q", NIL):
@@ -353,6 +381,7 @@ def _expand(path: str, data: bytes, at: int, n_units: int, n_curs: int, n_roles:
         events.append((name, unit, aux, len(out), length))
         out += word
         out += data[at:at + rest]
+        out += bytes(zeros)
         at += rest
         origins.append(start)
     return bytes(out), events, origins

@@ -590,7 +590,7 @@ def main_source(checked, prefixes: list) -> str:
     L.append(f"static const p2r_fn fns[] = {{ {', '.join(p + '__replay' for p in prefixes)} }};")
     L.append(f"static const char *const fn_names[] = {{ {', '.join(_q(p) for p in prefixes)} }};")
     nunits = len(units)
-    head = HEAD.size + 8 * len(checked.containers)
+    head = HEAD.size + 12 * len(checked.containers)   # the counts at the open, the records' sizes
     L.append(expand_source(checked))
     L.append(r"""
 int main(int argc, char **argv)
@@ -689,13 +689,15 @@ int main(int argc, char **argv)
 
 
 def expand_source(checked) -> str:
-    """`p2r_expand`: the trace's compact events (format 3: trace.py) checked and expanded to
+    """`p2r_expand`: the trace's compact events (format 4: trace.py) checked and expanded to
     the fixed layout every candidate's replay reads (u8 op, u8 unit, u16 aux, u32 length,
-    the payload with the word first as a u64), as trace.read_trace expands them; NULL with
+    the payload with the word first as a u64, a record's zeros put back), as
+    trace.read_trace expands them; NULL with
     err set (the byte of the file) if one is truncated, damaged or not of this spec. The
     replay's own messages then name the byte of an expanded event."""
     from .render import c_string
-    from .trace import ANSWERED, AUX, CURSOR_OPS, DB_OPS, END, LAYOUT, REL_OPS, REST, WORD
+    from .trace import (ANSWERED, AUX, CURSOR_OPS, DB_OPS, END, LAYOUT, MAX_RECORD, REL_OPS,
+                        REST, WORD, ZEROS)
     size = max(OPS.values()) + 1
     layout, kind = [0] * size, [255] * size      # kind 255: no such operation
     for name, code in OPS.items():
@@ -732,12 +734,18 @@ static unsigned char *p2r_expand(const unsigned char *b, size_t len, size_t at, 
     size_t cap = 2 * (len - at) + 64, n = 0;
     unsigned char *out = (unsigned char *)malloc(cap);
     uint64_t last[%(words)d];
+    uint32_t record_size[%(nrec)d];   /* the header's, before the events: a record's event holds that many bytes */
     memset(last, 0, sizeof last);
     if (!out) { snprintf(err, errlen, "out of memory"); return NULL; }
+    for (n = 0; n < %(nc)du; n++) {
+        memcpy(&record_size[n], b + at - 4 * (%(nc)du - n), 4);
+        if (record_size[n] > %(max_record)du) { snprintf(err, errlen, "trace damaged: its header gives a record of %%u bytes", (unsigned)record_size[n]); goto bad; }
+    }
+    n = 0;
     for (;;) {
         size_t start = at;
         unsigned op, unit, layout;
-        uint64_t aux = 0, word = 0, rest = 0, length;
+        uint64_t aux = 0, word = 0, rest = 0, zeros = 0, length;
         uint32_t n32;
         if (at >= len) { snprintf(err, errlen, "trace truncated: no end mark after its last event"); goto bad; }
         if (b[at] == 0) {
@@ -760,8 +768,10 @@ static unsigned char *p2r_expand(const unsigned char *b, size_t len, size_t at, 
             *l = word;
         }
         if ((layout & %(REST)d) && p2r_varint(b, len, &at, &rest)) { snprintf(err, errlen, "trace truncated or damaged: the length of the event at byte %%zu ends past the file or is longer than 64 bits", start); goto bad; }
+        if ((layout & %(ZEROS)d) && p2r_varint(b, len, &at, &zeros)) { snprintf(err, errlen, "trace truncated or damaged: the count of zero bytes of the event at byte %%zu ends past the file or is longer than 64 bits", start); goto bad; }
+        if ((layout & %(ZEROS)d) && (rest > UINT32_MAX || zeros > UINT32_MAX || rest + zeros != record_size[unit])) { snprintf(err, errlen, "trace damaged: the record of the event at byte %%zu is %%llu bytes and %%llu zeros, not %%u", start, (unsigned long long)rest, (unsigned long long)zeros, (unsigned)record_size[unit]); goto bad; }
         if (rest > len - at) { snprintf(err, errlen, "trace truncated: an event of %%llu bytes at byte %%zu, %%zu left", (unsigned long long)rest, start, len - at); goto bad; }
-        length = (layout & %(WORD)d ? 8 : 0) + rest;
+        length = (layout & %(WORD)d ? 8 : 0) + rest + zeros;
         if (length > UINT32_MAX) { snprintf(err, errlen, "trace damaged: an event of %%llu bytes at byte %%zu", (unsigned long long)length, start); goto bad; }
         while (cap - n < 24 + length) {   /* a find_found: two events */
             unsigned char *g = (unsigned char *)realloc(out, cap *= 2);
@@ -769,12 +779,13 @@ static unsigned char *p2r_expand(const unsigned char *b, size_t len, size_t at, 
             out = g;
         }
         if (p2r_answered[op]) {   /* the operation, then its result if it gave one */
-            n32 = (uint32_t)rest;
+            n32 = (uint32_t)(rest + zeros);
             out[n] = p2r_answered[op]; out[n + 1] = (unsigned char)unit;
             out[n + 2] = (unsigned char)(aux & 0xff); out[n + 3] = (unsigned char)(aux >> 8);
             memcpy(out + n + 4, &n32, 4);
             memcpy(out + n + 8, b + at, (size_t)rest);
-            n += 8 + (size_t)rest;
+            memset(out + n + 8 + rest, 0, (size_t)zeros);
+            n += 8 + (size_t)(rest + zeros);
             at += (size_t)rest;
             if (word != UINT64_MAX) {
                 n32 = 8;
@@ -792,7 +803,8 @@ static unsigned char *p2r_expand(const unsigned char *b, size_t len, size_t at, 
         n += 8;
         if (layout & %(WORD)d) { memcpy(out + n, &word, 8); n += 8; }
         memcpy(out + n, b + at, (size_t)rest);
-        n += (size_t)rest;
+        memset(out + n + rest, 0, (size_t)zeros);
+        n += (size_t)(rest + zeros);
         at += (size_t)rest;
     }
     *out_len = n;
@@ -804,7 +816,9 @@ bad:
 """ % {"size": size, "layout": ", ".join(map(str, layout)), "kind": ", ".join(map(str, kind)),
        "limits": ", ".join(map(str, limits)), "words": max(sum(limits[:3]), 1),
        "bases": f"(p2r_kind[op] == 1 ? {limits[0]}u : p2r_kind[op] == 2 ? {limits[0] + limits[1]}u : 0u) + unit",
-       "AUX": AUX, "WORD": WORD, "REST": REST, "endlen": len(END),
+       "AUX": AUX, "WORD": WORD, "REST": REST, "ZEROS": ZEROS, "max_record": MAX_RECORD,
+       "nc": len(checked.containers), "nrec": max(len(checked.containers), 1),
+       "endlen": len(END),
        "end": c_string(END.decode()), "result": OPS["result"],
        "answered": ", ".join(str(answered[i]) for i in range(size))}
 

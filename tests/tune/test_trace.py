@@ -25,7 +25,7 @@ from conftest import DEBUG_FLAG, QUICK_PY_CFLAGS, runtime_obj
 from p2gen.build import generate
 from p2gen.cli import main
 from p2gen.harness import HARNESS_CFLAGS, SANITIZE_CFLAGS, sanitizer_env
-from p2gen.trace import END, LAYOUT, REST, WORD, TraceError, read_trace
+from p2gen.trace import END, HEAD, LAYOUT, OP_NAMES, REST, WORD, ZEROS, TraceError, read_trace
 from p2gen.trace_replay import build_driver, dump_source, measure_candidates, run_driver
 
 SPEC = """record account { id: u32; owner: char[8]; branch: u16; balance: i64; note: text; }
@@ -182,6 +182,21 @@ def test_replay_gives_the_same_database(tmp_path, cc, replay_exe, seed):
             assert counts[unit][op] >= n if op == "insert" else counts[unit][op] == n, (unit, op)
     assert counts["rich"]["cursor_update"] and counts["rich"]["cursor_delete"]
     assert counts["accounts"]["set_text"] and counts["accounts"]["set"]
+    # an insert's record on file without its trailing zeros (the note's handle: none yet),
+    # which both readers put back (the replayed databases below are the original's)
+    data = (tmp_path / "tr.trace").read_bytes()
+    at = next(o for o in trace.origins if OP_NAMES[data[o]] == "insert_done") + 2
+
+    def varint():
+        nonlocal at
+        v = shift = 0
+        while data[at] & 0x80:
+            v |= (data[at] & 0x7F) << shift
+            at, shift = at + 1, shift + 7
+        at += 1
+        return v | data[at - 1] << shift
+    _word, kept, zeros = varint(), varint(), varint()
+    assert zeros >= 8 and kept + zeros == 40, (kept, zeros)
     runs = run_driver(replay_exe[1], str(tmp_path / "tr.trace"), 1, str(tmp_path / "replayed"),
                       env=sanitizer_env())
     assert sorted(r["prefix"] for r in runs) == ["cand", "tr"]
@@ -254,14 +269,17 @@ def test_foreign_damaged_or_truncated_traces_are_refused(tmp_path, cc, replay_ex
     foreign = data[:16] + b"0" * 64 + data[80:]
     refused(foreign, "another API than", "another API")
     refused(b"hello", "not a p2gen trace", "not a p2gen trace")
-    older = data[:8] + struct.pack("<I", 2) + data[12:]
-    refused(older, "of format 2 \\(an older p2gen's\\), this p2gen reads format 3",
-            "another format")
+    for fmt in (2, 3):      # format 3 wrote a record's trailing zeros: refused, not misread
+        older = data[:8] + struct.pack("<I", fmt) + data[12:]
+        refused(older, f"of format {fmt} \\(an older p2gen's\\), this p2gen reads format 4",
+                "another format")
     # the last event with a rest claiming 8 bytes more than its operation takes (its
     # length, one varint byte, just before the rest)
-    # (not a find read from a find_found with its result: the two share the file's bytes)
+    # (not a find read from a find_found with its result: the two share the file's bytes;
+    # nor a record's, whose zeros' count comes between)
     i = max(j for j, e in enumerate(tr.events) if LAYOUT[e[0]] & REST and
-            (j + 1 == len(tr.origins) or tr.origins[j + 1] != tr.origins[j]))
+            (j + 1 == len(tr.origins) or tr.origins[j + 1] != tr.origins[j]) and
+            not LAYOUT[OP_NAMES[data[tr.origins[j]]]] & ZEROS)
     rest = tr.events[i][4] - (8 if LAYOUT[tr.events[i][0]] & WORD else 0)
     end = tr.origins[i + 1] if i + 1 < len(tr.origins) else len(data) - len(END)
     assert rest < 120 and data[end - rest - 1] == rest
@@ -278,8 +296,18 @@ def test_foreign_damaged_or_truncated_traces_are_refused(tmp_path, cc, replay_ex
     refused(data[:end - rest - 1] + long + data[end - rest:], "longer than 64 bits",
             "longer than 64 bits")
     ev = bytearray(data)
-    ev[100] = 99
+    ev[tr.origins[0]] = 99
     refused(bytes(ev), "unknown operation 99", "is not one of this spec's")
+    # the header's size of the first container's record (after the counts at the open) is
+    # not what its records' events hold, their trailing zeros put back: both readers refuse
+    # it, and a size no record has
+    sizes = HEAD.size + 8 * len(checked.containers)
+    ev = bytearray(data)
+    ev[sizes] ^= 0x40
+    refused(bytes(ev), "the record of the event at byte .* zeros, not",
+            "the record of the event at byte")
+    ev[sizes + 2] = 0x7f
+    refused(bytes(ev), "its header gives a record of", "its header gives a record of")
 
 
 def test_python_trace_and_cli_replay(tmp_path, monkeypatch):

@@ -186,20 +186,24 @@ def warm_up(exe: str, order: list, work_dir: str, factor: Optional[float] = None
             progress: Callable[[str], None] = lambda m: None) -> dict:
     """One untimed run of each candidate in `order` of this module's driver, each in a
     process of its own (`warm_up_runs`, which says which are too slow)."""
-    def run(i: int, limit: float) -> bool:
-        return run_once(exe, work_dir, [i], timeout=limit, may_stop=True) is not None
+    def run(i: int, limit: float) -> Optional[float]:
+        t0 = time.perf_counter()
+        if run_once(exe, work_dir, [i], timeout=limit, may_stop=True) is None:
+            return None
+        return time.perf_counter() - t0
     try:
         return warm_up_runs(run, order, factor, cap, progress)
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
 
 
-def warm_up_runs(run: Callable[[int, float], bool], order: list,
+def warm_up_runs(run: Callable[[int, float], Optional[float]], order: list,
                  factor: Optional[float] = None, cap: Optional[float] = None,
                  progress: Callable[[str], None] = lambda m: None) -> dict:
     """One untimed run of each candidate in `order` (put the likely fastest first: it sets
-    the limit early): `run(i, limit)` runs candidate i once in a process of its own and says
-    whether it ended within `limit` seconds (else it stopped it). The limit is `factor` x
+    the limit early): `run(i, limit)` runs candidate i once in a process of its own and
+    gives the seconds it took, or None if it did not end within `limit` seconds (then it
+    stopped it). The limit is `factor` x
     the fastest warm-up so far (or `cap` seconds; by default SLOW_FACTOR, SLOW_CAP). {index:
     why} of the candidates too slow: stopped, or over `factor` x the fastest once all have
     run. Shared by the synthesised workload's driver (`warm_up`) and a trace's replay
@@ -211,13 +215,13 @@ def warm_up_runs(run: Callable[[int, float], bool], order: list,
         fastest = min(took.values(), default=None)
         limit = cap if fastest is None else min(cap, factor * fastest)
         progress(f"warming up candidate {i} (one untimed run)")
-        t0 = time.perf_counter()
-        if not run(i, limit):
+        s = run(i, limit)
+        if s is None:
             over = (f"{factor:g}x the fastest's {fastest:.3f} s" if limit < cap
                     else f"the cap of {cap:g} s")
             slow[i] = f"too slow: its warm-up run was stopped at {limit:.2f} s, over {over}"
         else:
-            took[i] = time.perf_counter() - t0
+            took[i] = s
     fastest = min(took.values(), default=0.0)
     for i, s in took.items():
         if s > factor * fastest:

@@ -40,7 +40,7 @@ from .errors import P2Error
 from .layers import LAYERS
 from .layers.base import container_links, log2n
 from .parser import parse
-from .plan import Query, conjuncts_of, simple_conjunct
+from .plan import Query, conjuncts_of, simple_conjunct, size_estimate
 from .tune_space import Space, Stack, _decl_span
 
 HASH_LOAD = 1.0           # elements per bucket the sizing aims at
@@ -134,14 +134,20 @@ def sized_variants(space: Space, stack: Stack, cprof: dict) -> list:
 
 # -- costs ---------------------------------------------------------------------------------
 
-def _path_cost(li, cur, n: float, dense: frozenset = frozenset(), lines: float = 1.0) -> float:
-    """What the planner would pay for `cur` at `n` elements through layer `li`: its
-    cheapest path that honours the order asked for (inf: none). A candidate's cost of
-    `cur` is the cheapest of its layers', as plan.plan_cursor chooses."""
+def _path_cost(li, cur, n: float, dense: frozenset = frozenset(), lines: float = 1.0,
+               planner_n: Optional[float] = None) -> tuple:
+    """(what `cur` costs at `n` elements through layer `li`, what the planner thinks it
+    costs): the path the planner takes there, its cheapest by its own costs at its own
+    size estimate (`planner_n`: plan.size_estimate) that honours the order asked for,
+    priced at the real n with what the planner's costs leave out (a scan's element lines,
+    ROW_COST, a hash's chains); (inf, inf): none. A candidate's cost of `cur` is then
+    that of the layer plan.plan_cursor chooses by the planner's costs (`Workload.cost`),
+    not the cheapest by these: the generated code walks the planner's choice."""
     simple = [c for c in (simple_conjunct(e) for e in conjuncts_of(cur.predicate)) if c]
-    q = Query(n, simple, cur.order_by)
-    best = math.inf
-    for o in li.layer.paths(li, q):
+    real = li.layer.paths(li, Query(n, simple, cur.order_by))
+    planned = li.layer.paths(li, Query(planner_n or n, simple, cur.order_by))
+    best = (math.inf, math.inf)
+    for o, p in zip(real, planned):
         if cur.order_by and o.ordered_by != cur.order_by and cur.order_by not in o.fixed:
             continue
         if cur.descending and o.kind == "range" and not li.layer.reverse_walk:
@@ -149,7 +155,9 @@ def _path_cost(li, cur, n: float, dense: frozenset = frozenset(), lines: float =
         cost = o.cost * lines if o.kind == "scan" else o.cost
         if li.layer.name in ROW_COST and o.kind in ("range", "scan"):
             cost = _walk_rows(li, cost, n)
-        best = min(best, _hash_chain(li, cost, n, dense) if o.kind == "eq" else cost)
+        cost = _hash_chain(li, cost, n, dense) if o.kind == "eq" else cost
+        if round(p.cost, 6) < round(best[1], 6):
+            best = (cost, p.cost)
     return best
 
 
@@ -258,6 +266,25 @@ def element_bytes(li, info) -> int:
     return out
 
 
+# A scan of the storage in place (its `scan` path, or the `all` walk) reads the elements
+# in address order: over a contiguous block (array, iarray) the hardware streams the
+# lines, about STREAMED of a dependent line read each (scan/1e5: 3.0 ns a row of 104 bytes
+# over an array, where a find through a hash reads its line in 45-50 ns; qsort's rows,
+# ROW_COST, 0.2); malloc's blocks, reached through its element list, a dependent read each
+# still. Line slots start each element on a line of its own: whole lines (5.2-6.5 ns a
+# row there). Without this a btree's walk (ROW_COST) looked cheaper than the array's scan
+# the planner takes, and the scan mix at 1e5 ranked its best 7th-9th.
+STREAMED = {"array": 0.15, "iarray": 0.15}
+
+
+def stored_lines(info, lines: float) -> float:
+    """What visiting one element of `lines` lines costs in a scan of `info`'s storage."""
+    st = info.storage
+    if st.params.get("slots") == "line":
+        lines = math.ceil(lines)
+    return lines * STREAMED.get(st.layer.name, 1.0)
+
+
 def block_bytes(size: int, info) -> int:
     """A malloc element's block from the file's allocator: pow2 (up to 2048 bytes) or the
     16-byte granule (`alloc = exact`)."""
@@ -292,6 +319,7 @@ class Card:
     insert: float               # linking at an insert (cheaper than maint where keys come in order)
     bytes: int = 0          # what the layer adds to an element (the storage: the whole)
     scan: float = 0.0       # the storage: lines one element's visit reads in a walk of all
+    planned: dict = field(default_factory=dict)   # op -> the planner's own cost of its path
 
 
 class Workload:
@@ -325,27 +353,26 @@ class Workload:
         the element as laid out with this layer and the storage)."""
         lines = max(1.0, (element_bytes(li, info) + (0 if li is info.storage else
                                                       element_bytes(info.storage, info))) / LINE)
-        paths = {}
-        for key in self.finds:
-            cur = info.finds.get(key)
+        if li is info.storage:
+            lines = stored_lines(info, lines)
+        paths, planned = {}, {}
+        curs = [(f"find_{key}", info.finds.get(key)) for key in self.finds]
+        curs += [(f"walk_{name}", next((c for c in info.cursors if c.name == name and
+                                        not c.synthetic), None)) for name in self.walks]
+        for op, cur in curs:
             if cur is not None:
-                c = _path_cost(li, cur, self.n, self.dense, lines)
+                c, p = _path_cost(li, cur, self.n, self.dense, lines, size_estimate(info))
                 if c < math.inf:
-                    paths[f"find_{key}"] = c
-        for name in self.walks:
-            cur = next((c for c in info.cursors if c.name == name and not c.synthetic), None)
-            if cur is not None:
-                c = _path_cost(li, cur, self.n, self.dense, lines)
-                if c < math.inf:
-                    paths[f"walk_{name}"] = c
+                    paths[op], planned[op] = c, p
         k = li.key_field_obj
         keyed = k is not None and bool(set(getattr(k, "names", None) or (k.name,))
                                        & self.key_fields)
         ordered = k is not None and self.cprof.get("keys", {}).get(k.name, {}).get("in_order") is True
         card = Card(paths, _maintenance(li, info, self.n), keyed,
-                    _maintenance(li, info, self.n, in_order=ordered), element_bytes(li, info))
+                    _maintenance(li, info, self.n, in_order=ordered), element_bytes(li, info),
+                    planned=planned)
         if li is info.storage:
-            card.scan = block_bytes(card.bytes, info) / LINE
+            card.scan = stored_lines(info, block_bytes(card.bytes, info) / LINE)
             for role in info.roles:
                 self._rel_paths(card.paths, role.rel)
         return card
@@ -378,8 +405,10 @@ class Workload:
                "at": ops.get("at", 0) * 1.0}
         for op, count in [*((f"find_{k}", v) for k, v in self.finds.items()),
                           *((f"walk_{c}", v) for c, v in self.walks.items())]:
-            per[op] = count * min((c.paths[op] for c in cards if op in c.paths),
-                                  default=math.inf)
+            # the layer the planner takes (cheapest by its costs; a tie: the outermost)
+            taken = min(((round(c.planned[op], 6), i, c.paths[op])
+                         for i, c in enumerate(cards) if op in c.paths), default=None)
+            per[op] = count * (taken[2] if taken else math.inf)
         storage = cards[-1]
         row = storage.scan + sum(c.bytes for c in cards[:-1]) / LINE
         per["walk_all"] = self.scan_rows * row

@@ -184,3 +184,35 @@ def test_the_evidence_says_when_declaring_unique_would_open_iarray():
     o = Outcome("accounts", [own], [Result(0, {"insert": 1.0}, [1e6] * 3, 1e6, 0.0)],
                 {"insert": 20000}, 0.0, 20000, notes=notes)
     assert f"note: {notes[0]}" in evidence(o, 3, "m")
+
+
+SCAN = """record row { k: u32; v: u64; pad: char[88]; }
+container rows of row = top2ds_qualify[array[transient]];
+find rows by k;
+cursor walk on rows;
+"""
+
+
+def test_a_walk_of_every_row_pays_the_scan_the_planner_takes():
+    """20 walks of 100,000 rows, a find per 100 rows: the planner walks the array in place
+    under any index (its scan is the cheapest by its costs), so the walk costs the same on
+    every index over a presized packed array, streamed (STREAMED: less than a line a row),
+    line slots more; a btree's ordered walk, cheaper by tune's ROW_COST, is not what runs.
+    The hash over the packed array (measured best, bench/RESULTS.md) ranks first."""
+    n = 100_000
+    space = Space(SCAN, "rows", "scan.p2")
+    cprof = {"count_max": n, "count_final": n, "ops": {"insert": n},
+             "cursors": {"walk": {"walks": 20, "rows": 20 * n}},
+             "keys": {"k": {"finds": n // 100, "inserts": n, "min": 0, "max": n - 1,
+                            "distinct": n, "in_order": False, "out_of_order": n // 2}}}
+    cur = current_candidate(space, cprof)
+    cands = ranked(space, cprof, cur.find_keys)
+    walk = {c.equation: c.per_op["walk_walk"] for c in cands}
+    packed = {e: v for e, v in walk.items()
+              if "array(capacity" in e and "slots = line" not in e and "malloc" not in e}
+    assert any(e.startswith("top2ds_qualify[btree") for e in packed)
+    assert len(set(packed.values())) == 1 and next(iter(packed.values())) < 20 * n
+    line = {v for e, v in walk.items() if "slots = line" in e}
+    assert min(line) > next(iter(packed.values()))
+    first = cands[0].equation
+    assert first.startswith("top2ds_qualify[hash(") and "slots = line" not in first, first

@@ -39,7 +39,7 @@ The readers (`read_trace`, the replay driver's `p2r_expand`) expand the events t
 fixed layout of format 2, which the replay reads: u8 op, u8 unit, u16 aux, u32 length,
 then the payload, the word first as a u64, a record's zeros put back. (Format 2, that layout
 on file, 24 bytes an event of one reference, took 237 bytes a TPC-B transaction; format 3
-124, of which 56 the history's record of 52 bytes; format 4 cuts that record's empty filler:
+126, of which 56 the history's record of 52 bytes; format 4 cuts that record's empty filler:
 bench/RESULTS.md.)
 
 The trace's identity is the spec's API, not its text: the records as C lays them out, each

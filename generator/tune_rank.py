@@ -10,10 +10,10 @@ its slot block would be mostly empty), the other storages' capacity from the lar
 
 Its predicted cost is, per operation the profile counted, count x the cost of that
 operation through the candidate at the profile's n (cache-line reads, layers/base.py
-COST_UNIT): a find or cursor walk costs what the planner would pay for its path (the
-cheapest of the candidate's layers, as plan.plan_cursor chooses, with the real n rather
-than the planner's default; a walk's rows after the first cheaper on a btree, whose walk
-prefetches, and a sorted array, whose rows are consecutive: ROW_COST); an insert or delete
+COST_UNIT): a find or cursor walk costs its path through the layer plan.plan_cursor
+chooses (by the planner's own costs, as the generated code does), priced with the real n
+rather than the planner's default (a walk's rows after the first cheaper on a btree, whose
+walk prefetches, and a sorted array, whose rows are consecutive: ROW_COST); an insert or delete
 pays every ds layer's maintenance (an
 ordered layer its descent, a hash its bucket, a btree its descent through nodes of its
 `node` bytes and the shift of half a leaf, odlist and qsort their shift); an update that
@@ -21,9 +21,9 @@ changes a key pays it on the layers keyed on a key field; get/at/other updates r
 write one element.
 
 Layout: an element's bytes (the record, each layer's links in the file's link width, the
-relationships' fields; a malloc block rounded up by the file's `alloc` classes) set what a
-scan pays: a walk of every element (`all`, or a planned scan path) reads bytes / 64 lines
-per element. Relationships (the workload's `relationships`: per relationship its walks,
+relationships' fields; a malloc block rounded up by the file's `alloc` classes; line slots
+whole lines) set what a scan pays: a walk of every element (`all`, or a planned scan path)
+reads bytes / 64 lines per element, streamed over an array or iarray (STREAMED). Relationships (the workload's `relationships`: per relationship its walks,
 rows, adds and removes) pay their layer's costs (`rel_costs`): an ilist walk chases one
 dependent line per member; a refarray reads its block of references (independent loads of
 the members) but searches it to remove.

@@ -119,6 +119,12 @@ static int pb_failed(p2_pagebuf *pb, p2_err *err)
     return seg_fail(pb->seg, err, P2_EIO, "%s", pb->why);
 }
 
+/* P2_EIO where the segment has failed (see @ref server), else P2_OK. */
+static int pb_check(const p2_seg *seg, p2_err *err)
+{
+    return seg->pb->failed ? pb_failed(seg->pb, err) : P2_OK;
+}
+
 /* What of dirty page p goes back to the server, into io (PB_MAXR entries at most): the
  * whole page, or under ship = ranges the announced ranges, coalesced (PB_GAP).  A page the
  * server does not hold yet, the header's page (the runtime writes its header without
@@ -234,11 +240,16 @@ static int pb_write_back(p2_pagebuf *pb, const uint32_t *list, unsigned n, p2_er
     return P2_OK;
 }
 
-/* Drop frame f's page (written back first if dirty): the next touch faults it in. */
+/* Drop frame f's page (written back first if dirty): the next touch faults it in.  Once
+ * the segment has failed nothing more reaches the server: a dirty page is dropped
+ * unwritten (the server keeps what was written before the failure). */
 static int pb_evict(p2_pagebuf *pb, uint32_t f, p2_err *err)
 {
     uint32_t p = pb->frame_page[f];
-    if (pb->state[p] & PB_DIRTY) {
+    if ((pb->state[p] & PB_DIRTY) && pb->failed) {
+        pb->state[p] &= (uint8_t)~PB_DIRTY;
+        pb->st.dirty--;
+    } else if (pb->state[p] & PB_DIRTY) {
         int rc = pb_write_back(pb, &p, 1, err);
         if (rc != P2_OK)
             return rc;
@@ -283,6 +294,17 @@ static void pb_fail_page(p2_pagebuf *pb, const p2_err *e)
         snprintf(pb->why, sizeof pb->why, "a page could not be brought in from the server inside a "
                  "fault, so the operation read zeros for it; nothing more is written to the server "
                  "(%.300s)", e->msg);
+    pb->failed = 1;
+}
+
+/* Dirty page p could not be written back to free a frame for `what` inside a fault: the
+ * segment failed (see @ref server), as when a page cannot be read, naming the write-back. */
+static void pb_fail_writeback(p2_pagebuf *pb, uint64_t p, const char *what, const p2_err *e)
+{
+    if (!pb->failed)
+        snprintf(pb->why, sizeof pb->why, "page %" PRIu64 " could not be written back to free a frame "
+                 "for %s inside a fault, so its changes since its last write-back are lost; nothing "
+                 "more is written to the server (%.300s)", p, what, e->msg);
     pb->failed = 1;
 }
 
@@ -409,16 +431,20 @@ static void pb_give_back(p2_pagebuf *pb, const uint64_t *pages, uint32_t *frames
     }
 }
 
-/* A frame for a page coming in: a free one, else the clock's victim, written back first
+/* A frame for a page read ahead: a free one, else the clock's victim, written back first
  * if dirty.  UINT32_MAX: none (every frame dirty under a transaction, or the victim could
- * not be written back: e says why). */
-static uint32_t pb_frame(p2_pagebuf *pb, p2_err *e)
+ * not be written back: the segment failed, saying so). */
+static uint32_t pb_frame(p2_pagebuf *pb)
 {
     if (pb->used < pb->nframes)
         return pb->used++;
     uint32_t f = pb_victim(pb);
-    if (f != UINT32_MAX && pb_evict(pb, f, e) != P2_OK)
+    p2_err e;
+    p2_err_clear(&e);
+    if (f != UINT32_MAX && pb_evict(pb, f, &e) != P2_OK) {
+        pb_fail_writeback(pb, pb->frame_page[f], "a read-ahead", &e);
         return UINT32_MAX;
+    }
     return f;
 }
 
@@ -446,9 +472,7 @@ static unsigned pb_ahead(p2_pagebuf *pb, uint64_t p, uint64_t *pages, uint32_t *
             continue;                    /* touched already, out of order */
         if (!(pb->state[q] & PB_SRV))
             break;                       /* past what the server holds */
-        p2_err e;
-        p2_err_clear(&e);
-        uint32_t f = pb_frame(pb, &e);
+        uint32_t f = pb_frame(pb);
         if (f == UINT32_MAX)
             break;
         pages[n] = q;
@@ -478,15 +502,10 @@ static int pb_fault_in(p2_pagebuf *pb, uint64_t p, int write)
         f = pb->used++;                 /* a transaction larger than the buffer: one more */
     } else {
         if (pb_evict(pb, f, &e) != P2_OK) {
-            /* the victim cannot be written back: keep it, and take the frame anyway is not
-             * possible; the segment fails and the new page is given zeros in place */
-            pb_fail_page(pb, &e);
-            pb->frame_ref[f] = 1;
-            unsigned one = 1;
-            if (pb_fill(pb, &p, &one, 0) < 0 || (pb->uffd_on && pb_copy(pb, p, 0, 0) < 0))
-                return -1;
-            pb->state[p] |= PB_DIRTY;   /* never written back: the segment failed */
-            return 0;
+            /* the victim cannot be written back: the segment fails, and the victim is
+               dropped unwritten (pb_evict once failed); the page coming in gets zeros */
+            pb_fail_writeback(pb, pb->frame_page[f], "a miss", &e);
+            (void)pb_evict(pb, f, &e);
         }
     }
     pb->frame_page[f] = (uint32_t)p;    /* claimed: not resident yet, the clock passes over it */

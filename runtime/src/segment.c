@@ -95,6 +95,7 @@ static int pb_read(p2_seg *seg, void *buf, uint64_t n, uint64_t off, p2_err *err
 static int pb_grow(p2_seg *seg, uint64_t want, p2_err *err);
 static int pb_sync(p2_seg *seg, p2_err *err);
 static int pb_close(p2_seg *seg, p2_err *err);
+static int pb_check(const p2_seg *seg, p2_err *err);
 /* ... and one under a journal or wal commits through its log export (section 9.5). */
 static int pl_txn(const p2_seg *seg);
 static uint64_t pl_pending(const p2_seg *seg);

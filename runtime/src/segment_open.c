@@ -341,6 +341,8 @@ int p2_seg_sync(p2_seg *seg, p2_err *err)
     }
     if (seg->relocated)   /* the file changes only if this open wrote */
         return seg->reloc_written ? reloc_write_back(seg, err) : P2_OK;
+    if (seg->pb != NULL && pb_check(seg, err) != P2_OK)
+        return P2_EIO;    /* a failed page server: not even its header is touched (a fault) */
     p2_seg_will_write(seg, seg->hdr, sizeof *seg->hdr);   /* roots' seal, checksum */
     roots_seal(seg);
     seg->hdr->checksum = header_crc(seg->hdr);

@@ -650,3 +650,32 @@ def test_bundled_counts_only_pages_that_arrived(fi_db):
         assert s["reads"] == n - 1, (n, s)
         assert s["bundled"] <= s["reads"] - 1, (n, s)
         assert next(x for x in out if x.startswith("sync ")).startswith("sync 6 "), out
+
+
+def test_a_failed_write_back_fails_the_segment_and_nothing_more_is_written(fi_db):
+    """Every item updated (the 32 frames left dirty), then the Nth write-back of a scan
+    with read-ahead fails (pwrite of the file backend), for N = 1..12, whether it frees a
+    frame for the miss's page or for a page read ahead: the segment fails naming the
+    write-back, the sync and close return P2_EIO, and nothing more reaches the file after
+    the failure: the writes counted are the N - 1 before it, after the scan and after the
+    sync, and the close leaves the image as it was."""
+    exe, db, pristine = fi_db
+    seen = set()
+    for n in range(1, 13):
+        db.write_bytes(pristine.read_bytes())
+        proc = driver(exe, "update", 1000, "reset", "fault", f"pwrite:{n}", "scan", "stats", "s",
+                      "sync", "stats", "t", "sleep", env={"P2_SERVER_READAHEAD": "8"})
+        lines = []
+        while not (lines and lines[-1].startswith("t ")):
+            lines.append(proc.stdout.readline().rstrip("\n"))
+            assert lines[-1] or proc.poll() is None, lines
+        at_failure = db.read_bytes()
+        lines += finish(proc)
+        assert db.read_bytes() == at_failure, n           # the close wrote nothing
+        s, t = counters(lines, "s"), counters(lines, "t")
+        assert s["writes"] == t["writes"] == n - 1, (n, s, t)
+        sync = next(x for x in lines if x.startswith("sync "))
+        assert sync.startswith("sync 6 ") and "could not be written back" in sync, (n, sync)
+        seen.add("a read-ahead" if "for a read-ahead" in sync else "a miss")
+        assert lines[-1].startswith("close 6 "), lines
+    assert seen == {"a read-ahead", "a miss"}, seen

@@ -1063,6 +1063,10 @@ static inline void p2_seg_will_write(p2_seg *seg, const void *p, uint64_t n)
 #define P2_SERVER_TIMEOUT_MS 10000
 /** Requests a backend keeps in flight at once in a vectored read or write. */
 #define P2_SERVER_INFLIGHT 16
+/** pageserver(ship = ranges): bytes of announced ranges that pages evicted dirty keep in
+ *  the client until the next sync (the pending store, 4 MiB), unless the environment
+ *  variable P2_SERVER_PENDING_BYTES gives another bound at open (0: none kept). */
+#define P2_SERVER_PENDING_BYTES (4u << 20)
 
 
 /** Open (or create) a page-server segment: as p2_seg_open(), the database's bytes on the
@@ -1115,9 +1119,15 @@ void p2_seg_server_stats_reset(p2_seg *seg);
 /** pageserver(ship = ranges), called right after the open: from now on the writes
  *  announced with p2_seg_will_write() (by the allocator and by every layer) are recorded
  *  per page, in granules of 1/256 page, and a dirty page the server already holds goes
- *  back as those ranges (coalesced where less than 8 granules apart) rather than whole;
+ *  back as those ranges (coalesced where less than 2 granules apart) rather than whole;
  *  the header's page, a new page and a page dirtied with nothing announced go back
- *  whole.  Pages are still read whole.  P2_OK, or P2_EINVAL if seg is not a page server. */
+ *  whole.  Pages are still read whole.  Without a journal, a page evicted dirty keeps its
+ *  ranges (their bytes) in the client, in a pending store, until the next sync, which
+ *  ships them all at once (each page once); a fetch of the page applies them over what
+ *  the server sends, so the process reads its own writes; a crash before the sync loses
+ *  them (the server holds the last sync's state, the header marked open).  The store
+ *  holds at most #P2_SERVER_PENDING_BYTES: past it, it is written back, and the page
+ *  evicted with it.  P2_OK, or P2_EINVAL if seg is not a page server. */
 int p2_seg_server_ship_ranges(p2_seg *seg, p2_err *err);
 
 /** Write back every dirty page and drop every page from the client buffer, so that the

@@ -384,6 +384,7 @@ static int pl_abort(p2_seg *seg, p2_err *err)
             pl_drop_frame(pb, f);
     }
     pl_shrink(pb);
+    pb_masks_forget(pb);          /* the abort's announcements die with its pages */
     if (pb->failed)
         return pb_failed(pb, err);
     uint64_t keep = seg->hdr->file_size;   /* the committed header, read again */
@@ -497,6 +498,7 @@ static int pl_commit(p2_seg *seg, p2_err *err)
         rc = pb_failed(pb, err);
         goto out;
     }
+    pb_masks_forget(pb);
     pl_shrink(pb);
 out:
     free(hb);

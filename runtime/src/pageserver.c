@@ -9,7 +9,7 @@
  * through SIGSEGV (the page PROT_NONE: the handler below fills it in the toucher's
  * thread).  Either way the clock's reference bits and the first write to a clean page
  * are seen by mprotect and SIGSEGV.  Per page one state byte (in a frame, dirty, protected by the clock, held on
- * the server, written back before); per frame the page it holds and its reference bit.
+ * the server, written back before, ranges pending under ship = ranges); per frame the page it holds and its reference bit.
  * The segment's own code (section 4) reaches the server through four hooks: reading the
  * header at open (pb_read), growth (pb_grow), and writing back what is dirty where a
  * local file is msync'ed (pb_sync at create, attach, sync; pb_close).
@@ -20,12 +20,26 @@
 #define PB_PROT   4u    /* in a frame but made inaccessible by the clock's hand */
 #define PB_SRV    8u    /* the server holds its bytes (else: a new page, zero) */
 #define PB_WB     16u   /* written back at least once since the open or the last reset */
+#define PB_PEND   32u   /* ship = ranges: its announced ranges wait in the pending store */
 #define MAX_PBUFS 64    /* page-server segments open at once in a process */
 /* pageserver(ship = ranges): the announced bytes of a page, in granules of 1/256 page */
 #define PB_GRANULES 256u
-#define PB_GAP      8u  /* announced runs closer than this many granules ship as one range */
-#define PB_MAXR     32u /* ranges of a page at most (256 granules, runs PB_GAP + 1 apart) */
+/* announced runs closer than this many granules ship as one range: a one-granule gap
+   (16 bytes of a 4 KiB page) costs less than a request's header (NBD's: 28 bytes) */
+#define PB_GAP      2u
+#define PB_MAXR     ((PB_GRANULES + PB_GAP) / (PB_GAP + 1))   /* ranges of a page at most */
+#define PB_IOS      (P2_SERVER_INFLIGHT * 8)  /* ranges a write-back sends at once, at most */
+_Static_assert(PB_MAXR <= PB_IOS, "a write-back sends a page's ranges at once");
 #define PB_RECENT   256u /* the last notices, applied again to a page turning dirty */
+
+/* ship = ranges: a page evicted dirty keeps its announced ranges here until the next sync
+ * (section 9.4): the granules held (runs closer than PB_GAP filled in) and their bytes */
+typedef struct pb_pend {
+    uint64_t page;
+    uint64_t mask[PB_GRANULES / 64];
+    char    *bytes;         /* the held granules' bytes, in granule order */
+    uint64_t nbytes;
+} pb_pend;
 
 typedef struct p2_pagebuf {
     p2_backend be;
@@ -58,8 +72,14 @@ typedef struct p2_pagebuf {
        p2_seg_will_write since the page was last written back; NULL: whole pages */
     uint64_t *wmask;
     uint64_t  wmask_bytes;
+    uint32_t *mask_gen;               /* per page: the sync its granules are of (else stale) */
+    uint32_t  sync_gen;               /* syncs so far: masks of an older one are empty */
     uint64_t  recent[PB_RECENT][2];   /* the last notices (offset, bytes), a ring */
     uint32_t  nrecent;                /* notices so far (the ring's next is nrecent % size) */
+    uint32_t *pend_of;                /* per page: its pending entry + 1, 0: none */
+    pb_pend  *pend;                   /* the pending store: entries [0, npend) */
+    uint32_t  npend, pend_cap;
+    uint64_t  pend_bytes, pend_max;   /* bytes held; at most (P2_SERVER_PENDING_BYTES) */
     /* faults through userfaultfd (section 9.1) */
     int      uffd_on;           /* pages fault in through the userfaultfd (else SIGSEGV) */
     int      uffd_tried;        /* asked the kernel for one (once per open) */
@@ -104,12 +124,12 @@ static int pb_protect(p2_pagebuf *pb, uint64_t p, int prot)
 }
 
 /* Page p leaves its frame: its memory given back, and its next touch a fault (a missing
- * page under userfaultfd, PROT_NONE under SIGSEGV). */
+ * page under userfaultfd, PROT_NONE under SIGSEGV).  Under ship = ranges its announced
+ * granules stay: a clean page's were announced for a write still to come. */
 static void pb_mask_clear(p2_pagebuf *pb, uint64_t p);
 
 static void pb_unmap(p2_pagebuf *pb, uint64_t p)
 {
-    pb_mask_clear(pb, p);
     (void)madvise(pb_addr(pb, p), (size_t)pb->pg, MADV_DONTNEED);
     (void)pb_protect(pb, p, pb->uffd_on ? PROT_READ | PROT_WRITE : PROT_NONE);
 }
@@ -125,48 +145,99 @@ static int pb_check(const p2_seg *seg, p2_err *err)
     return seg->pb->failed ? pb_failed(seg->pb, err) : P2_OK;
 }
 
+/* Announced granules m[] with the gaps between runs closer than PB_GAP filled in: what
+ * ships (a few bytes more, one request less). */
+static void pb_mask_fill(uint64_t *m)
+{
+    unsigned end = 0;     /* after the last set granule, 0: none yet */
+    for (unsigned i = 0; i < PB_GRANULES; i++) {
+        if (!(m[i / 64] >> (i % 64) & 1))
+            continue;
+        if (end != 0 && i - end < PB_GAP)
+            for (unsigned j = end; j < i; j++)
+                m[j / 64] |= 1ull << (j % 64);
+        end = i + 1;
+    }
+}
+
+/* The next run of set granules of m[] at or after *i: [*a, *i) after the call; 0: none. */
+static int pb_mask_run(const uint64_t *m, unsigned *i, unsigned *a)
+{
+    while (*i < PB_GRANULES && !(m[*i / 64] >> (*i % 64) & 1))
+        (*i)++;
+    if (*i >= PB_GRANULES)
+        return 0;
+    *a = *i;
+    while (*i < PB_GRANULES && (m[*i / 64] >> (*i % 64) & 1))
+        (*i)++;
+    return 1;
+}
+
+static int pb_mask_any(const uint64_t *m)
+{
+    return (m[0] | m[1] | m[2] | m[3]) != 0;
+}
+
+/* Page p's announced granules since the last sync (a mask of an older sync is emptied
+ * here first: a sync forgets every page's at once). */
+static uint64_t *pb_mask(p2_pagebuf *pb, uint64_t p)
+{
+    uint64_t *m = pb->wmask + p * (PB_GRANULES / 64);
+    if (pb->mask_gen[p] != pb->sync_gen) {
+        memset(m, 0, PB_GRANULES / 8);
+        pb->mask_gen[p] = pb->sync_gen;
+    }
+    return m;
+}
+
+/* A sync (a commit, an abort) wrote or dropped every page's changes: what was announced
+ * before it is forgotten, for every page at once. */
+static void pb_masks_forget(p2_pagebuf *pb)
+{
+    if (pb->wmask != NULL && ++pb->sync_gen == 0)
+        pb->sync_gen = 1;        /* 0 is a fresh page's: never current */
+}
+
+/* Does dirty page p go back as its announced ranges (else whole)?  Not a page the server
+ * does not hold yet, nor the header's page (the runtime writes its header without
+ * notices), nor a page dirtied with nothing announced. */
+static int pb_by_ranges(p2_pagebuf *pb, uint64_t p)
+{
+    return pb->wmask != NULL && p != 0 && (pb->state[p] & PB_SRV) && pb_mask_any(pb_mask(pb, p));
+}
+
 /* What of dirty page p goes back to the server, into io (PB_MAXR entries at most): the
- * whole page, or under ship = ranges the announced ranges, coalesced (PB_GAP).  A page the
- * server does not hold yet, the header's page (the runtime writes its header without
- * notices) and a dirty page with nothing announced go back whole. */
+ * whole page, or under ship = ranges the announced ranges, coalesced (PB_GAP). */
 static unsigned pb_ranges(p2_pagebuf *pb, uint64_t p, p2_io *io)
 {
-    const uint64_t *m = pb->wmask != NULL ? pb->wmask + p * (PB_GRANULES / 64) : NULL;
-    unsigned n = 0;
-    if (m != NULL && p != 0 && (pb->state[p] & PB_SRV) && (m[0] | m[1] | m[2] | m[3]) != 0) {
-        uint64_t g = pb->pg / PB_GRANULES;
-        unsigned start = 0, end = 0;     /* the range being built, in granules: [start, end) */
-        for (unsigned i = 0; i < PB_GRANULES; i++) {
-            if (!(m[i / 64] >> (i % 64) & 1))
-                continue;
-            if (end != 0 && i - end >= PB_GAP) {
-                io[n++] = (p2_io){pb_addr(pb, p) + start * g, (end - start) * g, p * pb->pg + start * g};
-                end = 0;
-            }
-            if (end == 0)
-                start = i;
-            end = i + 1;
-        }
-        io[n++] = (p2_io){pb_addr(pb, p) + start * g, (end - start) * g, p * pb->pg + start * g};
-        pb->st.ranges += n;
-        return n;
+    if (!pb_by_ranges(pb, p)) {
+        io[0] = (p2_io){pb_addr(pb, p), pb->pg, p * pb->pg};
+        return 1;
     }
-    io[0] = (p2_io){pb_addr(pb, p), pb->pg, p * pb->pg};
-    return 1;
+    uint64_t m[PB_GRANULES / 64], g = pb->pg / PB_GRANULES;
+    memcpy(m, pb_mask(pb, p), sizeof m);
+    pb_mask_fill(m);
+    unsigned n = 0, i = 0, a;
+    while (pb_mask_run(m, &i, &a))
+        io[n++] = (p2_io){pb_addr(pb, p) + a * g, (i - a) * g, p * pb->pg + a * g};
+    pb->st.ranges += n;
+    return n;
 }
 
 static void pb_mask_clear(p2_pagebuf *pb, uint64_t p)
 {
     if (pb->wmask != NULL)
-        memset(pb->wmask + p * (PB_GRANULES / 64), 0, PB_GRANULES / 8);
+        memset(pb_mask(pb, p), 0, PB_GRANULES / 8);
 }
 
 /* The granules of [off, off + n) announced, n > 0, off + n within the reservation. */
 static void pb_mark(p2_pagebuf *pb, uint64_t off, uint64_t n)
 {
     uint64_t g = pb->pg / PB_GRANULES;
-    for (uint64_t i = off / g; i <= (off + n - 1) / g; i++)
-        pb->wmask[i / 64] |= 1ull << (i % 64);
+    for (uint64_t i = off / g; i <= (off + n - 1) / g; i++) {
+        unsigned k = (unsigned)(i % PB_GRANULES);
+        pb_mask(pb, i / PB_GRANULES)[k / 64] |= 1ull << (k % 64);
+    }
 }
 
 /* ship = ranges: the bytes [off, off + n) are about to be written (p2_seg_will_write). */
@@ -186,9 +257,8 @@ static void pb_note(void *ctx, p2_seg *seg, uint64_t off, uint64_t n)
 }
 
 /* Page p turns dirty: its first write since it was last written back is happening.  The
- * write was announced before it, maybe before a write-back of p cleared p's notices (an
- * announcement and its write are apart by other faults, which can evict p): the recent
- * notices that touch p are its again. */
+ * write was announced before it, maybe before a sync forgot p's notices (a sync between
+ * an operation's notice and its write): the recent notices that touch p are its again. */
 static void pb_turns_dirty(p2_pagebuf *pb, uint64_t p)
 {
     pb->state[p] |= PB_DIRTY;
@@ -204,15 +274,187 @@ static void pb_turns_dirty(p2_pagebuf *pb, uint64_t p)
     }
 }
 
+/* ------------------------------------------------------------------------
+ * ship = ranges: the pending store (section 9.4)
+ *
+ * A dirty page evicted under ship = ranges is not written back: its announced ranges
+ * (with the ones it had pending, and the gaps shorter than PB_GAP filled in) are copied
+ * into the store, a few bytes each, and the page leaves its frame clean.  A fetch of the
+ * page applies them over what the server sends, so the process reads its own writes; a
+ * write-back of the page (at sync, or of a page dirtied with nothing announced) takes
+ * them with it; the sync ships the rest in one batch.  So a page evicted and fetched many
+ * times between two syncs is written once, as the object server writes an object.  A
+ * crash before the sync loses them, as it loses a transaction's pages.  The store holds
+ * at most pend_max bytes (P2_SERVER_PENDING_BYTES): beyond it, it is written back whole
+ * and the page that overflowed it is written back as before.
+ * ------------------------------------------------------------------------ */
+
+static pb_pend *pb_pend_of(const p2_pagebuf *pb, uint64_t p)
+{
+    return (pb->state[p] & PB_PEND) ? &pb->pend[pb->pend_of[p] - 1] : NULL;
+}
+
+static uint64_t pb_mask_bytes(const p2_pagebuf *pb, const uint64_t *m)
+{
+    uint64_t n = 0;
+    for (unsigned w = 0; w < PB_GRANULES / 64; w++)
+        n += (uint64_t)__builtin_popcountll(m[w]);
+    return n * (pb->pg / PB_GRANULES);
+}
+
+/* Copy the granules of m between the page at `page` and the packed bytes at `packed`
+ * (to_page: onto the page, else from it). */
+static void pb_mask_copy(const p2_pagebuf *pb, const uint64_t *m, char *page, char *packed, int to_page)
+{
+    uint64_t g = pb->pg / PB_GRANULES, at = 0;
+    unsigned i = 0, a;
+    while (pb_mask_run(m, &i, &a)) {
+        if (to_page)
+            memcpy(page + a * g, packed + at, (size_t)((i - a) * g));
+        else
+            memcpy(packed + at, page + a * g, (size_t)((i - a) * g));
+        at += (i - a) * g;
+    }
+}
+
+/* Page p's entry dropped (the last entry takes its place). */
+static void pb_pend_drop(p2_pagebuf *pb, uint64_t p)
+{
+    uint32_t k = pb->pend_of[p] - 1, last = --pb->npend;
+    pb->pend_bytes -= pb->pend[k].nbytes;
+    free(pb->pend[k].bytes);
+    if (k != last) {
+        pb->pend[k] = pb->pend[last];
+        pb->pend_of[pb->pend[k].page] = k + 1;
+    }
+    pb->pend_of[p] = 0;
+    pb->state[p] &= (uint8_t)~PB_PEND;
+}
+
+/* Page p's announced granules get m's too. */
+static void pb_mask_or(p2_pagebuf *pb, uint64_t p, const uint64_t *m)
+{
+    uint64_t *t = pb_mask(pb, p);
+    for (unsigned w = 0; w < PB_GRANULES / 64; w++)
+        t[w] |= m[w];
+}
+
+/* Page p, fetched into buf, gets the bytes it has pending: the process reads its writes. */
+static void pb_pend_apply(const p2_pagebuf *pb, uint64_t p, char *buf)
+{
+    const pb_pend *e = pb_pend_of(pb, p);
+    if (e != NULL)
+        pb_mask_copy(pb, e->mask, buf, e->bytes, 1);
+}
+
+/* Dirty page p is about to be written back: its entry goes with it (its granules join
+ * the page's announced ones, or the page goes whole). */
+static void pb_pend_fold(p2_pagebuf *pb, uint64_t p)
+{
+    const pb_pend *e = pb_pend_of(pb, p);
+    if (e == NULL)
+        return;
+    if (pb_by_ranges(pb, p))
+        pb_mask_or(pb, p, e->mask);
+    pb_pend_drop(pb, p);
+}
+
+/* Every entry written back (several requests in flight), then the store emptied, its
+ * granules the pages' again until the sync (see pb_write_back).  On a failure the entries
+ * stay: the next sync writes them again. */
+static int pb_pend_flush(p2_pagebuf *pb, p2_err *err)
+{
+    p2_io io[PB_IOS];
+    uint64_t g = pb->pg / PB_GRANULES;
+    for (uint32_t k = 0; k < pb->npend;) {
+        unsigned m = 0;
+        uint32_t first = k;
+        for (; k < pb->npend && m + PB_MAXR <= sizeof io / sizeof io[0]; k++) {
+            const pb_pend *e = &pb->pend[k];
+            uint64_t at = 0;
+            unsigned i = 0, a;
+            while (pb_mask_run(e->mask, &i, &a)) {
+                io[m++] = (p2_io){e->bytes + at, (i - a) * g, e->page * pb->pg + a * g};
+                at += (i - a) * g;
+            }
+        }
+        int rc = pb->be.ops->writev(&pb->be, io, m, err);
+        if (rc != P2_OK)
+            return rc;
+        pb->st.ranges += m;
+        for (uint32_t j = first; j < k; j++) {
+            uint64_t p = pb->pend[j].page;
+            if (pb->state[p] & PB_WB)
+                pb->st.rewrites++;
+            pb->state[p] |= PB_WB;
+            pb->st.writebacks++;
+        }
+    }
+    while (pb->npend > 0) {
+        const pb_pend *e = &pb->pend[pb->npend - 1];
+        pb_mask_or(pb, e->page, e->mask);
+        pb_pend_drop(pb, e->page);
+    }
+    return P2_OK;
+}
+
+/* Dirty page p leaves its frame under ship = ranges (readable: its bytes are copied).
+ * *kept: its ranges are in the store; else it is to be written back as before (the store
+ * full: written back first, so that nothing older follows the page's write). */
+static int pb_pend_put(p2_pagebuf *pb, uint64_t p, int *kept, p2_err *err)
+{
+    uint64_t m[PB_GRANULES / 64];
+    const pb_pend *e = pb_pend_of(pb, p);
+    memcpy(m, pb_mask(pb, p), sizeof m);
+    for (unsigned w = 0; e != NULL && w < PB_GRANULES / 64; w++)
+        m[w] |= e->mask[w];
+    pb_mask_fill(m);
+    uint64_t n = pb_mask_bytes(pb, m), old = e != NULL ? e->nbytes : 0;
+    char *b = pb->pend_bytes - old + n <= pb->pend_max ? (char *)malloc((size_t)n) : NULL;
+    if (b != NULL && e == NULL && pb->npend == pb->pend_cap) {
+        uint32_t cap = pb->pend_cap ? 2 * pb->pend_cap : 64;
+        pb_pend *t = (pb_pend *)realloc(pb->pend, cap * sizeof *t);
+        if (t == NULL) {
+            free(b);
+            b = NULL;
+        } else {
+            pb->pend = t;
+            pb->pend_cap = cap;
+        }
+    }
+    *kept = b != NULL;
+    if (b == NULL)            /* full (or no memory): written back, as without the store */
+        return pb_pend_flush(pb, err);
+    if (!(pb->state[p] & PB_PEND)) {
+        pb->pend[pb->npend] = (pb_pend){p, {0}, NULL, 0};
+        pb->pend_of[p] = ++pb->npend;
+        pb->state[p] |= PB_PEND;
+    }
+    pb_pend *t = &pb->pend[pb->pend_of[p] - 1];
+    pb_mask_copy(pb, m, pb_addr(pb, p), b, 0);
+    free(t->bytes);
+    t->bytes = b;
+    pb->pend_bytes += n - t->nbytes;
+    t->nbytes = n;
+    memcpy(t->mask, m, sizeof m);
+    return P2_OK;
+}
+
 /* Write back dirty pages list[0..n): read-only first (so a write after this faults and
- * marks the page dirty again), then all of them in one vectored request. */
+ * marks the page dirty again), then all of them in one vectored request.  Under ship =
+ * ranges a page's announced granules are forgotten only at a sync (pb_masks_forget): a
+ * write-back keeps them, since a write announced before it may come after it (an
+ * operation announces a block once, at its allocation, and may write it after hundreds
+ * of other notices), so each later write-back ships every granule announced since the
+ * last sync. */
 static int pb_write_back(p2_pagebuf *pb, const uint32_t *list, unsigned n, p2_err *err)
 {
-    p2_io io[P2_SERVER_INFLIGHT * 4];
+    p2_io io[PB_IOS];
     while (n > 0) {
         unsigned k = 0, m = 0;
         for (; k < n && m + PB_MAXR <= sizeof io / sizeof io[0]; k++) {
             uint64_t p = list[k];
+            pb_pend_fold(pb, p);
             m += pb_ranges(pb, p, io + m);
             if (pb->state[p] & PB_PROT)
                 pb->state[p] &= (uint8_t)~PB_PROT;
@@ -227,7 +469,6 @@ static int pb_write_back(p2_pagebuf *pb, const uint32_t *list, unsigned n, p2_er
             }
             if (pb->state[p] & PB_WB)
                 pb->st.rewrites++;
-            pb_mask_clear(pb, p);
             pb->state[p] = (uint8_t)((pb->state[p] & ~PB_DIRTY) | PB_SRV | PB_WB);
             pb->st.writebacks++;
             pb->st.dirty--;
@@ -250,9 +491,23 @@ static int pb_evict(p2_pagebuf *pb, uint32_t f, p2_err *err)
         pb->state[p] &= (uint8_t)~PB_DIRTY;
         pb->st.dirty--;
     } else if (pb->state[p] & PB_DIRTY) {
-        int rc = pb_write_back(pb, &p, 1, err);
-        if (rc != P2_OK)
+        int kept = 0, rc = P2_OK;
+        if (pb->pend_of != NULL && !pb->txn && pb_by_ranges(pb, p)) {
+            pb->state[p] &= (uint8_t)~PB_PROT;
+            (void)pb_protect(pb, p, PROT_READ);      /* its bytes are read */
+            rc = pb_pend_put(pb, p, &kept, err);
+        }
+        if (kept) {
+            pb_mask_clear(pb, p);                     /* in its entry now */
+            pb->state[p] &= (uint8_t)~PB_DIRTY;
+            pb->st.dirty--;
+        } else if (rc == P2_OK) {
+            rc = pb_write_back(pb, &p, 1, err);
+        }
+        if (rc != P2_OK) {            /* still dirty: writable again */
+            (void)pb_protect(pb, p, PROT_READ | PROT_WRITE);
             return rc;
+        }
     }
     pb_unmap(pb, p);
     pb->state[p] &= (uint8_t)~(PB_RES | PB_PROT);
@@ -372,6 +627,8 @@ static int pb_fill(p2_pagebuf *pb, const uint64_t *pages, unsigned *k, int fetch
     }
     if (pb->reader)
         pl_reader_check(pb);
+    for (unsigned i = 0; i < *k; i++)
+        pb_pend_apply(pb, pages[i], io[i].buf);
     return 1;
 }
 
@@ -801,6 +1058,12 @@ static int pb_sync(p2_seg *seg, p2_err *err)
     unsigned n = 0;
     for (uint32_t f = 0; f < pb->used; f++) {
         uint32_t p = pb->frame_page[f];
+        if ((pb->state[p] & (PB_PEND | PB_DIRTY)) == PB_PEND) {
+            /* in a frame: its entry goes back with it, as its ranges */
+            pb_mask_or(pb, p, pb_pend_of(pb, p)->mask);
+            pb->state[p] |= PB_DIRTY;
+            pb->st.dirty++;
+        }
         if (!(pb->state[p] & PB_DIRTY))
             continue;
         list[n++] = p;
@@ -813,7 +1076,11 @@ static int pb_sync(p2_seg *seg, p2_err *err)
     }
     int rc = n ? pb_write_back(pb, list, n, err) : P2_OK;
     if (rc == P2_OK)
+        rc = pb_pend_flush(pb, err);
+    if (rc == P2_OK)
         rc = pb->be.ops->flush(&pb->be, err);
+    if (rc == P2_OK)
+        pb_masks_forget(pb);
     return rc;
 }
 
@@ -839,8 +1106,11 @@ static void pb_free(p2_seg *seg)
         pb->log.ops->close(&pb->log);
     if (pb->frame_of != NULL)     /* the tables' mapping starts with frame_of */
         munmap(pb->frame_of, (size_t)pb->track_bytes);
-    if (pb->wmask != NULL)
+    if (pb->wmask != NULL)        /* the mapping holds pend_of too */
         munmap(pb->wmask, (size_t)pb->wmask_bytes);
+    for (uint32_t k = 0; k < pb->npend; k++)
+        free(pb->pend[k].bytes);
+    free(pb->pend);
     free(pb);
     seg->pb = NULL;
 }
@@ -1085,7 +1355,8 @@ int p2_seg_server_ship_ranges(p2_seg *seg, p2_err *err)
     p2_pagebuf *pb = seg->pb;
     if (pb->wmask != NULL)
         return P2_OK;
-    uint64_t bytes = round_up(pb->npages * (PB_GRANULES / 8), page_size());
+    /* per page: its announced granules, their sync, and its entry in the pending store */
+    uint64_t bytes = round_up(pb->npages * (PB_GRANULES / 8 + 8), page_size());
     void *t = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (t == MAP_FAILED)
@@ -1093,6 +1364,11 @@ int p2_seg_server_ship_ranges(p2_seg *seg, p2_err *err)
                         strerror(errno));
     pb->wmask = (uint64_t *)t;
     pb->wmask_bytes = bytes;
+    pb->pend_of = (uint32_t *)(void *)(pb->wmask + pb->npages * (PB_GRANULES / 64));
+    pb->mask_gen = pb->pend_of + pb->npages;
+    pb->sync_gen = 1;
+    const char *max = getenv("P2_SERVER_PENDING_BYTES");
+    pb->pend_max = max != NULL ? strtoull(max, NULL, 10) : P2_SERVER_PENDING_BYTES;
     /* pages dirty before now have nothing announced: they go back whole */
     seg->will_write = pb_note;
     seg->will_write_ctx = pb;

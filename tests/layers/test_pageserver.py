@@ -319,6 +319,47 @@ def test_ship_ranges_writes_back_the_same_database_in_fewer_bytes(tmp_path, cc, 
     assert shipped["ranges"][0] < shipped["pages"][0] / 2, shipped
 
 
+def _scores(lines) -> dict:
+    return {int(x.split()[1]): int(x.split()[3]) for x in lines if x.startswith("item ")}
+
+
+def test_ship_ranges_keeps_evicted_ranges_until_the_sync(tmp_path, cc, server):
+    """ship = ranges over a 4-page buffer: an update of every item evicts every page dirty,
+    and each keeps its announced ranges in the client (the pending store) rather than
+    writing them: nothing is written before the sync, and a dump in the same process,
+    fetching the pages again, reads every new score. A crash before the sync (SIGKILL)
+    loses them all: the image past its header is as before. The sync writes each page once
+    (no rewrites), and a fresh process reads the new scores; with the store bounded to
+    3,000 bytes (P2_SERVER_PENDING_BYTES) ranges are written before the sync, and the
+    database is the same, the fill before it too (a page written back at an eviction keeps
+    its announced granules until the sync: the hash's growth announces a block, then makes
+    hundreds of notices before it writes there)."""
+    exe = build(tmp_path, cc, server.uri(), pages=4, name="ship_ranges", extra=", ship = ranges")
+    new = {k: 3 * k + 1 for k in range(600)}
+    run(exe, "fill", 600)
+    before = server.image.read_bytes()
+    proc = driver(exe, "reset", "update", 600, "stats", "s", "dump", "sleep")
+    lines: list = []
+    while sum(x.startswith("item ") for x in lines) < 600:
+        lines.append(proc.stdout.readline().rstrip("\n"))
+        assert lines[-1] or proc.poll() is None, lines
+    s = counters(lines, "s")
+    assert s["evictions"] > 30 and s["writes"] == s["bytes_written"] == 0, s
+    assert _scores(lines) == new
+    proc.kill()
+    proc.communicate(timeout=30)
+    assert server.image.read_bytes()[4096:] == before[4096:]
+    for env, kept in (({}, True), ({"P2_SERVER_PENDING_BYTES": "3000"}, False)):
+        server.reset()
+        run(exe, "fill", 600, env=env)
+        out = run(exe, "reset", "update", 600, "stats", "s", "sync", "stats", "t", env=env)
+        s, t = counters(out, "s"), counters(out, "t")
+        assert (s["writes"] == 0) == kept and t["writes"] > s["writes"], (env, s, t)
+        if kept:
+            assert t["rewrites"] == 0 and t["writebacks"] <= 40, t
+        assert _scores(run(exe, "dump")) == new, env
+
+
 @faults
 def test_counters_of_cold_and_warm_scans(tmp_path, cc, server, faults):
     env, uffd = FAULTS[faults]

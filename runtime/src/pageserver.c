@@ -8,8 +8,9 @@
  * toucher and a handler thread fills the page with UFFDIO_COPY, section 9.1), else
  * through SIGSEGV (the page PROT_NONE: the handler below fills it in the toucher's
  * thread).  Either way the clock's reference bits and the first write to a clean page
- * are seen by mprotect and SIGSEGV.  Per page one state byte (in a frame, dirty, protected by the clock, held on
- * the server, written back before, ranges pending under ship = ranges); per frame the page it holds and its reference bit.
+ * are seen by mprotect and SIGSEGV.  Per page one state byte (in a frame, dirty,
+ * protected by the clock, held on the server, written back before, ranges pending under
+ * ship = ranges); per frame the page it holds and its reference bit.
  * The segment's own code (section 4) reaches the server through four hooks: reading the
  * header at open (pb_read), growth (pb_grow), and writing back what is dirty where a
  * local file is msync'ed (pb_sync at create, attach, sync; pb_close).

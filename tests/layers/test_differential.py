@@ -6,9 +6,9 @@ delflag, two hash indexes) and containers of a second record with every other fi
 as keys (signed iarray key, float hash and qsort keys, u64 avl key, char[1] odlist key,
 identity hash). Indexes over qsort are illegal: the checker must say so (naming qsort).
 Every legal combination is one container of ONE spec per memory kind (built once, with
-its command-line harness p2gen.harness, under ASan and UBSan): over the heap and the plain
-file every container; over each other memory, unless P2GEN_FULL=1, the subset of them that
-holds every layer of its full spec for each record type (matrix_runnable). Each test case runs its
+its command-line harness p2gen.harness, under ASan and UBSan): over the heap every
+container; over each other memory, unless P2GEN_FULL=1, the subset of them that holds
+every layer of its full spec for each record type (matrix_runnable). Each test case runs its
 own seeded random operation sequence (profiles: growth, balanced, churn, bulk) on its
 container, in several harness processes (for persistent containers, fresh processes on
 the same directory), with close/open in between, and checks every answer against the
@@ -175,11 +175,15 @@ ALL_MEMS.update(_ALLOC_MEMS)
 FULL_SEED_MEMS = (_HEAP_MEM, next(n for n in BOTTOM_MEMS if LAYERS[n].in_file))
 
 
-# The memory axis: the heap and the plain file (FULL_SEED_MEMS) hold every container of
-# the matrix; every other memory, by default, the covering subset inline_runnable(mem)
-# chooses -- every layer of its full spec in some container of each record type -- so each
-# memory layer is still driven under every layer above it, in a spec (and harness) about a
-# quarter of the size. P2GEN_FULL=1 (or P2GEN_SOAK=1) puts every container on every memory.
+# The memory axis: the heap holds every container of the matrix (every pair of storage and
+# index); every other memory, by default, the covering subset inline_runnable(mem) chooses
+# -- every layer of its full spec in some container of each record type -- so each memory
+# layer is still driven under every layer above it, in a spec (and harness) about a quarter
+# of the size. The heap and the plain file (FULL_SEED_MEMS) run every seed. A layer's code
+# over a file differs from its code over the heap in how it stores references, which each
+# layer's container over the file drives; how an index meets its storage is generated
+# from the same templates over every memory. P2GEN_FULL=1 (or P2GEN_SOAK=1) puts every
+# container on every memory.
 FULL = SOAK or os.environ.get("P2GEN_FULL", "") not in ("", "0")
 
 
@@ -188,9 +192,9 @@ def seeds_for(mem: str) -> tuple:
 
 
 def matrix_runnable(mem: str) -> list:
-    """The containers of the matrix's spec for `mem` (spec_builds): runnable(mem) over
-    FULL_SEED_MEMS or with P2GEN_FULL=1, else its covering subset inline_runnable(mem)."""
-    return runnable(mem) if FULL or mem in FULL_SEED_MEMS else inline_runnable(mem)
+    """The containers of the matrix's spec for `mem` (spec_builds): runnable(mem) over the
+    heap or with P2GEN_FULL=1, else its covering subset inline_runnable(mem)."""
+    return runnable(mem) if FULL or mem == _HEAP_MEM else inline_runnable(mem)
 
 
 @functools.lru_cache(maxsize=None)

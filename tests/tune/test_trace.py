@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import DEBUG_FLAG, QUICK_PY_CFLAGS, runtime_obj
+from conftest import QUICK_PY_CFLAGS, SAN_QUICK_FLAGS, runtime_obj
 from p2gen.build import generate
 from p2gen.cli import main
 from p2gen.harness import HARNESS_CFLAGS, SANITIZE_CFLAGS, sanitizer_env
@@ -39,7 +39,7 @@ find accounts by owner;
 cursor rich on accounts where balance > $min;
 cursor byowner on accounts where owner == $o;
 """
-FLAGS = [*HARNESS_CFLAGS, *SANITIZE_CFLAGS, DEBUG_FLAG]
+FLAGS = [*HARNESS_CFLAGS, *SANITIZE_CFLAGS, *SAN_QUICK_FLAGS]
 
 
 def program(seed: int, n_ops: int) -> tuple:

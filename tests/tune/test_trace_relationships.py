@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DEBUG_FLAG, runtime_obj
+from conftest import SAN_QUICK_FLAGS, runtime_obj
 from p2gen.build import generate
 from p2gen.errors import SpecError
 from p2gen.harness import HARNESS_CFLAGS, SANITIZE_CFLAGS, sanitizer_env
@@ -25,7 +25,7 @@ OO7 = (ROOT / "type_equations" / "oo7" / "hash_ilist_persistent.p2").read_text()
 OTHER = OO7.replace("= ilist;", "= refarray;").replace(
     "hash(key = id, buckets = 16384)[avl(key = build_date)[array[persistent]]]",
     "avl(key = build_date)[hash(key = id)[malloc[persistent]]]")
-FLAGS = [*HARNESS_CFLAGS, *SANITIZE_CFLAGS, DEBUG_FLAG]
+FLAGS = [*HARNESS_CFLAGS, *SANITIZE_CFLAGS, *SAN_QUICK_FLAGS]
 
 PROGRAM = r"""
 static unsigned seed = SEED;

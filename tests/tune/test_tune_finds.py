@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DEBUG_FLAG, python_module, runtime_obj
+from conftest import SAN_QUICK_FLAGS, python_module, runtime_obj
 from p2gen.build import generate, load
 from p2gen.errors import SpecError
 from p2gen.harness import HARNESS_CFLAGS, SANITIZE_CFLAGS, sanitizer_env
@@ -144,7 +144,7 @@ def test_declared_finds_answer_as_the_model_says(tmp_path, cc, variant):
     spec.write_text(SPEC.format(eq=EQUATIONS[variant]))
     gen = generate(str(spec), str(tmp_path), "fs")
     (tmp_path / "main.c").write_text(driver_text())
-    flags = [*HARNESS_CFLAGS, *SANITIZE_CFLAGS, DEBUG_FLAG]
+    flags = [*HARNESS_CFLAGS, *SANITIZE_CFLAGS, *SAN_QUICK_FLAGS]
     exe = tmp_path / "main"
     r = subprocess.run([cc, *flags, "-I", str(tmp_path), str(tmp_path / "main.c"),
                         str(tmp_path / "fs.c"), runtime_obj(cc, flags), "-o", str(exe), "-lm"],

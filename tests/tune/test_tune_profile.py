@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DEBUG_FLAG, QUICK_PY_CFLAGS, runtime_obj
+from conftest import QUICK_PY_CFLAGS, SAN_QUICK_FLAGS, runtime_obj
 from p2gen.build import generate
 from p2gen.harness import HARNESS_CFLAGS, SANITIZE_CFLAGS, sanitizer_env
 from p2gen.profile import ProfileError, load_profile
@@ -177,7 +177,7 @@ def build_c(tmp_path: Path, cc: str, model: Model, extra=()) -> Path:
     spec.write_text(SPEC)
     generate(str(spec), str(tmp_path), "pf", profile=True)
     (tmp_path / "main.c").write_text(model.c_program())
-    flags = [*HARNESS_CFLAGS, *SANITIZE_CFLAGS, DEBUG_FLAG]
+    flags = [*HARNESS_CFLAGS, *SANITIZE_CFLAGS, *SAN_QUICK_FLAGS]
     exe = tmp_path / "main"
     r = subprocess.run([cc, *flags, *extra, "-I", str(tmp_path), str(tmp_path / "main.c"),
                         str(tmp_path / "pf.c"), runtime_obj(cc, flags), "-o", str(exe)],

@@ -5,15 +5,23 @@ import subprocess
 import sys
 import zipfile
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def test_wheel_ships_templates_runtime_and_parser(tmp_path):
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    """`pip wheel .` of the checkout, built once for the module's tests."""
+    wheels = tmp_path_factory.mktemp("wheels")
     proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                           "-q", "-w", str(tmp_path), ROOT], capture_output=True, text=True)
+                           "-q", "-w", str(wheels), ROOT], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    wheel = next(p for p in os.listdir(tmp_path) if p.endswith(".whl"))
-    names = set(zipfile.ZipFile(tmp_path / wheel).namelist())
+    return next(wheels.glob("*.whl"))
+
+
+def test_wheel_ships_templates_runtime_and_parser(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
     layers = [f for f in os.listdir(os.path.join(ROOT, "layers")) if f.endswith((".py", ".j2"))]
     for f in layers:
         assert f"p2gen/layers/{f}" in names
@@ -27,15 +35,10 @@ def test_wheel_ships_templates_runtime_and_parser(tmp_path):
     assert entry
 
 
-def test_bench_runs_from_an_installed_package(tmp_path):
+def test_bench_runs_from_an_installed_package(tmp_path, wheel):
     """`pip install .` (not editable), then `p2gen bench ...` from a directory that is not a
     checkout: the drivers and the variant specs ship as package data (p2gen.bench,
     p2gen.type_equations), and the Python benchmark runs end to end."""
-    wheels = tmp_path / "wheels"
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                           "-q", "-w", str(wheels), ROOT], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    wheel = next(wheels.glob("*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
     for d, exts in (("bench/tpcb", (".cc", ".h")), ("bench/oo7", (".cc", ".h")),
                     ("bench/range", (".cc", ".h", ".p2")), ("bench/python", (".p2",)),

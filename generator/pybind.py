@@ -22,14 +22,16 @@ through the table reaches Python without a change here. Same spec, same bytes.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import pprint
 import re
 import shlex
+import sysconfig
 from typing import Optional
 
 from .build import RUNTIME_DIR, Generated, cc_command, write_if_changed
-from .toolchain import runtime_object
+from .toolchain import _compiler_identity, runtime_object, write_atomic
 from .ir import CheckedSpec, ContainerInfo, CursorInfo
 from .errors import BuildError
 from .model import FieldType, expr_text
@@ -430,19 +432,44 @@ def python_module(gen: Generated, meta: dict, package: bool = False) -> str:
     return "\n".join(lines)
 
 
-def _runtime_for_extension(cc: Optional[str], extra_cflags) -> str:
-    """The runtime's object for an extension: compiled as distutils would compile it as a
-    source of the extension (its compiler, Python's CFLAGS and CCSHARED, -std=c11 and
-    `extra_cflags`), but once per compiler and flags (toolchain.runtime_object), not at
-    every module's build."""
-    import sysconfig
+def _extension_toolchain(cc: Optional[str], extra_cflags) -> tuple:
+    """The compiler command and flags distutils compiles an extension's sources with (its
+    compiler, Python's CFLAGS and CCSHARED, those of the environment, -std=c11 and
+    `extra_cflags`)."""
     compiler = cc or os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
     flags = []
     for var in ("CFLAGS", "CCSHARED"):
         flags += shlex.split(sysconfig.get_config_var(var) or "")
     for var in ("CFLAGS", "CPPFLAGS"):       # distutils adds these from the environment
         flags += shlex.split(os.environ.get(var, ""))
-    return runtime_object(cc_command(compiler), flags + ["-std=c11", *extra_cflags])
+    return cc_command(compiler), flags + ["-std=c11", *extra_cflags]
+
+
+def _runtime_for_extension(cc: Optional[str], extra_cflags) -> str:
+    """The runtime's object for an extension: compiled as distutils would compile it as a
+    source of the extension, but once per compiler and flags (toolchain.runtime_object),
+    not at every module's build."""
+    return runtime_object(*_extension_toolchain(cc, extra_cflags))
+
+
+def _extension_key(out_dir: str, c_file: str, prefix: str, runtime_obj: str,
+                   cc: Optional[str], extra_cflags) -> str:
+    """What the compiled extension is made of, hashed: the CFFI C source, the generated
+    header and code it includes and the runtime's header, the compiler and its flags (the
+    link's too), the runtime object (its path is keyed by its text) and the extension
+    suffix. The same key, the same module: build_python then leaves it as it is."""
+    import cffi
+    cc_cmd, flags = _extension_toolchain(cc, extra_cflags)
+    parts = [cffi.__version__, _compiler_identity(tuple(cc_cmd)), shlex.join(flags),
+             sysconfig.get_config_var("LDSHARED") or "", os.environ.get("LDFLAGS", ""),
+             sysconfig.get_config_var("EXT_SUFFIX") or "", runtime_obj]
+    for name in (c_file, f"{prefix}.h", f"{prefix}.c", "p2_runtime.h"):
+        try:
+            with open(os.path.join(out_dir, name), "rb") as f:
+                parts += [name, hashlib.sha256(f.read()).hexdigest()]
+        except FileNotFoundError:
+            parts += [name, "-"]
+    return hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()
 
 
 def build_python(gen: Generated, cc: Optional[str] = None, extra_cflags=()) -> str:
@@ -473,12 +500,41 @@ def build_python(gen: Generated, cc: Optional[str] = None, extra_cflags=()) -> s
     # The generated code is compiled into the module's own file with <PREFIX>_INLINE, as
     # the README tells C users to build it: the helpers' find + copy, the fast paths'
     # adapters and the generated layers flatten into one another (no call per layer).
+    runtime_obj = _runtime_for_extension(cc, extra_cflags)
     ffi.set_source(mod, f'#define {p.upper()}_INLINE\n#include "{p}.h"\n\n'
                    + helpers_c(gen.checked) + "\n\n" + fast_c(gen.checked) + "\n",
-                   extra_objects=[_runtime_for_extension(cc, extra_cflags)],
+                   extra_objects=[runtime_obj],
                    include_dirs=[out_dir],
                    define_macros=[("_CFFI_NO_LIMITED_API", None)],
                    extra_compile_args=["-std=c11", *extra_cflags])
+    # CFFI's compile always compiles: a stamp beside the extension, holding the key of what
+    # it was built from, lets an unchanged rebuild keep it (written after a good build only)
+    c_file = os.path.join(out_dir, mod + ".c")
+    ffi.emit_c_code(c_file)                 # rewritten only if its text changed
+    key = _extension_key(out_dir, c_file, p, runtime_obj, cc, extra_cflags)
+    ext = os.path.join(out_dir, mod + (sysconfig.get_config_var("EXT_SUFFIX") or ".so"))
+    stamp = ext + ".stamp"
+    if not (os.path.isfile(ext) and _read_stamp(stamp) == key):
+        if os.path.exists(stamp):           # a failed build leaves no stamp to trust
+            os.unlink(stamp)
+        _compile_extension(ffi, out_dir, mod, cc)
+        write_atomic(stamp, key + "\n")
+    path = os.path.join(out_dir, f"{p}.py")
+    write_flat_support(out_dir, p)
+    write_if_changed(path, python_module(gen, binding_metadata(gen.checked)))
+    return path
+
+
+def _read_stamp(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read().strip()
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def _compile_extension(ffi, out_dir: str, mod: str, cc: Optional[str]) -> None:
+    """CFFI's compile of the extension `mod` in out_dir, with $CC set to `cc` for it."""
     saved = os.environ.get("CC")
     if cc:
         os.environ["CC"] = cc
@@ -492,7 +548,3 @@ def build_python(gen: Generated, cc: Optional[str] = None, extra_cflags=()) -> s
             os.environ.pop("CC", None)
         else:
             os.environ["CC"] = saved
-    path = os.path.join(out_dir, f"{p}.py")
-    write_flat_support(out_dir, p)
-    write_if_changed(path, python_module(gen, binding_metadata(gen.checked)))
-    return path

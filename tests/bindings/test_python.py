@@ -1095,3 +1095,43 @@ def test_update_by_and_delete_by_key(db, keyed, tmp_path):
         with pytest.raises(pyapi.DuplicateError):
             d.items.update_by(5, id=6)
         assert d.items.update_by(5, qty=9).qty == 9 and d.items.find(6).qty == 2
+
+
+def test_an_unchanged_rebuild_keeps_the_extension_and_an_edit_rebuilds_it(tmp_path):
+    """build_python compiles the extension only when what it is made of changed: the
+    generated code (an edit of the spec), the flags; an unchanged rebuild leaves it."""
+    spec = tmp_path / "p2t_stamp.p2"
+    out = tmp_path / "out"
+
+    def build(text, flags=QUICK_PY_CFLAGS):
+        spec.write_text(textwrap.dedent(text))
+        gen = generate(str(spec), str(out))
+        build_python(gen, extra_cflags=flags)
+        ext, = out.glob("_p2t_stamp_cffi.*.so")
+        return ext
+
+    def rebuilt(ext):        # compiled since set_old: its time is no longer the epoch's
+        return ext.stat().st_mtime_ns != 0
+
+    def set_old(ext):
+        os.utime(ext, ns=(0, 0))
+
+    FLAG = "-DP2T_X_INLINE=1"     # a flag the runtime's object is not keyed by (toolchain)
+    ext = build(KEYED)
+    set_old(ext)
+    assert not rebuilt(build(KEYED))
+    assert not rebuilt(build(KEYED))
+    assert rebuilt(build(KEYED.replace("qty: i32", "qty: i64")))
+    set_old(ext)
+    assert rebuilt(build(KEYED.replace("qty: i32", "qty: i64"), (*QUICK_PY_CFLAGS, FLAG)))
+    set_old(ext)
+    assert not rebuilt(build(KEYED.replace("qty: i32", "qty: i64"), (*QUICK_PY_CFLAGS, FLAG)))
+    # the rebuilt module is the edited spec's: its declarations say qty is 64 bits
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from _p2t_stamp_cffi import ffi; "
+            "print(ffi.sizeof('p2t_stamp_item'))")
+    r = subprocess.run([sys.executable, "-c", code, str(out)], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.split() == ["16"], (r.stdout, r.stderr)
+    # a stale stamp (a build that failed after it) does not count: the module is compiled
+    (ext.parent / (ext.name + ".stamp")).write_text("stale\n")
+    set_old(ext)
+    assert rebuilt(build(KEYED.replace("qty: i32", "qty: i64"), (*QUICK_PY_CFLAGS, FLAG)))

@@ -25,6 +25,7 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from conftest import DEBUG_FLAG, object_cache_root, runtime_obj
@@ -65,9 +66,14 @@ def have_compilers() -> bool:
 
 
 def object_cache(config, tmp_path_factory) -> Path:
-    """The suite's object cache (conftest.object_cache_root), or a fresh temporary
-    directory (P2GEN_TEST_NO_CACHE=1, or no cache plugin)."""
-    return object_cache_root(config) or Path(tmp_path_factory.mktemp("p2gen-objects"))
+    """The suite's object cache (conftest.object_cache_root), or a temporary directory
+    of this session's, one for all the test files that ask (P2GEN_TEST_NO_CACHE=1, or no
+    cache plugin)."""
+    root = object_cache_root(config)
+    if root is None:
+        root = tmp_path_factory.getbasetemp() / "p2gen-objects"
+        root.mkdir(exist_ok=True)
+    return root
 
 
 def _texts(paths, under: str = "") -> dict:
@@ -120,22 +126,32 @@ def driver_object(cache: Path, source: Path, v: bo.Variant = None, gen=None) -> 
                                str(cache)))
 
 
-def link(cache: Path, name: str, objs: list) -> str:
-    """The sanitized program made of objs and the runtime's object, cached by them."""
-    objs = sorted(objs + [runtime_obj(shlex.join(cc()), RUNTIME_FLAGS)])
+def link(cache: Path, name: str, objs: list, libs=(), runtime: bool = True) -> str:
+    """The sanitized program made of objs, `libs` (-l options) and (unless runtime=False)
+    the runtime's object, cached by them."""
+    objs = sorted(objs + ([runtime_obj(shlex.join(cc()), RUNTIME_FLAGS)] if runtime else []))
     exe_dir = cache / "exe"
     exe_dir.mkdir(exist_ok=True)
-    key = hashlib.sha256("\0".join([*objs, *cxx(), *SAN]).encode()).hexdigest()[:32]
+    key = hashlib.sha256("\0".join([*objs, *cxx(), *SAN, *libs]).encode()).hexdigest()[:32]
     exe = exe_dir / f"{name}_{key}"
     if not exe.exists():
         tmp = exe_dir / f".{exe.name}.{os.getpid()}.tmp"
-        proc = subprocess.run(cxx() + list(SAN) + objs + ["-o", str(tmp)],
+        proc = subprocess.run(cxx() + list(SAN) + objs + list(libs) + ["-o", str(tmp)],
                               capture_output=True, text=True, timeout=600)
         if proc.returncode != 0:
             tmp.unlink(missing_ok=True)
             raise AssertionError(f"linking {name} failed:\n{proc.stderr[-8000:]}")
         os.replace(tmp, exe)
     return _used(str(exe))
+
+
+def checker(cache: Path, name: str, sources, libs=()) -> str:
+    """The sanitized conformance checker linked with bench/oo7's hand-written systems
+    `sources` (oo7_conform.cc, oo7_common.cc, HAND's, ...) and no generated variant: their
+    objects are test_oo7_generated's, so each is compiled once for the suite."""
+    with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
+        objs = list(pool.map(lambda src: driver_object(cache, OO7 / src), sources))
+    return link(cache, name, objs, libs, runtime=False)
 
 
 def run(exe: str, env: dict, *args: str) -> tuple[subprocess.CompletedProcess, dict]:

@@ -7,42 +7,22 @@ numbers on top, so a generator change that the checker would follow along is sti
 """
 from __future__ import annotations
 
-import shutil
-import subprocess
-from pathlib import Path
-
 import pytest
 
+import oo7kit
 from oo7kit import assert_all_passed, run
 
-ROOT = Path(__file__).resolve().parents[2]
-OO7 = ROOT / "bench" / "oo7"
 SOURCES = ("oo7_common.cc", "oo7_hand.cc", "oo7_conform.cc")
-# no -O: an unoptimised sanitized build compiles several times faster, and the checks
-# run in about a second either way
-FLAGS = ("-std=c++17", "-Wall", "-Wextra", "-Werror", "-fsanitize=address,undefined")
 
 
 @pytest.fixture(scope="session")
-def conform(tmp_path_factory) -> str:
-    cxx = shutil.which("c++") or shutil.which("g++")
-    if cxx is None:
-        pytest.skip("no C++ compiler")
-    out = tmp_path_factory.mktemp("oo7_conform")
-    # one process per source: the compiles overlap on a multi-core machine
-    jobs = [(src, subprocess.Popen([cxx, *FLAGS, "-I", str(OO7), "-c", str(OO7 / src),
-                                    "-o", str(out / (src + ".o"))],
-                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-            for src in SOURCES]
-    for src, job in jobs:
-        log, _ = job.communicate(timeout=600)
-        assert job.returncode == 0, f"{src} does not compile cleanly:\n{log}"
-    exe = out / "oo7_conform"
-    subprocess.run([cxx, "-fsanitize=address,undefined", *(str(out / (s + ".o")) for s in SOURCES),
-                    "-o", str(exe)], check=True, timeout=300)
-    return str(exe)
-
-
+def conform(request, tmp_path_factory) -> str:
+    """The checker with HAND, sanitized (oo7kit.checker: no -O, the checks run in about a
+    second either way)."""
+    if not oo7kit.have_compilers():
+        pytest.skip("no C/C++ compiler")
+    return oo7kit.checker(oo7kit.object_cache(request.config, tmp_path_factory),
+                          "oo7_conform_hand", SOURCES)
 
 
 @pytest.mark.parametrize("fanout", [3, 6, 9])

@@ -17,19 +17,16 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
+import oo7kit
 from oo7kit import assert_all_passed, run
 
 ROOT = Path(__file__).resolve().parents[2]
 OO7 = ROOT / "bench" / "oo7"
 SOURCES = ("oo7_common.cc", "oo7_hand.cc", "oo7_sqlite.cc", "oo7_lmdb.cc", "oo7_conform.cc")
-# no -O: the sanitized build compiles several times faster; SQLite itself is the system
-# library (not instrumented), so the checks still run in seconds
-FLAGS = ("-std=c++17", "-Wall", "-Wextra", "-Werror", "-fsanitize=address,undefined")
 DB_FILE = "oo7.sqlite"
 
 
@@ -44,26 +41,15 @@ def _why_not() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def conform(tmp_path_factory) -> str:
+def conform(request, tmp_path_factory) -> str:
+    """The checker with HAND, SQLite's and LMDB's systems, sanitized (oo7kit.checker: no
+    -O; SQLite and LMDB themselves are the system's libraries, not instrumented, so the
+    checks still run in seconds)."""
     why = _why_not()
     if why:
         pytest.skip(why)
-    cxx = shutil.which("c++") or shutil.which("g++")
-    out = tmp_path_factory.mktemp("oo7_sqlite_conform")
-    # one process per source: the compiles overlap on a multi-core machine
-    jobs = [(src, subprocess.Popen([cxx, *FLAGS, "-I", str(OO7), "-c", str(OO7 / src),
-                                    "-o", str(out / (src + ".o"))],
-                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-            for src in SOURCES]
-    for src, job in jobs:
-        log, _ = job.communicate(timeout=600)
-        assert job.returncode == 0, f"{src} does not compile cleanly:\n{log}"
-    exe = out / "oo7_conform"
-    subprocess.run([cxx, "-fsanitize=address,undefined", *(str(out / (s + ".o")) for s in SOURCES),
-                    "-lsqlite3", "-llmdb", "-o", str(exe)], check=True, timeout=300)
-    return str(exe)
-
-
+    return oo7kit.checker(oo7kit.object_cache(request.config, tmp_path_factory),
+                          "oo7_conform_sqlite", SOURCES, ["-lsqlite3", "-llmdb"])
 
 
 def check_sqlite(conform: str, env: dict, dbdir: Path, size: str, fanout: int,

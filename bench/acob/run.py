@@ -184,9 +184,10 @@ def build(build_dir: str, nbd_uri: str, redis_uri: str, *, systems=Options.syste
           hybrid_uri: Optional[str] = None, nfs_uri: str = "nfs://127.0.0.1/export/acob",
           nfs_writes: str = "sync", cc: str = "cc",
           cxx: str = "c++", opt: str = "-O2", extra_flags: tuple = (), jobs: Optional[int] = None,
-          say: Callable[[str], None] = lambda m: None) -> Path:
+          gen_opt: Optional[str] = None, say: Callable[[str], None] = lambda m: None) -> Path:
     """Generate the systems' specs (the servers' URIs written in), build them as users do and
-    link build_dir/acob_bench; extra_flags (e.g. sanitizers) go to every compile and the link."""
+    link build_dir/acob_bench; extra_flags (e.g. sanitizers) go to every compile and the link,
+    gen_opt (tests only) after the users' flags of the generated code (users_build_steps)."""
     src = checked_sources(SOURCE_DIR, DRIVER_SOURCES, "acob")
     specs = server_specs(Path(build_dir).resolve() / "specs", nbd_uri, redis_uri, systems, buffer,
                          hybrid_uri, nfs_uri, nfs_writes)
@@ -199,7 +200,7 @@ def build(build_dir: str, nbd_uri: str, redis_uri: str, *, systems=Options.syste
     cc_all = cc + "".join(" " + f for f in extra_flags)
     tasks, archives = users_build_steps(gen_dir, obj_dir, steps, cc=cc_all, cxx=cxx, cxxflags=cxxflags,
                                         driver=src / "acob_driver.cc", driver_deps=[src / "acob.h"],
-                                        include_dirs=[src])
+                                        include_dirs=[src], gen_opt=gen_opt)
     tasks += source_steps(src, ("acob_main.cc",), obj_dir, cxx=cxx,
                           cxxflags=cxxflags + [f"-DACOB_RAWNBD={int(RAWNBD)}"], deps=[src / "acob.h"])
     libs = list(LIBS) + (["-lnbd"] if RAWNBD else [])

@@ -28,6 +28,10 @@ from acob_model import Model
 from p2gen.bench.acob import run as ar
 
 SAN = ("-Werror", "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined")
+# the sanitized build at no -O (the drivers, and the generated code after the users' flags:
+# gen_opt), as the suite's other sanitized builds: it compiles several times faster, and
+# its runs are the servers' round trips; the users' build is test_the_command_end_to_end's
+SAN_OPT = "-O0"
 # FILESERVER (NFS-Ganesha in a namespace of its own) where this machine can run it, with
 # unstable writes (FILE_SYNC, the paper's, costs ms a write: tests/layers/test_fileserver.py)
 OPTS = ar.Options(objects=1500, sets=2, fs=(30,), repetitions=1, nfs_writes="unstable",
@@ -56,7 +60,8 @@ def acob_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("acob")
     with ar.Engines(tmp, OPTS.systems) as eng:
         exe = ar.build(str(tmp / "build"), *eng.uris(), systems=OPTS.systems, hybrid_uri=eng.hybrid_uri(),
-                       nfs_uri=eng.nfs_uri(), nfs_writes=OPTS.nfs_writes, extra_flags=SAN)
+                       nfs_uri=eng.nfs_uri(), nfs_writes=OPTS.nfs_writes, opt=SAN_OPT, gen_opt=SAN_OPT,
+                       extra_flags=SAN)
         eng.fresh()
         rc, out, err, _ = ar.run_systems(exe, OPTS, 30, str(tmp / "run.json"), str(tmp / "db"), eng)
         # the cost model's delay per request: 2 ms, on a small database

@@ -259,6 +259,7 @@ def test_users_flags_unless_a_test_asks(tmp_path):
     from types import SimpleNamespace
 
     from p2gen.bench import common
+    from p2gen.bench.acob import run as ar
     from p2gen.bench.oo7 import run as bo
     src, hdr = tmp_path / "v.c", tmp_path / "v.h"
     g = SimpleNamespace(source=str(src), header=str(hdr))
@@ -271,7 +272,7 @@ def test_users_flags_unless_a_test_asks(tmp_path):
 
     assert gen_command() == ["cc", *common.users_cflags(), "-c", str(src), "-o", str(tmp_path / "v.o")]
     assert gen_command(gen_opt="-O0")[1:-4] == [*common.users_cflags(), "-O0"]
-    for build in (bt.build, bo.build):
+    for build in (bt.build, bo.build, ar.build):
         assert inspect.signature(build).parameters["gen_opt"].default is None
 
 

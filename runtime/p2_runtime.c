@@ -7984,7 +7984,7 @@ static int pl_commit(p2_seg *seg, p2_err *err)
     }
     if (pb->st.dirty == 0)
         return P2_OK;
-    int rc;
+    int rc = P2_OK;   /* the record's writes loop while it is: the lease renewed or not */
     if (pl_now_ms() + PL_DELTA_MS >= pb->expiry_ms && (rc = pl_lease_renew(pb, pb->gen, 0, err)) != P2_OK)
         return rc;
     struct p2_seg_header *h = seg->hdr;

@@ -13,6 +13,9 @@ belongs in that file.
 - `cache_lock(path)`: what builds into a cache shared by pytest-xdist's workers holds it.
 - `object_cache_root(config)`: the toolchain's object cache (p2gen.toolchain.cached_object)
   in .pytest_cache, for sources several files compile alike (tests/oo7kit.py).
+- `build_san_program(cc, exe, sources, ...)`: a sanitized program of a test's own (a driver
+  over a spec's API) at san_quick_flags(), linked with the runtime's cached object
+  (runtime_obj) rather than compiling p2_runtime.c into it.
 
 scripts/test.sh runs the suite on every core (pytest-xdist, `--dist loadgroup`): the worker
 processes share the build caches in .pytest_cache, so an entry is built under a lock by one
@@ -108,6 +111,33 @@ def runtime_obj(cc: str, flags) -> str:
     import shlex
     from p2gen.toolchain import runtime_object
     return runtime_object(shlex.split(cc), list(flags))
+
+
+def san_quick_flags(*defines) -> list:
+    """The flags of a sanitized program a test builds of its own (a driver over a spec's
+    API, a C test of the runtime): the harness's, ASan/UBSan, `defines` (what the runtime
+    reads too: -DP2_FAULT_INJECT, -DP2_WRITE_AUDIT), then SAN_QUICK_FLAGS, in the harness
+    builder's order (harness_builder(..., extra_cflags=defines, opt=SAN_QUICK_OPT)), so
+    that all of them link one cached runtime object per `defines`."""
+    from p2gen.harness import HARNESS_CFLAGS, SANITIZE_CFLAGS
+    return [*HARNESS_CFLAGS, *SANITIZE_CFLAGS, *defines, *SAN_QUICK_FLAGS]
+
+
+def build_san_program(cc: str, exe, sources, include_dir=None, defines=(),
+                      program_flags=()) -> Path:
+    """`sources` (a test's driver, a spec's generated C) compiled at
+    san_quick_flags(*defines) and linked with the runtime's cached object of the same
+    flags (runtime_obj) into `exe`: the runtime is compiled once for every such program,
+    not into each. `program_flags` (-DPREFIX=..., say) reach the sources only. A compiler
+    error fails the test with the command and its message."""
+    import shlex
+    flags = san_quick_flags(*defines)
+    cmd = [*shlex.split(cc), *flags, *program_flags,
+           *(["-I", str(include_dir)] if include_dir is not None else []),
+           *map(str, sources), runtime_obj(cc, flags), "-o", str(exe)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, f"{shlex.join(cmd)}\n{proc.stderr}"
+    return Path(exe)
 
 
 def has_lto_sections(obj) -> bool:

@@ -24,7 +24,6 @@ import hashlib
 import os
 import random
 import re
-import shlex
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -33,7 +32,7 @@ from typing import Optional
 
 import pytest
 
-from conftest import DEBUG_FLAG, cache_lock, runtime_obj, sources_digest
+from conftest import build_san_program, cache_lock, san_quick_flags, sources_digest
 from p2gen.layers import LAYERS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,9 +50,7 @@ FILE = next(n for n in MEMS if LAYERS[n].survives_restart)   # the file-only che
 def survives(mem: str) -> bool:
     """Does a database in this memory outlive its process (reopened from its file)?"""
     return LAYERS[mem].survives_restart
-CFLAGS = ["-std=c11", "-O1", DEBUG_FLAG, "-Wall", "-Wextra", "-Werror",
-          "-fsanitize=address,undefined", "-fno-omit-frame-pointer",
-          "-fno-sanitize-recover=undefined"]
+CFLAGS = san_quick_flags()     # the drivers' (build_san_program's), for their cache key
 CACHE_KEEP = 6
 TIMEOUT = 60
 
@@ -259,6 +256,11 @@ class Model:
 # ---------------------------------------------------------------------------
 # building and running the driver
 # ---------------------------------------------------------------------------
+def program_flags(prefix_mem: str) -> list:
+    """What tests/c/links_driver.c is compiled with over links_<mem>.h: the API's prefix."""
+    return [f"-DPREFIX=links_{prefix_mem}", f'-DHEADER="links_{prefix_mem}.h"']
+
+
 def _build_one(mem: str, cache_root: Path, cc: str, spec_text: Optional[str] = None) -> str:
     """The driver over tests/specs/links_<mem>.p2, or over `spec_text` named `mem`."""
     from p2gen.build import generate
@@ -275,11 +277,8 @@ def _build_one(mem: str, cache_root: Path, cc: str, spec_text: Optional[str] = N
     spec = out / f"links_{mem}.p2"
     spec.write_text(spec_text)
     gen = generate(str(spec), str(out), f"links_{mem}")
-    cmd = ([*shlex.split(cc), *CFLAGS, f"-DPREFIX=links_{mem}",
-            f'-DHEADER="links_{mem}.h"', "-I", str(out), str(DRIVER), gen.source,
-            runtime_obj(cc, CFLAGS), "-o", str(exe) + ".tmp"])
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    assert proc.returncode == 0, f"compiling the links driver failed:\n{shlex.join(cmd)}\n{proc.stderr}"
+    build_san_program(cc, str(exe) + ".tmp", [DRIVER, gen.source], out,
+                      program_flags=program_flags(mem))
     os.replace(str(exe) + ".tmp", exe)
     return str(exe)
 
@@ -853,17 +852,15 @@ def test_persistent_file_remembers_the_relationship_layout(drivers, links_env, t
     out.mkdir()
     (out / "links_persistent.p2").write_text(variant)
     gen = generate(str(out / "links_persistent.p2"), str(out), "links_persistent")
-    exe = str(out / "driver")
-    subprocess.run([*shlex.split(cc), "-std=c11", "-O0", "-w", "-DPREFIX=links_persistent",
-                    '-DHEADER="links_persistent.h"', "-I", str(out), str(DRIVER), gen.source,
-                    str(out / "p2_runtime.c"), "-o", exe], check=True, timeout=120)
+    exe = str(build_san_program(cc, out / "driver", [DRIVER, gen.source], out,
+                                program_flags=program_flags("persistent")))
     data = tmp_path / "data"
     data.mkdir()
     first = subprocess.run([drivers["persistent"], str(data)], input="ins atoms 1 1\n",
                            capture_output=True, text=True, env=links_env, timeout=TIMEOUT)
     assert first.returncode == 0 and first.stdout.startswith("ok "), first.stderr
     second = subprocess.run([exe, str(data)], input="dump\n", capture_output=True, text=True,
-                            timeout=TIMEOUT)
+                            env=links_env, timeout=TIMEOUT)
     assert second.returncode == 3 and "different spec" in second.stderr, second.stderr
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import build_san_program
 from nbdkit import ENGINE_MISSING, NbdServer, free_port
 
 from p2gen.check import check
@@ -164,9 +165,6 @@ done:      /* a failed command: the handle is closed all the same */
 }
 """
 
-SAN = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
-
-
 @pytest.fixture(scope="module")
 def module_server(tmp_path_factory):
     s = NbdServer(tmp_path_factory.mktemp("nbd") / "image.img", size=64 << 20).start()
@@ -208,21 +206,17 @@ _BUILT: dict = {}
 def build(tmp_path: Path, cc: str, uri: str, pages: int, name: str = "b", extra: str = "",
           cflags: tuple = ()) -> Path:
     """The driver over a spec of `uri` and `pages` frames, `extra` more parameters of
-    pageserver, `cflags` more compiler flags (built once per module)."""
+    pageserver, `cflags` the runtime's defines (FI) (built once per module)."""
     if (uri, pages, extra, cflags) in _BUILT:
         return _BUILT[uri, pages, extra, cflags]
     out = tmp_path / name
     out.mkdir()
     spec = out / "ps.p2"
     spec.write_text(SPEC.format(uri=uri, pages=pages, extra=extra))
-    subprocess.run([sys.executable, "-m", "p2gen", "build", str(spec), "-o", str(out)],
+    subprocess.run([sys.executable, "-m", "p2gen", "build", "--no-compile", str(spec), "-o", str(out)],
                    check=True, capture_output=True, text=True)
     (out / "driver.c").write_text(DRIVER)
-    exe = out / "driver"
-    proc = subprocess.run([cc, "-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", *SAN, *cflags, f"-I{out}",
-                           str(out / "driver.c"), str(out / "ps.c"), str(out / "p2_runtime.c"), "-o", str(exe)],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
+    exe = build_san_program(cc, out / "driver", [out / "driver.c", out / "ps.c"], out, cflags)
     _BUILT[uri, pages, extra, cflags] = exe
     return exe
 

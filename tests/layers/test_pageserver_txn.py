@@ -34,6 +34,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import build_san_program
 from nbdkit import ENGINE_MISSING, NbdServer, free_port
 
 from p2gen.check import check
@@ -154,9 +155,6 @@ int main(int argc, char **argv)
 }
 """.replace("@NREC@", str(NREC))
 
-SAN = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     s = NbdServer(tmp_path_factory.mktemp("nbd") / "exports", size=16 << 20, plugin="dir").start()
@@ -177,15 +175,10 @@ def build_driver(d: Path, cc: str, txn: str, db: str, log: str, extra: str = "")
     parameters."""
     (d / "pt.p2").write_text(SPEC.format(txn=txn, db=db, log=log).replace(
         "verify_open = false", "verify_open = false" + extra))
-    subprocess.run([sys.executable, "-m", "p2gen", "build", str(d / "pt.p2"), "-o", str(d)],
+    subprocess.run([sys.executable, "-m", "p2gen", "build", "--no-compile", str(d / "pt.p2"), "-o", str(d)],
                    check=True, capture_output=True, text=True)
     (d / "driver.c").write_text(DRIVER)
-    proc = subprocess.run([cc, "-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", *SAN,
-                           f"-I{d}", str(d / "driver.c"), str(d / "pt.c"),
-                           str(d / "p2_runtime.c"), "-o", str(d / "driver")],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    return d / "driver"
+    return build_san_program(cc, d / "driver", [d / "driver.c", d / "pt.c"], d)
 
 
 def env(**extra) -> dict:

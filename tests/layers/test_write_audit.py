@@ -28,7 +28,7 @@ import pytest
 
 import test_differential as td
 import test_links as tl
-from conftest import runtime_obj
+from conftest import DEBUG_FLAG, build_san_program, runtime_obj
 from model import ContainerModel
 
 from p2gen.build import generate
@@ -98,13 +98,8 @@ def links_driver(tmp_path_factory, cc):
     spec = out / "links_persistent.p2"
     spec.write_text((tl.SPECS / "links_persistent.p2").read_text())
     gen = generate(str(spec), str(out), "links_persistent")
-    exe = out / "links_persistent_driver"
-    cmd = ([*shlex.split(cc), *tl.CFLAGS, *AUDIT, "-DPREFIX=links_persistent",
-            '-DHEADER="links_persistent.h"', "-I", str(out), str(tl.DRIVER), gen.source,
-            runtime_obj(cc, [*tl.CFLAGS, *AUDIT]), "-o", str(exe)])
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    return str(exe)
+    return str(build_san_program(cc, out / "links_persistent_driver", [tl.DRIVER, gen.source],
+                                 out, AUDIT, tl.program_flags("persistent")))
 
 
 @pytest.mark.parametrize("seed,size", [(1, 8), (2, 40)])
@@ -129,17 +124,17 @@ def test_audit_catches_unannounced_writes(harness_builder, cc, san_env, tmp_path
     and the harness with the audit) is stopped at the open that creates the file (the
     containers' roots), with the offsets and the command; the allocator's own writes, still announced, are not reported."""
     built = harness_builder(td.spec_text(td.runnable("persistent")[:1]), "dwa_ctl",
-                            sanitize=False, extra_cflags=AUDIT)
+                            sanitize=False, extra_cflags=AUDIT + FAST)
     gen = built.gen
     src = write_harness(gen)
     exe = str(tmp_path / "unannounced")
     flags = [*HARNESS_CFLAGS, "-I", gen.out_dir]
-    objs = []
-    for unit, audit in ((src, True), (gen.source, False),
-                        (str(Path(gen.out_dir) / "p2_runtime.c"), True)):
+    # the runtime audited: the object the harness above links (its flags, the builder's order)
+    objs = [runtime_obj(cc, [*HARNESS_CFLAGS, *AUDIT, *FAST, DEBUG_FLAG])]
+    for unit, audit in ((src, True), (gen.source, False)):
         obj = str(tmp_path / (Path(unit).stem + ".o"))
-        subprocess.run([*shlex.split(cc), *flags, *(AUDIT if audit else ()), "-c", unit,
-                        "-o", obj], check=True, capture_output=True)
+        subprocess.run([*shlex.split(cc), *flags, *(AUDIT if audit else ()), *FAST, DEBUG_FLAG,
+                        "-c", unit, "-o", obj], check=True, capture_output=True)
         objs.append(obj)
     subprocess.run([*shlex.split(cc), *flags, *objs, "-o", exe], check=True, capture_output=True)
     name = built.checked.containers[0].name

@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 import random
 import re
-import shlex
 import shutil
 import struct
 import subprocess
@@ -34,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SAN_QUICK_FLAGS, SAN_QUICK_OPT, cache_lock, runtime_obj, sources_digest
+from conftest import SAN_QUICK_OPT, build_san_program, cache_lock, sources_digest
 from test_verify import (CONTAINERS, LINKS_SPEC, DRIVER, SAN_MARKERS, byte_map, check,  # noqa: F401
                          copy_db, dbs, patch, read, tools)
 
@@ -317,7 +316,6 @@ def test_crafted_free_list_head(tools, dbs, tmp_path, head):
 def _links_driver_san(cache: Path, cc: str) -> str:
     """tests/c/links_driver.c over links_persistent.p2, with ASan and UBSan."""
     from p2gen.build import generate
-    from p2gen.harness import HARNESS_CFLAGS, SANITIZE_CFLAGS
     import hashlib
     key = hashlib.sha256("\0".join([sources_digest(), cc, LINKS_SPEC.read_text(),
                                     DRIVER.read_text(), "san"]).encode()).hexdigest()[:20]
@@ -329,11 +327,8 @@ def _links_driver_san(cache: Path, cc: str) -> str:
     spec = out / "links_persistent.p2"
     shutil.copy(LINKS_SPEC, spec)
     gen = generate(str(spec), str(out), "links_persistent")
-    cmd = [*shlex.split(cc), *HARNESS_CFLAGS, *SANITIZE_CFLAGS, *SAN_QUICK_FLAGS, "-DPREFIX=links_persistent",
-           '-DHEADER="links_persistent.h"', "-I", str(out), str(DRIVER), gen.source,
-           runtime_obj(cc, [*HARNESS_CFLAGS, *SANITIZE_CFLAGS, *SAN_QUICK_FLAGS]), "-o", f"{exe}.tmp"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
+    build_san_program(cc, f"{exe}.tmp", [DRIVER, gen.source], out,
+                      program_flags=["-DPREFIX=links_persistent", '-DHEADER="links_persistent.h"'])
     os.replace(f"{exe}.tmp", exe)
     return str(exe)
 

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import QUICK_PY_CFLAGS, runtime_obj
+from conftest import QUICK_PY_CFLAGS, build_san_program
 from nbdkit import free_port
 from redis import ENGINE_MISSING, RedisServer
 
@@ -259,9 +259,6 @@ int main(int argc, char **argv)
 }
 """
 
-SAN = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
-
-
 @pytest.fixture(scope="module")
 def module_server(tmp_path_factory):
     s = RedisServer(tmp_path_factory.mktemp("redis")).start()
@@ -290,12 +287,7 @@ def build(tmp_path: Path, cc: str, uri: str, objects, driver: str = "basic") -> 
     subprocess.run([sys.executable, "-m", "p2gen", "build", "--no-compile", str(spec), "-o", str(out)],
                    check=True, capture_output=True, text=True)
     (out / "driver.c").write_text(BASIC if driver == "basic" else MODEL)
-    exe = out / "driver"
-    flags = ["-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", *SAN]
-    proc = subprocess.run([cc, *flags, f"-I{out}", str(out / "driver.c"), str(out / "os.c"),
-                           runtime_obj(cc, flags), "-o", str(exe)],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
+    exe = build_san_program(cc, out / "driver", [out / "driver.c", out / "os.c"], out)
     _BUILT[uri, objects, driver] = exe
     return exe
 
@@ -574,11 +566,7 @@ def test_several_clients_lose_nothing_and_see_no_torn_state(tmp_path, cc, server
     subprocess.run([sys.executable, "-m", "p2gen", "build", "--no-compile", str(spec), "-o", str(out)],
                    check=True, capture_output=True, text=True)
     (out / "driver.c").write_text(COUNTERS)
-    exe = out / "driver"
-    flags = ["-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", *SAN]
-    proc = subprocess.run([cc, *flags, f"-I{out}", str(out / "driver.c"), str(out / "os.c"),
-                           runtime_obj(cc, flags), "-o", str(exe)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
+    exe = build_san_program(cc, out / "driver", [out / "driver.c", out / "os.c"], out)
     assert run(exe, "init", 8, 0, 0) == ["init 0"]
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0", UBSAN_OPTIONS="halt_on_error=1")
     procs = [subprocess.Popen([str(exe), "incr", "8", "60", str(w + 1)], cwd=out, env=env, text=True,

@@ -11,11 +11,11 @@ flush fail):
 """
 from __future__ import annotations
 
-import os
 import subprocess
 
 import pytest
 
+from conftest import build_san_program
 from p2gen.build import generate
 
 SPEC = """record item { id: u32; v: i64; }
@@ -93,16 +93,10 @@ def test_close_gives_its_message_without_the_handle(tmp_path, cc, san_env, inlin
     gen = generate(str(spec), str(tmp_path / "gen"))
     src = tmp_path / "main.c"
     src.write_text(PROGRAM)
-    exe = tmp_path / "main"
-    flags = ["-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror",
-             "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
-             "-DP2_FAULT_INJECT", f"-I{gen.out_dir}"]
-    srcs = [str(src), os.path.join(gen.out_dir, "p2_runtime.c")]
-    if inline:
-        flags.append("-DCM_INLINE")
-    else:
-        srcs.append(gen.source)
-    subprocess.run([cc, *flags, *srcs, "-o", str(exe)], check=True)
+    # inline: the API defined by the header itself, the spec's .c not linked
+    exe = build_san_program(cc, tmp_path / "main", [src] + ([] if inline else [gen.source]),
+                            gen.out_dir, ("-DP2_FAULT_INJECT",),
+                            ["-DCM_INLINE"] if inline else [])
     data = tmp_path / "data"
     for d in "abcde":
         (data / d).mkdir(parents=True)

@@ -15,12 +15,8 @@ import subprocess
 
 import pytest
 
-from conftest import DEBUG_FLAG, runtime_obj
+from conftest import build_san_program
 from p2gen.build import generate
-from p2gen.toolchain import RUNTIME_DIR
-
-SAN = ["-std=c11", "-O1", DEBUG_FLAG, "-Wall", "-Wextra", "-Werror",
-       "-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=all"]
 
 BTREE_SPEC = """record r { id: i32; d: i32; }
 container c of r = top2ds_qualify[btree(key = d)[malloc[MEM[persistent(file = "c.db")]]]];
@@ -177,11 +173,7 @@ def build_and_run(cc, san_env, tmp_path, spec: str, main: str, mem: str, args=()
     spec_file.write_text(spec.replace("MEM", mem))
     gen = generate(str(spec_file), str(out), "s")
     (tmp_path / "main.c").write_text(main)
-    exe = tmp_path / "main"
-    proc = subprocess.run([cc, *SAN, "-I", str(out), "-I", RUNTIME_DIR, str(tmp_path / "main.c"),
-                           gen.source, runtime_obj(cc, SAN), "-o", str(exe)],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    exe = build_san_program(cc, tmp_path / "main", [tmp_path / "main.c", gen.source], out)
     db_dir = tmp_path / "db"
     db_dir.mkdir()
     proc = subprocess.run([str(exe), str(db_dir), *args], capture_output=True, text=True,

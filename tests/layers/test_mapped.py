@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import SAN_QUICK_FLAGS
 from p2gen.harness import run_harness
 
 RECORD = "record item { id: u32; grp: i32; tag: char[8]; }\n"
@@ -228,8 +229,8 @@ def tools(harness, cc, tmp_path_factory):
     d = tmp_path_factory.mktemp("mapped-tools")
     spec = d / "mp.p2"
     spec.write_text(SPEC)
-    return (build_recoverer(str(spec), str(d), None, cc, True),
-            build_verifier(str(spec), str(d), None, cc, True))
+    return (build_recoverer(str(spec), str(d), None, cc, True, SAN_QUICK_FLAGS),
+            build_verifier(str(spec), str(d), None, cc, True, SAN_QUICK_FLAGS))
 
 
 def test_a_crashed_file_is_refused_then_recovered_at_its_base(harness, tools, san_env, tmp_path):

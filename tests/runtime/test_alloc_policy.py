@@ -22,8 +22,7 @@ import pytest
 from p2gen.build import generate
 from p2gen.check import check
 from p2gen.errors import SpecError, SpecErrors
-from conftest import DEBUG_FLAG, runtime_obj
-from p2gen.harness import HARNESS_CFLAGS, SANITIZE_CFLAGS
+from conftest import runtime_obj, san_quick_flags
 from p2gen.parser import parse
 from p2gen.plan import explain, plan
 
@@ -138,13 +137,11 @@ def drivers(cc, tmp_path_factory):
         spec.write_text(spec_text(kind))
         gen = generate(str(spec), str(out), prefix)
         exe = out / "driver"
-        cmd = [*shlex.split(cc), *HARNESS_CFLAGS, *SANITIZE_CFLAGS, DEBUG_FLAG, f"-DPFX={prefix}",
-               f'-DHEADER="{prefix}.h"',
+        # the other sanitized drivers' flags (and the write audit's, test_write_audit.py's)
+        flags = san_quick_flags(*(["-DP2_WRITE_AUDIT"] if kind.startswith("audit") else []))
+        cmd = [*shlex.split(cc), *flags, f"-DPFX={prefix}", f'-DHEADER="{prefix}.h"',
                *(["-DTXN"] if kind.startswith(("journal", "wal")) else []),
-               *(["-DP2_WRITE_AUDIT"] if kind.startswith("audit") else []),
-               "-I", str(out), "-o", str(exe), str(DRIVER), gen.source,
-               runtime_obj(cc, [*HARNESS_CFLAGS, *SANITIZE_CFLAGS, DEBUG_FLAG,
-                                *(["-DP2_WRITE_AUDIT"] if kind.startswith("audit") else [])])]
+               "-I", str(out), "-o", str(exe), str(DRIVER), gen.source, runtime_obj(cc, flags)]
         procs[kind] = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                        text=True)
         exes[kind] = str(exe)

@@ -19,6 +19,7 @@ import re
 
 import pytest
 
+from conftest import SAN_QUICK_OPT
 from p2gen.harness import run_harness
 
 FI = ("-DP2_FAULT_INJECT",)
@@ -80,17 +81,18 @@ def _fill(n0, n):
 @pytest.fixture(scope="module")
 def ckpt_exe(harness_builder):
     # the smallest checkpoint: a transaction of 40 inserts (20 pages) checkpoints
-    return harness_builder(journal_spec(65536), "dur", extra_cflags=FI).exe
+    return harness_builder(journal_spec(65536), "dur", extra_cflags=FI, opt=SAN_QUICK_OPT).exe
 
 
 @pytest.fixture(scope="module")
 def lazy_exe(harness_builder):
-    return harness_builder(journal_spec(1 << 30), "dur", extra_cflags=FI).exe   # never, until close
+    # never, until close (test_recover.py's build too)
+    return harness_builder(journal_spec(1 << 30), "dur", extra_cflags=FI, opt=SAN_QUICK_OPT).exe
 
 
 @pytest.fixture(scope="module")
 def plain_exe(harness_builder):
-    return harness_builder(PLAIN_SPEC, "dur", extra_cflags=FI).exe
+    return harness_builder(PLAIN_SPEC, "dur", extra_cflags=FI, opt=SAN_QUICK_OPT).exe
 
 
 def test_failed_checkpoint_commit_is_done_and_stays_done(ckpt_exe, san_env, tmp_path):

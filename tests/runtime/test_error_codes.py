@@ -48,7 +48,7 @@ def test_python_reads_the_table_the_compiler_sees(cc, tmp_path):
     src = tmp_path / "codes.c"
     src.write_text("\n".join(prog))
     exe = tmp_path / "codes"
-    flags = ["-std=c11", "-Wall", "-Wextra", "-Werror"]
+    flags = ["-std=c11", "-O0", "-g0", "-Wall", "-Wextra", "-Werror"]   # test_verify.py's runtime object
     res = subprocess.run([cc, *flags, "-I", str(RUNTIME), str(src),
                           runtime_obj(cc, flags), "-o", str(exe)], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr

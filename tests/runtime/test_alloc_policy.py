@@ -22,7 +22,7 @@ import pytest
 from p2gen.build import generate
 from p2gen.check import check
 from p2gen.errors import SpecError, SpecErrors
-from conftest import runtime_obj, san_quick_flags
+from conftest import SAN_QUICK_FLAGS, runtime_obj, san_quick_flags
 from p2gen.parser import parse
 from p2gen.plan import explain, plan
 
@@ -335,7 +335,7 @@ def test_recover_rebuilds_an_exact_file(drivers, san_env, cc, tmp_path):
     assert set(out) == {"ok"}, [x for x in out if x != "ok"][:3]
     out = run(drivers["exact"], [f"open {d}"], san_env)
     assert out[0].startswith("err ") and "not closed cleanly" in out[0], out
-    exe = build_recoverer(str(spec), str(tmp_path / "cache"), None, cc, True)
+    exe = build_recoverer(str(spec), str(tmp_path / "cache"), None, cc, True, SAN_QUICK_FLAGS)
     proc = subprocess.run([exe, str(d)], capture_output=True, text=True, env=san_env,
                           timeout=300)
     assert "Sanitizer" not in proc.stderr and "runtime error" not in proc.stderr, proc.stderr

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_clean
+from conftest import SAN_QUICK_FLAGS, run_clean
 
 SPEC = """
 record item { id: u32; v: i64; name: char[12]; }
@@ -364,8 +364,8 @@ def test_verify_and_recover_apply_the_same_check(exes, sources, tmp_path, cc):
     spec = tmp_path / "lm.p2"
     spec.write_text(SPEC)
     cache = tmp_path / "cache"
-    vexe = build_verifier(str(spec), str(cache), "lm", cc, True)
-    rexe = build_recoverer(str(spec), str(cache), "lm", cc, True)
+    vexe = build_verifier(str(spec), str(cache), "lm", cc, True, SAN_QUICK_FLAGS)
+    rexe = build_recoverer(str(spec), str(cache), "lm", cc, True, SAN_QUICK_FLAGS)
     kind = "wal"
     src = sources[kind]
     log = Log((src / log_name(kind)).read_bytes(), False)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_clean
+from conftest import SAN_QUICK_FLAGS, run_clean
 
 SPEC = """
 record item { id: u32; v: i64; name: char[12]; }
@@ -269,7 +269,7 @@ def test_verify_checks_a_record_logged_file(exe, cc, tmp_path):
     from p2gen.verify import build_verifier
     spec = tmp_path / "wl.p2"
     spec.write_text(SPEC)
-    vexe = build_verifier(str(spec), str(tmp_path / "vcache"), "wl", cc, True)
+    vexe = build_verifier(str(spec), str(tmp_path / "vcache"), "wl", cc, True, SAN_QUICK_FLAGS)
     d = tmp_path / "db"
     d.mkdir()
     cmds = load(30) + [f"set items id {k} v {-k}" for k in range(0, 30, 3)] + ["commit", "crash"]

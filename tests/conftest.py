@@ -5,8 +5,9 @@ belongs in that file.
 - `san_env`: environment for running sanitizer-instrumented programs.
 - `harness_builder`: build(spec_text, prefix, sanitize=True, extra_cflags=(), opt=None,
   strict=False, library=True) -> Built(exe, gen, strict), a sanitized harness of a spec
-  (p2gen.harness; DEBUG_FLAG after its flags; `opt` e.g. "-O0" after those; library=False:
-  the spec's C not linked, for a harness with <PREFIX>_INLINE), and with strict=True the spec's
+  (p2gen.harness; DEBUG_FLAG after its flags; `opt` after those, SAN_QUICK_OPT when
+  sanitized unless given; library=False: the spec's C not linked, for a harness with
+  <PREFIX>_INLINE), and with strict=True the spec's
   C and the harness also compiled as plain objects at STRICT_CFLAGS; cached across runs in
   .pytest_cache by the spec text, the flags and every source the generated code depends on
   (set P2GEN_TEST_NO_CACHE=1 to rebuild).
@@ -395,7 +396,8 @@ def compile_strictly(cc: str, units, include_dir: str) -> None:
 def harness_builder(request, tmp_path_factory, cc):
     """build(spec_text, prefix, sanitize=True, extra_cflags=(), opt=None, strict=False,
     library=True) -> Built. Safe across threads and processes; the same spec text and flags are built
-    once per run (and reused across runs while no source changes)."""
+    once per run (and reused across runs while no source changes). A sanitized harness is
+    compiled at SAN_QUICK_OPT unless `opt` says otherwise (one runtime object for all)."""
     from p2gen.build import generate, write_if_changed
     from p2gen.harness import build_harness, harness_paths
 
@@ -405,6 +407,8 @@ def harness_builder(request, tmp_path_factory, cc):
               extra_cflags: tuple = (), opt: str = None, strict: bool = False,
               library: bool = True) -> Built:
         digest = sources_digest()   # per build: other work may change sources meanwhile
+        if opt is None and sanitize:
+            opt = SAN_QUICK_OPT
         extra_cflags = tuple(extra_cflags) + (DEBUG_FLAG,) + ((opt,) if opt else ())
         key = hashlib.sha256(f"{digest}\0{cc}\0{prefix}\0{sanitize}\0{extra_cflags}\0"
                              f"{library}\0{spec_text}".encode())

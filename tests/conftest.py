@@ -125,17 +125,17 @@ def san_quick_flags(*defines) -> list:
 
 
 def build_san_program(cc: str, exe, sources, include_dir=None, defines=(),
-                      program_flags=()) -> Path:
+                      program_flags=(), libs=()) -> Path:
     """`sources` (a test's driver, a spec's generated C) compiled at
     san_quick_flags(*defines) and linked with the runtime's cached object of the same
     flags (runtime_obj) into `exe`: the runtime is compiled once for every such program,
-    not into each. `program_flags` (-DPREFIX=..., say) reach the sources only. A compiler
-    error fails the test with the command and its message."""
+    not into each. `program_flags` (-DPREFIX=..., say) reach the sources only; `libs`
+    (-lm) come last. A compiler error fails the test with the command and its message."""
     import shlex
     flags = san_quick_flags(*defines)
     cmd = [*shlex.split(cc), *flags, *program_flags,
            *(["-I", str(include_dir)] if include_dir is not None else []),
-           *map(str, sources), runtime_obj(cc, flags), "-o", str(exe)]
+           *map(str, sources), runtime_obj(cc, flags), "-o", str(exe), *libs]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, f"{shlex.join(cmd)}\n{proc.stderr}"
     return Path(exe)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import build_san_program
 from p2gen.build import generate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -139,9 +140,7 @@ def _layout(stem: str, tmp_path: Path, cc: str, san_env) -> tuple[list[tuple[int
            .replace("NTEXT", str(TEXT)))
     (out / "layout.c").write_text(src)
     exe = out / "layout"
-    subprocess.run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-fsanitize=address,undefined",
-                    "-g", "-I", str(out), str(out / "layout.c"),
-                    str(out / "p2_runtime.c"), "-o", str(exe), "-lm"], check=True)
+    build_san_program(cc, exe, [out / "layout.c"], include_dir=out, libs=("-lm",))
     db = tmp_path / (stem + "_db")
     db.mkdir()
     r = subprocess.run([str(exe), str(db)], capture_output=True, text=True, env=san_env)
